@@ -1,0 +1,24 @@
+/* cli — the `stratsim` command: parse arguments, call the library, print. No model logic.
+ * Exit status: 0 success, 2 bad input (one line on stderr naming the problem), 1 failure. */
+#ifndef STRATSIM_CLI_H
+#define STRATSIM_CLI_H
+
+#include <glib.h>
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAILURE 1
+#define CLI_EXIT_BAD_INPUT 2
+
+int cli_simulate(int argc, char **argv);
+int cli_list(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+
+/* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
+int cli_fail(GError *error, int status);
+/* Exit status for a library error: bad input (parse, unknown names, invalid strategy) -> 2. */
+int cli_status_for(const GError *error);
+/* Parses @argv with @entries; on error prints one line and returns FALSE. */
+gboolean cli_parse_options(const char *command, const char *summary, GOptionEntry *entries,
+                           int *argc, char ***argv);
+
+#endif

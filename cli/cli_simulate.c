@@ -1,0 +1,104 @@
+/* cli/simulate — `stratsim simulate --model M --cluster C --strategy S [--json] [--trace FILE]
+ * [--db FILE]`: one iteration's prediction, printed and stored in SQLite. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+
+#include "costmodel/costmodel.h"
+#include "results/res_db.h"
+#include "sim/sim.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_id, const char *db) {
+  const SimPrediction *p = &run->prediction;
+  const MdlStrategy *s = run->strategy;
+  const DevCluster *c = run->cluster;
+  double t = p->iteration_time_s;
+  double peak = c->device.peak_flops[s->dtype] / 1e12;
+  printf("stratsim simulate: %s on %s (%d x %d %s), strategy %s\n", run->graph->name, c->name,
+         c->nodes, c->gpus_per_node, c->device.name, strategy_spec);
+  printf("  strategy     dp=%d tp=%d pp=%d, %d microbatches of %d, schedule %s, %s, %d GPUs\n",
+         s->dp, s->tp, s->pp, s->num_microbatches, s->microbatch_size,
+         mdl_schedule_name(s->schedule), dev_dtype_name(s->dtype), p->num_gpus);
+  printf("  iteration    %.6g s  (%.6g samples/s)\n", t, p->samples_per_s);
+  printf("  per GPU      %.4g TFLOP/s  (%.1f%% of the %.4g TFLOP/s %s peak)\n", p->tflops_per_gpu,
+         100 * p->mfu, peak, dev_dtype_name(s->dtype));
+  printf("  breakdown    compute %.6g s (%.1f%%), exposed communication %.6g s (%.1f%%), "
+         "bubble %.6g s (%.1f%%)\n",
+         p->compute_s, t > 0 ? 100 * p->compute_s / t : 0, p->comm_exposed_s,
+         t > 0 ? 100 * p->comm_exposed_s / t : 0, p->bubble_s, t > 0 ? 100 * p->bubble_s / t : 0);
+  printf("  memory       peak %.3f GiB on GPU %d of %.3g GiB: %s\n", p->peak_memory_bytes / GIB,
+         p->peak_memory_device, p->memory_capacity_bytes / GIB,
+         p->fits_memory ? "fits" : "DOES NOT FIT");
+  printf("               weights %.3f, gradients %.3f, optimizer %.3f, activations %.3f GiB\n",
+         p->peak_memory.weights / GIB, p->peak_memory.gradients / GIB,
+         p->peak_memory.optimizer / GIB, p->peak_memory.activations / GIB);
+  printf("  simulated    %" G_GUINT64_FORMAT " tasks, %" G_GUINT64_FORMAT
+         " events in %.3f s (one task per collective)\n",
+         p->tasks, p->events, p->sim_wall_s);
+  printf("  stored       run %" G_GINT64_FORMAT " in %s\n", run_id, db);
+}
+
+int cli_simulate(int argc, char **argv) {
+  g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
+  g_autofree char *trace = NULL, *db_path = NULL;
+  gboolean json = FALSE;
+  GOptionEntry entries[] = {
+      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
+      {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
+      {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy: dp, megatron:tp=..,pp=..,dp=..,mb=.., or a JSON file", "S"},
+      {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
+      {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "write a Chrome/Perfetto trace", "FILE"},
+      {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
+      {NULL}};
+  if (!cli_parse_options("simulate", "Simulates one training iteration.", entries, &argc, &argv))
+    return CLI_EXIT_BAD_INPUT;
+  if (!model_spec || !cluster_spec) {
+    fprintf(stderr, "stratsim simulate: --model and --cluster are required\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (!strategy_spec) strategy_spec = g_strdup("dp");
+  if (!db_path) db_path = g_strdup("results/stratsim.db");
+
+  GError *error = NULL;
+  int status = CLI_EXIT_OK;
+  DevCluster *cluster = NULL;
+  MdlGraph *graph = NULL;
+  MdlStrategy *strategy = NULL;
+  SimRun *run = NULL;
+  ResDb *db = NULL;
+  CmParams params;
+  cm_params_default(&params);
+  if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
+      !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
+      !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
+      !(run = sim_run_new(graph, strategy, cluster, &params, &error))) {
+    status = cli_fail(error, cli_status_for(error));
+    goto out;
+  }
+  if (trace && !sim_trace_write(run, trace, &error)) {
+    status = cli_fail(error, CLI_EXIT_FAILURE);
+    goto out;
+  }
+  gint64 run_id = -1;
+  if (!(db = res_db_open(db_path, &error)) ||
+      (run_id = res_db_store_simulation(db, model_spec, cluster_spec, strategy_spec, run, &error)) < 0) {
+    status = cli_fail(error, cli_status_for(error));
+    goto out;
+  }
+  if (json) {
+    g_autofree char *text = sim_prediction_to_json(run, TRUE);
+    printf("%s\n", text);
+  } else {
+    print_text(run, strategy_spec, run_id, db_path);
+    if (trace) printf("  trace        %s (open in https://ui.perfetto.dev)\n", trace);
+  }
+out:
+  res_db_close(db);
+  sim_run_free(run);
+  mdl_strategy_free(strategy);
+  mdl_graph_free(graph);
+  dev_cluster_free(cluster);
+  return status;
+}

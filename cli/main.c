@@ -1,0 +1,79 @@
+/* cli/main — subcommand dispatch and shared error reporting. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "devices/dev_cluster.h"
+#include "model/mdl_graph.h"
+#include "results/res_db.h"
+
+int cli_fail(GError *error, int status) {
+  fprintf(stderr, "stratsim: %s\n", error ? error->message : "unknown error");
+  if (error) g_error_free(error);
+  return status;
+}
+
+int cli_status_for(const GError *error) {
+  if (!error) return CLI_EXIT_FAILURE;
+  if (error->domain == DEV_ERROR || error->domain == MDL_ERROR) return CLI_EXIT_BAD_INPUT;
+  if (error->domain == G_FILE_ERROR && error->code == G_FILE_ERROR_NOENT) return CLI_EXIT_BAD_INPUT;
+  if (error->domain == RES_ERROR && error->code != RES_ERROR_WRITE) return CLI_EXIT_BAD_INPUT;
+  return CLI_EXIT_FAILURE;
+}
+
+gboolean cli_parse_options(const char *command, const char *summary, GOptionEntry *entries,
+                           int *argc, char ***argv) {
+  g_autofree char *usage = g_strdup_printf("%s", "");
+  GOptionContext *ctx = g_option_context_new(NULL);
+  g_autofree char *prog = g_strdup_printf("stratsim %s", command);
+  g_set_prgname(prog);
+  g_option_context_set_summary(ctx, summary);
+  g_option_context_add_main_entries(ctx, entries, NULL);
+  GError *error = NULL;
+  gboolean ok = g_option_context_parse(ctx, argc, argv, &error);
+  g_option_context_free(ctx);
+  if (!ok) {
+    fprintf(stderr, "stratsim %s: %s\n", command, error->message);
+    g_error_free(error);
+    return FALSE;
+  }
+  if (*argc > 1) {
+    fprintf(stderr, "stratsim %s: unexpected argument '%s'\n", command, (*argv)[1]);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static void usage(FILE *f) {
+  fputs("usage: stratsim COMMAND [OPTIONS]\n"
+        "\n"
+        "Predicts how fast a parallelization strategy trains a model on a cluster.\n"
+        "\n"
+        "commands:\n"
+        "  simulate  simulate one training iteration (--model, --cluster, --strategy)\n"
+        "  list      list built-in models, clusters or devices (list models|clusters|devices)\n"
+        "  bench     measure the task-graph builder and the event engine on a large graph\n"
+        "  version   print the version\n"
+        "\n"
+        "Run 'stratsim COMMAND --help' for a command's options.\n",
+        f);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+      strcmp(argv[1], "-h") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? CLI_EXIT_BAD_INPUT : CLI_EXIT_OK;
+  }
+  const char *cmd = argv[1];
+  if (strcmp(cmd, "simulate") == 0) return cli_simulate(argc - 1, argv + 1);
+  if (strcmp(cmd, "list") == 0) return cli_list(argc - 1, argv + 1);
+  if (strcmp(cmd, "bench") == 0) return cli_bench(argc - 1, argv + 1);
+  if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+    printf("stratsim %s\n", STRATSIM_VERSION_STRING);
+    return CLI_EXIT_OK;
+  }
+  fprintf(stderr, "stratsim: unknown command '%s' (run 'stratsim help')\n", cmd);
+  return CLI_EXIT_BAD_INPUT;
+}

@@ -1,0 +1,87 @@
+/* costmodel — what each task costs: compute time (roofline with a stated efficiency),
+ * collective and transfer time (alpha-beta per link class, AutoDDL Table 2), memory per device.
+ * All times in seconds, sizes in bytes. Pure functions of their inputs: no globals, safe to
+ * call from many simulations on threads at once. */
+#ifndef STRATSIM_COSTMODEL_H
+#define STRATSIM_COSTMODEL_H
+
+#include <glib.h>
+#include "devices/dev_cluster.h"
+#include "model/mdl_graph.h"
+#include "model/mdl_strategy.h"
+
+G_BEGIN_DECLS
+
+/* Efficiencies applied to datasheet peaks until calibration (issue 3) measures them. */
+typedef struct {
+  double matmul_efficiency;  /* fraction of peak tensor FLOP/s large GEMMs/convs reach */
+  double vector_efficiency;  /* fraction of vector FLOP/s elementwise kernels reach */
+  double memory_efficiency;  /* fraction of HBM bandwidth streaming kernels reach */
+  double optimizer_bytes_per_param; /* HBM traffic of one Adam step per local parameter */
+} CmParams;
+
+/* Fills the stated defaults (sources in costmodel/cm_compute.c). */
+void cm_params_default(CmParams *params);
+
+/* Time of one compute kernel: max(flops / (peak * eff), bytes / (hbm * eff)) — a roofline.
+ * Contractions (matmul, batched matmul, conv) use the tensor peak of @dtype; the rest the
+ * vector rate. */
+double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
+                       DevDtype dtype, double flops, double bytes);
+
+/* Optimizer (Adam) step over @params_local parameters on one device: memory bound. */
+double cm_optimizer_time(const CmParams *params, const DevKind *device, double params_local);
+
+typedef enum {
+  CM_ALL_REDUCE,
+  CM_ALL_GATHER,
+  CM_REDUCE_SCATTER,
+  CM_ALL_TO_ALL,
+  CM_SEND_RECV,
+  CM_COLLECTIVE_COUNT
+} CmCollective;
+
+const char *cm_collective_name(CmCollective kind);
+
+/* The alpha and beta (seconds per byte) a group of devices communicates at, and its class.
+ * A group inside one host uses the intra-host link. A group spanning hosts with k members per
+ * host runs its ring over the NICs; all GPUs of a host are assumed busy in concurrent groups
+ * of the same shape (symmetric strategies), so the group gets k/gpus_per_node of the host's
+ * NIC bandwidth: beta = 1 / min(intra_bw, nics * nic_bw * k / gpus_per_node), alpha = the
+ * inter-host latency. Contention between unlike groups is issue 4's step-expanded mode. */
+typedef struct {
+  double alpha;
+  double beta;
+  DevLinkClass link;
+} CmLinkCost;
+
+CmLinkCost cm_group_link(const DevCluster *cluster, const int *devices, int n);
+
+/* Bandwidth-optimal collective time, AutoDDL Table 2 (ring all-reduce and all-gather, pairwise
+ * reduce-scatter and all-to-all), p = group size, n = bytes: the reduce-scatter's input, the
+ * other collectives' output (per device). all-reduce (2p-1)a + 2(p-1)/p n b; all-gather and
+ * reduce-scatter (p-1)a + (p-1)/p n b; all-to-all (p-1)a + n b; send/recv a + n b.
+ * p <= 1 costs nothing. */
+double cm_collective_time(CmCollective kind, int p, double bytes, const CmLinkCost *link);
+
+/* Memory per device, bytes, by category. */
+typedef struct {
+  double weights;
+  double gradients;
+  double optimizer;     /* Adam m and v, plus fp32 master weights under mixed precision */
+  double activations;   /* saved for backward, times the microbatches in flight */
+  double total;
+} CmMemory;
+
+/* Peak memory of every device of the cluster under @strategy (array of
+ * dev_cluster_num_devices entries, caller frees with g_free). Weights and gradients in the
+ * compute dtype; Adam states fp32 (+ fp32 master copy when the dtype is 16-bit: 16 bytes per
+ * parameter in all, Rajbhandari et al. 2020); activations: every non-weight input an op saves
+ * for its backward, per microbatch, times the microbatches a stage holds at once (GPipe: all
+ * of them; 1F1B: min(m, p - stage)). */
+CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *strategy,
+                               const DevCluster *cluster);
+
+G_END_DECLS
+
+#endif

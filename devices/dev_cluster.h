@@ -1,0 +1,101 @@
+/* devices — the cluster model: device kinds, hosts, links, presets.
+ *
+ * A cluster is `nodes` hosts of `gpus_per_node` identical GPUs. Devices are numbered
+ * 0..nodes*gpus_per_node-1, host-major: device d lives on node d / gpus_per_node.
+ * Two link classes: intra-host (NVLink, NVSwitch, PCIe: per GPU, per direction) and
+ * inter-host (NICs: per NIC, per direction; `nics_per_node` of them per host).
+ * Units inside the library are SI: bytes, bytes/s, seconds, FLOP/s. Preset files use the
+ * units of datasheets (GB/s, Gb/s, us, TFLOP/s, GiB) and say where every figure comes from.
+ */
+#ifndef STRATSIM_DEV_CLUSTER_H
+#define STRATSIM_DEV_CLUSTER_H
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define DEV_ERROR (dev_error_quark())
+GQuark dev_error_quark(void);
+typedef enum {
+  DEV_ERROR_UNKNOWN_PRESET,
+  DEV_ERROR_UNKNOWN_DEVICE,
+  DEV_ERROR_PARSE,   /* malformed JSON or a missing/ill-typed field */
+  DEV_ERROR_INVALID, /* a value out of range: zero or negative size, NaN, ... */
+} DevError;
+
+typedef enum {
+  DEV_DTYPE_FP32,
+  DEV_DTYPE_TF32, /* fp32 storage, TF32 tensor-core matmuls */
+  DEV_DTYPE_FP16,
+  DEV_DTYPE_BF16,
+  DEV_DTYPE_COUNT
+} DevDtype;
+
+const char *dev_dtype_name(DevDtype dtype);
+/* Parses "fp32", "tf32", "fp16", "bf16". */
+gboolean dev_dtype_parse(const char *text, DevDtype *out);
+/* Bytes per element as stored in memory (tf32 is stored as fp32). */
+guint dev_dtype_bytes(DevDtype dtype);
+
+typedef struct {
+  char *name;                            /* "a100-80gb" */
+  char *description;
+  double peak_flops[DEV_DTYPE_COUNT];    /* dense FLOP/s of matmul-class work; 0 = unsupported */
+  double vector_flops;                   /* non-tensor-core fp32 FLOP/s (elementwise, norms) */
+  double memory_bytes;                   /* HBM capacity */
+  double hbm_bandwidth;                  /* bytes/s */
+} DevKind;
+
+typedef enum { DEV_LINK_INTRA, DEV_LINK_INTER, DEV_LINK_COUNT } DevLinkClass;
+
+typedef struct {
+  char *kind;        /* "nvlink", "nvswitch", "pcie", "infiniband", "aries", "ethernet" */
+  double bandwidth;  /* bytes/s, per direction: per GPU (intra) or per NIC (inter) */
+  double latency;    /* seconds: alpha, the latency of one message or collective step */
+} DevLink;
+
+typedef struct {
+  char *name;        /* preset name, or the file it came from */
+  char *description;
+  DevKind device;    /* owned copy */
+  int nodes;
+  int gpus_per_node;
+  int nics_per_node; /* inter-host NICs per host */
+  DevLink link[DEV_LINK_COUNT];
+} DevCluster;
+
+/* Parses a cluster spec: `PRESET[:key=value,...]` or a path to a cluster JSON file
+ * (anything containing '/' or ending in ".json"). Override keys: nodes, gpus_per_node,
+ * nics_per_node, device, intra_bw_GBps, intra_latency_us, inter_bw_Gbps, inter_latency_us.
+ * Returns a new cluster (free with dev_cluster_free) or NULL with @error set. */
+DevCluster *dev_cluster_parse_spec(const char *spec, GError **error);
+
+/* Builds a cluster from JSON text in the preset format; @origin names it in errors. */
+DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GError **error);
+
+/* Applies one override `key=value` (the keys of dev_cluster_parse_spec). */
+gboolean dev_cluster_set(DevCluster *cluster, const char *key, const char *value, GError **error);
+
+DevCluster *dev_cluster_copy(const DevCluster *cluster);
+void dev_cluster_free(DevCluster *cluster);
+
+/* Serialises the cluster (resolved values, SI units) as JSON; caller frees with g_free. */
+char *dev_cluster_to_json(const DevCluster *cluster);
+
+static inline int dev_cluster_num_devices(const DevCluster *c) { return c->nodes * c->gpus_per_node; }
+static inline int dev_cluster_node_of(const DevCluster *c, int device) { return device / c->gpus_per_node; }
+
+/* Looks up a device kind by name in the built-in device table; fills @out with an owned
+ * copy (clear with dev_kind_clear). */
+gboolean dev_kind_lookup(const char *name, DevKind *out, GError **error);
+void dev_kind_copy(DevKind *dst, const DevKind *src);
+void dev_kind_clear(DevKind *kind);
+
+/* Names of built-in cluster presets, NULL-terminated, static storage. */
+const char *const *dev_preset_names(void);
+/* Names of built-in device kinds, NULL-terminated, static storage. */
+const char *const *dev_kind_names(void);
+
+G_END_DECLS
+
+#endif

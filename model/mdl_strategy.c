@@ -1,0 +1,289 @@
+/* model/strategy — strategy IR core: meshes, configs, SBP layouts, validation.
+ * Builders (data parallel, Megatron) and the CLI spec live in mdl_strategy_build.c; the JSON
+ * format in mdl_strategy_json.c. */
+#include "model/mdl_strategy-int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const schedule_names[MDL_SCHEDULE_COUNT] = {"gpipe", "1f1b"};
+
+const char *mdl_schedule_name(MdlSchedule schedule) {
+  g_return_val_if_fail(schedule < MDL_SCHEDULE_COUNT, "?");
+  return schedule_names[schedule];
+}
+
+gboolean mdl_schedule_parse(const char *text, MdlSchedule *out) {
+  for (int i = 0; i < MDL_SCHEDULE_COUNT; i++)
+    if (g_strcmp0(text, schedule_names[i]) == 0) {
+      *out = (MdlSchedule)i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+static void mesh_clear(gpointer data) {
+  MdlMesh *mesh = data;
+  g_free(mesh->devices);
+  mesh->devices = NULL;
+}
+
+MdlStrategy *mdl_strategy_new_empty(int num_ops) {
+  MdlStrategy *s = g_new0(MdlStrategy, 1);
+  s->meshes = g_array_new(FALSE, TRUE, sizeof(MdlMesh));
+  g_array_set_clear_func(s->meshes, mesh_clear);
+  s->num_ops = num_ops;
+  s->configs = g_new0(MdlOpConfig, num_ops > 0 ? num_ops : 1);
+  for (int i = 0; i < num_ops; i++)
+    for (int a = 0; a < MDL_MAX_MESH_AXES; a++) s->configs[i].split[a] = -1;
+  s->num_stages = 1;
+  s->num_microbatches = 1;
+  s->schedule = MDL_SCHEDULE_1F1B;
+  return s;
+}
+
+void mdl_strategy_free(MdlStrategy *strategy) {
+  if (!strategy) return;
+  g_array_unref(strategy->meshes);
+  g_free(strategy->configs);
+  g_free(strategy->name);
+  g_free(strategy);
+}
+
+int mdl_strategy_add_mesh(MdlStrategy *strategy, int ndims, const int *shape, const int *devices) {
+  g_return_val_if_fail(ndims >= 1 && ndims <= MDL_MAX_MESH_AXES, -1);
+  MdlMesh mesh = {0};
+  mesh.ndims = ndims;
+  mesh.ndevices = 1;
+  for (int a = 0; a < ndims; a++) {
+    mesh.shape[a] = shape[a];
+    mesh.ndevices *= shape[a];
+  }
+  mesh.devices = g_memdup2(devices, sizeof(int) * (gsize)mesh.ndevices);
+  g_array_append_val(strategy->meshes, mesh);
+  return (int)strategy->meshes->len - 1;
+}
+
+int mdl_config_dim_degree(const MdlOpConfig *config, const MdlMesh *mesh, int dim) {
+  int degree = 1;
+  for (int a = 0; a < mesh->ndims; a++)
+    if (config->split[a] == dim) degree *= mesh->shape[a];
+  return degree;
+}
+
+double mdl_config_local_dim(const MdlOp *op, int dim, const MdlOpConfig *config,
+                            const MdlMesh *mesh, int num_microbatches) {
+  double size = (double)op->dims[dim].size;
+  if (op->dims[dim].role == MDL_ROLE_SAMPLE) size /= num_microbatches;
+  return size / mdl_config_dim_degree(config, mesh, dim);
+}
+
+MdlLayout mdl_layout_of_operand(const MdlOp *op, const MdlOperand *operand, gboolean is_output,
+                                const MdlOpConfig *config, const MdlMesh *mesh) {
+  MdlLayout layout;
+  memset(&layout, MDL_LAYOUT_BROADCAST, sizeof layout);
+  for (int a = 0; a < mesh->ndims; a++) {
+    int d = config->split[a];
+    if (d < 0 || mesh->shape[a] == 1) continue;
+    int tdim = -1;
+    for (int i = 0; i < MDL_MAX_DIMS; i++)
+      if (operand->dim_map[i] == d) {
+        tdim = i;
+        break;
+      }
+    if (tdim >= 0)
+      layout.axis[a] = (int8_t)tdim;
+    else if (is_output && op->dims[d].role == MDL_ROLE_REDUCTION)
+      layout.axis[a] = MDL_LAYOUT_PARTIAL;
+  }
+  return layout;
+}
+
+int mdl_tensor_sample_dim(const MdlGraph *graph, int t) {
+  for (int o = 0; o < mdl_graph_num_ops(graph); o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    int sd = mdl_op_sample_dim(op);
+    if (sd < 0) continue;
+    for (int k = -1; k < op->ninputs; k++) {
+      const MdlOperand *opd = k < 0 ? &op->output : &op->inputs[k];
+      if (opd->tensor != t) continue;
+      for (int i = 0; i < MDL_MAX_DIMS; i++)
+        if (opd->dim_map[i] == sd) return i;
+    }
+  }
+  return -1;
+}
+
+double mdl_layout_local_elements(const MdlGraph *graph, int t, int sample_tdim,
+                                 const MdlLayout *layout, const MdlMesh *mesh,
+                                 int num_microbatches) {
+  const MdlTensor *tensor = mdl_graph_tensor(graph, t);
+  double elements = 1.0;
+  for (int i = 0; i < tensor->ndims; i++) {
+    double size = (double)tensor->shape[i];
+    if (i == sample_tdim) size /= num_microbatches;
+    for (int a = 0; a < mesh->ndims; a++)
+      if (layout->axis[a] == i) size /= mesh->shape[a];
+    elements *= size;
+  }
+  return elements;
+}
+
+void mdl_layout_format(const MdlLayout *layout, int naxes, char *buf, size_t size) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (int a = 0; a < naxes && used < size; a++) {
+    int v = layout->axis[a];
+    int n;
+    if (v == MDL_LAYOUT_PARTIAL)
+      n = snprintf(buf + used, size - used, "%sP", a ? "," : "");
+    else if (v == MDL_LAYOUT_BROADCAST)
+      n = snprintf(buf + used, size - used, "%sB", a ? "," : "");
+    else
+      n = snprintf(buf + used, size - used, "%sS(%d)", a ? "," : "", v);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+}
+
+static gboolean validate_mesh(const MdlMesh *mesh, int index, const DevCluster *cluster,
+                              GError **error) {
+  int n = dev_cluster_num_devices(cluster);
+  if (mesh->ndims < 1 || mesh->ndims > MDL_MAX_MESH_AXES) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "mesh %d: %d axes (1..%d allowed)", index,
+                mesh->ndims, MDL_MAX_MESH_AXES);
+    return FALSE;
+  }
+  if (mesh->ndevices > n) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "mesh %d needs %d devices but cluster %s has %d", index, mesh->ndevices,
+                cluster->name, n);
+    return FALSE;
+  }
+  g_autofree gboolean *seen = g_new0(gboolean, n);
+  for (int i = 0; i < mesh->ndevices; i++) {
+    int d = mesh->devices[i];
+    if (d < 0 || d >= n) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                  "mesh %d names device %d but cluster %s has devices 0..%d", index, d,
+                  cluster->name, n - 1);
+      return FALSE;
+    }
+    if (seen[d]) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "mesh %d lists device %d twice", index, d);
+      return FALSE;
+    }
+    seen[d] = TRUE;
+  }
+  return TRUE;
+}
+
+static gboolean validate_config(const MdlStrategy *s, const MdlGraph *graph, int o,
+                                GError **error) {
+  const MdlOp *op = mdl_graph_op(graph, o);
+  const MdlOpConfig *c = &s->configs[o];
+  if (c->mesh < 0 || c->mesh >= (int)s->meshes->len) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "op %s: mesh %d does not exist", op->name,
+                c->mesh);
+    return FALSE;
+  }
+  if (c->stage < 0 || c->stage >= s->num_stages) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "op %s: stage %d out of range 0..%d",
+                op->name, c->stage, s->num_stages - 1);
+    return FALSE;
+  }
+  const MdlMesh *mesh = mdl_strategy_mesh(s, c->mesh);
+  for (int a = 0; a < MDL_MAX_MESH_AXES; a++) {
+    int d = c->split[a];
+    if (d < 0) continue;
+    if (a >= mesh->ndims || d >= op->ndims) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "op %s: split on axis %d is invalid",
+                  op->name, a);
+      return FALSE;
+    }
+    if (!op->dims[d].splittable && mesh->shape[a] > 1) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "op %s: dim %s cannot be split",
+                  op->name, op->dims[d].name);
+      return FALSE;
+    }
+  }
+  for (int d = 0; d < op->ndims; d++) {
+    int degree = mdl_config_dim_degree(c, mesh, d);
+    int64_t size = op->dims[d].size;
+    if (op->dims[d].role == MDL_ROLE_SAMPLE) size /= s->num_microbatches;
+    if (degree > 1 && size % degree != 0) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                  "op %s: split degree %d does not divide dim %s of size %" G_GINT64_FORMAT "%s",
+                  op->name, degree, op->dims[d].name, size,
+                  op->dims[d].role == MDL_ROLE_SAMPLE ? " (per microbatch)" : "");
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
+                               const DevCluster *cluster, GError **error) {
+  if (s->num_ops != mdl_graph_num_ops(graph)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "strategy has %d op configs but model %s has %d ops", s->num_ops, graph->name,
+                mdl_graph_num_ops(graph));
+    return FALSE;
+  }
+  if (s->meshes->len == 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "strategy has no device mesh");
+    return FALSE;
+  }
+  if (s->num_stages < 1 || s->num_microbatches < 1) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "stages (%d) and microbatches (%d) must be >= 1",
+                s->num_stages, s->num_microbatches);
+    return FALSE;
+  }
+  if (graph->batch % s->num_microbatches != 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "%d microbatches do not divide the global batch %" G_GINT64_FORMAT,
+                s->num_microbatches, graph->batch);
+    return FALSE;
+  }
+  if (cluster->device.peak_flops[s->dtype] <= 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "device %s has no %s support",
+                cluster->device.name, dev_dtype_name(s->dtype));
+    return FALSE;
+  }
+  for (guint m = 0; m < s->meshes->len; m++)
+    if (!validate_mesh(mdl_strategy_mesh(s, (int)m), (int)m, cluster, error)) return FALSE;
+  for (int o = 0; o < s->num_ops; o++)
+    if (!validate_config(s, graph, o, error)) return FALSE;
+
+  /* Pipeline stages: data flows to the same or a later stage; stages use disjoint devices. */
+  int n = dev_cluster_num_devices(cluster);
+  g_autofree int *owner = g_new(int, n);
+  for (int d = 0; d < n; d++) owner[d] = -1;
+  for (int o = 0; o < s->num_ops; o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      int producer = mdl_graph_tensor(graph, op->inputs[k].tensor)->producer;
+      if (producer >= 0 && s->configs[producer].stage > s->configs[o].stage) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                    "op %s (stage %d) consumes %s from a later stage %d", op->name,
+                    s->configs[o].stage, mdl_graph_op(graph, producer)->name,
+                    s->configs[producer].stage);
+        return FALSE;
+      }
+    }
+    if (s->num_stages == 1) continue;
+    const MdlMesh *mesh = mdl_strategy_mesh(s, s->configs[o].mesh);
+    for (int i = 0; i < mesh->ndevices; i++) {
+      int d = mesh->devices[i];
+      if (owner[d] >= 0 && owner[d] != s->configs[o].stage) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                    "device %d is used by pipeline stages %d and %d", d, owner[d],
+                    s->configs[o].stage);
+        return FALSE;
+      }
+      owner[d] = s->configs[o].stage;
+    }
+  }
+  return TRUE;
+}

@@ -1,0 +1,247 @@
+/* model/strategy — builders (data parallel, Megatron-LM) and the CLI strategy spec.
+ *
+ * Megatron-LM (Shoeybi et al. 2019; Narayanan et al. 2021): global rank = pp-major, then dp,
+ * then tp, so tensor-parallel peers are adjacent devices (inside a host when tp <= gpus per
+ * host). Each stage runs on a (dp, tp) mesh: axis 0 splits every op's sample dim, axis 1 the
+ * op's tp_dim (column-parallel output features, row-parallel contraction, attention heads,
+ * vocabulary), which yields the two forward all-reduces per layer through SBP resharding. */
+#include "model/mdl_strategy-int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Stage of each op: equal numbers of layers per stage (Megatron requires pp | layers); ops
+ * before the first layer go to stage 0, after the last to the last stage. Models without
+ * layers are cut where cumulative forward FLOPs cross i/pp of the total. */
+static gboolean assign_stages(const MdlGraph *graph, int pp, int *stage_of, GError **error) {
+  int n = mdl_graph_num_ops(graph);
+  if (pp == 1) {
+    memset(stage_of, 0, sizeof(int) * (gsize)n);
+    return TRUE;
+  }
+  if (graph->num_layers > 0) {
+    if (graph->num_layers % pp != 0) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                  "megatron: pp=%d does not divide the model's %d layers", pp, graph->num_layers);
+      return FALSE;
+    }
+    int per_stage = graph->num_layers / pp;
+    gboolean seen_layer = FALSE;
+    for (int o = 0; o < n; o++) {
+      int layer = mdl_graph_op(graph, o)->layer;
+      if (layer >= 0) {
+        seen_layer = TRUE;
+        stage_of[o] = layer / per_stage;
+      } else {
+        stage_of[o] = seen_layer ? pp - 1 : 0;
+      }
+    }
+    return TRUE;
+  }
+  if (n < pp) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: pp=%d exceeds the model's %d ops", pp, n);
+    return FALSE;
+  }
+  double total = 0;
+  for (int o = 0; o < n; o++) total += mdl_graph_op(graph, o)->flops;
+  double before = 0;
+  for (int o = 0; o < n; o++) {
+    double mid = before + mdl_graph_op(graph, o)->flops / 2;
+    int s = total > 0 ? (int)(mid / total * pp) : o * pp / n;
+    stage_of[o] = MIN(s, pp - 1);
+    before += mdl_graph_op(graph, o)->flops;
+  }
+  /* Keep stages monotone and non-empty. */
+  for (int o = 1; o < n; o++) stage_of[o] = MAX(stage_of[o], stage_of[o - 1]);
+  for (int s = pp - 1, o = n - 1; s >= 0 && o >= 0; s--, o--)
+    if (stage_of[o] > s) stage_of[o] = s;
+  for (int o = 1; o < n; o++) stage_of[o] = MAX(stage_of[o], stage_of[o - 1]);
+  return TRUE;
+}
+
+MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *cluster,
+                                   const MdlMegatronConfig *cfg, GError **error) {
+  int ndev = dev_cluster_num_devices(cluster);
+  if (cfg->tp < 1 || cfg->pp < 1 || cfg->dp < 1 || cfg->microbatch_size < 1) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: tp, pp, dp and mb must be >= 1 (got tp=%d pp=%d dp=%d mb=%d)", cfg->tp,
+                cfg->pp, cfg->dp, cfg->microbatch_size);
+    return NULL;
+  }
+  gint64 need = (gint64)cfg->tp * cfg->pp * cfg->dp;
+  if (need > ndev) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: tp*pp*dp = %" G_GINT64_FORMAT " devices but cluster %s has %d", need,
+                cluster->name, ndev);
+    return NULL;
+  }
+  if (graph->heads > 0 && cfg->tp > 1 && graph->heads % cfg->tp != 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: tp=%d does not divide the model's %d attention heads", cfg->tp,
+                graph->heads);
+    return NULL;
+  }
+  gint64 per_step = (gint64)cfg->dp * cfg->microbatch_size;
+  if (graph->batch % per_step != 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: dp*mb = %" G_GINT64_FORMAT " does not divide the global batch %"
+                G_GINT64_FORMAT, per_step, graph->batch);
+    return NULL;
+  }
+  int n = mdl_graph_num_ops(graph);
+  g_autofree int *stage_of = g_new(int, n);
+  if (!assign_stages(graph, cfg->pp, stage_of, error)) return NULL;
+
+  MdlStrategy *s = mdl_strategy_new_empty(n);
+  s->num_stages = cfg->pp;
+  s->num_microbatches = (int)(graph->batch / per_step);
+  s->schedule = cfg->schedule;
+  s->dtype = cfg->dtype;
+  s->dp = cfg->dp;
+  s->tp = cfg->tp;
+  s->pp = cfg->pp;
+  s->microbatch_size = cfg->microbatch_size;
+  int shape[2] = {cfg->dp, cfg->tp};
+  g_autofree int *devices = g_new(int, cfg->dp * cfg->tp);
+  for (int stage = 0; stage < cfg->pp; stage++) {
+    for (int i = 0; i < cfg->dp * cfg->tp; i++) devices[i] = stage * cfg->dp * cfg->tp + i;
+    mdl_strategy_add_mesh(s, 2, shape, devices);
+  }
+  for (int o = 0; o < n; o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    MdlOpConfig *c = &s->configs[o];
+    c->mesh = stage_of[o];
+    c->stage = stage_of[o];
+    c->split[0] = (int8_t)(cfg->dp > 1 ? mdl_op_sample_dim(op) : -1);
+    c->split[1] = (int8_t)(cfg->tp > 1 ? op->tp_dim : -1);
+  }
+  if (!mdl_strategy_validate(s, graph, cluster, error)) {
+    mdl_strategy_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+MdlStrategy *mdl_strategy_data_parallel(const MdlGraph *graph, const DevCluster *cluster,
+                                        int ndevices, DevDtype dtype, GError **error) {
+  MdlMegatronConfig cfg = {.tp = 1, .pp = 1, .dp = ndevices, .schedule = MDL_SCHEDULE_1F1B,
+                           .dtype = dtype};
+  cfg.microbatch_size = ndevices > 0 ? (int)MAX(1, graph->batch / ndevices) : 1;
+  return mdl_strategy_megatron(graph, cluster, &cfg, error);
+}
+
+static gboolean parse_positive_int(const char *key, const char *value, int *out, GError **error) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || v < 1 || v > 1000000000L) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                "strategy: %s=%s is not a positive integer", key, value);
+    return FALSE;
+  }
+  *out = (int)v;
+  return TRUE;
+}
+
+/* The dtype a strategy gets when none is asked for: the model's, falling back to fp16 (then
+ * fp32) where the device lacks it (bf16 before Ampere). */
+static DevDtype default_dtype(const MdlGraph *graph, const DevCluster *cluster) {
+  DevDtype d = graph->default_dtype;
+  if (cluster->device.peak_flops[d] > 0) return d;
+  if (d == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP16] > 0) return DEV_DTYPE_FP16;
+  return DEV_DTYPE_FP32;
+}
+
+/* Keys that later issues add to the megatron spec: reserved names, refused until they exist. */
+static const char *const reserved_keys[] = {"vp", "recompute", "sp", "zero", NULL};
+
+static gboolean parse_megatron_kv(const char *family, const char *params,
+                                  MdlMegatronConfig *cfg, gboolean *dp_given, GError **error) {
+  g_auto(GStrv) pairs = g_strsplit(params, ",", -1);
+  for (int i = 0; pairs[i]; i++) {
+    if (pairs[i][0] == '\0') continue;
+    char *eq = strchr(pairs[i], '=');
+    if (!eq) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: '%s' is not key=value", family,
+                  pairs[i]);
+      return FALSE;
+    }
+    *eq = '\0';
+    const char *key = pairs[i], *value = eq + 1;
+    gboolean ok = TRUE;
+    if (strcmp(key, "tp") == 0) ok = parse_positive_int(key, value, &cfg->tp, error);
+    else if (strcmp(key, "pp") == 0) ok = parse_positive_int(key, value, &cfg->pp, error);
+    else if (strcmp(key, "dp") == 0) {
+      ok = parse_positive_int(key, value, &cfg->dp, error);
+      *dp_given = TRUE;
+    } else if (strcmp(key, "mb") == 0) ok = parse_positive_int(key, value, &cfg->microbatch_size, error);
+    else if (strcmp(key, "schedule") == 0) {
+      if (!mdl_schedule_parse(value, &cfg->schedule)) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                    "strategy %s: unknown schedule '%s' (known: gpipe, 1f1b)", family, value);
+        return FALSE;
+      }
+    } else if (strcmp(key, "dtype") == 0) {
+      if (!dev_dtype_parse(value, &cfg->dtype)) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                    "strategy %s: unknown dtype '%s' (known: fp32, tf32, fp16, bf16)", family, value);
+        return FALSE;
+      }
+    } else if (g_strv_contains(reserved_keys, key)) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                  "strategy %s: key '%s' is not supported by this version of stratsim", family, key);
+      return FALSE;
+    } else {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                  "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, dtype)",
+                  family, key);
+      return FALSE;
+    }
+    if (!ok) return FALSE;
+  }
+  return TRUE;
+}
+
+MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
+                                     const DevCluster *cluster, GError **error) {
+  g_return_val_if_fail(spec && graph && cluster, NULL);
+  if (strchr(spec, '/') || g_str_has_suffix(spec, ".json")) {
+    g_autofree char *text = NULL;
+    GError *local = NULL;
+    if (!g_file_get_contents(spec, &text, NULL, &local)) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy file %s: %s", spec, local->message);
+      g_error_free(local);
+      return NULL;
+    }
+    return mdl_strategy_from_json(text, spec, graph, cluster, error);
+  }
+  const char *colon = strchr(spec, ':');
+  g_autofree char *family = colon ? g_strndup(spec, (gsize)(colon - spec)) : g_strdup(spec);
+  const char *params = colon ? colon + 1 : "";
+  MdlMegatronConfig cfg = {.tp = 1, .pp = 1, .dp = 0, .microbatch_size = 0,
+                           .schedule = MDL_SCHEDULE_1F1B, .dtype = default_dtype(graph, cluster)};
+  gboolean dp_given = FALSE;
+  if (strcmp(family, "dp") != 0 && strcmp(family, "megatron") != 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                "unknown strategy '%s' (known: dp, megatron:tp=T,pp=P,dp=D,mb=M, or a JSON file)",
+                family);
+    return NULL;
+  }
+  if (!parse_megatron_kv(family, params, &cfg, &dp_given, error)) return NULL;
+  if (strcmp(family, "dp") == 0 && (cfg.tp != 1 || cfg.pp != 1)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                "strategy dp: tp and pp must be 1 (use megatron:tp=..,pp=..)");
+    return NULL;
+  }
+  if (!dp_given) cfg.dp = MAX(1, dev_cluster_num_devices(cluster) / (cfg.tp * cfg.pp));
+  if (cfg.microbatch_size == 0) {
+    /* dp without mb: one microbatch per replica (no gradient accumulation); megatron: 1. */
+    cfg.microbatch_size = strcmp(family, "dp") == 0 && graph->batch % cfg.dp == 0
+                              ? (int)MAX(1, graph->batch / cfg.dp) : 1;
+  }
+  MdlStrategy *s = mdl_strategy_megatron(graph, cluster, &cfg, error);
+  if (s) s->name = g_strdup(spec);
+  return s;
+}

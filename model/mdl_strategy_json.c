@@ -1,0 +1,220 @@
+/* model/strategy — the strategy JSON format (what `search` writes and `simulate --strategy FILE`
+ * reads). Documented in model/README.md, section "Strategy JSON":
+ *   {"format": "stratsim-strategy-1", "name": ..., "dtype": "bf16", "schedule": "1f1b",
+ *    "num_microbatches": M, "num_stages": P,
+ *    "meshes": [{"shape": [2, 8], "devices": [0, 1, ...]}],
+ *    "default": {"mesh": 0, "stage": 0, "split": ["@sample", "@tp"]},      (optional)
+ *    "ops": [{"op": "layer0.qkv", "mesh": 0, "stage": 0, "split": ["b", "n"]}, ...]}
+ * A split entry names an op dim, null (replicated on that axis), or "@sample" / "@tp" (the op's
+ * sample dim / its tp_dim). Ops not listed take "default"; without one every op must be listed. */
+#include "model/mdl_strategy-int.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+#define JSON_MAX_DEPTH_HINT "strategy"
+
+static cJSON *config_to_json(const MdlOp *op, const MdlOpConfig *c, const MdlMesh *mesh) {
+  cJSON *obj = cJSON_CreateObject();
+  cJSON_AddStringToObject(obj, "op", op->name);
+  cJSON_AddNumberToObject(obj, "mesh", c->mesh);
+  cJSON_AddNumberToObject(obj, "stage", c->stage);
+  cJSON *split = cJSON_AddArrayToObject(obj, "split");
+  for (int a = 0; a < mesh->ndims; a++) {
+    int d = c->split[a];
+    cJSON_AddItemToArray(split, d >= 0 ? cJSON_CreateString(op->dims[d].name) : cJSON_CreateNull());
+  }
+  return obj;
+}
+
+char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "format", "stratsim-strategy-1");
+  cJSON_AddStringToObject(root, "name", s->name ? s->name : "");
+  cJSON_AddStringToObject(root, "model", graph->name);
+  cJSON_AddStringToObject(root, "dtype", dev_dtype_name(s->dtype));
+  cJSON_AddStringToObject(root, "schedule", mdl_schedule_name(s->schedule));
+  cJSON_AddNumberToObject(root, "num_microbatches", s->num_microbatches);
+  cJSON_AddNumberToObject(root, "num_stages", s->num_stages);
+  cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
+  for (guint m = 0; m < s->meshes->len; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
+    cJSON *mj = cJSON_CreateObject();
+    cJSON_AddItemToObject(mj, "shape", cJSON_CreateIntArray(mesh->shape, mesh->ndims));
+    cJSON_AddItemToObject(mj, "devices", cJSON_CreateIntArray(mesh->devices, mesh->ndevices));
+    cJSON_AddItemToArray(meshes, mj);
+  }
+  cJSON *ops = cJSON_AddArrayToObject(root, "ops");
+  for (int o = 0; o < s->num_ops; o++)
+    cJSON_AddItemToArray(ops, config_to_json(mdl_graph_op(graph, o), &s->configs[o],
+                                             mdl_strategy_mesh(s, s->configs[o].mesh)));
+  char *text = cJSON_Print(root);
+  cJSON_Delete(root);
+  char *out = g_strdup(text);
+  cJSON_free(text);
+  return out;
+}
+
+static gboolean fail(GError **error, const char *origin, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
+static gboolean fail(GError **error, const char *origin, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+  va_end(ap);
+  g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s", origin, msg);
+  return FALSE;
+}
+
+static gboolean get_int(const cJSON *obj, const char *key, int lo, int hi, int *out,
+                        gboolean required, const char *origin, GError **error) {
+  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
+  if (!item) {
+    if (required) return fail(error, origin, "missing field \"%s\"", key);
+    return TRUE;
+  }
+  double v = cJSON_GetNumberValue(item);
+  if (!cJSON_IsNumber(item) || !isfinite(v) || v != floor(v) || v < lo || v > hi)
+    return fail(error, origin, "field \"%s\" must be an integer in %d..%d", key, lo, hi);
+  *out = (int)v;
+  return TRUE;
+}
+
+static gboolean parse_meshes(MdlStrategy *s, const cJSON *root, const char *origin, GError **error) {
+  const cJSON *meshes = cJSON_GetObjectItemCaseSensitive(root, "meshes");
+  if (!cJSON_IsArray(meshes) || cJSON_GetArraySize(meshes) == 0)
+    return fail(error, origin, "\"meshes\" must be a non-empty array");
+  int index = 0;
+  const cJSON *mj;
+  cJSON_ArrayForEach(mj, meshes) {
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(mj, "shape");
+    const cJSON *devices = cJSON_GetObjectItemCaseSensitive(mj, "devices");
+    int nd = cJSON_GetArraySize(shape);
+    if (!cJSON_IsArray(shape) || nd < 1 || nd > MDL_MAX_MESH_AXES)
+      return fail(error, origin, "mesh %d: \"shape\" must have 1..%d entries", index, MDL_MAX_MESH_AXES);
+    int dims[MDL_MAX_MESH_AXES];
+    gint64 total = 1;
+    for (int a = 0; a < nd; a++) {
+      double v = cJSON_GetNumberValue(cJSON_GetArrayItem(shape, a));
+      if (!isfinite(v) || v < 1 || v > 1e6 || v != floor(v))
+        return fail(error, origin, "mesh %d: shape entry %d is not a positive integer", index, a);
+      dims[a] = (int)v;
+      total *= dims[a];
+    }
+    if (total > 1000000) return fail(error, origin, "mesh %d: %" G_GINT64_FORMAT " devices is too many", index, total);
+    if (!cJSON_IsArray(devices) || cJSON_GetArraySize(devices) != total)
+      return fail(error, origin, "mesh %d: \"devices\" must list %" G_GINT64_FORMAT " device ids",
+                  index, total);
+    g_autofree int *ids = g_new(int, total);
+    for (int i = 0; i < total; i++) {
+      double v = cJSON_GetNumberValue(cJSON_GetArrayItem(devices, i));
+      if (!isfinite(v) || v < 0 || v > 1e9 || v != floor(v))
+        return fail(error, origin, "mesh %d: device entry %d is not a device id", index, i);
+      ids[i] = (int)v;
+    }
+    mdl_strategy_add_mesh(s, nd, dims, ids);
+    index++;
+  }
+  return TRUE;
+}
+
+/* Fills @c from a config object (mesh, stage, split). */
+static gboolean parse_config(const MdlStrategy *s, const MdlOp *op, const cJSON *cj,
+                             MdlOpConfig *c, const char *origin, GError **error) {
+  if (!get_int(cj, "mesh", 0, (int)s->meshes->len - 1, &c->mesh, FALSE, origin, error)) return FALSE;
+  if (!get_int(cj, "stage", 0, 1000000, &c->stage, FALSE, origin, error)) return FALSE;
+  const cJSON *split = cJSON_GetObjectItemCaseSensitive(cj, "split");
+  const MdlMesh *mesh = mdl_strategy_mesh(s, c->mesh);
+  for (int a = 0; a < MDL_MAX_MESH_AXES; a++) c->split[a] = -1;
+  if (!split) return TRUE;
+  if (!cJSON_IsArray(split) || cJSON_GetArraySize(split) > mesh->ndims)
+    return fail(error, origin, "op %s: \"split\" must be an array of at most %d entries", op->name,
+                mesh->ndims);
+  for (int a = 0; a < cJSON_GetArraySize(split); a++) {
+    const cJSON *e = cJSON_GetArrayItem(split, a);
+    if (cJSON_IsNull(e)) continue;
+    const char *name = cJSON_GetStringValue(e);
+    if (!name) return fail(error, origin, "op %s: split entry %d must be a dim name or null", op->name, a);
+    int d;
+    if (strcmp(name, "@sample") == 0) d = mdl_op_sample_dim(op);
+    else if (strcmp(name, "@tp") == 0) d = op->tp_dim;
+    else {
+      d = mdl_op_find_dim(op, name);
+      if (d < 0) return fail(error, origin, "op %s has no dim \"%s\"", op->name, name);
+    }
+    c->split[a] = (int8_t)d;
+  }
+  return TRUE;
+}
+
+MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
+                                    const MdlGraph *graph, const DevCluster *cluster,
+                                    GError **error) {
+  cJSON *root = cJSON_Parse(json_text);
+  if (!root || !cJSON_IsObject(root)) {
+    fail(error, origin, "malformed JSON%s", root ? " (expected an object)" : "");
+    cJSON_Delete(root);
+    return NULL;
+  }
+  int n = mdl_graph_num_ops(graph);
+  MdlStrategy *s = mdl_strategy_new_empty(n);
+  const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "name"));
+  s->name = g_strdup(name && *name ? name : origin);
+  const char *dtype = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "dtype"));
+  const char *schedule = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "schedule"));
+  const cJSON *ops = cJSON_GetObjectItemCaseSensitive(root, "ops");
+  const cJSON *def = cJSON_GetObjectItemCaseSensitive(root, "default");
+  g_autofree gboolean *set = g_new0(gboolean, n > 0 ? n : 1);
+  s->dtype = graph->default_dtype;
+  if (dtype && !dev_dtype_parse(dtype, &s->dtype)) {
+    fail(error, origin, "unknown dtype \"%s\"", dtype);
+    goto err;
+  }
+  if (schedule && !mdl_schedule_parse(schedule, &s->schedule)) {
+    fail(error, origin, "unknown schedule \"%s\" (known: gpipe, 1f1b)", schedule);
+    goto err;
+  }
+  if (!get_int(root, "num_microbatches", 1, 1000000000, &s->num_microbatches, FALSE, origin, error) ||
+      !get_int(root, "num_stages", 1, 1000000, &s->num_stages, FALSE, origin, error) ||
+      !parse_meshes(s, root, origin, error))
+    goto err;
+  if (ops && !cJSON_IsArray(ops)) {
+    fail(error, origin, "\"ops\" must be an array");
+    goto err;
+  }
+  const cJSON *oj;
+  cJSON_ArrayForEach(oj, ops) {
+    const char *opname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(oj, "op"));
+    int o = -1;
+    for (int i = 0; opname && i < n; i++)
+      if (strcmp(mdl_graph_op(graph, i)->name, opname) == 0) {
+        o = i;
+        break;
+      }
+    if (o < 0) {
+      fail(error, origin, "op \"%s\" is not in model %s", opname ? opname : "(missing)", graph->name);
+      goto err;
+    }
+    if (!parse_config(s, mdl_graph_op(graph, o), oj, &s->configs[o], origin, error)) goto err;
+    set[o] = TRUE;
+  }
+  for (int o = 0; o < n; o++) {
+    if (set[o]) continue;
+    if (!def) {
+      fail(error, origin, "op %s has no config and there is no \"default\"", mdl_graph_op(graph, o)->name);
+      goto err;
+    }
+    if (!parse_config(s, mdl_graph_op(graph, o), def, &s->configs[o], origin, error)) goto err;
+  }
+  for (int o = 0; o < n; o++) s->num_stages = MAX(s->num_stages, s->configs[o].stage + 1);
+  cJSON_Delete(root);
+  if (!mdl_strategy_validate(s, graph, cluster, error)) {
+    mdl_strategy_free(s);
+    return NULL;
+  }
+  return s;
+err:
+  cJSON_Delete(root);
+  mdl_strategy_free(s);
+  return NULL;
+}

@@ -1,0 +1,203 @@
+/* results — SQLite storage of runs and predictions; see res_db.h for the contract. */
+#include "results/res_db.h"
+
+#include <sqlite3.h>
+#include <string.h>
+
+G_DEFINE_QUARK(res-error-quark, res_error)
+
+struct ResDb {
+  sqlite3 *sql;
+  char *path;
+};
+
+/* Migration i brings a database from schema version i to i + 1. */
+static const char *const migrations[RES_SCHEMA_VERSION] = {
+    /* v0 -> v1 */
+    "CREATE TABLE runs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  created_at TEXT NOT NULL,"          /* ISO 8601 UTC */
+    "  command TEXT NOT NULL,"             /* simulate, search, sweep, ... */
+    "  model TEXT NOT NULL,"
+    "  cluster TEXT NOT NULL,"
+    "  strategy TEXT NOT NULL,"
+    "  stratsim_version TEXT NOT NULL);"
+    "CREATE TABLE predictions ("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  iteration_time_s REAL NOT NULL,"
+    "  samples_per_s REAL NOT NULL,"
+    "  tflops_per_gpu REAL NOT NULL,"
+    "  mfu REAL NOT NULL,"
+    "  compute_s REAL NOT NULL,"
+    "  comm_exposed_s REAL NOT NULL,"
+    "  bubble_s REAL NOT NULL,"
+    "  peak_memory_bytes REAL NOT NULL,"
+    "  fits_memory INTEGER NOT NULL,"
+    "  num_gpus INTEGER NOT NULL,"
+    "  tasks INTEGER NOT NULL,"
+    "  json TEXT NOT NULL);"
+    "CREATE INDEX predictions_run ON predictions(run_id);",
+};
+
+static gboolean exec(ResDb *db, const char *sql, int code, GError **error) {
+  char *msg = NULL;
+  if (sqlite3_exec(db->sql, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    g_set_error(error, RES_ERROR, code, "database %s: %s", db->path, msg ? msg : "error");
+    sqlite3_free(msg);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+int res_db_schema_version(ResDb *db) {
+  sqlite3_stmt *st = NULL;
+  int v = -1;
+  if (sqlite3_prepare_v2(db->sql, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
+
+static gboolean migrate(ResDb *db, GError **error) {
+  int v = res_db_schema_version(db);
+  if (v < 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "database %s: %s", db->path,
+                sqlite3_errmsg(db->sql));
+    return FALSE;
+  }
+  if (v > RES_SCHEMA_VERSION) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "database %s has schema version %d, newer than this stratsim's %d", db->path, v,
+                RES_SCHEMA_VERSION);
+    return FALSE;
+  }
+  for (; v < RES_SCHEMA_VERSION; v++) {
+    g_autofree char *bump = g_strdup_printf("PRAGMA user_version = %d;", v + 1);
+    if (!exec(db, "BEGIN IMMEDIATE;", RES_ERROR_SCHEMA, error)) return FALSE;
+    if (!exec(db, migrations[v], RES_ERROR_SCHEMA, error) ||
+        !exec(db, bump, RES_ERROR_SCHEMA, error)) {
+      exec(db, "ROLLBACK;", RES_ERROR_SCHEMA, NULL);
+      return FALSE;
+    }
+    if (!exec(db, "COMMIT;", RES_ERROR_SCHEMA, error)) return FALSE;
+  }
+  return TRUE;
+}
+
+ResDb *res_db_open(const char *path, GError **error) {
+  g_autofree char *dir = g_path_get_dirname(path);
+  if (g_mkdir_with_parents(dir, 0755) != 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "cannot create directory %s for database %s",
+                dir, path);
+    return NULL;
+  }
+  ResDb *db = g_new0(ResDb, 1);
+  db->path = g_strdup(path);
+  if (sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "cannot open database %s: %s", path,
+                db->sql ? sqlite3_errmsg(db->sql) : "out of memory");
+    res_db_close(db);
+    return NULL;
+  }
+  sqlite3_busy_timeout(db->sql, 10000);
+  /* journal_mode=WAL reads the file header: a file that is not a database fails here. */
+  if (!exec(db, "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON;", RES_ERROR_OPEN, error) ||
+      !migrate(db, error)) {
+    res_db_close(db);
+    return NULL;
+  }
+  return db;
+}
+
+void res_db_close(ResDb *db) {
+  if (!db) return;
+  sqlite3_close(db->sql);
+  g_free(db->path);
+  g_free(db);
+}
+
+static gboolean step_done(ResDb *db, sqlite3_stmt *st, GError **error) {
+  if (sqlite3_step(st) != SQLITE_DONE) {
+    g_set_error(error, RES_ERROR, RES_ERROR_WRITE, "database %s: %s", db->path,
+                sqlite3_errmsg(db->sql));
+    return FALSE;
+  }
+  return TRUE;
+}
+
+gint64 res_db_store_simulation(ResDb *db, const char *model_spec, const char *cluster_spec,
+                               const char *strategy_spec, const SimRun *run, GError **error) {
+  const SimPrediction *p = &run->prediction;
+  sqlite3_stmt *st = NULL;
+  gint64 run_id = -1;
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+  g_autofree char *stamp = g_date_time_format_iso8601(now);
+  g_autofree char *json = sim_prediction_to_json(run, TRUE);
+  if (!exec(db, "BEGIN IMMEDIATE;", RES_ERROR_WRITE, error)) return -1;
+  if (sqlite3_prepare_v2(db->sql,
+                         "INSERT INTO runs(created_at, command, model, cluster, strategy, "
+                         "stratsim_version) VALUES (?, 'simulate', ?, ?, ?, ?)",
+                         -1, &st, NULL) != SQLITE_OK)
+    goto fail;
+  sqlite3_bind_text(st, 1, stamp, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, model_spec, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, cluster_spec, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 4, strategy_spec, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 5, STRATSIM_VERSION_STRING, -1, SQLITE_STATIC);
+  if (!step_done(db, st, error)) goto rollback;
+  sqlite3_finalize(st);
+  st = NULL;
+  run_id = sqlite3_last_insert_rowid(db->sql);
+  if (sqlite3_prepare_v2(db->sql,
+                         "INSERT INTO predictions(run_id, iteration_time_s, samples_per_s, "
+                         "tflops_per_gpu, mfu, compute_s, comm_exposed_s, bubble_s, "
+                         "peak_memory_bytes, fits_memory, num_gpus, tasks, json) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         -1, &st, NULL) != SQLITE_OK)
+    goto fail;
+  sqlite3_bind_int64(st, 1, run_id);
+  sqlite3_bind_double(st, 2, p->iteration_time_s);
+  sqlite3_bind_double(st, 3, p->samples_per_s);
+  sqlite3_bind_double(st, 4, p->tflops_per_gpu);
+  sqlite3_bind_double(st, 5, p->mfu);
+  sqlite3_bind_double(st, 6, p->compute_s);
+  sqlite3_bind_double(st, 7, p->comm_exposed_s);
+  sqlite3_bind_double(st, 8, p->bubble_s);
+  sqlite3_bind_double(st, 9, p->peak_memory_bytes);
+  sqlite3_bind_int(st, 10, p->fits_memory);
+  sqlite3_bind_int(st, 11, p->num_gpus);
+  sqlite3_bind_int64(st, 12, (sqlite3_int64)p->tasks);
+  sqlite3_bind_text(st, 13, json, -1, SQLITE_TRANSIENT);
+  if (!step_done(db, st, error)) goto rollback;
+  sqlite3_finalize(st);
+  if (!exec(db, "COMMIT;", RES_ERROR_WRITE, error)) {
+    exec(db, "ROLLBACK;", RES_ERROR_WRITE, NULL);
+    return -1;
+  }
+  return run_id;
+fail:
+  g_set_error(error, RES_ERROR, RES_ERROR_WRITE, "database %s: %s", db->path,
+              sqlite3_errmsg(db->sql));
+rollback:
+  sqlite3_finalize(st);
+  exec(db, "ROLLBACK;", RES_ERROR_WRITE, NULL);
+  return -1;
+}
+
+gint64 res_db_count(ResDb *db, const char *table, GError **error) {
+  if (strcmp(table, "runs") != 0 && strcmp(table, "predictions") != 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "unknown table %s", table);
+    return -1;
+  }
+  g_autofree char *sql = g_strdup_printf("SELECT count(*) FROM %s", table);
+  sqlite3_stmt *st = NULL;
+  gint64 n = -1;
+  if (sqlite3_prepare_v2(db->sql, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int64(st, 0);
+  else
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "database %s: %s", db->path, sqlite3_errmsg(db->sql));
+  sqlite3_finalize(st);
+  return n;
+}

@@ -1,0 +1,40 @@
+/* results — the embedded SQLite database where runs land (default results/stratsim.db).
+ *
+ * Schema version lives in PRAGMA user_version; res_db_open applies the migrations from the
+ * stored version up to RES_SCHEMA_VERSION, each in its own transaction, so a database written
+ * by an older stratsim is migrated, and one written by a newer stratsim is refused with a clear
+ * error rather than damaged. WAL mode and a busy timeout let several writers share a file.
+ * Tables (v1): runs (one row per command run), predictions (one per simulated iteration,
+ * the headline figures as columns plus the full JSON). Documented in results/README.md. */
+#ifndef STRATSIM_RES_DB_H
+#define STRATSIM_RES_DB_H
+
+#include <glib.h>
+#include "sim/sim.h"
+
+G_BEGIN_DECLS
+
+#define RES_ERROR (res_error_quark())
+GQuark res_error_quark(void);
+typedef enum { RES_ERROR_OPEN, RES_ERROR_SCHEMA, RES_ERROR_WRITE } ResError;
+
+#define RES_SCHEMA_VERSION 1
+
+typedef struct ResDb ResDb;
+
+/* Opens (creating the file and its directory if needed) and migrates a database. */
+ResDb *res_db_open(const char *path, GError **error);
+void res_db_close(ResDb *db);
+int res_db_schema_version(ResDb *db);
+
+/* Stores one simulate run and its prediction in a single transaction; returns the run id, or
+ * -1 with @error set (nothing is stored then). The specs are what the user typed. */
+gint64 res_db_store_simulation(ResDb *db, const char *model_spec, const char *cluster_spec,
+                               const char *strategy_spec, const SimRun *run, GError **error);
+
+/* Number of rows in @table (for tests and `report`); -1 on error. */
+gint64 res_db_count(ResDb *db, const char *table, GError **error);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs the Debian packages stratsim needs (only those missing; apt-get install -y is
+# idempotent) and builds everything into build/ (the CLI at build/stratsim, the tests).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+packages=(build-essential cmake pkg-config libglib2.0-dev libsqlite3-dev libcjson-dev
+          gnuplot-nox libopenmpi-dev openmpi-bin)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRATSIM_WERROR=ON >/dev/null
+cmake --build build -j"$(nproc)"
+echo "setup: built build/stratsim"

@@ -1,0 +1,147 @@
+/* sim — the task graph, the event engine, and one simulated training iteration.
+ *
+ * Time is simulated in integer picoseconds (SimTime): sums are exact and runs reproduce bit for
+ * bit. Resources: every device has a compute stream (resource 2d) and a communication stream
+ * (2d+1). A task occupies one or more resources (a collective occupies the communication stream
+ * of every member) for its duration. The engine is FlexFlow's Algorithm 1: a priority queue of
+ * ready tasks ordered by (ready time, task id); a popped task starts at max(ready time, the time
+ * each of its resources frees up) — FIFO per resource by ready time, ties by task id.
+ * Program order on a compute stream (the pipeline schedule, ops in topological order) is
+ * expressed as edges, like kernels launched in order on one CUDA stream.
+ */
+#ifndef STRATSIM_SIM_H
+#define STRATSIM_SIM_H
+
+#include <glib.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "costmodel/costmodel.h"
+#include "devices/dev_cluster.h"
+#include "model/mdl_graph.h"
+#include "model/mdl_strategy.h"
+
+G_BEGIN_DECLS
+
+typedef uint64_t SimTime;               /* picoseconds */
+#define SIM_PS_PER_SECOND 1e12
+
+/* Seconds to picoseconds, rounded to nearest. */
+SimTime sim_time_from_seconds(double seconds);
+static inline double sim_time_seconds(SimTime t) { return (double)t / SIM_PS_PER_SECOND; }
+
+typedef enum {
+  SIM_TASK_FORWARD,
+  SIM_TASK_BACKWARD,
+  SIM_TASK_COMM,          /* resharding collective or transfer (forward or backward) */
+  SIM_TASK_GRAD_SYNC,     /* gradient all-reduce of a replicated weight */
+  SIM_TASK_OPTIMIZER,
+  SIM_TASK_KIND_COUNT
+} SimTaskKind;
+
+const char *sim_task_kind_name(SimTaskKind kind);
+
+typedef struct {
+  SimTime duration;
+  uint32_t res_begin;    /* first entry in SimTaskGraph.task_resources */
+  uint16_t nres;
+  uint8_t kind;          /* SimTaskKind */
+  uint8_t collective;    /* CmCollective for COMM and GRAD_SYNC tasks */
+  int32_t op;            /* op the task computes or feeds, -1 for the optimizer */
+  int32_t tensor;        /* tensor a communication task moves, -1 otherwise */
+  int32_t microbatch;    /* -1 for per-iteration tasks */
+  float bytes;           /* per-device bytes of a communication task */
+} SimTask;
+
+typedef struct {
+  GArray *tasks;           /* SimTask */
+  GArray *task_resources;  /* uint32_t resource ids, runs referenced by tasks */
+  GArray *edges;           /* uint32_t pairs (from, to), while building */
+  uint32_t *succ_offsets;  /* CSR after sim_task_graph_finish: n + 1 entries */
+  uint32_t *succ;
+  uint32_t *indegree;
+  int num_devices;
+  int num_resources;       /* 2 * num_devices */
+} SimTaskGraph;
+
+SimTaskGraph *sim_task_graph_new(int num_devices);
+void sim_task_graph_free(SimTaskGraph *graph);
+/* Adds a task on @nres resources (copied); returns its id. */
+uint32_t sim_task_graph_add(SimTaskGraph *graph, const SimTask *task, const uint32_t *resources,
+                            int nres);
+static inline void sim_task_graph_edge(SimTaskGraph *g, uint32_t from, uint32_t to) {
+  uint32_t pair[2] = {from, to};
+  g_array_append_vals(g->edges, pair, 2);
+}
+/* Builds the successor lists (CSR) and in-degrees from the edges; drops the edge list. */
+void sim_task_graph_finish(SimTaskGraph *graph);
+static inline uint32_t sim_task_graph_size(const SimTaskGraph *g) { return g->tasks->len; }
+static inline SimTask *sim_task_graph_task(const SimTaskGraph *g, uint32_t i) { return &g_array_index(g->tasks, SimTask, i); }
+static inline uint32_t sim_resource_compute(int device) { return (uint32_t)device * 2; }
+static inline uint32_t sim_resource_comm(int device) { return (uint32_t)device * 2 + 1; }
+
+/* The timeline the engine computes. */
+typedef struct {
+  SimTime *start;          /* per task */
+  uint32_t *order;         /* task ids in the order the engine started them */
+  SimTime makespan;
+  uint64_t events;         /* priority-queue pops */
+  uint32_t num_tasks;
+} SimSchedule;
+
+/* Runs the engine over a finished task graph; returns FALSE with @error set if the graph has a
+ * cycle (tasks left unscheduled). Free the result with sim_schedule_free. */
+SimSchedule *sim_engine_run(const SimTaskGraph *graph, GError **error);
+void sim_schedule_free(SimSchedule *schedule);
+
+/* Builds the task graph of one training iteration (forward and backward of every microbatch in
+ * the schedule's order, SBP resharding collectives, gradient all-reduce, optimizer step). */
+SimTaskGraph *sim_build(const MdlGraph *graph, const MdlStrategy *strategy,
+                        const DevCluster *cluster, const CmParams *params, GError **error);
+
+/* One iteration's prediction. */
+typedef struct {
+  double iteration_time_s;
+  double samples_per_s;
+  double tflops_per_gpu;      /* model FLOPs (forward + backward) per second per GPU */
+  double mfu;                 /* tflops_per_gpu / peak of the strategy's dtype */
+  double compute_s;           /* mean over used devices of compute-stream busy time */
+  double comm_exposed_s;      /* mean communication time not hidden under compute */
+  double bubble_s;            /* the rest: neither stream busy (pipeline bubbles, waits) */
+  double peak_memory_bytes;
+  int peak_memory_device;
+  CmMemory peak_memory;       /* the breakdown on that device */
+  double memory_capacity_bytes;
+  gboolean fits_memory;
+  int num_gpus;               /* devices the strategy uses */
+  uint64_t tasks;
+  uint64_t events;
+  double build_wall_s;        /* wall-clock time to build the task graph */
+  double sim_wall_s;          /* wall-clock time of build + engine + stats */
+} SimPrediction;
+
+typedef struct SimRun SimRun;
+struct SimRun {
+  const MdlGraph *graph;      /* borrowed: must outlive the run */
+  const MdlStrategy *strategy;
+  const DevCluster *cluster;
+  SimTaskGraph *tasks;        /* owned */
+  SimSchedule *schedule;      /* owned */
+  SimPrediction prediction;
+};
+
+/* Simulates one iteration. The run borrows its inputs; free with sim_run_free. */
+SimRun *sim_run_new(const MdlGraph *graph, const MdlStrategy *strategy, const DevCluster *cluster,
+                    const CmParams *params, GError **error);
+void sim_run_free(SimRun *run);
+
+/* The prediction as a JSON object (model, cluster, strategy, figures); caller frees the text
+ * with g_free. @with_wall includes sim_wall_s (the only field that varies between runs). */
+char *sim_prediction_to_json(const SimRun *run, gboolean with_wall);
+
+/* Writes a Chrome trace-event JSON file (Perfetto, chrome://tracing): one process per device,
+ * one thread per stream. */
+gboolean sim_trace_write(const SimRun *run, const char *path, GError **error);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,496 @@
+/* sim/build — the task graph of one training iteration.
+ *
+ * Tasks: for every op, microbatch and device of the op's mesh a forward and a backward compute
+ * task; communication wherever a consumer needs a tensor in another layout than its producer
+ * left it (SBP resharding per mesh axis, DESIGN.md: P->B all-reduce, P->S reduce-scatter,
+ * S->B all-gather, S(i)->S(j) all-to-all, B->S a free local slice), in the backward pass the
+ * reverse flow (an input Broadcast on an axis the op splits yields a Partial-sum gradient);
+ * gradient all-reduce over the axes a weight is replicated on, after the last microbatch's
+ * backward; one optimizer step per device.
+ * Compute streams follow program order: the pipeline schedule's (phase, microbatch) units,
+ * ops in topological order (forward) or reverse (backward), chained by edges.
+ * Between different meshes (pipeline stages) a tensor moves by send/recv to the device with
+ * the same mesh index (after the source mesh reshapes it into the destination's layout when
+ * the shapes agree); issue 4 replaces this with the cross-mesh resharding paper's unit tasks.
+ * Task ids are assigned in a fixed order, so the graph, and the timeline, are deterministic. */
+#include "sim/sim.h"
+
+#include <string.h>
+
+#define NO_TASK UINT32_MAX
+
+typedef struct {
+  int mesh;
+  MdlLayout layout;
+  uint32_t *ready;          /* M x mesh size: task each device waits for, per microbatch */
+} Conversion;
+
+typedef struct {
+  const MdlGraph *g;
+  const MdlStrategy *s;
+  const DevCluster *c;
+  const CmParams *p;
+  SimTaskGraph *tg;
+  int nops;
+  int M;                    /* microbatches */
+  double dtype_bytes;
+  uint32_t *fwd_base;       /* per op: id of F(op, mb 0, mesh index 0) */
+  uint32_t *bwd_base;
+  int *sample_tdim;         /* per tensor */
+  GPtrArray **conversions;  /* per tensor: forward conversions already built (Conversion *) */
+  GArray **users;           /* per tensor: ops that read it (int) */
+} Builder;
+
+static inline const MdlOpConfig *cfg(const Builder *b, int op) { return &b->s->configs[op]; }
+static inline const MdlMesh *mesh_of(const Builder *b, int op) {
+  return mdl_strategy_mesh(b->s, b->s->configs[op].mesh);
+}
+static inline uint32_t task_fwd(const Builder *b, int op, int mb, int i) {
+  return b->fwd_base[op] + (uint32_t)(mb * mesh_of(b, op)->ndevices + i);
+}
+static inline uint32_t task_bwd(const Builder *b, int op, int mb, int i) {
+  return b->bwd_base[op] + (uint32_t)(mb * mesh_of(b, op)->ndevices + i);
+}
+
+static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand *opd,
+                            gboolean is_output, const MdlOpConfig *c, const MdlMesh *mesh) {
+  MdlLayout layout = mdl_layout_of_operand(op, opd, is_output, c, mesh);
+  return mdl_layout_local_elements(b->g, opd->tensor, b->sample_tdim[opd->tensor], &layout, mesh,
+                                   b->M) * b->dtype_bytes;
+}
+
+/* Forward and backward kernel times of one shard of @o for one microbatch. */
+static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd) {
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  const MdlOpConfig *c = cfg(b, o);
+  const MdlMesh *mesh = mesh_of(b, o);
+  double scale = 1.0;
+  for (int d = 0; d < op->ndims; d++)
+    scale *= mdl_config_local_dim(op, d, c, mesh, b->M) / (double)op->dims[d].size;
+  double bytes = operand_bytes(b, op, &op->output, TRUE, c, mesh);
+  for (int k = 0; k < op->ninputs; k++) bytes += operand_bytes(b, op, &op->inputs[k], FALSE, c, mesh);
+  const DevKind *dev = &b->c->device;
+  *fwd = sim_time_from_seconds(
+      cm_compute_time(b->p, dev, op->kind, b->s->dtype, op->flops * scale, bytes));
+  /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic. */
+  *bwd = sim_time_from_seconds(cm_compute_time(
+      b->p, dev, op->kind, b->s->dtype, mdl_op_backward_flops(b->g, op) * scale, 2 * bytes));
+}
+
+static void add_compute_tasks(Builder *b) {
+  SimTask t = {0};
+  t.tensor = -1;
+  for (int phase = 0; phase < 2; phase++) {
+    for (int o = 0; o < b->nops; o++) {
+      const MdlMesh *mesh = mesh_of(b, o);
+      SimTime fwd, bwd;
+      op_durations(b, o, &fwd, &bwd);
+      t.kind = phase == 0 ? SIM_TASK_FORWARD : SIM_TASK_BACKWARD;
+      t.duration = phase == 0 ? fwd : bwd;
+      t.op = o;
+      uint32_t base = sim_task_graph_size(b->tg);
+      (phase == 0 ? b->fwd_base : b->bwd_base)[o] = base;
+      for (int mb = 0; mb < b->M; mb++) {
+        t.microbatch = mb;
+        for (int i = 0; i < mesh->ndevices; i++) {
+          uint32_t r = sim_resource_compute(mesh->devices[i]);
+          sim_task_graph_add(b->tg, &t, &r, 1);
+        }
+      }
+    }
+  }
+}
+
+/* The (phase, microbatch) units of @stage in schedule order; phase 0 forward, 1 backward.
+ * GPipe: all forwards, then all backwards. 1F1B (Narayanan et al. 2021, Fig. 4): p - stage - 1
+ * warm-up forwards, then one forward one backward, then the remaining backwards. */
+static int schedule_units(const MdlStrategy *s, int stage, int *phase, int *mb) {
+  int M = s->num_microbatches, n = 0;
+  if (s->schedule == MDL_SCHEDULE_GPIPE) {
+    for (int i = 0; i < M; i++, n++) phase[n] = 0, mb[n] = i;
+    for (int i = 0; i < M; i++, n++) phase[n] = 1, mb[n] = i;
+    return n;
+  }
+  int warm = MIN(s->num_stages - stage - 1, M);
+  for (int i = 0; i < warm; i++, n++) phase[n] = 0, mb[n] = i;
+  for (int i = 0; i < M - warm; i++) {
+    phase[n] = 0, mb[n] = warm + i, n++;
+    phase[n] = 1, mb[n] = i, n++;
+  }
+  for (int i = M - warm; i < M; i++, n++) phase[n] = 1, mb[n] = i;
+  return n;
+}
+
+/* Chains every device's compute tasks in program order; returns the last task per device. */
+static uint32_t *chain_compute(Builder *b) {
+  uint32_t *prev = g_new(uint32_t, b->c->nodes * b->c->gpus_per_node);
+  for (int d = 0; d < b->tg->num_devices; d++) prev[d] = NO_TASK;
+  g_autofree int *phase = g_new(int, 2 * b->M);
+  g_autofree int *mb = g_new(int, 2 * b->M);
+  for (int stage = 0; stage < b->s->num_stages; stage++) {
+    int units = schedule_units(b->s, stage, phase, mb);
+    for (int u = 0; u < units; u++) {
+      for (int k = 0; k < b->nops; k++) {
+        int o = phase[u] == 0 ? k : b->nops - 1 - k;
+        if (cfg(b, o)->stage != stage) continue;
+        const MdlMesh *mesh = mesh_of(b, o);
+        for (int i = 0; i < mesh->ndevices; i++) {
+          uint32_t t = phase[u] == 0 ? task_fwd(b, o, mb[u], i) : task_bwd(b, o, mb[u], i);
+          int d = mesh->devices[i];
+          if (prev[d] != NO_TASK) sim_task_graph_edge(b->tg, prev[d], t);
+          prev[d] = t;
+        }
+      }
+    }
+  }
+  return prev;
+}
+
+/* Row-major strides of a mesh. */
+static void mesh_strides(const MdlMesh *mesh, int *stride) {
+  int s = 1;
+  for (int a = mesh->ndims - 1; a >= 0; a--) {
+    stride[a] = s;
+    s *= mesh->shape[a];
+  }
+}
+
+/* Mesh indices of the group through @base varying over the axes in @mask; returns its size. */
+static int group_members(const MdlMesh *mesh, unsigned mask, int base, int *out) {
+  int stride[MDL_MAX_MESH_AXES];
+  mesh_strides(mesh, stride);
+  int count = 1;
+  for (int a = 0; a < mesh->ndims; a++)
+    if (mask & (1u << a)) count *= mesh->shape[a];
+  for (int k = 0; k < count; k++) {
+    int rem = k, idx = base;
+    for (int a = mesh->ndims - 1; a >= 0; a--) {
+      if (!(mask & (1u << a))) continue;
+      idx += (rem % mesh->shape[a]) * stride[a];
+      rem /= mesh->shape[a];
+    }
+    out[k] = idx;
+  }
+  return count;
+}
+
+/* Whether mesh index @idx is a group base (coordinate 0 on every axis in @mask). */
+static gboolean is_group_base(const MdlMesh *mesh, unsigned mask, int idx) {
+  int stride[MDL_MAX_MESH_AXES];
+  mesh_strides(mesh, stride);
+  for (int a = 0; a < mesh->ndims; a++)
+    if ((mask & (1u << a)) && (idx / stride[a]) % mesh->shape[a] != 0) return FALSE;
+  return TRUE;
+}
+
+static uint32_t add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll, const int *devices,
+                              int p, double bytes, int op, int tensor, int mb) {
+  uint32_t stack_res[64];
+  uint32_t *res = p <= 64 ? stack_res : g_new(uint32_t, p);
+  for (int i = 0; i < p; i++) res[i] = sim_resource_comm(devices[i]);
+  CmLinkCost link = cm_group_link(b->c, devices, p);
+  SimTask t = {0};
+  t.kind = (uint8_t)kind;
+  t.collective = (uint8_t)coll;
+  t.op = op;
+  t.tensor = tensor;
+  t.microbatch = mb;
+  t.bytes = (float)bytes;
+  t.duration = sim_time_from_seconds(cm_collective_time(coll, p, bytes, &link));
+  uint32_t id = sim_task_graph_add(b->tg, &t, res, p);
+  if (res != stack_res) g_free(res);
+  return id;
+}
+
+/* Adds edges from each distinct task in @deps (n entries) to @to. */
+static void edges_from_distinct(Builder *b, const uint32_t *deps, int n, uint32_t to) {
+  for (int i = 0; i < n; i++) {
+    gboolean dup = FALSE;
+    for (int j = 0; j < i && !dup; j++) dup = deps[j] == deps[i];
+    if (!dup && deps[i] != NO_TASK) sim_task_graph_edge(b->tg, deps[i], to);
+  }
+}
+
+/* Converts tensor @t from @from to @to on one mesh; @ready holds per mesh index the task the
+ * data waits for and is updated in place. Axes are converted in order, each by one collective
+ * per group along the axis; the message size n follows AutoDDL Table 2 (the larger of the
+ * per-device sizes before and after the step). */
+static void convert_on_mesh(Builder *b, const MdlMesh *mesh, MdlLayout from, MdlLayout to,
+                            int t, int op, int mb, uint32_t *ready) {
+  g_autofree int *members = g_new(int, mesh->ndevices);
+  g_autofree int *devices = g_new(int, mesh->ndevices);
+  g_autofree uint32_t *deps = g_new(uint32_t, mesh->ndevices);
+  for (int a = 0; a < mesh->ndims; a++) {
+    int src = from.axis[a], dst = to.axis[a];
+    if (src == dst || mesh->shape[a] == 1) continue;
+    CmCollective coll;
+    if (src == MDL_LAYOUT_PARTIAL) coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER;
+    else if (src >= 0) coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_GATHER : CM_ALL_TO_ALL;
+    else { /* Broadcast to Split (a local slice) or to Partial (keep one copy): free. */
+      from.axis[a] = (int8_t)dst;
+      continue;
+    }
+    double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
+    from.axis[a] = (int8_t)dst;
+    double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
+    double bytes = MAX(before, after) * b->dtype_bytes;
+    for (int base = 0; base < mesh->ndevices; base++) {
+      if (!is_group_base(mesh, 1u << a, base)) continue;
+      int p = group_members(mesh, 1u << a, base, members);
+      for (int i = 0; i < p; i++) {
+        devices[i] = mesh->devices[members[i]];
+        deps[i] = ready[members[i]];
+      }
+      uint32_t task = add_comm_task(b, SIM_TASK_COMM, coll, devices, p, bytes, op, t, mb);
+      edges_from_distinct(b, deps, p, task);
+      for (int i = 0; i < p; i++) ready[members[i]] = task;
+    }
+  }
+}
+
+/* Moves tensor @t (one microbatch) from layout @from on mesh @src_mesh, available after
+ * @src_ready, to layout @to on mesh @dst_mesh; fills @dst_ready (per destination index). */
+static void convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
+                    int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready) {
+  const MdlMesh *sm = mdl_strategy_mesh(b->s, src_mesh);
+  const MdlMesh *dm = mdl_strategy_mesh(b->s, dst_mesh);
+  g_autofree uint32_t *ready = g_memdup2(src_ready, sizeof(uint32_t) * (gsize)sm->ndevices);
+  gboolean same_shape = sm->ndims == dm->ndims &&
+                        memcmp(sm->shape, dm->shape, sizeof(int) * (gsize)sm->ndims) == 0;
+  MdlLayout target = to;
+  if (!same_shape) /* reduce partial sums at the source, then send each destination its slice */
+    for (int a = 0; a < sm->ndims; a++)
+      target.axis[a] = from.axis[a] == MDL_LAYOUT_PARTIAL ? MDL_LAYOUT_BROADCAST : from.axis[a];
+  convert_on_mesh(b, sm, from, target, t, op, mb, ready);
+  if (src_mesh == dst_mesh) {
+    memcpy(dst_ready, ready, sizeof(uint32_t) * (gsize)dm->ndevices);
+    return;
+  }
+  double bytes = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &to, dm, b->M) * b->dtype_bytes;
+  for (int j = 0; j < dm->ndevices; j++) {
+    int i = same_shape ? j : j % sm->ndevices;
+    int pair[2] = {sm->devices[i], dm->devices[j]};
+    if (pair[0] == pair[1]) {
+      dst_ready[j] = ready[i];
+      continue;
+    }
+    uint32_t task = add_comm_task(b, SIM_TASK_COMM, CM_SEND_RECV, pair, 2, bytes, op, t, mb);
+    if (ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], task);
+    dst_ready[j] = task;
+  }
+}
+
+/* The forward conversion of tensor @t to (@mesh, @layout), built once and shared by every
+ * consumer that needs the same layout. */
+static const uint32_t *forward_conversion(Builder *b, int t, int consumer, MdlLayout layout) {
+  int mesh = cfg(b, consumer)->mesh;
+  GPtrArray *list = b->conversions[t];
+  for (guint i = 0; i < list->len; i++) {
+    Conversion *cv = g_ptr_array_index(list, i);
+    if (cv->mesh == mesh && memcmp(&cv->layout, &layout, sizeof layout) == 0) return cv->ready;
+  }
+  int p = mdl_graph_tensor(b->g, t)->producer;
+  const MdlOp *pop = mdl_graph_op(b->g, p);
+  MdlLayout from = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh_of(b, p));
+  int sn = mesh_of(b, p)->ndevices, dn = mdl_strategy_mesh(b->s, mesh)->ndevices;
+  Conversion *cv = g_new(Conversion, 1);
+  cv->mesh = mesh;
+  cv->layout = layout;
+  cv->ready = g_new(uint32_t, (gsize)b->M * dn);
+  g_autofree uint32_t *src = g_new(uint32_t, sn);
+  for (int mb = 0; mb < b->M; mb++) {
+    for (int i = 0; i < sn; i++) src[i] = task_fwd(b, p, mb, i);
+    convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, cv->ready + mb * dn);
+  }
+  g_ptr_array_add(list, cv);
+  return cv->ready;
+}
+
+static void add_forward_dependencies(Builder *b) {
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    const MdlMesh *mesh = mesh_of(b, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      int t = op->inputs[k].tensor;
+      if (mdl_graph_tensor(b->g, t)->producer < 0) continue;
+      MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      const uint32_t *ready = forward_conversion(b, t, o, need);
+      for (int mb = 0; mb < b->M; mb++)
+        for (int i = 0; i < mesh->ndevices; i++) {
+          uint32_t dep = ready[mb * mesh->ndevices + i];
+          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, task_fwd(b, o, mb, i));
+        }
+    }
+  }
+}
+
+/* Gradient layout of input @k of @o: Split stays Split; Broadcast on an axis the op splits
+ * becomes Partial (each device contributed part of the sum); else Broadcast. */
+static MdlLayout input_grad_layout(const Builder *b, int o, int k) {
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  const MdlMesh *mesh = mesh_of(b, o);
+  MdlLayout l = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+  for (int a = 0; a < mesh->ndims; a++)
+    if (l.axis[a] == MDL_LAYOUT_BROADCAST && cfg(b, o)->split[a] >= 0 && mesh->shape[a] > 1)
+      l.axis[a] = MDL_LAYOUT_PARTIAL;
+  return l;
+}
+
+static void add_backward_dependencies(Builder *b) {
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    const MdlMesh *mesh = mesh_of(b, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      int t = op->inputs[k].tensor;
+      int p = mdl_graph_tensor(b->g, t)->producer;
+      if (p < 0) continue;
+      const MdlOp *pop = mdl_graph_op(b->g, p);
+      const MdlMesh *pmesh = mesh_of(b, p);
+      MdlLayout from = input_grad_layout(b, o, k);
+      /* The producer's backward needs dY where Y was Split as Split, elsewhere whole. */
+      MdlLayout need = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), pmesh);
+      for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
+        if (need.axis[a] == MDL_LAYOUT_PARTIAL) need.axis[a] = MDL_LAYOUT_BROADCAST;
+      g_autofree uint32_t *src = g_new(uint32_t, mesh->ndevices);
+      g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
+      for (int mb = 0; mb < b->M; mb++) {
+        for (int i = 0; i < mesh->ndevices; i++) src[i] = task_bwd(b, o, mb, i);
+        convert(b, cfg(b, o)->mesh, from, src, cfg(b, p)->mesh, need, t, o, mb, dst);
+        for (int j = 0; j < pmesh->ndevices; j++)
+          if (dst[j] != NO_TASK) sim_task_graph_edge(b->tg, dst[j], task_bwd(b, p, mb, j));
+      }
+    }
+  }
+}
+
+/* Gradient all-reduce of every weight over the axes it is replicated on while its ops split
+ * them, then one optimizer step per device after its last compute task and its syncs. */
+static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute) {
+  int ndev = b->tg->num_devices;
+  g_autofree double *local_params = g_new0(double, ndev);
+  GArray *syncs = g_array_new(FALSE, FALSE, sizeof(uint32_t) * 2); /* (task, device) */
+  int nmeshes = (int)b->s->meshes->len;
+  for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
+    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+    GArray *users = b->users[w];
+    for (int m = 0; m < nmeshes; m++) {
+      const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+      unsigned mask = 0;
+      int first = -1;
+      MdlLayout layout = {{0}};
+      for (guint u = 0; u < users->len; u++) {
+        int o = g_array_index(users, int, u);
+        if (cfg(b, o)->mesh != m) continue;
+        const MdlOp *op = mdl_graph_op(b->g, o);
+        for (int k = 0; k < op->ninputs; k++) {
+          if (op->inputs[k].tensor != w) continue;
+          MdlLayout l = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+          if (first < 0) first = o, layout = l;
+          for (int a = 0; a < mesh->ndims; a++)
+            if (l.axis[a] == MDL_LAYOUT_BROADCAST && cfg(b, o)->split[a] >= 0 && mesh->shape[a] > 1)
+              mask |= 1u << a;
+        }
+      }
+      if (first < 0) continue;
+      double elems = mdl_layout_local_elements(b->g, w, -1, &layout, mesh, 1);
+      for (int i = 0; i < mesh->ndevices; i++) local_params[mesh->devices[i]] += elems;
+      if (!mask) continue;
+      g_autofree int *members = g_new(int, mesh->ndevices);
+      g_autofree int *devices = g_new(int, mesh->ndevices);
+      for (int base = 0; base < mesh->ndevices; base++) {
+        if (!is_group_base(mesh, mask, base)) continue;
+        int p = group_members(mesh, mask, base, members);
+        for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
+        uint32_t task = add_comm_task(b, SIM_TASK_GRAD_SYNC, CM_ALL_REDUCE, devices, p,
+                                      elems * b->dtype_bytes, first, w, -1);
+        for (guint u = 0; u < users->len; u++) {
+          int o = g_array_index(users, int, u);
+          if (cfg(b, o)->mesh != m) continue;
+          for (int i = 0; i < p; i++)
+            sim_task_graph_edge(b->tg, task_bwd(b, o, b->M - 1, members[i]), task);
+        }
+        for (int i = 0; i < p; i++) {
+          uint32_t pair[2] = {task, (uint32_t)devices[i]};
+          g_array_append_val(syncs, pair);
+        }
+      }
+    }
+  }
+  g_autofree uint32_t *opt = g_new(uint32_t, ndev);
+  SimTask t = {0};
+  t.kind = SIM_TASK_OPTIMIZER;
+  t.op = -1;
+  t.tensor = -1;
+  t.microbatch = -1;
+  for (int d = 0; d < ndev; d++) {
+    opt[d] = NO_TASK;
+    if (local_params[d] <= 0) continue;
+    t.duration = sim_time_from_seconds(cm_optimizer_time(b->p, &b->c->device, local_params[d]));
+    uint32_t r = sim_resource_compute(d);
+    opt[d] = sim_task_graph_add(b->tg, &t, &r, 1);
+    if (last_compute[d] != NO_TASK) sim_task_graph_edge(b->tg, last_compute[d], opt[d]);
+  }
+  for (guint i = 0; i < syncs->len; i++) {
+    const uint32_t *pair = (const uint32_t *)(syncs->data + i * sizeof(uint32_t) * 2);
+    sim_task_graph_edge(b->tg, pair[0], opt[pair[1]]);
+  }
+  g_array_unref(syncs);
+}
+
+static void conversion_free(gpointer data) {
+  Conversion *cv = data;
+  g_free(cv->ready);
+  g_free(cv);
+}
+
+SimTaskGraph *sim_build(const MdlGraph *graph, const MdlStrategy *strategy,
+                        const DevCluster *cluster, const CmParams *params, GError **error) {
+  if (!mdl_strategy_validate(strategy, graph, cluster, error)) return NULL;
+  Builder b = {0};
+  b.g = graph;
+  b.s = strategy;
+  b.c = cluster;
+  b.p = params;
+  b.nops = mdl_graph_num_ops(graph);
+  b.M = strategy->num_microbatches;
+  b.dtype_bytes = dev_dtype_bytes(strategy->dtype);
+  b.tg = sim_task_graph_new(dev_cluster_num_devices(cluster));
+  int nt = mdl_graph_num_tensors(graph);
+  b.fwd_base = g_new(uint32_t, b.nops);
+  b.bwd_base = g_new(uint32_t, b.nops);
+  b.sample_tdim = g_new(int, nt);
+  b.conversions = g_new(GPtrArray *, nt);
+  b.users = g_new(GArray *, nt);
+  for (int t = 0; t < nt; t++) {
+    b.sample_tdim[t] = -1;
+    b.conversions[t] = g_ptr_array_new_with_free_func(conversion_free);
+    b.users[t] = g_array_new(FALSE, FALSE, sizeof(int));
+  }
+  /* Sample dims and users in one pass over the operands. */
+  for (int o = 0; o < b.nops; o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    int sd = mdl_op_sample_dim(op);
+    for (int k = -1; k < op->ninputs; k++) {
+      const MdlOperand *opd = k < 0 ? &op->output : &op->inputs[k];
+      if (k >= 0) g_array_append_val(b.users[opd->tensor], o);
+      for (int i = 0; sd >= 0 && i < MDL_MAX_DIMS; i++)
+        if (opd->dim_map[i] == sd && b.sample_tdim[opd->tensor] < 0) b.sample_tdim[opd->tensor] = i;
+    }
+  }
+  add_compute_tasks(&b);
+  g_autofree uint32_t *last = chain_compute(&b);
+  add_forward_dependencies(&b);
+  add_backward_dependencies(&b);
+  add_gradient_sync_and_optimizer(&b, last);
+  sim_task_graph_finish(b.tg);
+  for (int t = 0; t < nt; t++) {
+    g_ptr_array_unref(b.conversions[t]);
+    g_array_unref(b.users[t]);
+  }
+  g_free(b.conversions);
+  g_free(b.users);
+  g_free(b.sample_tdim);
+  g_free(b.fwd_base);
+  g_free(b.bwd_base);
+  return b.tg;
+}

@@ -1,0 +1,69 @@
+/* sim/graph — the task graph container: tasks as compact structs, resources as runs in one
+ * array, successors in CSR form built once from an edge list (counting sort, O(V + E)). */
+#include "sim/sim.h"
+
+#include <math.h>
+
+SimTime sim_time_from_seconds(double seconds) {
+  if (!(seconds > 0)) return 0;
+  double ps = nearbyint(seconds * SIM_PS_PER_SECOND);
+  return ps >= 1.8e19 ? UINT64_MAX / 2 : (SimTime)ps;
+}
+
+static const char *const kind_names[SIM_TASK_KIND_COUNT] = {"forward", "backward", "comm",
+                                                            "grad_sync", "optimizer"};
+
+const char *sim_task_kind_name(SimTaskKind kind) {
+  g_return_val_if_fail(kind < SIM_TASK_KIND_COUNT, "?");
+  return kind_names[kind];
+}
+
+SimTaskGraph *sim_task_graph_new(int num_devices) {
+  SimTaskGraph *g = g_new0(SimTaskGraph, 1);
+  g->tasks = g_array_new(FALSE, FALSE, sizeof(SimTask));
+  g->task_resources = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  g->edges = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  g->num_devices = num_devices;
+  g->num_resources = 2 * num_devices;
+  return g;
+}
+
+void sim_task_graph_free(SimTaskGraph *g) {
+  if (!g) return;
+  g_array_unref(g->tasks);
+  g_array_unref(g->task_resources);
+  if (g->edges) g_array_unref(g->edges);
+  g_free(g->succ_offsets);
+  g_free(g->succ);
+  g_free(g->indegree);
+  g_free(g);
+}
+
+uint32_t sim_task_graph_add(SimTaskGraph *g, const SimTask *task, const uint32_t *resources,
+                            int nres) {
+  g_return_val_if_fail(nres >= 1 && nres <= UINT16_MAX, UINT32_MAX);
+  SimTask t = *task;
+  t.res_begin = g->task_resources->len;
+  t.nres = (uint16_t)nres;
+  g_array_append_vals(g->task_resources, resources, (guint)nres);
+  g_array_append_val(g->tasks, t);
+  return g->tasks->len - 1;
+}
+
+void sim_task_graph_finish(SimTaskGraph *g) {
+  uint32_t n = g->tasks->len;
+  uint32_t m = g->edges->len / 2;
+  const uint32_t *e = (const uint32_t *)g->edges->data;
+  g->succ_offsets = g_new0(uint32_t, (gsize)n + 1);
+  g->indegree = g_new0(uint32_t, n ? n : 1);
+  g->succ = g_new(uint32_t, m ? m : 1);
+  for (uint32_t i = 0; i < m; i++) {
+    g->succ_offsets[e[2 * i] + 1]++;
+    g->indegree[e[2 * i + 1]]++;
+  }
+  for (uint32_t i = 0; i < n; i++) g->succ_offsets[i + 1] += g->succ_offsets[i];
+  g_autofree uint32_t *fill = g_memdup2(g->succ_offsets, sizeof(uint32_t) * (gsize)n + 1);
+  for (uint32_t i = 0; i < m; i++) g->succ[fill[e[2 * i]]++] = e[2 * i + 1];
+  g_array_unref(g->edges);
+  g->edges = NULL;
+}

@@ -1,0 +1,172 @@
+/* sim/run — one simulated iteration end to end: build, engine, breakdown, memory, JSON.
+ *
+ * Breakdown per device over [0, makespan]: compute = busy time of its compute stream;
+ * exposed communication = time its communication stream is busy while its compute stream is
+ * idle; bubble = the rest (neither busy: pipeline fill and drain, waiting on other devices).
+ * Reported figures are means over the devices the strategy uses, so compute + exposed
+ * communication + bubble = iteration time. */
+#include "sim/sim.h"
+
+#include <cjson/cJSON.h>
+
+typedef struct {
+  SimTime start, end;
+} Interval;
+
+/* Measure of @comm (sorted, disjoint) minus @compute (sorted, disjoint). */
+static SimTime exposed_time(const Interval *comm, guint ncomm, const Interval *compute,
+                            guint ncompute) {
+  SimTime exposed = 0;
+  guint j = 0;
+  for (guint i = 0; i < ncomm; i++) {
+    SimTime s = comm[i].start, e = comm[i].end;
+    while (j < ncompute && compute[j].end <= s) j++;
+    SimTime cursor = s;
+    for (guint k = j; k < ncompute && compute[k].start < e; k++) {
+      if (compute[k].start > cursor) exposed += compute[k].start - cursor;
+      if (compute[k].end > cursor) cursor = compute[k].end;
+      if (cursor >= e) break;
+    }
+    if (cursor < e) exposed += e - cursor;
+  }
+  return exposed;
+}
+
+static void compute_breakdown(SimRun *run) {
+  const SimTaskGraph *g = run->tasks;
+  const SimSchedule *s = run->schedule;
+  int nres = g->num_resources;
+  /* Intervals per resource in start order: the engine's start order is per-resource order. */
+  g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  for (uint32_t k = 0; k < s->num_tasks; k++) {
+    const SimTask *t = sim_task_graph_task(g, s->order[k]);
+    for (uint16_t r = 0; r < t->nres; r++) count[res[t->res_begin + r] + 1]++;
+  }
+  for (int r = 0; r < nres; r++) count[r + 1] += count[r];
+  g_autofree Interval *iv = g_new(Interval, count[nres] ? count[nres] : 1);
+  g_autofree guint *fill = g_memdup2(count, sizeof(guint) * ((gsize)nres + 1));
+  for (uint32_t k = 0; k < s->num_tasks; k++) {
+    uint32_t id = s->order[k];
+    const SimTask *t = sim_task_graph_task(g, id);
+    if (t->duration == 0) continue;
+    for (uint16_t r = 0; r < t->nres; r++)
+      iv[fill[res[t->res_begin + r]]++] = (Interval){s->start[id], s->start[id] + t->duration};
+  }
+  double compute = 0, exposed = 0;
+  int used = 0;
+  for (int d = 0; d < g->num_devices; d++) {
+    guint c0 = count[2 * d], c1 = fill[2 * d], m0 = count[2 * d + 1], m1 = fill[2 * d + 1];
+    if (count[2 * d + 1] == count[2 * d] && count[2 * d + 2] == count[2 * d + 1]) continue;
+    used++;
+    SimTime busy = 0;
+    for (guint i = c0; i < c1; i++) busy += iv[i].end - iv[i].start;
+    compute += sim_time_seconds(busy);
+    exposed += sim_time_seconds(exposed_time(iv + m0, m1 - m0, iv + c0, c1 - c0));
+  }
+  SimPrediction *p = &run->prediction;
+  p->num_gpus = used;
+  p->compute_s = used ? compute / used : 0;
+  p->comm_exposed_s = used ? exposed / used : 0;
+  p->bubble_s = p->iteration_time_s - p->compute_s - p->comm_exposed_s;
+  if (p->bubble_s < 0) p->bubble_s = 0;
+}
+
+static void compute_memory(SimRun *run) {
+  SimPrediction *p = &run->prediction;
+  int ndev = dev_cluster_num_devices(run->cluster);
+  g_autofree CmMemory *mem = cm_memory_per_device(run->graph, run->strategy, run->cluster);
+  p->peak_memory_device = 0;
+  for (int d = 0; d < ndev; d++)
+    if (mem[d].total > mem[p->peak_memory_device].total) p->peak_memory_device = d;
+  p->peak_memory = mem[p->peak_memory_device];
+  p->peak_memory_bytes = p->peak_memory.total;
+  p->memory_capacity_bytes = run->cluster->device.memory_bytes;
+  p->fits_memory = p->peak_memory_bytes <= p->memory_capacity_bytes;
+}
+
+SimRun *sim_run_new(const MdlGraph *graph, const MdlStrategy *strategy, const DevCluster *cluster,
+                    const CmParams *params, GError **error) {
+  gint64 t0 = g_get_monotonic_time();
+  SimTaskGraph *tasks = sim_build(graph, strategy, cluster, params, error);
+  if (!tasks) return NULL;
+  gint64 t1 = g_get_monotonic_time();
+  SimSchedule *schedule = sim_engine_run(tasks, error);
+  if (!schedule) {
+    sim_task_graph_free(tasks);
+    return NULL;
+  }
+  SimRun *run = g_new0(SimRun, 1);
+  run->graph = graph;
+  run->strategy = strategy;
+  run->cluster = cluster;
+  run->tasks = tasks;
+  run->schedule = schedule;
+  SimPrediction *p = &run->prediction;
+  p->iteration_time_s = sim_time_seconds(schedule->makespan);
+  p->tasks = sim_task_graph_size(tasks);
+  p->events = schedule->events;
+  compute_breakdown(run);
+  compute_memory(run);
+  if (p->iteration_time_s > 0) {
+    p->samples_per_s = (double)graph->batch / p->iteration_time_s;
+    p->tflops_per_gpu = mdl_graph_train_flops(graph) / p->iteration_time_s / MAX(p->num_gpus, 1) / 1e12;
+  }
+  double peak = cluster->device.peak_flops[strategy->dtype];
+  p->mfu = peak > 0 ? p->tflops_per_gpu * 1e12 / peak : 0;
+  gint64 t2 = g_get_monotonic_time();
+  p->build_wall_s = (double)(t1 - t0) / 1e6;
+  p->sim_wall_s = (double)(t2 - t0) / 1e6;
+  return run;
+}
+
+void sim_run_free(SimRun *run) {
+  if (!run) return;
+  sim_task_graph_free(run->tasks);
+  sim_schedule_free(run->schedule);
+  g_free(run);
+}
+
+char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
+  const SimPrediction *p = &run->prediction;
+  const MdlStrategy *s = run->strategy;
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "model", run->graph->name);
+  cJSON_AddStringToObject(root, "cluster", run->cluster->name);
+  cJSON *st = cJSON_AddObjectToObject(root, "strategy");
+  cJSON_AddStringToObject(st, "name", s->name ? s->name : "");
+  cJSON_AddNumberToObject(st, "dp", s->dp);
+  cJSON_AddNumberToObject(st, "tp", s->tp);
+  cJSON_AddNumberToObject(st, "pp", s->pp);
+  cJSON_AddNumberToObject(st, "microbatch_size", s->microbatch_size);
+  cJSON_AddNumberToObject(st, "num_microbatches", s->num_microbatches);
+  cJSON_AddStringToObject(st, "schedule", mdl_schedule_name(s->schedule));
+  cJSON_AddStringToObject(st, "dtype", dev_dtype_name(s->dtype));
+  cJSON_AddNumberToObject(root, "num_gpus", p->num_gpus);
+  cJSON_AddNumberToObject(root, "iteration_time_s", p->iteration_time_s);
+  cJSON_AddNumberToObject(root, "samples_per_s", p->samples_per_s);
+  cJSON_AddNumberToObject(root, "tflops_per_gpu", p->tflops_per_gpu);
+  cJSON_AddNumberToObject(root, "mfu", p->mfu);
+  cJSON *br = cJSON_AddObjectToObject(root, "breakdown");
+  cJSON_AddNumberToObject(br, "compute_s", p->compute_s);
+  cJSON_AddNumberToObject(br, "comm_exposed_s", p->comm_exposed_s);
+  cJSON_AddNumberToObject(br, "bubble_s", p->bubble_s);
+  cJSON_AddNumberToObject(root, "peak_memory_bytes", p->peak_memory_bytes);
+  cJSON_AddNumberToObject(root, "peak_memory_device", p->peak_memory_device);
+  cJSON *mem = cJSON_AddObjectToObject(root, "memory");
+  cJSON_AddNumberToObject(mem, "weights_bytes", p->peak_memory.weights);
+  cJSON_AddNumberToObject(mem, "gradients_bytes", p->peak_memory.gradients);
+  cJSON_AddNumberToObject(mem, "optimizer_bytes", p->peak_memory.optimizer);
+  cJSON_AddNumberToObject(mem, "activations_bytes", p->peak_memory.activations);
+  cJSON_AddNumberToObject(mem, "capacity_bytes", p->memory_capacity_bytes);
+  cJSON_AddBoolToObject(root, "fits_memory", p->fits_memory);
+  cJSON_AddStringToObject(root, "collective_mode", "one-task-per-collective");
+  cJSON_AddNumberToObject(root, "tasks", (double)p->tasks);
+  cJSON_AddNumberToObject(root, "events", (double)p->events);
+  if (with_wall) cJSON_AddNumberToObject(root, "sim_wall_s", p->sim_wall_s);
+  char *text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  char *out = g_strdup(text);
+  cJSON_free(text);
+  return out;
+}

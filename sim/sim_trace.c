@@ -1,0 +1,89 @@
+/* sim/trace — Chrome trace-event JSON of a simulated iteration (opens in Perfetto and
+ * chrome://tracing). One process per device ("GPU d (node n)"), thread 0 its compute stream,
+ * thread 1 its communication stream; complete events ("ph":"X") in microseconds. Written by
+ * streaming fprintf: traces of millions of tasks never sit in memory as a JSON tree. */
+#include "sim/sim.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void write_escaped(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fputc('\\', f);
+    if ((unsigned char)*s < 0x20) continue;
+    fputc(*s, f);
+  }
+}
+
+static void task_name(const SimRun *run, const SimTask *t, FILE *f) {
+  const MdlGraph *g = run->graph;
+  switch (t->kind) {
+  case SIM_TASK_FORWARD:
+  case SIM_TASK_BACKWARD:
+    fputs(t->kind == SIM_TASK_FORWARD ? "F " : "B ", f);
+    write_escaped(f, mdl_graph_op(g, t->op)->name);
+    break;
+  case SIM_TASK_COMM:
+  case SIM_TASK_GRAD_SYNC:
+    fputs(cm_collective_name((CmCollective)t->collective), f);
+    fputc(' ', f);
+    write_escaped(f, mdl_graph_tensor(g, t->tensor)->name);
+    break;
+  default:
+    fputs("optimizer step", f);
+  }
+}
+
+gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot write trace %s: %s",
+                path, g_strerror(errno));
+    return FALSE;
+  }
+  const SimTaskGraph *g = run->tasks;
+  const SimSchedule *s = run->schedule;
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
+  gboolean first = TRUE;
+  g_autofree gboolean *used = g_new0(gboolean, g->num_devices ? g->num_devices : 1);
+  for (uint32_t i = 0; i < s->num_tasks; i++) {
+    const SimTask *t = sim_task_graph_task(g, i);
+    for (uint16_t r = 0; r < t->nres; r++) used[res[t->res_begin + r] / 2] = TRUE;
+  }
+  for (int d = 0; d < g->num_devices; d++) {
+    if (!used[d]) continue;
+    fprintf(f,
+            "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"GPU %d "
+            "(node %d)\"}},\n"
+            "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n"
+            "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"compute\"}},\n"
+            "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"comm\"}}",
+            first ? "" : ",\n", d, d, dev_cluster_node_of(run->cluster, d), d, d, d, d);
+    first = FALSE;
+  }
+  for (uint32_t i = 0; i < s->num_tasks; i++) {
+    const SimTask *t = sim_task_graph_task(g, i);
+    for (uint16_t r = 0; r < t->nres; r++) {
+      uint32_t resource = res[t->res_begin + r];
+      fprintf(f, "%s{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
+              first ? "" : ",\n", resource / 2, resource % 2, (double)s->start[i] / 1e6,
+              (double)t->duration / 1e6);
+      first = FALSE;
+      task_name(run, t, f);
+      fprintf(f, "\",\"cat\":\"%s\",\"args\":{\"microbatch\":%d", sim_task_kind_name(t->kind),
+              t->microbatch);
+      if (t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC)
+        fprintf(f, ",\"bytes\":%.0f,\"group_size\":%u", (double)t->bytes, t->nres);
+      fputs("}}", f);
+    }
+  }
+  fputs("\n]}\n", f);
+  gboolean ok = !ferror(f);
+  if (fclose(f) != 0) ok = FALSE;
+  if (!ok) {
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "error writing trace %s", path);
+    return FALSE;
+  }
+  return TRUE;
+}

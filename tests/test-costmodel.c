@@ -1,0 +1,98 @@
+/* Tests of costmodel/: AutoDDL Table 2 formulas, link classes, roofline, memory. */
+#include <glib.h>
+#include <math.h>
+
+#include "costmodel/costmodel.h"
+#include "model/mdl_strategy.h"
+#include "test-util.h"
+
+static void test_collective_formulas(void) {
+  CmLinkCost l = {.alpha = 2e-6, .beta = 1e-10, .link = DEV_LINK_INTRA};
+  double n = 1e8;
+  g_assert_cmpfloat_with_epsilon(cm_collective_time(CM_ALL_REDUCE, 8, n, &l),
+                                 15 * 2e-6 + 2.0 * 7 / 8 * n * 1e-10, 1e-15);
+  g_assert_cmpfloat_with_epsilon(cm_collective_time(CM_ALL_GATHER, 8, n, &l),
+                                 7 * 2e-6 + 7.0 / 8 * n * 1e-10, 1e-15);
+  g_assert_cmpfloat_with_epsilon(cm_collective_time(CM_REDUCE_SCATTER, 4, n, &l),
+                                 3 * 2e-6 + 3.0 / 4 * n * 1e-10, 1e-15);
+  g_assert_cmpfloat_with_epsilon(cm_collective_time(CM_ALL_TO_ALL, 4, n, &l),
+                                 3 * 2e-6 + n * 1e-10, 1e-15);
+  g_assert_cmpfloat_with_epsilon(cm_collective_time(CM_SEND_RECV, 2, n, &l), 2e-6 + n * 1e-10, 1e-15);
+  g_assert_cmpfloat(cm_collective_time(CM_ALL_REDUCE, 1, n, &l), ==, 0.0);
+}
+
+/* Inside a host: the intra link. Across hosts: the NIC share of the group's members. */
+static void test_group_link(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
+  g_assert_no_error(error);
+  int intra[2] = {0, 7}, dp[2] = {0, 8}, all[16];
+  for (int i = 0; i < 16; i++) all[i] = i;
+  CmLinkCost a = cm_group_link(c, intra, 2);
+  g_assert_cmpint(a.link, ==, DEV_LINK_INTRA);
+  g_assert_cmpfloat_with_epsilon(a.beta, 1.0 / c->link[DEV_LINK_INTRA].bandwidth, 1e-24);
+  g_assert_cmpfloat(a.alpha, ==, c->link[DEV_LINK_INTRA].latency);
+  CmLinkCost b = cm_group_link(c, dp, 2);
+  g_assert_cmpint(b.link, ==, DEV_LINK_INTER);
+  /* One member per host: an eighth of 8 NICs, i.e. one 200 Gb/s NIC. */
+  g_assert_cmpfloat_with_epsilon(1.0 / b.beta, 200e9 / 8, 1.0);
+  g_assert_cmpfloat(b.alpha, ==, c->link[DEV_LINK_INTER].latency);
+  CmLinkCost d = cm_group_link(c, all, 16);
+  g_assert_cmpfloat_with_epsilon(1.0 / d.beta, MIN(8 * 200e9 / 8, c->link[DEV_LINK_INTRA].bandwidth), 1.0);
+  dev_cluster_free(c);
+}
+
+static void test_roofline(void) {
+  GError *error = NULL;
+  DevKind k;
+  g_assert_true(dev_kind_lookup("a100-80gb", &k, &error));
+  CmParams p;
+  cm_params_default(&p);
+  double flops = 1e12, bytes = 1e6;
+  g_assert_cmpfloat_with_epsilon(cm_compute_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, bytes),
+                                 flops / (k.peak_flops[DEV_DTYPE_BF16] * p.matmul_efficiency), 1e-15);
+  /* An elementwise op is bandwidth bound. */
+  g_assert_cmpfloat_with_epsilon(cm_compute_time(&p, &k, MDL_OP_ELEMENTWISE, DEV_DTYPE_BF16, 1e6, 1e9),
+                                 1e9 / (k.hbm_bandwidth * p.memory_efficiency), 1e-15);
+  dev_kind_clear(&k);
+}
+
+/* gpt3-1.3b, Megatron tp=8 on a DGX A100: weights + gradients + Adam = 16 bytes per local
+ * parameter; with tp=8 nearly all of the 1.3B parameters are split eight ways. */
+static void test_memory_gpt(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
+  MdlGraph *g = mdl_graph_parse_spec("gpt3-1.3b", &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=8,pp=1,dp=2", g, c, &error);
+  g_assert_no_error(error);
+  CmMemory *mem = cm_memory_per_device(g, s, c);
+  double params = mdl_graph_num_params(g);
+  double states = mem[0].weights + mem[0].gradients + mem[0].optimizer;
+  g_assert_cmpfloat(states, >=, 16 * params / 8 * 0.99);
+  g_assert_cmpfloat(states, <=, 16 * params / 8 * 1.05);
+  g_assert_cmpfloat_with_epsilon(mem[0].weights, 2 * states / 16, 1.0);
+  g_assert_cmpfloat(mem[0].activations, >, 0);
+  g_assert_cmpfloat_with_epsilon(mem[0].total, mem[15].total, 1.0);
+  /* 1F1B with one stage holds one microbatch; GPipe all of them. */
+  MdlStrategy *gp = mdl_strategy_parse_spec("megatron:tp=8,pp=1,dp=2,mb=1,schedule=gpipe", g, c, &error);
+  g_assert_no_error(error);
+  CmMemory *mem2 = cm_memory_per_device(g, gp, c);
+  g_assert_cmpfloat_with_epsilon(mem2[0].activations, mem[0].activations * gp->num_microbatches,
+                                 mem[0].activations * 1e-9);
+  g_free(mem2);
+  g_free(mem);
+  mdl_strategy_free(gp);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/costmodel/collective/formulas", test_collective_formulas);
+  g_test_add_func("/costmodel/collective/group-link", test_group_link);
+  g_test_add_func("/costmodel/compute/roofline", test_roofline);
+  g_test_add_func("/costmodel/memory/gpt3-1.3b-tp8", test_memory_gpt);
+  return g_test_run();
+}

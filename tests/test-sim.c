@@ -1,0 +1,261 @@
+/* Tests of sim/: the engine on hand-made task graphs, and whole iterations against closed
+ * forms (alpha-beta all-reduce, the GPipe bubble), Megatron's collective counts, determinism. */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "costmodel/costmodel.h"
+#include "sim/sim.h"
+#include "test-util.h"
+
+static uint32_t add_task(SimTaskGraph *g, SimTime dur, const uint32_t *res, int nres) {
+  SimTask t = {0};
+  t.duration = dur;
+  t.kind = SIM_TASK_FORWARD;
+  t.op = -1;
+  return sim_task_graph_add(g, &t, res, nres);
+}
+
+/* Two tasks ready at once on one resource run in id order; a third on another resource runs
+ * in parallel; a two-resource task waits for both resources. */
+static void test_engine_fifo_ties(void) {
+  SimTaskGraph *g = sim_task_graph_new(2);
+  uint32_t r0 = 0, r1 = 2, both[2] = {0, 2};
+  uint32_t a = add_task(g, 10, &r0, 1);
+  uint32_t b = add_task(g, 5, &r0, 1);
+  uint32_t c = add_task(g, 7, &r1, 1);
+  uint32_t d = add_task(g, 3, both, 2);
+  sim_task_graph_finish(g);
+  GError *error = NULL;
+  SimSchedule *s = sim_engine_run(g, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(s->start[a], ==, 0);
+  g_assert_cmpuint(s->start[b], ==, 10);
+  g_assert_cmpuint(s->start[c], ==, 0);
+  g_assert_cmpuint(s->start[d], ==, 15);
+  g_assert_cmpuint(s->makespan, ==, 18);
+  g_assert_cmpuint(s->events, ==, 4);
+  sim_schedule_free(s);
+  sim_task_graph_free(g);
+}
+
+/* A successor becomes ready when its last predecessor ends; FIFO by ready time, not id. */
+static void test_engine_ready_order(void) {
+  SimTaskGraph *g = sim_task_graph_new(2);
+  uint32_t r0 = 0, r1 = 2;
+  uint32_t slow = add_task(g, 100, &r1, 1);
+  uint32_t late = add_task(g, 1, &r0, 1);   /* depends on slow: ready at 100 */
+  uint32_t fast = add_task(g, 20, &r1, 1);  /* runs after slow on r1: 100..120 */
+  uint32_t early = add_task(g, 50, &r0, 1); /* ready at 0 */
+  sim_task_graph_edge(g, slow, late);
+  sim_task_graph_finish(g);
+  SimSchedule *s = sim_engine_run(g, NULL);
+  g_assert_cmpuint(s->start[early], ==, 0);
+  g_assert_cmpuint(s->start[late], ==, 100);
+  g_assert_cmpuint(s->start[fast], ==, 100);
+  g_assert_cmpuint(s->makespan, ==, 120);
+  sim_schedule_free(s);
+  sim_task_graph_free(g);
+}
+
+static void test_engine_cycle(void) {
+  SimTaskGraph *g = sim_task_graph_new(1);
+  uint32_t r0 = 0;
+  uint32_t a = add_task(g, 1, &r0, 1), b = add_task(g, 1, &r0, 1);
+  sim_task_graph_edge(g, a, b);
+  sim_task_graph_edge(g, b, a);
+  sim_task_graph_finish(g);
+  GError *error = NULL;
+  g_assert_null(sim_engine_run(g, &error));
+  g_assert_error(error, MDL_ERROR, MDL_ERROR_INVALID);
+  g_assert_nonnull(strstr(error->message, "cycle"));
+  g_error_free(error);
+  sim_task_graph_free(g);
+}
+
+static SimRun *run_or_die(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
+                          const CmParams *p) {
+  GError *error = NULL;
+  SimRun *run = sim_run_new(g, s, c, p, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(run);
+  return run;
+}
+
+/* Pure data parallelism of one dense layer on 4 GPUs: the only communication is the weight's
+ * gradient all-reduce, which has nothing to overlap with; it must take exactly AutoDDL
+ * Table 2's (2p-1)a + 2(p-1)/p n b, start when the backward ends, and the optimizer must start
+ * when it ends. */
+static void test_dp_allreduce_exact(void) {
+  const int p = 4;
+  const double intra_GBps = 150.0, intra_us = 3.4;
+  DevCluster *c = test_cluster(1, p, intra_GBps, intra_us, 100, 9.6);
+  MdlGraph *g = test_chain_graph(1, 4096, 64);
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_data_parallel(g, c, p, DEV_DTYPE_FP16, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *run = run_or_die(g, s, c, &params);
+  double n = 4096.0 * 4096.0 * 2; /* fp16 gradient bytes */
+  double alpha = intra_us * 1e-6, beta = 1.0 / (intra_GBps * 1e9);
+  SimTime expected = sim_time_from_seconds((2.0 * p - 1) * alpha + 2.0 * (p - 1) / p * n * beta);
+  int syncs = 0;
+  SimTime bwd_end = 0, sync_start = 0, sync_end = 0, opt_start = 0;
+  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
+    const SimTask *t = sim_task_graph_task(run->tasks, i);
+    SimTime start = run->schedule->start[i];
+    if (t->kind == SIM_TASK_GRAD_SYNC) {
+      syncs++;
+      g_assert_cmpuint(t->duration, ==, expected);
+      g_assert_cmpuint(t->nres, ==, p);
+      sync_start = start;
+      sync_end = start + t->duration;
+    } else if (t->kind == SIM_TASK_BACKWARD) {
+      bwd_end = MAX(bwd_end, start + t->duration);
+    } else if (t->kind == SIM_TASK_OPTIMIZER) {
+      opt_start = start;
+    } else {
+      g_assert_cmpint(t->kind, ==, SIM_TASK_FORWARD); /* no resharding in pure DP */
+    }
+  }
+  g_assert_cmpint(syncs, ==, 1);
+  g_assert_cmpuint(sync_start, ==, bwd_end);
+  g_assert_cmpuint(opt_start, ==, sync_end);
+  g_assert_cmpfloat_with_epsilon(run->prediction.comm_exposed_s, sim_time_seconds(expected), 1e-15);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* Equal stages, free communication, free optimizer: the bubble fraction of GPipe (and 1F1B,
+ * which has the same bubble) is (p-1)/(m+p-1) (Huang et al. 2019; Narayanan et al. 2021). */
+static void check_bubble(MdlSchedule schedule, int stages, int micro) {
+  DevCluster *c = test_cluster(1, stages, 1e21, 0, 1e21, 0);
+  MdlGraph *g = test_chain_graph(stages, 1024, 8 * micro);
+  MdlMegatronConfig cfg = {.tp = 1, .pp = stages, .dp = 1, .microbatch_size = 8,
+                           .schedule = schedule, .dtype = DEV_DTYPE_FP16};
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(s->num_microbatches, ==, micro);
+  CmParams params;
+  cm_params_default(&params);
+  params.optimizer_bytes_per_param = 0;
+  SimRun *run = run_or_die(g, s, c, &params);
+  const SimPrediction *pr = &run->prediction;
+  double expected = (stages - 1.0) / (micro + stages - 1.0);
+  g_assert_cmpfloat_with_epsilon(pr->bubble_s / pr->iteration_time_s, expected, 1e-12);
+  g_assert_cmpfloat_with_epsilon(pr->comm_exposed_s, 0.0, 1e-15);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+static void test_gpipe_bubble(void) {
+  check_bubble(MDL_SCHEDULE_GPIPE, 4, 8);
+  check_bubble(MDL_SCHEDULE_GPIPE, 2, 1);
+  check_bubble(MDL_SCHEDULE_GPIPE, 8, 3);
+}
+
+static void test_1f1b_bubble(void) {
+  check_bubble(MDL_SCHEDULE_1F1B, 4, 8);
+  check_bubble(MDL_SCHEDULE_1F1B, 3, 5);
+}
+
+/* Megatron tensor parallelism: per layer and microbatch two forward all-reduces (after the
+ * row-parallel attention projection and MLP) and two backward ones (the gradients of the
+ * column-parallel inputs), plus one each for the vocab-parallel embedding (forward) and the
+ * lm_head input (backward); no other resharding collective. */
+static void test_megatron_collectives(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100", &error);
+  g_assert_no_error(error);
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=3,hidden=512,heads=8,seq=128,vocab=1000,batch=8", &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=4,dp=2,mb=2", g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *run = run_or_die(g, s, c, &params);
+  int counts[CM_COLLECTIVE_COUNT] = {0};
+  int grad_syncs = 0;
+  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
+    const SimTask *t = sim_task_graph_task(run->tasks, i);
+    if (t->kind == SIM_TASK_COMM && t->microbatch == 0) {
+      counts[t->collective]++;
+      g_assert_cmpuint(t->nres, ==, 4); /* tp groups, inside one host */
+    }
+    if (t->kind == SIM_TASK_GRAD_SYNC) grad_syncs++;
+  }
+  /* Per microbatch: 2 data-parallel replicas x (forward 2L+1 + backward 2L+1). */
+  g_assert_cmpint(counts[CM_ALL_REDUCE], ==, 2 * (2 * (2 * 3 + 1)));
+  g_assert_cmpint(counts[CM_ALL_GATHER] + counts[CM_REDUCE_SCATTER] + counts[CM_ALL_TO_ALL] +
+                      counts[CM_SEND_RECV], ==, 0);
+  g_assert_cmpint(grad_syncs, >, 0);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* The same inputs give the same JSON, byte for byte (sim_wall_s left out). */
+static void test_deterministic(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=5000,batch=32", &error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=4,pp=2,dp=2,mb=2", g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *a = run_or_die(g, s, c, &params), *b = run_or_die(g, s, c, &params);
+  g_autofree char *ja = sim_prediction_to_json(a, FALSE);
+  g_autofree char *jb = sim_prediction_to_json(b, FALSE);
+  g_assert_cmpstr(ja, ==, jb);
+  g_assert_cmpmem(a->schedule->start, a->schedule->num_tasks * sizeof(SimTime),
+                  b->schedule->start, b->schedule->num_tasks * sizeof(SimTime));
+  sim_run_free(a);
+  sim_run_free(b);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* compute + exposed communication + bubble = iteration time; figures are physical. */
+static void test_breakdown_sums(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=5000,batch=32", &error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=2,pp=2,dp=4,mb=1,schedule=gpipe", g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *run = run_or_die(g, s, c, &params);
+  const SimPrediction *p = &run->prediction;
+  g_assert_cmpfloat_with_epsilon(p->compute_s + p->comm_exposed_s + p->bubble_s,
+                                 p->iteration_time_s, 1e-9);
+  g_assert_cmpfloat(p->bubble_s, >, 0);
+  g_assert_cmpfloat(p->mfu, >, 0);
+  g_assert_cmpfloat(p->mfu, <, 1);
+  g_assert_cmpint(p->num_gpus, ==, 16);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/sim/engine/fifo-ties", test_engine_fifo_ties);
+  g_test_add_func("/sim/engine/ready-order", test_engine_ready_order);
+  g_test_add_func("/sim/engine/cycle", test_engine_cycle);
+  g_test_add_func("/sim/dp/allreduce-exact", test_dp_allreduce_exact);
+  g_test_add_func("/sim/pipeline/gpipe-bubble", test_gpipe_bubble);
+  g_test_add_func("/sim/pipeline/1f1b-bubble", test_1f1b_bubble);
+  g_test_add_func("/sim/megatron/collectives", test_megatron_collectives);
+  g_test_add_func("/sim/run/deterministic", test_deterministic);
+  g_test_add_func("/sim/run/breakdown-sums", test_breakdown_sums);
+  return g_test_run();
+}

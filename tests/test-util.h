@@ -1,0 +1,71 @@
+/* Shared fixtures for the tests: small clusters and hand-built graphs. Header-only. */
+#ifndef STRATSIM_TEST_UTIL_H
+#define STRATSIM_TEST_UTIL_H
+
+#include <glib.h>
+#include <string.h>
+
+#include "devices/dev_cluster.h"
+#include "model/mdl_graph.h"
+
+/* A cluster of @nodes x @gpus a100-80gb with the given link figures (GB/s, us, Gb/s, us). */
+static inline DevCluster *test_cluster(int nodes, int gpus, double intra_GBps, double intra_us,
+                                       double inter_Gbps, double inter_us) {
+  g_autofree char *json = g_strdup_printf(
+      "{\"name\": \"test\", \"description\": \"test cluster\", \"device\": \"a100-80gb\","
+      " \"nodes\": %d, \"gpus_per_node\": %d,"
+      " \"intra\": {\"kind\": \"nvswitch\", \"bandwidth_GBps\": %.17g, \"latency_us\": %.17g,"
+      "  \"source\": \"test\"},"
+      " \"inter\": {\"kind\": \"infiniband\", \"bandwidth_Gbps\": %.17g, \"nics_per_node\": 1,"
+      "  \"latency_us\": %.17g, \"source\": \"test\"}, \"sources\": {}}",
+      nodes, gpus, intra_GBps, intra_us, inter_Gbps, inter_us);
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_from_json(json, "test", &error);
+  g_assert_no_error(error);
+  return c;
+}
+
+/* A chain of @layers dense layers y = x W (no loss, so the stages are exactly equal): input
+ * [batch, hidden] is data; op i is layer i with tp_dim = its output features. */
+static inline MdlGraph *test_chain_graph(int layers, int64_t hidden, int64_t batch) {
+  MdlGraph *g = mdl_graph_new("chain", "mlp", batch);
+  g->default_dtype = DEV_DTYPE_FP16;
+  g->num_layers = layers;
+  int64_t act[2] = {batch, hidden}, w[2] = {hidden, hidden};
+  int x = mdl_graph_add_tensor(g, "x", 2, act, FALSE, TRUE);
+  for (int i = 0; i < layers; i++) {
+    char name[32];
+    g_snprintf(name, sizeof name, "w%d", i);
+    int wt = mdl_graph_add_tensor(g, name, 2, w, TRUE, FALSE);
+    g_snprintf(name, sizeof name, "y%d", i);
+    int y = mdl_graph_add_tensor(g, name, 2, act, FALSE, FALSE);
+    MdlOp op;
+    memset(&op, 0, sizeof op);
+    g_snprintf(name, sizeof name, "fc%d", i);
+    op.name = name;
+    op.kind = MDL_OP_MATMUL;
+    op.ndims = 3;
+    op.dims[0] = (MdlDim){"b", batch, MDL_ROLE_SAMPLE, TRUE};
+    op.dims[1] = (MdlDim){"n", hidden, MDL_ROLE_PARAMETER, TRUE};
+    op.dims[2] = (MdlDim){"k", hidden, MDL_ROLE_REDUCTION, TRUE};
+    op.ninputs = 2;
+    memset(op.inputs, -1, sizeof op.inputs);
+    memset(&op.output, -1, sizeof op.output);
+    op.inputs[0].tensor = x;
+    op.inputs[0].dim_map[0] = 0, op.inputs[0].dim_map[1] = 2;
+    op.inputs[1].tensor = wt;
+    op.inputs[1].dim_map[0] = 2, op.inputs[1].dim_map[1] = 1;
+    op.output.tensor = y;
+    op.output.dim_map[0] = 0, op.output.dim_map[1] = 1;
+    op.layer = i;
+    op.tp_dim = 1;
+    mdl_graph_add_op(g, &op);
+    x = y;
+  }
+  GError *error = NULL;
+  g_assert_true(mdl_graph_validate(g, &error));
+  g_assert_no_error(error);
+  return g;
+}
+
+#endif
