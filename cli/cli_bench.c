@@ -41,6 +41,7 @@ int cli_bench(int argc, char **argv) {
   MdlGraph *graph = NULL;
   MdlStrategy *strategy = NULL;
   SimTaskGraph *tasks = NULL;
+  double *secs = NULL;
   CmParams params;
   cm_params_default(&params);
   if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
@@ -62,7 +63,7 @@ int cli_bench(int argc, char **argv) {
   double build_s = (double)(t1 - t0) / 1e6;
   printf("bench: build   %u tasks, %u edges in %.3f s: %.2f M tasks/s\n", n, edges, build_s,
          n / build_s / 1e6);
-  g_autofree double *secs = g_new(double, repeat);
+  secs = g_new(double, repeat);
   SimTime makespan = 0;
   for (int r = 0; r < repeat; r++) {
     gint64 a = g_get_monotonic_time();
@@ -82,6 +83,7 @@ int cli_bench(int argc, char **argv) {
          n, secs[0], secs[repeat / 2], repeat, n / secs[0] / 1e6, n / secs[repeat / 2] / 1e6);
   printf("bench: simulated iteration %.6g s\n", sim_time_seconds(makespan));
 out:
+  g_free(secs);
   sim_task_graph_free(tasks);
   mdl_strategy_free(strategy);
   mdl_graph_free(graph);

@@ -46,6 +46,10 @@ typedef struct {
   double hbm_bandwidth;                  /* bytes/s */
 } DevKind;
 
+/* Limits on what a cluster description may say; larger values are rejected as absurd. */
+#define DEV_MAX_COUNT 1000000      /* nodes, gpus_per_node, nics_per_node */
+#define DEV_MAX_DEVICES (1 << 24)  /* nodes * gpus_per_node */
+
 typedef enum { DEV_LINK_INTRA, DEV_LINK_INTER, DEV_LINK_COUNT } DevLinkClass;
 
 typedef struct {
@@ -67,15 +71,22 @@ typedef struct {
 /* Parses a cluster spec: `PRESET[:key=value,...]` or a path to a cluster JSON file
  * (anything containing '/' or ending in ".json"). Override keys: nodes, gpus_per_node,
  * nics_per_node, device, intra_bw_GBps, intra_latency_us, inter_bw_Gbps, inter_latency_us.
- * Returns a new cluster (free with dev_cluster_free) or NULL with @error set. */
+ * A path may take overrides too: `dir/file.json:nodes=2`. A cluster read from a file is
+ * named by its path. Returns a new cluster (free with dev_cluster_free) or NULL with @error
+ * set: DEV_ERROR_UNKNOWN_PRESET (the message lists the presets), DEV_ERROR_UNKNOWN_DEVICE,
+ * DEV_ERROR_PARSE (also an unreadable file, an unknown override key), DEV_ERROR_INVALID. */
 DevCluster *dev_cluster_parse_spec(const char *spec, GError **error);
 
-/* Builds a cluster from JSON text in the preset format; @origin names it in errors. */
+/* Builds a cluster from JSON text in the preset format; @origin names it in errors and is
+ * its name when the text has no "name". `device` is a kind name or an inline device object in
+ * the format of devices/presets/devices.json. Returns a new cluster or NULL with @error set. */
 DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GError **error);
 
-/* Applies one override `key=value` (the keys of dev_cluster_parse_spec). */
+/* Applies one override `key=value` (the keys of dev_cluster_parse_spec); on error the
+ * cluster is unchanged. Bandwidths and latencies are in the preset units (GB/s, Gb/s, us). */
 gboolean dev_cluster_set(DevCluster *cluster, const char *key, const char *value, GError **error);
 
+/* A deep copy; free with dev_cluster_free. dev_cluster_free accepts NULL. */
 DevCluster *dev_cluster_copy(const DevCluster *cluster);
 void dev_cluster_free(DevCluster *cluster);
 
