@@ -33,6 +33,9 @@ typedef enum {
 #define MDL_MAX_DIMS 8       /* dims per op and per tensor */
 #define MDL_MAX_INPUTS 4     /* input operands (activations and weights) per op */
 #define MDL_NAME_LEN 16
+/* Largest tensor or op iteration space accepted (elements); keeps every product of sizes far
+ * from int64 overflow. */
+#define MDL_MAX_ELEMENTS (INT64_C(1) << 62)
 
 typedef enum {
   MDL_ROLE_SAMPLE,
@@ -87,6 +90,9 @@ typedef struct {
   double flops;        /* forward FLOPs for the whole op at the global batch */
   int layer;           /* block index (transformer layer, conv block), -1 outside blocks */
   int tp_dim;          /* op dim Megatron-style tensor parallelism splits, -1: replicate */
+  int64_t kernel_elems;     /* CONV2D, POOL2D: window area kh*kw (kernel sizes are op-level
+                               constants, not dims); 0 is read as 1 */
+  double flops_per_element; /* ELEMENTWISE: FLOPs per output element; 0 is read as 1 */
 } MdlOp;
 
 typedef struct {
@@ -102,19 +108,32 @@ typedef struct {
 } MdlGraph;
 
 /* --- building --- */
+/* An empty graph; @name and @family are copied (family NULL: "json"). default_dtype fp32,
+ * num_layers 0, heads 0, seq 1. Free with mdl_graph_free (NULL is allowed). */
 MdlGraph *mdl_graph_new(const char *name, const char *family, int64_t batch);
 void mdl_graph_free(MdlGraph *graph);
 
-/* Adds a tensor; returns its index. @shape has @ndims entries. */
+/* Adds a tensor; returns its index. @shape has @ndims entries; @name is copied. */
 int mdl_graph_add_tensor(MdlGraph *graph, const char *name, int ndims, const int64_t *shape,
                          gboolean is_weight, gboolean is_input);
 /* Appends an op (copied), sets its output tensor's producer and returns the op index. The op's
- * inputs must already exist; flops is filled by mdl_op_forward_flops when left at 0. */
+ * inputs must already exist; flops is filled by mdl_op_forward_flops when left at 0. The name
+ * is copied; dim_map entries past a tensor's ndims and operands past ninputs are reset to -1. */
 int mdl_graph_add_op(MdlGraph *graph, const MdlOp *op);
 
 /* Checks the whole graph: sizes positive and without overflow, operand maps consistent
  * (tensor dim size == op dim size, or op dim == heads-like grouping where the tensor dim is a
- * multiple of it), topological order, every non-input non-weight tensor produced once. */
+ * multiple of it), topological order, every non-input non-weight tensor produced once.
+ * In detail: names non-empty and unique (ops, tensors, dims of an op); every tensor and op
+ * iteration space at most MDL_MAX_ELEMENTS; exactly one SAMPLE dim per op, of size
+ * graph->batch, indexing the output and every non-weight input exactly once (at the same
+ * tensor dim wherever a tensor is used) and never a weight; SAMPLE dims map to tensor dims of
+ * exactly their size; an op dim indexes at most one dim of an operand; the output is not
+ * indexed by a REDUCTION dim; tp_dim is -1 or a splittable dim; layer < num_layers when
+ * num_layers > 0. Exception to the size rule: inputs of CONV2D and POOL2D may have any size
+ * on dims mapped to ATTRIBUTE dims (the output spatial dims; a split of the output splits the
+ * input window proportionally, halos ignored). Errors are MDL_ERROR_INVALID naming the op,
+ * tensor and dim. */
 gboolean mdl_graph_validate(const MdlGraph *graph, GError **error);
 
 static inline MdlOp *mdl_graph_op(const MdlGraph *g, int i) { return &g_array_index(g->ops, MdlOp, i); }
@@ -126,10 +145,21 @@ static inline int mdl_graph_num_tensors(const MdlGraph *g) { return (int)g->tens
 int mdl_op_find_dim(const MdlOp *op, const char *name);
 /* Index of the op's SAMPLE dim, -1 if none. */
 int mdl_op_sample_dim(const MdlOp *op);
+/* "sample", "attribute", "parameter", "reduction"; the parse functions accept these names
+ * (and mdl_op_kind_name's) and return FALSE for anything else. */
+const char *mdl_dim_role_name(MdlDimRole role);
+gboolean mdl_dim_role_parse(const char *text, MdlDimRole *out);
+gboolean mdl_op_kind_parse(const char *text, MdlOpKind *out);
+/* Product of @n sizes into @out; FALSE when a size is < 1 or the product exceeds
+ * MDL_MAX_ELEMENTS (checked step by step, so nothing overflows). */
+gboolean mdl_size_product(int n, const int64_t *sizes, int64_t *out);
 
 /* --- costs --- */
+/* "matmul", "batch_matmul", "conv2d", "pool2d", "elementwise", "layernorm", "softmax",
+ * "embedding", "loss". */
 const char *mdl_op_kind_name(MdlOpKind kind);
-/* Forward FLOPs of @op with every dim at its global size, from its kind and dims. */
+/* Forward FLOPs of @op with every dim at its global size, from its kind and dims (2 per
+ * multiply-add; per-element constants for the other kinds are stated in mdl_graph.c). */
 double mdl_op_forward_flops(const MdlOp *op);
 /* Backward FLOPs: contractions cost one forward per operand that needs a gradient (dX for
  * activations that are not data inputs, dW for weights); other ops a kind-specific factor. */
@@ -146,10 +176,18 @@ double mdl_graph_train_flops(const MdlGraph *graph);
 /* --- the zoo and the CLI spec --- */
 /* Parses a model spec: a built-in NAME ("gpt3-1.3b", "alexnet", ...), a parameterised
  * FAMILY:key=value,... ("gpt:layers=..", "mlp:layers=L,hidden=H,batch=B"), NAME:key=value
- * (overrides on a named size, e.g. "gpt3-1.3b:batch=64"), or a path to a JSON graph. */
+ * (overrides on a named size, e.g. "gpt3-1.3b:batch=64"), or a path to a JSON graph (a spec
+ * containing '/' or ending in ".json"). The graph is validated; free with mdl_graph_free.
+ * Errors: MDL_ERROR_UNKNOWN_MODEL (the message lists the known names); MDL_ERROR_PARSE (no
+ * key=value, an unknown or repeated key, an unreadable file); MDL_ERROR_INVALID (a zero,
+ * negative, non-numeric or overflowing value, heads not dividing hidden, layers > 100000, a
+ * tensor or op over MDL_MAX_ELEMENTS: all rejected before the graph is built). */
 MdlGraph *mdl_graph_parse_spec(const char *spec, GError **error);
-/* Loads a JSON graph (format in model/README.md). */
+/* Loads a JSON graph (format in model/README.md); @origin (a path) names it in errors and is
+ * its name when the JSON has none. Validates before returning; free with mdl_graph_free. */
 MdlGraph *mdl_graph_from_json(const char *json_text, const char *origin, GError **error);
+/* Writes @graph in that format (any graph, zoo models included); the caller g_free()s it. */
+char *mdl_graph_to_json(const MdlGraph *graph);
 /* Built-in model names (NULL-terminated, static) and a one-line description of each. */
 const char *const *mdl_zoo_names(void);
 const char *mdl_zoo_describe(const char *name);

@@ -20,7 +20,8 @@ static void task_name(const SimRun *run, const SimTask *t, FILE *f) {
   switch (t->kind) {
   case SIM_TASK_FORWARD:
   case SIM_TASK_BACKWARD:
-    fputs(t->kind == SIM_TASK_FORWARD ? "F " : "B ", f);
+    /* "F3 layer0.qkv": phase and microbatch first, as pipeline timelines label them. */
+    fprintf(f, "%c%d ", t->kind == SIM_TASK_FORWARD ? 'F' : 'B', t->microbatch);
     write_escaped(f, mdl_graph_op(g, t->op)->name);
     break;
   case SIM_TASK_COMM:

@@ -1,0 +1,303 @@
+/* model/zoo — the model spec the CLI takes, the table of built-in models, and the op-building
+ * helpers the zoo builders share.
+ *
+ * Spec grammar: NAME | NAME:key=value[,key=value...] | FAMILY:key=value,... | PATH.
+ * A spec containing '/' or ending in ".json" is a path to a JSON graph (model/README.md).
+ * Values are positive decimal integers; every graph is validated before it is returned.
+ */
+#include "model/mdl_zoo.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Caps that reject absurd specs before anything is allocated (a graph holds ~12 ops a layer). */
+#define MAX_LAYERS 100000
+
+typedef enum { FAMILY_GPT, FAMILY_MLP, FAMILY_CNN } Family;
+
+typedef struct {
+  const char *name;
+  Family family;
+  const char *description;
+} ZooEntry;
+
+/* Parameter counts in the descriptions are what the built graph holds (tests/test-model.c
+ * checks them); biases are not modeled (see the builders). */
+static const ZooEntry zoo[] = {
+    {"gpt3-125m", FAMILY_GPT, "GPT-3 Small (Brown et al. 2020, Table 2.1): 12 layers, d_model 768, "
+                              "12 heads, seq 2048, batch 256; 1.252e+08 params"},
+    {"gpt3-350m", FAMILY_GPT, "GPT-3 Medium (Brown et al. 2020, Table 2.1): 24 layers, d_model 1024, "
+                              "16 heads, seq 2048, batch 256; 3.557e+08 params"},
+    {"gpt3-760m", FAMILY_GPT, "GPT-3 Large (Brown et al. 2020, Table 2.1): 24 layers, d_model 1536, "
+                              "16 heads, seq 2048, batch 256; 7.600e+08 params"},
+    {"gpt3-1.3b", FAMILY_GPT, "GPT-3 XL (Brown et al. 2020, Table 2.1): 24 layers, d_model 2048, "
+                              "16 heads, seq 2048, batch 512; 1.315e+09 params"},
+    {"gpt3-2.7b", FAMILY_GPT, "GPT-3 2.7B (Brown et al. 2020, Table 2.1): 32 layers, d_model 2560, "
+                              "32 heads, seq 2048, batch 512; 2.651e+09 params"},
+    {"gpt3-6.7b", FAMILY_GPT, "GPT-3 6.7B (Brown et al. 2020, Table 2.1): 32 layers, d_model 4096, "
+                              "32 heads, seq 2048, batch 1024; 6.657e+09 params"},
+    {"gpt3-13b", FAMILY_GPT, "GPT-3 13B (Brown et al. 2020, Table 2.1): 40 layers, d_model 5120, "
+                             "40 heads, seq 2048, batch 1024; 1.285e+10 params"},
+    {"gpt3-175b", FAMILY_GPT, "GPT-3 175B (Brown et al. 2020, Table 2.1): 96 layers, d_model 12288, "
+                              "96 heads, seq 2048, batch 1536; 1.746e+11 params"},
+    {"mlp", FAMILY_MLP, "MLP: 4 dense 1024x1024 layers (ReLU folded), softmax cross-entropy over "
+                        "1024 classes, batch 64; 4.194e+06 params"},
+    {"alexnet", FAMILY_CNN, "AlexNet (Krizhevsky et al. 2012), torchvision single-tower variant, "
+                            "224x224x3, batch 256; 6.109e+07 params"},
+    {"vgg13", FAMILY_CNN, "VGG13 (Simonyan & Zisserman 2015, config B), 224x224x3, batch 64; "
+                          "1.330e+08 params"},
+    {"vgg16", FAMILY_CNN, "VGG16 (Simonyan & Zisserman 2015, config D), 224x224x3, batch 64; "
+                          "1.383e+08 params"},
+};
+
+const char *const *mdl_zoo_names(void) {
+  /* Filled once (g_once: callers on several threads are safe), read-only afterwards. */
+  static const char *names[G_N_ELEMENTS(zoo) + 1];
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    for (guint i = 0; i < G_N_ELEMENTS(zoo); i++) names[i] = zoo[i].name;
+    g_once_init_leave(&done, 1);
+  }
+  return names;
+}
+
+const char *mdl_zoo_describe(const char *name) {
+  for (guint i = 0; name && i < G_N_ELEMENTS(zoo); i++)
+    if (strcmp(zoo[i].name, name) == 0) return zoo[i].description;
+  return NULL;
+}
+
+/* --- spec parsing --- */
+
+typedef struct {
+  const char *key;
+  int64_t *value;
+  gboolean seen;
+} SpecKey;
+
+static char *key_list(const SpecKey *keys, int nkeys) {
+  GString *s = g_string_new(NULL);
+  for (int i = 0; i < nkeys; i++) g_string_append_printf(s, "%s%s", i ? ", " : "", keys[i].key);
+  return g_string_free(s, FALSE);
+}
+
+static gboolean parse_value(const char *model, const char *key, const char *text, int64_t *out,
+                            GError **error) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(text, &end, 10);
+  if (!*text || *end || text[0] == '+' || text[0] == ' ') {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID,
+                "model %s: %s=%s is not a positive integer", model, key, text);
+    return FALSE;
+  }
+  if (errno == ERANGE) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s=%s is out of range", model, key, text);
+    return FALSE;
+  }
+  if (v <= 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s=%s must be positive", model, key, text);
+    return FALSE;
+  }
+  *out = v;
+  return TRUE;
+}
+
+/* Applies "key=value,..." in @args to @keys; @model names the spec in errors. */
+static gboolean parse_overrides(const char *model, const char *args, SpecKey *keys, int nkeys,
+                                GError **error) {
+  gboolean ok = FALSE;
+  char **items = g_strsplit(args, ",", -1);
+  for (char **it = items; *it; it++) {
+    char *eq = strchr(*it, '=');
+    if (!eq || eq == *it) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "model %s: expected key=value, got \"%s\"", model, *it);
+      goto out;
+    }
+    *eq = '\0';
+    SpecKey *k = NULL;
+    for (int i = 0; i < nkeys && !k; i++)
+      if (strcmp(keys[i].key, *it) == 0) k = &keys[i];
+    if (!k) {
+      g_autofree char *valid = key_list(keys, nkeys);
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "model %s: unknown key \"%s\" (valid keys: %s)",
+                  model, *it, valid);
+      goto out;
+    }
+    if (k->seen) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "model %s: key \"%s\" given twice", model, *it);
+      goto out;
+    }
+    k->seen = TRUE;
+    if (!parse_value(model, *it, eq + 1, k->value, error)) goto out;
+  }
+  ok = TRUE;
+out:
+  g_strfreev(items);
+  return ok;
+}
+
+static MdlGraph *unknown_model(const char *name, GError **error) {
+  GString *s = g_string_new(NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(zoo); i++) g_string_append_printf(s, "%s%s", i ? ", " : "", zoo[i].name);
+  g_set_error(error, MDL_ERROR, MDL_ERROR_UNKNOWN_MODEL,
+              "unknown model \"%s\"; known models: %s (or gpt:key=value,..., or a .json graph path)",
+              name, s->str);
+  g_string_free(s, TRUE);
+  return NULL;
+}
+
+static MdlGraph *from_file(const char *path, GError **error) {
+  char *text = NULL;
+  GError *io = NULL;
+  if (!g_file_get_contents(path, &text, NULL, &io)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "model file %s: %s", path, io->message);
+    g_error_free(io);
+    return NULL;
+  }
+  MdlGraph *g = mdl_graph_from_json(text, path, error);
+  g_free(text);
+  return g;
+}
+
+static MdlGraph *build(const char *spec, const char *name, const char *args, GError **error) {
+  const ZooEntry *entry = NULL;
+  for (guint i = 0; i < G_N_ELEMENTS(zoo) && !entry; i++)
+    if (strcmp(zoo[i].name, name) == 0) entry = &zoo[i];
+  gboolean gpt = strcmp(name, "gpt") == 0 || (entry && entry->family == FAMILY_GPT);
+  if (!entry && !gpt) return unknown_model(name, error);
+  if (gpt) {
+    MdlGptConfig cfg = *mdl_zoo_gpt_named(entry ? name : "gpt3-125m");
+    SpecKey keys[] = {{"layers", &cfg.layers, FALSE}, {"hidden", &cfg.hidden, FALSE},
+                      {"heads", &cfg.heads, FALSE},   {"seq", &cfg.seq, FALSE},
+                      {"vocab", &cfg.vocab, FALSE},   {"batch", &cfg.batch, FALSE}};
+    if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
+    if (cfg.layers > MAX_LAYERS) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: layers=%" G_GINT64_FORMAT
+                  " exceeds %d", name, (gint64)cfg.layers, MAX_LAYERS);
+      return NULL;
+    }
+    return mdl_zoo_gpt(spec, &cfg, error);
+  }
+  if (entry->family == FAMILY_MLP) {
+    int64_t layers = 4, hidden = 1024, batch = 64;
+    SpecKey keys[] = {{"layers", &layers, FALSE}, {"hidden", &hidden, FALSE}, {"batch", &batch, FALSE}};
+    if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
+    if (layers > MAX_LAYERS) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: layers=%" G_GINT64_FORMAT
+                  " exceeds %d", name, (gint64)layers, MAX_LAYERS);
+      return NULL;
+    }
+    return mdl_zoo_mlp(spec, layers, hidden, batch, error);
+  }
+  /* AlexNet's default batch 256 is FlexFlow's setting (Jia et al. 2019, section 8); VGG 64. */
+  int64_t batch = strcmp(name, "alexnet") == 0 ? 256 : 64;
+  SpecKey keys[] = {{"batch", &batch, FALSE}};
+  if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
+  return mdl_zoo_cnn(spec, name, batch, error);
+}
+
+MdlGraph *mdl_graph_parse_spec(const char *spec, GError **error) {
+  g_return_val_if_fail(error == NULL || *error == NULL, NULL);
+  if (!spec || !*spec) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "empty model spec");
+    return NULL;
+  }
+  if (strchr(spec, '/') || g_str_has_suffix(spec, ".json")) return from_file(spec, error);
+  const char *colon = strchr(spec, ':');
+  char *name = colon ? g_strndup(spec, (gsize)(colon - spec)) : g_strdup(spec);
+  MdlGraph *g = NULL;
+  if (colon && !colon[1]) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "model %s: expected key=value after ':'", spec);
+  } else {
+    g = build(spec, name, colon ? colon + 1 : NULL, error);
+  }
+  g_free(name);
+  if (g && !mdl_graph_validate(g, error)) {
+    mdl_graph_free(g);
+    g = NULL;
+  }
+  return g;
+}
+
+/* --- op building --- */
+
+void mdl_zoo_op_init(MdlOp *op, const char *name, MdlOpKind kind, int layer) {
+  memset(op, 0, sizeof *op);
+  memset(op->inputs, -1, sizeof op->inputs);
+  memset(&op->output, -1, sizeof op->output);
+  op->name = (char *)name;
+  op->kind = kind;
+  op->layer = layer;
+  op->tp_dim = -1;
+}
+
+int mdl_zoo_dim(MdlOp *op, const char *name, int64_t size, MdlDimRole role, gboolean splittable) {
+  g_assert(op->ndims < MDL_MAX_DIMS && strlen(name) < MDL_NAME_LEN);
+  MdlDim *d = &op->dims[op->ndims];
+  g_strlcpy(d->name, name, MDL_NAME_LEN);
+  d->size = size;
+  d->role = role;
+  d->splittable = splittable;
+  return op->ndims++;
+}
+
+static void set_operand(MdlOp *op, MdlOperand *opd, int tensor, const char *dims) {
+  opd->tensor = tensor;
+  memset(opd->dim_map, -1, sizeof opd->dim_map);
+  char **names = g_strsplit(dims, ",", -1);
+  g_assert(g_strv_length(names) <= MDL_MAX_DIMS);
+  for (int i = 0; names[i]; i++) {
+    if (strcmp(names[i], "-") == 0) continue;
+    int d = mdl_op_find_dim(op, names[i]);
+    if (d < 0) g_error("zoo op %s has no dim %s", op->name, names[i]);
+    opd->dim_map[i] = (int8_t)d;
+  }
+  g_strfreev(names);
+}
+
+void mdl_zoo_input(MdlOp *op, int tensor, const char *dims) {
+  g_assert(op->ninputs < MDL_MAX_INPUTS);
+  set_operand(op, &op->inputs[op->ninputs++], tensor, dims);
+}
+
+void mdl_zoo_output(MdlOp *op, int tensor, const char *dims) {
+  set_operand(op, &op->output, tensor, dims);
+}
+
+static int add_tensor_va(MdlGraph *g, const char *name, gboolean weight, int ndims, va_list ap) {
+  int64_t shape[MDL_MAX_DIMS];
+  g_assert(ndims <= MDL_MAX_DIMS);
+  for (int i = 0; i < ndims; i++) shape[i] = va_arg(ap, int64_t);
+  return mdl_graph_add_tensor(g, name, ndims, shape, weight, FALSE);
+}
+
+int mdl_zoo_weight(MdlGraph *g, const char *name, int ndims, ...) {
+  va_list ap;
+  va_start(ap, ndims);
+  int t = add_tensor_va(g, name, TRUE, ndims, ap);
+  va_end(ap);
+  return t;
+}
+
+int mdl_zoo_activation(MdlGraph *g, const char *name, int ndims, ...) {
+  va_list ap;
+  va_start(ap, ndims);
+  int t = add_tensor_va(g, name, FALSE, ndims, ap);
+  va_end(ap);
+  return t;
+}
+
+gboolean mdl_zoo_check_size(const char *model, const char *what, GError **error, int n, ...) {
+  int64_t sizes[16], product;
+  g_assert(n <= 16);
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) sizes[i] = va_arg(ap, int64_t);
+  va_end(ap);
+  if (mdl_size_product(n, sizes, &product)) return TRUE;
+  g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s would exceed 2^62 elements", model, what);
+  return FALSE;
+}

@@ -1,0 +1,53 @@
+/* model/zoo — private to model/mdl_zoo*.c: the builders of the built-in models and the small
+ * op-building helpers they share. Builders take sizes already checked to be positive; they
+ * check products against MDL_MAX_ELEMENTS themselves (before allocating anything large) and
+ * return a graph that the caller validates. */
+#ifndef STRATSIM_MDL_ZOO_H
+#define STRATSIM_MDL_ZOO_H
+
+#include "model/mdl_graph.h"
+
+/* GPT-style decoder-only transformer (Brown et al. 2020; Megatron-LM layout), ffn = 4 hidden. */
+typedef struct {
+  int64_t layers, hidden, heads, seq, vocab, batch;
+} MdlGptConfig;
+
+/* A named size: sizes from GPT-3 Table 2.1 (see mdl_zoo_gpt.c). NULL if @name is not one. */
+const MdlGptConfig *mdl_zoo_gpt_named(const char *name);
+/* Builds the transformer; @name becomes the graph's name. NULL and MDL_ERROR_INVALID when
+ * hidden is not a multiple of heads or a tensor would exceed MDL_MAX_ELEMENTS. */
+MdlGraph *mdl_zoo_gpt(const char *name, const MdlGptConfig *cfg, GError **error);
+/* Parameters of that model, from the closed form (no graph built). */
+double mdl_zoo_gpt_params(const MdlGptConfig *cfg);
+
+/* L dense hidden x hidden layers and a softmax cross-entropy over hidden classes. */
+MdlGraph *mdl_zoo_mlp(const char *name, int64_t layers, int64_t hidden, int64_t batch,
+                      GError **error);
+
+/* Appends "labels" [batch] (a data input) and the op "loss": softmax cross-entropy of the
+ * logits [batch, classes]; @split: tp_dim = classes (vocab-parallel cross-entropy), else -1. */
+void mdl_zoo_classifier_loss(MdlGraph *g, int logits, int64_t batch, int64_t classes, gboolean split);
+
+/* "alexnet", "vgg13", "vgg16"; NULL and MDL_ERROR_UNKNOWN_MODEL for any other @net. */
+MdlGraph *mdl_zoo_cnn(const char *name, const char *net, int64_t batch, GError **error);
+
+/* --- op building (mdl_zoo.c) --- */
+/* Clears @op and sets its name (not copied: mdl_graph_add_op copies it), kind, layer;
+ * tp_dim -1, every map entry -1. */
+void mdl_zoo_op_init(MdlOp *op, const char *name, MdlOpKind kind, int layer);
+/* Appends a dim; returns its index. */
+int mdl_zoo_dim(MdlOp *op, const char *name, int64_t size, MdlDimRole role, gboolean splittable);
+/* Appends an input operand, or sets the output, for @tensor; @dims names the op dim indexing
+ * each tensor dim, comma-separated, "-" for none (e.g. "b,s,k"). Aborts on a name the op does
+ * not have: zoo code is not user input. */
+void mdl_zoo_input(MdlOp *op, int tensor, const char *dims);
+void mdl_zoo_output(MdlOp *op, int tensor, const char *dims);
+/* Adds a weight / an activation tensor named @name with @ndims sizes from the varargs
+ * (int64_t). */
+int mdl_zoo_weight(MdlGraph *g, const char *name, int ndims, ...);
+int mdl_zoo_activation(MdlGraph *g, const char *name, int ndims, ...);
+/* FALSE with MDL_ERROR_INVALID naming @model and @what when the product of the @n sizes
+ * (int64_t varargs) exceeds MDL_MAX_ELEMENTS. */
+gboolean mdl_zoo_check_size(const char *model, const char *what, GError **error, int n, ...);
+
+#endif
