@@ -81,7 +81,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
 gboolean mdl_strategy_validate(const MdlStrategy *strategy, const MdlGraph *graph,
                                const DevCluster *cluster, GError **error);
 
-/* JSON (format in model/README.md, section "Strategy JSON"); caller frees with g_free. */
+/* JSON (format in model/STRATEGY.md); caller frees the text with g_free. */
 char *mdl_strategy_to_json(const MdlStrategy *strategy, const MdlGraph *graph);
 MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
                                     const MdlGraph *graph, const DevCluster *cluster,

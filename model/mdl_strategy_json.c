@@ -1,5 +1,5 @@
 /* model/strategy — the strategy JSON format (what `search` writes and `simulate --strategy FILE`
- * reads). Documented in model/README.md, section "Strategy JSON":
+ * reads). Documented in model/STRATEGY.md:
  *   {"format": "stratsim-strategy-1", "name": ..., "dtype": "bf16", "schedule": "1f1b",
  *    "num_microbatches": M, "num_stages": P,
  *    "meshes": [{"shape": [2, 8], "devices": [0, 1, ...]}],
@@ -12,8 +12,6 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <string.h>
-
-#define JSON_MAX_DEPTH_HINT "strategy"
 
 static cJSON *config_to_json(const MdlOp *op, const MdlOpConfig *c, const MdlMesh *mesh) {
   cJSON *obj = cJSON_CreateObject();
