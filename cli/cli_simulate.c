@@ -35,15 +35,16 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
          p->peak_memory.weights / GIB, p->peak_memory.gradients / GIB,
          p->peak_memory.optimizer / GIB, p->peak_memory.activations / GIB);
   printf("  simulated    %" G_GUINT64_FORMAT " tasks, %" G_GUINT64_FORMAT
-         " events in %.3f s (one task per collective)\n",
-         p->tasks, p->events, p->sim_wall_s);
+         " events in %.3f s (one task per collective; %s)\n",
+         p->tasks, p->events, p->sim_wall_s,
+         p->symmetric ? "symmetry: identical replicas simulated once" : "every GPU simulated");
   printf("  stored       run %" G_GINT64_FORMAT " in %s\n", run_id, db);
 }
 
 int cli_simulate(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
   g_autofree char *trace = NULL, *db_path = NULL;
-  gboolean json = FALSE;
+  gboolean json = FALSE, no_symmetry = FALSE;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
@@ -51,6 +52,7 @@ int cli_simulate(int argc, char **argv) {
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
       {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "write a Chrome/Perfetto trace", "FILE"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
+      {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU (no folding of identical replicas)", NULL},
       {NULL}};
   if (!cli_parse_options("simulate", "Simulates one training iteration.", entries, &argc, &argv))
     return CLI_EXIT_BAD_INPUT;
@@ -73,7 +75,8 @@ int cli_simulate(int argc, char **argv) {
   if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
       !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
       !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
-      !(run = sim_run_new(graph, strategy, cluster, &params, &error))) {
+      !(run = sim_run_new_with_options(graph, strategy, cluster, &params,
+                                       &(SimOptions){.no_symmetry = no_symmetry}, &error))) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
@@ -92,7 +95,9 @@ int cli_simulate(int argc, char **argv) {
     printf("%s\n", text);
   } else {
     print_text(run, strategy_spec, run_id, db_path);
-    if (trace) printf("  trace        %s (open in https://ui.perfetto.dev)\n", trace);
+    if (trace)
+      printf("  trace        %s (open in https://ui.perfetto.dev)%s\n", trace,
+             run->prediction.symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
   }
 out:
   res_db_close(db);

@@ -61,6 +61,8 @@ typedef struct {
   uint32_t *indegree;
   int num_devices;
   int num_resources;       /* 2 * num_devices */
+  gboolean symmetric;      /* replicas folded into representatives (see sim_build) */
+  int simulated_devices;   /* devices that have tasks */
 } SimTaskGraph;
 
 SimTaskGraph *sim_task_graph_new(int num_devices);
@@ -93,10 +95,19 @@ typedef struct {
 SimSchedule *sim_engine_run(const SimTaskGraph *graph, GError **error);
 void sim_schedule_free(SimSchedule *schedule);
 
+typedef struct {
+  gboolean no_symmetry;   /* force the expanded graph (`--no-symmetry`) */
+} SimOptions;
+
 /* Builds the task graph of one training iteration (forward and backward of every microbatch in
- * the schedule's order, SBP resharding collectives, gradient all-reduce, optimizer step). */
+ * the schedule's order, SBP resharding collectives, gradient all-reduce, optimizer step).
+ * By default devices the strategy treats alike are simulated once (symmetry, where valid:
+ * see sim_build.c); the answer is the expanded graph's, bit for bit. */
 SimTaskGraph *sim_build(const MdlGraph *graph, const MdlStrategy *strategy,
                         const DevCluster *cluster, const CmParams *params, GError **error);
+SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *strategy,
+                                     const DevCluster *cluster, const CmParams *params,
+                                     const SimOptions *options, GError **error);
 
 /* One iteration's prediction. */
 typedef struct {
@@ -113,6 +124,8 @@ typedef struct {
   double memory_capacity_bytes;
   gboolean fits_memory;
   int num_gpus;               /* devices the strategy uses */
+  int simulated_gpus;         /* of which simulated (fewer under symmetry) */
+  gboolean symmetric;
   uint64_t tasks;
   uint64_t events;
   double build_wall_s;        /* wall-clock time to build the task graph */
@@ -132,6 +145,9 @@ struct SimRun {
 /* Simulates one iteration. The run borrows its inputs; free with sim_run_free. */
 SimRun *sim_run_new(const MdlGraph *graph, const MdlStrategy *strategy, const DevCluster *cluster,
                     const CmParams *params, GError **error);
+SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strategy,
+                                 const DevCluster *cluster, const CmParams *params,
+                                 const SimOptions *options, GError **error);
 void sim_run_free(SimRun *run);
 
 /* The prediction as a JSON object (model, cluster, strategy, figures); caller frees the text

@@ -39,17 +39,29 @@ typedef struct {
   int *sample_tdim;         /* per tensor */
   GPtrArray **conversions;  /* per tensor: forward conversions already built (Conversion *) */
   GArray **users;           /* per tensor: ops that read it (int) */
+  /* Symmetry: per mesh, the mesh indices simulated (all of them without symmetry), and for
+   * each mesh index its position among them (-1: a replica that is not simulated) and the
+   * index of the representative whose timeline it shares. */
+  int *nrep;
+  int **rep_idx;
+  int **rep_pos;
+  int **rep_of;
+  gboolean symmetric;
 } Builder;
 
 static inline const MdlOpConfig *cfg(const Builder *b, int op) { return &b->s->configs[op]; }
 static inline const MdlMesh *mesh_of(const Builder *b, int op) {
   return mdl_strategy_mesh(b->s, b->s->configs[op].mesh);
 }
+/* Forward/backward task of @op, microbatch @mb, on the device at mesh index @i (which must be
+ * simulated: rep_pos >= 0). */
 static inline uint32_t task_fwd(const Builder *b, int op, int mb, int i) {
-  return b->fwd_base[op] + (uint32_t)(mb * mesh_of(b, op)->ndevices + i);
+  int m = b->s->configs[op].mesh;
+  return b->fwd_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
 }
 static inline uint32_t task_bwd(const Builder *b, int op, int mb, int i) {
-  return b->bwd_base[op] + (uint32_t)(mb * mesh_of(b, op)->ndevices + i);
+  int m = b->s->configs[op].mesh;
+  return b->bwd_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
 }
 
 static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand *opd,
@@ -90,11 +102,12 @@ static void add_compute_tasks(Builder *b) {
       t.op = o;
       uint32_t base = sim_task_graph_size(b->tg);
       (phase == 0 ? b->fwd_base : b->bwd_base)[o] = base;
+      int m = cfg(b, o)->mesh;
       for (int mb = 0; mb < b->M; mb++) {
         t.microbatch = mb;
-        for (int i = 0; i < mesh->ndevices; i++) {
-          uint32_t r = sim_resource_compute(mesh->devices[i]);
-          sim_task_graph_add(b->tg, &t, &r, 1);
+        for (int r = 0; r < b->nrep[m]; r++) {
+          uint32_t res = sim_resource_compute(mesh->devices[b->rep_idx[m][r]]);
+          sim_task_graph_add(b->tg, &t, &res, 1);
         }
       }
     }
@@ -134,7 +147,9 @@ static uint32_t *chain_compute(Builder *b) {
         int o = phase[u] == 0 ? k : b->nops - 1 - k;
         if (cfg(b, o)->stage != stage) continue;
         const MdlMesh *mesh = mesh_of(b, o);
-        for (int i = 0; i < mesh->ndevices; i++) {
+        int m = cfg(b, o)->mesh;
+        for (int r = 0; r < b->nrep[m]; r++) {
+          int i = b->rep_idx[m][r];
           uint32_t t = phase[u] == 0 ? task_fwd(b, o, mb[u], i) : task_bwd(b, o, mb[u], i);
           int d = mesh->devices[i];
           if (prev[d] != NO_TASK) sim_task_graph_edge(b->tg, prev[d], t);
@@ -183,11 +198,14 @@ static gboolean is_group_base(const MdlMesh *mesh, unsigned mask, int idx) {
   return TRUE;
 }
 
+/* A collective over the @p @devices of a group (its cost), occupying the communication
+ * streams of the @nsim of them that are simulated (@sim_devices). */
 static uint32_t add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll, const int *devices,
-                              int p, double bytes, int op, int tensor, int mb) {
+                              int p, const int *sim_devices, int nsim, double bytes, int op,
+                              int tensor, int mb) {
   uint32_t stack_res[64];
-  uint32_t *res = p <= 64 ? stack_res : g_new(uint32_t, p);
-  for (int i = 0; i < p; i++) res[i] = sim_resource_comm(devices[i]);
+  uint32_t *res = nsim <= 64 ? stack_res : g_new(uint32_t, nsim);
+  for (int i = 0; i < nsim; i++) res[i] = sim_resource_comm(sim_devices[i]);
   CmLinkCost link = cm_group_link(b->c, devices, p);
   SimTask t = {0};
   t.kind = (uint8_t)kind;
@@ -197,7 +215,7 @@ static uint32_t add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll, c
   t.microbatch = mb;
   t.bytes = (float)bytes;
   t.duration = sim_time_from_seconds(cm_collective_time(coll, p, bytes, &link));
-  uint32_t id = sim_task_graph_add(b->tg, &t, res, p);
+  uint32_t id = sim_task_graph_add(b->tg, &t, res, nsim);
   if (res != stack_res) g_free(res);
   return id;
 }
@@ -215,10 +233,13 @@ static void edges_from_distinct(Builder *b, const uint32_t *deps, int n, uint32_
  * data waits for and is updated in place. Axes are converted in order, each by one collective
  * per group along the axis; the message size n follows AutoDDL Table 2 (the larger of the
  * per-device sizes before and after the step). */
-static void convert_on_mesh(Builder *b, const MdlMesh *mesh, MdlLayout from, MdlLayout to,
+static void convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to,
                             int t, int op, int mb, uint32_t *ready) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
+  const int *pos = b->rep_pos[mesh_index];
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
+  g_autofree int *sim = g_new(int, mesh->ndevices);
   g_autofree uint32_t *deps = g_new(uint32_t, mesh->ndevices);
   for (int a = 0; a < mesh->ndims; a++) {
     int src = from.axis[a], dst = to.axis[a];
@@ -236,13 +257,16 @@ static void convert_on_mesh(Builder *b, const MdlMesh *mesh, MdlLayout from, Mdl
     double bytes = MAX(before, after) * b->dtype_bytes;
     for (int base = 0; base < mesh->ndevices; base++) {
       if (!is_group_base(mesh, 1u << a, base)) continue;
-      int p = group_members(mesh, 1u << a, base, members);
+      int p = group_members(mesh, 1u << a, base, members), nsim = 0;
       for (int i = 0; i < p; i++) {
         devices[i] = mesh->devices[members[i]];
-        deps[i] = ready[members[i]];
+        if (pos[members[i]] < 0) continue;
+        deps[nsim] = ready[members[i]];
+        sim[nsim++] = devices[i];
       }
-      uint32_t task = add_comm_task(b, SIM_TASK_COMM, coll, devices, p, bytes, op, t, mb);
-      edges_from_distinct(b, deps, p, task);
+      if (nsim == 0) continue; /* a replica group: its twin through a representative runs */
+      uint32_t task = add_comm_task(b, SIM_TASK_COMM, coll, devices, p, sim, nsim, bytes, op, t, mb);
+      edges_from_distinct(b, deps, nsim, task);
       for (int i = 0; i < p; i++) ready[members[i]] = task;
     }
   }
@@ -261,20 +285,23 @@ static void convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *sr
   if (!same_shape) /* reduce partial sums at the source, then send each destination its slice */
     for (int a = 0; a < sm->ndims; a++)
       target.axis[a] = from.axis[a] == MDL_LAYOUT_PARTIAL ? MDL_LAYOUT_BROADCAST : from.axis[a];
-  convert_on_mesh(b, sm, from, target, t, op, mb, ready);
+  convert_on_mesh(b, src_mesh, from, target, t, op, mb, ready);
   if (src_mesh == dst_mesh) {
     memcpy(dst_ready, ready, sizeof(uint32_t) * (gsize)dm->ndevices);
     return;
   }
   double bytes = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &to, dm, b->M) * b->dtype_bytes;
   for (int j = 0; j < dm->ndevices; j++) {
+    dst_ready[j] = NO_TASK;
+    if (b->rep_pos[dst_mesh][j] < 0) continue;
     int i = same_shape ? j : j % sm->ndevices;
     int pair[2] = {sm->devices[i], dm->devices[j]};
+    i = b->rep_of[src_mesh][i]; /* a replica's data is ready when its representative's is */
     if (pair[0] == pair[1]) {
       dst_ready[j] = ready[i];
       continue;
     }
-    uint32_t task = add_comm_task(b, SIM_TASK_COMM, CM_SEND_RECV, pair, 2, bytes, op, t, mb);
+    uint32_t task = add_comm_task(b, SIM_TASK_COMM, CM_SEND_RECV, pair, 2, pair, 2, bytes, op, t, mb);
     if (ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], task);
     dst_ready[j] = task;
   }
@@ -299,7 +326,8 @@ static const uint32_t *forward_conversion(Builder *b, int t, int consumer, MdlLa
   cv->ready = g_new(uint32_t, (gsize)b->M * dn);
   g_autofree uint32_t *src = g_new(uint32_t, sn);
   for (int mb = 0; mb < b->M; mb++) {
-    for (int i = 0; i < sn; i++) src[i] = task_fwd(b, p, mb, i);
+    for (int i = 0; i < sn; i++)
+      src[i] = b->rep_pos[cfg(b, p)->mesh][i] >= 0 ? task_fwd(b, p, mb, i) : NO_TASK;
     convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, cv->ready + mb * dn);
   }
   g_ptr_array_add(list, cv);
@@ -315,8 +343,10 @@ static void add_forward_dependencies(Builder *b) {
       if (mdl_graph_tensor(b->g, t)->producer < 0) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = forward_conversion(b, t, o, need);
+      int m = cfg(b, o)->mesh;
       for (int mb = 0; mb < b->M; mb++)
-        for (int i = 0; i < mesh->ndevices; i++) {
+        for (int r = 0; r < b->nrep[m]; r++) {
+          int i = b->rep_idx[m][r];
           uint32_t dep = ready[mb * mesh->ndevices + i];
           if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, task_fwd(b, o, mb, i));
         }
@@ -354,10 +384,12 @@ static void add_backward_dependencies(Builder *b) {
       g_autofree uint32_t *src = g_new(uint32_t, mesh->ndevices);
       g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
       for (int mb = 0; mb < b->M; mb++) {
-        for (int i = 0; i < mesh->ndevices; i++) src[i] = task_bwd(b, o, mb, i);
+        for (int i = 0; i < mesh->ndevices; i++)
+          src[i] = b->rep_pos[cfg(b, o)->mesh][i] >= 0 ? task_bwd(b, o, mb, i) : NO_TASK;
         convert(b, cfg(b, o)->mesh, from, src, cfg(b, p)->mesh, need, t, o, mb, dst);
         for (int j = 0; j < pmesh->ndevices; j++)
-          if (dst[j] != NO_TASK) sim_task_graph_edge(b->tg, dst[j], task_bwd(b, p, mb, j));
+          if (dst[j] != NO_TASK && b->rep_pos[cfg(b, p)->mesh][j] >= 0)
+            sim_task_graph_edge(b->tg, dst[j], task_bwd(b, p, mb, j));
       }
     }
   }
@@ -393,24 +425,32 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
       }
       if (first < 0) continue;
       double elems = mdl_layout_local_elements(b->g, w, -1, &layout, mesh, 1);
-      for (int i = 0; i < mesh->ndevices; i++) local_params[mesh->devices[i]] += elems;
+      for (int r = 0; r < b->nrep[m]; r++) local_params[mesh->devices[b->rep_idx[m][r]]] += elems;
       if (!mask) continue;
       g_autofree int *members = g_new(int, mesh->ndevices);
       g_autofree int *devices = g_new(int, mesh->ndevices);
+      g_autofree int *sim = g_new(int, mesh->ndevices);
+      g_autofree int *sim_members = g_new(int, mesh->ndevices);
       for (int base = 0; base < mesh->ndevices; base++) {
         if (!is_group_base(mesh, mask, base)) continue;
-        int p = group_members(mesh, mask, base, members);
-        for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
-        uint32_t task = add_comm_task(b, SIM_TASK_GRAD_SYNC, CM_ALL_REDUCE, devices, p,
+        int p = group_members(mesh, mask, base, members), nsim = 0;
+        for (int i = 0; i < p; i++) {
+          devices[i] = mesh->devices[members[i]];
+          if (b->rep_pos[m][members[i]] < 0) continue;
+          sim_members[nsim] = members[i];
+          sim[nsim++] = devices[i];
+        }
+        if (nsim == 0) continue;
+        uint32_t task = add_comm_task(b, SIM_TASK_GRAD_SYNC, CM_ALL_REDUCE, devices, p, sim, nsim,
                                       elems * b->dtype_bytes, first, w, -1);
         for (guint u = 0; u < users->len; u++) {
           int o = g_array_index(users, int, u);
           if (cfg(b, o)->mesh != m) continue;
-          for (int i = 0; i < p; i++)
-            sim_task_graph_edge(b->tg, task_bwd(b, o, b->M - 1, members[i]), task);
+          for (int i = 0; i < nsim; i++)
+            sim_task_graph_edge(b->tg, task_bwd(b, o, b->M - 1, sim_members[i]), task);
         }
-        for (int i = 0; i < p; i++) {
-          uint32_t pair[2] = {task, (uint32_t)devices[i]};
+        for (int i = 0; i < nsim; i++) {
+          uint32_t pair[2] = {task, (uint32_t)sim[i]};
           g_array_append_val(syncs, pair);
         }
       }
@@ -437,6 +477,117 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
   g_array_unref(syncs);
 }
 
+/* --- Symmetry (issue 4): devices a strategy treats alike are simulated once. ---
+ * Along a mesh axis every device runs the same tasks on equal partitions; when in addition
+ * every group of devices along any set of the mesh's axes communicates at the same cost
+ * (cm_group_link), and every stage-to-stage transfer pair costs the same, the task graph is
+ * invariant under permuting replicas, so each replica's timeline equals its representative's:
+ * simulating the devices with coordinate 0 on those axes gives the expanded graph's answer,
+ * bit for bit. A collective then occupies only its simulated members' streams and still costs
+ * the whole group's time. Meshes that share devices (FlexFlow-style per-op placements) are
+ * always expanded. */
+
+static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsigned mask) {
+  g_autofree int *members = g_new(int, mesh->ndevices);
+  g_autofree int *devices = g_new(int, mesh->ndevices);
+  CmLinkCost first = {0};
+  gboolean have = FALSE;
+  for (int base = 0; base < mesh->ndevices; base++) {
+    if (!is_group_base(mesh, mask, base)) continue;
+    int p = group_members(mesh, mask, base, members);
+    for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
+    CmLinkCost c = cm_group_link(b->c, devices, p);
+    if (!have) first = c, have = TRUE;
+    else if (c.alpha != first.alpha || c.beta != first.beta) return FALSE;
+  }
+  return TRUE;
+}
+
+/* Every transfer between two meshes (index-aligned pairs, as convert() sends) costs the same. */
+static gboolean uniform_transfers(const Builder *b) {
+  int nm = (int)b->s->meshes->len;
+  for (int m1 = 0; m1 < nm; m1++)
+    for (int m2 = 0; m2 < nm; m2++) {
+      if (m1 == m2) continue;
+      const MdlMesh *sm = mdl_strategy_mesh(b->s, m1), *dm = mdl_strategy_mesh(b->s, m2);
+      CmLinkCost first = {0};
+      for (int j = 0; j < dm->ndevices; j++) {
+        int pair[2] = {sm->devices[j % sm->ndevices], dm->devices[j]};
+        CmLinkCost c = cm_group_link(b->c, pair, 2);
+        if (pair[0] == pair[1]) c.alpha = c.beta = -1;
+        if (j == 0) first = c;
+        else if (c.alpha != first.alpha || c.beta != first.beta) return FALSE;
+      }
+    }
+  return TRUE;
+}
+
+static gboolean meshes_disjoint(const Builder *b) {
+  int n = b->tg->num_devices;
+  g_autofree int *owner = g_new(int, n);
+  for (int d = 0; d < n; d++) owner[d] = -1;
+  for (guint m = 0; m < b->s->meshes->len; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(b->s, (int)m);
+    for (int i = 0; i < mesh->ndevices; i++) {
+      if (owner[mesh->devices[i]] >= 0) return FALSE;
+      owner[mesh->devices[i]] = (int)m;
+    }
+  }
+  return TRUE;
+}
+
+/* Mask of the axes of @mesh whose replicas may be folded: all axes of size > 1, when every
+ * subset of them has uniform group costs; otherwise none. */
+static unsigned symmetric_axes(const Builder *b, const MdlMesh *mesh) {
+  unsigned all = 0;
+  for (int a = 0; a < mesh->ndims; a++)
+    if (mesh->shape[a] > 1) all |= 1u << a;
+  for (unsigned mask = 1; mask <= all; mask++)
+    if ((mask & ~all) == 0 && !uniform_group_cost(b, mesh, mask)) return 0;
+  return all;
+}
+
+static void choose_representatives(Builder *b, gboolean allow) {
+  int nm = (int)b->s->meshes->len;
+  b->nrep = g_new0(int, nm);
+  b->rep_idx = g_new0(int *, nm);
+  b->rep_pos = g_new0(int *, nm);
+  b->rep_of = g_new0(int *, nm);
+  b->symmetric = allow && meshes_disjoint(b) && uniform_transfers(b);
+  for (int m = 0; m < nm; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+    unsigned mask = b->symmetric ? symmetric_axes(b, mesh) : 0;
+    int stride[MDL_MAX_MESH_AXES];
+    mesh_strides(mesh, stride);
+    b->rep_idx[m] = g_new(int, mesh->ndevices);
+    b->rep_pos[m] = g_new(int, mesh->ndevices);
+    b->rep_of[m] = g_new(int, mesh->ndevices);
+    for (int i = 0; i < mesh->ndevices; i++) {
+      int rep = i;
+      for (int a = 0; a < mesh->ndims; a++)
+        if (mask & (1u << a)) rep -= ((i / stride[a]) % mesh->shape[a]) * stride[a];
+      b->rep_of[m][i] = rep;
+      b->rep_pos[m][i] = -1;
+      if (rep == i) {
+        b->rep_pos[m][i] = b->nrep[m];
+        b->rep_idx[m][b->nrep[m]++] = i;
+      }
+    }
+  }
+}
+
+static void free_representatives(Builder *b) {
+  for (guint m = 0; m < b->s->meshes->len; m++) {
+    g_free(b->rep_idx[m]);
+    g_free(b->rep_pos[m]);
+    g_free(b->rep_of[m]);
+  }
+  g_free(b->rep_idx);
+  g_free(b->rep_pos);
+  g_free(b->rep_of);
+  g_free(b->nrep);
+}
+
 static void conversion_free(gpointer data) {
   Conversion *cv = data;
   g_free(cv->ready);
@@ -445,6 +596,13 @@ static void conversion_free(gpointer data) {
 
 SimTaskGraph *sim_build(const MdlGraph *graph, const MdlStrategy *strategy,
                         const DevCluster *cluster, const CmParams *params, GError **error) {
+  SimOptions options = {0};
+  return sim_build_with_options(graph, strategy, cluster, params, &options, error);
+}
+
+SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *strategy,
+                                     const DevCluster *cluster, const CmParams *params,
+                                     const SimOptions *options, GError **error) {
   if (!mdl_strategy_validate(strategy, graph, cluster, error)) return NULL;
   Builder b = {0};
   b.g = graph;
@@ -477,6 +635,9 @@ SimTaskGraph *sim_build(const MdlGraph *graph, const MdlStrategy *strategy,
         if (opd->dim_map[i] == sd && b.sample_tdim[opd->tensor] < 0) b.sample_tdim[opd->tensor] = i;
     }
   }
+  choose_representatives(&b, !options->no_symmetry);
+  b.tg->symmetric = b.symmetric;
+  for (guint m = 0; m < strategy->meshes->len; m++) b.tg->simulated_devices += b.nrep[m];
   add_compute_tasks(&b);
   g_autofree uint32_t *last = chain_compute(&b);
   add_forward_dependencies(&b);
@@ -489,6 +650,7 @@ SimTaskGraph *sim_build(const MdlGraph *graph, const MdlStrategy *strategy,
   }
   g_free(b.conversions);
   g_free(b.users);
+  free_representatives(&b);
   g_free(b.sample_tdim);
   g_free(b.fwd_base);
   g_free(b.bwd_base);

@@ -53,7 +53,9 @@ static void compute_breakdown(SimRun *run) {
     for (uint16_t r = 0; r < t->nres; r++)
       iv[fill[res[t->res_begin + r]]++] = (Interval){s->start[id], s->start[id] + t->duration};
   }
-  double compute = 0, exposed = 0;
+  /* Sums in integer picoseconds, divided once: identical replicas give exactly their own value
+   * (n*v/n == v in IEEE arithmetic), so symmetric and expanded runs agree bit for bit. */
+  SimTime compute = 0, exposed = 0;
   int used = 0;
   for (int d = 0; d < g->num_devices; d++) {
     guint c0 = count[2 * d], c1 = fill[2 * d], m0 = count[2 * d + 1], m1 = fill[2 * d + 1];
@@ -61,13 +63,13 @@ static void compute_breakdown(SimRun *run) {
     used++;
     SimTime busy = 0;
     for (guint i = c0; i < c1; i++) busy += iv[i].end - iv[i].start;
-    compute += sim_time_seconds(busy);
-    exposed += sim_time_seconds(exposed_time(iv + m0, m1 - m0, iv + c0, c1 - c0));
+    compute += busy;
+    exposed += exposed_time(iv + m0, m1 - m0, iv + c0, c1 - c0);
   }
   SimPrediction *p = &run->prediction;
-  p->num_gpus = used;
-  p->compute_s = used ? compute / used : 0;
-  p->comm_exposed_s = used ? exposed / used : 0;
+  p->simulated_gpus = used;
+  p->compute_s = used ? (double)compute / used / SIM_PS_PER_SECOND : 0;
+  p->comm_exposed_s = used ? (double)exposed / used / SIM_PS_PER_SECOND : 0;
   p->bubble_s = p->iteration_time_s - p->compute_s - p->comm_exposed_s;
   if (p->bubble_s < 0) p->bubble_s = 0;
 }
@@ -85,10 +87,29 @@ static void compute_memory(SimRun *run) {
   p->fits_memory = p->peak_memory_bytes <= p->memory_capacity_bytes;
 }
 
+/* Devices in any mesh of the strategy. */
+static int strategy_devices(const MdlStrategy *s, const DevCluster *c) {
+  int n = dev_cluster_num_devices(c), count = 0;
+  g_autofree gboolean *seen = g_new0(gboolean, n);
+  for (guint m = 0; m < s->meshes->len; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
+    for (int i = 0; i < mesh->ndevices; i++)
+      if (!seen[mesh->devices[i]]) seen[mesh->devices[i]] = TRUE, count++;
+  }
+  return count;
+}
+
 SimRun *sim_run_new(const MdlGraph *graph, const MdlStrategy *strategy, const DevCluster *cluster,
                     const CmParams *params, GError **error) {
+  SimOptions options = {0};
+  return sim_run_new_with_options(graph, strategy, cluster, params, &options, error);
+}
+
+SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strategy,
+                                 const DevCluster *cluster, const CmParams *params,
+                                 const SimOptions *options, GError **error) {
   gint64 t0 = g_get_monotonic_time();
-  SimTaskGraph *tasks = sim_build(graph, strategy, cluster, params, error);
+  SimTaskGraph *tasks = sim_build_with_options(graph, strategy, cluster, params, options, error);
   if (!tasks) return NULL;
   gint64 t1 = g_get_monotonic_time();
   SimSchedule *schedule = sim_engine_run(tasks, error);
@@ -106,6 +127,8 @@ SimRun *sim_run_new(const MdlGraph *graph, const MdlStrategy *strategy, const De
   p->iteration_time_s = sim_time_seconds(schedule->makespan);
   p->tasks = sim_task_graph_size(tasks);
   p->events = schedule->events;
+  p->symmetric = tasks->symmetric;
+  p->num_gpus = strategy_devices(strategy, cluster);
   compute_breakdown(run);
   compute_memory(run);
   if (p->iteration_time_s > 0) {
@@ -161,6 +184,8 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddNumberToObject(mem, "capacity_bytes", p->memory_capacity_bytes);
   cJSON_AddBoolToObject(root, "fits_memory", p->fits_memory);
   cJSON_AddStringToObject(root, "collective_mode", "one-task-per-collective");
+  cJSON_AddBoolToObject(root, "symmetry", p->symmetric);
+  cJSON_AddNumberToObject(root, "simulated_gpus", p->simulated_gpus);
   cJSON_AddNumberToObject(root, "tasks", (double)p->tasks);
   cJSON_AddNumberToObject(root, "events", (double)p->events);
   if (with_wall) cJSON_AddNumberToObject(root, "sim_wall_s", p->sim_wall_s);

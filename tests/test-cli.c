@@ -90,24 +90,44 @@ static void test_same_twice(void) {
   result_clear(&b);
 }
 
-static void test_text_trace_db(void) {
-  Result r = run_cli("simulate --model mlp:layers=4,hidden=1024,batch=64 --cluster flexflow-p100 "
-                     "--strategy dp --trace t.json --db sub/dir/r.db");
-  g_assert_cmpint(r.status, ==, 0);
-  g_assert_nonnull(strstr(r.out, "iteration"));
-  g_assert_nonnull(strstr(r.out, "breakdown"));
-  g_assert_nonnull(strstr(r.out, "stored"));
-  g_autofree char *path = g_build_filename(tmpdir, "t.json", NULL);
+/* Processes (GPUs) named in a trace file. */
+static int trace_gpus(const char *name) {
+  g_autofree char *path = g_build_filename(tmpdir, name, NULL);
   g_autofree char *text = NULL;
   g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
   cJSON *j = cJSON_Parse(text);
   g_assert_nonnull(j);
-  cJSON *events = cJSON_GetObjectItem(j, "traceEvents");
+  cJSON *events = cJSON_GetObjectItem(j, "traceEvents"), *e;
   g_assert_true(cJSON_IsArray(events));
-  g_assert_cmpint(cJSON_GetArraySize(events), >, 16 * 4);
+  int gpus = 0, spans = 0;
+  cJSON_ArrayForEach(e, events) {
+    const char *ph = cJSON_GetStringValue(cJSON_GetObjectItem(e, "ph"));
+    const char *nm = cJSON_GetStringValue(cJSON_GetObjectItem(e, "name"));
+    if (g_strcmp0(ph, "M") == 0 && g_strcmp0(nm, "process_name") == 0) gpus++;
+    if (g_strcmp0(ph, "X") == 0) spans++;
+  }
+  g_assert_cmpint(spans, >, gpus);
   cJSON_Delete(j);
+  return gpus;
+}
+
+static void test_text_trace_db(void) {
+  Result r = run_cli("simulate --model mlp:layers=4,hidden=1024,batch=64 --cluster flexflow-p100 "
+                     "--strategy dp --trace t.json --db sub/dir/r.db --no-symmetry");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "iteration"));
+  g_assert_nonnull(strstr(r.out, "breakdown"));
+  g_assert_nonnull(strstr(r.out, "stored"));
+  g_assert_cmpint(trace_gpus("t.json"), ==, 16);
   g_autofree char *db = g_build_filename(tmpdir, "sub", "dir", "r.db", NULL);
   g_assert_true(g_file_test(db, G_FILE_TEST_EXISTS));
+  result_clear(&r);
+  /* With symmetry (the default) the 16 data-parallel replicas are simulated once. */
+  r = run_cli("simulate --model mlp:layers=4,hidden=1024,batch=64 --cluster flexflow-p100 "
+              "--strategy dp --trace t1.json --db sub/dir/r.db");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "symmetry"));
+  g_assert_cmpint(trace_gpus("t1.json"), ==, 1);
   result_clear(&r);
 }
 

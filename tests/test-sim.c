@@ -73,6 +73,16 @@ static void test_engine_cycle(void) {
   sim_task_graph_free(g);
 }
 
+static SimRun *run_opts(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
+                        const CmParams *p, gboolean expanded) {
+  GError *error = NULL;
+  SimOptions options = {.no_symmetry = expanded};
+  SimRun *run = sim_run_new_with_options(g, s, c, p, &options, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(run);
+  return run;
+}
+
 static SimRun *run_or_die(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
                           const CmParams *p) {
   GError *error = NULL;
@@ -96,7 +106,7 @@ static void test_dp_allreduce_exact(void) {
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
-  SimRun *run = run_or_die(g, s, c, &params);
+  SimRun *run = run_opts(g, s, c, &params, TRUE);
   double n = 4096.0 * 4096.0 * 2; /* fp16 gradient bytes */
   double alpha = intra_us * 1e-6, beta = 1.0 / (intra_GBps * 1e9);
   SimTime expected = sim_time_from_seconds((2.0 * p - 1) * alpha + 2.0 * (p - 1) / p * n * beta);
@@ -183,7 +193,7 @@ static void test_megatron_collectives(void) {
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
-  SimRun *run = run_or_die(g, s, c, &params);
+  SimRun *run = run_opts(g, s, c, &params, TRUE);
   int counts[CM_COLLECTIVE_COUNT] = {0};
   int grad_syncs = 0;
   for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
@@ -250,6 +260,59 @@ static void test_breakdown_sums(void) {
   dev_cluster_free(c);
 }
 
+/* Symmetry: simulating one representative of identical replicas gives the expanded graph's
+ * answer bit for bit (issue 4), over many strategies, clusters and models. */
+typedef struct {
+  const char *model, *cluster, *strategy;
+  gboolean expect_folded;
+} SymmetryCase;
+
+static const SymmetryCase symmetry_cases[] = {
+    {"gpt:layers=4,hidden=512,heads=8,seq=256,vocab=4096,batch=32", "dgx-a100:nodes=2", "megatron:tp=8,pp=1,dp=2", TRUE},
+    {"gpt:layers=4,hidden=512,heads=8,seq=256,vocab=4096,batch=32", "dgx-a100:nodes=2", "megatron:tp=4,pp=2,dp=2,mb=2", TRUE},
+    {"gpt:layers=4,hidden=512,heads=8,seq=256,vocab=4096,batch=32", "dgx-a100:nodes=4", "megatron:tp=2,pp=4,dp=4,mb=1,schedule=gpipe", TRUE},
+    {"gpt:layers=4,hidden=512,heads=8,seq=256,vocab=4096,batch=32", "dgx-h100:nodes=2", "megatron:tp=8,pp=2,dp=1,mb=4", TRUE},
+    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=32", "dgx-a100:nodes=2", "megatron:tp=16,pp=1,dp=1", TRUE},
+    {"gpt:layers=2,hidden=256,heads=4,seq=128,vocab=1024,batch=24", "dgx-a100:nodes=3", "megatron:tp=2,pp=2,dp=6,mb=2", FALSE},
+    {"mlp:layers=4,hidden=1024,batch=64", "flexflow-p100", "dp", TRUE},
+    {"mlp:layers=4,hidden=1024,batch=64", "flexflow-p100", "megatron:tp=4,pp=2,dp=2,mb=4", TRUE},
+    {"mlp:layers=6,hidden=512,batch=48", "flexflow-k80:nodes=3", "megatron:tp=2,pp=3,dp=2,mb=4", TRUE},
+    {"alexnet:batch=64", "flexflow-p100", "dp", TRUE},
+    {"vgg13:batch=32", "aws-p3.8xlarge", "megatron:tp=2,dp=2,mb=4", TRUE},
+    {"mlp:layers=4,hidden=512,batch=32", "piz-daint", "megatron:tp=2,pp=2,dp=4,mb=2", TRUE},
+    {"mlp:layers=4,hidden=384,batch=60", "a2-megagpu-16g:nodes=2", "megatron:tp=3,pp=2,dp=5,mb=3", FALSE},
+};
+
+static void test_symmetry_equals_expanded(gconstpointer data) {
+  const SymmetryCase *sc = data;
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec(sc->cluster, &error);
+  g_assert_no_error(error);
+  MdlGraph *g = mdl_graph_parse_spec(sc->model, &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec(sc->strategy, g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *sym = run_opts(g, s, c, &params, FALSE), *full = run_opts(g, s, c, &params, TRUE);
+  const SimPrediction *a = &sym->prediction, *b = &full->prediction;
+  g_assert_false(b->symmetric);
+  g_assert_cmpint(a->symmetric, ==, sc->expect_folded ? TRUE : a->symmetric);
+  if (sc->expect_folded) g_assert_cmpint(a->simulated_gpus, <, b->simulated_gpus);
+  /* Bit for bit. */
+  g_assert_cmpmem(&a->iteration_time_s, sizeof(double), &b->iteration_time_s, sizeof(double));
+  g_assert_cmpmem(&a->compute_s, sizeof(double), &b->compute_s, sizeof(double));
+  g_assert_cmpmem(&a->comm_exposed_s, sizeof(double), &b->comm_exposed_s, sizeof(double));
+  g_assert_cmpmem(&a->bubble_s, sizeof(double), &b->bubble_s, sizeof(double));
+  g_assert_cmpint(a->num_gpus, ==, b->num_gpus);
+  g_assert_cmpmem(&a->peak_memory_bytes, sizeof(double), &b->peak_memory_bytes, sizeof(double));
+  sim_run_free(sym);
+  sim_run_free(full);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/engine/fifo-ties", test_engine_fifo_ties);
@@ -261,5 +324,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/megatron/collectives", test_megatron_collectives);
   g_test_add_func("/sim/run/deterministic", test_deterministic);
   g_test_add_func("/sim/run/breakdown-sums", test_breakdown_sums);
+  for (gsize i = 0; i < G_N_ELEMENTS(symmetry_cases); i++) {
+    g_autofree char *path = g_strdup_printf("/sim/symmetry/equals-expanded/%zu", i);
+    g_test_add_data_func(path, &symmetry_cases[i], test_symmetry_equals_expanded);
+  }
   return g_test_run();
 }
