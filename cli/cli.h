@@ -12,6 +12,7 @@
 int cli_simulate(int argc, char **argv);
 int cli_list(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_explain(int argc, char **argv);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
 int cli_fail(GError *error, int status);

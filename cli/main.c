@@ -52,6 +52,7 @@ static void usage(FILE *f) {
         "\n"
         "commands:\n"
         "  simulate  simulate one training iteration (--model, --cluster, --strategy)\n"
+        "  explain   why a strategy is slow or does not fit: layouts, collectives, memory\n"
         "  list      list built-in models, clusters or devices (list models|clusters|devices)\n"
         "  bench     measure the task-graph builder and the event engine on a large graph\n"
         "  version   print the version\n"
@@ -70,6 +71,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "simulate") == 0) return cli_simulate(argc - 1, argv + 1);
   if (strcmp(cmd, "list") == 0) return cli_list(argc - 1, argv + 1);
   if (strcmp(cmd, "bench") == 0) return cli_bench(argc - 1, argv + 1);
+  if (strcmp(cmd, "explain") == 0) return cli_explain(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("stratsim %s\n", STRATSIM_VERSION_STRING);
     return CLI_EXIT_OK;

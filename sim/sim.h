@@ -50,7 +50,12 @@ typedef struct {
   int32_t tensor;        /* tensor a communication task moves, -1 otherwise */
   int32_t microbatch;    /* -1 for per-iteration tasks */
   float bytes;           /* per-device bytes of a communication task */
+  uint32_t group_size;   /* devices in the collective (under symmetry more than nres) */
+  uint8_t link;          /* DevLinkClass the collective runs on */
+  uint8_t phase;         /* SimPhase: which pass a communication task belongs to */
 } SimTask;
+
+typedef enum { SIM_PHASE_FORWARD, SIM_PHASE_BACKWARD, SIM_PHASE_ITERATION } SimPhase;
 
 typedef struct {
   GArray *tasks;           /* SimTask */
@@ -157,6 +162,13 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall);
 /* Writes a Chrome trace-event JSON file (Perfetto, chrome://tracing): one process per device,
  * one thread per stream. */
 gboolean sim_trace_write(const SimRun *run, const char *path, GError **error);
+
+/* `stratsim explain`: ops with their layouts and kernel times, per representative device the
+ * collectives its communication stream runs (grouped, with counts; their total is the
+ * device's communication time in the simulation), and memory per device. JSON: caller frees
+ * with g_free. Text: at most @max_rows collective rows per device. */
+char *sim_explain_json(const SimRun *run);
+void sim_explain_print(const SimRun *run, FILE *out, int max_rows);
 
 G_END_DECLS
 

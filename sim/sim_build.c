@@ -47,6 +47,7 @@ typedef struct {
   int **rep_pos;
   int **rep_of;
   gboolean symmetric;
+  SimPhase phase;           /* the pass communication tasks are being built for */
 } Builder;
 
 static inline const MdlOpConfig *cfg(const Builder *b, int op) { return &b->s->configs[op]; }
@@ -214,6 +215,9 @@ static uint32_t add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll, c
   t.tensor = tensor;
   t.microbatch = mb;
   t.bytes = (float)bytes;
+  t.group_size = (uint32_t)p;
+  t.link = (uint8_t)link.link;
+  t.phase = (uint8_t)b->phase;
   t.duration = sim_time_from_seconds(cm_collective_time(coll, p, bytes, &link));
   uint32_t id = sim_task_graph_add(b->tg, &t, res, nsim);
   if (res != stack_res) g_free(res);
@@ -641,7 +645,9 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
   add_compute_tasks(&b);
   g_autofree uint32_t *last = chain_compute(&b);
   add_forward_dependencies(&b);
+  b.phase = SIM_PHASE_BACKWARD;
   add_backward_dependencies(&b);
+  b.phase = SIM_PHASE_ITERATION;
   add_gradient_sync_and_optimizer(&b, last);
   sim_task_graph_finish(b.tg);
   for (int t = 0; t < nt; t++) {

@@ -75,7 +75,7 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
       fprintf(f, "\",\"cat\":\"%s\",\"args\":{\"microbatch\":%d", sim_task_kind_name(t->kind),
               t->microbatch);
       if (t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC)
-        fprintf(f, ",\"bytes\":%.0f,\"group_size\":%u", (double)t->bytes, t->nres);
+        fprintf(f, ",\"bytes\":%.0f,\"group_size\":%u", (double)t->bytes, t->group_size);
       fputs("}}", f);
     }
   }

@@ -1,0 +1,62 @@
+/* cli/explain — `stratsim explain --model M --cluster C --strategy S [--json] [--rows N]
+ * [--no-symmetry]`: every op's layouts, the collectives each device runs, memory per device. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+
+#include "costmodel/costmodel.h"
+#include "sim/sim.h"
+
+int cli_explain(int argc, char **argv) {
+  g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
+  gboolean json = FALSE, no_symmetry = FALSE;
+  int rows = 20;
+  GOptionEntry entries[] = {
+      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
+      {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
+      {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy: dp, megatron:..., or a JSON file", "S"},
+      {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
+      {"rows", 'n', 0, G_OPTION_ARG_INT, &rows, "collective rows per device in text (default 20)", "N"},
+      {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU", NULL},
+      {NULL}};
+  if (!cli_parse_options("explain", "Explains a strategy: layouts, collectives, memory.", entries,
+                         &argc, &argv))
+    return CLI_EXIT_BAD_INPUT;
+  if (!model_spec || !cluster_spec) {
+    fprintf(stderr, "stratsim explain: --model and --cluster are required\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (rows < 1) {
+    fprintf(stderr, "stratsim explain: --rows must be at least 1\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (!strategy_spec) strategy_spec = g_strdup("dp");
+  GError *error = NULL;
+  int status = CLI_EXIT_OK;
+  DevCluster *cluster = NULL;
+  MdlGraph *graph = NULL;
+  MdlStrategy *strategy = NULL;
+  SimRun *run = NULL;
+  CmParams params;
+  cm_params_default(&params);
+  if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
+      !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
+      !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
+      !(run = sim_run_new_with_options(graph, strategy, cluster, &params,
+                                       &(SimOptions){.no_symmetry = no_symmetry}, &error))) {
+    status = cli_fail(error, cli_status_for(error));
+    goto out;
+  }
+  if (json) {
+    g_autofree char *text = sim_explain_json(run);
+    printf("%s\n", text);
+  } else {
+    sim_explain_print(run, stdout, rows);
+  }
+out:
+  sim_run_free(run);
+  mdl_strategy_free(strategy);
+  mdl_graph_free(graph);
+  dev_cluster_free(cluster);
+  return status;
+}

@@ -1,0 +1,295 @@
+/* sim/explain — why a strategy is slow or does not fit (`stratsim explain`).
+ *
+ * Everything here is read off the task graph the engine simulated, so what explain lists is
+ * exactly what the engine charged: for every op its mesh, split dims, the SBP layout of each
+ * operand and its kernel times; for every tensor the layout its producer leaves; for one
+ * representative device per mesh every collective on its communication stream, grouped by
+ * (pass, kind, tensor, group size, bytes, link, time) with the number of times it runs per
+ * iteration — their sum is that device's communication-stream time in the simulation; and per
+ * device memory by category. Communication buffers are not modelled yet (issue 3 adds them). */
+#include "sim/sim.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const phase_names[] = {"forward", "backward", "iteration"};
+static const char *const link_names[DEV_LINK_COUNT] = {"intra", "inter"};
+
+typedef struct {
+  const SimTask *task; /* first instance */
+  guint count;
+  guint tensors;       /* distinct tensors folded into the entry (text view) */
+  int32_t last_tensor;
+} CollectiveEntry;
+
+static guint entry_hash(gconstpointer key) {
+  const SimTask *t = key;
+  guint h = (guint)t->phase * 31u + t->collective;
+  h = h * 31u + (guint)t->tensor;
+  h = h * 31u + t->group_size;
+  h = h * 31u + (guint)(t->duration ^ (t->duration >> 32));
+  return h;
+}
+
+static gboolean entry_equal_shape(gconstpointer a, gconstpointer b) {
+  const SimTask *x = a, *y = b;
+  return x->kind == y->kind && x->phase == y->phase && x->collective == y->collective &&
+         x->group_size == y->group_size && x->bytes == y->bytes && x->link == y->link &&
+         x->duration == y->duration;
+}
+
+static gboolean entry_equal(gconstpointer a, gconstpointer b) {
+  return ((const SimTask *)a)->tensor == ((const SimTask *)b)->tensor && entry_equal_shape(a, b);
+}
+
+static guint entry_hash_shape(gconstpointer key) {
+  const SimTask *t = key;
+  return ((guint)t->phase * 31u + t->collective) * 31u + t->group_size +
+         (guint)(t->duration ^ (t->duration >> 32));
+}
+
+/* First simulated device of each mesh (a representative: replicas run the same tasks). */
+static GArray *representative_devices(const SimRun *run) {
+  GArray *devs = g_array_new(FALSE, FALSE, sizeof(int));
+  const SimTaskGraph *g = run->tasks;
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  g_autofree gboolean *has_task = g_new0(gboolean, g->num_devices);
+  for (uint32_t i = 0; i < sim_task_graph_size(g); i++) {
+    const SimTask *t = sim_task_graph_task(g, i);
+    for (uint16_t r = 0; r < t->nres; r++) has_task[res[t->res_begin + r] / 2] = TRUE;
+  }
+  for (guint m = 0; m < run->strategy->meshes->len; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(run->strategy, (int)m);
+    for (int i = 0; i < mesh->ndevices; i++) {
+      int d = mesh->devices[i];
+      if (!has_task[d]) continue;
+      gboolean dup = FALSE;
+      for (guint k = 0; k < devs->len && !dup; k++) dup = g_array_index(devs, int, k) == d;
+      if (!dup) g_array_append_val(devs, d);
+      break;
+    }
+  }
+  return devs;
+}
+
+/* Collectives on @device's communication stream, grouped by everything (@by_tensor) or by all
+ * but the tensor they move. */
+static GPtrArray *device_collectives(const SimRun *run, int device, gboolean by_tensor,
+                                     SimTime *busy) {
+  const SimTaskGraph *g = run->tasks;
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  GHashTable *index = by_tensor ? g_hash_table_new(entry_hash, entry_equal)
+                                : g_hash_table_new(entry_hash_shape, entry_equal_shape);
+  GPtrArray *entries = g_ptr_array_new_with_free_func(g_free);
+  uint32_t comm = sim_resource_comm(device);
+  *busy = 0;
+  for (uint32_t i = 0; i < sim_task_graph_size(g); i++) {
+    const SimTask *t = sim_task_graph_task(g, i);
+    if (t->kind != SIM_TASK_COMM && t->kind != SIM_TASK_GRAD_SYNC) continue;
+    gboolean mine = FALSE;
+    for (uint16_t r = 0; r < t->nres && !mine; r++) mine = res[t->res_begin + r] == comm;
+    if (!mine) continue;
+    *busy += t->duration;
+    CollectiveEntry *e = g_hash_table_lookup(index, t);
+    if (!e) {
+      e = g_new0(CollectiveEntry, 1);
+      e->task = t;
+      e->last_tensor = -1;
+      g_hash_table_insert(index, (gpointer)t, e);
+      g_ptr_array_add(entries, e);
+    }
+    e->count++;
+    if (t->tensor != e->last_tensor) e->tensors++, e->last_tensor = t->tensor;
+  }
+  g_hash_table_unref(index);
+  return entries;
+}
+
+static cJSON *layout_json(const MdlLayout *layout, int naxes) {
+  char text[96];
+  mdl_layout_format(layout, naxes, text, sizeof text);
+  return cJSON_CreateString(text);
+}
+
+static cJSON *ops_json(const SimRun *run) {
+  const MdlGraph *g = run->graph;
+  const MdlStrategy *s = run->strategy;
+  cJSON *ops = cJSON_CreateArray();
+  for (int o = 0; o < mdl_graph_num_ops(g); o++) {
+    const MdlOp *op = mdl_graph_op(g, o);
+    const MdlOpConfig *c = &s->configs[o];
+    const MdlMesh *mesh = mdl_strategy_mesh(s, c->mesh);
+    cJSON *oj = cJSON_CreateObject();
+    cJSON_AddStringToObject(oj, "name", op->name);
+    cJSON_AddStringToObject(oj, "kind", mdl_op_kind_name(op->kind));
+    cJSON_AddNumberToObject(oj, "mesh", c->mesh);
+    cJSON_AddNumberToObject(oj, "stage", c->stage);
+    cJSON *split = cJSON_AddArrayToObject(oj, "split");
+    for (int a = 0; a < mesh->ndims; a++)
+      cJSON_AddItemToArray(split, c->split[a] >= 0 ? cJSON_CreateString(op->dims[c->split[a]].name)
+                                                   : cJSON_CreateNull());
+    cJSON *inputs = cJSON_AddArrayToObject(oj, "inputs");
+    for (int k = 0; k < op->ninputs; k++) {
+      MdlLayout l = mdl_layout_of_operand(op, &op->inputs[k], FALSE, c, mesh);
+      cJSON *ij = cJSON_CreateObject();
+      cJSON_AddStringToObject(ij, "tensor", mdl_graph_tensor(g, op->inputs[k].tensor)->name);
+      cJSON_AddItemToObject(ij, "layout", layout_json(&l, mesh->ndims));
+      cJSON_AddItemToArray(inputs, ij);
+    }
+    MdlLayout out = mdl_layout_of_operand(op, &op->output, TRUE, c, mesh);
+    cJSON *oo = cJSON_AddObjectToObject(oj, "output");
+    cJSON_AddStringToObject(oo, "tensor", mdl_graph_tensor(g, op->output.tensor)->name);
+    cJSON_AddItemToObject(oo, "layout", layout_json(&out, mesh->ndims));
+    cJSON_AddItemToArray(ops, oj);
+  }
+  return ops;
+}
+
+/* Kernel times per op, read off the simulated tasks (first microbatch, first device). */
+static void add_op_times(const SimRun *run, cJSON *ops) {
+  int n = mdl_graph_num_ops(run->graph);
+  g_autofree double *fwd = g_new0(double, n), *bwd = g_new0(double, n);
+  g_autofree gboolean *seen_f = g_new0(gboolean, n), *seen_b = g_new0(gboolean, n);
+  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
+    const SimTask *t = sim_task_graph_task(run->tasks, i);
+    if (t->op < 0 || t->op >= n) continue;
+    if (t->kind == SIM_TASK_FORWARD && !seen_f[t->op]) seen_f[t->op] = TRUE, fwd[t->op] = sim_time_seconds(t->duration);
+    if (t->kind == SIM_TASK_BACKWARD && !seen_b[t->op]) seen_b[t->op] = TRUE, bwd[t->op] = sim_time_seconds(t->duration);
+  }
+  for (int o = 0; o < n; o++) {
+    cJSON *oj = cJSON_GetArrayItem(ops, o);
+    cJSON_AddNumberToObject(oj, "forward_time_s", fwd[o]);
+    cJSON_AddNumberToObject(oj, "backward_time_s", bwd[o]);
+  }
+}
+
+static cJSON *collectives_json(const SimRun *run, const GArray *devs) {
+  cJSON *arr = cJSON_CreateArray();
+  for (guint k = 0; k < devs->len; k++) {
+    int d = g_array_index(devs, int, k);
+    SimTime busy;
+    g_autoptr(GPtrArray) entries = device_collectives(run, d, TRUE, &busy);
+    cJSON *dj = cJSON_CreateObject();
+    cJSON_AddNumberToObject(dj, "device", d);
+    cJSON_AddNumberToObject(dj, "comm_time_s", sim_time_seconds(busy));
+    cJSON *list = cJSON_AddArrayToObject(dj, "collectives");
+    for (guint i = 0; i < entries->len; i++) {
+      const CollectiveEntry *e = g_ptr_array_index(entries, i);
+      const SimTask *t = e->task;
+      cJSON *cj = cJSON_CreateObject();
+      cJSON_AddStringToObject(cj, "phase", t->kind == SIM_TASK_GRAD_SYNC ? "gradient_sync" : phase_names[t->phase]);
+      cJSON_AddStringToObject(cj, "kind", cm_collective_name((CmCollective)t->collective));
+      cJSON_AddStringToObject(cj, "tensor", mdl_graph_tensor(run->graph, t->tensor)->name);
+      cJSON_AddStringToObject(cj, "op", t->op >= 0 ? mdl_graph_op(run->graph, t->op)->name : "");
+      cJSON_AddNumberToObject(cj, "group_size", t->group_size);
+      cJSON_AddNumberToObject(cj, "bytes_per_device", (double)t->bytes);
+      cJSON_AddStringToObject(cj, "link", link_names[t->link]);
+      cJSON_AddNumberToObject(cj, "time_s", sim_time_seconds(t->duration));
+      cJSON_AddNumberToObject(cj, "count", e->count);
+      cJSON_AddNumberToObject(cj, "total_time_s", sim_time_seconds(t->duration * e->count));
+      cJSON_AddItemToArray(list, cj);
+    }
+    cJSON_AddItemToArray(arr, dj);
+  }
+  return arr;
+}
+
+static cJSON *memory_json(const SimRun *run) {
+  int n = dev_cluster_num_devices(run->cluster);
+  g_autofree CmMemory *mem = cm_memory_per_device(run->graph, run->strategy, run->cluster);
+  cJSON *arr = cJSON_CreateArray();
+  double cap = run->cluster->device.memory_bytes;
+  for (int d = 0; d < n; d++) {
+    if (mem[d].total <= 0) continue;
+    cJSON *mj = cJSON_CreateObject();
+    cJSON_AddNumberToObject(mj, "device", d);
+    cJSON_AddNumberToObject(mj, "weights_bytes", mem[d].weights);
+    cJSON_AddNumberToObject(mj, "gradients_bytes", mem[d].gradients);
+    cJSON_AddNumberToObject(mj, "optimizer_bytes", mem[d].optimizer);
+    cJSON_AddNumberToObject(mj, "activations_bytes", mem[d].activations);
+    cJSON_AddNumberToObject(mj, "total_bytes", mem[d].total);
+    cJSON_AddNumberToObject(mj, "capacity_bytes", cap);
+    cJSON_AddBoolToObject(mj, "fits", mem[d].total <= cap);
+    cJSON_AddItemToArray(arr, mj);
+  }
+  return arr;
+}
+
+char *sim_explain_json(const SimRun *run) {
+  cJSON *root = cJSON_CreateObject();
+  g_autofree char *summary = sim_prediction_to_json(run, FALSE);
+  cJSON_AddItemToObject(root, "prediction", cJSON_Parse(summary));
+  cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
+  for (guint m = 0; m < run->strategy->meshes->len; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(run->strategy, (int)m);
+    cJSON *mj = cJSON_CreateObject();
+    cJSON_AddItemToObject(mj, "shape", cJSON_CreateIntArray(mesh->shape, mesh->ndims));
+    cJSON_AddItemToObject(mj, "devices", cJSON_CreateIntArray(mesh->devices, mesh->ndevices));
+    cJSON_AddItemToArray(meshes, mj);
+  }
+  cJSON *ops = ops_json(run);
+  add_op_times(run, ops);
+  cJSON_AddItemToObject(root, "ops", ops);
+  g_autoptr(GArray) devs = representative_devices(run);
+  cJSON_AddItemToObject(root, "communication", collectives_json(run, devs));
+  cJSON_AddItemToObject(root, "memory", memory_json(run));
+  char *text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  char *out = g_strdup(text);
+  cJSON_free(text);
+  return out;
+}
+
+static int compare_total(gconstpointer a, gconstpointer b) {
+  const CollectiveEntry *x = *(CollectiveEntry *const *)a, *y = *(CollectiveEntry *const *)b;
+  SimTime tx = x->task->duration * x->count, ty = y->task->duration * y->count;
+  return tx < ty ? 1 : tx > ty ? -1 : 0;
+}
+
+void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
+  const SimPrediction *p = &run->prediction;
+  fprintf(out, "explain: %s on %s, strategy %s: iteration %.6g s, compute %.6g s, exposed "
+               "communication %.6g s, bubble %.6g s\n",
+          run->graph->name, run->cluster->name, run->strategy->name, p->iteration_time_s,
+          p->compute_s, p->comm_exposed_s, p->bubble_s);
+  g_autoptr(GArray) devs = representative_devices(run);
+  for (guint k = 0; k < devs->len; k++) {
+    int d = g_array_index(devs, int, k);
+    SimTime busy;
+    g_autoptr(GPtrArray) entries = device_collectives(run, d, FALSE, &busy);
+    g_ptr_array_sort(entries, compare_total);
+    fprintf(out, "\nGPU %d: communication stream busy %.6g s in %u kinds of collective\n", d,
+            sim_time_seconds(busy), entries->len);
+    fprintf(out, "  %-9s %-14s %-24s %5s %12s %5s %11s %7s %10s\n", "pass", "collective",
+            "tensor (first)", "group", "bytes/dev", "link", "time", "count", "total");
+    for (guint i = 0; i < entries->len && (int)i < max_rows; i++) {
+      const CollectiveEntry *e = g_ptr_array_index(entries, i);
+      const SimTask *t = e->task;
+      g_autofree char *tensor = e->tensors > 1
+          ? g_strdup_printf("%s +%u", mdl_graph_tensor(run->graph, t->tensor)->name, e->tensors - 1)
+          : g_strdup(mdl_graph_tensor(run->graph, t->tensor)->name);
+      fprintf(out, "  %-9s %-14s %-24.24s %5u %12.0f %5s %9.3f us %7u %8.4f s\n",
+              t->kind == SIM_TASK_GRAD_SYNC ? "grad-sync" : phase_names[t->phase],
+              cm_collective_name((CmCollective)t->collective), tensor, t->group_size, (double)t->bytes,
+              link_names[t->link], sim_time_seconds(t->duration) * 1e6, e->count,
+              sim_time_seconds(t->duration * e->count));
+    }
+    if ((int)entries->len > max_rows) fprintf(out, "  ... %u more (--json lists all)\n", entries->len - max_rows);
+  }
+  g_autofree CmMemory *mem = cm_memory_per_device(run->graph, run->strategy, run->cluster);
+  fprintf(out, "\nmemory per device (GiB): weights gradients optimizer activations total / capacity\n");
+  int n = dev_cluster_num_devices(run->cluster), shown = 0;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  for (int d = 0; d < n; d++) {
+    if (mem[d].total <= 0) continue;
+    /* Print a device when its figures differ from the previous one shown. */
+    if (shown > 0 && d > 0 && mem[d].total == mem[d - 1].total) continue;
+    fprintf(out, "  GPU %-5d %8.3f %9.3f %9.3f %11.3f %8.3f / %.3g %s\n", d, mem[d].weights / gib,
+            mem[d].gradients / gib, mem[d].optimizer / gib, mem[d].activations / gib,
+            mem[d].total / gib, run->cluster->device.memory_bytes / gib,
+            mem[d].total <= run->cluster->device.memory_bytes ? "" : "DOES NOT FIT");
+    shown++;
+  }
+  fprintf(out, "  (devices with the same figures as the one above are not repeated)\n");
+}

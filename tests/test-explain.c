@@ -1,0 +1,114 @@
+/* Tests of `explain`: the collectives it lists are the ones the engine simulates (their times
+ * add up to each device's communication-stream time), layouts and memory are reported. */
+#include <cjson/cJSON.h>
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "costmodel/costmodel.h"
+#include "sim/sim.h"
+
+/* Busy time of @device's communication stream, straight from the task graph. */
+static double comm_busy(const SimRun *run, int device) {
+  const uint32_t *res = (const uint32_t *)run->tasks->task_resources->data;
+  SimTime busy = 0;
+  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
+    const SimTask *t = sim_task_graph_task(run->tasks, i);
+    for (uint16_t r = 0; r < t->nres; r++)
+      if (res[t->res_begin + r] == sim_resource_comm(device)) busy += t->duration;
+  }
+  return sim_time_seconds(busy);
+}
+
+static void check_case(const char *model, const char *cluster, const char *strategy,
+                       gboolean expanded, int expect_devices) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
+  MdlGraph *g = mdl_graph_parse_spec(model, &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec(strategy, g, c, &error);
+  g_assert_no_error(error);
+  CmParams p;
+  cm_params_default(&p);
+  SimOptions o = {.no_symmetry = expanded};
+  SimRun *run = sim_run_new_with_options(g, s, c, &p, &o, &error);
+  g_assert_no_error(error);
+  g_autofree char *text = sim_explain_json(run);
+  cJSON *root = cJSON_Parse(text);
+  g_assert_nonnull(root);
+  cJSON *comm = cJSON_GetObjectItem(root, "communication"), *dev;
+  g_assert_cmpint(cJSON_GetArraySize(comm), ==, expect_devices);
+  cJSON_ArrayForEach(dev, comm) {
+    int d = (int)cJSON_GetObjectItem(dev, "device")->valuedouble;
+    double listed = 0, reported = cJSON_GetObjectItem(dev, "comm_time_s")->valuedouble;
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(dev, "collectives")) {
+      double t = cJSON_GetObjectItem(e, "time_s")->valuedouble;
+      double n = cJSON_GetObjectItem(e, "count")->valuedouble;
+      g_assert_cmpfloat(cJSON_GetObjectItem(e, "group_size")->valuedouble, >=, 2);
+      g_assert_true(cJSON_IsString(cJSON_GetObjectItem(e, "link")));
+      listed += t * n;
+    }
+    double engine = comm_busy(run, d);
+    g_assert_cmpfloat(engine, >, 0);
+    g_assert_cmpfloat_with_epsilon(reported, engine, 1e-12 * engine + 1e-15);
+    g_assert_cmpfloat_with_epsilon(listed, engine, 1e-9 * engine);
+  }
+  /* Every op is listed with a layout per operand. */
+  cJSON *ops = cJSON_GetObjectItem(root, "ops");
+  g_assert_cmpint(cJSON_GetArraySize(ops), ==, mdl_graph_num_ops(g));
+  cJSON *op0 = cJSON_GetArrayItem(ops, 0);
+  g_assert_true(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(op0, "output"), "layout")));
+  g_assert_cmpint(cJSON_GetArraySize(cJSON_GetObjectItem(root, "memory")), ==, run->prediction.num_gpus);
+  cJSON_Delete(root);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+static void test_megatron(void) {
+  check_case("gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", "dgx-a100:nodes=2",
+             "megatron:tp=8,pp=1,dp=2,mb=2", FALSE, 1);
+  check_case("gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", "dgx-a100:nodes=2",
+             "megatron:tp=4,pp=2,dp=2,mb=2", TRUE, 2);
+}
+
+static void test_data_parallel(void) {
+  check_case("vgg13:batch=32", "flexflow-p100", "dp", FALSE, 1);
+}
+
+/* The layout strings of a row-parallel matmul's output: batch split, partial sum. */
+static void test_layouts(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100", &error);
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=1,hidden=512,heads=8,seq=64,vocab=1024,batch=8", &error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=4,dp=2,mb=1", g, c, &error);
+  g_assert_no_error(error);
+  CmParams p;
+  cm_params_default(&p);
+  SimRun *run = sim_run_new(g, s, c, &p, &error);
+  g_assert_no_error(error);
+  g_autofree char *text = sim_explain_json(run);
+  cJSON *root = cJSON_Parse(text), *op;
+  gboolean found = FALSE;
+  cJSON_ArrayForEach(op, cJSON_GetObjectItem(root, "ops")) {
+    if (!g_str_has_suffix(cJSON_GetObjectItem(op, "name")->valuestring, "fc2")) continue;
+    g_assert_cmpstr(cJSON_GetObjectItem(cJSON_GetObjectItem(op, "output"), "layout")->valuestring, ==, "S(0),P");
+    found = TRUE;
+  }
+  g_assert_true(found);
+  cJSON_Delete(root);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/sim/explain/megatron-totals", test_megatron);
+  g_test_add_func("/sim/explain/dp-totals", test_data_parallel);
+  g_test_add_func("/sim/explain/layouts", test_layouts);
+  return g_test_run();
+}
