@@ -69,3 +69,14 @@ gboolean dev_check_devices(const char *where, int nodes, int gpus_per_node, GErr
   }
   return TRUE;
 }
+
+gboolean dev_check_oversubscription(const char *what, double raw, double *out, GError **error) {
+  if (!(raw >= 1.0 && raw <= 1000.0)) {
+    g_set_error(error, DEV_ERROR, DEV_ERROR_INVALID,
+                "%s must be an oversubscription ratio from 1 (non-blocking) to 1000, got %g", what,
+                raw);
+    return FALSE;
+  }
+  *out = raw;
+  return TRUE;
+}

@@ -45,6 +45,8 @@ gboolean dev_check_latency(const char *what, double raw, double si, GError **err
 /* A positive (or, with @allow_zero, non-negative) finite figure no larger than @max_si. */
 gboolean dev_check_figure(const char *what, double raw, double si, gboolean allow_zero,
                           double max_si, GError **error);
+/* An oversubscription ratio: finite, 1..1000. */
+gboolean dev_check_oversubscription(const char *what, double raw, double *out, GError **error);
 /* nodes * gpus_per_node within DEV_MAX_DEVICES. */
 gboolean dev_check_devices(const char *where, int nodes, int gpus_per_node, GError **error);
 

@@ -63,6 +63,18 @@ static gboolean read_device(const cJSON *root, const char *where, DevKind *out, 
   return FALSE;
 }
 
+/* Optional "inter.oversubscription": 1 (non-blocking) when absent; 1..1000 otherwise. */
+static gboolean read_oversubscription(const cJSON *root, const char *where, double *out,
+                                      GError **error) {
+  const cJSON *inter = cJSON_GetObjectItemCaseSensitive(root, "inter");
+  *out = 1.0;
+  if (!cJSON_GetObjectItemCaseSensitive(inter, "oversubscription")) return TRUE;
+  double v;
+  if (!dev_json_number(inter, "inter", "oversubscription", where, &v, error)) return FALSE;
+  g_autofree char *what = g_strdup_printf("%s: field 'inter.oversubscription'", where);
+  return dev_check_oversubscription(what, v, out, error);
+}
+
 DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GError **error) {
   g_return_val_if_fail(json_text != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -90,6 +102,7 @@ DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GEr
                  &c->link[DEV_LINK_INTER], error) ||
       !read_count(cJSON_GetObjectItemCaseSensitive(root, "inter"), "inter", "nics_per_node", where,
                   &c->nics_per_node, error) ||
+      !read_oversubscription(root, where, &c->oversubscription, error) ||
       !dev_check_devices(where, c->nodes, c->gpus_per_node, error))
     goto err;
   cJSON_Delete(root);

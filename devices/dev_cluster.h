@@ -65,12 +65,16 @@ typedef struct {
   int nodes;
   int gpus_per_node;
   int nics_per_node; /* inter-host NICs per host */
+  double oversubscription; /* inter-host fabric: host bandwidth / bisection share (>= 1; 1 =
+                              non-blocking fat tree). Applied to NIC transfers in the
+                              step-expanded collective mode. */
   DevLink link[DEV_LINK_COUNT];
 } DevCluster;
 
 /* Parses a cluster spec: `PRESET[:key=value,...]` or a path to a cluster JSON file
  * (anything containing '/' or ending in ".json"). Override keys: nodes, gpus_per_node,
- * nics_per_node, device, intra_bw_GBps, intra_latency_us, inter_bw_Gbps, inter_latency_us.
+ * nics_per_node, device, intra_bw_GBps, intra_latency_us, inter_bw_Gbps, inter_latency_us,
+ * oversubscription.
  * A path may take overrides too: `dir/file.json:nodes=2`. A cluster read from a file is
  * named by its path. Returns a new cluster (free with dev_cluster_free) or NULL with @error
  * set: DEV_ERROR_UNKNOWN_PRESET (the message lists the presets), DEV_ERROR_UNKNOWN_DEVICE,

@@ -37,6 +37,7 @@ char *dev_cluster_to_json(const DevCluster *cluster) {
   cJSON_AddNumberToObject(root, "nodes", cluster->nodes);
   cJSON_AddNumberToObject(root, "gpus_per_node", cluster->gpus_per_node);
   cJSON_AddNumberToObject(root, "nics_per_node", cluster->nics_per_node);
+  cJSON_AddNumberToObject(root, "oversubscription", cluster->oversubscription);
   cJSON_AddNumberToObject(root, "num_devices", dev_cluster_num_devices(cluster));
   cJSON_AddItemToObject(root, "device", kind_to_json(&cluster->device));
   cJSON_AddItemToObject(root, "intra", link_to_json(&cluster->link[DEV_LINK_INTRA]));

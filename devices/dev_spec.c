@@ -8,7 +8,13 @@
 
 #include <string.h>
 
-typedef enum { OVERRIDE_COUNT, OVERRIDE_DEVICE, OVERRIDE_BANDWIDTH, OVERRIDE_LATENCY } OverrideType;
+typedef enum {
+  OVERRIDE_COUNT,
+  OVERRIDE_DEVICE,
+  OVERRIDE_BANDWIDTH,
+  OVERRIDE_LATENCY,
+  OVERRIDE_RATIO
+} OverrideType;
 
 typedef struct {
   const char *key;
@@ -26,6 +32,7 @@ static const Override overrides[] = {
     {"intra_latency_us", OVERRIDE_LATENCY, DEV_LINK_INTRA, DEV_US_TO_S},
     {"inter_bw_Gbps", OVERRIDE_BANDWIDTH, DEV_LINK_INTER, DEV_GBITPS_TO_BPS},
     {"inter_latency_us", OVERRIDE_LATENCY, DEV_LINK_INTER, DEV_US_TO_S},
+    {"oversubscription", OVERRIDE_RATIO, DEV_LINK_INTER, 1},
 };
 
 static char *override_keys(void) {
@@ -89,6 +96,8 @@ gboolean dev_cluster_set(DevCluster *cluster, const char *key, const char *value
     if (!dev_check_latency(what, raw, raw * o->scale, error)) return FALSE;
     cluster->link[o->link].latency = raw * o->scale;
     return TRUE;
+  case OVERRIDE_RATIO:
+    return dev_check_oversubscription(what, raw, &cluster->oversubscription, error);
   default:
     g_return_val_if_reached(FALSE);
   }

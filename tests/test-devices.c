@@ -592,6 +592,30 @@ static void test_to_json(void) {
   dev_cluster_free(NULL);
 }
 
+/* The inter-host fabric's oversubscription: 1 by default, from the file or an override, and
+ * values below 1 (or absurd) refused with the key named. */
+static void test_oversubscription(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100", &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(c->oversubscription, ==, 1.0);
+  dev_cluster_free(c);
+  c = dev_cluster_parse_spec("dgx-a100:nodes=4,oversubscription=4", &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(c->oversubscription, ==, 4.0);
+  g_autofree char *json = dev_cluster_to_json(c);
+  g_assert_nonnull(strstr(json, "\"oversubscription\":4"));
+  dev_cluster_free(c);
+  const char *bad[] = {"dgx-a100:oversubscription=0.5", "dgx-a100:oversubscription=nan",
+                       "dgx-a100:oversubscription=1e9"};
+  for (gsize i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_assert_null(dev_cluster_parse_spec(bad[i], &error));
+    g_assert_nonnull(error);
+    g_assert_nonnull(strstr(error->message, "oversubscription"));
+    g_clear_error(&error);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   GError *error = NULL;
@@ -625,6 +649,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/devices/error/malformed", test_malformed_json);
   g_test_add_func("/devices/file/round-trip", test_file_round_trip);
   g_test_add_func("/devices/to-json", test_to_json);
+  g_test_add_func("/devices/oversubscription", test_oversubscription);
   int status = g_test_run();
   g_autofree char *rm = g_strdup_printf("rm -rf '%s'", tmpdir);
   if (system(rm) != 0) g_warning("could not remove %s", tmpdir);
