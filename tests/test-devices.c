@@ -604,7 +604,7 @@ static void test_oversubscription(void) {
   g_assert_no_error(error);
   g_assert_cmpfloat(c->oversubscription, ==, 4.0);
   g_autofree char *json = dev_cluster_to_json(c);
-  g_assert_nonnull(strstr(json, "\"oversubscription\":4"));
+  g_assert_nonnull(strstr(json, "\"oversubscription\":\t4"));
   dev_cluster_free(c);
   const char *bad[] = {"dgx-a100:oversubscription=0.5", "dgx-a100:oversubscription=nan",
                        "dgx-a100:oversubscription=1e9"};
