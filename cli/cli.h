@@ -13,11 +13,15 @@ int cli_simulate(int argc, char **argv);
 int cli_list(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_explain(int argc, char **argv);
+int cli_collective(int argc, char **argv);
+int cli_calibrate(int argc, char **argv);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
 int cli_fail(GError *error, int status);
 /* Exit status for a library error: bad input (parse, unknown names, invalid strategy) -> 2. */
 int cli_status_for(const GError *error);
+/* Parses `--collectives task|step` (NULL: task) into @step; on error prints one line. */
+gboolean cli_parse_collective_mode(const char *command, const char *text, gboolean *step);
 /* Parses @argv with @entries; on error prints one line and returns FALSE. */
 gboolean cli_parse_options(const char *command, const char *summary, GOptionEntry *entries,
                            int *argc, char ***argv);

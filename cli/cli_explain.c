@@ -9,7 +9,8 @@
 
 int cli_explain(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
-  gboolean json = FALSE, no_symmetry = FALSE;
+  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE;
+  g_autofree char *collectives = NULL;
   int rows = 20;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
@@ -17,11 +18,13 @@ int cli_explain(int argc, char **argv) {
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy: dp, megatron:..., or a JSON file", "S"},
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
       {"rows", 'n', 0, G_OPTION_ARG_INT, &rows, "collective rows per device in text (default 20)", "N"},
+      {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU", NULL},
       {NULL}};
   if (!cli_parse_options("explain", "Explains a strategy: layouts, collectives, memory.", entries,
                          &argc, &argv))
     return CLI_EXIT_BAD_INPUT;
+  if (!cli_parse_collective_mode("explain", collectives, &step)) return CLI_EXIT_BAD_INPUT;
   if (!model_spec || !cluster_spec) {
     fprintf(stderr, "stratsim explain: --model and --cluster are required\n");
     return CLI_EXIT_BAD_INPUT;
@@ -43,7 +46,7 @@ int cli_explain(int argc, char **argv) {
       !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
       !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
       !(run = sim_run_new_with_options(graph, strategy, cluster, &params,
-                                       &(SimOptions){.no_symmetry = no_symmetry}, &error))) {
+                                       &(SimOptions){.no_symmetry = no_symmetry, .step_collectives = step}, &error))) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }

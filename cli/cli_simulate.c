@@ -18,9 +18,11 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   double peak = c->device.peak_flops[s->dtype] / 1e12;
   printf("stratsim simulate: %s on %s (%d x %d %s), strategy %s\n", run->graph->name, c->name,
          c->nodes, c->gpus_per_node, c->device.name, strategy_spec);
-  printf("  strategy     dp=%d tp=%d pp=%d, %d microbatches of %d, schedule %s, %s, %d GPUs\n",
-         s->dp, s->tp, s->pp, s->num_microbatches, s->microbatch_size,
-         mdl_schedule_name(s->schedule), dev_dtype_name(s->dtype), p->num_gpus);
+  printf("  strategy     dp=%d tp=%d pp=%d, %d microbatches of %d, schedule %s", s->dp, s->tp,
+         s->pp, s->num_microbatches, s->microbatch_size, mdl_schedule_name(s->schedule));
+  if (s->virtual_stages > 1) printf(" (vp=%d)", s->virtual_stages);
+  if (s->weight_delay) printf(" with weight delay");
+  printf(", %s, %d GPUs\n", dev_dtype_name(s->dtype), p->num_gpus);
   printf("  iteration    %.6g s  (%.6g samples/s)\n", t, p->samples_per_s);
   printf("  per GPU      %.4g TFLOP/s  (%.1f%% of the %.4g TFLOP/s %s peak)\n", p->tflops_per_gpu,
          100 * p->mfu, peak, dev_dtype_name(s->dtype));
@@ -35,8 +37,9 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
          p->peak_memory.weights / GIB, p->peak_memory.gradients / GIB,
          p->peak_memory.optimizer / GIB, p->peak_memory.activations / GIB);
   printf("  simulated    %" G_GUINT64_FORMAT " tasks, %" G_GUINT64_FORMAT
-         " events in %.3f s (one task per collective; %s)\n",
+         " events in %.3f s (%s; %s)\n",
          p->tasks, p->events, p->sim_wall_s,
+         p->step_collectives ? "collectives step-expanded on links" : "one task per collective",
          p->symmetric ? "symmetry: identical replicas simulated once" : "every GPU simulated");
   printf("  stored       run %" G_GINT64_FORMAT " in %s\n", run_id, db);
 }
@@ -44,7 +47,8 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
 int cli_simulate(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
   g_autofree char *trace = NULL, *db_path = NULL;
-  gboolean json = FALSE, no_symmetry = FALSE;
+  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE;
+  g_autofree char *collectives = NULL;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
@@ -52,10 +56,12 @@ int cli_simulate(int argc, char **argv) {
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
       {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "write a Chrome/Perfetto trace", "FILE"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
+      {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU (no folding of identical replicas)", NULL},
       {NULL}};
   if (!cli_parse_options("simulate", "Simulates one training iteration.", entries, &argc, &argv))
     return CLI_EXIT_BAD_INPUT;
+  if (!cli_parse_collective_mode("simulate", collectives, &step)) return CLI_EXIT_BAD_INPUT;
   if (!model_spec || !cluster_spec) {
     fprintf(stderr, "stratsim simulate: --model and --cluster are required\n");
     return CLI_EXIT_BAD_INPUT;
@@ -76,7 +82,7 @@ int cli_simulate(int argc, char **argv) {
       !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
       !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
       !(run = sim_run_new_with_options(graph, strategy, cluster, &params,
-                                       &(SimOptions){.no_symmetry = no_symmetry}, &error))) {
+                                       &(SimOptions){.no_symmetry = no_symmetry, .step_collectives = step}, &error))) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }

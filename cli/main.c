@@ -45,6 +45,17 @@ gboolean cli_parse_options(const char *command, const char *summary, GOptionEntr
   return TRUE;
 }
 
+gboolean cli_parse_collective_mode(const char *command, const char *text, gboolean *step) {
+  *step = FALSE;
+  if (!text || strcmp(text, "task") == 0) return TRUE;
+  if (strcmp(text, "step") == 0) {
+    *step = TRUE;
+    return TRUE;
+  }
+  fprintf(stderr, "stratsim %s: --collectives must be 'task' or 'step', not '%s'\n", command, text);
+  return FALSE;
+}
+
 static void usage(FILE *f) {
   fputs("usage: stratsim COMMAND [OPTIONS]\n"
         "\n"
@@ -55,6 +66,8 @@ static void usage(FILE *f) {
         "  explain   why a strategy is slow or does not fit: layouts, collectives, memory\n"
         "  list      list built-in models, clusters or devices (list models|clusters|devices)\n"
         "  bench     measure the task-graph builder and the event engine on a large graph\n"
+        "  collective  time and bus bandwidth of one collective (--kind, --bytes, --ranks, --cluster)\n"
+        "  calibrate   fit collective costs to nccl-tests output or measurements JSON\n"
         "  version   print the version\n"
         "\n"
         "Run 'stratsim COMMAND --help' for a command's options.\n",
@@ -71,6 +84,8 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "simulate") == 0) return cli_simulate(argc - 1, argv + 1);
   if (strcmp(cmd, "list") == 0) return cli_list(argc - 1, argv + 1);
   if (strcmp(cmd, "bench") == 0) return cli_bench(argc - 1, argv + 1);
+  if (strcmp(cmd, "collective") == 0) return cli_collective(argc - 1, argv + 1);
+  if (strcmp(cmd, "calibrate") == 0) return cli_calibrate(argc - 1, argv + 1);
   if (strcmp(cmd, "explain") == 0) return cli_explain(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("stratsim %s\n", STRATSIM_VERSION_STRING);

@@ -38,10 +38,16 @@ typedef enum {
   CM_REDUCE_SCATTER,
   CM_ALL_TO_ALL,
   CM_SEND_RECV,
+  CM_BROADCAST,  /* from one root to every member (richer model: costmodel/cm_collective.h) */
+  CM_REDUCE,     /* to one root */
   CM_COLLECTIVE_COUNT
 } CmCollective;
 
 const char *cm_collective_name(CmCollective kind);
+/* Parses a collective name: the names cm_collective_name gives ("all_reduce", "all_to_all",
+ * "send_recv", ...) and the spellings of nccl-tests ("allreduce", "alltoall", "sendrecv").
+ * FALSE for anything else. */
+gboolean cm_collective_parse(const char *name, CmCollective *out);
 
 /* The alpha and beta (seconds per byte) a group of devices communicates at, and its class.
  * A group inside one host uses the intra-host link. A group spanning hosts with k members per
@@ -61,6 +67,7 @@ CmLinkCost cm_group_link(const DevCluster *cluster, const int *devices, int n);
  * reduce-scatter and all-to-all), p = group size, n = bytes: the reduce-scatter's input, the
  * other collectives' output (per device). all-reduce (2p-1)a + 2(p-1)/p n b; all-gather and
  * reduce-scatter (p-1)a + (p-1)/p n b; all-to-all (p-1)a + n b; send/recv a + n b.
+ * Broadcast and reduce (not in Table 2): a pipelined chain, (p-1)a + n b, its many-chunk limit.
  * p <= 1 costs nothing. */
 double cm_collective_time(CmCollective kind, int p, double bytes, const CmLinkCost *link);
 

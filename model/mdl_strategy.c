@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const schedule_names[MDL_SCHEDULE_COUNT] = {"gpipe", "1f1b"};
+static const char *const schedule_names[MDL_SCHEDULE_COUNT] = {"gpipe", "1f1b", "interleaved",
+                                                                  "eager1f1b"};
 
 const char *mdl_schedule_name(MdlSchedule schedule) {
   g_return_val_if_fail(schedule < MDL_SCHEDULE_COUNT, "?");
@@ -40,6 +41,7 @@ MdlStrategy *mdl_strategy_new_empty(int num_ops) {
   s->num_stages = 1;
   s->num_microbatches = 1;
   s->schedule = MDL_SCHEDULE_1F1B;
+  s->virtual_stages = 1;
   return s;
 }
 
@@ -223,6 +225,40 @@ static gboolean validate_config(const MdlStrategy *s, const MdlGraph *graph, int
   return TRUE;
 }
 
+/* Virtual stages (interleaved 1F1B, Narayanan et al. 2021, section 2.2): V chunks per rank,
+ * only under the interleaved schedule, which (as Megatron-LM's) needs at least two ranks and a
+ * whole number of microbatch groups of P. */
+static gboolean validate_pipeline(const MdlStrategy *s, GError **error) {
+  int V = s->virtual_stages;
+  if (V < 1 || s->num_stages % V != 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "virtual_stages=%d must be >= 1 and divide the %d pipeline stages", V,
+                s->num_stages);
+    return FALSE;
+  }
+  gboolean interleaved = s->schedule == MDL_SCHEDULE_INTERLEAVED;
+  if (V > 1 && !interleaved) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "vp=%d (virtual stages) needs schedule=interleaved, not %s", V,
+                mdl_schedule_name(s->schedule));
+    return FALSE;
+  }
+  if (!interleaved) return TRUE;
+  int P = s->num_stages / V;
+  if (V < 2 || P < 2) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "schedule=interleaved needs vp >= 2 and pp >= 2 (got vp=%d, pp=%d)", V, P);
+    return FALSE;
+  }
+  if (s->num_microbatches % P != 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "schedule=interleaved: %d microbatches are not a multiple of pp=%d (Megatron-LM "
+                "requires it)", s->num_microbatches, P);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
                                const DevCluster *cluster, GError **error) {
   if (s->num_ops != mdl_graph_num_ops(graph)) {
@@ -240,6 +276,7 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
                 s->num_stages, s->num_microbatches);
     return FALSE;
   }
+  if (!validate_pipeline(s, error)) return FALSE;
   if (graph->batch % s->num_microbatches != 0) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "%d microbatches do not divide the global batch %" G_GINT64_FORMAT,
@@ -256,7 +293,8 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
   for (int o = 0; o < s->num_ops; o++)
     if (!validate_config(s, graph, o, error)) return FALSE;
 
-  /* Pipeline stages: data flows to the same or a later stage; stages use disjoint devices. */
+  /* Pipeline stages: data flows to the same or a later stage (chunk c feeds c + 1, across
+   * ranks under interleaving); stages share devices only when they are on the same rank. */
   int n = dev_cluster_num_devices(cluster);
   g_autofree int *owner = g_new(int, n);
   for (int d = 0; d < n; d++) owner[d] = -1;
@@ -274,15 +312,22 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
     }
     if (s->num_stages == 1) continue;
     const MdlMesh *mesh = mdl_strategy_mesh(s, s->configs[o].mesh);
+    int stage = s->configs[o].stage;
     for (int i = 0; i < mesh->ndevices; i++) {
       int d = mesh->devices[i];
-      if (owner[d] >= 0 && owner[d] != s->configs[o].stage) {
-        g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
-                    "device %d is used by pipeline stages %d and %d", d, owner[d],
-                    s->configs[o].stage);
+      if (owner[d] >= 0 && mdl_strategy_rank_of_stage(s, owner[d]) !=
+                               mdl_strategy_rank_of_stage(s, stage)) {
+        if (s->virtual_stages > 1)
+          g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                      "device %d is used by pipeline stages %d (rank %d) and %d (rank %d)", d,
+                      owner[d], mdl_strategy_rank_of_stage(s, owner[d]), stage,
+                      mdl_strategy_rank_of_stage(s, stage));
+        else
+          g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                      "device %d is used by pipeline stages %d and %d", d, owner[d], stage);
         return FALSE;
       }
-      owner[d] = s->configs[o].stage;
+      owner[d] = stage;
     }
   }
   return TRUE;

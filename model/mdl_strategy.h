@@ -4,10 +4,14 @@
  * and, for every op, a config: the mesh it runs on, the op dim split along each mesh axis (or
  * none: the op's work is replicated on that axis), and its pipeline stage. The SBP layout of
  * every operand follows from the split dims (see mdl_graph.h and mdl_layout_of_operand).
- * Pipeline: stages are disjoint meshes; the global batch is cut into `num_microbatches`
- * microbatches run in the stage order the schedule dictates. Invariants after
+ * Pipeline: a stage is a model chunk; the global batch is cut into `num_microbatches`
+ * microbatches run in the order the schedule dictates. With `virtual_stages` V > 1 (interleaved
+ * 1F1B, Narayanan et al. 2021, section 2.2) there are num_stages = P * V chunks on P pipeline
+ * ranks and chunk c runs on rank c % P; otherwise rank = stage. Invariants after
  * mdl_strategy_validate: every split degree divides the dim it splits (sample dims at the
- * microbatch size), every mesh device exists in the cluster, stages use disjoint devices.
+ * microbatch size), every mesh device exists in the cluster, stages share devices only when
+ * they are on the same rank, V > 1 exactly under the interleaved schedule (which also needs
+ * num_microbatches % P == 0, as Megatron-LM does).
  */
 #ifndef STRATSIM_MDL_STRATEGY_H
 #define STRATSIM_MDL_STRATEGY_H
@@ -33,7 +37,14 @@ typedef struct {
   int stage;                           /* pipeline stage, 0-based */
 } MdlOpConfig;
 
-typedef enum { MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_1F1B, MDL_SCHEDULE_COUNT } MdlSchedule;
+/* Pipeline schedules (program order per rank: sim/sim_schedule.h). */
+typedef enum {
+  MDL_SCHEDULE_GPIPE,        /* all forwards, then all backwards (Huang et al. 2019) */
+  MDL_SCHEDULE_1F1B,         /* PipeDream-Flush (Narayanan et al. 2021, Fig. 4) */
+  MDL_SCHEDULE_INTERLEAVED,  /* interleaved 1F1B over virtual stages (ibid., section 2.2) */
+  MDL_SCHEDULE_EAGER_1F1B,   /* eager-1F1B (cross-mesh resharding paper, section 4) */
+  MDL_SCHEDULE_COUNT
+} MdlSchedule;
 
 /* SBP layout of one tensor on one mesh axis. */
 enum { MDL_LAYOUT_PARTIAL = -2, MDL_LAYOUT_BROADCAST = -1 }; /* >= 0: Split(tensor dim) */
@@ -47,15 +58,29 @@ typedef struct {
   int num_stages;
   int num_microbatches;      /* the global batch is cut into this many microbatches */
   MdlSchedule schedule;
+  int virtual_stages;        /* V: model chunks per pipeline rank (> 1 only when interleaved) */
+  gboolean weight_delay;     /* split backwards into B (dX) and W (dW), W delayed (see
+                              * sim/sim_schedule.h); cross-mesh resharding paper, section 4 */
   DevDtype dtype;
   /* For reporting: the degrees a builder used (0 when the strategy came from JSON). */
-  int dp, tp, pp, microbatch_size;
+  int dp, tp, pp, vp, microbatch_size;
 } MdlStrategy;
 
+/* Pipeline ranks (physical stages): num_stages / virtual_stages. */
+static inline int mdl_strategy_num_ranks(const MdlStrategy *s) {
+  return s->num_stages / (s->virtual_stages > 0 ? s->virtual_stages : 1);
+}
+/* The pipeline rank model chunk @stage runs on. */
+static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
+  return stage % mdl_strategy_num_ranks(s);
+}
+
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
- * gpipe|1f1b][,dtype=fp32|fp16|bf16]", or a path to a strategy JSON file (the format
- * mdl_strategy_to_json writes). Missing megatron degrees default to tp=1, pp=1, dp = devices /
- * (tp*pp), mb=1. Validates before returning. Free with mdl_strategy_free. */
+ * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16]", or a path to a
+ * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
+ * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
+ * schedule=interleaved and the reverse (MDL_ERROR_STRATEGY). Validates before returning. Free
+ * with mdl_strategy_free. */
 MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
                                      const DevCluster *cluster, GError **error);
 
@@ -68,12 +93,15 @@ typedef struct {
   int tp, pp, dp;
   int microbatch_size;       /* samples per microbatch per data-parallel replica */
   MdlSchedule schedule;
+  int virtual_stages;        /* vp: model chunks per pipeline rank; 0 or 1: none */
+  gboolean weight_delay;
   DevDtype dtype;
 } MdlMegatronConfig;
 
-/* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each stage is
- * a (dp, tp) mesh; ops split their sample dim on the dp axis and their tp_dim on the tp axis;
- * stages cut the graph into pp parts balanced by forward FLOPs at layer boundaries. */
+/* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each pipeline
+ * rank is a (dp, tp) mesh; ops split their sample dim on the dp axis and their tp_dim on the tp
+ * axis; the graph is cut into pp * vp chunks of equal layer counts (balanced by forward FLOPs
+ * for models without layers), chunk c on rank c % pp. */
 MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *cluster,
                                    const MdlMegatronConfig *config, GError **error);
 

@@ -11,19 +11,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Stage of each op: equal numbers of layers per stage (Megatron requires pp | layers); ops
- * before the first layer go to stage 0, after the last to the last stage. Models without
- * layers are cut where cumulative forward FLOPs cross i/pp of the total. */
-static gboolean assign_stages(const MdlGraph *graph, int pp, int *stage_of, GError **error) {
+/* Stage (model chunk) of each op for pp ranks of vp chunks each: equal numbers of layers per
+ * chunk (Megatron requires pp * vp | layers); ops before the first layer go to chunk 0, after
+ * the last to the last chunk. Models without layers are cut where cumulative forward FLOPs
+ * cross i/(pp*vp) of the total. */
+static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int *stage_of,
+                              GError **error) {
   int n = mdl_graph_num_ops(graph);
+  int pp = ranks * vp; /* chunks */
   if (pp == 1) {
     memset(stage_of, 0, sizeof(int) * (gsize)n);
     return TRUE;
   }
   if (graph->num_layers > 0) {
     if (graph->num_layers % pp != 0) {
-      g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
-                  "megatron: pp=%d does not divide the model's %d layers", pp, graph->num_layers);
+      if (vp > 1)
+        g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                    "megatron: pp*vp = %d*%d = %d does not divide the model's %d layers", ranks,
+                    vp, pp, graph->num_layers);
+      else
+        g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                    "megatron: pp=%d does not divide the model's %d layers", pp,
+                    graph->num_layers);
       return FALSE;
     }
     int per_stage = graph->num_layers / pp;
@@ -41,7 +50,8 @@ static gboolean assign_stages(const MdlGraph *graph, int pp, int *stage_of, GErr
   }
   if (n < pp) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
-                "megatron: pp=%d exceeds the model's %d ops", pp, n);
+                "megatron: %d pipeline chunks (pp=%d, vp=%d) exceed the model's %d ops", pp,
+                ranks, vp, n);
     return FALSE;
   }
   double total = 0;
@@ -90,18 +100,34 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
                 G_GINT64_FORMAT, per_step, graph->batch);
     return NULL;
   }
+  int vp = cfg->virtual_stages > 1 ? cfg->virtual_stages : 1;
+  if (vp > 1 && cfg->schedule != MDL_SCHEDULE_INTERLEAVED) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: vp=%d needs schedule=interleaved (got schedule=%s)", vp,
+                mdl_schedule_name(cfg->schedule));
+    return NULL;
+  }
+  if (cfg->schedule == MDL_SCHEDULE_INTERLEAVED && (vp < 2 || cfg->pp < 2)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: schedule=interleaved needs vp >= 2 and pp >= 2 (got vp=%d, pp=%d)", vp,
+                cfg->pp);
+    return NULL;
+  }
   int n = mdl_graph_num_ops(graph);
   g_autofree int *stage_of = g_new(int, n);
-  if (!assign_stages(graph, cfg->pp, stage_of, error)) return NULL;
+  if (!assign_stages(graph, cfg->pp, vp, stage_of, error)) return NULL;
 
   MdlStrategy *s = mdl_strategy_new_empty(n);
-  s->num_stages = cfg->pp;
+  s->num_stages = cfg->pp * vp;
+  s->virtual_stages = vp;
+  s->weight_delay = cfg->weight_delay;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
   s->dp = cfg->dp;
   s->tp = cfg->tp;
   s->pp = cfg->pp;
+  s->vp = vp;
   s->microbatch_size = cfg->microbatch_size;
   int shape[2] = {cfg->dp, cfg->tp};
   g_autofree int *devices = g_new(int, cfg->dp * cfg->tp);
@@ -112,7 +138,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   for (int o = 0; o < n; o++) {
     const MdlOp *op = mdl_graph_op(graph, o);
     MdlOpConfig *c = &s->configs[o];
-    c->mesh = stage_of[o];
+    c->mesh = stage_of[o] % cfg->pp; /* one mesh per rank, shared by its chunks */
     c->stage = stage_of[o];
     c->split[0] = (int8_t)(cfg->dp > 1 ? mdl_op_sample_dim(op) : -1);
     c->split[1] = (int8_t)(cfg->tp > 1 ? op->tp_dim : -1);
@@ -155,7 +181,7 @@ static DevDtype default_dtype(const MdlGraph *graph, const DevCluster *cluster) 
 }
 
 /* Keys that later issues add to the megatron spec: reserved names, refused until they exist. */
-static const char *const reserved_keys[] = {"vp", "recompute", "sp", "zero", NULL};
+static const char *const reserved_keys[] = {"recompute", "sp", "zero", NULL};
 
 static gboolean parse_megatron_kv(const char *family, const char *params,
                                   MdlMegatronConfig *cfg, gboolean *dp_given, GError **error) {
@@ -177,10 +203,19 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       ok = parse_positive_int(key, value, &cfg->dp, error);
       *dp_given = TRUE;
     } else if (strcmp(key, "mb") == 0) ok = parse_positive_int(key, value, &cfg->microbatch_size, error);
-    else if (strcmp(key, "schedule") == 0) {
+    else if (strcmp(key, "vp") == 0) ok = parse_positive_int(key, value, &cfg->virtual_stages, error);
+    else if (strcmp(key, "wdelay") == 0) {
+      if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: wdelay=%s must be 0 or 1",
+                    family, value);
+        return FALSE;
+      }
+      cfg->weight_delay = value[0] == '1';
+    } else if (strcmp(key, "schedule") == 0) {
       if (!mdl_schedule_parse(value, &cfg->schedule)) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                    "strategy %s: unknown schedule '%s' (known: gpipe, 1f1b)", family, value);
+                    "strategy %s: unknown schedule '%s' (known: gpipe, 1f1b, interleaved, "
+                    "eager1f1b)", family, value);
         return FALSE;
       }
     } else if (strcmp(key, "dtype") == 0) {
@@ -195,7 +230,8 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       return FALSE;
     } else {
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                  "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, dtype)",
+                  "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
+                  "dtype)",
                   family, key);
       return FALSE;
     }
@@ -221,7 +257,8 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
   g_autofree char *family = colon ? g_strndup(spec, (gsize)(colon - spec)) : g_strdup(spec);
   const char *params = colon ? colon + 1 : "";
   MdlMegatronConfig cfg = {.tp = 1, .pp = 1, .dp = 0, .microbatch_size = 0,
-                           .schedule = MDL_SCHEDULE_1F1B, .dtype = default_dtype(graph, cluster)};
+                           .schedule = MDL_SCHEDULE_1F1B, .virtual_stages = 1,
+                           .dtype = default_dtype(graph, cluster)};
   gboolean dp_given = FALSE;
   if (strcmp(family, "dp") != 0 && strcmp(family, "megatron") != 0) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,

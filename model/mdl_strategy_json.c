@@ -1,7 +1,7 @@
 /* model/strategy — the strategy JSON format (what `search` writes and `simulate --strategy FILE`
  * reads). Documented in model/STRATEGY.md:
  *   {"format": "stratsim-strategy-1", "name": ..., "dtype": "bf16", "schedule": "1f1b",
- *    "num_microbatches": M, "num_stages": P,
+ *    "num_microbatches": M, "num_stages": P, "virtual_stages": V, "weight_delay": false,
  *    "meshes": [{"shape": [2, 8], "devices": [0, 1, ...]}],
  *    "default": {"mesh": 0, "stage": 0, "split": ["@sample", "@tp"]},      (optional)
  *    "ops": [{"op": "layer0.qkv", "mesh": 0, "stage": 0, "split": ["b", "n"]}, ...]}
@@ -35,6 +35,8 @@ char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
   cJSON_AddStringToObject(root, "schedule", mdl_schedule_name(s->schedule));
   cJSON_AddNumberToObject(root, "num_microbatches", s->num_microbatches);
   cJSON_AddNumberToObject(root, "num_stages", s->num_stages);
+  cJSON_AddNumberToObject(root, "virtual_stages", s->virtual_stages);
+  cJSON_AddBoolToObject(root, "weight_delay", s->weight_delay);
   cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
   for (guint m = 0; m < s->meshes->len; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
@@ -169,11 +171,19 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
     goto err;
   }
   if (schedule && !mdl_schedule_parse(schedule, &s->schedule)) {
-    fail(error, origin, "unknown schedule \"%s\" (known: gpipe, 1f1b)", schedule);
+    fail(error, origin, "unknown schedule \"%s\" (known: gpipe, 1f1b, interleaved, eager1f1b)",
+         schedule);
     goto err;
   }
+  const cJSON *wdelay = cJSON_GetObjectItemCaseSensitive(root, "weight_delay");
+  if (wdelay && !cJSON_IsBool(wdelay)) {
+    fail(error, origin, "field \"weight_delay\" must be true or false");
+    goto err;
+  }
+  s->weight_delay = cJSON_IsTrue(wdelay);
   if (!get_int(root, "num_microbatches", 1, 1000000000, &s->num_microbatches, FALSE, origin, error) ||
       !get_int(root, "num_stages", 1, 1000000, &s->num_stages, FALSE, origin, error) ||
+      !get_int(root, "virtual_stages", 1, 1000000, &s->virtual_stages, FALSE, origin, error) ||
       !parse_meshes(s, root, origin, error))
     goto err;
   if (ops && !cJSON_IsArray(ops)) {

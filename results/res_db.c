@@ -38,6 +38,13 @@ static const char *const migrations[RES_SCHEMA_VERSION] = {
     "  tasks INTEGER NOT NULL,"
     "  json TEXT NOT NULL);"
     "CREATE INDEX predictions_run ON predictions(run_id);",
+    /* v1 -> v2 */
+    "CREATE TABLE calibrations ("
+    "  id INTEGER PRIMARY KEY,"
+    "  name TEXT NOT NULL UNIQUE,"         /* what --calibration NAME refers to */
+    "  cluster TEXT NOT NULL,"             /* the cluster spec as typed */
+    "  created_at TEXT NOT NULL,"          /* ISO 8601 UTC */
+    "  json TEXT NOT NULL);",              /* costmodel/CALIBRATION.md */
 };
 
 static gboolean exec(ResDb *db, const char *sql, int code, GError **error) {
@@ -186,8 +193,74 @@ rollback:
   return -1;
 }
 
+gboolean res_db_store_calibration(ResDb *db, const char *name, const char *cluster,
+                                  const char *json, GError **error) {
+  g_return_val_if_fail(db != NULL && name != NULL && cluster != NULL && json != NULL, FALSE);
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+  g_autofree char *stamp = g_date_time_format_iso8601(now);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db->sql,
+                         "INSERT INTO calibrations(name, cluster, created_at, json) "
+                         "VALUES (?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
+                         "cluster = excluded.cluster, created_at = excluded.created_at, "
+                         "json = excluded.json",
+                         -1, &st, NULL) != SQLITE_OK) {
+    g_set_error(error, RES_ERROR, RES_ERROR_WRITE, "database %s: %s", db->path,
+                sqlite3_errmsg(db->sql));
+    return FALSE;
+  }
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, cluster, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, stamp, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 4, json, -1, SQLITE_TRANSIENT);
+  gboolean ok = step_done(db, st, error); /* one statement: its own transaction */
+  sqlite3_finalize(st);
+  return ok;
+}
+
+char *res_db_load_calibration(ResDb *db, const char *name, char **cluster, GError **error) {
+  g_return_val_if_fail(db != NULL && name != NULL, NULL);
+  sqlite3_stmt *st = NULL;
+  char *json = NULL;
+  if (sqlite3_prepare_v2(db->sql, "SELECT json, cluster FROM calibrations WHERE name = ?", -1,
+                         &st, NULL) != SQLITE_OK) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "database %s: %s", db->path,
+                sqlite3_errmsg(db->sql));
+    return NULL;
+  }
+  sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    json = g_strdup((const char *)sqlite3_column_text(st, 0));
+    if (cluster) *cluster = g_strdup((const char *)sqlite3_column_text(st, 1));
+    sqlite3_finalize(st);
+    return json;
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "database %s: %s", db->path,
+                sqlite3_errmsg(db->sql));
+    return NULL;
+  }
+  /* Not there: say what is. */
+  GString *names = g_string_new(NULL);
+  if (sqlite3_prepare_v2(db->sql, "SELECT name FROM calibrations ORDER BY name", -1, &st, NULL) ==
+      SQLITE_OK) {
+    while (sqlite3_step(st) == SQLITE_ROW)
+      g_string_append_printf(names, "%s%s", names->len ? ", " : "",
+                             (const char *)sqlite3_column_text(st, 0));
+  }
+  sqlite3_finalize(st);
+  g_set_error(error, RES_ERROR, RES_ERROR_NOT_FOUND,
+              "no calibration named '%s' in %s (%s%s); make one with 'stratsim calibrate'", name,
+              db->path, names->len ? "stored: " : "none stored", names->str);
+  g_string_free(names, TRUE);
+  return NULL;
+}
+
 gint64 res_db_count(ResDb *db, const char *table, GError **error) {
-  if (strcmp(table, "runs") != 0 && strcmp(table, "predictions") != 0) {
+  if (strcmp(table, "runs") != 0 && strcmp(table, "predictions") != 0 &&
+      strcmp(table, "calibrations") != 0) {
     g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "unknown table %s", table);
     return -1;
   }

@@ -5,7 +5,8 @@
  * by an older stratsim is migrated, and one written by a newer stratsim is refused with a clear
  * error rather than damaged. WAL mode and a busy timeout let several writers share a file.
  * Tables (v1): runs (one row per command run), predictions (one per simulated iteration,
- * the headline figures as columns plus the full JSON). Documented in results/README.md. */
+ * the headline figures as columns plus the full JSON); (v2) calibrations (one per name: a
+ * collective calibration as JSON, costmodel/CALIBRATION.md). Documented in results/README.md. */
 #ifndef STRATSIM_RES_DB_H
 #define STRATSIM_RES_DB_H
 
@@ -16,9 +17,9 @@ G_BEGIN_DECLS
 
 #define RES_ERROR (res_error_quark())
 GQuark res_error_quark(void);
-typedef enum { RES_ERROR_OPEN, RES_ERROR_SCHEMA, RES_ERROR_WRITE } ResError;
+typedef enum { RES_ERROR_OPEN, RES_ERROR_SCHEMA, RES_ERROR_WRITE, RES_ERROR_NOT_FOUND } ResError;
 
-#define RES_SCHEMA_VERSION 1
+#define RES_SCHEMA_VERSION 2
 
 typedef struct ResDb ResDb;
 
@@ -31,6 +32,16 @@ int res_db_schema_version(ResDb *db);
  * -1 with @error set (nothing is stored then). The specs are what the user typed. */
 gint64 res_db_store_simulation(ResDb *db, const char *model_spec, const char *cluster_spec,
                                const char *strategy_spec, const SimRun *run, GError **error);
+
+/* Stores calibration @json under @name for @cluster (the spec as typed), replacing any earlier
+ * calibration of that name, in one transaction. FALSE with RES_ERROR_WRITE on failure. */
+gboolean res_db_store_calibration(ResDb *db, const char *name, const char *cluster,
+                                  const char *json, GError **error);
+
+/* The JSON of calibration @name (caller g_frees); @cluster (nullable) receives the cluster it
+ * was made for (g_free). NULL with RES_ERROR_NOT_FOUND (the message lists the stored names)
+ * when there is none of that name. */
+char *res_db_load_calibration(ResDb *db, const char *name, char **cluster, GError **error);
 
 /* Number of rows in @table (for tests and `report`); -1 on error. */
 gint64 res_db_count(ResDb *db, const char *table, GError **error);

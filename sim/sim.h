@@ -31,10 +31,11 @@ static inline double sim_time_seconds(SimTime t) { return (double)t / SIM_PS_PER
 
 typedef enum {
   SIM_TASK_FORWARD,
-  SIM_TASK_BACKWARD,
+  SIM_TASK_BACKWARD,       /* the whole backward, or under weight delay its dX part (B) */
   SIM_TASK_COMM,          /* resharding collective or transfer (forward or backward) */
   SIM_TASK_GRAD_SYNC,     /* gradient all-reduce of a replicated weight */
   SIM_TASK_OPTIMIZER,
+  SIM_TASK_BACKWARD_WEIGHT, /* weight-gradient part (W) of a backward split by weight delay */
   SIM_TASK_KIND_COUNT
 } SimTaskKind;
 
@@ -53,7 +54,15 @@ typedef struct {
   uint32_t group_size;   /* devices in the collective (under symmetry more than nres) */
   uint8_t link;          /* DevLinkClass the collective runs on */
   uint8_t phase;         /* SimPhase: which pass a communication task belongs to */
+  uint8_t role;          /* SimTaskRole: whole collective, or a piece of an expanded one */
 } SimTask;
+
+typedef enum {
+  SIM_ROLE_WHOLE,     /* a compute task, or a collective timed as one task */
+  SIM_ROLE_GATE,      /* step-expanded collective: zero-duration start on the members' streams */
+  SIM_ROLE_TRANSFER,  /* one transfer on link resources (sim_network.h) */
+  SIM_ROLE_JOIN,      /* zero-duration completion */
+} SimTaskRole;
 
 typedef enum { SIM_PHASE_FORWARD, SIM_PHASE_BACKWARD, SIM_PHASE_ITERATION } SimPhase;
 
@@ -61,11 +70,12 @@ typedef struct {
   GArray *tasks;           /* SimTask */
   GArray *task_resources;  /* uint32_t resource ids, runs referenced by tasks */
   GArray *edges;           /* uint32_t pairs (from, to), while building */
+  GArray *spans;           /* uint32_t pairs (gate, join) of step-expanded collectives */
   uint32_t *succ_offsets;  /* CSR after sim_task_graph_finish: n + 1 entries */
   uint32_t *succ;
   uint32_t *indegree;
   int num_devices;
-  int num_resources;       /* 2 * num_devices */
+  int num_resources;       /* 2 * num_devices, more with link resources (sim_network.h) */
   gboolean symmetric;      /* replicas folded into representatives (see sim_build) */
   int simulated_devices;   /* devices that have tasks */
 } SimTaskGraph;
@@ -102,6 +112,8 @@ void sim_schedule_free(SimSchedule *schedule);
 
 typedef struct {
   gboolean no_symmetry;   /* force the expanded graph (`--no-symmetry`) */
+  gboolean step_collectives; /* expand collectives into transfers on link resources
+                                (contention; `--collectives step`) */
 } SimOptions;
 
 /* Builds the task graph of one training iteration (forward and backward of every microbatch in
@@ -131,6 +143,7 @@ typedef struct {
   int num_gpus;               /* devices the strategy uses */
   int simulated_gpus;         /* of which simulated (fewer under symmetry) */
   gboolean symmetric;
+  gboolean step_collectives;  /* which collective mode ran */
   uint64_t tasks;
   uint64_t events;
   double build_wall_s;        /* wall-clock time to build the task graph */

@@ -5,17 +5,23 @@
  * left it (SBP resharding per mesh axis, DESIGN.md: P->B all-reduce, P->S reduce-scatter,
  * S->B all-gather, S(i)->S(j) all-to-all, B->S a free local slice), in the backward pass the
  * reverse flow (an input Broadcast on an axis the op splits yields a Partial-sum gradient);
- * gradient all-reduce over the axes a weight is replicated on, after the last microbatch's
- * backward; one optimizer step per device.
- * Compute streams follow program order: the pipeline schedule's (phase, microbatch) units,
- * ops in topological order (forward) or reverse (backward), chained by edges.
+ * gradient all-reduce over the axes a weight is replicated on, after the last backward (or
+ * W) of its ops in program order; one optimizer step per device.
+ * Compute streams follow program order: each pipeline rank's schedule units (phase, chunk,
+ * microbatch; sim/sim_schedule.h), the chunk's ops in topological order (forward) or reverse
+ * (backward), chained by edges. Under weight delay an op's backward is two tasks, B (dX, which
+ * the producers wait for) and W (dW, which the gradient sync waits for), in separate units.
  * Between different meshes (pipeline stages) a tensor moves by send/recv to the device with
  * the same mesh index (after the source mesh reshapes it into the destination's layout when
  * the shapes agree); issue 4 replaces this with the cross-mesh resharding paper's unit tasks.
  * Task ids are assigned in a fixed order, so the graph, and the timeline, are deterministic. */
 #include "sim/sim.h"
+#include "sim/sim_network.h"
 
 #include <string.h>
+
+#include "costmodel/cm_backward.h"
+#include "sim/sim_schedule.h"
 
 #define NO_TASK UINT32_MAX
 
@@ -36,6 +42,9 @@ typedef struct {
   double dtype_bytes;
   uint32_t *fwd_base;       /* per op: id of F(op, mb 0, mesh index 0) */
   uint32_t *bwd_base;
+  uint32_t *wgt_base;       /* per op: W tasks under weight delay; NO_TASK: the op has no W */
+  int *grads_done_b;        /* per stage: microbatch of its last B unit in program order */
+  int *grads_done_w;        /* per stage: microbatch of its last W unit (weight delay) */
   int *sample_tdim;         /* per tensor */
   GPtrArray **conversions;  /* per tensor: forward conversions already built (Conversion *) */
   GArray **users;           /* per tensor: ops that read it (int) */
@@ -48,6 +57,7 @@ typedef struct {
   int **rep_of;
   gboolean symmetric;
   SimPhase phase;           /* the pass communication tasks are being built for */
+  gboolean step;            /* step-expanded collectives on link resources */
 } Builder;
 
 static inline const MdlOpConfig *cfg(const Builder *b, int op) { return &b->s->configs[op]; }
@@ -64,6 +74,18 @@ static inline uint32_t task_bwd(const Builder *b, int op, int mb, int i) {
   int m = b->s->configs[op].mesh;
   return b->bwd_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
 }
+static inline uint32_t task_wgt(const Builder *b, int op, int mb, int i) {
+  int m = b->s->configs[op].mesh;
+  return b->wgt_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
+}
+/* The task after which @op's weight gradients on mesh index @i are complete: its last W (or,
+ * for an op without W, its last B) in the rank's program order; compute tasks of a device are
+ * chained, so every earlier microbatch's is done too. */
+static inline uint32_t task_grads_done(const Builder *b, int op, int i) {
+  int stage = b->s->configs[op].stage;
+  if (b->wgt_base[op] != NO_TASK) return task_wgt(b, op, b->grads_done_w[stage], i);
+  return task_bwd(b, op, b->grads_done_b[stage], i);
+}
 
 static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand *opd,
                             gboolean is_output, const MdlOpConfig *c, const MdlMesh *mesh) {
@@ -72,8 +94,10 @@ static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand 
                                    b->M) * b->dtype_bytes;
 }
 
-/* Forward and backward kernel times of one shard of @o for one microbatch. */
-static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd) {
+/* Forward and backward kernel times of one shard of @o for one microbatch; under weight delay
+ * the backward splits into @bwd (B) and @wgt (W) by cm_weight_grad_share, FLOPs and traffic
+ * alike; otherwise @wgt is 0. */
+static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTime *wgt) {
   const MdlOp *op = mdl_graph_op(b->g, o);
   const MdlOpConfig *c = cfg(b, o);
   const MdlMesh *mesh = mesh_of(b, o);
@@ -86,23 +110,38 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd) {
   *fwd = sim_time_from_seconds(
       cm_compute_time(b->p, dev, op->kind, b->s->dtype, op->flops * scale, bytes));
   /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic. */
-  *bwd = sim_time_from_seconds(cm_compute_time(
-      b->p, dev, op->kind, b->s->dtype, mdl_op_backward_flops(b->g, op) * scale, 2 * bytes));
+  double bflops = mdl_op_backward_flops(b->g, op) * scale, bbytes = 2 * bytes;
+  double share = b->s->weight_delay ? cm_weight_grad_share(b->g, op) : 0.0;
+  *bwd = sim_time_from_seconds(cm_compute_time(b->p, dev, op->kind, b->s->dtype,
+                                               bflops * (1 - share), bbytes * (1 - share)));
+  *wgt = share > 0 ? sim_time_from_seconds(cm_compute_time(b->p, dev, op->kind, b->s->dtype,
+                                                           bflops * share, bbytes * share))
+                   : 0;
 }
 
+/* Whether @o gets W tasks: under weight delay, when part of its backward is weight gradients. */
+static gboolean has_weight_task(const Builder *b, int o) {
+  return b->s->weight_delay && cm_weight_grad_share(b->g, mdl_graph_op(b->g, o)) > 0;
+}
+
+/* Forward, backward and (weight delay) weight-gradient tasks, in that order of ids. */
 static void add_compute_tasks(Builder *b) {
+  static const SimTaskKind kinds[3] = {SIM_TASK_FORWARD, SIM_TASK_BACKWARD,
+                                       SIM_TASK_BACKWARD_WEIGHT};
+  uint32_t *bases[3] = {b->fwd_base, b->bwd_base, b->wgt_base};
   SimTask t = {0};
   t.tensor = -1;
-  for (int phase = 0; phase < 2; phase++) {
+  for (int phase = 0; phase < 3; phase++) {
     for (int o = 0; o < b->nops; o++) {
       const MdlMesh *mesh = mesh_of(b, o);
-      SimTime fwd, bwd;
-      op_durations(b, o, &fwd, &bwd);
-      t.kind = phase == 0 ? SIM_TASK_FORWARD : SIM_TASK_BACKWARD;
-      t.duration = phase == 0 ? fwd : bwd;
+      SimTime durations[3];
+      op_durations(b, o, &durations[0], &durations[1], &durations[2]);
+      bases[phase][o] = NO_TASK;
+      if (phase == 2 && !has_weight_task(b, o)) continue; /* its dW, if any, is in B */
+      t.kind = (uint8_t)kinds[phase];
+      t.duration = durations[phase];
       t.op = o;
-      uint32_t base = sim_task_graph_size(b->tg);
-      (phase == 0 ? b->fwd_base : b->bwd_base)[o] = base;
+      bases[phase][o] = sim_task_graph_size(b->tg);
       int m = cfg(b, o)->mesh;
       for (int mb = 0; mb < b->M; mb++) {
         t.microbatch = mb;
@@ -115,43 +154,37 @@ static void add_compute_tasks(Builder *b) {
   }
 }
 
-/* The (phase, microbatch) units of @stage in schedule order; phase 0 forward, 1 backward.
- * GPipe: all forwards, then all backwards. 1F1B (Narayanan et al. 2021, Fig. 4): p - stage - 1
- * warm-up forwards, then one forward one backward, then the remaining backwards. */
-static int schedule_units(const MdlStrategy *s, int stage, int *phase, int *mb) {
-  int M = s->num_microbatches, n = 0;
-  if (s->schedule == MDL_SCHEDULE_GPIPE) {
-    for (int i = 0; i < M; i++, n++) phase[n] = 0, mb[n] = i;
-    for (int i = 0; i < M; i++, n++) phase[n] = 1, mb[n] = i;
-    return n;
-  }
-  int warm = MIN(s->num_stages - stage - 1, M);
-  for (int i = 0; i < warm; i++, n++) phase[n] = 0, mb[n] = i;
-  for (int i = 0; i < M - warm; i++) {
-    phase[n] = 0, mb[n] = warm + i, n++;
-    phase[n] = 1, mb[n] = i, n++;
-  }
-  for (int i = M - warm; i < M; i++, n++) phase[n] = 1, mb[n] = i;
-  return n;
-}
-
-/* Chains every device's compute tasks in program order; returns the last task per device. */
+/* Chains every device's compute tasks in program order: per pipeline rank its schedule units
+ * (sim_pipeline_units), per unit the chunk's ops forward (F) or in reverse (B, W). Records per
+ * stage the microbatch of its last B and W units. Returns the last task per device. */
 static uint32_t *chain_compute(Builder *b) {
   uint32_t *prev = g_new(uint32_t, b->c->nodes * b->c->gpus_per_node);
   for (int d = 0; d < b->tg->num_devices; d++) prev[d] = NO_TASK;
-  g_autofree int *phase = g_new(int, 2 * b->M);
-  g_autofree int *mb = g_new(int, 2 * b->M);
-  for (int stage = 0; stage < b->s->num_stages; stage++) {
-    int units = schedule_units(b->s, stage, phase, mb);
-    for (int u = 0; u < units; u++) {
-      for (int k = 0; k < b->nops; k++) {
-        int o = phase[u] == 0 ? k : b->nops - 1 - k;
-        if (cfg(b, o)->stage != stage) continue;
+  int nstages = b->s->num_stages;
+  g_autofree int *stage_ops = g_new(int, b->nops);       /* ops grouped by stage, in order */
+  g_autofree int *stage_begin = g_new0(int, nstages + 1);
+  for (int o = 0; o < b->nops; o++) stage_begin[cfg(b, o)->stage + 1]++;
+  for (int st = 0; st < nstages; st++) stage_begin[st + 1] += stage_begin[st];
+  g_autofree int *fill = g_memdup2(stage_begin, sizeof(int) * (gsize)nstages);
+  for (int o = 0; o < b->nops; o++) stage_ops[fill[cfg(b, o)->stage]++] = o;
+  for (int rank = 0; rank < mdl_strategy_num_ranks(b->s); rank++) {
+    int nunits = 0;
+    g_autofree SimUnit *units = sim_pipeline_units(b->s, rank, &nunits);
+    for (int u = 0; u < nunits; u++) {
+      int st = units[u].chunk, mb = units[u].microbatch, phase = units[u].phase;
+      if (phase == SIM_UNIT_BACKWARD) b->grads_done_b[st] = mb;
+      if (phase == SIM_UNIT_WEIGHT) b->grads_done_w[st] = mb;
+      int count = stage_begin[st + 1] - stage_begin[st];
+      for (int k = 0; k < count; k++) {
+        int o = stage_ops[stage_begin[st] + (phase == SIM_UNIT_FORWARD ? k : count - 1 - k)];
+        if (phase == SIM_UNIT_WEIGHT && b->wgt_base[o] == NO_TASK) continue;
         const MdlMesh *mesh = mesh_of(b, o);
         int m = cfg(b, o)->mesh;
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
-          uint32_t t = phase[u] == 0 ? task_fwd(b, o, mb[u], i) : task_bwd(b, o, mb[u], i);
+          uint32_t t = phase == SIM_UNIT_FORWARD    ? task_fwd(b, o, mb, i)
+                       : phase == SIM_UNIT_BACKWARD ? task_bwd(b, o, mb, i)
+                                                    : task_wgt(b, o, mb, i);
           int d = mesh->devices[i];
           if (prev[d] != NO_TASK) sim_task_graph_edge(b->tg, prev[d], t);
           prev[d] = t;
@@ -200,10 +233,12 @@ static gboolean is_group_base(const MdlMesh *mesh, unsigned mask, int idx) {
 }
 
 /* A collective over the @p @devices of a group (its cost), occupying the communication
- * streams of the @nsim of them that are simulated (@sim_devices). */
-static uint32_t add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll, const int *devices,
-                              int p, const int *sim_devices, int nsim, double bytes, int op,
-                              int tensor, int mb) {
+ * streams of the @nsim of them that are simulated (@sim_devices): one task timed by the
+ * alpha-beta formula, or (step mode) its transfers on link resources between a gate and a
+ * join. Inputs connect to .gate, consumers wait for .join. */
+static SimCollectiveSpan add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll,
+                                       const int *devices, int p, const int *sim_devices, int nsim,
+                                       double bytes, int op, int tensor, int mb) {
   uint32_t stack_res[64];
   uint32_t *res = nsim <= 64 ? stack_res : g_new(uint32_t, nsim);
   for (int i = 0; i < nsim; i++) res[i] = sim_resource_comm(sim_devices[i]);
@@ -218,10 +253,17 @@ static uint32_t add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll, c
   t.group_size = (uint32_t)p;
   t.link = (uint8_t)link.link;
   t.phase = (uint8_t)b->phase;
+  if (b->step && sim_network_supports(coll)) {
+    if (res != stack_res) g_free(res);
+    g_autofree gboolean *simulated = g_new0(gboolean, p);
+    for (int i = 0; i < p; i++)
+      for (int k = 0; k < nsim && !simulated[i]; k++) simulated[i] = devices[i] == sim_devices[k];
+    return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes);
+  }
   t.duration = sim_time_from_seconds(cm_collective_time(coll, p, bytes, &link));
   uint32_t id = sim_task_graph_add(b->tg, &t, res, nsim);
   if (res != stack_res) g_free(res);
-  return id;
+  return (SimCollectiveSpan){id, id};
 }
 
 /* Adds edges from each distinct task in @deps (n entries) to @to. */
@@ -269,9 +311,9 @@ static void convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayou
         sim[nsim++] = devices[i];
       }
       if (nsim == 0) continue; /* a replica group: its twin through a representative runs */
-      uint32_t task = add_comm_task(b, SIM_TASK_COMM, coll, devices, p, sim, nsim, bytes, op, t, mb);
-      edges_from_distinct(b, deps, nsim, task);
-      for (int i = 0; i < p; i++) ready[members[i]] = task;
+      SimCollectiveSpan task = add_comm_task(b, SIM_TASK_COMM, coll, devices, p, sim, nsim, bytes, op, t, mb);
+      edges_from_distinct(b, deps, nsim, task.gate);
+      for (int i = 0; i < p; i++) ready[members[i]] = task.join;
     }
   }
 }
@@ -305,9 +347,9 @@ static void convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *sr
       dst_ready[j] = ready[i];
       continue;
     }
-    uint32_t task = add_comm_task(b, SIM_TASK_COMM, CM_SEND_RECV, pair, 2, pair, 2, bytes, op, t, mb);
-    if (ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], task);
-    dst_ready[j] = task;
+    SimCollectiveSpan task = add_comm_task(b, SIM_TASK_COMM, CM_SEND_RECV, pair, 2, pair, 2, bytes, op, t, mb);
+    if (ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], task.gate);
+    dst_ready[j] = task.join;
   }
 }
 
@@ -399,6 +441,30 @@ static void add_backward_dependencies(Builder *b) {
   }
 }
 
+/* The mesh axes over which weight @w's gradient is all-reduced on mesh @m: those it is
+ * replicated on (Broadcast) while an op using it there splits them. @first gets the first such
+ * op (-1: no op uses @w on @m) and @layout the weight's layout there. */
+static unsigned grad_sync_mask(const Builder *b, int w, int m, int *first, MdlLayout *layout) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+  GArray *users = b->users[w];
+  unsigned mask = 0;
+  *first = -1;
+  for (guint u = 0; u < users->len; u++) {
+    int o = g_array_index(users, int, u);
+    if (cfg(b, o)->mesh != m) continue;
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      if (op->inputs[k].tensor != w) continue;
+      MdlLayout l = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      if (*first < 0) *first = o, *layout = l;
+      for (int a = 0; a < mesh->ndims; a++)
+        if (l.axis[a] == MDL_LAYOUT_BROADCAST && cfg(b, o)->split[a] >= 0 && mesh->shape[a] > 1)
+          mask |= 1u << a;
+    }
+  }
+  return mask;
+}
+
 /* Gradient all-reduce of every weight over the axes it is replicated on while its ops split
  * them, then one optimizer step per device after its last compute task and its syncs. */
 static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute) {
@@ -411,22 +477,9 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
     GArray *users = b->users[w];
     for (int m = 0; m < nmeshes; m++) {
       const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
-      unsigned mask = 0;
-      int first = -1;
-      MdlLayout layout = {{0}};
-      for (guint u = 0; u < users->len; u++) {
-        int o = g_array_index(users, int, u);
-        if (cfg(b, o)->mesh != m) continue;
-        const MdlOp *op = mdl_graph_op(b->g, o);
-        for (int k = 0; k < op->ninputs; k++) {
-          if (op->inputs[k].tensor != w) continue;
-          MdlLayout l = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-          if (first < 0) first = o, layout = l;
-          for (int a = 0; a < mesh->ndims; a++)
-            if (l.axis[a] == MDL_LAYOUT_BROADCAST && cfg(b, o)->split[a] >= 0 && mesh->shape[a] > 1)
-              mask |= 1u << a;
-        }
-      }
+      int first;
+      MdlLayout layout;
+      unsigned mask = grad_sync_mask(b, w, m, &first, &layout);
       if (first < 0) continue;
       double elems = mdl_layout_local_elements(b->g, w, -1, &layout, mesh, 1);
       for (int r = 0; r < b->nrep[m]; r++) local_params[mesh->devices[b->rep_idx[m][r]]] += elems;
@@ -445,16 +498,16 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
           sim[nsim++] = devices[i];
         }
         if (nsim == 0) continue;
-        uint32_t task = add_comm_task(b, SIM_TASK_GRAD_SYNC, CM_ALL_REDUCE, devices, p, sim, nsim,
-                                      elems * b->dtype_bytes, first, w, -1);
+        SimCollectiveSpan span = add_comm_task(b, SIM_TASK_GRAD_SYNC, CM_ALL_REDUCE, devices, p,
+                                               sim, nsim, elems * b->dtype_bytes, first, w, -1);
         for (guint u = 0; u < users->len; u++) {
           int o = g_array_index(users, int, u);
           if (cfg(b, o)->mesh != m) continue;
           for (int i = 0; i < nsim; i++)
-            sim_task_graph_edge(b->tg, task_bwd(b, o, b->M - 1, sim_members[i]), task);
+            sim_task_graph_edge(b->tg, task_grads_done(b, o, sim_members[i]), span.gate);
         }
         for (int i = 0; i < nsim; i++) {
-          uint32_t pair[2] = {task, (uint32_t)sim[i]};
+          uint32_t pair[2] = {span.join, (uint32_t)sim[i]};
           g_array_append_val(syncs, pair);
         }
       }
@@ -491,6 +544,18 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
  * the whole group's time. Meshes that share devices (FlexFlow-style per-op placements) are
  * always expanded. */
 
+/* Step mode: a group's ring edges are all alike (inside one host, or one member per host). */
+static gboolean uniform_ring(const Builder *b, const int *devices, int p) {
+  int first = dev_cluster_node_of(b->c, devices[0]), same = 0;
+  for (int i = 0; i < p; i++) same += dev_cluster_node_of(b->c, devices[i]) == first;
+  if (same == p) return TRUE;
+  if (same != 1) return FALSE;
+  for (int i = 0; i < p; i++)
+    for (int j = 0; j < i; j++)
+      if (dev_cluster_node_of(b->c, devices[i]) == dev_cluster_node_of(b->c, devices[j])) return FALSE;
+  return TRUE;
+}
+
 static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsigned mask) {
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
@@ -500,6 +565,7 @@ static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsign
     if (!is_group_base(mesh, mask, base)) continue;
     int p = group_members(mesh, mask, base, members);
     for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
+    if (b->step && !uniform_ring(b, devices, p)) return FALSE;
     CmLinkCost c = cm_group_link(b->c, devices, p);
     if (!have) first = c, have = TRUE;
     else if (c.alpha != first.alpha || c.beta != first.beta) return FALSE;
@@ -540,14 +606,23 @@ static gboolean meshes_disjoint(const Builder *b) {
   return TRUE;
 }
 
-/* Mask of the axes of @mesh whose replicas may be folded: all axes of size > 1, when every
- * subset of them has uniform group costs; otherwise none. */
-static unsigned symmetric_axes(const Builder *b, const MdlMesh *mesh) {
+/* Mask of the axes of mesh @m whose replicas may be folded: all axes of size > 1, when the
+ * groups the simulation forms on it (along each single axis for resharding, over the gradient
+ * sync masks) have uniform costs; otherwise none. */
+static unsigned symmetric_axes(const Builder *b, int m) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
   unsigned all = 0;
   for (int a = 0; a < mesh->ndims; a++)
     if (mesh->shape[a] > 1) all |= 1u << a;
-  for (unsigned mask = 1; mask <= all; mask++)
-    if ((mask & ~all) == 0 && !uniform_group_cost(b, mesh, mask)) return 0;
+  for (int a = 0; a < mesh->ndims; a++)
+    if ((all & (1u << a)) && !uniform_group_cost(b, mesh, 1u << a)) return 0;
+  for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
+    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+    int first;
+    MdlLayout layout;
+    unsigned mask = grad_sync_mask(b, w, m, &first, &layout);
+    if (mask && !uniform_group_cost(b, mesh, mask)) return 0;
+  }
   return all;
 }
 
@@ -557,10 +632,12 @@ static void choose_representatives(Builder *b, gboolean allow) {
   b->rep_idx = g_new0(int *, nm);
   b->rep_pos = g_new0(int *, nm);
   b->rep_of = g_new0(int *, nm);
-  b->symmetric = allow && meshes_disjoint(b) && uniform_transfers(b);
+  /* Step mode: replicas must not share a NIC (their transfers would contend there). */
+  gboolean nics_private = b->c->nodes == 1 || b->c->nics_per_node >= b->c->gpus_per_node;
+  b->symmetric = allow && meshes_disjoint(b) && uniform_transfers(b) && (!b->step || nics_private);
   for (int m = 0; m < nm; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
-    unsigned mask = b->symmetric ? symmetric_axes(b, mesh) : 0;
+    unsigned mask = b->symmetric ? symmetric_axes(b, m) : 0;
     int stride[MDL_MAX_MESH_AXES];
     mesh_strides(mesh, stride);
     b->rep_idx[m] = g_new(int, mesh->ndevices);
@@ -620,6 +697,9 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
   int nt = mdl_graph_num_tensors(graph);
   b.fwd_base = g_new(uint32_t, b.nops);
   b.bwd_base = g_new(uint32_t, b.nops);
+  b.wgt_base = g_new(uint32_t, b.nops);
+  b.grads_done_b = g_new0(int, strategy->num_stages);
+  b.grads_done_w = g_new0(int, strategy->num_stages);
   b.sample_tdim = g_new(int, nt);
   b.conversions = g_new(GPtrArray *, nt);
   b.users = g_new(GArray *, nt);
@@ -639,6 +719,8 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
         if (opd->dim_map[i] == sd && b.sample_tdim[opd->tensor] < 0) b.sample_tdim[opd->tensor] = i;
     }
   }
+  b.step = options->step_collectives;
+  if (b.step) b.tg->num_resources = sim_network_num_resources(cluster);
   choose_representatives(&b, !options->no_symmetry);
   b.tg->symmetric = b.symmetric;
   for (guint m = 0; m < strategy->meshes->len; m++) b.tg->simulated_devices += b.nrep[m];
@@ -660,5 +742,8 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
   g_free(b.sample_tdim);
   g_free(b.fwd_base);
   g_free(b.bwd_base);
+  g_free(b.wgt_base);
+  g_free(b.grads_done_b);
+  g_free(b.grads_done_w);
   return b.tg;
 }

@@ -10,8 +10,8 @@ SimTime sim_time_from_seconds(double seconds) {
   return ps >= 1.8e19 ? UINT64_MAX / 2 : (SimTime)ps;
 }
 
-static const char *const kind_names[SIM_TASK_KIND_COUNT] = {"forward", "backward", "comm",
-                                                            "grad_sync", "optimizer"};
+static const char *const kind_names[SIM_TASK_KIND_COUNT] = {
+    "forward", "backward", "comm", "grad_sync", "optimizer", "backward_weight"};
 
 const char *sim_task_kind_name(SimTaskKind kind) {
   g_return_val_if_fail(kind < SIM_TASK_KIND_COUNT, "?");
@@ -23,6 +23,7 @@ SimTaskGraph *sim_task_graph_new(int num_devices) {
   g->tasks = g_array_new(FALSE, FALSE, sizeof(SimTask));
   g->task_resources = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   g->edges = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  g->spans = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   g->num_devices = num_devices;
   g->num_resources = 2 * num_devices;
   return g;
@@ -33,6 +34,7 @@ void sim_task_graph_free(SimTaskGraph *g) {
   g_array_unref(g->tasks);
   g_array_unref(g->task_resources);
   if (g->edges) g_array_unref(g->edges);
+  g_array_unref(g->spans);
   g_free(g->succ_offsets);
   g_free(g->succ);
   g_free(g->indegree);

@@ -8,6 +8,8 @@
 #include "sim/sim.h"
 
 #include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
 
 typedef struct {
   SimTime start, end;
@@ -30,6 +32,61 @@ static SimTime exposed_time(const Interval *comm, guint ncomm, const Interval *c
     if (cursor < e) exposed += e - cursor;
   }
   return exposed;
+}
+
+static int compare_interval(const void *a, const void *b) {
+  const Interval *x = a, *y = b;
+  return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
+/* Sorts and merges @n intervals in place; returns how many remain (disjoint, sorted). */
+static guint merge_intervals(Interval *iv, guint n) {
+  if (n == 0) return 0;
+  qsort(iv, n, sizeof(Interval), compare_interval);
+  guint out = 0;
+  for (guint i = 1; i < n; i++) {
+    if (iv[i].start <= iv[out].end) {
+      if (iv[i].end > iv[out].end) iv[out].end = iv[i].end;
+    } else {
+      iv[++out] = iv[i];
+    }
+  }
+  return out + 1;
+}
+
+/* Communication intervals of every device in step-expanded mode: a collective occupies its
+ * members from its gate's start to its join's start; concurrent ones overlap and merge.
+ * Returns per device a sorted disjoint list (CSR: @offsets has devices + 1 entries). */
+static Interval *span_intervals(const SimRun *run, guint **offsets_out) {
+  const SimTaskGraph *g = run->tasks;
+  const SimSchedule *s = run->schedule;
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  const uint32_t *spans = (const uint32_t *)g->spans->data;
+  guint nspans = g->spans->len / 2, n = (guint)g->num_devices;
+  guint *offsets = g_new0(guint, n + 1);
+  for (guint k = 0; k < nspans; k++) {
+    const SimTask *gate = sim_task_graph_task(g, spans[2 * k]);
+    for (uint16_t r = 0; r < gate->nres; r++) offsets[res[gate->res_begin + r] / 2 + 1]++;
+  }
+  for (guint d = 0; d < n; d++) offsets[d + 1] += offsets[d];
+  Interval *iv = g_new(Interval, offsets[n] ? offsets[n] : 1);
+  g_autofree guint *fill = g_memdup2(offsets, sizeof(guint) * (n + 1));
+  for (guint k = 0; k < nspans; k++) {
+    const SimTask *gate = sim_task_graph_task(g, spans[2 * k]);
+    Interval span = {s->start[spans[2 * k]], s->start[spans[2 * k + 1]]};
+    for (uint16_t r = 0; r < gate->nres; r++) iv[fill[res[gate->res_begin + r] / 2]++] = span;
+  }
+  /* Merge each device's list, then pack. */
+  guint out = 0;
+  for (guint d = 0; d < n; d++) {
+    guint begin = offsets[d], m = merge_intervals(iv + begin, offsets[d + 1] - begin);
+    memmove(iv + out, iv + begin, m * sizeof(Interval));
+    offsets[d] = out;
+    out += m;
+  }
+  offsets[n] = out;
+  *offsets_out = offsets;
+  return iv;
 }
 
 static void compute_breakdown(SimRun *run) {
@@ -57,6 +114,8 @@ static void compute_breakdown(SimRun *run) {
    * (n*v/n == v in IEEE arithmetic), so symmetric and expanded runs agree bit for bit. */
   SimTime compute = 0, exposed = 0;
   int used = 0;
+  g_autofree guint *span_off = NULL;
+  g_autofree Interval *span_iv = g->spans->len ? span_intervals(run, &span_off) : NULL;
   for (int d = 0; d < g->num_devices; d++) {
     guint c0 = count[2 * d], c1 = fill[2 * d], m0 = count[2 * d + 1], m1 = fill[2 * d + 1];
     if (count[2 * d + 1] == count[2 * d] && count[2 * d + 2] == count[2 * d + 1]) continue;
@@ -64,7 +123,17 @@ static void compute_breakdown(SimRun *run) {
     SimTime busy = 0;
     for (guint i = c0; i < c1; i++) busy += iv[i].end - iv[i].start;
     compute += busy;
-    exposed += exposed_time(iv + m0, m1 - m0, iv + c0, c1 - c0);
+    if (span_iv) {
+      /* Step mode: whole collectives that stayed one task and the spans of expanded ones. */
+      guint ns = span_off[d + 1] - span_off[d];
+      g_autofree Interval *both = g_new(Interval, (m1 - m0) + ns + 1);
+      memcpy(both, iv + m0, (m1 - m0) * sizeof(Interval));
+      memcpy(both + (m1 - m0), span_iv + span_off[d], ns * sizeof(Interval));
+      guint nb = merge_intervals(both, (m1 - m0) + ns);
+      exposed += exposed_time(both, nb, iv + c0, c1 - c0);
+    } else {
+      exposed += exposed_time(iv + m0, m1 - m0, iv + c0, c1 - c0);
+    }
   }
   SimPrediction *p = &run->prediction;
   p->simulated_gpus = used;
@@ -128,6 +197,7 @@ SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strat
   p->tasks = sim_task_graph_size(tasks);
   p->events = schedule->events;
   p->symmetric = tasks->symmetric;
+  p->step_collectives = options->step_collectives;
   p->num_gpus = strategy_devices(strategy, cluster);
   compute_breakdown(run);
   compute_memory(run);
@@ -161,9 +231,11 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddNumberToObject(st, "dp", s->dp);
   cJSON_AddNumberToObject(st, "tp", s->tp);
   cJSON_AddNumberToObject(st, "pp", s->pp);
+  cJSON_AddNumberToObject(st, "vp", s->vp);
   cJSON_AddNumberToObject(st, "microbatch_size", s->microbatch_size);
   cJSON_AddNumberToObject(st, "num_microbatches", s->num_microbatches);
   cJSON_AddStringToObject(st, "schedule", mdl_schedule_name(s->schedule));
+  cJSON_AddBoolToObject(st, "weight_delay", s->weight_delay);
   cJSON_AddStringToObject(st, "dtype", dev_dtype_name(s->dtype));
   cJSON_AddNumberToObject(root, "num_gpus", p->num_gpus);
   cJSON_AddNumberToObject(root, "iteration_time_s", p->iteration_time_s);
@@ -183,7 +255,8 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddNumberToObject(mem, "activations_bytes", p->peak_memory.activations);
   cJSON_AddNumberToObject(mem, "capacity_bytes", p->memory_capacity_bytes);
   cJSON_AddBoolToObject(root, "fits_memory", p->fits_memory);
-  cJSON_AddStringToObject(root, "collective_mode", "one-task-per-collective");
+  cJSON_AddStringToObject(root, "collective_mode",
+                          p->step_collectives ? "step-expanded" : "one-task-per-collective");
   cJSON_AddBoolToObject(root, "symmetry", p->symmetric);
   cJSON_AddNumberToObject(root, "simulated_gpus", p->simulated_gpus);
   cJSON_AddNumberToObject(root, "tasks", (double)p->tasks);

@@ -1,7 +1,11 @@
 /* sim/trace — Chrome trace-event JSON of a simulated iteration (opens in Perfetto and
  * chrome://tracing). One process per device ("GPU d (node n)"), thread 0 its compute stream,
  * thread 1 its communication stream; complete events ("ph":"X") in microseconds. Written by
- * streaming fprintf: traces of millions of tasks never sit in memory as a JSON tree. */
+ * streaming fprintf: traces of millions of tasks never sit in memory as a JSON tree.
+ * Pipeline schedules read off the compute rows: a compute slice is named by its phase (F
+ * forward, B backward or its dX part, W the delayed weight gradients), microbatch and, with
+ * virtual stages, model chunk ("F3.c5 layer10.fc1"), its "cat" is the phase (Perfetto groups
+ * and filters by it) and "cname" gives each phase one colour in chrome://tracing. */
 #include "sim/sim.h"
 
 #include <errno.h>
@@ -20,8 +24,14 @@ static void task_name(const SimRun *run, const SimTask *t, FILE *f) {
   switch (t->kind) {
   case SIM_TASK_FORWARD:
   case SIM_TASK_BACKWARD:
-    /* "F3 layer0.qkv": phase and microbatch first, as pipeline timelines label them. */
-    fprintf(f, "%c%d ", t->kind == SIM_TASK_FORWARD ? 'F' : 'B', t->microbatch);
+  case SIM_TASK_BACKWARD_WEIGHT:
+    /* "F3 layer0.qkv": phase and microbatch first, as pipeline timelines label them; the
+     * model chunk after a dot when ranks hold several ("F3.c5 layer10.fc1"). */
+    fputc(t->kind == SIM_TASK_FORWARD ? 'F' : t->kind == SIM_TASK_BACKWARD ? 'B' : 'W', f);
+    fprintf(f, "%d", t->microbatch);
+    if (run->strategy->virtual_stages > 1)
+      fprintf(f, ".c%d", run->strategy->configs[t->op].stage);
+    fputc(' ', f);
     write_escaped(f, mdl_graph_op(g, t->op)->name);
     break;
   case SIM_TASK_COMM:
@@ -34,6 +44,14 @@ static void task_name(const SimRun *run, const SimTask *t, FILE *f) {
     fputs("optimizer step", f);
   }
 }
+
+/* Reserved colour names of the trace viewer (catapult's color_scheme), one per compute phase. */
+static const char *const kind_colour[SIM_TASK_KIND_COUNT] = {
+    [SIM_TASK_FORWARD] = "thread_state_running",         /* green */
+    [SIM_TASK_BACKWARD] = "thread_state_runnable",       /* blue */
+    [SIM_TASK_BACKWARD_WEIGHT] = "thread_state_iowait",  /* orange */
+    [SIM_TASK_OPTIMIZER] = "yellow",
+};
 
 gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
   FILE *f = fopen(path, "w");
@@ -72,8 +90,13 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
               (double)t->duration / 1e6);
       first = FALSE;
       task_name(run, t, f);
-      fprintf(f, "\",\"cat\":\"%s\",\"args\":{\"microbatch\":%d", sim_task_kind_name(t->kind),
-              t->microbatch);
+      fprintf(f, "\",\"cat\":\"%s\"", sim_task_kind_name(t->kind));
+      if (t->kind < SIM_TASK_KIND_COUNT && kind_colour[t->kind])
+        fprintf(f, ",\"cname\":\"%s\"", kind_colour[t->kind]);
+      fprintf(f, ",\"args\":{\"microbatch\":%d", t->microbatch);
+      if (t->op >= 0 && (t->kind == SIM_TASK_FORWARD || t->kind == SIM_TASK_BACKWARD ||
+                         t->kind == SIM_TASK_BACKWARD_WEIGHT))
+        fprintf(f, ",\"chunk\":%d", run->strategy->configs[t->op].stage);
       if (t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC)
         fprintf(f, ",\"bytes\":%.0f,\"group_size\":%u", (double)t->bytes, t->group_size);
       fputs("}}", f);

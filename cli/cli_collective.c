@@ -1,0 +1,219 @@
+/* cli/collective — `stratsim collective --kind K --bytes N --ranks R --cluster C
+ * [--calibration NAME] [--json] [--db FILE]`: the predicted time and bus bandwidth of one
+ * collective over ranks 0..R-1 (devices 0..R-1: hosts filled first, as a launcher places
+ * them), and the algorithm chosen. */
+#include "cli/cli.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "costmodel/cm_calibrate.h"
+#include "results/res_db.h"
+
+/* "N", "N.NK", "NM", "NG": bytes, KiB, MiB, GiB (nccl-tests' -b/-e suffixes). */
+static gboolean parse_bytes(const char *text, double *out) {
+  char *end = NULL;
+  errno = 0;
+  double v = g_ascii_strtod(text, &end);
+  if (end == text || errno != 0 || !isfinite(v)) return FALSE;
+  double unit = 1;
+  switch (*end) {
+  case 'K': case 'k': unit = 1024.0; end++; break;
+  case 'M': case 'm': unit = 1024.0 * 1024; end++; break;
+  case 'G': case 'g': unit = 1024.0 * 1024 * 1024; end++; break;
+  default: break;
+  }
+  if (*end != '\0' || !(v * unit >= 1)) return FALSE;
+  *out = v * unit;
+  return TRUE;
+}
+
+static void print_time(double s) {
+  if (s < 1e-3) printf("%.4g us", s * 1e6);
+  else if (s < 1) printf("%.4g ms", s * 1e3);
+  else printf("%.4g s", s);
+}
+
+static void print_bytes(double b) {
+  if (b >= 1024.0 * 1024 * 1024) printf("%.4g GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) printf("%.4g MiB", b / (1024.0 * 1024));
+  else if (b >= 1024.0) printf("%.4g KiB", b / 1024.0);
+  else printf("%.0f B", b);
+}
+
+static void print_text(const CmCollectiveEstimate *e, const char *cluster_spec,
+                       const char *calibration) {
+  const char *links[DEV_LINK_COUNT] = {"intra-host", "inter-host"};
+  printf("stratsim collective: %s of ", cm_collective_name(e->kind));
+  print_bytes(e->bytes);
+  printf(" (%.0f bytes) over %d ranks on %d host%s of %s\n", e->bytes, e->shape.ranks,
+         e->shape.hosts, e->shape.hosts == 1 ? "" : "s", cluster_spec);
+  printf("  algorithm    %s: %d intra-host + %d inter-host steps\n", cm_algorithm_name(e->algorithm),
+         e->steps[DEV_LINK_INTRA], e->steps[DEV_LINK_INTER]);
+  printf("  time         ");
+  print_time(e->time_s);
+  printf("  (%s)\n", cm_time_source_name(e->source));
+  printf("  algbw        %.4g GB/s\n", e->algbw / 1e9);
+  printf("  busbw        %.4g GB/s\n", e->busbw / 1e9);
+  printf("  candidates  ");
+  for (int a = 0; a < CM_ALGO_COUNT; a++) {
+    if (isnan(e->candidates[a])) continue;
+    printf(" %s ", cm_algorithm_name((CmAlgorithm)a));
+    print_time(e->candidates[a]);
+    printf(";");
+  }
+  printf("\n");
+  for (int i = 0; e->nphases > 1 && i < e->nphases; i++) {
+    const CmCollectivePhase *ph = &e->phases[i];
+    printf("  phase %d      %s (%s) over %d ranks, %s, ", i + 1, cm_collective_name(ph->kind),
+           cm_algorithm_name(ph->algorithm), ph->ranks, links[ph->link]);
+    print_bytes(ph->bytes);
+    printf(": ");
+    print_time(ph->time_s);
+    printf("\n");
+  }
+  if (calibration) {
+    printf("  calibration  %s (model alone: ", calibration);
+    print_time(e->model_time_s);
+    printf(")\n");
+  } else {
+    printf("  calibration  none: the cluster's preset link figures\n");
+  }
+}
+
+static char *estimate_json(const CmCollectiveEstimate *e, const char *cluster_spec,
+                           const char *calibration) {
+  const char *links[DEV_LINK_COUNT] = {"intra", "inter"};
+  cJSON *j = cJSON_CreateObject();
+  cJSON_AddStringToObject(j, "kind", cm_collective_name(e->kind));
+  cJSON_AddNumberToObject(j, "ranks", e->shape.ranks);
+  cJSON_AddNumberToObject(j, "nodes", e->shape.hosts);
+  cJSON_AddNumberToObject(j, "bytes", e->bytes);
+  cJSON_AddStringToObject(j, "cluster", cluster_spec);
+  cJSON_AddStringToObject(j, "algorithm", cm_algorithm_name(e->algorithm));
+  cJSON_AddNumberToObject(j, "time_s", e->time_s);
+  cJSON_AddNumberToObject(j, "model_time_s", e->model_time_s);
+  cJSON_AddStringToObject(j, "time_source", cm_time_source_name(e->source));
+  cJSON_AddNumberToObject(j, "algbw_GBps", e->algbw / 1e9);
+  cJSON_AddNumberToObject(j, "busbw_GBps", e->busbw / 1e9);
+  if (calibration) cJSON_AddStringToObject(j, "calibration", calibration);
+  else cJSON_AddNullToObject(j, "calibration");
+  cJSON *steps = cJSON_AddObjectToObject(j, "steps");
+  for (int l = 0; l < DEV_LINK_COUNT; l++) cJSON_AddNumberToObject(steps, links[l], e->steps[l]);
+  cJSON *phases = cJSON_AddArrayToObject(j, "phases");
+  for (int i = 0; i < e->nphases; i++) {
+    const CmCollectivePhase *ph = &e->phases[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", cm_collective_name(ph->kind));
+    cJSON_AddStringToObject(o, "algorithm", cm_algorithm_name(ph->algorithm));
+    cJSON_AddStringToObject(o, "link", links[ph->link]);
+    cJSON_AddNumberToObject(o, "ranks", ph->ranks);
+    cJSON_AddNumberToObject(o, "bytes", ph->bytes);
+    cJSON_AddNumberToObject(o, "time_s", ph->time_s);
+    cJSON_AddItemToArray(phases, o);
+  }
+  cJSON *cand = cJSON_AddObjectToObject(j, "candidates");
+  for (int a = 0; a < CM_ALGO_COUNT; a++)
+    if (!isnan(e->candidates[a]))
+      cJSON_AddNumberToObject(cand, cm_algorithm_name((CmAlgorithm)a), e->candidates[a]);
+  char *text = cJSON_PrintUnformatted(j);
+  char *out = g_strdup(text);
+  cJSON_free(text);
+  cJSON_Delete(j);
+  return out;
+}
+
+/* Reads calibration @name from @db_path, which must exist (a lookup creates nothing). */
+static CmCalibration *load_calibration(const char *db_path, const char *name, GError **error) {
+  if (!g_file_test(db_path, G_FILE_TEST_EXISTS)) {
+    g_set_error(error, RES_ERROR, RES_ERROR_NOT_FOUND,
+                "no database %s to read calibration '%s' from (make one with 'stratsim calibrate')",
+                db_path, name);
+    return NULL;
+  }
+  ResDb *db = res_db_open(db_path, error);
+  if (!db) return NULL;
+  char *json = res_db_load_calibration(db, name, NULL, error);
+  res_db_close(db);
+  if (!json) return NULL;
+  g_autofree char *origin = g_strdup_printf("calibration '%s' in %s", name, db_path);
+  CmCalibration *c = cm_calibration_from_json(json, origin, error);
+  g_free(json);
+  return c;
+}
+
+int cli_collective(int argc, char **argv) {
+  g_autofree char *kind_name = NULL, *bytes_text = NULL, *cluster_spec = NULL;
+  g_autofree char *calibration_name = NULL, *db_path = NULL;
+  int ranks = G_MININT; /* unset */
+  gboolean json = FALSE;
+  GOptionEntry entries[] = {
+      {"kind", 'k', 0, G_OPTION_ARG_STRING, &kind_name, "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv", "K"},
+      {"bytes", 'b', 0, G_OPTION_ARG_STRING, &bytes_text, "size per rank as nccl-tests counts it: N, or N with K, M, G (KiB, MiB, GiB)", "N"},
+      {"ranks", 'r', 0, G_OPTION_ARG_INT, &ranks, "ranks, placed on devices 0..R-1 (hosts filled first)", "R"},
+      {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
+      {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "use calibration NAME from the database (stratsim calibrate)", "NAME"},
+      {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
+      {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
+      {NULL}};
+  if (!cli_parse_options("collective", "Predicts the time of one collective.", entries, &argc, &argv))
+    return CLI_EXIT_BAD_INPUT;
+  if (!kind_name || !bytes_text || ranks == G_MININT || !cluster_spec) {
+    fprintf(stderr, "stratsim collective: --kind, --bytes, --ranks and --cluster are required\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  CmCollective kind;
+  if (!cm_collective_parse(kind_name, &kind)) {
+    fprintf(stderr, "stratsim collective: unknown collective '%s' (all_reduce, all_gather, "
+                    "reduce_scatter, all_to_all, broadcast, reduce, send_recv)\n", kind_name);
+    return CLI_EXIT_BAD_INPUT;
+  }
+  double bytes;
+  if (!parse_bytes(bytes_text, &bytes)) {
+    fprintf(stderr, "stratsim collective: --bytes '%s' is not a size (N, or N with K, M or G)\n",
+            bytes_text);
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (ranks < 2) {
+    fprintf(stderr, "stratsim collective: --ranks %d: a collective needs 2 ranks or more\n", ranks);
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (!db_path) db_path = g_strdup("results/stratsim.db");
+
+  GError *error = NULL;
+  int status = CLI_EXIT_OK;
+  CmCalibration *calibration = NULL;
+  int *devices = NULL;
+  DevCluster *cluster = dev_cluster_parse_spec(cluster_spec, &error);
+  if (!cluster) {
+    status = cli_fail(error, cli_status_for(error));
+    goto out;
+  }
+  if (ranks > dev_cluster_num_devices(cluster)) {
+    fprintf(stderr, "stratsim collective: --ranks %d is more than the %d GPUs of %s\n", ranks,
+            dev_cluster_num_devices(cluster), cluster_spec);
+    status = CLI_EXIT_BAD_INPUT;
+    goto out;
+  }
+  if (calibration_name && !(calibration = load_calibration(db_path, calibration_name, &error))) {
+    status = cli_fail(error, error->domain == CM_ERROR ? CLI_EXIT_BAD_INPUT : cli_status_for(error));
+    goto out;
+  }
+  devices = g_new(int, ranks);
+  for (int i = 0; i < ranks; i++) devices[i] = i;
+  CmCollectiveEstimate e = cm_collective_estimate(cluster, kind, devices, ranks, bytes, calibration);
+  if (json) {
+    g_autofree char *text = estimate_json(&e, cluster_spec, calibration_name);
+    printf("%s\n", text);
+  } else {
+    print_text(&e, cluster_spec, calibration_name);
+  }
+out:
+  g_free(devices);
+  cm_calibration_free(calibration);
+  dev_cluster_free(cluster);
+  return status;
+}

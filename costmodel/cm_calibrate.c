@@ -1,0 +1,406 @@
+/* costmodel/calibrate — fitting and using a collective calibration; contract in cm_calibrate.h.
+ * Invariants: fits hold one entry per (collective, link class) with beta >= 0 and alpha >= 0;
+ * tables one per (collective, ranks, hosts) with sizes ascending and distinct, bandwidths > 0. */
+#include "costmodel/cm_calibrate.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct CmCalibration {
+  char *name;
+  char *cluster;
+  GArray *fits;   /* CmCalibrationFit */
+  GArray *tables; /* CmCalibrationTable, owning bytes and busbw */
+};
+
+static const char *const link_names[DEV_LINK_COUNT] = {"intra", "inter"};
+
+static void table_clear(gpointer data) {
+  CmCalibrationTable *t = data;
+  g_free(t->bytes);
+  g_free(t->busbw);
+}
+
+static CmCalibration *calibration_new(const char *name, const char *cluster) {
+  CmCalibration *c = g_new0(CmCalibration, 1);
+  c->name = g_strdup(name);
+  c->cluster = g_strdup(cluster);
+  c->fits = g_array_new(FALSE, TRUE, sizeof(CmCalibrationFit));
+  c->tables = g_array_new(FALSE, TRUE, sizeof(CmCalibrationTable));
+  g_array_set_clear_func(c->tables, table_clear);
+  return c;
+}
+
+void cm_calibration_free(CmCalibration *calibration) {
+  if (!calibration) return;
+  g_free(calibration->name);
+  g_free(calibration->cluster);
+  g_array_free(calibration->fits, TRUE);
+  g_array_free(calibration->tables, TRUE);
+  g_free(calibration);
+}
+
+const char *cm_calibration_name(const CmCalibration *c) { return c->name; }
+const char *cm_calibration_cluster(const CmCalibration *c) { return c->cluster; }
+guint cm_calibration_n_fits(const CmCalibration *c) { return c->fits->len; }
+guint cm_calibration_n_tables(const CmCalibration *c) { return c->tables->len; }
+
+const CmCalibrationFit *cm_calibration_fit_at(const CmCalibration *c, guint i) {
+  g_return_val_if_fail(i < c->fits->len, NULL);
+  return &g_array_index(c->fits, CmCalibrationFit, i);
+}
+
+const CmCalibrationTable *cm_calibration_table_at(const CmCalibration *c, guint i) {
+  g_return_val_if_fail(i < c->tables->len, NULL);
+  return &g_array_index(c->tables, CmCalibrationTable, i);
+}
+
+static DevLinkClass link_of(int nodes) { return nodes > 1 ? DEV_LINK_INTER : DEV_LINK_INTRA; }
+
+/* The fitted model's coefficients of alpha and beta for one measurement. */
+static double alpha_coefficient(CmCollective kind, int ranks) {
+  return cm_collective_ring_steps(kind, ranks);
+}
+static double beta_coefficient(CmCollective kind, int ranks, double bytes) {
+  return cm_collective_busbw_factor(kind, ranks) * bytes;
+}
+
+static int compare_measurement(const void *a, const void *b) {
+  const CmMeasurement *x = a, *y = b;
+  if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+  if (x->ranks != y->ranks) return x->ranks < y->ranks ? -1 : 1;
+  if (x->nodes != y->nodes) return x->nodes < y->nodes ? -1 : 1;
+  if (x->bytes != y->bytes) return x->bytes < y->bytes ? -1 : 1;
+  return (x->time_s > y->time_s) - (x->time_s < y->time_s);
+}
+
+/* Weighted least squares for t_i = a_i alpha + b_i beta, weights w_i = 1/t_i^2 (AutoDDL Sec. 3.2
+ * fits alpha and beta by least squares; the weights are ours). Why 1/t^2: measured times span
+ * five orders of magnitude (microseconds at 8 bytes, tenths of seconds at gigabytes); plain
+ * least squares minimises absolute error, so the few largest messages decide the line and
+ * every small or mid-size message is off by tens of percent (FIELD-NOTES: 15-70% held out).
+ * Dividing each residual by its t minimises relative error, which is what a prediction is
+ * judged by, and gives every measured size an equal say (7-14% held out in the field notes).
+ * With u_i = a_i/t_i and v_i = b_i/t_i this is ordinary least squares of 1 = u alpha + v beta:
+ *   [Suu Suv; Suv Svv] [alpha; beta] = [Su; Sv].
+ * A negative alpha is clamped to 0 and beta refitted alone (and vice versa): both are physical
+ * quantities. */
+static gboolean fit_alpha_beta(const CmMeasurement *m, guint n, CmCalibrationFit *fit,
+                               GError **error) {
+  double suu = 0, suv = 0, svv = 0, su = 0, sv = 0;
+  double first_bytes = m[0].bytes;
+  gboolean sizes_differ = FALSE;
+  for (guint i = 0; i < n; i++) {
+    double u = alpha_coefficient(m[i].kind, m[i].ranks) / m[i].time_s;
+    double v = beta_coefficient(m[i].kind, m[i].ranks, m[i].bytes) / m[i].time_s;
+    suu += u * u, suv += u * v, svv += v * v, su += u, sv += v;
+    sizes_differ |= m[i].bytes != first_bytes;
+  }
+  if (!sizes_differ) {
+    g_set_error(error, CM_ERROR, CM_ERROR_INVALID,
+                "%s over %s-host links: measurements at one size only; fitting alpha and beta "
+                "needs two sizes or more",
+                cm_collective_name(fit->kind), link_names[fit->link]);
+    return FALSE;
+  }
+  double det = suu * svv - suv * suv;
+  double alpha = det > 0 ? (su * svv - sv * suv) / det : -1.0;
+  double beta = det > 0 ? (sv * suu - su * suv) / det : -1.0;
+  if (alpha < 0 || beta < 0) {
+    /* The better of the two one-parameter fits with the other at 0. */
+    double a_only = suu > 0 ? su / suu : 0.0, b_only = svv > 0 ? sv / svv : 0.0;
+    double r_a = n - 2 * a_only * su + a_only * a_only * suu; /* sum of squared residuals */
+    double r_b = n - 2 * b_only * sv + b_only * b_only * svv;
+    if (b_only > 0 && (r_b <= r_a || a_only <= 0)) alpha = 0.0, beta = b_only;
+    else alpha = a_only, beta = 0.0;
+  }
+  fit->alpha = alpha;
+  fit->beta = beta;
+  fit->points = (int)n;
+  fit->mean_rel_error = fit->max_rel_error = 0.0;
+  for (guint i = 0; i < n; i++) {
+    double t = alpha_coefficient(m[i].kind, m[i].ranks) * alpha +
+               beta_coefficient(m[i].kind, m[i].ranks, m[i].bytes) * beta;
+    double e = fabs(t - m[i].time_s) / m[i].time_s;
+    fit->mean_rel_error += e / n;
+    fit->max_rel_error = MAX(fit->max_rel_error, e);
+  }
+  return TRUE;
+}
+
+/* Measurements sorted by (kind, ranks, nodes, bytes): one table per run of equal (kind, ranks,
+ * nodes), one point per size, the mean of the times measured at that size. */
+static void build_tables(CmCalibration *c, const CmMeasurement *m, guint n) {
+  for (guint start = 0; start < n;) {
+    guint end = start;
+    while (end < n && m[end].kind == m[start].kind && m[end].ranks == m[start].ranks &&
+           m[end].nodes == m[start].nodes)
+      end++;
+    CmCalibrationTable t = {m[start].kind, m[start].ranks, m[start].nodes, 0, NULL, NULL};
+    t.bytes = g_new(double, end - start);
+    t.busbw = g_new(double, end - start);
+    double factor = cm_collective_busbw_factor(t.kind, t.ranks);
+    for (guint i = start; i < end;) {
+      guint j = i;
+      double sum = 0;
+      while (j < end && m[j].bytes == m[i].bytes) sum += m[j++].time_s;
+      t.bytes[t.npoints] = m[i].bytes;
+      t.busbw[t.npoints] = m[i].bytes * factor / (sum / (j - i));
+      t.npoints++;
+      i = j;
+    }
+    g_array_append_val(c->tables, t);
+    start = end;
+  }
+}
+
+CmCalibration *cm_calibration_fit(const char *name, const char *cluster,
+                                  const CmMeasurement *measurements, guint n, GError **error) {
+  g_return_val_if_fail(name != NULL && cluster != NULL && (n == 0 || measurements != NULL), NULL);
+  if (n == 0) {
+    g_set_error(error, CM_ERROR, CM_ERROR_INVALID, "no measurements to calibrate from");
+    return NULL;
+  }
+  for (guint i = 0; i < n; i++) {
+    const CmMeasurement *m = &measurements[i];
+    if (m->kind >= CM_COLLECTIVE_COUNT || m->ranks < 2 || m->nodes < 1 || m->nodes > m->ranks ||
+        !(m->bytes > 0) || !isfinite(m->bytes) || !(m->time_s > 0) || !isfinite(m->time_s)) {
+      g_set_error(error, CM_ERROR, CM_ERROR_INVALID,
+                  "measurement %u (%s, %d ranks, %d hosts, %g bytes, %g s) is out of range", i,
+                  m->kind < CM_COLLECTIVE_COUNT ? cm_collective_name(m->kind) : "?", m->ranks,
+                  m->nodes, m->bytes, m->time_s);
+      return NULL;
+    }
+  }
+  CmMeasurement *sorted = g_memdup2(measurements, sizeof(CmMeasurement) * n);
+  qsort(sorted, n, sizeof(CmMeasurement), compare_measurement);
+  CmCalibration *c = calibration_new(name, cluster);
+  build_tables(c, sorted, n);
+  /* One fit per (kind, link class), pooling the rank counts of that class. */
+  GArray *group = g_array_new(FALSE, FALSE, sizeof(CmMeasurement));
+  for (int kind = 0; kind < CM_COLLECTIVE_COUNT; kind++) {
+    for (int link = 0; link < DEV_LINK_COUNT; link++) {
+      g_array_set_size(group, 0);
+      for (guint i = 0; i < n; i++)
+        if ((int)sorted[i].kind == kind && (int)link_of(sorted[i].nodes) == link)
+          g_array_append_val(group, sorted[i]);
+      if (group->len == 0) continue;
+      CmCalibrationFit fit = {(CmCollective)kind, (DevLinkClass)link, 0, 0, 0, 0, 0};
+      if (!fit_alpha_beta((const CmMeasurement *)group->data, group->len, &fit, error)) {
+        g_array_free(group, TRUE);
+        g_free(sorted);
+        cm_calibration_free(c);
+        return NULL;
+      }
+      g_array_append_val(c->fits, fit);
+    }
+  }
+  g_array_free(group, TRUE);
+  g_free(sorted);
+  return c;
+}
+
+static const CmCalibrationFit *find_fit(const CmCalibration *c, CmCollective kind, DevLinkClass link) {
+  for (guint i = 0; i < c->fits->len; i++) {
+    const CmCalibrationFit *f = &g_array_index(c->fits, CmCalibrationFit, i);
+    if (f->kind == kind && f->link == link) return f;
+  }
+  return NULL;
+}
+
+static const CmCalibrationTable *find_table(const CmCalibration *c, CmCollective kind, int ranks,
+                                            int nodes) {
+  for (guint i = 0; i < c->tables->len; i++) {
+    const CmCalibrationTable *t = &g_array_index(c->tables, CmCalibrationTable, i);
+    if (t->kind == kind && t->ranks == ranks && t->nodes == nodes) return t;
+  }
+  return NULL;
+}
+
+static double fit_time(const CmCalibrationFit *f, CmCollective kind, int ranks, double bytes) {
+  return alpha_coefficient(kind, ranks) * f->alpha + beta_coefficient(kind, ranks, bytes) * f->beta;
+}
+
+/* Bus bandwidth at @bytes within the table's sizes: linear in log(size) - log(busbw). Equal
+ * to interpolating log(time), since time = size x factor / busbw. */
+static double table_busbw(const CmCalibrationTable *t, double bytes) {
+  int hi = 1;
+  while (hi < t->npoints - 1 && t->bytes[hi] < bytes) hi++;
+  if (t->npoints == 1 || bytes <= t->bytes[0]) return t->busbw[0];
+  int lo = hi - 1;
+  double x = (log(bytes) - log(t->bytes[lo])) / (log(t->bytes[hi]) - log(t->bytes[lo]));
+  return exp(log(t->busbw[lo]) + x * (log(t->busbw[hi]) - log(t->busbw[lo])));
+}
+
+gboolean cm_calibration_time(const CmCalibration *calibration, CmCollective kind, int ranks,
+                             int nodes, double bytes, CmCalibratedTime *out) {
+  g_return_val_if_fail(calibration != NULL && out != NULL && kind < CM_COLLECTIVE_COUNT, FALSE);
+  if (ranks < 2) return FALSE;
+  const CmCalibrationTable *t = find_table(calibration, kind, ranks, nodes);
+  const CmCalibrationFit *f = find_fit(calibration, kind, link_of(nodes));
+  double factor = cm_collective_busbw_factor(kind, ranks);
+  out->alpha = f ? f->alpha : NAN;
+  out->beta = f ? f->beta : NAN;
+  if (t && bytes >= t->bytes[0] && bytes <= t->bytes[t->npoints - 1]) {
+    out->time_s = bytes * factor / table_busbw(t, bytes);
+    out->source = CM_TIME_CALIBRATION_TABLE;
+    return TRUE;
+  }
+  if (!f) return FALSE;
+  out->source = CM_TIME_CALIBRATION_FIT;
+  if (!t) {
+    out->time_s = fit_time(f, kind, ranks, bytes);
+    return TRUE;
+  }
+  /* Outside a table's sizes the fit continues from the nearest measured point, so the
+   * prediction does not jump at the table's edge: above it the fitted beta prices the extra
+   * bytes; below it the fitted curve is scaled to meet the smallest measurement. */
+  double edge_bytes = bytes > t->bytes[t->npoints - 1] ? t->bytes[t->npoints - 1] : t->bytes[0];
+  double edge_time = edge_bytes * factor / table_busbw(t, edge_bytes);
+  if (bytes > edge_bytes) {
+    out->time_s = edge_time + beta_coefficient(kind, ranks, bytes - edge_bytes) * f->beta;
+  } else {
+    double at_edge = fit_time(f, kind, ranks, edge_bytes);
+    out->time_s = at_edge > 0 ? fit_time(f, kind, ranks, bytes) * edge_time / at_edge : edge_time;
+  }
+  return TRUE;
+}
+
+gboolean cm_calibration_link_cost(const CmCalibration *calibration, CmCollective kind,
+                                  DevLinkClass link, CmLinkCost *out) {
+  g_return_val_if_fail(calibration != NULL && out != NULL, FALSE);
+  const CmCalibrationFit *f = find_fit(calibration, kind, link);
+  if (!f) return FALSE;
+  out->alpha = f->alpha;
+  out->beta = f->beta;
+  out->link = link;
+  return TRUE;
+}
+
+/* ---- JSON (costmodel/CALIBRATION.md) ---- */
+
+char *cm_calibration_to_json(const CmCalibration *c) {
+  g_return_val_if_fail(c != NULL, NULL);
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "format", "stratsim-calibration");
+  cJSON_AddNumberToObject(root, "version", 1);
+  cJSON_AddStringToObject(root, "name", c->name);
+  cJSON_AddStringToObject(root, "cluster", c->cluster);
+  cJSON *fits = cJSON_AddArrayToObject(root, "fits");
+  for (guint i = 0; i < c->fits->len; i++) {
+    const CmCalibrationFit *f = &g_array_index(c->fits, CmCalibrationFit, i);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", cm_collective_name(f->kind));
+    cJSON_AddStringToObject(o, "link", link_names[f->link]);
+    cJSON_AddNumberToObject(o, "alpha_s", f->alpha);
+    cJSON_AddNumberToObject(o, "beta_s_per_byte", f->beta);
+    cJSON_AddNumberToObject(o, "points", f->points);
+    cJSON_AddNumberToObject(o, "mean_rel_error", f->mean_rel_error);
+    cJSON_AddNumberToObject(o, "max_rel_error", f->max_rel_error);
+    cJSON_AddItemToArray(fits, o);
+  }
+  cJSON *tables = cJSON_AddArrayToObject(root, "tables");
+  for (guint i = 0; i < c->tables->len; i++) {
+    const CmCalibrationTable *t = &g_array_index(c->tables, CmCalibrationTable, i);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "kind", cm_collective_name(t->kind));
+    cJSON_AddNumberToObject(o, "ranks", t->ranks);
+    cJSON_AddNumberToObject(o, "nodes", t->nodes);
+    cJSON_AddItemToObject(o, "bytes", cJSON_CreateDoubleArray(t->bytes, t->npoints));
+    cJSON_AddItemToObject(o, "busbw_Bps", cJSON_CreateDoubleArray(t->busbw, t->npoints));
+    cJSON_AddItemToArray(tables, o);
+  }
+  char *text = cJSON_PrintUnformatted(root);
+  char *out = g_strdup(text);
+  cJSON_free(text);
+  cJSON_Delete(root);
+  return out;
+}
+
+static gboolean number_at(const cJSON *o, const char *key, double lo, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo) return FALSE;
+  *out = v->valuedouble;
+  return TRUE;
+}
+
+static gboolean read_fit(const cJSON *o, CmCalibrationFit *f) {
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+  const cJSON *link = cJSON_GetObjectItemCaseSensitive(o, "link");
+  double points;
+  if (!cJSON_IsString(kind) || !cm_collective_parse(kind->valuestring, &f->kind) ||
+      !cJSON_IsString(link))
+    return FALSE;
+  if (strcmp(link->valuestring, "intra") == 0) f->link = DEV_LINK_INTRA;
+  else if (strcmp(link->valuestring, "inter") == 0) f->link = DEV_LINK_INTER;
+  else return FALSE;
+  if (!number_at(o, "alpha_s", 0, &f->alpha) || !number_at(o, "beta_s_per_byte", 0, &f->beta) ||
+      !number_at(o, "points", 0, &points) || !number_at(o, "mean_rel_error", 0, &f->mean_rel_error) ||
+      !number_at(o, "max_rel_error", 0, &f->max_rel_error))
+    return FALSE;
+  f->points = (int)points;
+  return TRUE;
+}
+
+static gboolean read_table(const cJSON *o, CmCalibrationTable *t) {
+  const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
+  const cJSON *bytes = cJSON_GetObjectItemCaseSensitive(o, "bytes");
+  const cJSON *busbw = cJSON_GetObjectItemCaseSensitive(o, "busbw_Bps");
+  double ranks, nodes;
+  if (!cJSON_IsString(kind) || !cm_collective_parse(kind->valuestring, &t->kind) ||
+      !number_at(o, "ranks", 2, &ranks) || !number_at(o, "nodes", 1, &nodes) ||
+      !cJSON_IsArray(bytes) || !cJSON_IsArray(busbw) ||
+      cJSON_GetArraySize(bytes) != cJSON_GetArraySize(busbw) || cJSON_GetArraySize(bytes) < 1)
+    return FALSE;
+  t->ranks = (int)ranks;
+  t->nodes = (int)nodes;
+  t->npoints = cJSON_GetArraySize(bytes);
+  t->bytes = g_new(double, t->npoints);
+  t->busbw = g_new(double, t->npoints);
+  const cJSON *b = bytes->child, *w = busbw->child;
+  for (int i = 0; i < t->npoints; i++, b = b->next, w = w->next) {
+    if (!cJSON_IsNumber(b) || !cJSON_IsNumber(w) || !(b->valuedouble > 0) || !(w->valuedouble > 0) ||
+        (i > 0 && b->valuedouble <= t->bytes[i - 1]))
+      return FALSE;
+    t->bytes[i] = b->valuedouble;
+    t->busbw[i] = w->valuedouble;
+  }
+  return TRUE;
+}
+
+CmCalibration *cm_calibration_from_json(const char *json, const char *origin, GError **error) {
+  g_return_val_if_fail(json != NULL && origin != NULL, NULL);
+  cJSON *root = cJSON_Parse(json);
+  const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
+  const cJSON *cluster = cJSON_GetObjectItemCaseSensitive(root, "cluster");
+  const cJSON *fits = cJSON_GetObjectItemCaseSensitive(root, "fits");
+  const cJSON *tables = cJSON_GetObjectItemCaseSensitive(root, "tables");
+  CmCalibration *c = NULL;
+  if (!cJSON_IsString(format) || strcmp(format->valuestring, "stratsim-calibration") != 0 ||
+      !cJSON_IsString(name) || !cJSON_IsString(cluster) || !cJSON_IsArray(fits) ||
+      !cJSON_IsArray(tables))
+    goto bad;
+  c = calibration_new(name->valuestring, cluster->valuestring);
+  for (const cJSON *o = fits->child; o; o = o->next) {
+    CmCalibrationFit f;
+    if (!read_fit(o, &f)) goto bad;
+    g_array_append_val(c->fits, f);
+  }
+  for (const cJSON *o = tables->child; o; o = o->next) {
+    CmCalibrationTable t = {0};
+    gboolean ok = read_table(o, &t);
+    g_array_append_val(c->tables, t); /* appended either way, so the clear func frees it */
+    if (!ok) goto bad;
+  }
+  cJSON_Delete(root);
+  return c;
+bad:
+  g_set_error(error, CM_ERROR, CM_ERROR_PARSE, "%s: not a stratsim calibration (costmodel/CALIBRATION.md)",
+              origin);
+  cm_calibration_free(c);
+  cJSON_Delete(root);
+  return NULL;
+}

@@ -1,0 +1,167 @@
+/* sim/crossmesh — cross-mesh resharding: moving a tensor from one device mesh and SBP layout to
+ * another mesh and layout (Zhuang et al., "On Optimizing the Communication of Model
+ * Parallelism", MLSys 2023; model in sim/CROSSMESH.md).
+ *
+ * A plan decomposes the resharding into unit tasks (paper §2.2, App. B.2): one per unique slice
+ * of the tensor — the cells of the product of the source and destination tilings — each held by
+ * one or more source devices (replicas give a choice of sender) and needed by a set of
+ * destination devices. Each unit is carried by one communication method (paper §3.1): send/recv,
+ * send + local all-gather, send + global all-gather, or the pipelined broadcast chain. The plan
+ * picks each unit's sender host and a global order of the units with one load-balancing
+ * algorithm (paper §3.2): naive, greedy load balance, DFS with pruning, randomized greedy, or
+ * the ensemble of the last two that the paper's AlpaComm runs (§5.3.1).
+ *
+ * Time: every transfer is costed with costmodel's alpha-beta (cm_group_link,
+ * cm_collective_time). Inter-host traffic is modelled on one egress and one ingress resource per
+ * host NIC (full duplex, paper §3 "Communication bottleneck at hosts"), so concurrent sends from
+ * one host serialise; each such resource runs at the whole NIC bandwidth.
+ *
+ * Invariants of a plan: every destination device receives every element of its tile exactly once
+ * (from a unit, or locally where it already holds the slice as a source device); each unit's
+ * sender holds its slice; the order is a permutation of the units.
+ * A plan owns all its memory and borrows nothing: it may outlive the cluster and meshes it was
+ * built from. Plans are read-only after sim_crossmesh_plan_new; safe to share across threads.
+ */
+#ifndef STRATSIM_SIM_CROSSMESH_H
+#define STRATSIM_SIM_CROSSMESH_H
+
+#include <glib.h>
+#include <stdint.h>
+#include "sim/sim.h"
+
+G_BEGIN_DECLS
+
+#define SIM_CROSSMESH_NO_TASK UINT32_MAX
+
+/* How one unit task moves its slice (paper §3.1, Fig. 3). */
+typedef enum {
+  SIM_CROSSMESH_SEND_RECV,        /* the sender sends the whole slice to every receiver */
+  SIM_CROSSMESH_LOCAL_ALLGATHER,  /* per receiver host: slice/B to each of its B receivers,
+                                     then an all-gather among them (inside the host) */
+  SIM_CROSSMESH_GLOBAL_ALLGATHER, /* slice/|M| to each of the |M| receivers, then one
+                                     all-gather across all of them (Alpa's resharding) */
+  SIM_CROSSMESH_BROADCAST,        /* pipelined chain sender -> receivers, K chunks (AlpaComm) */
+  SIM_CROSSMESH_METHOD_COUNT
+} SimCrossMeshMethod;
+
+/* How senders are chosen and units ordered (paper §3.2, §5.3.1). */
+typedef enum {
+  SIM_CROSSMESH_NAIVE,             /* lowest-indexed holder, units in slice order */
+  SIM_CROSSMESH_GREEDY,            /* "load balance only": LPT over sender hosts (Eq. 4) */
+  SIM_CROSSMESH_DFS,               /* depth-first search over senders and order, pruned */
+  SIM_CROSSMESH_RANDOMIZED_GREEDY, /* rounds of random maximal non-overlapping sets */
+  SIM_CROSSMESH_ENSEMBLE,          /* DFS and randomized greedy, the better (AlpaComm) */
+  SIM_CROSSMESH_ORDER_COUNT
+} SimCrossMeshOrder;
+
+/* "send_recv", "local_allgather", "global_allgather", "broadcast". */
+const char *sim_crossmesh_method_name(SimCrossMeshMethod method);
+gboolean sim_crossmesh_method_parse(const char *text, SimCrossMeshMethod *out);
+/* "naive", "greedy", "dfs", "randomized_greedy", "ensemble". */
+const char *sim_crossmesh_order_name(SimCrossMeshOrder order);
+gboolean sim_crossmesh_order_parse(const char *text, SimCrossMeshOrder *out);
+
+typedef struct {
+  SimCrossMeshMethod method;
+  SimCrossMeshOrder order;
+  guint64 seed;               /* randomized greedy's GRand seed: same seed, same plan */
+  int broadcast_chunks;       /* most chunks K of the broadcast pipeline; the plan takes the K
+                                 in 1..this that minimises the chain's time (paper §3.1:
+                                 K ~ 100 in its experiments) */
+  int randomized_trials;      /* random orderings tried per round of randomized greedy */
+  guint64 dfs_node_budget;    /* search nodes DFS visits before it returns its best */
+} SimCrossMeshOptions;
+
+/* Defaults: broadcast, ensemble, seed 1, 100 chunks, 32 trials, 200000 DFS nodes. */
+void sim_crossmesh_options_init(SimCrossMeshOptions *options);
+
+/* One unit task (paper §2.2): a unique slice, its holders and the devices that need it. */
+typedef struct {
+  int64_t lo[MDL_MAX_DIMS];   /* the slice: [lo, hi) per tensor dim */
+  int64_t hi[MDL_MAX_DIMS];
+  double bytes;               /* elements * elem_bytes */
+  const int *holders;         /* source devices (cluster ids, ascending) holding the slice */
+  int nholders;               /* > 1: replicas, a choice of sender */
+  const int *receivers;       /* destination devices (cluster ids, ascending) needing it, less
+                                 any that hold it already as source devices */
+  int nreceivers;
+  int sender;                 /* the holder the plan chose */
+  double duration;            /* T_i: seconds the unit takes alone from its sender (§3.2) */
+} SimCrossMeshUnit;
+
+typedef struct SimCrossMeshPlan SimCrossMeshPlan;
+
+/* Plans moving a tensor of shape @tensor_shape (@ndims dims, @elem_bytes per element) from
+ * @src_mesh under @src_layout to @dst_mesh under @dst_layout on @cluster. Layouts are per mesh
+ * axis (MdlLayout): Split(tensor dim) or Broadcast; a tensor dim split on several axes is
+ * tiled row-major over them (the first axis major, like GSPMD's S^{01}). A dim of length l split
+ * k ways is cut into tiles of ceil(l / k), the last one short (the paper pads, §5.1.2 case 6; we
+ * send no padding). The meshes may share devices: a destination device that holds part of its
+ * tile as a source device copies it locally at no cost. @options NULL takes the defaults.
+ * Returns a new plan (free with sim_crossmesh_plan_free) or NULL with @error set
+ * (MDL_ERROR_INVALID): a Partial layout (reduce before moving), a split of a dim the tensor
+ * lacks, a bad shape or element size, a mesh device outside the cluster. */
+SimCrossMeshPlan *sim_crossmesh_plan_new(const DevCluster *cluster, const MdlMesh *src_mesh,
+                                         MdlLayout src_layout, const MdlMesh *dst_mesh,
+                                         MdlLayout dst_layout, const int64_t *tensor_shape,
+                                         int ndims, double elem_bytes,
+                                         const SimCrossMeshOptions *options, GError **error);
+void sim_crossmesh_plan_free(SimCrossMeshPlan *plan);
+
+/* The plan's options (as given, defaults filled in). */
+const SimCrossMeshOptions *sim_crossmesh_plan_options(const SimCrossMeshPlan *plan);
+/* Unit tasks, in slice order (row-major over the slices' tensor coordinates). The returned
+ * pointers belong to the plan. */
+int sim_crossmesh_plan_num_units(const SimCrossMeshPlan *plan);
+const SimCrossMeshUnit *sim_crossmesh_plan_unit(const SimCrossMeshPlan *plan, int i);
+/* The units' execution order chosen by the load balancer: a permutation of 0..n-1 (the
+ * plan's). */
+const uint32_t *sim_crossmesh_plan_order(const SimCrossMeshPlan *plan);
+/* The load balancer's objective for the chosen senders and order, paper §3.2 Eq. 1: the
+ * completion time of the last unit when each unit i takes T_i on its sender host and its
+ * receiver hosts, and starts once every earlier unit on those hosts has ended (Eq. 3: units with
+ * the same sender host or a common receiver host do not overlap). Seconds. */
+double sim_crossmesh_plan_cost(const SimCrossMeshPlan *plan);
+
+typedef struct {
+  int units;
+  int transfer_tasks;         /* tasks sim_crossmesh_emit adds, not counting joins */
+  int join_tasks;             /* zero-time joins for destinations fed by several tasks */
+  double inter_host_bytes;    /* bytes crossing host NICs (once per hop) */
+  double intra_host_bytes;    /* bytes over intra-host links */
+} SimCrossMeshStats;
+
+SimCrossMeshStats sim_crossmesh_plan_stats(const SimCrossMeshPlan *plan);
+
+/* Resources: the task graph's 2 * num_devices device streams, then per host h a NIC egress
+ * (2 * num_devices + 2h) and a NIC ingress (+ 1). A graph that receives cross-mesh tasks must
+ * have num_resources >= 2 * num_devices + sim_crossmesh_extra_resources(cluster): enlarge
+ * graph->num_resources after sim_task_graph_new. */
+int sim_crossmesh_extra_resources(const DevCluster *cluster);
+uint32_t sim_crossmesh_resource_nic(const DevCluster *cluster, int host, gboolean ingress);
+
+/* Adds the plan's tasks to @graph (not yet finished; built for the plan's cluster, resources
+ * enlarged as above): per unit, in the plan's order, its transfers and collectives on the
+ * communication streams (sim_resource_comm) of the devices involved and the NIC resources of
+ * the hosts they cross. Edges: every task that reads the sender's data waits for
+ * @src_ready[source mesh index of the sender] (NULL, or SIM_CROSSMESH_NO_TASK entries: ready at
+ * once); a unit's all-gather waits for its scatter; tasks on the same NIC follow the plan's
+ * order (paper §3.2: one execution order per host). New tasks copy @tag (kind, op, tensor,
+ * microbatch, ...; NULL: SIM_TASK_COMM with op, tensor, microbatch -1) and set duration,
+ * collective (broadcast chains are tagged CM_SEND_RECV) and bytes.
+ * On return @dst_ready[destination mesh index] is the task after which that device holds its
+ * whole tile: the one task that delivered it, or a zero-time join on its communication stream
+ * that waits for all of them (and for the device's own @src_ready where it copied slices
+ * locally); SIM_CROSSMESH_NO_TASK when it needs nothing. Returns the number of tasks added. */
+uint32_t sim_crossmesh_emit(const SimCrossMeshPlan *plan, SimTaskGraph *graph, const SimTask *tag,
+                            const uint32_t *src_ready, uint32_t *dst_ready);
+
+/* The plan's makespan in seconds when simulated alone: builds a task graph with
+ * sim_crossmesh_emit (all sources ready at time 0) and runs sim_engine_run on it. Device-level
+ * timing: at most the Eq. 1 cost, less where a unit's intra-host all-gather overlaps the next
+ * unit's network transfer. */
+double sim_crossmesh_estimate(const SimCrossMeshPlan *plan);
+
+G_END_DECLS
+
+#endif

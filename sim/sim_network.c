@@ -1,0 +1,141 @@
+/* sim/network — link resources and step-expanded collectives; see sim_network.h. */
+#include "sim/sim_network.h"
+
+int sim_network_num_resources(const DevCluster *c) {
+  int n = dev_cluster_num_devices(c);
+  return 4 * n + 2 * c->nodes * c->nics_per_node;
+}
+
+static inline uint32_t port_out(int n, int d) { return (uint32_t)(2 * n + 2 * d); }
+
+static inline uint32_t nic_out(const DevCluster *c, int n, int d) {
+  int node = d / c->gpus_per_node;
+  int k = (d % c->gpus_per_node) * c->nics_per_node / c->gpus_per_node;
+  return (uint32_t)(4 * n + 2 * (node * c->nics_per_node + k));
+}
+
+gboolean sim_network_supports(CmCollective kind) {
+  return kind == CM_ALL_REDUCE || kind == CM_ALL_GATHER || kind == CM_REDUCE_SCATTER ||
+         kind == CM_ALL_TO_ALL || kind == CM_SEND_RECV;
+}
+
+typedef struct {
+  SimTaskGraph *g;
+  const DevCluster *c;
+  const SimTask *proto;
+  int n;
+} Expander;
+
+/* One transfer of @bytes from device @src to @dst after the tasks in @deps. */
+static uint32_t transfer(const Expander *x, int src, int dst, double bytes, const uint32_t *deps,
+                         int ndeps) {
+  const DevCluster *c = x->c;
+  gboolean same_host = dev_cluster_node_of(c, src) == dev_cluster_node_of(c, dst);
+  const DevLink *link = &c->link[same_host ? DEV_LINK_INTRA : DEV_LINK_INTER];
+  double bw = same_host ? link->bandwidth : link->bandwidth / c->oversubscription;
+  uint32_t res[2];
+  if (same_host) {
+    res[0] = port_out(x->n, src);
+    res[1] = port_out(x->n, dst) + 1;
+  } else {
+    res[0] = nic_out(c, x->n, src);
+    res[1] = nic_out(c, x->n, dst) + 1;
+  }
+  SimTask t = *x->proto;
+  t.role = SIM_ROLE_TRANSFER;
+  t.link = (uint8_t)(same_host ? DEV_LINK_INTRA : DEV_LINK_INTER);
+  t.bytes = (float)bytes;
+  t.duration = sim_time_from_seconds(link->latency + bytes / bw);
+  uint32_t id = sim_task_graph_add(x->g, &t, res, 2);
+  for (int i = 0; i < ndeps; i++)
+    if (i == 0 || deps[i] != deps[i - 1]) sim_task_graph_edge(x->g, deps[i], id);
+  return id;
+}
+
+static uint32_t marker(const Expander *x, SimTaskRole role, const int *devices, int p,
+                       const gboolean *simulated) {
+  uint32_t stack[64] = {0};
+  uint32_t *res = p <= 64 ? stack : g_new(uint32_t, p);
+  int nres = 0;
+  for (int i = 0; i < p; i++)
+    if (simulated[i]) res[nres++] = sim_resource_comm(devices[i]);
+  SimTask t = *x->proto;
+  t.role = (uint8_t)role;
+  t.duration = 0;
+  uint32_t id = sim_task_graph_add(x->g, &t, res, nres);
+  if (res != stack) g_free(res);
+  return id;
+}
+
+SimCollectiveSpan sim_network_expand(SimTaskGraph *g, const DevCluster *c, const SimTask *proto,
+                                     CmCollective kind, const int *devices, int p,
+                                     const gboolean *simulated, double bytes) {
+  Expander x = {g, c, proto, dev_cluster_num_devices(c)};
+  SimCollectiveSpan span;
+  span.gate = marker(&x, SIM_ROLE_GATE, devices, p, simulated);
+  int nsim = 0, rep = 0;
+  for (int i = 0; i < p; i++)
+    if (simulated[i]) nsim++, rep = i;
+  g_return_val_if_fail(nsim == p || nsim == 1, span);
+  int steps;
+  double chunk = bytes / p;
+  switch (kind) {
+  case CM_ALL_REDUCE: steps = 2 * (p - 1); break;
+  case CM_ALL_GATHER:
+  case CM_REDUCE_SCATTER:
+  case CM_ALL_TO_ALL: steps = p - 1; break;
+  default: steps = 1, chunk = bytes; break; /* send/recv: member 0 to member 1 */
+  }
+  g_autofree uint32_t *last_send = g_new(uint32_t, p), *last_recv = g_new(uint32_t, p);
+  for (int i = 0; i < p; i++) last_send[i] = last_recv[i] = span.gate;
+  if (kind == CM_SEND_RECV) {
+    uint32_t t = transfer(&x, devices[0], devices[1], chunk, &span.gate, 1);
+    last_send[0] = last_recv[1] = t;
+  } else if (nsim == 1 && p > 1) {
+    /* Symmetric: the representative's successor receives as it sends; each step after the
+     * previous one. */
+    for (int s = 0; s < steps; s++) {
+      int dst = kind == CM_ALL_TO_ALL ? (rep + s + 1) % p : (rep + 1) % p;
+      last_send[rep] = transfer(&x, devices[rep], devices[dst], chunk, &last_send[rep], 1);
+    }
+    last_recv[rep] = last_send[rep];
+  } else {
+    g_autofree uint32_t *sent = g_new(uint32_t, p);
+    for (int s = 0; s < steps; s++) {
+      for (int i = 0; i < p; i++) {
+        int dst = kind == CM_ALL_TO_ALL ? (i + s + 1) % p : (i + 1) % p;
+        /* A ring step forwards the chunk received at the previous step; all-to-all rounds
+         * only follow the sender's previous round. */
+        uint32_t deps[2] = {last_send[i], kind == CM_ALL_TO_ALL ? last_send[i] : last_recv[i]};
+        sent[i] = transfer(&x, devices[i], devices[dst], chunk, deps, 2);
+      }
+      for (int i = 0; i < p; i++) {
+        int dst = kind == CM_ALL_TO_ALL ? (i + s + 1) % p : (i + 1) % p;
+        last_send[i] = sent[i];
+        last_recv[dst] = sent[i];
+      }
+    }
+  }
+  span.join = marker(&x, SIM_ROLE_JOIN, devices, p, simulated);
+  for (int i = 0; i < p; i++) {
+    if (last_send[i] != span.gate) sim_task_graph_edge(g, last_send[i], span.join);
+    if (last_recv[i] != span.gate && last_recv[i] != last_send[i])
+      sim_task_graph_edge(g, last_recv[i], span.join);
+  }
+  if (steps == 0 || p <= 1) sim_task_graph_edge(g, span.gate, span.join);
+  uint32_t pair[2] = {span.gate, span.join};
+  g_array_append_vals(g->spans, pair, 2);
+  return span;
+}
+
+char *sim_network_resource_name(const DevCluster *c, uint32_t r) {
+  int n = dev_cluster_num_devices(c);
+  if (r < (uint32_t)(2 * n)) return g_strdup_printf("GPU %u %s", r / 2, r % 2 ? "comm" : "compute");
+  if (r < (uint32_t)(4 * n)) {
+    uint32_t k = r - 2 * (uint32_t)n;
+    return g_strdup_printf("GPU %u port %s", k / 2, k % 2 ? "in" : "out");
+  }
+  uint32_t k = r - 4 * (uint32_t)n, nic = k / 2;
+  return g_strdup_printf("node %u NIC %u %s", nic / (uint32_t)c->nics_per_node,
+                         nic % (uint32_t)c->nics_per_node, k % 2 ? "in" : "out");
+}

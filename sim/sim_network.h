@@ -1,0 +1,51 @@
+/* sim/network — link resources and step-expanded collectives (contention).
+ *
+ * Resources beyond the per-device streams (sim.h): every GPU has an outgoing and an incoming
+ * link port (NVLink/NVSwitch/PCIe, full duplex), every host nics_per_node NICs with an egress
+ * and an ingress side; GPU d uses NIC (d mod gpus_per_node) * nics / gpus_per_node of its host
+ * (GPU-NIC affinity as in DGX systems). Layout, N = devices: [0, 2N) streams,
+ * [2N, 4N) ports (2N + 2d out, +1 in), [4N, 4N + 2 * nodes * nics) NICs.
+ *
+ * Step-expanded mode turns a collective into its algorithm's transfers: ring all-reduce
+ * 2(p-1) steps, ring all-gather and reduce-scatter p-1 steps, of n/p bytes from each member to
+ * its successor; pairwise all-to-all p-1 steps, member i to i+k at step k; send/recv one
+ * transfer. A transfer takes alpha + bytes / bandwidth of its link (inter-host bandwidth
+ * divided by the cluster's oversubscription) and occupies the sender's out side and the
+ * receiver's in side, so concurrent collectives and transfers on shared ports and NICs queue
+ * (FIFO, FlexFlow A2-A3 at transfer granularity). A ring step waits for the chunk received at
+ * the previous step. Compared with AutoDDL Table 2's ring all-reduce, (2p-1)a + 2(p-1)/p n b,
+ * the expanded ring on uncontended links takes 2(p-1)(a + n/p b): one alpha less.
+ * Collectives are bracketed by zero-duration gate and join tasks on the members'
+ * communication streams: the gate waits for the inputs, the join is the completion. */
+#ifndef STRATSIM_SIM_NETWORK_H
+#define STRATSIM_SIM_NETWORK_H
+
+#include "sim/sim.h"
+
+G_BEGIN_DECLS
+
+/* Resources a task graph needs in step-expanded mode. */
+int sim_network_num_resources(const DevCluster *cluster);
+
+/* Whether @kind has a step-expanded algorithm (else it stays one task). */
+gboolean sim_network_supports(CmCollective kind);
+
+typedef struct {
+  uint32_t gate;   /* add edges from the inputs to this task */
+  uint32_t join;   /* the collective is done when this task is */
+} SimCollectiveSpan;
+
+/* Expands one collective over the @p @devices of a group (ring order = array order), @bytes as
+ * in cm_collective_time. @simulated marks the members that are simulated: all of them, or
+ * exactly one (symmetry: every member then runs the same timeline, so only its transfers are
+ * built, each step after its previous one). @proto gives the metadata copied to every task. */
+SimCollectiveSpan sim_network_expand(SimTaskGraph *graph, const DevCluster *cluster,
+                                     const SimTask *proto, CmCollective kind, const int *devices,
+                                     int p, const gboolean *simulated, double bytes);
+
+/* Names a link resource (>= 2 * devices) for traces: "GPU 3 port out", "node 1 NIC 0 in". */
+char *sim_network_resource_name(const DevCluster *cluster, uint32_t resource);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,149 @@
+/* Tests of step-expanded collectives and link contention (sim/sim_network.h): closed forms on
+ * uncontended links, queueing on a shared NIC, oversubscription, and symmetric == expanded. */
+#include <glib.h>
+#include <string.h>
+
+#include "costmodel/costmodel.h"
+#include "sim/sim.h"
+#include "sim/sim_network.h"
+#include "test-util.h"
+
+static SimRun *run_mode(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
+                        gboolean step, gboolean expanded) {
+  CmParams p;
+  cm_params_default(&p);
+  SimOptions o = {.no_symmetry = expanded, .step_collectives = step};
+  GError *error = NULL;
+  SimRun *run = sim_run_new_with_options(g, s, c, &p, &o, &error);
+  g_assert_no_error(error);
+  return run;
+}
+
+/* Longest gate-to-join span of a gradient all-reduce in the run. */
+static SimTime grad_sync_span(const SimRun *run) {
+  const uint32_t *spans = (const uint32_t *)run->tasks->spans->data;
+  SimTime longest = 0;
+  for (guint k = 0; k < run->tasks->spans->len / 2; k++) {
+    const SimTask *gate = sim_task_graph_task(run->tasks, spans[2 * k]);
+    if (gate->kind != SIM_TASK_GRAD_SYNC) continue;
+    SimTime span = run->schedule->start[spans[2 * k + 1]] - run->schedule->start[spans[2 * k]];
+    longest = MAX(longest, span);
+  }
+  return longest;
+}
+
+/* Data parallel over 4 GPUs of one host: the gradient ring all-reduce takes 2(p-1) steps of
+ * alpha + (n/p) beta, exactly, and starts when the backward ends. */
+static void test_ring_closed_form(void) {
+  const int p = 4;
+  DevCluster *c = test_cluster(1, p, 150.0, 3.4, 100, 9.6);
+  MdlGraph *g = test_chain_graph(1, 4096, 64);
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_data_parallel(g, c, p, DEV_DTYPE_FP16, &error);
+  g_assert_no_error(error);
+  for (int expanded = 0; expanded < 2; expanded++) {
+    SimRun *run = run_mode(g, s, c, TRUE, expanded);
+    double n = 4096.0 * 4096.0 * 2;
+    SimTime step = sim_time_from_seconds(3.4e-6 + n / p / 150e9);
+    g_assert_cmpuint(grad_sync_span(run), ==, 2 * (p - 1) * step);
+    g_assert_cmpint(run->prediction.step_collectives, ==, TRUE);
+    sim_run_free(run);
+  }
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* Two data-parallel groups, {0,2} and {1,3}, on two hosts of two GPUs: with one NIC per host
+ * their transfers queue on it and the gradient sync takes twice as long as with two NICs; the
+ * one-task mode cannot see the difference between placements that share a NIC and those that
+ * do not beyond its static NIC share. */
+static void test_shared_nic(void) {
+  DevCluster *c = test_cluster(2, 2, 150.0, 3.4, 100, 9.6);
+  MdlGraph *g = test_chain_graph(1, 4096, 8);
+  const char *json = "{\"num_microbatches\": 1, \"meshes\": [{\"shape\": [2, 2], \"devices\": [0, 1, 2, 3]}],"
+                     " \"default\": {\"mesh\": 0, \"split\": [\"b\", \"n\"]}}";
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_from_json(json, "inline", g, c, &error);
+  g_assert_no_error(error);
+  SimRun *shared = run_mode(g, s, c, TRUE, TRUE);
+  c->nics_per_node = 2;
+  SimRun *own = run_mode(g, s, c, TRUE, TRUE);
+  SimTime a = grad_sync_span(shared), b = grad_sync_span(own);
+  g_assert_cmpuint(b, >, 0);
+  /* Each of the 2 ring steps of the 2 groups queues behind the other group's on the NIC. */
+  g_assert_cmpuint(a, >=, 2 * b - 2 * sim_time_from_seconds(9.6e-6));
+  g_assert_cmpfloat(shared->prediction.iteration_time_s, >, own->prediction.iteration_time_s);
+  sim_run_free(shared);
+  sim_run_free(own);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* Oversubscription divides the inter-host bandwidth seen by transfers. */
+static void test_oversubscription(void) {
+  DevCluster *c = test_cluster(2, 1, 150.0, 3.4, 100, 0);
+  MdlGraph *g = test_chain_graph(1, 4096, 8);
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_data_parallel(g, c, 2, DEV_DTYPE_FP16, &error);
+  g_assert_no_error(error);
+  SimRun *a = run_mode(g, s, c, TRUE, TRUE);
+  c->oversubscription = 4;
+  SimRun *b = run_mode(g, s, c, TRUE, TRUE);
+  double n = 4096.0 * 4096.0 * 2, bw = 100e9 / 8;
+  g_assert_cmpuint(grad_sync_span(a), ==, 2 * sim_time_from_seconds(n / 2 / bw));
+  g_assert_cmpuint(grad_sync_span(b), ==, 2 * sim_time_from_seconds(n / 2 / (bw / 4)));
+  sim_run_free(a);
+  sim_run_free(b);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+typedef struct {
+  const char *model, *cluster, *strategy;
+} Case;
+
+static const Case cases[] = {
+    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", "dgx-a100:nodes=2", "megatron:tp=8,dp=2,mb=2"},
+    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", "dgx-a100:nodes=2", "megatron:tp=4,pp=2,dp=2,mb=2"},
+    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=32", "dgx-h100:nodes=4", "megatron:tp=8,pp=2,dp=2,mb=2,schedule=gpipe"},
+    {"mlp:layers=4,hidden=1024,batch=64", "flexflow-p100", "megatron:tp=4,dp=4,mb=4"},
+    {"vgg13:batch=32", "aws-p3.8xlarge", "dp"},
+    {"mlp:layers=4,hidden=512,batch=64", "dgx-a100:nodes=1,gpus_per_node=64", "megatron:tp=8,dp=8,mb=8"},
+};
+
+/* Symmetry stays exact in step mode where it is valid, and is refused where replicas share a
+ * NIC (flexflow-p100: one NIC for four GPUs). */
+static void test_symmetric_step(gconstpointer data) {
+  const Case *k = data;
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec(k->cluster, &error);
+  MdlGraph *g = mdl_graph_parse_spec(k->model, &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec(k->strategy, g, c, &error);
+  g_assert_no_error(error);
+  SimRun *sym = run_mode(g, s, c, TRUE, FALSE), *full = run_mode(g, s, c, TRUE, TRUE);
+  g_assert_cmpmem(&sym->prediction.iteration_time_s, sizeof(double), &full->prediction.iteration_time_s, sizeof(double));
+  g_assert_cmpmem(&sym->prediction.comm_exposed_s, sizeof(double), &full->prediction.comm_exposed_s, sizeof(double));
+  g_assert_cmpmem(&sym->prediction.bubble_s, sizeof(double), &full->prediction.bubble_s, sizeof(double));
+  if (c->nodes > 1 && c->nics_per_node < c->gpus_per_node) g_assert_false(sym->prediction.symmetric);
+  sim_run_free(sym);
+  sim_run_free(full);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/sim/network/ring-closed-form", test_ring_closed_form);
+  g_test_add_func("/sim/network/shared-nic", test_shared_nic);
+  g_test_add_func("/sim/network/oversubscription", test_oversubscription);
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *path = g_strdup_printf("/sim/network/symmetric-step/%zu", i);
+    g_test_add_data_func(path, &cases[i], test_symmetric_step);
+  }
+  return g_test_run();
+}
