@@ -17,7 +17,8 @@ static const char *const phase_names[] = {"forward", "backward", "iteration"};
 static const char *const link_names[DEV_LINK_COUNT] = {"intra", "inter"};
 
 typedef struct {
-  const SimTask *task; /* first instance */
+  SimTask key;         /* first instance; step mode: duration 0 (spans vary with contention) */
+  SimTime total;       /* summed time of all instances */
   guint count;
   guint tensors;       /* distinct tensors folded into the entry (text view) */
   int32_t last_tensor;
@@ -83,23 +84,38 @@ static GPtrArray *device_collectives(const SimRun *run, int device, gboolean by_
                                 : g_hash_table_new(entry_hash_shape, entry_equal_shape);
   GPtrArray *entries = g_ptr_array_new_with_free_func(g_free);
   uint32_t comm = sim_resource_comm(device);
+  /* Step mode: a collective's time is its gate-to-join span in the timeline. */
+  g_autoptr(GHashTable) join_of = g_hash_table_new(g_direct_hash, g_direct_equal);
+  const uint32_t *spans = (const uint32_t *)g->spans->data;
+  for (guint k = 0; k < g->spans->len / 2; k++)
+    g_hash_table_insert(join_of, GUINT_TO_POINTER(spans[2 * k] + 1), GUINT_TO_POINTER(spans[2 * k + 1] + 1));
   *busy = 0;
   for (uint32_t i = 0; i < sim_task_graph_size(g); i++) {
     const SimTask *t = sim_task_graph_task(g, i);
     if (t->kind != SIM_TASK_COMM && t->kind != SIM_TASK_GRAD_SYNC) continue;
+    if (t->role == SIM_ROLE_TRANSFER || t->role == SIM_ROLE_JOIN) continue;
     gboolean mine = FALSE;
     for (uint16_t r = 0; r < t->nres && !mine; r++) mine = res[t->res_begin + r] == comm;
     if (!mine) continue;
-    *busy += t->duration;
-    CollectiveEntry *e = g_hash_table_lookup(index, t);
+    SimTime time = t->duration;
+    if (t->role == SIM_ROLE_GATE) {
+      uint32_t join = GPOINTER_TO_UINT(g_hash_table_lookup(join_of, GUINT_TO_POINTER(i + 1))) - 1;
+      time = run->schedule->start[join] - run->schedule->start[i];
+    }
+    *busy += time;
+    SimTask probe = *t;
+    if (t->role == SIM_ROLE_GATE) probe.duration = 0;
+    CollectiveEntry *e = g_hash_table_lookup(index, &probe);
     if (!e) {
       e = g_new0(CollectiveEntry, 1);
-      e->task = t;
+      e->key = *t;
+      if (t->role == SIM_ROLE_GATE) e->key.duration = 0;
       e->last_tensor = -1;
-      g_hash_table_insert(index, (gpointer)t, e);
+      g_hash_table_insert(index, &e->key, e);
       g_ptr_array_add(entries, e);
     }
     e->count++;
+    e->total += time;
     if (t->tensor != e->last_tensor) e->tensors++, e->last_tensor = t->tensor;
   }
   g_hash_table_unref(index);
@@ -176,7 +192,7 @@ static cJSON *collectives_json(const SimRun *run, const GArray *devs) {
     cJSON *list = cJSON_AddArrayToObject(dj, "collectives");
     for (guint i = 0; i < entries->len; i++) {
       const CollectiveEntry *e = g_ptr_array_index(entries, i);
-      const SimTask *t = e->task;
+      const SimTask *t = &e->key;
       cJSON *cj = cJSON_CreateObject();
       cJSON_AddStringToObject(cj, "phase", t->kind == SIM_TASK_GRAD_SYNC ? "gradient_sync" : phase_names[t->phase]);
       cJSON_AddStringToObject(cj, "kind", cm_collective_name((CmCollective)t->collective));
@@ -185,9 +201,10 @@ static cJSON *collectives_json(const SimRun *run, const GArray *devs) {
       cJSON_AddNumberToObject(cj, "group_size", t->group_size);
       cJSON_AddNumberToObject(cj, "bytes_per_device", (double)t->bytes);
       cJSON_AddStringToObject(cj, "link", link_names[t->link]);
-      cJSON_AddNumberToObject(cj, "time_s", sim_time_seconds(t->duration));
+      /* Task mode: every instance takes the same time. Step mode: the mean span. */
+      cJSON_AddNumberToObject(cj, "time_s", sim_time_seconds(e->total) / e->count);
       cJSON_AddNumberToObject(cj, "count", e->count);
-      cJSON_AddNumberToObject(cj, "total_time_s", sim_time_seconds(t->duration * e->count));
+      cJSON_AddNumberToObject(cj, "total_time_s", sim_time_seconds(e->total));
       cJSON_AddItemToArray(list, cj);
     }
     cJSON_AddItemToArray(arr, dj);
@@ -243,7 +260,7 @@ char *sim_explain_json(const SimRun *run) {
 
 static int compare_total(gconstpointer a, gconstpointer b) {
   const CollectiveEntry *x = *(CollectiveEntry *const *)a, *y = *(CollectiveEntry *const *)b;
-  SimTime tx = x->task->duration * x->count, ty = y->task->duration * y->count;
+  SimTime tx = x->total, ty = y->total;
   return tx < ty ? 1 : tx > ty ? -1 : 0;
 }
 
@@ -265,15 +282,15 @@ void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
             "tensor (first)", "group", "bytes/dev", "link", "time", "count", "total");
     for (guint i = 0; i < entries->len && (int)i < max_rows; i++) {
       const CollectiveEntry *e = g_ptr_array_index(entries, i);
-      const SimTask *t = e->task;
+      const SimTask *t = &e->key;
       g_autofree char *tensor = e->tensors > 1
           ? g_strdup_printf("%s +%u", mdl_graph_tensor(run->graph, t->tensor)->name, e->tensors - 1)
           : g_strdup(mdl_graph_tensor(run->graph, t->tensor)->name);
       fprintf(out, "  %-9s %-14s %-24.24s %5u %12.0f %5s %9.3f us %7u %8.4f s\n",
               t->kind == SIM_TASK_GRAD_SYNC ? "grad-sync" : phase_names[t->phase],
               cm_collective_name((CmCollective)t->collective), tensor, t->group_size, (double)t->bytes,
-              link_names[t->link], sim_time_seconds(t->duration) * 1e6, e->count,
-              sim_time_seconds(t->duration * e->count));
+              link_names[t->link], sim_time_seconds(e->total) / e->count * 1e6, e->count,
+              sim_time_seconds(e->total));
     }
     if ((int)entries->len > max_rows) fprintf(out, "  ... %u more (--json lists all)\n", entries->len - max_rows);
   }

@@ -7,6 +7,7 @@
  * virtual stages, model chunk ("F3.c5 layer10.fc1"), its "cat" is the phase (Perfetto groups
  * and filters by it) and "cname" gives each phase one colour in chrome://tracing. */
 #include "sim/sim.h"
+#include "sim/sim_network.h"
 
 #include <errno.h>
 #include <string.h>
@@ -65,10 +66,34 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
   const uint32_t *res = (const uint32_t *)g->task_resources->data;
   fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
   gboolean first = TRUE;
+  uint32_t streams = 2 * (uint32_t)g->num_devices;
   g_autofree gboolean *used = g_new0(gboolean, g->num_devices ? g->num_devices : 1);
+  g_autofree gboolean *link_used = g_new0(gboolean, (gsize)g->num_resources + 1);
   for (uint32_t i = 0; i < s->num_tasks; i++) {
     const SimTask *t = sim_task_graph_task(g, i);
-    for (uint16_t r = 0; r < t->nres; r++) used[res[t->res_begin + r] / 2] = TRUE;
+    for (uint16_t r = 0; r < t->nres; r++) {
+      uint32_t resource = res[t->res_begin + r];
+      if (resource < streams) used[resource / 2] = TRUE;
+      else link_used[resource] = TRUE;
+    }
+  }
+  /* Step-expanded collectives: link ports and NICs in one "network" process (pid = devices). */
+  for (uint32_t r = streams; r < (uint32_t)g->num_resources; r++) {
+    if (!link_used[r]) continue;
+    g_autofree char *name = sim_network_resource_name(run->cluster, r);
+    if (first || r == streams || !link_used[r - 1]) {
+      gboolean any_before = FALSE;
+      for (uint32_t q = streams; q < r && !any_before; q++) any_before = link_used[q];
+      if (!any_before)
+        fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":"
+                   "\"network (ports, NICs)\"}}",
+                first ? "" : ",\n", g->num_devices);
+      first = FALSE;
+    }
+    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"",
+            g->num_devices, r - streams);
+    write_escaped(f, name);
+    fputs("\"}}", f);
   }
   for (int d = 0; d < g->num_devices; d++) {
     if (!used[d]) continue;
@@ -83,10 +108,13 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
   }
   for (uint32_t i = 0; i < s->num_tasks; i++) {
     const SimTask *t = sim_task_graph_task(g, i);
+    if (t->role == SIM_ROLE_GATE || t->role == SIM_ROLE_JOIN) continue; /* markers, 0 long */
     for (uint16_t r = 0; r < t->nres; r++) {
       uint32_t resource = res[t->res_begin + r];
+      uint32_t pid = resource < streams ? resource / 2 : (uint32_t)g->num_devices;
+      uint32_t tid = resource < streams ? resource % 2 : resource - streams;
       fprintf(f, "%s{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
-              first ? "" : ",\n", resource / 2, resource % 2, (double)s->start[i] / 1e6,
+              first ? "" : ",\n", pid, tid, (double)s->start[i] / 1e6,
               (double)t->duration / 1e6);
       first = FALSE;
       task_name(run, t, f);
@@ -100,6 +128,22 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
       if (t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC)
         fprintf(f, ",\"bytes\":%.0f,\"group_size\":%u", (double)t->bytes, t->group_size);
       fputs("}}", f);
+    }
+  }
+  /* A step-expanded collective occupies its members' communication streams from its gate to
+   * its join: one slice per member, as NCCL's kernel on the communication stream. */
+  const uint32_t *spans = (const uint32_t *)g->spans->data;
+  for (guint k = 0; k < g->spans->len / 2; k++) {
+    const SimTask *gate = sim_task_graph_task(g, spans[2 * k]);
+    SimTime begin = s->start[spans[2 * k]], end = s->start[spans[2 * k + 1]];
+    for (uint16_t r = 0; r < gate->nres; r++) {
+      fprintf(f, "%s{\"ph\":\"X\",\"pid\":%u,\"tid\":1,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
+              first ? "" : ",\n", res[gate->res_begin + r] / 2, (double)begin / 1e6,
+              (double)(end - begin) / 1e6);
+      first = FALSE;
+      task_name(run, gate, f);
+      fprintf(f, "\",\"cat\":\"%s\",\"args\":{\"bytes\":%.0f,\"group_size\":%u}}",
+              sim_task_kind_name(gate->kind), (double)gate->bytes, gate->group_size);
     }
   }
   fputs("\n]}\n", f);
