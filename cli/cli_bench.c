@@ -9,20 +9,108 @@
 
 #include "costmodel/costmodel.h"
 #include "sim/sim.h"
+#include "sim/sim_network.h"
 
 static int compare_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
+/* GPT-3 175B on 1024 A100s in Megatron-LM's configuration (Narayanan et al. 2021, Table 1:
+ * tp=8, pp=16, dp=8, global batch 1536, micro-batch 1), simulated expanded and with symmetry. */
+static int bench_gpt3(void) {
+  const char *model = "gpt3-175b:batch=1536", *cluster_spec = "dgx-a100:nodes=128";
+  const char *strategy_spec = "megatron:tp=8,pp=16,dp=8,mb=1";
+  GError *error = NULL;
+  DevCluster *cluster = dev_cluster_parse_spec(cluster_spec, &error);
+  MdlGraph *graph = cluster ? mdl_graph_parse_spec(model, &error) : NULL;
+  MdlStrategy *s = graph ? mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error) : NULL;
+  if (!s) {
+    mdl_graph_free(graph);
+    dev_cluster_free(cluster);
+    return cli_fail(error, CLI_EXIT_FAILURE);
+  }
+  CmParams params;
+  cm_params_default(&params);
+  printf("bench: gpt3   %s on %s, %s (%d microbatches, schedule %s)\n", model, cluster_spec,
+         strategy_spec, s->num_microbatches, mdl_schedule_name(s->schedule));
+  double iter[2] = {0};
+  for (int expanded = 0; expanded < 2; expanded++) {
+    SimOptions o = {.no_symmetry = expanded};
+    gint64 a = g_get_monotonic_time();
+    SimRun *run = sim_run_new_with_options(graph, s, cluster, &params, &o, &error);
+    gint64 b = g_get_monotonic_time();
+    if (!run) return cli_fail(error, CLI_EXIT_FAILURE);
+    iter[expanded] = run->prediction.iteration_time_s;
+    printf("bench: gpt3   %-9s %9" G_GUINT64_FORMAT " tasks, %4d GPUs simulated: %.3f s wall "
+           "(build + engine + breakdown); predicted iteration %.9g s, %.4g TFLOP/s per GPU\n",
+           expanded ? "expanded" : "symmetry", run->prediction.tasks, run->prediction.simulated_gpus,
+           (double)(b - a) / 1e6, run->prediction.iteration_time_s, run->prediction.tflops_per_gpu);
+    sim_run_free(run);
+  }
+  printf("bench: gpt3   predictions %s\n", iter[0] == iter[1] ? "identical" : "DIFFER");
+  mdl_strategy_free(s);
+  mdl_graph_free(graph);
+  dev_cluster_free(cluster);
+  return CLI_EXIT_OK;
+}
+
+/* One 64 MiB ring all-reduce over 1024 GPUs on a single switch (one host of 1024 GPUs with
+ * 50 GB/s per GPU per direction, alpha = NCCL's NVLink hwLat 3.4 us), step-expanded: every
+ * ring step is a transfer on the GPUs' ports. Expanded (2 x 1023 x 1024 transfers) and with
+ * symmetry (the ring's members are alike: one member's 2046 transfers). */
+static int bench_allreduce(void) {
+  const char *json =
+      "{\"name\": \"switch-1024\", \"device\": \"a100-80gb\", \"nodes\": 1, \"gpus_per_node\": 1024,"
+      " \"intra\": {\"kind\": \"switch\", \"bandwidth_GBps\": 50, \"latency_us\": 3.4,"
+      " \"source\": \"bench: a 1-D switch at 50 GB/s; latency NCCL tuning.cc hwLat NVLink Ring/Simple\"},"
+      " \"inter\": {\"kind\": \"none\", \"bandwidth_Gbps\": 100, \"nics_per_node\": 1, \"latency_us\": 9.6,"
+      " \"source\": \"unused: one host\"}}";
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_from_json(json, "bench", &error);
+  if (!c) return cli_fail(error, CLI_EXIT_FAILURE);
+  const int p = 1024;
+  const double bytes = 64.0 * 1024 * 1024;
+  g_autofree int *devices = g_new(int, p);
+  g_autofree gboolean *simulated = g_new(gboolean, p);
+  for (int i = 0; i < p; i++) devices[i] = i;
+  for (int expanded = 1; expanded >= 0; expanded--) {
+    for (int i = 0; i < p; i++) simulated[i] = expanded || i == 0;
+    gint64 a = g_get_monotonic_time();
+    SimTaskGraph *g = sim_task_graph_new(p);
+    g->num_resources = sim_network_num_resources(c);
+    SimTask proto = {0};
+    proto.kind = SIM_TASK_COMM;
+    proto.collective = CM_ALL_REDUCE;
+    proto.op = proto.tensor = proto.microbatch = -1;
+    proto.group_size = (uint32_t)p;
+    sim_network_expand(g, c, &proto, CM_ALL_REDUCE, devices, p, simulated, bytes);
+    sim_task_graph_finish(g);
+    SimSchedule *s = sim_engine_run(g, &error);
+    gint64 b = g_get_monotonic_time();
+    if (!s) return cli_fail(error, CLI_EXIT_FAILURE);
+    CmLinkCost link = cm_group_link(c, devices, p);
+    printf("bench: ring   64 MiB all-reduce over %d GPUs, step-expanded, %-9s %8u tasks in "
+           "%.4f s wall (build + engine); simulated %.6f s (alpha-beta formula %.6f s)\n",
+           p, expanded ? "expanded:" : "symmetry:", sim_task_graph_size(g), (double)(b - a) / 1e6,
+           sim_time_seconds(s->makespan), cm_collective_time(CM_ALL_REDUCE, p, bytes, &link));
+    sim_schedule_free(s);
+    sim_task_graph_free(g);
+  }
+  dev_cluster_free(c);
+  return CLI_EXIT_OK;
+}
+
 int cli_bench(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
   int repeat = 5;
+  g_autofree char *suite = NULL;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model (default gpt3-6.7b:batch=256)", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster (default dgx-a100:nodes=8)", "C"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy (default megatron:tp=8,pp=4,dp=2,mb=1)", "S"},
       {"repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "engine runs (default 5)", "N"},
+      {"suite", 0, 0, G_OPTION_ARG_STRING, &suite, "engine, gpt3, allreduce or all (default)", "NAME"},
       {NULL}};
   if (!cli_parse_options("bench", "Benchmarks the task-graph builder and the event engine.",
                          entries, &argc, &argv))
@@ -30,6 +118,16 @@ int cli_bench(int argc, char **argv) {
   if (repeat < 1 || repeat > 1000) {
     fprintf(stderr, "stratsim bench: --repeat must be 1..1000\n");
     return CLI_EXIT_BAD_INPUT;
+  }
+  if (!suite) suite = g_strdup("all");
+  gboolean all = g_strcmp0(suite, "all") == 0;
+  if (!all && g_strcmp0(suite, "engine") != 0 && g_strcmp0(suite, "gpt3") != 0 &&
+      g_strcmp0(suite, "allreduce") != 0) {
+    fprintf(stderr, "stratsim bench: --suite must be engine, gpt3, allreduce or all\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (!all && g_strcmp0(suite, "engine") != 0) {
+    return g_strcmp0(suite, "gpt3") == 0 ? bench_gpt3() : bench_allreduce();
   }
   if (!model_spec) model_spec = g_strdup("gpt3-6.7b:batch=256");
   if (!cluster_spec) cluster_spec = g_strdup("dgx-a100:nodes=8");
@@ -82,6 +180,10 @@ int cli_bench(int argc, char **argv) {
          "(best), %.2f M tasks/s (median)\n",
          n, secs[0], secs[repeat / 2], repeat, n / secs[0] / 1e6, n / secs[repeat / 2] / 1e6);
   printf("bench: simulated iteration %.6g s\n", sim_time_seconds(makespan));
+  if (all) {
+    status = bench_gpt3();
+    if (status == CLI_EXIT_OK) status = bench_allreduce();
+  }
 out:
   g_free(secs);
   sim_task_graph_free(tasks);
