@@ -9,16 +9,76 @@
  *    A100/H100; the same NVIDIA guide's "memory-limited" layer discussion).
  *  - vector 0.50: elementwise kernels are memory bound long before the vector FLOP rate binds;
  *    the figure only matters for FLOP-heavy non-matmul kernels.
+ *  - GEMM tiles 128 x 128: the tile size the NVIDIA "Matrix Multiplication Background" guide
+ *    uses for its A100 quantization examples (cuBLAS picks among 256x128, 128x128, 128x64...;
+ *    one size keeps the model simple until measured GEMM profiles replace it).
+ *  - kernel overhead 1 us: back-to-back launches of a ~2.9 us kernel measured ~3.8 us per
+ *    kernel in one stream (NVIDIA Developer Blog, "Getting Started with CUDA Graphs", 2019).
  *  - Adam step traffic: fp32 master weight, m, v read and written (24 B), gradient read (2-4 B)
  *    and the 16-bit weight written (2 B): 28-32 bytes per parameter; 32 used.
  */
 #include "costmodel/costmodel.h"
+
+#include <math.h>
 
 void cm_params_default(CmParams *params) {
   params->matmul_efficiency = 0.70;
   params->vector_efficiency = 0.50;
   params->memory_efficiency = 0.80;
   params->optimizer_bytes_per_param = 32.0;
+  params->kernel_overhead_s = 1e-6;
+  params->gemm_tile_m = 128;
+  params->gemm_tile_n = 128;
+}
+
+gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out) {
+  if (op->kind != MDL_OP_MATMUL && op->kind != MDL_OP_BATCH_MATMUL && op->kind != MDL_OP_CONV2D)
+    return FALSE;
+  CmGemmShape s = {1, 1, 1, 1};
+  for (int d = 0; d < op->ndims; d++) {
+    if (op->dims[d].role == MDL_ROLE_REDUCTION) {
+      s.k *= local[d];
+      continue;
+    }
+    gboolean in0 = FALSE, in1 = FALSE;
+    for (int i = 0; i < MDL_MAX_DIMS; i++) {
+      in0 |= op->ninputs > 0 && op->inputs[0].dim_map[i] == d;
+      in1 |= op->ninputs > 1 && op->inputs[1].dim_map[i] == d;
+    }
+    if (op->kind == MDL_OP_BATCH_MATMUL) {
+      if (in0 && in1) s.batch *= local[d];
+      else if (in1) s.n *= local[d];
+      else s.m *= local[d];
+    } else if (op->dims[d].role == MDL_ROLE_PARAMETER) {
+      s.n *= local[d];
+    } else {
+      s.m *= local[d];
+    }
+  }
+  if (op->kind == MDL_OP_CONV2D && op->kernel_elems > 1) s.k *= (double)op->kernel_elems;
+  *out = s;
+  return TRUE;
+}
+
+double cm_gemm_quantization(const CmParams *params, const DevKind *device, const CmGemmShape *s) {
+  double tm = params->gemm_tile_m, tn = params->gemm_tile_n;
+  double tiles_m = ceil(s->m / tm), tiles_n = ceil(s->n / tn);
+  if (tiles_m < 1 || tiles_n < 1) return 1.0;
+  double tile = s->m * s->n / (tiles_m * tm * tiles_n * tn);
+  double tiles = tiles_m * tiles_n * s->batch;
+  double wave = 1.0;
+  if (device->sm_count > 0) {
+    double waves = ceil(tiles / device->sm_count);
+    wave = tiles / (waves * device->sm_count);
+  }
+  return tile * wave;
+}
+
+double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
+                      DevDtype dtype, double flops, double bytes, const CmGemmShape *shape) {
+  double quant = shape ? cm_gemm_quantization(params, device, shape) : 1.0;
+  return cm_compute_time(params, device, kind, dtype, flops / quant, bytes) +
+         params->kernel_overhead_s;
 }
 
 static gboolean is_contraction(MdlOpKind kind) {

@@ -44,6 +44,8 @@ typedef struct {
   double vector_flops;                   /* non-tensor-core fp32 FLOP/s (elementwise, norms) */
   double memory_bytes;                   /* HBM capacity */
   double hbm_bandwidth;                  /* bytes/s */
+  int sm_count;                          /* streaming multiprocessors (GEMM wave quantization);
+                                            0 = unknown */
 } DevKind;
 
 /* Limits on what a cluster description may say; larger values are rejected as absurd. */

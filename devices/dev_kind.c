@@ -51,6 +51,15 @@ gboolean dev_kind_from_cjson(const cJSON *obj, const char *where, DevKind *out, 
       !read_figure(obj, NULL, "hbm_GBps", here, DEV_GBPS_TO_BPS, FALSE, DEV_MAX_BANDWIDTH,
                    &k.hbm_bandwidth, error))
     return FALSE;
+  /* Optional: SM count for GEMM wave quantization (0 or absent: unknown). */
+  if (cJSON_GetObjectItemCaseSensitive(obj, "sm_count")) {
+    double sms;
+    if (!dev_json_number(obj, NULL, "sm_count", here, &sms, error)) return FALSE;
+    g_autofree char *what = g_strdup_printf("%s: field 'sm_count'", here);
+    int n;
+    if (sms != 0 && !dev_check_count(what, sms, &n, error)) return FALSE;
+    k.sm_count = sms == 0 ? 0 : n;
+  }
   k.name = g_strdup(name);
   k.description = g_strdup(description);
   *out = k;

@@ -88,11 +88,77 @@ static void test_memory_gpt(void) {
   dev_cluster_free(c);
 }
 
+/* Tile and wave quantization on an A100 (108 SMs, 128 x 128 tiles). */
+static void test_gemm_quantization(void) {
+  GError *error = NULL;
+  DevKind k;
+  g_assert_true(dev_kind_lookup("a100-80gb", &k, &error));
+  g_assert_cmpint(k.sm_count, ==, 108);
+  CmParams p;
+  cm_params_default(&p);
+  /* One tile: one SM of 108 busy. */
+  CmGemmShape one = {128, 128, 4096, 1};
+  g_assert_cmpfloat_with_epsilon(cm_gemm_quantization(&p, &k, &one), 1.0 / 108, 1e-15);
+  /* 12 x 9 = 108 full tiles: one full wave. */
+  CmGemmShape full = {1536, 1152, 4096, 1};
+  g_assert_cmpfloat(cm_gemm_quantization(&p, &k, &full), ==, 1.0);
+  /* One more column: 12 x 10 = 120 tiles in 2 waves, the last tile column 1/128 used. */
+  CmGemmShape over = {1536, 1153, 4096, 1};
+  double expected = (1536.0 * 1153) / (1536.0 * 1280) * (120.0 / 216);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_quantization(&p, &k, &over), expected, 1e-15);
+  /* The kernel time charges the lost fraction and the launch overhead. */
+  double flops = 2.0 * 1536 * 1153 * 4096;
+  g_assert_cmpfloat_with_epsilon(
+      cm_kernel_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, 0, &over),
+      flops / expected / (k.peak_flops[DEV_DTYPE_BF16] * p.matmul_efficiency) + p.kernel_overhead_s, 1e-15);
+  /* Unknown SM count: tile quantization only. */
+  k.sm_count = 0;
+  g_assert_cmpfloat_with_epsilon(cm_gemm_quantization(&p, &k, &one), 1.0, 1e-15);
+  dev_kind_clear(&k);
+}
+
+/* GEMM views of a GPT layer's contractions. */
+static void test_gemm_shape(void) {
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=1,hidden=2048,heads=16,seq=1024,vocab=1024,batch=4", &error);
+  g_assert_no_error(error);
+  int seen = 0;
+  for (int o = 0; o < mdl_graph_num_ops(g); o++) {
+    const MdlOp *op = mdl_graph_op(g, o);
+    double local[MDL_MAX_DIMS];
+    for (int d = 0; d < op->ndims; d++) local[d] = (double)op->dims[d].size;
+    CmGemmShape s;
+    gboolean ok = cm_gemm_shape(op, local, &s);
+    if (g_str_has_suffix(op->name, "qkv")) {
+      g_assert_true(ok);
+      g_assert_cmpfloat(s.m, ==, 4.0 * 1024);
+      g_assert_cmpfloat(s.n, ==, 3.0 * 2048);
+      g_assert_cmpfloat(s.k, ==, 2048);
+      g_assert_cmpfloat(s.batch, ==, 1);
+      seen++;
+    } else if (g_str_has_suffix(op->name, "attn_scores")) {
+      g_assert_true(ok);
+      g_assert_cmpfloat(s.batch, ==, 4.0 * 16);
+      g_assert_cmpfloat(s.m, ==, 1024);
+      g_assert_cmpfloat(s.n, ==, 1024);
+      g_assert_cmpfloat(s.k, ==, 2048 / 16);
+      seen++;
+    } else if (op->kind == MDL_OP_LAYERNORM) {
+      g_assert_false(ok);
+    }
+    if (ok) g_assert_cmpfloat_with_epsilon(2 * s.m * s.n * s.k * s.batch, op->flops, op->flops * 1e-12);
+  }
+  g_assert_cmpint(seen, ==, 2);
+  mdl_graph_free(g);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/costmodel/collective/formulas", test_collective_formulas);
   g_test_add_func("/costmodel/collective/group-link", test_group_link);
   g_test_add_func("/costmodel/compute/roofline", test_roofline);
+  g_test_add_func("/costmodel/compute/gemm-quantization", test_gemm_quantization);
+  g_test_add_func("/costmodel/compute/gemm-shape", test_gemm_shape);
   g_test_add_func("/costmodel/memory/gpt3-1.3b-tp8", test_memory_gpt);
   return g_test_run();
 }
