@@ -18,7 +18,33 @@ typedef struct {
   double vector_efficiency;  /* fraction of vector FLOP/s elementwise kernels reach */
   double memory_efficiency;  /* fraction of HBM bandwidth streaming kernels reach */
   double optimizer_bytes_per_param; /* HBM traffic of one Adam step per local parameter */
+  double kernel_overhead_s;  /* added to every compute kernel: launch and scheduling gap */
+  int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (tile/wave quantization) */
 } CmParams;
+
+/* A contraction viewed as a (batched) GEMM: C[batch, m, n] = A[batch, m, k] B[batch, k, n]. */
+typedef struct {
+  double m, n, k, batch;
+} CmGemmShape;
+
+/* The GEMM shape of contraction @op (MATMUL, BATCH_MATMUL, CONV2D as implicit GEMM) with
+ * per-device dim sizes @local (one per op dim): k = the REDUCTION dims (times the kernel window
+ * of a convolution); MATMUL and CONV2D: n = the PARAMETER dims, m = the other output dims;
+ * BATCH_MATMUL: dims indexed by both inputs form the batch, those only in the first input m,
+ * those only in the second n. FALSE for other op kinds. */
+gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out);
+
+/* Fraction of peak a GEMM of @shape can reach on @device because of tile quantization (partial
+ * output tiles do full work) and wave quantization (the last wave of tiles leaves SMs idle):
+ * NVIDIA Deep Learning Performance docs, "Matrix Multiplication Background User's Guide",
+ * sections "Tile Quantization" and "Wave Quantization". In (0, 1]; 1 when the SM count is
+ * unknown. */
+double cm_gemm_quantization(const CmParams *params, const DevKind *device, const CmGemmShape *shape);
+
+/* cm_compute_time for a contraction with a known GEMM shape (@shape may be NULL), plus the
+ * per-kernel overhead. */
+double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
+                      DevDtype dtype, double flops, double bytes, const CmGemmShape *shape);
 
 /* Fills the stated defaults (sources in costmodel/cm_compute.c). */
 void cm_params_default(CmParams *params);
@@ -84,8 +110,9 @@ typedef struct {
  * dev_cluster_num_devices entries, caller frees with g_free). Weights and gradients in the
  * compute dtype; Adam states fp32 (+ fp32 master copy when the dtype is 16-bit: 16 bytes per
  * parameter in all, Rajbhandari et al. 2020); activations: every non-weight input an op saves
- * for its backward, per microbatch, times the microbatches a stage holds at once (GPipe: all
- * of them; 1F1B: min(m, p - stage)). */
+ * for its backward, per microbatch, times the microbatches its pipeline rank holds at once
+ * (GPipe: all of them; 1F1B: min(m, p - rank); eager-1F1B, interleaved and weight delay: the
+ * closed forms in cm_memory.c). */
 CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *strategy,
                                const DevCluster *cluster);
 
