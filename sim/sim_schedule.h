@@ -27,7 +27,7 @@
  *    overlaps it, choosing how far with a cost model it does not give; we use the ZB-H1
  *    placement (Qi et al. 2024, section 3.1), which fills the drain bubble with the delayed
  *    W's: on equal stages with free communication the 1F1B bubble (P - 1)(tF + tB + tW)
- *    becomes (P - 1)(tF + tB - tW).
+ *    becomes (P - 1)(tF + tB - tW) (when tW <= min(tF, tB), e.g. the paper's tF = tB = tW).
  */
 #ifndef STRATSIM_SIM_SCHEDULE_H
 #define STRATSIM_SIM_SCHEDULE_H
