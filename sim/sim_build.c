@@ -101,22 +101,43 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
   const MdlOp *op = mdl_graph_op(b->g, o);
   const MdlOpConfig *c = cfg(b, o);
   const MdlMesh *mesh = mesh_of(b, o);
-  double scale = 1.0;
-  for (int d = 0; d < op->ndims; d++)
-    scale *= mdl_config_local_dim(op, d, c, mesh, b->M) / (double)op->dims[d].size;
+  double scale = 1.0, local[MDL_MAX_DIMS];
+  for (int d = 0; d < op->ndims; d++) {
+    local[d] = mdl_config_local_dim(op, d, c, mesh, b->M);
+    scale *= local[d] / (double)op->dims[d].size;
+  }
   double bytes = operand_bytes(b, op, &op->output, TRUE, c, mesh);
   for (int k = 0; k < op->ninputs; k++) bytes += operand_bytes(b, op, &op->inputs[k], FALSE, c, mesh);
   const DevKind *dev = &b->c->device;
+  DevDtype dt = b->s->dtype;
+  /* Contractions run as GEMMs whose shape sets their tile and wave quantization: forward
+   * (m, n, k); the input gradient dX = dY W^T as (m, k, n); the weight gradient dW = X^T dY as
+   * (k, n, m). */
+  CmGemmShape fs, xs, ws;
+  gboolean gemm = cm_gemm_shape(op, local, &fs);
+  if (gemm) {
+    xs = (CmGemmShape){fs.m, fs.k, fs.n, fs.batch};
+    ws = (CmGemmShape){fs.k, fs.n, fs.m, fs.batch};
+  }
   *fwd = sim_time_from_seconds(
-      cm_compute_time(b->p, dev, op->kind, b->s->dtype, op->flops * scale, bytes));
-  /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic. */
+      cm_kernel_time(b->p, dev, op->kind, dt, op->flops * scale, bytes, gemm ? &fs : NULL));
+  /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic, split
+   * between the dX and dW kernels by their share of the work. */
   double bflops = mdl_op_backward_flops(b->g, op) * scale, bbytes = 2 * bytes;
-  double share = b->s->weight_delay ? cm_weight_grad_share(b->g, op) : 0.0;
-  *bwd = sim_time_from_seconds(cm_compute_time(b->p, dev, op->kind, b->s->dtype,
-                                               bflops * (1 - share), bbytes * (1 - share)));
-  *wgt = share > 0 ? sim_time_from_seconds(cm_compute_time(b->p, dev, op->kind, b->s->dtype,
-                                                           bflops * share, bbytes * share))
-                   : 0;
+  double share = cm_weight_grad_share(b->g, op);
+  double dx = share < 1 ? cm_kernel_time(b->p, dev, op->kind, dt, bflops * (1 - share),
+                                         bbytes * (1 - share), gemm ? &xs : NULL)
+                        : 0;
+  double dw = share > 0 ? cm_kernel_time(b->p, dev, op->kind, dt, bflops * share, bbytes * share,
+                                         gemm ? &ws : NULL)
+                        : 0;
+  if (b->s->weight_delay) {
+    *bwd = sim_time_from_seconds(dx);
+    *wgt = sim_time_from_seconds(dw);
+  } else {
+    *bwd = sim_time_from_seconds(dx + dw);
+    *wgt = 0;
+  }
 }
 
 /* Whether @o gets W tasks: under weight delay, when part of its backward is weight gradients. */

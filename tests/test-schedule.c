@@ -228,7 +228,8 @@ typedef struct {
  * of 8 samples, optimizer free. Communication is free (zero latency, infinite bandwidth, set
  * in the struct as check_bubble in test-sim.c does) unless @send_latency_us > 0. With
  * @all_grads the data input is marked as needing a gradient, so that the first layer, like
- * the others, has a dX and a dW half (a matmul on data has only dW: its stage would differ). */
+ * the others, has a dX and a dW kernel (a matmul on data runs only its dW kernel: its stage
+ * would differ by a kernel's launch overhead and quantization). */
 static void pipe_run(Pipe *p, MdlSchedule schedule, int P, int V, int M, gboolean wdelay,
                      int layers, gboolean all_grads, double send_latency_us) {
   memset(p, 0, sizeof *p);
@@ -296,12 +297,12 @@ static void assert_makespan(const Pipe *p, SimTime expected) {
  * Checked exactly, and against 1F1B on the same model and GPUs: bubble ratio exactly V. */
 static void check_interleaved(int P, int V, int M) {
   Pipe in, plain;
-  pipe_run(&in, MDL_SCHEDULE_INTERLEAVED, P, V, M, FALSE, P * V, FALSE, 0);
+  pipe_run(&in, MDL_SCHEDULE_INTERLEAVED, P, V, M, FALSE, P * V, TRUE, 0);
   assert_makespan(&in, ((SimTime)M * V + P - 1) * (in.tf + in.tb));
   const SimPrediction *pr = &in.run->prediction;
   g_assert_cmpfloat_with_epsilon(pr->bubble_s / pr->iteration_time_s,
                                  (P - 1.0) / (V * M + P - 1.0), 1e-12);
-  pipe_run(&plain, MDL_SCHEDULE_1F1B, P, 1, M, FALSE, P * V, FALSE, 0);
+  pipe_run(&plain, MDL_SCHEDULE_1F1B, P, 1, M, FALSE, P * V, TRUE, 0);
   SimTime bubble_in = in.run->schedule->makespan - (SimTime)M * V * (in.tf + in.tb);
   SimTime bubble_plain = plain.run->schedule->makespan - (SimTime)M * (plain.tf + plain.tb);
   g_assert_cmpuint(bubble_plain, ==, (SimTime)V * bubble_in);
@@ -320,7 +321,7 @@ static void test_interleaved_bubble(void) {
  * these two schedules are the same" (cross-mesh paper, section 4): (M + P - 1)(tF + tB). */
 static void check_eager(int P, int M) {
   Pipe p;
-  pipe_run(&p, MDL_SCHEDULE_EAGER_1F1B, P, 1, M, FALSE, P, FALSE, 0);
+  pipe_run(&p, MDL_SCHEDULE_EAGER_1F1B, P, 1, M, FALSE, P, TRUE, 0);
   assert_makespan(&p, ((SimTime)M + P - 1) * (p.tf + p.tb));
   pipe_clear(&p);
 }
@@ -336,8 +337,8 @@ static void test_eager_bubble(void) {
 static void test_eager_overlaps_sends(void) {
   const int P = 4, M = 8;
   Pipe eager, plain;
-  pipe_run(&eager, MDL_SCHEDULE_EAGER_1F1B, P, 1, M, FALSE, P, FALSE, 20);
-  pipe_run(&plain, MDL_SCHEDULE_1F1B, P, 1, M, FALSE, P, FALSE, 20);
+  pipe_run(&eager, MDL_SCHEDULE_EAGER_1F1B, P, 1, M, FALSE, P, TRUE, 20);
+  pipe_run(&plain, MDL_SCHEDULE_1F1B, P, 1, M, FALSE, P, TRUE, 20);
   g_test_message("1f1b %.6g s, eager-1f1b %.6g s", plain.run->prediction.iteration_time_s,
                  eager.run->prediction.iteration_time_s);
   g_assert_cmpuint(eager.run->schedule->makespan, <, plain.run->schedule->makespan);
