@@ -46,9 +46,11 @@ gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out) {
       in1 |= op->ninputs > 1 && op->inputs[1].dim_map[i] == d;
     }
     if (op->kind == MDL_OP_BATCH_MATMUL) {
+      /* A dim the first input does not index belongs to the second's side (n), also when a
+       * fused tensor hides it (the head dim inside GPT's [b, s, 3h] QKV activation). */
       if (in0 && in1) s.batch *= local[d];
-      else if (in1) s.n *= local[d];
-      else s.m *= local[d];
+      else if (in0) s.m *= local[d];
+      else s.n *= local[d];
     } else if (op->dims[d].role == MDL_ROLE_PARAMETER) {
       s.n *= local[d];
     } else {

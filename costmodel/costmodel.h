@@ -31,7 +31,7 @@ typedef struct {
  * per-device dim sizes @local (one per op dim): k = the REDUCTION dims (times the kernel window
  * of a convolution); MATMUL and CONV2D: n = the PARAMETER dims, m = the other output dims;
  * BATCH_MATMUL: dims indexed by both inputs form the batch, those only in the first input m,
- * those only in the second n. FALSE for other op kinds. */
+ * the others n. FALSE for other op kinds. */
 gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out);
 
 /* Fraction of peak a GEMM of @shape can reach on @device because of tile quantization (partial

@@ -140,7 +140,8 @@ static void compute_breakdown(SimRun *run) {
   p->compute_s = used ? (double)compute / used / SIM_PS_PER_SECOND : 0;
   p->comm_exposed_s = used ? (double)exposed / used / SIM_PS_PER_SECOND : 0;
   p->bubble_s = p->iteration_time_s - p->compute_s - p->comm_exposed_s;
-  if (p->bubble_s < 0) p->bubble_s = 0;
+  /* The three means are exact to the picosecond; what remains below that is rounding. */
+  if (p->bubble_s < 1e-12 * p->iteration_time_s) p->bubble_s = 0;
 }
 
 static void compute_memory(SimRun *run) {

@@ -143,12 +143,20 @@ static void test_gemm_shape(void) {
       g_assert_cmpfloat(s.n, ==, 1024);
       g_assert_cmpfloat(s.k, ==, 2048 / 16);
       seen++;
+    } else if (g_str_has_suffix(op->name, "attn_context")) {
+      /* probs [b, heads, sq, sk] x V [b, heads, sk, dh]: the head dim is the n side. */
+      g_assert_true(ok);
+      g_assert_cmpfloat(s.batch, ==, 4.0 * 16);
+      g_assert_cmpfloat(s.m, ==, 1024);
+      g_assert_cmpfloat(s.n, ==, 2048 / 16);
+      g_assert_cmpfloat(s.k, ==, 1024);
+      seen++;
     } else if (op->kind == MDL_OP_LAYERNORM) {
       g_assert_false(ok);
     }
     if (ok) g_assert_cmpfloat_with_epsilon(2 * s.m * s.n * s.k * s.batch, op->flops, op->flops * 1e-12);
   }
-  g_assert_cmpint(seen, ==, 2);
+  g_assert_cmpint(seen, ==, 3);
   mdl_graph_free(g);
 }
 
