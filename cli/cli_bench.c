@@ -86,7 +86,7 @@ static int bench_allreduce(void) {
     proto.collective = CM_ALL_REDUCE;
     proto.op = proto.tensor = proto.microbatch = -1;
     proto.group_size = (uint32_t)p;
-    sim_network_expand(g, c, &proto, CM_ALL_REDUCE, devices, p, simulated, bytes);
+    sim_network_expand(g, c, &proto, CM_ALL_REDUCE, devices, p, simulated, bytes, FALSE);
     sim_task_graph_finish(g);
     SimSchedule *s = sim_engine_run(g, &error);
     gint64 b = g_get_monotonic_time();

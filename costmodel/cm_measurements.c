@@ -144,11 +144,10 @@ gboolean cm_nccl_tests_parse(const char *text, const char *origin, int kind_hint
     if (*body == '#') {
       const char *rest = body + 1;
       while (*rest == ' ' || *rest == '\t') rest++;
-      const char *key;
-      if ((key = strstr(rest, "Collective test starting:")) == rest) {
+      if (g_str_has_prefix(rest, "Collective test starting:")) {
         g_free(program);
         program = g_strstrip(g_strdup(rest + strlen("Collective test starting:")));
-      } else if ((key = strstr(rest, "Avg bus bandwidth")) == rest) {
+      } else if (g_str_has_prefix(rest, "Avg bus bandwidth")) {
         const char *colon = strchr(rest, ':');
         char *end = NULL;
         if (colon) {
@@ -195,6 +194,10 @@ gboolean cm_nccl_tests_parse(const char *text, const char *origin, int kind_hint
       g_array_append_val(found, pair);
     }
   }
+  if (rows == 0) {
+    g_set_error(error, CM_ERROR, CM_ERROR_PARSE, "%s: no nccl-tests result rows", origin);
+    goto out;
+  }
   CmCollective kind;
   if (program) {
     if (!cm_collective_from_nccl_program(program, &kind)) {
@@ -216,10 +219,6 @@ gboolean cm_nccl_tests_parse(const char *text, const char *origin, int kind_hint
                 "%s: no '# Collective test starting' line says which collective this is; "
                 "name the file after the nccl-tests program (all_reduce_perf, ...) or pass --kind",
                 origin);
-    goto out;
-  }
-  if (rows == 0) {
-    g_set_error(error, CM_ERROR, CM_ERROR_PARSE, "%s: no nccl-tests result rows", origin);
     goto out;
   }
   int nranks = (int)g_hash_table_size(ranks), nhosts = (int)g_hash_table_size(hosts);

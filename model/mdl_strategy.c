@@ -42,6 +42,8 @@ MdlStrategy *mdl_strategy_new_empty(int num_ops) {
   s->num_microbatches = 1;
   s->schedule = MDL_SCHEDULE_1F1B;
   s->virtual_stages = 1;
+  s->bucket_bytes = 25.0 * 1024 * 1024;
+  s->overlap = TRUE;
   return s;
 }
 

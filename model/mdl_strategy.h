@@ -62,6 +62,11 @@ typedef struct {
   gboolean weight_delay;     /* split backwards into B (dX) and W (dW), W delayed (see
                               * sim/sim_schedule.h); cross-mesh resharding paper, section 4 */
   DevDtype dtype;
+  double bucket_bytes;       /* gradient all-reduces packed into buckets of this size, in the
+                                order gradients become ready (PyTorch DDP; default 25 MiB,
+                                DDP's bucket_cap_mb); 0: one all-reduce per weight tensor */
+  gboolean overlap;          /* communication may run while compute runs (default); FALSE:
+                                every collective also holds its members' compute streams */
   /* For reporting: the degrees a builder used (0 when the strategy came from JSON). */
   int dp, tp, pp, vp, microbatch_size;
 } MdlStrategy;
@@ -96,6 +101,8 @@ typedef struct {
   int virtual_stages;        /* vp: model chunks per pipeline rank; 0 or 1: none */
   gboolean weight_delay;
   DevDtype dtype;
+  double bucket_mb;          /* 0: the default (25 MiB); < 0: one all-reduce per weight */
+  gboolean no_overlap;       /* communication holds the compute streams too */
 } MdlMegatronConfig;
 
 /* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each pipeline

@@ -121,6 +121,8 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->num_stages = cfg->pp * vp;
   s->virtual_stages = vp;
   s->weight_delay = cfg->weight_delay;
+  if (cfg->bucket_mb != 0) s->bucket_bytes = cfg->bucket_mb > 0 ? cfg->bucket_mb * 1024 * 1024 : 0;
+  s->overlap = !cfg->no_overlap;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -204,7 +206,23 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       *dp_given = TRUE;
     } else if (strcmp(key, "mb") == 0) ok = parse_positive_int(key, value, &cfg->microbatch_size, error);
     else if (strcmp(key, "vp") == 0) ok = parse_positive_int(key, value, &cfg->virtual_stages, error);
-    else if (strcmp(key, "wdelay") == 0) {
+    else if (strcmp(key, "bucket_mb") == 0) {
+      char *end = NULL;
+      double v = g_ascii_strtod(value, &end);
+      if (!*value || *end || !(v >= 0 && v <= 1e6)) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                    "strategy %s: bucket_mb=%s must be a size in MiB from 0 to 1e6", family, value);
+        return FALSE;
+      }
+      cfg->bucket_mb = v > 0 ? v : -1;
+    } else if (strcmp(key, "overlap") == 0) {
+      if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: overlap=%s must be 0 or 1",
+                    family, value);
+        return FALSE;
+      }
+      cfg->no_overlap = value[0] == '0';
+    } else if (strcmp(key, "wdelay") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: wdelay=%s must be 0 or 1",
                     family, value);
@@ -231,7 +249,7 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     } else {
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
-                  "dtype)",
+                  "bucket_mb, overlap, dtype)",
                   family, key);
       return FALSE;
     }

@@ -2,6 +2,7 @@
  * reads). Documented in model/STRATEGY.md:
  *   {"format": "stratsim-strategy-1", "name": ..., "dtype": "bf16", "schedule": "1f1b",
  *    "num_microbatches": M, "num_stages": P, "virtual_stages": V, "weight_delay": false,
+ *    "bucket_mb": 25, "overlap": true,
  *    "meshes": [{"shape": [2, 8], "devices": [0, 1, ...]}],
  *    "default": {"mesh": 0, "stage": 0, "split": ["@sample", "@tp"]},      (optional)
  *    "ops": [{"op": "layer0.qkv", "mesh": 0, "stage": 0, "split": ["b", "n"]}, ...]}
@@ -37,6 +38,8 @@ char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
   cJSON_AddNumberToObject(root, "num_stages", s->num_stages);
   cJSON_AddNumberToObject(root, "virtual_stages", s->virtual_stages);
   cJSON_AddBoolToObject(root, "weight_delay", s->weight_delay);
+  cJSON_AddNumberToObject(root, "bucket_mb", s->bucket_bytes / (1024.0 * 1024.0));
+  cJSON_AddBoolToObject(root, "overlap", s->overlap);
   cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
   for (guint m = 0; m < s->meshes->len; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
@@ -181,6 +184,21 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
     goto err;
   }
   s->weight_delay = cJSON_IsTrue(wdelay);
+  const cJSON *overlap = cJSON_GetObjectItemCaseSensitive(root, "overlap");
+  if (overlap && !cJSON_IsBool(overlap)) {
+    fail(error, origin, "field \"overlap\" must be true or false");
+    goto err;
+  }
+  if (overlap) s->overlap = cJSON_IsTrue(overlap);
+  const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "bucket_mb");
+  if (bucket) {
+    double v = cJSON_GetNumberValue(bucket);
+    if (!cJSON_IsNumber(bucket) || !(v >= 0 && v <= 1e6)) {
+      fail(error, origin, "field \"bucket_mb\" must be a size in MiB from 0 to 1e6");
+      goto err;
+    }
+    s->bucket_bytes = v * 1024 * 1024;
+  }
   if (!get_int(root, "num_microbatches", 1, 1000000000, &s->num_microbatches, FALSE, origin, error) ||
       !get_int(root, "num_stages", 1, 1000000, &s->num_stages, FALSE, origin, error) ||
       !get_int(root, "virtual_stages", 1, 1000000, &s->virtual_stages, FALSE, origin, error) ||

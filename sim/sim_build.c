@@ -18,6 +18,7 @@
 #include "sim/sim.h"
 #include "sim/sim_network.h"
 
+#include <limits.h>
 #include <string.h>
 
 #include "costmodel/cm_backward.h"
@@ -260,9 +261,12 @@ static gboolean is_group_base(const MdlMesh *mesh, unsigned mask, int idx) {
 static SimCollectiveSpan add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll,
                                        const int *devices, int p, const int *sim_devices, int nsim,
                                        double bytes, int op, int tensor, int mb) {
+  /* Without overlap a collective also holds its members' compute streams. */
+  int nres = b->s->overlap ? nsim : 2 * nsim;
   uint32_t stack_res[64];
-  uint32_t *res = nsim <= 64 ? stack_res : g_new(uint32_t, nsim);
+  uint32_t *res = nres <= 64 ? stack_res : g_new(uint32_t, nres);
   for (int i = 0; i < nsim; i++) res[i] = sim_resource_comm(sim_devices[i]);
+  for (int i = nsim; i < nres; i++) res[i] = sim_resource_compute(sim_devices[i - nsim]);
   CmLinkCost link = cm_group_link(b->c, devices, p);
   SimTask t = {0};
   t.kind = (uint8_t)kind;
@@ -279,10 +283,10 @@ static SimCollectiveSpan add_comm_task(Builder *b, SimTaskKind kind, CmCollectiv
     g_autofree gboolean *simulated = g_new0(gboolean, p);
     for (int i = 0; i < p; i++)
       for (int k = 0; k < nsim && !simulated[i]; k++) simulated[i] = devices[i] == sim_devices[k];
-    return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes);
+    return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes, !b->s->overlap);
   }
   t.duration = sim_time_from_seconds(cm_collective_time(coll, p, bytes, &link));
-  uint32_t id = sim_task_graph_add(b->tg, &t, res, nsim);
+  uint32_t id = sim_task_graph_add(b->tg, &t, res, nres);
   if (res != stack_res) g_free(res);
   return (SimCollectiveSpan){id, id};
 }
@@ -488,52 +492,109 @@ static unsigned grad_sync_mask(const Builder *b, int w, int m, int *first, MdlLa
 
 /* Gradient all-reduce of every weight over the axes it is replicated on while its ops split
  * them, then one optimizer step per device after its last compute task and its syncs. */
+/* One weight's gradient sync on one mesh. */
+typedef struct {
+  int w, m;
+  unsigned mask;
+  int first;        /* first op using it there */
+  int ready;        /* smallest index of its ops there: its gradient completes when that op's
+                       backward does, and backward runs in reverse op order */
+  double bytes;     /* per device */
+} SyncItem;
+
+static int compare_sync_items(const void *pa, const void *pb) {
+  const SyncItem *a = pa, *b = pb;
+  if (a->m != b->m) return a->m < b->m ? -1 : 1;
+  if (a->mask != b->mask) return a->mask < b->mask ? -1 : 1;
+  if (a->ready != b->ready) return a->ready > b->ready ? -1 : 1; /* ready earlier first */
+  return (a->w > b->w) - (a->w < b->w);
+}
+
+/* One all-reduce per group over the mesh axes of @items[0].mask for the bucket @items[0..n). */
+static void add_bucket(Builder *b, const SyncItem *items, int n, GArray *syncs) {
+  int m = items[0].m;
+  unsigned mask = items[0].mask;
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+  double bytes = 0;
+  for (int k = 0; k < n; k++) bytes += items[k].bytes;
+  g_autofree int *members = g_new(int, mesh->ndevices);
+  g_autofree int *devices = g_new(int, mesh->ndevices);
+  g_autofree int *sim = g_new(int, mesh->ndevices);
+  g_autofree int *sim_members = g_new(int, mesh->ndevices);
+  for (int base = 0; base < mesh->ndevices; base++) {
+    if (!is_group_base(mesh, mask, base)) continue;
+    int p = group_members(mesh, mask, base, members), nsim = 0;
+    for (int i = 0; i < p; i++) {
+      devices[i] = mesh->devices[members[i]];
+      if (b->rep_pos[m][members[i]] < 0) continue;
+      sim_members[nsim] = members[i];
+      sim[nsim++] = devices[i];
+    }
+    if (nsim == 0) continue;
+    SimCollectiveSpan span = add_comm_task(b, SIM_TASK_GRAD_SYNC, CM_ALL_REDUCE, devices, p, sim,
+                                           nsim, bytes, items[0].first, items[0].w, -1);
+    for (int k = 0; k < n; k++) {
+      GArray *users = b->users[items[k].w];
+      for (guint u = 0; u < users->len; u++) {
+        int o = g_array_index(users, int, u);
+        if (cfg(b, o)->mesh != m) continue;
+        for (int i = 0; i < nsim; i++)
+          sim_task_graph_edge(b->tg, task_grads_done(b, o, sim_members[i]), span.gate);
+      }
+    }
+    for (int i = 0; i < nsim; i++) {
+      uint32_t pair[2] = {span.join, (uint32_t)sim[i]};
+      g_array_append_val(syncs, pair);
+    }
+  }
+}
+
+/* Gradient all-reduce of every weight over the axes it is replicated on while its ops split
+ * them, packed into buckets in the order gradients become ready (PyTorch DDP, Li et al. 2020,
+ * "PyTorch Distributed", section 3.2.3: a bucket's all-reduce starts when all its gradients
+ * are ready, overlapping the rest of the backward pass), then one optimizer step per device
+ * after its last compute task and its syncs. */
 static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute) {
   int ndev = b->tg->num_devices;
   g_autofree double *local_params = g_new0(double, ndev);
   GArray *syncs = g_array_new(FALSE, FALSE, sizeof(uint32_t) * 2); /* (task, device) */
+  GArray *items = g_array_new(FALSE, FALSE, sizeof(SyncItem));
   int nmeshes = (int)b->s->meshes->len;
   for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
     if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-    GArray *users = b->users[w];
     for (int m = 0; m < nmeshes; m++) {
       const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
-      int first;
+      SyncItem it = {.w = w, .m = m, .ready = INT_MAX};
       MdlLayout layout;
-      unsigned mask = grad_sync_mask(b, w, m, &first, &layout);
-      if (first < 0) continue;
+      it.mask = grad_sync_mask(b, w, m, &it.first, &layout);
+      if (it.first < 0) continue;
       double elems = mdl_layout_local_elements(b->g, w, -1, &layout, mesh, 1);
       for (int r = 0; r < b->nrep[m]; r++) local_params[mesh->devices[b->rep_idx[m][r]]] += elems;
-      if (!mask) continue;
-      g_autofree int *members = g_new(int, mesh->ndevices);
-      g_autofree int *devices = g_new(int, mesh->ndevices);
-      g_autofree int *sim = g_new(int, mesh->ndevices);
-      g_autofree int *sim_members = g_new(int, mesh->ndevices);
-      for (int base = 0; base < mesh->ndevices; base++) {
-        if (!is_group_base(mesh, mask, base)) continue;
-        int p = group_members(mesh, mask, base, members), nsim = 0;
-        for (int i = 0; i < p; i++) {
-          devices[i] = mesh->devices[members[i]];
-          if (b->rep_pos[m][members[i]] < 0) continue;
-          sim_members[nsim] = members[i];
-          sim[nsim++] = devices[i];
-        }
-        if (nsim == 0) continue;
-        SimCollectiveSpan span = add_comm_task(b, SIM_TASK_GRAD_SYNC, CM_ALL_REDUCE, devices, p,
-                                               sim, nsim, elems * b->dtype_bytes, first, w, -1);
-        for (guint u = 0; u < users->len; u++) {
-          int o = g_array_index(users, int, u);
-          if (cfg(b, o)->mesh != m) continue;
-          for (int i = 0; i < nsim; i++)
-            sim_task_graph_edge(b->tg, task_grads_done(b, o, sim_members[i]), span.gate);
-        }
-        for (int i = 0; i < nsim; i++) {
-          uint32_t pair[2] = {span.join, (uint32_t)sim[i]};
-          g_array_append_val(syncs, pair);
-        }
+      if (!it.mask) continue;
+      GArray *users = b->users[w];
+      for (guint u = 0; u < users->len; u++) {
+        int o = g_array_index(users, int, u);
+        if (cfg(b, o)->mesh == m && o < it.ready) it.ready = o;
       }
+      it.bytes = elems * b->dtype_bytes;
+      g_array_append_val(items, it);
     }
   }
+  g_array_sort(items, compare_sync_items);
+  const SyncItem *all = (const SyncItem *)items->data;
+  for (guint i = 0; i < items->len;) {
+    guint j = i;
+    double filled = 0;
+    /* Fill a bucket up to the cap (a weight larger than the cap gets one of its own). */
+    while (j < items->len && all[j].m == all[i].m && all[j].mask == all[i].mask) {
+      filled += all[j].bytes;
+      j++;
+      if (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes) break;
+    }
+    add_bucket(b, all + i, (int)(j - i), syncs);
+    i = j;
+  }
+  g_array_unref(items);
   g_autofree uint32_t *opt = g_new(uint32_t, ndev);
   SimTask t = {0};
   t.kind = SIM_TASK_OPTIMIZER;

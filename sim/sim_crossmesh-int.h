@@ -3,7 +3,8 @@
  *
  * Host-level model of the load balancers (paper §3.2): unit i, sent from candidate host k,
  * occupies that host's sending side and the receiving side of every host in m_i (its receiver
- * hosts) for T_ik seconds. */
+ * hosts) for T_ik seconds. The engine-level tasks hold finer resources (streams, GPU ports, every
+ * NIC of a host: sim_crossmesh_steps.c). */
 #ifndef STRATSIM_SIM_CROSSMESH_INT_H
 #define STRATSIM_SIM_CROSSMESH_INT_H
 
@@ -30,8 +31,10 @@ struct SimCrossMeshPlan {
   int num_devices;
   int nodes;
   int gpus_per_node;
+  int nics_per_node;
   CmLinkCost intra;         /* cm_group_link of a group inside one host */
-  CmLinkCost nic;           /* cm_group_link of two whole hosts: the whole NIC of a host */
+  CmLinkCost nic;           /* cm_group_link of two whole hosts: all NICs of a host, striped,
+                               over the fabric's oversubscription */
   int ndims;
   int64_t shape[MDL_MAX_DIMS];
   double elem_bytes;
@@ -69,6 +72,8 @@ void cmx_unit_steps(const SimCrossMeshPlan *plan, const CmxUnit *u, int sender, 
 /* Resource ids a step occupies, appended to @out (uint32_t). */
 void cmx_step_resources(const SimCrossMeshPlan *plan, const CmxStep *step, const int *members,
                         GArray *out);
+/* Whether @resource is a NIC side (the resources the plan's order is kept on). */
+gboolean cmx_resource_is_nic(const SimCrossMeshPlan *plan, uint32_t resource);
 /* T of unit @u sent by @sender alone: its steps list-scheduled on their resources. */
 double cmx_unit_seconds(const SimCrossMeshPlan *plan, const CmxUnit *u, int sender);
 

@@ -5,6 +5,7 @@
  * whole intervals, so each device lists the slices inside its box: holders per slice from the
  * source mesh, receivers from the destination mesh (CSR built by counting, O(output)). */
 #include "sim/sim_crossmesh-int.h"
+#include "sim/sim_network.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -396,16 +397,19 @@ SimCrossMeshPlan *sim_crossmesh_plan_new(const DevCluster *cluster, const MdlMes
   p->num_devices = dev_cluster_num_devices(cluster);
   p->nodes = cluster->nodes;
   p->gpus_per_node = cluster->gpus_per_node;
+  p->nics_per_node = cluster->nics_per_node;
   int first = 0;
   p->intra = cm_group_link(cluster, &first, 1);
   p->nic = p->intra;
   if (cluster->nodes >= 2) {
     /* Whole hosts on both ends: cm_group_link gives the group gpus_per_node / gpus_per_node of
-     * the NICs, i.e. the whole NIC bandwidth (capped by the intra-host link); contention
-     * between concurrent transfers is the NIC resources' job, not a share. */
+     * the NICs, i.e. all of a host's NIC bandwidth (capped by the intra-host link); contention
+     * between concurrent transfers is the NIC resources' job, not a share. An oversubscribed
+     * fabric slows every NIC transfer, as in the step-expanded mode (sim_network.h). */
     g_autofree int *two_hosts = g_new(int, 2 * cluster->gpus_per_node);
     for (int i = 0; i < 2 * cluster->gpus_per_node; i++) two_hosts[i] = i;
     p->nic = cm_group_link(cluster, two_hosts, 2 * cluster->gpus_per_node);
+    if (cluster->oversubscription > 1) p->nic.beta *= cluster->oversubscription;
   }
   p->ndims = ndims;
   memcpy(p->shape, tensor_shape, sizeof(int64_t) * (size_t)ndims);
@@ -464,8 +468,12 @@ const uint32_t *sim_crossmesh_plan_order(const SimCrossMeshPlan *p) { return p->
 
 double sim_crossmesh_plan_cost(const SimCrossMeshPlan *p) { return p->cost; }
 
-int sim_crossmesh_extra_resources(const DevCluster *cluster) { return 2 * cluster->nodes; }
+int sim_crossmesh_extra_resources(const DevCluster *cluster) {
+  return sim_network_num_resources(cluster) - 2 * dev_cluster_num_devices(cluster);
+}
 
-uint32_t sim_crossmesh_resource_nic(const DevCluster *cluster, int host, gboolean ingress) {
-  return (uint32_t)(2 * dev_cluster_num_devices(cluster) + 2 * host + (ingress ? 1 : 0));
+uint32_t sim_crossmesh_resource_nic(const DevCluster *cluster, int host, int nic,
+                                    gboolean ingress) {
+  return (uint32_t)(4 * dev_cluster_num_devices(cluster) +
+                    2 * (host * cluster->nics_per_node + nic) + (ingress ? 1 : 0));
 }

@@ -12,9 +12,13 @@
  * the ensemble of the last two that the paper's AlpaComm runs (§5.3.1).
  *
  * Time: every transfer is costed with costmodel's alpha-beta (cm_group_link,
- * cm_collective_time). Inter-host traffic is modelled on one egress and one ingress resource per
- * host NIC (full duplex, paper §3 "Communication bottleneck at hosts"), so concurrent sends from
- * one host serialise; each such resource runs at the whole NIC bandwidth.
+ * cm_collective_time). Tasks run on the devices' communication streams and hold the link
+ * resources of sim_network.h they use: GPU ports for hops inside a host, the NICs of both hosts
+ * for hops between hosts (egress and ingress sides: full duplex, paper §3 "Communication
+ * bottleneck at hosts"), so concurrent sends from one host serialise and cross-mesh traffic
+ * contends with step-expanded collectives. A transfer between hosts is striped over all of a
+ * host's NICs at their summed bandwidth (cm_group_link of two whole hosts; over the cluster's
+ * oversubscription).
  *
  * Invariants of a plan: every destination device receives every element of its tile exactly once
  * (from a unit, or locally where it already holds the slice as a source device); each unit's
@@ -69,7 +73,7 @@ typedef struct {
                                  in 1..this that minimises the chain's time (paper §3.1:
                                  K ~ 100 in its experiments) */
   int randomized_trials;      /* random orderings tried per round of randomized greedy */
-  guint64 dfs_node_budget;    /* search nodes DFS visits before it returns its best */
+  guint64 dfs_node_budget;    /* search-tree children DFS may cost before it returns its best */
 } SimCrossMeshOptions;
 
 /* Defaults: broadcast, ensemble, seed 1, 100 chunks, 32 trials, 200000 DFS nodes. */
@@ -126,29 +130,35 @@ double sim_crossmesh_plan_cost(const SimCrossMeshPlan *plan);
 typedef struct {
   int units;
   int transfer_tasks;         /* tasks sim_crossmesh_emit adds, not counting joins */
-  int join_tasks;             /* zero-time joins for destinations fed by several tasks */
+  int join_tasks;             /* zero-time joins for destinations fed by several tasks (a
+                                 local copy counts as one when its source has a ready task) */
   double inter_host_bytes;    /* bytes crossing host NICs (once per hop) */
   double intra_host_bytes;    /* bytes over intra-host links */
 } SimCrossMeshStats;
 
 SimCrossMeshStats sim_crossmesh_plan_stats(const SimCrossMeshPlan *plan);
 
-/* Resources: the task graph's 2 * num_devices device streams, then per host h a NIC egress
- * (2 * num_devices + 2h) and a NIC ingress (+ 1). A graph that receives cross-mesh tasks must
- * have num_resources >= 2 * num_devices + sim_crossmesh_extra_resources(cluster): enlarge
- * graph->num_resources after sim_task_graph_new. */
+/* Resources: the task graph's 2 * num_devices device streams, then sim_network.h's link
+ * resources (GPU ports from 2 * num_devices, NICs from 4 * num_devices). A graph that receives
+ * cross-mesh tasks must have num_resources >= sim_network_num_resources(cluster) =
+ * 2 * num_devices + sim_crossmesh_extra_resources(cluster): enlarge graph->num_resources after
+ * sim_task_graph_new (step-expanded graphs already have them). */
 int sim_crossmesh_extra_resources(const DevCluster *cluster);
-uint32_t sim_crossmesh_resource_nic(const DevCluster *cluster, int host, gboolean ingress);
+/* NIC @nic (0..nics_per_node-1) of @host, its egress side or (@ingress) its ingress side. */
+uint32_t sim_crossmesh_resource_nic(const DevCluster *cluster, int host, int nic,
+                                    gboolean ingress);
 
 /* Adds the plan's tasks to @graph (not yet finished; built for the plan's cluster, resources
  * enlarged as above): per unit, in the plan's order, its transfers and collectives on the
- * communication streams (sim_resource_comm) of the devices involved and the NIC resources of
- * the hosts they cross. Edges: every task that reads the sender's data waits for
+ * communication streams (sim_resource_comm) of the devices involved and the link resources
+ * (GPU ports, NICs) they use. Edges: every task that reads the sender's data waits for
  * @src_ready[source mesh index of the sender] (NULL, or SIM_CROSSMESH_NO_TASK entries: ready at
  * once); a unit's all-gather waits for its scatter; tasks on the same NIC follow the plan's
  * order (paper §3.2: one execution order per host). New tasks copy @tag (kind, op, tensor,
- * microbatch, ...; NULL: SIM_TASK_COMM with op, tensor, microbatch -1) and set duration,
- * collective (broadcast chains are tagged CM_SEND_RECV) and bytes.
+ * microbatch, phase, ...; NULL: SIM_TASK_COMM with op, tensor, microbatch -1) and set
+ * duration, collective (CM_SEND_RECV, CM_ALL_GATHER, or CM_BROADCAST for a chain), bytes,
+ * group_size, link (inter-host if it holds a NIC) and role (SIM_ROLE_WHOLE; joins
+ * SIM_ROLE_JOIN).
  * On return @dst_ready[destination mesh index] is the task after which that device holds its
  * whole tile: the one task that delivered it, or a zero-time join on its communication stream
  * that waits for all of them (and for the device's own @src_ready where it copied slices
@@ -158,8 +168,9 @@ uint32_t sim_crossmesh_emit(const SimCrossMeshPlan *plan, SimTaskGraph *graph, c
 
 /* The plan's makespan in seconds when simulated alone: builds a task graph with
  * sim_crossmesh_emit (all sources ready at time 0) and runs sim_engine_run on it. Device-level
- * timing: at most the Eq. 1 cost, less where a unit's intra-host all-gather overlaps the next
- * unit's network transfer. */
+ * timing: with the meshes on disjoint hosts, at most the Eq. 1 cost (less where a unit's
+ * intra-host all-gather overlaps the next unit's network transfer); where they share hosts or
+ * devices it may exceed it (a stream, port or NIC busy on both sides, which Eq. 3 ignores). */
 double sim_crossmesh_estimate(const SimCrossMeshPlan *plan);
 
 G_END_DECLS

@@ -2,10 +2,15 @@
  *
  * A unit expands to steps: point-to-point transfers, all-gathers, or one pipelined broadcast
  * chain, each timed by costmodel's alpha-beta on the intra-host link (both ends on one host) or
- * the whole NIC (cm_group_link of two whole hosts). Steps become tasks on the devices'
- * communication streams plus, where they cross hosts, the NIC egress of the sending host and
- * the NIC ingress of the receiving one. */
+ * the host's NICs (cm_group_link of two whole hosts). Steps become tasks on the devices'
+ * communication streams plus the link resources of sim_network.h that they use, so that they
+ * contend with step-expanded collectives: a hop inside a host holds the sender's outgoing and
+ * the receiver's incoming GPU port; a hop between hosts holds the egress side of every NIC of
+ * the sending host and the ingress side of every NIC of the receiving one (the transfer is
+ * striped over the host's NICs at their summed bandwidth; with one NIC per host, the paper's
+ * setting, that is simply the NIC). */
 #include "sim/sim_crossmesh-int.h"
+#include "sim/sim_network.h"
 
 #include <math.h>
 #include <string.h>
@@ -121,8 +126,31 @@ static void add_resource(GArray *out, uint32_t r) {
   g_array_append_val(out, r);
 }
 
-static inline uint32_t nic(const SimCrossMeshPlan *p, int host, gboolean ingress) {
-  return (uint32_t)(2 * p->num_devices + 2 * host + (ingress ? 1 : 0));
+/* Link resources, in sim_network.h's layout (N devices): ports from 2N (2N + 2d out, +1 in),
+ * NICs from 4N (4N + 2 (host * nics + k) egress, +1 ingress). */
+static inline uint32_t port(const SimCrossMeshPlan *p, int device, gboolean in) {
+  return (uint32_t)(2 * p->num_devices + 2 * device + (in ? 1 : 0));
+}
+
+static void add_host_nics(const SimCrossMeshPlan *p, GArray *out, int host, gboolean ingress) {
+  for (int k = 0; k < p->nics_per_node; k++)
+    add_resource(out, (uint32_t)(4 * p->num_devices + 2 * (host * p->nics_per_node + k) +
+                                 (ingress ? 1 : 0)));
+}
+
+static void add_hop(const SimCrossMeshPlan *p, GArray *out, int from, int to) {
+  int a = cmx_host(p, from), b = cmx_host(p, to);
+  if (a == b) {
+    add_resource(out, port(p, from, FALSE));
+    add_resource(out, port(p, to, TRUE));
+  } else {
+    add_host_nics(p, out, a, FALSE);
+    add_host_nics(p, out, b, TRUE);
+  }
+}
+
+gboolean cmx_resource_is_nic(const SimCrossMeshPlan *p, uint32_t resource) {
+  return resource >= (uint32_t)(4 * p->num_devices);
 }
 
 void cmx_step_resources(const SimCrossMeshPlan *p, const CmxStep *s, const int *members,
@@ -130,20 +158,12 @@ void cmx_step_resources(const SimCrossMeshPlan *p, const CmxStep *s, const int *
   const int *m = members + s->member_begin;
   for (int i = 0; i < s->nmembers; i++) add_resource(out, sim_resource_comm(m[i]));
   if (s->kind == CMX_STEP_ALL_GATHER) {
-    if (cmx_host(p, m[0]) == cmx_host(p, m[s->nmembers - 1])) return;
-    for (int i = 0; i < s->nmembers; i++) {
-      add_resource(out, nic(p, cmx_host(p, m[i]), FALSE));
-      add_resource(out, nic(p, cmx_host(p, m[i]), TRUE));
-    }
+    /* The ring, members in order and back to the first. */
+    for (int i = 0; i < s->nmembers; i++) add_hop(p, out, m[i], m[(i + 1) % s->nmembers]);
     return;
   }
-  /* P2P and the broadcast chain: every hop that crosses hosts. */
-  for (int i = 0; i + 1 < s->nmembers; i++) {
-    int a = cmx_host(p, m[i]), b = cmx_host(p, m[i + 1]);
-    if (a == b) continue;
-    add_resource(out, nic(p, a, FALSE));
-    add_resource(out, nic(p, b, TRUE));
-  }
+  /* P2P and the broadcast chain: every hop. */
+  for (int i = 0; i + 1 < s->nmembers; i++) add_hop(p, out, m[i], m[i + 1]);
 }
 
 double cmx_unit_seconds(const SimCrossMeshPlan *p, const CmxUnit *u, int sender) {
@@ -218,7 +238,8 @@ uint32_t sim_crossmesh_emit(const SimCrossMeshPlan *p, SimTaskGraph *graph, cons
                             const uint32_t *src_ready, uint32_t *dst_ready) {
   g_return_val_if_fail(p && graph && dst_ready && graph->edges, 0);
   g_return_val_if_fail(graph->num_devices == p->num_devices, 0);
-  g_return_val_if_fail(graph->num_resources >= 2 * p->num_devices + 2 * p->nodes, 0);
+  int nics = 2 * p->nodes * p->nics_per_node;
+  g_return_val_if_fail(graph->num_resources >= 4 * p->num_devices + nics, 0);
   uint32_t first_task = sim_task_graph_size(graph);
   SimTask proto;
   if (tag) {
@@ -228,8 +249,8 @@ uint32_t sim_crossmesh_emit(const SimCrossMeshPlan *p, SimTaskGraph *graph, cons
     proto.kind = SIM_TASK_COMM;
     proto.op = proto.tensor = proto.microbatch = -1;
   }
-  g_autofree uint32_t *nic_last = g_new(uint32_t, 2 * p->nodes);
-  for (int i = 0; i < 2 * p->nodes; i++) nic_last[i] = SIM_CROSSMESH_NO_TASK;
+  g_autofree uint32_t *nic_last = g_new(uint32_t, nics);
+  for (int i = 0; i < nics; i++) nic_last[i] = SIM_CROSSMESH_NO_TASK;
   /* Tasks each destination waits for, as (dst index, task) pairs in emission order. */
   g_autoptr(GArray) delivered = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   g_autoptr(GArray) steps = g_array_new(FALSE, FALSE, sizeof(CmxStep));
@@ -255,8 +276,14 @@ uint32_t sim_crossmesh_emit(const SimCrossMeshPlan *p, SimTaskGraph *graph, cons
       cmx_step_resources(p, s, (const int *)members->data, res);
       SimTask t = proto;
       t.duration = sim_time_from_seconds(s->seconds);
-      t.collective = s->kind == CMX_STEP_ALL_GATHER ? CM_ALL_GATHER : CM_SEND_RECV;
+      t.collective = s->kind == CMX_STEP_ALL_GATHER ? CM_ALL_GATHER
+                     : s->kind == CMX_STEP_BROADCAST ? CM_BROADCAST : CM_SEND_RECV;
       t.bytes = (float)s->bytes;
+      t.group_size = (uint32_t)s->nmembers;
+      t.link = DEV_LINK_INTRA;
+      for (guint r = 0; r < res->len; r++)
+        if (cmx_resource_is_nic(p, g_array_index(res, uint32_t, r))) t.link = DEV_LINK_INTER;
+      t.role = SIM_ROLE_WHOLE;
       uint32_t id = sim_task_graph_add(graph, &t, (const uint32_t *)res->data, (int)res->len);
       g_array_append_val(ids, id);
       g_array_set_size(preds, 0);
@@ -266,8 +293,8 @@ uint32_t sim_crossmesh_emit(const SimCrossMeshPlan *p, SimTaskGraph *graph, cons
       /* One execution order per host NIC: the plan's (paper §3.2). */
       for (guint r = 0; r < res->len; r++) {
         uint32_t rid = g_array_index(res, uint32_t, r);
-        if (rid < (uint32_t)(2 * p->num_devices)) continue;
-        uint32_t *last = &nic_last[rid - 2 * p->num_devices];
+        if (!cmx_resource_is_nic(p, rid)) continue;
+        uint32_t *last = &nic_last[rid - 4 * p->num_devices];
         add_edge_once(graph, preds, *last, id);
         *last = id;
       }
@@ -301,6 +328,8 @@ uint32_t sim_crossmesh_emit(const SimCrossMeshPlan *p, SimTaskGraph *graph, cons
     t.duration = 0;
     t.collective = CM_SEND_RECV;
     t.bytes = 0;
+    t.group_size = 1;
+    t.role = SIM_ROLE_JOIN;  /* a zero-time marker: traces and explain skip it */
     uint32_t comm = sim_resource_comm(p->dst_devices[i]);
     uint32_t join = sim_task_graph_add(graph, &t, &comm, 1);
     g_array_set_size(preds, 0);
@@ -355,7 +384,7 @@ SimCrossMeshStats sim_crossmesh_plan_stats(const SimCrossMeshPlan *p) {
 
 double sim_crossmesh_estimate(const SimCrossMeshPlan *p) {
   SimTaskGraph *g = sim_task_graph_new(p->num_devices);
-  g->num_resources = 2 * p->num_devices + 2 * p->nodes;
+  g->num_resources = 4 * p->num_devices + 2 * p->nodes * p->nics_per_node;
   g_autofree uint32_t *dst_ready = g_new(uint32_t, p->dst_ndevices);
   sim_crossmesh_emit(p, g, NULL, NULL, dst_ready);
   sim_task_graph_finish(g);

@@ -24,6 +24,7 @@ typedef struct {
   const DevCluster *c;
   const SimTask *proto;
   int n;
+  gboolean block_compute;
 } Expander;
 
 /* One transfer of @bytes from device @src to @dst after the tasks in @deps. */
@@ -33,7 +34,7 @@ static uint32_t transfer(const Expander *x, int src, int dst, double bytes, cons
   gboolean same_host = dev_cluster_node_of(c, src) == dev_cluster_node_of(c, dst);
   const DevLink *link = &c->link[same_host ? DEV_LINK_INTRA : DEV_LINK_INTER];
   double bw = same_host ? link->bandwidth : link->bandwidth / c->oversubscription;
-  uint32_t res[2];
+  uint32_t res[4] = {0, 0, sim_resource_compute(src), sim_resource_compute(dst)};
   if (same_host) {
     res[0] = port_out(x->n, src);
     res[1] = port_out(x->n, dst) + 1;
@@ -46,7 +47,7 @@ static uint32_t transfer(const Expander *x, int src, int dst, double bytes, cons
   t.link = (uint8_t)(same_host ? DEV_LINK_INTRA : DEV_LINK_INTER);
   t.bytes = (float)bytes;
   t.duration = sim_time_from_seconds(link->latency + bytes / bw);
-  uint32_t id = sim_task_graph_add(x->g, &t, res, 2);
+  uint32_t id = sim_task_graph_add(x->g, &t, res, x->block_compute ? 4 : 2);
   for (int i = 0; i < ndeps; i++)
     if (i == 0 || deps[i] != deps[i - 1]) sim_task_graph_edge(x->g, deps[i], id);
   return id;
@@ -69,8 +70,9 @@ static uint32_t marker(const Expander *x, SimTaskRole role, const int *devices, 
 
 SimCollectiveSpan sim_network_expand(SimTaskGraph *g, const DevCluster *c, const SimTask *proto,
                                      CmCollective kind, const int *devices, int p,
-                                     const gboolean *simulated, double bytes) {
-  Expander x = {g, c, proto, dev_cluster_num_devices(c)};
+                                     const gboolean *simulated, double bytes,
+                                     gboolean block_compute) {
+  Expander x = {g, c, proto, dev_cluster_num_devices(c), block_compute};
   SimCollectiveSpan span;
   span.gate = marker(&x, SIM_ROLE_GATE, devices, p, simulated);
   int nsim = 0, rep = 0;

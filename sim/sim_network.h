@@ -38,10 +38,13 @@ typedef struct {
 /* Expands one collective over the @p @devices of a group (ring order = array order), @bytes as
  * in cm_collective_time. @simulated marks the members that are simulated: all of them, or
  * exactly one (symmetry: every member then runs the same timeline, so only its transfers are
- * built, each step after its previous one). @proto gives the metadata copied to every task. */
+ * built, each step after its previous one). @proto gives the metadata copied to every task.
+ * @block_compute: transfers also hold the sender's and receiver's compute streams (no overlap
+ * of communication with computation). */
 SimCollectiveSpan sim_network_expand(SimTaskGraph *graph, const DevCluster *cluster,
                                      const SimTask *proto, CmCollective kind, const int *devices,
-                                     int p, const gboolean *simulated, double bytes);
+                                     int p, const gboolean *simulated, double bytes,
+                                     gboolean block_compute);
 
 /* Names a link resource (>= 2 * devices) for traces: "GPU 3 port out", "node 1 NIC 0 in". */
 char *sim_network_resource_name(const DevCluster *cluster, uint32_t resource);

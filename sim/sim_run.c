@@ -107,8 +107,13 @@ static void compute_breakdown(SimRun *run) {
     uint32_t id = s->order[k];
     const SimTask *t = sim_task_graph_task(g, id);
     if (t->duration == 0) continue;
-    for (uint16_t r = 0; r < t->nres; r++)
-      iv[fill[res[t->res_begin + r]]++] = (Interval){s->start[id], s->start[id] + t->duration};
+    gboolean is_comm = t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC;
+    for (uint16_t r = 0; r < t->nres; r++) {
+      uint32_t resource = res[t->res_begin + r];
+      /* Without overlap collectives also hold compute streams: they are not compute. */
+      if (is_comm && resource < 2 * (uint32_t)g->num_devices && resource % 2 == 0) continue;
+      iv[fill[resource]++] = (Interval){s->start[id], s->start[id] + t->duration};
+    }
   }
   /* Sums in integer picoseconds, divided once: identical replicas give exactly their own value
    * (n*v/n == v in IEEE arithmetic), so symmetric and expanded runs agree bit for bit. */

@@ -105,10 +105,40 @@ static void test_layouts(void) {
   dev_cluster_free(c);
 }
 
+/* With overlap disabled nothing hides communication: the collectives explain lists add up to
+ * the exposed communication time, and compute + communication + bubble = iteration. */
+static void test_no_overlap_totals(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", &error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=8,dp=2,mb=2,overlap=0,bucket_mb=1", g, c, &error);
+  g_assert_no_error(error);
+  CmParams p;
+  cm_params_default(&p);
+  SimRun *run = sim_run_new(g, s, c, &p, &error);
+  g_assert_no_error(error);
+  g_assert_true(run->prediction.symmetric);
+  g_autofree char *text = sim_explain_json(run);
+  cJSON *root = cJSON_Parse(text);
+  cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "communication"), 0), *e;
+  double listed = 0;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(dev, "collectives"))
+    listed += cJSON_GetObjectItem(e, "total_time_s")->valuedouble;
+  g_assert_cmpfloat_with_epsilon(listed, run->prediction.comm_exposed_s, 1e-9 * listed);
+  const SimPrediction *pr = &run->prediction;
+  g_assert_cmpfloat_with_epsilon(pr->compute_s + pr->comm_exposed_s + pr->bubble_s, pr->iteration_time_s, 1e-12);
+  cJSON_Delete(root);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/explain/megatron-totals", test_megatron);
   g_test_add_func("/sim/explain/dp-totals", test_data_parallel);
   g_test_add_func("/sim/explain/layouts", test_layouts);
+  g_test_add_func("/sim/explain/no-overlap-totals", test_no_overlap_totals);
   return g_test_run();
 }

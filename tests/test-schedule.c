@@ -427,7 +427,8 @@ static void test_grad_sync_after_weight_grads(void) {
   DevCluster *c = test_cluster(1, 4, 100, 2, 100, 5);
   MdlGraph *g = test_chain_graph(4, 1024, 64);
   GError *error = NULL;
-  MdlStrategy *s = mdl_strategy_parse_spec("megatron:pp=2,dp=2,mb=8,wdelay=1", g, c, &error);
+  /* bucket_mb=0: one all-reduce per weight, so each sync can be matched with its op's W. */
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:pp=2,dp=2,mb=8,wdelay=1,bucket_mb=0", g, c, &error);
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);

@@ -315,6 +315,46 @@ static void test_symmetry_equals_expanded(gconstpointer data) {
   dev_cluster_free(c);
 }
 
+/* DDP-style buckets (issue 4): gradients all-reduced in buckets filled in the order they
+ * become ready (the last layer's first), each starting before the backward pass ends. */
+static void test_gradient_buckets(void) {
+  DevCluster *c = test_cluster(1, 4, 150.0, 3.4, 100, 9.6);
+  MdlGraph *g = test_chain_graph(4, 1024, 64); /* fp16 weights of 2 MiB each */
+  const char *specs[] = {"dp:bucket_mb=0", "dp:bucket_mb=4", "dp:bucket_mb=25"};
+  const int expect[] = {4, 2, 1};
+  for (int k = 0; k < 3; k++) {
+    GError *error = NULL;
+    MdlStrategy *s = mdl_strategy_parse_spec(specs[k], g, c, &error);
+    g_assert_no_error(error);
+    CmParams params;
+    cm_params_default(&params);
+    SimRun *run = run_opts(g, s, c, &params, TRUE);
+    int syncs = 0;
+    SimTime first_sync = UINT64_MAX, bwd_end = 0;
+    double bytes = 0;
+    for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
+      const SimTask *t = sim_task_graph_task(run->tasks, i);
+      SimTime start = run->schedule->start[i];
+      if (t->kind == SIM_TASK_BACKWARD) bwd_end = MAX(bwd_end, start + t->duration);
+      if (t->kind != SIM_TASK_GRAD_SYNC) continue;
+      syncs++;
+      bytes += t->bytes;
+      if (start < first_sync) {
+        first_sync = start;
+        /* The first bucket holds the last layer's weight: ready first. */
+        g_assert_cmpstr(mdl_graph_tensor(g, t->tensor)->name, ==, "w3");
+      }
+    }
+    g_assert_cmpint(syncs, ==, expect[k]);
+    g_assert_cmpfloat(bytes, ==, 4 * 1024.0 * 1024 * 2);
+    if (expect[k] > 1) g_assert_cmpuint(first_sync, <, bwd_end); /* overlaps the backward */
+    sim_run_free(run);
+    mdl_strategy_free(s);
+  }
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/engine/fifo-ties", test_engine_fifo_ties);
@@ -326,6 +366,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/megatron/collectives", test_megatron_collectives);
   g_test_add_func("/sim/run/deterministic", test_deterministic);
   g_test_add_func("/sim/run/breakdown-sums", test_breakdown_sums);
+  g_test_add_func("/sim/overlap/gradient-buckets", test_gradient_buckets);
   for (gsize i = 0; i < G_N_ELEMENTS(symmetry_cases); i++) {
     g_autofree char *path = g_strdup_printf("/sim/symmetry/equals-expanded/%zu", i);
     g_test_add_data_func(path, &symmetry_cases[i], test_symmetry_equals_expanded);
