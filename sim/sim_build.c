@@ -16,6 +16,7 @@
  * the shapes agree); issue 4 replaces this with the cross-mesh resharding paper's unit tasks.
  * Task ids are assigned in a fixed order, so the graph, and the timeline, are deterministic. */
 #include "sim/sim.h"
+#include "sim/sim_crossmesh.h"
 #include "sim/sim_network.h"
 
 #include <limits.h>
@@ -59,7 +60,15 @@ typedef struct {
   gboolean symmetric;
   SimPhase phase;           /* the pass communication tasks are being built for */
   gboolean step;            /* step-expanded collectives on link resources */
+  GPtrArray *plans;         /* CrossMeshCache: cross-mesh resharding plans, one per move */
 } Builder;
+
+/* A cross-mesh resharding plan for moving tensor t between two (mesh, layout)s. */
+typedef struct {
+  int t, src, dst;
+  MdlLayout from, to;
+  SimCrossMeshPlan *plan;
+} CrossMeshCache;
 
 static inline const MdlOpConfig *cfg(const Builder *b, int op) { return &b->s->configs[op]; }
 static inline const MdlMesh *mesh_of(const Builder *b, int op) {
@@ -345,6 +354,60 @@ static void convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayou
 
 /* Moves tensor @t (one microbatch) from layout @from on mesh @src_mesh, available after
  * @src_ready, to layout @to on mesh @dst_mesh; fills @dst_ready (per destination index). */
+/* @from with its partial sums reduced (P -> B): what a cross-mesh move starts from. */
+static MdlLayout reduced(MdlLayout from) {
+  for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
+    if (from.axis[a] == MDL_LAYOUT_PARTIAL) from.axis[a] = MDL_LAYOUT_BROADCAST;
+  return from;
+}
+
+/* Whether a move between two meshes is device-aligned: same mesh shape and, after reducing
+ * partial sums, the same layout, so device i of one sends its whole tile to device i of the
+ * other (Megatron's stage-to-stage send/recv). Other moves are cross-mesh resharding. */
+static gboolean aligned_move(const Builder *b, int src_mesh, MdlLayout from, int dst_mesh,
+                             MdlLayout to) {
+  const MdlMesh *sm = mdl_strategy_mesh(b->s, src_mesh), *dm = mdl_strategy_mesh(b->s, dst_mesh);
+  if (sm->ndims != dm->ndims || memcmp(sm->shape, dm->shape, sizeof(int) * (gsize)sm->ndims) != 0)
+    return FALSE;
+  MdlLayout r = reduced(from);
+  for (int a = 0; a < sm->ndims; a++)
+    if (sm->shape[a] > 1 && r.axis[a] != to.axis[a]) return FALSE;
+  return TRUE;
+}
+
+/* The cross-mesh plan (cross-mesh resharding paper, sections 3.1-3.2: unit tasks, broadcast,
+ * load balancing) for one move of a microbatch of tensor @t, planned once and reused. */
+static const SimCrossMeshPlan *crossmesh_plan(Builder *b, int t, int src_mesh, MdlLayout from,
+                                              int dst_mesh, MdlLayout to) {
+  for (guint i = 0; i < b->plans->len; i++) {
+    const CrossMeshCache *c = g_ptr_array_index(b->plans, i);
+    if (c->t == t && c->src == src_mesh && c->dst == dst_mesh &&
+        memcmp(&c->from, &from, sizeof from) == 0 && memcmp(&c->to, &to, sizeof to) == 0)
+      return c->plan;
+  }
+  const MdlTensor *tensor = mdl_graph_tensor(b->g, t);
+  int64_t shape[MDL_MAX_DIMS];
+  for (int i = 0; i < tensor->ndims; i++)
+    shape[i] = tensor->shape[i] / (i == b->sample_tdim[t] ? b->M : 1);
+  GError *error = NULL;
+  SimCrossMeshPlan *plan =
+      sim_crossmesh_plan_new(b->c, mdl_strategy_mesh(b->s, src_mesh), from,
+                             mdl_strategy_mesh(b->s, dst_mesh), to, shape, tensor->ndims,
+                             b->dtype_bytes, NULL, &error);
+  /* The strategy was validated: layouts split only dims the tensor has, and divide them. */
+  if (!plan) g_error("cross-mesh plan for %s: %s", tensor->name, error->message);
+  CrossMeshCache *c = g_new(CrossMeshCache, 1);
+  *c = (CrossMeshCache){t, src_mesh, dst_mesh, from, to, plan};
+  g_ptr_array_add(b->plans, c);
+  return plan;
+}
+
+static void crossmesh_cache_free(gpointer data) {
+  CrossMeshCache *c = data;
+  sim_crossmesh_plan_free(c->plan);
+  g_free(c);
+}
+
 static void convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready) {
   const MdlMesh *sm = mdl_strategy_mesh(b->s, src_mesh);
@@ -352,13 +415,25 @@ static void convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *sr
   g_autofree uint32_t *ready = g_memdup2(src_ready, sizeof(uint32_t) * (gsize)sm->ndevices);
   gboolean same_shape = sm->ndims == dm->ndims &&
                         memcmp(sm->shape, dm->shape, sizeof(int) * (gsize)sm->ndims) == 0;
-  MdlLayout target = to;
-  if (!same_shape) /* reduce partial sums at the source, then send each destination its slice */
-    for (int a = 0; a < sm->ndims; a++)
-      target.axis[a] = from.axis[a] == MDL_LAYOUT_PARTIAL ? MDL_LAYOUT_BROADCAST : from.axis[a];
-  convert_on_mesh(b, src_mesh, from, target, t, op, mb, ready);
   if (src_mesh == dst_mesh) {
+    convert_on_mesh(b, src_mesh, from, to, t, op, mb, ready);
     memcpy(dst_ready, ready, sizeof(uint32_t) * (gsize)dm->ndevices);
+    return;
+  }
+  /* Partial sums are reduced on the source mesh before anything moves. */
+  MdlLayout start = reduced(from);
+  convert_on_mesh(b, src_mesh, from, start, t, op, mb, ready);
+  if (!aligned_move(b, src_mesh, from, dst_mesh, to)) {
+    SimTask tag = {0};
+    tag.kind = SIM_TASK_COMM;
+    tag.op = op;
+    tag.tensor = t;
+    tag.microbatch = mb;
+    tag.phase = (uint8_t)b->phase;
+    const SimCrossMeshPlan *plan = crossmesh_plan(b, t, src_mesh, start, dst_mesh, to);
+    sim_crossmesh_emit(plan, b->tg, &tag, ready, dst_ready);
+    for (int j = 0; j < dm->ndevices; j++)
+      if (dst_ready[j] == SIM_CROSSMESH_NO_TASK) dst_ready[j] = NO_TASK;
     return;
   }
   double bytes = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &to, dm, b->M) * b->dtype_bytes;
@@ -435,6 +510,25 @@ static MdlLayout input_grad_layout(const Builder *b, int o, int k) {
     if (l.axis[a] == MDL_LAYOUT_BROADCAST && cfg(b, o)->split[a] >= 0 && mesh->shape[a] > 1)
       l.axis[a] = MDL_LAYOUT_PARTIAL;
   return l;
+}
+
+/* Whether any tensor moves between meshes in a way that is not device-aligned, forward or
+ * backward: such moves are cross-mesh resharding, on link resources. */
+static gboolean needs_crossmesh(const Builder *b) {
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      int p = mdl_graph_tensor(b->g, op->inputs[k].tensor)->producer;
+      if (p < 0 || cfg(b, p)->mesh == cfg(b, o)->mesh) continue;
+      const MdlOp *pop = mdl_graph_op(b->g, p);
+      MdlLayout out = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh_of(b, p));
+      MdlLayout in = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh_of(b, o));
+      if (!aligned_move(b, cfg(b, p)->mesh, out, cfg(b, o)->mesh, in) ||
+          !aligned_move(b, cfg(b, o)->mesh, input_grad_layout(b, o, k), cfg(b, p)->mesh, reduced(out)))
+        return TRUE;
+    }
+  }
+  return FALSE;
 }
 
 static void add_backward_dependencies(Builder *b) {
@@ -802,8 +896,12 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
     }
   }
   b.step = options->step_collectives;
-  if (b.step) b.tg->num_resources = sim_network_num_resources(cluster);
-  choose_representatives(&b, !options->no_symmetry);
+  b.plans = g_ptr_array_new_with_free_func(crossmesh_cache_free);
+  /* Cross-mesh resharding runs on link resources and plans every device's slices, so the
+   * graph is expanded (symmetry would need per-unit orbits). */
+  gboolean crossmesh = needs_crossmesh(&b);
+  if (b.step || crossmesh) b.tg->num_resources = sim_network_num_resources(cluster);
+  choose_representatives(&b, !options->no_symmetry && !crossmesh);
   b.tg->symmetric = b.symmetric;
   for (guint m = 0; m < strategy->meshes->len; m++) b.tg->simulated_devices += b.nrep[m];
   add_compute_tasks(&b);
@@ -821,6 +919,7 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
   g_free(b.conversions);
   g_free(b.users);
   free_representatives(&b);
+  g_ptr_array_unref(b.plans);
   g_free(b.sample_tdim);
   g_free(b.fwd_base);
   g_free(b.bwd_base);

@@ -355,6 +355,42 @@ static void test_gradient_buckets(void) {
   dev_cluster_free(c);
 }
 
+/* Stages on meshes of different shapes (2x2 with a 2-D split, then 4 with the batch split):
+ * the activation and its gradient move by cross-mesh resharding (unit tasks on link
+ * resources), the graph stays expanded, and the run is reproducible. */
+static void test_crossmesh_stages(void) {
+  DevCluster *c = test_cluster(2, 4, 150.0, 3.4, 100, 9.6);
+  MdlGraph *g = test_chain_graph(2, 1024, 64);
+  const char *json =
+      "{\"num_microbatches\": 2, \"meshes\": [{\"shape\": [2, 2], \"devices\": [0, 1, 2, 3]},"
+      " {\"shape\": [4], \"devices\": [4, 5, 6, 7]}],"
+      " \"ops\": [{\"op\": \"fc0\", \"mesh\": 0, \"stage\": 0, \"split\": [\"b\", \"n\"]},"
+      " {\"op\": \"fc1\", \"mesh\": 1, \"stage\": 1, \"split\": [\"b\"]}]}";
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_from_json(json, "inline", g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *a = run_opts(g, s, c, &params, FALSE), *b = run_opts(g, s, c, &params, FALSE);
+  g_assert_false(a->prediction.symmetric);
+  g_assert_cmpint(a->tasks->num_resources, >, 2 * a->tasks->num_devices);
+  int moves = 0;
+  for (uint32_t i = 0; i < sim_task_graph_size(a->tasks); i++) {
+    const SimTask *t = sim_task_graph_task(a->tasks, i);
+    if (t->kind == SIM_TASK_COMM && t->role == SIM_ROLE_WHOLE && t->duration > 0 &&
+        (t->collective == CM_SEND_RECV || t->collective == CM_BROADCAST || t->collective == CM_ALL_GATHER))
+      moves++;
+  }
+  g_assert_cmpint(moves, >, 0);
+  g_assert_cmpmem(&a->prediction.iteration_time_s, sizeof(double), &b->prediction.iteration_time_s, sizeof(double));
+  g_assert_cmpfloat(a->prediction.comm_exposed_s + a->prediction.bubble_s, >, 0);
+  sim_run_free(a);
+  sim_run_free(b);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/engine/fifo-ties", test_engine_fifo_ties);
@@ -367,6 +403,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/run/deterministic", test_deterministic);
   g_test_add_func("/sim/run/breakdown-sums", test_breakdown_sums);
   g_test_add_func("/sim/overlap/gradient-buckets", test_gradient_buckets);
+  g_test_add_func("/sim/crossmesh/stages", test_crossmesh_stages);
   for (gsize i = 0; i < G_N_ELEMENTS(symmetry_cases); i++) {
     g_autofree char *path = g_strdup_printf("/sim/symmetry/equals-expanded/%zu", i);
     g_test_add_data_func(path, &symmetry_cases[i], test_symmetry_equals_expanded);
