@@ -22,6 +22,9 @@ int cli_fail(GError *error, int status);
 int cli_status_for(const GError *error);
 /* Parses `--collectives task|step` (NULL: task) into @step; on error prints one line. */
 gboolean cli_parse_collective_mode(const char *command, const char *text, gboolean *step);
+/* Reads calibration @name from the database @db_path, which must exist (a lookup creates
+ * nothing); free with cm_calibration_free. */
+struct CmCalibration *cli_load_calibration(const char *db_path, const char *name, GError **error);
 /* Parses @argv with @entries; on error prints one line and returns FALSE. */
 gboolean cli_parse_options(const char *command, const char *summary, GOptionEntry *entries,
                            int *argc, char ***argv);

@@ -126,25 +126,6 @@ static char *estimate_json(const CmCollectiveEstimate *e, const char *cluster_sp
   return out;
 }
 
-/* Reads calibration @name from @db_path, which must exist (a lookup creates nothing). */
-static CmCalibration *load_calibration(const char *db_path, const char *name, GError **error) {
-  if (!g_file_test(db_path, G_FILE_TEST_EXISTS)) {
-    g_set_error(error, RES_ERROR, RES_ERROR_NOT_FOUND,
-                "no database %s to read calibration '%s' from (make one with 'stratsim calibrate')",
-                db_path, name);
-    return NULL;
-  }
-  ResDb *db = res_db_open(db_path, error);
-  if (!db) return NULL;
-  char *json = res_db_load_calibration(db, name, NULL, error);
-  res_db_close(db);
-  if (!json) return NULL;
-  g_autofree char *origin = g_strdup_printf("calibration '%s' in %s", name, db_path);
-  CmCalibration *c = cm_calibration_from_json(json, origin, error);
-  g_free(json);
-  return c;
-}
-
 int cli_collective(int argc, char **argv) {
   g_autofree char *kind_name = NULL, *bytes_text = NULL, *cluster_spec = NULL;
   g_autofree char *calibration_name = NULL, *db_path = NULL;
@@ -198,7 +179,7 @@ int cli_collective(int argc, char **argv) {
     status = CLI_EXIT_BAD_INPUT;
     goto out;
   }
-  if (calibration_name && !(calibration = load_calibration(db_path, calibration_name, &error))) {
+  if (calibration_name && !(calibration = cli_load_calibration(db_path, calibration_name, &error))) {
     status = cli_fail(error, error->domain == CM_ERROR ? CLI_EXIT_BAD_INPUT : cli_status_for(error));
     goto out;
   }

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "costmodel/cm_calibrate.h"
 #include "costmodel/costmodel.h"
 #include "sim/sim.h"
 
@@ -11,6 +12,7 @@ int cli_explain(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
   gboolean json = FALSE, no_symmetry = FALSE, step = FALSE;
   g_autofree char *collectives = NULL;
+  g_autofree char *calibration_name = NULL, *db_path = NULL;
   int rows = 20;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
@@ -19,6 +21,8 @@ int cli_explain(int argc, char **argv) {
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
       {"rows", 'n', 0, G_OPTION_ARG_INT, &rows, "collective rows per device in text (default 20)", "N"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
+      {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database holding calibrations (default results/stratsim.db)", "FILE"},
+      {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME (stratsim calibrate) in the database", "NAME"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU", NULL},
       {NULL}};
   if (!cli_parse_options("explain", "Explains a strategy: layouts, collectives, memory.", entries,
@@ -42,6 +46,15 @@ int cli_explain(int argc, char **argv) {
   SimRun *run = NULL;
   CmParams params;
   cm_params_default(&params);
+  CmCalibration *calibration = NULL;
+  if (calibration_name) {
+    if (!(calibration = cli_load_calibration(db_path ? db_path : "results/stratsim.db",
+                                             calibration_name, &error))) {
+      status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+      goto out;
+    }
+    params.calibration = calibration;
+  }
   if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
       !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
       !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
@@ -57,6 +70,7 @@ int cli_explain(int argc, char **argv) {
     sim_explain_print(run, stdout, rows);
   }
 out:
+  cm_calibration_free(calibration);
   sim_run_free(run);
   mdl_strategy_free(strategy);
   mdl_graph_free(graph);

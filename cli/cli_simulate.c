@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 
+#include "costmodel/cm_calibrate.h"
 #include "costmodel/costmodel.h"
 #include "results/res_db.h"
 #include "sim/sim.h"
@@ -49,6 +50,7 @@ int cli_simulate(int argc, char **argv) {
   g_autofree char *trace = NULL, *db_path = NULL;
   gboolean json = FALSE, no_symmetry = FALSE, step = FALSE;
   g_autofree char *collectives = NULL;
+  g_autofree char *calibration_name = NULL;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
@@ -57,6 +59,7 @@ int cli_simulate(int argc, char **argv) {
       {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "write a Chrome/Perfetto trace", "FILE"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
+      {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME (stratsim calibrate) in the database", "NAME"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU (no folding of identical replicas)", NULL},
       {NULL}};
   if (!cli_parse_options("simulate", "Simulates one training iteration.", entries, &argc, &argv))
@@ -78,6 +81,15 @@ int cli_simulate(int argc, char **argv) {
   ResDb *db = NULL;
   CmParams params;
   cm_params_default(&params);
+  CmCalibration *calibration = NULL;
+  if (calibration_name) {
+    if (!(calibration = cli_load_calibration(db_path ? db_path : "results/stratsim.db",
+                                             calibration_name, &error))) {
+      status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+      goto out;
+    }
+    params.calibration = calibration;
+  }
   if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
       !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
       !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
@@ -106,6 +118,7 @@ int cli_simulate(int argc, char **argv) {
              run->prediction.symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
   }
 out:
+  cm_calibration_free(calibration);
   res_db_close(db);
   sim_run_free(run);
   mdl_strategy_free(strategy);

@@ -6,6 +6,7 @@
 
 #include "devices/dev_cluster.h"
 #include "model/mdl_graph.h"
+#include "costmodel/cm_calibrate.h"
 #include "results/res_db.h"
 
 int cli_fail(GError *error, int status) {
@@ -54,6 +55,25 @@ gboolean cli_parse_collective_mode(const char *command, const char *text, gboole
   }
   fprintf(stderr, "stratsim %s: --collectives must be 'task' or 'step', not '%s'\n", command, text);
   return FALSE;
+}
+
+/* Reads calibration @name from @db_path, which must exist (a lookup creates nothing). */
+CmCalibration *cli_load_calibration(const char *db_path, const char *name, GError **error) {
+  if (!g_file_test(db_path, G_FILE_TEST_EXISTS)) {
+    g_set_error(error, RES_ERROR, RES_ERROR_NOT_FOUND,
+                "no database %s to read calibration '%s' from (make one with 'stratsim calibrate')",
+                db_path, name);
+    return NULL;
+  }
+  ResDb *db = res_db_open(db_path, error);
+  if (!db) return NULL;
+  char *json = res_db_load_calibration(db, name, NULL, error);
+  res_db_close(db);
+  if (!json) return NULL;
+  g_autofree char *origin = g_strdup_printf("calibration '%s' in %s", name, db_path);
+  CmCalibration *c = cm_calibration_from_json(json, origin, error);
+  g_free(json);
+  return c;
 }
 
 static void usage(FILE *f) {

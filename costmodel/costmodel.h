@@ -20,6 +20,8 @@ typedef struct {
   double optimizer_bytes_per_param; /* HBM traffic of one Adam step per local parameter */
   double kernel_overhead_s;  /* added to every compute kernel: launch and scheduling gap */
   int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (tile/wave quantization) */
+  const struct CmCalibration *calibration; /* measured collectives (cm_calibrate.h), or NULL:
+                                              the preset's alpha-beta figures; borrowed */
 } CmParams;
 
 /* A contraction viewed as a (batched) GEMM: C[batch, m, n] = A[batch, m, k] B[batch, k, n]. */
@@ -96,6 +98,12 @@ CmLinkCost cm_group_link(const DevCluster *cluster, const int *devices, int n);
  * Broadcast and reduce (not in Table 2): a pipelined chain, (p-1)a + n b, its many-chunk limit.
  * p <= 1 costs nothing. */
 double cm_collective_time(CmCollective kind, int p, double bytes, const CmLinkCost *link);
+
+/* Time of @kind over the @p @devices of a group: from @params->calibration where it covers
+ * the collective (its measured table for the group's ranks and hosts, else its fitted alpha and
+ * beta), otherwise cm_collective_time with cm_group_link's figures. */
+double cm_group_collective_time(const CmParams *params, const DevCluster *cluster,
+                                CmCollective kind, const int *devices, int p, double bytes);
 
 /* Memory per device, bytes, by category. */
 typedef struct {

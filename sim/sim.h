@@ -158,6 +158,7 @@ struct SimRun {
   SimTaskGraph *tasks;        /* owned */
   SimSchedule *schedule;      /* owned */
   SimPrediction prediction;
+  char *calibration;          /* name of the calibration the costs came from, or NULL; owned */
 };
 
 /* Simulates one iteration. The run borrows its inputs; free with sim_run_free. */

@@ -294,7 +294,7 @@ static SimCollectiveSpan add_comm_task(Builder *b, SimTaskKind kind, CmCollectiv
       for (int k = 0; k < nsim && !simulated[i]; k++) simulated[i] = devices[i] == sim_devices[k];
     return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes, !b->s->overlap);
   }
-  t.duration = sim_time_from_seconds(cm_collective_time(coll, p, bytes, &link));
+  t.duration = sim_time_from_seconds(cm_group_collective_time(b->p, b->c, coll, devices, p, bytes));
   uint32_t id = sim_task_graph_add(b->tg, &t, res, nres);
   if (res != stack_res) g_free(res);
   return (SimCollectiveSpan){id, id};

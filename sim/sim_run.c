@@ -8,6 +8,8 @@
 #include "sim/sim.h"
 
 #include <cjson/cJSON.h>
+
+#include "costmodel/cm_calibrate.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,6 +200,7 @@ SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strat
   run->cluster = cluster;
   run->tasks = tasks;
   run->schedule = schedule;
+  run->calibration = params->calibration ? g_strdup(cm_calibration_name(params->calibration)) : NULL;
   SimPrediction *p = &run->prediction;
   p->iteration_time_s = sim_time_seconds(schedule->makespan);
   p->tasks = sim_task_graph_size(tasks);
@@ -223,6 +226,7 @@ void sim_run_free(SimRun *run) {
   if (!run) return;
   sim_task_graph_free(run->tasks);
   sim_schedule_free(run->schedule);
+  g_free(run->calibration);
   g_free(run);
 }
 
@@ -264,6 +268,8 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddStringToObject(root, "collective_mode",
                           p->step_collectives ? "step-expanded" : "one-task-per-collective");
   cJSON_AddBoolToObject(root, "symmetry", p->symmetric);
+  if (run->calibration) cJSON_AddStringToObject(root, "calibration", run->calibration);
+  else cJSON_AddNullToObject(root, "calibration");
   cJSON_AddNumberToObject(root, "simulated_gpus", p->simulated_gpus);
   cJSON_AddNumberToObject(root, "tasks", (double)p->tasks);
   cJSON_AddNumberToObject(root, "events", (double)p->events);

@@ -11,6 +11,7 @@
 
 #include "costmodel/cm_calibrate.h"
 #include "results/res_db.h"
+#include "sim/sim.h"
 
 static char *tmpdir;
 
@@ -524,6 +525,45 @@ static void test_db_store_load(void) {
   res_db_close(db);
 }
 
+/* A calibration drives the simulator: data parallelism over 16 GPUs on 2 DGX A100 hosts
+ * all-reduces gradients over 16 ranks on 2 hosts, the case the sample sweep measured, so each
+ * gradient all-reduce takes the calibrated time for its size, not the preset's alpha-beta. */
+static void test_simulate_with_calibration(void) {
+  GError *error = NULL;
+  g_autofree char *path = data_path("all_reduce_perf.2x8.txt");
+  GArray *m = g_array_new(FALSE, FALSE, sizeof(CmMeasurement));
+  g_assert_true(cm_measurements_load_file(path, -1, m, &error));
+  g_assert_no_error(error);
+  CmCalibration *cal = cm_calibration_fit("dgx", "dgx-a100:nodes=2", (CmMeasurement *)m->data, m->len, &error);
+  g_assert_no_error(error);
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
+  MdlGraph *g = mdl_graph_parse_spec("mlp:layers=2,hidden=4096,batch=64", &error);
+  MdlStrategy *s = mdl_strategy_parse_spec("dp:bucket_mb=0", g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  params.calibration = cal;
+  SimRun *run = sim_run_new(g, s, c, &params, &error);
+  g_assert_no_error(error);
+  g_assert_cmpstr(run->calibration, ==, "dgx");
+  int checked = 0;
+  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
+    const SimTask *t = sim_task_graph_task(run->tasks, i);
+    if (t->kind != SIM_TASK_GRAD_SYNC) continue;
+    CmCalibratedTime ct;
+    g_assert_true(cm_calibration_time(cal, CM_ALL_REDUCE, 16, 2, t->bytes, &ct));
+    g_assert_cmpuint(t->duration, ==, sim_time_from_seconds(ct.time_s));
+    checked++;
+  }
+  g_assert_cmpint(checked, ==, 2);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+  cm_calibration_free(cal);
+  g_array_unref(m);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   GError *error = NULL;
@@ -549,6 +589,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/synthetic/reproducible", test_synthetic_reproducible);
   g_test_add_func("/calibrate/db/migration-v1-v2", test_db_migration);
   g_test_add_func("/calibrate/db/store-load", test_db_store_load);
+  g_test_add_func("/calibrate/simulate", test_simulate_with_calibration);
   int status = g_test_run();
   g_autofree char *rm = g_strdup_printf("rm -rf '%s'", tmpdir);
   if (system(rm) != 0) g_warning("could not remove %s", tmpdir);
