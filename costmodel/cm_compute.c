@@ -29,6 +29,7 @@ void cm_params_default(CmParams *params) {
   params->kernel_overhead_s = 1e-6;
   params->gemm_tile_m = 128;
   params->gemm_tile_n = 128;
+  params->calibration = NULL;
 }
 
 gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out) {
