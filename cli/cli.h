@@ -13,6 +13,7 @@ int cli_simulate(int argc, char **argv);
 int cli_list(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_explain(int argc, char **argv);
+int cli_profiles(int argc, char **argv);
 int cli_collective(int argc, char **argv);
 int cli_calibrate(int argc, char **argv);
 

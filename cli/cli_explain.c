@@ -5,12 +5,14 @@
 #include <stdio.h>
 
 #include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_profile.h"
+#include "results/res_db.h"
 #include "costmodel/costmodel.h"
 #include "sim/sim.h"
 
 int cli_explain(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
-  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE;
+  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE, no_profiles = FALSE;
   g_autofree char *collectives = NULL;
   g_autofree char *calibration_name = NULL, *db_path = NULL;
   int rows = 20;
@@ -22,6 +24,7 @@ int cli_explain(int argc, char **argv) {
       {"rows", 'n', 0, G_OPTION_ARG_INT, &rows, "collective rows per device in text (default 20)", "N"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database holding calibrations (default results/stratsim.db)", "FILE"},
+      {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME (stratsim calibrate) in the database", "NAME"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU", NULL},
       {NULL}};
@@ -47,6 +50,22 @@ int cli_explain(int argc, char **argv) {
   CmParams params;
   cm_params_default(&params);
   CmCalibration *calibration = NULL;
+  CmProfiles *profiles = NULL;
+  const char *db = db_path ? db_path : "results/stratsim.db";
+  /* Measured kernel times override the roofline, as in simulate (read only: explain writes
+   * nothing, and creates no database). */
+  if (!no_profiles && g_file_test(db, G_FILE_TEST_EXISTS)) {
+    ResDb *rdb = res_db_open(db, &error);
+    DevCluster *probe = rdb ? dev_cluster_parse_spec(cluster_spec, NULL) : NULL;
+    if (probe) profiles = res_db_load_profiles(rdb, probe->device.name, &error);
+    dev_cluster_free(probe);
+    res_db_close(rdb);
+    if (error) {
+      status = cli_fail(error, cli_status_for(error));
+      goto out;
+    }
+    params.profiles = profiles;
+  }
   if (calibration_name) {
     if (!(calibration = cli_load_calibration(db_path ? db_path : "results/stratsim.db",
                                              calibration_name, &error))) {
@@ -71,6 +90,7 @@ int cli_explain(int argc, char **argv) {
   }
 out:
   cm_calibration_free(calibration);
+  cm_profiles_free(profiles);
   sim_run_free(run);
   mdl_strategy_free(strategy);
   mdl_graph_free(graph);

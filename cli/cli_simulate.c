@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_profile.h"
 #include "costmodel/costmodel.h"
 #include "results/res_db.h"
 #include "sim/sim.h"
@@ -42,13 +43,19 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
          p->tasks, p->events, p->sim_wall_s,
          p->step_collectives ? "collectives step-expanded on links" : "one task per collective",
          p->symmetric ? "symmetry: identical replicas simulated once" : "every GPU simulated");
+  if (run->profiled_kernels > 0)
+    printf("  kernels      %d measured kernel times of %s (interpolated between shapes), roofline "
+           "for the rest\n", run->profiled_kernels, c->device.name);
+  else
+    printf("  kernels      roofline (no measured kernel times of %s in the database)\n", c->device.name);
+  if (run->calibration) printf("  collectives  calibration %s\n", run->calibration);
   printf("  stored       run %" G_GINT64_FORMAT " in %s\n", run_id, db);
 }
 
 int cli_simulate(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
   g_autofree char *trace = NULL, *db_path = NULL;
-  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE;
+  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE, no_profiles = FALSE;
   g_autofree char *collectives = NULL;
   g_autofree char *calibration_name = NULL;
   GOptionEntry entries[] = {
@@ -59,6 +66,7 @@ int cli_simulate(int argc, char **argv) {
       {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "write a Chrome/Perfetto trace", "FILE"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
+      {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME (stratsim calibrate) in the database", "NAME"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU (no folding of identical replicas)", NULL},
       {NULL}};
@@ -82,6 +90,7 @@ int cli_simulate(int argc, char **argv) {
   CmParams params;
   cm_params_default(&params);
   CmCalibration *calibration = NULL;
+  CmProfiles *profiles = NULL;
   if (calibration_name) {
     if (!(calibration = cli_load_calibration(db_path ? db_path : "results/stratsim.db",
                                              calibration_name, &error))) {
@@ -93,7 +102,17 @@ int cli_simulate(int argc, char **argv) {
   if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
       !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
       !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
-      !(run = sim_run_new_with_options(graph, strategy, cluster, &params,
+      !(db = res_db_open(db_path, &error))) {
+    status = cli_fail(error, cli_status_for(error));
+    goto out;
+  }
+  /* Measured kernel times of this device kind override the roofline. */
+  if (!no_profiles && !(profiles = res_db_load_profiles(db, cluster->device.name, &error))) {
+    status = cli_fail(error, cli_status_for(error));
+    goto out;
+  }
+  params.profiles = profiles;
+  if (!(run = sim_run_new_with_options(graph, strategy, cluster, &params,
                                        &(SimOptions){.no_symmetry = no_symmetry, .step_collectives = step}, &error))) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
@@ -103,8 +122,7 @@ int cli_simulate(int argc, char **argv) {
     goto out;
   }
   gint64 run_id = -1;
-  if (!(db = res_db_open(db_path, &error)) ||
-      (run_id = res_db_store_simulation(db, model_spec, cluster_spec, strategy_spec, run, &error)) < 0) {
+  if ((run_id = res_db_store_simulation(db, model_spec, cluster_spec, strategy_spec, run, &error)) < 0) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
@@ -119,6 +137,7 @@ int cli_simulate(int argc, char **argv) {
   }
 out:
   cm_calibration_free(calibration);
+  cm_profiles_free(profiles);
   res_db_close(db);
   sim_run_free(run);
   mdl_strategy_free(strategy);

@@ -84,6 +84,7 @@ static void usage(FILE *f) {
         "commands:\n"
         "  simulate  simulate one training iteration (--model, --cluster, --strategy)\n"
         "  explain   why a strategy is slow or does not fit: layouts, collectives, memory\n"
+        "  profiles  import measured kernel times that override the roofline (profiles import FILE)\n"
         "  list      list built-in models, clusters or devices (list models|clusters|devices)\n"
         "  bench     measure the task-graph builder and the event engine on a large graph\n"
         "  collective  time and bus bandwidth of one collective (--kind, --bytes, --ranks, --cluster)\n"
@@ -107,6 +108,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "collective") == 0) return cli_collective(argc - 1, argv + 1);
   if (strcmp(cmd, "calibrate") == 0) return cli_calibrate(argc - 1, argv + 1);
   if (strcmp(cmd, "explain") == 0) return cli_explain(argc - 1, argv + 1);
+  if (strcmp(cmd, "profiles") == 0) return cli_profiles(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("stratsim %s\n", STRATSIM_VERSION_STRING);
     return CLI_EXIT_OK;

@@ -18,6 +18,7 @@
  *    and the 16-bit weight written (2 B): 28-32 bytes per parameter; 32 used.
  */
 #include "costmodel/costmodel.h"
+#include "costmodel/cm_profile.h"
 
 #include <math.h>
 
@@ -30,6 +31,7 @@ void cm_params_default(CmParams *params) {
   params->gemm_tile_m = 128;
   params->gemm_tile_n = 128;
   params->calibration = NULL;
+  params->profiles = NULL;
 }
 
 gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out) {
@@ -75,6 +77,17 @@ double cm_gemm_quantization(const CmParams *params, const DevKind *device, const
     wave = tiles / (waves * device->sm_count);
   }
   return tile * wave;
+}
+
+double cm_kernel_time_profiled(const CmParams *params, const DevKind *device, MdlOpKind kind,
+                               DevDtype dtype, double flops, double bytes,
+                               const CmGemmShape *shape, double elements, gboolean backward,
+                               double fraction) {
+  double measured;
+  if (params->profiles && cm_profiles_lookup(params->profiles, device->name, kind, dtype, shape,
+                                             elements, backward, &measured))
+    return (shape ? measured : measured * fraction) + params->kernel_overhead_s;
+  return cm_kernel_time(params, device, kind, dtype, flops, bytes, shape);
 }
 
 double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind kind,

@@ -22,6 +22,8 @@ typedef struct {
   int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (tile/wave quantization) */
   const struct CmCalibration *calibration; /* measured collectives (cm_calibrate.h), or NULL:
                                               the preset's alpha-beta figures; borrowed */
+  const struct CmProfiles *profiles;       /* measured kernels (cm_profile.h) that override the
+                                              roofline, or NULL; borrowed */
 } CmParams;
 
 /* A contraction viewed as a (batched) GEMM: C[batch, m, n] = A[batch, m, k] B[batch, k, n]. */
@@ -47,6 +49,14 @@ double cm_gemm_quantization(const CmParams *params, const DevKind *device, const
  * per-kernel overhead. */
 double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                       DevDtype dtype, double flops, double bytes, const CmGemmShape *shape);
+/* The same, first asking @params->profiles for a measured or interpolated time of the kernel:
+ * by its GEMM @shape, or for other kinds by its output @elements and pass (@backward); such a
+ * kernel that is the @fraction of the op's backward (its dX or dW share) takes that fraction
+ * of the measured backward. */
+double cm_kernel_time_profiled(const CmParams *params, const DevKind *device, MdlOpKind kind,
+                               DevDtype dtype, double flops, double bytes,
+                               const CmGemmShape *shape, double elements, gboolean backward,
+                               double fraction);
 
 /* Fills the stated defaults (sources in costmodel/cm_compute.c). */
 void cm_params_default(CmParams *params);

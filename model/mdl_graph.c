@@ -96,6 +96,7 @@ int mdl_graph_add_op(MdlGraph *graph, const MdlOp *op) {
     normalise_operand(graph, &copy.inputs[k]);
   }
   normalise_operand(graph, &copy.output);
+  copy.unsaved_inputs &= (uint8_t)((1u << copy.ninputs) - 1);
   if (copy.flops == 0) copy.flops = mdl_op_forward_flops(&copy);
   int index = (int)graph->ops->len;
   g_array_append_val(graph->ops, copy);

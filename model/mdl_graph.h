@@ -93,6 +93,13 @@ typedef struct {
   int64_t kernel_elems;     /* CONV2D, POOL2D: window area kh*kw (kernel sizes are op-level
                                constants, not dims); 0 is read as 1 */
   double flops_per_element; /* ELEMENTWISE: FLOPs per output element; 0 is read as 1 */
+  /* What the backward keeps (activation memory, Korthikanti et al. 2022, section 4.1). */
+  uint8_t unsaved_inputs;   /* bit k: input k is not kept for the backward (an addition's
+                               gradient passes dY through and reads no operand) */
+  gboolean dropout;         /* dropout on the output: its 1-byte keep mask, one per output
+                               element, is kept for the backward */
+  gboolean attention_core;  /* attention scores, softmax, dropout, context: what selective
+                               recomputation re-runs (ibid., section 4.1, the 5as/h term) */
 } MdlOp;
 
 typedef struct {
@@ -118,7 +125,8 @@ int mdl_graph_add_tensor(MdlGraph *graph, const char *name, int ndims, const int
                          gboolean is_weight, gboolean is_input);
 /* Appends an op (copied), sets its output tensor's producer and returns the op index. The op's
  * inputs must already exist; flops is filled by mdl_op_forward_flops when left at 0. The name
- * is copied; dim_map entries past a tensor's ndims and operands past ninputs are reset to -1. */
+ * is copied; dim_map entries past a tensor's ndims and operands past ninputs are reset to -1
+ * (and their unsaved_inputs bits cleared). */
 int mdl_graph_add_op(MdlGraph *graph, const MdlOp *op);
 
 /* Checks the whole graph: sizes positive and without overflow, operand maps consistent

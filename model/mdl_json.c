@@ -2,8 +2,9 @@
  *   {"name", "batch", "dtype", ["family", "num_layers", "heads", "seq"],
  *    "tensors": [{"name", "shape": [...], "weight": bool, "input": bool}],
  *    "ops": [{"name", "kind", "dims": [{"name", "size", "role", "splittable"}],
- *             "inputs": [{"tensor", "dims": [op dim name or null, ...]}], "output": {...},
- *             ["tp_dim", "layer", "flops", "kernel_elems", "flops_per_element"]}]}
+ *             "inputs": [{"tensor", "dims": [op dim name or null, ...], ["saved"]}],
+ *             "output": {...}, ["tp_dim", "layer", "flops", "kernel_elems",
+ *             "flops_per_element", "dropout", "attention_core"]}]}
  * Reading checks types and references first (every error names the op or tensor and the
  * field), rejects forward references and cycles by name, then builds the graph with the IR
  * functions and runs mdl_graph_validate. Writing emits every field the reader takes, "flops"
@@ -182,6 +183,13 @@ static gboolean read_operand(Reader *r, const MdlGraph *g, MdlOp *op, const cJSO
     if (d < 0) return BAD("%s: dims[%d] names \"%s\", which is not a dim of op %s", where, i, name, op->name);
     opd->dim_map[i] = (int8_t)d;
   }
+  if (!is_output) {
+    gboolean saved = TRUE;
+    if (!get_bool(r, oj, "saved", TRUE, where, &saved)) return FALSE;
+    if (!saved) op->unsaved_inputs |= (uint8_t)(1u << k);
+  } else if (field(oj, "saved")) {
+    return BAD("%s: \"saved\" applies to inputs only", where);
+  }
   return TRUE;
 }
 
@@ -225,6 +233,9 @@ static gboolean read_op(Reader *r, MdlGraph *g, const cJSON *oj, int o) {
   if (fpe && (!cJSON_IsNumber(fpe) || !(fpe->valuedouble >= 0) || !isfinite(fpe->valuedouble)))
     return BAD("%s: \"flops_per_element\" must be a non-negative number", what);
   if (fpe) op.flops_per_element = fpe->valuedouble;
+  if (!get_bool(r, oj, "dropout", FALSE, what, &op.dropout) ||
+      !get_bool(r, oj, "attention_core", FALSE, what, &op.attention_core))
+    return FALSE;
   if (flops && (!cJSON_IsNumber(flops) || !(flops->valuedouble >= 0) || !isfinite(flops->valuedouble)))
     return BAD("%s: \"flops\" must be a non-negative number", what);
   int index = mdl_graph_add_op(g, &op);
@@ -341,11 +352,17 @@ static cJSON *op_to_json(const MdlGraph *g, const MdlOp *op) {
     cJSON_AddItemToArray(dims, dj);
   }
   cJSON *inputs = cJSON_AddArrayToObject(o, "inputs");
-  for (int k = 0; k < op->ninputs; k++) cJSON_AddItemToArray(inputs, operand_to_json(g, op, &op->inputs[k]));
+  for (int k = 0; k < op->ninputs; k++) {
+    cJSON *ij = operand_to_json(g, op, &op->inputs[k]);
+    if (op->unsaved_inputs & (1u << k)) cJSON_AddFalseToObject(ij, "saved");
+    cJSON_AddItemToArray(inputs, ij);
+  }
   cJSON_AddItemToObject(o, "output", operand_to_json(g, op, &op->output));
   if (op->tp_dim >= 0) cJSON_AddStringToObject(o, "tp_dim", op->dims[op->tp_dim].name);
   if (op->kernel_elems > 1) cJSON_AddNumberToObject(o, "kernel_elems", (double)op->kernel_elems);
   if (op->flops_per_element > 0) cJSON_AddNumberToObject(o, "flops_per_element", op->flops_per_element);
+  if (op->dropout) cJSON_AddTrueToObject(o, "dropout");
+  if (op->attention_core) cJSON_AddTrueToObject(o, "attention_core");
   if (op->flops != mdl_op_forward_flops(op)) cJSON_AddNumberToObject(o, "flops", op->flops);
   return o;
 }

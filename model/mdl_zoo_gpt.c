@@ -18,6 +18,13 @@
  * attention scale, causal mask and dropout (into attn_softmax); hidden dropout (into the
  * residual adds). Layernorm gamma and beta are one [2,h] weight. Parameters per layer:
  * 12h^2 + 4h; in total L(12h^2 + 4h) + Vh + sh + 2h.
+ * Saved activations as Korthikanti et al. 2022, section 4.1 lists them: every op keeps its
+ * inputs except the adds (residual1, residual2, pos_embed: dropout then add, whose backward
+ * reads no operand), which keep only their dropout's 1-byte mask (op->dropout), as does
+ * attn_softmax for the attention dropout; attn_scores, attn_softmax and attn_context are the
+ * attention core (op->attention_core) that selective recomputation re-runs. Per layer that is
+ * sbh(34 + 5as/h) bytes at 16 bits (tests/test-memory.c checks it): attn_softmax keeps its
+ * input where Megatron keeps the softmax output, of the same size.
  * Attention: the fused QKV activation [b,s,3h] is read through the "heads grouping" (its dim 2
  * is a multiple of the op's heads dim): attn_scores reads it twice, as Q (mapped b, sq, heads)
  * and as K (b, sk, heads), so that a split of sq leaves K whole and the backward is charged
@@ -125,6 +132,10 @@ static int elementwise(Builder *B, const char *leaf, int x, int other, const cha
   int d = mdl_zoo_dim(&op, dim, width, MDL_ROLE_ATTRIBUTE, TRUE);
   op.tp_dim = tp ? d : -1;
   op.flops_per_element = flops_per_element;
+  if (other >= 0) { /* a residual add after dropout (Megatron's bias-dropout-add) */
+    op.dropout = TRUE;
+    op.unsaved_inputs = 0x3;
+  }
   char map[32];
   g_snprintf(map, sizeof map, "b,s,%s", dim);
   mdl_zoo_input(&op, x, map);
@@ -141,6 +152,7 @@ static int attention(Builder *B, int qkv, int64_t heads) {
   int scores = mdl_zoo_activation(B->g, full_name(B, "attn_scores", "", name), 4, B->b, heads, B->s, B->s);
   MdlOp op;
   mdl_zoo_op_init(&op, name, MDL_OP_BATCH_MATMUL, B->layer);
+  op.attention_core = TRUE;
   mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
   op.tp_dim = mdl_zoo_dim(&op, "heads", heads, MDL_ROLE_ATTRIBUTE, TRUE);
   mdl_zoo_dim(&op, "sq", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
@@ -154,6 +166,8 @@ static int attention(Builder *B, int qkv, int64_t heads) {
   /* Scale, causal mask and attention dropout folded in. */
   int probs = mdl_zoo_activation(B->g, full_name(B, "attn_softmax", "", name), 4, B->b, heads, B->s, B->s);
   mdl_zoo_op_init(&op, name, MDL_OP_SOFTMAX, B->layer);
+  op.attention_core = TRUE;
+  op.dropout = TRUE;
   mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
   op.tp_dim = mdl_zoo_dim(&op, "heads", heads, MDL_ROLE_ATTRIBUTE, TRUE);
   mdl_zoo_dim(&op, "sq", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
@@ -164,6 +178,7 @@ static int attention(Builder *B, int qkv, int64_t heads) {
 
   int context = mdl_zoo_activation(B->g, full_name(B, "attn_context", "", name), 3, B->b, B->s, B->h);
   mdl_zoo_op_init(&op, name, MDL_OP_BATCH_MATMUL, B->layer);
+  op.attention_core = TRUE;
   mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
   op.tp_dim = mdl_zoo_dim(&op, "heads", heads, MDL_ROLE_ATTRIBUTE, TRUE);
   mdl_zoo_dim(&op, "sq", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
@@ -234,6 +249,8 @@ MdlGraph *mdl_zoo_gpt(const char *name, const MdlGptConfig *c, GError **error) {
   int pos_table = mdl_zoo_weight(g, "pos_embed.weight", 2, B.s, B.h);
   int x = mdl_zoo_activation(g, "pos_embed", 3, B.b, B.s, B.h);
   mdl_zoo_op_init(&op, "pos_embed", MDL_OP_ELEMENTWISE, -1);
+  op.dropout = TRUE;         /* the embedding dropout (Korthikanti et al. 2022, section 4.3) */
+  op.unsaved_inputs = 0x1;   /* an add: its backward reads no operand */
   mdl_zoo_dim(&op, "b", B.b, MDL_ROLE_SAMPLE, TRUE);
   mdl_zoo_dim(&op, "s", B.s, MDL_ROLE_ATTRIBUTE, TRUE); /* also indexes the position table */
   mdl_zoo_dim(&op, "h", B.h, MDL_ROLE_PARAMETER, TRUE);

@@ -1,5 +1,6 @@
 /* results — SQLite storage of runs and predictions; see res_db.h for the contract. */
 #include "results/res_db.h"
+#include "costmodel/cm_profile.h"
 
 #include <sqlite3.h>
 #include <string.h>
@@ -45,6 +46,18 @@ static const char *const migrations[RES_SCHEMA_VERSION] = {
     "  cluster TEXT NOT NULL,"             /* the cluster spec as typed */
     "  created_at TEXT NOT NULL,"          /* ISO 8601 UTC */
     "  json TEXT NOT NULL);",              /* costmodel/CALIBRATION.md */
+    /* v2 -> v3 */
+    "CREATE TABLE op_profiles ("
+    "  device TEXT NOT NULL,"               /* device kind, e.g. a100-80gb */
+    "  op TEXT NOT NULL,"                   /* op kind (mdl_op_kind_name) */
+    "  dtype TEXT NOT NULL,"
+    "  phase TEXT NOT NULL,"                /* forward | backward (other kinds than GEMMs) */
+    "  m REAL NOT NULL, n REAL NOT NULL, k REAL NOT NULL, batch REAL NOT NULL," /* GEMMs, else 0 */
+    "  elements REAL NOT NULL,"             /* other kinds, else 0 */
+    "  time_s REAL NOT NULL,"
+    "  source TEXT NOT NULL,"               /* where and how it was measured */
+    "  created_at TEXT NOT NULL,"
+    "  PRIMARY KEY (device, op, dtype, phase, m, n, k, batch, elements));",
 };
 
 static gboolean exec(ResDb *db, const char *sql, int code, GError **error) {
@@ -273,4 +286,82 @@ gint64 res_db_count(ResDb *db, const char *table, GError **error) {
     g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "database %s: %s", db->path, sqlite3_errmsg(db->sql));
   sqlite3_finalize(st);
   return n;
+}
+
+gint64 res_db_store_profiles(ResDb *db, const CmProfiles *profiles, const char *source,
+                             GError **error) {
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+  g_autofree char *stamp = g_date_time_format_iso8601(now);
+  sqlite3_stmt *st = NULL;
+  if (!exec(db, "BEGIN IMMEDIATE;", RES_ERROR_WRITE, error)) return -1;
+  if (sqlite3_prepare_v2(db->sql,
+                         "INSERT OR REPLACE INTO op_profiles(device, op, dtype, phase, m, n, k, "
+                         "batch, elements, time_s, source, created_at) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                         -1, &st, NULL) != SQLITE_OK)
+    goto fail;
+  guint n = cm_profiles_size(profiles);
+  for (guint i = 0; i < n; i++) {
+    const CmProfilePoint *p = cm_profiles_at(profiles, i);
+    gboolean gemm = p->kind == MDL_OP_MATMUL || p->kind == MDL_OP_BATCH_MATMUL || p->kind == MDL_OP_CONV2D;
+    sqlite3_reset(st);
+    sqlite3_bind_text(st, 1, p->device, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, mdl_op_kind_name(p->kind), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, dev_dtype_name(p->dtype), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, p->backward ? "backward" : "forward", -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, gemm ? p->shape.m : 0);
+    sqlite3_bind_double(st, 6, gemm ? p->shape.n : 0);
+    sqlite3_bind_double(st, 7, gemm ? p->shape.k : 0);
+    sqlite3_bind_double(st, 8, gemm ? p->shape.batch : 0);
+    sqlite3_bind_double(st, 9, gemm ? 0 : p->elements);
+    sqlite3_bind_double(st, 10, p->time_s);
+    sqlite3_bind_text(st, 11, source, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 12, stamp, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(st) != SQLITE_DONE) goto fail;
+  }
+  sqlite3_finalize(st);
+  if (!exec(db, "COMMIT;", RES_ERROR_WRITE, error)) {
+    exec(db, "ROLLBACK;", RES_ERROR_WRITE, NULL);
+    return -1;
+  }
+  return n;
+fail:
+  g_set_error(error, RES_ERROR, RES_ERROR_WRITE, "database %s: %s", db->path, sqlite3_errmsg(db->sql));
+  sqlite3_finalize(st);
+  exec(db, "ROLLBACK;", RES_ERROR_WRITE, NULL);
+  return -1;
+}
+
+CmProfiles *res_db_load_profiles(ResDb *db, const char *device, GError **error) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db->sql,
+                         "SELECT op, dtype, phase, m, n, k, batch, elements, time_s FROM "
+                         "op_profiles WHERE device = ? ORDER BY op, dtype, phase, m, n, k, batch, "
+                         "elements",
+                         -1, &st, NULL) != SQLITE_OK) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "database %s: %s", db->path, sqlite3_errmsg(db->sql));
+    return NULL;
+  }
+  sqlite3_bind_text(st, 1, device, -1, SQLITE_TRANSIENT);
+  CmProfiles *profiles = cm_profiles_new();
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    CmProfilePoint p = {.device = (char *)device};
+    if (!mdl_op_kind_parse((const char *)sqlite3_column_text(st, 0), &p.kind) ||
+        !dev_dtype_parse((const char *)sqlite3_column_text(st, 1), &p.dtype))
+      continue; /* a kind this build does not know: written by a newer stratsim */
+    p.backward = g_strcmp0((const char *)sqlite3_column_text(st, 2), "backward") == 0;
+    p.shape = (CmGemmShape){sqlite3_column_double(st, 3), sqlite3_column_double(st, 4),
+                            sqlite3_column_double(st, 5), sqlite3_column_double(st, 6)};
+    p.elements = sqlite3_column_double(st, 7);
+    p.time_s = sqlite3_column_double(st, 8);
+    cm_profiles_add(profiles, &p);
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "database %s: %s", db->path, sqlite3_errmsg(db->sql));
+    cm_profiles_free(profiles);
+    return NULL;
+  }
+  return profiles;
 }

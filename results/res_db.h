@@ -19,7 +19,7 @@ G_BEGIN_DECLS
 GQuark res_error_quark(void);
 typedef enum { RES_ERROR_OPEN, RES_ERROR_SCHEMA, RES_ERROR_WRITE, RES_ERROR_NOT_FOUND } ResError;
 
-#define RES_SCHEMA_VERSION 2
+#define RES_SCHEMA_VERSION 3
 
 typedef struct ResDb ResDb;
 
@@ -42,6 +42,15 @@ gboolean res_db_store_calibration(ResDb *db, const char *name, const char *clust
  * was made for (g_free). NULL with RES_ERROR_NOT_FOUND (the message lists the stored names)
  * when there is none of that name. */
 char *res_db_load_calibration(ResDb *db, const char *name, char **cluster, GError **error);
+
+struct CmProfiles;
+/* Stores measured kernel times (cm_profile.h) with their @source, one transaction; a point
+ * already stored for the same kernel is replaced. Returns the number stored, -1 on error. */
+gint64 res_db_store_profiles(ResDb *db, const struct CmProfiles *profiles, const char *source,
+                             GError **error);
+/* The stored kernel times of device kind @device (cm_profiles_free), never NULL on success:
+ * possibly empty. */
+struct CmProfiles *res_db_load_profiles(ResDb *db, const char *device, GError **error);
 
 /* Number of rows in @table (for tests and `report`); -1 on error. */
 gint64 res_db_count(ResDb *db, const char *table, GError **error);

@@ -159,6 +159,7 @@ struct SimRun {
   SimSchedule *schedule;      /* owned */
   SimPrediction prediction;
   char *calibration;          /* name of the calibration the costs came from, or NULL; owned */
+  int profiled_kernels;       /* measured kernel times available to the cost model */
 };
 
 /* Simulates one iteration. The run borrows its inputs; free with sim_run_free. */

@@ -117,6 +117,7 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
     scale *= local[d] / (double)op->dims[d].size;
   }
   double bytes = operand_bytes(b, op, &op->output, TRUE, c, mesh);
+  double out_elems = bytes / b->dtype_bytes;
   for (int k = 0; k < op->ninputs; k++) bytes += operand_bytes(b, op, &op->inputs[k], FALSE, c, mesh);
   const DevKind *dev = &b->c->device;
   DevDtype dt = b->s->dtype;
@@ -130,16 +131,19 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
     ws = (CmGemmShape){fs.k, fs.n, fs.m, fs.batch};
   }
   *fwd = sim_time_from_seconds(
-      cm_kernel_time(b->p, dev, op->kind, dt, op->flops * scale, bytes, gemm ? &fs : NULL));
+      cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale, bytes, gemm ? &fs : NULL,
+                              out_elems, FALSE, 1.0));
   /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic, split
    * between the dX and dW kernels by their share of the work. */
   double bflops = mdl_op_backward_flops(b->g, op) * scale, bbytes = 2 * bytes;
   double share = cm_weight_grad_share(b->g, op);
-  double dx = share < 1 ? cm_kernel_time(b->p, dev, op->kind, dt, bflops * (1 - share),
-                                         bbytes * (1 - share), gemm ? &xs : NULL)
+  double dx = share < 1 ? cm_kernel_time_profiled(b->p, dev, op->kind, dt, bflops * (1 - share),
+                                                  bbytes * (1 - share), gemm ? &xs : NULL,
+                                                  out_elems, TRUE, 1 - share)
                         : 0;
-  double dw = share > 0 ? cm_kernel_time(b->p, dev, op->kind, dt, bflops * share, bbytes * share,
-                                         gemm ? &ws : NULL)
+  double dw = share > 0 ? cm_kernel_time_profiled(b->p, dev, op->kind, dt, bflops * share,
+                                                  bbytes * share, gemm ? &ws : NULL, out_elems,
+                                                  TRUE, share)
                         : 0;
   if (b->s->weight_delay) {
     *bwd = sim_time_from_seconds(dx);

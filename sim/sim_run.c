@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_profile.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -201,6 +202,7 @@ SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strat
   run->tasks = tasks;
   run->schedule = schedule;
   run->calibration = params->calibration ? g_strdup(cm_calibration_name(params->calibration)) : NULL;
+  run->profiled_kernels = params->profiles ? (int)cm_profiles_size(params->profiles) : 0;
   SimPrediction *p = &run->prediction;
   p->iteration_time_s = sim_time_seconds(schedule->makespan);
   p->tasks = sim_task_graph_size(tasks);
@@ -268,6 +270,7 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddStringToObject(root, "collective_mode",
                           p->step_collectives ? "step-expanded" : "one-task-per-collective");
   cJSON_AddBoolToObject(root, "symmetry", p->symmetric);
+  cJSON_AddNumberToObject(root, "profiled_kernels", run->profiled_kernels);
   if (run->calibration) cJSON_AddStringToObject(root, "calibration", run->calibration);
   else cJSON_AddNullToObject(root, "calibration");
   cJSON_AddNumberToObject(root, "simulated_gpus", p->simulated_gpus);
