@@ -7,39 +7,18 @@
 #include <string.h>
 #include <sys/wait.h>
 
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} Result;
+#include "test-cli-util.h"
 
 static char *tmpdir;
 
-static Result run_cli(const char *args) {
-  g_autofree char *cmd = g_strdup_printf("%s %s", STRATSIM_BIN, args);
-  Result r = {0};
-  GError *error = NULL;
-  int wait_status = 0;
-  g_auto(GStrv) argv = NULL;
-  g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, &error));
-  g_assert_true(g_spawn_sync(tmpdir, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out, &r.err,
-                             &wait_status, &error));
-  g_assert_no_error(error);
-  g_assert_true(WIFEXITED(wait_status));
-  r.status = WEXITSTATUS(wait_status);
-  return r;
-}
-
-static void result_clear(Result *r) {
-  g_free(r->out);
-  g_free(r->err);
-}
+/* The binary, run in the test's temporary directory. */
+static TestCliResult run_cli(const char *args) { return test_cli_run(tmpdir, args); }
 
 #define ACCEPT "simulate --model gpt3-1.3b --cluster dgx-a100:nodes=2 --strategy megatron:tp=8,pp=1,dp=2"
 
 /* The acceptance command: plausible figures. */
 static void test_acceptance(void) {
-  Result r = run_cli(ACCEPT " --json --db acc.db");
+  TestCliResult r = run_cli(ACCEPT " --json --db acc.db");
   g_assert_cmpint(r.status, ==, 0);
   cJSON *j = cJSON_Parse(r.out);
   g_assert_nonnull(j);
@@ -63,7 +42,7 @@ static void test_acceptance(void) {
   g_assert_cmpfloat(mem, <, 20e9);
   g_assert_cmpint(cJSON_GetObjectItem(j, "tasks")->valuedouble, >, 1000);
   cJSON_Delete(j);
-  result_clear(&r);
+  test_cli_result_clear(&r);
 }
 
 static char *without_wall(const char *json) {
@@ -80,14 +59,14 @@ static char *without_wall(const char *json) {
 static void test_same_twice(void) {
   const char *cmd = "simulate --model gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=8000,batch=32 "
                     "--cluster dgx-a100:nodes=2 --strategy megatron:tp=4,pp=2,dp=2,mb=2 --json --db twice.db";
-  Result a = run_cli(cmd), b = run_cli(cmd);
+  TestCliResult a = run_cli(cmd), b = run_cli(cmd);
   g_assert_cmpint(a.status, ==, 0);
   g_assert_cmpint(b.status, ==, 0);
   g_autofree char *ja = without_wall(a.out);
   g_autofree char *jb = without_wall(b.out);
   g_assert_cmpstr(ja, ==, jb);
-  result_clear(&a);
-  result_clear(&b);
+  test_cli_result_clear(&a);
+  test_cli_result_clear(&b);
 }
 
 /* Processes (GPUs) named in a trace file. */
@@ -112,7 +91,7 @@ static int trace_gpus(const char *name) {
 }
 
 static void test_text_trace_db(void) {
-  Result r = run_cli("simulate --model mlp:layers=4,hidden=1024,batch=64 --cluster flexflow-p100 "
+  TestCliResult r = run_cli("simulate --model mlp:layers=4,hidden=1024,batch=64 --cluster flexflow-p100 "
                      "--strategy dp --trace t.json --db sub/dir/r.db --no-symmetry");
   g_assert_cmpint(r.status, ==, 0);
   g_assert_nonnull(strstr(r.out, "iteration"));
@@ -121,27 +100,27 @@ static void test_text_trace_db(void) {
   g_assert_cmpint(trace_gpus("t.json"), ==, 16);
   g_autofree char *db = g_build_filename(tmpdir, "sub", "dir", "r.db", NULL);
   g_assert_true(g_file_test(db, G_FILE_TEST_EXISTS));
-  result_clear(&r);
+  test_cli_result_clear(&r);
   /* With symmetry (the default) the 16 data-parallel replicas are simulated once. */
   r = run_cli("simulate --model mlp:layers=4,hidden=1024,batch=64 --cluster flexflow-p100 "
               "--strategy dp --trace t1.json --db sub/dir/r.db");
   g_assert_cmpint(r.status, ==, 0);
   g_assert_nonnull(strstr(r.out, "symmetry"));
   g_assert_cmpint(trace_gpus("t1.json"), ==, 1);
-  result_clear(&r);
+  test_cli_result_clear(&r);
 }
 
 static void test_list(void) {
-  Result r = run_cli("list models");
+  TestCliResult r = run_cli("list models");
   g_assert_cmpint(r.status, ==, 0);
   g_assert_nonnull(strstr(r.out, "gpt3-175b"));
   g_assert_nonnull(strstr(r.out, "vgg16"));
-  result_clear(&r);
+  test_cli_result_clear(&r);
   r = run_cli("list clusters");
   g_assert_cmpint(r.status, ==, 0);
   g_assert_nonnull(strstr(r.out, "dgx-h100"));
   g_assert_nonnull(strstr(r.out, "piz-daint"));
-  result_clear(&r);
+  test_cli_result_clear(&r);
 }
 
 typedef struct {
@@ -169,7 +148,7 @@ static const BadInput bad_inputs[] = {
 
 static void test_bad_input(gconstpointer data) {
   const BadInput *b = data;
-  Result r = run_cli(b->args);
+  TestCliResult r = run_cli(b->args);
   if (r.status != 2) g_error("'%s' exited %d: %s", b->args, r.status, r.err);
   g_assert_nonnull(r.err);
   g_assert_cmpint(strlen(r.err), >, 0);
@@ -178,7 +157,7 @@ static void test_bad_input(gconstpointer data) {
   for (const char *p = r.err; *p; p++) lines += *p == '\n';
   if (lines != 1 || r.err[strlen(r.err) - 1] != '\n') g_error("'%s': not one line: %s", b->args, r.err);
   if (!strstr(r.err, b->needle)) g_error("'%s': error '%s' does not name '%s'", b->args, r.err, b->needle);
-  result_clear(&r);
+  test_cli_result_clear(&r);
 }
 
 /* A file that is not a database is reported and left as it was. */
@@ -209,7 +188,6 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/cli/bad-input/not-a-database-untouched", test_not_a_database_untouched);
   int status = g_test_run();
-  g_autofree char *rm = g_strdup_printf("rm -rf '%s'", tmpdir);
-  if (system(rm) != 0) g_warning("could not remove %s", tmpdir);
+  test_remove_tree(tmpdir);
   return status;
 }

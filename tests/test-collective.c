@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "test-cli-util.h"
 #include "costmodel/cm_calibrate.h"
 #include "test-util.h"
 
@@ -282,40 +283,17 @@ static void test_estimate_calibrated(void) {
 
 /* ---- end to end ---- */
 
-typedef struct {
-  int status;
-  char *out;
-  char *err;
-} Result;
-
 static char *tmpdir;
 
-static Result run_cli(const char *args) {
-  g_autofree char *cmd = g_strdup_printf("%s %s", STRATSIM_BIN, args);
-  Result r = {0};
-  GError *error = NULL;
-  int wait_status = 0;
-  g_auto(GStrv) argv = NULL;
-  g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, &error));
-  g_assert_true(g_spawn_sync(tmpdir, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &r.out, &r.err,
-                             &wait_status, &error));
-  g_assert_no_error(error);
-  g_assert_true(WIFEXITED(wait_status));
-  r.status = WEXITSTATUS(wait_status);
-  return r;
-}
-
-static void result_clear(Result *r) {
-  g_free(r->out);
-  g_free(r->err);
-}
+/* The binary, run in the test's temporary directory. */
+static TestCliResult run_cli(const char *args) { return test_cli_run(tmpdir, args); }
 
 static cJSON *run_json(const char *args) {
-  Result r = run_cli(args);
+  TestCliResult r = run_cli(args);
   if (r.status != 0) g_error("'%s' exited %d: %s", args, r.status, r.err);
   cJSON *j = cJSON_Parse(r.out);
   g_assert_nonnull(j);
-  result_clear(&r);
+  test_cli_result_clear(&r);
   return j;
 }
 
@@ -360,11 +338,11 @@ static void test_cli_collective(void) {
     g_assert_cmpstr(cJSON_GetObjectItem(j, "algorithm")->valuestring, ==, "pipeline");
     cJSON_Delete(j);
   }
-  Result r = run_cli("collective --kind all_gather --bytes 1G --ranks 8 --cluster dgx-h100");
+  TestCliResult r = run_cli("collective --kind all_gather --bytes 1G --ranks 8 --cluster dgx-h100");
   g_assert_cmpint(r.status, ==, 0);
   g_assert_nonnull(strstr(r.out, "algorithm    ring"));
   g_assert_nonnull(strstr(r.out, "busbw"));
-  result_clear(&r);
+  test_cli_result_clear(&r);
 }
 
 typedef struct {
@@ -396,13 +374,13 @@ static const BadInput bad_inputs[] = {
 
 static void test_bad_input(gconstpointer data) {
   const BadInput *b = data;
-  Result r = run_cli(b->args);
+  TestCliResult r = run_cli(b->args);
   if (r.status != 2) g_error("'%s' exited %d: %s", b->args, r.status, r.err);
   int lines = 0;
   for (const char *p = r.err; *p; p++) lines += *p == '\n';
   if (lines != 1 || r.err[strlen(r.err) - 1] != '\n') g_error("'%s': not one line: %s", b->args, r.err);
   if (!strstr(r.err, b->needle)) g_error("'%s': error '%s' does not name '%s'", b->args, r.err, b->needle);
-  result_clear(&r);
+  test_cli_result_clear(&r);
 }
 
 typedef struct {
@@ -433,11 +411,11 @@ static void test_cli_calibrate_acceptance(void) {
                                                 "all_reduce_perf.2x8.txt", NULL);
   g_autofree char *full = NULL;
   g_assert_true(g_file_get_contents(full_path, &full, NULL, NULL));
-  Result r = run_cli("calibrate --cluster dgx-a100:nodes=2 --name synthetic --db cal.db fit.txt");
+  TestCliResult r = run_cli("calibrate --cluster dgx-a100:nodes=2 --name synthetic --db cal.db fit.txt");
   if (r.status != 0) g_error("calibrate exited %d: %s", r.status, r.err);
   g_assert_nonnull(strstr(r.out, "all_reduce"));
   g_assert_nonnull(strstr(r.out, "stored calibration 'synthetic'"));
-  result_clear(&r);
+  test_cli_result_clear(&r);
   GArray *rows = read_rows(full);
   g_assert_cmpuint(rows->len, ==, 30);
   double worst = 0, sum = 0;
@@ -471,7 +449,7 @@ static void test_cli_calibrate_acceptance(void) {
   g_assert_cmpstr(cJSON_GetObjectItem(j, "format")->valuestring, ==, "stratsim-calibration");
   g_assert_cmpint(cJSON_GetArraySize(cJSON_GetObjectItem(j, "tables")), ==, 2);
   cJSON_Delete(j);
-  result_clear(&r);
+  test_cli_result_clear(&r);
   /* The measurements JSON's 8-rank all-gather is now calibrated. */
   j = run_json("collective --kind all_gather --bytes 4M --ranks 8 --cluster dgx-a100:nodes=2 "
                "--calibration synthetic --db cal.db --json");
@@ -523,9 +501,9 @@ static void write_inputs(void) {
   }
   g_string_free(fit, TRUE);
   /* cal.db holds one calibration, so 'nosuch' is a missing name in an existing database. */
-  Result r = run_cli("calibrate --cluster dgx-a100 --name other --db cal.db measurements.json");
+  TestCliResult r = run_cli("calibrate --cluster dgx-a100 --name other --db cal.db measurements.json");
   g_assert_cmpint(r.status, ==, 0);
-  result_clear(&r);
+  test_cli_result_clear(&r);
 }
 
 int main(int argc, char **argv) {
@@ -549,7 +527,6 @@ int main(int argc, char **argv) {
     g_test_add_data_func(path, &bad_inputs[i], test_bad_input);
   }
   int status = g_test_run();
-  g_autofree char *rm = g_strdup_printf("rm -rf '%s'", tmpdir);
-  if (system(rm) != 0) g_warning("could not remove %s", tmpdir);
+  test_remove_tree(tmpdir);
   return status;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "test-cli-util.h"
 #include "costmodel/cm_profile.h"
 #include "results/res_db.h"
 #include "sim/sim.h"
@@ -120,13 +121,11 @@ static void test_db_round_trip(void) {
 }
 
 static int run_cli(const char *args, char **out) {
-  g_autofree char *cmd = g_strdup_printf("%s %s", STRATSIM_BIN, args);
-  g_auto(GStrv) argv = NULL;
-  g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
-  int status = 0;
-  g_autofree char *err = NULL;
-  g_assert_true(g_spawn_sync(tmpdir, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, out, &err, &status, NULL));
-  return WEXITSTATUS(status);
+  TestCliResult r = test_cli_run(tmpdir, args);
+  *out = g_steal_pointer(&r.out);
+  int status = r.status;
+  test_cli_result_clear(&r);
+  return status;
 }
 
 static void test_cli(void) {
@@ -156,7 +155,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/costmodel/profile/db", test_db_round_trip);
   g_test_add_func("/costmodel/profile/cli", test_cli);
   int status = g_test_run();
-  g_autofree char *rm = g_strdup_printf("rm -rf '%s'", tmpdir);
-  if (system(rm) != 0) g_warning("could not remove %s", tmpdir);
+  test_remove_tree(tmpdir);
   return status;
 }
