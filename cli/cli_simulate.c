@@ -24,6 +24,9 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
          s->pp, s->num_microbatches, s->microbatch_size, mdl_schedule_name(s->schedule));
   if (s->virtual_stages > 1) printf(" (vp=%d)", s->virtual_stages);
   if (s->weight_delay) printf(" with weight delay");
+  if (s->zero_stage > 0) printf(", ZeRO-%d", s->zero_stage);
+  if (s->recompute != MDL_RECOMPUTE_NONE) printf(", %s recomputation", mdl_recompute_name(s->recompute));
+  if (s->sequence_parallel) printf(", sequence parallel");
   printf(", %s, %d GPUs\n", dev_dtype_name(s->dtype), p->num_gpus);
   printf("  iteration    %.6g s  (%.6g samples/s)\n", t, p->samples_per_s);
   printf("  per GPU      %.4g TFLOP/s  (%.1f%% of the %.4g TFLOP/s %s peak)\n", p->tflops_per_gpu,
@@ -35,9 +38,11 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   printf("  memory       peak %.3f GiB on GPU %d of %.3g GiB: %s\n", p->peak_memory_bytes / GIB,
          p->peak_memory_device, p->memory_capacity_bytes / GIB,
          p->fits_memory ? "fits" : "DOES NOT FIT");
-  printf("               weights %.3f, gradients %.3f, optimizer %.3f, activations %.3f GiB\n",
+  printf("               weights %.3f, gradients %.3f, optimizer %.3f, activations %.3f, "
+         "buffers %.3f GiB\n",
          p->peak_memory.weights / GIB, p->peak_memory.gradients / GIB,
-         p->peak_memory.optimizer / GIB, p->peak_memory.activations / GIB);
+         p->peak_memory.optimizer / GIB, p->peak_memory.activations / GIB,
+         p->peak_memory.buffers / GIB);
   printf("  simulated    %" G_GUINT64_FORMAT " tasks, %" G_GUINT64_FORMAT
          " events in %.3f s (%s; %s)\n",
          p->tasks, p->events, p->sim_wall_s,

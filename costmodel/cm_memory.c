@@ -1,13 +1,29 @@
-/* costmodel/memory — peak memory per device: weights, gradients, optimizer states, activations.
+/* costmodel/memory — peak memory per device: weights, gradients, optimizer states, activations,
+ * communication buffers.
  *
- * Weights and gradients are held in the compute dtype; Adam keeps m and v in fp32 and, under
- * 16-bit mixed precision, an fp32 master copy: 2 + 2 + 12 = 16 bytes per parameter for
- * fp16/bf16 and 4 + 4 + 8 = 16 for fp32 (Rajbhandari et al. 2020, ZeRO, section 3.1).
- * Activations: each op saves its non-weight inputs for the backward pass (the local slice in
- * the op's layout, one copy per tensor per device); a pipeline rank holds that for every
- * microbatch in flight under its schedule (in_flight). Weight gradients, dY buffers,
- * workspace, fragmentation and communication buffers are not counted (issue 3 adds buffers). */
+ * Model states (Rajbhandari et al. 2020, ZeRO, section 3.1 and 5): weights and gradients in the
+ * compute dtype; Adam keeps m and v in fp32 and, under 16-bit mixed precision, an fp32 master
+ * copy: (2 + 2 + K) bytes per parameter with K = 12 for fp16/bf16 (4 + 4 + 8 for fp32). ZeRO
+ * partitions them over the Nd data-parallel replicas of each weight (the mesh axes
+ * mdl_operand_replica_axes gives): stage 1 the K term, stage 2 also the gradients, stage 3 also
+ * the weights, so a replicated parameter costs 2 + 2 + K/Nd, 2 + (2 + K)/Nd and (2 + 2 + K)/Nd
+ * bytes (the paper's Figure 1). Stage 3 gathers each op's weights around its use: the buffers
+ * hold the full weights of the two largest such ops of the device (the op computing and the one
+ * being prefetched, sim/sim_build.c issues a gather one compute task ahead).
+ * Activations (Korthikanti et al. 2022, section 4): each op keeps, for its backward, its
+ * non-weight inputs (the local slice in the op's layout, one copy per tensor per device; under
+ * sequence parallelism the gathered inputs as their shards: mdl_saved_input_layout) except
+ * those it marks unsaved (an addition's), and a 1-byte mask per output element when it applies
+ * dropout. A pipeline rank holds that for every microbatch in flight under its schedule
+ * (in_flight). Recomputation (mdl_strategy_recompute_groups) drops what an op of a recompute
+ * group keeps of tensors produced inside its group, and the masks of its ops; it is rebuilt
+ * for one microbatch at a time during the backward, so the device adds its largest group's
+ * dropped bytes once (full recomputation: the layer inputs stay, plus one layer's activations;
+ * selective: the attention core's 5as/h term is gone, plus one layer's core). Weight-gradient
+ * and dY buffers, workspace and fragmentation are not counted. */
 #include "costmodel/costmodel.h"
+
+#include <string.h>
 
 #include "costmodel/cm_backward.h"
 
@@ -53,57 +69,127 @@ static gboolean first_time(GHashTable *seen, int tensor, int mesh, int nmeshes) 
   return TRUE;
 }
 
+/* Per device, the two largest per-op gathered weights (ZeRO-3 buffers). */
+static void keep_two_largest(double *first, double *second, double v) {
+  if (v > *first) {
+    *second = *first;
+    *first = v;
+  } else if (v > *second) {
+    *second = v;
+  }
+}
+
 CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
                                const DevCluster *cluster) {
-  int ndev = dev_cluster_num_devices(cluster);
+  int ndev = dev_cluster_num_devices(cluster), nops = mdl_graph_num_ops(graph);
   CmMemory *mem = g_new0(CmMemory, ndev);
   double wbytes = dev_dtype_bytes(s->dtype);
   double opt_bytes = s->dtype == DEV_DTYPE_FP32 || s->dtype == DEV_DTYPE_TF32 ? 8.0 : 12.0;
   int nmeshes = (int)s->meshes->len;
   GHashTable *seen_w = g_hash_table_new(g_direct_hash, g_direct_equal);
   GHashTable *seen_a = g_hash_table_new(g_direct_hash, g_direct_equal);
+  GHashTable *seen_r = g_hash_table_new(g_direct_hash, g_direct_equal);
   /* Under weight delay, (tensor, mesh) pairs some reader keeps until its W. */
   GHashTable *until_w = g_hash_table_new(g_direct_hash, g_direct_equal);
-  for (int o = 0; s->weight_delay && o < mdl_graph_num_ops(graph); o++) {
+  /* Data-parallel replica axes of every (weight, mesh): the OR over its users there. */
+  GHashTable *replicas = g_hash_table_new(g_direct_hash, g_direct_equal);
+  g_autofree int *group = mdl_strategy_recompute_groups(s, graph);
+  g_autofree double *group_bytes = g_new0(double, ndev);  /* the current group's dropped bytes */
+  g_autofree double *largest_group = g_new0(double, ndev);
+  g_autofree double *gathered = g_new0(double, 2 * (gsize)ndev); /* two largest per device */
+  for (int o = 0; o < nops; o++) {
     const MdlOp *op = mdl_graph_op(graph, o);
-    if (cm_weight_grad_share(graph, op) <= 0) continue;
-    for (int k = 0; k < op->ninputs; k++)
-      if (!mdl_graph_tensor(graph, op->inputs[k].tensor)->is_weight)
-        first_time(until_w, op->inputs[k].tensor, s->configs[o].mesh, nmeshes);
+    const MdlMesh *mesh = mdl_strategy_mesh(s, s->configs[o].mesh);
+    gboolean has_w = s->weight_delay && cm_weight_grad_share(graph, op) > 0;
+    for (int k = 0; k < op->ninputs; k++) {
+      int t = op->inputs[k].tensor;
+      gpointer key = GINT_TO_POINTER(t * nmeshes + s->configs[o].mesh + 1);
+      if (!mdl_graph_tensor(graph, t)->is_weight) {
+        if (has_w) g_hash_table_add(until_w, key);
+        continue;
+      }
+      unsigned mask = GPOINTER_TO_UINT(g_hash_table_lookup(replicas, key));
+      mask |= mdl_operand_replica_axes(op, &op->inputs[k], &s->configs[o], mesh);
+      g_hash_table_insert(replicas, key, GUINT_TO_POINTER(mask));
+    }
   }
-  for (int o = 0; o < mdl_graph_num_ops(graph); o++) {
+  for (int o = 0; o < nops; o++) {
     const MdlOp *op = mdl_graph_op(graph, o);
     const MdlOpConfig *c = &s->configs[o];
     const MdlMesh *mesh = mdl_strategy_mesh(s, c->mesh);
+    if (o > 0 && group[o - 1] >= 0 && group[o - 1] != group[o]) { /* a group ended */
+      for (int d = 0; d < ndev; d++) largest_group[d] = MAX(largest_group[d], group_bytes[d]);
+      memset(group_bytes, 0, sizeof(double) * (gsize)ndev);
+    }
+    double op_gathered = 0;
     for (int k = 0; k < op->ninputs; k++) {
       const MdlOperand *opd = &op->inputs[k];
       const MdlTensor *t = mdl_graph_tensor(graph, opd->tensor);
-      MdlLayout layout = mdl_layout_of_operand(op, opd, FALSE, c, mesh);
+      gpointer key = GINT_TO_POINTER(opd->tensor * nmeshes + c->mesh + 1);
       if (t->is_weight) {
-        if (!first_time(seen_w, opd->tensor, c->mesh, nmeshes)) continue;
+        MdlLayout layout = mdl_layout_of_operand(op, opd, FALSE, c, mesh);
         double elems = mdl_layout_local_elements(graph, opd->tensor, -1, &layout, mesh, 1);
+        unsigned mask = GPOINTER_TO_UINT(g_hash_table_lookup(replicas, key));
+        double nd = 1;
+        for (int a = 0; a < mesh->ndims; a++)
+          if (mask & (1u << a)) nd *= mesh->shape[a];
+        gboolean again = FALSE; /* one op reading a weight twice gathers it once */
+        for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == opd->tensor;
+        if (s->zero_stage >= 3 && nd > 1 && !again) op_gathered += elems * wbytes;
+        if (!first_time(seen_w, opd->tensor, c->mesh, nmeshes)) continue;
         for (int i = 0; i < mesh->ndevices; i++) {
           CmMemory *m = &mem[mesh->devices[i]];
-          m->weights += elems * wbytes;
-          m->gradients += elems * wbytes;
-          m->optimizer += elems * opt_bytes;
+          m->weights += elems * wbytes / (s->zero_stage >= 3 ? nd : 1);
+          m->gradients += elems * wbytes / (s->zero_stage >= 2 ? nd : 1);
+          m->optimizer += elems * opt_bytes / (s->zero_stage >= 1 ? nd : 1);
         }
-      } else {
-        if (!first_time(seen_a, opd->tensor, c->mesh, nmeshes)) continue;
-        gpointer key = GINT_TO_POINTER(opd->tensor * nmeshes + c->mesh + 1);
-        double mult = in_flight(s, c->stage, g_hash_table_contains(until_w, key));
-        int sdim = mdl_tensor_sample_dim(graph, opd->tensor);
-        double elems = mdl_layout_local_elements(graph, opd->tensor, sdim, &layout, mesh,
-                                                 s->num_microbatches);
-        for (int i = 0; i < mesh->ndevices; i++)
-          mem[mesh->devices[i]].activations += elems * wbytes * mult;
+        continue;
+      }
+      gboolean outside = t->producer < 0 || group[t->producer] != group[o];
+      /* A recomputed op re-reads its inputs from outside its group: the group keeps them. */
+      if ((op->unsaved_inputs & (1u << k)) && !(group[o] >= 0 && outside)) continue;
+      /* Recomputed inside its group before the backward: held for one microbatch while the
+       * group runs; else kept from the forward for every microbatch in flight. */
+      gboolean rebuilt = group[o] >= 0 && !outside;
+      if (!first_time(rebuilt ? seen_r : seen_a, opd->tensor, c->mesh, nmeshes)) continue;
+      gboolean regather;
+      MdlLayout layout = mdl_saved_input_layout(graph, s, o, k, &regather);
+      int sdim = mdl_tensor_sample_dim(graph, opd->tensor);
+      double bytes = mdl_layout_local_elements(graph, opd->tensor, sdim, &layout, mesh,
+                                               s->num_microbatches) * wbytes;
+      double mult = rebuilt ? 0 : in_flight(s, c->stage, g_hash_table_contains(until_w, key));
+      for (int i = 0; i < mesh->ndevices; i++) {
+        if (rebuilt) group_bytes[mesh->devices[i]] += bytes;
+        else mem[mesh->devices[i]].activations += bytes * mult;
       }
     }
+    if (op->dropout) { /* the keep mask, one byte per output element */
+      MdlLayout layout = mdl_layout_of_operand(op, &op->output, TRUE, c, mesh);
+      int sdim = mdl_tensor_sample_dim(graph, op->output.tensor);
+      double bytes = mdl_layout_local_elements(graph, op->output.tensor, sdim, &layout, mesh,
+                                               s->num_microbatches);
+      double mult = in_flight(s, c->stage, FALSE); /* read by B (dX) only */
+      for (int i = 0; i < mesh->ndevices; i++) {
+        if (group[o] >= 0) group_bytes[mesh->devices[i]] += bytes;
+        else mem[mesh->devices[i]].activations += bytes * mult;
+      }
+    }
+    if (op_gathered > 0)
+      for (int i = 0; i < mesh->ndevices; i++) {
+        int d = mesh->devices[i];
+        keep_two_largest(&gathered[2 * d], &gathered[2 * d + 1], op_gathered);
+      }
   }
   g_hash_table_unref(seen_w);
   g_hash_table_unref(seen_a);
+  g_hash_table_unref(seen_r);
   g_hash_table_unref(until_w);
-  for (int d = 0; d < ndev; d++)
-    mem[d].total = mem[d].weights + mem[d].gradients + mem[d].optimizer + mem[d].activations;
+  g_hash_table_unref(replicas);
+  for (int d = 0; d < ndev; d++) {
+    CmMemory *m = &mem[d];
+    m->activations += MAX(largest_group[d], group_bytes[d]);
+    m->buffers = gathered[2 * d] + gathered[2 * d + 1];
+    m->total = m->weights + m->gradients + m->optimizer + m->activations + m->buffers;
+  }
   return mem;
 }

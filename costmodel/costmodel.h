@@ -120,17 +120,20 @@ typedef struct {
   double weights;
   double gradients;
   double optimizer;     /* Adam m and v, plus fp32 master weights under mixed precision */
-  double activations;   /* saved for backward, times the microbatches in flight */
+  double activations;   /* saved for backward, times the microbatches in flight, plus the
+                           largest recomputed group's for one microbatch */
+  double buffers;       /* ZeRO-3: the gathered full weights of the two ops in flight */
   double total;
 } CmMemory;
 
 /* Peak memory of every device of the cluster under @strategy (array of
  * dev_cluster_num_devices entries, caller frees with g_free). Weights and gradients in the
  * compute dtype; Adam states fp32 (+ fp32 master copy when the dtype is 16-bit: 16 bytes per
- * parameter in all, Rajbhandari et al. 2020); activations: every non-weight input an op saves
- * for its backward, per microbatch, times the microbatches its pipeline rank holds at once
+ * parameter in all, Rajbhandari et al. 2020), partitioned over the data-parallel replicas by
+ * the ZeRO stage; activations: every non-weight input an op saves for its backward (and its
+ * dropout mask), per microbatch, times the microbatches its pipeline rank holds at once
  * (GPipe: all of them; 1F1B: min(m, p - rank); eager-1F1B, interleaved and weight delay: the
- * closed forms in cm_memory.c). */
+ * closed forms in cm_memory.c), less what recomputation rebuilds (Korthikanti et al. 2022). */
 CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *strategy,
                                const DevCluster *cluster);
 

@@ -24,6 +24,68 @@ gboolean mdl_schedule_parse(const char *text, MdlSchedule *out) {
   return FALSE;
 }
 
+static const char *const recompute_names[MDL_RECOMPUTE_COUNT] = {"none", "selective", "full"};
+
+const char *mdl_recompute_name(MdlRecompute recompute) {
+  g_return_val_if_fail(recompute < MDL_RECOMPUTE_COUNT, "?");
+  return recompute_names[recompute];
+}
+
+gboolean mdl_recompute_parse(const char *text, MdlRecompute *out) {
+  for (int i = 0; i < MDL_RECOMPUTE_COUNT; i++)
+    if (g_strcmp0(text, recompute_names[i]) == 0) {
+      *out = (MdlRecompute)i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+int *mdl_strategy_recompute_groups(const MdlStrategy *s, const MdlGraph *graph) {
+  int n = mdl_graph_num_ops(graph), groups = 0;
+  int *group = g_new(int, n > 0 ? n : 1);
+  for (int o = 0; o < n; o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    group[o] = -1;
+    if (!mdl_strategy_recomputes(s, op)) continue;
+    const MdlOp *prev = o > 0 ? mdl_graph_op(graph, o - 1) : NULL;
+    if (prev && group[o - 1] >= 0 && prev->layer == op->layer &&
+        s->configs[o - 1].stage == s->configs[o].stage)
+      group[o] = group[o - 1];
+    else
+      group[o] = groups++;
+  }
+  return group;
+}
+
+unsigned mdl_operand_replica_axes(const MdlOp *op, const MdlOperand *opd,
+                                  const MdlOpConfig *config, const MdlMesh *mesh) {
+  MdlLayout l = mdl_layout_of_operand(op, opd, FALSE, config, mesh);
+  unsigned mask = 0;
+  for (int a = 0; a < mesh->ndims; a++)
+    if (l.axis[a] == MDL_LAYOUT_BROADCAST && config->split[a] >= 0 && mesh->shape[a] > 1)
+      mask |= 1u << a;
+  return mask;
+}
+
+MdlLayout mdl_saved_input_layout(const MdlGraph *graph, const MdlStrategy *s, int o, int k,
+                                 gboolean *regather) {
+  const MdlOp *op = mdl_graph_op(graph, o);
+  const MdlOpConfig *c = &s->configs[o];
+  const MdlMesh *mesh = mdl_strategy_mesh(s, c->mesh);
+  MdlLayout saved = mdl_layout_of_operand(op, &op->inputs[k], FALSE, c, mesh);
+  *regather = FALSE;
+  int p = mdl_graph_tensor(graph, op->inputs[k].tensor)->producer;
+  if (!s->sequence_parallel || p < 0 || s->configs[p].mesh != c->mesh) return saved;
+  const MdlOp *pop = mdl_graph_op(graph, p);
+  MdlLayout produced = mdl_layout_of_operand(pop, &pop->output, TRUE, &s->configs[p], mesh);
+  for (int a = 0; a < mesh->ndims; a++)
+    if (saved.axis[a] == MDL_LAYOUT_BROADCAST && produced.axis[a] >= 0 && mesh->shape[a] > 1) {
+      saved.axis[a] = produced.axis[a];
+      *regather = TRUE;
+    }
+  return saved;
+}
+
 static void mesh_clear(gpointer data) {
   MdlMesh *mesh = data;
   g_free(mesh->devices);
@@ -279,6 +341,16 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
     return FALSE;
   }
   if (!validate_pipeline(s, error)) return FALSE;
+  if (s->zero_stage < 0 || s->zero_stage > 3) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "zero stage %d (0..3 allowed)",
+                s->zero_stage);
+    return FALSE;
+  }
+  if ((unsigned)s->recompute >= MDL_RECOMPUTE_COUNT) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "unknown recomputation mode %d",
+                (int)s->recompute);
+    return FALSE;
+  }
   if (graph->batch % s->num_microbatches != 0) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "%d microbatches do not divide the global batch %" G_GINT64_FORMAT,

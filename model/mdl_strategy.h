@@ -46,6 +46,16 @@ typedef enum {
   MDL_SCHEDULE_COUNT
 } MdlSchedule;
 
+/* Activation recomputation (Korthikanti et al. 2022, section 4.1; Chen et al. 2016). */
+typedef enum {
+  MDL_RECOMPUTE_NONE,
+  MDL_RECOMPUTE_SELECTIVE, /* the attention core (ops with attention_core) re-runs before its
+                              backward; its activations, the 5as/h term, are not kept */
+  MDL_RECOMPUTE_FULL,      /* every layer keeps only its input and re-runs its forward before
+                              its backward (Megatron-LM's full, uniform checkpointing) */
+  MDL_RECOMPUTE_COUNT
+} MdlRecompute;
+
 /* SBP layout of one tensor on one mesh axis. */
 enum { MDL_LAYOUT_PARTIAL = -2, MDL_LAYOUT_BROADCAST = -1 }; /* >= 0: Split(tensor dim) */
 typedef struct { int8_t axis[MDL_MAX_MESH_AXES]; } MdlLayout;
@@ -67,6 +77,15 @@ typedef struct {
                                 DDP's bucket_cap_mb); 0: one all-reduce per weight tensor */
   gboolean overlap;          /* communication may run while compute runs (default); FALSE:
                                 every collective also holds its members' compute streams */
+  int zero_stage;            /* ZeRO (Rajbhandari et al. 2020) over each weight's data-parallel
+                                replicas (mdl_operand_replica_axes): 1 partitions the optimizer
+                                states, 2 also the gradients, 3 also the parameters; 0: none */
+  MdlRecompute recompute;
+  gboolean sequence_parallel; /* Korthikanti et al. 2022, section 4.2.2: an op that reads an
+                                input through an all-gather of its producer's Split output keeps
+                                that shard for the backward and gathers it again there (the
+                                Megatron builder with sp=1 also splits the sequence of the ops
+                                tensor parallelism replicates) */
   /* For reporting: the degrees a builder used (0 when the strategy came from JSON). */
   int dp, tp, pp, vp, microbatch_size;
 } MdlStrategy;
@@ -81,7 +100,8 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 }
 
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
- * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16]", or a path to a
+ * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
+ * [,recompute=none|selective|full][,sp=0|1]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
  * schedule=interleaved and the reverse (MDL_ERROR_STRATEGY). Validates before returning. Free
@@ -103,14 +123,48 @@ typedef struct {
   DevDtype dtype;
   double bucket_mb;          /* 0: the default (25 MiB); < 0: one all-reduce per weight */
   gboolean no_overlap;       /* communication holds the compute streams too */
+  int zero_stage;            /* 0..3 */
+  MdlRecompute recompute;
+  gboolean sequence_parallel; /* needs tp > 1 */
 } MdlMegatronConfig;
 
 /* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each pipeline
  * rank is a (dp, tp) mesh; ops split their sample dim on the dp axis and their tp_dim on the tp
  * axis; the graph is cut into pp * vp chunks of equal layer counts (balanced by forward FLOPs
- * for models without layers), chunk c on rank c % pp. */
+ * for models without layers), chunk c on rank c % pp. Sequence parallelism (Korthikanti et al.
+ * 2022, section 4.2.2) splits, on the tp axis, the sequence dim "s" of the ops without a
+ * tp_dim (layernorms, dropout and residual adds); it needs tp > 1 and such ops. */
 MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *cluster,
                                    const MdlMegatronConfig *config, GError **error);
+
+/* 2D, 2.5D and 3D matmul strategies (model/mdl_strategy_matmul.c states each op's SBP). */
+typedef enum {
+  MDL_MATMUL_SUMMA,   /* 2D: (dp, row, col) mesh; SUMMA / Optimus */
+  MDL_MATMUL_2_5D,    /* (dp, depth, row, col); the survey's 2.5D-TP (Tesseract) */
+  MDL_MATMUL_3D,      /* (dp, i, j, l); Agarwal et al. / AutoDDL's SBP matmul on a cube */
+} MdlMatmulScheme;
+
+typedef struct {
+  MdlMatmulScheme scheme;
+  int q;                     /* side of the tensor-parallel grid or cube */
+  int depth;                 /* 2.5D: d, the replication depth */
+  int dp;                    /* data-parallel replicas (outermost mesh axis) */
+  int microbatch_size;       /* samples per microbatch per data-parallel replica */
+  DevDtype dtype;
+} MdlMatmulConfig;
+
+/* Builds that strategy on devices 0..n-1 (one mesh, one stage); MDL_ERROR_STRATEGY when the
+ * mesh exceeds the cluster, a degree does not divide the batch or a matmul dim. Free with
+ * mdl_strategy_free. */
+MdlStrategy *mdl_strategy_matmul(const MdlGraph *graph, const DevCluster *cluster,
+                                 const MdlMatmulConfig *config, GError **error);
+/* Whether @family is "summa", "2.5d" or "3d". */
+gboolean mdl_strategy_matmul_family(const char *family);
+/* Parses "summa:q=Q[,dp=D][,mb=M][,dtype=T]", "2.5d:q=Q,d=D[,dp=..][,mb=..][,dtype=..]" or
+ * "3d:q=Q[,dp=..][,mb=..][,dtype=..]"; dp defaults to devices / group, mb to batch / dp (one
+ * microbatch). MDL_ERROR_PARSE for unknown or malformed keys. */
+MdlStrategy *mdl_strategy_matmul_parse_spec(const char *spec, const MdlGraph *graph,
+                                            const DevCluster *cluster, GError **error);
 
 /* Checks the invariants in the file comment; errors name the op, dim and degree. */
 gboolean mdl_strategy_validate(const MdlStrategy *strategy, const MdlGraph *graph,
@@ -130,6 +184,33 @@ static inline const MdlMesh *mdl_strategy_mesh(const MdlStrategy *s, int i) { re
 
 const char *mdl_schedule_name(MdlSchedule schedule);
 gboolean mdl_schedule_parse(const char *text, MdlSchedule *out);
+/* "none", "selective", "full". */
+const char *mdl_recompute_name(MdlRecompute recompute);
+gboolean mdl_recompute_parse(const char *text, MdlRecompute *out);
+
+/* Whether @op re-runs its forward before its backward under @s's recomputation. */
+static inline gboolean mdl_strategy_recomputes(const MdlStrategy *s, const MdlOp *op) {
+  return (s->recompute == MDL_RECOMPUTE_FULL && op->layer >= 0) ||
+         (s->recompute == MDL_RECOMPUTE_SELECTIVE && op->attention_core);
+}
+
+/* Recomputation groups: maximal runs of consecutive ops (graph order) that are recomputed, of
+ * one layer and one stage; a group re-runs its forwards, in order, before the backward of its
+ * last op. Returns per op its group (0, 1, ...; -1: not recomputed); caller g_free()s. */
+int *mdl_strategy_recompute_groups(const MdlStrategy *s, const MdlGraph *graph);
+
+/* The mesh axes on which weight operand @opd of @op is replicated while @op splits them:
+ * data-parallel replicas of the weight, whose gradients are all-reduced over those axes
+ * (reduce-scattered under ZeRO). */
+unsigned mdl_operand_replica_axes(const MdlOp *op, const MdlOperand *opd,
+                                  const MdlOpConfig *config, const MdlMesh *mesh);
+
+/* The layout in which op @o keeps its input @k for the backward: the layout it reads it in,
+ * except under sequence parallelism (Korthikanti et al. 2022, section 4.2.2) where the input
+ * came through an all-gather of a Split output on the same mesh: that Split is kept and
+ * *@regather set (the backward gathers it again); else *@regather is FALSE. */
+MdlLayout mdl_saved_input_layout(const MdlGraph *graph, const MdlStrategy *s, int o, int k,
+                                 gboolean *regather);
 
 /* Layout of operand @operand of op @op under @config: per axis Split(tensor dim) where the
  * split op dim indexes the tensor, Partial for an output missing a split reduction dim,

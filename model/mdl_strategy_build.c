@@ -4,7 +4,12 @@
  * then tp, so tensor-parallel peers are adjacent devices (inside a host when tp <= gpus per
  * host). Each stage runs on a (dp, tp) mesh: axis 0 splits every op's sample dim, axis 1 the
  * op's tp_dim (column-parallel output features, row-parallel contraction, attention heads,
- * vocabulary), which yields the two forward all-reduces per layer through SBP resharding. */
+ * vocabulary), which yields the two forward all-reduces per layer through SBP resharding.
+ * Sequence parallelism (Korthikanti et al. 2022, section 4.2.2, Fig. 5) splits instead, on the
+ * tp axis, the sequence of the ops tensor parallelism leaves replicated (layernorms, dropout and
+ * residual adds: tp_dim -1); SBP resharding then turns each of those all-reduces into a
+ * reduce-scatter (Partial -> Split(s)) before them and an all-gather (Split(s) -> Broadcast)
+ * after them, the same bytes on the wire as the all-reduce they replace. */
 #include "model/mdl_strategy-int.h"
 
 #include <errno.h>
@@ -113,6 +118,16 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
                 cfg->pp);
     return NULL;
   }
+  if (cfg->zero_stage < 0 || cfg->zero_stage > 3) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "megatron: zero=%d must be 0..3",
+                cfg->zero_stage);
+    return NULL;
+  }
+  if (cfg->sequence_parallel && cfg->tp < 2) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: sp=1 needs tensor parallelism (tp > 1, got tp=%d)", cfg->tp);
+    return NULL;
+  }
   int n = mdl_graph_num_ops(graph);
   g_autofree int *stage_of = g_new(int, n);
   if (!assign_stages(graph, cfg->pp, vp, stage_of, error)) return NULL;
@@ -123,6 +138,9 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->weight_delay = cfg->weight_delay;
   if (cfg->bucket_mb != 0) s->bucket_bytes = cfg->bucket_mb > 0 ? cfg->bucket_mb * 1024 * 1024 : 0;
   s->overlap = !cfg->no_overlap;
+  s->zero_stage = cfg->zero_stage;
+  s->recompute = cfg->recompute;
+  s->sequence_parallel = cfg->sequence_parallel;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -137,6 +155,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
     for (int i = 0; i < cfg->dp * cfg->tp; i++) devices[i] = stage * cfg->dp * cfg->tp + i;
     mdl_strategy_add_mesh(s, 2, shape, devices);
   }
+  gboolean sequence_split = FALSE;
   for (int o = 0; o < n; o++) {
     const MdlOp *op = mdl_graph_op(graph, o);
     MdlOpConfig *c = &s->configs[o];
@@ -144,6 +163,20 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
     c->stage = stage_of[o];
     c->split[0] = (int8_t)(cfg->dp > 1 ? mdl_op_sample_dim(op) : -1);
     c->split[1] = (int8_t)(cfg->tp > 1 ? op->tp_dim : -1);
+    if (cfg->sequence_parallel && op->tp_dim < 0) {
+      int seq = mdl_op_find_dim(op, "s");
+      if (seq >= 0 && op->dims[seq].role == MDL_ROLE_ATTRIBUTE && op->dims[seq].splittable) {
+        c->split[1] = (int8_t)seq;
+        sequence_split = TRUE;
+      }
+    }
+  }
+  if (cfg->sequence_parallel && !sequence_split) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: sp=1 needs ops with a sequence dim \"s\" and no tp_dim; model %s has "
+                "none", graph->name);
+    mdl_strategy_free(s);
+    return NULL;
   }
   if (!mdl_strategy_validate(s, graph, cluster, error)) {
     mdl_strategy_free(s);
@@ -181,9 +214,6 @@ static DevDtype default_dtype(const MdlGraph *graph, const DevCluster *cluster) 
   if (d == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP16] > 0) return DEV_DTYPE_FP16;
   return DEV_DTYPE_FP32;
 }
-
-/* Keys that later issues add to the megatron spec: reserved names, refused until they exist. */
-static const char *const reserved_keys[] = {"recompute", "sp", "zero", NULL};
 
 static gboolean parse_megatron_kv(const char *family, const char *params,
                                   MdlMegatronConfig *cfg, gboolean *dp_given, GError **error) {
@@ -236,20 +266,36 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
                     "eager1f1b)", family, value);
         return FALSE;
       }
+    } else if (strcmp(key, "zero") == 0) {
+      if (strlen(value) != 1 || value[0] < '0' || value[0] > '3') {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                    "strategy %s: zero=%s must be a ZeRO stage 0, 1, 2 or 3", family, value);
+        return FALSE;
+      }
+      cfg->zero_stage = value[0] - '0';
+    } else if (strcmp(key, "recompute") == 0) {
+      if (!mdl_recompute_parse(value, &cfg->recompute)) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                    "strategy %s: recompute=%s must be none, selective or full", family, value);
+        return FALSE;
+      }
+    } else if (strcmp(key, "sp") == 0) {
+      if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: sp=%s must be 0 or 1",
+                    family, value);
+        return FALSE;
+      }
+      cfg->sequence_parallel = value[0] == '1';
     } else if (strcmp(key, "dtype") == 0) {
       if (!dev_dtype_parse(value, &cfg->dtype)) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                     "strategy %s: unknown dtype '%s' (known: fp32, tf32, fp16, bf16)", family, value);
         return FALSE;
       }
-    } else if (g_strv_contains(reserved_keys, key)) {
-      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                  "strategy %s: key '%s' is not supported by this version of stratsim", family, key);
-      return FALSE;
     } else {
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
-                  "bucket_mb, overlap, dtype)",
+                  "bucket_mb, overlap, dtype, zero, recompute, sp)",
                   family, key);
       return FALSE;
     }
@@ -274,6 +320,7 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
   const char *colon = strchr(spec, ':');
   g_autofree char *family = colon ? g_strndup(spec, (gsize)(colon - spec)) : g_strdup(spec);
   const char *params = colon ? colon + 1 : "";
+  if (mdl_strategy_matmul_family(family)) return mdl_strategy_matmul_parse_spec(spec, graph, cluster, error);
   MdlMegatronConfig cfg = {.tp = 1, .pp = 1, .dp = 0, .microbatch_size = 0,
                            .schedule = MDL_SCHEDULE_1F1B, .virtual_stages = 1,
                            .dtype = default_dtype(graph, cluster)};

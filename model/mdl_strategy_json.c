@@ -2,7 +2,8 @@
  * reads). Documented in model/STRATEGY.md:
  *   {"format": "stratsim-strategy-1", "name": ..., "dtype": "bf16", "schedule": "1f1b",
  *    "num_microbatches": M, "num_stages": P, "virtual_stages": V, "weight_delay": false,
- *    "bucket_mb": 25, "overlap": true,
+ *    "bucket_mb": 25, "overlap": true, "zero": 0, "recompute": "none",
+ *    "sequence_parallel": false,
  *    "meshes": [{"shape": [2, 8], "devices": [0, 1, ...]}],
  *    "default": {"mesh": 0, "stage": 0, "split": ["@sample", "@tp"]},      (optional)
  *    "ops": [{"op": "layer0.qkv", "mesh": 0, "stage": 0, "split": ["b", "n"]}, ...]}
@@ -40,6 +41,9 @@ char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
   cJSON_AddBoolToObject(root, "weight_delay", s->weight_delay);
   cJSON_AddNumberToObject(root, "bucket_mb", s->bucket_bytes / (1024.0 * 1024.0));
   cJSON_AddBoolToObject(root, "overlap", s->overlap);
+  cJSON_AddNumberToObject(root, "zero", s->zero_stage);
+  cJSON_AddStringToObject(root, "recompute", mdl_recompute_name(s->recompute));
+  cJSON_AddBoolToObject(root, "sequence_parallel", s->sequence_parallel);
   cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
   for (guint m = 0; m < s->meshes->len; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
@@ -190,6 +194,17 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
     goto err;
   }
   if (overlap) s->overlap = cJSON_IsTrue(overlap);
+  const cJSON *recompute = cJSON_GetObjectItemCaseSensitive(root, "recompute");
+  if (recompute && !mdl_recompute_parse(cJSON_GetStringValue(recompute), &s->recompute)) {
+    fail(error, origin, "field \"recompute\" must be \"none\", \"selective\" or \"full\"");
+    goto err;
+  }
+  const cJSON *sp = cJSON_GetObjectItemCaseSensitive(root, "sequence_parallel");
+  if (sp && !cJSON_IsBool(sp)) {
+    fail(error, origin, "field \"sequence_parallel\" must be true or false");
+    goto err;
+  }
+  s->sequence_parallel = cJSON_IsTrue(sp);
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "bucket_mb");
   if (bucket) {
     double v = cJSON_GetNumberValue(bucket);
@@ -202,6 +217,7 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
   if (!get_int(root, "num_microbatches", 1, 1000000000, &s->num_microbatches, FALSE, origin, error) ||
       !get_int(root, "num_stages", 1, 1000000, &s->num_stages, FALSE, origin, error) ||
       !get_int(root, "virtual_stages", 1, 1000000, &s->virtual_stages, FALSE, origin, error) ||
+      !get_int(root, "zero", 0, 3, &s->zero_stage, FALSE, origin, error) ||
       !parse_meshes(s, root, origin, error))
     goto err;
   if (ops && !cJSON_IsArray(ops)) {

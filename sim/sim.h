@@ -33,9 +33,12 @@ typedef enum {
   SIM_TASK_FORWARD,
   SIM_TASK_BACKWARD,       /* the whole backward, or under weight delay its dX part (B) */
   SIM_TASK_COMM,          /* resharding collective or transfer (forward or backward) */
-  SIM_TASK_GRAD_SYNC,     /* gradient all-reduce of a replicated weight */
+  SIM_TASK_GRAD_SYNC,     /* data-parallel sync of replicated weights: gradient all-reduce, or
+                             under ZeRO the gradient reduce-scatter and the all-gather of the
+                             updated parameters after the optimizer step */
   SIM_TASK_OPTIMIZER,
   SIM_TASK_BACKWARD_WEIGHT, /* weight-gradient part (W) of a backward split by weight delay */
+  SIM_TASK_RECOMPUTE,     /* a forward re-run before the backward (activation recomputation) */
   SIM_TASK_KIND_COUNT
 } SimTaskKind;
 

@@ -11,6 +11,11 @@
  * microbatch; sim/sim_schedule.h), the chunk's ops in topological order (forward) or reverse
  * (backward), chained by edges. Under weight delay an op's backward is two tasks, B (dX, which
  * the producers wait for) and W (dW, which the gradient sync waits for), in separate units.
+ * Memory options (issue 3): under recomputation a recomputed op's forward runs again (R) right
+ * before its group's backward, its resharding collectives too; under sequence parallelism an
+ * input kept as its shard is all-gathered again for the backward; ZeRO turns the gradient
+ * all-reduce into reduce-scatters and parameter all-gathers (add_gradient_sync_and_optimizer,
+ * add_parameter_gathers).
  * Between different meshes (pipeline stages) a tensor moves by send/recv to the device with
  * the same mesh index (after the source mesh reshapes it into the destination's layout when
  * the shapes agree); issue 4 replaces this with the cross-mesh resharding paper's unit tasks.
@@ -45,10 +50,16 @@ typedef struct {
   uint32_t *fwd_base;       /* per op: id of F(op, mb 0, mesh index 0) */
   uint32_t *bwd_base;
   uint32_t *wgt_base;       /* per op: W tasks under weight delay; NO_TASK: the op has no W */
+  uint32_t *rec_base;       /* per op: R tasks (its forward re-run before its backward under
+                               recomputation); NO_TASK: not recomputed */
+  int *group;               /* per op: recomputation group (mdl_strategy_recompute_groups) */
+  uint32_t *chain_prev;     /* per compute task: the compute task before it in its device's
+                               program (NO_TASK: the first); compute tasks have the lowest ids */
   int *grads_done_b;        /* per stage: microbatch of its last B unit in program order */
   int *grads_done_w;        /* per stage: microbatch of its last W unit (weight delay) */
   int *sample_tdim;         /* per tensor */
   GPtrArray **conversions;  /* per tensor: forward conversions already built (Conversion *) */
+  GPtrArray **rec_conversions; /* per tensor: the same for its recomputed values */
   GArray **users;           /* per tensor: ops that read it (int) */
   /* Symmetry: per mesh, the mesh indices simulated (all of them without symmetry), and for
    * each mesh index its position among them (-1: a replica that is not simulated) and the
@@ -87,6 +98,18 @@ static inline uint32_t task_bwd(const Builder *b, int op, int mb, int i) {
 static inline uint32_t task_wgt(const Builder *b, int op, int mb, int i) {
   int m = b->s->configs[op].mesh;
   return b->wgt_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
+}
+static inline uint32_t task_rec(const Builder *b, int op, int mb, int i) {
+  int m = b->s->configs[op].mesh;
+  return b->rec_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
+}
+/* Where a collective that compute task @t waits for is issued: when the compute task two
+ * before @t in its device's program ends, so that it runs while the one just before computes
+ * (a one-task prefetch, as DeepSpeed's ZeRO-3 prefetches the next module's parameters and
+ * Megatron overlaps the sequence-parallel re-gather with the backward's other GEMM). */
+static inline uint32_t issue_point(const Builder *b, uint32_t t) {
+  uint32_t prev = b->chain_prev[t];
+  return prev == NO_TASK ? NO_TASK : b->chain_prev[prev];
 }
 /* The task after which @op's weight gradients on mesh index @i are complete: its last W (or,
  * for an op without W, its last B) in the rank's program order; compute tasks of a device are
@@ -159,22 +182,24 @@ static gboolean has_weight_task(const Builder *b, int o) {
   return b->s->weight_delay && cm_weight_grad_share(b->g, mdl_graph_op(b->g, o)) > 0;
 }
 
-/* Forward, backward and (weight delay) weight-gradient tasks, in that order of ids. */
+/* Forward, backward, (weight delay) weight-gradient and (recomputation) recomputed-forward
+ * tasks, in that order of ids. */
 static void add_compute_tasks(Builder *b) {
-  static const SimTaskKind kinds[3] = {SIM_TASK_FORWARD, SIM_TASK_BACKWARD,
-                                       SIM_TASK_BACKWARD_WEIGHT};
-  uint32_t *bases[3] = {b->fwd_base, b->bwd_base, b->wgt_base};
+  static const SimTaskKind kinds[4] = {SIM_TASK_FORWARD, SIM_TASK_BACKWARD,
+                                       SIM_TASK_BACKWARD_WEIGHT, SIM_TASK_RECOMPUTE};
+  uint32_t *bases[4] = {b->fwd_base, b->bwd_base, b->wgt_base, b->rec_base};
   SimTask t = {0};
   t.tensor = -1;
-  for (int phase = 0; phase < 3; phase++) {
+  for (int phase = 0; phase < 4; phase++) {
     for (int o = 0; o < b->nops; o++) {
       const MdlMesh *mesh = mesh_of(b, o);
       SimTime durations[3];
       op_durations(b, o, &durations[0], &durations[1], &durations[2]);
       bases[phase][o] = NO_TASK;
       if (phase == 2 && !has_weight_task(b, o)) continue; /* its dW, if any, is in B */
+      if (phase == 3 && b->group[o] < 0) continue;
       t.kind = (uint8_t)kinds[phase];
-      t.duration = durations[phase];
+      t.duration = durations[phase == 3 ? 0 : phase]; /* a recomputation re-runs the forward */
       t.op = o;
       bases[phase][o] = sim_task_graph_size(b->tg);
       int m = cfg(b, o)->mesh;
@@ -189,9 +214,27 @@ static void add_compute_tasks(Builder *b) {
   }
 }
 
+/* Appends the tasks from @base of op @o for microbatch @mb to its simulated devices' programs
+ * (@prev: each device's last task so far). */
+static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
+  const MdlMesh *mesh = mesh_of(b, o);
+  int m = cfg(b, o)->mesh;
+  for (int r = 0; r < b->nrep[m]; r++) {
+    uint32_t t = base + (uint32_t)(mb * b->nrep[m] + r);
+    int d = mesh->devices[b->rep_idx[m][r]];
+    b->chain_prev[t] = prev[d];
+    if (prev[d] != NO_TASK) sim_task_graph_edge(b->tg, prev[d], t);
+    prev[d] = t;
+  }
+}
+
 /* Chains every device's compute tasks in program order: per pipeline rank its schedule units
- * (sim_pipeline_units), per unit the chunk's ops forward (F) or in reverse (B, W). Records per
- * stage the microbatch of its last B and W units. Returns the last task per device. */
+ * (sim_pipeline_units), per unit the chunk's ops forward (F) or in reverse (B, W); before the
+ * backward of the last op of a recomputation group (met first in reverse), the group's
+ * recomputed forwards R in forward order (Megatron's checkpointing: a layer's, or the
+ * attention core's, forward re-runs right before its backward; Korthikanti et al. 2022,
+ * section 4.1). Records per stage the microbatch of its last B and W units and every compute
+ * task's predecessor (chain_prev). Returns the last task per device. */
 static uint32_t *chain_compute(Builder *b) {
   uint32_t *prev = g_new(uint32_t, b->c->nodes * b->c->gpus_per_node);
   for (int d = 0; d < b->tg->num_devices; d++) prev[d] = NO_TASK;
@@ -210,20 +253,21 @@ static uint32_t *chain_compute(Builder *b) {
       if (phase == SIM_UNIT_BACKWARD) b->grads_done_b[st] = mb;
       if (phase == SIM_UNIT_WEIGHT) b->grads_done_w[st] = mb;
       int count = stage_begin[st + 1] - stage_begin[st];
+      const int *ops = stage_ops + stage_begin[st];
       for (int k = 0; k < count; k++) {
-        int o = stage_ops[stage_begin[st] + (phase == SIM_UNIT_FORWARD ? k : count - 1 - k)];
+        int idx = phase == SIM_UNIT_FORWARD ? k : count - 1 - k, o = ops[idx];
         if (phase == SIM_UNIT_WEIGHT && b->wgt_base[o] == NO_TASK) continue;
-        const MdlMesh *mesh = mesh_of(b, o);
-        int m = cfg(b, o)->mesh;
-        for (int r = 0; r < b->nrep[m]; r++) {
-          int i = b->rep_idx[m][r];
-          uint32_t t = phase == SIM_UNIT_FORWARD    ? task_fwd(b, o, mb, i)
-                       : phase == SIM_UNIT_BACKWARD ? task_bwd(b, o, mb, i)
-                                                    : task_wgt(b, o, mb, i);
-          int d = mesh->devices[i];
-          if (prev[d] != NO_TASK) sim_task_graph_edge(b->tg, prev[d], t);
-          prev[d] = t;
+        int g = b->group[o];
+        gboolean group_ends = idx == count - 1 || b->group[ops[idx + 1]] != g;
+        if (phase == SIM_UNIT_BACKWARD && g >= 0 && group_ends) {
+          int begin = idx;
+          while (begin > 0 && b->group[ops[begin - 1]] == g) begin--;
+          for (int j = begin; j <= idx; j++) chain_op(b, prev, ops[j], b->rec_base[ops[j]], mb);
         }
+        uint32_t base = phase == SIM_UNIT_FORWARD    ? b->fwd_base[o]
+                        : phase == SIM_UNIT_BACKWARD ? b->bwd_base[o]
+                                                     : b->wgt_base[o];
+        chain_op(b, prev, o, base, mb);
       }
     }
   }
@@ -458,10 +502,13 @@ static void convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *sr
 }
 
 /* The forward conversion of tensor @t to (@mesh, @layout), built once and shared by every
- * consumer that needs the same layout. */
-static const uint32_t *forward_conversion(Builder *b, int t, int consumer, MdlLayout layout) {
+ * consumer that needs the same layout; @recomputed: of the value its producer's recomputation
+ * (R) gives, which a recomputed consumer reads (the forward's resharding collectives run again,
+ * as they do when Megatron re-runs a checkpointed layer). */
+static const uint32_t *forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
+                                          gboolean recomputed) {
   int mesh = cfg(b, consumer)->mesh;
-  GPtrArray *list = b->conversions[t];
+  GPtrArray *list = recomputed ? b->rec_conversions[t] : b->conversions[t];
   for (guint i = 0; i < list->len; i++) {
     Conversion *cv = g_ptr_array_index(list, i);
     if (cv->mesh == mesh && memcmp(&cv->layout, &layout, sizeof layout) == 0) return cv->ready;
@@ -477,7 +524,9 @@ static const uint32_t *forward_conversion(Builder *b, int t, int consumer, MdlLa
   g_autofree uint32_t *src = g_new(uint32_t, sn);
   for (int mb = 0; mb < b->M; mb++) {
     for (int i = 0; i < sn; i++)
-      src[i] = b->rep_pos[cfg(b, p)->mesh][i] >= 0 ? task_fwd(b, p, mb, i) : NO_TASK;
+      src[i] = b->rep_pos[cfg(b, p)->mesh][i] < 0 ? NO_TASK
+               : recomputed                       ? task_rec(b, p, mb, i)
+                                                  : task_fwd(b, p, mb, i);
     convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, cv->ready + mb * dn);
   }
   g_ptr_array_add(list, cv);
@@ -492,7 +541,7 @@ static void add_forward_dependencies(Builder *b) {
       int t = op->inputs[k].tensor;
       if (mdl_graph_tensor(b->g, t)->producer < 0) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      const uint32_t *ready = forward_conversion(b, t, o, need);
+      const uint32_t *ready = forward_conversion(b, t, o, need, FALSE);
       int m = cfg(b, o)->mesh;
       for (int mb = 0; mb < b->M; mb++)
         for (int r = 0; r < b->nrep[m]; r++) {
@@ -535,6 +584,29 @@ static gboolean needs_crossmesh(const Builder *b) {
   return FALSE;
 }
 
+/* Whether reader (@o, @k) of its tensor is the one that reshards the gradients of a group of
+ * readers: all readers of the tensor on the same mesh and stage whose gradients have the same
+ * layout sum them locally first (as frameworks accumulate .grad) and reshard once. The group's
+ * last backward in program order is its smallest op (backward runs in reverse op order within
+ * a stage's unit): that reader converts, after the others on every device's chain. */
+static gboolean gradient_group_leader(const Builder *b, int o, int k) {
+  int t = mdl_graph_op(b->g, o)->inputs[k].tensor;
+  MdlLayout mine = input_grad_layout(b, o, k);
+  GArray *users = b->users[t];
+  for (guint u = 0; u < users->len; u++) {
+    int o2 = g_array_index(users, int, u);
+    if (o2 > o || cfg(b, o2)->mesh != cfg(b, o)->mesh || cfg(b, o2)->stage != cfg(b, o)->stage)
+      continue;
+    const MdlOp *op2 = mdl_graph_op(b->g, o2);
+    for (int k2 = 0; k2 < op2->ninputs; k2++) {
+      if (op2->inputs[k2].tensor != t || (o2 == o && k2 >= k)) continue;
+      MdlLayout other = input_grad_layout(b, o2, k2);
+      if (memcmp(&other, &mine, sizeof mine) == 0) return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 static void add_backward_dependencies(Builder *b) {
   for (int o = 0; o < b->nops; o++) {
     const MdlOp *op = mdl_graph_op(b->g, o);
@@ -542,7 +614,7 @@ static void add_backward_dependencies(Builder *b) {
     for (int k = 0; k < op->ninputs; k++) {
       int t = op->inputs[k].tensor;
       int p = mdl_graph_tensor(b->g, t)->producer;
-      if (p < 0) continue;
+      if (p < 0 || !gradient_group_leader(b, o, k)) continue;
       const MdlOp *pop = mdl_graph_op(b->g, p);
       const MdlMesh *pmesh = mesh_of(b, p);
       MdlLayout from = input_grad_layout(b, o, k);
@@ -578,14 +650,116 @@ static unsigned grad_sync_mask(const Builder *b, int w, int m, int *first, MdlLa
     const MdlOp *op = mdl_graph_op(b->g, o);
     for (int k = 0; k < op->ninputs; k++) {
       if (op->inputs[k].tensor != w) continue;
-      MdlLayout l = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      if (*first < 0) *first = o, *layout = l;
-      for (int a = 0; a < mesh->ndims; a++)
-        if (l.axis[a] == MDL_LAYOUT_BROADCAST && cfg(b, o)->split[a] >= 0 && mesh->shape[a] > 1)
-          mask |= 1u << a;
+      if (*first < 0)
+        *first = o, *layout = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      mask |= mdl_operand_replica_axes(op, &op->inputs[k], cfg(b, o), mesh);
     }
   }
   return mask;
+}
+
+/* Recomputation: each recomputed op's R waits for the recomputed values of the inputs its
+ * group produces, resharded again as in the forward; inputs from outside the group are the
+ * kept ones (the layer input, Q/K/V), ready since the op's forward ran on the same devices. */
+static void add_recompute_dependencies(Builder *b) {
+  for (int o = 0; o < b->nops; o++) {
+    if (b->group[o] < 0) continue;
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    const MdlMesh *mesh = mesh_of(b, o);
+    int m = cfg(b, o)->mesh;
+    for (int k = 0; k < op->ninputs; k++) {
+      int t = op->inputs[k].tensor, p = mdl_graph_tensor(b->g, t)->producer;
+      if (p < 0 || b->group[p] != b->group[o]) continue;
+      MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      const uint32_t *ready = forward_conversion(b, t, o, need, TRUE);
+      for (int mb = 0; mb < b->M; mb++)
+        for (int r = 0; r < b->nrep[m]; r++) {
+          int i = b->rep_idx[m][r];
+          uint32_t dep = ready[mb * mesh->ndevices + i];
+          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, task_rec(b, o, mb, i));
+        }
+    }
+  }
+}
+
+/* Sequence parallelism (Korthikanti et al. 2022, section 4.2.2): an input kept as its shard
+ * (mdl_saved_input_layout) is all-gathered again before the first backward-pass task that
+ * reads it (its W under weight delay: only dW = X^T dY reads X), once per microbatch. */
+static void add_regathers(Builder *b) {
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    const MdlMesh *mesh = mesh_of(b, o);
+    int m = cfg(b, o)->mesh;
+    for (int k = 0; k < op->ninputs; k++) {
+      int t = op->inputs[k].tensor, p = mdl_graph_tensor(b->g, t)->producer;
+      if (p < 0 || (b->group[o] >= 0 && b->group[p] == b->group[o])) continue; /* recomputed */
+      gboolean regather;
+      MdlLayout saved = mdl_saved_input_layout(b->g, b->s, o, k, &regather);
+      if (!regather) continue;
+      MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      g_autofree uint32_t *ready = g_new(uint32_t, mesh->ndevices);
+      g_autofree uint32_t *use = g_new(uint32_t, mesh->ndevices);
+      for (int mb = 0; mb < b->M; mb++) {
+        for (int i = 0; i < mesh->ndevices; i++) {
+          use[i] = ready[i] = NO_TASK;
+          if (b->rep_pos[m][i] < 0) continue;
+          use[i] = b->rec_base[o] != NO_TASK ? task_rec(b, o, mb, i)
+                   : b->wgt_base[o] != NO_TASK ? task_wgt(b, o, mb, i)
+                                               : task_bwd(b, o, mb, i);
+          ready[i] = issue_point(b, use[i]);
+        }
+        convert_on_mesh(b, m, saved, need, t, o, mb, ready);
+        for (int i = 0; i < mesh->ndevices; i++)
+          if (use[i] != NO_TASK && ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], use[i]);
+      }
+    }
+  }
+}
+
+/* ZeRO-3 (Rajbhandari et al. 2020, section 5.3): every use of a partitioned weight all-gathers
+ * it over its data-parallel replicas first, per microbatch and without caching: before the
+ * forward F (phase forward), and before the recomputed forward R and the backward B (phase
+ * backward; W computes dW = X^T dY without the weight). @use picks the task. */
+static void add_parameter_gathers(Builder *b, uint32_t (*use)(const Builder *, int, int, int)) {
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    const MdlMesh *mesh = mesh_of(b, o);
+    int m = cfg(b, o)->mesh;
+    if (use == task_rec && b->rec_base[o] == NO_TASK) continue;
+    g_autofree int *members = g_new(int, mesh->ndevices);
+    g_autofree int *devices = g_new(int, mesh->ndevices);
+    g_autofree int *sim = g_new(int, mesh->ndevices);
+    g_autofree uint32_t *deps = g_new(uint32_t, mesh->ndevices);
+    g_autofree uint32_t *users = g_new(uint32_t, mesh->ndevices);
+    for (int k = 0; k < op->ninputs; k++) {
+      int w = op->inputs[k].tensor, first;
+      if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+      gboolean again = FALSE; /* the same weight read twice by one op is gathered once */
+      for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == w;
+      MdlLayout layout;
+      unsigned mask = grad_sync_mask(b, w, m, &first, &layout);
+      if (again || !mask) continue;
+      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      double bytes = mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes;
+      for (int mb = 0; mb < b->M; mb++)
+        for (int base = 0; base < mesh->ndevices; base++) {
+          if (!is_group_base(mesh, mask, base)) continue;
+          int p = group_members(mesh, mask, base, members), nsim = 0;
+          for (int i = 0; i < p; i++) {
+            devices[i] = mesh->devices[members[i]];
+            if (b->rep_pos[m][members[i]] < 0) continue;
+            users[nsim] = use(b, o, mb, members[i]);
+            deps[nsim] = issue_point(b, users[nsim]);
+            sim[nsim++] = devices[i];
+          }
+          if (nsim == 0) continue;
+          SimCollectiveSpan span = add_comm_task(b, SIM_TASK_COMM, CM_ALL_GATHER, devices, p, sim,
+                                                 nsim, bytes, o, w, mb);
+          edges_from_distinct(b, deps, nsim, span.gate);
+          for (int i = 0; i < nsim; i++) sim_task_graph_edge(b->tg, span.join, users[i]);
+        }
+    }
+  }
 }
 
 /* Gradient all-reduce of every weight over the axes it is replicated on while its ops split
@@ -608,8 +782,12 @@ static int compare_sync_items(const void *pa, const void *pb) {
   return (a->w > b->w) - (a->w < b->w);
 }
 
-/* One all-reduce per group over the mesh axes of @items[0].mask for the bucket @items[0..n). */
-static void add_bucket(Builder *b, const SyncItem *items, int n, GArray *syncs) {
+/* One collective @coll per group over the mesh axes of @items[0].mask for the bucket
+ * @items[0..n): gated by the bucket's gradients of microbatch @mb (-1: complete, after the last
+ * microbatch) or, with @after, by those tasks per device (the optimizer steps, which ZeRO's
+ * parameter all-gather follows). With @syncs, the joins go there as (task, device) pairs. */
+static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective coll, int mb,
+                       const uint32_t *after, GArray *syncs) {
   int m = items[0].m;
   unsigned mask = items[0].mask;
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
@@ -629,18 +807,25 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, GArray *syncs) 
       sim[nsim++] = devices[i];
     }
     if (nsim == 0) continue;
-    SimCollectiveSpan span = add_comm_task(b, SIM_TASK_GRAD_SYNC, CM_ALL_REDUCE, devices, p, sim,
-                                           nsim, bytes, items[0].first, items[0].w, -1);
-    for (int k = 0; k < n; k++) {
+    SimCollectiveSpan span = add_comm_task(b, SIM_TASK_GRAD_SYNC, coll, devices, p, sim, nsim,
+                                           bytes, items[0].first, items[0].w, mb);
+    for (int i = 0; after && i < nsim; i++)
+      if (after[sim[i]] != NO_TASK) sim_task_graph_edge(b->tg, after[sim[i]], span.gate);
+    for (int k = 0; !after && k < n; k++) {
       GArray *users = b->users[items[k].w];
       for (guint u = 0; u < users->len; u++) {
         int o = g_array_index(users, int, u);
         if (cfg(b, o)->mesh != m) continue;
-        for (int i = 0; i < nsim; i++)
-          sim_task_graph_edge(b->tg, task_grads_done(b, o, sim_members[i]), span.gate);
+        for (int i = 0; i < nsim; i++) {
+          int idx = sim_members[i];
+          uint32_t done = mb < 0                       ? task_grads_done(b, o, idx)
+                          : b->wgt_base[o] != NO_TASK ? task_wgt(b, o, mb, idx)
+                                                      : task_bwd(b, o, mb, idx);
+          sim_task_graph_edge(b->tg, done, span.gate);
+        }
       }
     }
-    for (int i = 0; i < nsim; i++) {
+    for (int i = 0; syncs && i < nsim; i++) {
       uint32_t pair[2] = {span.join, (uint32_t)sim[i]};
       g_array_append_val(syncs, pair);
     }
@@ -651,7 +836,18 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, GArray *syncs) 
  * them, packed into buckets in the order gradients become ready (PyTorch DDP, Li et al. 2020,
  * "PyTorch Distributed", section 3.2.3: a bucket's all-reduce starts when all its gradients
  * are ready, overlapping the rest of the backward pass), then one optimizer step per device
- * after its last compute task and its syncs. */
+ * after its last compute task and its syncs.
+ * ZeRO (Rajbhandari et al. 2020; DeepSpeed's stage_1_and_2.py and stage3.py) over those Nd
+ * replicas: the optimizer steps 1/Nd of each replicated weight. Stage 1 all-reduces each bucket
+ * once, after the last microbatch (DeepSpeed reduces at the gradient-accumulation boundary, by
+ * all-reduce: average_tensor), then all-gathers the updated parameters per bucket after the
+ * step: 3 Psi on the wire where the paper's reduce-scatter would need 2. Stage 2 keeps only its
+ * gradient shard, so each microbatch's bucket is reduce-scattered as its backward completes
+ * (DeepSpeed's gradient hooks reduce every micro-step) and the parameters are all-gathered
+ * after the step: with one microbatch, the all-reduce becomes a reduce-scatter and an
+ * all-gather of the same bytes, 2 Psi (the survey's Table IV). Stage 3 reduce-scatters as
+ * stage 2 and gathers parameters where they are used (add_parameter_gathers), not after the
+ * step. */
 static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute) {
   int ndev = b->tg->num_devices;
   g_autofree double *local_params = g_new0(double, ndev);
@@ -666,8 +862,11 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
       MdlLayout layout;
       it.mask = grad_sync_mask(b, w, m, &it.first, &layout);
       if (it.first < 0) continue;
-      double elems = mdl_layout_local_elements(b->g, w, -1, &layout, mesh, 1);
-      for (int r = 0; r < b->nrep[m]; r++) local_params[mesh->devices[b->rep_idx[m][r]]] += elems;
+      double elems = mdl_layout_local_elements(b->g, w, -1, &layout, mesh, 1), nd = 1;
+      for (int a = 0; a < mesh->ndims; a++)
+        if (it.mask & (1u << a)) nd *= mesh->shape[a];
+      double stepped = b->s->zero_stage >= 1 ? elems / nd : elems; /* this device's shard */
+      for (int r = 0; r < b->nrep[m]; r++) local_params[mesh->devices[b->rep_idx[m][r]]] += stepped;
       if (!it.mask) continue;
       GArray *users = b->users[w];
       for (guint u = 0; u < users->len; u++) {
@@ -680,6 +879,7 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
   }
   g_array_sort(items, compare_sync_items);
   const SyncItem *all = (const SyncItem *)items->data;
+  GArray *buckets = g_array_new(FALSE, FALSE, sizeof(guint) * 2); /* [begin, end) in items */
   for (guint i = 0; i < items->len;) {
     guint j = i;
     double filled = 0;
@@ -689,10 +889,15 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
       j++;
       if (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes) break;
     }
-    add_bucket(b, all + i, (int)(j - i), syncs);
+    guint range[2] = {i, j};
+    g_array_append_val(buckets, range);
+    if (b->s->zero_stage >= 2)
+      for (int mb = 0; mb < b->M; mb++)
+        add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, mb, NULL, syncs);
+    else
+      add_bucket(b, all + i, (int)(j - i), CM_ALL_REDUCE, -1, NULL, syncs);
     i = j;
   }
-  g_array_unref(items);
   g_autofree uint32_t *opt = g_new(uint32_t, ndev);
   SimTask t = {0};
   t.kind = SIM_TASK_OPTIMIZER;
@@ -712,6 +917,12 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
     sim_task_graph_edge(b->tg, pair[0], opt[pair[1]]);
   }
   g_array_unref(syncs);
+  for (guint k = 0; (b->s->zero_stage == 1 || b->s->zero_stage == 2) && k < buckets->len; k++) {
+    const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
+    add_bucket(b, all + range[0], (int)(range[1] - range[0]), CM_ALL_GATHER, -1, opt, NULL);
+  }
+  g_array_unref(buckets);
+  g_array_unref(items);
 }
 
 /* --- Symmetry (issue 4): devices a strategy treats alike are simulated once. ---
@@ -878,14 +1089,18 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
   b.fwd_base = g_new(uint32_t, b.nops);
   b.bwd_base = g_new(uint32_t, b.nops);
   b.wgt_base = g_new(uint32_t, b.nops);
+  b.rec_base = g_new(uint32_t, b.nops);
+  b.group = mdl_strategy_recompute_groups(strategy, graph);
   b.grads_done_b = g_new0(int, strategy->num_stages);
   b.grads_done_w = g_new0(int, strategy->num_stages);
   b.sample_tdim = g_new(int, nt);
   b.conversions = g_new(GPtrArray *, nt);
+  b.rec_conversions = g_new(GPtrArray *, nt);
   b.users = g_new(GArray *, nt);
   for (int t = 0; t < nt; t++) {
     b.sample_tdim[t] = -1;
     b.conversions[t] = g_ptr_array_new_with_free_func(conversion_free);
+    b.rec_conversions[t] = g_ptr_array_new_with_free_func(conversion_free);
     b.users[t] = g_array_new(FALSE, FALSE, sizeof(int));
   }
   /* Sample dims and users in one pass over the operands. */
@@ -909,18 +1124,32 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
   b.tg->symmetric = b.symmetric;
   for (guint m = 0; m < strategy->meshes->len; m++) b.tg->simulated_devices += b.nrep[m];
   add_compute_tasks(&b);
+  b.chain_prev = g_new(uint32_t, sim_task_graph_size(b.tg) + 1);
+  for (uint32_t i = 0; i < sim_task_graph_size(b.tg); i++) b.chain_prev[i] = NO_TASK;
   g_autofree uint32_t *last = chain_compute(&b);
   add_forward_dependencies(&b);
+  if (strategy->zero_stage >= 3) add_parameter_gathers(&b, task_fwd);
   b.phase = SIM_PHASE_BACKWARD;
   add_backward_dependencies(&b);
+  add_recompute_dependencies(&b);
+  add_regathers(&b);
+  if (strategy->zero_stage >= 3) {
+    add_parameter_gathers(&b, task_rec);
+    add_parameter_gathers(&b, task_bwd);
+  }
   b.phase = SIM_PHASE_ITERATION;
   add_gradient_sync_and_optimizer(&b, last);
   sim_task_graph_finish(b.tg);
   for (int t = 0; t < nt; t++) {
     g_ptr_array_unref(b.conversions[t]);
+    g_ptr_array_unref(b.rec_conversions[t]);
     g_array_unref(b.users[t]);
   }
   g_free(b.conversions);
+  g_free(b.rec_conversions);
+  g_free(b.chain_prev);
+  g_free(b.rec_base);
+  g_free(b.group);
   g_free(b.users);
   free_representatives(&b);
   g_ptr_array_unref(b.plans);

@@ -225,6 +225,7 @@ static cJSON *memory_json(const SimRun *run) {
     cJSON_AddNumberToObject(mj, "gradients_bytes", mem[d].gradients);
     cJSON_AddNumberToObject(mj, "optimizer_bytes", mem[d].optimizer);
     cJSON_AddNumberToObject(mj, "activations_bytes", mem[d].activations);
+    cJSON_AddNumberToObject(mj, "buffers_bytes", mem[d].buffers);
     cJSON_AddNumberToObject(mj, "total_bytes", mem[d].total);
     cJSON_AddNumberToObject(mj, "capacity_bytes", cap);
     cJSON_AddBoolToObject(mj, "fits", mem[d].total <= cap);
@@ -295,16 +296,17 @@ void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
     if ((int)entries->len > max_rows) fprintf(out, "  ... %u more (--json lists all)\n", entries->len - max_rows);
   }
   g_autofree CmMemory *mem = cm_memory_per_device(run->graph, run->strategy, run->cluster);
-  fprintf(out, "\nmemory per device (GiB): weights gradients optimizer activations total / capacity\n");
+  fprintf(out, "\nmemory per device (GiB): weights gradients optimizer activations buffers total / "
+               "capacity\n");
   int n = dev_cluster_num_devices(run->cluster), shown = 0;
   const double gib = 1024.0 * 1024.0 * 1024.0;
   for (int d = 0; d < n; d++) {
     if (mem[d].total <= 0) continue;
     /* Print a device when its figures differ from the previous one shown. */
     if (shown > 0 && d > 0 && mem[d].total == mem[d - 1].total) continue;
-    fprintf(out, "  GPU %-5d %8.3f %9.3f %9.3f %11.3f %8.3f / %.3g %s\n", d, mem[d].weights / gib,
-            mem[d].gradients / gib, mem[d].optimizer / gib, mem[d].activations / gib,
-            mem[d].total / gib, run->cluster->device.memory_bytes / gib,
+    fprintf(out, "  GPU %-5d %8.3f %9.3f %9.3f %11.3f %7.3f %8.3f / %.3g %s\n", d,
+            mem[d].weights / gib, mem[d].gradients / gib, mem[d].optimizer / gib,
+            mem[d].activations / gib, mem[d].buffers / gib, mem[d].total / gib, run->cluster->device.memory_bytes / gib,
             mem[d].total <= run->cluster->device.memory_bytes ? "" : "DOES NOT FIT");
     shown++;
   }

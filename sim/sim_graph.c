@@ -11,7 +11,7 @@ SimTime sim_time_from_seconds(double seconds) {
 }
 
 static const char *const kind_names[SIM_TASK_KIND_COUNT] = {
-    "forward", "backward", "comm", "grad_sync", "optimizer", "backward_weight"};
+    "forward", "backward", "comm", "grad_sync", "optimizer", "backward_weight", "recompute"};
 
 const char *sim_task_kind_name(SimTaskKind kind) {
   g_return_val_if_fail(kind < SIM_TASK_KIND_COUNT, "?");

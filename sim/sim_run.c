@@ -248,6 +248,9 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddNumberToObject(st, "num_microbatches", s->num_microbatches);
   cJSON_AddStringToObject(st, "schedule", mdl_schedule_name(s->schedule));
   cJSON_AddBoolToObject(st, "weight_delay", s->weight_delay);
+  cJSON_AddNumberToObject(st, "zero", s->zero_stage);
+  cJSON_AddStringToObject(st, "recompute", mdl_recompute_name(s->recompute));
+  cJSON_AddBoolToObject(st, "sequence_parallel", s->sequence_parallel);
   cJSON_AddStringToObject(st, "dtype", dev_dtype_name(s->dtype));
   cJSON_AddNumberToObject(root, "num_gpus", p->num_gpus);
   cJSON_AddNumberToObject(root, "iteration_time_s", p->iteration_time_s);
@@ -265,6 +268,7 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddNumberToObject(mem, "gradients_bytes", p->peak_memory.gradients);
   cJSON_AddNumberToObject(mem, "optimizer_bytes", p->peak_memory.optimizer);
   cJSON_AddNumberToObject(mem, "activations_bytes", p->peak_memory.activations);
+  cJSON_AddNumberToObject(mem, "buffers_bytes", p->peak_memory.buffers);
   cJSON_AddNumberToObject(mem, "capacity_bytes", p->memory_capacity_bytes);
   cJSON_AddBoolToObject(root, "fits_memory", p->fits_memory);
   cJSON_AddStringToObject(root, "collective_mode",

@@ -3,9 +3,10 @@
  * thread 1 its communication stream; complete events ("ph":"X") in microseconds. Written by
  * streaming fprintf: traces of millions of tasks never sit in memory as a JSON tree.
  * Pipeline schedules read off the compute rows: a compute slice is named by its phase (F
- * forward, B backward or its dX part, W the delayed weight gradients), microbatch and, with
- * virtual stages, model chunk ("F3.c5 layer10.fc1"), its "cat" is the phase (Perfetto groups
- * and filters by it) and "cname" gives each phase one colour in chrome://tracing. */
+ * forward, B backward or its dX part, W the delayed weight gradients, R a recomputed forward),
+ * microbatch and, with virtual stages, model chunk ("F3.c5 layer10.fc1"), its "cat" is the
+ * phase (Perfetto groups and filters by it) and "cname" gives each phase one colour in
+ * chrome://tracing. */
 #include "sim/sim.h"
 #include "sim/sim_network.h"
 
@@ -26,9 +27,15 @@ static void task_name(const SimRun *run, const SimTask *t, FILE *f) {
   case SIM_TASK_FORWARD:
   case SIM_TASK_BACKWARD:
   case SIM_TASK_BACKWARD_WEIGHT:
+  case SIM_TASK_RECOMPUTE:
     /* "F3 layer0.qkv": phase and microbatch first, as pipeline timelines label them; the
-     * model chunk after a dot when ranks hold several ("F3.c5 layer10.fc1"). */
-    fputc(t->kind == SIM_TASK_FORWARD ? 'F' : t->kind == SIM_TASK_BACKWARD ? 'B' : 'W', f);
+     * model chunk after a dot when ranks hold several ("F3.c5 layer10.fc1"); R a recomputed
+     * forward. */
+    fputc(t->kind == SIM_TASK_FORWARD    ? 'F'
+          : t->kind == SIM_TASK_BACKWARD ? 'B'
+          : t->kind == SIM_TASK_RECOMPUTE ? 'R'
+                                          : 'W',
+          f);
     fprintf(f, "%d", t->microbatch);
     if (run->strategy->virtual_stages > 1)
       fprintf(f, ".c%d", run->strategy->configs[t->op].stage);
@@ -52,6 +59,7 @@ static const char *const kind_colour[SIM_TASK_KIND_COUNT] = {
     [SIM_TASK_BACKWARD] = "thread_state_runnable",       /* blue */
     [SIM_TASK_BACKWARD_WEIGHT] = "thread_state_iowait",  /* orange */
     [SIM_TASK_OPTIMIZER] = "yellow",
+    [SIM_TASK_RECOMPUTE] = "olive",                       /* the forward's green, darker */
 };
 
 gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
@@ -123,7 +131,7 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
         fprintf(f, ",\"cname\":\"%s\"", kind_colour[t->kind]);
       fprintf(f, ",\"args\":{\"microbatch\":%d", t->microbatch);
       if (t->op >= 0 && (t->kind == SIM_TASK_FORWARD || t->kind == SIM_TASK_BACKWARD ||
-                         t->kind == SIM_TASK_BACKWARD_WEIGHT))
+                         t->kind == SIM_TASK_BACKWARD_WEIGHT || t->kind == SIM_TASK_RECOMPUTE))
         fprintf(f, ",\"chunk\":%d", run->strategy->configs[t->op].stage);
       if (t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC)
         fprintf(f, ",\"bytes\":%.0f,\"group_size\":%u", (double)t->bytes, t->group_size);

@@ -637,6 +637,9 @@ static const BadJson bad_json[] = {
     {"no-ops", "\"ops\": [", "\"opz\": [", MDL_ERROR_PARSE, "ops"},
     {"splittable", "\"splittable\": false", "\"splittable\": 0", MDL_ERROR_PARSE, "op loss: dims[1]: \"splittable\""},
     {"duplicate-op", "{\"name\": \"fc1\", \"kind\"", "{\"name\": \"fc0\", \"kind\"", MDL_ERROR_INVALID, "op name \"fc0\" is used twice"},
+    {"saved", "{\"tensor\": \"fc0\", \"dims\": [\"b\", \"h\"]}", "{\"tensor\": \"fc0\", \"dims\": [\"b\", \"h\"], \"saved\": 0}", MDL_ERROR_PARSE, "op relu0: inputs[0]: \"saved\""},
+    {"saved-output", "\"output\": {\"tensor\": \"relu0\", \"dims\": [\"b\", \"h\"]}", "\"output\": {\"tensor\": \"relu0\", \"dims\": [\"b\", \"h\"], \"saved\": false}", MDL_ERROR_INVALID, "inputs only"},
+    {"dropout", "\"flops_per_element\": 1", "\"flops_per_element\": 1, \"dropout\": \"yes\"", MDL_ERROR_PARSE, "op relu0: \"dropout\""},
 };
 
 static void test_json_error(gconstpointer data) {

@@ -112,6 +112,9 @@ static const Case cases[] = {
     {"mlp:layers=4,hidden=1024,batch=64", "flexflow-p100", "megatron:tp=4,dp=4,mb=4"},
     {"vgg13:batch=32", "aws-p3.8xlarge", "dp"},
     {"mlp:layers=4,hidden=512,batch=64", "dgx-a100:nodes=1,gpus_per_node=64", "megatron:tp=8,dp=8,mb=8"},
+    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", "dgx-a100:nodes=2", "megatron:tp=8,dp=2,mb=2,sp=1,zero=3,recompute=full"},
+    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", "dgx-a100:nodes=2", "megatron:tp=4,pp=2,dp=2,mb=2,zero=2,recompute=selective"},
+    {"mlp:layers=4,hidden=1024,batch=64", "flexflow-p100", "megatron:tp=4,dp=4,mb=4,zero=1"},
 };
 
 /* Symmetry stays exact in step mode where it is valid, and is refused where replicas share a

@@ -217,6 +217,66 @@ static void test_megatron_collectives(void) {
   dev_cluster_free(c);
 }
 
+/* Sequence parallelism (Korthikanti et al. 2022, section 4.2.2, Fig. 5): the layernorms and
+ * dropout/residual adds that tensor parallelism replicates are split along the sequence on the
+ * tp axis instead. Each forward all-reduce of a row-parallel output (Partial -> Broadcast)
+ * therefore becomes, by SBP resharding, a reduce-scatter into the sequence-split residual
+ * (Partial -> Split(s)) and, after the next layernorm, an all-gather into the column-parallel
+ * GEMM (Split(s) -> Broadcast): Fig. 5's g = all-gather and g-bar = reduce-scatter, the same
+ * bytes on the wire as the all-reduce. Per layer and microbatch the forward has 2 all-gathers
+ * and 2 reduce-scatters and no all-reduce. The backward has the conjugates (2 reduce-scatters of
+ * the column-parallel input gradients, 2 all-gathers of the row-parallel output gradients) and
+ * 2 more all-gathers: the column-parallel GEMMs kept their input as its sequence shard and
+ * gather it again for dW (section 4.2.2, "we store only the Y_i^s part ... and perform an
+ * extra all-gather in the backward pass"). Outside the layers: the vocab-parallel embedding
+ * reduce-scatters into the sequence-split position add, and ln_f's output is all-gathered
+ * into lm_head (and again in its backward). */
+static void test_megatron_sequence_parallel(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100", &error);
+  g_assert_no_error(error);
+  const int L = 3;
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=3,hidden=512,heads=8,seq=128,vocab=1000,batch=8", &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=4,dp=2,mb=2,sp=1", g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *run = run_opts(g, s, c, &params, TRUE);
+  /* [phase][in a layer][collective], microbatch 0, both data-parallel replicas. */
+  int counts[2][2][CM_COLLECTIVE_COUNT] = {{{0}}};
+  const double activation_bytes = 2 * 128 * 512 * 2.0; /* a microbatch's [2, 128, 512] bf16 */
+  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
+    const SimTask *t = sim_task_graph_task(run->tasks, i);
+    if (t->kind != SIM_TASK_COMM || t->microbatch != 0) continue;
+    g_assert_cmpuint(t->nres, ==, 4); /* tp groups, inside one host */
+    gboolean in_layer = mdl_graph_op(g, t->op)->layer >= 0;
+    counts[t->phase == SIM_PHASE_BACKWARD][in_layer][t->collective]++;
+    if (in_layer) g_assert_cmpfloat(t->bytes, ==, activation_bytes);
+  }
+  for (int phase = 0; phase < 2; phase++) {
+    g_assert_cmpint(counts[phase][1][CM_ALL_GATHER], ==, 2 * L * (phase ? 4 : 2));
+    g_assert_cmpint(counts[phase][1][CM_REDUCE_SCATTER], ==, 2 * L * 2);
+    g_assert_cmpint(counts[phase][0][CM_ALL_GATHER], ==, 2 * (phase ? 2 : 1));
+    g_assert_cmpint(counts[phase][0][CM_REDUCE_SCATTER], ==, 2 * 1);
+    for (int in = 0; in < 2; in++)
+      g_assert_cmpint(counts[phase][in][CM_ALL_REDUCE] + counts[phase][in][CM_ALL_TO_ALL] +
+                          counts[phase][in][CM_SEND_RECV], ==, 0);
+  }
+  /* The sequence-split layernorms' weights are now replicated over the tp axis too: their
+   * gradients are all-reduced over the whole (dp, tp) mesh. */
+  gboolean ln_over_tp = FALSE;
+  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
+    const SimTask *t = sim_task_graph_task(run->tasks, i);
+    if (t->kind == SIM_TASK_GRAD_SYNC && t->group_size == 8) ln_over_tp = TRUE;
+  }
+  g_assert_true(ln_over_tp);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* The same inputs give the same JSON, byte for byte (sim_wall_s left out). */
 static void test_deterministic(void) {
   GError *error = NULL;
@@ -283,6 +343,13 @@ static const SymmetryCase symmetry_cases[] = {
     {"vgg13:batch=32", "aws-p3.8xlarge", "megatron:tp=2,dp=2,mb=4", TRUE},
     {"mlp:layers=4,hidden=512,batch=32", "piz-daint", "megatron:tp=2,pp=2,dp=4,mb=2", TRUE},
     {"mlp:layers=4,hidden=384,batch=60", "a2-megagpu-16g:nodes=2", "megatron:tp=3,pp=2,dp=5,mb=3", FALSE},
+    /* ZeRO, recomputation and sequence parallelism (issue 3). */
+    {"gpt:layers=4,hidden=512,heads=8,seq=256,vocab=4096,batch=32", "dgx-a100:nodes=2", "megatron:tp=4,pp=2,dp=2,mb=2,zero=3,recompute=full", TRUE},
+    {"gpt:layers=4,hidden=512,heads=8,seq=256,vocab=4096,batch=32", "dgx-a100:nodes=2", "megatron:tp=8,dp=2,mb=4,sp=1,zero=2,recompute=selective", TRUE},
+    {"gpt:layers=4,hidden=512,heads=8,seq=256,vocab=4096,batch=32", "dgx-a100:nodes=4", "megatron:tp=2,pp=2,dp=8,mb=1,sp=1,zero=1,wdelay=1", TRUE},
+    {"gpt:layers=2,hidden=256,heads=4,seq=128,vocab=1024,batch=24", "dgx-a100:nodes=3", "megatron:tp=2,pp=2,dp=6,mb=2,zero=3,sp=1", FALSE},
+    {"mlp:layers=4,hidden=1024,batch=64", "flexflow-p100", "megatron:tp=2,dp=4,mb=4,zero=2,recompute=full", TRUE},
+    {"vgg13:batch=32", "aws-p3.8xlarge", "megatron:dp=4,mb=4,zero=3", TRUE},
 };
 
 static void test_symmetry_equals_expanded(gconstpointer data) {
@@ -400,6 +467,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/pipeline/gpipe-bubble", test_gpipe_bubble);
   g_test_add_func("/sim/pipeline/1f1b-bubble", test_1f1b_bubble);
   g_test_add_func("/sim/megatron/collectives", test_megatron_collectives);
+  g_test_add_func("/sim/megatron/sequence-parallel", test_megatron_sequence_parallel);
   g_test_add_func("/sim/run/deterministic", test_deterministic);
   g_test_add_func("/sim/run/breakdown-sums", test_breakdown_sums);
   g_test_add_func("/sim/overlap/gradient-buckets", test_gradient_buckets);

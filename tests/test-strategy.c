@@ -102,7 +102,11 @@ static const BadCase bad_specs[] = {
     {"megatron:tp=abc", MDL_ERROR_PARSE, "tp=abc"},
     {"megatron:pp=3,dp=4", MDL_ERROR_STRATEGY, "layers"},
     {"megatron:dp=16,mb=3", MDL_ERROR_STRATEGY, "batch"},
-    {"megatron:zero=1", MDL_ERROR_PARSE, "zero"},
+    {"megatron:zero=4", MDL_ERROR_PARSE, "zero=4"},
+    {"megatron:zero=x", MDL_ERROR_PARSE, "zero=x"},
+    {"megatron:recompute=some", MDL_ERROR_PARSE, "recompute=some"},
+    {"megatron:sp=2", MDL_ERROR_PARSE, "sp=2"},
+    {"megatron:sp=1", MDL_ERROR_STRATEGY, "sp=1"},          /* tp=1: nothing to sequence-split */
     {"megatron:foo=1", MDL_ERROR_PARSE, "foo"},
     {"megatron:schedule=zigzag", MDL_ERROR_PARSE, "zigzag"},
     {"megatron:dtype=fp8", MDL_ERROR_PARSE, "fp8"},

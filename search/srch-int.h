@@ -1,0 +1,87 @@
+/* Private to search/srch_*.c: workers, the evaluator they share, the drivers' entry points.
+ *
+ * A worker is one thread's share of a search: its budget, chain indices, strategy object,
+ * evaluation cache and its best. Drivers only talk to the evaluator (srch_eval.c), which
+ * counts evaluations against the budget, keeps the worker's best and convergence curve, and
+ * publishes progress. Nothing a worker computes depends on another worker, so results are
+ * reproducible for a given thread count and evaluation budget. */
+#ifndef STRATSIM_SRCH_INT_H
+#define STRATSIM_SRCH_INT_H
+
+#include "search/srch_search.h"
+
+/* Shared by all workers of a phase for progress display only: nothing read from here
+ * changes a result. */
+typedef struct {
+  gint evaluations;          /* atomic */
+  GMutex lock;
+  double best_time_s;        /* under lock */
+} SrchShared;
+
+typedef struct SrchWorker SrchWorker;
+typedef void (*SrchDriverFunc)(SrchWorker *worker);
+
+struct SrchWorker {
+  /* Inputs (borrowed). */
+  const SrchSpace *space;    /* NULL for the grid */
+  const MdlGraph *graph;
+  const DevCluster *cluster;
+  const CmParams *params;
+  const SrchOptions *options;
+  const GArray *grid;        /* MdlMegatronConfig, for the grid driver */
+  SrchShared *shared;
+  int index, nworkers;
+  guint64 budget_evaluations; /* 0: none */
+  gint64 deadline_us;        /* monotonic; 0: none */
+  gint64 start_us;
+  SrchDriverFunc driver;
+  /* State. */
+  MdlStrategy *strategy;     /* the worker's strategy object, refilled per point */
+  GHashTable *cache;         /* point -> cost (double *); NULL: no cache (exhaustive, grid) */
+  guint64 steps;             /* driver iterations, evaluated or cached: a guard against
+                                spinning in a space the cache already covers */
+  /* Results. */
+  guint64 evaluations, simulated, over_memory, failed, pruned;
+  double best_time_s;
+  int *best_point;           /* point drivers */
+  int best_grid;             /* grid driver: index into grid, -1 none */
+  int best_chain;
+  GArray *curve;             /* SrchCurvePoint, local evaluation indices */
+  gboolean complete;
+  GError *error;
+};
+
+/* A cost cache for srch_worker_eval_point (keys: points with their length in front). */
+GHashTable *srch_cache_new(void);
+/* Whether the worker may evaluate once more (budget and deadline). */
+gboolean srch_worker_has_budget(SrchWorker *w);
+/* Cost of @point (iteration seconds; INFINITY when it does not fit or the simulator refuses
+ * it); counts an evaluation unless the cache knew it. @chain labels the best. */
+double srch_worker_eval_point(SrchWorker *w, const int *point, int chain);
+/* Cost of @strategy, which the caller owns, as above (never cached); @label is the grid index
+ * or -1. */
+double srch_worker_eval_strategy(SrchWorker *w, MdlStrategy *strategy, int grid_index);
+/* Number of distinct points the cache holds. */
+guint64 srch_worker_cached(const SrchWorker *w);
+/* Whether a cached driver should stop: its cache holds the whole space, or it has taken
+ * many more steps than it has evaluated (every proposal already known). */
+gboolean srch_worker_spinning(const SrchWorker *w);
+/* A GRand for chain @chain, seeded from (seed, chain). */
+GRand *srch_chain_rand(const SrchWorker *w, int chain);
+
+/* Drivers. */
+void srch_mcmc_worker(SrchWorker *w);
+void srch_cd_worker(SrchWorker *w);
+void srch_random_worker(SrchWorker *w);
+void srch_exhaustive_worker(SrchWorker *w);
+void srch_grid_worker(SrchWorker *w);
+
+/* The Megatron grid for @graph on all devices of @cluster: every (tp, pp, dp) with
+ * tp * pp * dp = devices, microbatch size dividing batch / dp, schedules (1F1B; with pp > 1
+ * also GPipe, eager-1F1B and interleaved with vp >= 2), in a fixed order, kept where
+ * mdl_strategy_megatron accepts it. */
+GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
+/* "dp=2 tp=4 pp=1 mb=2 1f1b" (vp when > 1); caller g_free()s. */
+char *srch_grid_describe(const MdlMegatronConfig *config);
+
+#endif

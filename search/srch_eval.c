@@ -1,0 +1,119 @@
+/* search/eval — what a worker does for each strategy a driver asks about: the memory check
+ * (cm_memory_per_device, before simulating), one simulated iteration, the cache of costs
+ * already known, the budget, the worker's best and its convergence curve. */
+#include "search/srch-int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* Cache keys are int arrays [length, point...]: one table holds one length, and the hash
+ * functions see it without user data. */
+static guint point_hash(gconstpointer key) {
+  const int *k = key;
+  guint h = 2166136261u; /* FNV-1a */
+  for (int i = 0; i <= k[0]; i++) {
+    h ^= (guint)k[i];
+    h *= 16777619u;
+  }
+  return h;
+}
+
+static gboolean point_equal(gconstpointer a, gconstpointer b) {
+  const int *x = a, *y = b;
+  return x[0] == y[0] && memcmp(x + 1, y + 1, sizeof(int) * (gsize)x[0]) == 0;
+}
+
+GHashTable *srch_cache_new(void) {
+  return g_hash_table_new_full(point_hash, point_equal, g_free, g_free);
+}
+
+gboolean srch_worker_has_budget(SrchWorker *w) {
+  if (w->budget_evaluations && w->evaluations >= w->budget_evaluations) return FALSE;
+  if (w->deadline_us && g_get_monotonic_time() >= w->deadline_us) return FALSE;
+  return TRUE;
+}
+
+guint64 srch_worker_cached(const SrchWorker *w) {
+  return w->cache ? g_hash_table_size(w->cache) : 0;
+}
+
+gboolean srch_worker_spinning(const SrchWorker *w) {
+  if (w->cache && srch_worker_cached(w) >= srch_space_size(w->space)) return TRUE;
+  return w->steps > 64 * (w->evaluations + 1024);
+}
+
+GRand *srch_chain_rand(const SrchWorker *w, int chain) {
+  guint32 seed[2] = {w->options->seed, (guint32)chain};
+  return g_rand_new_with_seed_array(seed, 2);
+}
+
+static void note_best(SrchWorker *w, double cost) {
+  SrchCurvePoint p = {w->evaluations, (g_get_monotonic_time() - w->start_us) / 1e6, cost};
+  g_array_append_val(w->curve, p);
+  w->best_time_s = cost;
+  g_mutex_lock(&w->shared->lock);
+  if (cost < w->shared->best_time_s) w->shared->best_time_s = cost;
+  g_mutex_unlock(&w->shared->lock);
+}
+
+static double evaluate(SrchWorker *w, const MdlStrategy *s) {
+  w->evaluations++;
+  g_atomic_int_inc(&w->shared->evaluations);
+  int ndev = dev_cluster_num_devices(w->cluster);
+  CmMemory *mem = cm_memory_per_device(w->graph, s, w->cluster);
+  double peak = 0;
+  for (int d = 0; d < ndev; d++) peak = MAX(peak, mem[d].total);
+  g_free(mem);
+  if (peak > w->cluster->device.memory_bytes) { /* the simulator's fits_memory rule */
+    w->over_memory++;
+    return INFINITY;
+  }
+  GError *error = NULL;
+  SimRun *run = sim_run_new_with_options(w->graph, s, w->cluster, w->params, &w->options->sim, &error);
+  if (!run) {
+    g_debug("search: the simulator refused a strategy: %s", error->message);
+    g_clear_error(&error);
+    w->failed++;
+    return INFINITY;
+  }
+  w->simulated++;
+  double cost = run->prediction.fits_memory ? run->prediction.iteration_time_s : INFINITY;
+  sim_run_free(run);
+  return cost;
+}
+
+double srch_worker_eval_point(SrchWorker *w, const int *point, int chain) {
+  const SrchSpace *s = w->space;
+  w->steps++;
+  int *key = NULL;
+  if (w->cache) {
+    key = g_new(int, s->point_len + 1);
+    key[0] = s->point_len;
+    memcpy(key + 1, point, sizeof(int) * (gsize)s->point_len);
+    const double *known = g_hash_table_lookup(w->cache, key);
+    if (known) {
+      g_free(key);
+      return *known;
+    }
+  }
+  srch_space_apply(s, point, w->strategy);
+  double cost = evaluate(w, w->strategy);
+  if (key) g_hash_table_insert(w->cache, key, g_memdup2(&cost, sizeof cost));
+  if (cost < w->best_time_s) {
+    memcpy(w->best_point, point, sizeof(int) * (gsize)s->point_len);
+    w->best_chain = chain;
+    note_best(w, cost);
+  }
+  return cost;
+}
+
+double srch_worker_eval_strategy(SrchWorker *w, MdlStrategy *strategy, int grid_index) {
+  w->steps++;
+  double cost = evaluate(w, strategy);
+  if (cost < w->best_time_s) {
+    w->best_grid = grid_index;
+    w->best_chain = grid_index;
+    note_best(w, cost);
+  }
+  return cost;
+}

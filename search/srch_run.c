@@ -1,0 +1,446 @@
+/* search/run — one search: the space, the baselines, the driver's phase on a thread pool, and
+ * the deterministic merge of the workers' results.
+ *
+ * A phase splits its budget among `threads` workers (evaluations: N / T each, the first
+ * N mod T one more; time: one shared deadline), runs them on a GThreadPool and waits, calling
+ * the progress function about four times a second. The merged best is the workers' lowest
+ * cost, ties broken by the lower chain index; the merged convergence curve numbers worker w's
+ * k-th evaluation (k = 1, 2, ...) as (k - 1) * T + w + 1, the order in which evaluations would
+ * happen if the workers advanced in lockstep, so that it is reproducible too. */
+#include "search/srch-int.h"
+
+#include <math.h>
+#include <string.h>
+
+GHashTable *srch_cache_new(void);
+
+typedef struct {
+  SrchWorker *workers;
+  int n;
+  SrchShared shared;
+  const char *phase;
+  SrchBudget budget;
+  gint64 start_us;
+  const SrchOptions *options;
+  GMutex lock;
+  GCond done_cond;
+  int done;
+} Phase;
+
+static void run_worker(gpointer data, gpointer user_data) {
+  SrchWorker *w = data;
+  Phase *p = user_data;
+  w->driver(w);
+  g_mutex_lock(&p->lock);
+  p->done++;
+  g_cond_signal(&p->done_cond);
+  g_mutex_unlock(&p->lock);
+}
+
+static void report(Phase *p) {
+  const SrchOptions *o = p->options;
+  if (!o->progress) return;
+  SrchProgress info = {.phase = p->phase};
+  info.evaluations = (guint64)g_atomic_int_get(&p->shared.evaluations);
+  g_mutex_lock(&p->shared.lock);
+  info.best_time_s = p->shared.best_time_s;
+  g_mutex_unlock(&p->shared.lock);
+  info.elapsed_s = (g_get_monotonic_time() - p->start_us) / 1e6;
+  info.evals_per_s = info.elapsed_s > 0 ? info.evaluations / info.elapsed_s : 0;
+  if (p->budget.seconds > 0) info.left_s = MAX(0, p->budget.seconds - info.elapsed_s);
+  else if (info.evals_per_s > 0 && p->budget.evaluations >= info.evaluations)
+    info.left_s = (double)(p->budget.evaluations - info.evaluations) / info.evals_per_s;
+  else info.left_s = -1;
+  o->progress(&info, o->progress_data);
+}
+
+/* Runs @driver on o->threads workers; the caller merges and frees with phase_clear. */
+static gboolean phase_run(Phase *p, const char *name, SrchDriverFunc driver, const SrchSpace *space,
+                          const GArray *grid, const MdlGraph *graph, const DevCluster *cluster,
+                          const CmParams *params, const SrchOptions *o, SrchBudget budget,
+                          GError **error) {
+  memset(p, 0, sizeof *p);
+  p->phase = name;
+  p->options = o;
+  p->budget = budget;
+  p->n = o->threads;
+  p->start_us = g_get_monotonic_time();
+  g_mutex_init(&p->lock);
+  g_cond_init(&p->done_cond);
+  g_mutex_init(&p->shared.lock);
+  p->shared.best_time_s = INFINITY;
+  p->workers = g_new0(SrchWorker, p->n);
+  gint64 deadline = budget.seconds > 0 ? p->start_us + (gint64)(budget.seconds * 1e6) : 0;
+  for (int i = 0; i < p->n; i++) {
+    SrchWorker *w = &p->workers[i];
+    w->space = space;
+    w->graph = graph;
+    w->cluster = cluster;
+    w->params = params;
+    w->options = o;
+    w->grid = grid;
+    w->shared = &p->shared;
+    w->index = i;
+    w->nworkers = p->n;
+    w->driver = driver;
+    w->start_us = p->start_us;
+    w->deadline_us = deadline;
+    if (budget.evaluations) {
+      w->budget_evaluations = budget.evaluations / (guint64)p->n + ((guint64)i < budget.evaluations % (guint64)p->n);
+      if (w->budget_evaluations == 0) w->deadline_us = p->start_us; /* nothing to do */
+    }
+    w->best_time_s = INFINITY;
+    w->best_grid = -1;
+    w->best_chain = -1;
+    w->curve = g_array_new(FALSE, FALSE, sizeof(SrchCurvePoint));
+    if (space) {
+      w->best_point = g_new0(int, space->point_len);
+      if (!(w->strategy = srch_space_new_strategy(space, error))) return FALSE;
+      if (driver != srch_exhaustive_worker) w->cache = srch_cache_new();
+    }
+  }
+  GThreadPool *pool = g_thread_pool_new(run_worker, p, p->n, FALSE, error);
+  if (!pool) return FALSE;
+  for (int i = 0; i < p->n; i++) g_thread_pool_push(pool, &p->workers[i], NULL);
+  g_mutex_lock(&p->lock);
+  while (p->done < p->n) {
+    gint64 until = g_get_monotonic_time() + G_TIME_SPAN_SECOND / 4;
+    if (!g_cond_wait_until(&p->done_cond, &p->lock, until)) {
+      g_mutex_unlock(&p->lock);
+      report(p);
+      g_mutex_lock(&p->lock);
+    }
+  }
+  g_mutex_unlock(&p->lock);
+  g_thread_pool_free(pool, FALSE, TRUE);
+  report(p);
+  return TRUE;
+}
+
+static void phase_clear(Phase *p) {
+  for (int i = 0; p->workers && i < p->n; i++) {
+    SrchWorker *w = &p->workers[i];
+    mdl_strategy_free(w->strategy);
+    if (w->cache) g_hash_table_unref(w->cache);
+    g_free(w->best_point);
+    if (w->curve) g_array_free(w->curve, TRUE);
+  }
+  g_free(p->workers);
+  g_mutex_clear(&p->lock);
+  g_cond_clear(&p->done_cond);
+  g_mutex_clear(&p->shared.lock);
+  memset(p, 0, sizeof *p);
+}
+
+typedef struct {
+  guint64 key;   /* lockstep index */
+  double elapsed_s, best_time_s;
+} CurveItem;
+
+static int compare_curve(const void *a, const void *b) {
+  const CurveItem *x = a, *y = b;
+  return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* The phase's best worker (lowest cost, then lowest chain), or NULL; totals and the curve go
+ * into @r (which receives the curve when @curve is set). */
+static const SrchWorker *phase_merge(const Phase *p, SrchResult *r, gboolean curve) {
+  const SrchWorker *best = NULL;
+  GArray *items = g_array_new(FALSE, FALSE, sizeof(CurveItem));
+  gboolean complete = TRUE;
+  for (int i = 0; i < p->n; i++) {
+    const SrchWorker *w = &p->workers[i];
+    if (curve) {
+      r->evaluations += w->evaluations;
+      r->simulated += w->simulated;
+      r->over_memory += w->over_memory;
+      r->failed += w->failed;
+      r->pruned += w->pruned;
+    } else {
+      r->baseline_evaluations += w->evaluations;
+    }
+    complete &= w->complete;
+    if (isfinite(w->best_time_s) &&
+        (!best || w->best_time_s < best->best_time_s ||
+         (w->best_time_s == best->best_time_s && w->best_chain < best->best_chain)))
+      best = w;
+    for (guint k = 0; k < w->curve->len; k++) {
+      const SrchCurvePoint *c = &g_array_index(w->curve, SrchCurvePoint, k);
+      CurveItem it = {(c->evaluation - 1) * (guint64)p->n + (guint64)i + 1, c->elapsed_s, c->best_time_s};
+      g_array_append_val(items, it);
+    }
+  }
+  if (curve) {
+    r->complete = complete;
+    qsort(items->data, items->len, sizeof(CurveItem), compare_curve);
+    double running = INFINITY;
+    for (guint k = 0; k < items->len; k++) {
+      const CurveItem *it = &g_array_index(items, CurveItem, k);
+      if (it->best_time_s >= running) continue;
+      running = it->best_time_s;
+      SrchCurvePoint c = {it->key, it->elapsed_s, it->best_time_s};
+      g_array_append_val(r->curve, c);
+    }
+  }
+  g_array_free(items, TRUE);
+  return best;
+}
+
+/* One simulation for reporting: time, peak memory, fit. */
+static void predict(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster,
+                    const CmParams *params, const SrchOptions *o, double *time, double *peak,
+                    gboolean *fits) {
+  GError *error = NULL;
+  SimRun *run = sim_run_new_with_options(graph, s, cluster, params, &o->sim, &error);
+  *time = INFINITY;
+  *peak = 0;
+  *fits = FALSE;
+  if (!run) {
+    g_debug("search: %s", error->message);
+    g_clear_error(&error);
+    return;
+  }
+  *time = run->prediction.iteration_time_s;
+  *peak = run->prediction.peak_memory_bytes;
+  *fits = run->prediction.fits_memory;
+  sim_run_free(run);
+}
+
+static void set_baseline(SrchBaseline *b, const char *name, char *detail, MdlStrategy *s,
+                         const MdlGraph *graph, const DevCluster *cluster, const CmParams *params,
+                         const SrchOptions *o) {
+  b->name = g_strdup(name);
+  b->detail = detail;
+  b->strategy = s;
+  b->iteration_time_s = INFINITY;
+  if (s) predict(graph, s, cluster, params, o, &b->iteration_time_s, &b->peak_memory_bytes, &b->fits_memory);
+}
+
+/* Krizhevsky 2014, "One weird trick": data-parallel convolutions, fully connected layers split
+ * on their parameter dim over all devices; NULL for models without convolutions. */
+static MdlStrategy *weird_trick(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
+                                char **detail) {
+  gboolean convs = FALSE;
+  for (int o = 0; o < mdl_graph_num_ops(graph); o++) convs |= mdl_graph_op(graph, o)->kind == MDL_OP_CONV2D;
+  if (!convs) {
+    *detail = g_strdup("applies to models with convolutions");
+    return NULL;
+  }
+  int n = dev_cluster_num_devices(cluster);
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_data_parallel(graph, cluster, n, dtype, &error);
+  if (!s) {
+    *detail = g_strdup_printf("no data-parallel layout to start from: %s", error->message);
+    g_error_free(error);
+    return NULL;
+  }
+  int model_parallel = 0;
+  const MdlMesh *mesh = mdl_strategy_mesh(s, 0);
+  for (int o = 0; o < mdl_graph_num_ops(graph); o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    if (op->kind != MDL_OP_MATMUL) continue;
+    for (int d = 0; d < op->ndims; d++) {
+      if (op->dims[d].role != MDL_ROLE_PARAMETER || !op->dims[d].splittable ||
+          op->dims[d].size % mesh->ndevices)
+        continue;
+      /* The data-parallel mesh is (dp, 1): the whole split moves to the parameter dim. */
+      s->configs[o].split[0] = (int8_t)(mesh->shape[0] > 1 ? d : -1);
+      s->configs[o].split[1] = (int8_t)(mesh->shape[0] > 1 ? -1 : d);
+      model_parallel++;
+      break;
+    }
+  }
+  if (!mdl_strategy_validate(s, graph, cluster, &error)) {
+    *detail = g_strdup_printf("invalid: %s", error->message);
+    g_error_free(error);
+    mdl_strategy_free(s);
+    return NULL;
+  }
+  g_free(s->name);
+  s->name = g_strdup("one-weird-trick");
+  s->dp = s->tp = s->pp = s->vp = s->microbatch_size = 0;
+  *detail = g_strdup_printf("convolutions data parallel, %d FC layers split on their output "
+                            "features over %d GPUs", model_parallel, n);
+  return s;
+}
+
+static gboolean check_options(const SrchOptions *o, GError **error) {
+  if (o->algo >= SRCH_ALGO_COUNT) {
+    g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION, "search: unknown algorithm %d", o->algo);
+    return FALSE;
+  }
+  if (o->threads < 1 || o->threads > 1024) {
+    g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION, "search: threads must be 1..1024 (got %d)",
+                o->threads);
+    return FALSE;
+  }
+  if ((o->budget.evaluations == 0) == !(o->budget.seconds > 0)) {
+    g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION,
+                "search: a budget is evaluations or seconds, exactly one of them");
+    return FALSE;
+  }
+  if (o->beta < 0 || !isfinite(o->beta) || o->restarts < 0) {
+    g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION,
+                "search: beta must be >= 0 and restarts >= 0 (got %g, %d)", o->beta, o->restarts);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+static DevDtype grid_dtype(const MdlGraph *graph, const DevCluster *cluster, const SrchOptions *o) {
+  if (o->space.dtype_set) return o->space.dtype;
+  DevDtype d = graph->default_dtype;
+  if (cluster->device.peak_flops[d] > 0) return d;
+  if (d == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP16] > 0) return DEV_DTYPE_FP16;
+  return DEV_DTYPE_FP32;
+}
+
+static SrchDriverFunc driver_of(SrchAlgo algo) {
+  switch (algo) {
+  case SRCH_ALGO_MCMC: return srch_mcmc_worker;
+  case SRCH_ALGO_CD: return srch_cd_worker;
+  case SRCH_ALGO_EXHAUSTIVE: return srch_exhaustive_worker;
+  case SRCH_ALGO_RANDOM: return srch_random_worker;
+  default: return srch_grid_worker;
+  }
+}
+
+/* Auto: the whole space when the budget can cover it, else coordinate descent (AutoDDL's
+ * choice, Fig. 7). Under a time budget "can cover" means at most 10^4 points. */
+static SrchAlgo resolve_auto(const SrchSpace *space, const SrchBudget *budget) {
+  guint64 size = srch_space_size(space);
+  guint64 affordable = budget->evaluations ? budget->evaluations : 10000;
+  return size <= affordable ? SRCH_ALGO_EXHAUSTIVE : SRCH_ALGO_CD;
+}
+
+SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmParams *params,
+                     const SrchOptions *o, GError **error) {
+  g_return_val_if_fail(graph && cluster && params && o, NULL);
+  if (!check_options(o, error)) return NULL;
+  gint64 start = g_get_monotonic_time();
+  SrchSpace *space = NULL;
+  GArray *grid = NULL;
+  Phase phase = {0};
+  SrchResult *r = g_new0(SrchResult, 1);
+  r->algo = o->algo;
+  r->ran = o->algo;
+  r->best_time_s = INFINITY;
+  r->curve = g_array_new(FALSE, FALSE, sizeof(SrchCurvePoint));
+  DevDtype dtype = grid_dtype(graph, cluster, o);
+  gboolean need_grid = o->algo == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO || !o->no_baselines;
+
+  if (o->algo != SRCH_ALGO_GRID) {
+    if (!(space = srch_space_new(graph, cluster, &o->space, error))) goto fail;
+    r->nvars = space->nvars;
+    r->ncontexts = space->ncontexts;
+    r->log10_size = srch_space_log10_size(space);
+    r->values_over_memory = space->values_over_memory;
+    GString *desc = g_string_new(NULL);
+    g_string_printf(desc, "%d variables (%s, %s dims) on %d meshes:", space->nvars,
+                    space->options.vars == SRCH_VARS_GROUP ? "per group of identical layers" : "per op",
+                    space->options.dims == SRCH_DIMS_ALL ? "all splittable" : "sample and tp",
+                    space->nmeshes);
+    for (int m = 0; m < space->nmeshes; m++) {
+      g_autofree char *text = srch_mesh_describe(&space->meshes[m]);
+      g_string_append_printf(desc, " %s", text);
+    }
+    g_string_append(desc, "; microbatches");
+    int last = -1;
+    for (int c = 0; c < space->ncontexts; c++) {
+      int mb = space->contexts[c].microbatches;
+      if (mb <= last) continue;
+      g_string_append_printf(desc, " %d", mb);
+      last = mb;
+    }
+    r->space_description = g_string_free(desc, FALSE);
+    if (o->algo == SRCH_ALGO_AUTO) r->ran = resolve_auto(space, &o->budget);
+  } else {
+    r->space_description = g_strdup("the Megatron grid (dp, tp, pp, microbatch size, schedule, vp)");
+  }
+
+  /* Baselines: data parallelism, Megatron's best grid point, one weird trick. */
+  if (!o->no_baselines) {
+    r->nbaselines = 3;
+    r->baselines = g_new0(SrchBaseline, 3);
+    GError *dp_error = NULL;
+    MdlStrategy *dp = mdl_strategy_data_parallel(graph, cluster, dev_cluster_num_devices(cluster), dtype, &dp_error);
+    set_baseline(&r->baselines[0], "data parallel",
+                 dp ? g_strdup_printf("sample dim split over all %d GPUs", dev_cluster_num_devices(cluster))
+                    : g_strdup(dp_error->message),
+                 dp, graph, cluster, params, o);
+    g_clear_error(&dp_error);
+    char *detail = NULL;
+    MdlStrategy *trick = weird_trick(graph, cluster, dtype, &detail);
+    set_baseline(&r->baselines[2], "one weird trick", detail, trick, graph, cluster, params, o);
+  }
+  if (need_grid) {
+    grid = srch_grid_points(graph, cluster, dtype);
+    if (!phase_run(&phase, "megatron grid", srch_grid_worker, NULL, grid, graph, cluster, params,
+                   o, o->budget, error))
+      goto fail;
+    const SrchWorker *best = phase_merge(&phase, r, o->algo == SRCH_ALGO_GRID);
+    MdlStrategy *s = NULL;
+    char *detail;
+    if (best) {
+      const MdlMegatronConfig *cfg = &g_array_index(grid, MdlMegatronConfig, best->best_grid);
+      s = mdl_strategy_megatron(graph, cluster, cfg, error);
+      if (!s) goto fail;
+      detail = srch_grid_describe(cfg);
+    } else {
+      detail = g_strdup_printf(grid->len ? "no grid point fits in memory (%u evaluated of %u)"
+                                         : "no valid (dp, tp, pp) for this model (%u of %u)",
+                               phase.workers[0].evaluations ? (unsigned)grid->len : 0u, grid->len);
+    }
+    if (!o->no_baselines) {
+      set_baseline(&r->baselines[1], "megatron", g_strdup(detail),
+                   s ? mdl_strategy_megatron(graph, cluster, &g_array_index(grid, MdlMegatronConfig, best->best_grid), NULL) : NULL,
+                   graph, cluster, params, o);
+    }
+    if (best && (o->algo == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO)) {
+      r->best = s;
+      s = NULL;
+      r->best_time_s = best->best_time_s;
+      r->best_origin = g_strdup_printf("megatron grid %s", detail);
+    }
+    mdl_strategy_free(s);
+    g_free(detail);
+    phase_clear(&phase);
+  }
+
+  if (o->algo != SRCH_ALGO_GRID) {
+    if (r->ran == SRCH_ALGO_EXHAUSTIVE && !srch_space_measure_compute(space, params, &o->sim, error))
+      goto fail;
+    if (!phase_run(&phase, srch_algo_name(r->ran), driver_of(r->ran), space, NULL, graph, cluster,
+                   params, o, o->budget, error))
+      goto fail;
+    const SrchWorker *best = phase_merge(&phase, r, TRUE);
+    /* Auto keeps the grid's point unless the per-op search is strictly better. */
+    if (best && best->best_time_s < r->best_time_s) {
+      mdl_strategy_free(r->best);
+      g_free(r->best_origin);
+      g_autofree char *name = g_strdup_printf("search-%s", srch_algo_name(r->ran));
+      r->best = srch_space_strategy(space, best->best_point, name);
+      r->best_time_s = best->best_time_s;
+      r->best_origin = g_strdup_printf("%s %s %d", srch_algo_name(r->ran),
+                                       r->ran == SRCH_ALGO_EXHAUSTIVE ? "subtree" : r->ran == SRCH_ALGO_RANDOM ? "worker" : "chain",
+                                       best->best_chain);
+    }
+    phase_clear(&phase);
+  }
+  if (r->best) {
+    double time;
+    gboolean fits;
+    predict(graph, r->best, cluster, params, o, &time, &r->best_memory_bytes, &fits);
+    g_assert(time == r->best_time_s && fits); /* the simulator is deterministic */
+  }
+  r->elapsed_s = (g_get_monotonic_time() - start) / 1e6;
+  if (grid) g_array_free(grid, TRUE);
+  srch_space_free(space);
+  return r;
+fail:
+  phase_clear(&phase);
+  if (grid) g_array_free(grid, TRUE);
+  srch_space_free(space);
+  srch_result_free(r);
+  return NULL;
+}

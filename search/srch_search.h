@@ -1,0 +1,148 @@
+/* search — strategy search drivers and the run that ties them to baselines.
+ *
+ * Drivers (search/SEARCH.md has the details):
+ *  - mcmc: Metropolis-Hastings over the space (FlexFlow section 6, eq. 1-2; AutoDDL 4.4):
+ *    propose one variable set to another random value, accept with
+ *    min(1, exp(beta (cost_old - cost_new))); restarts from data parallel, the expert
+ *    strategy and random points.
+ *  - cd: coordinate descent with restarts (AutoDDL section 4.4): sweep the variables, set each
+ *    to its best value with the others held, until a sweep improves nothing; then restart.
+ *  - exhaustive: depth-first enumeration with branch and bound on a compute lower bound
+ *    (srch_exhaustive.c states and proves it); the global optimum when it completes.
+ *  - random: uniform points.
+ *  - grid: Megatron-LM's (dp, tp, pp, microbatch size, virtual stages, schedule) grid through
+ *    mdl_strategy_megatron (pipelines included: the only driver that cuts stages).
+ *  - auto: exhaustive when the space has at most as many points as the budget allows, else
+ *    coordinate descent; the winner is the better of that and the grid's best.
+ * Cost = simulated iteration time (sim_run_new_with_options); strategies that do not fit in
+ * memory (cm_memory_per_device, checked before simulating) cost +infinity.
+ *
+ * Parallelism: `threads` workers on a GThreadPool, each with its own GRand seeded from
+ * (seed, chain index), its own strategy object, evaluation cache and share of the budget;
+ * results merge deterministically (best cost, ties by chain index). With an evaluation budget
+ * the same seed and thread count give the same result bit for bit; with a time budget they
+ * cannot (how far each worker gets depends on the machine).
+ */
+#ifndef STRATSIM_SRCH_SEARCH_H
+#define STRATSIM_SRCH_SEARCH_H
+
+#include <glib.h>
+#include "search/srch_space.h"
+
+G_BEGIN_DECLS
+
+typedef enum {
+  SRCH_ALGO_MCMC,
+  SRCH_ALGO_CD,
+  SRCH_ALGO_EXHAUSTIVE,
+  SRCH_ALGO_RANDOM,
+  SRCH_ALGO_GRID,
+  SRCH_ALGO_AUTO,
+  SRCH_ALGO_COUNT
+} SrchAlgo;
+
+/* "mcmc", "cd", "exhaustive", "random", "grid", "auto". */
+const char *srch_algo_name(SrchAlgo algo);
+gboolean srch_algo_parse(const char *text, SrchAlgo *out);
+
+/* A budget: evaluations (strategies examined: simulated, or rejected for memory before
+ * simulating) or wall-clock seconds; exactly one is non-zero. */
+typedef struct {
+  guint64 evaluations;
+  double seconds;
+} SrchBudget;
+
+/* Parses "500" (evaluations), "60s", "2m", "1h", "1.5m" (time). SRCH_ERROR_OPTION otherwise. */
+gboolean srch_budget_parse(const char *text, SrchBudget *out, GError **error);
+
+/* What the progress callback sees (from the thread that called srch_run, about four times a
+ * second while workers run). */
+typedef struct {
+  const char *phase;        /* "megatron grid", "mcmc", ... */
+  guint64 evaluations;      /* in this phase so far */
+  double best_time_s;       /* best iteration time of the phase so far, INFINITY: none */
+  double elapsed_s;
+  double evals_per_s;
+  double left_s;            /* seconds left in the phase (estimated from the rate under an
+                               evaluation budget), < 0 when unknown */
+} SrchProgress;
+
+typedef void (*SrchProgressFunc)(const SrchProgress *progress, gpointer data);
+
+#define SRCH_DEFAULT_BETA 100.0
+#define SRCH_DEFAULT_RESTARTS 3
+
+typedef struct {
+  SrchAlgo algo;
+  SrchBudget budget;
+  guint32 seed;
+  int threads;              /* workers, >= 1 */
+  double beta;              /* MCMC: beta * (old - new) / reference cost; 0: SRCH_DEFAULT_BETA */
+  int restarts;             /* MCMC: initializations each worker's budget is divided among; 0:
+                               SRCH_DEFAULT_RESTARTS */
+  SrchSpaceOptions space;
+  SimOptions sim;
+  gboolean no_baselines;    /* skip the baselines (tests that only need a driver) */
+  SrchProgressFunc progress;
+  gpointer progress_data;
+} SrchOptions;
+
+/* Defaults: auto, 2000 evaluations, seed 1, one thread, default space. */
+void srch_options_default(SrchOptions *options);
+
+typedef struct {
+  guint64 evaluation;       /* 1-based index (see srch_run for how threads interleave) */
+  double elapsed_s;
+  double best_time_s;
+} SrchCurvePoint;
+
+typedef struct {
+  char *name;               /* "data parallel", "megatron", "one weird trick" */
+  char *detail;             /* the configuration, or why there is none */
+  MdlStrategy *strategy;    /* owned; NULL when the baseline does not apply */
+  double iteration_time_s;  /* INFINITY: absent or does not fit */
+  double peak_memory_bytes;
+  gboolean fits_memory;
+} SrchBaseline;
+
+typedef struct {
+  SrchAlgo algo;            /* as asked */
+  SrchAlgo ran;             /* what auto resolved to (the per-op driver) */
+  MdlStrategy *best;        /* owned; NULL when nothing feasible was found */
+  char *best_origin;        /* "mcmc chain 2", "megatron grid dp=2 tp=4 ...", ... */
+  double best_time_s;       /* INFINITY when nothing fits */
+  double best_memory_bytes;
+  guint64 evaluations;      /* of the driver (baselines not included) */
+  guint64 simulated;
+  guint64 over_memory;      /* rejected by cm_memory_per_device before simulating */
+  guint64 failed;           /* strategies the simulator refused (should be 0) */
+  guint64 pruned;           /* exhaustive: subtrees cut by the bound or by memory */
+  guint64 baseline_evaluations;
+  gboolean complete;        /* exhaustive and grid: the whole space was covered */
+  double elapsed_s;
+  GArray *curve;            /* SrchCurvePoint, where the best improved */
+  SrchBaseline *baselines;  /* data parallel, megatron, one weird trick */
+  int nbaselines;
+  /* The space the per-op drivers walked. */
+  int nvars, ncontexts;
+  double log10_size;
+  guint64 values_over_memory;
+  char *space_description;  /* meshes and microbatch counts, one line */
+} SrchResult;
+
+/* Searches strategies for @graph on all devices of @cluster. @params (borrowed) prices every
+ * simulation. Errors: SRCH_ERROR_OPTION (bad options), SRCH_ERROR_SPACE (nothing fits),
+ * MDL_ERROR from the builders. A result whose best is NULL means no evaluated strategy fit.
+ * Free with srch_result_free. */
+SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmParams *params,
+                     const SrchOptions *options, GError **error);
+void srch_result_free(SrchResult *result);
+
+/* The result as JSON: everything except wall-clock figures, so that runs with the same seed,
+ * threads and evaluation budget print the same bytes. Caller g_free()s. */
+char *srch_result_to_json(const SrchResult *result, const SrchOptions *options,
+                          const MdlGraph *graph, const DevCluster *cluster);
+
+G_END_DECLS
+
+#endif
