@@ -838,10 +838,10 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
  * are ready, overlapping the rest of the backward pass), then one optimizer step per device
  * after its last compute task and its syncs.
  * ZeRO (Rajbhandari et al. 2020; DeepSpeed's stage_1_and_2.py and stage3.py) over those Nd
- * replicas: the optimizer steps 1/Nd of each replicated weight. Stage 1 all-reduces each bucket
- * once, after the last microbatch (DeepSpeed reduces at the gradient-accumulation boundary, by
- * all-reduce: average_tensor), then all-gathers the updated parameters per bucket after the
- * step: 3 Psi on the wire where the paper's reduce-scatter would need 2. Stage 2 keeps only its
+ * replicas: the optimizer steps 1/Nd of each replicated weight. Stage 1 reduce-scatters each
+ * bucket once, after the last microbatch (the paper's section 7.2.1: each rank needs only its
+ * shard of the summed gradient), then all-gathers the updated parameters per bucket after the
+ * step: 2 Psi on the wire, as data parallelism's all-reduce. Stage 2 keeps only its
  * gradient shard, so each microbatch's bucket is reduce-scattered as its backward completes
  * (DeepSpeed's gradient hooks reduce every micro-step) and the parameters are all-gathered
  * after the step: with one microbatch, the all-reduce becomes a reduce-scatter and an
@@ -891,9 +891,16 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
     }
     guint range[2] = {i, j};
     g_array_append_val(buckets, range);
+    /* ZeRO (Rajbhandari et al. 2020, section 7.2.1): with optimizer states partitioned (stage 1)
+     * each rank needs only its shard of the summed gradient: a reduce-scatter once the
+     * accumulated gradients are complete, then an all-gather of the updated parameters — the
+     * same 2 Psi as data parallelism's all-reduce (the survey's Table IV). Stage 2 also keeps
+     * gradients partitioned during accumulation: a reduce-scatter every microbatch. */
     if (b->s->zero_stage >= 2)
       for (int mb = 0; mb < b->M; mb++)
         add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, mb, NULL, syncs);
+    else if (b->s->zero_stage == 1)
+      add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, -1, NULL, syncs);
     else
       add_bucket(b, all + i, (int)(j - i), CM_ALL_REDUCE, -1, NULL, syncs);
     i = j;
@@ -935,18 +942,6 @@ static void add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_com
  * the whole group's time. Meshes that share devices (FlexFlow-style per-op placements) are
  * always expanded. */
 
-/* Step mode: a group's ring edges are all alike (inside one host, or one member per host). */
-static gboolean uniform_ring(const Builder *b, const int *devices, int p) {
-  int first = dev_cluster_node_of(b->c, devices[0]), same = 0;
-  for (int i = 0; i < p; i++) same += dev_cluster_node_of(b->c, devices[i]) == first;
-  if (same == p) return TRUE;
-  if (same != 1) return FALSE;
-  for (int i = 0; i < p; i++)
-    for (int j = 0; j < i; j++)
-      if (dev_cluster_node_of(b->c, devices[i]) == dev_cluster_node_of(b->c, devices[j])) return FALSE;
-  return TRUE;
-}
-
 static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsigned mask) {
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
@@ -956,7 +951,6 @@ static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsign
     if (!is_group_base(mesh, mask, base)) continue;
     int p = group_members(mesh, mask, base, members);
     for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
-    if (b->step && !uniform_ring(b, devices, p)) return FALSE;
     CmLinkCost c = cm_group_link(b->c, devices, p);
     if (!have) first = c, have = TRUE;
     else if (c.alpha != first.alpha || c.beta != first.beta) return FALSE;
@@ -1023,9 +1017,11 @@ static void choose_representatives(Builder *b, gboolean allow) {
   b->rep_idx = g_new0(int *, nm);
   b->rep_pos = g_new0(int *, nm);
   b->rep_of = g_new0(int *, nm);
-  /* Step mode: replicas must not share a NIC (their transfers would contend there). */
-  gboolean nics_private = b->c->nodes == 1 || b->c->nics_per_node >= b->c->gpus_per_node;
-  b->symmetric = allow && meshes_disjoint(b) && uniform_transfers(b) && (!b->step || nics_private);
+  /* Step mode is always expanded: collectives of different axes (and stage-to-stage sends)
+   * contend for a device's ports and NICs, and with only a representative's transfers built
+   * the receiving sides' contention is not mirrored (a replica's ingress port is used by its
+   * neighbours' transfers, which are not simulated). */
+  b->symmetric = allow && !b->step && meshes_disjoint(b) && uniform_transfers(b);
   for (int m = 0; m < nm; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
     unsigned mask = b->symmetric ? symmetric_axes(b, m) : 0;

@@ -38,7 +38,9 @@ typedef struct {
 /* Expands one collective over the @p @devices of a group (ring order = array order), @bytes as
  * in cm_collective_time. @simulated marks the members that are simulated: all of them, or
  * exactly one (symmetry: every member then runs the same timeline, so only its transfers are
- * built, each step after its previous one). @proto gives the metadata copied to every task.
+ * built, each step after its previous one; exact for one collective on its own, as the bench's
+ * 1024-GPU ring: the simulator's step mode expands every member). @proto gives the metadata
+ * copied to every task.
  * @block_compute: transfers also hold the sender's and receiver's compute streams (no overlap
  * of communication with computation). */
 SimCollectiveSpan sim_network_expand(SimTaskGraph *graph, const DevCluster *cluster,
