@@ -1,0 +1,134 @@
+/* sim/build — private to sim/sim_build*.c: the builder's state and the functions its files
+ * share. sim_build.c: compute tasks, program order, the entry point; sim_build_comm.c: SBP
+ * resharding, cross-mesh moves, forward and backward data dependencies; sim_build_sync.c:
+ * gradient synchronization, ZeRO, optimizer; sim_build_symmetry.c: representatives. */
+#ifndef STRATSIM_SIM_BUILD_INT_H
+#define STRATSIM_SIM_BUILD_INT_H
+
+#include "sim/sim.h"
+#include "sim/sim_crossmesh.h"
+#include "sim/sim_network.h"
+
+#include <limits.h>
+#include <string.h>
+
+#include "costmodel/cm_backward.h"
+#include "sim/sim_schedule.h"
+
+#define NO_TASK UINT32_MAX
+
+typedef struct {
+  int mesh;
+  MdlLayout layout;
+  uint32_t *ready;          /* M x mesh size: task each device waits for, per microbatch */
+} Conversion;
+
+typedef struct {
+  const MdlGraph *g;
+  const MdlStrategy *s;
+  const DevCluster *c;
+  const CmParams *p;
+  SimTaskGraph *tg;
+  int nops;
+  int M;                    /* microbatches */
+  double dtype_bytes;
+  uint32_t *fwd_base;       /* per op: id of F(op, mb 0, mesh index 0) */
+  uint32_t *bwd_base;
+  uint32_t *wgt_base;       /* per op: W tasks under weight delay; NO_TASK: the op has no W */
+  uint32_t *rec_base;       /* per op: R tasks (its forward re-run before its backward under
+                               recomputation); NO_TASK: not recomputed */
+  int *group;               /* per op: recomputation group (mdl_strategy_recompute_groups) */
+  uint32_t *chain_prev;     /* per compute task: the compute task before it in its device's
+                               program (NO_TASK: the first); compute tasks have the lowest ids */
+  int *grads_done_b;        /* per stage: microbatch of its last B unit in program order */
+  int *grads_done_w;        /* per stage: microbatch of its last W unit (weight delay) */
+  int *sample_tdim;         /* per tensor */
+  GPtrArray **conversions;  /* per tensor: forward conversions already built (Conversion *) */
+  GPtrArray **rec_conversions; /* per tensor: the same for its recomputed values */
+  GArray **users;           /* per tensor: ops that read it (int) */
+  /* Symmetry: per mesh, the mesh indices simulated (all of them without symmetry), and for
+   * each mesh index its position among them (-1: a replica that is not simulated) and the
+   * index of the representative whose timeline it shares. */
+  int *nrep;
+  int **rep_idx;
+  int **rep_pos;
+  int **rep_of;
+  gboolean symmetric;
+  SimPhase phase;           /* the pass communication tasks are being built for */
+  gboolean step;            /* step-expanded collectives on link resources */
+  GPtrArray *plans;         /* CrossMeshCache: cross-mesh resharding plans, one per move */
+} Builder;
+
+/* A cross-mesh resharding plan for moving tensor t between two (mesh, layout)s. */
+typedef struct {
+  int t, src, dst;
+  MdlLayout from, to;
+  SimCrossMeshPlan *plan;
+} CrossMeshCache;
+
+static inline const MdlOpConfig *cfg(const Builder *b, int op) { return &b->s->configs[op]; }
+static inline const MdlMesh *mesh_of(const Builder *b, int op) {
+  return mdl_strategy_mesh(b->s, b->s->configs[op].mesh);
+}
+/* Forward/backward task of @op, microbatch @mb, on the device at mesh index @i (which must be
+ * simulated: rep_pos >= 0). */
+static inline uint32_t task_fwd(const Builder *b, int op, int mb, int i) {
+  int m = b->s->configs[op].mesh;
+  return b->fwd_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
+}
+static inline uint32_t task_bwd(const Builder *b, int op, int mb, int i) {
+  int m = b->s->configs[op].mesh;
+  return b->bwd_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
+}
+static inline uint32_t task_wgt(const Builder *b, int op, int mb, int i) {
+  int m = b->s->configs[op].mesh;
+  return b->wgt_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
+}
+static inline uint32_t task_rec(const Builder *b, int op, int mb, int i) {
+  int m = b->s->configs[op].mesh;
+  return b->rec_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
+}
+/* Where a collective that compute task @t waits for is issued: when the compute task two
+ * before @t in its device's program ends, so that it runs while the one just before computes
+ * (a one-task prefetch, as DeepSpeed's ZeRO-3 prefetches the next module's parameters and
+ * Megatron overlaps the sequence-parallel re-gather with the backward's other GEMM). */
+static inline uint32_t issue_point(const Builder *b, uint32_t t) {
+  uint32_t prev = b->chain_prev[t];
+  return prev == NO_TASK ? NO_TASK : b->chain_prev[prev];
+}
+/* The task after which @op's weight gradients on mesh index @i are complete: its last W (or,
+ * for an op without W, its last B) in the rank's program order; compute tasks of a device are
+ * chained, so every earlier microbatch's is done too. */
+static inline uint32_t task_grads_done(const Builder *b, int op, int i) {
+  int stage = b->s->configs[op].stage;
+  if (b->wgt_base[op] != NO_TASK) return task_wgt(b, op, b->grads_done_w[stage], i);
+  return task_bwd(b, op, b->grads_done_b[stage], i);
+}
+
+void sb_mesh_strides(const MdlMesh *mesh, int *stride);
+int sb_group_members(const MdlMesh *mesh, unsigned mask, int base, int *out);
+gboolean sb_is_group_base(const MdlMesh *mesh, unsigned mask, int idx);
+SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll,
+                                       const int *devices, int p, const int *sim_devices, int nsim,
+                                       double bytes, int op, int tensor, int mb);
+void sb_edges_from_distinct(Builder *b, const uint32_t *deps, int n, uint32_t to);
+void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to,
+                            int t, int op, int mb, uint32_t *ready);
+void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
+                    int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready);
+const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
+                                          gboolean recomputed);
+void sb_add_forward_dependencies(Builder *b);
+gboolean sb_needs_crossmesh(const Builder *b);
+void sb_add_backward_dependencies(Builder *b);
+unsigned sb_grad_sync_mask(const Builder *b, int w, int m, int *first, MdlLayout *layout);
+void sb_add_regathers(Builder *b);
+void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute);
+void sb_choose_representatives(Builder *b, gboolean allow);
+void sb_free_representatives(Builder *b);
+/* The compute tasks a ZeRO-3 parameter all-gather feeds. */
+typedef enum { SB_USE_FORWARD, SB_USE_RECOMPUTE, SB_USE_BACKWARD } SbWeightUse;
+void sb_add_parameter_gathers(Builder *b, SbWeightUse use);
+void sb_crossmesh_cache_free(gpointer data);
+
+#endif

@@ -1,0 +1,366 @@
+/* sim/build — SBP resharding between layouts on one mesh (one collective per group along each
+ * axis that changes), moves between meshes (device-aligned send/recv or cross-mesh resharding
+ * plans), and the forward and backward data dependencies they carry. */
+#include "sim/sim_build-int.h"
+
+/* Row-major strides of a mesh. */
+void sb_mesh_strides(const MdlMesh *mesh, int *stride) {
+  int s = 1;
+  for (int a = mesh->ndims - 1; a >= 0; a--) {
+    stride[a] = s;
+    s *= mesh->shape[a];
+  }
+}
+
+/* Mesh indices of the group through @base varying over the axes in @mask; returns its size. */
+int sb_group_members(const MdlMesh *mesh, unsigned mask, int base, int *out) {
+  int stride[MDL_MAX_MESH_AXES];
+  sb_mesh_strides(mesh, stride);
+  int count = 1;
+  for (int a = 0; a < mesh->ndims; a++)
+    if (mask & (1u << a)) count *= mesh->shape[a];
+  for (int k = 0; k < count; k++) {
+    int rem = k, idx = base;
+    for (int a = mesh->ndims - 1; a >= 0; a--) {
+      if (!(mask & (1u << a))) continue;
+      idx += (rem % mesh->shape[a]) * stride[a];
+      rem /= mesh->shape[a];
+    }
+    out[k] = idx;
+  }
+  return count;
+}
+
+/* Whether mesh index @idx is a group base (coordinate 0 on every axis in @mask). */
+gboolean sb_is_group_base(const MdlMesh *mesh, unsigned mask, int idx) {
+  int stride[MDL_MAX_MESH_AXES];
+  sb_mesh_strides(mesh, stride);
+  for (int a = 0; a < mesh->ndims; a++)
+    if ((mask & (1u << a)) && (idx / stride[a]) % mesh->shape[a] != 0) return FALSE;
+  return TRUE;
+}
+
+/* A collective over the @p @devices of a group (its cost), occupying the communication
+ * streams of the @nsim of them that are simulated (@sim_devices): one task timed by the
+ * alpha-beta formula, or (step mode) its transfers on link resources between a gate and a
+ * join. Inputs connect to .gate, consumers wait for .join. */
+SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll,
+                                       const int *devices, int p, const int *sim_devices, int nsim,
+                                       double bytes, int op, int tensor, int mb) {
+  /* Without overlap a collective also holds its members' compute streams. */
+  int nres = b->s->overlap ? nsim : 2 * nsim;
+  uint32_t stack_res[64];
+  uint32_t *res = nres <= 64 ? stack_res : g_new(uint32_t, nres);
+  for (int i = 0; i < nsim; i++) res[i] = sim_resource_comm(sim_devices[i]);
+  for (int i = nsim; i < nres; i++) res[i] = sim_resource_compute(sim_devices[i - nsim]);
+  CmLinkCost link = cm_group_link(b->c, devices, p);
+  SimTask t = {0};
+  t.kind = (uint8_t)kind;
+  t.collective = (uint8_t)coll;
+  t.op = op;
+  t.tensor = tensor;
+  t.microbatch = mb;
+  t.bytes = (float)bytes;
+  t.group_size = (uint32_t)p;
+  t.link = (uint8_t)link.link;
+  t.phase = (uint8_t)b->phase;
+  if (b->step && sim_network_supports(coll)) {
+    if (res != stack_res) g_free(res);
+    g_autofree gboolean *simulated = g_new0(gboolean, p);
+    for (int i = 0; i < p; i++)
+      for (int k = 0; k < nsim && !simulated[i]; k++) simulated[i] = devices[i] == sim_devices[k];
+    return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes, !b->s->overlap);
+  }
+  t.duration = sim_time_from_seconds(cm_group_collective_time(b->p, b->c, coll, devices, p, bytes));
+  uint32_t id = sim_task_graph_add(b->tg, &t, res, nres);
+  if (res != stack_res) g_free(res);
+  return (SimCollectiveSpan){id, id};
+}
+
+/* Adds edges from each distinct task in @deps (n entries) to @to. */
+void sb_edges_from_distinct(Builder *b, const uint32_t *deps, int n, uint32_t to) {
+  for (int i = 0; i < n; i++) {
+    gboolean dup = FALSE;
+    for (int j = 0; j < i && !dup; j++) dup = deps[j] == deps[i];
+    if (!dup && deps[i] != NO_TASK) sim_task_graph_edge(b->tg, deps[i], to);
+  }
+}
+
+/* Converts tensor @t from @from to @to on one mesh; @ready holds per mesh index the task the
+ * data waits for and is updated in place. Axes are converted in order, each by one collective
+ * per group along the axis; the message size n follows AutoDDL Table 2 (the larger of the
+ * per-device sizes before and after the step). */
+void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to,
+                            int t, int op, int mb, uint32_t *ready) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
+  const int *pos = b->rep_pos[mesh_index];
+  g_autofree int *members = g_new(int, mesh->ndevices);
+  g_autofree int *devices = g_new(int, mesh->ndevices);
+  g_autofree int *sim = g_new(int, mesh->ndevices);
+  g_autofree uint32_t *deps = g_new(uint32_t, mesh->ndevices);
+  for (int a = 0; a < mesh->ndims; a++) {
+    int src = from.axis[a], dst = to.axis[a];
+    if (src == dst || mesh->shape[a] == 1) continue;
+    CmCollective coll;
+    if (src == MDL_LAYOUT_PARTIAL) coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER;
+    else if (src >= 0) coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_GATHER : CM_ALL_TO_ALL;
+    else { /* Broadcast to Split (a local slice) or to Partial (keep one copy): free. */
+      from.axis[a] = (int8_t)dst;
+      continue;
+    }
+    double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
+    from.axis[a] = (int8_t)dst;
+    double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
+    double bytes = MAX(before, after) * b->dtype_bytes;
+    for (int base = 0; base < mesh->ndevices; base++) {
+      if (!sb_is_group_base(mesh, 1u << a, base)) continue;
+      int p = sb_group_members(mesh, 1u << a, base, members), nsim = 0;
+      for (int i = 0; i < p; i++) {
+        devices[i] = mesh->devices[members[i]];
+        if (pos[members[i]] < 0) continue;
+        deps[nsim] = ready[members[i]];
+        sim[nsim++] = devices[i];
+      }
+      if (nsim == 0) continue; /* a replica group: its twin through a representative runs */
+      SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, coll, devices, p, sim, nsim, bytes, op, t, mb);
+      sb_edges_from_distinct(b, deps, nsim, task.gate);
+      for (int i = 0; i < p; i++) ready[members[i]] = task.join;
+    }
+  }
+}
+
+/* Moves tensor @t (one microbatch) from layout @from on mesh @src_mesh, available after
+ * @src_ready, to layout @to on mesh @dst_mesh; fills @dst_ready (per destination index). */
+/* @from with its partial sums reduced (P -> B): what a cross-mesh move starts from. */
+static MdlLayout reduced(MdlLayout from) {
+  for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
+    if (from.axis[a] == MDL_LAYOUT_PARTIAL) from.axis[a] = MDL_LAYOUT_BROADCAST;
+  return from;
+}
+
+/* Whether a move between two meshes is device-aligned: same mesh shape and, after reducing
+ * partial sums, the same layout, so device i of one sends its whole tile to device i of the
+ * other (Megatron's stage-to-stage send/recv). Other moves are cross-mesh resharding. */
+static gboolean aligned_move(const Builder *b, int src_mesh, MdlLayout from, int dst_mesh,
+                             MdlLayout to) {
+  const MdlMesh *sm = mdl_strategy_mesh(b->s, src_mesh), *dm = mdl_strategy_mesh(b->s, dst_mesh);
+  if (sm->ndims != dm->ndims || memcmp(sm->shape, dm->shape, sizeof(int) * (gsize)sm->ndims) != 0)
+    return FALSE;
+  MdlLayout r = reduced(from);
+  for (int a = 0; a < sm->ndims; a++)
+    if (sm->shape[a] > 1 && r.axis[a] != to.axis[a]) return FALSE;
+  return TRUE;
+}
+
+/* The cross-mesh plan (cross-mesh resharding paper, sections 3.1-3.2: unit tasks, broadcast,
+ * load balancing) for one move of a microbatch of tensor @t, planned once and reused. */
+static const SimCrossMeshPlan *crossmesh_plan(Builder *b, int t, int src_mesh, MdlLayout from,
+                                              int dst_mesh, MdlLayout to) {
+  for (guint i = 0; i < b->plans->len; i++) {
+    const CrossMeshCache *c = g_ptr_array_index(b->plans, i);
+    if (c->t == t && c->src == src_mesh && c->dst == dst_mesh &&
+        memcmp(&c->from, &from, sizeof from) == 0 && memcmp(&c->to, &to, sizeof to) == 0)
+      return c->plan;
+  }
+  const MdlTensor *tensor = mdl_graph_tensor(b->g, t);
+  int64_t shape[MDL_MAX_DIMS];
+  for (int i = 0; i < tensor->ndims; i++)
+    shape[i] = tensor->shape[i] / (i == b->sample_tdim[t] ? b->M : 1);
+  GError *error = NULL;
+  SimCrossMeshPlan *plan =
+      sim_crossmesh_plan_new(b->c, mdl_strategy_mesh(b->s, src_mesh), from,
+                             mdl_strategy_mesh(b->s, dst_mesh), to, shape, tensor->ndims,
+                             b->dtype_bytes, NULL, &error);
+  /* The strategy was validated: layouts split only dims the tensor has, and divide them. */
+  if (!plan) g_error("cross-mesh plan for %s: %s", tensor->name, error->message);
+  CrossMeshCache *c = g_new(CrossMeshCache, 1);
+  *c = (CrossMeshCache){t, src_mesh, dst_mesh, from, to, plan};
+  g_ptr_array_add(b->plans, c);
+  return plan;
+}
+
+void sb_crossmesh_cache_free(gpointer data) {
+  CrossMeshCache *c = data;
+  sim_crossmesh_plan_free(c->plan);
+  g_free(c);
+}
+
+void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
+                    int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready) {
+  const MdlMesh *sm = mdl_strategy_mesh(b->s, src_mesh);
+  const MdlMesh *dm = mdl_strategy_mesh(b->s, dst_mesh);
+  g_autofree uint32_t *ready = g_memdup2(src_ready, sizeof(uint32_t) * (gsize)sm->ndevices);
+  gboolean same_shape = sm->ndims == dm->ndims &&
+                        memcmp(sm->shape, dm->shape, sizeof(int) * (gsize)sm->ndims) == 0;
+  if (src_mesh == dst_mesh) {
+    sb_convert_on_mesh(b, src_mesh, from, to, t, op, mb, ready);
+    memcpy(dst_ready, ready, sizeof(uint32_t) * (gsize)dm->ndevices);
+    return;
+  }
+  /* Partial sums are reduced on the source mesh before anything moves. */
+  MdlLayout start = reduced(from);
+  sb_convert_on_mesh(b, src_mesh, from, start, t, op, mb, ready);
+  if (!aligned_move(b, src_mesh, from, dst_mesh, to)) {
+    SimTask tag = {0};
+    tag.kind = SIM_TASK_COMM;
+    tag.op = op;
+    tag.tensor = t;
+    tag.microbatch = mb;
+    tag.phase = (uint8_t)b->phase;
+    const SimCrossMeshPlan *plan = crossmesh_plan(b, t, src_mesh, start, dst_mesh, to);
+    sim_crossmesh_emit(plan, b->tg, &tag, ready, dst_ready);
+    for (int j = 0; j < dm->ndevices; j++)
+      if (dst_ready[j] == SIM_CROSSMESH_NO_TASK) dst_ready[j] = NO_TASK;
+    return;
+  }
+  double bytes = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &to, dm, b->M) * b->dtype_bytes;
+  for (int j = 0; j < dm->ndevices; j++) {
+    dst_ready[j] = NO_TASK;
+    if (b->rep_pos[dst_mesh][j] < 0) continue;
+    int i = same_shape ? j : j % sm->ndevices;
+    int pair[2] = {sm->devices[i], dm->devices[j]};
+    i = b->rep_of[src_mesh][i]; /* a replica's data is ready when its representative's is */
+    if (pair[0] == pair[1]) {
+      dst_ready[j] = ready[i];
+      continue;
+    }
+    SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, CM_SEND_RECV, pair, 2, pair, 2, bytes, op, t, mb);
+    if (ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], task.gate);
+    dst_ready[j] = task.join;
+  }
+}
+
+/* The forward conversion of tensor @t to (@mesh, @layout), built once and shared by every
+ * consumer that needs the same layout; @recomputed: of the value its producer's recomputation
+ * (R) gives, which a recomputed consumer reads (the forward's resharding collectives run again,
+ * as they do when Megatron re-runs a checkpointed layer). */
+const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
+                                          gboolean recomputed) {
+  int mesh = cfg(b, consumer)->mesh;
+  GPtrArray *list = recomputed ? b->rec_conversions[t] : b->conversions[t];
+  for (guint i = 0; i < list->len; i++) {
+    Conversion *cv = g_ptr_array_index(list, i);
+    if (cv->mesh == mesh && memcmp(&cv->layout, &layout, sizeof layout) == 0) return cv->ready;
+  }
+  int p = mdl_graph_tensor(b->g, t)->producer;
+  const MdlOp *pop = mdl_graph_op(b->g, p);
+  MdlLayout from = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh_of(b, p));
+  int sn = mesh_of(b, p)->ndevices, dn = mdl_strategy_mesh(b->s, mesh)->ndevices;
+  Conversion *cv = g_new(Conversion, 1);
+  cv->mesh = mesh;
+  cv->layout = layout;
+  cv->ready = g_new(uint32_t, (gsize)b->M * dn);
+  g_autofree uint32_t *src = g_new(uint32_t, sn);
+  for (int mb = 0; mb < b->M; mb++) {
+    for (int i = 0; i < sn; i++)
+      src[i] = b->rep_pos[cfg(b, p)->mesh][i] < 0 ? NO_TASK
+               : recomputed                       ? task_rec(b, p, mb, i)
+                                                  : task_fwd(b, p, mb, i);
+    sb_convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, cv->ready + mb * dn);
+  }
+  g_ptr_array_add(list, cv);
+  return cv->ready;
+}
+
+void sb_add_forward_dependencies(Builder *b) {
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    const MdlMesh *mesh = mesh_of(b, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      int t = op->inputs[k].tensor;
+      if (mdl_graph_tensor(b->g, t)->producer < 0) continue;
+      MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      const uint32_t *ready = sb_forward_conversion(b, t, o, need, FALSE);
+      int m = cfg(b, o)->mesh;
+      for (int mb = 0; mb < b->M; mb++)
+        for (int r = 0; r < b->nrep[m]; r++) {
+          int i = b->rep_idx[m][r];
+          uint32_t dep = ready[mb * mesh->ndevices + i];
+          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, task_fwd(b, o, mb, i));
+        }
+    }
+  }
+}
+
+/* Gradient layout of input @k of @o: Split stays Split; Broadcast on an axis the op splits
+ * becomes Partial (each device contributed part of the sum); else Broadcast. */
+static MdlLayout input_grad_layout(const Builder *b, int o, int k) {
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  const MdlMesh *mesh = mesh_of(b, o);
+  MdlLayout l = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+  for (int a = 0; a < mesh->ndims; a++)
+    if (l.axis[a] == MDL_LAYOUT_BROADCAST && cfg(b, o)->split[a] >= 0 && mesh->shape[a] > 1)
+      l.axis[a] = MDL_LAYOUT_PARTIAL;
+  return l;
+}
+
+/* Whether any tensor moves between meshes in a way that is not device-aligned, forward or
+ * backward: such moves are cross-mesh resharding, on link resources. */
+gboolean sb_needs_crossmesh(const Builder *b) {
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      int p = mdl_graph_tensor(b->g, op->inputs[k].tensor)->producer;
+      if (p < 0 || cfg(b, p)->mesh == cfg(b, o)->mesh) continue;
+      const MdlOp *pop = mdl_graph_op(b->g, p);
+      MdlLayout out = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh_of(b, p));
+      MdlLayout in = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh_of(b, o));
+      if (!aligned_move(b, cfg(b, p)->mesh, out, cfg(b, o)->mesh, in) ||
+          !aligned_move(b, cfg(b, o)->mesh, input_grad_layout(b, o, k), cfg(b, p)->mesh, reduced(out)))
+        return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+/* Whether reader (@o, @k) of its tensor is the one that reshards the gradients of a group of
+ * readers: all readers of the tensor on the same mesh and stage whose gradients have the same
+ * layout sum them locally first (as frameworks accumulate .grad) and reshard once. The group's
+ * last backward in program order is its smallest op (backward runs in reverse op order within
+ * a stage's unit): that reader converts, after the others on every device's chain. */
+static gboolean gradient_group_leader(const Builder *b, int o, int k) {
+  int t = mdl_graph_op(b->g, o)->inputs[k].tensor;
+  MdlLayout mine = input_grad_layout(b, o, k);
+  GArray *users = b->users[t];
+  for (guint u = 0; u < users->len; u++) {
+    int o2 = g_array_index(users, int, u);
+    if (o2 > o || cfg(b, o2)->mesh != cfg(b, o)->mesh || cfg(b, o2)->stage != cfg(b, o)->stage)
+      continue;
+    const MdlOp *op2 = mdl_graph_op(b->g, o2);
+    for (int k2 = 0; k2 < op2->ninputs; k2++) {
+      if (op2->inputs[k2].tensor != t || (o2 == o && k2 >= k)) continue;
+      MdlLayout other = input_grad_layout(b, o2, k2);
+      if (memcmp(&other, &mine, sizeof mine) == 0) return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+void sb_add_backward_dependencies(Builder *b) {
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    const MdlMesh *mesh = mesh_of(b, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      int t = op->inputs[k].tensor;
+      int p = mdl_graph_tensor(b->g, t)->producer;
+      if (p < 0 || !gradient_group_leader(b, o, k)) continue;
+      const MdlOp *pop = mdl_graph_op(b->g, p);
+      const MdlMesh *pmesh = mesh_of(b, p);
+      MdlLayout from = input_grad_layout(b, o, k);
+      /* The producer's backward needs dY where Y was Split as Split, elsewhere whole. */
+      MdlLayout need = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), pmesh);
+      for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
+        if (need.axis[a] == MDL_LAYOUT_PARTIAL) need.axis[a] = MDL_LAYOUT_BROADCAST;
+      g_autofree uint32_t *src = g_new(uint32_t, mesh->ndevices);
+      g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
+      for (int mb = 0; mb < b->M; mb++) {
+        for (int i = 0; i < mesh->ndevices; i++)
+          src[i] = b->rep_pos[cfg(b, o)->mesh][i] >= 0 ? task_bwd(b, o, mb, i) : NO_TASK;
+        sb_convert(b, cfg(b, o)->mesh, from, src, cfg(b, p)->mesh, need, t, o, mb, dst);
+        for (int j = 0; j < pmesh->ndevices; j++)
+          if (dst[j] != NO_TASK && b->rep_pos[cfg(b, p)->mesh][j] >= 0)
+            sim_task_graph_edge(b->tg, dst[j], task_bwd(b, p, mb, j));
+      }
+    }
+  }
+}

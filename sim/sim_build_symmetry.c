@@ -1,0 +1,126 @@
+/* sim/build — symmetry: choosing the devices to simulate (see the comment below). */
+#include "sim/sim_build-int.h"
+
+/* --- Symmetry (issue 4): devices a strategy treats alike are simulated once. ---
+ * Along a mesh axis every device runs the same tasks on equal partitions; when in addition
+ * every group of devices along any set of the mesh's axes communicates at the same cost
+ * (cm_group_link), and every stage-to-stage transfer pair costs the same, the task graph is
+ * invariant under permuting replicas, so each replica's timeline equals its representative's:
+ * simulating the devices with coordinate 0 on those axes gives the expanded graph's answer,
+ * bit for bit. A collective then occupies only its simulated members' streams and still costs
+ * the whole group's time. Meshes that share devices (FlexFlow-style per-op placements) are
+ * always expanded. */
+
+static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsigned mask) {
+  g_autofree int *members = g_new(int, mesh->ndevices);
+  g_autofree int *devices = g_new(int, mesh->ndevices);
+  CmLinkCost first = {0};
+  gboolean have = FALSE;
+  for (int base = 0; base < mesh->ndevices; base++) {
+    if (!sb_is_group_base(mesh, mask, base)) continue;
+    int p = sb_group_members(mesh, mask, base, members);
+    for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
+    CmLinkCost c = cm_group_link(b->c, devices, p);
+    if (!have) first = c, have = TRUE;
+    else if (c.alpha != first.alpha || c.beta != first.beta) return FALSE;
+  }
+  return TRUE;
+}
+
+/* Every transfer between two meshes (index-aligned pairs, as sb_convert() sends) costs the same. */
+static gboolean uniform_transfers(const Builder *b) {
+  int nm = (int)b->s->meshes->len;
+  for (int m1 = 0; m1 < nm; m1++)
+    for (int m2 = 0; m2 < nm; m2++) {
+      if (m1 == m2) continue;
+      const MdlMesh *sm = mdl_strategy_mesh(b->s, m1), *dm = mdl_strategy_mesh(b->s, m2);
+      CmLinkCost first = {0};
+      for (int j = 0; j < dm->ndevices; j++) {
+        int pair[2] = {sm->devices[j % sm->ndevices], dm->devices[j]};
+        CmLinkCost c = cm_group_link(b->c, pair, 2);
+        if (pair[0] == pair[1]) c.alpha = c.beta = -1;
+        if (j == 0) first = c;
+        else if (c.alpha != first.alpha || c.beta != first.beta) return FALSE;
+      }
+    }
+  return TRUE;
+}
+
+static gboolean meshes_disjoint(const Builder *b) {
+  int n = b->tg->num_devices;
+  g_autofree int *owner = g_new(int, n);
+  for (int d = 0; d < n; d++) owner[d] = -1;
+  for (guint m = 0; m < b->s->meshes->len; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(b->s, (int)m);
+    for (int i = 0; i < mesh->ndevices; i++) {
+      if (owner[mesh->devices[i]] >= 0) return FALSE;
+      owner[mesh->devices[i]] = (int)m;
+    }
+  }
+  return TRUE;
+}
+
+/* Mask of the axes of mesh @m whose replicas may be folded: all axes of size > 1, when the
+ * groups the simulation forms on it (along each single axis for resharding, over the gradient
+ * sync masks) have uniform costs; otherwise none. */
+static unsigned symmetric_axes(const Builder *b, int m) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+  unsigned all = 0;
+  for (int a = 0; a < mesh->ndims; a++)
+    if (mesh->shape[a] > 1) all |= 1u << a;
+  for (int a = 0; a < mesh->ndims; a++)
+    if ((all & (1u << a)) && !uniform_group_cost(b, mesh, 1u << a)) return 0;
+  for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
+    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+    int first;
+    MdlLayout layout;
+    unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
+    if (mask && !uniform_group_cost(b, mesh, mask)) return 0;
+  }
+  return all;
+}
+
+void sb_choose_representatives(Builder *b, gboolean allow) {
+  int nm = (int)b->s->meshes->len;
+  b->nrep = g_new0(int, nm);
+  b->rep_idx = g_new0(int *, nm);
+  b->rep_pos = g_new0(int *, nm);
+  b->rep_of = g_new0(int *, nm);
+  /* Step mode is always expanded: collectives of different axes (and stage-to-stage sends)
+   * contend for a device's ports and NICs, and with only a representative's transfers built
+   * the receiving sides' contention is not mirrored (a replica's ingress port is used by its
+   * neighbours' transfers, which are not simulated). */
+  b->symmetric = allow && !b->step && meshes_disjoint(b) && uniform_transfers(b);
+  for (int m = 0; m < nm; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+    unsigned mask = b->symmetric ? symmetric_axes(b, m) : 0;
+    int stride[MDL_MAX_MESH_AXES];
+    sb_mesh_strides(mesh, stride);
+    b->rep_idx[m] = g_new(int, mesh->ndevices);
+    b->rep_pos[m] = g_new(int, mesh->ndevices);
+    b->rep_of[m] = g_new(int, mesh->ndevices);
+    for (int i = 0; i < mesh->ndevices; i++) {
+      int rep = i;
+      for (int a = 0; a < mesh->ndims; a++)
+        if (mask & (1u << a)) rep -= ((i / stride[a]) % mesh->shape[a]) * stride[a];
+      b->rep_of[m][i] = rep;
+      b->rep_pos[m][i] = -1;
+      if (rep == i) {
+        b->rep_pos[m][i] = b->nrep[m];
+        b->rep_idx[m][b->nrep[m]++] = i;
+      }
+    }
+  }
+}
+
+void sb_free_representatives(Builder *b) {
+  for (guint m = 0; m < b->s->meshes->len; m++) {
+    g_free(b->rep_idx[m]);
+    g_free(b->rep_pos[m]);
+    g_free(b->rep_of[m]);
+  }
+  g_free(b->rep_idx);
+  g_free(b->rep_pos);
+  g_free(b->rep_of);
+  g_free(b->nrep);
+}

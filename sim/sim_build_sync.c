@@ -1,0 +1,276 @@
+/* sim/build — gradient synchronization of replicated weights (DDP-style buckets), ZeRO's
+ * reduce-scatters and parameter all-gathers, sequence parallelism's re-gathers, and the
+ * optimizer step. */
+#include "sim/sim_build-int.h"
+
+/* The mesh axes over which weight @w's gradient is all-reduced on mesh @m: those it is
+ * replicated on (Broadcast) while an op using it there splits them. @first gets the first such
+ * op (-1: no op uses @w on @m) and @layout the weight's layout there. */
+unsigned sb_grad_sync_mask(const Builder *b, int w, int m, int *first, MdlLayout *layout) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+  GArray *users = b->users[w];
+  unsigned mask = 0;
+  *first = -1;
+  for (guint u = 0; u < users->len; u++) {
+    int o = g_array_index(users, int, u);
+    if (cfg(b, o)->mesh != m) continue;
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      if (op->inputs[k].tensor != w) continue;
+      if (*first < 0)
+        *first = o, *layout = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      mask |= mdl_operand_replica_axes(op, &op->inputs[k], cfg(b, o), mesh);
+    }
+  }
+  return mask;
+}
+
+/* Sequence parallelism (Korthikanti et al. 2022, section 4.2.2): an input kept as its shard
+ * (mdl_saved_input_layout) is all-gathered again before the first backward-pass task that
+ * reads it (its W under weight delay: only dW = X^T dY reads X), once per microbatch. */
+void sb_add_regathers(Builder *b) {
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    const MdlMesh *mesh = mesh_of(b, o);
+    int m = cfg(b, o)->mesh;
+    for (int k = 0; k < op->ninputs; k++) {
+      int t = op->inputs[k].tensor, p = mdl_graph_tensor(b->g, t)->producer;
+      if (p < 0 || (b->group[o] >= 0 && b->group[p] == b->group[o])) continue; /* recomputed */
+      gboolean regather;
+      MdlLayout saved = mdl_saved_input_layout(b->g, b->s, o, k, &regather);
+      if (!regather) continue;
+      MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      g_autofree uint32_t *ready = g_new(uint32_t, mesh->ndevices);
+      g_autofree uint32_t *use = g_new(uint32_t, mesh->ndevices);
+      for (int mb = 0; mb < b->M; mb++) {
+        for (int i = 0; i < mesh->ndevices; i++) {
+          use[i] = ready[i] = NO_TASK;
+          if (b->rep_pos[m][i] < 0) continue;
+          use[i] = b->rec_base[o] != NO_TASK ? task_rec(b, o, mb, i)
+                   : b->wgt_base[o] != NO_TASK ? task_wgt(b, o, mb, i)
+                                               : task_bwd(b, o, mb, i);
+          ready[i] = issue_point(b, use[i]);
+        }
+        sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
+        for (int i = 0; i < mesh->ndevices; i++)
+          if (use[i] != NO_TASK && ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], use[i]);
+      }
+    }
+  }
+}
+
+/* ZeRO-3 (Rajbhandari et al. 2020, section 5.3): every use of a partitioned weight all-gathers
+ * it over its data-parallel replicas first, per microbatch and without caching: before the
+ * forward F (phase forward), and before the recomputed forward R and the backward B (phase
+ * backward; W computes dW = X^T dY without the weight). @use says which tasks. */
+void sb_add_parameter_gathers(Builder *b, SbWeightUse use) {
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    const MdlMesh *mesh = mesh_of(b, o);
+    int m = cfg(b, o)->mesh;
+    if (use == SB_USE_RECOMPUTE && b->rec_base[o] == NO_TASK) continue;
+    g_autofree int *members = g_new(int, mesh->ndevices);
+    g_autofree int *devices = g_new(int, mesh->ndevices);
+    g_autofree int *sim = g_new(int, mesh->ndevices);
+    g_autofree uint32_t *deps = g_new(uint32_t, mesh->ndevices);
+    g_autofree uint32_t *users = g_new(uint32_t, mesh->ndevices);
+    for (int k = 0; k < op->ninputs; k++) {
+      int w = op->inputs[k].tensor, first;
+      if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+      gboolean again = FALSE; /* the same weight read twice by one op is gathered once */
+      for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == w;
+      MdlLayout layout;
+      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
+      if (again || !mask) continue;
+      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      double bytes = mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes;
+      for (int mb = 0; mb < b->M; mb++)
+        for (int base = 0; base < mesh->ndevices; base++) {
+          if (!sb_is_group_base(mesh, mask, base)) continue;
+          int p = sb_group_members(mesh, mask, base, members), nsim = 0;
+          for (int i = 0; i < p; i++) {
+            devices[i] = mesh->devices[members[i]];
+            if (b->rep_pos[m][members[i]] < 0) continue;
+            users[nsim] = use == SB_USE_FORWARD     ? task_fwd(b, o, mb, members[i])
+                          : use == SB_USE_RECOMPUTE ? task_rec(b, o, mb, members[i])
+                                                    : task_bwd(b, o, mb, members[i]);
+            deps[nsim] = issue_point(b, users[nsim]);
+            sim[nsim++] = devices[i];
+          }
+          if (nsim == 0) continue;
+          SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_COMM, CM_ALL_GATHER, devices, p, sim,
+                                                 nsim, bytes, o, w, mb);
+          sb_edges_from_distinct(b, deps, nsim, span.gate);
+          for (int i = 0; i < nsim; i++) sim_task_graph_edge(b->tg, span.join, users[i]);
+        }
+    }
+  }
+}
+
+/* One weight's gradient sync on one mesh. */
+typedef struct {
+  int w, m;
+  unsigned mask;
+  int first;        /* first op using it there */
+  int ready;        /* smallest index of its ops there: its gradient completes when that op's
+                       backward does, and backward runs in reverse op order */
+  double bytes;     /* per device */
+} SyncItem;
+
+static int compare_sync_items(const void *pa, const void *pb) {
+  const SyncItem *a = pa, *b = pb;
+  if (a->m != b->m) return a->m < b->m ? -1 : 1;
+  if (a->mask != b->mask) return a->mask < b->mask ? -1 : 1;
+  if (a->ready != b->ready) return a->ready > b->ready ? -1 : 1; /* ready earlier first */
+  return (a->w > b->w) - (a->w < b->w);
+}
+
+/* One collective @coll per group over the mesh axes of @items[0].mask for the bucket
+ * @items[0..n): gated by the bucket's gradients of microbatch @mb (-1: complete, after the last
+ * microbatch) or, with @after, by those tasks per device (the optimizer steps, which ZeRO's
+ * parameter all-gather follows). With @syncs, the joins go there as (task, device) pairs. */
+static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective coll, int mb,
+                       const uint32_t *after, GArray *syncs) {
+  int m = items[0].m;
+  unsigned mask = items[0].mask;
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+  double bytes = 0;
+  for (int k = 0; k < n; k++) bytes += items[k].bytes;
+  g_autofree int *members = g_new(int, mesh->ndevices);
+  g_autofree int *devices = g_new(int, mesh->ndevices);
+  g_autofree int *sim = g_new(int, mesh->ndevices);
+  g_autofree int *sim_members = g_new(int, mesh->ndevices);
+  for (int base = 0; base < mesh->ndevices; base++) {
+    if (!sb_is_group_base(mesh, mask, base)) continue;
+    int p = sb_group_members(mesh, mask, base, members), nsim = 0;
+    for (int i = 0; i < p; i++) {
+      devices[i] = mesh->devices[members[i]];
+      if (b->rep_pos[m][members[i]] < 0) continue;
+      sim_members[nsim] = members[i];
+      sim[nsim++] = devices[i];
+    }
+    if (nsim == 0) continue;
+    SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_GRAD_SYNC, coll, devices, p, sim, nsim,
+                                           bytes, items[0].first, items[0].w, mb);
+    for (int i = 0; after && i < nsim; i++)
+      if (after[sim[i]] != NO_TASK) sim_task_graph_edge(b->tg, after[sim[i]], span.gate);
+    for (int k = 0; !after && k < n; k++) {
+      GArray *users = b->users[items[k].w];
+      for (guint u = 0; u < users->len; u++) {
+        int o = g_array_index(users, int, u);
+        if (cfg(b, o)->mesh != m) continue;
+        for (int i = 0; i < nsim; i++) {
+          int idx = sim_members[i];
+          uint32_t done = mb < 0                       ? task_grads_done(b, o, idx)
+                          : b->wgt_base[o] != NO_TASK ? task_wgt(b, o, mb, idx)
+                                                      : task_bwd(b, o, mb, idx);
+          sim_task_graph_edge(b->tg, done, span.gate);
+        }
+      }
+    }
+    for (int i = 0; syncs && i < nsim; i++) {
+      uint32_t pair[2] = {span.join, (uint32_t)sim[i]};
+      g_array_append_val(syncs, pair);
+    }
+  }
+}
+
+/* Gradient all-reduce of every weight over the axes it is replicated on while its ops split
+ * them, packed into buckets in the order gradients become ready (PyTorch DDP, Li et al. 2020,
+ * "PyTorch Distributed", section 3.2.3: a bucket's all-reduce starts when all its gradients
+ * are ready, overlapping the rest of the backward pass), then one optimizer step per device
+ * after its last compute task and its syncs.
+ * ZeRO (Rajbhandari et al. 2020; DeepSpeed's stage_1_and_2.py and stage3.py) over those Nd
+ * replicas: the optimizer steps 1/Nd of each replicated weight. Stage 1 reduce-scatters each
+ * bucket once, after the last microbatch (the paper's section 7.2.1: each rank needs only its
+ * shard of the summed gradient), then all-gathers the updated parameters per bucket after the
+ * step: 2 Psi on the wire, as data parallelism's all-reduce. Stage 2 keeps only its
+ * gradient shard, so each microbatch's bucket is reduce-scattered as its backward completes
+ * (DeepSpeed's gradient hooks reduce every micro-step) and the parameters are all-gathered
+ * after the step: with one microbatch, the all-reduce becomes a reduce-scatter and an
+ * all-gather of the same bytes, 2 Psi (the survey's Table IV). Stage 3 reduce-scatters as
+ * stage 2 and gathers parameters where they are used (sb_add_parameter_gathers), not after the
+ * step. */
+void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute) {
+  int ndev = b->tg->num_devices;
+  g_autofree double *local_params = g_new0(double, ndev);
+  GArray *syncs = g_array_new(FALSE, FALSE, sizeof(uint32_t) * 2); /* (task, device) */
+  GArray *items = g_array_new(FALSE, FALSE, sizeof(SyncItem));
+  int nmeshes = (int)b->s->meshes->len;
+  for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
+    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+    for (int m = 0; m < nmeshes; m++) {
+      const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+      SyncItem it = {.w = w, .m = m, .ready = INT_MAX};
+      MdlLayout layout;
+      it.mask = sb_grad_sync_mask(b, w, m, &it.first, &layout);
+      if (it.first < 0) continue;
+      double elems = mdl_layout_local_elements(b->g, w, -1, &layout, mesh, 1), nd = 1;
+      for (int a = 0; a < mesh->ndims; a++)
+        if (it.mask & (1u << a)) nd *= mesh->shape[a];
+      double stepped = b->s->zero_stage >= 1 ? elems / nd : elems; /* this device's shard */
+      for (int r = 0; r < b->nrep[m]; r++) local_params[mesh->devices[b->rep_idx[m][r]]] += stepped;
+      if (!it.mask) continue;
+      GArray *users = b->users[w];
+      for (guint u = 0; u < users->len; u++) {
+        int o = g_array_index(users, int, u);
+        if (cfg(b, o)->mesh == m && o < it.ready) it.ready = o;
+      }
+      it.bytes = elems * b->dtype_bytes;
+      g_array_append_val(items, it);
+    }
+  }
+  g_array_sort(items, compare_sync_items);
+  const SyncItem *all = (const SyncItem *)items->data;
+  GArray *buckets = g_array_new(FALSE, FALSE, sizeof(guint) * 2); /* [begin, end) in items */
+  for (guint i = 0; i < items->len;) {
+    guint j = i;
+    double filled = 0;
+    /* Fill a bucket up to the cap (a weight larger than the cap gets one of its own). */
+    while (j < items->len && all[j].m == all[i].m && all[j].mask == all[i].mask) {
+      filled += all[j].bytes;
+      j++;
+      if (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes) break;
+    }
+    guint range[2] = {i, j};
+    g_array_append_val(buckets, range);
+    /* ZeRO (Rajbhandari et al. 2020, section 7.2.1): with optimizer states partitioned (stage 1)
+     * each rank needs only its shard of the summed gradient: a reduce-scatter once the
+     * accumulated gradients are complete, then an all-gather of the updated parameters — the
+     * same 2 Psi as data parallelism's all-reduce (the survey's Table IV). Stage 2 also keeps
+     * gradients partitioned during accumulation: a reduce-scatter every microbatch. */
+    if (b->s->zero_stage >= 2)
+      for (int mb = 0; mb < b->M; mb++)
+        add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, mb, NULL, syncs);
+    else if (b->s->zero_stage == 1)
+      add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, -1, NULL, syncs);
+    else
+      add_bucket(b, all + i, (int)(j - i), CM_ALL_REDUCE, -1, NULL, syncs);
+    i = j;
+  }
+  g_autofree uint32_t *opt = g_new(uint32_t, ndev);
+  SimTask t = {0};
+  t.kind = SIM_TASK_OPTIMIZER;
+  t.op = -1;
+  t.tensor = -1;
+  t.microbatch = -1;
+  for (int d = 0; d < ndev; d++) {
+    opt[d] = NO_TASK;
+    if (local_params[d] <= 0) continue;
+    t.duration = sim_time_from_seconds(cm_optimizer_time(b->p, &b->c->device, local_params[d]));
+    uint32_t r = sim_resource_compute(d);
+    opt[d] = sim_task_graph_add(b->tg, &t, &r, 1);
+    if (last_compute[d] != NO_TASK) sim_task_graph_edge(b->tg, last_compute[d], opt[d]);
+  }
+  for (guint i = 0; i < syncs->len; i++) {
+    const uint32_t *pair = (const uint32_t *)(syncs->data + i * sizeof(uint32_t) * 2);
+    sim_task_graph_edge(b->tg, pair[0], opt[pair[1]]);
+  }
+  g_array_unref(syncs);
+  for (guint k = 0; (b->s->zero_stage == 1 || b->s->zero_stage == 2) && k < buckets->len; k++) {
+    const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
+    add_bucket(b, all + range[0], (int)(range[1] - range[0]), CM_ALL_GATHER, -1, opt, NULL);
+  }
+  g_array_unref(buckets);
+  g_array_unref(items);
+}
