@@ -65,16 +65,33 @@ gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out) {
   return TRUE;
 }
 
+/* The tile extent a library kernel uses along a GEMM dim of size @dim: the configured tile, or
+ * for a smaller dim the next power of two (at least 16), as cuBLAS/cuDNN pick narrower kernels
+ * for skinny shapes. */
+static double tile_extent(double tile, double dim) {
+  double t = 16;
+  while (t < dim && t < tile) t *= 2;
+  return t < tile ? t : tile;
+}
+
 double cm_gemm_quantization(const CmParams *params, const DevKind *device, const CmGemmShape *s) {
-  double tm = params->gemm_tile_m, tn = params->gemm_tile_n;
+  double tm = tile_extent(params->gemm_tile_m, s->m), tn = tile_extent(params->gemm_tile_n, s->n);
   double tiles_m = ceil(s->m / tm), tiles_n = ceil(s->n / tn);
   if (tiles_m < 1 || tiles_n < 1) return 1.0;
   double tile = s->m * s->n / (tiles_m * tm * tiles_n * tn);
-  double tiles = tiles_m * tiles_n * s->batch;
+  double units = tiles_m * tiles_n * s->batch;
   double wave = 1.0;
   if (device->sm_count > 0) {
-    double waves = ceil(tiles / device->sm_count);
-    wave = tiles / (waves * device->sm_count);
+    /* Split-K: with fewer output tiles than SMs, libraries cut the reduction into slices run on
+     * the idle SMs and sum them (cuBLAS and CUTLASS split-K; the "Matrix Multiplication
+     * Background" guide's remedy for under-filled waves). Slices of at least 128 (one tile
+     * depth) keep the partial sums' extra traffic small; it is not charged. */
+    if (units < device->sm_count) {
+      double split = floor(device->sm_count / units), slices = ceil(s->k / 128);
+      units *= MAX(1.0, MIN(split, slices));
+    }
+    double waves = ceil(units / device->sm_count);
+    wave = units / (waves * device->sm_count);
   }
   return tile * wave;
 }

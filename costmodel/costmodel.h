@@ -41,8 +41,10 @@ gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out);
 /* Fraction of peak a GEMM of @shape can reach on @device because of tile quantization (partial
  * output tiles do full work) and wave quantization (the last wave of tiles leaves SMs idle):
  * NVIDIA Deep Learning Performance docs, "Matrix Multiplication Background User's Guide",
- * sections "Tile Quantization" and "Wave Quantization". In (0, 1]; 1 when the SM count is
- * unknown. */
+ * sections "Tile Quantization" and "Wave Quantization". Dims smaller than the tile use a tile
+ * of the next power of two (at least 16); output tiles fewer than the SMs are multiplied by a
+ * split of the reduction (split-K) up to the SM count. In (0, 1]; without the SM count, tile
+ * quantization only. */
 double cm_gemm_quantization(const CmParams *params, const DevKind *device, const CmGemmShape *shape);
 
 /* cm_compute_time for a contraction with a known GEMM shape (@shape may be NULL), plus the

@@ -96,9 +96,14 @@ static void test_gemm_quantization(void) {
   g_assert_cmpint(k.sm_count, ==, 108);
   CmParams p;
   cm_params_default(&p);
-  /* One tile: one SM of 108 busy. */
+  /* One output tile: split-K cuts k = 4096 into 32 slices of 128 (fewer than 108 SMs): 32 of
+   * 108 SMs busy. */
   CmGemmShape one = {128, 128, 4096, 1};
-  g_assert_cmpfloat_with_epsilon(cm_gemm_quantization(&p, &k, &one), 1.0 / 108, 1e-15);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_quantization(&p, &k, &one), 32.0 / 108, 1e-15);
+  /* A skinny output (27 x 64, conv1's dW) uses 32 x 64 tiles, and split-K fills the SMs from
+   * its long reduction: only the 27/32 tile loss remains. */
+  CmGemmShape skinny = {27, 64, 256.0 * 224 * 224, 1};
+  g_assert_cmpfloat_with_epsilon(cm_gemm_quantization(&p, &k, &skinny), 27.0 / 32, 1e-15);
   /* 12 x 9 = 108 full tiles: one full wave. */
   CmGemmShape full = {1536, 1152, 4096, 1};
   g_assert_cmpfloat(cm_gemm_quantization(&p, &k, &full), ==, 1.0);
@@ -114,6 +119,8 @@ static void test_gemm_quantization(void) {
   /* Unknown SM count: tile quantization only. */
   k.sm_count = 0;
   g_assert_cmpfloat_with_epsilon(cm_gemm_quantization(&p, &k, &one), 1.0, 1e-15);
+  CmGemmShape partial = {100, 128, 64, 1}; /* a 128 x 128 tile (100 rounds up to 128) */
+  g_assert_cmpfloat_with_epsilon(cm_gemm_quantization(&p, &k, &partial), 100.0 / 128, 1e-15);
   dev_kind_clear(&k);
 }
 
