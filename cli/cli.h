@@ -16,6 +16,10 @@ int cli_explain(int argc, char **argv);
 int cli_profiles(int argc, char **argv);
 int cli_collective(int argc, char **argv);
 int cli_calibrate(int argc, char **argv);
+int cli_sweep(int argc, char **argv);
+int cli_report(int argc, char **argv);
+int cli_plot(int argc, char **argv);
+int cli_search(int argc, char **argv);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
 int cli_fail(GError *error, int status);

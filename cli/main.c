@@ -83,12 +83,16 @@ static void usage(FILE *f) {
         "\n"
         "commands:\n"
         "  simulate  simulate one training iteration (--model, --cluster, --strategy)\n"
+        "  search    search strategies (MCMC, coordinate descent, exhaustive, random, Megatron grid)\n"
         "  explain   why a strategy is slow or does not fit: layouts, collectives, memory\n"
         "  profiles  import measured kernel times that override the roofline (profiles import FILE)\n"
         "  list      list built-in models, clusters or devices (list models|clusters|devices)\n"
         "  bench     measure the task-graph builder and the event engine on a large graph\n"
         "  collective  time and bus bandwidth of one collective (--kind, --bytes, --ranks, --cluster)\n"
         "  calibrate   fit collective costs to nccl-tests output or measurements JSON\n"
+        "  sweep     run every point of a scenario file into the database (resumable), table and charts\n"
+        "  report    table of a swept scenario's points (--scenario NAME, --format text|csv|json)\n"
+        "  plot      redraw a swept scenario's gnuplot charts from the database (--scenario NAME)\n"
         "  version   print the version\n"
         "\n"
         "Run 'stratsim COMMAND --help' for a command's options.\n",
@@ -103,12 +107,16 @@ int main(int argc, char **argv) {
   }
   const char *cmd = argv[1];
   if (strcmp(cmd, "simulate") == 0) return cli_simulate(argc - 1, argv + 1);
+  if (strcmp(cmd, "search") == 0) return cli_search(argc - 1, argv + 1);
   if (strcmp(cmd, "list") == 0) return cli_list(argc - 1, argv + 1);
   if (strcmp(cmd, "bench") == 0) return cli_bench(argc - 1, argv + 1);
   if (strcmp(cmd, "collective") == 0) return cli_collective(argc - 1, argv + 1);
   if (strcmp(cmd, "calibrate") == 0) return cli_calibrate(argc - 1, argv + 1);
   if (strcmp(cmd, "explain") == 0) return cli_explain(argc - 1, argv + 1);
   if (strcmp(cmd, "profiles") == 0) return cli_profiles(argc - 1, argv + 1);
+  if (strcmp(cmd, "sweep") == 0) return cli_sweep(argc - 1, argv + 1);
+  if (strcmp(cmd, "report") == 0) return cli_report(argc - 1, argv + 1);
+  if (strcmp(cmd, "plot") == 0) return cli_plot(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("stratsim %s\n", STRATSIM_VERSION_STRING);
     return CLI_EXIT_OK;

@@ -1,16 +1,11 @@
 /* results — SQLite storage of runs and predictions; see res_db.h for the contract. */
-#include "results/res_db.h"
+#include "results/res_db-int.h"
 #include "costmodel/cm_profile.h"
 
 #include <sqlite3.h>
 #include <string.h>
 
 G_DEFINE_QUARK(res-error-quark, res_error)
-
-struct ResDb {
-  sqlite3 *sql;
-  char *path;
-};
 
 /* Migration i brings a database from schema version i to i + 1. */
 static const char *const migrations[RES_SCHEMA_VERSION] = {
@@ -58,6 +53,61 @@ static const char *const migrations[RES_SCHEMA_VERSION] = {
     "  source TEXT NOT NULL,"               /* where and how it was measured */
     "  created_at TEXT NOT NULL,"
     "  PRIMARY KEY (device, op, dtype, phase, m, n, k, batch, elements));",
+    /* v3 -> v4 */
+    "CREATE TABLE search_runs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  algo TEXT NOT NULL,"                 /* as asked: mcmc, cd, exhaustive, random, grid, auto */
+    "  ran TEXT NOT NULL,"                  /* what auto resolved to */
+    "  seed INTEGER NOT NULL,"
+    "  threads INTEGER NOT NULL,"
+    "  budget TEXT NOT NULL,"               /* as typed: 500, 60s, 2m */
+    "  evaluations INTEGER NOT NULL,"
+    "  simulated INTEGER NOT NULL,"
+    "  over_memory INTEGER NOT NULL,"
+    "  elapsed_s REAL NOT NULL,"
+    "  complete INTEGER NOT NULL,"          /* exhaustive or grid covered everything */
+    "  best_time_s REAL,"                   /* NULL: nothing fit */
+    "  best_memory_bytes REAL,"
+    "  found_by TEXT,"
+    "  data_parallel_time_s REAL,"          /* baselines; NULL: absent or does not fit */
+    "  megatron_time_s REAL,"
+    "  megatron_config TEXT,"
+    "  weird_trick_time_s REAL,"
+    "  strategy_json TEXT,"                 /* the winner (model/STRATEGY.md) */
+    "  json TEXT NOT NULL);"                /* the whole `search --json` object */
+    "CREATE INDEX search_runs_run ON search_runs(run_id);"
+    "CREATE TABLE search_convergence ("
+    "  search_id INTEGER NOT NULL REFERENCES search_runs(id) ON DELETE CASCADE,"
+    "  evaluation INTEGER NOT NULL,"        /* when the best improved */
+    "  elapsed_s REAL NOT NULL,"
+    "  best_time_s REAL NOT NULL,"
+    "  PRIMARY KEY (search_id, evaluation));",
+    /* v4 -> v5: sweeps (scenarios/scn_sweep.h); UNIQUE (scenario_id, point_key) is what makes
+     * a killed and rerun sweep store every point exactly once. */
+    "CREATE TABLE scenarios ("
+    "  id INTEGER PRIMARY KEY,"
+    "  name TEXT NOT NULL UNIQUE,"          /* the scenario file's "name" */
+    "  file TEXT,"                          /* the file it was last swept from */
+    "  json TEXT NOT NULL,"                 /* the scenario as last swept */
+    "  created_at TEXT NOT NULL,"           /* ISO 8601 UTC */
+    "  updated_at TEXT NOT NULL);"
+    "CREATE TABLE points ("
+    "  id INTEGER PRIMARY KEY,"
+    "  scenario_id INTEGER NOT NULL REFERENCES scenarios(id) ON DELETE CASCADE,"
+    "  point_key TEXT NOT NULL,"            /* SHA-256 of the substituted specs and options */
+    "  idx INTEGER NOT NULL,"               /* position in the expansion when stored */
+    "  model TEXT NOT NULL, cluster TEXT NOT NULL, strategy TEXT NOT NULL," /* substituted specs */
+    "  label TEXT NOT NULL,"                /* the strategy's label */
+    "  axes TEXT NOT NULL,"                 /* JSON object of the axis values */
+    "  status TEXT NOT NULL CHECK (status IN ('ok', 'error')),"
+    "  error TEXT,"                         /* why it failed or does not fit */
+    "  num_gpus INTEGER, iteration_time_s REAL, samples_per_s REAL, tflops_per_gpu REAL,"
+    "  mfu REAL, compute_s REAL, comm_exposed_s REAL, bubble_s REAL, peak_memory_bytes REAL,"
+    "  memory_capacity_bytes REAL, fits_memory INTEGER," /* NULL when not simulated */
+    "  prediction TEXT,"                    /* the simulate --json object, or NULL */
+    "  created_at TEXT NOT NULL,"
+    "  UNIQUE (scenario_id, point_key));",
 };
 
 static gboolean exec(ResDb *db, const char *sql, int code, GError **error) {
@@ -273,7 +323,8 @@ char *res_db_load_calibration(ResDb *db, const char *name, char **cluster, GErro
 
 gint64 res_db_count(ResDb *db, const char *table, GError **error) {
   if (strcmp(table, "runs") != 0 && strcmp(table, "predictions") != 0 &&
-      strcmp(table, "calibrations") != 0) {
+      strcmp(table, "calibrations") != 0 && strcmp(table, "search_runs") != 0 &&
+      strcmp(table, "search_convergence") != 0) {
     g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "unknown table %s", table);
     return -1;
   }

@@ -6,7 +6,10 @@
  * error rather than damaged. WAL mode and a busy timeout let several writers share a file.
  * Tables (v1): runs (one row per command run), predictions (one per simulated iteration,
  * the headline figures as columns plus the full JSON); (v2) calibrations (one per name: a
- * collective calibration as JSON, costmodel/CALIBRATION.md). Documented in results/README.md. */
+ * collective calibration as JSON, costmodel/CALIBRATION.md); (v3) op_profiles (measured kernel
+ * times); (v4) search_runs (one per `stratsim search`: winner, baselines, counts) and
+ * search_convergence (its best-so-far curve); (v5) scenarios and points (sweeps,
+ * results/res_scenarios.h). Documented in results/README.md. */
 #ifndef STRATSIM_RES_DB_H
 #define STRATSIM_RES_DB_H
 
@@ -19,7 +22,7 @@ G_BEGIN_DECLS
 GQuark res_error_quark(void);
 typedef enum { RES_ERROR_OPEN, RES_ERROR_SCHEMA, RES_ERROR_WRITE, RES_ERROR_NOT_FOUND } ResError;
 
-#define RES_SCHEMA_VERSION 3
+#define RES_SCHEMA_VERSION 5
 
 typedef struct ResDb ResDb;
 
@@ -51,6 +54,33 @@ gint64 res_db_store_profiles(ResDb *db, const struct CmProfiles *profiles, const
 /* The stored kernel times of device kind @device (cm_profiles_free), never NULL on success:
  * possibly empty. */
 struct CmProfiles *res_db_load_profiles(ResDb *db, const char *device, GError **error);
+
+/* One `stratsim search` as stored (results/README.md): plain figures, so that results/ does
+ * not depend on search/. Times that are not finite are stored as NULL. */
+typedef struct {
+  const char *model, *cluster;   /* the specs as typed */
+  const char *algo, *ran;        /* as asked, and what auto resolved to */
+  guint32 seed;
+  int threads;
+  const char *budget;            /* as typed */
+  guint64 evaluations, simulated, over_memory;
+  double elapsed_s;
+  gboolean complete;
+  double best_time_s, best_memory_bytes;
+  const char *found_by;          /* nullable */
+  double data_parallel_time_s, megatron_time_s, weird_trick_time_s;
+  const char *megatron_config;   /* nullable */
+  const char *strategy_json;     /* the winner, nullable */
+  const char *json;              /* the whole result */
+  guint curve_len;
+  const guint64 *curve_evaluation;
+  const double *curve_elapsed_s, *curve_best_time_s;
+} ResSearchRecord;
+
+/* Stores a search: a runs row (command "search", strategy "search:ALGO"), its search_runs row
+ * and its convergence curve, in one transaction. Returns the search_runs id, or -1 with
+ * RES_ERROR_WRITE (nothing stored then). */
+gint64 res_db_store_search(ResDb *db, const ResSearchRecord *record, GError **error);
 
 /* Number of rows in @table (for tests and `report`); -1 on error. */
 gint64 res_db_count(ResDb *db, const char *table, GError **error);

@@ -18,6 +18,13 @@ typedef struct {
   double best_time_s;        /* under lock */
 } SrchShared;
 
+/* The cost of a strategy that does not fit in memory: far above any iteration time and
+ * growing with the excess (peak / capacity), so that MCMC and coordinate descent can walk out
+ * of the infeasible region (FlexFlow treats memory as such a soft penalty); such a strategy is
+ * never a result. A strategy the simulator refuses costs +infinity. */
+#define SRCH_OVER_MEMORY_COST_S 1e9
+static inline gboolean srch_feasible(double cost) { return cost < SRCH_OVER_MEMORY_COST_S; }
+
 typedef struct SrchWorker SrchWorker;
 typedef void (*SrchDriverFunc)(SrchWorker *worker);
 
@@ -55,8 +62,8 @@ struct SrchWorker {
 GHashTable *srch_cache_new(void);
 /* Whether the worker may evaluate once more (budget and deadline). */
 gboolean srch_worker_has_budget(SrchWorker *w);
-/* Cost of @point (iteration seconds; INFINITY when it does not fit or the simulator refuses
- * it); counts an evaluation unless the cache knew it. @chain labels the best. */
+/* Cost of @point: iteration seconds, the over-memory penalty, or INFINITY when the simulator
+ * refuses it; counts an evaluation unless the cache knew it. @chain labels the best. */
 double srch_worker_eval_point(SrchWorker *w, const int *point, int chain);
 /* Cost of @strategy, which the caller owns, as above (never cached); @label is the grid index
  * or -1. */

@@ -9,11 +9,14 @@
  * a fixed point: the run records it (the evaluator keeps the best) and restarts: restart r
  * (worker r mod threads) starts from data parallelism (r = 0), the expert strategy (r = 1) or
  * a random point seeded from (seed, r). The evaluator's cache makes re-visits free; a worker
- * stops after three restarts that found nothing new (a small space is used up). */
+ * stops after CD_IDLE_RESTARTS restarts in a row that found nothing new (a small space is used
+ * up). */
 #include "search/srch-int.h"
 
 #include <math.h>
 #include <string.h>
+
+#define CD_IDLE_RESTARTS 10
 
 /* Tries every value of coordinate @var (-1: the context) of @point; moves to the best if it
  * is strictly better. Returns TRUE if the point moved. */
@@ -50,7 +53,7 @@ void srch_cd_worker(SrchWorker *w) {
   g_autofree int *cand = g_new(int, s->point_len);
   g_autofree int *best = g_new(int, s->point_len);
   int idle = 0;
-  for (int k = 0; srch_worker_has_budget(w) && !srch_worker_spinning(w) && idle < 3; k++) {
+  for (int k = 0; srch_worker_has_budget(w) && !srch_worker_spinning(w) && idle < CD_IDLE_RESTARTS; k++) {
     int chain = k * w->nworkers + w->index;
     GRand *rng = srch_chain_rand(w, chain);
     if (chain == 0) srch_space_data_parallel(s, point);

@@ -66,7 +66,7 @@ static double evaluate(SrchWorker *w, const MdlStrategy *s) {
   g_free(mem);
   if (peak > w->cluster->device.memory_bytes) { /* the simulator's fits_memory rule */
     w->over_memory++;
-    return INFINITY;
+    return SRCH_OVER_MEMORY_COST_S * peak / w->cluster->device.memory_bytes;
   }
   GError *error = NULL;
   SimRun *run = sim_run_new_with_options(w->graph, s, w->cluster, w->params, &w->options->sim, &error);
@@ -99,7 +99,7 @@ double srch_worker_eval_point(SrchWorker *w, const int *point, int chain) {
   srch_space_apply(s, point, w->strategy);
   double cost = evaluate(w, w->strategy);
   if (key) g_hash_table_insert(w->cache, key, g_memdup2(&cost, sizeof cost));
-  if (cost < w->best_time_s) {
+  if (srch_feasible(cost) && cost < w->best_time_s) {
     memcpy(w->best_point, point, sizeof(int) * (gsize)s->point_len);
     w->best_chain = chain;
     note_best(w, cost);
@@ -110,7 +110,7 @@ double srch_worker_eval_point(SrchWorker *w, const int *point, int chain) {
 double srch_worker_eval_strategy(SrchWorker *w, MdlStrategy *strategy, int grid_index) {
   w->steps++;
   double cost = evaluate(w, strategy);
-  if (cost < w->best_time_s) {
+  if (srch_feasible(cost) && cost < w->best_time_s) {
     w->best_grid = grid_index;
     w->best_chain = grid_index;
     note_best(w, cost);

@@ -4,11 +4,12 @@
  * Target p(S) ~ exp(-beta cost(S)) (FlexFlow eq. 1). A proposal picks one variable uniformly
  * (the op or group configs, and the context: mesh and microbatch count) and sets it to
  * another of its values uniformly, so q(S|S*) = q(S*|S) and the acceptance is FlexFlow eq. 2:
- * min(1, exp(beta (cost(S) - cost(S*)))). Infeasible strategies (over memory) cost +infinity:
- * never accepted, except from an infeasible state (a walk out of the infeasible region).
+ * min(1, exp(beta (cost(S) - cost(S*)))). Strategies over memory cost the penalty of
+ * srch-int.h (1e9 s times peak / capacity): a chain that starts there only moves downhill, to
+ * less memory, until it is feasible; a feasible chain practically never accepts one.
  *
  * beta: costs are seconds and differ by orders of magnitude between models, so beta is
- * relative: beta = beta_rel / c_ref, c_ref the chain's first finite cost. The default
+ * relative: beta = beta_rel / c_ref, c_ref the chain's first feasible cost. The default
  * beta_rel = 100 accepts a proposal 1% worse with probability e^-1 = 0.37, 5% worse with
  * e^-5 = 0.007 and 10% worse with 4.5e-5: the chain drifts across the many near-equal configs
  * of small ops (plateaus) but rarely climbs out of a basin by more than a few percent.
@@ -62,7 +63,7 @@ static void run_chain(SrchWorker *w, int chain, double beta_rel, guint64 chain_e
   chain_start(s, chain, rng, point);
   guint64 first = w->evaluations;
   double cost = srch_worker_eval_point(w, point, chain);
-  double reference = isfinite(cost) ? cost : NAN;
+  double reference = srch_feasible(cost) ? cost : NAN;
   double chain_best = cost;
   guint64 last_improvement = w->evaluations;
   while (srch_worker_has_budget(w) && !srch_worker_spinning(w)) {
@@ -77,10 +78,10 @@ static void run_chain(SrchWorker *w, int chain, double beta_rel, guint64 chain_e
       continue;
     }
     double c = srch_worker_eval_point(w, cand, chain);
-    if (!isfinite(reference) && isfinite(c)) reference = c;
+    if (!isfinite(reference) && srch_feasible(c)) reference = c;
     gboolean accept;
     if (c <= cost) accept = TRUE; /* also from +infinity to +infinity */
-    else if (!isfinite(c)) accept = FALSE;
+    else if (!isfinite(c) || !isfinite(reference)) accept = FALSE; /* downhill only until feasible */
     else accept = g_rand_double(rng) < exp(beta_rel / reference * (cost - c)); /* eq. 2 */
     if (accept) {
       memcpy(point, cand, sizeof(int) * (gsize)s->point_len);

@@ -13,9 +13,11 @@
  *  - grid: Megatron-LM's (dp, tp, pp, microbatch size, virtual stages, schedule) grid through
  *    mdl_strategy_megatron (pipelines included: the only driver that cuts stages).
  *  - auto: exhaustive when the space has at most as many points as the budget allows, else
- *    coordinate descent; the winner is the better of that and the grid's best.
+ *    coordinate descent; the winner is the better of that and the grid's best (the grid only,
+ *    when no single-stage strategy fits).
  * Cost = simulated iteration time (sim_run_new_with_options); strategies that do not fit in
- * memory (cm_memory_per_device, checked before simulating) cost +infinity.
+ * memory (cm_memory_per_device, checked before simulating) are not simulated and never a
+ * result (the drivers see a penalty that falls with the excess: srch-int.h).
  *
  * Parallelism: `threads` workers on a GThreadPool, each with its own GRand seeded from
  * (seed, chain index), its own strategy object, evaluation cache and share of the budget;

@@ -2,7 +2,6 @@
 #include "search/srch_space.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 G_DEFINE_QUARK(srch-error-quark, srch_error)
@@ -35,15 +34,41 @@ static void append_signature(GString *key, const MdlOp *op) {
                            (gint64)op->dims[d].size, op->dims[d].role, op->dims[d].splittable);
 }
 
+/* Followers: ops without weight inputs that read an activation (their first one leads). */
+static void find_followers(SrchSpace *s) {
+  const MdlGraph *g = s->graph;
+  int n = mdl_graph_num_ops(g);
+  s->leader = g_new(int, n);
+  s->follow_input = g_new(int, n);
+  for (int o = 0; o < n; o++) {
+    const MdlOp *op = mdl_graph_op(g, o);
+    s->leader[o] = s->follow_input[o] = -1;
+    if (!s->options.followers) continue;
+    gboolean weights = FALSE;
+    for (int k = 0; k < op->ninputs; k++) weights |= mdl_graph_tensor(g, op->inputs[k].tensor)->is_weight;
+    for (int k = 0; k < op->ninputs && !weights && s->leader[o] < 0; k++) {
+      int p = mdl_graph_tensor(g, op->inputs[k].tensor)->producer;
+      if (p < 0) continue;
+      s->leader[o] = p;
+      s->follow_input[o] = k;
+    }
+  }
+}
+
 static void build_variables(SrchSpace *s) {
   const MdlGraph *g = s->graph;
   int n = mdl_graph_num_ops(g);
+  find_followers(s);
   s->var_of_op = g_new(int, n);
   GHashTable *keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   GPtrArray *names = g_ptr_array_new();
   GArray *counts = g_array_new(FALSE, TRUE, sizeof(int));
   for (int o = 0; o < n; o++) {
     const MdlOp *op = mdl_graph_op(g, o);
+    if (s->leader[o] >= 0) {
+      s->var_of_op[o] = -1;
+      continue;
+    }
     const char *suffix = s->options.vars == SRCH_VARS_GROUP ? layer_suffix(op->name) : NULL;
     GString *key = g_string_new(suffix ? suffix : op->name);
     if (suffix) append_signature(key, op);
@@ -69,7 +94,7 @@ static void build_variables(SrchSpace *s) {
   for (int v = 0; v < s->nvars; v++) s->members[v] = g_new(int, g_array_index(counts, int, v));
   for (int o = 0; o < n; o++) {
     int v = s->var_of_op[o];
-    s->members[v][s->nmembers[v]++] = o;
+    if (v >= 0) s->members[v][s->nmembers[v]++] = o;
   }
   /* A group shared by a single op is named by the op. */
   for (int v = 0; v < s->nvars; v++)
@@ -245,7 +270,7 @@ static int *tensor_readers(const MdlGraph *g) {
 double srch_space_value_memory(const SrchSpace *s, int var, const SrchConfig *config,
                                const SrchMesh *mesh, int microbatches) {
   const MdlGraph *g = s->graph;
-  g_autofree int *readers = tensor_readers(g);
+  const int *readers = s->readers;
   double wbytes = dev_dtype_bytes(s->dtype);
   /* Adam's m and v in fp32, plus an fp32 master copy under 16-bit training (as cm_memory.c). */
   double opt_bytes = s->dtype == DEV_DTYPE_FP32 || s->dtype == DEV_DTYPE_TF32 ? 8.0 : 12.0;
@@ -264,13 +289,13 @@ double srch_space_value_memory(const SrchSpace *s, int var, const SrchConfig *co
       if (t->is_weight) {
         bytes += mdl_layout_local_elements(g, opd->tensor, -1, &layout, &view, 1) * (2 * wbytes + opt_bytes);
       } else if (!(op->unsaved_inputs & (1u << k))) {
-        int sdim = mdl_tensor_sample_dim(g, opd->tensor);
+        int sdim = s->sample_tdim[opd->tensor];
         bytes += mdl_layout_local_elements(g, opd->tensor, sdim, &layout, &view, microbatches) * wbytes;
       }
     }
     if (op->dropout) {
       MdlLayout layout = mdl_layout_of_operand(op, &op->output, TRUE, &c, &view);
-      int sdim = mdl_tensor_sample_dim(g, op->output.tensor);
+      int sdim = s->sample_tdim[op->output.tensor];
       bytes += mdl_layout_local_elements(g, op->output.tensor, sdim, &layout, &view, microbatches);
     }
   }
@@ -341,6 +366,33 @@ static gboolean build_context(SrchSpace *s, int mesh, int microbatches, SrchCont
   return prune_memory(s, ctx);
 }
 
+/* log10 of each context's number of points, and their maximum. */
+static double context_log10_sizes(const SrchSpace *s, double *l) {
+  double m = -INFINITY;
+  for (int c = 0; c < s->ncontexts; c++) {
+    l[c] = 0;
+    for (int v = 0; v < s->nvars; v++) l[c] += log10((double)s->contexts[c].nvalues[v]);
+    m = MAX(m, l[c]);
+  }
+  return m;
+}
+
+double srch_space_log10_size(const SrchSpace *s) {
+  /* log10(sum_c 10^l_c) = m + log10(sum_c 10^(l_c - m)), m = max l_c, without overflow. */
+  g_autofree double *l = g_new(double, s->ncontexts);
+  double m = context_log10_sizes(s, l), sum = 0;
+  for (int c = 0; c < s->ncontexts; c++) sum += pow(10, l[c] - m);
+  return m + log10(sum);
+}
+
+static void build_context_cdf(SrchSpace *s) {
+  g_autofree double *l = g_new(double, s->ncontexts);
+  double m = context_log10_sizes(s, l), sum = 0;
+  s->context_cdf = g_new(double, s->ncontexts);
+  for (int c = 0; c < s->ncontexts; c++) s->context_cdf[c] = sum += pow(10, l[c] - m);
+  for (int c = 0; c < s->ncontexts; c++) s->context_cdf[c] /= sum;
+}
+
 static DevDtype default_dtype(const MdlGraph *graph, const DevCluster *cluster) {
   DevDtype d = graph->default_dtype;
   if (cluster->device.peak_flops[d] > 0) return d;
@@ -379,6 +431,9 @@ SrchSpace *srch_space_new(const MdlGraph *graph, const DevCluster *cluster,
   }
   s->ndevices = dev_cluster_num_devices(cluster);
   s->capacity = cluster->device.memory_bytes;
+  s->readers = tensor_readers(graph);
+  s->sample_tdim = g_new(int, MAX(mdl_graph_num_tensors(graph), 1));
+  for (int t = 0; t < mdl_graph_num_tensors(graph); t++) s->sample_tdim[t] = mdl_tensor_sample_dim(graph, t);
   build_variables(s);
   s->point_len = s->nvars + 1;
   build_meshes(s);
@@ -400,6 +455,7 @@ SrchSpace *srch_space_new(const MdlGraph *graph, const DevCluster *cluster,
     srch_space_free(s);
     return NULL;
   }
+  build_context_cdf(s);
   return s;
 }
 
@@ -407,6 +463,7 @@ void srch_space_free(SrchSpace *s) {
   if (!s) return;
   for (int c = 0; c < s->ncontexts; c++) context_clear(s, &s->contexts[c]);
   g_free(s->contexts);
+  g_free(s->context_cdf);
   for (int m = 0; m < s->nmeshes; m++) g_free(s->meshes[m].devices);
   g_free(s->meshes);
   for (int v = 0; v < s->nvars; v++) {
@@ -417,21 +474,11 @@ void srch_space_free(SrchSpace *s) {
   g_free(s->var_names);
   g_free(s->nmembers);
   g_free(s->var_of_op);
+  g_free(s->leader);
+  g_free(s->readers);
+  g_free(s->sample_tdim);
+  g_free(s->follow_input);
   g_free(s);
-}
-
-double srch_space_log10_size(const SrchSpace *s) {
-  /* log10(sum_c prod_v n) = m + log10(sum_c 10^(l_c - m)), m = max l_c, without overflow. */
-  g_autofree double *l = g_new(double, s->ncontexts);
-  double m = -INFINITY;
-  for (int c = 0; c < s->ncontexts; c++) {
-    l[c] = 0;
-    for (int v = 0; v < s->nvars; v++) l[c] += log10((double)s->contexts[c].nvalues[v]);
-    m = MAX(m, l[c]);
-  }
-  double sum = 0;
-  for (int c = 0; c < s->ncontexts; c++) sum += pow(10, l[c] - m);
-  return m + log10(sum);
 }
 
 guint64 srch_space_size(const SrchSpace *s) {
@@ -459,7 +506,30 @@ MdlStrategy *srch_space_new_strategy(const SrchSpace *s, GError **error) {
   MdlStrategy *st = mdl_strategy_megatron(s->graph, s->cluster, &cfg, error);
   if (!st) return NULL;
   st->dp = st->tp = st->pp = st->vp = st->microbatch_size = 0; /* not a builder's degrees */
+  g_free(st->name);
+  st->name = g_strdup("search");
   return st;
+}
+
+/* A follower's config: on each axis where its leader's output is Split on a tensor dim, split
+ * the op dim that indexes that dim of the input, if splittable and the degree still divides
+ * the dim (at the microbatch size); otherwise replicate. */
+static void follow(const SrchSpace *s, int o, MdlStrategy *st, const MdlMesh *mesh, int microbatches) {
+  const MdlOp *op = mdl_graph_op(s->graph, o);
+  const MdlOp *lead = mdl_graph_op(s->graph, s->leader[o]);
+  const MdlOperand *in = &op->inputs[s->follow_input[o]];
+  MdlLayout layout = mdl_layout_of_operand(lead, &lead->output, TRUE, &st->configs[s->leader[o]], mesh);
+  MdlOpConfig *c = &st->configs[o];
+  memset(c->split, -1, sizeof c->split);
+  for (int a = 0; a < mesh->ndims; a++) {
+    if (layout.axis[a] < 0) continue;
+    int d = in->dim_map[layout.axis[a]];
+    if (d < 0 || !op->dims[d].splittable) continue;
+    int64_t degree = mesh->shape[a];
+    for (int b = 0; b < a; b++)
+      if (c->split[b] == d) degree *= mesh->shape[b];
+    if (dim_size_at(op, d, microbatches) % degree == 0) c->split[a] = (int8_t)d;
+  }
 }
 
 void srch_space_apply(const SrchSpace *s, const int *point, MdlStrategy *st) {
@@ -476,12 +546,14 @@ void srch_space_apply(const SrchSpace *s, const int *point, MdlStrategy *st) {
   st->num_microbatches = ctx->microbatches;
   st->num_stages = 1;
   st->virtual_stages = 1;
-  for (int o = 0; o < st->num_ops; o++) {
+  const MdlMesh *view = mdl_strategy_mesh(st, 0);
+  for (int o = 0; o < st->num_ops; o++) { /* topological: leaders come first */
     int v = s->var_of_op[o];
     MdlOpConfig *c = &st->configs[o];
     c->mesh = 0;
     c->stage = 0;
-    memcpy(c->split, ctx->values[v][point[1 + v]].split, sizeof c->split);
+    if (v >= 0) memcpy(c->split, ctx->values[v][point[1 + v]].split, sizeof c->split);
+    else follow(s, o, st, view, ctx->microbatches);
   }
 }
 
@@ -646,7 +718,13 @@ void srch_space_expert(const SrchSpace *s, int *point) {
 }
 
 void srch_space_random(const SrchSpace *s, GRand *rng, int *point) {
-  point[0] = g_rand_int_range(rng, 0, s->ncontexts);
+  double u = g_rand_double(rng);
+  point[0] = s->ncontexts - 1;
+  for (int c = 0; c < s->ncontexts - 1; c++)
+    if (u < s->context_cdf[c]) {
+      point[0] = c;
+      break;
+    }
   const SrchContext *c = &s->contexts[point[0]];
   for (int v = 0; v < s->nvars; v++) point[1 + v] = g_rand_int_range(rng, 0, c->nvalues[v]);
 }

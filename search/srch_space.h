@@ -5,6 +5,10 @@
  * (the op dim split along each mesh axis, or none). Variables are single ops, or groups of
  * the ops of identical repeated layers ("layer0.qkv", "layer1.qkv", ...: the same name after
  * "layerN." and the same dims), which then share one config ("per group of identical layers").
+ * Optionally ops without weights are followers, not variables: they take the layout of their
+ * first activation input (each axis splits the op dim that indexes the tensor dim the
+ * producer's output is split on, where valid, else replicates), as Alpa clusters such ops
+ * with their operands; this shrinks the space to the ops that own weights.
  * Meshes are AutoDDL's (section 4.2, "Strategies for heterogeneous interconnected networks")
  * factorizations of (nodes, gpus-per-node) into per-axis tuples (n_i, g_i) with prod n_i =
  * nodes and prod g_i = gpus-per-node: an axis of n_i * g_i devices spans n_i hosts with g_i
@@ -53,6 +57,7 @@ typedef struct {
   SrchDimMode dims;
   int max_mesh_axes;     /* 1..MDL_MAX_MESH_AXES; 0: 2 */
   int max_microbatches;  /* the space holds the divisors of the batch up to this; 0: 8 */
+  gboolean followers;    /* ops without weights follow their input's layout (default FALSE) */
   gboolean dtype_set;    /* FALSE: the model's dtype (fp16, then fp32, where the device lacks it) */
   DevDtype dtype;
 } SrchSpaceOptions;
@@ -93,13 +98,19 @@ typedef struct {
   SrchMesh *meshes;
   int ncontexts;
   SrchContext *contexts;
+  double *context_cdf;         /* cumulative share of the points in contexts 0..c */
   int nvars;
-  int *var_of_op;              /* per op */
+  int *var_of_op;              /* per op; -1 for a follower */
+  int *leader;                 /* per op: the producer whose output layout a follower takes
+                                  (through input follow_input[o]), else -1 */
+  int *follow_input;
   int *nmembers;               /* per variable */
   int **members;               /* per variable: its ops, in graph order */
   char **var_names;            /* "layer*.qkv" for a group, else the op name */
   int point_len;               /* nvars + 1 */
   guint64 values_over_memory;  /* configs left out because they cannot fit */
+  int *readers;                /* per tensor: ops that read it (for the memory bound) */
+  int *sample_tdim;            /* per tensor: mdl_tensor_sample_dim */
 } SrchSpace;
 
 /* Builds the space of @graph on all devices of @cluster (both borrowed). Errors:
@@ -128,8 +139,8 @@ MdlStrategy *srch_space_strategy(const SrchSpace *space, const int *point, const
  * Expert: Krizhevsky's "one weird trick" for models with convolutions (convs data parallel,
  * FC layers split on their parameter dim over all devices); otherwise Megatron-style (sample
  * dim across hosts, tp_dim across the GPUs of a host); where a wished split is not in the
- * space, the op falls back to replication on that axis. Random: uniform context, then
- * uniform values. */
+ * space, the op falls back to replication on that axis. Random: a uniform point of the space
+ * (a context drawn in proportion to its number of points, then uniform values). */
 gboolean srch_space_data_parallel(const SrchSpace *space, int *point);
 void srch_space_expert(const SrchSpace *space, int *point);
 void srch_space_random(const SrchSpace *space, GRand *rng, int *point);

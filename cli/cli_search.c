@@ -1,0 +1,267 @@
+/* cli/search — `stratsim search --model M --cluster C --algo mcmc|cd|exhaustive|random|grid|auto
+ * --budget 60s|2m|N --seed S --threads T [--json] [--out FILE] [--db FILE]`: searches strategies
+ * (search/srch_search.h), prints the winner against the baselines, writes the winner as strategy
+ * JSON (what `simulate --strategy FILE` reads) and stores the run and its convergence curve. */
+#include "cli/cli.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_profile.h"
+#include "results/res_db.h"
+#include "search/srch_search.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* One line on the terminal, rewritten in place. */
+static void show_progress(const SrchProgress *p, gpointer data) {
+  (void)data;
+  char best[32] = "none yet";
+  if (isfinite(p->best_time_s)) g_snprintf(best, sizeof best, "%.6g s", p->best_time_s);
+  char left[32] = "?";
+  if (p->left_s >= 0) g_snprintf(left, sizeof left, "%.0f s", ceil(p->left_s));
+  fprintf(stderr, "\r  %s: best %s, %" G_GUINT64_FORMAT " evaluations, %.0f/s, %s left\033[K",
+          p->phase, best, p->evaluations, p->evals_per_s, left);
+  fflush(stderr);
+}
+
+static void print_baseline(const SrchBaseline *b, const SrchResult *r) {
+  if (!b->strategy) {
+    printf("               %-16s  -             %s\n", b->name, b->detail);
+    return;
+  }
+  char speed[48] = "";
+  if (b->fits_memory && r->best)
+    g_snprintf(speed, sizeof speed, "%.3fx", b->iteration_time_s / r->best_time_s);
+  else if (!b->fits_memory)
+    g_snprintf(speed, sizeof speed, "does not fit");
+  printf("               %-16s  %-12.6g  %-12s  peak %7.3f GiB  %s\n", b->name, b->iteration_time_s,
+         speed, b->peak_memory_bytes / GIB, b->detail);
+}
+
+static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph *graph,
+                       const DevCluster *c, const char *budget, const char *out_path,
+                       gint64 search_id, const char *db) {
+  printf("stratsim search: %s on %s (%d x %d %s), %s", graph->name, c->name, c->nodes,
+         c->gpus_per_node, c->device.name, srch_algo_name(r->algo));
+  if (r->algo == SRCH_ALGO_AUTO) printf(" (ran %s)", srch_algo_name(r->ran));
+  printf(", budget %s, seed %u, %d thread%s\n", budget, o->seed, o->threads, o->threads == 1 ? "" : "s");
+  printf("  space        %s\n", r->space_description);
+  if (r->nvars > 0)
+    printf("               10^%.1f points, %" G_GUINT64_FORMAT " configs left out as unable to fit in memory\n",
+           r->log10_size, r->values_over_memory);
+  printf("  searched     %" G_GUINT64_FORMAT " evaluations (%" G_GUINT64_FORMAT " simulated, %" G_GUINT64_FORMAT
+         " over memory", r->evaluations, r->simulated, r->over_memory);
+  if (r->pruned) printf(", %" G_GUINT64_FORMAT " subtrees cut by the bound", r->pruned);
+  printf(") in %.3f s (%.0f evaluations/s)%s\n", r->elapsed_s,
+         r->elapsed_s > 0 ? (r->evaluations + r->baseline_evaluations) / r->elapsed_s : 0,
+         r->complete ? ", the whole space" : "");
+  if (r->baseline_evaluations)
+    printf("               plus %" G_GUINT64_FORMAT " evaluations of the Megatron grid\n", r->baseline_evaluations);
+  if (!r->best) {
+    printf("  winner       none: no evaluated strategy fits in memory\n");
+  } else {
+    const MdlStrategy *s = r->best;
+    const MdlMesh *mesh = mdl_strategy_mesh(s, 0);
+    printf("  winner       %.6g s per iteration (%.6g samples/s), peak %.3f GiB of %.3g GiB, found by %s\n",
+           r->best_time_s, (double)graph->batch / r->best_time_s, r->best_memory_bytes / GIB,
+           c->device.memory_bytes / GIB, r->best_origin);
+    printf("               %d stage%s, %d microbatches, mesh [", s->num_stages,
+           s->num_stages == 1 ? "" : "s", s->num_microbatches);
+    for (int a = 0; a < mesh->ndims; a++) printf("%s%d", a ? "," : "", mesh->shape[a]);
+    printf("], %s\n", dev_dtype_name(s->dtype));
+  }
+  if (r->nbaselines) {
+    printf("  baselines    %-16s  %-12s  %-12s\n", "", "s/iteration", "winner is");
+    for (int i = 0; i < r->nbaselines; i++) print_baseline(&r->baselines[i], r);
+  }
+  if (out_path) printf("  strategy     %s (simulate --strategy %s reproduces the winner)\n", out_path, out_path);
+  printf("  stored       search %" G_GINT64_FORMAT " in %s\n", search_id, db);
+}
+
+static gint64 store(ResDb *db, const SrchResult *r, const SrchOptions *o, const char *model,
+                    const char *cluster, const char *budget, const char *json,
+                    const char *strategy_json, GError **error) {
+  guint n = r->curve->len;
+  g_autofree guint64 *evaluation = g_new(guint64, MAX(n, 1));
+  g_autofree double *elapsed = g_new(double, MAX(n, 1));
+  g_autofree double *best = g_new(double, MAX(n, 1));
+  for (guint i = 0; i < n; i++) {
+    const SrchCurvePoint *p = &g_array_index(r->curve, SrchCurvePoint, i);
+    evaluation[i] = p->evaluation;
+    elapsed[i] = p->elapsed_s;
+    best[i] = p->best_time_s;
+  }
+  double times[3] = {INFINITY, INFINITY, INFINITY};
+  const char *megatron = NULL;
+  for (int i = 0; i < r->nbaselines && i < 3; i++) {
+    const SrchBaseline *b = &r->baselines[i];
+    if (b->strategy && b->fits_memory) times[i] = b->iteration_time_s;
+    if (i == 1 && b->strategy) megatron = b->detail;
+  }
+  ResSearchRecord rec = {
+      .model = model, .cluster = cluster, .algo = srch_algo_name(r->algo),
+      .ran = srch_algo_name(r->ran), .seed = o->seed, .threads = o->threads, .budget = budget,
+      .evaluations = r->evaluations, .simulated = r->simulated, .over_memory = r->over_memory,
+      .elapsed_s = r->elapsed_s, .complete = r->complete, .best_time_s = r->best_time_s,
+      .best_memory_bytes = r->best_memory_bytes, .found_by = r->best_origin,
+      .data_parallel_time_s = times[0], .megatron_time_s = times[1], .weird_trick_time_s = times[2],
+      .megatron_config = megatron, .strategy_json = strategy_json, .json = json,
+      .curve_len = n, .curve_evaluation = evaluation, .curve_elapsed_s = elapsed,
+      .curve_best_time_s = best};
+  return res_db_store_search(db, &rec, error);
+}
+
+static gboolean parse_choice(const char *option, const char *text, const char *a, const char *b,
+                             int *out) {
+  if (!text) return TRUE;
+  if (strcmp(text, a) == 0) *out = 0;
+  else if (strcmp(text, b) == 0) *out = 1;
+  else {
+    fprintf(stderr, "stratsim search: --%s must be '%s' or '%s', not '%s'\n", option, a, b, text);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+int cli_search(int argc, char **argv) {
+  g_autofree char *model_spec = NULL, *cluster_spec = NULL, *algo_text = NULL, *budget_text = NULL;
+  g_autofree char *out_path = NULL, *db_path = NULL, *vars_text = NULL, *dims_text = NULL;
+  g_autofree char *dtype_text = NULL, *collectives = NULL, *calibration_name = NULL;
+  gboolean json = FALSE, no_symmetry = FALSE, no_profiles = FALSE, followers = FALSE;
+  gint64 seed = 1;
+  int threads = 1, mesh_axes = 2, microbatches = 8, restarts = 0;
+  double beta = 0;
+  GOptionEntry entries[] = {
+      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
+      {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
+      {"algo", 'a', 0, G_OPTION_ARG_STRING, &algo_text, "mcmc, cd (coordinate descent), exhaustive, random, grid (Megatron), auto (default)", "ALGO"},
+      {"budget", 'b', 0, G_OPTION_ARG_STRING, &budget_text, "evaluations (\"500\", default 2000) or time (\"60s\", \"2m\": not reproducible)", "B"},
+      {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "random seed (default 1)", "S"},
+      {"threads", 'j', 0, G_OPTION_ARG_INT, &threads, "worker threads: independent chains/restarts (default 1)", "T"},
+      {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object (no wall-clock figures)", NULL},
+      {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out_path, "write the winning strategy as strategy JSON", "FILE"},
+      {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
+      {"vars", 0, 0, G_OPTION_ARG_STRING, &vars_text, "group: one config per group of identical layers' ops (default); op: one per op", "group|op"},
+      {"dims", 0, 0, G_OPTION_ARG_STRING, &dims_text, "all: every splittable dim (default); megatron: the sample dim and tp_dim only", "all|megatron"},
+      {"followers", 0, 0, G_OPTION_ARG_NONE, &followers, "ops without weights take their input's layout instead of being variables (a smaller space)", NULL},
+      {"mesh-axes", 0, 0, G_OPTION_ARG_INT, &mesh_axes, "most mesh axes (default 2)", "K"},
+      {"microbatches", 0, 0, G_OPTION_ARG_INT, &microbatches, "largest microbatch count in the space (default 8)", "M"},
+      {"beta", 0, 0, G_OPTION_ARG_DOUBLE, &beta, "MCMC inverse temperature, relative to the starting cost (default 100)", "B"},
+      {"restarts", 0, 0, G_OPTION_ARG_INT, &restarts, "MCMC chains per thread's budget (default 3)", "R"},
+      {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_text, "fp32, tf32, fp16, bf16 (default: the model's)", "D"},
+      {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task (default) or step: how every candidate is simulated", "task|step"},
+      {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
+      {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME in the database", "NAME"},
+      {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU of every candidate (slow)", NULL},
+      {NULL}};
+  if (!cli_parse_options("search", "Searches parallelization strategies; compares the winner with "
+                                   "data parallelism, Megatron's best grid point and one weird trick.",
+                         entries, &argc, &argv))
+    return CLI_EXIT_BAD_INPUT;
+  if (!model_spec || !cluster_spec) {
+    fprintf(stderr, "stratsim search: --model and --cluster are required\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  SrchOptions o;
+  srch_options_default(&o);
+  GError *error = NULL;
+  if (algo_text && !srch_algo_parse(algo_text, &o.algo)) {
+    fprintf(stderr, "stratsim search: --algo must be mcmc, cd, exhaustive, random, grid or auto, not '%s'\n", algo_text);
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (!budget_text) budget_text = g_strdup("2000");
+  if (!srch_budget_parse(budget_text, &o.budget, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (seed < 0 || seed > G_MAXUINT32) {
+    fprintf(stderr, "stratsim search: --seed must be 0..%u\n", G_MAXUINT32);
+    return CLI_EXIT_BAD_INPUT;
+  }
+  o.seed = (guint32)seed;
+  o.threads = threads;
+  o.beta = beta;
+  o.restarts = restarts;
+  o.space.max_mesh_axes = mesh_axes;
+  o.space.max_microbatches = microbatches;
+  o.space.followers = followers;
+  int choice = 0;
+  if (!parse_choice("vars", vars_text, "group", "op", &choice)) return CLI_EXIT_BAD_INPUT;
+  o.space.vars = choice ? SRCH_VARS_OP : SRCH_VARS_GROUP;
+  choice = 0;
+  if (!parse_choice("dims", dims_text, "all", "megatron", &choice)) return CLI_EXIT_BAD_INPUT;
+  o.space.dims = choice ? SRCH_DIMS_MEGATRON : SRCH_DIMS_ALL;
+  if (dtype_text) {
+    if (!dev_dtype_parse(dtype_text, &o.space.dtype)) {
+      fprintf(stderr, "stratsim search: --dtype must be fp32, tf32, fp16 or bf16, not '%s'\n", dtype_text);
+      return CLI_EXIT_BAD_INPUT;
+    }
+    o.space.dtype_set = TRUE;
+  }
+  gboolean step = FALSE;
+  if (!cli_parse_collective_mode("search", collectives, &step)) return CLI_EXIT_BAD_INPUT;
+  o.sim.no_symmetry = no_symmetry;
+  o.sim.step_collectives = step;
+  if (isatty(fileno(stderr))) o.progress = show_progress;
+  if (!db_path) db_path = g_strdup("results/stratsim.db");
+
+  int status = CLI_EXIT_OK;
+  DevCluster *cluster = NULL;
+  MdlGraph *graph = NULL;
+  ResDb *db = NULL;
+  SrchResult *r = NULL;
+  CmCalibration *calibration = NULL;
+  CmProfiles *profiles = NULL;
+  char *text = NULL, *strategy_json = NULL;
+  CmParams params;
+  cm_params_default(&params);
+  if (calibration_name) {
+    if (!(calibration = cli_load_calibration(db_path, calibration_name, &error))) {
+      status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+      goto out;
+    }
+    params.calibration = calibration;
+  }
+  if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
+      !(graph = mdl_graph_parse_spec(model_spec, &error)) || !(db = res_db_open(db_path, &error))) {
+    status = cli_fail(error, cli_status_for(error));
+    goto out;
+  }
+  if (!no_profiles && !(profiles = res_db_load_profiles(db, cluster->device.name, &error))) {
+    status = cli_fail(error, cli_status_for(error));
+    goto out;
+  }
+  params.profiles = profiles;
+  r = srch_run(graph, cluster, &params, &o, &error);
+  if (o.progress) fprintf(stderr, "\r\033[K");
+  if (!r) {
+    status = cli_fail(error, error && error->domain == SRCH_ERROR && error->code != SRCH_ERROR_FAILED
+                                 ? CLI_EXIT_BAD_INPUT : cli_status_for(error));
+    goto out;
+  }
+  if (r->best) strategy_json = mdl_strategy_to_json(r->best, graph);
+  if (out_path && strategy_json && !g_file_set_contents(out_path, strategy_json, -1, &error)) {
+    status = cli_fail(error, CLI_EXIT_FAILURE);
+    goto out;
+  }
+  text = srch_result_to_json(r, &o, graph, cluster);
+  gint64 search_id = store(db, r, &o, model_spec, cluster_spec, budget_text, text, strategy_json, &error);
+  if (search_id < 0) {
+    status = cli_fail(error, cli_status_for(error));
+    goto out;
+  }
+  if (json) printf("%s\n", text);
+  else print_text(r, &o, graph, cluster, budget_text, strategy_json ? out_path : NULL, search_id, db_path);
+  if (!r->best) status = CLI_EXIT_FAILURE;
+out:
+  g_free(text);
+  g_free(strategy_json);
+  srch_result_free(r);
+  cm_calibration_free(calibration);
+  cm_profiles_free(profiles);
+  res_db_close(db);
+  mdl_graph_free(graph);
+  dev_cluster_free(cluster);
+  return status;
+}

@@ -1,0 +1,264 @@
+/* cli/sweep — `stratsim sweep FILE [--threads T] [--db FILE] [--out DIR] [--max-points N]
+ * [--no-charts]`, `stratsim report --scenario NAME [--format text|csv|json] [--db FILE]` and
+ * `stratsim plot --scenario NAME [--db FILE] [--out DIR]`: run a scenario's points into
+ * SQLite (resuming where an earlier run stopped), then print its table and draw its charts. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "results/res_db.h"
+#include "scenarios/scn_chart.h"
+#include "scenarios/scn_report.h"
+#include "scenarios/scn_sweep.h"
+
+#define DEFAULT_DB "results/stratsim.db"
+
+typedef struct {
+  gint64 started_us;
+  gint64 drawn_us;  /* when the bar was last drawn */
+  gboolean drawn;
+} Progress;
+
+/* A one-line progress bar on a terminal (stderr), redrawn in place at most ten times a second
+ * (and at the end). */
+static void progress_bar(guint done, guint total, guint errors, gpointer data) {
+  Progress *p = data;
+  gint64 now = g_get_monotonic_time();
+  if (total == 0 || (p->drawn && done < total && now - p->drawn_us < 100000)) return;
+  p->drawn_us = now;
+  double elapsed = (double)(now - p->started_us) / 1e6;
+  int width = 30, filled = (int)((double)width * done / total);
+  char bar[64];
+  for (int i = 0; i < width; i++) bar[i] = i < filled ? '#' : '-';
+  bar[width] = '\0';
+  fprintf(stderr, "\r  [%s] %u/%u points", bar, done, total);
+  if (errors) fprintf(stderr, ", %u failed or OOM", errors);
+  fprintf(stderr, ", %.1f s", elapsed);
+  if (done > 0 && done < total) fprintf(stderr, ", about %.0f s left ", elapsed / done * (total - done));
+  else fputs("             ", stderr);
+  if (done == total) fputc('\n', stderr);
+  fflush(stderr);
+  p->drawn = TRUE;
+}
+
+/* results/NAME with characters other than letters, digits, '.', '_', '-' replaced. */
+static char *default_out_dir(const char *name) {
+  g_autofree char *safe = g_strdup(name);
+  for (char *c = safe; *c; c++)
+    if (!g_ascii_isalnum(*c) && *c != '.' && *c != '_' && *c != '-') *c = '_';
+  return g_build_filename("results", safe, NULL);
+}
+
+/* Writes the charts of @results into @out and says what it drew, or how to draw them. */
+static int draw_charts(ResDb *db, const ScnResults *results, const char *out, unsigned charts) {
+  GError *error = NULL;
+  ScnCosts *costs = NULL;
+  if ((charts & SCN_CHART_TIMELINE) &&
+      !(costs = scn_costs_load(db, results->scenario, results->points, &error)))
+    return cli_fail(error, cli_status_for(error));
+  ScnChartOutcome o;
+  scn_chart_outcome_init(&o);
+  int status = CLI_EXIT_OK;
+  if (!scn_charts_write(results, costs, out, charts, results->scenario->formats, &o, &error)) {
+    status = cli_fail(error, CLI_EXIT_FAILURE);
+    goto out;
+  }
+  for (guint i = 0; i < o.notes->len; i++) printf("  note: %s\n", (char *)g_ptr_array_index(o.notes, i));
+  if (o.gnuplot_missing) {
+    GString *scripts = g_string_new(NULL);
+    for (guint i = 0; i < o.scripts->len; i++)
+      g_string_append_printf(scripts, " %s.gp", (char *)g_ptr_array_index(o.scripts, i));
+    printf("gnuplot is not on PATH: wrote the chart data (.dat) and gnuplot scripts (.gp) to %s; "
+           "draw them with: cd %s && gnuplot%s\n", out, out, scripts->str);
+    g_string_free(scripts, TRUE);
+  } else if (o.scripts->len) {
+    printf("charts in %s:", out);
+    for (guint i = 0; i < o.scripts->len; i++) {
+      const char *base = g_ptr_array_index(o.scripts, i);
+      printf(" %s%s", base, results->scenario->formats & SCN_FORMAT_PNG ? ".png" : ".svg");
+    }
+    printf(" (%u images, with their .dat and .gp)\n", o.images);
+  }
+out:
+  scn_chart_outcome_clear(&o);
+  scn_costs_free(costs);
+  return status;
+}
+
+/* Writes the tables the scenario asks for: text on stdout, CSV and JSON into @out. */
+static int write_tables(const ScnResults *results, const char *out) {
+  unsigned tables = results->scenario->tables;
+  if (tables & SCN_TABLE_TEXT) {
+    g_autofree char *text = scn_report(results, SCN_REPORT_TEXT);
+    fputs(text, stdout);
+  }
+  static const struct { unsigned flag; ScnReportFormat format; const char *file; } files[] = {
+      {SCN_TABLE_CSV, SCN_REPORT_CSV, "points.csv"}, {SCN_TABLE_JSON, SCN_REPORT_JSON, "points.json"}};
+  for (gsize k = 0; k < G_N_ELEMENTS(files); k++) {
+    if (!(tables & files[k].flag)) continue;
+    GError *error = NULL;
+    g_autofree char *text = scn_report(results, files[k].format);
+    if (g_mkdir_with_parents(out, 0755) != 0 ||
+        !scn_chart_write_file(out, files[k].file, text, NULL, &error)) {
+      if (!error) g_set_error(&error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "cannot create %s", out);
+      return cli_fail(error, CLI_EXIT_FAILURE);
+    }
+    printf("table: %s/%s\n", out, files[k].file);
+  }
+  return CLI_EXIT_OK;
+}
+
+int cli_sweep(int argc, char **argv) {
+  g_autofree char *db_path = NULL, *out = NULL;
+  g_auto(GStrv) files = NULL;
+  int threads = 1, max_points = 0;
+  gboolean no_charts = FALSE;
+  GOptionEntry entries[] = {
+      {"threads", 'j', 0, G_OPTION_ARG_INT, &threads, "simulate T points at once (default 1)", "T"},
+      {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default " DEFAULT_DB ")", "FILE"},
+      {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "directory for tables and charts (default results/NAME)", "DIR"},
+      {"max-points", 0, 0, G_OPTION_ARG_INT, &max_points, "simulate at most N new points, then stop (run again to continue)", "N"},
+      {"no-charts", 0, 0, G_OPTION_ARG_NONE, &no_charts, "store and print the table only", NULL},
+      {G_OPTION_REMAINING, 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &files, NULL, "FILE"},
+      {NULL}};
+  if (!cli_parse_options("sweep", "Runs every point of a scenario file into the database (resumable), "
+                                  "then prints its table and draws its charts (scenarios/README.md).",
+                         entries, &argc, &argv))
+    return CLI_EXIT_BAD_INPUT;
+  if (!files || !files[0] || files[1]) {
+    fprintf(stderr, "stratsim sweep: give exactly one scenario FILE\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (threads < 1 || threads > 1024) {
+    fprintf(stderr, "stratsim sweep: --threads must be from 1 to 1024\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (max_points < 0) {
+    fprintf(stderr, "stratsim sweep: --max-points must not be negative\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  GError *error = NULL;
+  int status = CLI_EXIT_OK;
+  ScnScenario *scenario = NULL;
+  ResDb *db = NULL;
+  ScnResults *results = NULL;
+  if (!(scenario = scn_scenario_load(files[0], &error)) || !(db = res_db_open(db_path, &error))) {
+    status = cli_fail(error, error && (error->domain == SCN_ERROR || error->domain == G_FILE_ERROR ||
+                                       error->domain == RES_ERROR) ? CLI_EXIT_BAD_INPUT : CLI_EXIT_FAILURE);
+    goto done;
+  }
+  if (!out) out = default_out_dir(scenario->name);
+  Progress progress = {.started_us = g_get_monotonic_time()};
+  ScnSweepOptions options = {.threads = threads, .max_points = (guint)max_points};
+  if (isatty(STDERR_FILENO)) {
+    options.progress = progress_bar;
+    options.progress_data = &progress;
+  }
+  ScnSweepSummary sum;
+  gboolean ok = scn_sweep_run(scenario, db, &options, &sum, &error);
+  double elapsed = (double)(g_get_monotonic_time() - progress.started_us) / 1e6;
+  if (progress.drawn && sum.ran + sum.stored_before < sum.points && !ok) fputc('\n', stderr);
+  if (!ok) {
+    status = cli_fail(error, cli_status_for(error));
+    goto done;
+  }
+  printf("sweep %s: %u points; %u simulated now (%u failed or do not fit), %u already stored; "
+         "%.1f s, %d thread%s; %s\n",
+         scenario->name, sum.points, sum.ran, sum.errors, sum.stored_before, elapsed, threads,
+         threads == 1 ? "" : "s", db_path);
+  if (sum.left)
+    printf("%u points left (--max-points %d): run the same command again to continue\n", sum.left, max_points);
+  if (!(results = scn_results_load(db, db_path, scenario->name, &error))) {
+    status = cli_fail(error, cli_status_for(error));
+    goto done;
+  }
+  if ((status = write_tables(results, out)) != CLI_EXIT_OK) goto done;
+  if (!no_charts && scenario->charts) status = draw_charts(db, results, out, scenario->charts);
+done:
+  scn_results_free(results);
+  res_db_close(db);
+  scn_scenario_free(scenario);
+  return status;
+}
+
+/* Opens @db_path for reading a scenario, which must exist (a lookup creates nothing). */
+static ResDb *open_existing(const char *db_path, const char *name, GError **error) {
+  if (!g_file_test(db_path, G_FILE_TEST_EXISTS)) {
+    g_set_error(error, RES_ERROR, RES_ERROR_NOT_FOUND,
+                "no database %s to read scenario '%s' from (run 'stratsim sweep FILE' first)",
+                db_path, name);
+    return NULL;
+  }
+  return res_db_open(db_path, error);
+}
+
+int cli_report(int argc, char **argv) {
+  g_autofree char *db_path = NULL, *name = NULL, *format_text = NULL;
+  GOptionEntry entries[] = {
+      {"scenario", 's', 0, G_OPTION_ARG_STRING, &name, "the scenario's name (its \"name\" field)", "NAME"},
+      {"format", 'f', 0, G_OPTION_ARG_STRING, &format_text, "text (default), csv or json", "FORMAT"},
+      {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default " DEFAULT_DB ")", "FILE"},
+      {NULL}};
+  if (!cli_parse_options("report", "Prints the stored points of a swept scenario as a table.",
+                         entries, &argc, &argv))
+    return CLI_EXIT_BAD_INPUT;
+  ScnReportFormat format;
+  if (!name) {
+    fprintf(stderr, "stratsim report: --scenario NAME is required\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (!scn_report_format_parse(format_text, &format)) {
+    fprintf(stderr, "stratsim report: --format must be text, csv or json, not '%s'\n", format_text);
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  GError *error = NULL;
+  ResDb *db = open_existing(db_path, name, &error);
+  ScnResults *results = db ? scn_results_load(db, db_path, name, &error) : NULL;
+  int status = CLI_EXIT_OK;
+  if (!results) {
+    status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+  } else {
+    g_autofree char *text = scn_report(results, format);
+    fputs(text, stdout);
+  }
+  scn_results_free(results);
+  res_db_close(db);
+  return status;
+}
+
+int cli_plot(int argc, char **argv) {
+  g_autofree char *db_path = NULL, *name = NULL, *out = NULL;
+  GOptionEntry entries[] = {
+      {"scenario", 's', 0, G_OPTION_ARG_STRING, &name, "the scenario's name (its \"name\" field)", "NAME"},
+      {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default " DEFAULT_DB ")", "FILE"},
+      {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out, "directory for the charts (default results/NAME)", "DIR"},
+      {NULL}};
+  if (!cli_parse_options("plot", "Draws a swept scenario's charts from the database with gnuplot.",
+                         entries, &argc, &argv))
+    return CLI_EXIT_BAD_INPUT;
+  if (!name) {
+    fprintf(stderr, "stratsim plot: --scenario NAME is required\n");
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!out) out = default_out_dir(name);
+  GError *error = NULL;
+  ResDb *db = open_existing(db_path, name, &error);
+  ScnResults *results = db ? scn_results_load(db, db_path, name, &error) : NULL;
+  int status;
+  if (!results) {
+    status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+  } else {
+    unsigned charts = results->scenario->charts;
+    if (!charts) charts = SCN_CHART_THROUGHPUT | SCN_CHART_BREAKDOWN | SCN_CHART_MEMORY;
+    printf("scenario %s: %u of %u points stored\n", name, results->stored_count, results->points->len);
+    status = draw_charts(db, results, out, charts);
+  }
+  scn_results_free(results);
+  res_db_close(db);
+  return status;
+}

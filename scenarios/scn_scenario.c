@@ -1,0 +1,853 @@
+/* scenarios/scenario — parsing scenario JSON and expanding it into points (scn_scenario.h). */
+#include "scenarios/scn_scenario.h"
+#include "scenarios/scn_search.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <string.h>
+
+G_DEFINE_QUARK(scn-error-quark, scn_error)
+
+/* --- small helpers --------------------------------------------------------------------- */
+
+char *scn_format_number(double value) {
+  if (value == floor(value) && fabs(value) < 1e15) return g_strdup_printf("%.0f", value);
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  return g_strdup(g_ascii_formatd(buf, sizeof buf, "%.15g", value));
+}
+
+void scn_setting_free(ScnSetting *s) {
+  if (!s) return;
+  for (int i = 0; i < s->nvars; i++) {
+    g_free(s->vars[i]);
+    g_free(s->values[i]);
+  }
+  g_free(s->vars);
+  g_free(s->values);
+  g_free(s->numeric);
+  g_free(s);
+}
+
+static void setting_add(ScnSetting *s, const char *var, const char *value, gboolean numeric) {
+  s->vars = g_renew(char *, s->vars, s->nvars + 1);
+  s->values = g_renew(char *, s->values, s->nvars + 1);
+  s->numeric = g_renew(gboolean, s->numeric, s->nvars + 1);
+  s->vars[s->nvars] = g_strdup(var);
+  s->values[s->nvars] = g_strdup(value);
+  s->numeric[s->nvars] = numeric;
+  s->nvars++;
+}
+
+static int setting_find(const ScnSetting *s, const char *var) {
+  for (int i = 0; s && i < s->nvars; i++)
+    if (strcmp(s->vars[i], var) == 0) return i;
+  return -1;
+}
+
+static void template_free(gpointer p) {
+  ScnTemplate *t = p;
+  g_free(t->spec);
+  g_free(t->label);
+  g_free(t);
+}
+
+static void axis_free(gpointer p) {
+  ScnAxis *a = p;
+  g_free(a->name);
+  g_ptr_array_free(a->settings, TRUE);
+  g_free(a);
+}
+
+static void point_free(gpointer p) {
+  ScnPoint *pt = p;
+  g_free(pt->key);
+  g_free(pt->model);
+  g_free(pt->cluster);
+  g_free(pt->strategy);
+  g_free(pt->model_label);
+  g_free(pt->cluster_label);
+  g_free(pt->strategy_label);
+  g_free(pt->axes_json);
+  scn_setting_free(pt->values);
+  g_free(pt);
+}
+
+void scn_scenario_free(ScnScenario *s) {
+  if (!s) return;
+  g_free(s->name);
+  g_free(s->description);
+  g_free(s->file);
+  g_free(s->dir);
+  g_free(s->json);
+  if (s->models) g_ptr_array_free(s->models, TRUE);
+  if (s->clusters) g_ptr_array_free(s->clusters, TRUE);
+  if (s->strategies) g_ptr_array_free(s->strategies, TRUE);
+  if (s->axes) g_ptr_array_free(s->axes, TRUE);
+  g_free(s->calibration);
+  g_free(s->throughput_x);
+  scn_setting_free(s->timeline_where);
+  g_free(s);
+}
+
+/* --- placeholder expressions: + - * / % and parentheses over numeric variables ------------ */
+
+typedef struct {
+  const char *p;
+  const ScnSetting *setting;
+  GHashTable *used;
+  GError **error;
+  const char *text; /* the whole expression, for messages */
+} Expr;
+
+static gboolean expr_sum(Expr *e, double *out);
+
+static void skip_space(Expr *e) {
+  while (*e->p == ' ' || *e->p == '\t') e->p++;
+}
+
+static gboolean expr_atom(Expr *e, double *out) {
+  skip_space(e);
+  if (*e->p == '(') {
+    e->p++;
+    if (!expr_sum(e, out)) return FALSE;
+    skip_space(e);
+    if (*e->p != ')') {
+      g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID, "{%s}: missing ')'", e->text);
+      return FALSE;
+    }
+    e->p++;
+    return TRUE;
+  }
+  if (*e->p == '-') {
+    e->p++;
+    if (!expr_atom(e, out)) return FALSE;
+    *out = -*out;
+    return TRUE;
+  }
+  if (g_ascii_isdigit(*e->p) || *e->p == '.') {
+    char *end = NULL;
+    *out = g_ascii_strtod(e->p, &end);
+    e->p = end;
+    return TRUE;
+  }
+  if (g_ascii_isalpha(*e->p) || *e->p == '_') {
+    const char *start = e->p;
+    while (g_ascii_isalnum(*e->p) || *e->p == '_') e->p++;
+    g_autofree char *name = g_strndup(start, (gsize)(e->p - start));
+    int i = setting_find(e->setting, name);
+    if (i < 0) {
+      g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID, "{%s}: no axis sets '%s'", e->text, name);
+      return FALSE;
+    }
+    if (!e->setting->numeric[i]) {
+      g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID,
+                  "{%s}: '%s' is \"%s\", not a number, so it cannot take part in arithmetic",
+                  e->text, name, e->setting->values[i]);
+      return FALSE;
+    }
+    if (e->used) g_hash_table_add(e->used, g_strdup(name));
+    *out = g_ascii_strtod(e->setting->values[i], NULL);
+    return TRUE;
+  }
+  g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID, "{%s}: unexpected '%s'", e->text,
+              *e->p ? e->p : "end");
+  return FALSE;
+}
+
+static gboolean expr_product(Expr *e, double *out) {
+  if (!expr_atom(e, out)) return FALSE;
+  for (;;) {
+    skip_space(e);
+    char op = *e->p;
+    if (op != '*' && op != '/' && op != '%') return TRUE;
+    e->p++;
+    double rhs;
+    if (!expr_atom(e, &rhs)) return FALSE;
+    if ((op == '/' || op == '%') && rhs == 0) {
+      g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID, "{%s}: division by zero", e->text);
+      return FALSE;
+    }
+    *out = op == '*' ? *out * rhs : op == '/' ? *out / rhs : fmod(*out, rhs);
+  }
+}
+
+static gboolean expr_sum(Expr *e, double *out) {
+  if (!expr_product(e, out)) return FALSE;
+  for (;;) {
+    skip_space(e);
+    char op = *e->p;
+    if (op != '+' && op != '-') return TRUE;
+    e->p++;
+    double rhs;
+    if (!expr_product(e, &rhs)) return FALSE;
+    *out = op == '+' ? *out + rhs : *out - rhs;
+  }
+}
+
+static gboolean is_identifier(const char *s) {
+  if (!g_ascii_isalpha(*s) && *s != '_') return FALSE;
+  for (; *s; s++)
+    if (!g_ascii_isalnum(*s) && *s != '_') return FALSE;
+  return TRUE;
+}
+
+char *scn_substitute(const char *tpl, const ScnSetting *setting, GHashTable *used,
+                     GError **error) {
+  GString *out = g_string_new(NULL);
+  for (const char *p = tpl; *p;) {
+    if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
+      g_string_append_c(out, p[0]);
+      p += 2;
+      continue;
+    }
+    if (*p == '}') {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "'%s': unmatched '}' (write }} for a brace)", tpl);
+      goto fail;
+    }
+    if (*p != '{') {
+      g_string_append_c(out, *p++);
+      continue;
+    }
+    const char *close = strchr(p, '}');
+    if (!close) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "'%s': unmatched '{' (write {{ for a brace)", tpl);
+      goto fail;
+    }
+    g_autofree char *inner = g_strstrip(g_strndup(p + 1, (gsize)(close - p - 1)));
+    int i = is_identifier(inner) ? setting_find(setting, inner) : -1;
+    if (i >= 0) {
+      g_string_append(out, setting->values[i]);
+      if (used) g_hash_table_add(used, g_strdup(inner));
+    } else if (is_identifier(inner)) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "'%s': no axis sets {%s}", tpl, inner);
+      goto fail;
+    } else {
+      Expr e = {.p = inner, .setting = setting, .used = used, .error = error, .text = inner};
+      double v;
+      if (!expr_sum(&e, &v)) goto fail;
+      skip_space(&e);
+      if (*e.p) {
+        g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "'%s': {%s}: unexpected '%s'", tpl, inner, e.p);
+        goto fail;
+      }
+      if (!isfinite(v)) {
+        g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "'%s': {%s} is not a finite number", tpl, inner);
+        goto fail;
+      }
+      g_autofree char *num = scn_format_number(v);
+      g_string_append(out, num);
+    }
+    p = close + 1;
+  }
+  return g_string_free(out, FALSE);
+fail:
+  g_string_free(out, TRUE);
+  return NULL;
+}
+
+/* --- parsing ---------------------------------------------------------------------------- */
+
+static gboolean scalar_value(const cJSON *v, char **text, gboolean *numeric);
+static gboolean check_fields(const cJSON *obj, const char *origin, const char *where,
+                             const char *const *known, GError **error);
+
+static gboolean parse_templates(const cJSON *root, const char *plural, const char *singular,
+                                const char *origin, gboolean strategies, GPtrArray **out,
+                                GError **error) {
+  const cJSON *many = cJSON_GetObjectItemCaseSensitive(root, plural);
+  const cJSON *one = cJSON_GetObjectItemCaseSensitive(root, singular);
+  if (many && one) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: give \"%s\" or \"%s\", not both",
+                origin, plural, singular);
+    return FALSE;
+  }
+  const cJSON *list = many ? many : one;
+  const char *field = many ? plural : singular;
+  if (!list) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: \"%s\" is missing", origin, plural);
+    return FALSE;
+  }
+  *out = g_ptr_array_new_with_free_func(template_free);
+  int n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : 1;
+  if (n == 0) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: \"%s\" is empty", origin, field);
+    return FALSE;
+  }
+  for (int i = 0; i < n; i++) {
+    const cJSON *item = cJSON_IsArray(list) ? cJSON_GetArrayItem(list, i) : list;
+    ScnTemplate *t = g_new0(ScnTemplate, 1);
+    g_ptr_array_add(*out, t);
+    if (cJSON_IsString(item) && item->valuestring[0]) {
+      t->spec = g_strdup(item->valuestring);
+    } else if (cJSON_IsObject(item)) {
+      const cJSON *search = strategies ? cJSON_GetObjectItemCaseSensitive(item, "search") : NULL;
+      const cJSON *spec = cJSON_GetObjectItemCaseSensitive(item, "spec");
+      const cJSON *label = cJSON_GetObjectItemCaseSensitive(item, "label");
+      g_autofree char *search_spec = NULL;
+      if (search) {
+        /* {"search": {"algo": .., "budget": .., "seed": ..}}: the spec "search:algo=..,..."
+         * (scn_search.h), keys in a fixed order so that the point key does not depend on the
+         * file's. */
+        static const char *const keys[] = {"algo", "budget", "seed", NULL};
+        if (spec || !cJSON_IsObject(search) ||
+            !check_fields(search, origin, "a search entry", keys, error)) {
+          if (error && !*error)
+            g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                        "scenario %s: %s[%d]: \"search\" must be an object of algo, budget, seed "
+                        "(and the entry has no \"spec\")", origin, field, i);
+          return FALSE;
+        }
+        GString *text = g_string_new("search");
+        for (int k = 0; keys[k]; k++) {
+          const cJSON *v = cJSON_GetObjectItemCaseSensitive(search, keys[k]);
+          if (!v) continue;
+          g_autofree char *value = NULL;
+          gboolean numeric;
+          if (!scalar_value(v, &value, &numeric)) {
+            g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: %s[%d].search.%s must be a "
+                        "number or a string", origin, field, i, keys[k]);
+            g_string_free(text, TRUE);
+            return FALSE;
+          }
+          g_string_append_printf(text, "%c%s=%s", text->len == 6 ? ':' : ',', keys[k], value);
+        }
+        search_spec = g_string_free(text, FALSE);
+      } else if (!cJSON_IsString(spec) || !spec->valuestring[0]) {
+        spec = NULL;
+      }
+      if ((!spec && !search_spec) || (label && !cJSON_IsString(label))) {
+        g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                    "scenario %s: %s[%d]: an object entry needs \"spec\" (a string) and may have "
+                    "\"label\" (a string)", origin, field, i);
+        return FALSE;
+      }
+      for (const cJSON *f = item->child; f; f = f->next)
+        if (strcmp(f->string, "spec") != 0 && strcmp(f->string, "label") != 0 && f->string[0] != '_' &&
+            !(search && strcmp(f->string, "search") == 0)) {
+          g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: %s[%d]: unknown field \"%s\"",
+                      origin, field, i, f->string);
+          return FALSE;
+        }
+      t->spec = search_spec ? g_steal_pointer(&search_spec) : g_strdup(spec->valuestring);
+      if (label && label->valuestring[0]) t->label = g_strdup(label->valuestring);
+    } else {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                  "scenario %s: %s[%d] must be a spec string or {\"spec\": ..., \"label\": ...}",
+                  origin, field, i);
+      return FALSE;
+    }
+    if (!t->label) t->label = g_strdup(t->spec);
+    /* A search entry without placeholders is checked now, not at every point. */
+    SrchOptions search_options;
+    GError *local = NULL;
+    if (strategies && scn_search_spec_is(t->spec) && !strchr(t->spec, '{') &&
+        !scn_search_spec_parse(t->spec, &search_options, &local)) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "scenario %s: %s[%d]: %s", origin, field, i,
+                  local->message);
+      g_error_free(local);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* A scalar axis value: numbers and strings. */
+static gboolean scalar_value(const cJSON *v, char **text, gboolean *numeric) {
+  if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) {
+    *text = scn_format_number(v->valuedouble);
+    *numeric = TRUE;
+    return TRUE;
+  }
+  if (cJSON_IsString(v)) {
+    *text = g_strdup(v->valuestring);
+    char *end = NULL;
+    double d = g_ascii_strtod(v->valuestring, &end);
+    *numeric = v->valuestring[0] && *end == '\0' && isfinite(d);
+    return TRUE;
+  }
+  return FALSE;
+}
+
+static gboolean parse_setting_object(const cJSON *obj, const char *origin, const char *where,
+                                     ScnSetting **out, GError **error) {
+  ScnSetting *s = g_new0(ScnSetting, 1);
+  for (const cJSON *f = obj->child; f; f = f->next) {
+    char *text = NULL;
+    gboolean numeric = FALSE;
+    if (!is_identifier(f->string)) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                  "scenario %s: %s: \"%s\" is not a variable name (letters, digits, _)", origin,
+                  where, f->string);
+      scn_setting_free(s);
+      return FALSE;
+    }
+    if (!scalar_value(f, &text, &numeric)) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                  "scenario %s: %s: \"%s\" must be a number or a string", origin, where, f->string);
+      scn_setting_free(s);
+      return FALSE;
+    }
+    setting_add(s, f->string, text, numeric);
+    g_free(text);
+  }
+  *out = s;
+  return TRUE;
+}
+
+static gboolean parse_axes(const cJSON *root, ScnScenario *sc, GError **error) {
+  sc->axes = g_ptr_array_new_with_free_func(axis_free);
+  const cJSON *axes = cJSON_GetObjectItemCaseSensitive(root, "axes");
+  if (!axes) return TRUE;
+  if (!cJSON_IsObject(axes)) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: \"axes\" must be an object", sc->name);
+    return FALSE;
+  }
+  GHashTable *seen = g_hash_table_new(g_str_hash, g_str_equal); /* variable -> axis name */
+  gboolean ok = FALSE;
+  for (const cJSON *a = axes->child; a; a = a->next) {
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) == 0) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                  "scenario %s: axes.%s must be a non-empty list of values", sc->name, a->string);
+      goto out;
+    }
+    ScnAxis *axis = g_new0(ScnAxis, 1);
+    axis->name = g_strdup(a->string);
+    axis->settings = g_ptr_array_new_with_free_func((GDestroyNotify)scn_setting_free);
+    g_ptr_array_add(sc->axes, axis);
+    int n = cJSON_GetArraySize(a);
+    for (int i = 0; i < n; i++) {
+      const cJSON *v = cJSON_GetArrayItem(a, i);
+      g_autofree char *where = g_strdup_printf("axes.%s[%d]", a->string, i);
+      ScnSetting *s = NULL;
+      if (cJSON_IsObject(v)) {
+        if (!parse_setting_object(v, sc->name, where, &s, error)) goto out;
+        if (s->nvars == 0) {
+          scn_setting_free(s);
+          g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: %s is an empty object",
+                      sc->name, where);
+          goto out;
+        }
+      } else {
+        char *text = NULL;
+        gboolean numeric = FALSE;
+        if (!is_identifier(a->string)) {
+          g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                      "scenario %s: axis \"%s\" is not a variable name (letters, digits, _)",
+                      sc->name, a->string);
+          goto out;
+        }
+        if (!scalar_value(v, &text, &numeric)) {
+          g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                      "scenario %s: %s must be a number, a string or an object of variables",
+                      sc->name, where);
+          goto out;
+        }
+        s = g_new0(ScnSetting, 1);
+        setting_add(s, a->string, text, numeric);
+        g_free(text);
+      }
+      g_ptr_array_add(axis->settings, s);
+      /* Every setting of an axis must set the same variables (a table, not a ragged list). */
+      ScnSetting *first = g_ptr_array_index(axis->settings, 0);
+      gboolean same = s->nvars == first->nvars;
+      for (int k = 0; same && k < s->nvars; k++) same = setting_find(first, s->vars[k]) >= 0;
+      if (!same) {
+        g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                    "scenario %s: %s sets other variables than axes.%s[0]", sc->name, where, a->string);
+        goto out;
+      }
+    }
+    ScnSetting *first = g_ptr_array_index(axis->settings, 0);
+    for (int k = 0; k < first->nvars; k++) {
+      const char *other = g_hash_table_lookup(seen, first->vars[k]);
+      if (other) {
+        g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                    "scenario %s: variable '%s' is set by both axes.%s and axes.%s", sc->name,
+                    first->vars[k], other, a->string);
+        goto out;
+      }
+      g_hash_table_insert(seen, first->vars[k], a->string);
+    }
+  }
+  ok = TRUE;
+out:
+  g_hash_table_destroy(seen);
+  return ok;
+}
+
+static gboolean parse_string_flags(const cJSON *list, const char *origin, const char *field,
+                                   const char *const *names, unsigned *out, GError **error) {
+  if (!list) return TRUE;
+  if (!cJSON_IsArray(list)) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: %s must be a list", origin, field);
+    return FALSE;
+  }
+  *out = 0;
+  for (const cJSON *v = list->child; v; v = v->next) {
+    int k = -1;
+    for (int i = 0; names[i] && cJSON_IsString(v); i++)
+      if (strcmp(v->valuestring, names[i]) == 0) k = i;
+    if (k < 0) {
+      g_autofree char *known = g_strjoinv(", ", (char **)names);
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: %s: unknown entry %s%s%s (known: %s)",
+                  origin, field, cJSON_IsString(v) ? "'" : "", cJSON_IsString(v) ? v->valuestring : "(not a string)",
+                  cJSON_IsString(v) ? "'" : "", known);
+      return FALSE;
+    }
+    *out |= 1u << k;
+  }
+  return TRUE;
+}
+
+static gboolean check_fields(const cJSON *obj, const char *origin, const char *where,
+                             const char *const *known, GError **error) {
+  for (const cJSON *f = obj->child; f; f = f->next) {
+    if (f->string[0] == '_') continue; /* comments */
+    gboolean ok = FALSE;
+    for (int i = 0; known[i] && !ok; i++) ok = strcmp(f->string, known[i]) == 0;
+    if (!ok) {
+      g_autofree char *list = g_strjoinv(", ", (char **)known);
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: %s: unknown field \"%s\" (known: %s)",
+                  origin, where, f->string, list);
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+static gboolean parse_options(const cJSON *root, ScnScenario *sc, GError **error) {
+  const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "options");
+  if (!o) return TRUE;
+  static const char *const known[] = {"collectives", "symmetry", "profiles", "calibration", NULL};
+  if (!cJSON_IsObject(o)) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: \"options\" must be an object", sc->name);
+    return FALSE;
+  }
+  if (!check_fields(o, sc->name, "options", known, error)) return FALSE;
+  const cJSON *v;
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "collectives"))) {
+    if (!cJSON_IsString(v) || (strcmp(v->valuestring, "task") != 0 && strcmp(v->valuestring, "step") != 0)) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.collectives must be \"task\" or \"step\"", sc->name);
+      return FALSE;
+    }
+    sc->step_collectives = strcmp(v->valuestring, "step") == 0;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "symmetry"))) {
+    if (!cJSON_IsBool(v)) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.symmetry must be true or false", sc->name);
+      return FALSE;
+    }
+    sc->no_symmetry = cJSON_IsFalse(v);
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "profiles"))) {
+    if (!cJSON_IsBool(v)) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.profiles must be true or false", sc->name);
+      return FALSE;
+    }
+    sc->no_profiles = cJSON_IsFalse(v);
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "calibration"))) {
+    if (!cJSON_IsString(v) || !v->valuestring[0]) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.calibration must be a calibration name", sc->name);
+      return FALSE;
+    }
+    sc->calibration = g_strdup(v->valuestring);
+  }
+  return TRUE;
+}
+
+static gboolean parse_outputs(const cJSON *root, ScnScenario *sc, GError **error) {
+  static const char *const chart_names[] = {"throughput", "breakdown", "memory", "timeline", NULL};
+  static const char *const table_names[] = {"text", "csv", "json", NULL};
+  static const char *const format_names[] = {"png", "svg", NULL};
+  static const char *const known[] = {"charts", "tables", "formats", "timeline", "throughput", NULL};
+  sc->charts = SCN_CHART_THROUGHPUT | SCN_CHART_BREAKDOWN | SCN_CHART_MEMORY;
+  sc->tables = SCN_TABLE_TEXT;
+  sc->formats = SCN_FORMAT_PNG | SCN_FORMAT_SVG;
+  sc->timeline_max = 4;
+  const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "outputs");
+  if (!o) return TRUE;
+  if (!cJSON_IsObject(o)) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: \"outputs\" must be an object", sc->name);
+    return FALSE;
+  }
+  if (!check_fields(o, sc->name, "outputs", known, error) ||
+      !parse_string_flags(cJSON_GetObjectItemCaseSensitive(o, "charts"), sc->name, "outputs.charts",
+                          chart_names, &sc->charts, error) ||
+      !parse_string_flags(cJSON_GetObjectItemCaseSensitive(o, "tables"), sc->name, "outputs.tables",
+                          table_names, &sc->tables, error) ||
+      !parse_string_flags(cJSON_GetObjectItemCaseSensitive(o, "formats"), sc->name, "outputs.formats",
+                          format_names, &sc->formats, error))
+    return FALSE;
+  const cJSON *tp = cJSON_GetObjectItemCaseSensitive(o, "throughput");
+  if (tp) {
+    static const char *const tp_known[] = {"x", "y", "best", NULL};
+    static const char *const y_names[] = {"samples_per_s", "tflops_per_gpu", "iteration_time_s", NULL};
+    const cJSON *x = cJSON_IsObject(tp) ? cJSON_GetObjectItemCaseSensitive(tp, "x") : NULL;
+    const cJSON *y = cJSON_IsObject(tp) ? cJSON_GetObjectItemCaseSensitive(tp, "y") : NULL;
+    const cJSON *best = cJSON_IsObject(tp) ? cJSON_GetObjectItemCaseSensitive(tp, "best") : NULL;
+    sc->throughput_y = -1;
+    for (int k = 0; y && cJSON_IsString(y) && y_names[k]; k++)
+      if (strcmp(y->valuestring, y_names[k]) == 0) sc->throughput_y = k;
+    if (!cJSON_IsObject(tp) || !check_fields(tp, sc->name, "outputs.throughput", tp_known, error) ||
+        (x && (!cJSON_IsString(x) || (strcmp(x->valuestring, "gpus") != 0 && !is_identifier(x->valuestring)))) ||
+        (y && sc->throughput_y < 0) || (best && !cJSON_IsBool(best))) {
+      if (error && !*error)
+        g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                    "scenario %s: outputs.throughput must be {\"x\": \"gpus\" or an axis variable, "
+                    "\"y\": \"samples_per_s\", \"tflops_per_gpu\" or \"iteration_time_s\", "
+                    "\"best\": true or false}", sc->name);
+      return FALSE;
+    }
+    if (sc->throughput_y < 0) sc->throughput_y = SCN_Y_SAMPLES_PER_S;
+    sc->throughput_best = cJSON_IsTrue(best);
+    if (x && strcmp(x->valuestring, "gpus") != 0) sc->throughput_x = g_strdup(x->valuestring);
+  }
+  const cJSON *tl = cJSON_GetObjectItemCaseSensitive(o, "timeline");
+  if (tl) {
+    static const char *const tl_known[] = {"where", "max", NULL};
+    if (!cJSON_IsObject(tl) || !check_fields(tl, sc->name, "outputs.timeline", tl_known, error)) {
+      if (error && !*error)
+        g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: outputs.timeline must be an object", sc->name);
+      return FALSE;
+    }
+    const cJSON *where = cJSON_GetObjectItemCaseSensitive(tl, "where");
+    const cJSON *max = cJSON_GetObjectItemCaseSensitive(tl, "max");
+    if (where && (!cJSON_IsObject(where) ||
+                  !parse_setting_object(where, sc->name, "outputs.timeline.where", &sc->timeline_where, error))) {
+      if (error && !*error)
+        g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: outputs.timeline.where must be an object of axis values", sc->name);
+      return FALSE;
+    }
+    if (max) {
+      if (!cJSON_IsNumber(max) || max->valuedouble < 1 || max->valuedouble > 64 ||
+          max->valuedouble != floor(max->valuedouble)) {
+        g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: outputs.timeline.max must be an integer from 1 to 64", sc->name);
+        return FALSE;
+      }
+      sc->timeline_max = (int)max->valuedouble;
+    }
+    sc->charts |= SCN_CHART_TIMELINE;
+  }
+  return TRUE;
+}
+
+/* Whether an axis of @sc sets variable @var. */
+static gboolean axes_set(const ScnScenario *sc, const char *var) {
+  for (guint a = 0; a < sc->axes->len; a++) {
+    const ScnAxis *axis = g_ptr_array_index(sc->axes, a);
+    if (setting_find(g_ptr_array_index(axis->settings, 0), var) >= 0) return TRUE;
+  }
+  return FALSE;
+}
+
+ScnScenario *scn_scenario_from_json(const char *json_text, const char *file, GError **error) {
+  g_return_val_if_fail(json_text != NULL, NULL);
+  const char *origin = file ? file : "(text)";
+  cJSON *root = cJSON_Parse(json_text);
+  if (!root || !cJSON_IsObject(root)) {
+    const char *at = cJSON_GetErrorPtr();
+    g_autofree char *near = at && *at ? g_strndup(at, 30) : NULL;
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: not a JSON object%s%s%s", origin,
+                near ? " (near '" : "", near ? near : "", near ? "')" : "");
+    cJSON_Delete(root);
+    return NULL;
+  }
+  ScnScenario *sc = g_new0(ScnScenario, 1);
+  static const char *const known[] = {"name", "description", "paper", "models", "model", "clusters",
+                                      "cluster", "strategies", "strategy", "axes", "options",
+                                      "outputs", NULL};
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
+  const cJSON *desc = cJSON_GetObjectItemCaseSensitive(root, "description");
+  if (!cJSON_IsString(name) || !name->valuestring[0]) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: \"name\" (a non-empty string) is missing", origin);
+    goto fail;
+  }
+  sc->name = g_strdup(name->valuestring);
+  if (desc && !cJSON_IsString(desc)) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: \"description\" must be a string", sc->name);
+    goto fail;
+  }
+  sc->description = g_strdup(desc ? desc->valuestring : "");
+  sc->file = g_strdup(file);
+  sc->dir = file ? g_path_get_dirname(file) : NULL;
+  sc->json = g_strdup(json_text);
+  if (!check_fields(root, sc->name, "top level", known, error) ||
+      !parse_templates(root, "models", "model", sc->name, FALSE, &sc->models, error) ||
+      !parse_templates(root, "clusters", "cluster", sc->name, FALSE, &sc->clusters, error) ||
+      !parse_templates(root, "strategies", "strategy", sc->name, TRUE, &sc->strategies, error) ||
+      !parse_axes(root, sc, error) || !parse_options(root, sc, error) ||
+      !parse_outputs(root, sc, error))
+    goto fail;
+  cJSON_Delete(root);
+  root = NULL;
+  if (sc->throughput_x && !axes_set(sc, sc->throughput_x)) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                "scenario %s: outputs.throughput.x: no axis sets '%s'", sc->name, sc->throughput_x);
+    goto fail;
+  }
+  for (int k = 0; sc->timeline_where && k < sc->timeline_where->nvars; k++)
+    if (!axes_set(sc, sc->timeline_where->vars[k])) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
+                  "scenario %s: outputs.timeline.where: no axis sets '%s'", sc->name,
+                  sc->timeline_where->vars[k]);
+      goto fail;
+    }
+  /* Expanding once here reports every template error at load time, not mid-sweep. */
+  GPtrArray *points = scn_scenario_expand(sc, error);
+  if (!points) {
+    scn_scenario_free(sc);
+    return NULL;
+  }
+  g_ptr_array_free(points, TRUE);
+  return sc;
+fail:
+  cJSON_Delete(root);
+  scn_scenario_free(sc);
+  return NULL;
+}
+
+ScnScenario *scn_scenario_load(const char *path, GError **error) {
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, error)) return NULL;
+  /* Absolute, so that `plot` finds the scenario's strategy files from any directory. */
+  g_autofree char *absolute = g_canonicalize_filename(path, NULL);
+  return scn_scenario_from_json(text, absolute, error);
+}
+
+/* --- expansion -------------------------------------------------------------------------- */
+
+char *scn_point_canonical(const ScnScenario *sc, const char *model, const char *cluster,
+                          const char *strategy) {
+  return g_strdup_printf("model=%s\ncluster=%s\nstrategy=%s\ncollectives=%s\nsymmetry=%s\n"
+                         "profiles=%s\ncalibration=%s\n",
+                         model, cluster, strategy, sc->step_collectives ? "step" : "task",
+                         sc->no_symmetry ? "off" : "on", sc->no_profiles ? "off" : "on",
+                         sc->calibration ? sc->calibration : "");
+}
+
+const char *scn_point_value(const ScnPoint *point, const char *var) {
+  int i = setting_find(point->values, var);
+  return i >= 0 ? point->values->values[i] : NULL;
+}
+
+char *scn_scenario_resolve(const ScnScenario *sc, const char *spec) {
+  if (!sc->dir || (!strchr(spec, '/') && !strstr(spec, ".json"))) return g_strdup(spec);
+  const char *colon = strchr(spec, ':');
+  g_autofree char *path = colon ? g_strndup(spec, (gsize)(colon - spec)) : g_strdup(spec);
+  if (g_path_is_absolute(path)) return g_strdup(spec);
+  g_autofree char *joined = g_build_filename(sc->dir, path, NULL);
+  if (!g_file_test(joined, G_FILE_TEST_IS_REGULAR)) return g_strdup(spec);
+  return g_strconcat(joined, colon ? colon : "", NULL);
+}
+
+static char *points_axes_json(const ScnSetting *values) {
+  cJSON *o = cJSON_CreateObject();
+  for (int i = 0; i < values->nvars; i++) {
+    if (values->numeric[i]) cJSON_AddNumberToObject(o, values->vars[i], g_ascii_strtod(values->values[i], NULL));
+    else cJSON_AddStringToObject(o, values->vars[i], values->values[i]);
+  }
+  char *text = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  char *copy = g_strdup(text);
+  cJSON_free(text);
+  return copy;
+}
+
+GPtrArray *scn_scenario_expand(const ScnScenario *sc, GError **error) {
+  g_return_val_if_fail(sc != NULL, NULL);
+  GPtrArray *points = g_ptr_array_new_with_free_func(point_free);
+  GHashTable *keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  GHashTable *used_any = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  guint naxes = sc->axes->len;
+  g_autofree guint *digit = g_new0(guint, naxes + 1);
+  guint combos = 1;
+  for (guint a = 0; a < naxes; a++)
+    combos *= ((ScnAxis *)g_ptr_array_index(sc->axes, a))->settings->len;
+  const GPtrArray *lists[3] = {sc->models, sc->clusters, sc->strategies};
+  static const char *const list_names[3] = {"models", "clusters", "strategies"};
+  for (guint m = 0; m < sc->models->len; m++)
+    for (guint c = 0; c < sc->clusters->len; c++)
+      for (guint s = 0; s < sc->strategies->len; s++)
+        for (guint combo = 0; combo < combos; combo++) {
+          /* Mixed radix, the first axis the most significant digit. */
+          guint rest = combo;
+          for (guint a = naxes; a-- > 0;) {
+            guint n = ((ScnAxis *)g_ptr_array_index(sc->axes, a))->settings->len;
+            digit[a] = rest % n;
+            rest /= n;
+          }
+          ScnSetting *all = g_new0(ScnSetting, 1);
+          for (guint a = 0; a < naxes; a++) {
+            const ScnAxis *axis = g_ptr_array_index(sc->axes, a);
+            const ScnSetting *set = g_ptr_array_index(axis->settings, digit[a]);
+            for (int k = 0; k < set->nvars; k++) setting_add(all, set->vars[k], set->values[k], set->numeric[k]);
+          }
+          guint entry[3] = {m, c, s};
+          char *spec[3] = {NULL, NULL, NULL}, *label[3] = {NULL, NULL, NULL};
+          GHashTable *used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+          gboolean ok = TRUE;
+          for (int k = 0; k < 3 && ok; k++) {
+            const ScnTemplate *t = g_ptr_array_index(lists[k], entry[k]);
+            GError *local = NULL;
+            if (!(spec[k] = scn_substitute(t->spec, all, used, &local)) ||
+                !(label[k] = scn_substitute(t->label, all, NULL, &local))) {
+              g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "scenario %s: %s[%u]: %s", sc->name,
+                          list_names[k], entry[k], local->message);
+              g_error_free(local);
+              ok = FALSE;
+            }
+          }
+          if (ok) {
+            g_autofree char *canonical = scn_point_canonical(sc, spec[0], spec[1], spec[2]);
+            char *key = g_compute_checksum_for_string(G_CHECKSUM_SHA256, canonical, -1);
+            if (g_hash_table_contains(keys, key)) {
+              g_free(key);
+            } else {
+              g_hash_table_add(keys, key);
+              ScnPoint *p = g_new0(ScnPoint, 1);
+              p->index = points->len;
+              p->key = g_strdup(key);
+              p->model = spec[0], p->cluster = spec[1], p->strategy = spec[2];
+              p->model_label = label[0], p->cluster_label = label[1], p->strategy_label = label[2];
+              spec[0] = spec[1] = spec[2] = label[0] = label[1] = label[2] = NULL;
+              p->model_entry = m, p->cluster_entry = c, p->strategy_entry = s;
+              p->values = g_new0(ScnSetting, 1);
+              for (int k = 0; k < all->nvars; k++)
+                if (g_hash_table_contains(used, all->vars[k])) {
+                  setting_add(p->values, all->vars[k], all->values[k], all->numeric[k]);
+                  g_hash_table_add(used_any, g_strdup(all->vars[k]));
+                }
+              p->axes_json = points_axes_json(p->values);
+              g_ptr_array_add(points, p);
+            }
+          }
+          for (int k = 0; k < 3; k++) {
+            g_free(spec[k]);
+            g_free(label[k]);
+          }
+          g_hash_table_destroy(used);
+          scn_setting_free(all);
+          if (!ok) goto fail;
+        }
+  /* An axis no template uses would silently sweep nothing: say so. */
+  for (guint a = 0; a < naxes; a++) {
+    const ScnAxis *axis = g_ptr_array_index(sc->axes, a);
+    const ScnSetting *first = g_ptr_array_index(axis->settings, 0);
+    for (int k = 0; k < first->nvars; k++)
+      if (!g_hash_table_contains(used_any, first->vars[k])) {
+        g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID,
+                    "scenario %s: axes.%s sets {%s}, which no model, cluster or strategy uses",
+                    sc->name, axis->name, first->vars[k]);
+        goto fail;
+      }
+  }
+  g_hash_table_destroy(keys);
+  g_hash_table_destroy(used_any);
+  return points;
+fail:
+  g_hash_table_destroy(keys);
+  g_hash_table_destroy(used_any);
+  g_ptr_array_free(points, TRUE);
+  return NULL;
+}

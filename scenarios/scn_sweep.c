@@ -1,0 +1,274 @@
+/* scenarios/sweep — simulating points and storing them one transaction each (scn_sweep.h). */
+#include "scenarios/scn_sweep.h"
+
+#include <string.h>
+
+#include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_profile.h"
+#include "scenarios/scn_search.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+struct ScnCosts {
+  CmCalibration *calibration; /* or NULL */
+  GHashTable *profiles;       /* device kind name -> CmProfiles */
+};
+
+void scn_costs_free(ScnCosts *costs) {
+  if (!costs) return;
+  cm_calibration_free(costs->calibration);
+  g_hash_table_destroy(costs->profiles);
+  g_free(costs);
+}
+
+ScnCosts *scn_costs_load(ResDb *db, const ScnScenario *sc, const GPtrArray *points,
+                         GError **error) {
+  ScnCosts *costs = g_new0(ScnCosts, 1);
+  costs->profiles = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          (GDestroyNotify)cm_profiles_free);
+  if (sc->calibration) {
+    g_autofree char *json = res_db_load_calibration(db, sc->calibration, NULL, error);
+    g_autofree char *origin = g_strdup_printf("calibration '%s'", sc->calibration);
+    if (!json || !(costs->calibration = cm_calibration_from_json(json, origin, error))) {
+      scn_costs_free(costs);
+      return NULL;
+    }
+  }
+  if (sc->no_profiles) return costs;
+  /* The device kinds the clusters use; a spec that does not parse fails later, at its point. */
+  GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < points->len; i++) {
+    const ScnPoint *p = g_ptr_array_index(points, i);
+    if (g_hash_table_contains(seen, p->cluster)) continue;
+    g_hash_table_add(seen, g_strdup(p->cluster));
+    g_autofree char *spec = scn_scenario_resolve(sc, p->cluster);
+    DevCluster *c = dev_cluster_parse_spec(spec, NULL);
+    if (c && !g_hash_table_contains(costs->profiles, c->device.name)) {
+      CmProfiles *prof = res_db_load_profiles(db, c->device.name, error);
+      if (!prof) {
+        dev_cluster_free(c);
+        g_hash_table_destroy(seen);
+        scn_costs_free(costs);
+        return NULL;
+      }
+      g_hash_table_insert(costs->profiles, g_strdup(c->device.name), prof);
+    }
+    dev_cluster_free(c);
+  }
+  g_hash_table_destroy(seen);
+  return costs;
+}
+
+void scn_simulation_free(ScnSimulation *s) {
+  if (!s) return;
+  sim_run_free(s->run);
+  mdl_strategy_free(s->strategy);
+  mdl_graph_free(s->graph);
+  dev_cluster_free(s->cluster);
+  g_free(s);
+}
+
+ScnSimulation *scn_simulate(const ScnScenario *sc, const ScnPoint *point, const ScnCosts *costs,
+                            GError **error) {
+  g_autofree char *model = scn_scenario_resolve(sc, point->model);
+  g_autofree char *cluster = scn_scenario_resolve(sc, point->cluster);
+  g_autofree char *strategy = scn_scenario_resolve(sc, point->strategy);
+  ScnSimulation *s = g_new0(ScnSimulation, 1);
+  CmParams params;
+  cm_params_default(&params);
+  SimOptions options = {.no_symmetry = sc->no_symmetry, .step_collectives = sc->step_collectives};
+  if (!(s->cluster = dev_cluster_parse_spec(cluster, error)) ||
+      !(s->graph = mdl_graph_parse_spec(model, error))) {
+    scn_simulation_free(s);
+    return NULL;
+  }
+  if (costs) {
+    params.calibration = costs->calibration;
+    params.profiles = g_hash_table_lookup(costs->profiles, s->cluster->device.name);
+  }
+  if (scn_search_spec_is(point->strategy)) {
+    /* A search entry: the point is the best strategy the search finds. */
+    SrchOptions search;
+    if (!scn_search_spec_parse(point->strategy, &search, error)) {
+      scn_simulation_free(s);
+      return NULL;
+    }
+    search.sim = options;
+    SrchResult *found = srch_run(s->graph, s->cluster, &params, &search, error);
+    if (found && !found->best)
+      g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID,
+                  "%s found no strategy that fits in memory (%" G_GUINT64_FORMAT " evaluated, %"
+                  G_GUINT64_FORMAT " over memory)", point->strategy, found->evaluations, found->over_memory);
+    if (!found || !found->best) {
+      srch_result_free(found);
+      scn_simulation_free(s);
+      return NULL;
+    }
+    s->strategy = g_steal_pointer(&found->best);
+    g_free(s->strategy->name);
+    s->strategy->name = g_strdup_printf("%s: %s", point->strategy, found->best_origin);
+    srch_result_free(found);
+  } else {
+    if (!(s->strategy = mdl_strategy_parse_spec(strategy, s->graph, s->cluster, error))) {
+      scn_simulation_free(s);
+      return NULL;
+    }
+    /* The strategy's name is the spec as written in the scenario, not the resolved path. */
+    g_free(s->strategy->name);
+    s->strategy->name = g_strdup(point->strategy);
+  }
+  if (!(s->run = sim_run_new_with_options(s->graph, s->strategy, s->cluster, &params, &options, error))) {
+    scn_simulation_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+ResPoint *scn_point_result(const ScnPoint *point, const ScnSimulation *sim, const GError *failure) {
+  ResPoint *r = g_new0(ResPoint, 1);
+  r->key = g_strdup(point->key);
+  r->index = (int)point->index;
+  r->model = g_strdup(point->model);
+  r->cluster = g_strdup(point->cluster);
+  r->strategy = g_strdup(point->strategy);
+  r->label = g_strdup(point->strategy_label);
+  r->axes = g_strdup(point->axes_json);
+  if (!sim) {
+    r->ok = FALSE;
+    r->error = g_strdup(failure ? failure->message : "unknown error");
+    return r;
+  }
+  const SimPrediction *p = &sim->run->prediction;
+  r->has_prediction = TRUE;
+  r->num_gpus = p->num_gpus;
+  r->iteration_time_s = p->iteration_time_s;
+  r->samples_per_s = p->samples_per_s;
+  r->tflops_per_gpu = p->tflops_per_gpu;
+  r->mfu = p->mfu;
+  r->compute_s = p->compute_s;
+  r->comm_exposed_s = p->comm_exposed_s;
+  r->bubble_s = p->bubble_s;
+  r->peak_memory_bytes = p->peak_memory_bytes;
+  r->memory_capacity_bytes = p->memory_capacity_bytes;
+  r->fits_memory = p->fits_memory;
+  /* Without the wall-clock field: a point's row is the same whoever simulated it. */
+  r->prediction = sim_prediction_to_json(sim->run, FALSE);
+  r->ok = p->fits_memory;
+  if (!p->fits_memory)
+    r->error = g_strdup_printf("does not fit in memory: peak %.2f GiB on GPU %d, capacity %.2f GiB",
+                               p->peak_memory_bytes / GIB, p->peak_memory_device,
+                               p->memory_capacity_bytes / GIB);
+  return r;
+}
+
+/* --- the sweep -------------------------------------------------------------------------- */
+
+typedef struct {
+  const ScnScenario *scenario;
+  const ScnCosts *costs;
+  GPtrArray *todo;          /* ScnPoint *, borrowed */
+  ResPoint **results;       /* one per todo entry, set by the workers */
+  GMutex lock;
+  GCond done;
+} Sweep;
+
+static ResPoint *run_point(const ScnScenario *sc, const ScnCosts *costs, const ScnPoint *point) {
+  GError *error = NULL;
+  ScnSimulation *sim = scn_simulate(sc, point, costs, &error);
+  ResPoint *r = scn_point_result(point, sim, error);
+  g_clear_error(&error);
+  scn_simulation_free(sim);
+  return r;
+}
+
+static void worker(gpointer data, gpointer user_data) {
+  Sweep *sw = user_data;
+  guint j = GPOINTER_TO_UINT(data) - 1;
+  ResPoint *r = run_point(sw->scenario, sw->costs, g_ptr_array_index(sw->todo, j));
+  g_mutex_lock(&sw->lock);
+  sw->results[j] = r;
+  g_cond_broadcast(&sw->done);
+  g_mutex_unlock(&sw->lock);
+}
+
+gboolean scn_sweep_run(const ScnScenario *sc, ResDb *db, const ScnSweepOptions *options,
+                       ScnSweepSummary *summary, GError **error) {
+  g_return_val_if_fail(sc && db, FALSE);
+  ScnSweepOptions defaults = {0};
+  if (!options) options = &defaults;
+  ScnSweepSummary sum = {0};
+  gboolean ok = FALSE;
+  GPtrArray *points = NULL;
+  GHashTable *stored = NULL;
+  ScnCosts *costs = NULL;
+  GThreadPool *pool = NULL;
+  Sweep sw = {.scenario = sc};
+  g_mutex_init(&sw.lock);
+  g_cond_init(&sw.done);
+  if (!(points = scn_scenario_expand(sc, error))) goto out;
+  sum.points = points->len;
+  if ((sum.scenario_id = res_db_store_scenario(db, sc->name, sc->file, sc->json, error)) < 0 ||
+      !(stored = res_db_point_keys(db, sum.scenario_id, error)))
+    goto out;
+  sw.todo = g_ptr_array_new();
+  for (guint i = 0; i < points->len; i++) {
+    ScnPoint *p = g_ptr_array_index(points, i);
+    if (g_hash_table_contains(stored, p->key)) sum.stored_before++;
+    else g_ptr_array_add(sw.todo, p);
+  }
+  if (options->max_points > 0 && sw.todo->len > options->max_points) {
+    sum.left = sw.todo->len - options->max_points;
+    g_ptr_array_set_size(sw.todo, options->max_points);
+  }
+  if (!(costs = scn_costs_load(db, sc, sw.todo, error))) goto out;
+  sw.costs = costs;
+  sw.results = g_new0(ResPoint *, sw.todo->len + 1);
+  if (options->progress) options->progress(0, sw.todo->len, 0, options->progress_data);
+  if (options->threads > 1 && sw.todo->len > 1) {
+    if (!(pool = g_thread_pool_new(worker, &sw, options->threads, FALSE, error))) goto out;
+    for (guint j = 0; j < sw.todo->len; j++)
+      g_thread_pool_push(pool, GUINT_TO_POINTER(j + 1), NULL);
+  }
+  /* The one writer: store in point order, each in its own transaction. */
+  for (guint j = 0; j < sw.todo->len; j++) {
+    ResPoint *r;
+    if (pool) {
+      g_mutex_lock(&sw.lock);
+      while (!sw.results[j]) g_cond_wait(&sw.done, &sw.lock);
+      r = sw.results[j];
+      sw.results[j] = NULL;
+      g_mutex_unlock(&sw.lock);
+    } else {
+      r = run_point(sc, costs, g_ptr_array_index(sw.todo, j));
+    }
+    gboolean inserted = FALSE;
+    gboolean stored_ok = res_db_store_point(db, sum.scenario_id, r, &inserted, error);
+    if (stored_ok && inserted) {
+      sum.ran++;
+      if (!r->ok) sum.errors++;
+    } else if (stored_ok) {
+      sum.stored_before++; /* another sweep of the same scenario stored it meanwhile */
+    }
+    res_point_free(r);
+    if (!stored_ok) {
+      sum.left += sw.todo->len - j - 1;
+      goto out;
+    }
+    if (options->progress) options->progress(j + 1, sw.todo->len, sum.errors, options->progress_data);
+  }
+  ok = TRUE;
+out:
+  if (pool) g_thread_pool_free(pool, !ok, TRUE); /* on failure drops the queued points */
+  if (sw.results) {
+    for (guint j = 0; sw.todo && j < sw.todo->len; j++) res_point_free(sw.results[j]);
+    g_free(sw.results);
+  }
+  if (sw.todo) g_ptr_array_free(sw.todo, TRUE);
+  g_mutex_clear(&sw.lock);
+  g_cond_clear(&sw.done);
+  scn_costs_free(costs);
+  if (stored) g_hash_table_destroy(stored);
+  if (points) g_ptr_array_free(points, TRUE);
+  if (summary) *summary = sum;
+  return ok;
+}

@@ -1,0 +1,80 @@
+/* scenarios/sweep — running a scenario's points and storing each as it finishes.
+ *
+ * A sweep expands the scenario (scn_scenario.h), asks the database which point keys are
+ * stored already, and simulates the others: on the calling thread, or on a GThreadPool of
+ * --threads workers. Workers only simulate; the calling thread is the one writer and stores
+ * the results in point order, each point in its own transaction (res_scenarios.h). Killed at
+ * any moment, a sweep loses at most the points simulated but not yet stored, and the next run
+ * simulates exactly those again. A point that cannot be simulated (invalid strategy, unknown
+ * model, a file missing) or that does not fit in memory is stored with status 'error' and its
+ * message, and is not retried: delete its row to run it again.
+ */
+#ifndef STRATSIM_SCN_SWEEP_H
+#define STRATSIM_SCN_SWEEP_H
+
+#include <glib.h>
+#include "results/res_db.h"
+#include "results/res_scenarios.h"
+#include "scenarios/scn_scenario.h"
+#include "sim/sim.h"
+
+G_BEGIN_DECLS
+
+/* What the cost model reads from the database for a scenario: the calibration it names and
+ * the measured kernel times of every device kind its clusters use. Read-only once loaded, so
+ * worker threads share it. */
+typedef struct ScnCosts ScnCosts;
+
+/* Loads the costs @scenario asks for over @points (ScnPoint). NULL with RES_ERROR_NOT_FOUND
+ * when the named calibration is missing. */
+ScnCosts *scn_costs_load(ResDb *db, const ScnScenario *scenario, const GPtrArray *points,
+                         GError **error);
+void scn_costs_free(ScnCosts *costs);
+
+/* One simulated point with the inputs its run borrows. */
+typedef struct {
+  DevCluster *cluster;
+  MdlGraph *graph;
+  MdlStrategy *strategy;
+  SimRun *run;
+} ScnSimulation;
+
+/* Simulates one point of @scenario (its specs resolved against the scenario's directory) with
+ * @costs (nullable: presets and rooflines). NULL with the library's error (DEV_ERROR,
+ * MDL_ERROR, ...). Thread-safe. Free with scn_simulation_free. */
+ScnSimulation *scn_simulate(const ScnScenario *scenario, const ScnPoint *point,
+                            const ScnCosts *costs, GError **error);
+void scn_simulation_free(ScnSimulation *simulation);
+
+/* The row to store for @point: from @simulation, or @failure when it could not be simulated
+ * (exactly one is non-NULL). A simulation that does not fit in memory gives status 'error'
+ * with its figures kept. Free with res_point_free. */
+ResPoint *scn_point_result(const ScnPoint *point, const ScnSimulation *simulation,
+                           const GError *failure);
+
+typedef void (*ScnProgressFunc)(guint done, guint total, guint errors, gpointer user_data);
+
+typedef struct {
+  int threads;              /* simulating threads; < 2: the calling thread */
+  guint max_points;         /* simulate at most this many new points (0: all) */
+  ScnProgressFunc progress; /* called after each stored point, and once before the first */
+  gpointer progress_data;
+} ScnSweepOptions;
+
+typedef struct {
+  gint64 scenario_id;
+  guint points;             /* in the expansion */
+  guint stored_before;      /* already stored: skipped */
+  guint ran;                /* simulated and stored by this sweep */
+  guint errors;             /* of which stored with status 'error' */
+  guint left;               /* still to run (max_points reached) */
+} ScnSweepSummary;
+
+/* Runs @scenario into @db. FALSE with @error only for failures of the sweep itself (the
+ * database, a missing calibration); point failures are stored, counted in @summary. */
+gboolean scn_sweep_run(const ScnScenario *scenario, ResDb *db, const ScnSweepOptions *options,
+                       ScnSweepSummary *summary, GError **error);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,670 @@
+/* Tests of search/: the space (meshes, valid configs, groups, followers, memory exclusion),
+ * the exhaustive search's bounds (property tests against the simulator and cm_memory), its
+ * optimality against brute force, the quality of MCMC and coordinate descent against the
+ * exhaustive optimum (FlexFlow / AutoDDL Fig. 7's claim: within 3%, here reached exactly),
+ * search beating data parallelism where model parallelism helps, the Megatron grid,
+ * reproducibility, and the `stratsim search` command end to end (JSON, strategy round trip
+ * through simulate and explain, SQLite rows, bad input). Budgets are evaluation counts so
+ * that every test is deterministic and takes seconds. */
+#include <cjson/cJSON.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "results/res_db.h"
+#include "search/srch_search.h"
+#include "test-cli-util.h"
+
+static char *tmpdir;
+
+/* The small cases of the issue. */
+#define MLP "mlp"                                           /* 4 dense 1024 layers, batch 64 */
+#define MLP_CLUSTER "aws-p3.8xlarge"                        /* 4 V100 on NVLink */
+#define GPT4 "gpt:layers=4,hidden=1024,heads=16,seq=128,vocab=32000,batch=16"
+#define GPT4_CLUSTER "dgx-a100"                             /* 8 A100 on NVSwitch */
+
+typedef struct {
+  MdlGraph *graph;
+  DevCluster *cluster;
+  CmParams params;
+} Case;
+
+static void case_init(Case *c, const char *model, const char *cluster) {
+  GError *error = NULL;
+  c->graph = mdl_graph_parse_spec(model, &error);
+  g_assert_no_error(error);
+  c->cluster = dev_cluster_parse_spec(cluster, &error);
+  g_assert_no_error(error);
+  cm_params_default(&c->params);
+}
+
+static void case_clear(Case *c) {
+  mdl_graph_free(c->graph);
+  dev_cluster_free(c->cluster);
+}
+
+static SrchResult *run(const Case *c, const SrchOptions *o) {
+  GError *error = NULL;
+  SrchResult *r = srch_run(c->graph, c->cluster, &c->params, o, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(r);
+  return r;
+}
+
+static double simulate(const Case *c, const MdlStrategy *s, gboolean *fits) {
+  GError *error = NULL;
+  SimRun *run = sim_run_new(c->graph, s, c->cluster, &c->params, &error);
+  g_assert_no_error(error);
+  double t = run->prediction.iteration_time_s;
+  if (fits) *fits = run->prediction.fits_memory;
+  sim_run_free(run);
+  return t;
+}
+
+/* --- the space --- */
+
+static void test_meshes(void) {
+  Case c;
+  case_init(&c, MLP, "flexflow-p100:nodes=2"); /* 2 hosts x 4 GPUs */
+  SrchSpaceOptions o;
+  srch_space_options_default(&o);
+  o.max_mesh_axes = 3;
+  GError *error = NULL;
+  SrchSpace *s = srch_space_new(c.graph, c.cluster, &o, &error);
+  g_assert_no_error(error);
+  /* (2,4) as one axis; {(2,1),(1,4)}, {(2,2),(1,2)}, {(2,4)... } two axes; {(2,1),(1,2),(1,2)}
+   * three axes: 4 meshes. */
+  g_assert_cmpint(s->nmeshes, ==, 4);
+  for (int m = 0; m < s->nmeshes; m++) {
+    const SrchMesh *mesh = &s->meshes[m];
+    int nodes = 1, gpus = 1, total = 1;
+    for (int a = 0; a < mesh->naxes; a++) {
+      nodes *= mesh->nodes[a];
+      gpus *= mesh->gpus[a];
+      total *= mesh->shape[a];
+    }
+    g_assert_cmpint(nodes, ==, 2);
+    g_assert_cmpint(gpus, ==, 4);
+    g_assert_cmpint(total, ==, 8);
+    gboolean seen[8] = {FALSE};
+    for (int i = 0; i < total; i++) {
+      g_assert_false(seen[mesh->devices[i]]);
+      seen[mesh->devices[i]] = TRUE;
+    }
+    /* An axis of (1, g) tuple keeps its groups inside one host: along the last axis, with
+     * stride 1, consecutive coordinates share a host. */
+    int last = mesh->naxes - 1;
+    if (mesh->nodes[last] == 1)
+      for (int i = 0; i + 1 < total; i += 2)
+        g_assert_cmpint(mesh->devices[i] / 4, ==, mesh->devices[i + 1] / 4);
+    if (mesh->naxes == 2 && mesh->nodes[0] == 2 && mesh->gpus[0] == 1) {
+      /* (2x1, 1x4): Megatron's layout, devices in order. */
+      for (int i = 0; i < total; i++) g_assert_cmpint(mesh->devices[i], ==, i);
+    }
+  }
+  srch_space_free(s);
+  case_clear(&c);
+}
+
+/* Every point is a valid strategy; configs on a context respect divisibility by construction. */
+static void test_points_valid(gconstpointer data) {
+  const char *const *spec = data;
+  Case c;
+  case_init(&c, spec[0], spec[1]);
+  for (int variant = 0; variant < 3; variant++) {
+    SrchSpaceOptions o;
+    srch_space_options_default(&o);
+    o.vars = variant == 1 ? SRCH_VARS_OP : SRCH_VARS_GROUP;
+    o.followers = variant == 2;
+    o.max_mesh_axes = variant == 2 ? 3 : 2;
+    GError *error = NULL;
+    SrchSpace *s = srch_space_new(c.graph, c.cluster, &o, &error);
+    g_assert_no_error(error);
+    MdlStrategy *st = srch_space_new_strategy(s, &error);
+    g_assert_no_error(error);
+    g_autofree int *point = g_new(int, s->point_len);
+    GRand *rng = g_rand_new_with_seed(7);
+    for (int i = 0; i < 200; i++) {
+      if (i == 0) srch_space_data_parallel(s, point);
+      else if (i == 1) srch_space_expert(s, point);
+      else srch_space_random(s, rng, point);
+      srch_space_apply(s, point, st);
+      if (!mdl_strategy_validate(st, c.graph, c.cluster, &error))
+        g_error("variant %d point %d: %s", variant, i, error->message);
+      if (i % 50 == 0) { /* and its JSON reads back to the same strategy */
+        g_autofree char *json = mdl_strategy_to_json(st, c.graph);
+        MdlStrategy *back = mdl_strategy_from_json(json, "test", c.graph, c.cluster, &error);
+        g_assert_no_error(error);
+        g_autofree char *again = mdl_strategy_to_json(back, c.graph);
+        g_assert_cmpstr(json, ==, again);
+        mdl_strategy_free(back);
+      }
+    }
+    g_rand_free(rng);
+    mdl_strategy_free(st);
+    srch_space_free(s);
+  }
+  case_clear(&c);
+}
+
+static void test_groups(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  SrchSpaceOptions o;
+  srch_space_options_default(&o);
+  GError *error = NULL;
+  SrchSpace *group = srch_space_new(c.graph, c.cluster, &o, &error);
+  g_assert_no_error(error);
+  o.vars = SRCH_VARS_OP;
+  SrchSpace *per_op = srch_space_new(c.graph, c.cluster, &o, &error);
+  g_assert_no_error(error);
+  o.vars = SRCH_VARS_GROUP;
+  o.followers = TRUE;
+  SrchSpace *followers = srch_space_new(c.graph, c.cluster, &o, &error);
+  g_assert_no_error(error);
+  int n = mdl_graph_num_ops(c.graph);
+  int ops_per_layer = (n - 5) / 4; /* embedding, pos_embed, ln_f, lm_head, loss outside */
+  g_assert_cmpint(per_op->nvars, ==, n);
+  g_assert_cmpint(group->nvars, ==, ops_per_layer + 5);
+  int qkv0 = -1, qkv3 = -1, softmax = -1;
+  for (int i = 0; i < n; i++) {
+    const char *name = mdl_graph_op(c.graph, i)->name;
+    if (strcmp(name, "layer0.qkv") == 0) qkv0 = i;
+    if (strcmp(name, "layer3.qkv") == 0) qkv3 = i;
+    if (strcmp(name, "layer2.attn_softmax") == 0) softmax = i;
+  }
+  g_assert_cmpint(group->var_of_op[qkv0], ==, group->var_of_op[qkv3]);
+  g_assert_cmpstr(group->var_names[group->var_of_op[qkv0]], ==, "layer*.qkv");
+  g_assert_cmpint(group->nmembers[group->var_of_op[qkv0]], ==, 4);
+  g_assert_cmpint(per_op->var_of_op[qkv0], !=, per_op->var_of_op[qkv3]);
+  /* Followers: only ops with weights are variables. */
+  g_assert_cmpint(followers->var_of_op[softmax], ==, -1);
+  g_assert_cmpint(followers->var_of_op[qkv0], >=, 0);
+  g_assert_cmpint(followers->nvars, <, group->nvars);
+  g_assert_cmpfloat(srch_space_log10_size(group), <, srch_space_log10_size(per_op));
+  srch_space_free(group);
+  srch_space_free(per_op);
+  srch_space_free(followers);
+  case_clear(&c);
+}
+
+/* Property: the memory a point's values claim (srch_space_value_memory) never exceeds what
+ * cm_memory_per_device charges its busiest device, and configs left out cannot fit. */
+static void test_memory_lower_bound(void) {
+  Case c;
+  /* GPT-3 1.3B on 16 A100s: replicated weights and whole-batch activations cannot fit. */
+  case_init(&c, "gpt3-1.3b:layers=4", "dgx-a100:nodes=2");
+  SrchSpaceOptions o;
+  srch_space_options_default(&o);
+  GError *error = NULL;
+  SrchSpace *s = srch_space_new(c.graph, c.cluster, &o, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(s->values_over_memory, >, 0);
+  MdlStrategy *st = srch_space_new_strategy(s, &error);
+  g_autofree int *point = g_new(int, s->point_len);
+  GRand *rng = g_rand_new_with_seed(11);
+  int ndev = dev_cluster_num_devices(c.cluster);
+  for (int i = 0; i < 300; i++) {
+    srch_space_random(s, rng, point);
+    srch_space_apply(s, point, st);
+    const SrchContext *ctx = &s->contexts[point[0]];
+    double claimed = 0;
+    for (int v = 0; v < s->nvars; v++) claimed += ctx->memory[v][point[1 + v]];
+    CmMemory *mem = cm_memory_per_device(c.graph, st, c.cluster);
+    double peak = 0;
+    for (int d = 0; d < ndev; d++) peak = MAX(peak, mem[d].total);
+    g_free(mem);
+    g_assert_cmpfloat(claimed, <=, peak * (1 + 1e-12));
+  }
+  g_rand_free(rng);
+  mdl_strategy_free(st);
+  srch_space_free(s);
+  case_clear(&c);
+}
+
+/* Property: the exhaustive search's compute bound never exceeds the simulated iteration time. */
+static void test_compute_lower_bound(gconstpointer data) {
+  const char *const *spec = data;
+  Case c;
+  case_init(&c, spec[0], spec[1]);
+  SrchSpaceOptions o;
+  srch_space_options_default(&o);
+  o.max_microbatches = 2;
+  GError *error = NULL;
+  SrchSpace *s = srch_space_new(c.graph, c.cluster, &o, &error);
+  g_assert_no_error(error);
+  SimOptions sim = {0};
+  g_assert_true(srch_space_measure_compute(s, &c.params, &sim, &error));
+  g_assert_no_error(error);
+  MdlStrategy *st = srch_space_new_strategy(s, &error);
+  g_autofree int *point = g_new(int, s->point_len);
+  GRand *rng = g_rand_new_with_seed(3);
+  int tight = 0;
+  for (int i = 0; i < 150; i++) {
+    srch_space_random(s, rng, point);
+    srch_space_apply(s, point, st);
+    const SrchContext *ctx = &s->contexts[point[0]];
+    SimTime bound = 0;
+    for (int v = 0; v < s->nvars; v++) bound += ctx->compute[v][point[1 + v]];
+    double t = simulate(&c, st, NULL);
+    g_assert_cmpfloat(sim_time_seconds(bound), <=, t);
+    tight += sim_time_seconds(bound) > 0.05 * t; /* the bound is not vacuous */
+  }
+  g_assert_cmpint(tight, >, 0);
+  g_rand_free(rng);
+  mdl_strategy_free(st);
+  srch_space_free(s);
+  case_clear(&c);
+}
+
+/* --- drivers --- */
+
+static void options_for(SrchOptions *o, SrchAlgo algo, guint64 evaluations, int threads) {
+  srch_options_default(o);
+  o->algo = algo;
+  o->budget.evaluations = evaluations;
+  o->threads = threads;
+  o->no_baselines = TRUE;
+}
+
+/* Exhaustive with branch and bound equals brute force (every point simulated). */
+static void test_exhaustive_brute_force(void) {
+  Case c;
+  /* Compute-heavy (large GEMMs on NVSwitch), so that the compute bound cuts. */
+  case_init(&c, "mlp:layers=2,hidden=4096,batch=1024", "dgx-a100:gpus_per_node=4");
+  SrchOptions o;
+  options_for(&o, SRCH_ALGO_EXHAUSTIVE, 1000000, 2);
+  o.space.max_microbatches = 2;
+  SrchResult *r = run(&c, &o);
+  g_assert_true(r->complete);
+  GError *error = NULL;
+  SrchSpace *s = srch_space_new(c.graph, c.cluster, &o.space, &error);
+  g_assert_no_error(error);
+  MdlStrategy *st = srch_space_new_strategy(s, &error);
+  g_autofree int *point = g_new0(int, s->point_len);
+  double best = INFINITY;
+  guint64 points = 0;
+  for (int ctx = 0; ctx < s->ncontexts; ctx++) {
+    point[0] = ctx;
+    memset(point + 1, 0, sizeof(int) * (gsize)s->nvars);
+    for (;;) {
+      srch_space_apply(s, point, st);
+      gboolean fits;
+      double t = simulate(&c, st, &fits);
+      if (fits) best = MIN(best, t);
+      points++;
+      int v = s->nvars - 1;
+      while (v >= 0 && ++point[1 + v] == s->contexts[ctx].nvalues[v]) point[1 + v--] = 0;
+      if (v < 0) break;
+    }
+  }
+  g_assert_cmpuint(points, ==, srch_space_size(s));
+  g_assert_cmpfloat(r->best_time_s, ==, best);
+  g_assert_cmpuint(r->evaluations, <, points); /* the bound cut something */
+  mdl_strategy_free(st);
+  srch_space_free(s);
+  srch_result_free(r);
+  case_clear(&c);
+}
+
+typedef struct {
+  const char *model, *cluster;
+  SrchSpaceOptions space;
+  guint64 exhaustive_budget;
+  guint64 heuristic_budget;   /* MCMC and coordinate descent */
+  guint32 seed;
+} QualityCase;
+
+/* MCMC and coordinate descent reach the exhaustive optimum (AutoDDL Fig. 7 asks for 3%). */
+static void test_quality(gconstpointer data) {
+  const QualityCase *q = data;
+  Case c;
+  case_init(&c, q->model, q->cluster);
+  SrchOptions o;
+  options_for(&o, SRCH_ALGO_EXHAUSTIVE, q->exhaustive_budget, 2);
+  o.space = q->space;
+  SrchResult *opt = run(&c, &o);
+  g_assert_true(opt->complete);
+  g_assert_nonnull(opt->best);
+  /* Not a trivial case: the optimum is neither of the heuristics' fixed starting points. */
+  GError *error = NULL;
+  SrchSpace *s = srch_space_new(c.graph, c.cluster, &q->space, &error);
+  g_assert_no_error(error);
+  g_autofree int *point = g_new(int, s->point_len);
+  for (int start = 0; start < 2; start++) {
+    if (start == 0) srch_space_data_parallel(s, point);
+    else srch_space_expert(s, point);
+    MdlStrategy *st = srch_space_strategy(s, point, "start");
+    gboolean fits;
+    double t = simulate(&c, st, &fits);
+    g_test_message("%s: starting point %d: %.9g s", q->model, start, fits ? t : INFINITY);
+    g_assert_true(!fits || t > opt->best_time_s);
+    mdl_strategy_free(st);
+  }
+  srch_space_free(s);
+  static const SrchAlgo heuristics[] = {SRCH_ALGO_MCMC, SRCH_ALGO_CD};
+  for (guint i = 0; i < G_N_ELEMENTS(heuristics); i++) {
+    options_for(&o, heuristics[i], q->heuristic_budget, 2);
+    o.space = q->space;
+    o.seed = q->seed;
+    SrchResult *r = run(&c, &o);
+    g_test_message("%s: %s %.9g s after %" G_GUINT64_FORMAT " evaluations, exhaustive %.9g s after %"
+                   G_GUINT64_FORMAT, q->model, srch_algo_name(heuristics[i]), r->best_time_s,
+                   r->evaluations, opt->best_time_s, opt->evaluations);
+    g_assert_cmpfloat(r->best_time_s, >=, opt->best_time_s); /* nothing beats the optimum */
+    g_assert_cmpfloat(r->best_time_s, <=, opt->best_time_s * 1.03);
+    g_assert_cmpfloat(r->best_time_s, ==, opt->best_time_s);
+    srch_result_free(r);
+  }
+  /* Random search is the weak baseline: never better than the optimum. */
+  options_for(&o, SRCH_ALGO_RANDOM, q->heuristic_budget, 2);
+  o.space = q->space;
+  SrchResult *r = run(&c, &o);
+  g_assert_cmpfloat(r->best_time_s, >=, opt->best_time_s);
+  srch_result_free(r);
+  srch_result_free(opt);
+  case_clear(&c);
+}
+
+/* Where model parallelism helps (AlexNet's large FC layers on K80s over 56 Gb/s), search beats
+ * data parallelism clearly, and Krizhevsky's trick too. */
+static void test_beats_data_parallel(void) {
+  Case c;
+  case_init(&c, "alexnet", "flexflow-k80:nodes=2");
+  static const SrchAlgo algos[] = {SRCH_ALGO_MCMC, SRCH_ALGO_CD};
+  for (guint i = 0; i < G_N_ELEMENTS(algos); i++) {
+    SrchOptions o;
+    srch_options_default(&o);
+    o.algo = algos[i];
+    o.budget.evaluations = 800;
+    o.threads = 2;
+    SrchResult *r = run(&c, &o);
+    g_assert_cmpint(r->nbaselines, ==, 3);
+    const SrchBaseline *dp = &r->baselines[0], *trick = &r->baselines[2];
+    g_assert_nonnull(dp->strategy);
+    g_assert_true(dp->fits_memory);
+    g_assert_nonnull(trick->strategy);
+    g_test_message("%s: %.6g s, data parallel %.6g s, one weird trick %.6g s", srch_algo_name(algos[i]),
+                   r->best_time_s, dp->iteration_time_s, trick->iteration_time_s);
+    g_assert_cmpfloat(dp->iteration_time_s / r->best_time_s, >, 1.2);
+    g_assert_cmpfloat(r->best_time_s, <=, trick->iteration_time_s);
+    /* The trick itself already beats data parallelism here. */
+    g_assert_cmpfloat(trick->iteration_time_s, <, dp->iteration_time_s);
+    srch_result_free(r);
+  }
+  case_clear(&c);
+}
+
+/* The grid covers Megatron's configurations; its best is no worse than any of them, in
+ * particular data parallelism and a hand-picked pipeline. */
+static void test_grid(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  SrchOptions o;
+  options_for(&o, SRCH_ALGO_GRID, 100000, 2);
+  o.no_baselines = FALSE;
+  SrchResult *r = run(&c, &o);
+  g_assert_true(r->complete);
+  g_assert_nonnull(r->best);
+  g_assert_cmpuint(r->evaluations, >, 50);
+  GError *error = NULL;
+  const char *specs[] = {"dp", "megatron:tp=2,pp=2,dp=2,mb=2", "megatron:tp=1,pp=4,dp=2,mb=1,schedule=gpipe"};
+  for (guint i = 0; i < G_N_ELEMENTS(specs); i++) {
+    MdlStrategy *s = mdl_strategy_parse_spec(specs[i], c.graph, c.cluster, &error);
+    g_assert_no_error(error);
+    g_assert_cmpfloat(r->best_time_s, <=, simulate(&c, s, NULL));
+    mdl_strategy_free(s);
+  }
+  g_assert_cmpfloat(r->baselines[1].iteration_time_s, ==, r->best_time_s);
+  srch_result_free(r);
+  case_clear(&c);
+}
+
+/* Auto: a space the budget covers is searched exhaustively; the winner is no worse than the
+ * grid's best, which it also ran. */
+static void test_auto(void) {
+  Case c;
+  case_init(&c, MLP, MLP_CLUSTER);
+  SrchOptions o;
+  options_for(&o, SRCH_ALGO_AUTO, 2000, 2);
+  o.no_baselines = FALSE;
+  o.space.max_mesh_axes = 1;
+  o.space.max_microbatches = 1; /* 4^4 x 3 = 768 points */
+  SrchResult *r = run(&c, &o);
+  g_assert_cmpint(r->ran, ==, SRCH_ALGO_EXHAUSTIVE);
+  g_assert_true(r->complete);
+  g_assert_cmpuint(r->evaluations, <=, 768);
+  g_assert_nonnull(r->best);
+  g_assert_cmpfloat(r->best_time_s, <=, r->baselines[1].iteration_time_s);
+  g_assert_cmpfloat(r->best_time_s, <=, r->baselines[0].iteration_time_s);
+  srch_result_free(r);
+  options_for(&o, SRCH_ALGO_AUTO, 100, 1);
+  r = run(&c, &o);
+  g_assert_cmpint(r->ran, ==, SRCH_ALGO_CD); /* 10^6.4 points: too many for the budget */
+  srch_result_free(r);
+  case_clear(&c);
+}
+
+static void progress_count(const SrchProgress *p, gpointer data) {
+  (void)p;
+  (*(int *)data)++;
+}
+
+/* Same seed, threads and evaluation budget: the same JSON, whatever the timing. */
+static void test_reproducible(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  static const SrchAlgo algos[] = {SRCH_ALGO_MCMC, SRCH_ALGO_CD, SRCH_ALGO_RANDOM};
+  for (guint i = 0; i < G_N_ELEMENTS(algos); i++) {
+    SrchOptions o;
+    options_for(&o, algos[i], 300, 3);
+    o.seed = 42;
+    int calls = 0;
+    SrchResult *a = run(&c, &o);
+    o.progress = progress_count;
+    o.progress_data = &calls;
+    SrchResult *b = run(&c, &o);
+    g_assert_cmpint(calls, >, 0);
+    g_autofree char *ja = srch_result_to_json(a, &o, c.graph, c.cluster);
+    g_autofree char *jb = srch_result_to_json(b, &o, c.graph, c.cluster);
+    g_assert_cmpstr(ja, ==, jb);
+    g_assert_cmpuint(a->evaluations, ==, 300);
+    /* The convergence curve improves monotonically and ends at the best. */
+    double last = INFINITY;
+    for (guint k = 0; k < a->curve->len; k++) {
+      const SrchCurvePoint *p = &g_array_index(a->curve, SrchCurvePoint, k);
+      g_assert_cmpfloat(p->best_time_s, <, last);
+      g_assert_cmpuint(p->evaluation, <=, 300);
+      last = p->best_time_s;
+    }
+    g_assert_cmpfloat(last, ==, a->best_time_s);
+    srch_result_free(a);
+    srch_result_free(b);
+  }
+  case_clear(&c);
+}
+
+static void test_budget_parse(void) {
+  SrchBudget b;
+  g_assert_true(srch_budget_parse("500", &b, NULL));
+  g_assert_cmpuint(b.evaluations, ==, 500);
+  g_assert_true(srch_budget_parse("60s", &b, NULL));
+  g_assert_cmpfloat(b.seconds, ==, 60);
+  g_assert_true(srch_budget_parse("2m", &b, NULL));
+  g_assert_cmpfloat(b.seconds, ==, 120);
+  g_assert_true(srch_budget_parse("1.5h", &b, NULL));
+  g_assert_cmpfloat(b.seconds, ==, 5400);
+  const char *bad[] = {"", "0", "-5", "abc", "10x", "s", "0s", "-1m", "1e9h"};
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    GError *error = NULL;
+    g_assert_false(srch_budget_parse(bad[i], &b, &error));
+    g_assert_error(error, SRCH_ERROR, SRCH_ERROR_OPTION);
+    g_error_free(error);
+  }
+}
+
+/* A time budget ends the search after about that long. */
+static void test_time_budget(void) {
+  Case c;
+  case_init(&c, MLP, MLP_CLUSTER);
+  SrchOptions o;
+  options_for(&o, SRCH_ALGO_RANDOM, 0, 2);
+  o.budget.seconds = 0.3;
+  gint64 t0 = g_get_monotonic_time();
+  SrchResult *r = run(&c, &o);
+  double elapsed = (g_get_monotonic_time() - t0) / 1e6;
+  g_assert_cmpfloat(elapsed, >=, 0.3);
+  g_assert_cmpfloat(elapsed, <, 3);
+  g_assert_cmpuint(r->evaluations, >, 10);
+  srch_result_free(r);
+  case_clear(&c);
+}
+
+/* --- the command --- */
+
+static TestCliResult run_cli(const char *args) { return test_cli_run(tmpdir, args); }
+
+#define SEARCH_CMD "search --model " GPT4 " --cluster " GPT4_CLUSTER " --algo mcmc --budget 300 --seed 5 --threads 2 --json"
+
+static void test_cli_reproducible(void) {
+  TestCliResult a = run_cli(SEARCH_CMD " --db a.db"), b = run_cli(SEARCH_CMD " --db b.db");
+  g_assert_cmpint(a.status, ==, 0);
+  g_assert_cmpint(b.status, ==, 0);
+  g_assert_cmpstr(a.out, ==, b.out);
+  test_cli_result_clear(&a);
+  test_cli_result_clear(&b);
+}
+
+static void test_cli_round_trip(void) {
+  TestCliResult r = run_cli(SEARCH_CMD " --out winner.json --db rt.db");
+  g_assert_cmpint(r.status, ==, 0);
+  cJSON *j = cJSON_Parse(r.out);
+  g_assert_nonnull(j);
+  cJSON *best = cJSON_GetObjectItem(j, "best");
+  double t = cJSON_GetObjectItem(best, "iteration_time_s")->valuedouble;
+  g_assert_true(cJSON_IsObject(cJSON_GetObjectItem(best, "strategy")));
+  cJSON *baselines = cJSON_GetObjectItem(j, "baselines");
+  g_assert_cmpint(cJSON_GetArraySize(baselines), ==, 3);
+  g_assert_cmpstr(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(baselines, 0), "name")), ==, "data parallel");
+  g_assert_true(cJSON_GetArraySize(cJSON_GetObjectItem(j, "convergence")) > 0);
+  cJSON_Delete(j);
+  test_cli_result_clear(&r);
+
+  r = run_cli("simulate --model " GPT4 " --cluster " GPT4_CLUSTER " --strategy winner.json --json --db rt.db");
+  g_assert_cmpint(r.status, ==, 0);
+  j = cJSON_Parse(r.out);
+  g_assert_nonnull(j);
+  g_assert_cmpfloat(cJSON_GetObjectItem(j, "iteration_time_s")->valuedouble, ==, t);
+  g_assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "fits_memory")));
+  cJSON_Delete(j);
+  test_cli_result_clear(&r);
+
+  r = run_cli("explain --model " GPT4 " --cluster " GPT4_CLUSTER " --strategy winner.json --db rt.db");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "explain"));
+  test_cli_result_clear(&r);
+
+  g_autofree char *path = g_build_filename(tmpdir, "rt.db", NULL);
+  GError *error = NULL;
+  ResDb *db = res_db_open(path, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(res_db_schema_version(db), ==, RES_SCHEMA_VERSION);
+  g_assert_cmpint(res_db_count(db, "search_runs", NULL), ==, 1);
+  g_assert_cmpint(res_db_count(db, "search_convergence", NULL), >=, 1);
+  g_assert_cmpint(res_db_count(db, "runs", NULL), ==, 2); /* the search and the simulate */
+  res_db_close(db);
+}
+
+static void test_cli_text(void) {
+  TestCliResult r = run_cli("search --model " MLP " --cluster " MLP_CLUSTER " --algo cd --budget 200 --db t.db");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "winner"));
+  g_assert_nonnull(strstr(r.out, "data parallel"));
+  g_assert_nonnull(strstr(r.out, "megatron"));
+  g_assert_nonnull(strstr(r.out, "one weird trick"));
+  g_assert_nonnull(strstr(r.out, "stored"));
+  g_assert_null(strstr(r.err, "\r")); /* no progress line when stderr is not a terminal */
+  test_cli_result_clear(&r);
+}
+
+static const char *const bad_inputs[] = {
+    "search --model " MLP " --cluster " MLP_CLUSTER " --budget abc",
+    "search --model " MLP " --cluster " MLP_CLUSTER " --algo simulated-annealing",
+    "search --model " MLP " --cluster " MLP_CLUSTER " --mesh-axes 9",
+    "search --model " MLP " --cluster " MLP_CLUSTER " --threads 0",
+    "search --model " MLP " --cluster " MLP_CLUSTER " --vars layer",
+    "search --model nosuchmodel --cluster " MLP_CLUSTER,
+    "search --cluster " MLP_CLUSTER,
+};
+
+static void test_cli_bad_input(gconstpointer data) {
+  g_autofree char *args = g_strdup_printf("%s --db bad.db", (const char *)data);
+  TestCliResult r = run_cli(args);
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_cmpstr(r.out, ==, "");
+  g_assert_nonnull(strstr(r.err, "stratsim"));
+  g_assert_null(strchr(strchr(r.err, '\n') + 1, '\n')); /* one line */
+  test_cli_result_clear(&r);
+}
+
+static const char *const mlp_case[] = {MLP, MLP_CLUSTER};
+static const char *const gpt_case[] = {GPT4, GPT4_CLUSTER};
+static const char *const alexnet_case[] = {"alexnet", "flexflow-k80:nodes=2"};
+static const char *const gpt_hosts_case[] = {"gpt:layers=2,hidden=256,heads=4,seq=64,vocab=512,batch=8",
+                                             "dgx-a100:nodes=2,gpus_per_node=4"};
+
+/* Heuristic budgets: a few percent of the spaces (26406 and 11664 points; the exhaustive
+ * search simulates 26406 and 5760); random search does not reach either optimum within them. */
+static QualityCase mlp_quality = {.model = MLP, .cluster = MLP_CLUSTER, .exhaustive_budget = 100000,
+                                  .heuristic_budget = 1500, .seed = 1};
+static QualityCase gpt_quality = {.model = GPT4, .cluster = GPT4_CLUSTER, .exhaustive_budget = 100000,
+                                  .heuristic_budget = 400, .seed = 1};
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  GError *error = NULL;
+  tmpdir = g_dir_make_tmp("stratsim-search-XXXXXX", &error);
+  g_assert_no_error(error);
+  /* MLP on 4 GPUs: sample or tp dim per axis, meshes [4] and [2,2], one microbatch: 10^4.4
+   * points. The 4-layer transformer on 8: the ops with weights (the others follow their
+   * input), sample or tp dim, the [8] mesh: 10^4.1 points. */
+  srch_space_options_default(&mlp_quality.space);
+  mlp_quality.space.max_microbatches = 1;
+  mlp_quality.space.dims = SRCH_DIMS_MEGATRON;
+  srch_space_options_default(&gpt_quality.space);
+  gpt_quality.space.max_microbatches = 1;
+  gpt_quality.space.max_mesh_axes = 1;
+  gpt_quality.space.dims = SRCH_DIMS_MEGATRON;
+  gpt_quality.space.followers = TRUE;
+
+  g_test_add_func("/search/space/meshes", test_meshes);
+  g_test_add_data_func("/search/space/valid/mlp", mlp_case, test_points_valid);
+  g_test_add_data_func("/search/space/valid/gpt", gpt_case, test_points_valid);
+  g_test_add_data_func("/search/space/valid/alexnet", alexnet_case, test_points_valid);
+  g_test_add_data_func("/search/space/valid/gpt-2-hosts", gpt_hosts_case, test_points_valid);
+  g_test_add_func("/search/space/groups", test_groups);
+  g_test_add_func("/search/space/memory-lower-bound/seed:11", test_memory_lower_bound);
+  g_test_add_data_func("/search/exhaustive/compute-lower-bound/mlp/seed:3", mlp_case, test_compute_lower_bound);
+  g_test_add_data_func("/search/exhaustive/compute-lower-bound/gpt-2-hosts/seed:3", gpt_hosts_case, test_compute_lower_bound);
+  g_test_add_func("/search/exhaustive/brute-force", test_exhaustive_brute_force);
+  g_test_add_data_func("/search/quality/mlp-4gpus/seed:1", &mlp_quality, test_quality);
+  g_test_add_data_func("/search/quality/transformer-8gpus/seed:1", &gpt_quality, test_quality);
+  g_test_add_func("/search/quality/beats-data-parallel", test_beats_data_parallel);
+  g_test_add_func("/search/grid", test_grid);
+  g_test_add_func("/search/auto", test_auto);
+  g_test_add_func("/search/reproducible/seed:42", test_reproducible);
+  g_test_add_func("/search/budget/parse", test_budget_parse);
+  g_test_add_func("/search/budget/time", test_time_budget);
+  g_test_add_func("/search/cli/reproducible", test_cli_reproducible);
+  g_test_add_func("/search/cli/round-trip", test_cli_round_trip);
+  g_test_add_func("/search/cli/text", test_cli_text);
+  for (guint i = 0; i < G_N_ELEMENTS(bad_inputs); i++) {
+    g_autofree char *path = g_strdup_printf("/search/cli/bad-input/%u", i);
+    g_test_add_data_func(path, bad_inputs[i], test_cli_bad_input);
+  }
+  int status = g_test_run();
+  test_remove_tree(tmpdir);
+  g_free(tmpdir);
+  return status;
+}
