@@ -3,7 +3,9 @@
  * format in mdl_strategy_json.c. */
 #include "model/mdl_strategy-int.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -404,5 +406,28 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
       owner[d] = stage;
     }
   }
+  return TRUE;
+}
+
+/* The dtype a strategy gets when none is asked for: the model's, falling back to fp16 (then
+ * fp32) where the device lacks it (bf16 before Ampere). */
+DevDtype mdl_strategy_default_dtype(const MdlGraph *graph, const DevCluster *cluster) {
+  DevDtype d = graph->default_dtype;
+  if (cluster->device.peak_flops[d] > 0) return d;
+  if (d == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP16] > 0) return DEV_DTYPE_FP16;
+  return DEV_DTYPE_FP32;
+}
+
+gboolean mdl_strategy_parse_count(const char *family, const char *key, const char *value, int *out,
+                               GError **error) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(value, &end, 10);
+  if (errno != 0 || end == value || *end != '\0' || v < 1 || v > 1000000000L) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s is not a positive integer",
+                family, key, value);
+    return FALSE;
+  }
+  *out = (int)v;
   return TRUE;
 }

@@ -193,27 +193,7 @@ MdlStrategy *mdl_strategy_data_parallel(const MdlGraph *graph, const DevCluster 
   return mdl_strategy_megatron(graph, cluster, &cfg, error);
 }
 
-static gboolean parse_positive_int(const char *key, const char *value, int *out, GError **error) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(value, &end, 10);
-  if (errno != 0 || end == value || *end != '\0' || v < 1 || v > 1000000000L) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                "strategy: %s=%s is not a positive integer", key, value);
-    return FALSE;
-  }
-  *out = (int)v;
-  return TRUE;
-}
 
-/* The dtype a strategy gets when none is asked for: the model's, falling back to fp16 (then
- * fp32) where the device lacks it (bf16 before Ampere). */
-static DevDtype default_dtype(const MdlGraph *graph, const DevCluster *cluster) {
-  DevDtype d = graph->default_dtype;
-  if (cluster->device.peak_flops[d] > 0) return d;
-  if (d == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP16] > 0) return DEV_DTYPE_FP16;
-  return DEV_DTYPE_FP32;
-}
 
 static gboolean parse_megatron_kv(const char *family, const char *params,
                                   MdlMegatronConfig *cfg, gboolean *dp_given, GError **error) {
@@ -229,13 +209,13 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     *eq = '\0';
     const char *key = pairs[i], *value = eq + 1;
     gboolean ok = TRUE;
-    if (strcmp(key, "tp") == 0) ok = parse_positive_int(key, value, &cfg->tp, error);
-    else if (strcmp(key, "pp") == 0) ok = parse_positive_int(key, value, &cfg->pp, error);
+    if (strcmp(key, "tp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->tp, error);
+    else if (strcmp(key, "pp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->pp, error);
     else if (strcmp(key, "dp") == 0) {
-      ok = parse_positive_int(key, value, &cfg->dp, error);
+      ok = mdl_strategy_parse_count(family, key, value, &cfg->dp, error);
       *dp_given = TRUE;
-    } else if (strcmp(key, "mb") == 0) ok = parse_positive_int(key, value, &cfg->microbatch_size, error);
-    else if (strcmp(key, "vp") == 0) ok = parse_positive_int(key, value, &cfg->virtual_stages, error);
+    } else if (strcmp(key, "mb") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->microbatch_size, error);
+    else if (strcmp(key, "vp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->virtual_stages, error);
     else if (strcmp(key, "bucket_mb") == 0) {
       char *end = NULL;
       double v = g_ascii_strtod(value, &end);
@@ -323,11 +303,12 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
   if (mdl_strategy_matmul_family(family)) return mdl_strategy_matmul_parse_spec(spec, graph, cluster, error);
   MdlMegatronConfig cfg = {.tp = 1, .pp = 1, .dp = 0, .microbatch_size = 0,
                            .schedule = MDL_SCHEDULE_1F1B, .virtual_stages = 1,
-                           .dtype = default_dtype(graph, cluster)};
+                           .dtype = mdl_strategy_default_dtype(graph, cluster)};
   gboolean dp_given = FALSE;
   if (strcmp(family, "dp") != 0 && strcmp(family, "megatron") != 0) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                "unknown strategy '%s' (known: dp, megatron:tp=T,pp=P,dp=D,mb=M, or a JSON file)",
+                "unknown strategy '%s' (known: dp, megatron:tp=T,pp=P,dp=D,mb=M, summa:q=Q, "
+                "2.5d:q=Q,d=D, 3d:q=Q, or a JSON file)",
                 family);
     return NULL;
   }

@@ -292,28 +292,7 @@ gboolean mdl_strategy_matmul_family(const char *family) {
          g_strcmp0(family, "3d") == 0;
 }
 
-static gboolean parse_positive(const char *family, const char *key, const char *value, int *out,
-                               GError **error) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(value, &end, 10);
-  if (errno != 0 || end == value || *end != '\0' || v < 1 || v > 1000000000L) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s is not a positive integer",
-                family, key, value);
-    return FALSE;
-  }
-  *out = (int)v;
-  return TRUE;
-}
 
-/* The dtype when none is asked for: the model's, else fp16, else fp32 (as the megatron spec
- * does; mdl_strategy_build.c keeps its own copy private). */
-static DevDtype default_dtype(const MdlGraph *graph, const DevCluster *cluster) {
-  DevDtype d = graph->default_dtype;
-  if (cluster->device.peak_flops[d] > 0) return d;
-  if (d == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP16] > 0) return DEV_DTYPE_FP16;
-  return DEV_DTYPE_FP32;
-}
 
 MdlStrategy *mdl_strategy_matmul_parse_spec(const char *spec, const MdlGraph *graph,
                                             const DevCluster *cluster, GError **error) {
@@ -321,7 +300,7 @@ MdlStrategy *mdl_strategy_matmul_parse_spec(const char *spec, const MdlGraph *gr
   const char *colon = strchr(spec, ':');
   g_autofree char *family = colon ? g_strndup(spec, (gsize)(colon - spec)) : g_strdup(spec);
   MdlMatmulConfig cfg = {.q = 0, .depth = 0, .dp = 0, .microbatch_size = 0,
-                         .dtype = default_dtype(graph, cluster)};
+                         .dtype = mdl_strategy_default_dtype(graph, cluster)};
   if (strcmp(family, "summa") == 0) cfg.scheme = MDL_MATMUL_SUMMA;
   else if (strcmp(family, "2.5d") == 0) cfg.scheme = MDL_MATMUL_2_5D;
   else if (strcmp(family, "3d") == 0) cfg.scheme = MDL_MATMUL_3D;
@@ -342,11 +321,11 @@ MdlStrategy *mdl_strategy_matmul_parse_spec(const char *spec, const MdlGraph *gr
     *eq = '\0';
     const char *key = pairs[i], *value = eq + 1;
     gboolean ok;
-    if (strcmp(key, "q") == 0) ok = parse_positive(family, key, value, &cfg.q, error);
+    if (strcmp(key, "q") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg.q, error);
     else if (strcmp(key, "d") == 0 && cfg.scheme == MDL_MATMUL_2_5D)
-      ok = parse_positive(family, key, value, &cfg.depth, error);
-    else if (strcmp(key, "dp") == 0) ok = parse_positive(family, key, value, &cfg.dp, error);
-    else if (strcmp(key, "mb") == 0) ok = parse_positive(family, key, value, &cfg.microbatch_size, error);
+      ok = mdl_strategy_parse_count(family, key, value, &cfg.depth, error);
+    else if (strcmp(key, "dp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg.dp, error);
+    else if (strcmp(key, "mb") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg.microbatch_size, error);
     else if (strcmp(key, "dtype") == 0) {
       ok = dev_dtype_parse(value, &cfg.dtype);
       if (!ok)
