@@ -4,8 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# clang and libclang-rt-14-dev (libFuzzer and clang's ASan/UBSan runtimes for Debian 12's
+# clang 14; clang only recommends it) build the fuzz targets; gcc's sanitizer runtimes come with
+# build-essential; valgrind is for chasing what the sanitizers cannot see.
 packages=(build-essential cmake pkg-config libglib2.0-dev libsqlite3-dev libcjson-dev
-          gnuplot-nox libopenmpi-dev openmpi-bin)
+          gnuplot-nox libopenmpi-dev openmpi-bin clang libclang-rt-14-dev valgrind)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

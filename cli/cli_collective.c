@@ -13,7 +13,8 @@
 #include "costmodel/cm_calibrate.h"
 #include "results/res_db.h"
 
-/* "N", "N.NK", "NM", "NG": bytes, KiB, MiB, GiB (nccl-tests' -b/-e suffixes). */
+/* "N", "N.NK", "NM", "NG": bytes, KiB, MiB, GiB (nccl-tests' -b/-e suffixes); from 1 byte to
+ * 1 PiB per rank (more is absurd: README, "Limits"). */
 static gboolean parse_bytes(const char *text, double *out) {
   char *end = NULL;
   errno = 0;
@@ -26,7 +27,7 @@ static gboolean parse_bytes(const char *text, double *out) {
   case 'G': case 'g': unit = 1024.0 * 1024 * 1024; end++; break;
   default: break;
   }
-  if (*end != '\0' || !(v * unit >= 1)) return FALSE;
+  if (*end != '\0' || !(v * unit >= 1) || v * unit > 1125899906842624.0) return FALSE;
   *out = v * unit;
   return TRUE;
 }
@@ -154,7 +155,9 @@ int cli_collective(int argc, char **argv) {
   }
   double bytes;
   if (!parse_bytes(bytes_text, &bytes)) {
-    fprintf(stderr, "stratsim collective: --bytes '%s' is not a size (N, or N with K, M or G)\n",
+    fprintf(stderr,
+            "stratsim collective: --bytes '%s' is not a size from 1 byte to 1 PiB (N, or N with K, "
+            "M or G)\n",
             bytes_text);
     return CLI_EXIT_BAD_INPUT;
   }

@@ -94,6 +94,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   /* Data-parallel replica axes of every (weight, mesh): the OR over its users there. */
   GHashTable *replicas = g_hash_table_new(g_direct_hash, g_direct_equal);
   g_autofree int *group = mdl_strategy_recompute_groups(s, graph);
+  g_autofree int *sample_tdim = mdl_tensor_sample_dims(graph);
   g_autofree double *group_bytes = g_new0(double, ndev);  /* the current group's dropped bytes */
   g_autofree double *largest_group = g_new0(double, ndev);
   g_autofree double *gathered = g_new0(double, 2 * (gsize)ndev); /* two largest per device */
@@ -154,7 +155,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
       if (!first_time(rebuilt ? seen_r : seen_a, opd->tensor, c->mesh, nmeshes)) continue;
       gboolean regather;
       MdlLayout layout = mdl_saved_input_layout(graph, s, o, k, &regather);
-      int sdim = mdl_tensor_sample_dim(graph, opd->tensor);
+      int sdim = sample_tdim[opd->tensor];
       double bytes = mdl_layout_local_elements(graph, opd->tensor, sdim, &layout, mesh,
                                                s->num_microbatches) * wbytes;
       double mult = rebuilt ? 0 : in_flight(s, c->stage, g_hash_table_contains(until_w, key));
@@ -165,7 +166,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
     }
     if (op->dropout) { /* the keep mask, one byte per output element */
       MdlLayout layout = mdl_layout_of_operand(op, &op->output, TRUE, c, mesh);
-      int sdim = mdl_tensor_sample_dim(graph, op->output.tensor);
+      int sdim = sample_tdim[op->output.tensor];
       double bytes = mdl_layout_local_elements(graph, op->output.tensor, sdim, &layout, mesh,
                                                s->num_microbatches);
       double mult = in_flight(s, c->stage, FALSE); /* read by B (dX) only */

@@ -403,6 +403,9 @@ gboolean mdl_graph_validate(const MdlGraph *graph, GError **error) {
     return INVALID("graph %s: num_layers, heads must be >= 0 and seq >= 1", g->name);
   if ((unsigned)g->default_dtype >= DEV_DTYPE_COUNT) return INVALID("graph %s: invalid dtype", g->name);
   if (no == 0) return INVALID("graph %s has no ops", g->name);
+  if (no > MDL_MAX_OPS || nt > MDL_MAX_TENSORS)
+    return INVALID("graph %s: %d ops and %d tensors exceed the limits of %d ops and %d tensors",
+                   g->name, no, nt, MDL_MAX_OPS, MDL_MAX_TENSORS);
   gboolean ok = FALSE;
   int *producer = g_new(int, nt ? nt : 1), *sample_tdim = g_new(int, nt ? nt : 1);
   GHashTable *names = g_hash_table_new(g_str_hash, g_str_equal);

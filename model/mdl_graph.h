@@ -36,6 +36,10 @@ typedef enum {
 /* Largest tensor or op iteration space accepted (elements); keeps every product of sizes far
  * from int64 overflow. */
 #define MDL_MAX_ELEMENTS (INT64_C(1) << 62)
+/* Most ops and tensors of one graph: the zoo's largest, gpt with 100000 layers, has 1.2 M ops
+ * and 1.8 M tensors; a JSON graph past these is refused before it is built (README, "Limits"). */
+#define MDL_MAX_OPS 2000000
+#define MDL_MAX_TENSORS 4000000
 
 typedef enum {
   MDL_ROLE_SAMPLE,

@@ -256,6 +256,10 @@ static gboolean read_graph(Reader *r, MdlGraph *g, const cJSON *root) {
   const cJSON *tensors = field(root, "tensors"), *ops = field(root, "ops");
   if (!cJSON_IsArray(tensors)) return MALFORMED("missing array \"tensors\"");
   if (!cJSON_IsArray(ops) || cJSON_GetArraySize(ops) == 0) return MALFORMED("missing or empty array \"ops\"");
+  /* Counted before anything is built: a huge graph is refused before it takes the memory. */
+  if (cJSON_GetArraySize(ops) > MDL_MAX_OPS || cJSON_GetArraySize(tensors) > MDL_MAX_TENSORS)
+    return BAD("%d ops and %d tensors exceed the limits of %d ops and %d tensors",
+               cJSON_GetArraySize(ops), cJSON_GetArraySize(tensors), MDL_MAX_OPS, MDL_MAX_TENSORS);
   int i = 0;
   for (const cJSON *tj = tensors->child; tj; tj = tj->next, i++)
     if (!read_tensor(r, g, tj, i)) return FALSE;

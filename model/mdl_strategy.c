@@ -183,6 +183,29 @@ int mdl_tensor_sample_dim(const MdlGraph *graph, int t) {
   return -1;
 }
 
+int *mdl_tensor_sample_dims(const MdlGraph *graph) {
+  int nt = mdl_graph_num_tensors(graph);
+  int *sdim = g_new(int, MAX(nt, 1));
+  for (int t = 0; t < nt; t++) sdim[t] = -1;
+  /* The first op (in order) and operand (output, then inputs) that indexes the tensor by its
+   * sample dim decides, as in mdl_tensor_sample_dim. */
+  for (int o = 0; o < mdl_graph_num_ops(graph); o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    int sd = mdl_op_sample_dim(op);
+    if (sd < 0) continue;
+    for (int k = -1; k < op->ninputs; k++) {
+      const MdlOperand *opd = k < 0 ? &op->output : &op->inputs[k];
+      if (sdim[opd->tensor] >= 0) continue;
+      for (int i = 0; i < MDL_MAX_DIMS; i++)
+        if (opd->dim_map[i] == sd) {
+          sdim[opd->tensor] = i;
+          break;
+        }
+    }
+  }
+  return sdim;
+}
+
 double mdl_layout_local_elements(const MdlGraph *graph, int t, int sample_tdim,
                                  const MdlLayout *layout, const MdlMesh *mesh,
                                  int num_microbatches) {
@@ -215,8 +238,10 @@ void mdl_layout_format(const MdlLayout *layout, int naxes, char *buf, size_t siz
   }
 }
 
+/* @owner: per cluster device, the last mesh that listed it (shared by the calls, so that many
+ * meshes on a large cluster cost their sizes, not the cluster's size each). */
 static gboolean validate_mesh(const MdlMesh *mesh, int index, const DevCluster *cluster,
-                              GError **error) {
+                              int *owner, GError **error) {
   int n = dev_cluster_num_devices(cluster);
   if (mesh->ndims < 1 || mesh->ndims > MDL_MAX_MESH_AXES) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "mesh %d: %d axes (1..%d allowed)", index,
@@ -229,7 +254,6 @@ static gboolean validate_mesh(const MdlMesh *mesh, int index, const DevCluster *
                 cluster->name, n);
     return FALSE;
   }
-  g_autofree gboolean *seen = g_new0(gboolean, n);
   for (int i = 0; i < mesh->ndevices; i++) {
     int d = mesh->devices[i];
     if (d < 0 || d >= n) {
@@ -238,11 +262,11 @@ static gboolean validate_mesh(const MdlMesh *mesh, int index, const DevCluster *
                   cluster->name, n - 1);
       return FALSE;
     }
-    if (seen[d]) {
+    if (owner[d] == index) {
       g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "mesh %d lists device %d twice", index, d);
       return FALSE;
     }
-    seen[d] = TRUE;
+    owner[d] = index;
   }
   return TRUE;
 }
@@ -342,6 +366,12 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
                 s->num_stages, s->num_microbatches);
     return FALSE;
   }
+  if (s->num_microbatches > MDL_MAX_MICROBATCHES) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "%d microbatches exceed the limit of %d: use larger microbatches (mb)",
+                s->num_microbatches, MDL_MAX_MICROBATCHES);
+    return FALSE;
+  }
   if (!validate_pipeline(s, error)) return FALSE;
   if (s->zero_stage < 0 || s->zero_stage > 3) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "zero stage %d (0..3 allowed)",
@@ -364,16 +394,19 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
                 cluster->device.name, dev_dtype_name(s->dtype));
     return FALSE;
   }
+  int n = dev_cluster_num_devices(cluster);
+  g_autofree int *owner = g_new(int, n);
+  for (int d = 0; d < n; d++) owner[d] = -1;
   for (guint m = 0; m < s->meshes->len; m++)
-    if (!validate_mesh(mdl_strategy_mesh(s, (int)m), (int)m, cluster, error)) return FALSE;
+    if (!validate_mesh(mdl_strategy_mesh(s, (int)m), (int)m, cluster, owner, error)) return FALSE;
   for (int o = 0; o < s->num_ops; o++)
     if (!validate_config(s, graph, o, error)) return FALSE;
 
   /* Pipeline stages: data flows to the same or a later stage (chunk c feeds c + 1, across
-   * ranks under interleaving); stages share devices only when they are on the same rank. */
-  int n = dev_cluster_num_devices(cluster);
-  g_autofree int *owner = g_new(int, n);
+   * ranks under interleaving); stages share devices only when they are on the same rank.
+   * Each (mesh, stage) pair is checked once: ops x mesh sizes would be quadratic. */
   for (int d = 0; d < n; d++) owner[d] = -1;
+  g_autoptr(GHashTable) checked = g_hash_table_new_full(g_int64_hash, g_int64_equal, g_free, NULL);
   for (int o = 0; o < s->num_ops; o++) {
     const MdlOp *op = mdl_graph_op(graph, o);
     for (int k = 0; k < op->ninputs; k++) {
@@ -389,6 +422,9 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
     if (s->num_stages == 1) continue;
     const MdlMesh *mesh = mdl_strategy_mesh(s, s->configs[o].mesh);
     int stage = s->configs[o].stage;
+    gint64 pair = (gint64)s->configs[o].mesh << 32 | (guint32)stage;
+    if (g_hash_table_contains(checked, &pair)) continue;
+    g_hash_table_add(checked, g_memdup2(&pair, sizeof pair));
     for (int i = 0; i < mesh->ndevices; i++) {
       int d = mesh->devices[i];
       if (owner[d] >= 0 && mdl_strategy_rank_of_stage(s, owner[d]) !=

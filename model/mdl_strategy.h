@@ -23,6 +23,12 @@
 G_BEGIN_DECLS
 
 #define MDL_MAX_MESH_AXES 4
+/* Most microbatches per iteration: far past any real schedule (a 65536-sample batch cut into
+ * single samples), small enough that per-microbatch arrays stay small; the task-graph size
+ * limit (sim.h, SIM_MAX_TASKS) usually binds first (README, "Limits"). */
+#define MDL_MAX_MICROBATCHES 1000000
+/* Most devices in one mesh: the cluster limit (dev_cluster.h). */
+#define MDL_MAX_MESH_DEVICES DEV_MAX_DEVICES
 
 typedef struct {
   int ndims;
@@ -229,6 +235,9 @@ double mdl_config_local_dim(const MdlOp *op, int dim, const MdlOpConfig *config,
 /* Tensor dim of @t that holds the batch (found through the ops that use it), -1 if none
  * (weights). */
 int mdl_tensor_sample_dim(const MdlGraph *graph, int t);
+/* The same for every tensor in one pass over the ops (mdl_tensor_sample_dim is a scan: calling
+ * it per tensor or per operand is quadratic in the graph); caller g_free()s the array. */
+int *mdl_tensor_sample_dims(const MdlGraph *graph);
 
 /* Elements of tensor @t held per device under @layout on @mesh for one microbatch;
  * @sample_tdim is mdl_tensor_sample_dim(graph, t). */

@@ -23,6 +23,12 @@
 static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int *stage_of,
                               GError **error) {
   int n = mdl_graph_num_ops(graph);
+  if ((gint64)ranks * vp > n) { /* checked in 64 bits: vp alone may be up to 1e9 */
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: %" G_GINT64_FORMAT " pipeline chunks (pp=%d, vp=%d) exceed the model's "
+                "%d ops", (gint64)ranks * vp, ranks, vp, n);
+    return FALSE;
+  }
   int pp = ranks * vp; /* chunks */
   if (pp == 1) {
     memset(stage_of, 0, sizeof(int) * (gsize)n);
@@ -85,10 +91,11 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
                 cfg->pp, cfg->dp, cfg->microbatch_size);
     return NULL;
   }
-  gint64 need = (gint64)cfg->tp * cfg->pp * cfg->dp;
+  /* In double: each degree is at most 1e9, and three of them overflow int64. */
+  double need = (double)cfg->tp * cfg->pp * cfg->dp;
   if (need > ndev) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
-                "megatron: tp*pp*dp = %" G_GINT64_FORMAT " devices but cluster %s has %d", need,
+                "megatron: tp*pp*dp = %.15g devices but cluster %s has %d", need,
                 cluster->name, ndev);
     return NULL;
   }
@@ -103,6 +110,12 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "megatron: dp*mb = %" G_GINT64_FORMAT " does not divide the global batch %"
                 G_GINT64_FORMAT, per_step, graph->batch);
+    return NULL;
+  }
+  if (graph->batch / per_step > MDL_MAX_MICROBATCHES) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: %" G_GINT64_FORMAT " microbatches (batch / (dp*mb)) exceed the limit of "
+                "%d: use larger microbatches (mb)", graph->batch / per_step, MDL_MAX_MICROBATCHES);
     return NULL;
   }
   int vp = cfg->virtual_stages > 1 ? cfg->virtual_stages : 1;

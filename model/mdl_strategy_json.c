@@ -108,16 +108,20 @@ static gboolean parse_meshes(MdlStrategy *s, const cJSON *root, const char *orig
       dims[a] = (int)v;
       total *= dims[a];
     }
-    if (total > 1000000) return fail(error, origin, "mesh %d: %" G_GINT64_FORMAT " devices is too many", index, total);
+    if (total > MDL_MAX_MESH_DEVICES)
+      return fail(error, origin, "mesh %d: %" G_GINT64_FORMAT " devices exceed the limit of %d",
+                  index, total, MDL_MAX_MESH_DEVICES);
     if (!cJSON_IsArray(devices) || cJSON_GetArraySize(devices) != total)
       return fail(error, origin, "mesh %d: \"devices\" must list %" G_GINT64_FORMAT " device ids",
                   index, total);
     g_autofree int *ids = g_new(int, total);
-    for (int i = 0; i < total; i++) {
-      double v = cJSON_GetNumberValue(cJSON_GetArrayItem(devices, i));
+    int i = 0;
+    const cJSON *dj;
+    cJSON_ArrayForEach(dj, devices) { /* not cJSON_GetArrayItem: that walks the list each time */
+      double v = cJSON_GetNumberValue(dj);
       if (!isfinite(v) || v < 0 || v > 1e9 || v != floor(v))
         return fail(error, origin, "mesh %d: device entry %d is not a device id", index, i);
-      ids[i] = (int)v;
+      ids[i++] = (int)v;
     }
     mdl_strategy_add_mesh(s, nd, dims, ids);
     index++;
@@ -150,6 +154,26 @@ static gboolean parse_config(const MdlStrategy *s, const MdlOp *op, const cJSON 
       if (d < 0) return fail(error, origin, "op %s has no dim \"%s\"", op->name, name);
     }
     c->split[a] = (int8_t)d;
+  }
+  return TRUE;
+}
+
+/* The "ops" entries: each names an op of @graph and gives its config; marks @set. */
+static gboolean parse_op_configs(MdlStrategy *s, const MdlGraph *graph, const cJSON *ops,
+                                 gboolean *set, const char *origin, GError **error) {
+  /* Op names to indices (a scan per entry would be quadratic in the graph). */
+  g_autoptr(GHashTable) op_index = g_hash_table_new(g_str_hash, g_str_equal);
+  for (int i = mdl_graph_num_ops(graph) - 1; i >= 0; i--) /* the first of a name wins */
+    g_hash_table_insert(op_index, mdl_graph_op(graph, i)->name, GINT_TO_POINTER(i + 1));
+  const cJSON *oj;
+  cJSON_ArrayForEach(oj, ops) {
+    const char *opname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(oj, "op"));
+    int o = opname ? GPOINTER_TO_INT(g_hash_table_lookup(op_index, opname)) - 1 : -1;
+    if (o < 0)
+      return fail(error, origin, "op \"%s\" is not in model %s", opname ? opname : "(missing)",
+                  graph->name);
+    if (!parse_config(s, mdl_graph_op(graph, o), oj, &s->configs[o], origin, error)) return FALSE;
+    set[o] = TRUE;
   }
   return TRUE;
 }
@@ -214,7 +238,7 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
     }
     s->bucket_bytes = v * 1024 * 1024;
   }
-  if (!get_int(root, "num_microbatches", 1, 1000000000, &s->num_microbatches, FALSE, origin, error) ||
+  if (!get_int(root, "num_microbatches", 1, MDL_MAX_MICROBATCHES, &s->num_microbatches, FALSE, origin, error) ||
       !get_int(root, "num_stages", 1, 1000000, &s->num_stages, FALSE, origin, error) ||
       !get_int(root, "virtual_stages", 1, 1000000, &s->virtual_stages, FALSE, origin, error) ||
       !get_int(root, "zero", 0, 3, &s->zero_stage, FALSE, origin, error) ||
@@ -224,22 +248,7 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
     fail(error, origin, "\"ops\" must be an array");
     goto err;
   }
-  const cJSON *oj;
-  cJSON_ArrayForEach(oj, ops) {
-    const char *opname = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(oj, "op"));
-    int o = -1;
-    for (int i = 0; opname && i < n; i++)
-      if (strcmp(mdl_graph_op(graph, i)->name, opname) == 0) {
-        o = i;
-        break;
-      }
-    if (o < 0) {
-      fail(error, origin, "op \"%s\" is not in model %s", opname ? opname : "(missing)", graph->name);
-      goto err;
-    }
-    if (!parse_config(s, mdl_graph_op(graph, o), oj, &s->configs[o], origin, error)) goto err;
-    set[o] = TRUE;
-  }
+  if (!parse_op_configs(s, graph, ops, set, origin, error)) goto err;
   for (int o = 0; o < n; o++) {
     if (set[o]) continue;
     if (!def) {

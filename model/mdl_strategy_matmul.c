@@ -59,6 +59,7 @@
 #include "model/mdl_strategy-int.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -224,14 +225,16 @@ MdlStrategy *mdl_strategy_matmul(const MdlGraph *graph, const DevCluster *cluste
   } else {
     shape[naxes] = cfg->q, role[naxes++] = AXIS_COL;
   }
-  gint64 ndev = 1;
-  for (int a = 0; a < naxes; a++) ndev *= shape[a];
-  if (ndev > dev_cluster_num_devices(cluster)) {
+  /* In double: q, d and dp are at most 1e9 each, and four of them overflow int64. */
+  double need = 1;
+  for (int a = 0; a < naxes; a++) need *= shape[a];
+  if (need > dev_cluster_num_devices(cluster)) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
-                "%s: the mesh needs %" G_GINT64_FORMAT " devices but cluster %s has %d", family,
-                ndev, cluster->name, dev_cluster_num_devices(cluster));
+                "%s: the mesh needs %.15g devices but cluster %s has %d", family, need,
+                cluster->name, dev_cluster_num_devices(cluster));
     return NULL;
   }
+  gint64 ndev = (gint64)need;
   /* Samples per microbatch per replica are split over the data axes after dp. */
   int data_split = (int)(ndev / cfg->dp) / (cfg->scheme == MDL_MATMUL_3D ? cfg->q * cfg->q
                                                                           : cfg->q);
@@ -245,6 +248,13 @@ MdlStrategy *mdl_strategy_matmul(const MdlGraph *graph, const DevCluster *cluste
     return NULL;
   }
 
+  if (graph->batch / per_step > MDL_MAX_MICROBATCHES) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "%s: %" G_GINT64_FORMAT " microbatches (batch / (dp*mb)) exceed the limit of %d: "
+                "use larger microbatches (mb)", family, graph->batch / per_step,
+                MDL_MAX_MICROBATCHES);
+    return NULL;
+  }
   int nops = mdl_graph_num_ops(graph);
   MdlStrategy *s = mdl_strategy_new_empty(nops);
   s->name = g_strdup(family);
@@ -343,9 +353,12 @@ MdlStrategy *mdl_strategy_matmul_parse_spec(const char *spec, const MdlGraph *gr
                 cfg.scheme == MDL_MATMUL_2_5D ? "q=Q and d=D" : "q=Q");
     return NULL;
   }
-  int group = cfg.q * cfg.q * (cfg.scheme == MDL_MATMUL_3D ? cfg.q
-                               : cfg.scheme == MDL_MATMUL_2_5D ? cfg.depth : 1);
-  if (cfg.dp == 0) cfg.dp = MAX(1, dev_cluster_num_devices(cluster) / group);
+  /* In double: q and d are at most 1e9 each, so q*q*q overflows even int64 (the fuzzer's
+   * "summa:q=33333333"); a group larger than the cluster leaves dp=1 for mdl_strategy_matmul
+   * to refuse. */
+  double group = (double)cfg.q * cfg.q * (cfg.scheme == MDL_MATMUL_3D ? cfg.q
+                                          : cfg.scheme == MDL_MATMUL_2_5D ? cfg.depth : 1);
+  if (cfg.dp == 0) cfg.dp = (int)MAX(1.0, floor(dev_cluster_num_devices(cluster) / group));
   if (cfg.microbatch_size == 0) /* one microbatch per replica: no gradient accumulation */
     cfg.microbatch_size = (int)MAX(1, graph->batch / cfg.dp);
   MdlStrategy *s = mdl_strategy_matmul(graph, cluster, &cfg, error);

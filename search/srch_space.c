@@ -432,8 +432,7 @@ SrchSpace *srch_space_new(const MdlGraph *graph, const DevCluster *cluster,
   s->ndevices = dev_cluster_num_devices(cluster);
   s->capacity = cluster->device.memory_bytes;
   s->readers = tensor_readers(graph);
-  s->sample_tdim = g_new(int, MAX(mdl_graph_num_tensors(graph), 1));
-  for (int t = 0; t < mdl_graph_num_tensors(graph); t++) s->sample_tdim[t] = mdl_tensor_sample_dim(graph, t);
+  s->sample_tdim = mdl_tensor_sample_dims(graph);
   build_variables(s);
   s->point_len = s->nvars + 1;
   build_meshes(s);

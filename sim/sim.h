@@ -119,10 +119,43 @@ typedef struct {
                                 (contention; `--collectives step`) */
 } SimOptions;
 
+/* Limits on one simulation (README, "Limits"), checked before the task graph is allocated.
+ * A task costs about 40 bytes with its resources, edges and schedule entries: 200 million
+ * tasks are about 8 GB and a few minutes of building and simulating. A device slot is one
+ * entry of an op x microbatch x mesh-device array the builder keeps (data readiness per mesh
+ * index) and the memory model walks even for replicas symmetry does not simulate (~8 bytes and
+ * ~30 ns each: 10^9 slots are about 8 GB). */
+#define SIM_MAX_TASKS UINT64_C(200000000)
+#define SIM_MAX_DEVICE_SLOTS UINT64_C(1000000000)
+
+/* The size of an iteration's task graph, computed without building it. */
+typedef struct {
+  uint64_t tasks;          /* tasks the build would add (an upper bound: exact for compute
+                              tasks, collectives and cross-mesh moves; every aligned stage-to-
+                              stage send counted, even one a device sends to itself) */
+  uint64_t compute_tasks;  /* of which forward, backward, weight-gradient and recompute tasks */
+  uint64_t device_slots;   /* sum over ops of microbatches x devices of the op's mesh */
+  int simulated_devices;   /* devices with tasks: the representatives under symmetry */
+  gboolean symmetric;      /* whether symmetry folds replicas */
+} SimEstimate;
+
+/* Estimates the task graph sim_build_with_options would build, at the cost of validating the
+ * strategy, choosing the representatives and planning the cross-mesh moves (linear in ops and
+ * mesh sizes; nothing per microbatch or per task). FALSE with @error for a strategy that is
+ * invalid or a cross-mesh move that cannot be planned; a graph over the limits is estimated,
+ * not refused (sim_estimate_check). */
+gboolean sim_build_estimate(const MdlGraph *graph, const MdlStrategy *strategy,
+                            const DevCluster *cluster, const SimOptions *options,
+                            SimEstimate *estimate, GError **error);
+/* FALSE with MDL_ERROR_STRATEGY (one line naming the estimate, the limit and what to change)
+ * when @estimate is over SIM_MAX_DEVICE_SLOTS or SIM_MAX_TASKS. */
+gboolean sim_estimate_check(const SimEstimate *estimate, GError **error);
+
 /* Builds the task graph of one training iteration (forward and backward of every microbatch in
  * the schedule's order, SBP resharding collectives, gradient all-reduce, optimizer step).
  * By default devices the strategy treats alike are simulated once (symmetry, where valid:
- * see sim_build.c); the answer is the expanded graph's, bit for bit. */
+ * see sim_build.c); the answer is the expanded graph's, bit for bit. Refuses (NULL, @error as
+ * sim_estimate_check) a graph over the limits above before allocating it. */
 SimTaskGraph *sim_build(const MdlGraph *graph, const MdlStrategy *strategy,
                         const DevCluster *cluster, const CmParams *params, GError **error);
 SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *strategy,

@@ -1,7 +1,8 @@
 /* sim/build — private to sim/sim_build*.c: the builder's state and the functions its files
  * share. sim_build.c: compute tasks, program order, the entry point; sim_build_comm.c: SBP
  * resharding, cross-mesh moves, forward and backward data dependencies; sim_build_sync.c:
- * gradient synchronization, ZeRO, optimizer; sim_build_symmetry.c: representatives. */
+ * gradient synchronization, ZeRO, optimizer; sim_build_symmetry.c: representatives;
+ * sim_build_estimate.c: the graph's size before it is built, and its limits. */
 #ifndef STRATSIM_SIM_BUILD_INT_H
 #define STRATSIM_SIM_BUILD_INT_H
 
@@ -70,6 +71,10 @@ static inline const MdlOpConfig *cfg(const Builder *b, int op) { return &b->s->c
 static inline const MdlMesh *mesh_of(const Builder *b, int op) {
   return mdl_strategy_mesh(b->s, b->s->configs[op].mesh);
 }
+/* Whether @o gets W tasks: under weight delay, when part of its backward is weight gradients. */
+static inline gboolean sb_has_weight_task(const Builder *b, int o) {
+  return b->s->weight_delay && cm_weight_grad_share(b->g, mdl_graph_op(b->g, o)) > 0;
+}
 /* Forward/backward task of @op, microbatch @mb, on the device at mesh index @i (which must be
  * simulated: rep_pos >= 0). */
 static inline uint32_t task_fwd(const Builder *b, int op, int mb, int i) {
@@ -130,5 +135,41 @@ void sb_free_representatives(Builder *b);
 typedef enum { SB_USE_FORWARD, SB_USE_RECOMPUTE, SB_USE_BACKWARD } SbWeightUse;
 void sb_add_parameter_gathers(Builder *b, SbWeightUse use);
 void sb_crossmesh_cache_free(gpointer data);
+/* @from with its partial sums reduced (P -> B): what a move between meshes starts from. */
+MdlLayout sb_reduced(MdlLayout from);
+/* Whether a move between two meshes is device-aligned (send/recv to the same mesh index). */
+gboolean sb_aligned_move(const Builder *b, int src_mesh, MdlLayout from, int dst_mesh,
+                         MdlLayout to);
+/* The cross-mesh plan of one move, from the builder's cache or planned now and cached; NULL
+ * with @error set when it cannot be planned (too many slices). */
+const SimCrossMeshPlan *sb_crossmesh_plan(Builder *b, int t, int src_mesh, MdlLayout from,
+                                          int dst_mesh, MdlLayout to, GError **error);
+/* Layout of the gradient input @k of @o produces; whether (@o, @k) is the reader of its
+ * tensor that reshards its group's summed gradient (sb_add_backward_dependencies). */
+MdlLayout sb_input_grad_layout(const Builder *b, int o, int k);
+gboolean sb_gradient_group_leader(const Builder *b, int o, int k);
+
+/* One weight's gradient sync on one mesh. */
+typedef struct {
+  int w, m;
+  unsigned mask;
+  int first;        /* first op using it there */
+  int ready;        /* smallest index of its ops there: its gradient completes when that op's
+                       backward does, and backward runs in reverse op order */
+  double bytes;     /* per device */
+} SyncItem;
+/* The gradient syncs (SyncItem) of every weight on every mesh where it is replicated, in
+ * bucket order; with @local_params (per device, zeroed) also adds each simulated device's
+ * parameters its optimizer steps. Caller g_array_unref()s. */
+GArray *sb_sync_items(const Builder *b, double *local_params);
+/* The DDP buckets over sorted @items: [begin, end) pairs of guint. Caller g_array_unref()s. */
+GArray *sb_sync_buckets(const Builder *b, const GArray *items);
+
+/* Builder entries that no task carries: compute tasks' op x microbatch x mesh index, summed
+ * (sim_build_estimate.c). */
+guint64 sb_device_slots(const MdlGraph *graph, const MdlStrategy *strategy);
+/* Fills @out's task counts from the representatives chosen; plans every cross-mesh move (into
+ * the builder's cache), FALSE with @error when one cannot be planned. */
+gboolean sb_estimate_tasks(Builder *b, SimEstimate *out, GError **error);
 
 #endif

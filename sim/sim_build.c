@@ -79,11 +79,6 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
   }
 }
 
-/* Whether @o gets W tasks: under weight delay, when part of its backward is weight gradients. */
-static gboolean has_weight_task(const Builder *b, int o) {
-  return b->s->weight_delay && cm_weight_grad_share(b->g, mdl_graph_op(b->g, o)) > 0;
-}
-
 /* Forward, backward, (weight delay) weight-gradient and (recomputation) recomputed-forward
  * tasks, in that order of ids. */
 static void add_compute_tasks(Builder *b) {
@@ -98,7 +93,7 @@ static void add_compute_tasks(Builder *b) {
       SimTime durations[3];
       op_durations(b, o, &durations[0], &durations[1], &durations[2]);
       bases[phase][o] = NO_TASK;
-      if (phase == 2 && !has_weight_task(b, o)) continue; /* its dW, if any, is in B */
+      if (phase == 2 && !sb_has_weight_task(b, o)) continue; /* its dW, if any, is in B */
       if (phase == 3 && b->group[o] < 0) continue;
       t.kind = (uint8_t)kinds[phase];
       t.duration = durations[phase == 3 ? 0 : phase]; /* a recomputation re-runs the forward */
@@ -212,57 +207,116 @@ SimTaskGraph *sim_build(const MdlGraph *graph, const MdlStrategy *strategy,
   return sim_build_with_options(graph, strategy, cluster, params, &options, error);
 }
 
-SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *strategy,
-                                     const DevCluster *cluster, const CmParams *params,
-                                     const SimOptions *options, GError **error) {
-  if (!mdl_strategy_validate(strategy, graph, cluster, error)) return NULL;
-  Builder b = {0};
-  b.g = graph;
-  b.s = strategy;
-  b.c = cluster;
-  b.p = params;
-  b.nops = mdl_graph_num_ops(graph);
-  b.M = strategy->num_microbatches;
-  b.dtype_bytes = dev_dtype_bytes(strategy->dtype);
-  b.tg = sim_task_graph_new(dev_cluster_num_devices(cluster));
+/* Everything the graph's size depends on, up to the representatives: validates the strategy
+ * and (@enforce) refuses one over SIM_MAX_DEVICE_SLOTS before the rest, which allocates per
+ * mesh index. */
+static gboolean builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *strategy,
+                             const DevCluster *cluster, const CmParams *params,
+                             const SimOptions *options, gboolean enforce, SimEstimate *estimate,
+                             GError **error) {
+  memset(b, 0, sizeof *b);
+  memset(estimate, 0, sizeof *estimate);
+  if (!mdl_strategy_validate(strategy, graph, cluster, error)) return FALSE;
+  estimate->device_slots = sb_device_slots(graph, strategy);
+  if (enforce && !sim_estimate_check(estimate, error)) return FALSE;
+  b->g = graph;
+  b->s = strategy;
+  b->c = cluster;
+  b->p = params;
+  b->nops = mdl_graph_num_ops(graph);
+  b->M = strategy->num_microbatches;
+  b->dtype_bytes = dev_dtype_bytes(strategy->dtype);
+  b->tg = sim_task_graph_new(dev_cluster_num_devices(cluster));
   int nt = mdl_graph_num_tensors(graph);
-  b.fwd_base = g_new(uint32_t, b.nops);
-  b.bwd_base = g_new(uint32_t, b.nops);
-  b.wgt_base = g_new(uint32_t, b.nops);
-  b.rec_base = g_new(uint32_t, b.nops);
-  b.group = mdl_strategy_recompute_groups(strategy, graph);
-  b.grads_done_b = g_new0(int, strategy->num_stages);
-  b.grads_done_w = g_new0(int, strategy->num_stages);
-  b.sample_tdim = g_new(int, nt);
-  b.conversions = g_new(GPtrArray *, nt);
-  b.rec_conversions = g_new(GPtrArray *, nt);
-  b.users = g_new(GArray *, nt);
+  b->fwd_base = g_new(uint32_t, b->nops);
+  b->bwd_base = g_new(uint32_t, b->nops);
+  b->wgt_base = g_new(uint32_t, b->nops);
+  b->rec_base = g_new(uint32_t, b->nops);
+  b->group = mdl_strategy_recompute_groups(strategy, graph);
+  b->grads_done_b = g_new0(int, strategy->num_stages);
+  b->grads_done_w = g_new0(int, strategy->num_stages);
+  b->sample_tdim = g_new(int, nt);
+  b->conversions = g_new(GPtrArray *, nt);
+  b->rec_conversions = g_new(GPtrArray *, nt);
+  b->users = g_new(GArray *, nt);
   for (int t = 0; t < nt; t++) {
-    b.sample_tdim[t] = -1;
-    b.conversions[t] = g_ptr_array_new_with_free_func(conversion_free);
-    b.rec_conversions[t] = g_ptr_array_new_with_free_func(conversion_free);
-    b.users[t] = g_array_new(FALSE, FALSE, sizeof(int));
+    b->sample_tdim[t] = -1;
+    b->conversions[t] = g_ptr_array_new_with_free_func(conversion_free);
+    b->rec_conversions[t] = g_ptr_array_new_with_free_func(conversion_free);
+    b->users[t] = g_array_new(FALSE, FALSE, sizeof(int));
   }
   /* Sample dims and users in one pass over the operands. */
-  for (int o = 0; o < b.nops; o++) {
+  for (int o = 0; o < b->nops; o++) {
     const MdlOp *op = mdl_graph_op(graph, o);
     int sd = mdl_op_sample_dim(op);
     for (int k = -1; k < op->ninputs; k++) {
       const MdlOperand *opd = k < 0 ? &op->output : &op->inputs[k];
-      if (k >= 0) g_array_append_val(b.users[opd->tensor], o);
+      if (k >= 0) g_array_append_val(b->users[opd->tensor], o);
       for (int i = 0; sd >= 0 && i < MDL_MAX_DIMS; i++)
-        if (opd->dim_map[i] == sd && b.sample_tdim[opd->tensor] < 0) b.sample_tdim[opd->tensor] = i;
+        if (opd->dim_map[i] == sd && b->sample_tdim[opd->tensor] < 0) b->sample_tdim[opd->tensor] = i;
     }
   }
-  b.step = options->step_collectives;
-  b.plans = g_ptr_array_new_with_free_func(sb_crossmesh_cache_free);
+  b->step = options->step_collectives;
+  b->plans = g_ptr_array_new_with_free_func(sb_crossmesh_cache_free);
   /* Cross-mesh resharding runs on link resources and plans every device's slices, so the
    * graph is expanded (symmetry would need per-unit orbits). */
-  gboolean crossmesh = sb_needs_crossmesh(&b);
-  if (b.step || crossmesh) b.tg->num_resources = sim_network_num_resources(cluster);
-  sb_choose_representatives(&b, !options->no_symmetry && !crossmesh);
-  b.tg->symmetric = b.symmetric;
-  for (guint m = 0; m < strategy->meshes->len; m++) b.tg->simulated_devices += b.nrep[m];
+  gboolean crossmesh = sb_needs_crossmesh(b);
+  if (b->step || crossmesh) b->tg->num_resources = sim_network_num_resources(cluster);
+  sb_choose_representatives(b, !options->no_symmetry && !crossmesh);
+  b->tg->symmetric = b->symmetric;
+  for (guint m = 0; m < strategy->meshes->len; m++) b->tg->simulated_devices += b->nrep[m];
+  return TRUE;
+}
+
+/* Frees what builder_init allocated (not the task graph). */
+static void builder_clear(Builder *b) {
+  if (!b->g) return; /* builder_init failed before allocating */
+  int nt = mdl_graph_num_tensors(b->g);
+  for (int t = 0; t < nt; t++) {
+    g_ptr_array_unref(b->conversions[t]);
+    g_ptr_array_unref(b->rec_conversions[t]);
+    g_array_unref(b->users[t]);
+  }
+  g_free(b->conversions);
+  g_free(b->rec_conversions);
+  g_free(b->chain_prev);
+  g_free(b->rec_base);
+  g_free(b->group);
+  g_free(b->users);
+  sb_free_representatives(b);
+  g_ptr_array_unref(b->plans);
+  g_free(b->sample_tdim);
+  g_free(b->fwd_base);
+  g_free(b->bwd_base);
+  g_free(b->wgt_base);
+  g_free(b->grads_done_b);
+  g_free(b->grads_done_w);
+}
+
+gboolean sim_build_estimate(const MdlGraph *graph, const MdlStrategy *strategy,
+                            const DevCluster *cluster, const SimOptions *options,
+                            SimEstimate *estimate, GError **error) {
+  g_return_val_if_fail(graph && strategy && cluster && options && estimate, FALSE);
+  Builder b;
+  gboolean ok = builder_init(&b, graph, strategy, cluster, NULL, options, FALSE, estimate, error) &&
+                sb_estimate_tasks(&b, estimate, error);
+  if (b.tg) sim_task_graph_free(b.tg);
+  builder_clear(&b);
+  return ok;
+}
+
+SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *strategy,
+                                     const DevCluster *cluster, const CmParams *params,
+                                     const SimOptions *options, GError **error) {
+  Builder b;
+  SimEstimate estimate;
+  /* The size first: a graph over the limits is refused before it takes the memory. */
+  if (!builder_init(&b, graph, strategy, cluster, params, options, TRUE, &estimate, error) ||
+      !sb_estimate_tasks(&b, &estimate, error) || !sim_estimate_check(&estimate, error)) {
+    if (b.tg) sim_task_graph_free(b.tg);
+    builder_clear(&b);
+    return NULL;
+  }
   add_compute_tasks(&b);
   b.chain_prev = g_new(uint32_t, sim_task_graph_size(b.tg) + 1);
   for (uint32_t i = 0; i < sim_task_graph_size(b.tg); i++) b.chain_prev[i] = NO_TASK;
@@ -280,24 +334,7 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
   b.phase = SIM_PHASE_ITERATION;
   sb_add_gradient_sync_and_optimizer(&b, last);
   sim_task_graph_finish(b.tg);
-  for (int t = 0; t < nt; t++) {
-    g_ptr_array_unref(b.conversions[t]);
-    g_ptr_array_unref(b.rec_conversions[t]);
-    g_array_unref(b.users[t]);
-  }
-  g_free(b.conversions);
-  g_free(b.rec_conversions);
-  g_free(b.chain_prev);
-  g_free(b.rec_base);
-  g_free(b.group);
-  g_free(b.users);
-  sb_free_representatives(&b);
-  g_ptr_array_unref(b.plans);
-  g_free(b.sample_tdim);
-  g_free(b.fwd_base);
-  g_free(b.bwd_base);
-  g_free(b.wgt_base);
-  g_free(b.grads_done_b);
-  g_free(b.grads_done_w);
-  return b.tg;
+  SimTaskGraph *tg = b.tg;
+  builder_clear(&b);
+  return tg;
 }

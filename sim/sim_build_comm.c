@@ -132,7 +132,7 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
 /* Moves tensor @t (one microbatch) from layout @from on mesh @src_mesh, available after
  * @src_ready, to layout @to on mesh @dst_mesh; fills @dst_ready (per destination index). */
 /* @from with its partial sums reduced (P -> B): what a cross-mesh move starts from. */
-static MdlLayout reduced(MdlLayout from) {
+MdlLayout sb_reduced(MdlLayout from) {
   for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
     if (from.axis[a] == MDL_LAYOUT_PARTIAL) from.axis[a] = MDL_LAYOUT_BROADCAST;
   return from;
@@ -141,12 +141,12 @@ static MdlLayout reduced(MdlLayout from) {
 /* Whether a move between two meshes is device-aligned: same mesh shape and, after reducing
  * partial sums, the same layout, so device i of one sends its whole tile to device i of the
  * other (Megatron's stage-to-stage send/recv). Other moves are cross-mesh resharding. */
-static gboolean aligned_move(const Builder *b, int src_mesh, MdlLayout from, int dst_mesh,
+gboolean sb_aligned_move(const Builder *b, int src_mesh, MdlLayout from, int dst_mesh,
                              MdlLayout to) {
   const MdlMesh *sm = mdl_strategy_mesh(b->s, src_mesh), *dm = mdl_strategy_mesh(b->s, dst_mesh);
   if (sm->ndims != dm->ndims || memcmp(sm->shape, dm->shape, sizeof(int) * (gsize)sm->ndims) != 0)
     return FALSE;
-  MdlLayout r = reduced(from);
+  MdlLayout r = sb_reduced(from);
   for (int a = 0; a < sm->ndims; a++)
     if (sm->shape[a] > 1 && r.axis[a] != to.axis[a]) return FALSE;
   return TRUE;
@@ -154,8 +154,8 @@ static gboolean aligned_move(const Builder *b, int src_mesh, MdlLayout from, int
 
 /* The cross-mesh plan (cross-mesh resharding paper, sections 3.1-3.2: unit tasks, broadcast,
  * load balancing) for one move of a microbatch of tensor @t, planned once and reused. */
-static const SimCrossMeshPlan *crossmesh_plan(Builder *b, int t, int src_mesh, MdlLayout from,
-                                              int dst_mesh, MdlLayout to) {
+const SimCrossMeshPlan *sb_crossmesh_plan(Builder *b, int t, int src_mesh, MdlLayout from,
+                                          int dst_mesh, MdlLayout to, GError **error) {
   for (guint i = 0; i < b->plans->len; i++) {
     const CrossMeshCache *c = g_ptr_array_index(b->plans, i);
     if (c->t == t && c->src == src_mesh && c->dst == dst_mesh &&
@@ -166,13 +166,16 @@ static const SimCrossMeshPlan *crossmesh_plan(Builder *b, int t, int src_mesh, M
   int64_t shape[MDL_MAX_DIMS];
   for (int i = 0; i < tensor->ndims; i++)
     shape[i] = tensor->shape[i] / (i == b->sample_tdim[t] ? b->M : 1);
-  GError *error = NULL;
   SimCrossMeshPlan *plan =
       sim_crossmesh_plan_new(b->c, mdl_strategy_mesh(b->s, src_mesh), from,
                              mdl_strategy_mesh(b->s, dst_mesh), to, shape, tensor->ndims,
-                             b->dtype_bytes, NULL, &error);
-  /* The strategy was validated: layouts split only dims the tensor has, and divide them. */
-  if (!plan) g_error("cross-mesh plan for %s: %s", tensor->name, error->message);
+                             b->dtype_bytes, NULL, error);
+  /* The strategy was validated, but two tilings may still cut a tensor into too many slices:
+   * the estimate (sim_build_estimate.c) plans every move first and reports that. */
+  if (!plan) {
+    g_prefix_error(error, "tensor %s: ", tensor->name);
+    return NULL;
+  }
   CrossMeshCache *c = g_new(CrossMeshCache, 1);
   *c = (CrossMeshCache){t, src_mesh, dst_mesh, from, to, plan};
   g_ptr_array_add(b->plans, c);
@@ -198,16 +201,18 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
     return;
   }
   /* Partial sums are reduced on the source mesh before anything moves. */
-  MdlLayout start = reduced(from);
+  MdlLayout start = sb_reduced(from);
   sb_convert_on_mesh(b, src_mesh, from, start, t, op, mb, ready);
-  if (!aligned_move(b, src_mesh, from, dst_mesh, to)) {
+  if (!sb_aligned_move(b, src_mesh, from, dst_mesh, to)) {
     SimTask tag = {0};
     tag.kind = SIM_TASK_COMM;
     tag.op = op;
     tag.tensor = t;
     tag.microbatch = mb;
     tag.phase = (uint8_t)b->phase;
-    const SimCrossMeshPlan *plan = crossmesh_plan(b, t, src_mesh, start, dst_mesh, to);
+    /* Planned (and checked) by the estimate before the build: found in the cache. */
+    const SimCrossMeshPlan *plan = sb_crossmesh_plan(b, t, src_mesh, start, dst_mesh, to, NULL);
+    g_assert(plan);
     sim_crossmesh_emit(plan, b->tg, &tag, ready, dst_ready);
     for (int j = 0; j < dm->ndevices; j++)
       if (dst_ready[j] == SIM_CROSSMESH_NO_TASK) dst_ready[j] = NO_TASK;
@@ -284,7 +289,7 @@ void sb_add_forward_dependencies(Builder *b) {
 
 /* Gradient layout of input @k of @o: Split stays Split; Broadcast on an axis the op splits
  * becomes Partial (each device contributed part of the sum); else Broadcast. */
-static MdlLayout input_grad_layout(const Builder *b, int o, int k) {
+MdlLayout sb_input_grad_layout(const Builder *b, int o, int k) {
   const MdlOp *op = mdl_graph_op(b->g, o);
   const MdlMesh *mesh = mesh_of(b, o);
   MdlLayout l = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
@@ -305,8 +310,8 @@ gboolean sb_needs_crossmesh(const Builder *b) {
       const MdlOp *pop = mdl_graph_op(b->g, p);
       MdlLayout out = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh_of(b, p));
       MdlLayout in = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh_of(b, o));
-      if (!aligned_move(b, cfg(b, p)->mesh, out, cfg(b, o)->mesh, in) ||
-          !aligned_move(b, cfg(b, o)->mesh, input_grad_layout(b, o, k), cfg(b, p)->mesh, reduced(out)))
+      if (!sb_aligned_move(b, cfg(b, p)->mesh, out, cfg(b, o)->mesh, in) ||
+          !sb_aligned_move(b, cfg(b, o)->mesh, sb_input_grad_layout(b, o, k), cfg(b, p)->mesh, sb_reduced(out)))
         return TRUE;
     }
   }
@@ -318,9 +323,9 @@ gboolean sb_needs_crossmesh(const Builder *b) {
  * layout sum them locally first (as frameworks accumulate .grad) and reshard once. The group's
  * last backward in program order is its smallest op (backward runs in reverse op order within
  * a stage's unit): that reader converts, after the others on every device's chain. */
-static gboolean gradient_group_leader(const Builder *b, int o, int k) {
+gboolean sb_gradient_group_leader(const Builder *b, int o, int k) {
   int t = mdl_graph_op(b->g, o)->inputs[k].tensor;
-  MdlLayout mine = input_grad_layout(b, o, k);
+  MdlLayout mine = sb_input_grad_layout(b, o, k);
   GArray *users = b->users[t];
   for (guint u = 0; u < users->len; u++) {
     int o2 = g_array_index(users, int, u);
@@ -329,7 +334,7 @@ static gboolean gradient_group_leader(const Builder *b, int o, int k) {
     const MdlOp *op2 = mdl_graph_op(b->g, o2);
     for (int k2 = 0; k2 < op2->ninputs; k2++) {
       if (op2->inputs[k2].tensor != t || (o2 == o && k2 >= k)) continue;
-      MdlLayout other = input_grad_layout(b, o2, k2);
+      MdlLayout other = sb_input_grad_layout(b, o2, k2);
       if (memcmp(&other, &mine, sizeof mine) == 0) return FALSE;
     }
   }
@@ -343,10 +348,10 @@ void sb_add_backward_dependencies(Builder *b) {
     for (int k = 0; k < op->ninputs; k++) {
       int t = op->inputs[k].tensor;
       int p = mdl_graph_tensor(b->g, t)->producer;
-      if (p < 0 || !gradient_group_leader(b, o, k)) continue;
+      if (p < 0 || !sb_gradient_group_leader(b, o, k)) continue;
       const MdlOp *pop = mdl_graph_op(b->g, p);
       const MdlMesh *pmesh = mesh_of(b, p);
-      MdlLayout from = input_grad_layout(b, o, k);
+      MdlLayout from = sb_input_grad_layout(b, o, k);
       /* The producer's backward needs dY where Y was Split as Split, elsewhere whole. */
       MdlLayout need = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), pmesh);
       for (int a = 0; a < MDL_MAX_MESH_AXES; a++)

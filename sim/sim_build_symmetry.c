@@ -70,12 +70,18 @@ static unsigned symmetric_axes(const Builder *b, int m) {
     if (mesh->shape[a] > 1) all |= 1u << a;
   for (int a = 0; a < mesh->ndims; a++)
     if ((all & (1u << a)) && !uniform_group_cost(b, mesh, 1u << a)) return 0;
+  /* Each mask is checked once (a check walks the whole mesh; there are at most 2^4 masks and
+   * possibly millions of weights). */
+  guint32 uniform = 0;
+  G_STATIC_ASSERT(MDL_MAX_MESH_AXES <= 5);
   for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
     if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
     int first;
     MdlLayout layout;
     unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
-    if (mask && !uniform_group_cost(b, mesh, mask)) return 0;
+    if (!mask || (uniform & (1u << mask))) continue;
+    if (!uniform_group_cost(b, mesh, mask)) return 0;
+    uniform |= 1u << mask;
   }
   return all;
 }

@@ -107,16 +107,6 @@ void sb_add_parameter_gathers(Builder *b, SbWeightUse use) {
   }
 }
 
-/* One weight's gradient sync on one mesh. */
-typedef struct {
-  int w, m;
-  unsigned mask;
-  int first;        /* first op using it there */
-  int ready;        /* smallest index of its ops there: its gradient completes when that op's
-                       backward does, and backward runs in reverse op order */
-  double bytes;     /* per device */
-} SyncItem;
-
 static int compare_sync_items(const void *pa, const void *pb) {
   const SyncItem *a = pa, *b = pb;
   if (a->m != b->m) return a->m < b->m ? -1 : 1;
@@ -175,6 +165,57 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
   }
 }
 
+/* The sync items, sorted (sim_build-int.h). */
+GArray *sb_sync_items(const Builder *b, double *local_params) {
+  GArray *items = g_array_new(FALSE, FALSE, sizeof(SyncItem));
+  int nmeshes = (int)b->s->meshes->len;
+  for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
+    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+    for (int m = 0; m < nmeshes; m++) {
+      const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+      SyncItem it = {.w = w, .m = m, .ready = INT_MAX};
+      MdlLayout layout;
+      it.mask = sb_grad_sync_mask(b, w, m, &it.first, &layout);
+      if (it.first < 0) continue;
+      double elems = mdl_layout_local_elements(b->g, w, -1, &layout, mesh, 1), nd = 1;
+      for (int a = 0; a < mesh->ndims; a++)
+        if (it.mask & (1u << a)) nd *= mesh->shape[a];
+      double stepped = b->s->zero_stage >= 1 ? elems / nd : elems; /* this device's shard */
+      for (int r = 0; local_params && r < b->nrep[m]; r++)
+        local_params[mesh->devices[b->rep_idx[m][r]]] += stepped;
+      if (!it.mask) continue;
+      GArray *users = b->users[w];
+      for (guint u = 0; u < users->len; u++) {
+        int o = g_array_index(users, int, u);
+        if (cfg(b, o)->mesh == m && o < it.ready) it.ready = o;
+      }
+      it.bytes = elems * b->dtype_bytes;
+      g_array_append_val(items, it);
+    }
+  }
+  g_array_sort(items, compare_sync_items);
+  return items;
+}
+
+GArray *sb_sync_buckets(const Builder *b, const GArray *items) {
+  const SyncItem *all = (const SyncItem *)items->data;
+  GArray *buckets = g_array_new(FALSE, FALSE, sizeof(guint) * 2); /* [begin, end) in items */
+  for (guint i = 0; i < items->len;) {
+    guint j = i;
+    double filled = 0;
+    /* Fill a bucket up to the cap (a weight larger than the cap gets one of its own). */
+    while (j < items->len && all[j].m == all[i].m && all[j].mask == all[i].mask) {
+      filled += all[j].bytes;
+      j++;
+      if (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes) break;
+    }
+    guint range[2] = {i, j};
+    g_array_append_val(buckets, range);
+    i = j;
+  }
+  return buckets;
+}
+
 /* Gradient all-reduce of every weight over the axes it is replicated on while its ops split
  * them, packed into buckets in the order gradients become ready (PyTorch DDP, Li et al. 2020,
  * "PyTorch Distributed", section 3.2.3: a bucket's all-reduce starts when all its gradients
@@ -195,45 +236,12 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
   int ndev = b->tg->num_devices;
   g_autofree double *local_params = g_new0(double, ndev);
   GArray *syncs = g_array_new(FALSE, FALSE, sizeof(uint32_t) * 2); /* (task, device) */
-  GArray *items = g_array_new(FALSE, FALSE, sizeof(SyncItem));
-  int nmeshes = (int)b->s->meshes->len;
-  for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
-    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-    for (int m = 0; m < nmeshes; m++) {
-      const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
-      SyncItem it = {.w = w, .m = m, .ready = INT_MAX};
-      MdlLayout layout;
-      it.mask = sb_grad_sync_mask(b, w, m, &it.first, &layout);
-      if (it.first < 0) continue;
-      double elems = mdl_layout_local_elements(b->g, w, -1, &layout, mesh, 1), nd = 1;
-      for (int a = 0; a < mesh->ndims; a++)
-        if (it.mask & (1u << a)) nd *= mesh->shape[a];
-      double stepped = b->s->zero_stage >= 1 ? elems / nd : elems; /* this device's shard */
-      for (int r = 0; r < b->nrep[m]; r++) local_params[mesh->devices[b->rep_idx[m][r]]] += stepped;
-      if (!it.mask) continue;
-      GArray *users = b->users[w];
-      for (guint u = 0; u < users->len; u++) {
-        int o = g_array_index(users, int, u);
-        if (cfg(b, o)->mesh == m && o < it.ready) it.ready = o;
-      }
-      it.bytes = elems * b->dtype_bytes;
-      g_array_append_val(items, it);
-    }
-  }
-  g_array_sort(items, compare_sync_items);
+  GArray *items = sb_sync_items(b, local_params);
   const SyncItem *all = (const SyncItem *)items->data;
-  GArray *buckets = g_array_new(FALSE, FALSE, sizeof(guint) * 2); /* [begin, end) in items */
-  for (guint i = 0; i < items->len;) {
-    guint j = i;
-    double filled = 0;
-    /* Fill a bucket up to the cap (a weight larger than the cap gets one of its own). */
-    while (j < items->len && all[j].m == all[i].m && all[j].mask == all[i].mask) {
-      filled += all[j].bytes;
-      j++;
-      if (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes) break;
-    }
-    guint range[2] = {i, j};
-    g_array_append_val(buckets, range);
+  GArray *buckets = sb_sync_buckets(b, items);
+  for (guint k = 0; k < buckets->len; k++) {
+    const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
+    guint i = range[0], j = range[1];
     /* ZeRO (Rajbhandari et al. 2020, section 7.2.1): with optimizer states partitioned (stage 1)
      * each rank needs only its shard of the summed gradient: a reduce-scatter once the
      * accumulated gradients are complete, then an all-gather of the updated parameters — the
@@ -246,7 +254,6 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
       add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, -1, NULL, syncs);
     else
       add_bucket(b, all + i, (int)(j - i), CM_ALL_REDUCE, -1, NULL, syncs);
-    i = j;
   }
   g_autofree uint32_t *opt = g_new(uint32_t, ndev);
   SimTask t = {0};

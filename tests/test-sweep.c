@@ -297,6 +297,7 @@ static void test_sweep_kill(gconstpointer data) {
   g_autofree char *threads = NULL;
   int interrupted = 0;
   for (int round = 0; round < 4; round++) {
+    g_free(threads);
     threads = g_strdup_printf("%d", round % 2 ? 2 : 1);
     char *argv[] = {STRATSIM_BIN, "sweep", file, "--db", db, "--no-charts", "--threads", threads, NULL};
     GPid pid;
