@@ -20,6 +20,7 @@ int cli_sweep(int argc, char **argv);
 int cli_report(int argc, char **argv);
 int cli_plot(int argc, char **argv);
 int cli_search(int argc, char **argv);
+int cli_db(int argc, char **argv);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
 int cli_fail(GError *error, int status);

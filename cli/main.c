@@ -93,6 +93,7 @@ static void usage(FILE *f) {
         "  sweep     run every point of a scenario file into the database (resumable), table and charts\n"
         "  report    table of a swept scenario's points (--scenario NAME, --format text|csv|json)\n"
         "  plot      redraw a swept scenario's gnuplot charts from the database (--scenario NAME)\n"
+        "  db        check the results database: integrity, foreign keys, rows (db check [--db FILE])\n"
         "  version   print the version\n"
         "\n"
         "Run 'stratsim COMMAND --help' for a command's options.\n",
@@ -117,6 +118,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "sweep") == 0) return cli_sweep(argc - 1, argv + 1);
   if (strcmp(cmd, "report") == 0) return cli_report(argc - 1, argv + 1);
   if (strcmp(cmd, "plot") == 0) return cli_plot(argc - 1, argv + 1);
+  if (strcmp(cmd, "db") == 0) return cli_db(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("stratsim %s\n", STRATSIM_VERSION_STRING);
     return CLI_EXIT_OK;

@@ -198,6 +198,13 @@ MdlGraph *mdl_graph_parse_spec(const char *spec, GError **error);
 /* Loads a JSON graph (format in model/README.md); @origin (a path) names it in errors and is
  * its name when the JSON has none. Validates before returning; free with mdl_graph_free. */
 MdlGraph *mdl_graph_from_json(const char *json_text, const char *origin, GError **error);
+/* Largest model or strategy JSON file read (README, "Limits"): a JSON parse takes several
+ * times the text in memory, and 256 MiB is some 500 000 ops. */
+#define MDL_MAX_JSON_BYTES (INT64_C(256) << 20)
+/* Reads the model or strategy file @path (@what names it in errors: "model file") into @text
+ * (caller g_free()s). FALSE with MDL_ERROR_PARSE (unreadable) or MDL_ERROR_INVALID (larger than
+ * MDL_MAX_JSON_BYTES, refused before it is read). */
+gboolean mdl_read_json_file(const char *what, const char *path, char **text, GError **error);
 /* Writes @graph in that format (any graph, zoo models included); the caller g_free()s it. */
 char *mdl_graph_to_json(const MdlGraph *graph);
 /* Built-in model names (NULL-terminated, static) and a one-line description of each. */

@@ -13,6 +13,7 @@
 #include "model/mdl_graph.h"
 
 #include <cjson/cJSON.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -400,4 +401,21 @@ char *mdl_graph_to_json(const MdlGraph *graph) {
   char *out = g_strdup(printed);
   cJSON_free(printed);
   return out;
+}
+
+gboolean mdl_read_json_file(const char *what, const char *path, char **text, GError **error) {
+  GStatBuf st;
+  if (g_stat(path, &st) == 0 && (gint64)st.st_size > MDL_MAX_JSON_BYTES) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID,
+                "%s %s is %" G_GINT64_FORMAT " bytes, over the limit of %" G_GINT64_FORMAT
+                " MiB", what, path, (gint64)st.st_size, MDL_MAX_JSON_BYTES >> 20);
+    return FALSE;
+  }
+  GError *io = NULL;
+  if (!g_file_get_contents(path, text, NULL, &io)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s %s: %s", what, path, io->message);
+    g_error_free(io);
+    return FALSE;
+  }
+  return TRUE;
 }

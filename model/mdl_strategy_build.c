@@ -302,12 +302,7 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
   g_return_val_if_fail(spec && graph && cluster, NULL);
   if (strchr(spec, '/') || g_str_has_suffix(spec, ".json")) {
     g_autofree char *text = NULL;
-    GError *local = NULL;
-    if (!g_file_get_contents(spec, &text, NULL, &local)) {
-      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy file %s: %s", spec, local->message);
-      g_error_free(local);
-      return NULL;
-    }
+    if (!mdl_read_json_file("strategy file", spec, &text, error)) return NULL;
     return mdl_strategy_from_json(text, spec, graph, cluster, error);
   }
   const char *colon = strchr(spec, ':');

@@ -100,17 +100,18 @@ static gboolean parse_meshes(MdlStrategy *s, const cJSON *root, const char *orig
     if (!cJSON_IsArray(shape) || nd < 1 || nd > MDL_MAX_MESH_AXES)
       return fail(error, origin, "mesh %d: \"shape\" must have 1..%d entries", index, MDL_MAX_MESH_AXES);
     int dims[MDL_MAX_MESH_AXES];
-    gint64 total = 1;
+    double product = 1; /* in double: four entries of 1e6 overflow int64 */
     for (int a = 0; a < nd; a++) {
       double v = cJSON_GetNumberValue(cJSON_GetArrayItem(shape, a));
       if (!isfinite(v) || v < 1 || v > 1e6 || v != floor(v))
         return fail(error, origin, "mesh %d: shape entry %d is not a positive integer", index, a);
       dims[a] = (int)v;
-      total *= dims[a];
+      product *= v;
     }
-    if (total > MDL_MAX_MESH_DEVICES)
-      return fail(error, origin, "mesh %d: %" G_GINT64_FORMAT " devices exceed the limit of %d",
-                  index, total, MDL_MAX_MESH_DEVICES);
+    if (product > MDL_MAX_MESH_DEVICES)
+      return fail(error, origin, "mesh %d: %.15g devices exceed the limit of %d", index, product,
+                  MDL_MAX_MESH_DEVICES);
+    gint64 total = (gint64)product;
     if (!cJSON_IsArray(devices) || cJSON_GetArraySize(devices) != total)
       return fail(error, origin, "mesh %d: \"devices\" must list %" G_GINT64_FORMAT " device ids",
                   index, total);

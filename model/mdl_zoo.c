@@ -151,12 +151,7 @@ static MdlGraph *unknown_model(const char *name, GError **error) {
 
 static MdlGraph *from_file(const char *path, GError **error) {
   char *text = NULL;
-  GError *io = NULL;
-  if (!g_file_get_contents(path, &text, NULL, &io)) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "model file %s: %s", path, io->message);
-    g_error_free(io);
-    return NULL;
-  }
+  if (!mdl_read_json_file("model file", path, &text, error)) return NULL;
   MdlGraph *g = mdl_graph_from_json(text, path, error);
   g_free(text);
   return g;

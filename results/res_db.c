@@ -143,17 +143,50 @@ static gboolean migrate(ResDb *db, GError **error) {
                 RES_SCHEMA_VERSION);
     return FALSE;
   }
-  for (; v < RES_SCHEMA_VERSION; v++) {
-    g_autofree char *bump = g_strdup_printf("PRAGMA user_version = %d;", v + 1);
+  while (v < RES_SCHEMA_VERSION) {
     if (!exec(db, "BEGIN IMMEDIATE;", RES_ERROR_SCHEMA, error)) return FALSE;
+    /* Read again under the write lock: another process may have migrated meanwhile (two
+     * stratsim runs opening a new database at once). */
+    v = res_db_schema_version(db);
+    if (v < 0 || v > RES_SCHEMA_VERSION) {
+      g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA, "database %s: schema version %d changed "
+                  "while opening it (a newer stratsim?)", db->path, v);
+      exec(db, "ROLLBACK;", RES_ERROR_SCHEMA, NULL);
+      return FALSE;
+    }
+    if (v == RES_SCHEMA_VERSION) {
+      if (!exec(db, "COMMIT;", RES_ERROR_SCHEMA, error)) return FALSE;
+      break;
+    }
+    g_autofree char *bump = g_strdup_printf("PRAGMA user_version = %d;", v + 1);
     if (!exec(db, migrations[v], RES_ERROR_SCHEMA, error) ||
         !exec(db, bump, RES_ERROR_SCHEMA, error)) {
       exec(db, "ROLLBACK;", RES_ERROR_SCHEMA, NULL);
       return FALSE;
     }
     if (!exec(db, "COMMIT;", RES_ERROR_SCHEMA, error)) return FALSE;
+    v++;
   }
   return TRUE;
+}
+
+/* WAL mode (persistent in the file). Switching to it takes an exclusive lock and SQLite answers
+ * SQLITE_BUSY at once instead of calling the busy handler, so two stratsim runs creating one
+ * database together retry here (every 10 ms, up to the busy timeout). */
+static gboolean set_wal(ResDb *db, GError **error) {
+  for (int attempt = 0;; attempt++) {
+    char *msg = NULL;
+    int rc = sqlite3_exec(db->sql, "PRAGMA journal_mode=WAL;", NULL, NULL, &msg);
+    if (rc == SQLITE_OK) return TRUE;
+    if ((rc == SQLITE_BUSY || rc == SQLITE_LOCKED) && attempt < 1000) {
+      sqlite3_free(msg);
+      g_usleep(10000);
+      continue;
+    }
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "database %s: %s", db->path, msg ? msg : "error");
+    sqlite3_free(msg);
+    return FALSE;
+  }
 }
 
 ResDb *res_db_open(const char *path, GError **error) {
@@ -173,7 +206,7 @@ ResDb *res_db_open(const char *path, GError **error) {
   }
   sqlite3_busy_timeout(db->sql, 10000);
   /* journal_mode=WAL reads the file header: a file that is not a database fails here. */
-  if (!exec(db, "PRAGMA journal_mode=WAL; PRAGMA foreign_keys=ON;", RES_ERROR_OPEN, error) ||
+  if (!set_wal(db, error) || !exec(db, "PRAGMA foreign_keys=ON;", RES_ERROR_OPEN, error) ||
       !migrate(db, error)) {
     res_db_close(db);
     return NULL;

@@ -82,6 +82,22 @@ typedef struct {
  * RES_ERROR_WRITE (nothing stored then). */
 gint64 res_db_store_search(ResDb *db, const ResSearchRecord *record, GError **error);
 
+/* `stratsim db check`: what a database holds and whether it is consistent. */
+typedef struct {
+  int schema_version;        /* PRAGMA user_version */
+  GPtrArray *tables;         /* char *: every table, by name */
+  GArray *rows;              /* gint64 per table: its row count */
+  GPtrArray *problems;       /* char *: integrity_check and foreign_key_check findings, tables
+                                missing for the schema version; empty when consistent */
+} ResDbCheck;
+
+/* Checks the database at @path without creating or migrating anything: PRAGMA integrity_check,
+ * PRAGMA foreign_key_check, the tables the schema version must have, row counts per table.
+ * NULL with RES_ERROR_OPEN when the file is missing or is not a SQLite database. Free with
+ * res_db_check_free (NULL allowed). */
+ResDbCheck *res_db_check(const char *path, GError **error);
+void res_db_check_free(ResDbCheck *check);
+
 /* Number of rows in @table (for tests and `report`); -1 on error. */
 gint64 res_db_count(ResDb *db, const char *table, GError **error);
 

@@ -760,6 +760,20 @@ GPtrArray *scn_scenario_expand(const ScnScenario *sc, GError **error) {
   GHashTable *keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   GHashTable *used_any = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   guint naxes = sc->axes->len;
+  /* The product first, in double (a few long axes overflow guint): refused before anything is
+   * allocated per point. */
+  double product = (double)sc->models->len * sc->clusters->len * sc->strategies->len;
+  for (guint a = 0; a < naxes; a++)
+    product *= ((ScnAxis *)g_ptr_array_index(sc->axes, a))->settings->len;
+  if (product > SCN_MAX_POINTS) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID,
+                "scenario %s: models x clusters x strategies x axis values = %.15g points exceed "
+                "the limit of %d", sc->name ? sc->name : "", product, SCN_MAX_POINTS);
+    g_ptr_array_unref(points);
+    g_hash_table_unref(keys);
+    g_hash_table_unref(used_any);
+    return NULL;
+  }
   g_autofree guint *digit = g_new0(guint, naxes + 1);
   guint combos = 1;
   for (guint a = 0; a < naxes; a++)

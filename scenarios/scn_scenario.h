@@ -108,9 +108,14 @@ ScnScenario *scn_scenario_load(const char *path, GError **error);
 void scn_scenario_free(ScnScenario *scenario);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC(ScnScenario, scn_scenario_free)
 
+/* Most points one scenario may expand to (models x clusters x strategies x axis values): each
+ * is a simulation and a row; more is a typo in an axis, not a sweep (README, "Limits"). */
+#define SCN_MAX_POINTS 100000
+
 /* Expands @scenario into its points (GPtrArray of ScnPoint, owning them), in the order the
  * header describes, repeated keys dropped. NULL with SCN_ERROR_INVALID when a template uses a
- * variable no axis sets or an expression fails (the message names template and point). */
+ * variable no axis sets or an expression fails (the message names template and point), or the
+ * product of the lists and axes exceeds SCN_MAX_POINTS (checked before expanding). */
 GPtrArray *scn_scenario_expand(const ScnScenario *scenario, GError **error);
 
 /* The canonical text a point's key hashes (caller g_frees). */

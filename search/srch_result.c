@@ -36,7 +36,8 @@ gboolean srch_budget_parse(const char *text, SrchBudget *out, GError **error) {
     char *end = NULL;
     errno = 0;
     guint64 v = g_ascii_strtoull(text, &end, 10);
-    if (errno || *end || v == 0 || text[0] == '-' || text[0] == '+') goto bad;
+    /* At most 10^9 evaluations, as a time budget is at most 10^7 s: past that is a typo. */
+    if (errno || *end || v == 0 || v > 1000000000 || text[0] == '-' || text[0] == '+') goto bad;
     out->evaluations = v;
     return TRUE;
   }
@@ -50,8 +51,8 @@ gboolean srch_budget_parse(const char *text, SrchBudget *out, GError **error) {
   return TRUE;
 bad:
   g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION,
-              "search: budget '%s' is neither a number of evaluations (\"500\") nor a time "
-              "(\"60s\", \"2m\", \"1h\")", text ? text : "");
+              "search: budget '%s' is neither a number of evaluations (\"500\", at most 1e9) "
+              "nor a time (\"60s\", \"2m\", \"1h\", at most 1e7 s)", text ? text : "");
   return FALSE;
 }
 

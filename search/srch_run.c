@@ -366,6 +366,19 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
                      const SrchOptions *o, GError **error) {
   g_return_val_if_fail(graph && cluster && params && o, NULL);
   if (!check_options(o, error)) return NULL;
+  /* Every candidate spreads the ops over the whole cluster, and its memory check alone walks
+   * ops x devices: past the simulator's device-slot limit (sim.h) every evaluation would be
+   * refused after that walk. */
+  guint64 slots = (guint64)mdl_graph_num_ops(graph) * (guint64)dev_cluster_num_devices(cluster);
+  if (slots > SIM_MAX_DEVICE_SLOTS) {
+    g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION,
+                "search: %s has %d ops and cluster %s has %d GPUs: ops x GPUs = %" G_GUINT64_FORMAT
+                " exceeds the simulator's limit of %" G_GUINT64_FORMAT
+                " (about 8 GB per candidate): search a smaller model or cluster",
+                graph->name, mdl_graph_num_ops(graph), cluster->name,
+                dev_cluster_num_devices(cluster), slots, (guint64)SIM_MAX_DEVICE_SLOTS);
+    return NULL;
+  }
   gint64 start = g_get_monotonic_time();
   SrchSpace *space = NULL;
   GArray *grid = NULL;

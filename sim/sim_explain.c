@@ -58,7 +58,11 @@ static GArray *representative_devices(const SimRun *run) {
   g_autofree gboolean *has_task = g_new0(gboolean, g->num_devices);
   for (uint32_t i = 0; i < sim_task_graph_size(g); i++) {
     const SimTask *t = sim_task_graph_task(g, i);
-    for (uint16_t r = 0; r < t->nres; r++) has_task[res[t->res_begin + r] / 2] = TRUE;
+    for (uint16_t r = 0; r < t->nres; r++) {
+      uint32_t id = res[t->res_begin + r];
+      /* Streams only: link resources (ports, NICs: sim_network.h) are numbered after them. */
+      if (id < 2 * (uint32_t)g->num_devices) has_task[id / 2] = TRUE;
+    }
   }
   for (guint m = 0; m < run->strategy->meshes->len; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(run->strategy, (int)m);
