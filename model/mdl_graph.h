@@ -136,7 +136,8 @@ int mdl_graph_add_op(MdlGraph *graph, const MdlOp *op);
 /* Checks the whole graph: sizes positive and without overflow, operand maps consistent
  * (tensor dim size == op dim size, or op dim == heads-like grouping where the tensor dim is a
  * multiple of it), topological order, every non-input non-weight tensor produced once.
- * In detail: names non-empty and unique (ops, tensors, dims of an op); every tensor and op
+ * In detail: at most MDL_MAX_OPS ops and MDL_MAX_TENSORS tensors; names non-empty and unique
+ * (ops, tensors, dims of an op); every tensor and op
  * iteration space at most MDL_MAX_ELEMENTS; exactly one SAMPLE dim per op, of size
  * graph->batch, indexing the output and every non-weight input exactly once (at the same
  * tensor dim wherever a tensor is used) and never a weight; SAMPLE dims map to tensor dims of
@@ -193,7 +194,8 @@ double mdl_graph_train_flops(const MdlGraph *graph);
  * Errors: MDL_ERROR_UNKNOWN_MODEL (the message lists the known names); MDL_ERROR_PARSE (no
  * key=value, an unknown or repeated key, an unreadable file); MDL_ERROR_INVALID (a zero,
  * negative, non-numeric or overflowing value, heads not dividing hidden, layers > 100000, a
- * tensor or op over MDL_MAX_ELEMENTS: all rejected before the graph is built). */
+ * tensor or op over MDL_MAX_ELEMENTS: all rejected before the graph is built; a JSON file over
+ * MDL_MAX_JSON_BYTES, before it is read). */
 MdlGraph *mdl_graph_parse_spec(const char *spec, GError **error);
 /* Loads a JSON graph (format in model/README.md); @origin (a path) names it in errors and is
  * its name when the JSON has none. Validates before returning; free with mdl_graph_free. */

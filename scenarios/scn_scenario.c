@@ -97,7 +97,12 @@ typedef struct {
   GHashTable *used;
   GError **error;
   const char *text; /* the whole expression, for messages */
+  int depth;        /* nested '(' and unary '-', at most EXPR_MAX_DEPTH */
 } Expr;
+
+/* Deeper nesting is refused: each level is a C stack frame, and 100000 '(' overflowed the
+ * stack (tests/fuzz/regressions/scenario). */
+#define EXPR_MAX_DEPTH 200
 
 static gboolean expr_sum(Expr *e, double *out);
 
@@ -107,9 +112,16 @@ static void skip_space(Expr *e) {
 
 static gboolean expr_atom(Expr *e, double *out) {
   skip_space(e);
+  if ((*e->p == '(' || *e->p == '-') && e->depth >= EXPR_MAX_DEPTH) {
+    g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID,
+                "{%.40s...}: nested deeper than %d levels", e->text, EXPR_MAX_DEPTH);
+    return FALSE;
+  }
   if (*e->p == '(') {
     e->p++;
+    e->depth++;
     if (!expr_sum(e, out)) return FALSE;
+    e->depth--;
     skip_space(e);
     if (*e->p != ')') {
       g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID, "{%s}: missing ')'", e->text);
@@ -120,7 +132,9 @@ static gboolean expr_atom(Expr *e, double *out) {
   }
   if (*e->p == '-') {
     e->p++;
+    e->depth++;
     if (!expr_atom(e, out)) return FALSE;
+    e->depth--;
     *out = -*out;
     return TRUE;
   }

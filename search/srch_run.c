@@ -374,7 +374,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION,
                 "search: %s has %d ops and cluster %s has %d GPUs: ops x GPUs = %" G_GUINT64_FORMAT
                 " exceeds the simulator's limit of %" G_GUINT64_FORMAT
-                " (about 8 GB per candidate): search a smaller model or cluster",
+                " (about 8.5 GB per candidate): search a smaller model or cluster",
                 graph->name, mdl_graph_num_ops(graph), cluster->name,
                 dev_cluster_num_devices(cluster), slots, (guint64)SIM_MAX_DEVICE_SLOTS);
     return NULL;

@@ -120,12 +120,13 @@ typedef struct {
 } SimOptions;
 
 /* Limits on one simulation (README, "Limits"), checked before the task graph is allocated.
- * A task costs about 40 bytes with its resources, edges and schedule entries: 200 million
- * tasks are about 8 GB and a few minutes of building and simulating. A device slot is one
- * entry of an op x microbatch x mesh-device array the builder keeps (data readiness per mesh
- * index) and the memory model walks even for replicas symmetry does not simulate (~8 bytes and
- * ~30 ns each: 10^9 slots are about 8 GB). */
-#define SIM_MAX_TASKS UINT64_C(200000000)
+ * A task costs about 92 bytes at the peak of a run with its resources, edges (a list while
+ * building, then CSR) and schedule entries (measured: 2.75 GB for the 29.8 M tasks of GPT-3
+ * 175B on 1024 GPUs expanded, 8.4 s): 10^8 tasks are about 9 GB and half a minute. A device
+ * slot is one entry of an op x microbatch x mesh-device array the builder keeps (data
+ * readiness per mesh index) and the memory model walks even for replicas symmetry does not
+ * simulate (measured ~8.5 bytes and ~35 ns each: 10^9 slots are about 8.5 GB). */
+#define SIM_MAX_TASKS UINT64_C(100000000)
 #define SIM_MAX_DEVICE_SLOTS UINT64_C(1000000000)
 
 /* The size of an iteration's task graph, computed without building it. */

@@ -83,8 +83,10 @@ static guint64 on_mesh(const Estimator *e, int m, MdlLayout from, MdlLayout to) 
     int src = from.axis[a], dst = to.axis[a];
     if (src == dst || mesh->shape[a] == 1) continue;
     CmCollective coll;
-    if (src == MDL_LAYOUT_PARTIAL) coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER;
-    else if (src >= 0) coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_GATHER : CM_ALL_TO_ALL;
+    if (src == MDL_LAYOUT_PARTIAL)
+      coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER;
+    else if (src >= 0)
+      coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_GATHER : CM_ALL_TO_ALL;
     else continue; /* Broadcast to Split or Partial: a free local slice */
     int p, nsim;
     guint64 g = groups(e, m, 1u << a, &p, &nsim);
@@ -108,7 +110,8 @@ static gboolean convert(Estimator *e, int t, int src_mesh, MdlLayout from, int d
     *n += (guint64)e->b->nrep[dst_mesh] * collective_tasks(e->b, CM_SEND_RECV, 2, 2);
     return TRUE;
   }
-  const SimCrossMeshPlan *plan = sb_crossmesh_plan(e->b, t, src_mesh, start, dst_mesh, to, e->error);
+  const SimCrossMeshPlan *plan =
+      sb_crossmesh_plan(e->b, t, src_mesh, start, dst_mesh, to, e->error);
   if (!plan) return FALSE;
   SimCrossMeshStats stats = sim_crossmesh_plan_stats(plan);
   *n += (guint64)stats.transfer_tasks + (guint64)stats.join_tasks;
@@ -155,8 +158,8 @@ static gboolean dependencies(Estimator *e, guint64 *total) {
         MdlLayout pneed = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh_of(b, p));
         for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
           if (pneed.axis[a] == MDL_LAYOUT_PARTIAL) pneed.axis[a] = MDL_LAYOUT_BROADCAST;
-        if (!convert(e, t, cfg(b, o)->mesh, sb_input_grad_layout(b, o, k), cfg(b, p)->mesh, pneed, &n))
-          return FALSE;
+        MdlLayout grad = sb_input_grad_layout(b, o, k);
+        if (!convert(e, t, cfg(b, o)->mesh, grad, cfg(b, p)->mesh, pneed, &n)) return FALSE;
         *total += n;
       }
       gboolean regather;
@@ -258,7 +261,7 @@ gboolean sim_estimate_check(const SimEstimate *e, GError **error) {
   if (e->device_slots > SIM_MAX_DEVICE_SLOTS) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "the simulation is too large: ops x microbatches x mesh devices = %" G_GUINT64_FORMAT
-                " exceeds the limit of %" G_GUINT64_FORMAT " (about 8 GB): use fewer, larger "
+                " exceeds the limit of %" G_GUINT64_FORMAT " (about 8.5 GB): use fewer, larger "
                 "microbatches (a larger mb), fewer devices or a smaller model",
                 (guint64)e->device_slots, (guint64)SIM_MAX_DEVICE_SLOTS);
     return FALSE;
@@ -267,14 +270,14 @@ gboolean sim_estimate_check(const SimEstimate *e, GError **error) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "the simulation is too large: about %" G_GUINT64_FORMAT " tasks (%" G_GUINT64_FORMAT
                 " compute tasks on %d simulated GPU%s) exceed the limit of %" G_GUINT64_FORMAT
-                " tasks (about 8 GB): use fewer, larger microbatches (a larger mb), a smaller batch "
+                " tasks (about 9 GB): use fewer, larger microbatches (a larger mb), a smaller batch "
                 "or fewer layers%s",
                 (guint64)e->tasks, (guint64)e->compute_tasks, e->simulated_devices,
                 e->simulated_devices == 1 ? "" : "s",
                 (guint64)SIM_MAX_TASKS,
                 e->symmetric ? ""
-                             : ", or let symmetry fold the replicas (no --no-symmetry, "
-                               "--collectives task)");
+                             : ", or let symmetry fold the replicas where links allow (no "
+                               "--no-symmetry, --collectives task)");
     return FALSE;
   }
   return TRUE;

@@ -27,22 +27,40 @@ static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsign
   return TRUE;
 }
 
-/* Every transfer between two meshes (index-aligned pairs, as sb_convert() sends) costs the same. */
+/* Whether every index-aligned transfer from mesh @m1 to @m2 (as sb_convert() sends) costs the
+ * same. */
+static gboolean uniform_pair(const Builder *b, int m1, int m2) {
+  const MdlMesh *sm = mdl_strategy_mesh(b->s, m1), *dm = mdl_strategy_mesh(b->s, m2);
+  CmLinkCost first = {0};
+  for (int j = 0; j < dm->ndevices; j++) {
+    int pair[2] = {sm->devices[j % sm->ndevices], dm->devices[j]};
+    CmLinkCost c = cm_group_link(b->c, pair, 2);
+    if (pair[0] == pair[1]) c.alpha = c.beta = -1;
+    if (j == 0) first = c;
+    else if (c.alpha != first.alpha || c.beta != first.beta) return FALSE;
+  }
+  return TRUE;
+}
+
+/* Every transfer between two meshes costs the same. Only pairs a tensor moves between (the
+ * producer's mesh and a reader's, both ways for the gradient) are checked: all pairs would cost
+ * meshes^2 x mesh size (minutes for thousands of stages of thousands of GPUs). */
 static gboolean uniform_transfers(const Builder *b) {
-  int nm = (int)b->s->meshes->len;
-  for (int m1 = 0; m1 < nm; m1++)
-    for (int m2 = 0; m2 < nm; m2++) {
-      if (m1 == m2) continue;
-      const MdlMesh *sm = mdl_strategy_mesh(b->s, m1), *dm = mdl_strategy_mesh(b->s, m2);
-      CmLinkCost first = {0};
-      for (int j = 0; j < dm->ndevices; j++) {
-        int pair[2] = {sm->devices[j % sm->ndevices], dm->devices[j]};
-        CmLinkCost c = cm_group_link(b->c, pair, 2);
-        if (pair[0] == pair[1]) c.alpha = c.beta = -1;
-        if (j == 0) first = c;
-        else if (c.alpha != first.alpha || c.beta != first.beta) return FALSE;
-      }
+  gsize nm = b->s->meshes->len;
+  g_autoptr(GHashTable) checked = g_hash_table_new(g_direct_hash, g_direct_equal);
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      int p = mdl_graph_tensor(b->g, op->inputs[k].tensor)->producer;
+      if (p < 0 || cfg(b, p)->mesh == cfg(b, o)->mesh) continue;
+      int m1 = cfg(b, p)->mesh, m2 = cfg(b, o)->mesh;
+      gpointer key = GSIZE_TO_POINTER((gsize)m1 * nm + (gsize)m2 + 1);
+      if (g_hash_table_contains(checked, key)) continue;
+      g_hash_table_add(checked, key);
+      /* the activation forward, its gradient back */
+      if (!uniform_pair(b, m1, m2) || !uniform_pair(b, m2, m1)) return FALSE;
     }
+  }
   return TRUE;
 }
 
@@ -63,7 +81,7 @@ static gboolean meshes_disjoint(const Builder *b) {
 /* Mask of the axes of mesh @m whose replicas may be folded: all axes of size > 1, when the
  * groups the simulation forms on it (along each single axis for resharding, over the gradient
  * sync masks) have uniform costs; otherwise none. */
-static unsigned symmetric_axes(const Builder *b, int m) {
+static unsigned symmetric_axes(const Builder *b, int m, const int *ops, int nops) {
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
   unsigned all = 0;
   for (int a = 0; a < mesh->ndims; a++)
@@ -74,14 +92,19 @@ static unsigned symmetric_axes(const Builder *b, int m) {
    * possibly millions of weights). */
   guint32 uniform = 0;
   G_STATIC_ASSERT(MDL_MAX_MESH_AXES <= 5);
-  for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
-    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-    int first;
-    MdlLayout layout;
-    unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
-    if (!mask || (uniform & (1u << mask))) continue;
-    if (!uniform_group_cost(b, mesh, mask)) return 0;
-    uniform |= 1u << mask;
+  /* The weights used on this mesh: those of its @ops (a scan of every weight per mesh would be
+   * quadratic in deep pipelines). */
+  for (int i = 0; i < nops; i++) {
+    const MdlOp *op = mdl_graph_op(b->g, ops[i]);
+    for (int k = 0; k < op->ninputs; k++) {
+      int w = op->inputs[k].tensor, first;
+      if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+      MdlLayout layout;
+      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
+      if (!mask || (uniform & (1u << mask))) continue;
+      if (!uniform_group_cost(b, mesh, mask)) return 0;
+      uniform |= 1u << mask;
+    }
   }
   return all;
 }
@@ -97,9 +120,16 @@ void sb_choose_representatives(Builder *b, gboolean allow) {
    * the receiving sides' contention is not mirrored (a replica's ingress port is used by its
    * neighbours' transfers, which are not simulated). */
   b->symmetric = allow && !b->step && meshes_disjoint(b) && uniform_transfers(b);
+  /* The ops of each mesh (CSR), for symmetric_axes. */
+  g_autofree int *begin = g_new0(int, nm + 1);
+  g_autofree int *ops = g_new(int, MAX(b->nops, 1));
+  for (int o = 0; o < b->nops; o++) begin[cfg(b, o)->mesh + 1]++;
+  for (int m = 0; m < nm; m++) begin[m + 1] += begin[m];
+  g_autofree int *fill = g_memdup2(begin, sizeof(int) * (gsize)nm);
+  for (int o = 0; o < b->nops; o++) ops[fill[cfg(b, o)->mesh]++] = o;
   for (int m = 0; m < nm; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
-    unsigned mask = b->symmetric ? symmetric_axes(b, m) : 0;
+    unsigned mask = b->symmetric ? symmetric_axes(b, m, ops + begin[m], begin[m + 1] - begin[m]) : 0;
     int stride[MDL_MAX_MESH_AXES];
     sb_mesh_strides(mesh, stride);
     b->rep_idx[m] = g_new(int, mesh->ndevices);

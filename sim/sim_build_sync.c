@@ -107,6 +107,11 @@ void sb_add_parameter_gathers(Builder *b, SbWeightUse use) {
   }
 }
 
+static int compare_ints(const void *pa, const void *pb) {
+  int a = *(const int *)pa, b = *(const int *)pb;
+  return (a > b) - (a < b);
+}
+
 static int compare_sync_items(const void *pa, const void *pb) {
   const SyncItem *a = pa, *b = pb;
   if (a->m != b->m) return a->m < b->m ? -1 : 1;
@@ -168,10 +173,20 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
 /* The sync items, sorted (sim_build-int.h). */
 GArray *sb_sync_items(const Builder *b, double *local_params) {
   GArray *items = g_array_new(FALSE, FALSE, sizeof(SyncItem));
-  int nmeshes = (int)b->s->meshes->len;
+  GArray *meshes = g_array_new(FALSE, FALSE, sizeof(int));
   for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
     if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-    for (int m = 0; m < nmeshes; m++) {
+    /* The meshes its readers run on, ascending (the order every mesh was once scanned in, so
+     * that each device's parameter sum adds in the same order; scanning every mesh for every
+     * weight is quadratic in deep pipelines). */
+    GArray *users = b->users[w];
+    g_array_set_size(meshes, 0);
+    for (guint u = 0; u < users->len; u++)
+      g_array_append_val(meshes, cfg(b, g_array_index(users, int, u))->mesh);
+    g_array_sort(meshes, compare_ints);
+    for (guint i = 0; i < meshes->len; i++) {
+      int m = g_array_index(meshes, int, i);
+      if (i > 0 && m == g_array_index(meshes, int, i - 1)) continue;
       const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
       SyncItem it = {.w = w, .m = m, .ready = INT_MAX};
       MdlLayout layout;
@@ -184,7 +199,6 @@ GArray *sb_sync_items(const Builder *b, double *local_params) {
       for (int r = 0; local_params && r < b->nrep[m]; r++)
         local_params[mesh->devices[b->rep_idx[m][r]]] += stepped;
       if (!it.mask) continue;
-      GArray *users = b->users[w];
       for (guint u = 0; u < users->len; u++) {
         int o = g_array_index(users, int, u);
         if (cfg(b, o)->mesh == m && o < it.ready) it.ready = o;
@@ -193,6 +207,7 @@ GArray *sb_sync_items(const Builder *b, double *local_params) {
       g_array_append_val(items, it);
     }
   }
+  g_array_unref(meshes);
   g_array_sort(items, compare_sync_items);
   return items;
 }

@@ -378,11 +378,11 @@ typedef struct {
 static const SimCase enormous[] = {
     /* 201 ops x 10^6 microbatches x forward and backward: about 4 x 10^8 tasks */
     {"mlp:layers=200,hidden=64,batch=1000000", "dgx-a100", "megatron:tp=1,pp=1,dp=1,mb=1",
-     FALSE, FALSE, "exceed the limit of 200000000 tasks"},
+     FALSE, FALSE, "exceed the limit of 100000000 tasks"},
     /* GPT with 100000 layers is refused the same way (not built: the graph alone takes 3 s):
      * here 2000 layers, 4-stage 1F1B, 4096 microbatches */
     {"gpt:layers=2000,hidden=64,heads=2,seq=8,vocab=8,batch=4096", "dgx-a100",
-     "megatron:tp=2,pp=4,dp=1,mb=1", FALSE, FALSE, "exceed the limit of 200000000 tasks"},
+     "megatron:tp=2,pp=4,dp=1,mb=1", FALSE, FALSE, "exceed the limit of 100000000 tasks"},
     /* 65536 GPUs x 16001 ops: symmetry would fold the replicas, but the builder's per-device
      * arrays and the memory model would not */
     {"mlp:layers=16000,hidden=8,batch=65536", "dgx-a100:nodes=8192", "dp", FALSE, FALSE,
@@ -575,9 +575,9 @@ static const CliCase cli_cases[] = {
     {"simulate --model gpt:layers=1,hidden=64,heads=1,seq=1,vocab=2,batch=100000000000 "
      "--cluster dgx-a100 --strategy megatron:tp=1,pp=1,dp=1,mb=1", "100000000000 microbatches"},
     {"simulate --model mlp:layers=200,hidden=64,batch=1000000 --cluster dgx-a100 "
-     "--strategy megatron:tp=1,pp=1,dp=1,mb=1", "exceed the limit of 200000000 tasks"},
+     "--strategy megatron:tp=1,pp=1,dp=1,mb=1", "exceed the limit of 100000000 tasks"},
     {"explain --model mlp:layers=200,hidden=64,batch=1000000 --cluster dgx-a100 "
-     "--strategy megatron:tp=1,pp=1,dp=1,mb=1", "exceed the limit of 200000000 tasks"},
+     "--strategy megatron:tp=1,pp=1,dp=1,mb=1", "exceed the limit of 100000000 tasks"},
     {"simulate --model mlp:layers=16000,hidden=8,batch=65536 --cluster dgx-a100:nodes=8192 "
      "--strategy dp", "exceeds the limit of 1000000000"},
     {"simulate --model mlp:layers=80,hidden=1024,batch=4096 --cluster dgx-a100:nodes=512 "

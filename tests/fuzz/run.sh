@@ -7,6 +7,7 @@
 # tests/test-fuzz-regressions.c).
 #   tests/fuzz/run.sh [SECONDS_PER_TARGET [TARGET...]]     (default 10 s, every target)
 #   FUZZ_JOBS=N: run N targets at once (default: the number of cores)
+#   FUZZ_ARGS: more libFuzzer flags (e.g. -max_len=65536)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -36,9 +37,12 @@ run_one() {
   local target=$1 name=${1#fuzz-}
   local work=$root/$build/corpus/$name artifacts=$root/$build/artifacts/$name/
   mkdir -p "$work" "$artifacts" "$build/logs"
-  "$build/tests/fuzz/$target" -seed=1 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-    -print_final_stats=1 -artifact_prefix="$artifacts" "$work" "$root/tests/fuzz/corpus/$name" \
-    >"$build/logs/$target.log" 2>&1
+  # -timeout=60: a valid spec may ask for a million-op graph (gpt:layers=99399 takes ~15 s
+  # instrumented); a hang still fails.
+  # shellcheck disable=SC2086
+  "$build/tests/fuzz/$target" -seed=1 -max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 \
+    -print_final_stats=1 -artifact_prefix="$artifacts" ${FUZZ_ARGS:-} "$work" \
+    "$root/tests/fuzz/corpus/$name" >"$build/logs/$target.log" 2>&1
 }
 
 for target in "${targets[@]}"; do
