@@ -6,9 +6,10 @@ cd "$(dirname "$0")"
 
 # clang and libclang-rt-14-dev (libFuzzer and clang's ASan/UBSan runtimes for Debian 12's
 # clang 14; clang only recommends it) build the fuzz targets; gcc's sanitizer runtimes come with
-# build-essential; valgrind is for chasing what the sanitizers cannot see.
+# build-essential; valgrind is for chasing what the sanitizers cannot see. Open MPI spreads
+# search and sweep over ranks and runs the validate CPU runner; OpenBLAS times its GEMMs.
 packages=(build-essential cmake pkg-config libglib2.0-dev libsqlite3-dev libcjson-dev
-          gnuplot-nox libopenmpi-dev openmpi-bin clang libclang-rt-14-dev valgrind)
+          gnuplot-nox libopenmpi-dev openmpi-bin libopenblas-dev clang libclang-rt-14-dev valgrind)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

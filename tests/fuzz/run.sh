@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (build-fuzz: CC=clang, STRATSIM_FUZZ=ON) and runs each for a
-# bounded time from its seed corpus (corpus/<target>, new inputs go to build-fuzz/corpus), with a
-# fixed seed. Prints "target: N executions in T s" per target; fails if any target crashes,
-# leaks, trips a sanitizer or breaks the error contract (its crash input is left in
-# build-fuzz/artifacts/; save it under tests/fuzz/regressions/ with a test in
-# tests/test-fuzz-regressions.c).
+# bounded time from its seed corpus tests/fuzz/corpus/NAME (target fuzz-NAME) with a fixed seed;
+# the inputs it finds go to build-fuzz/corpus/NAME, emptied first so that a run is reproducible.
+# Prints "fuzz-NAME: N executions in T s" per target; fails if any target crashes, leaks, trips
+# a sanitizer, hangs or breaks the error contract (fuzz-parsers.h). The input that did it is
+# left in build-fuzz/artifacts/NAME/: save it as tests/fuzz/regressions/NAME/WHAT (picked up
+# by tests/test-fuzz-regressions.c) and fix the parser.
 #   tests/fuzz/run.sh [SECONDS_PER_TARGET [TARGET...]]     (default 10 s, every target)
 #   FUZZ_JOBS=N: run N targets at once (default: the number of cores)
 #   FUZZ_ARGS: more libFuzzer flags (e.g. -max_len=65536)
+#   FUZZ_KEEP_CORPUS=1: keep build-fuzz/corpus from the last run (longer campaigns)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -36,6 +38,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 run_one() {
   local target=$1 name=${1#fuzz-}
   local work=$root/$build/corpus/$name artifacts=$root/$build/artifacts/$name/
+  [ "${FUZZ_KEEP_CORPUS:-0}" = 1 ] || rm -rf "$work"
+  rm -rf "$artifacts"
   mkdir -p "$work" "$artifacts" "$build/logs"
   # -timeout=60: a valid spec may ask for a million-op graph (gpt:layers=99399 takes ~15 s
   # instrumented); a hang still fails.
