@@ -58,7 +58,54 @@ typedef struct {
   SimPhase phase;           /* the pass communication tasks are being built for */
   gboolean step;            /* step-expanded collectives on link resources */
   GPtrArray *plans;         /* CrossMeshCache: cross-mesh resharding plans, one per move */
+  uint32_t *last_compute;   /* per device: its last compute task in program order */
+  GArray *marks;            /* SbMark before each segment and at the end, when recording
+                               (delta simulation), else NULL */
 } Builder;
+
+/* Delta simulation (sim_delta.c) sees the build as the compute tasks (ids 0..n-1: per phase,
+ * op, microbatch and simulated device), their program-order edges, then a sequence of
+ * segments, pass by pass: per tensor its forward conversions, gradient resharding and
+ * recomputed conversions, per op its ZeRO-3 parameter gathers and sequence-parallel
+ * re-gathers, and the gradient sync with the optimizer step as one. A segment's tasks and
+ * edges depend only on the configs of the ops that read or write its tensor (or its op's
+ * tensors), and its edges join its own tasks or compute tasks, never another segment's: so
+ * a segment whose ops kept their configs is copied, with its task ids shifted. */
+typedef enum {
+  SB_PASS_FORWARD,           /* per tensor (sb_forward_segment) */
+  SB_PASS_PARAM_FORWARD,     /* per op, ZeRO-3 (sb_parameter_gathers_segment) */
+  SB_PASS_BACKWARD,          /* per tensor (sb_backward_segment) */
+  SB_PASS_RECOMPUTE,         /* per tensor (sb_recompute_segment) */
+  SB_PASS_REGATHER,          /* per op (sb_regathers_segment) */
+  SB_PASS_PARAM_RECOMPUTE,   /* per op, ZeRO-3 */
+  SB_PASS_PARAM_BACKWARD,    /* per op, ZeRO-3 */
+  SB_PASS_SYNC,              /* one: sb_add_gradient_sync_and_optimizer */
+  SB_PASS_COUNT
+} SbPass;
+
+/* Where a segment starts in the graph's arrays. */
+typedef struct {
+  uint32_t task, res, edge, span; /* edge and span count uint32_t entries (pairs: 2 each) */
+} SbMark;
+
+/* Segments of @pass (0 where it does not apply); whether a pass is per tensor. */
+int sb_pass_segments(const Builder *b, SbPass pass);
+gboolean sb_pass_per_tensor(SbPass pass);
+/* Builds segment @index of @pass into b->tg (b->phase set for the pass). */
+void sb_run_segment(Builder *b, SbPass pass, int index);
+SbMark sb_mark(const Builder *b);
+/* Sets the durations of op @o's compute tasks in b->tg from its config (delta simulation). */
+void sb_set_compute_durations(Builder *b, int o);
+/* The builder's steps around the segments, shared with sim_delta.c: builder_init (validation,
+ * representatives; @enforce: refuse a graph over the limits), the compute tasks and their
+ * program order, and builder_clear. */
+gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *strategy,
+                         const DevCluster *cluster, const CmParams *params,
+                         const SimOptions *options, gboolean enforce, SimEstimate *estimate,
+                         GError **error);
+void sb_builder_clear(Builder *b);
+void sb_build_compute(Builder *b);
+void sb_build_segments(Builder *b);
 
 /* A cross-mesh resharding plan for moving tensor t between two (mesh, layout)s. */
 typedef struct {
@@ -123,17 +170,18 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready);
 const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
                                           gboolean recomputed);
-void sb_add_forward_dependencies(Builder *b);
+void sb_forward_segment(Builder *b, int t);
 gboolean sb_needs_crossmesh(const Builder *b);
-void sb_add_backward_dependencies(Builder *b);
+void sb_backward_segment(Builder *b, int t);
+void sb_recompute_segment(Builder *b, int t);
 unsigned sb_grad_sync_mask(const Builder *b, int w, int m, int *first, MdlLayout *layout);
-void sb_add_regathers(Builder *b);
+void sb_regathers_segment(Builder *b, int o);
 void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute);
 void sb_choose_representatives(Builder *b, gboolean allow);
 void sb_free_representatives(Builder *b);
 /* The compute tasks a ZeRO-3 parameter all-gather feeds. */
 typedef enum { SB_USE_FORWARD, SB_USE_RECOMPUTE, SB_USE_BACKWARD } SbWeightUse;
-void sb_add_parameter_gathers(Builder *b, SbWeightUse use);
+void sb_parameter_gathers_segment(Builder *b, SbWeightUse use, int o);
 void sb_crossmesh_cache_free(gpointer data);
 /* @from with its partial sums reduced (P -> B): what a move between meshes starts from. */
 MdlLayout sb_reduced(MdlLayout from);

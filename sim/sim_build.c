@@ -79,6 +79,19 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
   }
 }
 
+void sb_set_compute_durations(Builder *b, int o) {
+  SimTime durations[3];
+  op_durations(b, o, &durations[0], &durations[1], &durations[2]);
+  const uint32_t bases[4] = {b->fwd_base[o], b->bwd_base[o], b->wgt_base[o], b->rec_base[o]};
+  int m = cfg(b, o)->mesh;
+  uint32_t count = (uint32_t)b->M * (uint32_t)b->nrep[m];
+  for (int phase = 0; phase < 4; phase++) {
+    if (bases[phase] == NO_TASK) continue;
+    SimTime d = durations[phase == 3 ? 0 : phase];
+    for (uint32_t i = 0; i < count; i++) sim_task_graph_task(b->tg, bases[phase] + i)->duration = d;
+  }
+}
+
 /* Forward, backward, (weight delay) weight-gradient and (recomputation) recomputed-forward
  * tasks, in that order of ids. */
 static void add_compute_tasks(Builder *b) {
@@ -173,16 +186,20 @@ static uint32_t *chain_compute(Builder *b) {
 
 /* Recomputation: each recomputed op's R waits for the recomputed values of the inputs its
  * group produces, resharded again as in the forward; inputs from outside the group are the
- * kept ones (the layer input, Q/K/V), ready since the op's forward ran on the same devices. */
-static void add_recompute_dependencies(Builder *b) {
-  for (int o = 0; o < b->nops; o++) {
-    if (b->group[o] < 0) continue;
+ * kept ones (the layer input, Q/K/V), ready since the op's forward ran on the same devices.
+ * The segment of tensor @t: its recomputed readers in op order. */
+void sb_recompute_segment(Builder *b, int t) {
+  int p = mdl_graph_tensor(b->g, t)->producer;
+  if (p < 0 || b->group[p] < 0) return;
+  GArray *users = b->users[t];
+  for (guint u = 0; u < users->len; u++) {
+    int o = g_array_index(users, int, u);
+    if ((u > 0 && g_array_index(users, int, u - 1) == o) || b->group[o] != b->group[p]) continue;
     const MdlOp *op = mdl_graph_op(b->g, o);
     const MdlMesh *mesh = mesh_of(b, o);
     int m = cfg(b, o)->mesh;
     for (int k = 0; k < op->ninputs; k++) {
-      int t = op->inputs[k].tensor, p = mdl_graph_tensor(b->g, t)->producer;
-      if (p < 0 || b->group[p] != b->group[o]) continue;
+      if (op->inputs[k].tensor != t) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = sb_forward_conversion(b, t, o, need, TRUE);
       for (int mb = 0; mb < b->M; mb++)
@@ -201,6 +218,72 @@ static void conversion_free(gpointer data) {
   g_free(cv);
 }
 
+void sb_build_compute(Builder *b) {
+  add_compute_tasks(b);
+  b->chain_prev = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
+  for (uint32_t i = 0; i < sim_task_graph_size(b->tg); i++) b->chain_prev[i] = NO_TASK;
+  b->last_compute = chain_compute(b);
+}
+
+gboolean sb_pass_per_tensor(SbPass pass) {
+  return pass == SB_PASS_FORWARD || pass == SB_PASS_BACKWARD || pass == SB_PASS_RECOMPUTE;
+}
+
+int sb_pass_segments(const Builder *b, SbPass pass) {
+  gboolean zero3 = b->s->zero_stage >= 3;
+  switch (pass) {
+  case SB_PASS_FORWARD:
+  case SB_PASS_BACKWARD:
+  case SB_PASS_RECOMPUTE: return mdl_graph_num_tensors(b->g);
+  case SB_PASS_REGATHER: return b->nops;
+  case SB_PASS_PARAM_FORWARD:
+  case SB_PASS_PARAM_RECOMPUTE:
+  case SB_PASS_PARAM_BACKWARD: return zero3 ? b->nops : 0;
+  case SB_PASS_SYNC: return 1;
+  default: g_assert_not_reached();
+  }
+}
+
+void sb_run_segment(Builder *b, SbPass pass, int index) {
+  b->phase = pass == SB_PASS_SYNC                                      ? SIM_PHASE_ITERATION
+             : pass == SB_PASS_FORWARD || pass == SB_PASS_PARAM_FORWARD ? SIM_PHASE_FORWARD
+                                                                        : SIM_PHASE_BACKWARD;
+  switch (pass) {
+  case SB_PASS_FORWARD: sb_forward_segment(b, index); break;
+  case SB_PASS_PARAM_FORWARD: sb_parameter_gathers_segment(b, SB_USE_FORWARD, index); break;
+  case SB_PASS_BACKWARD: sb_backward_segment(b, index); break;
+  case SB_PASS_RECOMPUTE: sb_recompute_segment(b, index); break;
+  case SB_PASS_REGATHER: sb_regathers_segment(b, index); break;
+  case SB_PASS_PARAM_RECOMPUTE: sb_parameter_gathers_segment(b, SB_USE_RECOMPUTE, index); break;
+  case SB_PASS_PARAM_BACKWARD: sb_parameter_gathers_segment(b, SB_USE_BACKWARD, index); break;
+  case SB_PASS_SYNC: sb_add_gradient_sync_and_optimizer(b, b->last_compute); break;
+  default: g_assert_not_reached();
+  }
+}
+
+SbMark sb_mark(const Builder *b) {
+  return (SbMark){b->tg->tasks->len, b->tg->task_resources->len, b->tg->edges->len,
+                  b->tg->spans->len};
+}
+
+/* Every segment in order (recording the marks when b->marks is set). */
+void sb_build_segments(Builder *b) {
+  for (int pass = 0; pass < SB_PASS_COUNT; pass++) {
+    int n = sb_pass_segments(b, (SbPass)pass);
+    for (int i = 0; i < n; i++) {
+      if (b->marks) {
+        SbMark mark = sb_mark(b);
+        g_array_append_val(b->marks, mark);
+      }
+      sb_run_segment(b, (SbPass)pass, i);
+    }
+  }
+  if (b->marks) {
+    SbMark mark = sb_mark(b);
+    g_array_append_val(b->marks, mark);
+  }
+}
+
 SimTaskGraph *sim_build(const MdlGraph *graph, const MdlStrategy *strategy,
                         const DevCluster *cluster, const CmParams *params, GError **error) {
   SimOptions options = {0};
@@ -210,7 +293,7 @@ SimTaskGraph *sim_build(const MdlGraph *graph, const MdlStrategy *strategy,
 /* Everything the graph's size depends on, up to the representatives: validates the strategy
  * and (@enforce) refuses one over SIM_MAX_DEVICE_SLOTS before the rest, which allocates per
  * mesh index. */
-static gboolean builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *strategy,
+gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *strategy,
                              const DevCluster *cluster, const CmParams *params,
                              const SimOptions *options, gboolean enforce, SimEstimate *estimate,
                              GError **error) {
@@ -269,7 +352,7 @@ static gboolean builder_init(Builder *b, const MdlGraph *graph, const MdlStrateg
 }
 
 /* Frees what builder_init allocated (not the task graph). */
-static void builder_clear(Builder *b) {
+void sb_builder_clear(Builder *b) {
   if (!b->g) return; /* builder_init failed before allocating */
   int nt = mdl_graph_num_tensors(b->g);
   for (int t = 0; t < nt; t++) {
@@ -291,6 +374,8 @@ static void builder_clear(Builder *b) {
   g_free(b->wgt_base);
   g_free(b->grads_done_b);
   g_free(b->grads_done_w);
+  g_free(b->last_compute);
+  if (b->marks) g_array_unref(b->marks);
 }
 
 gboolean sim_build_estimate(const MdlGraph *graph, const MdlStrategy *strategy,
@@ -298,10 +383,10 @@ gboolean sim_build_estimate(const MdlGraph *graph, const MdlStrategy *strategy,
                             SimEstimate *estimate, GError **error) {
   g_return_val_if_fail(graph && strategy && cluster && options && estimate, FALSE);
   Builder b;
-  gboolean ok = builder_init(&b, graph, strategy, cluster, NULL, options, FALSE, estimate, error) &&
+  gboolean ok = sb_builder_init(&b, graph, strategy, cluster, NULL, options, FALSE, estimate, error) &&
                 sb_estimate_tasks(&b, estimate, error);
   if (b.tg) sim_task_graph_free(b.tg);
-  builder_clear(&b);
+  sb_builder_clear(&b);
   return ok;
 }
 
@@ -311,30 +396,16 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
   Builder b;
   SimEstimate estimate;
   /* The size first: a graph over the limits is refused before it takes the memory. */
-  if (!builder_init(&b, graph, strategy, cluster, params, options, TRUE, &estimate, error) ||
+  if (!sb_builder_init(&b, graph, strategy, cluster, params, options, TRUE, &estimate, error) ||
       !sb_estimate_tasks(&b, &estimate, error) || !sim_estimate_check(&estimate, error)) {
     if (b.tg) sim_task_graph_free(b.tg);
-    builder_clear(&b);
+    sb_builder_clear(&b);
     return NULL;
   }
-  add_compute_tasks(&b);
-  b.chain_prev = g_new(uint32_t, sim_task_graph_size(b.tg) + 1);
-  for (uint32_t i = 0; i < sim_task_graph_size(b.tg); i++) b.chain_prev[i] = NO_TASK;
-  g_autofree uint32_t *last = chain_compute(&b);
-  sb_add_forward_dependencies(&b);
-  if (strategy->zero_stage >= 3) sb_add_parameter_gathers(&b, SB_USE_FORWARD);
-  b.phase = SIM_PHASE_BACKWARD;
-  sb_add_backward_dependencies(&b);
-  add_recompute_dependencies(&b);
-  sb_add_regathers(&b);
-  if (strategy->zero_stage >= 3) {
-    sb_add_parameter_gathers(&b, SB_USE_RECOMPUTE);
-    sb_add_parameter_gathers(&b, SB_USE_BACKWARD);
-  }
-  b.phase = SIM_PHASE_ITERATION;
-  sb_add_gradient_sync_and_optimizer(&b, last);
+  sb_build_compute(&b);
+  sb_build_segments(&b);
   sim_task_graph_finish(b.tg);
   SimTaskGraph *tg = b.tg;
-  builder_clear(&b);
+  sb_builder_clear(&b);
   return tg;
 }

@@ -267,16 +267,21 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   return cv->ready;
 }
 
-void sb_add_forward_dependencies(Builder *b) {
-  for (int o = 0; o < b->nops; o++) {
+/* The forward segment of tensor @t (delta simulation's unit, sim_delta.c): its conversions
+ * for every reader, in op order, and their edges to the readers' forward tasks. */
+void sb_forward_segment(Builder *b, int t) {
+  if (mdl_graph_tensor(b->g, t)->producer < 0) return;
+  GArray *users = b->users[t];
+  for (guint u = 0; u < users->len; u++) {
+    int o = g_array_index(users, int, u);
+    if (u > 0 && g_array_index(users, int, u - 1) == o) continue; /* users lists o per read */
     const MdlOp *op = mdl_graph_op(b->g, o);
     const MdlMesh *mesh = mesh_of(b, o);
+    int m = cfg(b, o)->mesh;
     for (int k = 0; k < op->ninputs; k++) {
-      int t = op->inputs[k].tensor;
-      if (mdl_graph_tensor(b->g, t)->producer < 0) continue;
+      if (op->inputs[k].tensor != t) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = sb_forward_conversion(b, t, o, need, FALSE);
-      int m = cfg(b, o)->mesh;
       for (int mb = 0; mb < b->M; mb++)
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
@@ -341,14 +346,19 @@ gboolean sb_gradient_group_leader(const Builder *b, int o, int k) {
   return TRUE;
 }
 
-void sb_add_backward_dependencies(Builder *b) {
-  for (int o = 0; o < b->nops; o++) {
+/* The backward segment of tensor @t: each group of its readers' gradients resharded to what
+ * its producer's backward needs (sb_gradient_group_leader), readers in op order. */
+void sb_backward_segment(Builder *b, int t) {
+  int p = mdl_graph_tensor(b->g, t)->producer;
+  if (p < 0) return;
+  GArray *users = b->users[t];
+  for (guint u = 0; u < users->len; u++) {
+    int o = g_array_index(users, int, u);
+    if (u > 0 && g_array_index(users, int, u - 1) == o) continue;
     const MdlOp *op = mdl_graph_op(b->g, o);
     const MdlMesh *mesh = mesh_of(b, o);
     for (int k = 0; k < op->ninputs; k++) {
-      int t = op->inputs[k].tensor;
-      int p = mdl_graph_tensor(b->g, t)->producer;
-      if (p < 0 || !sb_gradient_group_leader(b, o, k)) continue;
+      if (op->inputs[k].tensor != t || !sb_gradient_group_leader(b, o, k)) continue;
       const MdlOp *pop = mdl_graph_op(b->g, p);
       const MdlMesh *pmesh = mesh_of(b, p);
       MdlLayout from = sb_input_grad_layout(b, o, k);

@@ -28,33 +28,31 @@ unsigned sb_grad_sync_mask(const Builder *b, int w, int m, int *first, MdlLayout
 /* Sequence parallelism (Korthikanti et al. 2022, section 4.2.2): an input kept as its shard
  * (mdl_saved_input_layout) is all-gathered again before the first backward-pass task that
  * reads it (its W under weight delay: only dW = X^T dY reads X), once per microbatch. */
-void sb_add_regathers(Builder *b) {
-  for (int o = 0; o < b->nops; o++) {
-    const MdlOp *op = mdl_graph_op(b->g, o);
-    const MdlMesh *mesh = mesh_of(b, o);
-    int m = cfg(b, o)->mesh;
-    for (int k = 0; k < op->ninputs; k++) {
-      int t = op->inputs[k].tensor, p = mdl_graph_tensor(b->g, t)->producer;
-      if (p < 0 || (b->group[o] >= 0 && b->group[p] == b->group[o])) continue; /* recomputed */
-      gboolean regather;
-      MdlLayout saved = mdl_saved_input_layout(b->g, b->s, o, k, &regather);
-      if (!regather) continue;
-      MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      g_autofree uint32_t *ready = g_new(uint32_t, mesh->ndevices);
-      g_autofree uint32_t *use = g_new(uint32_t, mesh->ndevices);
-      for (int mb = 0; mb < b->M; mb++) {
-        for (int i = 0; i < mesh->ndevices; i++) {
-          use[i] = ready[i] = NO_TASK;
-          if (b->rep_pos[m][i] < 0) continue;
-          use[i] = b->rec_base[o] != NO_TASK ? task_rec(b, o, mb, i)
-                   : b->wgt_base[o] != NO_TASK ? task_wgt(b, o, mb, i)
-                                               : task_bwd(b, o, mb, i);
-          ready[i] = issue_point(b, use[i]);
-        }
-        sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
-        for (int i = 0; i < mesh->ndevices; i++)
-          if (use[i] != NO_TASK && ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], use[i]);
+void sb_regathers_segment(Builder *b, int o) {
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  const MdlMesh *mesh = mesh_of(b, o);
+  int m = cfg(b, o)->mesh;
+  for (int k = 0; k < op->ninputs; k++) {
+    int t = op->inputs[k].tensor, p = mdl_graph_tensor(b->g, t)->producer;
+    if (p < 0 || (b->group[o] >= 0 && b->group[p] == b->group[o])) continue; /* recomputed */
+    gboolean regather;
+    MdlLayout saved = mdl_saved_input_layout(b->g, b->s, o, k, &regather);
+    if (!regather) continue;
+    MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+    g_autofree uint32_t *ready = g_new(uint32_t, mesh->ndevices);
+    g_autofree uint32_t *use = g_new(uint32_t, mesh->ndevices);
+    for (int mb = 0; mb < b->M; mb++) {
+      for (int i = 0; i < mesh->ndevices; i++) {
+        use[i] = ready[i] = NO_TASK;
+        if (b->rep_pos[m][i] < 0) continue;
+        use[i] = b->rec_base[o] != NO_TASK ? task_rec(b, o, mb, i)
+                 : b->wgt_base[o] != NO_TASK ? task_wgt(b, o, mb, i)
+                                             : task_bwd(b, o, mb, i);
+        ready[i] = issue_point(b, use[i]);
       }
+      sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
+      for (int i = 0; i < mesh->ndevices; i++)
+        if (use[i] != NO_TASK && ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], use[i]);
     }
   }
 }
@@ -63,47 +61,45 @@ void sb_add_regathers(Builder *b) {
  * it over its data-parallel replicas first, per microbatch and without caching: before the
  * forward F (phase forward), and before the recomputed forward R and the backward B (phase
  * backward; W computes dW = X^T dY without the weight). @use says which tasks. */
-void sb_add_parameter_gathers(Builder *b, SbWeightUse use) {
-  for (int o = 0; o < b->nops; o++) {
-    const MdlOp *op = mdl_graph_op(b->g, o);
-    const MdlMesh *mesh = mesh_of(b, o);
-    int m = cfg(b, o)->mesh;
-    if (use == SB_USE_RECOMPUTE && b->rec_base[o] == NO_TASK) continue;
-    g_autofree int *members = g_new(int, mesh->ndevices);
-    g_autofree int *devices = g_new(int, mesh->ndevices);
-    g_autofree int *sim = g_new(int, mesh->ndevices);
-    g_autofree uint32_t *deps = g_new(uint32_t, mesh->ndevices);
-    g_autofree uint32_t *users = g_new(uint32_t, mesh->ndevices);
-    for (int k = 0; k < op->ninputs; k++) {
-      int w = op->inputs[k].tensor, first;
-      if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-      gboolean again = FALSE; /* the same weight read twice by one op is gathered once */
-      for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == w;
-      MdlLayout layout;
-      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
-      if (again || !mask) continue;
-      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      double bytes = mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes;
-      for (int mb = 0; mb < b->M; mb++)
-        for (int base = 0; base < mesh->ndevices; base++) {
-          if (!sb_is_group_base(mesh, mask, base)) continue;
-          int p = sb_group_members(mesh, mask, base, members), nsim = 0;
-          for (int i = 0; i < p; i++) {
-            devices[i] = mesh->devices[members[i]];
-            if (b->rep_pos[m][members[i]] < 0) continue;
-            users[nsim] = use == SB_USE_FORWARD     ? task_fwd(b, o, mb, members[i])
-                          : use == SB_USE_RECOMPUTE ? task_rec(b, o, mb, members[i])
-                                                    : task_bwd(b, o, mb, members[i]);
-            deps[nsim] = issue_point(b, users[nsim]);
-            sim[nsim++] = devices[i];
-          }
-          if (nsim == 0) continue;
-          SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_COMM, CM_ALL_GATHER, devices, p, sim,
-                                                 nsim, bytes, o, w, mb);
-          sb_edges_from_distinct(b, deps, nsim, span.gate);
-          for (int i = 0; i < nsim; i++) sim_task_graph_edge(b->tg, span.join, users[i]);
+void sb_parameter_gathers_segment(Builder *b, SbWeightUse use, int o) {
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  const MdlMesh *mesh = mesh_of(b, o);
+  int m = cfg(b, o)->mesh;
+  if (use == SB_USE_RECOMPUTE && b->rec_base[o] == NO_TASK) return;
+  g_autofree int *members = g_new(int, mesh->ndevices);
+  g_autofree int *devices = g_new(int, mesh->ndevices);
+  g_autofree int *sim = g_new(int, mesh->ndevices);
+  g_autofree uint32_t *deps = g_new(uint32_t, mesh->ndevices);
+  g_autofree uint32_t *users = g_new(uint32_t, mesh->ndevices);
+  for (int k = 0; k < op->ninputs; k++) {
+    int w = op->inputs[k].tensor, first;
+    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+    gboolean again = FALSE; /* the same weight read twice by one op is gathered once */
+    for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == w;
+    MdlLayout layout;
+    unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
+    if (again || !mask) continue;
+    MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+    double bytes = mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes;
+    for (int mb = 0; mb < b->M; mb++)
+      for (int base = 0; base < mesh->ndevices; base++) {
+        if (!sb_is_group_base(mesh, mask, base)) continue;
+        int p = sb_group_members(mesh, mask, base, members), nsim = 0;
+        for (int i = 0; i < p; i++) {
+          devices[i] = mesh->devices[members[i]];
+          if (b->rep_pos[m][members[i]] < 0) continue;
+          users[nsim] = use == SB_USE_FORWARD     ? task_fwd(b, o, mb, members[i])
+                        : use == SB_USE_RECOMPUTE ? task_rec(b, o, mb, members[i])
+                                                  : task_bwd(b, o, mb, members[i]);
+          deps[nsim] = issue_point(b, users[nsim]);
+          sim[nsim++] = devices[i];
         }
-    }
+        if (nsim == 0) continue;
+        SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_COMM, CM_ALL_GATHER, devices, p, sim,
+                                               nsim, bytes, o, w, mb);
+        sb_edges_from_distinct(b, deps, nsim, span.gate);
+        for (int i = 0; i < nsim; i++) sim_task_graph_edge(b->tg, span.join, users[i]);
+      }
   }
 }
 
