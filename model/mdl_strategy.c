@@ -119,6 +119,44 @@ void mdl_strategy_free(MdlStrategy *strategy) {
   g_free(strategy);
 }
 
+MdlStrategy *mdl_strategy_copy(const MdlStrategy *strategy) {
+  g_return_val_if_fail(strategy != NULL, NULL);
+  MdlStrategy *s = mdl_strategy_new_empty(strategy->num_ops);
+  for (guint m = 0; m < strategy->meshes->len; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(strategy, (int)m);
+    mdl_strategy_add_mesh(s, mesh->ndims, mesh->shape, mesh->devices);
+  }
+  GArray *meshes = s->meshes;
+  MdlOpConfig *configs = s->configs;
+  memcpy(configs, strategy->configs, sizeof(MdlOpConfig) * (gsize)MAX(strategy->num_ops, 0));
+  *s = *strategy; /* every scalar field */
+  s->meshes = meshes;
+  s->configs = configs;
+  s->name = g_strdup(strategy->name);
+  return s;
+}
+
+gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy *b) {
+  if (a->num_ops != b->num_ops || a->num_stages != b->num_stages ||
+      a->num_microbatches != b->num_microbatches || a->schedule != b->schedule ||
+      a->virtual_stages != b->virtual_stages || a->weight_delay != b->weight_delay ||
+      a->dtype != b->dtype || a->bucket_bytes != b->bucket_bytes || a->overlap != b->overlap ||
+      a->zero_stage != b->zero_stage || a->recompute != b->recompute ||
+      a->sequence_parallel != b->sequence_parallel || a->meshes->len != b->meshes->len)
+    return FALSE;
+  for (guint m = 0; m < a->meshes->len; m++) {
+    const MdlMesh *x = mdl_strategy_mesh(a, (int)m), *y = mdl_strategy_mesh(b, (int)m);
+    if (x->ndims != y->ndims || x->ndevices != y->ndevices ||
+        memcmp(x->shape, y->shape, sizeof(int) * (gsize)x->ndims) != 0 ||
+        memcmp(x->devices, y->devices, sizeof(int) * (gsize)x->ndevices) != 0)
+      return FALSE;
+  }
+  for (int o = 0; o < a->num_ops; o++)
+    if (a->configs[o].mesh != b->configs[o].mesh || a->configs[o].stage != b->configs[o].stage)
+      return FALSE;
+  return TRUE;
+}
+
 int mdl_strategy_add_mesh(MdlStrategy *strategy, int ndims, const int *shape, const int *devices) {
   g_return_val_if_fail(ndims >= 1 && ndims <= MDL_MAX_MESH_AXES, -1);
   MdlMesh mesh = {0};

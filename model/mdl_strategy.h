@@ -183,6 +183,11 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
                                     GError **error);
 
 void mdl_strategy_free(MdlStrategy *strategy);
+/* A deep copy (meshes, configs, name); free with mdl_strategy_free. */
+MdlStrategy *mdl_strategy_copy(const MdlStrategy *strategy);
+/* Whether @a and @b differ at most in their ops' splits: the same meshes, every op on the same
+ * mesh and stage, the same schedule, microbatches and options (what delta simulation needs). */
+gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy *b);
 
 /* Adds a mesh (copied) and returns its index. */
 int mdl_strategy_add_mesh(MdlStrategy *strategy, int ndims, const int *shape, const int *devices);

@@ -6,6 +6,7 @@
  * Reported figures are means over the devices the strategy uses, so compute + exposed
  * communication + bubble = iteration time. */
 #include "sim/sim.h"
+#include "sim/sim-int.h"
 
 #include <cjson/cJSON.h>
 
@@ -189,8 +190,15 @@ SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strat
   gint64 t0 = g_get_monotonic_time();
   SimTaskGraph *tasks = sim_build_with_options(graph, strategy, cluster, params, options, error);
   if (!tasks) return NULL;
-  gint64 t1 = g_get_monotonic_time();
-  SimSchedule *schedule = sim_engine_run(tasks, error);
+  return sim_run_from_graph(graph, strategy, cluster, params, options, tasks, NULL, t0,
+                            g_get_monotonic_time(), error);
+}
+
+SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
+                           const DevCluster *cluster, const CmParams *params,
+                           const SimOptions *options, SimTaskGraph *tasks,
+                           SimSchedule *schedule, gint64 t0, gint64 t1, GError **error) {
+  if (!schedule) schedule = sim_engine_run(tasks, error);
   if (!schedule) {
     sim_task_graph_free(tasks);
     return NULL;
