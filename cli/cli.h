@@ -21,6 +21,8 @@ int cli_report(int argc, char **argv);
 int cli_plot(int argc, char **argv);
 int cli_search(int argc, char **argv);
 int cli_db(int argc, char **argv);
+/* `stratsim bench --suite delta` (cli_bench_delta.c). */
+int cli_bench_delta(void);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
 int cli_fail(GError *error, int status);

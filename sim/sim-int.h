@@ -12,4 +12,13 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
                            const SimOptions *options, SimTaskGraph *tasks,
                            SimSchedule *schedule, gint64 t0, gint64 t1, GError **error);
 
+/* Re-times @graph from the run @old of a graph that differs from it only in tasks the old run
+ * popped at or after @from and in tasks of @graph that cannot become ready before @from
+ * (sim_delta.c establishes both): the old pops before @from are kept (@new_of_old maps old
+ * task ids to @graph's; every kept task must map), the rest simulated. The result is
+ * sim_engine_run's, bit for bit. @kept: the pops kept. */
+SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old,
+                               const uint32_t *new_of_old, SimTime from, uint32_t *kept,
+                               GError **error);
+
 #endif

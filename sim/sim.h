@@ -102,6 +102,7 @@ static inline uint32_t sim_resource_comm(int device) { return (uint32_t)device *
 /* The timeline the engine computes. */
 typedef struct {
   SimTime *start;          /* per task */
+  SimTime *ready;          /* per task: when its last dependency ended (its pop time) */
   uint32_t *order;         /* task ids in the order the engine started them */
   SimTime makespan;
   uint64_t events;         /* priority-queue pops */

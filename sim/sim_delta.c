@@ -117,8 +117,10 @@ static gboolean simulate_full(SimDelta *d, const MdlStrategy *strategy, GError *
 /* Appends @old's range [@from, @to) of one segment to @tg, its task ids shifted to where it
  * lands; ids below @ncompute (compute tasks) stay. */
 static void copy_segment(SimTaskGraph *tg, const SimTaskGraph *old, const GArray *old_edges,
-                         const SbMark *from, const SbMark *to, uint32_t ncompute) {
+                         const SbMark *from, const SbMark *to, uint32_t ncompute,
+                         uint32_t *new_of_old) {
   uint32_t base = tg->tasks->len, nt = to->task - from->task;
+  for (uint32_t i = 0; i < nt; i++) new_of_old[from->task + i] = base + i;
   uint32_t rbase = tg->task_resources->len, nr = to->res - from->res;
   g_array_set_size(tg->tasks, base + nt);
   SimTask *dst = &g_array_index(tg->tasks, SimTask, base);
@@ -194,6 +196,82 @@ static void unmark_affected(SimDelta *d, int n) {
   }
 }
 
+/* Marks compute task @v dirty (delta.c's resume point). */
+static inline void dirty_compute(guint8 *dirty, uint32_t v, uint32_t ncompute) {
+  if (v < ncompute) dirty[v] = 1;
+}
+
+/* The instant from which the new graph's timeline may differ from the last run's (FlexFlow
+ * Alg. 2 re-simulates from the changed tasks on). Dirty tasks: the old graph's rebuilt
+ * tasks, the new graph's, the changed ops' compute tasks and the compute tasks a rebuilt
+ * segment sends edges to (in either graph: their dependencies changed). Every other task is
+ * the same in both graphs, with the same dependencies. The old run is kept up to the earliest
+ * pop of an old dirty task; a new dirty task d becomes ready no earlier than the minimum over
+ * (a) 0 if it has no dependency, (b) the old end of any one clean dependency p (p ends as it
+ * did if it was popped before the resume point, else after it), (c) nothing if a dependency
+ * is dirty (that one's bound covers it). So the old pops before the minimum of these are
+ * exactly the new run's first pops. */
+static SimTime resume_point(const SimDelta *d, const SimTaskGraph *tg, const GArray *edges,
+                            const GArray *marks, const GArray *rebuilt,
+                            const uint32_t *new_of_old, int nchanged) {
+  const SimSchedule *old = d->run->schedule;
+  const SbMark *old_marks = (const SbMark *)d->marks->data, *new_marks = (const SbMark *)marks->data;
+  const uint32_t *old_edges = (const uint32_t *)d->edges->data, *e = (const uint32_t *)edges->data;
+  uint32_t ncompute = d->compute.task, n = sim_task_graph_size(tg);
+  const Builder *b = &d->b;
+  g_autofree guint8 *dirty = g_new0(guint8, n ? n : 1);
+  for (int i = 0; i < nchanged; i++) {
+    int o = d->changed[i];
+    uint32_t count = (uint32_t)b->M * (uint32_t)b->nrep[b->s->configs[o].mesh];
+    const uint32_t bases[4] = {b->fwd_base[o], b->bwd_base[o], b->wgt_base[o], b->rec_base[o]};
+    for (int k = 0; k < 4; k++)
+      for (uint32_t j = 0; bases[k] != NO_TASK && j < count; j++) dirty[bases[k] + j] = 1;
+  }
+  for (guint i = 0; i < rebuilt->len; i++) {
+    guint seg = g_array_index(rebuilt, guint, i);
+    for (uint32_t k = old_marks[seg].edge; k < old_marks[seg + 1].edge; k++)
+      dirty_compute(dirty, old_edges[k], ncompute);
+    for (uint32_t k = new_marks[seg].edge; k < new_marks[seg + 1].edge; k++)
+      dirty_compute(dirty, e[k], ncompute);
+    for (uint32_t v = new_marks[seg].task; v < new_marks[seg + 1].task; v++) dirty[v] = 1;
+  }
+  SimTime from = UINT64_MAX;
+  /* (old) the earliest pop of an old dirty task */
+  for (uint32_t v = 0; v < ncompute; v++)
+    if (dirty[v] && old->ready[v] < from) from = old->ready[v];
+  for (guint i = 0; i < rebuilt->len; i++) {
+    guint seg = g_array_index(rebuilt, guint, i);
+    for (uint32_t x = old_marks[seg].task; x < old_marks[seg + 1].task; x++)
+      if (old->ready[x] < from) from = old->ready[x];
+  }
+  /* (new) bounds from the dependencies: one pass over the edges. old_of_new for clean tasks
+   * inverts new_of_old. */
+  uint32_t nold = old->num_tasks;
+  g_autofree uint32_t *old_of_new = g_new(uint32_t, n ? n : 1);
+  for (uint32_t x = 0; x < nold; x++)
+    if (new_of_old[x] != UINT32_MAX) old_of_new[new_of_old[x]] = x;
+  g_autofree SimTime *bound = g_new0(SimTime, n ? n : 1);
+  g_autofree guint8 *dirty_dep = g_new0(guint8, n ? n : 1);
+  const SimTask *old_tasks = (const SimTask *)d->run->tasks->tasks->data;
+  for (guint k = 0; k < edges->len; k += 2) {
+    uint32_t u = e[k], v = e[k + 1];
+    if (!dirty[v]) continue;
+    if (dirty[u]) {
+      dirty_dep[v] = 1;
+      continue;
+    }
+    uint32_t x = old_of_new[u];
+    SimTime end = old->start[x] + old_tasks[x].duration;
+    if (end > bound[v]) bound[v] = end;
+  }
+  for (uint32_t v = 0; v < n; v++) {
+    if (!dirty[v] || dirty_dep[v]) continue;
+    SimTime b0 = tg->indegree[v] == 0 ? 0 : bound[v];
+    if (b0 < from) from = b0;
+  }
+  return from;
+}
+
 static DeltaOutcome simulate_delta(SimDelta *d, const MdlStrategy *strategy, GError **error) {
   gint64 t0 = g_get_monotonic_time();
   if (!d->run || !mdl_strategy_same_except_splits(d->strategy, strategy)) return DELTA_FULL;
@@ -248,9 +326,12 @@ static DeltaOutcome simulate_delta(SimDelta *d, const MdlStrategy *strategy, GEr
   }
   /* The compute tasks and their program order, as they were, with new durations. */
   SbMark zero = {0, 0, 0, 0};
-  copy_segment(tg, old, d->edges, &zero, &d->compute, d->compute.task);
+  uint32_t nold = sim_task_graph_size(old), ncompute = d->compute.task;
+  g_autofree uint32_t *new_of_old = g_new(uint32_t, nold ? nold : 1);
+  copy_segment(tg, old, d->edges, &zero, &d->compute, ncompute, new_of_old);
   for (int i = 0; i < n; i++) sb_set_compute_durations(b, d->changed[i]);
   gboolean weight = mark_affected(d, n);
+  GArray *rebuilt = g_array_new(FALSE, FALSE, sizeof(guint)); /* segment numbers */
   GArray *marks = g_array_sized_new(FALSE, FALSE, sizeof(SbMark), d->marks->len);
   const SbMark *old_marks = (const SbMark *)d->marks->data;
   guint seg = 0;
@@ -264,13 +345,16 @@ static DeltaOutcome simulate_delta(SimDelta *d, const MdlStrategy *strategy, GEr
                       : per_tensor         ? d->tensor_affected[i]
                                            : d->op_affected[i];
       if (redo) {
+        for (uint32_t x = old_marks[seg].task; x < old_marks[seg + 1].task; x++)
+          new_of_old[x] = UINT32_MAX;
+        g_array_append_val(rebuilt, seg);
         if (pass == SB_PASS_FORWARD) g_ptr_array_set_size(b->conversions[i], 0);
         if (pass == SB_PASS_RECOMPUTE) g_ptr_array_set_size(b->rec_conversions[i], 0);
         sb_run_segment(b, (SbPass)pass, i);
         d->stats.segments_rebuilt++;
         d->stats.tasks_rebuilt += tg->tasks->len - mark.task;
       } else {
-        copy_segment(tg, old, d->edges, &old_marks[seg], &old_marks[seg + 1], d->compute.task);
+        copy_segment(tg, old, d->edges, &old_marks[seg], &old_marks[seg + 1], ncompute, new_of_old);
         d->stats.segments_copied++;
         d->stats.tasks_copied += tg->tasks->len - mark.task;
       }
@@ -284,8 +368,20 @@ static DeltaOutcome simulate_delta(SimDelta *d, const MdlStrategy *strategy, GEr
   GArray *edges = copy_edges(tg);
   sim_task_graph_finish(tg);
   gint64 t1 = g_get_monotonic_time();
-  SimRun *run = sim_run_from_graph(d->graph, d->strategy, d->cluster, d->params, &d->options, tg,
-                                   NULL, t0, t1, error);
+  SimTime from = resume_point(d, tg, edges, marks, rebuilt, new_of_old, n);
+  g_array_unref(rebuilt);
+  uint32_t kept = 0;
+  SimSchedule *schedule =
+      sim_engine_resume(tg, d->run->schedule, new_of_old, from, &kept, error);
+  SimRun *run = NULL;
+  if (schedule) {
+    d->stats.events_kept += kept;
+    d->stats.events_simulated += schedule->events - kept;
+    run = sim_run_from_graph(d->graph, d->strategy, d->cluster, d->params, &d->options, tg,
+                             schedule, t0, t1, error);
+  } else {
+    sim_task_graph_free(tg);
+  }
   if (!run) { /* cannot happen for a graph the full build would make; kept for safety */
     for (int i = 0; i < n; i++) d->strategy->configs[d->changed[i]] = saved[i];
     g_array_unref(edges);

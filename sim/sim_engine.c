@@ -7,6 +7,7 @@
  * each resource serves its tasks in ready-time order (FIFO, assumption A3). No allocation per
  * event: the heap, ready times and remaining in-degrees are arrays sized once. */
 #include "sim/sim.h"
+#include "sim/sim-int.h"
 
 typedef struct {
   SimTime time;
@@ -44,42 +45,64 @@ static inline HeapEntry heap_pop(HeapEntry *heap, uint32_t *size) {
   return top;
 }
 
-SimSchedule *sim_engine_run(const SimTaskGraph *g, GError **error) {
-  g_return_val_if_fail(g->succ_offsets != NULL, NULL);
+/* The engine's state: the schedule it fills and its working arrays. */
+typedef struct {
+  const SimTaskGraph *g;
+  SimSchedule *s;
+  uint32_t *remaining;
+  SimTime *free_at;
+  HeapEntry *heap;
+  uint32_t heap_size, done;
+} Engine;
+
+static void engine_init(Engine *e, const SimTaskGraph *g) {
+  uint32_t n = g->tasks->len;
+  e->g = g;
+  e->s = g_new0(SimSchedule, 1);
+  e->s->num_tasks = n;
+  e->s->start = g_new0(SimTime, n ? n : 1);
+  e->s->ready = g_new0(SimTime, n ? n : 1);
+  e->s->order = g_new(uint32_t, n ? n : 1);
+  e->remaining = g_memdup2(g->indegree, sizeof(uint32_t) * (n ? n : 1));
+  e->free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1);
+  e->heap = g_new(HeapEntry, n ? n : 1);
+  e->heap_size = 0;
+  e->done = 0;
+}
+
+/* Pops until the heap is empty; returns the schedule, or NULL with @error on a cycle. */
+static SimSchedule *engine_finish(Engine *e, GError **error) {
+  const SimTaskGraph *g = e->g;
   uint32_t n = g->tasks->len;
   const SimTask *tasks = (const SimTask *)g->tasks->data;
   const uint32_t *res = (const uint32_t *)g->task_resources->data;
-  SimSchedule *s = g_new0(SimSchedule, 1);
-  s->num_tasks = n;
-  s->start = g_new0(SimTime, n ? n : 1);
-  s->order = g_new(uint32_t, n ? n : 1);
-  g_autofree SimTime *ready = g_new0(SimTime, n ? n : 1);
-  g_autofree uint32_t *remaining = g_memdup2(g->indegree, sizeof(uint32_t) * (n ? n : 1));
-  g_autofree SimTime *free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1);
-  g_autofree HeapEntry *heap = g_new(HeapEntry, n ? n : 1);
-  uint32_t heap_size = 0, done = 0;
-
-  for (uint32_t i = 0; i < n; i++)
-    if (remaining[i] == 0) heap_push(heap, &heap_size, (HeapEntry){0, i});
+  SimSchedule *s = e->s;
+  SimTime *ready = s->ready, *free_at = e->free_at;
+  uint32_t *remaining = e->remaining;
+  HeapEntry *heap = e->heap;
+  uint32_t heap_size = e->heap_size, done = e->done;
   while (heap_size > 0) {
-    HeapEntry e = heap_pop(heap, &heap_size);
-    const SimTask *t = &tasks[e.task];
-    SimTime start = e.time;
+    HeapEntry top = heap_pop(heap, &heap_size);
+    const SimTask *t = &tasks[top.task];
+    SimTime start = top.time;
     const uint32_t *r = res + t->res_begin;
     for (uint16_t k = 0; k < t->nres; k++)
       if (free_at[r[k]] > start) start = free_at[r[k]];
     SimTime end = start + t->duration;
     for (uint16_t k = 0; k < t->nres; k++) free_at[r[k]] = end;
-    s->start[e.task] = start;
-    s->order[done++] = e.task;
+    s->start[top.task] = start;
+    s->order[done++] = top.task;
     if (end > s->makespan) s->makespan = end;
-    for (uint32_t k = g->succ_offsets[e.task]; k < g->succ_offsets[e.task + 1]; k++) {
+    for (uint32_t k = g->succ_offsets[top.task]; k < g->succ_offsets[top.task + 1]; k++) {
       uint32_t v = g->succ[k];
       if (end > ready[v]) ready[v] = end;
       if (--remaining[v] == 0) heap_push(heap, &heap_size, (HeapEntry){ready[v], v});
     }
   }
   s->events = done;
+  g_free(e->remaining);
+  g_free(e->free_at);
+  g_free(e->heap);
   if (done != n) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID,
                 "task graph has a dependency cycle: %u of %u tasks never became ready", n - done, n);
@@ -89,9 +112,67 @@ SimSchedule *sim_engine_run(const SimTaskGraph *g, GError **error) {
   return s;
 }
 
+SimSchedule *sim_engine_run(const SimTaskGraph *g, GError **error) {
+  g_return_val_if_fail(g->succ_offsets != NULL, NULL);
+  Engine e;
+  engine_init(&e, g);
+  for (uint32_t i = 0; i < g->tasks->len; i++)
+    if (e.remaining[i] == 0) heap_push(e.heap, &e.heap_size, (HeapEntry){0, i});
+  return engine_finish(&e, error);
+}
+
+/* Resuming (delta simulation): the old run's pops before @from are the new run's first pops,
+ * in the same order, with the same starts (the caller's guarantee, sim-int.h); their effects
+ * (resources' free times, successors' ready times and remaining in-degrees) are applied
+ * without the heap, then the engine goes on from the tasks they left ready. */
+SimSchedule *sim_engine_resume(const SimTaskGraph *g, const SimSchedule *old,
+                               const uint32_t *new_of_old, SimTime from, uint32_t *kept,
+                               GError **error) {
+  g_return_val_if_fail(g->succ_offsets != NULL, NULL);
+  Engine e;
+  engine_init(&e, g);
+  uint32_t n = g->tasks->len;
+  const SimTask *tasks = (const SimTask *)g->tasks->data;
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  SimSchedule *s = e.s;
+  /* The old pops are ordered by ready time: the prefix is found by bisection. */
+  uint32_t lo = 0, hi = old->num_tasks;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (old->ready[old->order[mid]] < from) lo = mid + 1;
+    else hi = mid;
+  }
+  g_autofree guint8 *popped = g_new0(guint8, n ? n : 1);
+  for (uint32_t i = 0; i < lo; i++) {
+    uint32_t x = old->order[i], y = new_of_old[x];
+    g_assert(y < n);
+    const SimTask *t = &tasks[y];
+    SimTime start = old->start[x], end = start + t->duration;
+    s->start[y] = start;
+    s->ready[y] = old->ready[x];
+    s->order[i] = y;
+    popped[y] = 1;
+    const uint32_t *r = res + t->res_begin;
+    for (uint16_t k = 0; k < t->nres; k++)
+      if (end > e.free_at[r[k]]) e.free_at[r[k]] = end;
+    if (end > s->makespan) s->makespan = end;
+    for (uint32_t k = g->succ_offsets[y]; k < g->succ_offsets[y + 1]; k++) {
+      uint32_t v = g->succ[k];
+      if (end > s->ready[v]) s->ready[v] = end;
+      e.remaining[v]--;
+    }
+  }
+  e.done = lo;
+  for (uint32_t v = 0; v < n; v++)
+    if (!popped[v] && e.remaining[v] == 0) heap_push(e.heap, &e.heap_size, (HeapEntry){s->ready[v], v});
+  *kept = lo;
+  return engine_finish(&e, error);
+}
+
 void sim_schedule_free(SimSchedule *s) {
   if (!s) return;
   g_free(s->start);
+  g_free(s->ready);
   g_free(s->order);
   g_free(s);
 }

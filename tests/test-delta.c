@@ -110,11 +110,13 @@ static void test_delta_equals_full(gconstpointer data) {
   const SimDeltaStats *st = sim_delta_stats(delta);
   g_test_message("%s / %s / %s: %d strategies checked (%d refused); %" G_GUINT64_FORMAT
                  " by delta, %" G_GUINT64_FORMAT " full, %" G_GUINT64_FORMAT
-                 " tasks rebuilt, %" G_GUINT64_FORMAT " copied",
+                 " tasks rebuilt, %" G_GUINT64_FORMAT " copied; %" G_GUINT64_FORMAT
+                 " events kept, %" G_GUINT64_FORMAT " simulated",
                  dc->model, dc->cluster, dc->strategy, checked, refused, st->delta, st->full,
-                 st->tasks_rebuilt, st->tasks_copied);
+                 st->tasks_rebuilt, st->tasks_copied, st->events_kept, st->events_simulated);
   /* The walk must exercise the delta path, not fall back to full simulations. */
   g_assert_cmpuint(st->delta, >, (guint64)checked / 4);
+  g_assert_cmpuint(st->events_kept, >, 0); /* and the re-timing resumes mid-timeline */
   g_rand_free(rand);
   sim_delta_free(delta);
   mdl_strategy_free(s);
