@@ -131,7 +131,7 @@ int cli_search(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *algo_text = NULL, *budget_text = NULL;
   g_autofree char *out_path = NULL, *db_path = NULL, *vars_text = NULL, *dims_text = NULL;
   g_autofree char *dtype_text = NULL, *collectives = NULL, *calibration_name = NULL;
-  gboolean json = FALSE, no_symmetry = FALSE, no_profiles = FALSE, followers = FALSE;
+  gboolean json = FALSE, no_delta = FALSE, no_symmetry = FALSE, no_profiles = FALSE, followers = FALSE;
   gint64 seed = 1;
   int threads = 1, mesh_axes = 2, microbatches = 8, restarts = 0;
   double beta = 0;
@@ -157,6 +157,7 @@ int cli_search(int argc, char **argv) {
       {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME in the database", "NAME"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU of every candidate (slow)", NULL},
+      {"no-delta", 0, 0, G_OPTION_ARG_NONE, &no_delta, "simulate every candidate in full (default: delta simulation from the last one; same answers)", NULL},
       {NULL}};
   if (!cli_parse_options("search", "Searches parallelization strategies; compares the winner with "
                                    "data parallelism, Megatron's best grid point and one weird trick.",
@@ -202,6 +203,7 @@ int cli_search(int argc, char **argv) {
   gboolean step = FALSE;
   if (!cli_parse_collective_mode("search", collectives, &step)) return CLI_EXIT_BAD_INPUT;
   o.sim.no_symmetry = no_symmetry;
+  o.no_delta = no_delta;
   o.sim.step_collectives = step;
   if (isatty(fileno(stderr))) o.progress = show_progress;
   if (!db_path) db_path = g_strdup("results/stratsim.db");

@@ -9,6 +9,7 @@
 #define STRATSIM_SRCH_INT_H
 
 #include "search/srch_search.h"
+#include "sim/sim_delta.h"
 
 /* Shared by all workers of a phase for progress display only: nothing read from here
  * changes a result. */
@@ -44,6 +45,7 @@ struct SrchWorker {
   SrchDriverFunc driver;
   /* State. */
   MdlStrategy *strategy;     /* the worker's strategy object, refilled per point */
+  struct SimDelta *delta;    /* the worker's delta simulator (NULL: options->no_delta) */
   GHashTable *cache;         /* point -> cost (double *); NULL: no cache (exhaustive, grid) */
   guint64 steps;             /* driver iterations, evaluated or cached: a guard against
                                 spinning in a space the cache already covers */

@@ -69,15 +69,21 @@ static double evaluate(SrchWorker *w, const MdlStrategy *s) {
     return SRCH_OVER_MEMORY_COST_S * peak / w->cluster->device.memory_bytes;
   }
   GError *error = NULL;
-  SimRun *run = sim_run_new_with_options(w->graph, s, w->cluster, w->params, &w->options->sim, &error);
-  if (!run) {
+  SimRun *run = NULL;
+  const SimPrediction *p = NULL;
+  if (w->delta) { /* from the worker's last candidate: one op changed, usually */
+    if (sim_delta_simulate(w->delta, s, &error)) p = &sim_delta_run(w->delta)->prediction;
+  } else if ((run = sim_run_new_with_options(w->graph, s, w->cluster, w->params, &w->options->sim, &error))) {
+    p = &run->prediction;
+  }
+  if (!p) {
     g_debug("search: the simulator refused a strategy: %s", error->message);
     g_clear_error(&error);
     w->failed++;
     return INFINITY;
   }
   w->simulated++;
-  double cost = run->prediction.fits_memory ? run->prediction.iteration_time_s : INFINITY;
+  double cost = p->fits_memory ? p->iteration_time_s : INFINITY;
   sim_run_free(run);
   return cost;
 }

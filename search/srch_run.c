@@ -96,6 +96,7 @@ static gboolean phase_run(Phase *p, const char *name, SrchDriverFunc driver, con
     if (space) {
       w->best_point = g_new0(int, space->point_len);
       if (!(w->strategy = srch_space_new_strategy(space, error))) return FALSE;
+      if (!o->no_delta) w->delta = sim_delta_new(graph, cluster, params, &o->sim);
       if (driver != srch_exhaustive_worker) w->cache = srch_cache_new();
     }
   }
@@ -122,6 +123,7 @@ static void phase_clear(Phase *p) {
   for (int i = 0; p->workers && i < p->n; i++) {
     SrchWorker *w = &p->workers[i];
     mdl_strategy_free(w->strategy);
+    sim_delta_free(w->delta);
     if (w->cache) g_hash_table_unref(w->cache);
     g_free(w->best_point);
     if (w->curve) g_array_free(w->curve, TRUE);

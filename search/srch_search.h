@@ -84,6 +84,9 @@ typedef struct {
                                SRCH_DEFAULT_RESTARTS */
   SrchSpaceOptions space;
   SimOptions sim;
+  gboolean no_delta;        /* simulate every candidate in full (default: delta simulation
+                               from the worker's last candidate, sim/sim_delta.h; the same
+                               answers, bit for bit) */
   gboolean no_baselines;    /* skip the baselines (tests that only need a driver) */
   SrchProgressFunc progress;
   gpointer progress_data;

@@ -94,10 +94,14 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
                             int t, int op, int mb, uint32_t *ready) {
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
   const int *pos = b->rep_pos[mesh_index];
-  g_autofree int *members = g_new(int, mesh->ndevices);
-  g_autofree int *devices = g_new(int, mesh->ndevices);
-  g_autofree int *sim = g_new(int, mesh->ndevices);
-  g_autofree uint32_t *deps = g_new(uint32_t, mesh->ndevices);
+  /* Scratch on the stack for meshes of up to 64 devices (the search's hot path), else heap. */
+  int stack[3 * 64];
+  uint32_t stack_deps[64];
+  g_autofree int *heap = mesh->ndevices > 64 ? g_new(int, 3 * (gsize)mesh->ndevices) : NULL;
+  g_autofree uint32_t *heap_deps = mesh->ndevices > 64 ? g_new(uint32_t, mesh->ndevices) : NULL;
+  int *members = heap ? heap : stack, *devices = members + mesh->ndevices,
+      *sim = devices + mesh->ndevices;
+  uint32_t *deps = heap_deps ? heap_deps : stack_deps;
   for (int a = 0; a < mesh->ndims; a++) {
     int src = from.axis[a], dst = to.axis[a];
     if (src == dst || mesh->shape[a] == 1) continue;

@@ -14,6 +14,7 @@
 #include "model/mdl_strategy.h"
 #include "sim/sim.h"
 #include "sim/sim_delta.h"
+#include "search/srch_search.h"
 
 typedef struct {
   const char *model, *cluster, *strategy;
@@ -162,6 +163,38 @@ static void test_delta_fallback(void) {
   dev_cluster_free(c);
 }
 
+/* A search with delta simulation (the default) and one without print the same bytes: the
+ * same candidates, the same costs, the same winner. */
+static void test_search_same_with_and_without_delta(gconstpointer data) {
+  const char *algo = data;
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=4,hidden=512,heads=8,seq=128,vocab=4096,batch=32", &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  char *json[2];
+  for (int k = 0; k < 2; k++) {
+    SrchOptions o;
+    srch_options_default(&o);
+    g_assert_true(srch_algo_parse(algo, &o.algo));
+    o.budget.evaluations = 300;
+    o.seed = 7;
+    o.no_baselines = TRUE;
+    o.no_delta = k == 1;
+    SrchResult *r = srch_run(g, c, &params, &o, &error);
+    g_assert_no_error(error);
+    g_assert_nonnull(r->best);
+    json[k] = srch_result_to_json(r, &o, g, c);
+    srch_result_free(r);
+  }
+  g_assert_cmpstr(json[0], ==, json[1]);
+  g_free(json[0]);
+  g_free(json[1]);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
@@ -169,5 +202,7 @@ int main(int argc, char **argv) {
     g_test_add_data_func(path, &cases[i], test_delta_equals_full);
   }
   g_test_add_func("/sim/delta/fallback", test_delta_fallback);
+  g_test_add_data_func("/sim/delta/search/mcmc", "mcmc", test_search_same_with_and_without_delta);
+  g_test_add_data_func("/sim/delta/search/cd", "cd", test_search_same_with_and_without_delta);
   return g_test_run();
 }
