@@ -27,7 +27,7 @@ static void propose(GRand *rand, MdlStrategy *s, const MdlGraph *g, const DevClu
   }
 }
 
-static int bench_one(int gpus, int changes) {
+static int bench_one(int gpus, int changes, gboolean expanded) {
   g_autofree char *cluster_spec = g_strdup_printf("dgx-a100:nodes=%d", gpus / 8);
   const char *model = "gpt:layers=8,hidden=2048,heads=16,seq=1024,vocab=32000,batch=256";
   g_autofree char *strategy_spec = g_strdup_printf("megatron:tp=4,pp=2,dp=%d,mb=%d", gpus / 8,
@@ -43,7 +43,7 @@ static int bench_one(int gpus, int changes) {
   }
   CmParams params;
   cm_params_default(&params);
-  SimOptions options = {.no_symmetry = TRUE};
+  SimOptions options = {.no_symmetry = expanded};
   SimDelta *delta = sim_delta_new(graph, cluster, &params, &options);
   int status = CLI_EXIT_OK, mismatches = 0;
   if (!sim_delta_simulate(delta, s, &error)) {
@@ -73,10 +73,11 @@ static int bench_one(int gpus, int changes) {
   }
   g_rand_free(rand);
   const SimDeltaStats *st = sim_delta_stats(delta);
-  printf("bench: delta  %3d GPUs %8" G_GUINT64_FORMAT " tasks: %d one-op changes, full %.3f ms, "
-         "delta %.3f ms per change: %.1fx; %.1f%% of tasks rebuilt; %d answers differ\n",
-         gpus, tasks, changes, full_s / changes * 1e3, delta_s / changes * 1e3, full_s / delta_s,
+  printf("bench: delta  %3d GPUs %-8s %7" G_GUINT64_FORMAT " tasks: %d one-op changes, full %.3f ms, "
+         "delta %.3f ms per change: %.1fx; %.1f%% of tasks rebuilt, %.1f%% of events kept; %d answers differ\n",
+         gpus, expanded ? "expanded" : "symmetry", tasks, changes, full_s / changes * 1e3, delta_s / changes * 1e3, full_s / delta_s,
          100.0 * (double)st->tasks_rebuilt / (double)MAX(st->tasks_rebuilt + st->tasks_copied, 1),
+         100.0 * (double)st->events_kept / (double)MAX(st->events_kept + st->events_simulated, 1),
          mismatches);
 out:
   sim_delta_free(delta);
@@ -87,12 +88,13 @@ out:
 }
 
 int cli_bench_delta(void) {
-  printf("bench: delta  gpt:layers=8,hidden=2048 (batch 256), megatron tp=4 pp=2, every GPU "
-         "simulated; random one-op changes (seed 42)\n");
+  printf("bench: delta  gpt:layers=8,hidden=2048 (batch 256), megatron tp=4 pp=2; random "
+         "one-op changes (seed 42), with symmetry (the default) and every GPU simulated\n");
   const int gpus[3] = {16, 64, 256}, changes[3] = {200, 100, 30};
-  for (int i = 0; i < 3; i++) {
-    int status = bench_one(gpus[i], changes[i]);
-    if (status != CLI_EXIT_OK) return status;
-  }
+  for (int expanded = 0; expanded < 2; expanded++)
+    for (int i = 0; i < 3; i++) {
+      int status = bench_one(gpus[i], changes[i], expanded);
+      if (status != CLI_EXIT_OK) return status;
+    }
   return CLI_EXIT_OK;
 }
