@@ -57,7 +57,8 @@ typedef struct {
   gboolean symmetric;
   SimPhase phase;           /* the pass communication tasks are being built for */
   gboolean step;            /* step-expanded collectives on link resources */
-  GPtrArray *plans;         /* CrossMeshCache: cross-mesh resharding plans, one per move */
+  GHashTable *plans;        /* CrossMeshCache -> itself: cross-mesh resharding plans, one per
+                               move (delta simulation keeps them across builds) */
   uint32_t *last_compute;   /* per device: its last compute task in program order */
   GArray *marks;            /* SbMark before each segment and at the end, when recording
                                (delta simulation), else NULL */
@@ -183,6 +184,8 @@ void sb_free_representatives(Builder *b);
 typedef enum { SB_USE_FORWARD, SB_USE_RECOMPUTE, SB_USE_BACKWARD } SbWeightUse;
 void sb_parameter_gathers_segment(Builder *b, SbWeightUse use, int o);
 void sb_crossmesh_cache_free(gpointer data);
+guint sb_crossmesh_cache_hash(gconstpointer key);
+gboolean sb_crossmesh_cache_equal(gconstpointer a, gconstpointer b);
 /* @from with its partial sums reduced (P -> B): what a move between meshes starts from. */
 MdlLayout sb_reduced(MdlLayout from);
 /* Whether a move between two meshes is device-aligned (send/recv to the same mesh index). */

@@ -340,7 +340,8 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
     }
   }
   b->step = options->step_collectives;
-  b->plans = g_ptr_array_new_with_free_func(sb_crossmesh_cache_free);
+  b->plans = g_hash_table_new_full(sb_crossmesh_cache_hash, sb_crossmesh_cache_equal,
+                                   sb_crossmesh_cache_free, NULL);
   /* Cross-mesh resharding runs on link resources and plans every device's slices, so the
    * graph is expanded (symmetry would need per-unit orbits). */
   gboolean crossmesh = sb_needs_crossmesh(b);
@@ -367,7 +368,7 @@ void sb_builder_clear(Builder *b) {
   g_free(b->group);
   g_free(b->users);
   sb_free_representatives(b);
-  g_ptr_array_unref(b->plans);
+  g_hash_table_unref(b->plans);
   g_free(b->sample_tdim);
   g_free(b->fwd_base);
   g_free(b->bwd_base);

@@ -160,12 +160,9 @@ gboolean sb_aligned_move(const Builder *b, int src_mesh, MdlLayout from, int dst
  * load balancing) for one move of a microbatch of tensor @t, planned once and reused. */
 const SimCrossMeshPlan *sb_crossmesh_plan(Builder *b, int t, int src_mesh, MdlLayout from,
                                           int dst_mesh, MdlLayout to, GError **error) {
-  for (guint i = 0; i < b->plans->len; i++) {
-    const CrossMeshCache *c = g_ptr_array_index(b->plans, i);
-    if (c->t == t && c->src == src_mesh && c->dst == dst_mesh &&
-        memcmp(&c->from, &from, sizeof from) == 0 && memcmp(&c->to, &to, sizeof to) == 0)
-      return c->plan;
-  }
+  CrossMeshCache key = {t, src_mesh, dst_mesh, from, to, NULL};
+  const CrossMeshCache *known = g_hash_table_lookup(b->plans, &key);
+  if (known) return known->plan;
   const MdlTensor *tensor = mdl_graph_tensor(b->g, t);
   int64_t shape[MDL_MAX_DIMS];
   for (int i = 0; i < tensor->ndims; i++)
@@ -182,8 +179,28 @@ const SimCrossMeshPlan *sb_crossmesh_plan(Builder *b, int t, int src_mesh, MdlLa
   }
   CrossMeshCache *c = g_new(CrossMeshCache, 1);
   *c = (CrossMeshCache){t, src_mesh, dst_mesh, from, to, plan};
-  g_ptr_array_add(b->plans, c);
+  g_hash_table_add(b->plans, c);
   return plan;
+}
+
+guint sb_crossmesh_cache_hash(gconstpointer key) {
+  const CrossMeshCache *c = key;
+  guint h = 2166136261u; /* FNV-1a over the fields (layouts are int8 arrays: no padding) */
+  const int ints[3] = {c->t, c->src, c->dst};
+  const guint8 *parts[3] = {(const guint8 *)ints, (const guint8 *)&c->from, (const guint8 *)&c->to};
+  const gsize sizes[3] = {sizeof ints, sizeof c->from, sizeof c->to};
+  for (int p = 0; p < 3; p++)
+    for (gsize i = 0; i < sizes[p]; i++) {
+      h ^= parts[p][i];
+      h *= 16777619u;
+    }
+  return h;
+}
+
+gboolean sb_crossmesh_cache_equal(gconstpointer a, gconstpointer b) {
+  const CrossMeshCache *x = a, *y = b;
+  return x->t == y->t && x->src == y->src && x->dst == y->dst &&
+         memcmp(&x->from, &y->from, sizeof x->from) == 0 && memcmp(&x->to, &y->to, sizeof x->to) == 0;
 }
 
 void sb_crossmesh_cache_free(gpointer data) {
