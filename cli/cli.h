@@ -23,6 +23,8 @@ int cli_search(int argc, char **argv);
 int cli_db(int argc, char **argv);
 /* `stratsim bench --suite delta` (cli_bench_delta.c). */
 int cli_bench_delta(void);
+/* `stratsim bench --suite table4`: FlexFlow Table 4, search time full vs delta. */
+int cli_bench_table4(void);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
 int cli_fail(GError *error, int status);

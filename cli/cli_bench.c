@@ -112,7 +112,7 @@ int cli_bench(int argc, char **argv) {
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster (default dgx-a100:nodes=8)", "C"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy (default megatron:tp=8,pp=4,dp=2,mb=1)", "S"},
       {"repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "engine runs (default 5)", "N"},
-      {"suite", 0, 0, G_OPTION_ARG_STRING, &suite, "engine, gpt3, allreduce, delta or all (default)", "NAME"},
+      {"suite", 0, 0, G_OPTION_ARG_STRING, &suite, "engine, gpt3, allreduce, delta, table4 or all (default; table4 only by name)", "NAME"},
       {NULL}};
   if (!cli_parse_options("bench", "Benchmarks the task-graph builder and the event engine.",
                          entries, &argc, &argv))
@@ -124,12 +124,13 @@ int cli_bench(int argc, char **argv) {
   if (!suite) suite = g_strdup("all");
   gboolean all = g_strcmp0(suite, "all") == 0;
   if (!all && g_strcmp0(suite, "engine") != 0 && g_strcmp0(suite, "gpt3") != 0 &&
-      g_strcmp0(suite, "allreduce") != 0 && g_strcmp0(suite, "delta") != 0) {
-    fprintf(stderr, "stratsim bench: --suite must be engine, gpt3, allreduce, delta or all\n");
+      g_strcmp0(suite, "allreduce") != 0 && g_strcmp0(suite, "delta") != 0 && g_strcmp0(suite, "table4") != 0) {
+    fprintf(stderr, "stratsim bench: --suite must be engine, gpt3, allreduce, delta, table4 or all\n");
     return CLI_EXIT_BAD_INPUT;
   }
   if (!all && g_strcmp0(suite, "engine") != 0) {
     if (g_strcmp0(suite, "delta") == 0) return cli_bench_delta();
+    if (g_strcmp0(suite, "table4") == 0) return cli_bench_table4();
     return g_strcmp0(suite, "gpt3") == 0 ? bench_gpt3() : bench_allreduce();
   }
   if (!model_spec) model_spec = g_strdup("gpt3-6.7b:batch=256");

@@ -9,6 +9,7 @@
 #include "costmodel/costmodel.h"
 #include "sim/sim.h"
 #include "sim/sim_delta.h"
+#include "search/srch_search.h"
 
 /* A random op's split on a random mesh axis set to a random dim or replicated, until the
  * strategy validates (the change is undone otherwise). */
@@ -94,6 +95,66 @@ int cli_bench_delta(void) {
   for (int expanded = 0; expanded < 2; expanded++)
     for (int i = 0; i < 3; i++) {
       int status = bench_one(gpus[i], changes[i], expanded);
+      if (status != CLI_EXIT_OK) return status;
+    }
+  return CLI_EXIT_OK;
+}
+
+/* FlexFlow's Table 4: the end-to-end search time with full and with delta simulation, per
+ * model and GPU count on the P100 cluster (4 GPUs per node). MCMC with a fixed evaluation
+ * budget and seed: both runs walk the same chain and must find the same winner. */
+static int table4_one(const char *model, int nodes, int budget) {
+  g_autofree char *cluster_spec = g_strdup_printf("flexflow-p100:nodes=%d", nodes);
+  GError *error = NULL;
+  DevCluster *cluster = dev_cluster_parse_spec(cluster_spec, &error);
+  MdlGraph *graph = cluster ? mdl_graph_parse_spec(model, &error) : NULL;
+  if (!graph) {
+    if (nodes == 1) printf("bench: table4 %-14s skipped: not a model this build knows\n", model);
+    g_clear_error(&error);
+    dev_cluster_free(cluster);
+    return CLI_EXIT_OK;
+  }
+  CmParams params;
+  cm_params_default(&params);
+  double wall[2] = {0}, best[2] = {0};
+  guint64 evals = 0;
+  for (int k = 0; k < 2; k++) {
+    SrchOptions o;
+    srch_options_default(&o);
+    o.algo = SRCH_ALGO_MCMC;
+    o.budget.evaluations = (guint64)budget;
+    o.seed = 1;
+    o.no_baselines = TRUE;
+    o.no_delta = k == 0;
+    gint64 a = g_get_monotonic_time();
+    SrchResult *r = srch_run(graph, cluster, &params, &o, &error);
+    wall[k] = (double)(g_get_monotonic_time() - a) / 1e6;
+    if (!r) {
+      mdl_graph_free(graph);
+      dev_cluster_free(cluster);
+      return cli_fail(error, CLI_EXIT_FAILURE);
+    }
+    best[k] = r->best_time_s;
+    evals = r->evaluations;
+    srch_result_free(r);
+  }
+  printf("bench: table4 %-14s %2d GPUs: %" G_GUINT64_FORMAT " MCMC evaluations, full %.2f s, "
+         "delta %.2f s: %.1fx; winners %s (%.6g s)\n",
+         model, nodes * 4, evals, wall[0], wall[1], wall[0] / wall[1],
+         best[0] == best[1] ? "identical" : "DIFFER", best[1]);
+  mdl_graph_free(graph);
+  dev_cluster_free(cluster);
+  return CLI_EXIT_OK;
+}
+
+int cli_bench_table4(void) {
+  const char *models[] = {"alexnet", "inception-v3", "resnet-101", "rnntc", "rnnlm", "nmt"};
+  const int nodes[] = {1, 2, 4};
+  printf("bench: table4 FlexFlow Table 4: search time with full vs delta simulation, "
+         "flexflow-p100 (4 P100 per node), MCMC, 1000 evaluations, seed 1, one thread\n");
+  for (gsize m = 0; m < G_N_ELEMENTS(models); m++)
+    for (gsize n = 0; n < G_N_ELEMENTS(nodes); n++) {
+      int status = table4_one(models[m], nodes[n], 1000);
       if (status != CLI_EXIT_OK) return status;
     }
   return CLI_EXIT_OK;
