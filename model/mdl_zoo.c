@@ -15,7 +15,7 @@
 /* Caps that reject absurd specs before anything is allocated (a graph holds ~12 ops a layer). */
 #define MAX_LAYERS 100000
 
-typedef enum { FAMILY_GPT, FAMILY_MLP, FAMILY_CNN } Family;
+typedef enum { FAMILY_GPT, FAMILY_MLP, FAMILY_CNN, FAMILY_RESNET, FAMILY_INCEPTION, FAMILY_RNN } Family;
 
 typedef struct {
   const char *name;
@@ -50,6 +50,18 @@ static const ZooEntry zoo[] = {
                           "1.330e+08 params"},
     {"vgg16", FAMILY_CNN, "VGG16 (Simonyan & Zisserman 2015, config D), 224x224x3, batch 64; "
                           "1.383e+08 params"},
+    {"inception-v3", FAMILY_INCEPTION, "Inception-v3 (Szegedy et al. 2016), torchvision layout "
+                                       "without the auxiliary head, 299x299x3, batch 64; "
+                                       "2.383e+07 params"},
+    {"resnet-101", FAMILY_RESNET, "ResNet-101 (He et al. 2016), bottleneck blocks [3,4,23,3], "
+                                  "224x224x3, batch 64; 4.455e+07 params"},
+    {"rnntc", FAMILY_RNN, "RNNTC (FlexFlow, Jia et al. 2019, Table 3): text classification, 4 LSTM "
+                          "layers of 2048 unrolled 40 steps, vocab 18765, 2 classes, batch 64; "
+                          "1.727e+08 params"},
+    {"rnnlm", FAMILY_RNN, "RNNLM (FlexFlow, Jia et al. 2019, Table 3): language model, 2 LSTM layers "
+                          "of 2048 unrolled 40 steps, vocab 10000, batch 64; 1.081e+08 params"},
+    {"nmt", FAMILY_RNN, "NMT (FlexFlow, Jia et al. 2019, Table 3): 2+2 LSTM layers of 2048 unrolled "
+                        "40 steps, attention, vocab 20480, batch 64; 2.684e+08 params"},
 };
 
 const char *const *mdl_zoo_names(void) {
@@ -187,10 +199,29 @@ static MdlGraph *build(const char *spec, const char *name, const char *args, GEr
     }
     return mdl_zoo_mlp(spec, layers, hidden, batch, error);
   }
-  /* AlexNet's default batch 256 is FlexFlow's setting (Jia et al. 2019, section 8); VGG 64. */
+  if (entry->family == FAMILY_RNN) {
+    /* Defaults and their sources: mdl_zoo_rnn.c. */
+    MdlRnnConfig cfg = {.layers = 2, .hidden = 2048, .seq = 40, .batch = 64, .classes = 2};
+    if (strcmp(name, "rnntc") == 0) cfg.kind = MDL_RNN_TC, cfg.layers = 4, cfg.vocab = 18765;
+    else if (strcmp(name, "rnnlm") == 0) cfg.kind = MDL_RNN_LM, cfg.vocab = 10000;
+    else cfg.kind = MDL_RNN_NMT, cfg.vocab = 20480;
+    SpecKey keys[] = {{"layers", &cfg.layers, FALSE}, {"hidden", &cfg.hidden, FALSE},
+                      {"seq", &cfg.seq, FALSE},       {"vocab", &cfg.vocab, FALSE},
+                      {"batch", &cfg.batch, FALSE}};
+    if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
+    if (cfg.layers > MAX_LAYERS || cfg.seq > MAX_LAYERS) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: layers and seq must not exceed %d",
+                  name, MAX_LAYERS);
+      return NULL;
+    }
+    return mdl_zoo_rnn(spec, &cfg, error);
+  }
+  /* FlexFlow's batch (Jia et al. 2019, section 8.1): 64, AlexNet 256; VGG 64. */
   int64_t batch = strcmp(name, "alexnet") == 0 ? 256 : 64;
   SpecKey keys[] = {{"batch", &batch, FALSE}};
   if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
+  if (entry->family == FAMILY_RESNET) return mdl_zoo_resnet(spec, batch, error);
+  if (entry->family == FAMILY_INCEPTION) return mdl_zoo_inception(spec, batch, error);
   return mdl_zoo_cnn(spec, name, batch, error);
 }
 

@@ -31,6 +31,48 @@ void mdl_zoo_classifier_loss(MdlGraph *g, int logits, int64_t batch, int64_t cla
 /* "alexnet", "vgg13", "vgg16"; NULL and MDL_ERROR_UNKNOWN_MODEL for any other @net. */
 MdlGraph *mdl_zoo_cnn(const char *name, const char *net, int64_t batch, GError **error);
 
+/* ResNet-101 (mdl_zoo_resnet.c) and Inception-v3 (mdl_zoo_inception.c) at @batch images. */
+MdlGraph *mdl_zoo_resnet(const char *name, int64_t batch, GError **error);
+MdlGraph *mdl_zoo_inception(const char *name, int64_t batch, GError **error);
+
+/* FlexFlow's recurrent benchmarks (mdl_zoo_rnn.c): LSTM layers unrolled over seq steps. */
+typedef enum { MDL_RNN_TC, MDL_RNN_LM, MDL_RNN_NMT } MdlRnnKind;
+typedef struct {
+  MdlRnnKind kind;
+  int64_t layers;   /* recurrent layers (NMT: per encoder and per decoder) */
+  int64_t hidden;   /* hidden = embedding size */
+  int64_t seq;      /* unrolled steps (NMT: source and target each) */
+  int64_t vocab;
+  int64_t classes;  /* RNNTC's output classes */
+  int64_t batch;
+} MdlRnnConfig;
+/* NULL and MDL_ERROR_INVALID when a tensor would exceed MDL_MAX_ELEMENTS or the unrolled graph
+ * MDL_MAX_OPS. */
+MdlGraph *mdl_zoo_rnn(const char *name, const MdlRnnConfig *cfg, GError **error);
+/* Parameters of that model, from the closed form (no graph built). */
+double mdl_zoo_rnn_params(const MdlRnnConfig *cfg);
+
+/* --- CNN layers (mdl_zoo_layers.c): activations [b, c, h, w]; each returns its output --- */
+typedef struct {
+  MdlGraph *g;
+  int64_t b;   /* the batch */
+  int layer;   /* block index given to the ops added, -1 outside blocks */
+} MdlZooNet;
+/* Conv "NAME" (kh x kw, stride, padding; no bias) then "NAME.bn": batch norm with ReLU, its
+ * [2, cout] gamma/beta weight. */
+int mdl_zoo_conv_bn(MdlZooNet *net, const char *name, int x, int64_t cout, int kh, int kw,
+                    int stride, int pad_h, int pad_w);
+/* k x k pooling (max or average: the same cost). */
+int mdl_zoo_pool(MdlZooNet *net, const char *name, int x, int k, int stride, int pad);
+/* Global average pooling to [b, c, 1, 1]. */
+int mdl_zoo_global_pool(MdlZooNet *net, const char *name, int x);
+/* Concatenation of @count (1..MDL_MAX_INPUTS) tensors of equal h, w along channels. */
+int mdl_zoo_concat(MdlZooNet *net, const char *name, const int *inputs, int count);
+/* Residual addition with ReLU. */
+int mdl_zoo_add_relu(MdlZooNet *net, const char *name, int a, int b);
+/* FC [b, c, 1, 1] -> [b, classes] (column parallel) and the softmax cross-entropy "loss". */
+int mdl_zoo_classifier(MdlZooNet *net, const char *name, int x, int64_t classes);
+
 /* --- op building (mdl_zoo.c) --- */
 /* Clears @op and sets its name (not copied: mdl_graph_add_op copies it), kind, layer;
  * tp_dim -1, every map entry -1. */
