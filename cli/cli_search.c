@@ -1,4 +1,4 @@
-/* cli/search — `stratsim search --model M --cluster C --algo mcmc|cd|exhaustive|random|grid|auto
+/* cli/search — `stratsim search --model M --cluster C --algo mcmc|cd|exhaustive|random|grid|dp|auto
  * --budget 60s|2m|N --seed S --threads T [--json] [--out FILE] [--db FILE]`: searches strategies
  * (search/srch_search.h), prints the winner against the baselines, writes the winner as strategy
  * JSON (what `simulate --strategy FILE` reads) and stores the run and its convergence curve. */
@@ -55,7 +55,9 @@ static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph
            r->log10_size, r->values_over_memory);
   printf("  searched     %" G_GUINT64_FORMAT " evaluations (%" G_GUINT64_FORMAT " simulated, %" G_GUINT64_FORMAT
          " over memory", r->evaluations, r->simulated, r->over_memory);
-  if (r->pruned) printf(", %" G_GUINT64_FORMAT " subtrees cut by the bound", r->pruned);
+  if (r->pruned)
+    printf(", %" G_GUINT64_FORMAT " %s", r->pruned,
+           r->ran == SRCH_ALGO_DP ? "pipelines whose DP cut is the grid's even cut" : "subtrees cut by the bound");
   printf(") in %.3f s (%.0f evaluations/s)%s\n", r->elapsed_s,
          r->elapsed_s > 0 ? (r->evaluations + r->baseline_evaluations) / r->elapsed_s : 0,
          r->complete ? ", the whole space" : "");
@@ -138,7 +140,7 @@ int cli_search(int argc, char **argv) {
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
-      {"algo", 'a', 0, G_OPTION_ARG_STRING, &algo_text, "mcmc, cd (coordinate descent), exhaustive, random, grid (Megatron), auto (default)", "ALGO"},
+      {"algo", 'a', 0, G_OPTION_ARG_STRING, &algo_text, "mcmc, cd (coordinate descent), exhaustive, random, grid (Megatron), dp (the grid with stage cuts by dynamic programming), auto (default)", "ALGO"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &budget_text, "evaluations (\"500\", default 2000) or time (\"60s\", \"2m\": not reproducible)", "B"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "random seed (default 1)", "S"},
       {"threads", 'j', 0, G_OPTION_ARG_INT, &threads, "worker threads: independent chains/restarts (default 1)", "T"},
@@ -171,7 +173,7 @@ int cli_search(int argc, char **argv) {
   srch_options_default(&o);
   GError *error = NULL;
   if (algo_text && !srch_algo_parse(algo_text, &o.algo)) {
-    fprintf(stderr, "stratsim search: --algo must be mcmc, cd, exhaustive, random, grid or auto, not '%s'\n", algo_text);
+    fprintf(stderr, "stratsim search: --algo must be mcmc, cd, exhaustive, random, grid, dp or auto, not '%s'\n", algo_text);
     return CLI_EXIT_BAD_INPUT;
   }
   if (!budget_text) budget_text = g_strdup("2000");

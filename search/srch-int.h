@@ -36,7 +36,7 @@ struct SrchWorker {
   const DevCluster *cluster;
   const CmParams *params;
   const SrchOptions *options;
-  const GArray *grid;        /* MdlMegatronConfig, for the grid driver */
+  const GArray *grid;        /* MdlMegatronConfig, for the grid and dp drivers */
   SrchShared *shared;
   int index, nworkers;
   guint64 budget_evaluations; /* 0: none */
@@ -55,6 +55,8 @@ struct SrchWorker {
   int *best_point;           /* point drivers */
   int best_grid;             /* grid driver: index into grid, -1 none */
   int best_chain;
+  MdlStrategy *best_strategy; /* dp driver: the winner as built (owned) */
+  char *best_detail;         /* dp driver: its configuration and cut (owned) */
   GArray *curve;             /* SrchCurvePoint, local evaluation indices */
   gboolean complete;
   GError *error;
@@ -84,12 +86,18 @@ void srch_cd_worker(SrchWorker *w);
 void srch_random_worker(SrchWorker *w);
 void srch_exhaustive_worker(SrchWorker *w);
 void srch_grid_worker(SrchWorker *w);
+void srch_dp_worker(SrchWorker *w);
 
 /* The Megatron grid for @graph on all devices of @cluster: every (tp, pp, dp) with
  * tp * pp * dp = devices, microbatch size dividing batch / dp, schedules (1F1B; with pp > 1
  * also GPipe, eager-1F1B and interleaved with vp >= 2), in a fixed order, kept where
  * mdl_strategy_megatron accepts it. */
 GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
+/* The dp driver's groups: every (tp, pp >= 2, dp, microbatch size) with tp * pp * dp =
+ * devices whose one-stage configuration (pp = 1) the Megatron builder accepts and pp <= the
+ * pipeline units; each group stands for SRCH_DP_SCHEDULES points (1F1B, GPipe, eager-1F1B). */
+#define SRCH_DP_SCHEDULES 3
+GArray *srch_dp_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
 /* "dp=2 tp=4 pp=1 mb=2 1f1b" (vp when > 1); caller g_free()s. */
 char *srch_grid_describe(const MdlMegatronConfig *config);
 

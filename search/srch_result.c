@@ -10,7 +10,7 @@
 #include <string.h>
 
 static const char *const algo_names[SRCH_ALGO_COUNT] = {"mcmc", "cd", "exhaustive", "random",
-                                                         "grid", "auto"};
+                                                         "grid", "auto", "dp"};
 
 const char *srch_algo_name(SrchAlgo algo) {
   g_return_val_if_fail(algo < SRCH_ALGO_COUNT, "?");
@@ -70,6 +70,7 @@ void srch_result_free(SrchResult *r) {
   mdl_strategy_free(r->best);
   g_free(r->best_origin);
   if (r->curve) g_array_free(r->curve, TRUE);
+  if (r->timeline) g_array_free(r->timeline, TRUE);
   for (int i = 0; i < r->nbaselines; i++) {
     g_free(r->baselines[i].name);
     g_free(r->baselines[i].detail);

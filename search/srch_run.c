@@ -126,6 +126,8 @@ static void phase_clear(Phase *p) {
     sim_delta_free(w->delta);
     if (w->cache) g_hash_table_unref(w->cache);
     g_free(w->best_point);
+    mdl_strategy_free(w->best_strategy);
+    g_free(w->best_detail);
     if (w->curve) g_array_free(w->curve, TRUE);
   }
   g_free(p->workers);
@@ -146,11 +148,14 @@ static int compare_curve(const void *a, const void *b) {
 }
 
 /* The phase's best worker (lowest cost, then lowest chain), or NULL; totals and the curve go
- * into @r (which receives the curve when @curve is set). */
+ * into @r (which receives the curve when @curve is set). A second counted phase (the dp
+ * driver's, after its grid) continues the first's evaluation numbers and curve. */
 static const SrchWorker *phase_merge(const Phase *p, SrchResult *r, gboolean curve) {
   const SrchWorker *best = NULL;
   GArray *items = g_array_new(FALSE, FALSE, sizeof(CurveItem));
   gboolean complete = TRUE;
+  gboolean continued = r->evaluations > 0 || r->curve->len > 0;
+  guint64 offset = r->evaluations;
   for (int i = 0; i < p->n; i++) {
     const SrchWorker *w = &p->workers[i];
     if (curve) {
@@ -169,14 +174,16 @@ static const SrchWorker *phase_merge(const Phase *p, SrchResult *r, gboolean cur
       best = w;
     for (guint k = 0; k < w->curve->len; k++) {
       const SrchCurvePoint *c = &g_array_index(w->curve, SrchCurvePoint, k);
-      CurveItem it = {(c->evaluation - 1) * (guint64)p->n + (guint64)i + 1, c->elapsed_s, c->best_time_s};
+      CurveItem it = {offset + (c->evaluation - 1) * (guint64)p->n + (guint64)i + 1, c->elapsed_s,
+                      c->best_time_s};
       g_array_append_val(items, it);
     }
   }
   if (curve) {
-    r->complete = complete;
+    r->complete = complete && (!continued || r->complete);
     qsort(items->data, items->len, sizeof(CurveItem), compare_curve);
-    double running = INFINITY;
+    double running = r->curve->len ? g_array_index(r->curve, SrchCurvePoint, r->curve->len - 1).best_time_s
+                                   : INFINITY;
     for (guint k = 0; k < items->len; k++) {
       const CurveItem *it = &g_array_index(items, CurveItem, k);
       if (it->best_time_s >= running) continue;
@@ -187,6 +194,40 @@ static const SrchWorker *phase_merge(const Phase *p, SrchResult *r, gboolean cur
   }
   g_array_free(items, TRUE);
   return best;
+}
+
+typedef struct {
+  double elapsed_s, best_time_s;
+} TimeItem;
+
+static int compare_time(const void *a, const void *b) {
+  const TimeItem *x = a, *y = b;
+  return x->elapsed_s < y->elapsed_s ? -1 : x->elapsed_s > y->elapsed_s;
+}
+
+/* Appends the phase's improvements, in wall-clock order since @search_start_us, to
+ * r->timeline (continuing its running best). */
+static void phase_timeline(const Phase *p, SrchResult *r, gint64 search_start_us) {
+  double offset = (p->start_us - search_start_us) / 1e6;
+  GArray *items = g_array_new(FALSE, FALSE, sizeof(TimeItem));
+  for (int i = 0; i < p->n; i++)
+    for (guint k = 0; k < p->workers[i].curve->len; k++) {
+      const SrchCurvePoint *c = &g_array_index(p->workers[i].curve, SrchCurvePoint, k);
+      TimeItem it = {offset + c->elapsed_s, c->best_time_s};
+      g_array_append_val(items, it);
+    }
+  qsort(items->data, items->len, sizeof(TimeItem), compare_time);
+  double running = r->timeline->len
+                       ? g_array_index(r->timeline, SrchCurvePoint, r->timeline->len - 1).best_time_s
+                       : INFINITY;
+  for (guint k = 0; k < items->len; k++) {
+    const TimeItem *it = &g_array_index(items, TimeItem, k);
+    if (it->best_time_s >= running) continue;
+    running = it->best_time_s;
+    SrchCurvePoint c = {0, it->elapsed_s, it->best_time_s};
+    g_array_append_val(r->timeline, c);
+  }
+  g_array_free(items, TRUE);
 }
 
 /* One simulation for reporting: time, peak memory, fit. */
@@ -390,11 +431,13 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   r->ran = o->algo;
   r->best_time_s = INFINITY;
   r->curve = g_array_new(FALSE, FALSE, sizeof(SrchCurvePoint));
+  r->timeline = g_array_new(FALSE, FALSE, sizeof(SrchCurvePoint));
   DevDtype dtype = grid_dtype(graph, cluster, o);
-  gboolean need_grid = o->algo == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO || !o->no_baselines;
+  gboolean need_grid = o->algo == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO ||
+                       o->algo == SRCH_ALGO_DP || !o->no_baselines;
 
   GError *space_error = NULL;
-  if (o->algo != SRCH_ALGO_GRID && !(space = srch_space_new(graph, cluster, &o->space, &space_error))) {
+  if (o->algo != SRCH_ALGO_GRID && o->algo != SRCH_ALGO_DP && !(space = srch_space_new(graph, cluster, &o->space, &space_error))) {
     /* Auto falls back to the grid (whose pipelines may fit where one stage cannot). */
     if (o->algo != SRCH_ALGO_AUTO || !g_error_matches(space_error, SRCH_ERROR, SRCH_ERROR_SPACE)) {
       g_propagate_error(error, space_error);
@@ -430,7 +473,10 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     r->space_description = g_string_free(desc, FALSE);
     if (o->algo == SRCH_ALGO_AUTO) r->ran = resolve_auto(space, &o->budget);
   } else if (!r->space_description) {
-    r->space_description = g_strdup("the Megatron grid (dp, tp, pp, microbatch size, schedule, vp)");
+    r->space_description = g_strdup(o->algo == SRCH_ALGO_DP
+                                        ? "the Megatron grid (dp, tp, pp, microbatch size, schedule, vp), "
+                                          "then its pipelines with stage cuts by dynamic programming"
+                                        : "the Megatron grid (dp, tp, pp, microbatch size, schedule, vp)");
   }
 
   /* Baselines: data parallelism, Megatron's best grid point, one weird trick. */
@@ -449,10 +495,14 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     /* Under a time budget the grid, when only a baseline, gets a quarter of it. */
     SrchBudget grid_budget = o->budget;
     if (o->budget.seconds > 0 && r->ran != SRCH_ALGO_GRID) grid_budget.seconds = o->budget.seconds / 4;
+    if (o->budget.seconds > 0 && o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID)
+      grid_budget.seconds = o->budget.seconds / 2; /* and the dp phase the rest */
     if (!phase_run(&phase, "megatron grid", srch_grid_worker, NULL, grid, graph, cluster, params,
                    o, grid_budget, error))
       goto fail;
-    const SrchWorker *best = phase_merge(&phase, r, r->ran == SRCH_ALGO_GRID);
+    const SrchWorker *best = phase_merge(&phase, r, r->ran == SRCH_ALGO_GRID || r->ran == SRCH_ALGO_DP);
+    if (r->ran == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO || o->algo == SRCH_ALGO_DP)
+      phase_timeline(&phase, r, start);
     MdlStrategy *s = NULL;
     char *detail;
     if (best) {
@@ -475,7 +525,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
                    best ? mdl_strategy_megatron(graph, cluster, &g_array_index(grid, MdlMegatronConfig, best->best_grid), NULL)
                         : NULL,
                    graph, cluster, params, o);
-    if (best && (r->ran == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO)) {
+    if (best && (r->ran == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO || o->algo == SRCH_ALGO_DP)) {
       r->best = s;
       s = NULL;
       r->best_time_s = best->best_time_s;
@@ -484,6 +534,34 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     mdl_strategy_free(s);
     g_free(detail);
     phase_clear(&phase);
+  }
+
+  /* Stage cuts by dynamic programming: dp, and auto for models with layers. */
+  if (o->algo == SRCH_ALGO_DP || (o->algo == SRCH_ALGO_AUTO && graph->num_layers > 0)) {
+    GArray *groups = srch_dp_points(graph, cluster, dtype);
+    SrchBudget dp_budget = o->budget;
+    if (o->budget.seconds > 0) {
+      double left = o->budget.seconds - (g_get_monotonic_time() - start) / 1e6;
+      dp_budget.seconds = o->algo == SRCH_ALGO_DP || !space ? MAX(left, o->budget.seconds / 4)
+                                                            : o->budget.seconds / 4;
+    }
+    gboolean ok = groups->len == 0 ||
+                  phase_run(&phase, "dp", srch_dp_worker, NULL, groups, graph, cluster, params, o,
+                            dp_budget, error);
+    if (ok && groups->len > 0) {
+      const SrchWorker *best = phase_merge(&phase, r, o->algo == SRCH_ALGO_DP);
+      phase_timeline(&phase, r, start);
+      if (best && best->best_time_s < r->best_time_s) {
+        mdl_strategy_free(r->best);
+        g_free(r->best_origin);
+        r->best = mdl_strategy_copy(best->best_strategy);
+        r->best_time_s = best->best_time_s;
+        r->best_origin = g_strdup_printf("dp stage cuts %s", best->best_detail);
+      }
+    }
+    phase_clear(&phase);
+    g_array_free(groups, TRUE);
+    if (!ok) goto fail;
   }
 
   if (space) {
@@ -497,6 +575,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
                    params, o, budget, error))
       goto fail;
     const SrchWorker *best = phase_merge(&phase, r, TRUE);
+    phase_timeline(&phase, r, start);
     /* Auto keeps the grid's point unless the per-op search is strictly better. */
     if (best && best->best_time_s < r->best_time_s) {
       mdl_strategy_free(r->best);

@@ -12,9 +12,13 @@
  *  - random: uniform points.
  *  - grid: Megatron-LM's (dp, tp, pp, microbatch size, virtual stages, schedule) grid through
  *    mdl_strategy_megatron (pipelines included: the only driver that cuts stages).
+ *  - dp: the grid, then every pipelined point (pp > 1, not interleaved) again with the stage
+ *    cuts a dynamic program picks (srch_pipeline.h: PipeDream/Alpa, the 1F1B estimate from the
+ *    simulator's per-op compute and the boundary transfers), simulated in full; uneven cuts,
+ *    and pp not dividing the layers, are allowed. The winner: the better of the two phases.
  *  - auto: exhaustive when the space has at most as many points as the budget allows, else
- *    coordinate descent; the winner is the better of that and the grid's best (the grid only,
- *    when no single-stage strategy fits).
+ *    coordinate descent; the winner is the best of that, the grid's best and (models with
+ *    layers) the dp phase's (the grid and dp only, when no single-stage strategy fits).
  * Cost = simulated iteration time (sim_run_new_with_options); strategies that do not fit in
  * memory (cm_memory_per_device, checked before simulating) are not simulated and never a
  * result (the drivers see a penalty that falls with the excess: srch-int.h).
@@ -40,10 +44,11 @@ typedef enum {
   SRCH_ALGO_RANDOM,
   SRCH_ALGO_GRID,
   SRCH_ALGO_AUTO,
+  SRCH_ALGO_DP,
   SRCH_ALGO_COUNT
 } SrchAlgo;
 
-/* "mcmc", "cd", "exhaustive", "random", "grid", "auto". */
+/* "mcmc", "cd", "exhaustive", "random", "grid", "auto", "dp". */
 const char *srch_algo_name(SrchAlgo algo);
 gboolean srch_algo_parse(const char *text, SrchAlgo *out);
 
@@ -121,11 +126,16 @@ typedef struct {
   guint64 simulated;
   guint64 over_memory;      /* rejected by cm_memory_per_device before simulating */
   guint64 failed;           /* strategies the simulator refused (should be 0) */
-  guint64 pruned;           /* exhaustive: subtrees cut by the bound or by memory */
+  guint64 pruned;           /* exhaustive: subtrees cut by the bound or by memory; dp: points
+                               whose DP cut is the grid's even cut (simulated there) */
   guint64 baseline_evaluations;
   gboolean complete;        /* exhaustive and grid: the whole space was covered */
   double elapsed_s;
   GArray *curve;            /* SrchCurvePoint, where the best improved */
+  GArray *timeline;         /* SrchCurvePoint in wall-clock order since the search began, over
+                               every phase that can supply the winner (auto and dp: the grid
+                               too): elapsed_s and best_time_s where the winner-to-be improved;
+                               evaluation is 0. Wall clock: not in the JSON (benchmarks) */
   SrchBaseline *baselines;  /* data parallel, megatron, one weird trick */
   int nbaselines;
   /* The space the per-op drivers walked. */

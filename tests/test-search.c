@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "results/res_db.h"
+#include "search/srch_pipeline.h"
 #include "search/srch_search.h"
 #include "test-cli-util.h"
 
@@ -421,6 +422,143 @@ static void test_grid(void) {
   case_clear(&c);
 }
 
+/* --- pipeline stage cuts by dynamic programming --- */
+
+/* Every cut of nunits units into nstages stages, by the DP's own objective: the least. */
+static SimTime brute_force_cut(const SrchPipeline *pl, int *cuts, int stage, SimTime best, int *best_cuts) {
+  int S = pl->nstages, L = pl->nunits;
+  if (stage == S) {
+    SimTime t = srch_pipeline_objective(pl, cuts);
+    if (t < best) memcpy(best_cuts, cuts, sizeof(int) * (gsize)(S + 1));
+    return MIN(t, best);
+  }
+  if (stage == S - 1) {
+    cuts[S] = L;
+    return brute_force_cut(pl, cuts, S, best, best_cuts);
+  }
+  for (int end = cuts[stage] + 1; end <= L - (S - 1 - stage); end++) {
+    cuts[stage + 1] = end;
+    best = brute_force_cut(pl, cuts, stage + 1, best, best_cuts);
+  }
+  return best;
+}
+
+static void check_dp_against_brute_force(const SrchPipeline *pl) {
+  int S = pl->nstages;
+  g_autofree int *cuts = g_new(int, S + 1), *dp_cuts = g_new(int, S + 1), *brute = g_new(int, S + 1);
+  SimTime dp = srch_pipeline_dp(pl, dp_cuts);
+  g_assert_cmpint(dp_cuts[0], ==, 0);
+  g_assert_cmpint(dp_cuts[S], ==, pl->nunits);
+  for (int s = 0; s < S; s++) g_assert_cmpint(dp_cuts[s], <, dp_cuts[s + 1]);
+  g_assert_cmpuint(srch_pipeline_objective(pl, dp_cuts), ==, dp);
+  cuts[0] = 0;
+  SimTime best = brute_force_cut(pl, cuts, 0, G_MAXUINT64, brute);
+  g_assert_cmpuint(dp, ==, best);
+}
+
+/* Random unit costs (layers of different sizes, heavy transfers at some cuts), 1 to 5 stages,
+ * 1 to 16 microbatches: the DP's cut has the least objective of all cuts. */
+static void test_dp_brute_force_random(void) {
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=9,hidden=64,heads=4,seq=16,vocab=128,batch=8", &error);
+  g_assert_no_error(error);
+  SrchPipeline *pl = srch_pipeline_new(g);
+  g_assert_cmpint(pl->nunits, ==, 11); /* embedding, 9 layers, head */
+  GRand *rng = g_rand_new_with_seed(2024);
+  for (int trial = 0; trial < 200; trial++) {
+    int S = g_rand_int_range(rng, 1, 6), m = g_rand_int_range(rng, 1, 17);
+    SimTime compute[11];
+    for (int u = 0; u < 11; u++) compute[u] = (SimTime)g_rand_int_range(rng, 1, 1000) * 1000;
+    SimTime *rows[5];
+    for (int s = 0; s + 1 < S; s++) {
+      rows[s] = g_new(SimTime, 12);
+      for (int u = 0; u <= 11; u++) rows[s][u] = (SimTime)g_rand_int_range(rng, 0, 400) * 1000;
+    }
+    srch_pipeline_set_costs(pl, S, m, compute, (const SimTime *const *)rows);
+    check_dp_against_brute_force(pl);
+    for (int s = 0; s + 1 < S; s++) g_free(rows[s]);
+  }
+  g_rand_free(rng);
+  srch_pipeline_free(pl);
+  mdl_graph_free(g);
+}
+
+/* A transformer whose head (vocabulary 50304 against hidden 1024: some 3.5 layers of work)
+ * outweighs its layers, on 8 A100s as tp=1, pp=4, dp=2 (8 microbatches). */
+#define UNEVEN "gpt:layers=8,hidden=1024,heads=16,seq=1024,vocab=50304,batch=16"
+
+/* Costs measured by the simulator for that case: the DP equals brute force; its cut is uneven
+ * (the head's stage gets fewer layers) and simulates no slower than Megatron's even cut, under
+ * 1F1B, GPipe and eager-1F1B; the cut strategy's JSON reads back to the same simulated time. */
+static void test_dp_uneven(void) {
+  Case c;
+  case_init(&c, UNEVEN, "dgx-a100");
+  GError *error = NULL;
+  MdlMegatronConfig cfg = {.tp = 1, .pp = 1, .dp = 2, .microbatch_size = 1,
+                           .schedule = MDL_SCHEDULE_1F1B, .dtype = c.graph->default_dtype};
+  MdlStrategy *one = mdl_strategy_megatron(c.graph, c.cluster, &cfg, &error);
+  g_assert_no_error(error);
+  SrchPipeline *pl = srch_pipeline_new(c.graph);
+  SimOptions sim = {0};
+  g_assert_true(srch_pipeline_measure(pl, c.graph, one, 4, c.cluster, &c.params, &sim, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(pl->microbatches, ==, 8);
+  check_dp_against_brute_force(pl);
+  int cuts[5], even_cuts[5];
+  srch_pipeline_dp(pl, cuts);
+  g_autofree char *described = srch_pipeline_describe(pl, c.graph, cuts);
+  static const MdlSchedule schedules[] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_EAGER_1F1B};
+  for (guint k = 0; k < G_N_ELEMENTS(schedules); k++) {
+    cfg.pp = 4;
+    cfg.schedule = schedules[k];
+    MdlStrategy *even = mdl_strategy_megatron(c.graph, c.cluster, &cfg, &error);
+    g_assert_no_error(error);
+    g_assert_true(srch_pipeline_cuts_of(pl, even, even_cuts));
+    g_assert_true(memcmp(cuts, even_cuts, sizeof cuts) != 0); /* uneven */
+    MdlStrategy *dp = srch_pipeline_strategy(pl, c.graph, one, cuts, schedules[k], c.cluster, &error);
+    g_assert_no_error(error);
+    g_assert_true(srch_pipeline_cuts_of(pl, dp, even_cuts));
+    g_assert_true(memcmp(cuts, even_cuts, sizeof cuts) == 0);
+    gboolean fits;
+    double t_even = simulate(&c, even, NULL), t_dp = simulate(&c, dp, &fits);
+    g_test_message("%s: DP cut %s: %.9g s, even cut: %.9g s (%.1f%% faster)",
+                   mdl_schedule_name(schedules[k]), described, t_dp, t_even, 100 * (t_even / t_dp - 1));
+    g_assert_true(fits);
+    g_assert_cmpfloat(t_dp, <=, t_even);
+    /* The IR's per-op stages carry the uneven cut through JSON. */
+    g_autofree char *json = mdl_strategy_to_json(dp, c.graph);
+    MdlStrategy *back = mdl_strategy_from_json(json, "test", c.graph, c.cluster, &error);
+    g_assert_no_error(error);
+    g_assert_cmpfloat(simulate(&c, back, NULL), ==, t_dp);
+    mdl_strategy_free(back);
+    mdl_strategy_free(dp);
+    mdl_strategy_free(even);
+  }
+  srch_pipeline_free(pl);
+  mdl_strategy_free(one);
+  case_clear(&c);
+}
+
+/* The dp algorithm: the grid, then its pipelines again with DP cuts: never worse than the grid,
+ * and it simulates more points. */
+static void test_dp_algo(void) {
+  Case c;
+  case_init(&c, UNEVEN, "dgx-a100");
+  SrchOptions o;
+  options_for(&o, SRCH_ALGO_GRID, 100000, 2);
+  SrchResult *grid = run(&c, &o);
+  options_for(&o, SRCH_ALGO_DP, 100000, 2);
+  SrchResult *dp = run(&c, &o);
+  g_test_message("grid %.9g s (%s), dp %.9g s (%s)", grid->best_time_s, grid->best_origin,
+                 dp->best_time_s, dp->best_origin);
+  g_assert_true(dp->complete);
+  g_assert_cmpfloat(dp->best_time_s, <=, grid->best_time_s);
+  g_assert_cmpuint(dp->evaluations, >, grid->evaluations);
+  srch_result_free(grid);
+  srch_result_free(dp);
+  case_clear(&c);
+}
+
 /* Auto: a space the budget covers is searched exhaustively; the winner is no worse than the
  * grid's best, which it also ran. */
 static void test_auto(void) {
@@ -653,6 +791,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/search/quality/beats-data-parallel", test_beats_data_parallel);
   g_test_add_func("/search/grid", test_grid);
   g_test_add_func("/search/auto", test_auto);
+  g_test_add_func("/search/dp/brute-force/seed:2024", test_dp_brute_force_random);
+  g_test_add_func("/search/dp/uneven", test_dp_uneven);
+  g_test_add_func("/search/dp/algo", test_dp_algo);
   g_test_add_func("/search/reproducible/seed:42", test_reproducible);
   g_test_add_func("/search/budget/parse", test_budget_parse);
   g_test_add_func("/search/budget/time", test_time_budget);

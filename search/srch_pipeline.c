@@ -1,0 +1,363 @@
+/* search/pipeline — stage cuts by dynamic programming; the contract and the objective are in
+ * srch_pipeline.h. Invariants: costs are SimTime (integer picoseconds), so the DP's sums and
+ * srch_pipeline_objective's agree to the picosecond and the brute-force test can compare them
+ * exactly; a cut is always nstages + 1 increasing unit indices from 0 to nunits. */
+#include "search/srch_pipeline.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NO_COST G_MAXUINT64
+
+SrchPipeline *srch_pipeline_new(const MdlGraph *graph) {
+  g_return_val_if_fail(graph != NULL, NULL);
+  int n = mdl_graph_num_ops(graph);
+  SrchPipeline *p = g_new0(SrchPipeline, 1);
+  p->unit_of_op = g_new(int, MAX(n, 1));
+  /* Runs of one layer value. */
+  int runs = 0;
+  for (int o = 0; o < n; o++) {
+    if (o == 0 || mdl_graph_op(graph, o)->layer != mdl_graph_op(graph, o - 1)->layer) runs++;
+    p->unit_of_op[o] = runs - 1;
+  }
+  /* Too many runs: merge them in groups of equal counts. */
+  int per = (runs + SRCH_PIPELINE_MAX_UNITS - 1) / SRCH_PIPELINE_MAX_UNITS;
+  if (per > 1)
+    for (int o = 0; o < n; o++) p->unit_of_op[o] /= per;
+  p->nunits = n ? p->unit_of_op[n - 1] + 1 : 0;
+  p->first_op = g_new(int, p->nunits + 1);
+  for (int o = n - 1; o >= 0; o--) p->first_op[p->unit_of_op[o]] = o;
+  p->first_op[p->nunits] = n;
+  return p;
+}
+
+static void free_costs(SrchPipeline *p) {
+  if (p->transfer)
+    for (int s = 0; s + 1 < p->nstages; s++) g_free(p->transfer[s]);
+  g_clear_pointer(&p->transfer, g_free);
+  g_clear_pointer(&p->compute, g_free);
+  p->nstages = 0;
+}
+
+void srch_pipeline_free(SrchPipeline *p) {
+  if (!p) return;
+  free_costs(p);
+  g_free(p->first_op);
+  g_free(p->unit_of_op);
+  g_free(p);
+}
+
+void srch_pipeline_set_costs(SrchPipeline *p, int stages, int microbatches,
+                             const SimTime *compute, const SimTime *const *transfer) {
+  g_return_if_fail(p && stages >= 1 && stages <= p->nunits && microbatches >= 1);
+  free_costs(p);
+  p->nstages = stages;
+  p->microbatches = microbatches;
+  p->compute = g_memdup2(compute, sizeof(SimTime) * (gsize)p->nunits);
+  p->transfer = g_new0(SimTime *, MAX(stages - 1, 1));
+  for (int s = 0; s + 1 < stages; s++) {
+    p->transfer[s] = g_new0(SimTime, p->nunits + 1);
+    if (transfer) memcpy(p->transfer[s], transfer[s], sizeof(SimTime) * (gsize)(p->nunits + 1));
+    p->transfer[s][0] = p->transfer[s][p->nunits] = 0;
+  }
+}
+
+gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const MdlStrategy *one,
+                               int stages, const DevCluster *cluster, const CmParams *params,
+                               const SimOptions *options, GError **error) {
+  g_return_val_if_fail(p && graph && one && cluster && params, FALSE);
+  int nops = mdl_graph_num_ops(graph);
+  if (one->meshes->len != 1 || one->num_stages != 1) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "pipeline cuts: the one-stage strategy has %u meshes and %d stages (want 1 and 1)",
+                one->meshes->len, one->num_stages);
+    return FALSE;
+  }
+  const MdlMesh *mesh = mdl_strategy_mesh(one, 0);
+  int last_device = 0;
+  for (int i = 0; i < mesh->ndevices; i++) last_device = MAX(last_device, mesh->devices[i]);
+  if (stages < 1 || stages > p->nunits ||
+      (gint64)last_device + (gint64)(stages - 1) * mesh->ndevices >= dev_cluster_num_devices(cluster)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "pipeline cuts: %d stages of %d devices do not fit %d units on %d devices", stages,
+                mesh->ndevices, p->nunits, dev_cluster_num_devices(cluster));
+    return FALSE;
+  }
+  SimTaskGraph *tg = sim_build_with_options(graph, one, cluster, params, options, error);
+  if (!tg) return FALSE;
+  g_autofree guint64 *sum = g_new0(guint64, nops);
+  g_autofree guint64 *forwards = g_new0(guint64, nops);
+  for (uint32_t t = 0; t < sim_task_graph_size(tg); t++) {
+    const SimTask *task = sim_task_graph_task(tg, t);
+    if (task->op < 0) continue;
+    switch (task->kind) {
+    case SIM_TASK_FORWARD:
+      forwards[task->op]++;
+      /* fall through */
+    case SIM_TASK_BACKWARD:
+    case SIM_TASK_BACKWARD_WEIGHT:
+    case SIM_TASK_RECOMPUTE:
+      sum[task->op] += task->duration;
+      break;
+    default:
+      break;
+    }
+  }
+  sim_task_graph_free(tg);
+  g_autofree SimTime *compute = g_new0(SimTime, p->nunits);
+  /* Every task of an op has the same duration: the sum over its forwards (one per microbatch
+   * and simulated device) is exact per microbatch and device. */
+  for (int o = 0; o < nops; o++)
+    if (forwards[o]) compute[p->unit_of_op[o]] += sum[o] / forwards[o];
+
+  /* Transfers: each tensor crosses the cuts after its producer's unit up to its last reader's. */
+  g_autofree int *last_reader = g_new(int, mdl_graph_num_tensors(graph));
+  for (int t = 0; t < mdl_graph_num_tensors(graph); t++) last_reader[t] = -1;
+  for (int o = 0; o < nops; o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    for (int k = 0; k < op->ninputs; k++)
+      last_reader[op->inputs[k].tensor] = MAX(last_reader[op->inputs[k].tensor], p->unit_of_op[o]);
+  }
+  g_autofree int *sample_tdim = mdl_tensor_sample_dims(graph);
+  double dtype_bytes = dev_dtype_bytes(one->dtype);
+  SimTime **transfer = g_new0(SimTime *, MAX(stages - 1, 1));
+  for (int s = 0; s + 1 < stages; s++) transfer[s] = g_new0(SimTime, p->nunits + 1);
+  for (int s = 0; s + 1 < stages; s++) {
+    int pair[2] = {mesh->devices[0] + s * mesh->ndevices, mesh->devices[0] + (s + 1) * mesh->ndevices};
+    for (int o = 0; o < nops; o++) {
+      const MdlOp *op = mdl_graph_op(graph, o);
+      int t = op->output.tensor, from = p->unit_of_op[o];
+      if (last_reader[t] <= from) continue;
+      MdlLayout layout = mdl_layout_of_operand(op, &op->output, TRUE, &one->configs[o], mesh);
+      double bytes = mdl_layout_local_elements(graph, t, sample_tdim[t], &layout, mesh,
+                                               one->num_microbatches) * dtype_bytes;
+      double seconds = cm_group_collective_time(params, cluster, CM_SEND_RECV, pair, 2, bytes);
+      if (mdl_tensor_needs_grad(graph, t)) seconds *= 2; /* its gradient comes back */
+      SimTime cost = sim_time_from_seconds(seconds);
+      for (int u = from + 1; u <= last_reader[t]; u++) transfer[s][u] += cost;
+    }
+  }
+  srch_pipeline_set_costs(p, stages, one->num_microbatches, compute, (const SimTime *const *)transfer);
+  for (int s = 0; s + 1 < stages; s++) g_free(transfer[s]);
+  g_free(transfer);
+  return TRUE;
+}
+
+SimTime srch_pipeline_stage_cost(const SrchPipeline *p, int stage, int first, int end) {
+  SimTime t = 0;
+  for (int u = first; u < end; u++) t += p->compute[u];
+  if (stage > 0) t += p->transfer[stage - 1][first];
+  if (stage + 1 < p->nstages) t += p->transfer[stage][end];
+  return t;
+}
+
+static SimTime saturating_add(SimTime a, SimTime b) { return a > NO_COST - b ? NO_COST : a + b; }
+
+static SimTime saturating_mul(SimTime a, guint64 k) {
+  return k && a > NO_COST / k ? NO_COST : a * k;
+}
+
+/* (m - 1) max + sum, saturating. */
+static SimTime estimate(const SrchPipeline *p, SimTime max, SimTime sum) {
+  return saturating_add(saturating_mul(max, (guint64)(p->microbatches - 1)), sum);
+}
+
+SimTime srch_pipeline_objective(const SrchPipeline *p, const int *cuts) {
+  SimTime max = 0, sum = 0;
+  for (int s = 0; s < p->nstages; s++) {
+    SimTime t = srch_pipeline_stage_cost(p, s, cuts[s], cuts[s + 1]);
+    max = MAX(max, t);
+    sum = saturating_add(sum, t);
+  }
+  return estimate(p, max, sum);
+}
+
+/* The DP's tables: stage costs from prefix sums, and per (stage, end) the best value and the
+ * start that achieved it. */
+typedef struct {
+  const SrchPipeline *p;
+  int S, L;
+  SimTime *prefix;   /* L + 1 */
+  SimTime *value;    /* S x (L + 1) */
+  int *from;         /* S x (L + 1) */
+} Dp;
+
+static inline SimTime cost(const Dp *d, int s, int i, int j) {
+  SimTime t = d->prefix[j] - d->prefix[i];
+  if (s > 0) t += d->p->transfer[s - 1][i];
+  if (s + 1 < d->S) t += d->p->transfer[s][j];
+  return t;
+}
+
+/* Stage s may end at j in [s + 1, L - (S - 1 - s)] and start at i in [s, j). */
+enum { DP_SUM, DP_MAX };
+
+/* Fills value/from for: DP_SUM, the least sum with every stage <= @bound; DP_MAX, the least
+ * maximum. Returns the final value (NO_COST: no cut meets the bound). Ties keep the smallest
+ * start. */
+static SimTime dp_run(Dp *d, int mode, SimTime bound) {
+  int S = d->S, L = d->L, W = L + 1;
+  for (int s = 0; s < S; s++) {
+    for (int j = s + 1; j <= L - (S - 1 - s); j++) {
+      SimTime best = NO_COST;
+      int arg = -1;
+      for (int i = s == 0 ? 0 : s; i < j; i++) {
+        if (s == 0 && i > 0) break;
+        SimTime before = s == 0 ? 0 : d->value[(s - 1) * W + i];
+        if (before == NO_COST) continue;
+        SimTime t = cost(d, s, i, j);
+        SimTime v;
+        if (mode == DP_SUM) {
+          if (t > bound) continue;
+          v = saturating_add(before, t);
+        } else {
+          v = MAX(before, t);
+        }
+        if (v < best) {
+          best = v;
+          arg = i;
+        }
+      }
+      d->value[s * W + j] = best;
+      d->from[s * W + j] = arg;
+    }
+  }
+  return d->value[(S - 1) * W + L];
+}
+
+static void dp_cuts(const Dp *d, int *cuts) {
+  int W = d->L + 1;
+  cuts[d->S] = d->L;
+  for (int s = d->S - 1; s >= 0; s--) cuts[s] = d->from[s * W + cuts[s + 1]];
+}
+
+static int compare_time(const void *a, const void *b) {
+  SimTime x = *(const SimTime *)a, y = *(const SimTime *)b;
+  return x < y ? -1 : x > y;
+}
+
+SimTime srch_pipeline_dp(const SrchPipeline *p, int *cuts) {
+  g_return_val_if_fail(p && p->compute && cuts, NO_COST);
+  int S = p->nstages, L = p->nunits, W = L + 1;
+  Dp d = {.p = p, .S = S, .L = L};
+  d.prefix = g_new0(SimTime, W);
+  for (int u = 0; u < L; u++) d.prefix[u + 1] = d.prefix[u] + p->compute[u];
+  d.value = g_new(SimTime, (gsize)S * W);
+  d.from = g_new(int, (gsize)S * W);
+  for (gsize k = 0; k < (gsize)S * W; k++) d.value[k] = NO_COST;
+
+  /* The unconstrained least sum bounds every cut's sum from below; the least maximum is the
+   * smallest bottleneck worth trying. */
+  SimTime least_sum = dp_run(&d, DP_SUM, NO_COST);
+  dp_cuts(&d, cuts);
+  SimTime best = srch_pipeline_objective(p, cuts);
+  if (p->microbatches > 1) {
+    SimTime least_max = dp_run(&d, DP_MAX, 0);
+    GArray *candidates = g_array_new(FALSE, FALSE, sizeof(SimTime));
+    for (int s = 0; s < S; s++)
+      for (int j = s + 1; j <= L - (S - 1 - s); j++)
+        for (int i = s == 0 ? 0 : s; i < (s == 0 ? 1 : j); i++) {
+          SimTime t = cost(&d, s, i, j);
+          if (t >= least_max) g_array_append_val(candidates, t);
+        }
+    qsort(candidates->data, candidates->len, sizeof(SimTime), compare_time);
+    g_autofree int *trial = g_new(int, S + 1);
+    for (guint k = 0; k < candidates->len; k++) {
+      SimTime bound = g_array_index(candidates, SimTime, k);
+      if (k > 0 && bound == g_array_index(candidates, SimTime, k - 1)) continue;
+      if (estimate(p, bound, least_sum) >= best) break; /* no cut under a larger bound wins */
+      if (dp_run(&d, DP_SUM, bound) == NO_COST) continue;
+      dp_cuts(&d, trial);
+      SimTime t = srch_pipeline_objective(p, trial);
+      if (t < best) {
+        best = t;
+        memcpy(cuts, trial, sizeof(int) * (gsize)(S + 1));
+      }
+    }
+    g_array_free(candidates, TRUE);
+  }
+  g_free(d.prefix);
+  g_free(d.value);
+  g_free(d.from);
+  return best;
+}
+
+gboolean srch_pipeline_cuts_of(const SrchPipeline *p, const MdlStrategy *s, int *cuts) {
+  if (s->virtual_stages > 1 || s->num_stages > p->nunits) return FALSE;
+  int stage = 0;
+  cuts[0] = 0;
+  for (int u = 0; u < p->nunits; u++) {
+    int first = s->configs[p->first_op[u]].stage;
+    for (int o = p->first_op[u]; o < p->first_op[u + 1]; o++)
+      if (s->configs[o].stage != first) return FALSE;
+    if (first == stage) continue;
+    if (first != stage + 1 || u == 0) return FALSE;
+    cuts[++stage] = u;
+  }
+  if (stage != s->num_stages - 1) return FALSE;
+  cuts[s->num_stages] = p->nunits;
+  return TRUE;
+}
+
+MdlStrategy *srch_pipeline_strategy(const SrchPipeline *p, const MdlGraph *graph,
+                                    const MdlStrategy *one, const int *cuts, MdlSchedule schedule,
+                                    const DevCluster *cluster, GError **error) {
+  g_return_val_if_fail(p && graph && one && cuts && one->meshes->len == 1, NULL);
+  if (schedule == MDL_SCHEDULE_INTERLEAVED) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "pipeline cuts: the interleaved schedule keeps Megatron's even chunks");
+    return NULL;
+  }
+  int S = p->nstages;
+  MdlStrategy *s = mdl_strategy_copy(one);
+  const MdlMesh *mesh = mdl_strategy_mesh(s, 0);
+  int ndims = mesh->ndims, size = mesh->ndevices, shape[MDL_MAX_MESH_AXES];
+  memcpy(shape, mesh->shape, sizeof shape);
+  g_autofree int *base = g_memdup2(mesh->devices, sizeof(int) * (gsize)size);
+  g_autofree int *devices = g_new(int, size);
+  for (int stage = 1; stage < S; stage++) {
+    for (int i = 0; i < size; i++) devices[i] = base[i] + stage * size;
+    mdl_strategy_add_mesh(s, ndims, shape, devices);
+  }
+  for (int stage = 0; stage < S; stage++)
+    for (int o = p->first_op[cuts[stage]]; o < p->first_op[cuts[stage + 1]]; o++) {
+      s->configs[o].mesh = stage;
+      s->configs[o].stage = stage;
+    }
+  s->num_stages = S;
+  s->virtual_stages = 1;
+  s->vp = 1;
+  s->pp = S;
+  s->schedule = schedule;
+  g_free(s->name);
+  s->name = g_strdup("pipeline-dp");
+  if (!mdl_strategy_validate(s, graph, cluster, error)) {
+    mdl_strategy_free(s);
+    return NULL;
+  }
+  return s;
+}
+
+char *srch_pipeline_describe(const SrchPipeline *p, const MdlGraph *graph, const int *cuts) {
+  GString *out = g_string_new(NULL);
+  int first_layered = p->nunits;
+  for (int u = p->nunits - 1; u >= 0; u--)
+    if (mdl_graph_op(graph, p->first_op[u])->layer >= 0) first_layered = u;
+  for (int s = 0; s < p->nstages; s++) {
+    int layers = 0, before = 0, after = 0;
+    for (int u = cuts[s]; u < cuts[s + 1]; u++) {
+      if (mdl_graph_op(graph, p->first_op[u])->layer >= 0) layers++;
+      else if (u < first_layered) before++;
+      else after++;
+    }
+    if (s > 0) g_string_append_c(out, '/');
+    if (graph->num_layers <= 0) {
+      g_string_append_printf(out, "%d", cuts[s + 1] - cuts[s]);
+      continue;
+    }
+    if (before) g_string_append(out, "e+");
+    g_string_append_printf(out, "%d", layers);
+    if (after) g_string_append(out, "+h");
+  }
+  return g_string_free(out, FALSE);
+}

@@ -1,0 +1,103 @@
+/* search/pipeline — pipeline stage cuts by dynamic programming (PipeDream, Narayanan et al.
+ * 2019, section 3.1; Alpa, Zheng et al. 2022, section 5.2: the inter-operator pass).
+ *
+ * The graph is a sequence of units: runs of consecutive ops (graph order, which is
+ * topological) with the same `layer` (a transformer layer, a conv block; the embedding before
+ * the first layer, the head after the last). A cut of S stages gives each stage a non-empty
+ * run of consecutive units; stage s runs on its own device mesh (the s-th block of the
+ * cluster's devices, every stage the same mesh shape and the same per-op splits), so data only
+ * flows to the same or later stages.
+ *
+ * Costs, in simulated picoseconds so that sums are exact (CONVENTIONS.md):
+ *  - compute[u]: one device's forward plus backward of unit u for one microbatch, read from
+ *    the task graph the simulator builds for the one-stage strategy (an op's kernel times
+ *    depend only on its own config, the microbatch count and the dtype, not on its stage);
+ *  - transfer[s][u]: the send/recv, forward activations and backward gradients, of every
+ *    tensor produced before unit u and read at or after it, from stage s's device to stage
+ *    s+1's (cm_group_collective_time on that pair's link class: inside a host or across).
+ * Stage s over units [i, j) costs t_s = sum compute[i..j) + transfer[s-1][i] (s > 0) +
+ * transfer[s][j] (s < S-1), and a cut the 1F1B iteration estimate
+ *     T = (m - 1) max_s t_s + sum_s t_s      (m microbatches)
+ * (the pipeline fills and drains once, and the slowest stage paces the steady state).
+ * srch_pipeline_dp returns a cut of least T: for each candidate bottleneck B (every stage
+ * cost that can occur, ascending, from the least achievable maximum) a DP finds the least
+ * sum with every t_s <= B (F[s][j] = min_i F[s-1][i] + t_s(i, j)), and the search stops once
+ * (m - 1) B plus the unconstrained least sum reaches the best T found: every cut is counted at
+ * its own maximum, so the optimum's is among the candidates. The DP only picks; every cut it
+ * picks is then simulated in full (search: the dp algorithm). */
+#ifndef STRATSIM_SRCH_PIPELINE_H
+#define STRATSIM_SRCH_PIPELINE_H
+
+#include <glib.h>
+#include "costmodel/costmodel.h"
+#include "devices/dev_cluster.h"
+#include "model/mdl_graph.h"
+#include "model/mdl_strategy.h"
+#include "sim/sim.h"
+
+G_BEGIN_DECLS
+
+/* Units beyond this are merged in runs of equal counts (a graph of thousands of unlayered ops):
+ * the DP is O(S units^2) per candidate bottleneck. */
+#define SRCH_PIPELINE_MAX_UNITS 512
+
+typedef struct {
+  int nunits;
+  int *first_op;          /* nunits + 1 entries: unit u is ops first_op[u] .. first_op[u+1]-1 */
+  int *unit_of_op;        /* per op */
+  int nstages;            /* as measured for (0 before srch_pipeline_measure) */
+  int microbatches;
+  SimTime *compute;       /* per unit */
+  SimTime **transfer;     /* [nstages - 1][nunits + 1]; entries 0 and nunits are 0 */
+} SrchPipeline;
+
+/* The units of @graph (borrowed: must outlive the result). Free with srch_pipeline_free. */
+SrchPipeline *srch_pipeline_new(const MdlGraph *graph);
+void srch_pipeline_free(SrchPipeline *pipeline);
+
+/* Fills the costs for @stages stages of the one-stage strategy @one_stage (one mesh: the
+ * shape and splits every stage gets; stage s on devices s * mesh size + its devices):
+ * compute from the task graph sim_build_with_options makes for @one_stage, transfers from
+ * its output layouts. Errors: MDL_ERROR_STRATEGY when @one_stage has more than one mesh or
+ * the stages exceed the units or the cluster; the builder's errors. */
+gboolean srch_pipeline_measure(SrchPipeline *pipeline, const MdlGraph *graph,
+                               const MdlStrategy *one_stage, int stages,
+                               const DevCluster *cluster, const CmParams *params,
+                               const SimOptions *options, GError **error);
+
+/* Sets costs directly (tests): @compute has nunits entries, @transfer (stages - 1) rows of
+ * nunits + 1 entries (copied; NULL: no transfers). */
+void srch_pipeline_set_costs(SrchPipeline *pipeline, int stages, int microbatches,
+                             const SimTime *compute, const SimTime *const *transfer);
+
+/* Stage s's cost over units [first, end). */
+SimTime srch_pipeline_stage_cost(const SrchPipeline *pipeline, int stage, int first, int end);
+
+/* The 1F1B estimate T of the cut @cuts (nstages + 1 entries: cuts[0] = 0 < cuts[1] < ... <
+ * cuts[S] = nunits; stage s is units [cuts[s], cuts[s+1])); G_MAXUINT64 when it overflows. */
+SimTime srch_pipeline_objective(const SrchPipeline *pipeline, const int *cuts);
+
+/* A cut of least objective into @cuts (nstages + 1 entries), which it returns; on ties the
+ * first found (deterministic). Needs srch_pipeline_measure or _set_costs first. */
+SimTime srch_pipeline_dp(const SrchPipeline *pipeline, int *cuts);
+
+/* The cut Megatron's builder makes for @strategy (each op's stage), if every unit lies in one
+ * stage: TRUE and @cuts filled; FALSE otherwise. */
+gboolean srch_pipeline_cuts_of(const SrchPipeline *pipeline, const MdlStrategy *strategy, int *cuts);
+
+/* A strategy of nstages stages cut at @cuts: @one_stage (copied) with stage s's ops on mesh s
+ * (the same shape, devices shifted by s * mesh size), num_stages = S, @schedule (not
+ * interleaved); validated. Caller frees. */
+MdlStrategy *srch_pipeline_strategy(const SrchPipeline *pipeline, const MdlGraph *graph,
+                                    const MdlStrategy *one_stage, const int *cuts,
+                                    MdlSchedule schedule, const DevCluster *cluster,
+                                    GError **error);
+
+/* Layers per stage, with "e+" where a stage holds ops before the first layer (embedding) and
+ * "+h" after the last (head): "e+7/8/8/7+h"; units per stage ("9/8/8/9") for a graph without
+ * layers. Caller g_free()s. */
+char *srch_pipeline_describe(const SrchPipeline *pipeline, const MdlGraph *graph, const int *cuts);
+
+G_END_DECLS
+
+#endif
