@@ -18,6 +18,7 @@ static const char *const tables_of_version[RES_SCHEMA_VERSION][3] = {
     {"op_profiles", NULL, NULL},
     {"search_runs", "search_convergence", NULL},
     {"scenarios", "points", NULL},
+    {"validate_runs", "validate_steps", NULL},
 };
 
 void res_db_check_free(ResDbCheck *check) {

@@ -108,6 +108,44 @@ static const char *const migrations[RES_SCHEMA_VERSION] = {
     "  prediction TEXT,"                    /* the simulate --json object, or NULL */
     "  created_at TEXT NOT NULL,"
     "  UNIQUE (scenario_id, point_key));",
+    /* v5 -> v6: validate runs (validate/README.md); UNIQUE content_hash is what makes ingesting
+     * the same plan and measurements twice store them once. */
+    "CREATE TABLE validate_runs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  content_hash TEXT NOT NULL UNIQUE,"  /* SHA-256 of the plan and measurements texts */
+    "  model TEXT NOT NULL, cluster TEXT NOT NULL, strategy TEXT NOT NULL," /* the plan's specs */
+    "  dtype TEXT NOT NULL,"
+    "  ranks INTEGER NOT NULL,"
+    "  runner TEXT NOT NULL,"               /* gpu | cpu */
+    "  warmup INTEGER NOT NULL,"
+    "  iterations INTEGER NOT NULL,"        /* timed iterations measured */
+    "  predicted_s REAL NOT NULL,"          /* the plan's predicted iteration time */
+    "  measured_s REAL NOT NULL,"           /* median measured iteration time */
+    "  error_pct REAL NOT NULL,"            /* 100 (predicted - measured) / measured */
+    "  device TEXT,"                        /* environment.device */
+    "  host TEXT,"                          /* environment.host */
+    "  measured_at TEXT,"                   /* environment.date */
+    "  environment TEXT NOT NULL,"          /* the measurements' environment object (JSON) */
+    "  prediction TEXT NOT NULL,"           /* the plan's predicted object (JSON) */
+    "  iterations_s TEXT NOT NULL,"         /* JSON array of the timed iterations */
+    "  plan TEXT NOT NULL,"                 /* the whole plan (JSON) */
+    "  created_at TEXT NOT NULL);"
+    "CREATE INDEX validate_runs_run ON validate_runs(run_id);"
+    "CREATE TABLE validate_steps ("
+    "  validate_id INTEGER NOT NULL REFERENCES validate_runs(id) ON DELETE CASCADE,"
+    "  rank INTEGER NOT NULL,"
+    "  step INTEGER NOT NULL,"              /* the plan's step id */
+    "  stream TEXT NOT NULL,"               /* compute | comm */
+    "  kind TEXT NOT NULL,"                 /* gemm, elementwise, collective, send, recv */
+    "  collective TEXT,"                    /* all_reduce, ... for collectives */
+    "  name TEXT NOT NULL,"
+    "  op TEXT,"                            /* the op it computes or feeds, NULL if none */
+    "  phase TEXT,"
+    "  microbatch INTEGER,"
+    "  predicted_s REAL NOT NULL,"
+    "  measured_s REAL,"                    /* median over timed iterations; NULL: not measured */
+    "  PRIMARY KEY (validate_id, rank, step));",
 };
 
 static gboolean exec(ResDb *db, const char *sql, int code, GError **error) {

@@ -2,7 +2,7 @@
  * processes writing one new database at once lose nothing (WAL, the busy timeout, migrations
  * that re-read the version under the write lock); a search SIGKILLed at seeded random moments
  * leaves a consistent database and stores either nothing or its whole run; databases written
- * at schema versions 1 to 4 are migrated, not rejected; `db check` tells a consistent database
+ * at schema versions 1 to 5 are migrated, not rejected; `db check` tells a consistent database
  * (exit 0) from a damaged one (1) and from a file that is missing or not a database (2). */
 #include <glib.h>
 #include <glib/gstdio.h>
@@ -151,9 +151,9 @@ static void test_search_kill(gconstpointer data) {
 
 /* --- migrations ------------------------------------------------------------------------------ */
 
-/* The schema as versions 1 to 4 wrote it (frozen copies of res_db.c's migrations[0..3]), and a
+/* The schema as versions 1 to 5 wrote it (frozen copies of res_db.c's migrations[0..4]), and a
  * row for each of their tables. */
-static const char *const old_schema[4] = {
+static const char *const old_schema[5] = {
     "CREATE TABLE runs (id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, command TEXT NOT NULL,"
     " model TEXT NOT NULL, cluster TEXT NOT NULL, strategy TEXT NOT NULL,"
     " stratsim_version TEXT NOT NULL);"
@@ -192,6 +192,22 @@ static const char *const old_schema[4] = {
     "INSERT INTO search_runs VALUES (1, 2, 'mcmc', 'mcmc', 1, 1, '10', 10, 10, 0, 0.5, 0, 1,"
     " 1, 'chain 0', NULL, NULL, NULL, NULL, NULL, '{}');"
     "INSERT INTO search_convergence VALUES (1, 1, 0.1, 1);",
+    "CREATE TABLE scenarios (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, file TEXT,"
+    " json TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);"
+    "CREATE TABLE points (id INTEGER PRIMARY KEY,"
+    " scenario_id INTEGER NOT NULL REFERENCES scenarios(id) ON DELETE CASCADE,"
+    " point_key TEXT NOT NULL, idx INTEGER NOT NULL, model TEXT NOT NULL, cluster TEXT NOT NULL,"
+    " strategy TEXT NOT NULL, label TEXT NOT NULL, axes TEXT NOT NULL,"
+    " status TEXT NOT NULL CHECK (status IN ('ok', 'error')), error TEXT, num_gpus INTEGER,"
+    " iteration_time_s REAL, samples_per_s REAL, tflops_per_gpu REAL, mfu REAL, compute_s REAL,"
+    " comm_exposed_s REAL, bubble_s REAL, peak_memory_bytes REAL, memory_capacity_bytes REAL,"
+    " fits_memory INTEGER, prediction TEXT, created_at TEXT NOT NULL,"
+    " UNIQUE (scenario_id, point_key));"
+    "INSERT INTO scenarios VALUES (1, 's', NULL, '{}', '2024-01-01T00:00:00Z',"
+    " '2024-01-01T00:00:00Z');"
+    "INSERT INTO points(scenario_id, point_key, idx, model, cluster, strategy, label, axes,"
+    " status, created_at) VALUES (1, 'k', 0, 'mlp', 'dgx-a100', 'dp', 'dp', '{}', 'ok',"
+    " '2024-01-01T00:00:00Z');",
 };
 
 static void test_migrate(gconstpointer data) {
@@ -217,7 +233,9 @@ static void test_migrate(gconstpointer data) {
   if (version >= 2) g_assert_cmpint(query_int(db, "SELECT count(*) FROM calibrations"), ==, 1);
   if (version >= 3) g_assert_cmpint(query_int(db, "SELECT count(*) FROM op_profiles"), ==, 1);
   if (version >= 4) g_assert_cmpint(query_int(db, "SELECT count(*) FROM search_convergence"), ==, 1);
+  if (version >= 5) g_assert_cmpint(query_int(db, "SELECT count(*) FROM points"), ==, 1);
   g_assert_cmpint(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'points'"), ==, 1);
+  g_assert_cmpint(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'validate_steps'"), ==, 1);
   g_assert_cmpint(db_check(db), ==, 0);
   /* the library agrees */
   GError *error = NULL;
@@ -261,7 +279,8 @@ static void test_db_check(void) {
   g_autofree char *check = g_strdup_printf("db check --db '%s'", db);
   TestCliResult r = test_cli_run(tmpdir, check);
   g_assert_cmpint(r.status, ==, 0);
-  g_assert_nonnull(strstr(r.out, "version 5 (current)"));
+  g_autofree char *current = g_strdup_printf("version %d (current)", RES_SCHEMA_VERSION);
+  g_assert_nonnull(strstr(r.out, current));
   g_assert_nonnull(g_regex_match_simple("runs +3 rows", r.out, 0, 0));
   g_assert_nonnull(g_regex_match_simple("predictions +3 rows", r.out, 0, 0));
   g_assert_nonnull(strstr(r.out, "consistent"));
