@@ -315,9 +315,12 @@ typedef struct {
   guint64 exhaustive_budget;
   guint64 heuristic_budget;   /* MCMC and coordinate descent */
   guint32 seed;
+  gboolean exact;             /* the heuristics must reach the optimum itself, and it must be
+                                 neither starting point; otherwise within 3% (AutoDDL Fig. 7) */
 } QualityCase;
 
-/* MCMC and coordinate descent reach the exhaustive optimum (AutoDDL Fig. 7 asks for 3%). */
+/* MCMC and coordinate descent reach the exhaustive optimum, or come within 3% of it (AutoDDL
+ * Fig. 7). The exhaustive search must complete: its best is then the optimum of the space. */
 static void test_quality(gconstpointer data) {
   const QualityCase *q = data;
   Case c;
@@ -332,6 +335,8 @@ static void test_quality(gconstpointer data) {
   GError *error = NULL;
   SrchSpace *s = srch_space_new(c.graph, c.cluster, &q->space, &error);
   g_assert_no_error(error);
+  g_test_message("%s on %s: %" G_GUINT64_FORMAT " points, exhaustive simulated %" G_GUINT64_FORMAT,
+                 q->model, q->cluster, srch_space_size(s), opt->simulated);
   g_autofree int *point = g_new(int, s->point_len);
   for (int start = 0; start < 2; start++) {
     if (start == 0) srch_space_data_parallel(s, point);
@@ -340,7 +345,7 @@ static void test_quality(gconstpointer data) {
     gboolean fits;
     double t = simulate(&c, st, &fits);
     g_test_message("%s: starting point %d: %.9g s", q->model, start, fits ? t : INFINITY);
-    g_assert_true(!fits || t > opt->best_time_s);
+    if (q->exact) g_assert_true(!fits || t > opt->best_time_s);
     mdl_strategy_free(st);
   }
   srch_space_free(s);
@@ -355,47 +360,74 @@ static void test_quality(gconstpointer data) {
                    r->evaluations, opt->best_time_s, opt->evaluations);
     g_assert_cmpfloat(r->best_time_s, >=, opt->best_time_s); /* nothing beats the optimum */
     g_assert_cmpfloat(r->best_time_s, <=, opt->best_time_s * 1.03);
-    g_assert_cmpfloat(r->best_time_s, ==, opt->best_time_s);
+    if (q->exact) g_assert_cmpfloat(r->best_time_s, ==, opt->best_time_s);
     srch_result_free(r);
   }
   /* Random search is the weak baseline: never better than the optimum. */
   options_for(&o, SRCH_ALGO_RANDOM, q->heuristic_budget, 2);
   o.space = q->space;
   SrchResult *r = run(&c, &o);
+  g_test_message("%s: random %.9g s (%+.2f%%)", q->model, r->best_time_s,
+                 100 * (r->best_time_s / opt->best_time_s - 1));
   g_assert_cmpfloat(r->best_time_s, >=, opt->best_time_s);
   srch_result_free(r);
   srch_result_free(opt);
   case_clear(&c);
 }
 
-/* Where model parallelism helps (AlexNet's large FC layers on K80s over 56 Gb/s), search beats
- * data parallelism clearly, and Krizhevsky's trick too. */
-static void test_beats_data_parallel(void) {
+/* Where FlexFlow (Jia et al. 2019, Fig. 7) reports gains over data parallelism on its K80 and P100
+ * clusters (AlexNet's and VGG's large dense layers, the RNNs' wide LSTM gates), MCMC and
+ * coordinate descent beat data parallelism by at least @min_speedup, and for the CNNs
+ * Krizhevsky's trick too. */
+typedef struct {
+  const char *model, *cluster;
+  double min_speedup;
+  guint64 budget;
+} BeatsCase;
+
+static void test_beats_data_parallel(gconstpointer data) {
+  const BeatsCase *b = data;
   Case c;
-  case_init(&c, "alexnet", "flexflow-k80:nodes=2");
+  case_init(&c, b->model, b->cluster);
   static const SrchAlgo algos[] = {SRCH_ALGO_MCMC, SRCH_ALGO_CD};
   for (guint i = 0; i < G_N_ELEMENTS(algos); i++) {
     SrchOptions o;
     srch_options_default(&o);
     o.algo = algos[i];
-    o.budget.evaluations = 800;
+    o.budget.evaluations = b->budget;
     o.threads = 2;
     SrchResult *r = run(&c, &o);
     g_assert_cmpint(r->nbaselines, ==, 3);
-    const SrchBaseline *dp = &r->baselines[0], *trick = &r->baselines[2];
+    const SrchBaseline *dp = &r->baselines[0], *megatron = &r->baselines[1], *trick = &r->baselines[2];
     g_assert_nonnull(dp->strategy);
     g_assert_true(dp->fits_memory);
-    g_assert_nonnull(trick->strategy);
-    g_test_message("%s: %.6g s, data parallel %.6g s, one weird trick %.6g s", srch_algo_name(algos[i]),
-                   r->best_time_s, dp->iteration_time_s, trick->iteration_time_s);
-    g_assert_cmpfloat(dp->iteration_time_s / r->best_time_s, >, 1.2);
-    g_assert_cmpfloat(r->best_time_s, <=, trick->iteration_time_s);
-    /* The trick itself already beats data parallelism here. */
-    g_assert_cmpfloat(trick->iteration_time_s, <, dp->iteration_time_s);
+    g_test_message("%s on %s: %s %.6g s: %.2fx data parallel (%.6g s), %.2fx megatron (%.6g s, %s), "
+                   "one weird trick %.6g s", b->model, b->cluster, srch_algo_name(algos[i]), r->best_time_s,
+                   dp->iteration_time_s / r->best_time_s, dp->iteration_time_s,
+                   megatron->iteration_time_s / r->best_time_s, megatron->iteration_time_s, megatron->detail,
+                   trick->iteration_time_s);
+    g_assert_cmpfloat(dp->iteration_time_s / r->best_time_s, >, b->min_speedup);
+    if (trick->strategy) {
+      g_assert_cmpfloat(r->best_time_s, <=, trick->iteration_time_s);
+      /* The trick itself already beats data parallelism here. */
+      g_assert_cmpfloat(trick->iteration_time_s, <, dp->iteration_time_s);
+    }
     srch_result_free(r);
   }
   case_clear(&c);
 }
+
+/* Minimum speedups: about two thirds of what the searches reach with these budgets (measured
+ * 1.54-1.75x AlexNet, 1.06-1.08x VGG16, 2.0-3.4x RNNLM, 2.2-3.3x NMT). */
+static const BeatsCase beats_cases[] = {
+    {"alexnet", "flexflow-k80:nodes=2", 1.2, 800},
+    {"alexnet", "flexflow-p100:nodes=2", 1.2, 800},
+    {"vgg16", "flexflow-k80:nodes=2", 1.04, 800},
+    {"vgg16", "flexflow-p100:nodes=2", 1.03, 800},
+    {"rnnlm", "flexflow-k80:nodes=2", 1.5, 800},
+    {"rnnlm", "flexflow-p100:nodes=2", 1.5, 800},
+    {"nmt", "flexflow-k80:nodes=2", 1.5, 400},
+};
 
 /* The grid covers Megatron's configurations; its best is no worse than any of them, in
  * particular data parallelism and a hand-picked pipeline. */
@@ -714,6 +746,34 @@ static void test_cli_round_trip(void) {
   res_db_close(db);
 }
 
+/* The dp algorithm's winner, a pipeline with uneven stage cuts (a head-heavy transformer on 4
+ * hosts of 4 V100s over 10 Gb/s, where pipelining beats data parallelism across hosts), written
+ * as strategy JSON, simulates to exactly the time the search reported. */
+static void test_cli_round_trip_dp(void) {
+  TestCliResult r = run_cli("search --model " UNEVEN " --cluster aws-p3.8xlarge:nodes=4 --algo dp "
+                            "--budget 100000 --threads 2 --json --out dp.json --db dp.db");
+  g_assert_cmpint(r.status, ==, 0);
+  cJSON *j = cJSON_Parse(r.out);
+  g_assert_nonnull(j);
+  cJSON *best = cJSON_GetObjectItem(j, "best");
+  double t = cJSON_GetObjectItem(best, "iteration_time_s")->valuedouble;
+  const char *found_by = cJSON_GetStringValue(cJSON_GetObjectItem(best, "found_by"));
+  g_test_message("dp winner %.9g s, %s", t, found_by);
+  g_assert_true(g_str_has_prefix(found_by, "dp stage cuts"));
+  cJSON *strategy = cJSON_GetObjectItem(best, "strategy");
+  g_assert_cmpint(cJSON_GetObjectItem(strategy, "num_stages")->valueint, >, 1);
+  cJSON_Delete(j);
+  test_cli_result_clear(&r);
+  r = run_cli("simulate --model " UNEVEN " --cluster aws-p3.8xlarge:nodes=4 --strategy dp.json --json --db dp.db");
+  g_assert_cmpint(r.status, ==, 0);
+  j = cJSON_Parse(r.out);
+  g_assert_nonnull(j);
+  g_assert_cmpfloat(cJSON_GetObjectItem(j, "iteration_time_s")->valuedouble, ==, t);
+  g_assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "fits_memory")));
+  cJSON_Delete(j);
+  test_cli_result_clear(&r);
+}
+
 static void test_cli_text(void) {
   TestCliResult r = run_cli("search --model " MLP " --cluster " MLP_CLUSTER " --algo cd --budget 200 --db t.db");
   g_assert_cmpint(r.status, ==, 0);
@@ -755,9 +815,21 @@ static const char *const gpt_hosts_case[] = {"gpt:layers=2,hidden=256,heads=4,se
 /* Heuristic budgets: a few percent of the spaces (26406 and 11664 points; the exhaustive
  * search simulates 26406 and 5760); random search does not reach either optimum within them. */
 static QualityCase mlp_quality = {.model = MLP, .cluster = MLP_CLUSTER, .exhaustive_budget = 100000,
-                                  .heuristic_budget = 1500, .seed = 1};
+                                  .heuristic_budget = 1500, .seed = 1, .exact = TRUE};
 static QualityCase gpt_quality = {.model = GPT4, .cluster = GPT4_CLUSTER, .exhaustive_budget = 100000,
-                                  .heuristic_budget = 400, .seed = 1};
+                                  .heuristic_budget = 400, .seed = 1, .exact = TRUE};
+/* Within 3% wherever the exhaustive search is feasible: more small cases, other seeds. */
+static QualityCase small_cases[] = {
+    {.model = "mlp:layers=3,hidden=2048,batch=128", .cluster = "dgx-a100:gpus_per_node=4",
+     .exhaustive_budget = 200000, .heuristic_budget = 600, .seed = 2},
+    {.model = "alexnet:batch=64", .cluster = "flexflow-k80:nodes=1", .exhaustive_budget = 200000,
+     .heuristic_budget = 600, .seed = 3},
+    {.model = "vgg13:batch=32", .cluster = "flexflow-p100:nodes=1", .exhaustive_budget = 200000,
+     .heuristic_budget = 600, .seed = 4},
+    {.model = "gpt:layers=2,hidden=512,heads=8,seq=128,vocab=8192,batch=8",
+     .cluster = "dgx-a100:nodes=2,gpus_per_node=2", .exhaustive_budget = 200000,
+     .heuristic_budget = 600, .seed = 5},
+};
 
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
@@ -775,6 +847,19 @@ int main(int argc, char **argv) {
   gpt_quality.space.max_mesh_axes = 1;
   gpt_quality.space.dims = SRCH_DIMS_MEGATRON;
   gpt_quality.space.followers = TRUE;
+  for (guint i = 0; i < G_N_ELEMENTS(small_cases); i++) {
+    QualityCase *q = &small_cases[i];
+    srch_space_options_default(&q->space);
+    q->space.max_microbatches = 2;
+    q->space.dims = SRCH_DIMS_MEGATRON;
+    q->space.followers = TRUE;
+    if (strstr(q->cluster, "nodes=2")) { /* the transformer across hosts: one mesh axis */
+      q->space.max_mesh_axes = 1;
+      q->space.max_microbatches = 1;
+    }
+    g_autofree char *path = g_strdup_printf("/search/quality/within-3%%/%u/seed:%u", i, q->seed);
+    g_test_add_data_func(path, q, test_quality);
+  }
 
   g_test_add_func("/search/space/meshes", test_meshes);
   g_test_add_data_func("/search/space/valid/mlp", mlp_case, test_points_valid);
@@ -788,7 +873,11 @@ int main(int argc, char **argv) {
   g_test_add_func("/search/exhaustive/brute-force", test_exhaustive_brute_force);
   g_test_add_data_func("/search/quality/mlp-4gpus/seed:1", &mlp_quality, test_quality);
   g_test_add_data_func("/search/quality/transformer-8gpus/seed:1", &gpt_quality, test_quality);
-  g_test_add_func("/search/quality/beats-data-parallel", test_beats_data_parallel);
+  for (guint i = 0; i < G_N_ELEMENTS(beats_cases); i++) {
+    g_autofree char *path = g_strdup_printf("/search/quality/beats-data-parallel/%s/%s", beats_cases[i].model,
+                                            beats_cases[i].cluster);
+    g_test_add_data_func(path, &beats_cases[i], test_beats_data_parallel);
+  }
   g_test_add_func("/search/grid", test_grid);
   g_test_add_func("/search/auto", test_auto);
   g_test_add_func("/search/dp/brute-force/seed:2024", test_dp_brute_force_random);
@@ -799,6 +888,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/search/budget/time", test_time_budget);
   g_test_add_func("/search/cli/reproducible", test_cli_reproducible);
   g_test_add_func("/search/cli/round-trip", test_cli_round_trip);
+  g_test_add_func("/search/cli/round-trip-dp", test_cli_round_trip_dp);
   g_test_add_func("/search/cli/text", test_cli_text);
   for (guint i = 0; i < G_N_ELEMENTS(bad_inputs); i++) {
     g_autofree char *path = g_strdup_printf("/search/cli/bad-input/%u", i);

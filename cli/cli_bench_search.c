@@ -1,0 +1,174 @@
+/* cli/bench_search — the search suite of `stratsim bench`:
+ *  (a) evaluations per second, one thread, with delta simulation and with every candidate
+ *      simulated in full (--no-delta), per algorithm on GPT-3 1.3B over 16 A100s, against
+ *      Calculon's analytical model (Isaev et al. 2023: about 45 Megatron configurations per
+ *      second per core);
+ *  (b) the Megatron grid for GPT-3 175B on 1024 A100s (global batch 1536) on two threads: the
+ *      whole grid's wall time and when its best appeared;
+ *  (c) per algorithm, under one time budget on two threads, the wall time until its best is
+ *      within 1% of the best any algorithm found, on GPT-3 2.7B over 64 A100s and VGG13 over
+ *      32 P100s (FlexFlow's P100 cluster scaled to 8 hosts).
+ * Wall-clock figures depend on the machine and its load: it measures and prints, it asserts
+ * nothing. Seeds are fixed (1). */
+#include "cli/cli_bench_search.h"
+#include "cli/cli.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "costmodel/costmodel.h"
+#include "search/srch_search.h"
+
+#define CALCULON_CONFIGS_PER_S_PER_CORE 45.0
+
+typedef struct {
+  MdlGraph *graph;
+  DevCluster *cluster;
+  CmParams params;
+} Case;
+
+static gboolean case_init(Case *c, const char *model, const char *cluster, GError **error) {
+  cm_params_default(&c->params);
+  c->graph = mdl_graph_parse_spec(model, error);
+  c->cluster = c->graph ? dev_cluster_parse_spec(cluster, error) : NULL;
+  return c->cluster != NULL;
+}
+
+static void case_clear(Case *c) {
+  mdl_graph_free(c->graph);
+  dev_cluster_free(c->cluster);
+}
+
+static SrchResult *search(const Case *c, SrchAlgo algo, guint64 evaluations, double seconds,
+                          int threads, gboolean no_delta, GError **error) {
+  SrchOptions o;
+  srch_options_default(&o);
+  o.algo = algo;
+  o.budget.evaluations = evaluations;
+  o.budget.seconds = seconds;
+  o.threads = threads;
+  o.no_delta = no_delta;
+  o.no_baselines = TRUE;
+  return srch_run(c->graph, c->cluster, &c->params, &o, error);
+}
+
+/* (a) */
+static int bench_rates(void) {
+  const char *model = "gpt3-1.3b", *cluster = "dgx-a100:nodes=2";
+  const guint64 budget = 300;
+  GError *error = NULL;
+  Case c;
+  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  printf("bench: search rates  %s on %s, one thread, %" G_GUINT64_FORMAT
+         " evaluations each (the grid: all of it), space construction included; Calculon: %.0f "
+         "Megatron configurations/s/core\n", model, cluster, budget, CALCULON_CONFIGS_PER_S_PER_CORE);
+  static const SrchAlgo algos[] = {SRCH_ALGO_MCMC, SRCH_ALGO_CD, SRCH_ALGO_RANDOM, SRCH_ALGO_EXHAUSTIVE,
+                                   SRCH_ALGO_GRID};
+  for (guint i = 0; i < G_N_ELEMENTS(algos); i++) {
+    double rate[2] = {0}, sim_rate[2] = {0}, best[2] = {0};
+    /* The grid evaluates whole strategies: delta simulation does not apply to it. */
+    int variants = algos[i] == SRCH_ALGO_GRID ? 1 : 2;
+    for (int full = 0; full < variants; full++) {
+      SrchResult *r = search(&c, algos[i], algos[i] == SRCH_ALGO_GRID ? 1000000 : budget, 0, 1, full, &error);
+      if (!r) {
+        case_clear(&c);
+        return cli_fail(error, CLI_EXIT_FAILURE);
+      }
+      rate[full] = r->elapsed_s > 0 ? r->evaluations / r->elapsed_s : 0;
+      sim_rate[full] = r->elapsed_s > 0 ? r->simulated / r->elapsed_s : 0;
+      best[full] = r->best_time_s;
+      srch_result_free(r);
+    }
+    if (variants == 1)
+      printf("bench: search rates  %-10s %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon\n",
+             srch_algo_name(algos[i]), rate[0], sim_rate[0], rate[0] / CALCULON_CONFIGS_PER_S_PER_CORE);
+    else
+      printf("bench: search rates  %-10s delta %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon;"
+             " full %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon; delta/full %.2fx, same best: %s\n",
+             srch_algo_name(algos[i]), rate[0], sim_rate[0], rate[0] / CALCULON_CONFIGS_PER_S_PER_CORE,
+             rate[1], sim_rate[1], rate[1] / CALCULON_CONFIGS_PER_S_PER_CORE,
+             rate[1] > 0 ? rate[0] / rate[1] : 0, best[0] == best[1] ? "yes" : "NO");
+  }
+  case_clear(&c);
+  return CLI_EXIT_OK;
+}
+
+/* (b) */
+static int bench_grid175(void) {
+  const char *model = "gpt3-175b:batch=1536", *cluster = "dgx-a100:nodes=128";
+  GError *error = NULL;
+  Case c;
+  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  SrchResult *r = search(&c, SRCH_ALGO_GRID, 1000000, 0, 2, FALSE, &error);
+  if (!r) {
+    case_clear(&c);
+    return cli_fail(error, CLI_EXIT_FAILURE);
+  }
+  double found = r->timeline->len ? g_array_index(r->timeline, SrchCurvePoint, r->timeline->len - 1).elapsed_s : NAN;
+  printf("bench: search grid   %s on %s, two threads: %" G_GUINT64_FORMAT " grid points (%" G_GUINT64_FORMAT
+         " simulated, %" G_GUINT64_FORMAT " over memory, rejected before simulating) in %.2f s; best %.6g s "
+         "(%s) found after %.2f s (target: under 60 s)\n",
+         model, cluster, r->evaluations, r->simulated, r->over_memory, r->elapsed_s, r->best_time_s,
+         r->best_origin ? r->best_origin : "none", found);
+  srch_result_free(r);
+  case_clear(&c);
+  return CLI_EXIT_OK;
+}
+
+/* (c): wall time until @r's best was within 1% of @target, or < 0. */
+static double time_to_within(const SrchResult *r, double target) {
+  for (guint k = 0; k < r->timeline->len; k++) {
+    const SrchCurvePoint *p = &g_array_index(r->timeline, SrchCurvePoint, k);
+    if (p->best_time_s <= target * 1.01) return p->elapsed_s;
+  }
+  return -1;
+}
+
+static int bench_convergence(const char *model, const char *cluster, double seconds) {
+  static const SrchAlgo algos[] = {SRCH_ALGO_MCMC, SRCH_ALGO_CD, SRCH_ALGO_RANDOM, SRCH_ALGO_GRID,
+                                   SRCH_ALGO_AUTO, SRCH_ALGO_DP};
+  enum { N = G_N_ELEMENTS(algos) };
+  GError *error = NULL;
+  Case c;
+  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  SrchResult *results[N] = {NULL};
+  double overall = INFINITY;
+  for (int i = 0; i < N; i++) {
+    results[i] = search(&c, algos[i], 0, seconds, 2, FALSE, &error);
+    if (!results[i]) {
+      /* A driver that cannot run here (no single-stage strategy fits: mcmc, cd, random). */
+      printf("bench: search 1%%    %s on %s: %-6s cannot run: %s\n", model, cluster,
+             srch_algo_name(algos[i]), error->message);
+      g_clear_error(&error);
+      continue;
+    }
+    overall = MIN(overall, results[i]->best_time_s);
+  }
+  printf("bench: search 1%%    %s on %s, %.0f s each, two threads: best found %.6g s\n", model,
+         cluster, seconds, overall);
+  for (int i = 0; i < N; i++) {
+    const SrchResult *r = results[i];
+    if (!r) continue;
+    double t = time_to_within(r, overall);
+    char when[64];
+    if (t >= 0) g_snprintf(when, sizeof when, "within 1%% after %.2f s", t);
+    else if (isfinite(r->best_time_s))
+      g_snprintf(when, sizeof when, "not within 1%% (%.2f%% above)", 100 * (r->best_time_s / overall - 1));
+    else g_snprintf(when, sizeof when, "found nothing that fits");
+    printf("bench: search 1%%    %-6s %-34s best %.6g s after %" G_GUINT64_FORMAT " evaluations in %.2f s%s (%s)\n",
+           srch_algo_name(algos[i]), when, r->best_time_s, r->evaluations, r->elapsed_s,
+           r->complete ? ", complete" : "", r->best_origin ? r->best_origin : "none");
+  }
+  for (int i = 0; i < N; i++) srch_result_free(results[i]);
+  case_clear(&c);
+  return CLI_EXIT_OK;
+}
+
+int cli_bench_search(double seconds) {
+  if (seconds <= 0) seconds = 20;
+  int status = bench_rates();
+  if (status == CLI_EXIT_OK) status = bench_grid175();
+  if (status == CLI_EXIT_OK) status = bench_convergence("gpt3-2.7b", "dgx-a100:nodes=8", seconds);
+  if (status == CLI_EXIT_OK) status = bench_convergence("vgg13", "flexflow-p100:nodes=8", seconds);
+  return status;
+}
