@@ -21,6 +21,9 @@ int cli_report(int argc, char **argv);
 int cli_plot(int argc, char **argv);
 int cli_search(int argc, char **argv);
 int cli_db(int argc, char **argv);
+/* `stratsim validate plan|run|ingest|report|host-cluster` and `stratsim profile` (cli_validate.c). */
+int cli_validate(int argc, char **argv);
+int cli_profile(int argc, char **argv);
 /* `stratsim bench --suite delta` (cli_bench_delta.c). */
 int cli_bench_delta(void);
 /* `stratsim bench --suite table4`: FlexFlow Table 4, search time full vs delta. */

@@ -94,6 +94,8 @@ static void usage(FILE *f) {
         "  report    table of a swept scenario's points (--scenario NAME, --format text|csv|json)\n"
         "  plot      redraw a swept scenario's gnuplot charts from the database (--scenario NAME)\n"
         "  db        check the results database: integrity, foreign keys, rows (db check [--db FILE])\n"
+        "  validate  plan a strategy per rank, run it (CPU/MPI or GPU runner), ingest, report the error\n"
+        "  profile   measure the op kernels of a model+strategy with a runner and store them as profiles\n"
         "  version   print the version\n"
         "\n"
         "Run 'stratsim COMMAND --help' for a command's options.\n",
@@ -119,6 +121,8 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "report") == 0) return cli_report(argc - 1, argv + 1);
   if (strcmp(cmd, "plot") == 0) return cli_plot(argc - 1, argv + 1);
   if (strcmp(cmd, "db") == 0) return cli_db(argc - 1, argv + 1);
+  if (strcmp(cmd, "validate") == 0) return cli_validate(argc - 1, argv + 1);
+  if (strcmp(cmd, "profile") == 0) return cli_profile(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
     printf("stratsim %s\n", STRATSIM_VERSION_STRING);
     return CLI_EXIT_OK;

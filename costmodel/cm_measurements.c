@@ -294,8 +294,21 @@ gboolean cm_measurements_parse_json(const char *text, const char *origin, GArray
     g_set_error(error, CM_ERROR, CM_ERROR_PARSE, "%s: not a JSON object", origin);
     goto out;
   }
-  const cJSON *dev = cJSON_GetObjectItemCaseSensitive(root, "device");
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "collectives");
+  /* A runner's whole run-measurements file (validate/PLAN.md): its "collectives" object is a
+   * measurements file of this format. */
+  const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
+  const cJSON *body = root;
+  if (cJSON_IsString(format) && strcmp(format->valuestring, "stratsim-measurements") == 0) {
+    body = cJSON_GetObjectItemCaseSensitive(root, "collectives");
+    if (!cJSON_IsObject(body)) {
+      g_set_error(error, CM_ERROR, CM_ERROR_PARSE,
+                  "%s: a run-measurements file without a \"collectives\" object (the runner "
+                  "measured no collectives)", origin);
+      goto out;
+    }
+  }
+  const cJSON *dev = cJSON_GetObjectItemCaseSensitive(body, "device");
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(body, "collectives");
   if (!cJSON_IsString(dev)) {
     g_set_error(error, CM_ERROR, CM_ERROR_PARSE, "%s: \"device\" must be a string", origin);
     goto out;

@@ -203,7 +203,7 @@ void res_validate_group_free(ResValidateGroup *g) {
 GPtrArray *res_db_validate_groups(ResDb *db, gint64 id, const char *by, GError **error) {
   g_return_val_if_fail(db && by, NULL);
   const char *key = strcmp(by, "op") == 0
-                        ? "COALESCE(op, kind)"
+                        ? "COALESCE(op, name)"
                         : "kind || COALESCE(':' || collective, '')";
   g_autofree char *sql = g_strdup_printf(
       "SELECT %s AS key, count(*), sum(predicted_s), sum(measured_s) FROM validate_steps "

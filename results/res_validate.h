@@ -57,7 +57,7 @@ void res_validate_run_free(ResValidateRun *run);
 GPtrArray *res_db_load_validate_runs(ResDb *db, GError **error);
 
 /* Steps of run @id summed per group: @by "kind" (step kind, collectives as collective:NAME) or
- * "op" (the op name, else the step kind). Only steps with a measured time count. */
+ * "op" (the op name, else the step name: "optimizer step"). Only steps with a measured time count. */
 typedef struct {
   char *key;
   guint steps;
