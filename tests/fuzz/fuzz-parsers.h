@@ -20,6 +20,7 @@
 #include "model/mdl_graph.h"
 #include "model/mdl_strategy.h"
 #include "scenarios/scn_scenario.h"
+#include "validate/val_plan.h"
 
 #include <glib.h>
 #include <stdio.h>
@@ -151,6 +152,65 @@ static gboolean fuzz_profiles(const char *text, GError **error) {
   return profiles != NULL;
 }
 
+/* An accepted plan must keep val_plan.h's promises (indices in range, deps earlier, transfer
+ * ends matched both ways, the issue order complete and in list order per rank); it is then
+ * written back as measurements. */
+static void fuzz_plan_check(const ValPlan *plan) {
+  guint *next = g_new0(guint, plan->ranks);
+  gboolean ok = plan->ranks >= 1 && plan->ranks <= VAL_PLAN_MAX_RANKS;
+  for (guint64 i = 0; ok && i < plan->n_steps; i++) {
+    const ValIssue *is = &plan->issue[i];
+    ok = is->rank >= 0 && is->rank < plan->ranks && is->step == next[is->rank]++ &&
+         (i == 0 || is->launch >= plan->issue[i - 1].launch) && is->launch < plan->n_launches;
+  }
+  for (int r = 0; ok && r < plan->ranks; r++) {
+    const ValProgram *p = &plan->programs[r];
+    ok = p->rank == r && next[r] == p->n_steps;
+    for (guint i = 0; ok && i < p->n_steps; i++) {
+      const ValStep *s = &p->steps[i];
+      for (guint d = 0; ok && d < s->n_deps; d++) ok = s->deps[d] < i;
+      if (ok && (s->kind == VAL_STEP_SEND || s->kind == VAL_STEP_RECV)) {
+        const ValProgram *q = &plan->programs[s->peer];
+        ok = s->peer != r && s->match < q->n_steps && q->steps[s->match].peer == r &&
+             q->steps[s->match].match == i && q->steps[s->match].bytes == s->bytes &&
+             q->steps[s->match].kind != s->kind;
+      }
+      if (ok && s->kind == VAL_STEP_COLLECTIVE)
+        ok = s->group >= 0 && s->group < plan->n_groups &&
+             val_group_find(&plan->groups[s->group], r) == s->group_rank && s->bytes >= 1;
+      if (ok && s->kind == VAL_STEP_GEMM)
+        ok = s->m >= 1 && s->n >= 1 && s->k >= 1 && s->batch >= 1 && s->m <= G_MAXINT &&
+             s->n <= G_MAXINT && s->k <= G_MAXINT && s->batch <= G_MAXINT;
+    }
+  }
+  g_free(next);
+  if (!ok) {
+    fprintf(stderr, "plan: an accepted plan breaks a promise of val_plan.h\n");
+    abort();
+  }
+}
+
+static gboolean fuzz_plan(const char *text, GError **error) {
+  ValPlan *plan = val_plan_parse(text, "fuzz.json", error);
+  if (plan) {
+    fuzz_plan_check(plan);
+    ValMeasurements *m = val_measurements_new(plan, "gpu");
+    double t = 1e-3;
+    val_measurements_add_iteration(m, t);
+    if (plan->n_steps > 0)
+      val_measurements_add_step(m, plan->issue[0].rank,
+                                plan->programs[plan->issue[0].rank].steps[plan->issue[0].step].id,
+                                &t, 1);
+    for (guint i = 0; i < plan->n_micro_ops; i++) val_measurements_add_kernel(m, &plan->micro_ops[i], t);
+    for (guint i = 0; i < plan->n_micro_collectives; i++)
+      val_measurements_add_collective(m, &plan->micro_collectives[i], t);
+    g_free(val_measurements_to_json(m));
+    val_measurements_free(m);
+  }
+  val_plan_free(plan);
+  return plan != NULL;
+}
+
 typedef struct {
   const char *name;                                 /* corpus folder, target fuzz-NAME */
   gboolean (*parse)(const char *text, GError **error);
@@ -168,6 +228,7 @@ static const FuzzParser fuzz_parsers[] = {
     {"measurements", fuzz_measurements, FALSE},
     {"nccl-tests", fuzz_nccl_tests, FALSE},
     {"profiles", fuzz_profiles, FALSE},
+    {"plan", fuzz_plan, FALSE},
 };
 
 static inline const FuzzParser *fuzz_parser_lookup(const char *name) {
