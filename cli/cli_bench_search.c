@@ -21,6 +21,9 @@
 
 #define CALCULON_CONFIGS_PER_S_PER_CORE 45.0
 
+/* Lines appear as each measurement ends (the suite runs for minutes, often into a file). */
+#define say(...) (printf(__VA_ARGS__), fflush(stdout))
+
 typedef struct {
   MdlGraph *graph;
   DevCluster *cluster;
@@ -59,7 +62,7 @@ static int bench_rates(void) {
   GError *error = NULL;
   Case c;
   if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
-  printf("bench: search rates  %s on %s, one thread, %" G_GUINT64_FORMAT
+  say("bench: search rates  %s on %s, one thread, %" G_GUINT64_FORMAT
          " evaluations each (the grid: all of it), space construction included; Calculon: %.0f "
          "Megatron configurations/s/core\n", model, cluster, budget, CALCULON_CONFIGS_PER_S_PER_CORE);
   static const SrchAlgo algos[] = {SRCH_ALGO_MCMC, SRCH_ALGO_CD, SRCH_ALGO_RANDOM, SRCH_ALGO_EXHAUSTIVE,
@@ -80,10 +83,10 @@ static int bench_rates(void) {
       srch_result_free(r);
     }
     if (variants == 1)
-      printf("bench: search rates  %-10s %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon\n",
+      say("bench: search rates  %-10s %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon\n",
              srch_algo_name(algos[i]), rate[0], sim_rate[0], rate[0] / CALCULON_CONFIGS_PER_S_PER_CORE);
     else
-      printf("bench: search rates  %-10s delta %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon;"
+      say("bench: search rates  %-10s delta %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon;"
              " full %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon; delta/full %.2fx, same best: %s\n",
              srch_algo_name(algos[i]), rate[0], sim_rate[0], rate[0] / CALCULON_CONFIGS_PER_S_PER_CORE,
              rate[1], sim_rate[1], rate[1] / CALCULON_CONFIGS_PER_S_PER_CORE,
@@ -105,7 +108,7 @@ static int bench_grid175(void) {
     return cli_fail(error, CLI_EXIT_FAILURE);
   }
   double found = r->timeline->len ? g_array_index(r->timeline, SrchCurvePoint, r->timeline->len - 1).elapsed_s : NAN;
-  printf("bench: search grid   %s on %s, two threads: %" G_GUINT64_FORMAT " grid points (%" G_GUINT64_FORMAT
+  say("bench: search grid   %s on %s, two threads: %" G_GUINT64_FORMAT " grid points (%" G_GUINT64_FORMAT
          " simulated, %" G_GUINT64_FORMAT " over memory, rejected before simulating) in %.2f s; best %.6g s "
          "(%s) found after %.2f s (target: under 60 s)\n",
          model, cluster, r->evaluations, r->simulated, r->over_memory, r->elapsed_s, r->best_time_s,
@@ -137,14 +140,14 @@ static int bench_convergence(const char *model, const char *cluster, double seco
     results[i] = search(&c, algos[i], 0, seconds, 2, FALSE, &error);
     if (!results[i]) {
       /* A driver that cannot run here (no single-stage strategy fits: mcmc, cd, random). */
-      printf("bench: search 1%%    %s on %s: %-6s cannot run: %s\n", model, cluster,
+      say("bench: search 1%%    %s on %s: %-6s cannot run: %s\n", model, cluster,
              srch_algo_name(algos[i]), error->message);
       g_clear_error(&error);
       continue;
     }
     overall = MIN(overall, results[i]->best_time_s);
   }
-  printf("bench: search 1%%    %s on %s, %.0f s each, two threads: best found %.6g s\n", model,
+  say("bench: search 1%%    %s on %s, %.0f s each, two threads: best found %.6g s\n", model,
          cluster, seconds, overall);
   for (int i = 0; i < N; i++) {
     const SrchResult *r = results[i];
@@ -155,7 +158,7 @@ static int bench_convergence(const char *model, const char *cluster, double seco
     else if (isfinite(r->best_time_s))
       g_snprintf(when, sizeof when, "not within 1%% (%.2f%% above)", 100 * (r->best_time_s / overall - 1));
     else g_snprintf(when, sizeof when, "found nothing that fits");
-    printf("bench: search 1%%    %-6s %-34s best %.6g s after %" G_GUINT64_FORMAT " evaluations in %.2f s%s (%s)\n",
+    say("bench: search 1%%    %-6s %-34s best %.6g s after %" G_GUINT64_FORMAT " evaluations in %.2f s%s (%s)\n",
            srch_algo_name(algos[i]), when, r->best_time_s, r->evaluations, r->elapsed_s,
            r->complete ? ", complete" : "", r->best_origin ? r->best_origin : "none");
   }

@@ -586,6 +586,15 @@ static void test_dp_algo(void) {
   g_assert_true(dp->complete);
   g_assert_cmpfloat(dp->best_time_s, <=, grid->best_time_s);
   g_assert_cmpuint(dp->evaluations, >, grid->evaluations);
+  /* Reproducible: the same thread count gives the same bytes. */
+  options_for(&o, SRCH_ALGO_DP, 100000, 3);
+  SrchResult *a = run(&c, &o), *b = run(&c, &o);
+  g_autofree char *ja = srch_result_to_json(a, &o, c.graph, c.cluster);
+  g_autofree char *jb = srch_result_to_json(b, &o, c.graph, c.cluster);
+  g_assert_cmpstr(ja, ==, jb);
+  g_assert_cmpfloat(a->best_time_s, ==, dp->best_time_s);
+  srch_result_free(a);
+  srch_result_free(b);
   srch_result_free(grid);
   srch_result_free(dp);
   case_clear(&c);
