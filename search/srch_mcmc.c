@@ -15,8 +15,8 @@
  * of small ops (plateaus) but rarely climbs out of a basin by more than a few percent.
  *
  * Restarts (FlexFlow section 6.2): chains start from data parallelism (chain 0), the expert
- * strategy (chain 1: Megatron-style, or "one weird trick" for CNNs) and random points (chains
- * 2, 3, ...); chain c runs on worker c mod threads. A chain gets 1/restarts of its worker's
+ * strategy (chain 1: Megatron-style, or "one weird trick" for CNNs), each with the fewest
+ * microbatches that fit in memory, and random points (chains 2, 3, ...); chain c runs on worker c mod threads. A chain gets 1/restarts of its worker's
  * budget and ends early when it has not improved its best for half of that budget (FlexFlow's
  * "no improvement for half the search time"). */
 #include "search/srch-int.h"
@@ -31,6 +31,33 @@ static void chain_start(const SrchSpace *s, int chain, GRand *rng, int *point) {
   if (chain == 0) srch_space_data_parallel(s, point);
   else if (chain == 1) srch_space_expert(s, point);
   else srch_space_random(s, rng, point);
+}
+
+/* A starting point over memory moves to the next larger microbatch count on its mesh (the
+ * same configs, mapped: srch_space_set_context) until one fits, as the data-parallel baseline
+ * takes the fewest microbatches that fit: a chain walking out of the infeasible region one
+ * variable at a time may not reach the microbatch count before its patience ends. Returns the
+ * cost of the point it leaves in @point. */
+static double fit_microbatches(SrchWorker *w, int *point, int chain, double cost) {
+  const SrchSpace *s = w->space;
+  g_autofree int *cand = g_new(int, s->point_len);
+  while (!srch_feasible(cost) && srch_worker_has_budget(w)) {
+    const SrchContext *at = &s->contexts[point[0]];
+    int next = -1;
+    for (int c = 0; c < s->ncontexts; c++) {
+      const SrchContext *ctx = &s->contexts[c];
+      if (ctx->mesh == at->mesh && ctx->microbatches > at->microbatches &&
+          (next < 0 || ctx->microbatches < s->contexts[next].microbatches))
+        next = c;
+    }
+    if (next < 0) break;
+    memcpy(cand, point, sizeof(int) * (gsize)s->point_len);
+    srch_space_set_context(s, cand, next);
+    double c = srch_worker_eval_point(w, cand, chain);
+    memcpy(point, cand, sizeof(int) * (gsize)s->point_len);
+    cost = c;
+  }
+  return cost;
 }
 
 /* Proposes a neighbour of @point in @cand: one variable to another value. FALSE when the
@@ -63,6 +90,7 @@ static void run_chain(SrchWorker *w, int chain, double beta_rel, guint64 chain_e
   chain_start(s, chain, rng, point);
   guint64 first = w->evaluations;
   double cost = srch_worker_eval_point(w, point, chain);
+  if (chain < 2) cost = fit_microbatches(w, point, chain, cost);
   double reference = srch_feasible(cost) ? cost : NAN;
   double chain_best = cost;
   guint64 last_improvement = w->evaluations;
