@@ -20,9 +20,11 @@
 #include "model/mdl_graph.h"
 #include "model/mdl_strategy.h"
 #include "scenarios/scn_scenario.h"
+#include "validate/val_ingest.h"
 #include "validate/val_plan.h"
 
 #include <glib.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +64,9 @@ static inline void fuzz_parsers_setup(void) {
   }
 }
 
+static ValPlan *fuzz_run_plan;
 static inline void fuzz_parsers_teardown(void) {
+  g_clear_pointer(&fuzz_run_plan, val_plan_free);
   g_clear_pointer(&fuzz_graph, mdl_graph_free);
   g_clear_pointer(&fuzz_cluster, dev_cluster_free);
 }
@@ -211,6 +215,41 @@ static gboolean fuzz_plan(const char *text, GError **error) {
   return plan != NULL;
 }
 
+/* The plan measurements are checked against: two ranks, ids 0 and 1 on rank 0, 5 on rank 1
+ * (the seed corpus has files that match it). */
+#define FUZZ_RUN_PLAN                                                                         \
+  "{\"format\":\"stratsim-plan\",\"version\":1,\"model\":\"m\",\"cluster\":\"c\","           \
+  "\"strategy\":\"s\",\"dtype\":\"fp32\",\"ranks\":2,\"predicted\":{\"iteration_time_s\":0.001},\"groups\":[],"   \
+  "\"programs\":[{\"rank\":0,\"steps\":[{\"id\":0,\"kind\":\"gemm\",\"m\":2,\"n\":2,"          \
+  "\"k\":2,\"batch\":1},{\"id\":1,\"kind\":\"elementwise\",\"elements\":4,\"bytes\":32}]},"    \
+  "{\"rank\":1,\"steps\":[{\"id\":5,\"kind\":\"elementwise\",\"elements\":4,"                 \
+  "\"bytes\":32}]}]}"
+
+/* An accepted measurements file must keep val_ingest.h's promises (ranks in range, finite
+ * non-negative times, a median with the iterations); it is then checked against a plan. */
+static gboolean fuzz_run_measurements(const char *text, GError **error) {
+  if (!fuzz_run_plan) {
+    fuzz_run_plan = val_plan_parse(FUZZ_RUN_PLAN, "fuzz-plan.json", NULL);
+    if (!fuzz_run_plan) abort();
+  }
+  ValRunMeasurements *m = val_run_measurements_parse(text, "fuzz.json", error);
+  if (!m) return FALSE;
+  gboolean kept = m->ranks >= 1 && m->runner && m->environment &&
+                  (m->n_iterations == 0 || (isfinite(m->iteration_time_s) && m->iteration_time_s > 0));
+  for (guint i = 0; kept && i < m->n_iterations; i++)
+    kept = isfinite(m->iterations_s[i]) && m->iterations_s[i] > 0;
+  for (guint i = 0; kept && i < m->n_steps; i++)
+    kept = m->steps[i].rank >= 0 && m->steps[i].rank < m->ranks && isfinite(m->steps[i].time_s) &&
+           m->steps[i].time_s >= 0;
+  if (!kept) {
+    fprintf(stderr, "run-measurements: an accepted file breaks a promise of val_ingest.h\n");
+    abort();
+  }
+  gboolean ok = val_run_measurements_check(m, fuzz_run_plan, "fuzz.json", error);
+  val_run_measurements_free(m);
+  return ok;
+}
+
 typedef struct {
   const char *name;                                 /* corpus folder, target fuzz-NAME */
   gboolean (*parse)(const char *text, GError **error);
@@ -229,6 +268,7 @@ static const FuzzParser fuzz_parsers[] = {
     {"nccl-tests", fuzz_nccl_tests, FALSE},
     {"profiles", fuzz_profiles, FALSE},
     {"plan", fuzz_plan, FALSE},
+    {"run-measurements", fuzz_run_measurements, FALSE},
 };
 
 static inline const FuzzParser *fuzz_parser_lookup(const char *name) {
