@@ -151,14 +151,24 @@ static int compare_x(gconstpointer a, gconstpointer b, gpointer data) {
   return xa < xb ? -1 : xa > xb ? 1 : (int)*(const guint *)a - (int)*(const guint *)b;
 }
 
-static const char *const y_column[] = {"samples_per_s", "tflops_per_gpu", "iteration_time_s"};
-static const char *const y_label[] = {"throughput (samples/s)", "TFLOP/s per GPU", "time per iteration (s)"};
-static const char *const y_title[] = {"throughput", "TFLOP/s per GPU", "time per iteration"};
+static const char *const y_column[] = {"samples_per_s", "tflops_per_gpu", "iteration_time_s",
+                                       "samples_per_s_per_gpu"};
+static const char *const y_label[] = {"throughput (samples/s)", "TFLOP/s per GPU", "time per iteration (s)",
+                                      "throughput per GPU (samples/s/GPU)"};
+static const char *const y_title[] = {"throughput", "TFLOP/s per GPU", "time per iteration",
+                                      "throughput per GPU"};
+/* The column of each y in throughput.dat (x is column 1). */
+static const int y_data_column[] = {2, 3, 4, 5};
+
+static double per_gpu(const ResPoint *p) {
+  return p->num_gpus > 0 ? p->samples_per_s / p->num_gpus : 0.0;
+}
 
 static double y_of(const ScnScenario *sc, const ResPoint *p) {
   return sc->throughput_y == SCN_Y_TFLOPS_PER_GPU ? p->tflops_per_gpu
          : sc->throughput_y == SCN_Y_ITERATION_TIME_S ? p->iteration_time_s
-                                                       : p->samples_per_s;
+         : sc->throughput_y == SCN_Y_SAMPLES_PER_S_PER_GPU ? per_gpu(p)
+                                                            : p->samples_per_s;
 }
 
 /* "best Megatron" from the label template "Megatron tp={tp}": the text before the first
@@ -168,9 +178,18 @@ static char *best_name(const char *label_template) {
   if (!brace) return g_strdup_printf("best %s", label_template);
   g_autofree char *head = g_strndup(label_template, (gsize)(brace - label_template));
   gsize len = strlen(head);
+  /* "tp={tp}" and "seed {seed}": the variable's name before its placeholder goes too. */
+  const char *close = strchr(brace, '}');
+  g_autofree char *var = close ? g_strndup(brace + 1, (gsize)(close - brace - 1)) : g_strdup("");
+  gsize vlen = strlen(var);
   if (len && head[len - 1] == '=') {
     head[--len] = '\0';
     while (len && (g_ascii_isalnum(head[len - 1]) || head[len - 1] == '_')) head[--len] = '\0';
+  } else if (vlen && len > vlen && head[len - 1] == ' ' &&
+             strncmp(head + len - 1 - vlen, var, vlen) == 0 &&
+             (len == vlen + 1 || !g_ascii_isalnum(head[len - 2 - vlen]))) {
+    len -= vlen + 1;
+    head[len] = '\0';
   }
   g_strchomp(head);
   while (*head && strchr(",;:(", head[strlen(head) - 1])) {
@@ -269,13 +288,14 @@ static gboolean chart_throughput(const ScnResults *r, const char *dir, unsigned 
     Series *se = g_ptr_array_index(series, s);
     se->name = g_strconcat(se->label_varies ? se->label_template : se->label, se->rest, NULL);
     g_array_sort_with_data(se->members, compare_x, xs);
-    g_string_append_printf(data, "# series %u: %s\n# %s samples_per_s tflops_per_gpu iteration_time_s point\n",
+    g_string_append_printf(data, "# series %u: %s\n# %s samples_per_s tflops_per_gpu iteration_time_s "
+                                 "samples_per_s_per_gpu point\n",
                            s, se->name, sc->throughput_x ? sc->throughput_x : "gpus");
     for (guint k = 0; k < se->members->len; k++) {
       guint i = g_array_index(se->members, guint, k);
       const ResPoint *p = g_ptr_array_index(r->stored, i);
-      g_string_append_printf(data, "%.9g %.9g %.9g %.9g %u\n", xs[i], p->samples_per_s,
-                             p->tflops_per_gpu, p->iteration_time_s, i);
+      g_string_append_printf(data, "%.9g %.9g %.9g %.9g %.9g %u\n", xs[i], p->samples_per_s,
+                             p->tflops_per_gpu, p->iteration_time_s, per_gpu(p), i);
       xmin = MIN(xmin, xs[i]);
       xmax = MAX(xmax, xs[i]);
     }
@@ -335,15 +355,24 @@ static gboolean chart_throughput(const ScnResults *r, const char *dir, unsigned 
   g_string_append_printf(plot, "set title %s noenhanced\nset xlabel %s noenhanced\nset ylabel '%s'\n",
                          qtitle, qx, y_label[sc->throughput_y]);
   if (xmin > 0 && xmax / xmin >= 4) g_string_append(plot, "set logscale x 2\n");
-  g_string_append(plot, "set grid\nset key outside right top noenhanced\nset yrange [0:*]\n"
-                        "set offsets graph 0.04, graph 0.04, graph 0.05, 0\nset border 3\n"
-                        "set xtics nomirror\nset ytics nomirror\n");
+  g_string_append_printf(plot, "set grid\nset key outside right top noenhanced\n%s"
+                               "set offsets graph 0.04, graph 0.04, graph 0.05, %s\nset border 3\n"
+                               "set xtics nomirror\nset ytics nomirror\n",
+                         sc->throughput_free_y ? "" : "set yrange [0:*]\n",
+                         sc->throughput_free_y ? "graph 0.05" : "0");
   g_string_append(plot, "plot ");
   for (guint s = 0; s < series->len; s++) {
     Series *se = g_ptr_array_index(series, s);
     g_autofree char *q = scn_gnuplot_quote(se->name);
-    g_string_append_printf(plot, "%s'throughput.dat' index %u using 1:%d with linespoints lw 2 pt 7 ps 1.2 title %s",
-                           s ? ", \\\n     " : "", s, 2 + sc->throughput_y, q);
+    /* Lines that coincide (a search that found data parallelism) would hide each other: each
+     * series gets its own point shape, and earlier series are drawn wider, so that a line
+     * drawn over another leaves its border and points showing. */
+    static const int shapes[] = {7, 5, 9, 11, 13, 15};
+    double width = MAX(1.5, 4.0 - 0.5 * s), size = MAX(0.8, 1.8 - 0.2 * s);
+    g_string_append_printf(plot, "%s'throughput.dat' index %u using 1:%d with linespoints lw %.1f "
+                           "pt %d ps %.1f title %s", s ? ", \\\n     " : "", s,
+                           y_data_column[sc->throughput_y], width, shapes[s % G_N_ELEMENTS(shapes)],
+                           size, q);
   }
   for (guint b = 0; b < best_names->len; b++) {
     g_autofree char *q = scn_gnuplot_quote(g_ptr_array_index(best_names, b));
@@ -366,13 +395,16 @@ static gboolean chart_throughput(const ScnResults *r, const char *dir, unsigned 
  * width in pixels goes to @width. */
 static void bar_axis(GString *plot, guint count, gsize longest, gsize first, int *width,
                      int *height) {
-  *width = (int)MAX(900, 160 + 38 * count + 7 * MIN(longest, 40));
-  *height = 620;
-  /* Tic labels rotated by 30 degrees reach down about half their length, and the first one
-   * left by most of its length (in character cells of the 9-point tic font). */
-  g_string_append_printf(plot, "set xtics rotate by 30 right noenhanced nomirror font ',9'\n"
+  *width = (int)MAX(900, 160 + 38 * count + 6 * MIN(longest, 40));
+  /* Tic labels rotated by 45 degrees (at 30, neighbours 38 pixels apart were only 19 pixels
+   * apart across the text and long labels ran into each other) reach down about 0.35 of their
+   * length, and the first one left by about 0.6 (in character cells of the 9-point tic font:
+   * a row is about 13 pixels); the chart grows to keep the plot 470 pixels high. */
+  int rows = (int)MIN(36, 3 + (longest * 7) / 20);
+  *height = 620 + 13 * MAX(0, rows - 12);
+  g_string_append_printf(plot, "set xtics rotate by 45 right noenhanced nomirror font ',9'\n"
                                "set bmargin %d\nset lmargin %d\n",
-                         (int)MIN(14, 3 + (longest * 2) / 9), (int)MIN(40, MAX(10, 2 + first * 3 / 4)));
+                         rows, (int)MIN(40, MAX(10, 2 + first * 3 / 5)));
 }
 
 static gboolean chart_breakdown(const ScnResults *r, const char *dir, unsigned formats,

@@ -302,13 +302,15 @@ static gboolean parse_templates(const cJSON *root, const char *plural, const cha
         /* {"search": {"algo": .., "budget": .., "seed": ..}}: the spec "search:algo=..,..."
          * (scn_search.h), keys in a fixed order so that the point key does not depend on the
          * file's. */
-        static const char *const keys[] = {"algo", "budget", "seed", NULL};
+        static const char *const keys[] = {"algo", "budget", "seed", "vars", "dims", "followers",
+                                           "mesh_axes", "microbatches", NULL};
         if (spec || !cJSON_IsObject(search) ||
             !check_fields(search, origin, "a search entry", keys, error)) {
           if (error && !*error)
             g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
-                        "scenario %s: %s[%d]: \"search\" must be an object of algo, budget, seed "
-                        "(and the entry has no \"spec\")", origin, field, i);
+                        "scenario %s: %s[%d]: \"search\" must be an object of algo, budget, seed, "
+                        "vars, dims, followers, mesh_axes, microbatches (and the entry has no "
+                        "\"spec\")", origin, field, i);
           return FALSE;
         }
         GString *text = g_string_new("search");
@@ -317,7 +319,9 @@ static gboolean parse_templates(const cJSON *root, const char *plural, const cha
           if (!v) continue;
           g_autofree char *value = NULL;
           gboolean numeric;
-          if (!scalar_value(v, &value, &numeric)) {
+          if (cJSON_IsBool(v)) {
+            value = g_strdup(cJSON_IsTrue(v) ? "true" : "false");
+          } else if (!scalar_value(v, &value, &numeric)) {
             g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: %s[%d].search.%s must be a "
                         "number or a string", origin, field, i, keys[k]);
             g_string_free(text, TRUE);
@@ -354,8 +358,11 @@ static gboolean parse_templates(const cJSON *root, const char *plural, const cha
     /* A search entry without placeholders is checked now, not at every point. */
     SrchOptions search_options;
     GError *local = NULL;
-    if (strategies && scn_search_spec_is(t->spec) && !strchr(t->spec, '{') &&
-        !scn_search_spec_parse(t->spec, &search_options, &local)) {
+    const char *baseline;
+    if (strategies && !strchr(t->spec, '{') &&
+        ((scn_search_spec_is(t->spec) && !scn_search_spec_parse(t->spec, &search_options, &local)) ||
+         (scn_baseline_spec_is(t->spec) &&
+          !scn_baseline_spec_parse(t->spec, &search_options, &baseline, &local)))) {
       g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "scenario %s: %s[%d]: %s", origin, field, i,
                   local->message);
       g_error_free(local);
@@ -595,26 +602,30 @@ static gboolean parse_outputs(const cJSON *root, ScnScenario *sc, GError **error
     return FALSE;
   const cJSON *tp = cJSON_GetObjectItemCaseSensitive(o, "throughput");
   if (tp) {
-    static const char *const tp_known[] = {"x", "y", "best", NULL};
-    static const char *const y_names[] = {"samples_per_s", "tflops_per_gpu", "iteration_time_s", NULL};
+    static const char *const tp_known[] = {"x", "y", "best", "zero", NULL};
+    static const char *const y_names[] = {"samples_per_s", "tflops_per_gpu", "iteration_time_s",
+                                          "samples_per_s_per_gpu", NULL};
     const cJSON *x = cJSON_IsObject(tp) ? cJSON_GetObjectItemCaseSensitive(tp, "x") : NULL;
     const cJSON *y = cJSON_IsObject(tp) ? cJSON_GetObjectItemCaseSensitive(tp, "y") : NULL;
     const cJSON *best = cJSON_IsObject(tp) ? cJSON_GetObjectItemCaseSensitive(tp, "best") : NULL;
+    const cJSON *zero = cJSON_IsObject(tp) ? cJSON_GetObjectItemCaseSensitive(tp, "zero") : NULL;
     sc->throughput_y = -1;
     for (int k = 0; y && cJSON_IsString(y) && y_names[k]; k++)
       if (strcmp(y->valuestring, y_names[k]) == 0) sc->throughput_y = k;
     if (!cJSON_IsObject(tp) || !check_fields(tp, sc->name, "outputs.throughput", tp_known, error) ||
         (x && (!cJSON_IsString(x) || (strcmp(x->valuestring, "gpus") != 0 && !is_identifier(x->valuestring)))) ||
-        (y && sc->throughput_y < 0) || (best && !cJSON_IsBool(best))) {
+        (y && sc->throughput_y < 0) || (best && !cJSON_IsBool(best)) || (zero && !cJSON_IsBool(zero))) {
       if (error && !*error)
         g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
                     "scenario %s: outputs.throughput must be {\"x\": \"gpus\" or an axis variable, "
-                    "\"y\": \"samples_per_s\", \"tflops_per_gpu\" or \"iteration_time_s\", "
-                    "\"best\": true or false}", sc->name);
+                    "\"y\": \"samples_per_s\", \"samples_per_s_per_gpu\", \"tflops_per_gpu\" or "
+                    "\"iteration_time_s\", "
+                    "\"best\": true or false, \"zero\": true or false}", sc->name);
       return FALSE;
     }
     if (sc->throughput_y < 0) sc->throughput_y = SCN_Y_SAMPLES_PER_S;
     sc->throughput_best = cJSON_IsTrue(best);
+    sc->throughput_free_y = cJSON_IsFalse(zero);
     if (x && strcmp(x->valuestring, "gpus") != 0) sc->throughput_x = g_strdup(x->valuestring);
   }
   const cJSON *tl = cJSON_GetObjectItemCaseSensitive(o, "timeline");

@@ -58,7 +58,7 @@ enum {
   SCN_CHART_MEMORY = 1 << 2,      /* peak memory per device by category vs capacity */
   SCN_CHART_TIMELINE = 1 << 3,    /* Gantt of one simulated iteration of selected points */
 };
-enum { SCN_Y_SAMPLES_PER_S, SCN_Y_TFLOPS_PER_GPU, SCN_Y_ITERATION_TIME_S };
+enum { SCN_Y_SAMPLES_PER_S, SCN_Y_TFLOPS_PER_GPU, SCN_Y_ITERATION_TIME_S, SCN_Y_SAMPLES_PER_S_PER_GPU };
 enum { SCN_TABLE_TEXT = 1 << 0, SCN_TABLE_CSV = 1 << 1, SCN_TABLE_JSON = 1 << 2 };
 enum { SCN_FORMAT_PNG = 1 << 0, SCN_FORMAT_SVG = 1 << 1 };
 
@@ -83,6 +83,7 @@ typedef struct {
   unsigned formats;           /* SCN_FORMAT_* */
   char *throughput_x;         /* x axis of the throughput chart: NULL (GPU count) or a variable */
   gboolean throughput_best;   /* also a line through the best point of each strategy entry */
+  gboolean throughput_free_y; /* the y axis fits the data instead of starting at 0 */
   int throughput_y;           /* SCN_Y_*: what the throughput chart plots */
   ScnSetting *timeline_where; /* timeline points must match these values (NULL: any) */
   int timeline_max;           /* at most this many timelines (one per strategy entry) */

@@ -25,6 +25,17 @@ gboolean scn_search_spec_is(const char *spec);
  * FALSE with SCN_ERROR_INVALID naming the key. */
 gboolean scn_search_spec_parse(const char *spec, SrchOptions *options, GError **error);
 
+/* Baseline entries: "baseline:NAME", NAME one of data-parallel, megatron, one-weird-trick: the
+ * strategy `stratsim search` reports as that baseline (srch_run's baselines: data parallelism
+ * with the fewest microbatches that fit, the best point of the Megatron grid, Krizhevsky's
+ * "one weird trick" for models with convolutions), simulated at the point. It runs srch_run
+ * with the random driver on one evaluation (the driver's result is not used). */
+gboolean scn_baseline_spec_is(const char *spec);
+/* Fills @options for that run and @baseline with srch_run's name of the baseline ("one weird
+ * trick"; static). FALSE with SCN_ERROR_INVALID for an unknown NAME. */
+gboolean scn_baseline_spec_parse(const char *spec, SrchOptions *options, const char **baseline,
+                                 GError **error);
+
 G_END_DECLS
 
 #endif

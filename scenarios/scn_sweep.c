@@ -86,27 +86,46 @@ ScnSimulation *scn_simulate(const ScnScenario *sc, const ScnPoint *point, const 
     params.calibration = costs->calibration;
     params.profiles = g_hash_table_lookup(costs->profiles, s->cluster->device.name);
   }
-  if (scn_search_spec_is(point->strategy)) {
-    /* A search entry: the point is the best strategy the search finds. */
+  if (scn_search_spec_is(point->strategy) || scn_baseline_spec_is(point->strategy)) {
+    /* A search entry: the point is the best strategy the search finds; a baseline entry: the
+     * baseline the search reports. */
     SrchOptions search;
-    if (!scn_search_spec_parse(point->strategy, &search, error)) {
+    const char *baseline = NULL;
+    if (scn_baseline_spec_is(point->strategy)
+            ? !scn_baseline_spec_parse(point->strategy, &search, &baseline, error)
+            : !scn_search_spec_parse(point->strategy, &search, error)) {
       scn_simulation_free(s);
       return NULL;
     }
     search.sim = options;
     SrchResult *found = srch_run(s->graph, s->cluster, &params, &search, error);
-    if (found && !found->best)
+    if (found && baseline) {
+      for (int i = 0; i < found->nbaselines && !s->strategy; i++)
+        if (strcmp(found->baselines[i].name, baseline) == 0) {
+          if (found->baselines[i].strategy)
+            s->strategy = g_steal_pointer(&found->baselines[i].strategy);
+          else
+            g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "%s: %s", point->strategy,
+                        found->baselines[i].detail);
+        }
+      if (!s->strategy && error && !*error)
+        g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "%s: the search reported no such baseline",
+                    point->strategy);
+    } else if (found && !found->best) {
       g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID,
                   "%s found no strategy that fits in memory (%" G_GUINT64_FORMAT " evaluated, %"
                   G_GUINT64_FORMAT " over memory)", point->strategy, found->evaluations, found->over_memory);
-    if (!found || !found->best) {
+    } else if (found) {
+      s->strategy = g_steal_pointer(&found->best);
+    }
+    if (!s->strategy) {
       srch_result_free(found);
       scn_simulation_free(s);
       return NULL;
     }
-    s->strategy = g_steal_pointer(&found->best);
     g_free(s->strategy->name);
-    s->strategy->name = g_strdup_printf("%s: %s", point->strategy, found->best_origin);
+    s->strategy->name = baseline ? g_strdup(point->strategy)
+                                 : g_strdup_printf("%s: %s", point->strategy, found->best_origin);
     srch_result_free(found);
   } else {
     if (!(s->strategy = mdl_strategy_parse_spec(strategy, s->graph, s->cluster, error))) {

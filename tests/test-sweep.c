@@ -16,6 +16,7 @@
 #include "scenarios/scn_chart.h"
 #include "scenarios/scn_report.h"
 #include "scenarios/scn_scenario.h"
+#include "scenarios/scn_search.h"
 #include "scenarios/scn_sweep.h"
 #include "test-cli-util.h"
 
@@ -152,6 +153,16 @@ static const BadScenario bad_scenarios[] = {
      SCN_ERROR_INVALID, "unknown algo 'magic'"},
     {"{\"name\": \"x\", \"model\": \"mlp\", \"cluster\": \"dgx-a100\", \"strategies\": [{\"search\": {\"beta\": 3}}]}",
      SCN_ERROR_PARSE, "unknown field \"beta\""},
+    {"{\"name\": \"x\", \"model\": \"mlp\", \"cluster\": \"dgx-a100\", \"strategies\": [{\"search\": {\"dims\": \"some\"}}]}",
+     SCN_ERROR_INVALID, "dims=some (known: all, megatron)"},
+    {"{\"name\": \"x\", \"model\": \"mlp\", \"cluster\": \"dgx-a100\", \"strategies\": [{\"search\": {\"mesh_axes\": 9}}]}",
+     SCN_ERROR_INVALID, "mesh_axes=9 is not a whole number from 1 to"},
+    {"{\"name\": \"x\", \"model\": \"mlp\", \"cluster\": \"dgx-a100\", \"strategies\": [\"search:followers=yes\"]}",
+     SCN_ERROR_INVALID, "followers=yes (true or false)"},
+    {"{\"name\": \"x\", \"model\": \"mlp\", \"cluster\": \"dgx-a100\", \"strategies\": [\"baseline:two-weird-tricks\"]}",
+     SCN_ERROR_INVALID, "unknown baseline 'two-weird-tricks'"},
+    {"{\"name\": \"x\", \"model\": \"mlp\", \"cluster\": \"dgx-a100\", \"strategy\": \"dp\","
+     " \"outputs\": {\"throughput\": {\"zero\": 0}}}", SCN_ERROR_PARSE, "\"zero\": true or false"},
 };
 
 static void test_expand_bad(gconstpointer data) {
@@ -379,6 +390,65 @@ static void test_sweep_search_entry(void) {
   scn_scenario_free(sc);
 }
 
+/* Search entries take the keys that shape the space (as `stratsim search --vars, --dims,
+ * --followers, --mesh-axes, --microbatches`), written into the spec in a fixed order; the
+ * search then walks that space (1 mesh axis: the winner's mesh is one-dimensional). */
+static void test_sweep_search_space_keys(void) {
+  ScnScenario *sc = parse_ok(
+      "{\"name\": \"space\", \"model\": \"mlp:layers=2,hidden=256,batch=16\","
+      " \"cluster\": \"dgx-a100:nodes=1,gpus_per_node=4\","
+      " \"strategies\": [{\"search\": {\"microbatches\": 2, \"followers\": true, \"algo\": \"exhaustive\","
+      " \"mesh_axes\": 1, \"dims\": \"megatron\", \"vars\": \"op\", \"budget\": 100000}}]}");
+  GPtrArray *points = expand_ok(sc);
+  g_assert_cmpstr(point_at(points, 0)->strategy, ==,
+                  "search:algo=exhaustive,budget=100000,vars=op,dims=megatron,followers=true,"
+                  "mesh_axes=1,microbatches=2");
+  SrchOptions o;
+  GError *error = NULL;
+  g_assert_true(scn_search_spec_parse(point_at(points, 0)->strategy, &o, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(o.space.vars, ==, SRCH_VARS_OP);
+  g_assert_cmpint(o.space.dims, ==, SRCH_DIMS_MEGATRON);
+  g_assert_true(o.space.followers);
+  g_assert_cmpint(o.space.max_mesh_axes, ==, 1);
+  g_assert_cmpint(o.space.max_microbatches, ==, 2);
+  ScnSimulation *sim = scn_simulate(sc, point_at(points, 0), NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(mdl_strategy_mesh(sim->strategy, 0)->ndims, ==, 1);
+  g_assert_nonnull(strstr(sim->strategy->name, "exhaustive"));
+  scn_simulation_free(sim);
+  g_ptr_array_free(points, TRUE);
+  scn_scenario_free(sc);
+}
+
+/* A baseline entry simulates the baseline `stratsim search` reports: "one weird trick" splits
+ * AlexNet's FC layers over the GPUs (so it holds less weight memory than data parallelism) and
+ * is refused, with the search's reason, for a model without convolutions. */
+static void test_sweep_baseline_entry(void) {
+  g_autofree char *path = tmp_path("baseline.db");
+  ScnScenario *sc = parse_ok(
+      "{\"name\": \"baseline\", \"models\": [\"alexnet:batch=16\", \"mlp:layers=2,hidden=256,batch=16\"],"
+      " \"cluster\": \"flexflow-p100:nodes=1\","
+      " \"strategies\": [\"dp\", {\"spec\": \"baseline:one-weird-trick\", \"label\": \"expert\"}]}");
+  GError *error = NULL;
+  ResDb *db = res_db_open(path, &error);
+  g_assert_no_error(error);
+  ScnSweepSummary sum;
+  g_assert_true(scn_sweep_run(sc, db, NULL, &sum, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(sum.ran, ==, 4);
+  g_assert_cmpuint(sum.errors, ==, 1);
+  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points WHERE status = 'ok' AND model LIKE 'alexnet%' AND "
+                                   "json_extract(prediction, '$.strategy.name') = 'baseline:one-weird-trick'"), ==, 1);
+  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points t JOIN points d ON d.strategy = 'dp' AND d.model = t.model "
+                                   "WHERE t.strategy = 'baseline:one-weird-trick' AND t.model LIKE 'alexnet%' AND "
+                                   "t.peak_memory_bytes < d.peak_memory_bytes"), ==, 1);
+  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points WHERE status = 'error' AND model LIKE 'mlp%' AND "
+                                   "error LIKE '%applies to models with convolutions%'"), ==, 1);
+  res_db_close(db);
+  scn_scenario_free(sc);
+}
+
 /* --- the shipped scenarios: each runs (quickly), and what the papers report holds where
  * scenarios/NAME/README.md says stratsim agrees with them. ---------------------------------------- */
 
@@ -442,6 +512,52 @@ static void test_shipped_autoddl(void) {
   ScnResults *v = sweep_shipped("autoddl-fig9/vgg13.json", "fig9v.db");
   g_assert_cmpuint(v->errors, ==, 0);
   scn_results_free(v);
+}
+
+/* Every scenario file shipped under scenarios/NAME/ loads and expands, and the first point of
+ * each of its strategy entries (the smallest setup, in point order) simulates: a broken file,
+ * a renamed model or preset, or a strategy the builder no longer takes fails here, in seconds,
+ * not when a user sweeps it. The whole sweeps take minutes (their READMEs say how long). */
+static void test_shipped_all_files(void) {
+  g_autofree char *root = g_build_filename(STRATSIM_SOURCE_DIR, "scenarios", NULL);
+  GDir *dir = g_dir_open(root, 0, NULL);
+  g_assert_nonnull(dir);
+  guint files = 0;
+  for (const char *name; (name = g_dir_read_name(dir));) {
+    g_autofree char *folder = g_build_filename(root, name, NULL);
+    if (!g_file_test(folder, G_FILE_TEST_IS_DIR)) continue;
+    GDir *sub = g_dir_open(folder, 0, NULL);
+    g_assert_nonnull(sub);
+    for (const char *file; (file = g_dir_read_name(sub));) {
+      if (!g_str_has_suffix(file, ".json")) continue;
+      g_autofree char *path = g_build_filename(folder, file, NULL);
+      GError *error = NULL;
+      ScnScenario *sc = scn_scenario_load(path, &error);
+      if (error) g_error("%s: %s", path, error->message);
+      GPtrArray *points = scn_scenario_expand(sc, &error);
+      if (error) g_error("%s: %s", path, error->message);
+      g_assert_cmpuint(points->len, >, 0);
+      for (guint e = 0; e < sc->strategies->len; e++) {
+        const ScnPoint *first = NULL;
+        for (guint i = 0; i < points->len && !first; i++)
+          if (point_at(points, i)->strategy_entry == e) first = point_at(points, i);
+        g_assert_nonnull(first);
+        gint64 t0 = g_get_monotonic_time();
+        ScnSimulation *sim = scn_simulate(sc, first, NULL, &error);
+        if (!sim) g_error("%s: point %u (%s): %s", path, first->index, first->strategy, error->message);
+        g_test_message("%s/%s: %s: %.4g s per iteration (%.2f s to simulate)", name, file,
+                       first->strategy_label, sim->run->prediction.iteration_time_s,
+                       (g_get_monotonic_time() - t0) / 1e6);
+        scn_simulation_free(sim);
+      }
+      g_ptr_array_free(points, TRUE);
+      scn_scenario_free(sc);
+      files++;
+    }
+    g_dir_close(sub);
+  }
+  g_dir_close(dir);
+  g_assert_cmpuint(files, >=, 13); /* autoddl-fig7 4, autoddl-fig9 2, eager-1f1b 1, flexflow-fig7 6 */
 }
 
 /* --- report and charts ---------------------------------------------------------------------- */
@@ -671,6 +787,9 @@ int main(int argc, char **argv) {
     g_test_add_data_func(path, GUINT_TO_POINTER(seeds[i]), test_sweep_kill);
   }
   g_test_add_func("/scn/sweep/search-entry", test_sweep_search_entry);
+  g_test_add_func("/scn/sweep/search-space-keys", test_sweep_search_space_keys);
+  g_test_add_func("/scn/sweep/baseline-entry", test_sweep_baseline_entry);
+  g_test_add_func("/scn/shipped/all-files", test_shipped_all_files);
   g_test_add_func("/scn/shipped/eager-1f1b", test_shipped_eager_1f1b);
   g_test_add_func("/scn/shipped/autoddl-fig9", test_shipped_autoddl);
   g_test_add_func("/scn/report/formats", test_report_formats);
