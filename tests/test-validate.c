@@ -454,6 +454,11 @@ static void test_cpu_loop(void) {
   g_assert_cmpfloat(c->device.peak_flops[DEV_DTYPE_FP32], >, 0);
   dev_cluster_free(c);
   g_assert_nonnull(strstr(host_text, "measured by stratsim-cpu-runner on"));
+  /* beside it, the collectives at several sizes: a calibration of this machine's MPI */
+  g_autofree char *cal_host = g_strdup_printf(
+      "calibrate --cluster '%s' --name host-mpi --db '%s' '%s/host.collectives.json'", host, db, tmpdir);
+  g_autofree char *cal_host_out = run_ok(cal_host);
+  g_assert_nonnull(strstr(cal_host_out, "fit    all_reduce"));
 
   const char *strategies[] = {"dp", "megatron:pp=2,mb=8"};
   for (int i = 0; i < 2; i++) {
@@ -466,7 +471,7 @@ static void test_cpu_loop(void) {
   for (int i = 0; i < 2; i++) {
     g_autofree char *v = g_strdup_printf(
         "validate run --model %s --cluster '%s' --strategy %s --db '%s' --dir '%s/run-%d' "
-        "--iterations 10", model, host, strategies[i], db, tmpdir, i);
+        "--iterations 10 --calibration host-mpi", model, host, strategies[i], db, tmpdir, i);
     g_autofree char *o = run_ok(v);
     g_test_message("%s", o);
     g_assert_nonnull(strstr(o, "measured kernel times)"));
@@ -474,6 +479,7 @@ static void test_cpu_loop(void) {
     g_assert_null(strstr(o, "(0 measured kernel times)")); /* the profiles were used */
   }
   g_assert_cmpint(query_int(db, "SELECT count(*) FROM validate_runs WHERE runner = 'cpu' AND measured_s > 0"), ==, 2);
+  g_assert_cmpint(query_int(db, "SELECT count(*) FROM validate_runs WHERE prediction LIKE '%\"calibration\":\"host-mpi\"%'"), ==, 2);
   g_assert_cmpint(query_int(db, "SELECT count(*) FROM validate_steps WHERE measured_s IS NULL"), ==, 0);
   g_autofree char *rep = g_strdup_printf("validate report --db '%s'", db);
   g_autofree char *report = run_ok(rep);

@@ -127,7 +127,7 @@ void cpu_memory_pass(CpuRank *r, gint64 bytes) {
   for (gsize i = 0; i < n; i++) dst[i] = src[i] * 0.5f + 1.0f;
 }
 
-static void run_collective(CpuRank *r, ValCollectiveKind kind, gint64 bytes, MPI_Comm comm) {
+void cpu_collective(CpuRank *r, ValCollectiveKind kind, gint64 bytes, MPI_Comm comm) {
   int p = 1;
   MPI_Comm_size(comm, &p);
   gsize count = floats_of(bytes), chunk = chunk_of(count, p);
@@ -166,7 +166,7 @@ void cpu_run_step(CpuRank *r, const ValPlan *plan, const ValStep *s) {
   switch (s->kind) {
   case VAL_STEP_GEMM: cpu_gemm(r, s->m, s->n, s->k, s->batch); break;
   case VAL_STEP_ELEMENTWISE: cpu_memory_pass(r, s->bytes); break;
-  case VAL_STEP_COLLECTIVE: run_collective(r, s->collective, s->bytes, r->comms[s->group]); break;
+  case VAL_STEP_COLLECTIVE: cpu_collective(r, s->collective, s->bytes, r->comms[s->group]); break;
   case VAL_STEP_SEND:
     MPI_Isend(r->src, (int)floats_of(s->bytes), MPI_FLOAT, s->peer, SEND_RECV_TAG, MPI_COMM_WORLD, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
@@ -258,7 +258,7 @@ void cpu_bench_collectives(CpuRank *r, const ValPlan *plan, double *times_s) {
       for (int k = 0; k < CPU_BENCH_WARMUP + CPU_BENCH_REPS; k++) {
         MPI_Barrier(comm);
         double t0 = MPI_Wtime();
-        run_collective(r, c->kind, c->bytes, comm);
+        cpu_collective(r, c->kind, c->bytes, comm);
         if (k >= CPU_BENCH_WARMUP) reps[k - CPU_BENCH_WARMUP] = MPI_Wtime() - t0;
       }
       mine = median(reps, CPU_BENCH_REPS);

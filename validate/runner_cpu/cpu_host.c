@@ -139,6 +139,37 @@ static double measure_allreduce(CpuRank *r, gint64 bytes, int reps) {
   return m;
 }
 
+/* The collectives over every rank at a few sizes, as a calibrate measurements file
+ * (costmodel/CALIBRATION.md): the slowest rank's median of each. */
+static cJSON *measure_collectives(CpuRank *r) {
+  static const ValCollectiveKind kinds[] = {VAL_COLL_ALL_REDUCE, VAL_COLL_ALL_GATHER,
+                                            VAL_COLL_REDUCE_SCATTER, VAL_COLL_ALL_TO_ALL,
+                                            VAL_COLL_BROADCAST, VAL_COLL_SEND_RECV};
+  static const gint64 sizes[] = {4096, 65536, 1048576, 16777216};
+  cJSON *list = cJSON_CreateArray();
+  for (gsize k = 0; k < G_N_ELEMENTS(kinds); k++)
+    for (gsize s = 0; s < G_N_ELEMENTS(sizes); s++) {
+      int reps = sizes[s] >= 1048576 ? 5 : 20;
+      double *t = g_new(double, reps);
+      for (int i = 0; i < reps + 2; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        cpu_collective(r, kinds[k], sizes[s], MPI_COMM_WORLD);
+        if (i >= 2) t[i - 2] = MPI_Wtime() - t0;
+      }
+      double time = slowest(median_of(t, reps));
+      g_free(t);
+      cJSON *e = cJSON_CreateObject();
+      cJSON_AddStringToObject(e, "kind", val_collective_name(kinds[k]));
+      cJSON_AddNumberToObject(e, "ranks", r->size);
+      cJSON_AddNumberToObject(e, "nodes", 1);
+      cJSON_AddNumberToObject(e, "bytes", (double)sizes[s]);
+      cJSON_AddNumberToObject(e, "time_s", time);
+      cJSON_AddItemToArray(list, e);
+    }
+  return list;
+}
+
 static char *sanitized_host(void) {
   char *h = g_ascii_strdown(g_get_host_name(), -1);
   for (char *p = h; *p; p++)
@@ -161,7 +192,11 @@ gboolean cpu_host_cluster(CpuRank *r, const char *path, const char *command, GEr
   double bandwidth = (double)(G_GINT64_CONSTANT(16) << 20) / big;
   double ar_small = measure_allreduce(r, 8, 200);
   double ar_large = measure_allreduce(r, G_GINT64_CONSTANT(16) << 20, 10);
-  if (r->rank != 0) return TRUE;
+  cJSON *collectives = measure_collectives(r);
+  if (r->rank != 0) {
+    cJSON_Delete(collectives);
+    return TRUE;
+  }
 
   CmParams params;
   cm_params_default(&params);
@@ -255,10 +290,26 @@ gboolean cpu_host_cluster(CpuRank *r, const char *path, const char *command, GEr
   cJSON_Delete(root);
   g_autofree char *text = g_strdup_printf("%s\n", printed);
   cJSON_free(printed);
-  if (!g_file_set_contents(path, text, -1, error)) return FALSE;
-  printf("host cluster: %s: sgemm %.4g GFLOP/s (n=%d), memory %.4g GB/s per rank, link %.3g us "
+  /* The collectives file: host.json -> host.collectives.json */
+  cJSON *coll = cJSON_CreateObject();
+  cJSON_AddStringToObject(coll, "device", dev_name);
+  g_autofree char *coll_source = g_strdup_printf(
+      "MPI collectives over all %d ranks (MPI_COMM_WORLD), median of 5-20 after 2 warm-up, "
+      "slowest rank; %s", p, where);
+  cJSON_AddStringToObject(coll, "source", coll_source);
+  cJSON_AddItemToObject(coll, "collectives", collectives);
+  char *coll_printed = cJSON_Print(coll);
+  cJSON_Delete(coll);
+  g_autofree char *coll_text = g_strdup_printf("%s\n", coll_printed);
+  cJSON_free(coll_printed);
+  g_autofree char *stem = g_str_has_suffix(path, ".json") ? g_strndup(path, strlen(path) - 5) : g_strdup(path);
+  g_autofree char *coll_path = g_strdup_printf("%s.collectives.json", stem);
+  if (!g_file_set_contents(path, text, -1, error) ||
+      !g_file_set_contents(coll_path, coll_text, -1, error))
+    return FALSE;
+  printf("host cluster: %s and %s (collectives for stratsim calibrate): sgemm %.4g GFLOP/s (n=%d), memory %.4g GB/s per rank, link %.3g us "
          "%.4g GB/s, all-reduce 8 B %.3g us (model %.3g us), 16 MiB %.4g ms (model %.4g ms)\n",
-         path, gemm / 1e9, gemm_n, memory / 1e9, lat * 1e6, bandwidth / 1e9, ar_small * 1e6,
+         path, coll_path, gemm / 1e9, gemm_n, memory / 1e9, lat * 1e6, bandwidth / 1e9, ar_small * 1e6,
          model_small * 1e6, ar_large * 1e3, model_large * 1e3);
   return TRUE;
 }

@@ -38,6 +38,9 @@ void cpu_rank_clear(CpuRank *r);
 /* One kernel: C = A B per batch entry through cblas_sgemm; a memory pass over @bytes. */
 void cpu_gemm(CpuRank *r, gint64 m, gint64 n, gint64 k, gint64 batch);
 void cpu_memory_pass(CpuRank *r, gint64 bytes);
+/* One collective of @bytes (CALIBRATION.md's convention) on @comm; send_recv is nccl-tests'
+ * ring (each rank sends to the next, receives from the previous), reduce goes to rank 0. */
+void cpu_collective(CpuRank *r, ValCollectiveKind kind, gint64 bytes, MPI_Comm comm);
 /* One step of @plan on this rank (its program's step @index). */
 void cpu_run_step(CpuRank *r, const ValPlan *plan, const ValStep *step);
 
@@ -56,8 +59,10 @@ void cpu_bench_collectives(CpuRank *r, const ValPlan *plan, double *times_s);
 #define CPU_BENCH_REPS 15
 
 /* `--host-cluster OUT`: measures this machine and writes a cluster JSON in the preset format
- * (rank 0 writes). @command is the command line recorded in each source. FALSE with @error
- * (rank 0) when the file cannot be written. */
+ * (rank 0 writes), and beside it OUT with ".json" replaced by ".collectives.json": the
+ * collectives over all ranks at several sizes as a `stratsim calibrate` measurements file.
+ * @command is the command line recorded in each source. FALSE with @error (rank 0) when a
+ * file cannot be written. */
 gboolean cpu_host_cluster(CpuRank *r, const char *path, const char *command, GError **error);
 
 /* The CPU's model name (/proc/cpuinfo), or "unknown CPU"; caller g_frees. */
