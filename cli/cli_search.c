@@ -57,7 +57,8 @@ static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph
          " over memory", r->evaluations, r->simulated, r->over_memory);
   if (r->pruned)
     printf(", %" G_GUINT64_FORMAT " %s", r->pruned,
-           r->ran == SRCH_ALGO_DP ? "pipelines whose DP cut is the grid's even cut" : "subtrees cut by the bound");
+           r->ran == SRCH_ALGO_DP ? "pipelines skipped: the grid's even cut, or weights that fit no cut"
+                                   : "subtrees cut by the bound");
   printf(") in %.3f s (%.0f evaluations/s)%s\n", r->elapsed_s,
          r->elapsed_s > 0 ? (r->evaluations + r->baseline_evaluations) / r->elapsed_s : 0,
          r->complete ? ", the whole space" : "");

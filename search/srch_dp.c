@@ -6,7 +6,9 @@
  * compute (one task-graph build) and the boundary transfers; the DP picks the cut of least
  * 1F1B estimate; that cut is then simulated in full under 1F1B, GPipe and eager-1F1B (the
  * interleaved schedule keeps Megatron's even chunks: the grid has it). A group whose DP cut is
- * the even cut the grid already simulated is skipped (counted as pruned). Workers take whole
+ * the even cut the grid already simulated, or whose weights cannot fit however it is cut
+ * (no_cut_fits, checked before the measurement's task-graph build), is skipped (counted as
+ * pruned). Workers take whole
  * groups round robin (group g on worker g mod T), so one measurement serves its schedules and
  * results are reproducible for a thread count. */
 #include "search/srch-int.h"
@@ -44,13 +46,36 @@ GArray *srch_dp_points(const MdlGraph *graph, const DevCluster *cluster, DevDtyp
   return points;
 }
 
-/* The DP's cut for @cfg into @cuts (pp + 1 entries) and its one-stage strategy, or NULL. */
+/* Whether no cut of @one (the one-stage strategy) into @stages stages can fit: every stage
+ * keeps its ops' weights, gradients and optimizer states, which across the stages add up to
+ * what the one-stage strategy charges a device for them (the same splits), so the fullest
+ * stage holds at least 1/@stages of that, before any activation (cm_memory_per_device). */
+static gboolean no_cut_fits(const SrchWorker *w, const MdlStrategy *one, int stages) {
+  CmMemory *mem = cm_memory_per_device(w->graph, one, w->cluster);
+  double least = 0;
+  const MdlMesh *mesh = mdl_strategy_mesh(one, 0);
+  for (int i = 0; i < mesh->ndevices; i++) {
+    const CmMemory *m = &mem[mesh->devices[i]];
+    least = MAX(least, (m->weights + m->gradients + m->optimizer) / stages);
+  }
+  g_free(mem);
+  return least > w->cluster->device.memory_bytes;
+}
+
+/* The DP's cut for @cfg into @cuts (pp + 1 entries) and its one-stage strategy, or NULL
+ * (*@over_memory set when no cut can fit). */
 static MdlStrategy *cut_group(SrchWorker *w, SrchPipeline *pl, const MdlMegatronConfig *cfg,
-                              int *cuts) {
+                              int *cuts, gboolean *over_memory) {
   MdlMegatronConfig one_cfg = *cfg;
   one_cfg.pp = 1;
   GError *error = NULL;
+  *over_memory = FALSE;
   MdlStrategy *one = mdl_strategy_megatron(w->graph, w->cluster, &one_cfg, &error);
+  if (one && no_cut_fits(w, one, cfg->pp)) {
+    *over_memory = TRUE;
+    mdl_strategy_free(one);
+    return NULL;
+  }
   if (one && srch_pipeline_measure(pl, w->graph, one, cfg->pp, w->cluster, w->params,
                                    &w->options->sim, &error)) {
     srch_pipeline_dp(pl, cuts);
@@ -81,9 +106,11 @@ void srch_dp_worker(SrchWorker *w) {
     if (!srch_worker_has_budget(w)) break;
     const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, g);
     g_autofree int *cuts = g_new(int, cfg->pp + 1);
-    MdlStrategy *one = cut_group(w, pl, cfg, cuts);
+    gboolean over_memory;
+    MdlStrategy *one = cut_group(w, pl, cfg, cuts, &over_memory);
     if (!one) {
-      w->failed += SRCH_DP_SCHEDULES;
+      if (over_memory) w->pruned += SRCH_DP_SCHEDULES;
+      else w->failed += SRCH_DP_SCHEDULES;
       continue;
     }
     if (is_even_cut(w, pl, cfg, cuts)) {

@@ -127,7 +127,8 @@ typedef struct {
   guint64 over_memory;      /* rejected by cm_memory_per_device before simulating */
   guint64 failed;           /* strategies the simulator refused (should be 0) */
   guint64 pruned;           /* exhaustive: subtrees cut by the bound or by memory; dp: points
-                               whose DP cut is the grid's even cut (simulated there) */
+                               whose DP cut is the grid's even cut (simulated there) or whose
+                               weights fit no cut */
   guint64 baseline_evaluations;
   gboolean complete;        /* exhaustive and grid: the whole space was covered */
   double elapsed_s;
