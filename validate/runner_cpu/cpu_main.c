@@ -76,12 +76,22 @@ static char *mpi_version(void) {
   return g_strstrip(g_strdup(version));
 }
 
+/* /proc/loadavg's first three fields ("4.78 4.87 3.95"), or NULL: other processes on the
+ * cores the ranks run on stretch wall times, which a reader of the measurements must know. */
+static char *load_average(void) {
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents("/proc/loadavg", &text, NULL, NULL)) return NULL;
+  g_auto(GStrv) fields = g_strsplit(g_strstrip(text), " ", 4);
+  if (g_strv_length(fields) < 3) return NULL;
+  return g_strdup_printf("%s %s %s", fields[0], fields[1], fields[2]);
+}
+
 /* Rank 0: the measurements file of a run. */
 static gboolean write_measurements(const CpuRank *r, const ValPlan *plan, const Options *o,
                                    int argc, char **argv, const double *iterations_s,
                                    const double *step_times, const guint64 *offsets,
                                    const double *op_times, const double *coll_times,
-                                   GError **error) {
+                                   const char *load_before, GError **error) {
   ValMeasurements *m = val_measurements_new(plan, "cpu");
   g_autofree char *cpu = cpu_model_name();
   g_autofree char *mpi = mpi_version();
@@ -94,6 +104,11 @@ static gboolean write_measurements(const CpuRank *r, const ValPlan *plan, const 
   val_measurements_set_env_string(m, "mpi", mpi);
   val_measurements_set_env_int(m, "mpi_ranks", r->size);
   val_measurements_set_env_string(m, "compute_dtype", "fp32");
+  g_autofree char *load_after = load_average();
+  g_autofree char *cores = g_strdup_printf("%d", g_get_num_processors());
+  val_measurements_set_env_string(m, "cpu_cores", cores);
+  val_measurements_set_env_string(m, "load_average_before", load_before);
+  val_measurements_set_env_string(m, "load_average_after", load_after);
   val_measurements_set_env_string(
       m, "note",
       "CPU runner: one stream per rank (compute and communication serialized in plan order); "
@@ -158,6 +173,7 @@ static int run(int argc, char **argv, const Options *o, int rank, int size) {
     val_plan_free(plan);
     return EXIT_BAD_INPUT;
   }
+  g_autofree char *load_before = load_average();
   CpuRank r;
   cpu_rank_init(&r, plan, 0);
   g_autofree double *iterations_s = g_new0(double, plan->iterations);
@@ -172,7 +188,7 @@ static int run(int argc, char **argv, const Options *o, int rank, int size) {
   }
   int status = 0;
   if (rank == 0 && !write_measurements(&r, plan, o, argc, argv, iterations_s, step_times, offsets,
-                                       op_times, coll_times, &error)) {
+                                       op_times, coll_times, load_before, &error)) {
     fprintf(stderr, "stratsim-cpu-runner: %s\n", error->message);
     g_error_free(error);
     status = 1;
