@@ -39,18 +39,22 @@ void rg_mpi_max_to_root(const RgRun *run, double *values, int n) {
 #endif
 }
 
-/* One line on stderr and the exit status for @error; under MPI the whole job stops (the other
- * ranks would wait in NCCL for this one). */
+/* One line on stderr and the exit status for @error. Under MPI, errors before the NCCL world
+ * exists (options, the plan, devices, the process count) are the same on every rank: rank 0
+ * says it and all exit; later ones are a rank's own: it says which and stops the whole job
+ * (the other ranks would wait in NCCL for it). */
 static int fail(const RgRun *run, GError *error) {
   int status = error->domain == RG_ERROR && error->code == RG_ERROR_FAILED ? 1
                : error->domain == VAL_PLAN_ERROR && error->code == VAL_PLAN_ERROR_IO ? 1
                                                                                      : 2;
-  fprintf(stderr, "stratsim-runner: %s\n", error->message);
+  gboolean shared = !run->mpi || !run->world;
+  if (!shared)
+    fprintf(stderr, "stratsim-runner: rank %d: %s\n", run->mpi_rank, error->message);
+  else if (run->mpi_rank == 0)
+    fprintf(stderr, "stratsim-runner: %s\n", error->message);
   g_error_free(error);
 #ifdef RG_HAVE_MPI
-  if (run && run->mpi) MPI_Abort(MPI_COMM_WORLD, status);
-#else
-  (void)run;
+  if (!shared) MPI_Abort(MPI_COMM_WORLD, status);
 #endif
   return status;
 }
