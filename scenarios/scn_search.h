@@ -4,7 +4,9 @@
  *
  * Spec: "search" or "search:algo=A,budget=N,seed=S" (any of the keys, any order; in a scenario
  * file also {"search": {"algo": "cd", "budget": 300, "seed": 1}}). Defaults: algo auto,
- * budget 200 evaluations, seed 1. The budget must be a number of evaluations: a time budget
+ * budget 200 evaluations, seed 1. The space keys vars=group|op, dims=all|megatron,
+ * followers=true|false, mesh_axes=1..4 and microbatches=M set SrchOptions.space as `stratsim
+ * search --vars, --dims, --followers, --mesh-axes, --microbatches` do. The budget must be a number of evaluations: a time budget
  * would make a stored point depend on the machine that ran it. Each search runs on one thread
  * (the sweep runs points in parallel), so a point's result is the same on every rerun, which
  * is also how `plot` draws its timeline: by searching again.
