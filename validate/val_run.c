@@ -62,6 +62,11 @@ static gboolean spawn(GPtrArray *argv, char **output, GError **error) {
   g_ptr_array_add(argv, NULL);
   g_auto(GStrv) env = g_get_environ();
   env = g_environ_setenv(env, "OPENBLAS_NUM_THREADS", "1", TRUE);
+  /* A rank waiting in MPI gives its core back instead of spinning: on a machine shared with
+   * other processes a spinning rank takes the core its partner needs (measured here: a
+   * tensor-parallel plan's iteration 0.075-0.099 s spinning, 0.040-0.044 s yielding, load
+   * average 4.7 on 2 cores). An explicit setting in the environment wins. */
+  env = g_environ_setenv(env, "OMPI_MCA_mpi_yield_when_idle", "1", FALSE);
   g_autofree char *out = NULL, *err = NULL;
   int status = 0;
   if (!g_spawn_sync(NULL, (char **)argv->pdata, env, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,

@@ -4,7 +4,8 @@
  * The CPU runner is `mpirun -np R stratsim-cpu-runner ...` (one rank per plan rank, OpenBLAS
  * on one thread per rank; `--allow-run-as-root` when running as root, `--oversubscribe` so that
  * more ranks than cores can start); the GPU runner `stratsim-runner PLAN -o OUT` (one process
- * over the GPUs of the host). Both binaries are looked up next to the running stratsim first
+ * over the GPUs of the host); the CPU runner's ranks yield their core while they wait in MPI
+ * (OMPI_MCA_mpi_yield_when_idle=1 unless the environment sets it). Both binaries are looked up next to the running stratsim first
  * (the build directory), then on PATH; STRATSIM_CPU_RUNNER, STRATSIM_GPU_RUNNER and MPIRUN
  * override. */
 #ifndef STRATSIM_VAL_RUN_H

@@ -109,6 +109,7 @@ static gboolean write_measurements(const CpuRank *r, const ValPlan *plan, const 
   val_measurements_set_env_string(m, "cpu_cores", cores);
   val_measurements_set_env_string(m, "load_average_before", load_before);
   val_measurements_set_env_string(m, "load_average_after", load_after);
+  val_measurements_set_env_string(m, "mpi_yield_when_idle", g_getenv("OMPI_MCA_mpi_yield_when_idle"));
   val_measurements_set_env_string(
       m, "note",
       "CPU runner: one stream per rank (compute and communication serialized in plan order); "
