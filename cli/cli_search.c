@@ -63,7 +63,8 @@ static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph
          r->elapsed_s > 0 ? (r->evaluations + r->baseline_evaluations) / r->elapsed_s : 0,
          r->complete ? ", the whole space" : "");
   if (r->baseline_evaluations)
-    printf("               plus %" G_GUINT64_FORMAT " evaluations of the Megatron grid\n", r->baseline_evaluations);
+    printf("               plus %" G_GUINT64_FORMAT " evaluations of the Megatron grid%s\n", r->baseline_evaluations,
+           r->algo == SRCH_ALGO_AUTO && graph->num_layers > 0 ? " and of its pipelines with DP cuts" : "");
   if (!r->best) {
     printf("  winner       none: no evaluated strategy fits in memory\n");
   } else {
