@@ -110,7 +110,6 @@ static gboolean mpi_setup(RgRun *run, int n_devices, GError **error) {
 
 /* Step medians of every rank into @m on rank 0 (gathered under MPI). */
 static void add_steps(RgRun *run, ValMeasurements *m) {
-  const ValPlan *plan = run->plan;
   if (!run->mpi) {
     for (int l = 0; l < run->n_local; l++) {
       const RgRank *rr = &run->local[l];
@@ -120,6 +119,7 @@ static void add_steps(RgRun *run, ValMeasurements *m) {
     return;
   }
 #ifdef RG_HAVE_MPI
+  const ValPlan *plan = run->plan;
   int *counts = NULL, *offsets = NULL;
   double *all = NULL;
   if (run->mpi_rank == 0) {
