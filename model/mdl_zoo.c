@@ -15,7 +15,7 @@
 /* Caps that reject absurd specs before anything is allocated (a graph holds ~12 ops a layer). */
 #define MAX_LAYERS 100000
 
-typedef enum { FAMILY_GPT, FAMILY_MLP, FAMILY_CNN, FAMILY_RESNET, FAMILY_INCEPTION, FAMILY_RNN } Family;
+typedef enum { FAMILY_GPT, FAMILY_MLP, FAMILY_CNN, FAMILY_RESNET, FAMILY_INCEPTION, FAMILY_RNN, FAMILY_UNET } Family;
 
 typedef struct {
   const char *name;
@@ -60,6 +60,10 @@ static const ZooEntry zoo[] = {
                           "1.727e+08 params"},
     {"rnnlm", FAMILY_RNN, "RNNLM (FlexFlow, Jia et al. 2019, Table 3): language model, 2 LSTM layers "
                           "of 2048 unrolled 40 steps, vocab 10000, batch 64; 1.081e+08 params"},
+    {"u-transformer", FAMILY_UNET, "U-Transformer (cross-mesh resharding paper, Zhuang et al. 2023, "
+                                   "Table 3, U-Trans case1): Alpa's UNet with attention, 32x32 "
+                                   "inputs, channels 480/960/1920/1920, skip connections, fp16, "
+                                   "batch 2048; 1.279e+09 params"},
     {"nmt", FAMILY_RNN, "NMT (FlexFlow, Jia et al. 2019, Table 3): 2+2 LSTM layers of 2048 unrolled "
                         "40 steps, attention, vocab 20480, batch 64; 2.684e+08 params"},
 };
@@ -198,6 +202,13 @@ static MdlGraph *build(const char *spec, const char *name, const char *args, GEr
       return NULL;
     }
     return mdl_zoo_mlp(spec, layers, hidden, batch, error);
+  }
+  if (entry->family == FAMILY_UNET) {
+    /* Alpa's "1B" UNet (mdl_zoo_unet.c); the paper's batch (Table 3). */
+    int64_t channels = 480, image = 32, batch = 2048;
+    SpecKey keys[] = {{"channels", &channels, FALSE}, {"image", &image, FALSE}, {"batch", &batch, FALSE}};
+    if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
+    return mdl_zoo_unet(spec, channels, image, batch, error);
   }
   if (entry->family == FAMILY_RNN) {
     /* Defaults and their sources: mdl_zoo_rnn.c. */

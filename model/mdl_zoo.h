@@ -35,6 +35,12 @@ MdlGraph *mdl_zoo_cnn(const char *name, const char *net, int64_t batch, GError *
 MdlGraph *mdl_zoo_resnet(const char *name, int64_t batch, GError **error);
 MdlGraph *mdl_zoo_inception(const char *name, int64_t batch, GError **error);
 
+/* The cross-mesh resharding paper's U-Transformer (mdl_zoo_unet.c): first level @channels,
+ * @image x @image inputs. NULL and MDL_ERROR_INVALID when channels is not a multiple of 8,
+ * the image size of 8, or a tensor would exceed MDL_MAX_ELEMENTS. */
+MdlGraph *mdl_zoo_unet(const char *name, int64_t channels, int64_t image, int64_t batch,
+                       GError **error);
+
 /* FlexFlow's recurrent benchmarks (mdl_zoo_rnn.c): LSTM layers unrolled over seq steps. */
 typedef enum { MDL_RNN_TC, MDL_RNN_LM, MDL_RNN_NMT } MdlRnnKind;
 typedef struct {

@@ -1,5 +1,5 @@
 /* Tests of the zoo models FlexFlow's experiments use (model/mdl_zoo_resnet.c,
- * mdl_zoo_inception.c, mdl_zoo_rnn.c): structure and op counts, parameter counts against the
+ * mdl_zoo_inception.c, mdl_zoo_rnn.c, mdl_zoo_unet.c): structure and op counts, parameter counts against the
  * published figures, forward FLOPs against the published multiply-add counts, and that every
  * model simulates under data parallelism on a small cluster. */
 #include <glib.h>
@@ -150,6 +150,37 @@ static void test_rnn(gconstpointer data) {
   mdl_graph_free(g);
 }
 
+/* Alpa's "1B" UNet configuration (mdl_zoo_unet.c): 1.279e9 parameters in our graph; every up
+ * level's two ResNet blocks read a skip connection saved on the way down (8 in all), so a
+ * pipeline cut in the middle sends them all from stage 0 to stage 1. */
+static void test_unet(void) {
+  MdlGraph *g = parse_or_die("u-transformer");
+  g_assert_cmpint(g->batch, ==, 2048);
+  g_assert_cmpint(g->default_dtype, ==, DEV_DTYPE_FP16);
+  g_assert_cmpfloat(fabs(mdl_graph_num_params(g) - 1.2791e9), <, 1e6);
+  g_assert_cmpint(mdl_graph_num_ops(g), ==, 311);
+  int concats = 0;
+  for (int o = 0; o < mdl_graph_num_ops(g); o++) {
+    const MdlOp *op = mdl_graph_op(g, o);
+    if (!g_str_has_prefix(op->name, "up") || !strstr(op->name, ".cat")) continue;
+    concats++;
+    /* The skip is produced in the down path (or by conv_in), before the middle block. */
+    int skip = mdl_graph_tensor(g, op->inputs[1].tensor)->producer;
+    const char *producer = mdl_graph_op(g, skip)->name;
+    g_assert_true(g_str_has_prefix(producer, "down") || strcmp(producer, "conv_in") == 0);
+  }
+  g_assert_cmpint(concats, ==, 8);
+  const MdlTensor *qkv = mdl_graph_tensor(g, op_named(g, "down0.attn.attn1.qkv")->output.tensor);
+  g_assert_cmpint(qkv->shape[1], ==, 3 * 480);
+  g_assert_cmpint(qkv->shape[2], ==, 32 * 32);
+  g_assert_cmpint(mdl_graph_tensor(g, op_named(g, "mid.attn.attn1.qkv")->output.tensor)->shape[2], ==, 4 * 4);
+  mdl_graph_free(g);
+  GError *error = NULL;
+  g_assert_null(mdl_graph_parse_spec("u-transformer:channels=100", &error));
+  g_assert_error(error, MDL_ERROR, MDL_ERROR_INVALID);
+  g_clear_error(&error);
+}
+
 static void test_rnn_errors(void) {
   GError *error = NULL;
   g_assert_null(mdl_graph_parse_spec("nmt:classes=3", &error));
@@ -196,8 +227,10 @@ int main(int argc, char **argv) {
     g_test_add_data_func(path, &rnn_cases[i], test_rnn);
   }
   g_test_add_func("/model/zoo/rnn-errors", test_rnn_errors);
+  g_test_add_func("/model/zoo/u-transformer", test_unet);
   static const char *const sims[] = {"inception-v3:batch=16", "resnet-101:batch=16",
-                                     "rnntc:batch=16", "rnnlm:batch=16", "nmt:batch=16"};
+                                     "rnntc:batch=16", "rnnlm:batch=16", "nmt:batch=16",
+                                     "u-transformer:channels=160,batch=16"};
   for (guint i = 0; i < G_N_ELEMENTS(sims); i++) {
     g_autofree char *path = g_strdup_printf("/model/zoo/simulates-dp/%s", sims[i]);
     g_test_add_data_func(path, sims[i], test_simulates);
