@@ -69,8 +69,9 @@ static int bench_rates(void) {
                                    SRCH_ALGO_GRID};
   for (guint i = 0; i < G_N_ELEMENTS(algos); i++) {
     double rate[2] = {0}, sim_rate[2] = {0}, best[2] = {0};
-    /* The grid evaluates whole strategies: delta simulation does not apply to it. */
-    int variants = algos[i] == SRCH_ALGO_GRID ? 1 : 2;
+    /* The grid evaluates whole strategies, random points share nothing with the last one:
+     * both simulate in full (srch_run.c). */
+    int variants = algos[i] == SRCH_ALGO_GRID || algos[i] == SRCH_ALGO_RANDOM ? 1 : 2;
     for (int full = 0; full < variants; full++) {
       SrchResult *r = search(&c, algos[i], algos[i] == SRCH_ALGO_GRID ? 1000000 : budget, 0, 1, full, &error);
       if (!r) {
