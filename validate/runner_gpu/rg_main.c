@@ -5,6 +5,8 @@
  * writes the file. */
 #include "validate/runner_gpu/rg.h"
 
+#include "devices/dev_cluster.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +196,13 @@ static gboolean parse_options(int *argc, char ***argv, Options *o, char **plan_p
   if (o->microbench_only && o->no_microbench) {
     g_set_error(error, RG_ERROR, RG_ERROR_INPUT,
                 "--microbench-only and --no-microbench exclude each other");
+    return FALSE;
+  }
+  if (o->device_kind && !g_strv_contains(dev_kind_names(), o->device_kind)) {
+    char *known = g_strjoinv(", ", (char **)dev_kind_names());
+    g_set_error(error, RG_ERROR, RG_ERROR_INPUT, "--device-kind %s: unknown (known: %s)",
+                o->device_kind, known);
+    g_free(known);
     return FALSE;
   }
   if (o->warmup != -1 && (o->warmup < 0 || o->warmup > VAL_PLAN_MAX_ITERATIONS_READ)) {

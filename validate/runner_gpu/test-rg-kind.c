@@ -2,6 +2,8 @@
  * report them map to stratsim's device kinds, or to none. Needs no GPU. */
 #include "validate/runner_gpu/rg_kind.h"
 
+#include "devices/dev_cluster.h"
+
 typedef struct {
   const char *name;
   double gib;
@@ -27,6 +29,8 @@ static void test_kind(gconstpointer data) {
   const KindCase *c = data;
   const char *kind = rg_device_kind(c->name, (size_t)(c->gib * 1024 * 1024 * 1024));
   g_assert_cmpstr(kind, ==, c->kind);
+  /* a kind the runner records must be one stratsim knows (devices/presets/devices.json) */
+  if (kind) g_assert_true(g_strv_contains(dev_kind_names(), kind));
 }
 
 int main(int argc, char **argv) {

@@ -38,6 +38,7 @@ expect 2 '^stratsim-runner: usage: stratsim-runner PLAN.json' -o "$tmp/m.json"
 expect 2 'exclude each other' "$plan" -o "$tmp/m.json" --microbench-only --no-microbench
 expect 2 '^stratsim-runner: --iterations 0: must be in 1..100000$' "$plan" -o "$tmp/m.json" --iterations 0
 expect 2 '^stratsim-runner: --warmup -2: must be in 0..100000$' "$plan" -o "$tmp/m.json" --warmup -2
+expect 2 '^stratsim-runner: --device-kind h100: unknown (known: .*h100-sxm' "$plan" -o "$tmp/m.json" --device-kind h100
 expect 2 'Unknown option --bogus' "$plan" -o "$tmp/m.json" --bogus
 expect 1 "^stratsim-runner: $tmp/missing.json: cannot read the plan: " "$tmp/missing.json" -o "$tmp/m.json"
 expect 2 'the plan can deadlock' "$src/tests/fuzz/corpus/plan/deadlock.json" -o "$tmp/m.json"
