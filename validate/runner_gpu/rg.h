@@ -73,8 +73,11 @@ gboolean rg_run_setup(RgRun *run, GError **error);
 /* Runs run->warmup then run->iterations iterations; fills iteration_s and each local rank's
  * median_s. */
 gboolean rg_run_iterations(RgRun *run, GError **error);
-/* Frees everything rg_run_setup made (safe on a half-made run). */
-void rg_run_teardown(RgRun *run);
+/* Frees what rg_run_setup made (safe on a half-made run): host memory always; GPU resources
+ * (synchronizing each device, destroying communicators, events, buffers) only with
+ * @release_gpu, which a failed run skips, since that could wait forever on an NCCL kernel whose
+ * peers never came (the driver frees them at exit). */
+void rg_run_teardown(RgRun *run, gboolean release_gpu);
 
 /* NCCL data type and element size of a plan dtype (tf32 moves as fp32). */
 ncclDataType_t rg_nccl_dtype(ValDtype dtype);

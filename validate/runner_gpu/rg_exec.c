@@ -279,30 +279,31 @@ gboolean rg_run_setup(RgRun *run, GError **error) {
   return run->mpi ? comms_mpi(run, error) : comms_single(run, error);
 }
 
-void rg_run_teardown(RgRun *run) {
+void rg_run_teardown(RgRun *run, gboolean release_gpu) {
   const ValPlan *plan = run->plan;
   for (int i = 0; run->local && i < run->n_local; i++) {
     RgRank *rr = &run->local[i];
-    if (!rr->program) continue;
-    cudaSetDevice(rr->device);
-    cudaDeviceSynchronize();
-    for (int g = 0; rr->comms && g < plan->n_groups; g++)
-      if (rr->comms[g]) ncclCommDestroy(rr->comms[g]);
-    if (rr->world && rr->world != run->world) ncclCommDestroy(rr->world);
-    for (guint s = 0; rr->start && s < rr->program->n_steps; s++) {
-      if (rr->start[s]) cudaEventDestroy(rr->start[s]);
-      if (rr->end[s]) cudaEventDestroy(rr->end[s]);
+    if (rr->program && release_gpu) {
+      cudaSetDevice(rr->device);
+      cudaDeviceSynchronize();
+      for (int g = 0; rr->comms && g < plan->n_groups; g++)
+        if (rr->comms[g]) ncclCommDestroy(rr->comms[g]);
+      if (rr->world && rr->world != run->world) ncclCommDestroy(rr->world);
+      for (guint s = 0; rr->start && s < rr->program->n_steps; s++) {
+        if (rr->start[s]) cudaEventDestroy(rr->start[s]);
+        if (rr->end[s]) cudaEventDestroy(rr->end[s]);
+      }
+      cudaEvent_t events[] = {rr->begin, rr->finish, rr->comm_done};
+      for (guint e = 0; e < G_N_ELEMENTS(events); e++)
+        if (events[e]) cudaEventDestroy(events[e]);
+      void *buffers[] = {rr->gemm_a, rr->gemm_b, rr->gemm_c, rr->copy_src,
+                         rr->copy_dst, rr->comm_send, rr->comm_recv};
+      for (guint b = 0; b < G_N_ELEMENTS(buffers); b++)
+        if (buffers[b]) cudaFree(buffers[b]);
+      if (rr->blas) cublasDestroy(rr->blas);
+      for (int s = 0; s < 2; s++)
+        if (rr->streams[s]) cudaStreamDestroy(rr->streams[s]);
     }
-    cudaEvent_t events[] = {rr->begin, rr->finish, rr->comm_done};
-    for (guint e = 0; e < G_N_ELEMENTS(events); e++)
-      if (events[e]) cudaEventDestroy(events[e]);
-    void *buffers[] = {rr->gemm_a, rr->gemm_b, rr->gemm_c, rr->copy_src,
-                       rr->copy_dst, rr->comm_send, rr->comm_recv};
-    for (guint b = 0; b < G_N_ELEMENTS(buffers); b++)
-      if (buffers[b]) cudaFree(buffers[b]);
-    if (rr->blas) cublasDestroy(rr->blas);
-    for (int s = 0; s < 2; s++)
-      if (rr->streams[s]) cudaStreamDestroy(rr->streams[s]);
     g_free(rr->comms);
     g_free(rr->start);
     g_free(rr->end);

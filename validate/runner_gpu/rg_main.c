@@ -324,8 +324,9 @@ int main(int argc, char **argv) {
 fail:
   status = fail(&run, error);
 out:
-  if (run.plan) rg_run_teardown(&run);
-  if (run.world) ncclCommDestroy(run.world);
+  /* after a failure the GPUs are left to the driver (rg_run_teardown says why) */
+  rg_run_teardown(&run, status == 0);
+  if (run.world && status == 0) ncclCommDestroy(run.world);
   if (run.hosts)
     for (int r = 0; r < plan->ranks; r++) g_free(run.hosts[r]);
   g_free(run.hosts);
