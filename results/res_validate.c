@@ -146,6 +146,7 @@ void res_validate_run_free(ResValidateRun *r) {
   g_free(r->host);
   g_free(r->measured_at);
   g_free(r->created_at);
+  g_free(r->environment);
   g_free(r);
 }
 
@@ -159,7 +160,7 @@ GPtrArray *res_db_load_validate_runs(ResDb *db, GError **error) {
   if (sqlite3_prepare_v2(db->sql,
                          "SELECT id, model, cluster, strategy, runner, dtype, device, host, "
                          "measured_at, created_at, ranks, iterations, predicted_s, measured_s, "
-                         "error_pct FROM validate_runs ORDER BY id",
+                         "error_pct, environment FROM validate_runs ORDER BY id",
                          -1, &st, NULL) != SQLITE_OK) {
     g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "database %s: %s", db->path, sqlite3_errmsg(db->sql));
     return NULL;
@@ -183,6 +184,7 @@ GPtrArray *res_db_load_validate_runs(ResDb *db, GError **error) {
     r->predicted_s = sqlite3_column_double(st, 12);
     r->measured_s = sqlite3_column_double(st, 13);
     r->error_pct = sqlite3_column_double(st, 14);
+    r->environment = column_text(st, 15);
     g_ptr_array_add(runs, r);
   }
   sqlite3_finalize(st);

@@ -47,6 +47,7 @@ gint64 res_db_store_validate(ResDb *db, const ResValidateRecord *record, gboolea
 typedef struct {
   gint64 id;
   char *model, *cluster, *strategy, *runner, *dtype, *device, *host, *measured_at, *created_at;
+  char *environment;          /* the measurements' environment object (JSON) */
   int ranks, iterations;
   double predicted_s, measured_s, error_pct;
 } ResValidateRun;

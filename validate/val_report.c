@@ -197,9 +197,19 @@ gboolean val_report_print(const char *db_path, ValReportFormat format, FILE *out
     case VAL_REPORT_TEXT:
       fprintf(out, "\nrun %" G_GINT64_FORMAT ": %s on %s, strategy %s, runner %s, %d ranks, %s\n",
               r->id, r->model, r->cluster, r->strategy, r->runner, r->ranks, r->dtype);
-      fprintf(out, "  measured on %s (%s) at %s, median of %d iterations\n",
-              r->host ? r->host : "?", r->device ? r->device : "?",
-              r->measured_at ? r->measured_at : "?", r->iterations);
+      fprintf(out, "  measured on %s (%s) at %s, median of %d iterations", r->host ? r->host : "?",
+              r->device ? r->device : "?", r->measured_at ? r->measured_at : "?", r->iterations);
+      {
+        /* Other processes on the cores stretch a CPU run's wall times: say what the load was. */
+        cJSON *env = cJSON_Parse(r->environment ? r->environment : "{}");
+        const cJSON *load = cJSON_GetObjectItemCaseSensitive(env, "load_average_before");
+        const cJSON *cores = cJSON_GetObjectItemCaseSensitive(env, "cpu_cores");
+        if (cJSON_IsString(load))
+          fprintf(out, ", load average %s on %s cores", load->valuestring,
+                  cJSON_IsString(cores) ? cores->valuestring : "?");
+        cJSON_Delete(env);
+      }
+      fputc('\n', out);
       fprintf(out, "  iteration    predicted %.6g s, measured %.6g s, error %+.1f%%\n",
               r->predicted_s, r->measured_s, r->error_pct);
       fprintf(out, "  per kind (steps of one iteration, all ranks, summed):\n");
@@ -230,6 +240,8 @@ gboolean val_report_print(const char *db_path, ValReportFormat format, FILE *out
       cJSON_AddStringToObject(o, "host", r->host ? r->host : "");
       cJSON_AddStringToObject(o, "measured_at", r->measured_at ? r->measured_at : "");
       cJSON_AddNumberToObject(o, "iterations", r->iterations);
+      cJSON *env = cJSON_Parse(r->environment ? r->environment : "{}");
+      cJSON_AddItemToObject(o, "environment", env ? env : cJSON_CreateObject());
       cJSON_AddNumberToObject(o, "predicted_s", r->predicted_s);
       cJSON_AddNumberToObject(o, "measured_s", r->measured_s);
       cJSON_AddNumberToObject(o, "error_pct", r->error_pct);
