@@ -21,6 +21,11 @@ int cli_report(int argc, char **argv);
 int cli_plot(int argc, char **argv);
 int cli_search(int argc, char **argv);
 int cli_db(int argc, char **argv);
+/* `stratsim reshard`: single cross-mesh moves (cli_reshard.c). */
+int cli_reshard(int argc, char **argv);
+/* Runs reshard file @path: prints its table and (@chart) draws its chart into @out_dir (NULL:
+ * results/NAME). Returns the exit status. */
+int cli_reshard_file(const char *path, const char *out_dir, gboolean chart);
 /* `stratsim validate plan|run|ingest|report|host-cluster` and `stratsim profile` (cli_validate.c). */
 int cli_validate(int argc, char **argv);
 int cli_profile(int argc, char **argv);
@@ -35,6 +40,11 @@ int cli_fail(GError *error, int status);
 int cli_status_for(const GError *error);
 /* Parses `--collectives task|step` (NULL: task) into @step; on error prints one line. */
 gboolean cli_parse_collective_mode(const char *command, const char *text, gboolean *step);
+/* Parses `--crossmesh METHOD` and `--crossmesh-order ORDER` (sim_crossmesh.h's names; both NULL:
+ * the default planning, sim.h's SimOptions.crossmesh FALSE; one of them given: the other takes
+ * the planner's default, broadcast or ensemble) into the three SimOptions fields; on error prints one line. */
+gboolean cli_parse_crossmesh(const char *command, const char *method, const char *order,
+                             gboolean *crossmesh, int *crossmesh_method, int *crossmesh_order);
 /* Reads calibration @name from the database @db_path, which must exist (a lookup creates
  * nothing); free with cm_calibration_free. */
 struct CmCalibration *cli_load_calibration(const char *db_path, const char *name, GError **error);

@@ -9,6 +9,7 @@
 #include "costmodel/costmodel.h"
 #include "results/res_db.h"
 #include "sim/sim.h"
+#include "sim/sim_crossmesh.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -54,6 +55,9 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   else
     printf("  kernels      roofline (no measured kernel times of %s in the database)\n", c->device.name);
   if (run->calibration) printf("  collectives  calibration %s\n", run->calibration);
+  if (p->crossmesh)
+    printf("  crossmesh    every move between meshes planned: %s, %s load balancing\n",
+           sim_crossmesh_method_name(p->crossmesh_method), sim_crossmesh_order_name(p->crossmesh_order));
   printf("  stored       run %" G_GINT64_FORMAT " in %s\n", run_id, db);
 }
 
@@ -63,6 +67,7 @@ int cli_simulate(int argc, char **argv) {
   gboolean json = FALSE, no_symmetry = FALSE, step = FALSE, no_profiles = FALSE;
   g_autofree char *collectives = NULL;
   g_autofree char *calibration_name = NULL;
+  g_autofree char *crossmesh_method = NULL, *crossmesh_order = NULL;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
@@ -74,10 +79,16 @@ int cli_simulate(int argc, char **argv) {
       {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME (stratsim calibrate) in the database", "NAME"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU (no folding of identical replicas)", NULL},
+      {"crossmesh", 0, 0, G_OPTION_ARG_STRING, &crossmesh_method, "plan every move between meshes (device-aligned ones too) with this method (default: aligned moves tile by tile, others broadcast)", "send_recv|local_allgather|global_allgather|broadcast"},
+      {"crossmesh-order", 0, 0, G_OPTION_ARG_STRING, &crossmesh_order, "load balancer for --crossmesh (default ensemble)", "naive|greedy|dfs|randomized_greedy|ensemble"},
       {NULL}};
   if (!cli_parse_options("simulate", "Simulates one training iteration.", entries, &argc, &argv))
     return CLI_EXIT_BAD_INPUT;
   if (!cli_parse_collective_mode("simulate", collectives, &step)) return CLI_EXIT_BAD_INPUT;
+  SimOptions options = {.no_symmetry = no_symmetry, .step_collectives = step};
+  if (!cli_parse_crossmesh("simulate", crossmesh_method, crossmesh_order, &options.crossmesh,
+                           &options.crossmesh_method, &options.crossmesh_order))
+    return CLI_EXIT_BAD_INPUT;
   if (!model_spec || !cluster_spec) {
     fprintf(stderr, "stratsim simulate: --model and --cluster are required\n");
     return CLI_EXIT_BAD_INPUT;
@@ -118,7 +129,7 @@ int cli_simulate(int argc, char **argv) {
   }
   params.profiles = profiles;
   if (!(run = sim_run_new_with_options(graph, strategy, cluster, &params,
-                                       &(SimOptions){.no_symmetry = no_symmetry, .step_collectives = step}, &error))) {
+                                       &options, &error))) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }

@@ -11,6 +11,7 @@
 #include "results/res_db.h"
 #include "scenarios/scn_chart.h"
 #include "scenarios/scn_report.h"
+#include "scenarios/scn_reshard.h"
 #include "scenarios/scn_sweep.h"
 
 #define DEFAULT_DB "results/stratsim.db"
@@ -138,6 +139,15 @@ int cli_sweep(int argc, char **argv) {
   if (max_points < 0) {
     fprintf(stderr, "stratsim sweep: --max-points must not be negative\n");
     return CLI_EXIT_BAD_INPUT;
+  }
+  /* A reshard file (cases x methods of single cross-mesh moves) is not a training sweep: it
+   * runs as `stratsim reshard FILE`, with no database. */
+  g_autofree char *text = NULL;
+  if (g_file_get_contents(files[0], &text, NULL, NULL) && scn_reshard_is(text)) {
+    if (db_path || threads > 1 || max_points > 0)
+      printf("stratsim sweep: %s is a reshard file: runs as `stratsim reshard`, no database "
+             "(--db, --threads, --max-points ignored)\n", files[0]);
+    return cli_reshard_file(files[0], out, !no_charts);
   }
   if (!db_path) db_path = g_strdup(DEFAULT_DB);
   GError *error = NULL;

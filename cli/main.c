@@ -8,6 +8,7 @@
 #include "model/mdl_graph.h"
 #include "costmodel/cm_calibrate.h"
 #include "results/res_db.h"
+#include "sim/sim_crossmesh.h"
 
 int cli_fail(GError *error, int status) {
   fprintf(stderr, "stratsim: %s\n", error ? error->message : "unknown error");
@@ -57,6 +58,30 @@ gboolean cli_parse_collective_mode(const char *command, const char *text, gboole
   return FALSE;
 }
 
+gboolean cli_parse_crossmesh(const char *command, const char *method, const char *order,
+                             gboolean *crossmesh, int *crossmesh_method, int *crossmesh_order) {
+  SimCrossMeshOptions o;
+  sim_crossmesh_options_init(&o);
+  *crossmesh = method || order;
+  *crossmesh_method = (int)o.method;
+  *crossmesh_order = (int)o.order;
+  SimCrossMeshMethod m;
+  SimCrossMeshOrder r;
+  if (method && !sim_crossmesh_method_parse(method, &m)) {
+    fprintf(stderr, "stratsim %s: --crossmesh must be send_recv, local_allgather, "
+                    "global_allgather or broadcast, not '%s'\n", command, method);
+    return FALSE;
+  }
+  if (order && !sim_crossmesh_order_parse(order, &r)) {
+    fprintf(stderr, "stratsim %s: --crossmesh-order must be naive, greedy, dfs, "
+                    "randomized_greedy or ensemble, not '%s'\n", command, order);
+    return FALSE;
+  }
+  if (method) *crossmesh_method = (int)m;
+  if (order) *crossmesh_order = (int)r;
+  return TRUE;
+}
+
 /* Reads calibration @name from @db_path, which must exist (a lookup creates nothing). */
 CmCalibration *cli_load_calibration(const char *db_path, const char *name, GError **error) {
   if (!g_file_test(db_path, G_FILE_TEST_EXISTS)) {
@@ -93,6 +118,7 @@ static void usage(FILE *f) {
         "  sweep     run every point of a scenario file into the database (resumable), table and charts\n"
         "  report    table of a swept scenario's points (--scenario NAME, --format text|csv|json)\n"
         "  plot      redraw a swept scenario's gnuplot charts from the database (--scenario NAME)\n"
+        "  reshard   time single cross-mesh moves, cases x methods (a reshard file, or --src-mesh ...)\n"
         "  db        check the results database: integrity, foreign keys, rows (db check [--db FILE])\n"
         "  validate  plan a strategy per rank, run it (CPU/MPI or GPU runner), ingest, report the error\n"
         "  profile   measure the op kernels of a model+strategy with a runner and store them as profiles\n"
@@ -121,6 +147,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "report") == 0) return cli_report(argc - 1, argv + 1);
   if (strcmp(cmd, "plot") == 0) return cli_plot(argc - 1, argv + 1);
   if (strcmp(cmd, "db") == 0) return cli_db(argc - 1, argv + 1);
+  if (strcmp(cmd, "reshard") == 0) return cli_reshard(argc - 1, argv + 1);
   if (strcmp(cmd, "validate") == 0) return cli_validate(argc - 1, argv + 1);
   if (strcmp(cmd, "profile") == 0) return cli_profile(argc - 1, argv + 1);
   if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {

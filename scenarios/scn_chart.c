@@ -631,6 +631,11 @@ gboolean scn_charts_write(const ScnResults *r, const ScnCosts *costs, const char
       ((charts & SCN_CHART_MEMORY) && !chart_memory(r, out_dir, formats, o, error)) ||
       ((charts & SCN_CHART_TIMELINE) && !chart_timelines(r, costs, out_dir, formats, o, error)))
     return FALSE;
+  return scn_chart_draw(out_dir, formats, o, error);
+}
+
+gboolean scn_chart_draw(const char *out_dir, unsigned formats, ScnChartOutcome *o,
+                        GError **error) {
   g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   if (!gnuplot) {
     o->gnuplot_missing = o->scripts->len > 0;

@@ -58,6 +58,11 @@ char *scn_gnuplot_terminal(const char *base, unsigned formats, int width, int he
 char *scn_gnuplot_title(const char *title, const char *note);
 /* @text as a single-quoted gnuplot string (quotes doubled). */
 char *scn_gnuplot_quote(const char *text);
+/* Runs gnuplot in @out_dir on every script of @outcome->scripts, recording the images drawn;
+ * without gnuplot on PATH sets gnuplot_missing and returns TRUE. FALSE (SCN_ERROR_GNUPLOT)
+ * when gnuplot fails. */
+gboolean scn_chart_draw(const char *out_dir, unsigned formats, ScnChartOutcome *outcome,
+                        GError **error);
 /* Writes @contents to @dir/@name and records it in @files. */
 gboolean scn_chart_write_file(const char *dir, const char *name, const char *contents,
                               GPtrArray *files, GError **error);

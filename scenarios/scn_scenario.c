@@ -1,6 +1,7 @@
 /* scenarios/scenario — parsing scenario JSON and expanding it into points (scn_scenario.h). */
 #include "scenarios/scn_scenario.h"
 #include "scenarios/scn_search.h"
+#include "sim/sim_crossmesh.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -539,7 +540,8 @@ static gboolean check_fields(const cJSON *obj, const char *origin, const char *w
 static gboolean parse_options(const cJSON *root, ScnScenario *sc, GError **error) {
   const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "options");
   if (!o) return TRUE;
-  static const char *const known[] = {"collectives", "symmetry", "profiles", "calibration", NULL};
+  static const char *const known[] = {"collectives", "symmetry", "profiles", "calibration",
+                                      "crossmesh", "crossmesh_order", NULL};
   if (!cJSON_IsObject(o)) {
     g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: \"options\" must be an object", sc->name);
     return FALSE;
@@ -573,6 +575,31 @@ static gboolean parse_options(const cJSON *root, ScnScenario *sc, GError **error
       return FALSE;
     }
     sc->calibration = g_strdup(v->valuestring);
+  }
+  /* Cross-mesh planning, as `simulate --crossmesh METHOD --crossmesh-order ORDER`. */
+  SimCrossMeshOptions defaults;
+  sim_crossmesh_options_init(&defaults);
+  sc->crossmesh_method = (int)defaults.method;
+  sc->crossmesh_order = (int)defaults.order;
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "crossmesh"))) {
+    SimCrossMeshMethod m;
+    if (!cJSON_IsString(v) || !sim_crossmesh_method_parse(v->valuestring, &m)) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.crossmesh must be "
+                  "\"send_recv\", \"local_allgather\", \"global_allgather\" or \"broadcast\"", sc->name);
+      return FALSE;
+    }
+    sc->crossmesh = TRUE;
+    sc->crossmesh_method = (int)m;
+  }
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "crossmesh_order"))) {
+    SimCrossMeshOrder r;
+    if (!cJSON_IsString(v) || !sim_crossmesh_order_parse(v->valuestring, &r)) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.crossmesh_order must be "
+                  "\"naive\", \"greedy\", \"dfs\", \"randomized_greedy\" or \"ensemble\"", sc->name);
+      return FALSE;
+    }
+    sc->crossmesh = TRUE;
+    sc->crossmesh_order = (int)r;
   }
   return TRUE;
 }
@@ -744,11 +771,17 @@ ScnScenario *scn_scenario_load(const char *path, GError **error) {
 
 char *scn_point_canonical(const ScnScenario *sc, const char *model, const char *cluster,
                           const char *strategy) {
+  /* The cross-mesh line only when the option is given: the keys of every other scenario stay
+   * as they were. */
+  g_autofree char *crossmesh =
+      sc->crossmesh ? g_strdup_printf("crossmesh=%s,%s\n", sim_crossmesh_method_name(sc->crossmesh_method),
+                                      sim_crossmesh_order_name(sc->crossmesh_order))
+                    : g_strdup("");
   return g_strdup_printf("model=%s\ncluster=%s\nstrategy=%s\ncollectives=%s\nsymmetry=%s\n"
-                         "profiles=%s\ncalibration=%s\n",
+                         "profiles=%s\ncalibration=%s\n%s",
                          model, cluster, strategy, sc->step_collectives ? "step" : "task",
                          sc->no_symmetry ? "off" : "on", sc->no_profiles ? "off" : "on",
-                         sc->calibration ? sc->calibration : "");
+                         sc->calibration ? sc->calibration : "", crossmesh);
 }
 
 const char *scn_point_value(const ScnPoint *point, const char *var) {

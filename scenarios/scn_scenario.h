@@ -77,6 +77,9 @@ typedef struct {
   gboolean no_symmetry;       /* "symmetry": false */
   gboolean no_profiles;       /* "profiles": false: roofline only */
   char *calibration;          /* "calibration": NAME stored by `stratsim calibrate`, or NULL */
+  gboolean crossmesh;         /* "crossmesh" and/or "crossmesh_order" given: SimOptions.crossmesh */
+  int crossmesh_method;       /* SimCrossMeshMethod ("crossmesh": "broadcast", ...) */
+  int crossmesh_order;        /* SimCrossMeshOrder ("crossmesh_order": "greedy", ...) */
   /* outputs */
   unsigned charts;            /* SCN_CHART_* */
   unsigned tables;            /* SCN_TABLE_* */

@@ -76,7 +76,9 @@ ScnSimulation *scn_simulate(const ScnScenario *sc, const ScnPoint *point, const 
   ScnSimulation *s = g_new0(ScnSimulation, 1);
   CmParams params;
   cm_params_default(&params);
-  SimOptions options = {.no_symmetry = sc->no_symmetry, .step_collectives = sc->step_collectives};
+  SimOptions options = {.no_symmetry = sc->no_symmetry, .step_collectives = sc->step_collectives,
+                        .crossmesh = sc->crossmesh, .crossmesh_method = sc->crossmesh_method,
+                        .crossmesh_order = sc->crossmesh_order};
   if (!(s->cluster = dev_cluster_parse_spec(cluster, error)) ||
       !(s->graph = mdl_graph_parse_spec(model, error))) {
     scn_simulation_free(s);

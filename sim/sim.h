@@ -118,6 +118,15 @@ typedef struct {
   gboolean no_symmetry;   /* force the expanded graph (`--no-symmetry`) */
   gboolean step_collectives; /* expand collectives into transfers on link resources
                                 (contention; `--collectives step`) */
+  /* Moves between meshes (sim/CROSSMESH.md, "In a training iteration"). FALSE, the default:
+   * a device-aligned move (same mesh shape and layout) is Megatron's stage-to-stage send/recv,
+   * tile by tile from device i to device i, and every other move is planned with broadcast and
+   * the ensemble load balancer. TRUE (`--crossmesh`, scenario option "crossmesh"): every move
+   * between meshes, aligned ones included, is planned with the method and load balancer
+   * below. */
+  gboolean crossmesh;
+  int crossmesh_method;      /* SimCrossMeshMethod (sim_crossmesh.h), when crossmesh is set */
+  int crossmesh_order;       /* SimCrossMeshOrder, when crossmesh is set */
 } SimOptions;
 
 /* Limits on one simulation (README, "Limits"), checked before the task graph is allocated.
@@ -182,6 +191,8 @@ typedef struct {
   int simulated_gpus;         /* of which simulated (fewer under symmetry) */
   gboolean symmetric;
   gboolean step_collectives;  /* which collective mode ran */
+  gboolean crossmesh;         /* moves between meshes planned as SimOptions asked (below) */
+  int crossmesh_method, crossmesh_order; /* SimCrossMeshMethod and SimCrossMeshOrder */
   uint64_t tasks;
   uint64_t events;
   double build_wall_s;        /* wall-clock time to build the task graph */

@@ -59,6 +59,8 @@ typedef struct {
   gboolean step;            /* step-expanded collectives on link resources */
   GHashTable *plans;        /* CrossMeshCache -> itself: cross-mesh resharding plans, one per
                                move (delta simulation keeps them across builds) */
+  gboolean crossmesh_all;   /* options->crossmesh: aligned moves are planned too */
+  SimCrossMeshOptions crossmesh; /* how moves are planned (defaults unless options->crossmesh) */
   uint32_t *last_compute;   /* per device: its last compute task in program order */
   GArray *marks;            /* SbMark before each segment and at the end, when recording
                                (delta simulation), else NULL */

@@ -298,6 +298,10 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
                              const SimOptions *options, gboolean enforce, SimEstimate *estimate,
                              GError **error) {
   memset(b, 0, sizeof *b);
+  g_return_val_if_fail(!options->crossmesh ||
+                           ((unsigned)options->crossmesh_method < SIM_CROSSMESH_METHOD_COUNT &&
+                            (unsigned)options->crossmesh_order < SIM_CROSSMESH_ORDER_COUNT),
+                       FALSE);
   memset(estimate, 0, sizeof *estimate);
   if (!mdl_strategy_validate(strategy, graph, cluster, error)) return FALSE;
   estimate->device_slots = sb_device_slots(graph, strategy);
@@ -340,6 +344,12 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
     }
   }
   b->step = options->step_collectives;
+  sim_crossmesh_options_init(&b->crossmesh);
+  b->crossmesh_all = options->crossmesh;
+  if (options->crossmesh) {
+    b->crossmesh.method = (SimCrossMeshMethod)options->crossmesh_method;
+    b->crossmesh.order = (SimCrossMeshOrder)options->crossmesh_order;
+  }
   b->plans = g_hash_table_new_full(sb_crossmesh_cache_hash, sb_crossmesh_cache_equal,
                                    sb_crossmesh_cache_free, NULL);
   /* Cross-mesh resharding runs on link resources and plans every device's slices, so the

@@ -144,9 +144,11 @@ MdlLayout sb_reduced(MdlLayout from) {
 
 /* Whether a move between two meshes is device-aligned: same mesh shape and, after reducing
  * partial sums, the same layout, so device i of one sends its whole tile to device i of the
- * other (Megatron's stage-to-stage send/recv). Other moves are cross-mesh resharding. */
+ * other (Megatron's stage-to-stage send/recv). Other moves are cross-mesh resharding, and so
+ * is every move when the run chose a cross-mesh method (SimOptions.crossmesh). */
 gboolean sb_aligned_move(const Builder *b, int src_mesh, MdlLayout from, int dst_mesh,
                              MdlLayout to) {
+  if (b->crossmesh_all) return FALSE;
   const MdlMesh *sm = mdl_strategy_mesh(b->s, src_mesh), *dm = mdl_strategy_mesh(b->s, dst_mesh);
   if (sm->ndims != dm->ndims || memcmp(sm->shape, dm->shape, sizeof(int) * (gsize)sm->ndims) != 0)
     return FALSE;
@@ -170,7 +172,7 @@ const SimCrossMeshPlan *sb_crossmesh_plan(Builder *b, int t, int src_mesh, MdlLa
   SimCrossMeshPlan *plan =
       sim_crossmesh_plan_new(b->c, mdl_strategy_mesh(b->s, src_mesh), from,
                              mdl_strategy_mesh(b->s, dst_mesh), to, shape, tensor->ndims,
-                             b->dtype_bytes, NULL, error);
+                             b->dtype_bytes, &b->crossmesh, error);
   /* The strategy was validated, but two tilings may still cut a tensor into too many slices:
    * the estimate (sim_build_estimate.c) plans every move first and reports that. */
   if (!plan) {

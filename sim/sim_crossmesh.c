@@ -47,6 +47,54 @@ gboolean sim_crossmesh_order_parse(const char *text, SimCrossMeshOrder *out) {
   return FALSE;
 }
 
+gboolean sim_crossmesh_layout_parse(const char *text, int mesh_ndims, MdlLayout *layout,
+                                    int *ndims, GError **error) {
+  g_return_val_if_fail(text && layout && ndims && mesh_ndims >= 1 && mesh_ndims <= MDL_MAX_MESH_AXES,
+                       FALSE);
+  for (int a = 0; a < MDL_MAX_MESH_AXES; a++) layout->axis[a] = MDL_LAYOUT_BROADCAST;
+  int dim = 0;
+  for (const char *c = text; *c;) {
+    if (dim == MDL_MAX_DIMS) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "layout '%s': more than %d tensor dims", text,
+                  MDL_MAX_DIMS);
+      return FALSE;
+    }
+    if (*c == 'R') {
+      c++, dim++;
+      continue;
+    }
+    if (*c != 'S') {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                  "layout '%s': '%c' is not R or S (one token per tensor dim: R, S0, S01, S^{01})",
+                  text, *c);
+      return FALSE;
+    }
+    c++;
+    gboolean brace = FALSE;
+    if (*c == '^') c++;
+    if (*c == '{') c++, brace = TRUE;
+    int axes = 0;
+    for (; g_ascii_isdigit(*c); c++, axes++) {
+      int a = *c - '0';
+      if (a >= mesh_ndims || layout->axis[a] != MDL_LAYOUT_BROADCAST) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "layout '%s': mesh axis %d %s", text, a,
+                    a >= mesh_ndims ? "is outside the mesh" : "splits two dims");
+        return FALSE;
+      }
+      layout->axis[a] = (int8_t)dim;
+    }
+    if (brace && *c++ != '}') axes = 0;
+    if (axes == 0) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "layout '%s': S needs its mesh axes (S0, S01, S^{01})",
+                  text);
+      return FALSE;
+    }
+    dim++;
+  }
+  *ndims = dim;
+  return TRUE;
+}
+
 void sim_crossmesh_options_init(SimCrossMeshOptions *o) {
   memset(o, 0, sizeof *o);
   o->method = SIM_CROSSMESH_BROADCAST;

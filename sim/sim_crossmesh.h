@@ -65,6 +65,15 @@ gboolean sim_crossmesh_method_parse(const char *text, SimCrossMeshMethod *out);
 const char *sim_crossmesh_order_name(SimCrossMeshOrder order);
 gboolean sim_crossmesh_order_parse(const char *text, SimCrossMeshOrder *out);
 
+/* Parses a layout in the paper's notation (Table 2): one token per tensor dim, `R` (replicated)
+ * or `S` and the mesh axes the dim is split over, `S0`, `S01` (also written `S^0`, `S^{01}`),
+ * e.g. "RS01R". @mesh_ndims: the mesh's axes. Sets *@layout per mesh axis (Split(tensor dim) or
+ * Broadcast) and *@ndims to the tokens read (the tensor's dims). FALSE with @error
+ * (MDL_ERROR_PARSE) for another character, an axis outside the mesh or used twice, or more
+ * than MDL_MAX_DIMS tokens. */
+gboolean sim_crossmesh_layout_parse(const char *text, int mesh_ndims, MdlLayout *layout,
+                                    int *ndims, GError **error);
+
 typedef struct {
   SimCrossMeshMethod method;
   SimCrossMeshOrder order;

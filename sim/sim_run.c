@@ -7,6 +7,7 @@
  * communication + bubble = iteration time. */
 #include "sim/sim.h"
 #include "sim/sim-int.h"
+#include "sim/sim_crossmesh.h"
 
 #include <cjson/cJSON.h>
 
@@ -217,6 +218,9 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
   p->events = schedule->events;
   p->symmetric = tasks->symmetric;
   p->step_collectives = options->step_collectives;
+  p->crossmesh = options->crossmesh;
+  p->crossmesh_method = options->crossmesh_method;
+  p->crossmesh_order = options->crossmesh_order;
   p->num_gpus = strategy_devices(strategy, cluster);
   compute_breakdown(run);
   compute_memory(run);
@@ -281,6 +285,12 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddBoolToObject(root, "fits_memory", p->fits_memory);
   cJSON_AddStringToObject(root, "collective_mode",
                           p->step_collectives ? "step-expanded" : "one-task-per-collective");
+  /* Only when asked for, so that the default run's JSON stays as it was. */
+  if (p->crossmesh) {
+    cJSON *cm = cJSON_AddObjectToObject(root, "crossmesh");
+    cJSON_AddStringToObject(cm, "method", sim_crossmesh_method_name(p->crossmesh_method));
+    cJSON_AddStringToObject(cm, "order", sim_crossmesh_order_name(p->crossmesh_order));
+  }
   cJSON_AddBoolToObject(root, "symmetry", p->symmetric);
   cJSON_AddNumberToObject(root, "profiled_kernels", run->profiled_kernels);
   if (run->calibration) cJSON_AddStringToObject(root, "calibration", run->calibration);

@@ -779,6 +779,172 @@ static void test_emit(void) {
   dev_cluster_free(c);
 }
 
+/* ---- The paper's notation for layouts --------------------------------------------------- */
+
+static void test_layout_parse(void) {
+  MdlLayout l;
+  int ndims = 0;
+  GError *error = NULL;
+  g_assert_true(sim_crossmesh_layout_parse("S0RR", 2, &l, &ndims, &error));
+  g_assert_no_error(error);
+  g_assert_cmpint(ndims, ==, 3);
+  g_assert_cmpint(l.axis[0], ==, 0);
+  g_assert_cmpint(l.axis[1], ==, B);
+  /* S^{01}: one dim over both axes, row-major (test "Table 2" reads case 4 as {1, 1}). */
+  g_assert_true(sim_crossmesh_layout_parse("RS01R", 2, &l, &ndims, NULL));
+  g_assert_cmpint(ndims, ==, 3);
+  g_assert_cmpint(l.axis[0], ==, 1);
+  g_assert_cmpint(l.axis[1], ==, 1);
+  g_assert_true(sim_crossmesh_layout_parse("RRS^{1}", 2, &l, &ndims, NULL));
+  g_assert_cmpint(l.axis[0], ==, B);
+  g_assert_cmpint(l.axis[1], ==, 2);
+  g_assert_true(sim_crossmesh_layout_parse("RRR", 2, &l, &ndims, NULL));
+  g_assert_cmpint(ndims, ==, 3);
+  g_assert_cmpint(l.axis[0], ==, B);
+  static const char *const bad[] = {"S2R", "S0S0", "SRR", "P0R", "S^{0R", "RRRRRRRRR"};
+  for (guint i = 0; i < G_N_ELEMENTS(bad); i++) {
+    g_assert_false(sim_crossmesh_layout_parse(bad[i], 2, &l, &ndims, &error));
+    g_assert_error(error, MDL_ERROR, MDL_ERROR_PARSE);
+    g_assert_nonnull(strstr(error->message, bad[i]));
+    g_clear_error(&error);
+  }
+}
+
+/* ---- Moves between meshes in a training iteration (SimOptions.crossmesh) ------------------ */
+
+/* Two elementwise ops over a (1024, 1024, 512) fp16 tensor: `send` on the sender mesh writes t,
+ * `recv` on the receiver mesh reads it (its gradient goes back in the backward). */
+static const char move_model[] =
+    "{\"name\": \"move\", \"batch\": 1024, \"dtype\": \"fp16\", \"tensors\": ["
+    " {\"name\": \"x\", \"shape\": [1024, 1024, 512], \"input\": true},"
+    " {\"name\": \"t\", \"shape\": [1024, 1024, 512]}, {\"name\": \"u\", \"shape\": [1024, 1024, 512]}],"
+    " \"ops\": ["
+    " {\"name\": \"send\", \"kind\": \"elementwise\", \"dims\": [{\"name\": \"b\", \"size\": 1024, \"role\": \"sample\"},"
+    "  {\"name\": \"y\", \"size\": 1024, \"role\": \"attribute\"}, {\"name\": \"z\", \"size\": 512, \"role\": \"attribute\"}],"
+    "  \"inputs\": [{\"tensor\": \"x\", \"dims\": [\"b\", \"y\", \"z\"]}], \"output\": {\"tensor\": \"t\", \"dims\": [\"b\", \"y\", \"z\"]}},"
+    " {\"name\": \"recv\", \"kind\": \"elementwise\", \"dims\": [{\"name\": \"b\", \"size\": 1024, \"role\": \"sample\"},"
+    "  {\"name\": \"y\", \"size\": 1024, \"role\": \"attribute\"}, {\"name\": \"z\", \"size\": 512, \"role\": \"attribute\"}],"
+    "  \"inputs\": [{\"tensor\": \"t\", \"dims\": [\"b\", \"y\", \"z\"]}], \"output\": {\"tensor\": \"u\", \"dims\": [\"b\", \"y\", \"z\"]}}]}";
+
+/* Table 2's meshes (2, 4) -> (2, 4) on hosts 0-1 and 2-3; `send` split @send_split on mesh axis
+ * 0 (case 1: "b", S0RR, device-aligned with the receiver's S0RR; case 3: "y", RS0R). */
+typedef struct {
+  MdlGraph *graph;
+  DevCluster *cluster;
+  MdlStrategy *strategy;
+} MoveSetup;
+
+static MoveSetup move_setup(const char *send_split) {
+  MoveSetup m;
+  GError *error = NULL;
+  m.cluster = p3_cluster(4);
+  m.graph = mdl_graph_from_json(move_model, "move", &error);
+  g_assert_no_error(error);
+  g_autofree char *json = g_strdup_printf(
+      "{\"num_microbatches\": 1, \"meshes\": [{\"shape\": [2, 4], \"devices\": [0, 1, 2, 3, 4, 5, 6, 7]},"
+      " {\"shape\": [2, 4], \"devices\": [8, 9, 10, 11, 12, 13, 14, 15]}],"
+      " \"ops\": [{\"op\": \"send\", \"mesh\": 0, \"stage\": 0, \"split\": [\"%s\", null]},"
+      " {\"op\": \"recv\", \"mesh\": 1, \"stage\": 1, \"split\": [\"b\", null]}]}", send_split);
+  m.strategy = mdl_strategy_from_json(json, "inline", m.graph, m.cluster, &error);
+  g_assert_no_error(error);
+  return m;
+}
+
+static void move_clear(MoveSetup *m) {
+  mdl_strategy_free(m->strategy);
+  mdl_graph_free(m->graph);
+  dev_cluster_free(m->cluster);
+}
+
+static SimRun *move_run(const MoveSetup *m, gboolean crossmesh, SimCrossMeshMethod method,
+                        SimCrossMeshOrder order) {
+  CmParams params;
+  cm_params_default(&params);
+  SimOptions o = {.crossmesh = crossmesh, .crossmesh_method = (int)method, .crossmesh_order = (int)order};
+  GError *error = NULL;
+  SimRun *run = sim_run_new_with_options(m->graph, m->strategy, m->cluster, &params, &o, &error);
+  g_assert_no_error(error);
+  return run;
+}
+
+/* Transfer tasks of the moves of t: per collective kind. */
+static void count_moves(const SimRun *run, int *by_collective) {
+  memset(by_collective, 0, sizeof(int) * CM_COLLECTIVE_COUNT);
+  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
+    const SimTask *t = sim_task_graph_task(run->tasks, i);
+    if (t->kind == SIM_TASK_COMM && t->role == SIM_ROLE_WHOLE && t->duration > 0)
+      by_collective[t->collective]++;
+  }
+}
+
+/* Case 1 is device-aligned: by default each receiver gets its 512 MB tile from its
+ * counterpart, one send/recv each way (Megatron's stage-to-stage send/recv without its
+ * scatter-gather); the prediction JSON says nothing about cross-mesh planning. Asking for a
+ * method plans the aligned move too: broadcast sends each slice over the NICs once. */
+static void test_training_aligned(void) {
+  MoveSetup m = move_setup("b");
+  int counts[CM_COLLECTIVE_COUNT];
+  SimRun *tiles = move_run(&m, FALSE, 0, 0);
+  count_moves(tiles, counts);
+  /* One per simulated receiver each way (symmetry simulates one device per mesh here). */
+  g_assert_cmpint(counts[CM_SEND_RECV], ==, tiles->prediction.simulated_gpus);
+  g_assert_cmpint(counts[CM_BROADCAST] + counts[CM_ALL_GATHER], ==, 0);
+  g_assert_false(tiles->prediction.crossmesh);
+  g_autofree char *json = sim_prediction_to_json(tiles, FALSE);
+  g_assert_null(strstr(json, "crossmesh"));
+
+  SimRun *bcast = move_run(&m, TRUE, SIM_CROSSMESH_BROADCAST, SIM_CROSSMESH_ENSEMBLE);
+  count_moves(bcast, counts);
+  g_assert_cmpint(counts[CM_BROADCAST], >, 0);
+  g_assert_cmpfloat(bcast->prediction.iteration_time_s, <, 0.5 * tiles->prediction.iteration_time_s);
+  g_autofree char *json2 = sim_prediction_to_json(bcast, FALSE);
+  g_assert_nonnull(strstr(json2, "\"crossmesh\":{\"method\":\"broadcast\",\"order\":\"ensemble\"}"));
+
+  SimRun *p2p = move_run(&m, TRUE, SIM_CROSSMESH_SEND_RECV, SIM_CROSSMESH_GREEDY);
+  count_moves(p2p, counts);
+  g_assert_cmpint(counts[CM_SEND_RECV], >, 0);
+  g_assert_cmpint(counts[CM_BROADCAST] + counts[CM_ALL_GATHER], ==, 0);
+  /* Planned send/recv moves the same bytes as the tiles; it may overlap the two directions. */
+  g_assert_cmpfloat(p2p->prediction.iteration_time_s, <=, tiles->prediction.iteration_time_s);
+  g_assert_cmpfloat(p2p->prediction.iteration_time_s, >, bcast->prediction.iteration_time_s);
+  sim_run_free(tiles);
+  sim_run_free(bcast);
+  sim_run_free(p2p);
+  move_clear(&m);
+}
+
+/* Case 3 (RS0R -> S0RR) is not aligned: the default plans it with broadcast and the ensemble,
+ * so asking for exactly those gives the same graph, bit for bit. Other methods follow Fig. 6's
+ * ordering here too: broadcast <= global all-gather (Alpa) <= send/recv. */
+static void test_training_methods(void) {
+  MoveSetup m = move_setup("y");
+  SimRun *dflt = move_run(&m, FALSE, 0, 0);
+  SimRun *same = move_run(&m, TRUE, SIM_CROSSMESH_BROADCAST, SIM_CROSSMESH_ENSEMBLE);
+  g_assert_cmpuint(sim_task_graph_size(dflt->tasks), ==, sim_task_graph_size(same->tasks));
+  g_assert_cmpmem(&dflt->prediction.iteration_time_s, sizeof(double),
+                  &same->prediction.iteration_time_s, sizeof(double));
+  SimRun *alpa = move_run(&m, TRUE, SIM_CROSSMESH_GLOBAL_ALLGATHER, SIM_CROSSMESH_GREEDY);
+  SimRun *p2p = move_run(&m, TRUE, SIM_CROSSMESH_SEND_RECV, SIM_CROSSMESH_GREEDY);
+  SimRun *naive = move_run(&m, TRUE, SIM_CROSSMESH_BROADCAST, SIM_CROSSMESH_NAIVE);
+  int counts[CM_COLLECTIVE_COUNT];
+  count_moves(alpa, counts);
+  g_assert_cmpint(counts[CM_ALL_GATHER], >, 0);
+  g_assert_cmpint(counts[CM_BROADCAST], ==, 0);
+  g_test_message("case 3 in an iteration: broadcast+ensemble %.4f s, broadcast+naive %.4f s, "
+                 "global all-gather+greedy %.4f s, send/recv+greedy %.4f s",
+                 dflt->prediction.iteration_time_s, naive->prediction.iteration_time_s,
+                 alpa->prediction.iteration_time_s, p2p->prediction.iteration_time_s);
+  g_assert_cmpfloat(dflt->prediction.iteration_time_s, <, alpa->prediction.iteration_time_s);
+  g_assert_cmpfloat(alpa->prediction.iteration_time_s, <, p2p->prediction.iteration_time_s);
+  g_assert_cmpfloat(dflt->prediction.iteration_time_s, <=, naive->prediction.iteration_time_s);
+  sim_run_free(dflt);
+  sim_run_free(same);
+  sim_run_free(alpa);
+  sim_run_free(p2p);
+  sim_run_free(naive);
+  move_clear(&m);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/crossmesh/names", test_names);
@@ -805,6 +971,9 @@ int main(int argc, char **argv) {
     g_test_add_data_func(path, GUINT_TO_POINTER(seeds[i]), test_order_randomized_seed);
   }
   g_test_add_func("/sim/crossmesh/emit", test_emit);
+  g_test_add_func("/sim/crossmesh/layout-parse", test_layout_parse);
+  g_test_add_func("/sim/crossmesh/training/aligned", test_training_aligned);
+  g_test_add_func("/sim/crossmesh/training/methods", test_training_methods);
   for (guint i = 0; i < G_N_ELEMENTS(table2); i++) {
     g_autofree char *fig6 = g_strdup_printf("/sim/crossmesh/table2/case%d/fig6", table2[i].id);
     g_autofree char *fig8 = g_strdup_printf("/sim/crossmesh/table2/case%d/fig8", table2[i].id);
