@@ -16,6 +16,7 @@ int cli_explain(int argc, char **argv) {
   g_autofree char *collectives = NULL;
   g_autofree char *calibration_name = NULL, *db_path = NULL;
   int rows = 20;
+  g_autofree char *crossmesh_method = NULL, *crossmesh_order = NULL;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
@@ -27,11 +28,17 @@ int cli_explain(int argc, char **argv) {
       {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME (stratsim calibrate) in the database", "NAME"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU", NULL},
+      {"crossmesh", 0, 0, G_OPTION_ARG_STRING, &crossmesh_method, "plan every move between meshes (device-aligned ones too) with this method", "send_recv|local_allgather|global_allgather|broadcast"},
+      {"crossmesh-order", 0, 0, G_OPTION_ARG_STRING, &crossmesh_order, "load balancer for --crossmesh (default ensemble)", "naive|greedy|dfs|randomized_greedy|ensemble"},
       {NULL}};
   if (!cli_parse_options("explain", "Explains a strategy: layouts, collectives, memory.", entries,
                          &argc, &argv))
     return CLI_EXIT_BAD_INPUT;
   if (!cli_parse_collective_mode("explain", collectives, &step)) return CLI_EXIT_BAD_INPUT;
+  SimOptions options = {.no_symmetry = no_symmetry, .step_collectives = step};
+  if (!cli_parse_crossmesh("explain", crossmesh_method, crossmesh_order, &options.crossmesh,
+                           &options.crossmesh_method, &options.crossmesh_order))
+    return CLI_EXIT_BAD_INPUT;
   if (!model_spec || !cluster_spec) {
     fprintf(stderr, "stratsim explain: --model and --cluster are required\n");
     return CLI_EXIT_BAD_INPUT;
@@ -78,7 +85,7 @@ int cli_explain(int argc, char **argv) {
       !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
       !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
       !(run = sim_run_new_with_options(graph, strategy, cluster, &params,
-                                       &(SimOptions){.no_symmetry = no_symmetry, .step_collectives = step}, &error))) {
+                                       &options, &error))) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }

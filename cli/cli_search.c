@@ -135,6 +135,7 @@ int cli_search(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *algo_text = NULL, *budget_text = NULL;
   g_autofree char *out_path = NULL, *db_path = NULL, *vars_text = NULL, *dims_text = NULL;
   g_autofree char *dtype_text = NULL, *collectives = NULL, *calibration_name = NULL;
+  g_autofree char *crossmesh_method = NULL, *crossmesh_order = NULL;
   gboolean json = FALSE, no_delta = FALSE, no_symmetry = FALSE, no_profiles = FALSE, followers = FALSE;
   gint64 seed = 1;
   int threads = 1, mesh_axes = 2, microbatches = 8, restarts = 0;
@@ -158,6 +159,8 @@ int cli_search(int argc, char **argv) {
       {"restarts", 0, 0, G_OPTION_ARG_INT, &restarts, "MCMC chains per thread's budget (default 3)", "R"},
       {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_text, "fp32, tf32, fp16, bf16 (default: the model's)", "D"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task (default) or step: how every candidate is simulated", "task|step"},
+      {"crossmesh", 0, 0, G_OPTION_ARG_STRING, &crossmesh_method, "plan every move between meshes (device-aligned ones too) with this method, in every candidate", "send_recv|local_allgather|global_allgather|broadcast"},
+      {"crossmesh-order", 0, 0, G_OPTION_ARG_STRING, &crossmesh_order, "load balancer for --crossmesh (default ensemble)", "naive|greedy|dfs|randomized_greedy|ensemble"},
       {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME in the database", "NAME"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU of every candidate (slow)", NULL},
@@ -209,6 +212,9 @@ int cli_search(int argc, char **argv) {
   o.sim.no_symmetry = no_symmetry;
   o.no_delta = no_delta;
   o.sim.step_collectives = step;
+  if (!cli_parse_crossmesh("search", crossmesh_method, crossmesh_order, &o.sim.crossmesh,
+                           &o.sim.crossmesh_method, &o.sim.crossmesh_order))
+    return CLI_EXIT_BAD_INPUT;
   if (isatty(fileno(stderr))) o.progress = show_progress;
   if (!db_path) db_path = g_strdup("results/stratsim.db");
 

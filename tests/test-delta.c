@@ -13,6 +13,7 @@
 #include "model/mdl_graph.h"
 #include "model/mdl_strategy.h"
 #include "sim/sim.h"
+#include "sim/sim_crossmesh.h"
 #include "sim/sim_delta.h"
 #include "search/srch_search.h"
 
@@ -20,22 +21,28 @@ typedef struct {
   const char *model, *cluster, *strategy;
   gboolean step, no_symmetry;
   guint32 seed;
+  gboolean crossmesh;          /* SimOptions.crossmesh with the method and order below */
+  int crossmesh_method, crossmesh_order;
 } DeltaCase;
 
 static const DeltaCase cases[] = {
     {"gpt:layers=2,hidden=256,heads=4,seq=128,vocab=1024,batch=16", "dgx-a100:nodes=2",
-     "megatron:tp=4,pp=2,dp=2,mb=2", FALSE, FALSE, 1},
+     "megatron:tp=4,pp=2,dp=2,mb=2", FALSE, FALSE, 1, FALSE, 0, 0},
     {"gpt:layers=2,hidden=256,heads=4,seq=128,vocab=1024,batch=16", "dgx-a100:nodes=2",
-     "megatron:tp=4,pp=2,dp=2,mb=2", FALSE, TRUE, 2},
+     "megatron:tp=4,pp=2,dp=2,mb=2", FALSE, TRUE, 2, FALSE, 0, 0},
     {"gpt:layers=4,hidden=256,heads=4,seq=64,vocab=1024,batch=16", "dgx-a100",
-     "megatron:tp=2,pp=2,dp=2,mb=4,schedule=interleaved,vp=2,zero=3,recompute=full", FALSE, TRUE, 3},
+     "megatron:tp=2,pp=2,dp=2,mb=4,schedule=interleaved,vp=2,zero=3,recompute=full", FALSE, TRUE, 3, FALSE, 0, 0},
     {"gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1024,batch=8", "dgx-a100",
-     "megatron:tp=4,dp=2,mb=2,sp=1,zero=2,recompute=selective,wdelay=1", FALSE, FALSE, 4},
+     "megatron:tp=4,dp=2,mb=2,sp=1,zero=2,recompute=selective,wdelay=1", FALSE, FALSE, 4, FALSE, 0, 0},
     {"gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1024,batch=8", "dgx-a100",
-     "megatron:tp=2,pp=2,dp=2,mb=2,zero=1", TRUE, FALSE, 5},
-    {"mlp:layers=4,hidden=512,batch=64", "flexflow-p100", "megatron:tp=2,dp=4,mb=2", FALSE, TRUE, 6},
-    {"mlp:layers=4,hidden=512,batch=64", "flexflow-k80:nodes=2", "summa:q=2,dp=2", FALSE, TRUE, 7},
-    {"alexnet:batch=64", "flexflow-p100", "dp", FALSE, TRUE, 8},
+     "megatron:tp=2,pp=2,dp=2,mb=2,zero=1", TRUE, FALSE, 5, FALSE, 0, 0},
+    {"mlp:layers=4,hidden=512,batch=64", "flexflow-p100", "megatron:tp=2,dp=4,mb=2", FALSE, TRUE, 6, FALSE, 0, 0},
+    {"mlp:layers=4,hidden=512,batch=64", "flexflow-k80:nodes=2", "summa:q=2,dp=2", FALSE, TRUE, 7, FALSE, 0, 0},
+    {"alexnet:batch=64", "flexflow-p100", "dp", FALSE, TRUE, 8, FALSE, 0, 0},
+    /* Every move between the stages planned, with send + local all-gather and greedy order. */
+    {"gpt:layers=2,hidden=256,heads=4,seq=128,vocab=1024,batch=16", "dgx-a100:nodes=2",
+     "megatron:tp=4,pp=2,dp=2,mb=2", FALSE, FALSE, 9, TRUE, SIM_CROSSMESH_LOCAL_ALLGATHER,
+     SIM_CROSSMESH_GREEDY},
 };
 
 static int mutations_per_case(void) {
@@ -87,7 +94,9 @@ static void test_delta_equals_full(gconstpointer data) {
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
-  SimOptions options = {.no_symmetry = dc->no_symmetry, .step_collectives = dc->step};
+  SimOptions options = {.no_symmetry = dc->no_symmetry, .step_collectives = dc->step,
+                        .crossmesh = dc->crossmesh, .crossmesh_method = dc->crossmesh_method,
+                        .crossmesh_order = dc->crossmesh_order};
   SimDelta *delta = sim_delta_new(g, c, &params, &options);
   GRand *rand = g_rand_new_with_seed(dc->seed);
   int n = mutations_per_case(), checked = 0, refused = 0;
