@@ -64,7 +64,7 @@ static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph
          r->complete ? ", the whole space" : "");
   if (r->baseline_evaluations)
     printf("               plus %" G_GUINT64_FORMAT " evaluations of the Megatron grid%s\n", r->baseline_evaluations,
-           r->algo == SRCH_ALGO_AUTO && graph->num_layers > 0 ? " and of its pipelines with DP cuts" : "");
+           r->algo == SRCH_ALGO_AUTO ? " and of its pipelines with DP cuts" : "");
   if (!r->best) {
     printf("  winner       none: no evaluated strategy fits in memory\n");
   } else {

@@ -540,8 +540,9 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     phase_clear(&phase);
   }
 
-  /* Stage cuts by dynamic programming: dp, and auto for models with layers. */
-  if (o->algo == SRCH_ALGO_DP || (o->algo == SRCH_ALGO_AUTO && graph->num_layers > 0)) {
+  /* Stage cuts by dynamic programming: dp, and auto (any model with two or more units:
+   * transformer layers, conv blocks; without, srch_dp_points is empty). */
+  if (o->algo == SRCH_ALGO_DP || o->algo == SRCH_ALGO_AUTO) {
     GArray *groups = srch_dp_points(graph, cluster, dtype);
     SrchBudget dp_budget = o->budget;
     if (o->budget.seconds > 0) {

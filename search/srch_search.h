@@ -17,8 +17,8 @@
  *    simulator's per-op compute and the boundary transfers), simulated in full; uneven cuts,
  *    and pp not dividing the layers, are allowed. The winner: the better of the two phases.
  *  - auto: exhaustive when the space has at most as many points as the budget allows, else
- *    coordinate descent; the winner is the best of that, the grid's best and (models with
- *    layers) the dp phase's (the grid and dp only, when no single-stage strategy fits).
+ *    coordinate descent; the winner is the best of that, the grid's best and the dp phase's
+ *    (the grid and dp only, when no single-stage strategy fits).
  * Cost = simulated iteration time (sim_run_new_with_options); strategies that do not fit in
  * memory (cm_memory_per_device, checked before simulating) are not simulated and never a
  * result (the drivers see a penalty that falls with the excess: srch-int.h).
