@@ -132,15 +132,22 @@ static char *csv_field(const char *text) {
   return g_string_free(s, FALSE);
 }
 
+/* A CSV number: empty when not finite (no value, or no error without a measured time). */
+static char *csv_number(double v, const char *format) {
+  return isfinite(v) ? g_strdup_printf(format, v) : g_strdup("");
+}
+
 static void csv_row(FILE *out, const char *section, const ResValidateRun *r, const char *key,
                     guint steps, double predicted, double measured, double value) {
   g_autofree char *m = csv_field(r ? r->model : NULL), *c = csv_field(r ? r->cluster : NULL),
                   *s = csv_field(r ? r->strategy : NULL), *k = csv_field(key);
   char id[32] = "";
   if (r && strcmp(section, "tau") != 0) g_snprintf(id, sizeof id, "%" G_GINT64_FORMAT, r->id);
-  fprintf(out, "%s,%s,%s,%s,%s,%s,%s,%u,%.9g,%.9g,%.6g,%.6g\n", section, id, m, c,
-          strcmp(section, "tau") == 0 ? "" : s, r ? r->runner : "", k, steps, predicted, measured,
-          error_pct(predicted, measured), value);
+  g_autofree char *p = csv_number(predicted, "%.9g"), *me = csv_number(measured, "%.9g"),
+                  *e = csv_number(error_pct(predicted, measured), "%.6g"),
+                  *v = csv_number(value, "%.6g");
+  fprintf(out, "%s,%s,%s,%s,%s,%s,%s,%u,%s,%s,%s,%s\n", section, id, m, c,
+          strcmp(section, "tau") == 0 ? "" : s, r ? r->runner : "", k, steps, p, me, e, v);
 }
 
 static cJSON *groups_json(GPtrArray *groups) {
