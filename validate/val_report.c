@@ -348,25 +348,31 @@ gboolean val_report_chart(const char *db_path, const char *dir, gboolean *drawn,
   double lo = INFINITY, hi = 0;
   for (guint i = 0; i < runs->len; i++) {
     const ResValidateRun *r = g_ptr_array_index(runs, i);
-    g_autofree char *label = g_strdup_printf("%s %s", r->model, r->strategy);
+    g_autofree char *label = g_strdup_printf("%" G_GINT64_FORMAT ": %s", r->id, r->strategy);
     g_strdelimit(label, "\"", '\'');
     g_string_append_printf(data, "%" G_GINT64_FORMAT " %.9g %.9g \"%s\"\n", r->id, r->predicted_s,
                            r->measured_s, label);
     lo = MIN(lo, MIN(r->predicted_s, r->measured_s));
     hi = MAX(hi, MAX(r->predicted_s, r->measured_s));
   }
+  /* Log axes only where the times span more than a decade (log tics need one); else linear
+   * axes from 0, so that the diagonal still reads as "exact". */
+  gboolean log = hi > 20 * lo;
+  double pad = log ? 1.5 : 1.3; /* room for the labels right of the points */
+  if (!log) lo = 0;
   terminal = scn_gnuplot_terminal("validate", SCN_FORMAT_PNG | SCN_FORMAT_SVG, 800, 700, &epilogue);
   title = scn_gnuplot_title("stratsim validate: predicted vs measured iteration time",
-                                             "one point per run; on the line, the prediction is exact");
+                                             "one point per run (id: strategy); on the line, the prediction is exact");
   script = g_strdup_printf(
       "# stratsim chart: draw with `gnuplot validate.gp` in this directory (reads validate.dat)\n"
-      "%sset title %s\nset logscale xy\nset xrange [%.9g:%.9g]\nset yrange [%.9g:%.9g]\n"
+      "%sset title %s\n%sset format xy '%%g'\nset xrange [%.9g:%.9g]\nset yrange [%.9g:%.9g]\n"
       "set xlabel 'measured iteration time (s)'\nset ylabel 'predicted iteration time (s)'\n"
       "set key top left\nset grid\n"
       "plot x title 'predicted = measured' with lines dashtype 2 lc rgb '#888888', \\\n"
       "     'validate.dat' using 3:2 title 'runs' with points pt 7 ps 1.2 lc rgb '#1f77b4', \\\n"
       "     'validate.dat' using 3:2:4 notitle with labels offset 1,0.6 left font ',8'\n%s",
-      terminal, title, lo / 1.5, hi * 1.5, lo / 1.5, hi * 1.5, epilogue);
+      terminal, title, log ? "set logscale xy\n" : "", lo / pad, hi * pad, lo / pad, hi * pad,
+      epilogue);
   gboolean written = scn_chart_write_file(dir, "validate.dat", data->str, NULL, error) &&
                      scn_chart_write_file(dir, "validate.gp", script, NULL, error);
   g_string_free(data, TRUE);
