@@ -126,8 +126,8 @@ int cli_reshard(int argc, char **argv) {
     g_autofree char *shape = shape_json(tensor ? tensor : "1024x1024x512");
     SimCrossMeshOrder parsed;
     if (!sm || !dm || !src || !dst || !shape ||
-        (order && !sim_crossmesh_order_parse(order, &parsed)) || strchr(src, '"') ||
-        strchr(dst, '"') || (cluster && strchr(cluster, '"'))) {
+        (order && !sim_crossmesh_order_parse(order, &parsed)) || strpbrk(src, "\"\\") ||
+        strpbrk(dst, "\"\\") || (cluster && strpbrk(cluster, "\"\\"))) {
       fprintf(stderr, "stratsim reshard: one move needs --src-mesh RxC, --src LAYOUT, --dst-mesh "
                       "RxC and --dst LAYOUT (and a tensor AxBxC, an order naive|greedy|dfs|"
                       "randomized_greedy|ensemble)\n");

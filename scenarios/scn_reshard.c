@@ -188,6 +188,11 @@ ScnReshard *scn_reshard_from_json(const char *json_text, GError **error) {
       !(r->paper = string_field(root, "paper", FALSE, r->name, error)) ||
       !(r->cluster = string_field(root, "cluster", TRUE, r->name, error)))
     goto err;
+  v = cJSON_GetObjectItemCaseSensitive(root, "kind");
+  if (!cJSON_IsString(v) || strcmp(v->valuestring, "reshard") != 0) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "reshard %s: \"kind\" must be \"reshard\"", r->name);
+    goto err;
+  }
   v = cJSON_GetObjectItemCaseSensitive(root, "tensor");
   if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) < 1 || cJSON_GetArraySize(v) > MDL_MAX_DIMS) {
     g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "reshard %s: \"tensor\" must be a shape of 1 to %d dims",

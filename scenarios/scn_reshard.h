@@ -20,6 +20,7 @@
 
 #include <glib.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "model/mdl_graph.h"
 #include "scenarios/scn_chart.h"
@@ -51,7 +52,8 @@ typedef struct {
 
 /* Whether @json_text is a reshard file ("kind": "reshard"). */
 gboolean scn_reshard_is(const char *json_text);
-/* Parses a reshard file; free with scn_reshard_free. NULL with SCN_ERROR_PARSE naming the field. */
+/* Parses a reshard file ("kind" must be "reshard"); free with scn_reshard_free. NULL with
+ * SCN_ERROR_PARSE naming the field. */
 ScnReshard *scn_reshard_from_json(const char *json_text, GError **error);
 ScnReshard *scn_reshard_load(const char *path, GError **error);
 void scn_reshard_free(ScnReshard *reshard);

@@ -298,11 +298,11 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
                              const SimOptions *options, gboolean enforce, SimEstimate *estimate,
                              GError **error) {
   memset(b, 0, sizeof *b);
+  memset(estimate, 0, sizeof *estimate);
   g_return_val_if_fail(!options->crossmesh ||
                            ((unsigned)options->crossmesh_method < SIM_CROSSMESH_METHOD_COUNT &&
                             (unsigned)options->crossmesh_order < SIM_CROSSMESH_ORDER_COUNT),
                        FALSE);
-  memset(estimate, 0, sizeof *estimate);
   if (!mdl_strategy_validate(strategy, graph, cluster, error)) return FALSE;
   estimate->device_slots = sb_device_slots(graph, strategy);
   if (enforce && !sim_estimate_check(estimate, error)) return FALSE;

@@ -58,6 +58,12 @@ check 0 collective --kind all_reduce --bytes 64M --ranks 16 --cluster dgx-a100:n
 check 0 calibrate --cluster dgx-a100:nodes=2 --name lab --db "$db" \
   "$src/tests/data/nccl-tests/all_reduce_perf.2x8.txt"
 check 0 db check --db "$db"
+check 0 reshard "$src/scenarios/crossmesh-table2/table2.json" --out "$work/reshard"
+check 0 reshard --src-mesh 2x4 --src RS01R --dst-mesh 2x4 --dst S01RR --order dfs
+check 0 simulate --model "$src/scenarios/crossmesh-table2/iteration/move.json" \
+  --cluster aws-p3.8xlarge:nodes=4 --strategy "$src/scenarios/crossmesh-table2/iteration/case1.json" \
+  --crossmesh local_allgather --crossmesh-order randomized_greedy --db "$db"
+check 2 reshard --src-mesh 2x4 --src S0R --dst-mesh 2x4 --dst S0RR
 # refusals and bad input: error paths free what they took
 check 2 simulate --model mlp:layers=200,hidden=64,batch=1000000 --cluster dgx-a100 \
   --strategy megatron:tp=1,pp=1,dp=1,mb=1 --db "$db"

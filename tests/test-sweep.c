@@ -910,6 +910,17 @@ static const BadReshard bad_reshards[] = {
      "order 'best'"},
 };
 
+static void test_reshard_kind(void) {
+  GError *error = NULL;
+  const char *json = "{\"name\": \"r\", \"kind\": \"sweep\", \"cluster\": \"aws-p3.8xlarge\", \"tensor\": [8], "
+                     "\"cases\": [], \"methods\": []}";
+  g_assert_false(scn_reshard_is(json));
+  g_assert_null(scn_reshard_from_json(json, &error));
+  g_assert_error(error, SCN_ERROR, SCN_ERROR_PARSE);
+  g_assert_nonnull(strstr(error->message, "\"kind\" must be \"reshard\""));
+  g_clear_error(&error);
+}
+
 static void test_reshard_bad(gconstpointer data) {
   const BadReshard *b = data;
   GError *error = NULL;
@@ -977,6 +988,7 @@ int main(int argc, char **argv) {
     g_autofree char *path = g_strdup_printf("/scn/reshard/bad/%u", i);
     g_test_add_data_func(path, &bad_reshards[i], test_reshard_bad);
   }
+  g_test_add_func("/scn/reshard/kind", test_reshard_kind);
   g_test_add_func("/scn/cli/reshard", test_cli_reshard);
   int status = g_test_run();
   test_remove_tree(tmpdir);
