@@ -65,16 +65,20 @@ static int run_reshard(ScnReshard *r, const char *out_dir, gboolean chart) {
   }
   scn_reshard_print(r, rows, stdout);
   if (chart) {
-    g_autofree char *dir = out_dir ? g_strdup(out_dir) : g_build_filename("results", r->name, NULL);
+    /* results/NAME, NAME's characters other than letters, digits, '.', '_', '-' replaced. */
+    g_autofree char *safe = g_strdup(r->name);
+    for (char *c = safe; *c; c++)
+      if (!g_ascii_isalnum(*c) && *c != '.' && *c != '_' && *c != '-') *c = '_';
+    g_autofree char *dir = out_dir ? g_strdup(out_dir) : g_build_filename("results", safe, NULL);
     ScnChartOutcome outcome;
     scn_chart_outcome_init(&outcome);
-    if (!scn_reshard_chart(r, rows, dir, r->name, SCN_FORMAT_PNG | SCN_FORMAT_SVG, &outcome, &error)) {
+    if (!scn_reshard_chart(r, rows, dir, safe, SCN_FORMAT_PNG | SCN_FORMAT_SVG, &outcome, &error)) {
       status = cli_fail(error, CLI_EXIT_FAILURE);
     } else if (outcome.gnuplot_missing) {
       printf("chart: %s/%s.dat and .gp written; gnuplot is not on PATH (draw with `cd %s && "
-             "gnuplot %s.gp`)\n", dir, r->name, dir, r->name);
+             "gnuplot %s.gp`)\n", dir, safe, dir, safe);
     } else {
-      printf("chart: %s/%s.png and .svg\n", dir, r->name);
+      printf("chart: %s/%s.png and .svg\n", dir, safe);
     }
     scn_chart_outcome_clear(&outcome);
   }
