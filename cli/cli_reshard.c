@@ -113,8 +113,10 @@ int cli_reshard(int argc, char **argv) {
     argc--, argv++;
   }
   if (!cli_parse_options("reshard",
-                         "Simulates single cross-mesh moves (cases x methods of a reshard file, or "
-                         "one move under every method).",
+                         "Simulates single cross-mesh moves, each alone: `stratsim reshard FILE` runs "
+                         "the cases x methods of a reshard file (scenarios/crossmesh-table2/table2.json) "
+                         "and charts them; `stratsim reshard --src-mesh 2x4 --src RS0R --dst-mesh 2x4 "
+                         "--dst S0RR` times one move under every method.",
                          entries, &argc, &argv))
     return CLI_EXIT_BAD_INPUT;
   gboolean one = src_mesh || dst_mesh || src || dst;
