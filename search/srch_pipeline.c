@@ -253,12 +253,15 @@ SimTime srch_pipeline_dp(const SrchPipeline *p, int *cuts) {
   SimTime best = srch_pipeline_objective(p, cuts);
   if (p->microbatches > 1) {
     SimTime least_max = dp_run(&d, DP_MAX, 0);
+    /* Bottlenecks above (best - least_sum) / (m - 1) cannot beat the cut in hand: leaving
+     * them out keeps the list short (it could hold S L^2 / 2 entries). */
+    SimTime most = (best - least_sum) / (SimTime)(p->microbatches - 1);
     GArray *candidates = g_array_new(FALSE, FALSE, sizeof(SimTime));
     for (int s = 0; s < S; s++)
       for (int j = s + 1; j <= L - (S - 1 - s); j++)
         for (int i = s == 0 ? 0 : s; i < (s == 0 ? 1 : j); i++) {
           SimTime t = cost(&d, s, i, j);
-          if (t >= least_max) g_array_append_val(candidates, t);
+          if (t >= least_max && t <= most) g_array_append_val(candidates, t);
         }
     qsort(candidates->data, candidates->len, sizeof(SimTime), compare_time);
     g_autofree int *trial = g_new(int, S + 1);
