@@ -264,17 +264,38 @@ SimTime srch_pipeline_dp(const SrchPipeline *p, int *cuts) {
           if (t >= least_max && t <= most) g_array_append_val(candidates, t);
         }
     qsort(candidates->data, candidates->len, sizeof(SimTime), compare_time);
+    /* Descending: the least-sum cut under bound B has some maximum A <= B, and is also the
+     * least-sum cut under every bound in [A, B]; the next bound worth a DP is the largest
+     * candidate below A. So each DP finds a new (maximum, sum) trade-off, and the optimum's
+     * maximum M* is never skipped: while the bound is >= M*, the optimum is feasible, the cut
+     * found has a sum <= its sum, and either its maximum is <= M* (it is optimal) or the next
+     * bound is still >= M* (M* is a candidate below A). */
     g_autofree int *trial = g_new(int, S + 1);
-    for (guint k = 0; k < candidates->len; k++) {
-      SimTime bound = g_array_index(candidates, SimTime, k);
-      if (k > 0 && bound == g_array_index(candidates, SimTime, k - 1)) continue;
-      if (estimate(p, bound, least_sum) >= best) break; /* no cut under a larger bound wins */
-      if (dp_run(&d, DP_SUM, bound) == NO_COST) continue;
+    const SimTime *list = (const SimTime *)candidates->data;
+    int k = (int)candidates->len - 1;
+    while (k >= 0) {
+      SimTime bound = list[k];
+      if (dp_run(&d, DP_SUM, bound) == NO_COST) break; /* no cut this low: none lower either */
       dp_cuts(&d, trial);
-      SimTime t = srch_pipeline_objective(p, trial);
+      SimTime t = srch_pipeline_objective(p, trial), max = 0;
+      for (int s = 0; s < S; s++) max = MAX(max, srch_pipeline_stage_cost(p, s, trial[s], trial[s + 1]));
       if (t < best) {
         best = t;
         memcpy(cuts, trial, sizeof(int) * (gsize)(S + 1));
+        most = (best - least_sum) / (SimTime)(p->microbatches - 1);
+      }
+      if (max == 0) break;
+      SimTime limit = MIN(max - 1, most);
+      int lo = 0, hi = k - 1; /* the largest index below k with list[index] <= limit */
+      k = -1;
+      while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (list[mid] <= limit) {
+          k = mid;
+          lo = mid + 1;
+        } else {
+          hi = mid - 1;
+        }
       }
     }
     g_array_free(candidates, TRUE);

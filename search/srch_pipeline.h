@@ -19,12 +19,14 @@
  * transfer[s][j] (s < S-1), and a cut the 1F1B iteration estimate
  *     T = (m - 1) max_s t_s + sum_s t_s      (m microbatches)
  * (the pipeline fills and drains once, and the slowest stage paces the steady state).
- * srch_pipeline_dp returns a cut of least T: for each candidate bottleneck B (every stage
- * cost that can occur, ascending, from the least achievable maximum) a DP finds the least
- * sum with every t_s <= B (F[s][j] = min_i F[s-1][i] + t_s(i, j)), and the search stops once
- * (m - 1) B plus the unconstrained least sum reaches the best T found: every cut is counted at
- * its own maximum, so the optimum's is among the candidates. The DP only picks; every cut it
- * picks is then simulated in full (search: the dp algorithm). */
+ * srch_pipeline_dp returns a cut of least T (Alpa's enumeration of the bottleneck): for a
+ * candidate bottleneck B (a stage cost that can occur, from the least achievable maximum up
+ * to where (m - 1) B plus the unconstrained least sum reaches the best T in hand) a DP finds
+ * the least sum with every t_s <= B (F[s][j] = min_i F[s-1][i] + t_s(i, j)). Candidates are
+ * taken in descending order, jumping below the maximum of each cut found (the same cut wins
+ * every bound in between), so one DP runs per (maximum, sum) trade-off; the optimum's maximum
+ * is never jumped over (the proof is at the loop). The DP only picks; every cut it picks is
+ * then simulated in full (search: the dp algorithm). */
 #ifndef STRATSIM_SRCH_PIPELINE_H
 #define STRATSIM_SRCH_PIPELINE_H
 

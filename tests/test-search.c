@@ -488,8 +488,9 @@ static void check_dp_against_brute_force(const SrchPipeline *pl) {
   g_assert_cmpuint(dp, ==, best);
 }
 
-/* Random unit costs (layers of different sizes, heavy transfers at some cuts), 1 to 5 stages,
- * 1 to 16 microbatches: the DP's cut has the least objective of all cuts. */
+/* Random unit costs (layers of different sizes, transfers light or heavier than a layer at
+ * some cuts), 1 to 5 stages, 1 to 16 microbatches: the DP's cut has the least objective of all
+ * cuts. */
 static void test_dp_brute_force_random(void) {
   GError *error = NULL;
   MdlGraph *g = mdl_graph_parse_spec("gpt:layers=9,hidden=64,heads=4,seq=16,vocab=128,batch=8", &error);
@@ -497,14 +498,15 @@ static void test_dp_brute_force_random(void) {
   SrchPipeline *pl = srch_pipeline_new(g);
   g_assert_cmpint(pl->nunits, ==, 11); /* embedding, 9 layers, head */
   GRand *rng = g_rand_new_with_seed(2024);
-  for (int trial = 0; trial < 200; trial++) {
+  for (int trial = 0; trial < 1000; trial++) {
+    int transfer_scale = trial % 2 ? 400 : 4000;
     int S = g_rand_int_range(rng, 1, 6), m = g_rand_int_range(rng, 1, 17);
     SimTime compute[11];
     for (int u = 0; u < 11; u++) compute[u] = (SimTime)g_rand_int_range(rng, 1, 1000) * 1000;
     SimTime *rows[5];
     for (int s = 0; s + 1 < S; s++) {
       rows[s] = g_new(SimTime, 12);
-      for (int u = 0; u <= 11; u++) rows[s][u] = (SimTime)g_rand_int_range(rng, 0, 400) * 1000;
+      for (int u = 0; u <= 11; u++) rows[s][u] = (SimTime)g_rand_int_range(rng, 0, transfer_scale) * 1000;
     }
     srch_pipeline_set_costs(pl, S, m, compute, (const SimTime *const *)rows);
     check_dp_against_brute_force(pl);
