@@ -56,9 +56,8 @@ static int validate_plan(int argc, char **argv) {
   }
   ValPlanRequest req = {.model_spec = model, .cluster_spec = cluster, .strategy_spec = strategy,
                         .dtype = dtype, .warmup = warmup, .iterations = iterations,
-                        .db_path = no_profiles ? NULL : (db_path ? db_path : DEFAULT_DB),
-                        .calibration = calibration};
-  if (no_profiles && calibration) req.db_path = db_path ? db_path : DEFAULT_DB;
+                        .db_path = db_path ? db_path : DEFAULT_DB,
+                        .calibration = calibration, .no_profiles = no_profiles};
   GError *error = NULL;
   ValPlanSummary sum;
   g_autofree char *text = val_plan_make(&req, &sum, &error);
@@ -143,8 +142,8 @@ static int validate_run(int argc, char **argv) {
   if (!plan_path) {
     ValPlanRequest req = {.model_spec = model, .cluster_spec = cluster, .strategy_spec = strategy,
                           .dtype = dtype, .warmup = warmup, .iterations = iterations,
-                          .db_path = (no_profiles && !calibration) ? NULL : db_path,
-                          .calibration = calibration};
+                          .db_path = db_path, .calibration = calibration,
+                          .no_profiles = no_profiles};
     ValPlanSummary sum;
     g_autofree char *text = val_plan_make(&req, &sum, &error);
     if (!text) return cli_fail(error, status_for(error));

@@ -482,6 +482,12 @@ static void test_cpu_loop(void) {
     g_free(run_ok(p));
   }
   g_assert_cmpint(query_int(db, "SELECT count(*) FROM op_profiles"), >=, 4);
+  /* --no-profiles plans with the roofline even with a calibration from the same database */
+  g_autofree char *np = g_strdup_printf(
+      "validate plan --model %s --cluster '%s' --db '%s' --no-profiles --calibration host-mpi "
+      "-o '%s/roofline.json'", model, host, db, tmpdir);
+  g_autofree char *np_out = run_ok(np);
+  g_assert_nonnull(strstr(np_out, "(0 measured kernel times)"));
   for (int i = 0; i < 2; i++) {
     g_autofree char *v = g_strdup_printf(
         "validate run --model %s --cluster '%s' --strategy %s --db '%s' --dir '%s/run-%d' "

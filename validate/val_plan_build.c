@@ -563,7 +563,8 @@ char *val_plan_make(const ValPlanRequest *request, ValPlanSummary *summary, GErr
   if (request->db_path && g_file_test(request->db_path, G_FILE_TEST_EXISTS)) {
     ResDb *db = res_db_open(request->db_path, error);
     if (!db) goto out;
-    profiles = res_db_load_profiles(db, cluster->device.name, error);
+    profiles = request->no_profiles ? cm_profiles_new()
+                                    : res_db_load_profiles(db, cluster->device.name, error);
     char *json = NULL;
     if (profiles && request->calibration)
       json = res_db_load_calibration(db, request->calibration, NULL, error);

@@ -57,6 +57,7 @@ typedef struct {
   const char *db_path;       /* nullable: measured kernel times of the cluster's device kind
                                 and none of calibration are read from it */
   const char *calibration;   /* nullable: collective calibration name in @db_path */
+  gboolean no_profiles;      /* do not read kernel profiles from @db_path (roofline only) */
 } ValPlanRequest;
 
 /* What a plan holds, for printing. */
