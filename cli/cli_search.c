@@ -1,8 +1,14 @@
 /* cli/search — `stratsim search --model M --cluster C --algo mcmc|cd|exhaustive|random|grid|dp|auto
  * --budget 60s|2m|N --seed S --threads T [--json] [--out FILE] [--db FILE]`: searches strategies
  * (search/srch_search.h), prints the winner against the baselines, writes the winner as strategy
- * JSON (what `simulate --strategy FILE` reads) and stores the run and its convergence curve. */
+ * JSON (what `simulate --strategy FILE` reads) and stores the run and its convergence curve.
+ *
+ * Under `mpirun -np N` every rank runs its share of the workers (search/srch_search.h: the
+ * budget is the total, split over N x threads workers); the ranks' results are gathered on rank
+ * 0 (cli_mpi_gather_strings, srch_result_merge_ranks), which alone prints, writes --out and
+ * stores. Other ranks print only their errors. */
 #include "cli/cli.h"
+#include "cli/cli_mpi.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -48,7 +54,9 @@ static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph
   printf("stratsim search: %s on %s (%d x %d %s), %s", graph->name, c->name, c->nodes,
          c->gpus_per_node, c->device.name, srch_algo_name(r->algo));
   if (r->algo == SRCH_ALGO_AUTO) printf(" (ran %s)", srch_algo_name(r->ran));
-  printf(", budget %s, seed %u, %d thread%s\n", budget, o->seed, o->threads, o->threads == 1 ? "" : "s");
+  printf(", budget %s, seed %u, %d thread%s", budget, o->seed, o->threads, o->threads == 1 ? "" : "s");
+  if (o->nranks > 1) printf(" on each of %d MPI ranks", o->nranks);
+  printf("\n");
   printf("  space        %s\n", r->space_description);
   if (r->nvars > 0)
     printf("               10^%.1f points, %" G_GUINT64_FORMAT " configs left out as unable to fit in memory\n",
@@ -131,7 +139,16 @@ static gboolean parse_choice(const char *option, const char *text, const char *a
   return TRUE;
 }
 
+static int search_main(int argc, char **argv);
+
 int cli_search(int argc, char **argv) {
+  if (!cli_mpi_init(&argc, &argv)) return CLI_EXIT_FAILURE;
+  int status = search_main(argc, argv);
+  cli_mpi_finalize();
+  return status;
+}
+
+static int search_main(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *algo_text = NULL, *budget_text = NULL;
   g_autofree char *out_path = NULL, *db_path = NULL, *vars_text = NULL, *dims_text = NULL;
   g_autofree char *dtype_text = NULL, *collectives = NULL, *calibration_name = NULL;
@@ -215,7 +232,9 @@ int cli_search(int argc, char **argv) {
   if (!cli_parse_crossmesh("search", crossmesh_method, crossmesh_order, &o.sim.crossmesh,
                            &o.sim.crossmesh_method, &o.sim.crossmesh_order))
     return CLI_EXIT_BAD_INPUT;
-  if (isatty(fileno(stderr))) o.progress = show_progress;
+  o.rank = cli_mpi_rank();
+  o.nranks = cli_mpi_size();
+  if (isatty(fileno(stderr)) && o.rank == 0) o.progress = show_progress;
   if (!db_path) db_path = g_strdup("results/stratsim.db");
 
   int status = CLI_EXIT_OK;
@@ -236,17 +255,39 @@ int cli_search(int argc, char **argv) {
     params.calibration = calibration;
   }
   if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
-      !(graph = mdl_graph_parse_spec(model_spec, &error)) || !(db = res_db_open(db_path, &error))) {
+      !(graph = mdl_graph_parse_spec(model_spec, &error))) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
-  if (!no_profiles && !(profiles = res_db_load_profiles(db, cluster->device.name, &error))) {
+  /* Rank 0 opens (and may create) the database before the others read it. */
+  if (o.rank == 0) db = res_db_open(db_path, &error);
+  cli_mpi_barrier();
+  if (o.rank != 0) db = res_db_open(db_path, &error);
+  if (!db || (!no_profiles && !(profiles = res_db_load_profiles(db, cluster->device.name, &error)))) {
     status = cli_fail(error, cli_status_for(error));
+    if (o.nranks > 1) goto gather;
     goto out;
   }
   params.profiles = profiles;
   r = srch_run(graph, cluster, &params, &o, &error);
   if (o.progress) fprintf(stderr, "\r\033[K");
+gather:
+  if (o.nranks > 1) {
+    /* Every rank gathers (a failed one sends NULL), so that no rank waits forever. */
+    g_autofree char *mine = r ? srch_result_serialize(r, graph) : NULL;
+    char **parts = cli_mpi_gather_strings(mine);
+    if (o.rank != 0) {
+      if (!r && status == CLI_EXIT_OK) status = cli_fail(error, cli_status_for(error));
+      goto out;
+    }
+    gboolean merged = !r || srch_result_merge_ranks(r, parts, o.nranks, graph, cluster, &error);
+    cli_mpi_strings_free(parts);
+    if (status != CLI_EXIT_OK) goto out;
+    if (!merged) {
+      status = cli_fail(error, CLI_EXIT_FAILURE);
+      goto out;
+    }
+  }
   if (!r) {
     status = cli_fail(error, error && error->domain == SRCH_ERROR && error->code != SRCH_ERROR_FAILED
                                  ? CLI_EXIT_BAD_INPUT : cli_status_for(error));

@@ -98,6 +98,7 @@ char *srch_result_to_json(const SrchResult *r, const SrchOptions *o, const MdlGr
   cJSON_AddStringToObject(root, "ran", srch_algo_name(r->ran));
   cJSON_AddNumberToObject(root, "seed", o->seed);
   cJSON_AddNumberToObject(root, "threads", o->threads);
+  if (o->nranks > 1) cJSON_AddNumberToObject(root, "ranks", o->nranks); /* threads per rank */
   cJSON *budget = cJSON_AddObjectToObject(root, "budget");
   if (o->budget.evaluations) cJSON_AddNumberToObject(budget, "evaluations", (double)o->budget.evaluations);
   else cJSON_AddNumberToObject(budget, "seconds", o->budget.seconds);

@@ -6,7 +6,9 @@
  * the progress function about four times a second. The merged best is the workers' lowest
  * cost, ties broken by the lower chain index; the merged convergence curve numbers worker w's
  * k-th evaluation (k = 1, 2, ...) as (k - 1) * T + w + 1, the order in which evaluations would
- * happen if the workers advanced in lockstep, so that it is reproducible too. */
+ * happen if the workers advanced in lockstep, so that it is reproducible too. Spread over
+ * mpirun ranks (options.nranks > 1), T is every rank's workers together and w a global index
+ * (rank * threads + thread): each process runs its own slice, and srch_ranks.c merges. */
 #include "search/srch-int.h"
 
 #include <math.h>
@@ -14,7 +16,8 @@
 
 typedef struct {
   SrchWorker *workers;
-  int n;
+  int n;                    /* this process's workers */
+  int first, total;         /* their global indices first .. first + n - 1 of total (ranks) */
   SrchShared shared;
   const char *phase;
   SrchBudget budget;
@@ -63,6 +66,8 @@ static gboolean phase_run(Phase *p, const char *name, SrchDriverFunc driver, con
   p->options = o;
   p->budget = budget;
   p->n = o->threads;
+  p->first = o->nranks > 1 ? o->rank * o->threads : 0;
+  p->total = o->nranks > 1 ? o->nranks * o->threads : o->threads;
   p->start_us = g_get_monotonic_time();
   g_mutex_init(&p->lock);
   g_cond_init(&p->done_cond);
@@ -80,13 +85,14 @@ static gboolean phase_run(Phase *p, const char *name, SrchDriverFunc driver, con
     w->options = o;
     w->grid = grid;
     w->shared = &p->shared;
-    w->index = i;
-    w->nworkers = p->n;
+    w->index = p->first + i;
+    w->nworkers = p->total;
     w->driver = driver;
     w->start_us = p->start_us;
     w->deadline_us = deadline;
     if (budget.evaluations) {
-      w->budget_evaluations = budget.evaluations / (guint64)p->n + ((guint64)i < budget.evaluations % (guint64)p->n);
+      guint64 total = (guint64)p->total, index = (guint64)w->index;
+      w->budget_evaluations = budget.evaluations / total + (index < budget.evaluations % total);
       if (w->budget_evaluations == 0) w->deadline_us = p->start_us; /* nothing to do */
     }
     w->best_time_s = INFINITY;
@@ -178,7 +184,7 @@ static const SrchWorker *phase_merge(const Phase *p, SrchResult *r, gboolean cur
       best = w;
     for (guint k = 0; k < w->curve->len; k++) {
       const SrchCurvePoint *c = &g_array_index(w->curve, SrchCurvePoint, k);
-      CurveItem it = {offset + (c->evaluation - 1) * (guint64)p->n + (guint64)i + 1, c->elapsed_s,
+      CurveItem it = {offset + (c->evaluation - 1) * (guint64)p->total + (guint64)w->index + 1, c->elapsed_s,
                       c->best_time_s};
       g_array_append_val(items, it);
     }
@@ -373,6 +379,12 @@ static gboolean check_options(const SrchOptions *o, GError **error) {
   if ((o->budget.evaluations == 0) == !(o->budget.seconds > 0)) {
     g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION,
                 "search: a budget is evaluations or seconds, exactly one of them");
+    return FALSE;
+  }
+  if (o->nranks < 0 || o->rank < 0 || o->rank >= MAX(o->nranks, 1) ||
+      (gint64)MAX(o->nranks, 1) * o->threads > G_MAXINT / 2) {
+    g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION, "search: rank %d of %d ranks is not a rank",
+                o->rank, o->nranks);
     return FALSE;
   }
   if (o->beta < 0 || !isfinite(o->beta) || o->restarts < 0) {

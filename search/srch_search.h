@@ -28,6 +28,12 @@
  * results merge deterministically (best cost, ties by chain index). With an evaluation budget
  * the same seed and thread count give the same result bit for bit; with a time budget they
  * cannot (how far each worker gets depends on the machine).
+ *
+ * Processes (mpirun ranks): with options.nranks = R > 1 each process runs its threads as
+ * global workers rank * threads + t of R * threads (chains, restarts, grid points, exhaustive
+ * subtrees and the evaluation budget split over all R * threads workers as over threads);
+ * srch_result_serialize / srch_result_merge_ranks then combine the R results in rank order.
+ * The caller moves the text between processes (cli/cli_mpi.c); nothing here talks to MPI.
  */
 #ifndef STRATSIM_SRCH_SEARCH_H
 #define STRATSIM_SRCH_SEARCH_H
@@ -93,6 +99,9 @@ typedef struct {
                                from the worker's last candidate, sim/sim_delta.h; the same
                                answers, bit for bit) */
   gboolean no_baselines;    /* skip the baselines (tests that only need a driver) */
+  int rank, nranks;         /* this process's share of a search spread over nranks processes
+                               (mpirun): it runs global workers rank * threads .. + threads - 1
+                               of nranks * threads; nranks 0 or 1: the whole search */
   SrchProgressFunc progress;
   gpointer progress_data;
 } SrchOptions;
@@ -158,6 +167,17 @@ void srch_result_free(SrchResult *result);
  * threads and evaluation budget print the same bytes. Caller g_free()s. */
 char *srch_result_to_json(const SrchResult *result, const SrchOptions *options,
                           const MdlGraph *graph, const DevCluster *cluster);
+
+/* One rank's result as compact JSON for srch_result_merge_ranks (doubles round-trip exactly).
+ * Caller g_free()s. */
+char *srch_result_serialize(const SrchResult *result, const MdlGraph *graph);
+/* Merges the serialized results of ranks 1 .. nparts - 1 (@parts[0] is ignored: @into is rank
+ * 0's own result) into @into: counts summed, complete only when every rank's is, the best the
+ * lowest iteration time (ties: the lower rank), the Megatron baseline the best of the ranks'
+ * grid shares, convergence curves combined by evaluation index, elapsed the longest. A NULL
+ * part (a rank that failed) or bad text: SRCH_ERROR_FAILED. */
+gboolean srch_result_merge_ranks(SrchResult *into, char **parts, int nparts, const MdlGraph *graph,
+                                 const DevCluster *cluster, GError **error);
 
 G_END_DECLS
 
