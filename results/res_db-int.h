@@ -10,4 +10,10 @@ struct ResDb {
   char *path;
 };
 
+/* Inside an open transaction: adds a `runs` row (now, @command, the specs as typed, this
+ * binary's version) and returns its id, or -1 (sqlite3_errmsg tells why; the caller rolls
+ * back). NULL specs are stored as NULL. */
+gint64 res_db_insert_run(ResDb *db, const char *command, const char *model, const char *cluster,
+                         const char *strategy);
+
 #endif

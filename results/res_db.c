@@ -268,29 +268,36 @@ static gboolean step_done(ResDb *db, sqlite3_stmt *st, GError **error) {
   return TRUE;
 }
 
+gint64 res_db_insert_run(ResDb *db, const char *command, const char *model, const char *cluster,
+                         const char *strategy) {
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
+  g_autofree char *stamp = g_date_time_format_iso8601(now);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db->sql,
+                         "INSERT INTO runs(created_at, command, model, cluster, strategy, "
+                         "stratsim_version) VALUES (?, ?, ?, ?, ?, ?)",
+                         -1, &st, NULL) != SQLITE_OK)
+    return -1;
+  const char *texts[5] = {stamp, command, model, cluster, strategy};
+  for (int i = 0; i < 5; i++) {
+    if (texts[i]) sqlite3_bind_text(st, i + 1, texts[i], -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(st, i + 1);
+  }
+  sqlite3_bind_text(st, 6, STRATSIM_VERSION_STRING, -1, SQLITE_STATIC);
+  gint64 id = sqlite3_step(st) == SQLITE_DONE ? sqlite3_last_insert_rowid(db->sql) : -1;
+  sqlite3_finalize(st);
+  return id;
+}
+
 gint64 res_db_store_simulation(ResDb *db, const char *model_spec, const char *cluster_spec,
                                const char *strategy_spec, const SimRun *run, GError **error) {
   const SimPrediction *p = &run->prediction;
   sqlite3_stmt *st = NULL;
   gint64 run_id = -1;
-  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
-  g_autofree char *stamp = g_date_time_format_iso8601(now);
   g_autofree char *json = sim_prediction_to_json(run, TRUE);
   if (!exec(db, "BEGIN IMMEDIATE;", RES_ERROR_WRITE, error)) return -1;
-  if (sqlite3_prepare_v2(db->sql,
-                         "INSERT INTO runs(created_at, command, model, cluster, strategy, "
-                         "stratsim_version) VALUES (?, 'simulate', ?, ?, ?, ?)",
-                         -1, &st, NULL) != SQLITE_OK)
-    goto fail;
-  sqlite3_bind_text(st, 1, stamp, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 2, model_spec, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 3, cluster_spec, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 4, strategy_spec, -1, SQLITE_TRANSIENT);
-  sqlite3_bind_text(st, 5, STRATSIM_VERSION_STRING, -1, SQLITE_STATIC);
-  if (!step_done(db, st, error)) goto rollback;
-  sqlite3_finalize(st);
-  st = NULL;
-  run_id = sqlite3_last_insert_rowid(db->sql);
+  run_id = res_db_insert_run(db, "simulate", model_spec, cluster_spec, strategy_spec);
+  if (run_id < 0) goto fail;
   if (sqlite3_prepare_v2(db->sql,
                          "INSERT INTO predictions(run_id, iteration_time_s, samples_per_s, "
                          "tflops_per_gpu, mfu, compute_s, comm_exposed_s, bubble_s, "

@@ -26,26 +26,12 @@ static void bind_text(sqlite3_stmt *st, int i, const char *text) {
 
 gint64 res_db_store_search(ResDb *db, const ResSearchRecord *rec, GError **error) {
   g_return_val_if_fail(db != NULL && rec != NULL && rec->json != NULL, -1);
-  g_autoptr(GDateTime) now = g_date_time_new_now_utc();
-  g_autofree char *stamp = g_date_time_format_iso8601(now);
   g_autofree char *strategy = g_strdup_printf("search:%s", rec->algo);
   sqlite3_stmt *st = NULL;
   gint64 search_id = -1;
   if (!run_sql(db, "BEGIN IMMEDIATE;", error)) return -1;
-  if (sqlite3_prepare_v2(db->sql,
-                         "INSERT INTO runs(created_at, command, model, cluster, strategy, "
-                         "stratsim_version) VALUES (?, 'search', ?, ?, ?, ?)",
-                         -1, &st, NULL) != SQLITE_OK)
-    goto fail;
-  sqlite3_bind_text(st, 1, stamp, -1, SQLITE_TRANSIENT);
-  bind_text(st, 2, rec->model);
-  bind_text(st, 3, rec->cluster);
-  bind_text(st, 4, strategy);
-  sqlite3_bind_text(st, 5, STRATSIM_VERSION_STRING, -1, SQLITE_STATIC);
-  if (sqlite3_step(st) != SQLITE_DONE) goto fail;
-  sqlite3_finalize(st);
-  st = NULL;
-  gint64 run_id = sqlite3_last_insert_rowid(db->sql);
+  gint64 run_id = res_db_insert_run(db, "search", rec->model, rec->cluster, strategy);
+  if (run_id < 0) goto fail;
   if (sqlite3_prepare_v2(db->sql,
                          "INSERT INTO search_runs(run_id, algo, ran, seed, threads, budget, "
                          "evaluations, simulated, over_memory, elapsed_s, complete, best_time_s, "

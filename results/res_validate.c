@@ -48,20 +48,8 @@ gint64 res_db_store_validate(ResDb *db, const ResValidateRecord *r, gboolean *ex
     if (existing) *existing = TRUE;
     return found;
   }
-  if (sqlite3_prepare_v2(db->sql,
-                         "INSERT INTO runs(created_at, command, model, cluster, strategy, "
-                         "stratsim_version) VALUES (?, 'validate', ?, ?, ?, ?)",
-                         -1, &st, NULL) != SQLITE_OK)
-    goto fail;
-  sqlite3_bind_text(st, 1, stamp, -1, SQLITE_TRANSIENT);
-  bind_text(st, 2, r->model);
-  bind_text(st, 3, r->cluster);
-  bind_text(st, 4, r->strategy);
-  sqlite3_bind_text(st, 5, STRATSIM_VERSION_STRING, -1, SQLITE_STATIC);
-  if (sqlite3_step(st) != SQLITE_DONE) goto fail;
-  sqlite3_finalize(st);
-  st = NULL;
-  gint64 run_id = sqlite3_last_insert_rowid(db->sql);
+  gint64 run_id = res_db_insert_run(db, "validate", r->model, r->cluster, r->strategy);
+  if (run_id < 0) goto fail;
   if (sqlite3_prepare_v2(db->sql,
                          "INSERT INTO validate_runs(run_id, content_hash, model, cluster, strategy, "
                          "dtype, ranks, runner, warmup, iterations, predicted_s, measured_s, "

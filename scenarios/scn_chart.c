@@ -593,8 +593,8 @@ static gboolean chart_timelines(const ScnResults *r, const ScnCosts *costs, cons
 
 /* --- gnuplot ---------------------------------------------------------------------------- */
 
-static gboolean run_gnuplot(const char *gnuplot, const char *dir, const char *script,
-                            GError **error) {
+gboolean scn_gnuplot_run(const char *gnuplot, const char *dir, const char *script,
+                         GError **error) {
   g_autofree char *gp = g_strdup_printf("%s.gp", script);
   char *argv[] = {(char *)gnuplot, gp, NULL};
   g_autofree char *out = NULL, *err = NULL;
@@ -643,7 +643,7 @@ gboolean scn_chart_draw(const char *out_dir, unsigned formats, ScnChartOutcome *
   }
   for (guint k = 0; k < o->scripts->len; k++) {
     const char *base = g_ptr_array_index(o->scripts, k);
-    if (!run_gnuplot(gnuplot, out_dir, base, error)) return FALSE;
+    if (!scn_gnuplot_run(gnuplot, out_dir, base, error)) return FALSE;
     for (int f = 0; f < 2; f++) {
       if (!(formats & (f ? SCN_FORMAT_SVG : SCN_FORMAT_PNG))) continue;
       g_autofree char *img = g_strdup_printf("%s/%s.%s", out_dir, base, f ? "svg" : "png");

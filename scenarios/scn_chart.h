@@ -58,6 +58,10 @@ char *scn_gnuplot_terminal(const char *base, unsigned formats, int width, int he
 char *scn_gnuplot_title(const char *title, const char *note);
 /* @text as a single-quoted gnuplot string (quotes doubled). */
 char *scn_gnuplot_quote(const char *text);
+/* Runs @gnuplot (a path) on @script.gp in @dir; FALSE with SCN_ERROR_GNUPLOT naming the
+ * script and gnuplot's first error line when it fails. */
+gboolean scn_gnuplot_run(const char *gnuplot, const char *dir, const char *script,
+                         GError **error);
 /* Runs gnuplot in @out_dir on every script of @outcome->scripts, recording the images drawn;
  * without gnuplot on PATH sets gnuplot_missing and returns TRUE. FALSE (SCN_ERROR_GNUPLOT)
  * when gnuplot fails. */

@@ -307,29 +307,6 @@ out_json:
   return ok;
 }
 
-/* gnuplot @script.gp in @dir; its first error line on failure (as scn_charts_write does). */
-static gboolean run_gnuplot(const char *gnuplot, const char *dir, const char *script,
-                            GError **error) {
-  g_autofree char *gp = g_strdup_printf("%s.gp", script);
-  char *argv[] = {(char *)gnuplot, gp, NULL};
-  g_autofree char *out = NULL, *err = NULL;
-  int status = 0;
-  if (!g_spawn_sync(dir, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, error))
-    return FALSE;
-  GError *local = NULL;
-  if (!g_spawn_check_wait_status(status, &local) || (err && strstr(err, "error"))) {
-    g_autofree char *first = NULL;
-    g_auto(GStrv) lines = g_strsplit(err ? g_strstrip(err) : "", "\n", -1);
-    for (int k = 0; lines[k] && !first; k++)
-      if (*g_strstrip(lines[k])) first = g_strdup(lines[k]);
-    g_set_error(error, SCN_ERROR, SCN_ERROR_GNUPLOT, "gnuplot %s/%s failed: %s", dir, gp,
-                first ? first : local ? local->message : "error");
-    g_clear_error(&local);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 gboolean val_report_chart(const char *db_path, const char *dir, gboolean *drawn, GError **error) {
   if (drawn) *drawn = FALSE;
   ResDb *db = open_existing(db_path, error);
@@ -379,7 +356,7 @@ gboolean val_report_chart(const char *db_path, const char *dir, gboolean *drawn,
   if (!written) goto out;
   gnuplot = g_find_program_in_path("gnuplot");
   if (gnuplot) {
-    if (!run_gnuplot(gnuplot, dir, "validate", error)) goto out;
+    if (!scn_gnuplot_run(gnuplot, dir, "validate", error)) goto out;
     if (drawn) *drawn = TRUE;
   }
   ok = TRUE;
