@@ -87,22 +87,7 @@ gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const Mdl
   if (!tg) return FALSE;
   g_autofree guint64 *sum = g_new0(guint64, nops);
   g_autofree guint64 *forwards = g_new0(guint64, nops);
-  for (uint32_t t = 0; t < sim_task_graph_size(tg); t++) {
-    const SimTask *task = sim_task_graph_task(tg, t);
-    if (task->op < 0) continue;
-    switch (task->kind) {
-    case SIM_TASK_FORWARD:
-      forwards[task->op]++;
-      /* fall through */
-    case SIM_TASK_BACKWARD:
-    case SIM_TASK_BACKWARD_WEIGHT:
-    case SIM_TASK_RECOMPUTE:
-      sum[task->op] += task->duration;
-      break;
-    default:
-      break;
-    }
-  }
+  sim_task_graph_op_compute(tg, nops, sum, forwards);
   sim_task_graph_free(tg);
   g_autofree SimTime *compute = g_new0(SimTime, p->nunits);
   /* Every task of an op has the same duration: the sum over its forwards (one per microbatch

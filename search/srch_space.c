@@ -755,24 +755,7 @@ gboolean srch_space_measure_compute(SrchSpace *s, const CmParams *params,
         ok = FALSE;
         break;
       }
-      memset(sum, 0, sizeof(guint64) * (gsize)nops);
-      memset(forwards, 0, sizeof(guint64) * (gsize)nops);
-      for (uint32_t t = 0; t < sim_task_graph_size(tg); t++) {
-        const SimTask *task = sim_task_graph_task(tg, t);
-        if (task->op < 0) continue;
-        switch (task->kind) {
-        case SIM_TASK_FORWARD:
-          forwards[task->op]++;
-          /* fall through */
-        case SIM_TASK_BACKWARD:
-        case SIM_TASK_BACKWARD_WEIGHT:
-        case SIM_TASK_RECOMPUTE:
-          sum[task->op] += task->duration;
-          break;
-        default:
-          break;
-        }
-      }
+      sim_task_graph_op_compute(tg, nops, sum, forwards);
       sim_task_graph_free(tg);
       for (int v = 0; v < s->nvars; v++) {
         if (j >= ctx->nvalues[v]) continue;

@@ -92,6 +92,11 @@ static inline void sim_task_graph_edge(SimTaskGraph *g, uint32_t from, uint32_t 
   uint32_t pair[2] = {from, to};
   g_array_append_vals(g->edges, pair, 2);
 }
+/* Compute time per op: for each of @graph's @nops ops, @sum[op] gets the durations of its
+ * forward, backward, weight-gradient and recompute tasks and @forwards[op] its forward tasks
+ * (one per microbatch and simulated device), both zeroed first. */
+void sim_task_graph_op_compute(const SimTaskGraph *graph, int nops, guint64 *sum,
+                               guint64 *forwards);
 /* Builds the successor lists (CSR) and in-degrees from the edges; drops the edge list. */
 void sim_task_graph_finish(SimTaskGraph *graph);
 static inline uint32_t sim_task_graph_size(const SimTaskGraph *g) { return g->tasks->len; }

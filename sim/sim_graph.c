@@ -69,3 +69,24 @@ void sim_task_graph_finish(SimTaskGraph *g) {
   g_array_unref(g->edges);
   g->edges = NULL;
 }
+
+void sim_task_graph_op_compute(const SimTaskGraph *g, int nops, guint64 *sum, guint64 *forwards) {
+  memset(sum, 0, sizeof(guint64) * (gsize)nops);
+  memset(forwards, 0, sizeof(guint64) * (gsize)nops);
+  for (uint32_t t = 0; t < sim_task_graph_size(g); t++) {
+    const SimTask *task = sim_task_graph_task(g, t);
+    if (task->op < 0) continue;
+    switch (task->kind) {
+    case SIM_TASK_FORWARD:
+      forwards[task->op]++;
+      /* fall through */
+    case SIM_TASK_BACKWARD:
+    case SIM_TASK_BACKWARD_WEIGHT:
+    case SIM_TASK_RECOMPUTE:
+      sum[task->op] += task->duration;
+      break;
+    default:
+      break;
+    }
+  }
+}
