@@ -1,13 +1,15 @@
-/* cli/sweep — `stratsim sweep FILE [--threads T] [--db FILE] [--out DIR] [--max-points N]
- * [--no-charts]`, `stratsim report --scenario NAME [--format text|csv|json] [--db FILE]` and
- * `stratsim plot --scenario NAME [--db FILE] [--out DIR]`: run a scenario's points into
- * SQLite (resuming where an earlier run stopped), then print its table and draw its charts. */
+/* cli/sweep — `[mpirun -np N] stratsim sweep FILE [--threads T] [--db FILE] [--out DIR]
+ * [--max-points N] [--no-charts]`, `stratsim report --scenario NAME [--format text|csv|json]
+ * [--db FILE]` and `stratsim plot --scenario NAME [--db FILE] [--out DIR]`: run a scenario's
+ * points into SQLite (resuming where an earlier run stopped; under mpirun the ranks share
+ * them), then print its table and draw its charts. */
 #include "cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli/cli_mpi.h"
 #include "results/res_db.h"
 #include "scenarios/scn_chart.h"
 #include "scenarios/scn_report.h"
@@ -111,7 +113,47 @@ static int write_tables(const ScnResults *results, const char *out) {
   return CLI_EXIT_OK;
 }
 
+/* --- under mpirun ---------------------------------------------------------------------- */
+
+static void barrier(gpointer data) {
+  (void)data;
+  cli_mpi_barrier();
+}
+
+/* Whether every rank says @ok (a collective: every rank must call it). */
+static gboolean all_ranks_ok(gboolean ok) { return cli_mpi_allreduce_max(ok ? 0.0 : 1.0) == 0.0; }
+
+/* Ends every rank after a failure once the ranks share the sweep: the others would wait for
+ * this one at the next collective. What the ranks stored stays stored. */
+static int fail_sweep(GError *error, int status) {
+  status = cli_fail(error, status);
+  if (cli_mpi_active()) cli_mpi_abort(status);
+  return status;
+}
+
+/* One line per rank, gathered on rank 0 (NULL on the others; free with cli_mpi_strings_free):
+ * who simulated how many points. Collective. */
+static char **gather_rank_lines(const ScnSweepSummary *sum, double elapsed) {
+  g_autofree char *mine = g_strdup_printf(
+      "  rank %d on %s: %u point%s simulated (%u failed or do not fit), %.1f s", cli_mpi_rank(),
+      g_get_host_name(), sum->ran, sum->ran == 1 ? "" : "s", sum->errors, elapsed);
+  return cli_mpi_gather_strings(mine);
+}
+
+static int sweep_main(int argc, char **argv);
+
+/* `stratsim sweep` runs as one process, or under mpirun as ranks that share the points (see
+ * scenarios/README.md, "Under mpirun"): every rank opens the same database and stores the
+ * points of its share, each in its own transaction; rank 0 then prints and draws from the
+ * database alone. */
 int cli_sweep(int argc, char **argv) {
+  if (!cli_mpi_init(&argc, &argv)) return CLI_EXIT_FAILURE;
+  int status = sweep_main(argc, argv);
+  cli_mpi_finalize();
+  return status;
+}
+
+static int sweep_main(int argc, char **argv) {
   g_autofree char *db_path = NULL, *out = NULL;
   g_auto(GStrv) files = NULL;
   int threads = 1, max_points = 0;
@@ -144,6 +186,7 @@ int cli_sweep(int argc, char **argv) {
    * runs as `stratsim reshard FILE`, with no database. */
   g_autofree char *text = NULL;
   if (g_file_get_contents(files[0], &text, NULL, NULL) && scn_reshard_is(text)) {
+    if (cli_mpi_rank() != 0) return CLI_EXIT_OK; /* under mpirun: rank 0 runs it alone */
     if (db_path || threads > 1 || max_points > 0)
       printf("stratsim sweep: %s is a reshard file: runs as `stratsim reshard`, no database "
              "(--db, --threads, --max-points ignored)\n", files[0]);
@@ -155,30 +198,69 @@ int cli_sweep(int argc, char **argv) {
   ScnScenario *scenario = NULL;
   ResDb *db = NULL;
   ScnResults *results = NULL;
-  if (!(scenario = scn_scenario_load(files[0], &error)) || !(db = res_db_open(db_path, &error))) {
-    status = cli_fail(error, error && (error->domain == SCN_ERROR || error->domain == G_FILE_ERROR ||
-                                       error->domain == RES_ERROR) ? CLI_EXIT_BAD_INPUT : CLI_EXIT_FAILURE);
+  /* Under mpirun rank 0 opens (creating the database and its schema) before the others. */
+  int rank = cli_mpi_rank(), ranks = cli_mpi_size();
+  if (!(scenario = scn_scenario_load(files[0], &error)) ||
+      (rank == 0 && !(db = res_db_open(db_path, &error)))) {
+    int bad = error && (error->domain == SCN_ERROR || error->domain == G_FILE_ERROR ||
+                        error->domain == RES_ERROR) ? CLI_EXIT_BAD_INPUT : CLI_EXIT_FAILURE;
+    if (rank == 0) {
+      status = cli_fail(error, bad);
+    } else { /* rank 0 read the same file and said why */
+      g_clear_error(&error);
+      status = bad;
+    }
+  }
+  if (!all_ranks_ok(status == CLI_EXIT_OK)) {
+    if (status == CLI_EXIT_OK) status = CLI_EXIT_FAILURE; /* another rank said why */
+    goto done;
+  }
+  if (rank != 0 && !(db = res_db_open(db_path, &error))) {
+    status = fail_sweep(error, CLI_EXIT_FAILURE);
     goto done;
   }
   if (!out) out = default_out_dir(scenario->name);
   Progress progress = {.started_us = g_get_monotonic_time()};
   ScnSweepOptions options = {.threads = threads, .max_points = (guint)max_points};
-  if (isatty(STDERR_FILENO)) {
+  if (rank == 0 && isatty(STDERR_FILENO)) {
     options.progress = progress_bar;
     options.progress_data = &progress;
+  }
+  if (cli_mpi_active()) {
+    options.share_rank = rank;
+    options.share_size = ranks;
+    options.planned = barrier;
   }
   ScnSweepSummary sum;
   gboolean ok = scn_sweep_run(scenario, db, &options, &sum, &error);
   double elapsed = (double)(g_get_monotonic_time() - progress.started_us) / 1e6;
   if (progress.drawn && sum.ran + sum.stored_before < sum.points && !ok) fputc('\n', stderr);
   if (!ok) {
-    status = cli_fail(error, cli_status_for(error));
+    status = fail_sweep(error, cli_status_for(error));
     goto done;
   }
-  printf("sweep %s: %u points; %u simulated now (%u failed or do not fit), %u already stored; "
-         "%.1f s, %d thread%s; %s\n",
-         scenario->name, sum.points, sum.ran, sum.errors, sum.stored_before, elapsed, threads,
-         threads == 1 ? "" : "s", db_path);
+  if (cli_mpi_active()) {
+    /* Every rank has stored its share when the sums arrive: rank 0 reads every point. */
+    char **lines = gather_rank_lines(&sum, elapsed);
+    ScnSweepSummary mine = sum;
+    sum.ran = (guint)cli_mpi_allreduce_sum(mine.ran);
+    sum.errors = (guint)cli_mpi_allreduce_sum(mine.errors);
+    sum.stored_before = sum.points - sum.ran - sum.left;
+    elapsed = cli_mpi_allreduce_max(elapsed);
+    if (rank != 0) goto done; /* gathered nothing */
+    printf("sweep %s: %u points; %u simulated now (%u failed or do not fit), %u already stored; "
+           "%.1f s, %d ranks x %d thread%s; %s\n",
+           scenario->name, sum.points, sum.ran, sum.errors, sum.stored_before, elapsed, ranks,
+           threads, threads == 1 ? "" : "s", db_path);
+    for (int r = 0; r < ranks; r++)
+      if (lines[r]) printf("%s\n", lines[r]);
+    cli_mpi_strings_free(lines);
+  } else {
+    printf("sweep %s: %u points; %u simulated now (%u failed or do not fit), %u already stored; "
+           "%.1f s, %d thread%s; %s\n",
+           scenario->name, sum.points, sum.ran, sum.errors, sum.stored_before, elapsed, threads,
+           threads == 1 ? "" : "s", db_path);
+  }
   if (sum.left)
     printf("%u points left (--max-points %d): run the same command again to continue\n", sum.left, max_points);
   if (!(results = scn_results_load(db, db_path, scenario->name, &error))) {

@@ -217,6 +217,9 @@ gboolean scn_sweep_run(const ScnScenario *sc, ResDb *db, const ScnSweepOptions *
   g_return_val_if_fail(sc && db, FALSE);
   ScnSweepOptions defaults = {0};
   if (!options) options = &defaults;
+  g_return_val_if_fail(options->share_size < 2 ||
+                           (options->share_rank >= 0 && options->share_rank < options->share_size),
+                       FALSE);
   ScnSweepSummary sum = {0};
   gboolean ok = FALSE;
   GPtrArray *points = NULL;
@@ -240,6 +243,14 @@ gboolean scn_sweep_run(const ScnScenario *sc, ResDb *db, const ScnSweepOptions *
   if (options->max_points > 0 && sw.todo->len > options->max_points) {
     sum.left = sw.todo->len - options->max_points;
     g_ptr_array_set_size(sw.todo, options->max_points);
+  }
+  if (options->planned) options->planned(options->planned_data);
+  if (options->share_size > 1) {
+    guint kept = 0;
+    for (guint j = 0; j < sw.todo->len; j++)
+      if (j % (guint)options->share_size == (guint)options->share_rank)
+        g_ptr_array_index(sw.todo, kept++) = g_ptr_array_index(sw.todo, j);
+    g_ptr_array_set_size(sw.todo, kept);
   }
   if (!(costs = scn_costs_load(db, sc, sw.todo, error))) goto out;
   sw.costs = costs;

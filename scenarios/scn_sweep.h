@@ -59,13 +59,22 @@ typedef struct {
   guint max_points;         /* simulate at most this many new points (0: all) */
   ScnProgressFunc progress; /* called after each stored point, and once before the first */
   gpointer progress_data;
+  /* Sharing one sweep among share_size processes (mpirun ranks) writing to one database:
+   * each lists the pending points (after max_points), then simulates and stores only those
+   * whose position j in that list has j % share_size == share_rank. For every process to
+   * share out the same list, none may store a point before all have listed them: @planned is
+   * called once the list is known, before the first point is simulated (a barrier). */
+  int share_rank;
+  int share_size;                 /* < 2: this process runs every pending point */
+  void (*planned)(gpointer data); /* nullable */
+  gpointer planned_data;
 } ScnSweepOptions;
 
 typedef struct {
   gint64 scenario_id;
   guint points;             /* in the expansion */
   guint stored_before;      /* already stored: skipped */
-  guint ran;                /* simulated and stored by this sweep */
+  guint ran;                /* simulated and stored by this sweep (this process's share) */
   guint errors;             /* of which stored with status 'error' */
   guint left;               /* still to run (max_points reached) */
 } ScnSweepSummary;
