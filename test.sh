@@ -27,9 +27,9 @@ sanitized_build() {
     cmake --build build-asan -j"$(nproc)"
 }
 
-step "ctest (build)" ctest --test-dir build --output-on-failure
+step "ctest (build)" ctest --test-dir build --output-on-failure -j"$(nproc)"
 if step "sanitized build (build-asan)" sanitized_build; then
-  step "ctest (build-asan, ASan+UBSan)" ctest --test-dir build-asan --output-on-failure
+  step "ctest (build-asan, ASan+UBSan)" ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
 fi
 step "fuzz (tests/fuzz/run.sh)" tests/fuzz/run.sh "${FUZZ_SECONDS:-10}"
 
