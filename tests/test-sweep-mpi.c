@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "test-cli-util.h"
+#include "test-mpi-util.h"
 
 static char *tmpdir;
 
@@ -52,66 +53,10 @@ static void assert_integrity(const char *db) {
   sqlite3_close(sql);
 }
 
-/* stdout of `stratsim ARGS` (exit 0 required); caller g_frees. */
-static char *run_ok(const char *args) {
-  TestCliResult r = test_cli_run(tmpdir, args);
-  if (r.status != 0) g_error("stratsim %s: exit %d: %s%s", args, r.status, r.out, r.err);
-  g_free(r.err);
-  return r.out;
-}
-
-/* `mpirun -np 2 stratsim ARGS` in tmpdir, oversubscribed (2 ranks on a 1- or 2-core machine,
- * yielding when idle); exit 0 required. Returns stdout; stderr goes to the test log. */
-static char *mpirun_ok(const char *args) {
-  g_autofree char *cmd = g_strdup_printf(
-      "mpirun --allow-run-as-root --oversubscribe -np 2 %s %s", STRATSIM_BIN, args);
-  g_auto(GStrv) argv = NULL;
-  GError *error = NULL;
-  g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, &error));
-  g_auto(GStrv) env = g_get_environ();
-  env = g_environ_setenv(env, "OMPI_MCA_mpi_yield_when_idle", "1", TRUE);
-  env = g_environ_setenv(env, "OMPI_MCA_rmaps_base_oversubscribe", "1", TRUE);
-#if defined(__SANITIZE_ADDRESS__)
-  /* Open MPI does not free its allocations at MPI_Finalize (tests/test-validate.c says more):
-   * leak checks off for the ranks; address and undefined-behaviour checks stay on. */
-  const char *asan = g_environ_getenv(env, "ASAN_OPTIONS");
-  g_autofree char *asan_opts = g_strdup_printf("%s%sdetect_leaks=0", asan ? asan : "", asan ? ":" : "");
-  env = g_environ_setenv(env, "ASAN_OPTIONS", asan_opts, TRUE);
-#endif
-  char *out = NULL, *err = NULL;
-  int wait_status = 0;
-  g_assert_true(g_spawn_sync(tmpdir, argv, env, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
-                             &wait_status, &error));
-  g_assert_no_error(error);
-  g_test_message("%s\n%s", cmd, err);
-  if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0)
-    g_error("%s: status %d\n%s%s", cmd, wait_status, out, err);
-  g_free(err);
-  return out;
-}
-
 /* FALSE (the test skipped) where mpirun is missing or stratsim ignores it. */
 static gboolean have_mpi(void) {
-  g_autofree char *mpirun = g_find_program_in_path("mpirun");
-  if (!mpirun) {
-    g_test_skip("mpirun is not on PATH (install openmpi-bin)");
-    return FALSE;
-  }
-  /* A stratsim built without MPI says so on stderr under mpirun (cli/cli_mpi.h). */
-  g_autofree char *cmd = g_strdup_printf(
-      "mpirun --allow-run-as-root --oversubscribe -np 1 %s sweep /nonexistent.json --db %s/probe.db",
-      STRATSIM_BIN, tmpdir);
-  g_auto(GStrv) argv = NULL;
-  g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
-  g_autofree char *out = NULL, *err = NULL;
-  int wait_status = 0;
-  if (!g_spawn_sync(tmpdir, argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err, &wait_status,
-                    NULL) ||
-      strstr(err, "built without MPI")) {
-    g_test_skip("stratsim was built without MPI (install libopenmpi-dev and rebuild)");
-    return FALSE;
-  }
-  return TRUE;
+  g_autofree char *probe = g_strdup_printf("sweep /nonexistent.json --db %s/probe.db", tmpdir);
+  return test_have_mpi(tmpdir, probe);
 }
 
 /* Points simulated by RANK, read from its line "  rank R on HOST: N point(s) simulated". */
@@ -129,7 +74,7 @@ static int rank_points(const char *out, int rank) {
 static char *report(const char *db, const char *scenario, const char *format) {
   g_autofree char *args =
       g_strdup_printf("report --scenario %s --format %s --db '%s'", scenario, format, db);
-  g_autofree char *text = run_ok(args);
+  g_autofree char *text = test_cli_run_ok(tmpdir, args);
   g_auto(GStrv) parts = g_strsplit(text, db, -1);
   return g_strjoinv("DB", parts);
 }
@@ -141,11 +86,11 @@ static void test_two_ranks(void) {
   g_autofree char *plain_db = tmp_path("plain.db"), *mpi_db = tmp_path("two-ranks.db");
   g_autofree char *plain_args =
       g_strdup_printf("sweep '%s' --db '%s' --no-charts --out '%s/plain'", file, plain_db, tmpdir);
-  g_free(run_ok(plain_args));
+  g_free(test_cli_run_ok(tmpdir, plain_args));
 
   g_autofree char *args =
       g_strdup_printf("sweep '%s' --db '%s' --no-charts --out '%s/mpi'", file, mpi_db, tmpdir);
-  g_autofree char *out = mpirun_ok(args);
+  g_autofree char *out = test_mpirun_ok(tmpdir, args);
   g_test_message("%s", out);
   g_autofree char *first = g_strdup_printf(
       "sweep mpi: %d points; %d simulated now (0 failed or do not fit), 0 already stored; ",
@@ -170,11 +115,11 @@ static void test_two_ranks(void) {
   }
   /* and rank 0 printed the table (from the database, with every point) */
   g_autofree char *table_args = g_strdup_printf("report --scenario mpi --db '%s'", mpi_db);
-  g_autofree char *table = run_ok(table_args);
+  g_autofree char *table = test_cli_run_ok(tmpdir, table_args);
   g_assert_nonnull(strstr(out, table));
 
   /* Again: nothing to do, nothing duplicated. */
-  g_autofree char *again = mpirun_ok(args);
+  g_autofree char *again = test_mpirun_ok(tmpdir, args);
   g_autofree char *nothing = g_strdup_printf(
       "sweep mpi: %d points; 0 simulated now (0 failed or do not fit), %d already stored; ",
       SCENARIO_POINTS, SCENARIO_POINTS);
@@ -191,21 +136,21 @@ static void test_resume(void) {
   g_autofree char *plain_db = tmp_path("plain-resume.db"), *db = tmp_path("resume.db");
   g_autofree char *plain_args =
       g_strdup_printf("sweep '%s' --db '%s' --no-charts --out '%s/plain'", file, plain_db, tmpdir);
-  g_free(run_ok(plain_args));
+  g_free(test_cli_run_ok(tmpdir, plain_args));
   g_autofree char *args = g_strdup_printf(
       "sweep '%s' --db '%s' --no-charts --out '%s/resume' --max-points 5", file, db, tmpdir);
-  g_autofree char *out = mpirun_ok(args);
+  g_autofree char *out = test_mpirun_ok(tmpdir, args);
   g_assert_nonnull(strstr(out, "5 simulated now"));
   g_assert_nonnull(strstr(out, "9 points left (--max-points 5)"));
   g_assert_cmpint(rank_points(out, 0), ==, 3);
   g_assert_cmpint(rank_points(out, 1), ==, 2);
   g_assert_cmpint(count_rows(db, "SELECT count(*) FROM points"), ==, 5);
-  g_autofree char *more = mpirun_ok(args);
+  g_autofree char *more = test_mpirun_ok(tmpdir, args);
   g_assert_nonnull(strstr(more, "5 simulated now"));
   g_assert_nonnull(strstr(more, "5 already stored"));
   g_autofree char *rest_args =
       g_strdup_printf("sweep '%s' --db '%s' --no-charts --out '%s/resume'", file, db, tmpdir);
-  g_autofree char *rest = run_ok(rest_args);
+  g_autofree char *rest = test_cli_run_ok(tmpdir, rest_args);
   g_assert_nonnull(strstr(rest, "4 simulated now"));
   g_assert_nonnull(strstr(rest, "10 already stored"));
   g_assert_cmpint(count_rows(db, "SELECT count(*) FROM points"), ==, SCENARIO_POINTS);
@@ -308,7 +253,7 @@ static void test_kill(gconstpointer data) {
   }
   g_rand_free(rand);
   g_autofree char *args = g_strdup_printf("sweep '%s' --db '%s' --no-charts", file, db);
-  g_autofree char *out = mpirun_ok(args);
+  g_autofree char *out = test_mpirun_ok(tmpdir, args);
   g_test_message("%s", out);
   g_autofree char *points = g_strdup_printf("sweep mpikill: %d points; ", KILL_POINTS);
   g_assert_true(g_str_has_prefix(out, points));
@@ -317,7 +262,7 @@ static void test_kill(gconstpointer data) {
   g_assert_cmpint(count_rows(db, "SELECT count(DISTINCT point_key) FROM points"), ==, KILL_POINTS);
   g_autofree char *plain_db = g_strdup_printf("%s/mpikill-plain-%u.db", tmpdir, seed);
   g_autofree char *plain = g_strdup_printf("sweep '%s' --db '%s' --no-charts", file, plain_db);
-  g_free(run_ok(plain));
+  g_free(test_cli_run_ok(tmpdir, plain));
   g_autofree char *a = report(plain_db, "mpikill", "json"), *b = report(db, "mpikill", "json");
   g_assert_cmpstr(a, ==, b);
 }
