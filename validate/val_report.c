@@ -335,8 +335,11 @@ gboolean val_report_chart(const char *db_path, const char *dir, gboolean *drawn,
   /* Log axes only where the times span more than a decade (log tics need one); else linear
    * axes from 0, so that the diagonal still reads as "exact". */
   gboolean log = hi > 20 * lo;
-  double pad = log ? 1.5 : 1.3; /* room for the labels right of the points */
+  double pad = log ? 1.5 : 1.3; /* room for the labels beside the points */
   if (!log) lo = 0;
+  /* Labels right of points in the left half of the x range, left of those in the right half
+   * (a long strategy near the right edge was cut off). */
+  double middle = log ? sqrt(lo / pad * hi * pad) : (lo / pad + hi * pad) / 2;
   terminal = scn_gnuplot_terminal("validate", SCN_FORMAT_PNG | SCN_FORMAT_SVG, 800, 700, &epilogue);
   title = scn_gnuplot_title("stratsim validate: predicted vs measured iteration time",
                                              "one point per run (id: strategy); on the line, the prediction is exact");
@@ -347,9 +350,10 @@ gboolean val_report_chart(const char *db_path, const char *dir, gboolean *drawn,
       "set key top left\nset grid\n"
       "plot x title 'predicted = measured' with lines dashtype 2 lc rgb '#888888', \\\n"
       "     'validate.dat' using 3:2 title 'runs' with points pt 7 ps 1.2 lc rgb '#1f77b4', \\\n"
-      "     'validate.dat' using 3:2:4 notitle with labels offset 1,0.6 left font ',8'\n%s",
+      "     'validate.dat' using 3:($3 <= %.9g ? $2 : NaN):4 notitle with labels offset 1,0.6 left font ',8', \\\n"
+      "     'validate.dat' using 3:($3 > %.9g ? $2 : NaN):4 notitle with labels offset -1,0.6 right font ',8'\n%s",
       terminal, title, log ? "set logscale xy\n" : "", lo / pad, hi * pad, lo / pad, hi * pad,
-      epilogue);
+      middle, middle, epilogue);
   gboolean written = scn_chart_write_file(dir, "validate.dat", data->str, NULL, error) &&
                      scn_chart_write_file(dir, "validate.gp", script, NULL, error);
   g_string_free(data, TRUE);
