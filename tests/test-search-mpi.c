@@ -98,7 +98,7 @@ static void test_text(void) {
   g_test_message("%s", out);
   const char *first = strstr(out, "stratsim search:");
   g_assert_nonnull(first);
-  g_assert_null(strstr(first + 1, "stratsim search:"));
+  g_assert_null(g_strstr_len(first + 1, -1, "stratsim search:")); /* gcc 12 under ASan misreads strstr here */
   g_assert_nonnull(strstr(out, "1 thread on each of 2 MPI ranks"));
   g_assert_nonnull(strstr(out, "  searched     100 evaluations"));
 }
