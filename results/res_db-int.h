@@ -10,6 +10,23 @@ struct ResDb {
   char *path;
 };
 
+/* Runs @sql (no results); FALSE with RES_ERROR_WRITE naming the database on failure. */
+static inline gboolean res_sql_run(ResDb *db, const char *sql, GError **error) {
+  char *msg = NULL;
+  if (sqlite3_exec(db->sql, sql, NULL, NULL, &msg) != SQLITE_OK) {
+    g_set_error(error, RES_ERROR, RES_ERROR_WRITE, "database %s: %s", db->path, msg ? msg : "error");
+    sqlite3_free(msg);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+/* Binds @text (copied) to parameter @i, or NULL when @text is NULL. */
+static inline void res_bind_text(sqlite3_stmt *st, int i, const char *text) {
+  if (text) sqlite3_bind_text(st, i, text, -1, SQLITE_TRANSIENT);
+  else sqlite3_bind_null(st, i);
+}
+
 /* Inside an open transaction: adds a `runs` row (now, @command, the specs as typed, this
  * binary's version) and returns its id, or -1 (sqlite3_errmsg tells why; the caller rolls
  * back). NULL specs are stored as NULL. */

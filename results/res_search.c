@@ -4,23 +4,8 @@
 
 #include <math.h>
 
-static gboolean run_sql(ResDb *db, const char *sql, GError **error) {
-  char *msg = NULL;
-  if (sqlite3_exec(db->sql, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    g_set_error(error, RES_ERROR, RES_ERROR_WRITE, "database %s: %s", db->path, msg ? msg : "error");
-    sqlite3_free(msg);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 static void bind_time(sqlite3_stmt *st, int i, double v) {
   if (isfinite(v)) sqlite3_bind_double(st, i, v);
-  else sqlite3_bind_null(st, i);
-}
-
-static void bind_text(sqlite3_stmt *st, int i, const char *text) {
-  if (text) sqlite3_bind_text(st, i, text, -1, SQLITE_TRANSIENT);
   else sqlite3_bind_null(st, i);
 }
 
@@ -29,7 +14,7 @@ gint64 res_db_store_search(ResDb *db, const ResSearchRecord *rec, GError **error
   g_autofree char *strategy = g_strdup_printf("search:%s", rec->algo);
   sqlite3_stmt *st = NULL;
   gint64 search_id = -1;
-  if (!run_sql(db, "BEGIN IMMEDIATE;", error)) return -1;
+  if (!res_sql_run(db, "BEGIN IMMEDIATE;", error)) return -1;
   gint64 run_id = res_db_insert_run(db, "search", rec->model, rec->cluster, strategy);
   if (run_id < 0) goto fail;
   if (sqlite3_prepare_v2(db->sql,
@@ -41,11 +26,11 @@ gint64 res_db_store_search(ResDb *db, const ResSearchRecord *rec, GError **error
                          -1, &st, NULL) != SQLITE_OK)
     goto fail;
   sqlite3_bind_int64(st, 1, run_id);
-  bind_text(st, 2, rec->algo);
-  bind_text(st, 3, rec->ran);
+  res_bind_text(st, 2, rec->algo);
+  res_bind_text(st, 3, rec->ran);
   sqlite3_bind_int64(st, 4, rec->seed);
   sqlite3_bind_int(st, 5, rec->threads);
-  bind_text(st, 6, rec->budget);
+  res_bind_text(st, 6, rec->budget);
   sqlite3_bind_int64(st, 7, (sqlite3_int64)rec->evaluations);
   sqlite3_bind_int64(st, 8, (sqlite3_int64)rec->simulated);
   sqlite3_bind_int64(st, 9, (sqlite3_int64)rec->over_memory);
@@ -54,13 +39,13 @@ gint64 res_db_store_search(ResDb *db, const ResSearchRecord *rec, GError **error
   bind_time(st, 12, rec->best_time_s);
   if (isfinite(rec->best_time_s)) sqlite3_bind_double(st, 13, rec->best_memory_bytes);
   else sqlite3_bind_null(st, 13);
-  bind_text(st, 14, rec->found_by);
+  res_bind_text(st, 14, rec->found_by);
   bind_time(st, 15, rec->data_parallel_time_s);
   bind_time(st, 16, rec->megatron_time_s);
-  bind_text(st, 17, rec->megatron_config);
+  res_bind_text(st, 17, rec->megatron_config);
   bind_time(st, 18, rec->weird_trick_time_s);
-  bind_text(st, 19, rec->strategy_json);
-  bind_text(st, 20, rec->json);
+  res_bind_text(st, 19, rec->strategy_json);
+  res_bind_text(st, 20, rec->json);
   if (sqlite3_step(st) != SQLITE_DONE) goto fail;
   sqlite3_finalize(st);
   st = NULL;
@@ -79,14 +64,14 @@ gint64 res_db_store_search(ResDb *db, const ResSearchRecord *rec, GError **error
     if (sqlite3_step(st) != SQLITE_DONE) goto fail;
   }
   sqlite3_finalize(st);
-  if (!run_sql(db, "COMMIT;", error)) {
-    run_sql(db, "ROLLBACK;", NULL);
+  if (!res_sql_run(db, "COMMIT;", error)) {
+    res_sql_run(db, "ROLLBACK;", NULL);
     return -1;
   }
   return search_id;
 fail:
   g_set_error(error, RES_ERROR, RES_ERROR_WRITE, "database %s: %s", db->path, sqlite3_errmsg(db->sql));
   sqlite3_finalize(st);
-  run_sql(db, "ROLLBACK;", NULL);
+  res_sql_run(db, "ROLLBACK;", NULL);
   return -1;
 }

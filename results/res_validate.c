@@ -5,21 +5,6 @@
 #include <math.h>
 #include <string.h>
 
-static gboolean run_sql(ResDb *db, const char *sql, GError **error) {
-  char *msg = NULL;
-  if (sqlite3_exec(db->sql, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    g_set_error(error, RES_ERROR, RES_ERROR_WRITE, "database %s: %s", db->path, msg ? msg : "error");
-    sqlite3_free(msg);
-    return FALSE;
-  }
-  return TRUE;
-}
-
-static void bind_text(sqlite3_stmt *st, int i, const char *text) {
-  if (text) sqlite3_bind_text(st, i, text, -1, SQLITE_TRANSIENT);
-  else sqlite3_bind_null(st, i);
-}
-
 static gint64 existing_id(ResDb *db, const char *hash) {
   sqlite3_stmt *st = NULL;
   gint64 id = -1;
@@ -40,11 +25,11 @@ gint64 res_db_store_validate(ResDb *db, const ResValidateRecord *r, gboolean *ex
   g_autofree char *stamp = g_date_time_format_iso8601(now);
   sqlite3_stmt *st = NULL;
   gint64 id = -1;
-  if (!run_sql(db, "BEGIN IMMEDIATE;", error)) return -1;
+  if (!res_sql_run(db, "BEGIN IMMEDIATE;", error)) return -1;
   /* Under the write lock: one of two concurrent ingests of the same files finds the other's. */
   gint64 found = existing_id(db, r->content_hash);
   if (found >= 0) {
-    run_sql(db, "ROLLBACK;", NULL);
+    res_sql_run(db, "ROLLBACK;", NULL);
     if (existing) *existing = TRUE;
     return found;
   }
@@ -60,25 +45,25 @@ gint64 res_db_store_validate(ResDb *db, const ResValidateRecord *r, gboolean *ex
                          -1, &st, NULL) != SQLITE_OK)
     goto fail;
   sqlite3_bind_int64(st, 1, run_id);
-  bind_text(st, 2, r->content_hash);
-  bind_text(st, 3, r->model);
-  bind_text(st, 4, r->cluster);
-  bind_text(st, 5, r->strategy);
-  bind_text(st, 6, r->dtype);
+  res_bind_text(st, 2, r->content_hash);
+  res_bind_text(st, 3, r->model);
+  res_bind_text(st, 4, r->cluster);
+  res_bind_text(st, 5, r->strategy);
+  res_bind_text(st, 6, r->dtype);
   sqlite3_bind_int(st, 7, r->ranks);
-  bind_text(st, 8, r->runner);
+  res_bind_text(st, 8, r->runner);
   sqlite3_bind_int(st, 9, r->warmup);
   sqlite3_bind_int(st, 10, r->iterations);
   sqlite3_bind_double(st, 11, r->predicted_s);
   sqlite3_bind_double(st, 12, r->measured_s);
   sqlite3_bind_double(st, 13, 100.0 * (r->predicted_s - r->measured_s) / r->measured_s);
-  bind_text(st, 14, r->device);
-  bind_text(st, 15, r->host);
-  bind_text(st, 16, r->measured_at);
-  bind_text(st, 17, r->environment);
-  bind_text(st, 18, r->prediction);
-  bind_text(st, 19, r->iterations_s);
-  bind_text(st, 20, r->plan);
+  res_bind_text(st, 14, r->device);
+  res_bind_text(st, 15, r->host);
+  res_bind_text(st, 16, r->measured_at);
+  res_bind_text(st, 17, r->environment);
+  res_bind_text(st, 18, r->prediction);
+  res_bind_text(st, 19, r->iterations_s);
+  res_bind_text(st, 20, r->plan);
   sqlite3_bind_text(st, 21, stamp, -1, SQLITE_TRANSIENT);
   if (sqlite3_step(st) != SQLITE_DONE) goto fail;
   sqlite3_finalize(st);
@@ -96,12 +81,12 @@ gint64 res_db_store_validate(ResDb *db, const ResValidateRecord *r, gboolean *ex
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_int(st, 2, s->rank);
     sqlite3_bind_int(st, 3, s->step);
-    bind_text(st, 4, s->stream);
-    bind_text(st, 5, s->kind);
-    bind_text(st, 6, s->collective);
-    bind_text(st, 7, s->name);
-    bind_text(st, 8, s->op);
-    bind_text(st, 9, s->phase);
+    res_bind_text(st, 4, s->stream);
+    res_bind_text(st, 5, s->kind);
+    res_bind_text(st, 6, s->collective);
+    res_bind_text(st, 7, s->name);
+    res_bind_text(st, 8, s->op);
+    res_bind_text(st, 9, s->phase);
     sqlite3_bind_int(st, 10, s->microbatch);
     sqlite3_bind_double(st, 11, s->predicted_s);
     if (isfinite(s->measured_s)) sqlite3_bind_double(st, 12, s->measured_s);
@@ -110,8 +95,8 @@ gint64 res_db_store_validate(ResDb *db, const ResValidateRecord *r, gboolean *ex
   }
   sqlite3_finalize(st);
   st = NULL;
-  if (!run_sql(db, "COMMIT;", error)) {
-    run_sql(db, "ROLLBACK;", NULL);
+  if (!res_sql_run(db, "COMMIT;", error)) {
+    res_sql_run(db, "ROLLBACK;", NULL);
     return -1;
   }
   return id;
@@ -119,7 +104,7 @@ fail:
   g_set_error(error, RES_ERROR, RES_ERROR_WRITE, "database %s: %s", db->path,
               sqlite3_errmsg(db->sql));
   sqlite3_finalize(st);
-  run_sql(db, "ROLLBACK;", NULL);
+  res_sql_run(db, "ROLLBACK;", NULL);
   return -1;
 }
 
