@@ -72,6 +72,9 @@ if ! "$bin" sweep "$golden/sweep-small.json" --no-charts --db "$db" -o "$tmp/swe
 fi
 case_ sweep-json "$bin" report --scenario golden-small --format json --db "$db"
 case_ sweep-csv "$bin" report --scenario golden-small --format csv --db "$db"
+case_ plan-mlp "$bin" validate plan -m mlp -c dgx-a100 -s dp --db "$db"
+case_ plan-gpt "$bin" validate plan -m gpt:layers=2,hidden=512,heads=8,seq=256,batch=8 -c dgx-a100:nodes=2 \
+  -s megatron:tp=2,pp=2,dp=4,mb=2,zero=1 --db "$db"
 case_ collective-ar "$bin" collective -k all_reduce -b 64M -r 16 -c dgx-a100:nodes=2 --json --db "$db"
 case_ collective-a2a "$bin" collective -k all_to_all -b 1M -r 8 -c dgx-h100 --json --db "$db"
 case_ collective-ag "$bin" collective -k all_gather -b 4K -r 32 -c flexflow-k80 --json --db "$db"
