@@ -28,12 +28,32 @@ case_() {
     failed=1
     return
   fi
+  compare "$name" "$*"
+}
+
+# file_case NAME FILE COMMAND...: runs the command (exit status must be 0; its output is not
+# compared: it holds wall-clock times and paths), compares the FILE it writes.
+file_case() {
+  name=$1
+  file=$2
+  shift 2
+  if ! "$@" >"$tmp/$name.log" 2>&1 || ! cp "$file" "$tmp/$name.raw"; then
+    echo "golden $name: command failed: $*" >&2
+    cat "$tmp/$name.log" >&2
+    failed=1
+    return
+  fi
+  compare "$name" "$*"
+}
+
+compare() {
+  name=$1
   sed -e 's/,"sim_wall_s":[-+0-9.eE]*//g' -e '/^[[:space:]]*"sim_wall_s":/d' \
     "$tmp/$name.raw" >"$tmp/$name.out"
   if [ "$mode" = --update ]; then
     cp "$tmp/$name.out" "$golden/$name.out"
   elif ! cmp -s "$tmp/$name.out" "$golden/$name.out"; then
-    echo "golden $name: output differs from tests/golden/$name.out: $*" >&2
+    echo "golden $name: output differs from tests/golden/$name.out: $2" >&2
     diff "$golden/$name.out" "$tmp/$name.out" | head -20 >&2
     failed=1
   else
@@ -64,8 +84,13 @@ case_ search-mcmc "$bin" search -m mlp -c dgx-a100 --algo mcmc --budget 50 --see
 case_ search-cd "$bin" search -m mlp -c dgx-a100:nodes=2 --algo cd --budget 40 --seed 7 --json --db "$db"
 case_ search-grid "$bin" search -m $gpt -c dgx-a100:nodes=2 --algo grid --budget 200 --seed 1 --json --db "$db"
 case_ search-dp "$bin" search -m $gpt8 -c dgx-a100:nodes=2 --algo dp --budget 200 --seed 1 --json --db "$db"
-# The sweep's own lines hold wall-clock time and the database path: only its exit status counts.
-if ! "$bin" sweep "$golden/sweep-small.json" --no-charts --db "$db" -o "$tmp/sweep" >"$tmp/sweep.log" 2>&1; then
+file_case trace "$tmp/trace.json" "$bin" simulate -m $gpt -c dgx-a100:nodes=2 -s megatron:tp=2,pp=2,dp=4,mb=2 \
+  --collectives step --trace "$tmp/trace.json" --db "$db"
+# Timeline chart data (scenarios/scn_timeline.c); gnuplot kept off PATH: only the .dat counts.
+file_case timeline "$tmp/timeline/timeline-0.dat" env PATH=/nonexistent "$bin" sweep \
+  "$golden/sweep-timeline.json" --db "$db" -o "$tmp/timeline"
+# The sweep's own lines hold wall-clock time and the database path: reports below compare it.
+if ! "$bin" sweep "$golden/sweep-small.json" --no-charts --db "$db" >"$tmp/sweep.log" 2>&1; then
   echo "golden sweep: failed" >&2
   cat "$tmp/sweep.log" >&2
   failed=1
