@@ -18,29 +18,25 @@
 
 #include "costmodel/costmodel.h"
 #include "search/srch_search.h"
+#include "session/ses_session.h"
 
 #define CALCULON_CONFIGS_PER_S_PER_CORE 45.0
 
 /* Lines appear as each measurement ends (the suite runs for minutes, often into a file). */
 #define say(...) (printf(__VA_ARGS__), fflush(stdout))
 
+/* A model on a cluster, presets and rooflines (no database): what each measurement searches. */
 typedef struct {
-  MdlGraph *graph;
-  DevCluster *cluster;
-  CmParams params;
+  SesSession *session;
 } Case;
 
 static gboolean case_init(Case *c, const char *model, const char *cluster, GError **error) {
-  cm_params_default(&c->params);
-  c->graph = mdl_graph_parse_spec(model, error);
-  c->cluster = c->graph ? dev_cluster_parse_spec(cluster, error) : NULL;
-  return c->cluster != NULL;
+  SesSpecs specs = {.model = model, .cluster = cluster};
+  c->session = ses_session_new_from_specs(&specs, error);
+  return c->session != NULL;
 }
 
-static void case_clear(Case *c) {
-  mdl_graph_free(c->graph);
-  dev_cluster_free(c->cluster);
-}
+static void case_clear(Case *c) { ses_session_free(c->session); }
 
 static SrchResult *search(const Case *c, SrchAlgo algo, guint64 evaluations, double seconds,
                           int threads, gboolean no_delta, GError **error) {
@@ -52,7 +48,8 @@ static SrchResult *search(const Case *c, SrchAlgo algo, guint64 evaluations, dou
   o.threads = threads;
   o.no_delta = no_delta;
   o.no_baselines = TRUE;
-  return srch_run(c->graph, c->cluster, &c->params, &o, error);
+  return srch_run(ses_session_graph(c->session), ses_session_cluster(c->session),
+                  ses_session_params(c->session), &o, error);
 }
 
 /* (a) */
