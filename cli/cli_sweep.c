@@ -86,7 +86,7 @@ static int draw_charts(ResDb *db, const ScnResults *results, const char *out, un
   }
 out:
   scn_chart_outcome_clear(&o);
-  scn_costs_free(costs);
+  ses_costs_free(costs);
   return status;
 }
 
