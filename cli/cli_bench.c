@@ -31,7 +31,7 @@ static int bench_gpt3(void) {
     SesSpecs specs = {.model = model, .cluster = cluster_spec, .strategy = strategy_spec,
                       .options = {.no_symmetry = expanded}};
     SesSession *session = ses_session_new_from_specs(&specs, &error);
-    if (!session) return cli_fail(error, CLI_EXIT_FAILURE);
+    if (!session) return cli_fail(error, cli_status_for(error));
     const MdlStrategy *s = ses_session_strategy(session);
     if (!expanded)
       printf("bench: gpt3   %s on %s, %s (%d microbatches, schedule %s)\n", model, cluster_spec,
@@ -41,7 +41,7 @@ static int bench_gpt3(void) {
     gint64 b = g_get_monotonic_time();
     if (!run) {
       ses_session_free(session);
-      return cli_fail(error, CLI_EXIT_FAILURE);
+      return cli_fail(error, cli_status_for(error));
     }
     const SimPrediction *pr = sim_run_prediction(run);
     iter[expanded] = pr->iteration_time_s;
@@ -69,7 +69,7 @@ static int bench_allreduce(void) {
       " \"source\": \"unused: one host\"}}";
   GError *error = NULL;
   DevCluster *c = dev_cluster_from_json(json, "bench", &error);
-  if (!c) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!c) return cli_fail(error, cli_status_for(error));
   const int p = 1024;
   const double bytes = 64.0 * 1024 * 1024;
   g_autofree int *devices = g_new(int, p);
@@ -81,7 +81,7 @@ static int bench_allreduce(void) {
     SimTaskGraph *g = sim_network_collective_graph(c, CM_ALL_REDUCE, devices, p, simulated, bytes);
     SimSchedule *s = sim_engine_run(g, &error);
     gint64 b = g_get_monotonic_time();
-    if (!s) return cli_fail(error, CLI_EXIT_FAILURE);
+    if (!s) return cli_fail(error, cli_status_for(error));
     CmLinkCost link = cm_group_link(c, devices, p);
     printf("bench: ring   64 MiB all-reduce over %d GPUs, step-expanded, %-9s %8u tasks in "
            "%.4f s wall (build + engine); simulated %.6f s (alpha-beta formula %.6f s)\n",
@@ -170,7 +170,7 @@ int cli_bench(int argc, char **argv) {
     SimSchedule *s = sim_engine_run(tasks, &error);
     gint64 b = g_get_monotonic_time();
     if (!s) {
-      status = cli_fail(error, CLI_EXIT_FAILURE);
+      status = cli_fail(error, cli_status_for(error));
       goto out;
     }
     makespan = sim_schedule_makespan(s);

@@ -57,7 +57,7 @@ static int bench_one(int gpus, int changes, gboolean expanded) {
   SesSpecs specs = {.model = model, .cluster = cluster_spec, .strategy = strategy_spec,
                     .options = {.no_symmetry = expanded}};
   SesSession *session = ses_session_new_from_specs(&specs, &error);
-  if (!session) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!session) return cli_fail(error, cli_status_for(error));
   const MdlGraph *graph = ses_session_graph(session);
   const DevCluster *cluster = ses_session_cluster(session);
   const CmParams params = *ses_session_params(session);
@@ -67,7 +67,7 @@ static int bench_one(int gpus, int changes, gboolean expanded) {
   SimDelta *delta = sim_delta_new(graph, cluster, &params, &options);
   int status = CLI_EXIT_OK, mismatches = 0;
   if (!sim_delta_simulate(delta, s, &error)) {
-    status = cli_fail(error, CLI_EXIT_FAILURE);
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   guint64 tasks = sim_run_prediction(sim_delta_run(delta))->tasks;
@@ -86,7 +86,7 @@ static int bench_one(int gpus, int changes, gboolean expanded) {
       sim_run_free(full);
       sim_run_free(previous);
       g_rand_free(rand);
-      status = cli_fail(error, CLI_EXIT_FAILURE);
+      status = cli_fail(error, cli_status_for(error));
       goto out;
     }
     full_s += (double)(b - a) / 1e6;
@@ -157,7 +157,7 @@ static int table4_one(const char *model, int nodes, int budget) {
     wall[k] = (double)(g_get_monotonic_time() - a) / 1e6;
     if (!r) {
       ses_session_free(session);
-      return cli_fail(error, CLI_EXIT_FAILURE);
+      return cli_fail(error, cli_status_for(error));
     }
     best[k] = r->best_time_s;
     evals = r->evaluations;

@@ -58,7 +58,7 @@ static int bench_rates(void) {
   const guint64 budget = 300;
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, cli_status_for(error));
   say("bench: search rates  %s on %s, one thread, %" G_GUINT64_FORMAT
          " evaluations each (the grid: all of it), space construction included; Calculon: %.0f "
          "Megatron configurations/s/core\n", model, cluster, budget, CALCULON_CONFIGS_PER_S_PER_CORE);
@@ -73,7 +73,7 @@ static int bench_rates(void) {
       SrchResult *r = search(&c, algos[i], algos[i] == SRCH_ALGO_GRID ? 1000000 : budget, 0, 1, full, &error);
       if (!r) {
         case_clear(&c);
-        return cli_fail(error, CLI_EXIT_FAILURE);
+        return cli_fail(error, cli_status_for(error));
       }
       rate[full] = r->elapsed_s > 0 ? r->evaluations / r->elapsed_s : 0;
       sim_rate[full] = r->elapsed_s > 0 ? r->simulated / r->elapsed_s : 0;
@@ -99,11 +99,11 @@ static int bench_grid175(void) {
   const char *model = "gpt3-175b:batch=1536", *cluster = "dgx-a100:nodes=128";
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, cli_status_for(error));
   SrchResult *r = search(&c, SRCH_ALGO_GRID, 1000000, 0, 2, FALSE, &error);
   if (!r) {
     case_clear(&c);
-    return cli_fail(error, CLI_EXIT_FAILURE);
+    return cli_fail(error, cli_status_for(error));
   }
   double found = r->timeline->len ? g_array_index(r->timeline, SrchCurvePoint, r->timeline->len - 1).elapsed_s : NAN;
   say("bench: search grid   %s on %s, two threads: %" G_GUINT64_FORMAT " grid points (%" G_GUINT64_FORMAT
@@ -131,7 +131,7 @@ static int bench_convergence(const char *model, const char *cluster, double seco
   enum { N = G_N_ELEMENTS(algos) };
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, cli_status_for(error));
   SrchResult *results[N] = {NULL};
   double overall = INFINITY;
   for (int i = 0; i < N; i++) {

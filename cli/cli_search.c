@@ -201,7 +201,7 @@ static int search_main(int argc, char **argv) {
     return CLI_EXIT_BAD_INPUT;
   }
   if (!budget_text) budget_text = g_strdup("2000");
-  if (!srch_budget_parse(budget_text, &o.budget, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!srch_budget_parse(budget_text, &o.budget, &error)) return cli_fail(error, cli_status_for(error));
   if (seed < 0 || seed > G_MAXUINT32) {
     fprintf(stderr, "stratsim search: --seed must be 0..%u\n", G_MAXUINT32);
     return CLI_EXIT_BAD_INPUT;
@@ -274,18 +274,17 @@ gather:
     cli_mpi_strings_free(parts);
     if (status != CLI_EXIT_OK) goto out;
     if (!merged) {
-      status = cli_fail(error, CLI_EXIT_FAILURE);
+      status = cli_fail(error, cli_status_for(error));
       goto out;
     }
   }
   if (!r) {
-    status = cli_fail(error, error && error->domain == SRCH_ERROR && error->code != SRCH_ERROR_FAILED
-                                 ? CLI_EXIT_BAD_INPUT : cli_status_for(error));
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   if (r->best) strategy_json = mdl_strategy_to_json(r->best, graph);
   if (out_path && strategy_json && !g_file_set_contents(out_path, strategy_json, -1, &error)) {
-    status = cli_fail(error, CLI_EXIT_FAILURE);
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   text = srch_result_to_json(r, &o, graph, cluster);

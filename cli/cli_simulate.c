@@ -108,7 +108,7 @@ int cli_simulate(int argc, char **argv) {
     goto out;
   }
   if (trace && !sim_trace_write(run, trace, &error)) {
-    status = cli_fail(error, CLI_EXIT_FAILURE);
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   gint64 run_id = -1;
