@@ -385,14 +385,14 @@ gboolean scn_reshard_chart(const ScnReshard *r, const GPtrArray *rows, const cha
   /* Wide enough for every bar to be a few pixels: the groups share 1000 px at least. */
   int width = MAX(900, (int)(rows->len * (r->methods->len + 1) * 14) + 200), height = 480;
   g_autofree char *epilogue = NULL;
-  g_autofree char *terminal = scn_gnuplot_terminal(base, formats, width, height, &epilogue);
+  g_autofree char *terminal = util_gnuplot_terminal(base, formats, width, height, &epilogue);
   GString *shape = g_string_new(NULL);
   for (int d = 0; d < r->ndims; d++)
     g_string_append_printf(shape, "%s%" G_GINT64_FORMAT, d ? ", " : "", r->tensor[d]);
   g_autofree char *title = g_strdup_printf("%s: one move of a (%s) tensor of %g-byte elements, %s",
                                            r->name, shape->str, r->element_bytes, r->cluster);
   g_string_free(shape, TRUE);
-  g_autofree char *qtitle = scn_gnuplot_title(title, r->paper[0] ? r->paper : NULL);
+  g_autofree char *qtitle = util_gnuplot_title(title, r->paper[0] ? r->paper : NULL);
   static const char *const colours[] = {"#e41a1c", "#377eb8", "#4daf4a", "#984ea3",
                                         "#ff7f00", "#a65628", "#f781bf", "#999999"};
   g_autofree char *dat = g_strdup_printf("%s.dat", base);
@@ -409,14 +409,14 @@ gboolean scn_reshard_chart(const ScnReshard *r, const GPtrArray *rows, const cha
       base, base, terminal, qtitle);
   for (guint k = 0; k < r->methods->len; k++) {
     const ScnReshardMethod *rm = g_ptr_array_index(r->methods, k);
-    g_autofree char *q = scn_gnuplot_quote(rm->label);
+    g_autofree char *q = util_gnuplot_quote(rm->label);
     g_string_append_printf(plot, "%s'%s' using %u%s title %s lc rgb '%s'", k ? ", \\\n     " : "",
                            k ? "" : dat, k + 2,
                            k ? "" : ":xtic(1)", q, colours[k % G_N_ELEMENTS(colours)]);
   }
   g_string_append_printf(plot, "\n%s", epilogue);
-  gboolean ok = scn_chart_write_file(out_dir, dat, data->str, o->files, error) &&
-                scn_chart_write_file(out_dir, gp, plot->str, o->files, error);
+  gboolean ok = util_write_file(out_dir, dat, data->str, o->files, error) &&
+                util_write_file(out_dir, gp, plot->str, o->files, error);
   g_string_free(data, TRUE);
   g_string_free(plot, TRUE);
   if (!ok) return FALSE;

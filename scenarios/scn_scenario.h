@@ -19,6 +19,7 @@
 #define STRATSIM_SCN_SCENARIO_H
 
 #include <glib.h>
+#include "util/util_gnuplot.h"
 
 G_BEGIN_DECLS
 
@@ -28,7 +29,6 @@ typedef enum {
   SCN_ERROR_PARSE,        /* malformed JSON, a wrong field type, an unknown field */
   SCN_ERROR_INVALID,      /* a placeholder without a value, an empty axis, a bad expression */
   SCN_ERROR_NOT_FOUND,    /* no scenario of that name in the database */
-  SCN_ERROR_GNUPLOT,      /* gnuplot ran and failed */
 } ScnError;
 
 /* One entry of models / clusters / strategies. */
@@ -60,7 +60,7 @@ enum {
 };
 enum { SCN_Y_SAMPLES_PER_S, SCN_Y_TFLOPS_PER_GPU, SCN_Y_ITERATION_TIME_S, SCN_Y_SAMPLES_PER_S_PER_GPU };
 enum { SCN_TABLE_TEXT = 1 << 0, SCN_TABLE_CSV = 1 << 1, SCN_TABLE_JSON = 1 << 2 };
-enum { SCN_FORMAT_PNG = 1 << 0, SCN_FORMAT_SVG = 1 << 1 };
+enum { SCN_FORMAT_PNG = UTIL_GNUPLOT_PNG, SCN_FORMAT_SVG = UTIL_GNUPLOT_SVG };
 
 typedef struct {
   char *name;
