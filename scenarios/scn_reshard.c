@@ -1,5 +1,6 @@
 /* scenarios/reshard — single cross-mesh moves, cases x methods (scn_reshard.h). */
 #include "scenarios/scn_reshard.h"
+#include "util/util_json.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -60,14 +61,12 @@ static gboolean known_fields(const cJSON *obj, const char *where, const char *co
 
 static char *string_field(const cJSON *obj, const char *name, gboolean required,
                           const char *where, GError **error) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-  if (!v && !required) return g_strdup("");
-  if (!cJSON_IsString(v) || !v->valuestring[0]) {
-    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "reshard %s: \"%s\" must be a non-empty string",
-                where, name);
-    return NULL;
-  }
-  return g_strdup(v->valuestring);
+  const char *text = "";
+  UtilJsonStatus status = util_json_string(obj, name, TRUE, &text);
+  if (status == UTIL_JSON_OK || (status == UTIL_JSON_MISSING && !required)) return g_strdup(text);
+  g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "reshard %s: \"%s\" must be a non-empty string",
+              where, name);
+  return NULL;
 }
 
 /* A mesh [hosts, GPUs per host]. */
@@ -76,11 +75,9 @@ static gboolean mesh_field(const cJSON *obj, const char *name, const char *where
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
   if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2) goto bad;
   for (int i = 0; i < 2; i++) {
-    const cJSON *x = cJSON_GetArrayItem(v, i);
-    if (!cJSON_IsNumber(x) || x->valuedouble != (int)x->valuedouble || x->valueint < 1 ||
-        x->valueint > 4096)
-      goto bad;
-    out[i] = x->valueint;
+    gint64 x = 0;
+    if (util_json_int_value(cJSON_GetArrayItem(v, i), 1, 4096, &x) != UTIL_JSON_OK) goto bad;
+    out[i] = (int)x;
   }
   return TRUE;
 bad:
@@ -200,13 +197,13 @@ ScnReshard *scn_reshard_from_json(const char *json_text, GError **error) {
     goto err;
   }
   for (const cJSON *d = v->child; d; d = d->next) {
-    if (!cJSON_IsNumber(d) || d->valuedouble < 1 || d->valuedouble > 1e15 ||
-        d->valuedouble != (double)(int64_t)d->valuedouble) {
+    gint64 size = 0;
+    if (util_json_int_value(d, 1, G_GINT64_CONSTANT(1000000000000000), &size) != UTIL_JSON_OK) {
       g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "reshard %s: \"tensor\": dims are positive integers",
                   r->name);
       goto err;
     }
-    r->tensor[r->ndims++] = (int64_t)d->valuedouble;
+    r->tensor[r->ndims++] = size;
   }
   v = cJSON_GetObjectItemCaseSensitive(root, "element_bytes");
   r->element_bytes = 2;
