@@ -104,7 +104,7 @@ static int write_tables(const ScnResults *results, const char *out) {
     GError *error = NULL;
     g_autofree char *text = scn_report(results, files[k].format);
     if (g_mkdir_with_parents(out, 0755) != 0 ||
-        !scn_chart_write_file(out, files[k].file, text, NULL, &error)) {
+        !util_write_file(out, files[k].file, text, NULL, &error)) {
       if (!error) g_set_error(&error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "cannot create %s", out);
       return cli_fail(error, cli_status_for(error));
     }
