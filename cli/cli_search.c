@@ -5,9 +5,8 @@
  *
  * Under `mpirun -np N` every rank runs its share of the workers (search/srch_search.h: the
  * budget is the total, split over N x threads workers); the ranks' results are gathered on rank
- * 0 by the library's protocol (srch_result_gather over cli_mpi_comm's SrchComm), and rank 0 alone
- * prints, writes --out and
- * stores. Other ranks print only their errors. */
+ * 0 by the library's protocol (srch_result_gather over cli_mpi_comm's SrchComm), and rank 0
+ * alone prints, writes --out and stores. Other ranks print only their errors. */
 #include "cli/cli.h"
 #include "cli/cli_mpi.h"
 
