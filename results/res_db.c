@@ -262,6 +262,28 @@ ResDb *res_db_open(const char *path, GError **error) {
   return db;
 }
 
+ResDb *res_db_open_read_only(const char *path, GError **error) {
+  ResDb *db = g_new0(ResDb, 1);
+  db->path = g_strdup(path);
+  if (!g_file_test(path, G_FILE_TEST_IS_REGULAR) ||
+      sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "cannot open database %s: %s", path,
+                db->sql ? sqlite3_errmsg(db->sql) : "no such file");
+    res_db_close(db);
+    return NULL;
+  }
+  sqlite3_busy_timeout(db->sql, 10000);
+  int version = res_db_schema_version(db);
+  if (version != RES_SCHEMA_VERSION) {
+    g_set_error(error, RES_ERROR, version < 0 ? RES_ERROR_OPEN : RES_ERROR_SCHEMA,
+                "database %s has schema version %d, this stratsim reads %d (open it once "
+                "without --no-store to migrate it)", path, version, RES_SCHEMA_VERSION);
+    res_db_close(db);
+    return NULL;
+  }
+  return db;
+}
+
 void res_db_close(ResDb *db) {
   if (!db) return;
   sqlite3_close(db->sql);

@@ -31,6 +31,11 @@ typedef struct ResDb ResDb;
 
 /* Opens (creating the file and its directory if needed) and migrates a database. */
 ResDb *res_db_open(const char *path, GError **error);
+/* Opens an existing database read-only (`--no-store`, explain, validate plan: they write
+ * nothing): no file or directory is created, nothing migrated, so a read-only file or
+ * directory serves. NULL with RES_ERROR_OPEN when the file is missing or cannot be opened,
+ * RES_ERROR_SCHEMA when it is of another schema version than RES_SCHEMA_VERSION. */
+ResDb *res_db_open_read_only(const char *path, GError **error);
 void res_db_close(ResDb *db);
 int res_db_schema_version(ResDb *db);
 

@@ -559,7 +559,7 @@ static void test_chart_files(void) {
     g_test_message("gnuplot not on PATH: images not checked");
   }
   scn_chart_outcome_clear(&o);
-  scn_costs_free(costs);
+  ses_costs_free(costs);
   scn_results_free(r);
   res_db_close(db);
 }

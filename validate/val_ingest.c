@@ -278,8 +278,9 @@ static char *read_file(const char *path, const char *what, GError **error) {
   char *text = NULL;
   GError *local = NULL;
   if (!g_file_get_contents(path, &text, NULL, &local)) {
-    g_set_error(error, VAL_INGEST_ERROR, VAL_INGEST_ERROR_IO, "cannot read %s %s: %s", what, path,
-                local->message);
+    gboolean missing = g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT);
+    g_set_error(error, VAL_INGEST_ERROR, missing ? VAL_INGEST_ERROR_INPUT : VAL_INGEST_ERROR_IO,
+                "cannot read %s %s: %s", what, path, local->message);
     g_error_free(local);
     return NULL;
   }
