@@ -37,7 +37,10 @@ static int list_devices(void) {
 
 static int list_models(void) {
   for (const char *const *n = mdl_zoo_names(); *n; n++) printf("%-12s %s\n", *n, mdl_zoo_describe(*n));
-  printf("%-12s %s\n", "gpt:...", "gpt:layers=L,hidden=H,heads=A,seq=S,vocab=V,batch=B");
+  printf("%-12s %s\n", "gpt:...", "gpt:layers=L,hidden=H,heads=A,seq=S,vocab=V,batch=B,ffn=F");
+  printf("%-12s %s\n", "llama:...",
+         "llama:layers=L,hidden=H,heads=A,kv_heads=G,ffn=F,seq=S,vocab=V,batch=B,head_dim=D,"
+         "tied=0|1,attn=flash|unfused");
   printf("%-12s %s\n", "mlp:...", "mlp:layers=L,hidden=H,batch=B");
   printf("%-12s %s\n", "FILE.json", "an operator graph in JSON (model/README.md)");
   return CLI_EXIT_OK;

@@ -1,0 +1,167 @@
+/* model/zoo/llama — a Llama-style decoder (Touvron et al. 2023; Llama 3, Dubey et al. 2024,
+ * section 3.2; the Hugging Face LlamaForCausalLM, MistralForCausalLM and Qwen2ForCausalLM
+ * share it) in Megatron-Core's layout (megatron/core/transformer: linear_qkv, core_attention,
+ * linear_proj, linear_fc1 with gated_linear_unit, linear_fc2).
+ *
+ * Ops per layer (b batch, s seq, h hidden, a heads, g kv_heads, dh head_dim, f ffn; blocks in
+ * mdl_zoo_transformer.c):
+ *   ln1        RMSNorm (Zhang & Sennrich 2019): a [1,h] weight; charged as a LayerNorm (8 FLOPs
+ *              per element where RMSNorm needs ~4: both are memory bound).
+ *   qkv        column parallel, [h, (a + 2g) dh]: grouped-query attention (Ainslie et al.
+ *              2023) projects K and V to g heads each; under tensor parallelism every rank
+ *              holds a/t query heads and g/t key/value heads, as Megatron-Core requires g to be
+ *              a multiple of t (num_query_groups % tensor_model_parallel_size).
+ *   rope       rotary position embedding (Su et al. 2021) on Q and K: 3 FLOPs per rotated
+ *              element (two multiplies, one add), V passes through; its backward rotates dY
+ *              back and reads no input (unsaved); no weight.
+ *   attention  unfused (attn_scores, attn_softmax, attn_context: the s x s scores reach HBM
+ *              and the probabilities are kept) or fused (attn=flash: one attn_flash op, no s x s
+ *              tensor in HBM or kept, causal blocks skipped). Q, K, V are read from the
+ *              rotated [b, s, (a + 2g) dh] activation through its heads grouping, so its width
+ *              must be a multiple of a (true of every named size). No attention dropout
+ *              (Llama's attention_dropout is 0.0).
+ *   attn_proj  row parallel, [a dh, h].
+ *   residual1  add, no dropout (Llama has none): no operand kept.
+ *   ln2        RMSNorm.
+ *   fc1        column parallel, [h, 2f]: SwiGLU's gate and up projections fused (Shazeer 2020;
+ *              Megatron-Core's linear_fc1 under gated_linear_unit), split per rank as f/t of
+ *              each.
+ *   swiglu     silu(gate) x up over [b, s, f] reading [b, s, 2f]: 5 FLOPs per output
+ *              (sigmoid as exp, add, divide; two multiplies); keeps its input.
+ *   fc2        row parallel, [f, h].
+ *   residual2  add.
+ * Outside the layers: the token embedding (vocab parallel), no position table (RoPE), ln_f
+ * (RMSNorm), lm_head with its own [V, h] weight "lm_head.weight" (untied, as Llama 3 >= 8B,
+ * Qwen2.5-72B and Mistral-7B set tie_word_embeddings false) or the embedding table (tied=1),
+ * the vocab-parallel cross-entropy. Biases are not modeled (Qwen2's Q/K/V biases are
+ * (a + 2g) dh per layer, 1e-5 of its parameters).
+ * Parameters: L (h (a + 2g) dh + a dh h + 3 h f + 2 h) + V h (x 2 untied) + h.
+ * Sliding-window attention (Mistral-7B v0.1, window 4096) is not modeled: its default seq is
+ * 4096, where the window covers the whole causal context.
+ */
+#include "model/mdl_zoo.h"
+
+#include <string.h>
+
+/* Named sizes from each model's published Hugging Face config.json (hidden_size,
+ * num_hidden_layers, num_attention_heads, num_key_value_heads, intermediate_size, vocab_size,
+ * tie_word_embeddings false):
+ *  - llama3-8b: meta-llama/Meta-Llama-3-8B: 4096, 32, 32, 8, 14336, 128256.
+ *  - llama3-70b: meta-llama/Meta-Llama-3-70B: 8192, 80, 64, 8, 28672, 128256.
+ *  - llama3.1-405b: meta-llama/Llama-3.1-405B: 16384, 126, 128, 8, 53248, 128256.
+ *  - qwen2.5-72b: Qwen/Qwen2.5-72B: 8192, 80, 64, 8, 29568, 152064.
+ *  - mistral-7b: mistralai/Mistral-7B-v0.1: 4096, 32, 32, 8, 14336, 32000.
+ * Sequence: the pre-training context of each: 8192 for Llama 3 and 3.1 (Dubey et al. 2024,
+ * section 3.4.1: 8K tokens before long-context training), 4096 for Qwen2.5 (Qwen2.5 technical
+ * report, section 3.1: 4,096 tokens before the long-context stage) and for Mistral-7B (the
+ * sliding window, 4096: see above). Batch 128 sequences is a simulation default, not a
+ * published figure (Llama 3 trained with 4M-16M tokens per batch: 512-2048 sequences of
+ * 8192): override it with batch=N. */
+static const struct {
+  const char *name;
+  MdlLlamaConfig cfg; /* layers, hidden, heads, kv_heads, ffn, seq, vocab, batch, head_dim,
+                         tied, flash */
+} named[] = {
+    {"llama3-8b", {32, 4096, 32, 8, 14336, 8192, 128256, 128, 0, 0, 1}},
+    {"llama3-70b", {80, 8192, 64, 8, 28672, 8192, 128256, 128, 0, 0, 1}},
+    {"llama3.1-405b", {126, 16384, 128, 8, 53248, 8192, 128256, 128, 0, 0, 1}},
+    {"qwen2.5-72b", {80, 8192, 64, 8, 29568, 4096, 152064, 128, 0, 0, 1}},
+    {"mistral-7b", {32, 4096, 32, 8, 14336, 4096, 32000, 128, 0, 0, 1}},
+};
+
+const MdlLlamaConfig *mdl_zoo_llama_named(const char *name) {
+  for (guint i = 0; i < G_N_ELEMENTS(named); i++)
+    if (strcmp(named[i].name, name) == 0) return &named[i].cfg;
+  return NULL;
+}
+
+static int64_t head_dim_of(const MdlLlamaConfig *c) {
+  return c->head_dim > 0 ? c->head_dim : c->hidden / c->heads;
+}
+
+double mdl_zoo_llama_params(const MdlLlamaConfig *c) {
+  double h = (double)c->hidden, dh = (double)head_dim_of(c), a = (double)c->heads;
+  double g = (double)c->kv_heads, f = (double)c->ffn, v = (double)c->vocab;
+  double layer = h * (a + 2 * g) * dh + a * dh * h + 3 * h * f + 2 * h;
+  return (double)c->layers * layer + v * h * (c->tied ? 1 : 2) + h;
+}
+
+static int llama_layer(MdlZooSeq *B, int x, const MdlLlamaConfig *c) {
+  int64_t h = B->h, a = c->heads, g = c->kv_heads, dh = head_dim_of(c), f = c->ffn;
+  int64_t width = (a + 2 * g) * dh;
+  int ln1 = mdl_zoo_seq_norm(B, "ln1", x, 1);
+  int qkv = mdl_zoo_seq_linear(B, "qkv", ln1, h, width, FALSE);
+  double rope_flops = 3.0 * (double)(a + g) / (double)(a + 2 * g);
+  int rope = mdl_zoo_seq_pointwise(B, "rope", qkv, -1, "w", width, rope_flops,
+                                   MDL_ZOO_TP | MDL_ZOO_UNSAVED);
+  int context = c->flash ? mdl_zoo_seq_flash_attention(B, rope, a, dh)
+                         : mdl_zoo_seq_attention(B, rope, a, dh, FALSE);
+  int proj = mdl_zoo_seq_linear(B, "attn_proj", context, a * dh, h, TRUE);
+  int res1 = mdl_zoo_seq_pointwise(B, "residual1", proj, x, "h", h, 1.0, MDL_ZOO_UNSAVED);
+  int ln2 = mdl_zoo_seq_norm(B, "ln2", res1, 1);
+  int fc1 = mdl_zoo_seq_linear(B, "fc1", ln2, h, 2 * f, FALSE);
+  int swiglu = mdl_zoo_seq_pointwise(B, "swiglu", fc1, -1, "f", f, 5.0, MDL_ZOO_TP);
+  int fc2 = mdl_zoo_seq_linear(B, "fc2", swiglu, f, h, TRUE);
+  return mdl_zoo_seq_pointwise(B, "residual2", fc2, res1, "h", h, 1.0, MDL_ZOO_UNSAVED);
+}
+
+static gboolean invalid(GError **error, const char *name, const char *why) {
+  g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s", name, why);
+  return FALSE;
+}
+
+static gboolean check_sizes(const char *name, const MdlLlamaConfig *c, GError **error) {
+  if (c->heads % c->kv_heads != 0) {
+    g_autofree char *why = g_strdup_printf("heads=%" G_GINT64_FORMAT " is not a multiple of "
+                                           "kv_heads=%" G_GINT64_FORMAT,
+                                           (gint64)c->heads, (gint64)c->kv_heads);
+    return invalid(error, name, why);
+  }
+  if (c->head_dim <= 0 && c->hidden % c->heads != 0) {
+    g_autofree char *why = g_strdup_printf("hidden=%" G_GINT64_FORMAT " is not divisible by "
+                                           "heads=%" G_GINT64_FORMAT,
+                                           (gint64)c->hidden, (gint64)c->heads);
+    return invalid(error, name, why);
+  }
+  int64_t b = c->batch, s = c->seq, h = c->hidden, v = c->vocab, a = c->heads;
+  int64_t dh = head_dim_of(c), w = c->heads + 2 * c->kv_heads, f = c->ffn;
+  if (!mdl_zoo_check_size(name, "the logits [batch, seq, vocab] x hidden", error, 4, b, s, v, h) ||
+      !mdl_zoo_check_size(name, "the attention [batch, heads, seq, seq] x head_dim", error, 5, b, a, s, s, dh) ||
+      !mdl_zoo_check_size(name, "the MLP [batch, seq, 2 ffn] x hidden", error, 5, b, s, (int64_t)2, f, h) ||
+      !mdl_zoo_check_size(name, "the QKV projection", error, 5, b, s, w, dh, h))
+    return FALSE;
+  if (w * dh % a != 0) {
+    g_autofree char *why = g_strdup_printf(
+        "the fused QKV width (heads + 2 kv_heads) x head_dim = %" G_GINT64_FORMAT
+        " is not a multiple of heads=%" G_GINT64_FORMAT " (the attention reads it per head)",
+        (gint64)(w * dh), (gint64)a);
+    return invalid(error, name, why);
+  }
+  return TRUE;
+}
+
+MdlGraph *mdl_zoo_llama(const char *name, const MdlLlamaConfig *c, GError **error) {
+  if (!check_sizes(name, c, error)) return NULL;
+  MdlZooSeq B = {.b = c->batch, .s = c->seq, .h = c->hidden, .layer = -1};
+  MdlGraph *g = B.g = mdl_graph_new(name, "llama", c->batch);
+  g->default_dtype = DEV_DTYPE_BF16;
+  g->num_layers = (int)c->layers;
+  g->heads = (int)c->heads;
+  g->seq = c->seq;
+  int64_t ids[2] = {B.b, B.s};
+  int tokens = mdl_graph_add_tensor(g, "tokens", 2, ids, FALSE, TRUE);
+  int labels = mdl_graph_add_tensor(g, "labels", 2, ids, FALSE, TRUE);
+  int table;
+  int x = mdl_zoo_seq_embedding(&B, tokens, c->vocab, &table);
+  for (int l = 0; l < c->layers; l++) {
+    B.layer = l;
+    g_snprintf(B.prefix, sizeof B.prefix, "layer%d.", l);
+    x = llama_layer(&B, x, c);
+  }
+  B.layer = -1;
+  B.prefix[0] = '\0';
+  x = mdl_zoo_seq_norm(&B, "ln_f", x, 1);
+  int head = c->tied ? table : mdl_zoo_weight(g, "lm_head.weight", 2, c->vocab, B.h);
+  mdl_zoo_seq_output(&B, x, labels, c->vocab, head);
+  return g;
+}

@@ -1,0 +1,218 @@
+/* Tests of the llama family (model/mdl_zoo_llama.c) and the gpt family's ffn key: parameter
+ * counts of the named sizes against their published figures, the graph's structure (GQA
+ * projection widths, SwiGLU, RMSNorm weights, tied and untied output layers), FlashAttention
+ * against unfused attention in FLOPs and activation memory, errors, and that the family runs
+ * under every Megatron option (tp, pp, dp, sp, zero, recompute). */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "costmodel/costmodel.h"
+#include "model/mdl_strategy.h"
+#include "model/mdl_zoo.h"
+#include "sim/sim.h"
+
+static MdlGraph *parse_or_die(const char *spec) {
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec(spec, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(g);
+  return g;
+}
+
+static const MdlOp *find_op(const MdlGraph *g, const char *name) {
+  for (int o = 0; o < mdl_graph_num_ops(g); o++)
+    if (strcmp(mdl_graph_op(g, o)->name, name) == 0) return mdl_graph_op(g, o);
+  return NULL;
+}
+
+static const MdlTensor *find_tensor(const MdlGraph *g, const char *name) {
+  for (int t = 0; t < mdl_graph_num_tensors(g); t++)
+    if (strcmp(mdl_graph_tensor(g, t)->name, name) == 0) return mdl_graph_tensor(g, t);
+  return NULL;
+}
+
+/* Published parameter counts: the Hugging Face model cards' "Model size" (safetensors) for
+ * Meta-Llama-3-8B (8.03B), Meta-Llama-3-70B (70.6B) and Mistral-7B-v0.1 (7.24B); the Llama 3
+ * paper's 405B (Dubey et al. 2024, Table 3); the Qwen2.5-72B model card's "Number of
+ * Parameters: 72.7B". */
+typedef struct {
+  const char *name;
+  double published;
+} NamedCount;
+static const NamedCount named_counts[] = {
+    {"llama3-8b", 8.03e9},   {"llama3-70b", 70.6e9}, {"llama3.1-405b", 405e9},
+    {"qwen2.5-72b", 72.7e9}, {"mistral-7b", 7.24e9},
+};
+
+static void test_named_params(gconstpointer data) {
+  const NamedCount *n = data;
+  g_autofree char *spec = g_strdup_printf("%s:batch=1,seq=16", n->name); /* a small graph */
+  MdlGraph *g = parse_or_die(spec);
+  double params = mdl_graph_num_params(g);
+  g_test_message("%s: %.4g parameters, published %.4g (%+.2f%%)", n->name, params, n->published,
+                 100 * (params / n->published - 1));
+  g_assert_cmpfloat(fabs(params / n->published - 1), <, 0.01);
+  /* The closed form the zoo describes agrees with the graph exactly. */
+  g_assert_cmpfloat(params, ==, mdl_zoo_llama_params(mdl_zoo_llama_named(n->name)));
+  g_assert_cmpstr(g->family, ==, "llama");
+  mdl_graph_free(g);
+}
+
+#define SMALL "llama:layers=2,hidden=256,heads=8,kv_heads=2,ffn=688,seq=64,vocab=1000,batch=4"
+
+static void test_structure(void) {
+  MdlGraph *g = parse_or_die(SMALL ",attn=unfused");
+  int64_t h = 256, a = 8, kv = 2, dh = 32, f = 688, v = 1000;
+  const MdlTensor *qkv = find_tensor(g, "layer0.qkv.weight");
+  g_assert_nonnull(qkv);
+  g_assert_cmpint(qkv->shape[0], ==, h);
+  g_assert_cmpint(qkv->shape[1], ==, (a + 2 * kv) * dh); /* GQA: K and V have kv heads */
+  const MdlTensor *fc1 = find_tensor(g, "layer1.fc1.weight");
+  g_assert_cmpint(fc1->shape[1], ==, 2 * f); /* SwiGLU: gate and up */
+  g_assert_cmpint(find_tensor(g, "layer1.fc2.weight")->shape[0], ==, f);
+  g_assert_cmpint(find_tensor(g, "layer0.ln1.weight")->shape[0], ==, 1); /* RMSNorm: gamma */
+  g_assert_nonnull(find_tensor(g, "lm_head.weight"));                    /* untied */
+  g_assert_null(find_tensor(g, "pos_embed.weight"));                     /* RoPE */
+  g_assert_nonnull(find_op(g, "layer0.rope"));
+  g_assert_nonnull(find_op(g, "layer0.attn_scores"));
+  g_assert_nonnull(find_op(g, "layer1.swiglu"));
+  /* Tensor-parallel layouts: qkv and fc1 column parallel, attn_proj and fc2 row parallel. */
+  const MdlOp *op = find_op(g, "layer0.qkv");
+  g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "n");
+  op = find_op(g, "layer0.fc2");
+  g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "k");
+  op = find_op(g, "layer0.attn_scores");
+  g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "heads");
+  /* No dropout anywhere in a Llama. */
+  for (int o = 0; o < mdl_graph_num_ops(g); o++) g_assert_false(mdl_graph_op(g, o)->dropout);
+  double per_layer = h * (a + 2 * kv) * dh + a * dh * h + 3 * h * f + 2 * h;
+  g_assert_cmpfloat(mdl_graph_num_params(g), ==, 2 * per_layer + 2 * v * h + h);
+  MdlGraph *tied = parse_or_die(SMALL ",tied=1");
+  g_assert_null(find_tensor(tied, "lm_head.weight"));
+  g_assert_cmpfloat(mdl_graph_num_params(g) - mdl_graph_num_params(tied), ==, v * h);
+  mdl_graph_free(tied);
+  mdl_graph_free(g);
+}
+
+/* Megatron tp=2 on 2 GPUs, one microbatch of 4 sequences. */
+static CmMemory *memory_of(const MdlGraph *g, const DevCluster *c, MdlRecompute recompute) {
+  MdlMegatronConfig cfg = {.tp = 2, .pp = 1, .dp = 1, .microbatch_size = 4,
+                           .schedule = MDL_SCHEDULE_1F1B, .dtype = DEV_DTYPE_BF16,
+                           .recompute = recompute};
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
+  g_assert_no_error(error);
+  CmMemory *mem = cm_memory_per_device(g, s, c);
+  mdl_strategy_free(s);
+  return mem;
+}
+
+/* FlashAttention keeps no s x s tensor: the unfused graph's extra activation bytes are the
+ * scores and probabilities, 2 b (a/t) s^2 elements of 2 bytes; its forward attention FLOPs
+ * are half the unfused two GEMMs' (causal blocks skipped). */
+static void test_flash(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-h100:gpus_per_node=2", &error);
+  g_assert_no_error(error);
+  MdlGraph *flash = parse_or_die(SMALL ",attn=flash"), *unfused = parse_or_die(SMALL ",attn=unfused");
+  g_assert_null(find_op(flash, "layer0.attn_scores"));
+  const MdlOp *fa = find_op(flash, "layer0.attn_flash");
+  g_assert_nonnull(fa);
+  double b = 4, a = 8, s = 64, dh = 32, t = 2;
+  g_assert_cmpfloat(fa->flops, ==, 0.5 * 4 * b * a * s * s * dh);
+  g_assert_cmpfloat(find_op(unfused, "layer0.attn_scores")->flops +
+                        find_op(unfused, "layer0.attn_context")->flops, ==, 4 * b * a * s * s * dh);
+  g_autofree CmMemory *mf = memory_of(flash, c, MDL_RECOMPUTE_NONE);
+  g_autofree CmMemory *mu = memory_of(unfused, c, MDL_RECOMPUTE_NONE);
+  double per_layer = 2 * b * (a / t) * s * s * 2;
+  g_assert_cmpfloat(mu[0].activations - mf[0].activations, ==, 2 * per_layer);
+  g_assert_cmpfloat(mu[0].weights, ==, mf[0].weights);
+  /* Selective recomputation drops the unfused core but one layer's; flash has none to drop. */
+  g_autofree CmMemory *mus = memory_of(unfused, c, MDL_RECOMPUTE_SELECTIVE);
+  g_autofree CmMemory *mfs = memory_of(flash, c, MDL_RECOMPUTE_SELECTIVE);
+  g_assert_cmpfloat(mus[0].activations, ==, mf[0].activations + per_layer);
+  g_assert_cmpfloat(mfs[0].activations, ==, mf[0].activations);
+  mdl_graph_free(flash);
+  mdl_graph_free(unfused);
+  dev_cluster_free(c);
+}
+
+static void test_errors(void) {
+  static const struct {
+    const char *spec;
+    int code;
+    const char *needle;
+  } cases[] = {
+      {"llama:heads=30,kv_heads=8", MDL_ERROR_INVALID, "kv_heads=8"},
+      {"llama:hidden=1000,heads=24,kv_heads=8", MDL_ERROR_INVALID, "divisible"},
+      {"llama:attn=fast", MDL_ERROR_INVALID, "unfused|flash"},
+      {"llama:tied=2", MDL_ERROR_INVALID, "0|1"},
+      {"llama:kv_heads=0", MDL_ERROR_INVALID, "kv_heads=0"},
+      {"llama:experts=8", MDL_ERROR_PARSE, "kv_heads"},
+      {"llama3-70b:layers=200000", MDL_ERROR_INVALID, "exceeds"},
+      {"gpt:ffn=0", MDL_ERROR_INVALID, "ffn=0"},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    GError *error = NULL;
+    MdlGraph *g = mdl_graph_parse_spec(cases[i].spec, &error);
+    g_assert_null(g);
+    g_assert_error(error, MDL_ERROR, cases[i].code);
+    if (!strstr(error->message, cases[i].needle))
+      g_error("%s: \"%s\" lacks \"%s\"", cases[i].spec, error->message, cases[i].needle);
+    g_clear_error(&error);
+  }
+}
+
+/* gpt:...,ffn=N: the MLP width changes the parameters by 2 h (ffn - 4h) a layer. */
+static void test_gpt_ffn(void) {
+  MdlGraph *g4 = parse_or_die("gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1000,batch=8");
+  MdlGraph *g3 = parse_or_die("gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1000,batch=8,ffn=768");
+  g_assert_cmpfloat(mdl_graph_num_params(g4) - mdl_graph_num_params(g3), ==, 2 * 2 * 256.0 * 256);
+  g_assert_cmpint(find_tensor(g3, "layer1.fc2.weight")->shape[0], ==, 768);
+  mdl_graph_free(g4);
+  mdl_graph_free(g3);
+}
+
+/* The family runs under every Megatron option on 8 GPUs. */
+static void test_strategies(gconstpointer data) {
+  const char *strategy = data;
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-h100", &error);
+  g_assert_no_error(error);
+  MdlGraph *g = parse_or_die("llama:layers=4,hidden=512,heads=8,kv_heads=4,ffn=1376,seq=256,"
+                             "vocab=1024,batch=16");
+  MdlStrategy *s = mdl_strategy_parse_spec(strategy, g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *run = sim_run_new(g, s, c, &params, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(run->prediction.iteration_time_s, >, 0);
+  g_assert_true(run->prediction.fits_memory);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS(named_counts); i++) {
+    g_autofree char *path = g_strdup_printf("/model/llama/params/%s", named_counts[i].name);
+    g_test_add_data_func(path, &named_counts[i], test_named_params);
+  }
+  g_test_add_func("/model/llama/structure", test_structure);
+  g_test_add_func("/model/llama/flash", test_flash);
+  g_test_add_func("/model/llama/errors", test_errors);
+  g_test_add_func("/model/gpt/ffn", test_gpt_ffn);
+  static const char *const strategies[] = {
+      "dp", "megatron:tp=8", "megatron:tp=2,pp=2,dp=2,mb=2",
+      "megatron:tp=4,pp=2,mb=2,sp=1,recompute=selective",
+      "megatron:tp=2,dp=4,zero=3,recompute=full", "megatron:pp=2,dp=4,mb=1,schedule=interleaved,vp=2"};
+  for (guint i = 0; i < G_N_ELEMENTS(strategies); i++) {
+    g_autofree char *path = g_strdup_printf("/model/llama/strategy/%s", strategies[i]);
+    g_test_add_data_func(path, strategies[i], test_strategies);
+  }
+  return g_test_run();
+}
