@@ -26,9 +26,11 @@ static int list_devices(void) {
     DevKind k;
     GError *error = NULL;
     if (!dev_kind_lookup(*n, &k, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
-    printf("%-10s fp32 %6.1f  tf32 %6.1f  fp16 %6.1f  bf16 %6.1f TFLOP/s  %5.0f GiB  %5.0f GB/s\n",
+    printf("%-10s fp32 %6.1f  tf32 %6.1f  fp16 %6.1f  bf16 %6.1f  fp8 %6.1f TFLOP/s  %5.0f GiB  "
+           "%5.0f GB/s\n",
            *n, k.peak_flops[DEV_DTYPE_FP32] / 1e12, k.peak_flops[DEV_DTYPE_TF32] / 1e12,
            k.peak_flops[DEV_DTYPE_FP16] / 1e12, k.peak_flops[DEV_DTYPE_BF16] / 1e12,
+           k.peak_flops[DEV_DTYPE_FP8] / 1e12,
            k.memory_bytes / (1024.0 * 1024 * 1024), k.hbm_bandwidth / 1e9);
     dev_kind_clear(&k);
   }

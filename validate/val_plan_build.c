@@ -555,6 +555,11 @@ char *val_plan_make(const ValPlanRequest *request, ValPlanSummary *summary, GErr
     strategy->dtype = dt;
     if (!mdl_strategy_validate(strategy, graph, cluster, error)) goto out;
   }
+  if (strategy->dtype == DEV_DTYPE_FP8) { /* the runners' steps are fp32, tf32, fp16, bf16 */
+    g_set_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT,
+                "dtype fp8 cannot be validated: the runners execute fp32, tf32, fp16 or bf16 steps");
+    goto out;
+  }
   if (request->calibration && !request->db_path) {
     g_set_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT,
                 "a calibration is read from a database: give one");
