@@ -1,8 +1,11 @@
 /* model/zoo — the model spec the CLI takes, the table of built-in models, and the op-building
  * helpers the zoo builders share.
  *
- * Spec grammar: NAME | NAME:key=value[,key=value...] | FAMILY:key=value,... | PATH.
- * A spec containing '/' or ending in ".json" is a path to a JSON graph (model/README.md).
+ * Spec grammar: NAME | NAME:key=value[,key=value...] | FAMILY:key=value,... | PATH |
+ * PATH.json:key=value,...
+ * A spec containing '/' or ending in ".json" is a path to a JSON graph (model/README.md) or to
+ * a Hugging Face config.json (mdl_zoo_hf.c), which may take batch, seq, layers and attn after
+ * a ':'.
  * Values are positive decimal integers; every graph is validated before it is returned.
  */
 #include "model/mdl_zoo.h"
@@ -204,10 +207,49 @@ static MdlGraph *unknown_model(const char *name, GError **error) {
   return NULL;
 }
 
-static MdlGraph *from_file(const char *path, GError **error) {
+static gboolean check_layers(const char *name, int64_t layers, GError **error);
+
+/* A Hugging Face config.json with the spec's overrides @args (may be NULL). */
+static MdlGraph *from_hf(const char *spec, const char *path, const char *text, const char *args,
+                         GError **error) {
+  MdlLlamaConfig cfg;
+  gboolean has_batch, has_seq;
+  if (!mdl_zoo_hf_config(text, path, &cfg, &has_batch, &has_seq, error)) return NULL;
+  SpecKey keys[] = {{"batch", &cfg.batch, FALSE, NULL},
+                    {"seq", &cfg.seq, FALSE, NULL},
+                    {"layers", &cfg.layers, FALSE, NULL},
+                    {"attn", &cfg.flash, FALSE, attn_choices}};
+  if (args && !parse_overrides(path, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
+  if (!(has_batch || keys[0].seen) || !(has_seq || keys[1].seen)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                "%s: no %s: give it after the path (%s:batch=B,seq=S) or as a key in the file",
+                path, !(has_batch || keys[0].seen) ? "batch" : "seq", path);
+    return NULL;
+  }
+  if (!check_layers(path, cfg.layers, error)) return NULL;
+  return mdl_zoo_llama(spec, &cfg, error);
+}
+
+/* @spec is PATH or PATH.json:key=value,... (overrides: Hugging Face configs only). */
+static MdlGraph *from_file(const char *spec, GError **error) {
+  const char *sep = strstr(spec, ".json:");
+  g_autofree char *path = sep ? g_strndup(spec, (gsize)(sep - spec) + 5) : g_strdup(spec);
+  const char *args = sep ? sep + 6 : NULL;
+  if (args && !*args) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "model %s: expected key=value after ':'", spec);
+    return NULL;
+  }
   char *text = NULL;
   if (!mdl_read_json_file("model file", path, &text, error)) return NULL;
-  MdlGraph *g = mdl_graph_from_json(text, path, error);
+  MdlGraph *g = NULL;
+  if (mdl_zoo_hf_detect(text))
+    g = from_hf(spec, path, text, args, error);
+  else if (args)
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                "model %s: key=value overrides apply to Hugging Face config.json files, not to "
+                "operator graphs", spec);
+  else
+    g = mdl_graph_from_json(text, path, error);
   g_free(text);
   return g;
 }

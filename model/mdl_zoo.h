@@ -34,11 +34,20 @@ typedef struct {
  * config.json, see mdl_zoo_llama.c); NULL if @name is not one. */
 const MdlLlamaConfig *mdl_zoo_llama_named(const char *name);
 /* NULL and MDL_ERROR_INVALID when heads is not a multiple of kv_heads, hidden of heads (without
- * head_dim), the fused QKV width not a multiple of heads, or a tensor would exceed
- * MDL_MAX_ELEMENTS. */
+ * head_dim), or a tensor would exceed MDL_MAX_ELEMENTS. */
 MdlGraph *mdl_zoo_llama(const char *name, const MdlLlamaConfig *cfg, GError **error);
 /* Parameters of that model, from the closed form (no graph built). */
 double mdl_zoo_llama_params(const MdlLlamaConfig *cfg);
+
+/* Hugging Face config.json (mdl_zoo_hf.c). Whether @text looks like one: a JSON object with
+ * "architectures" or "model_type" and no "ops". */
+gboolean mdl_zoo_hf_detect(const char *text);
+/* Fills @cfg from the config.json @text (@path names it in errors); @has_batch / @has_seq say
+ * whether the file gave stratsim's "batch" / "seq" keys (else those stay 0). FALSE with an
+ * error naming the field for a missing or bad field, a mixture-of-experts or an unsupported
+ * architecture. */
+gboolean mdl_zoo_hf_config(const char *text, const char *path, MdlLlamaConfig *cfg,
+                           gboolean *has_batch, gboolean *has_seq, GError **error);
 
 /* L dense hidden x hidden layers and a softmax cross-entropy over hidden classes. */
 MdlGraph *mdl_zoo_mlp(const char *name, int64_t layers, int64_t hidden, int64_t batch,
@@ -122,8 +131,6 @@ int mdl_zoo_seq_pointwise(MdlZooSeq *B, const char *leaf, int x, int other, cons
  * read as Q, K and V through the heads grouping): attn_scores, attn_softmax (@dropout),
  * attn_context; returns the context [b,s,heads*dh]. */
 int mdl_zoo_seq_attention(MdlZooSeq *B, int qkv, int64_t heads, int64_t dh, gboolean dropout);
-/* The same as one fused FlashAttention op "attn_flash" (costs in mdl_zoo_transformer.c). */
-int mdl_zoo_seq_flash_attention(MdlZooSeq *B, int qkv, int64_t heads, int64_t dh);
 /* Token table "embedding.weight" [vocab,h] (returned in @table) and its vocab-parallel lookup
  * of @tokens [b,s]; returns the embedding [b,s,h]. */
 int mdl_zoo_seq_embedding(MdlZooSeq *B, int tokens, int64_t vocab, int *table);

@@ -7,19 +7,24 @@
  * mdl_zoo_transformer.c):
  *   ln1        RMSNorm (Zhang & Sennrich 2019): a [1,h] weight; charged as a LayerNorm (8 FLOPs
  *              per element where RMSNorm needs ~4: both are memory bound).
- *   qkv        column parallel, [h, (a + 2g) dh]: grouped-query attention (Ainslie et al.
- *              2023) projects K and V to g heads each; under tensor parallelism every rank
- *              holds a/t query heads and g/t key/value heads, as Megatron-Core requires g to be
- *              a multiple of t (num_query_groups % tensor_model_parallel_size).
+ *   qkv        grouped-query attention (Ainslie et al. 2023): K and V have g heads, each
+ *              shared by r = a/g query heads. Megatron-Core's linear_qkv lays its output out
+ *              per query group, [s, b, g, (r + 2) dh] (r query heads, then K, then V), and
+ *              splits the groups over tensor parallelism (it requires g % t == 0,
+ *              num_query_groups % tensor_model_parallel_size). Here the op has dims b, s,
+ *              groups (PARAMETER, the tp_dim), w = (r + 2) dh (PARAMETER) and k = h
+ *              (REDUCTION): weight [h, g, w], output [b, s, g, w]. A tp that does not divide g
+ *              is refused by the strategy ("split degree does not divide dim groups").
  *   rope       rotary position embedding (Su et al. 2021) on Q and K: 3 FLOPs per rotated
  *              element (two multiplies, one add), V passes through; its backward rotates dY
  *              back and reads no input (unsaved); no weight.
- *   attention  unfused (attn_scores, attn_softmax, attn_context: the s x s scores reach HBM
- *              and the probabilities are kept) or fused (attn=flash: one attn_flash op, no s x s
- *              tensor in HBM or kept, causal blocks skipped). Q, K, V are read from the
- *              rotated [b, s, (a + 2g) dh] activation through its heads grouping, so its width
- *              must be a multiple of a (true of every named size). No attention dropout
- *              (Llama's attention_dropout is 0.0).
+ *   attention  dims b, groups (tp_dim), per_group (r), sq, sk, dh; Q, K and V are read from
+ *              the rotated [b, s, g, w] activation mapped on (b, s, groups), its w dim whole.
+ *              Unfused (attn=unfused): attn_scores, attn_softmax, attn_context, the s x s
+ *              scores [b, g, r, sq, sk] in HBM and the probabilities kept for the backward;
+ *              fused (attn=flash, the default): one attn_flash op, no s x s tensor in HBM or
+ *              kept, causal blocks skipped (costs below). The context is [b, s, a dh]. No
+ *              attention dropout (Llama's attention_dropout is 0.0).
  *   attn_proj  row parallel, [a dh, h].
  *   residual1  add, no dropout (Llama has none): no operand kept.
  *   ln2        RMSNorm.
@@ -36,6 +41,14 @@
  * the vocab-parallel cross-entropy. Biases are not modeled (Qwen2's Q/K/V biases are
  * (a + 2g) dh per layer, 1e-5 of its parameters).
  * Parameters: L (h (a + 2g) dh + a dh h + 3 h f + 2 h) + V h (x 2 untied) + h.
+ * FlashAttention (Dao et al. 2022, Algorithm 1; FlashAttention-2, Dao 2023, section 3): one
+ * kernel computes softmax(Q K^T) V block by block in on-chip memory, so neither the scores nor
+ * the probabilities reach HBM or are kept for the backward, which recomputes them from Q, K, V
+ * (and the per-row log-sum-exp, b x a x s floats, not counted). Forward: the two GEMMs,
+ * 4 b a s^2 dh FLOPs, halved by the causal mask: FlashAttention-2 skips the blocks above the
+ * diagonal (section 3.1.1). Backward: the op reads Q, K and V as three operands, so it is
+ * charged three forwards (dQ, dK, dV); FlashAttention-2's backward runs five GEMMs of the
+ * forward's two, 2.5 forwards, so this is 20% over on the attention backward.
  * Sliding-window attention (Mistral-7B v0.1, window 4096) is not modeled: its default seq is
  * 4096, where the window covers the whole causal context.
  */
@@ -86,16 +99,116 @@ double mdl_zoo_llama_params(const MdlLlamaConfig *c) {
   return (double)c->layers * layer + v * h * (c->tied ? 1 : 2) + h;
 }
 
+/* The per-group QKV projection [h] -> [g, (r + 2) dh], column parallel over the groups. */
+static int qkv_projection(MdlZooSeq *B, int x, const MdlLlamaConfig *c, int64_t width) {
+  char name[96];
+  g_snprintf(name, sizeof name, "%sqkv.weight", B->prefix);
+  int w = mdl_zoo_weight(B->g, name, 3, B->h, c->kv_heads, width);
+  g_snprintf(name, sizeof name, "%sqkv", B->prefix);
+  int y = mdl_zoo_activation(B->g, name, 4, B->b, B->s, c->kv_heads, width);
+  MdlOp op;
+  mdl_zoo_op_init(&op, name, MDL_OP_MATMUL, B->layer);
+  mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
+  mdl_zoo_dim(&op, "s", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
+  op.tp_dim = mdl_zoo_dim(&op, "groups", c->kv_heads, MDL_ROLE_PARAMETER, TRUE);
+  mdl_zoo_dim(&op, "w", width, MDL_ROLE_PARAMETER, FALSE);
+  mdl_zoo_dim(&op, "k", B->h, MDL_ROLE_REDUCTION, TRUE);
+  mdl_zoo_input(&op, x, "b,s,k");
+  mdl_zoo_input(&op, w, "k,groups,w");
+  mdl_zoo_output(&op, y, "b,s,groups,w");
+  mdl_graph_add_op(B->g, &op);
+  return y;
+}
+
+static int rope(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, int64_t width) {
+  char name[96];
+  g_snprintf(name, sizeof name, "%srope", B->prefix);
+  int y = mdl_zoo_activation(B->g, name, 4, B->b, B->s, c->kv_heads, width);
+  MdlOp op;
+  mdl_zoo_op_init(&op, name, MDL_OP_ELEMENTWISE, B->layer);
+  mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
+  mdl_zoo_dim(&op, "s", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
+  op.tp_dim = mdl_zoo_dim(&op, "groups", c->kv_heads, MDL_ROLE_ATTRIBUTE, TRUE);
+  mdl_zoo_dim(&op, "w", width, MDL_ROLE_ATTRIBUTE, TRUE);
+  int64_t r = c->heads / c->kv_heads;
+  op.flops_per_element = 3.0 * (double)(r + 1) / (double)(r + 2); /* Q and K of each group */
+  op.unsaved_inputs = 0x1;
+  mdl_zoo_input(&op, qkv, "b,s,groups,w");
+  mdl_zoo_output(&op, y, "b,s,groups,w");
+  mdl_graph_add_op(B->g, &op);
+  return y;
+}
+
+/* An attention op's leading dims: b, groups (tp_dim), per_group, sq. */
+static void gqa_dims(MdlZooSeq *B, MdlOp *op, const char *leaf, MdlOpKind kind,
+                     const MdlLlamaConfig *c, char *name) {
+  g_snprintf(name, 96, "%s%s", B->prefix, leaf);
+  mdl_zoo_op_init(op, name, kind, B->layer);
+  op->attention_core = TRUE;
+  mdl_zoo_dim(op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
+  op->tp_dim = mdl_zoo_dim(op, "groups", c->kv_heads, MDL_ROLE_ATTRIBUTE, TRUE);
+  mdl_zoo_dim(op, "per_group", c->heads / c->kv_heads, MDL_ROLE_ATTRIBUTE, FALSE);
+  mdl_zoo_dim(op, "sq", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
+}
+
+/* Unfused: scores = Q K^T, softmax (scale and causal mask folded in), context = P V. */
+static int attention_unfused(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, int64_t dh) {
+  char name[96];
+  int64_t g = c->kv_heads, r = c->heads / c->kv_heads;
+  g_snprintf(name, sizeof name, "%sattn_scores", B->prefix);
+  int scores = mdl_zoo_activation(B->g, name, 5, B->b, g, r, B->s, B->s);
+  MdlOp op;
+  gqa_dims(B, &op, "attn_scores", MDL_OP_BATCH_MATMUL, c, name);
+  mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
+  mdl_zoo_dim(&op, "dh", dh, MDL_ROLE_REDUCTION, FALSE);
+  mdl_zoo_input(&op, qkv, "b,sq,groups,-"); /* Q */
+  mdl_zoo_input(&op, qkv, "b,sk,groups,-"); /* K */
+  mdl_zoo_output(&op, scores, "b,groups,per_group,sq,sk");
+  mdl_graph_add_op(B->g, &op);
+
+  g_snprintf(name, sizeof name, "%sattn_softmax", B->prefix);
+  int probs = mdl_zoo_activation(B->g, name, 5, B->b, g, r, B->s, B->s);
+  gqa_dims(B, &op, "attn_softmax", MDL_OP_SOFTMAX, c, name);
+  mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_ATTRIBUTE, FALSE); /* normalised over */
+  mdl_zoo_input(&op, scores, "b,groups,per_group,sq,sk");
+  mdl_zoo_output(&op, probs, "b,groups,per_group,sq,sk");
+  mdl_graph_add_op(B->g, &op);
+
+  g_snprintf(name, sizeof name, "%sattn_context", B->prefix);
+  int context = mdl_zoo_activation(B->g, name, 3, B->b, B->s, c->heads * dh);
+  gqa_dims(B, &op, "attn_context", MDL_OP_BATCH_MATMUL, c, name);
+  mdl_zoo_dim(&op, "dh", dh, MDL_ROLE_ATTRIBUTE, FALSE);
+  mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_REDUCTION, TRUE);
+  mdl_zoo_input(&op, probs, "b,groups,per_group,sq,sk");
+  mdl_zoo_input(&op, qkv, "b,sk,groups,-"); /* V */
+  mdl_zoo_output(&op, context, "b,sq,groups");
+  mdl_graph_add_op(B->g, &op);
+  return context;
+}
+
+static int attention_flash(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, int64_t dh) {
+  char name[96];
+  g_snprintf(name, sizeof name, "%sattn_flash", B->prefix);
+  int context = mdl_zoo_activation(B->g, name, 3, B->b, B->s, c->heads * dh);
+  MdlOp op;
+  gqa_dims(B, &op, "attn_flash", MDL_OP_BATCH_MATMUL, c, name);
+  mdl_zoo_dim(&op, "dh", dh, MDL_ROLE_ATTRIBUTE, FALSE);
+  mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_REDUCTION, TRUE);
+  mdl_zoo_input(&op, qkv, "b,sq,groups,-"); /* Q */
+  mdl_zoo_input(&op, qkv, "b,sk,groups,-"); /* K */
+  mdl_zoo_input(&op, qkv, "b,sk,groups,-"); /* V */
+  mdl_zoo_output(&op, context, "b,sq,groups");
+  op.flops = 0.5 * 4.0 * (double)B->b * (double)c->heads * (double)B->s * (double)B->s * (double)dh;
+  mdl_graph_add_op(B->g, &op);
+  return context;
+}
+
 static int llama_layer(MdlZooSeq *B, int x, const MdlLlamaConfig *c) {
   int64_t h = B->h, a = c->heads, g = c->kv_heads, dh = head_dim_of(c), f = c->ffn;
-  int64_t width = (a + 2 * g) * dh;
+  int64_t width = (a / g + 2) * dh; /* one query group's Q, K, V */
   int ln1 = mdl_zoo_seq_norm(B, "ln1", x, 1);
-  int qkv = mdl_zoo_seq_linear(B, "qkv", ln1, h, width, FALSE);
-  double rope_flops = 3.0 * (double)(a + g) / (double)(a + 2 * g);
-  int rope = mdl_zoo_seq_pointwise(B, "rope", qkv, -1, "w", width, rope_flops,
-                                   MDL_ZOO_TP | MDL_ZOO_UNSAVED);
-  int context = c->flash ? mdl_zoo_seq_flash_attention(B, rope, a, dh)
-                         : mdl_zoo_seq_attention(B, rope, a, dh, FALSE);
+  int qkv = rope(B, qkv_projection(B, ln1, c, width), c, width);
+  int context = c->flash ? attention_flash(B, qkv, c, dh) : attention_unfused(B, qkv, c, dh);
   int proj = mdl_zoo_seq_linear(B, "attn_proj", context, a * dh, h, TRUE);
   int res1 = mdl_zoo_seq_pointwise(B, "residual1", proj, x, "h", h, 1.0, MDL_ZOO_UNSAVED);
   int ln2 = mdl_zoo_seq_norm(B, "ln2", res1, 1);
@@ -125,19 +238,10 @@ static gboolean check_sizes(const char *name, const MdlLlamaConfig *c, GError **
   }
   int64_t b = c->batch, s = c->seq, h = c->hidden, v = c->vocab, a = c->heads;
   int64_t dh = head_dim_of(c), w = c->heads + 2 * c->kv_heads, f = c->ffn;
-  if (!mdl_zoo_check_size(name, "the logits [batch, seq, vocab] x hidden", error, 4, b, s, v, h) ||
-      !mdl_zoo_check_size(name, "the attention [batch, heads, seq, seq] x head_dim", error, 5, b, a, s, s, dh) ||
-      !mdl_zoo_check_size(name, "the MLP [batch, seq, 2 ffn] x hidden", error, 5, b, s, (int64_t)2, f, h) ||
-      !mdl_zoo_check_size(name, "the QKV projection", error, 5, b, s, w, dh, h))
-    return FALSE;
-  if (w * dh % a != 0) {
-    g_autofree char *why = g_strdup_printf(
-        "the fused QKV width (heads + 2 kv_heads) x head_dim = %" G_GINT64_FORMAT
-        " is not a multiple of heads=%" G_GINT64_FORMAT " (the attention reads it per head)",
-        (gint64)(w * dh), (gint64)a);
-    return invalid(error, name, why);
-  }
-  return TRUE;
+  return mdl_zoo_check_size(name, "the logits [batch, seq, vocab] x hidden", error, 4, b, s, v, h) &&
+         mdl_zoo_check_size(name, "the attention [batch, heads, seq, seq] x head_dim", error, 5, b, a, s, s, dh) &&
+         mdl_zoo_check_size(name, "the MLP [batch, seq, 2 ffn] x hidden", error, 5, b, s, (int64_t)2, f, h) &&
+         mdl_zoo_check_size(name, "the QKV projection", error, 5, b, s, w, dh, h);
 }
 
 MdlGraph *mdl_zoo_llama(const char *name, const MdlLlamaConfig *c, GError **error) {

@@ -1,6 +1,7 @@
 /* model/zoo/transformer — the decoder blocks the gpt and llama families share: norms, linear
- * layers in Megatron's column/row-parallel layouts, pointwise ops, the attention core (unfused
- * or FlashAttention-style fused), the token embedding, the output layer and its loss.
+ * layers in Megatron's column/row-parallel layouts, pointwise ops, GPT's attention core, the
+ * token embedding, the output layer and its loss (the llama family's grouped-query attention
+ * is in mdl_zoo_llama.c).
  *
  * Every block appends its weight (if any), its output activation [b, s, width] and one op to
  * the graph, named prefix + leaf ("layer3.qkv"), and returns the output tensor. Dims are named
@@ -110,31 +111,6 @@ int mdl_zoo_seq_attention(MdlZooSeq *B, int qkv, int64_t heads, int64_t dh, gboo
   mdl_zoo_input(&op, probs, "b,heads,sq,sk");
   mdl_zoo_input(&op, qkv, "b,sk,heads"); /* V */
   mdl_zoo_output(&op, context, "b,sq,heads");
-  mdl_graph_add_op(B->g, &op);
-  return context;
-}
-
-/* FlashAttention (Dao et al. 2022, Algorithm 1; FlashAttention-2, Dao 2023, section 3): one
- * kernel computes softmax(Q K^T) V block by block in on-chip memory, so neither the s x s
- * scores nor the probabilities reach HBM or are kept for the backward, which recomputes them
- * from Q, K, V (and the per-row log-sum-exp, b x heads x s floats, not counted). Forward: the
- * two GEMMs, 4 b heads s^2 dh FLOPs, halved by the causal mask: FlashAttention-2 skips the
- * blocks above the diagonal (section 3.1.1). Backward: the op reads Q, K and V as three
- * operands, so it is charged three forwards (dQ, dK, dV); FlashAttention-2's backward runs five
- * GEMMs of the forward's two, 2.5 forwards, so this is 20% over on the attention backward. */
-int mdl_zoo_seq_flash_attention(MdlZooSeq *B, int qkv, int64_t heads, int64_t dh) {
-  char name[96];
-  g_snprintf(name, sizeof name, "%sattn_flash", B->prefix);
-  int context = mdl_zoo_activation(B->g, name, 3, B->b, B->s, heads * dh);
-  MdlOp op;
-  attention_dims(B, &op, name, MDL_OP_BATCH_MATMUL, heads);
-  mdl_zoo_dim(&op, "dh", dh, MDL_ROLE_ATTRIBUTE, FALSE);
-  mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_REDUCTION, TRUE);
-  mdl_zoo_input(&op, qkv, "b,sq,heads"); /* Q */
-  mdl_zoo_input(&op, qkv, "b,sk,heads"); /* K */
-  mdl_zoo_input(&op, qkv, "b,sk,heads"); /* V */
-  mdl_zoo_output(&op, context, "b,sq,heads");
-  op.flops = 0.5 * 4.0 * (double)B->b * (double)heads * (double)B->s * (double)B->s * (double)dh;
   mdl_graph_add_op(B->g, &op);
   return context;
 }

@@ -66,8 +66,9 @@ static void test_structure(void) {
   int64_t h = 256, a = 8, kv = 2, dh = 32, f = 688, v = 1000;
   const MdlTensor *qkv = find_tensor(g, "layer0.qkv.weight");
   g_assert_nonnull(qkv);
-  g_assert_cmpint(qkv->shape[0], ==, h);
-  g_assert_cmpint(qkv->shape[1], ==, (a + 2 * kv) * dh); /* GQA: K and V have kv heads */
+  g_assert_cmpint(qkv->shape[0], ==, h); /* Megatron's per-group layout: [h, groups, (r+2) dh] */
+  g_assert_cmpint(qkv->shape[1], ==, kv);
+  g_assert_cmpint(qkv->shape[2], ==, (a / kv + 2) * dh); /* GQA: one K and V per group */
   const MdlTensor *fc1 = find_tensor(g, "layer1.fc1.weight");
   g_assert_cmpint(fc1->shape[1], ==, 2 * f); /* SwiGLU: gate and up */
   g_assert_cmpint(find_tensor(g, "layer1.fc2.weight")->shape[0], ==, f);
@@ -79,11 +80,14 @@ static void test_structure(void) {
   g_assert_nonnull(find_op(g, "layer1.swiglu"));
   /* Tensor-parallel layouts: qkv and fc1 column parallel, attn_proj and fc2 row parallel. */
   const MdlOp *op = find_op(g, "layer0.qkv");
+  g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "groups");
+  op = find_op(g, "layer0.fc1");
   g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "n");
   op = find_op(g, "layer0.fc2");
   g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "k");
   op = find_op(g, "layer0.attn_scores");
-  g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "heads");
+  g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "groups");
+  g_assert_cmpfloat(op->flops, ==, 2.0 * 4 * a * 64 * 64 * dh);
   /* No dropout anywhere in a Llama. */
   for (int o = 0; o < mdl_graph_num_ops(g); o++) g_assert_false(mdl_graph_op(g, o)->dropout);
   double per_layer = h * (a + 2 * kv) * dh + a * dh * h + 3 * h * f + 2 * h;
@@ -164,6 +168,31 @@ static void test_errors(void) {
   }
 }
 
+/* Tensor parallelism splits the query groups, as Megatron-Core does: a tp that does not divide
+ * kv_heads is refused; head counts with no common layout otherwise (Qwen2.5-0.5B's 14 heads and
+ * 2 KV heads of 64) build and run. */
+static void test_groups(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-h100", &error);
+  g_assert_no_error(error);
+  MdlGraph *g = parse_or_die(SMALL); /* kv_heads=2 */
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=4", g, c, &error);
+  g_assert_null(s);
+  g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
+  g_assert_nonnull(strstr(error->message, "groups"));
+  g_clear_error(&error);
+  mdl_graph_free(g);
+  g = parse_or_die("llama:layers=2,hidden=896,heads=14,kv_heads=2,ffn=4864,seq=64,vocab=1024,"
+                   "batch=4,tied=1");
+  s = mdl_strategy_parse_spec("megatron:tp=2", g, c, &error);
+  g_assert_no_error(error);
+  g_autofree CmMemory *mem = cm_memory_per_device(g, s, c);
+  g_assert_cmpfloat(mem[0].weights, >, 0);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* gpt:...,ffn=N: the MLP width changes the parameters by 2 h (ffn - 4h) a layer. */
 static void test_gpt_ffn(void) {
   MdlGraph *g4 = parse_or_die("gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1000,batch=8");
@@ -180,7 +209,7 @@ static void test_strategies(gconstpointer data) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec("dgx-h100", &error);
   g_assert_no_error(error);
-  MdlGraph *g = parse_or_die("llama:layers=4,hidden=512,heads=8,kv_heads=4,ffn=1376,seq=256,"
+  MdlGraph *g = parse_or_die("llama:layers=4,hidden=512,heads=16,kv_heads=8,ffn=1376,seq=256,"
                              "vocab=1024,batch=16");
   MdlStrategy *s = mdl_strategy_parse_spec(strategy, g, c, &error);
   g_assert_no_error(error);
@@ -205,6 +234,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/model/llama/structure", test_structure);
   g_test_add_func("/model/llama/flash", test_flash);
   g_test_add_func("/model/llama/errors", test_errors);
+  g_test_add_func("/model/llama/query-groups", test_groups);
   g_test_add_func("/model/gpt/ffn", test_gpt_ffn);
   static const char *const strategies[] = {
       "dp", "megatron:tp=8", "megatron:tp=2,pp=2,dp=2,mb=2",
