@@ -122,7 +122,7 @@ static void test_simulation(void) {
   MdlStrategy *sb, *sf;
   SimRun *bf = run_or_die(g, c, "megatron:tp=8,dtype=bf16", &sb);
   SimRun *f8 = run_or_die(g, c, "megatron:tp=8,dtype=fp8", &sf);
-  const SimPrediction *pb = &bf->prediction, *pf = &f8->prediction;
+  const SimPrediction *pb = sim_run_prediction(bf), *pf = sim_run_prediction(f8);
   g_test_message("compute bf16 %.6g s, fp8 %.6g s", pb->compute_s, pf->compute_s);
   g_assert_cmpfloat(pf->compute_s, <, pb->compute_s);
   g_assert_cmpfloat(pf->compute_s, >, 0.5 * pb->compute_s);

@@ -217,8 +217,8 @@ static void test_strategies(gconstpointer data) {
   cm_params_default(&params);
   SimRun *run = sim_run_new(g, s, c, &params, &error);
   g_assert_no_error(error);
-  g_assert_cmpfloat(run->prediction.iteration_time_s, >, 0);
-  g_assert_true(run->prediction.fits_memory);
+  g_assert_cmpfloat(sim_run_prediction(run)->iteration_time_s, >, 0);
+  g_assert_true(sim_run_prediction(run)->fits_memory);
   sim_run_free(run);
   mdl_strategy_free(s);
   mdl_graph_free(g);
