@@ -193,6 +193,52 @@ static void test_groups(void) {
   dev_cluster_free(c);
 }
 
+/* The acceptance case of issue 15: llama3-70b (batch 128, seq 8192) on 64 H100s, tp=8, pp=8,
+ * microbatch 1, GPU 0 (pipeline rank 0: the embedding and layers 0-9). Per category:
+ *  - weights: bf16, 2 bytes per local parameter: (the embedding's 128256 x 8192 + 10 layers'
+ *    GEMMs) / 8 + the 10 layers' RMSNorm weights (replicated); gradients the same; optimizer 12 bytes per parameter (fp32 master, m, v).
+ *  - activations: 1F1B keeps min(M, P) = 8 microbatches on rank 0; per layer and microbatch
+ *    (bytes, s = 8192, h = 8192, t = 8): four replicated [s, h] inputs (ln1, qkv, ln2, fc1)
+ *    4 x 2sh, the rotated QKV s (g/t)(r + 2) dh x 2, the context s (a/t) dh x 2, the SwiGLU
+ *    input s 2f/t x 2 and output s f/t x 2 = 716 MiB; plus the token ids the embedding keeps.
+ *  - with sequence parallelism the four replicated inputs are kept as 1/t shards: 268 MiB.
+ *  - the distributed optimizer (zero=1) shards over data-parallel replicas: dp = 1 here, so
+ *    it changes nothing; selective recomputation re-runs FlashAttention (time) but frees
+ *    nothing (no s x s tensor is kept to begin with). */
+static void test_llama3_70b_memory(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-h100:nodes=8", &error);
+  g_assert_no_error(error);
+  MdlGraph *g = parse_or_die("llama3-70b");
+  const char *specs[] = {"megatron:tp=8,pp=8,mb=1", "megatron:tp=8,pp=8,mb=1,zero=1",
+                         "megatron:tp=8,pp=8,mb=1,recompute=selective",
+                         "megatron:tp=8,pp=8,mb=1,sp=1"};
+  double s = 8192, h = 8192, t = 8, dh = 128, f = 28672, v = 128256, a = 64, kv = 8;
+  double split = h * (a + 2 * kv) * dh + a * dh * h + 3 * h * f; /* per layer, over tp */
+  double local = (v * h + 10 * split) / t + 10 * 2 * h; /* RMSNorm weights replicated */
+  double layer = 4 * 2 * s * h + s * (kv / t) * (a / kv + 2) * dh * 2 + s * (a / t) * dh * 2 +
+                 s * 2 * f / t * 2 + s * f / t * 2;
+  double layer_sp = layer - 4 * 2 * s * h * (1 - 1 / t);
+  double tokens = 8 * s * 2;
+  for (guint i = 0; i < G_N_ELEMENTS(specs); i++) {
+    MdlStrategy *st = mdl_strategy_parse_spec(specs[i], g, c, &error);
+    g_assert_no_error(error);
+    g_autofree CmMemory *m = cm_memory_per_device(g, st, c);
+    g_test_message("%s: weights %.3f gradients %.3f optimizer %.3f activations %.3f GiB", specs[i],
+                   m[0].weights / (1 << 30), m[0].gradients / (1 << 30), m[0].optimizer / (1 << 30),
+                   m[0].activations / (1 << 30));
+    g_assert_cmpfloat(m[0].weights, ==, 2 * local);
+    g_assert_cmpfloat(m[0].gradients, ==, 2 * local);
+    g_assert_cmpfloat(m[0].optimizer, ==, 12 * local);
+    g_assert_cmpfloat(m[0].activations, ==, 8 * 10 * (i == 3 ? layer_sp : layer) + tokens);
+    mdl_strategy_free(st);
+  }
+  g_assert_cmpfloat(layer, ==, 716.0 * (1 << 20));
+  g_assert_cmpfloat(layer_sp, ==, 268.0 * (1 << 20));
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* gpt:...,ffn=N: the MLP width changes the parameters by 2 h (ffn - 4h) a layer. */
 static void test_gpt_ffn(void) {
   MdlGraph *g4 = parse_or_die("gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1000,batch=8");
@@ -235,6 +281,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/model/llama/flash", test_flash);
   g_test_add_func("/model/llama/errors", test_errors);
   g_test_add_func("/model/llama/query-groups", test_groups);
+  g_test_add_func("/model/llama/llama3-70b-memory", test_llama3_70b_memory);
   g_test_add_func("/model/gpt/ffn", test_gpt_ffn);
   static const char *const strategies[] = {
       "dp", "megatron:tp=8", "megatron:tp=2,pp=2,dp=2,mb=2",
