@@ -131,6 +131,12 @@ int mdl_zoo_seq_pointwise(MdlZooSeq *B, const char *leaf, int x, int other, cons
  * read as Q, K and V through the heads grouping): attn_scores, attn_softmax (@dropout),
  * attn_context; returns the context [b,s,heads*dh]. */
 int mdl_zoo_seq_attention(MdlZooSeq *B, int qkv, int64_t heads, int64_t dh, gboolean dropout);
+/* Starts a decoder graph in B->g (bf16, @layers, @heads, seq B->s; @family is copied): the
+ * token ids and @labels [b,s] (data inputs) and the embedding; returns its output [b,s,h]. */
+int mdl_zoo_seq_begin(MdlZooSeq *B, const char *name, const char *family, int64_t layers,
+                      int64_t heads, int64_t vocab, int *labels, int *table);
+/* Names the ops added next as layer @layer's ("layer3."), or as outside the layers (-1). */
+void mdl_zoo_seq_enter_layer(MdlZooSeq *B, int layer);
 /* Token table "embedding.weight" [vocab,h] (returned in @table) and its vocab-parallel lookup
  * of @tokens [b,s]; returns the embedding [b,s,h]. */
 int mdl_zoo_seq_embedding(MdlZooSeq *B, int tokens, int64_t vocab, int *table);

@@ -110,17 +110,10 @@ static gboolean check_sizes(const char *name, const MdlGptConfig *c, GError **er
 
 MdlGraph *mdl_zoo_gpt(const char *name, const MdlGptConfig *c, GError **error) {
   if (!check_sizes(name, c, error)) return NULL;
-  MdlZooSeq B = {.b = c->batch, .s = c->seq, .h = c->hidden, .layer = -1};
-  MdlGraph *g = B.g = mdl_graph_new(name, "gpt", c->batch);
-  g->default_dtype = DEV_DTYPE_BF16;
-  g->num_layers = (int)c->layers;
-  g->heads = (int)c->heads;
-  g->seq = c->seq;
-  int64_t ids[2] = {B.b, B.s};
-  int tokens = mdl_graph_add_tensor(g, "tokens", 2, ids, FALSE, TRUE);
-  int labels = mdl_graph_add_tensor(g, "labels", 2, ids, FALSE, TRUE);
-  int table;
-  int emb = mdl_zoo_seq_embedding(&B, tokens, c->vocab, &table);
+  MdlZooSeq B = {.b = c->batch, .s = c->seq, .h = c->hidden};
+  int labels, table;
+  int emb = mdl_zoo_seq_begin(&B, name, "gpt", c->layers, c->heads, c->vocab, &labels, &table);
+  MdlGraph *g = B.g;
 
   MdlOp op;
   int pos_table = mdl_zoo_weight(g, "pos_embed.weight", 2, B.s, B.h);
@@ -137,12 +130,10 @@ MdlGraph *mdl_zoo_gpt(const char *name, const MdlGptConfig *c, GError **error) {
   mdl_graph_add_op(g, &op);
 
   for (int l = 0; l < c->layers; l++) {
-    B.layer = l;
-    g_snprintf(B.prefix, sizeof B.prefix, "layer%d.", l);
+    mdl_zoo_seq_enter_layer(&B, l);
     x = transformer_layer(&B, x, c->heads, ffn_of(c));
   }
-  B.layer = -1;
-  B.prefix[0] = '\0';
+  mdl_zoo_seq_enter_layer(&B, -1);
   x = mdl_zoo_seq_norm(&B, "ln_f", x, 2);
   mdl_zoo_seq_output(&B, x, labels, c->vocab, table); /* lm_head tied with the embedding */
   return g;

@@ -246,24 +246,15 @@ static gboolean check_sizes(const char *name, const MdlLlamaConfig *c, GError **
 
 MdlGraph *mdl_zoo_llama(const char *name, const MdlLlamaConfig *c, GError **error) {
   if (!check_sizes(name, c, error)) return NULL;
-  MdlZooSeq B = {.b = c->batch, .s = c->seq, .h = c->hidden, .layer = -1};
-  MdlGraph *g = B.g = mdl_graph_new(name, "llama", c->batch);
-  g->default_dtype = DEV_DTYPE_BF16;
-  g->num_layers = (int)c->layers;
-  g->heads = (int)c->heads;
-  g->seq = c->seq;
-  int64_t ids[2] = {B.b, B.s};
-  int tokens = mdl_graph_add_tensor(g, "tokens", 2, ids, FALSE, TRUE);
-  int labels = mdl_graph_add_tensor(g, "labels", 2, ids, FALSE, TRUE);
-  int table;
-  int x = mdl_zoo_seq_embedding(&B, tokens, c->vocab, &table);
+  MdlZooSeq B = {.b = c->batch, .s = c->seq, .h = c->hidden};
+  int labels, table;
+  int x = mdl_zoo_seq_begin(&B, name, "llama", c->layers, c->heads, c->vocab, &labels, &table);
+  MdlGraph *g = B.g;
   for (int l = 0; l < c->layers; l++) {
-    B.layer = l;
-    g_snprintf(B.prefix, sizeof B.prefix, "layer%d.", l);
+    mdl_zoo_seq_enter_layer(&B, l);
     x = llama_layer(&B, x, c);
   }
-  B.layer = -1;
-  B.prefix[0] = '\0';
+  mdl_zoo_seq_enter_layer(&B, -1);
   x = mdl_zoo_seq_norm(&B, "ln_f", x, 1);
   int head = c->tied ? table : mdl_zoo_weight(g, "lm_head.weight", 2, c->vocab, B.h);
   mdl_zoo_seq_output(&B, x, labels, c->vocab, head);

@@ -115,6 +115,27 @@ int mdl_zoo_seq_attention(MdlZooSeq *B, int qkv, int64_t heads, int64_t dh, gboo
   return context;
 }
 
+int mdl_zoo_seq_begin(MdlZooSeq *B, const char *name, const char *family, int64_t layers,
+                      int64_t heads, int64_t vocab, int *labels, int *table) {
+  MdlGraph *g = B->g = mdl_graph_new(name, family, B->b);
+  g->default_dtype = DEV_DTYPE_BF16;
+  g->num_layers = (int)layers;
+  g->heads = (int)heads;
+  g->seq = B->s;
+  B->layer = -1;
+  B->prefix[0] = '\0';
+  int64_t ids[2] = {B->b, B->s};
+  int tokens = mdl_graph_add_tensor(g, "tokens", 2, ids, FALSE, TRUE);
+  *labels = mdl_graph_add_tensor(g, "labels", 2, ids, FALSE, TRUE);
+  return mdl_zoo_seq_embedding(B, tokens, vocab, table);
+}
+
+void mdl_zoo_seq_enter_layer(MdlZooSeq *B, int layer) {
+  B->layer = layer;
+  if (layer >= 0) g_snprintf(B->prefix, sizeof B->prefix, "layer%d.", layer);
+  else B->prefix[0] = '\0';
+}
+
 int mdl_zoo_seq_embedding(MdlZooSeq *B, int tokens, int64_t vocab, int *table) {
   *table = mdl_zoo_weight(B->g, "embedding.weight", 2, vocab, B->h);
   int emb = mdl_zoo_activation(B->g, "embedding", 3, B->b, B->s, B->h);
