@@ -99,42 +99,43 @@ double mdl_zoo_llama_params(const MdlLlamaConfig *c) {
   return (double)c->layers * layer + v * h * (c->tied ? 1 : 2) + h;
 }
 
+/* An op with output [b, s, groups, w] (groups the tp_dim, w whole: the QKV projection and
+ * RoPE, whose dims are PARAMETER and ATTRIBUTE respectively); returns the output tensor. */
+static int grouped_op(MdlZooSeq *B, MdlOp *op, const char *leaf, MdlOpKind kind,
+                      const MdlLlamaConfig *c, int64_t width, MdlDimRole role, char *name) {
+  g_snprintf(name, 96, "%s%s", B->prefix, leaf); /* @name[96]: the op keeps pointing at it */
+  int y = mdl_zoo_activation(B->g, name, 4, B->b, B->s, c->kv_heads, width);
+  mdl_zoo_op_init(op, name, kind, B->layer);
+  mdl_zoo_dim(op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
+  mdl_zoo_dim(op, "s", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
+  op->tp_dim = mdl_zoo_dim(op, "groups", c->kv_heads, role, TRUE);
+  mdl_zoo_dim(op, "w", width, role, role != MDL_ROLE_PARAMETER);
+  mdl_zoo_output(op, y, "b,s,groups,w");
+  return y;
+}
+
 /* The per-group QKV projection [h] -> [g, (r + 2) dh], column parallel over the groups. */
 static int qkv_projection(MdlZooSeq *B, int x, const MdlLlamaConfig *c, int64_t width) {
   char name[96];
   g_snprintf(name, sizeof name, "%sqkv.weight", B->prefix);
   int w = mdl_zoo_weight(B->g, name, 3, B->h, c->kv_heads, width);
-  g_snprintf(name, sizeof name, "%sqkv", B->prefix);
-  int y = mdl_zoo_activation(B->g, name, 4, B->b, B->s, c->kv_heads, width);
   MdlOp op;
-  mdl_zoo_op_init(&op, name, MDL_OP_MATMUL, B->layer);
-  mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
-  mdl_zoo_dim(&op, "s", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  op.tp_dim = mdl_zoo_dim(&op, "groups", c->kv_heads, MDL_ROLE_PARAMETER, TRUE);
-  mdl_zoo_dim(&op, "w", width, MDL_ROLE_PARAMETER, FALSE);
+  int y = grouped_op(B, &op, "qkv", MDL_OP_MATMUL, c, width, MDL_ROLE_PARAMETER, name);
   mdl_zoo_dim(&op, "k", B->h, MDL_ROLE_REDUCTION, TRUE);
   mdl_zoo_input(&op, x, "b,s,k");
   mdl_zoo_input(&op, w, "k,groups,w");
-  mdl_zoo_output(&op, y, "b,s,groups,w");
   mdl_graph_add_op(B->g, &op);
   return y;
 }
 
 static int rope(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, int64_t width) {
   char name[96];
-  g_snprintf(name, sizeof name, "%srope", B->prefix);
-  int y = mdl_zoo_activation(B->g, name, 4, B->b, B->s, c->kv_heads, width);
   MdlOp op;
-  mdl_zoo_op_init(&op, name, MDL_OP_ELEMENTWISE, B->layer);
-  mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
-  mdl_zoo_dim(&op, "s", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  op.tp_dim = mdl_zoo_dim(&op, "groups", c->kv_heads, MDL_ROLE_ATTRIBUTE, TRUE);
-  mdl_zoo_dim(&op, "w", width, MDL_ROLE_ATTRIBUTE, TRUE);
+  int y = grouped_op(B, &op, "rope", MDL_OP_ELEMENTWISE, c, width, MDL_ROLE_ATTRIBUTE, name);
   int64_t r = c->heads / c->kv_heads;
   op.flops_per_element = 3.0 * (double)(r + 1) / (double)(r + 2); /* Q and K of each group */
   op.unsaved_inputs = 0x1;
   mdl_zoo_input(&op, qkv, "b,s,groups,w");
-  mdl_zoo_output(&op, y, "b,s,groups,w");
   mdl_graph_add_op(B->g, &op);
   return y;
 }
