@@ -16,7 +16,7 @@
  *    cast is not charged; the per-iteration amax-history and scale update is a few small
  *    kernels per layer and is not charged either.
  *  - The cached fp8 weight and its transpose stay in memory: 2 bytes per parameter of those
- *    GEMMs (cm_memory.c adds them).
+ *    GEMMs (cm_memory.c adds them; not under ZeRO-3, which gathers weights per use).
  * Not modeled: the GEMMs' own operand traffic at 1 byte (they are compute bound at the sizes
  * where FP8 matters) and TE saving GEMM inputs in fp8 for the backward (activations are counted
  * at 2 bytes, an upper bound). */

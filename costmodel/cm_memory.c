@@ -138,8 +138,9 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
         for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == opd->tensor;
         if (s->zero_stage >= 3 && nd > 1 && !again) op_gathered += elems * wbytes;
         if (!first_time(seen_w, opd->tensor, c->mesh, nmeshes)) continue;
-        /* FP8: the cached fp8 weight and its transpose (cm_fp8.c), 2 bytes a parameter. */
-        double fp8_copy = cm_fp8_gemm(op, s->dtype) ? 2 * elems : 0;
+        /* FP8: the cached fp8 weight and its transpose (cm_fp8.c), 2 bytes a parameter; under
+         * ZeRO-3 the weights are gathered per use and no copy of all of them stays. */
+        double fp8_copy = cm_fp8_gemm(op, s->dtype) && s->zero_stage < 3 ? 2 * elems : 0;
         for (int i = 0; i < mesh->ndevices; i++) {
           CmMemory *m = &mem[mesh->devices[i]];
           m->weights += elems * wbytes / (s->zero_stage >= 3 ? nd : 1) + fp8_copy;

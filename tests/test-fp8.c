@@ -133,6 +133,16 @@ static void test_simulation(void) {
   double h = 4096, q = (32 + 2 * 8) * 128, f = 14336;
   double gemm_params = 2 * (h * q + 32 * 128 * h + 3 * h * f) / 8; /* 2 layers, tp=8 */
   g_assert_cmpfloat(mf[0].weights - mb[0].weights, ==, 2 * gemm_params);
+  /* Under ZeRO-3 no fp8 copy of every weight stays: the same weights as bf16. */
+  MdlStrategy *z3b = mdl_strategy_parse_spec("megatron:tp=2,dp=4,zero=3,dtype=bf16", g, c, NULL);
+  MdlStrategy *z3f = mdl_strategy_parse_spec("megatron:tp=2,dp=4,zero=3,dtype=fp8", g, c, NULL);
+  g_assert_nonnull(z3b);
+  g_assert_nonnull(z3f);
+  g_autofree CmMemory *zb = cm_memory_per_device(g, z3b, c);
+  g_autofree CmMemory *zf = cm_memory_per_device(g, z3f, c);
+  g_assert_cmpfloat(zf[0].weights, ==, zb[0].weights);
+  mdl_strategy_free(z3b);
+  mdl_strategy_free(z3f);
   sim_run_free(bf);
   sim_run_free(f8);
   mdl_strategy_free(sb);
