@@ -286,7 +286,8 @@ int main(int argc, char **argv) {
   static const char *const strategies[] = {
       "dp", "megatron:tp=8", "megatron:tp=2,pp=2,dp=2,mb=2",
       "megatron:tp=4,pp=2,mb=2,sp=1,recompute=selective",
-      "megatron:tp=2,dp=4,zero=3,recompute=full", "megatron:pp=2,dp=4,mb=1,schedule=interleaved,vp=2"};
+      "megatron:tp=2,dp=4,zero=3,recompute=full", "megatron:pp=2,dp=4,mb=1,schedule=interleaved,vp=2",
+      "summa:q=2", "2.5d:q=2,d=2", "3d:q=2"};
   for (guint i = 0; i < G_N_ELEMENTS(strategies); i++) {
     g_autofree char *path = g_strdup_printf("/model/llama/strategy/%s", strategies[i]);
     g_test_add_data_func(path, strategies[i], test_strategies);
