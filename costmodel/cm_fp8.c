@@ -17,9 +17,12 @@
  *    kernels per layer and is not charged either.
  *  - The cached fp8 weight and its transpose stay in memory: 2 bytes per parameter of those
  *    GEMMs (cm_memory.c adds them; not under ZeRO-3, which gathers weights per use).
+ *  - TE keeps a GEMM's activation input for the backward as its fp8 copy (te.Linear and
+ *    LayerNormLinear save the cast input, used by the weight-gradient GEMM): 1 byte an
+ *    element for a tensor only such GEMMs read (cm_memory.c); norms' and other ops' inputs
+ *    stay at 2 bytes.
  * Not modeled: the GEMMs' own operand traffic at 1 byte (they are compute bound at the sizes
- * where FP8 matters) and TE saving GEMM inputs in fp8 for the backward (activations are counted
- * at 2 bytes, an upper bound). */
+ * where FP8 matters). */
 #include "costmodel/costmodel.h"
 
 gboolean cm_fp8_gemm(const MdlOp *op, DevDtype dtype) {

@@ -98,6 +98,15 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   g_autofree double *group_bytes = g_new0(double, ndev);  /* the current group's dropped bytes */
   g_autofree double *largest_group = g_new0(double, ndev);
   g_autofree double *gathered = g_new0(double, 2 * (gsize)ndev); /* two largest per device */
+  /* FP8 (cm_fp8.c): Transformer Engine keeps an FP8 GEMM's input for the backward as its fp8
+   * copy, 1 byte an element; a tensor every reader of which is such a GEMM is saved so. */
+  g_autofree gboolean *fp8_saved = g_new(gboolean, mdl_graph_num_tensors(graph));
+  for (int t = 0; t < mdl_graph_num_tensors(graph); t++) fp8_saved[t] = s->dtype == DEV_DTYPE_FP8;
+  for (int o = 0; o < nops && s->dtype == DEV_DTYPE_FP8; o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    for (int k = 0; k < op->ninputs; k++)
+      if (!cm_fp8_gemm(op, s->dtype)) fp8_saved[op->inputs[k].tensor] = FALSE;
+  }
   for (int o = 0; o < nops; o++) {
     const MdlOp *op = mdl_graph_op(graph, o);
     const MdlMesh *mesh = mdl_strategy_mesh(s, s->configs[o].mesh);
@@ -160,7 +169,8 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
       MdlLayout layout = mdl_saved_input_layout(graph, s, o, k, &regather);
       int sdim = sample_tdim[opd->tensor];
       double bytes = mdl_layout_local_elements(graph, opd->tensor, sdim, &layout, mesh,
-                                               s->num_microbatches) * wbytes;
+                                               s->num_microbatches) *
+                     (fp8_saved[opd->tensor] ? 1.0 : wbytes);
       double mult = rebuilt ? 0 : in_flight(s, c->stage, g_hash_table_contains(until_w, key));
       for (int i = 0; i < mesh->ndevices; i++) {
         if (rebuilt) group_bytes[mesh->devices[i]] += bytes;
