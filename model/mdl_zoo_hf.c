@@ -39,11 +39,12 @@ gboolean mdl_zoo_hf_detect(const char *text) {
 }
 
 /* Reads integer field @key: FALSE with an error when it is present and not a positive integer
- * or absent and @required; @out keeps its value when absent and not required. */
+ * or absent and @required; @out keeps its value when absent (or null, as transformers writes
+ * an unset optional field) and not required. */
 static gboolean int_field(const cJSON *root, const char *path, const char *key, gboolean required,
                           int64_t *out, GError **error) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-  if (!v) {
+  if (!v || (cJSON_IsNull(v) && !required)) {
     if (!required) return TRUE;
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s: field '%s' is missing", path, key);
     return FALSE;

@@ -65,6 +65,15 @@ static void test_qwen_tied(void) {
   mdl_graph_free(g);
 }
 
+/* transformers writes unset optional fields as null: head_dim and num_key_value_heads take
+ * their defaults (hidden / heads, heads). */
+static void test_null_optional(void) {
+  MdlGraph *g = parse_or_die(HF "null-head-dim.json:batch=2,seq=64");
+  double h = 1024, f = 2816, layer = h * 3 * h + h * h + 3 * h * f + 2 * h;
+  g_assert_cmpfloat(mdl_graph_num_params(g), ==, 2 * layer + 1000 * h + h);
+  mdl_graph_free(g);
+}
+
 typedef struct {
   const char *spec;
   int code;
@@ -123,6 +132,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/model/hf/llama3-8b", test_llama3_8b);
   g_test_add_func("/model/hf/keys-in-file", test_keys_in_file);
   g_test_add_func("/model/hf/qwen-tied", test_qwen_tied);
+  g_test_add_func("/model/hf/null-optional", test_null_optional);
   for (guint i = 0; i < G_N_ELEMENTS(error_cases); i++) {
     g_autofree char *path = g_strdup_printf("/model/hf/error/%u", i);
     g_test_add_data_func(path, &error_cases[i], test_error);
