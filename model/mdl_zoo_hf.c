@@ -14,7 +14,7 @@
  * after the path (path.json:batch=B,seq=S, which win); neither has a default:
  * max_position_embeddings is the longest context, not the training sequence.
  * Attention is FlashAttention-style unless the spec says attn=unfused.
- * Read but not modeled: sliding_window (attention is costed as full causal attention, exact
+ * Ignored (not modeled): sliding_window (attention is costed as full causal attention, exact
  * when seq <= the window), Qwen2's Q/K/V biases, rope_scaling and other numerics.
  * Errors are MDL_ERROR_INVALID or MDL_ERROR_PARSE naming the file and the field.
  */
