@@ -8,6 +8,7 @@
 #include "costmodel/costmodel.h"
 #include "model/mdl_strategy.h"
 #include "sim/sim.h"
+#include "test-util.h"
 
 /* Llama-3-8B's layer shapes, two layers: GEMMs large enough for fp8 to pay for its casts (at
  * hidden 1024 the casts' launches and traffic outweigh the faster GEMMs, as on real GPUs). */
@@ -20,13 +21,6 @@ static DevCluster *cluster_or_die(const char *spec) {
   return c;
 }
 
-static MdlGraph *model_or_die(void) {
-  GError *error = NULL;
-  MdlGraph *g = mdl_graph_parse_spec(MODEL, &error);
-  g_assert_no_error(error);
-  return g;
-}
-
 /* Pre-Hopper devices refuse dtype=fp8 with one line naming the device and the dtype; the
  * Hopper and Blackwell presets accept it. */
 static void test_refused(void) {
@@ -35,7 +29,7 @@ static void test_refused(void) {
     gboolean ok;
   } cases[] = {{"dgx-a100", FALSE}, {"aws-p3.8xlarge", FALSE}, {"dgx-h100", TRUE},
                {"dgx-h200", TRUE},  {"dgx-b200", TRUE},        {"gb200-nvl72:gpus_per_node=8", TRUE}};
-  MdlGraph *g = model_or_die();
+  MdlGraph *g = test_parse_model(MODEL);
   for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
     DevCluster *c = cluster_or_die(cases[i].cluster);
     GError *error = NULL;
@@ -58,28 +52,26 @@ static void test_refused(void) {
   mdl_graph_free(g);
 }
 
-static const MdlOp *find_op(const MdlGraph *g, const char *name) {
-  for (int o = 0; o < mdl_graph_num_ops(g); o++)
-    if (strcmp(mdl_graph_op(g, o)->name, name) == 0) return mdl_graph_op(g, o);
-  g_error("no op %s", name);
-}
-
 /* Transformer Engine's recipe: the layers' linear GEMMs in fp8; attention, norms, pointwise
  * ops and the output layer in bf16; other dtypes unchanged. */
 static void test_which_ops(void) {
-  MdlGraph *g = model_or_die();
+  MdlGraph *g = test_parse_model(MODEL);
   const char *fp8[] = {"layer0.qkv", "layer0.attn_proj", "layer1.fc1", "layer1.fc2"};
   const char *bf16[] = {"layer0.attn_flash", "layer0.ln1", "layer0.swiglu", "lm_head", "embedding",
                         "loss"};
   for (guint i = 0; i < G_N_ELEMENTS(fp8); i++) {
-    g_assert_true(cm_fp8_gemm(find_op(g, fp8[i]), DEV_DTYPE_FP8));
-    g_assert_cmpint(cm_op_dtype(find_op(g, fp8[i]), DEV_DTYPE_FP8), ==, DEV_DTYPE_FP8);
-    g_assert_false(cm_fp8_gemm(find_op(g, fp8[i]), DEV_DTYPE_BF16));
+    const MdlOp *op = test_find_op(g, fp8[i]);
+    g_assert_nonnull(op);
+    g_assert_true(cm_fp8_gemm(op, DEV_DTYPE_FP8));
+    g_assert_cmpint(cm_op_dtype(op, DEV_DTYPE_FP8), ==, DEV_DTYPE_FP8);
+    g_assert_false(cm_fp8_gemm(op, DEV_DTYPE_BF16));
   }
   for (guint i = 0; i < G_N_ELEMENTS(bf16); i++) {
-    g_assert_false(cm_fp8_gemm(find_op(g, bf16[i]), DEV_DTYPE_FP8));
-    g_assert_cmpint(cm_op_dtype(find_op(g, bf16[i]), DEV_DTYPE_FP8), ==, DEV_DTYPE_BF16);
-    g_assert_cmpint(cm_op_dtype(find_op(g, bf16[i]), DEV_DTYPE_FP16), ==, DEV_DTYPE_FP16);
+    const MdlOp *op = test_find_op(g, bf16[i]);
+    g_assert_nonnull(op);
+    g_assert_false(cm_fp8_gemm(op, DEV_DTYPE_FP8));
+    g_assert_cmpint(cm_op_dtype(op, DEV_DTYPE_FP8), ==, DEV_DTYPE_BF16);
+    g_assert_cmpint(cm_op_dtype(op, DEV_DTYPE_FP16), ==, DEV_DTYPE_FP16);
   }
   mdl_graph_free(g);
 }
@@ -100,28 +92,15 @@ static void test_cast_time(void) {
   dev_cluster_free(c);
 }
 
-static SimRun *run_or_die(const MdlGraph *g, const DevCluster *c, const char *spec,
-                          MdlStrategy **out) {
-  GError *error = NULL;
-  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
-  g_assert_no_error(error);
-  CmParams p;
-  cm_params_default(&p);
-  SimRun *run = sim_run_new(g, s, c, &p, &error);
-  g_assert_no_error(error);
-  *out = s;
-  return run;
-}
-
 /* On 8 H100s at tp=8: fp8 computes faster than bf16 but not twice as fast (only the linear
  * GEMMs speed up, and the casts are added); the GEMMs' inputs are kept in fp8; weights grow by
  * the cached fp8 copy, 2 bytes per local parameter of the layers' GEMMs. */
 static void test_simulation(void) {
   DevCluster *c = cluster_or_die("dgx-h100");
-  MdlGraph *g = model_or_die();
+  MdlGraph *g = test_parse_model(MODEL);
   MdlStrategy *sb, *sf;
-  SimRun *bf = run_or_die(g, c, "megatron:tp=8,dtype=bf16", &sb);
-  SimRun *f8 = run_or_die(g, c, "megatron:tp=8,dtype=fp8", &sf);
+  SimRun *bf = test_simulate(g, c, "megatron:tp=8,dtype=bf16", &sb);
+  SimRun *f8 = test_simulate(g, c, "megatron:tp=8,dtype=fp8", &sf);
   const SimPrediction *pb = sim_run_prediction(bf), *pf = sim_run_prediction(f8);
   g_test_message("compute bf16 %.6g s, fp8 %.6g s", pb->compute_s, pf->compute_s);
   g_assert_cmpfloat(pf->compute_s, <, pb->compute_s);

@@ -9,22 +9,15 @@
 #include "model/mdl_graph.h"
 #include "model/mdl_zoo.h"
 #include "test-cli-util.h"
+#include "test-util.h"
 
 #define HF STRATSIM_SOURCE_DIR "/tests/data/hf/"
-
-static MdlGraph *parse_or_die(const char *spec) {
-  GError *error = NULL;
-  MdlGraph *g = mdl_graph_parse_spec(spec, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
-}
 
 /* Meta-Llama-3-8B's config.json is llama3-8b: the same parameters to the last one (8.03e9, the
  * model card's count), the same graph size. */
 static void test_llama3_8b(void) {
-  MdlGraph *hf = parse_or_die(HF "llama3-8b.json:batch=2,seq=128");
-  MdlGraph *named = parse_or_die("llama3-8b:batch=2,seq=128");
+  MdlGraph *hf = test_parse_model(HF "llama3-8b.json:batch=2,seq=128");
+  MdlGraph *named = test_parse_model("llama3-8b:batch=2,seq=128");
   g_assert_cmpstr(hf->family, ==, "llama");
   g_assert_cmpint(hf->batch, ==, 2);
   g_assert_cmpint(hf->seq, ==, 128);
@@ -39,12 +32,12 @@ static void test_llama3_8b(void) {
 
 /* Mistral's file carries batch and seq as keys; the spec overrides win. */
 static void test_keys_in_file(void) {
-  MdlGraph *g = parse_or_die(HF "mistral-7b.json");
+  MdlGraph *g = test_parse_model(HF "mistral-7b.json");
   g_assert_cmpint(g->batch, ==, 64);
   g_assert_cmpint(g->seq, ==, 4096);
   g_assert_cmpfloat(fabs(mdl_graph_num_params(g) / 7.24e9 - 1), <, 0.01);
   mdl_graph_free(g);
-  g = parse_or_die(HF "mistral-7b.json:seq=1024,layers=2,attn=unfused");
+  g = test_parse_model(HF "mistral-7b.json:seq=1024,layers=2,attn=unfused");
   g_assert_cmpint(g->batch, ==, 64);
   g_assert_cmpint(g->seq, ==, 1024);
   g_assert_cmpint(g->num_layers, ==, 2);
@@ -58,7 +51,7 @@ static void test_keys_in_file(void) {
 /* Qwen2.5-0.5B: tied embeddings, 14 heads over 2 KV groups; 0.49e9 parameters (its model card:
  * "Number of Parameters: 0.49B"). */
 static void test_qwen_tied(void) {
-  MdlGraph *g = parse_or_die(HF "qwen2.5-0.5b.json:batch=4,seq=256");
+  MdlGraph *g = test_parse_model(HF "qwen2.5-0.5b.json:batch=4,seq=256");
   g_assert_cmpfloat(fabs(mdl_graph_num_params(g) / 0.49e9 - 1), <, 0.01);
   for (int t = 0; t < mdl_graph_num_tensors(g); t++)
     g_assert_cmpstr(mdl_graph_tensor(g, t)->name, !=, "lm_head.weight");
@@ -68,7 +61,7 @@ static void test_qwen_tied(void) {
 /* transformers writes unset optional fields as null: head_dim and num_key_value_heads take
  * their defaults (hidden / heads, heads). */
 static void test_null_optional(void) {
-  MdlGraph *g = parse_or_die(HF "null-head-dim.json:batch=2,seq=64");
+  MdlGraph *g = test_parse_model(HF "null-head-dim.json:batch=2,seq=64");
   double h = 1024, f = 2816, layer = h * 3 * h + h * h + 3 * h * f + 2 * h;
   g_assert_cmpfloat(mdl_graph_num_params(g), ==, 2 * layer + 1000 * h + h);
   mdl_graph_free(g);
@@ -100,15 +93,7 @@ static const ErrorCase error_cases[] = {
 
 static void test_error(gconstpointer data) {
   const ErrorCase *e = data;
-  GError *error = NULL;
-  MdlGraph *g = mdl_graph_parse_spec(e->spec, &error);
-  g_assert_null(g);
-  g_assert_error(error, MDL_ERROR, e->code);
-  g_assert_null(strchr(error->message, '\n'));
-  if (!strstr(error->message, e->needle) || (e->needle2 && !strstr(error->message, e->needle2)))
-    g_error("%s: \"%s\" lacks \"%s\" / \"%s\"", e->spec, error->message, e->needle,
-            e->needle2 ? e->needle2 : "");
-  g_clear_error(&error);
+  test_assert_model_error(e->spec, e->code, e->needle, e->needle2);
 }
 
 /* End to end: a config simulates; a MoE config is bad input (exit 2, one line). */

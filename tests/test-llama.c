@@ -11,20 +11,7 @@
 #include "model/mdl_strategy.h"
 #include "model/mdl_zoo.h"
 #include "sim/sim.h"
-
-static MdlGraph *parse_or_die(const char *spec) {
-  GError *error = NULL;
-  MdlGraph *g = mdl_graph_parse_spec(spec, &error);
-  g_assert_no_error(error);
-  g_assert_nonnull(g);
-  return g;
-}
-
-static const MdlOp *find_op(const MdlGraph *g, const char *name) {
-  for (int o = 0; o < mdl_graph_num_ops(g); o++)
-    if (strcmp(mdl_graph_op(g, o)->name, name) == 0) return mdl_graph_op(g, o);
-  return NULL;
-}
+#include "test-util.h"
 
 static const MdlTensor *find_tensor(const MdlGraph *g, const char *name) {
   for (int t = 0; t < mdl_graph_num_tensors(g); t++)
@@ -48,7 +35,7 @@ static const NamedCount named_counts[] = {
 static void test_named_params(gconstpointer data) {
   const NamedCount *n = data;
   g_autofree char *spec = g_strdup_printf("%s:batch=1,seq=16", n->name); /* a small graph */
-  MdlGraph *g = parse_or_die(spec);
+  MdlGraph *g = test_parse_model(spec);
   double params = mdl_graph_num_params(g);
   g_test_message("%s: %.4g parameters, published %.4g (%+.2f%%)", n->name, params, n->published,
                  100 * (params / n->published - 1));
@@ -62,7 +49,7 @@ static void test_named_params(gconstpointer data) {
 #define SMALL "llama:layers=2,hidden=256,heads=8,kv_heads=2,ffn=688,seq=64,vocab=1000,batch=4"
 
 static void test_structure(void) {
-  MdlGraph *g = parse_or_die(SMALL ",attn=unfused");
+  MdlGraph *g = test_parse_model(SMALL ",attn=unfused");
   int64_t h = 256, a = 8, kv = 2, dh = 32, f = 688, v = 1000;
   const MdlTensor *qkv = find_tensor(g, "layer0.qkv.weight");
   g_assert_nonnull(qkv);
@@ -75,24 +62,24 @@ static void test_structure(void) {
   g_assert_cmpint(find_tensor(g, "layer0.ln1.weight")->shape[0], ==, 1); /* RMSNorm: gamma */
   g_assert_nonnull(find_tensor(g, "lm_head.weight"));                    /* untied */
   g_assert_null(find_tensor(g, "pos_embed.weight"));                     /* RoPE */
-  g_assert_nonnull(find_op(g, "layer0.rope"));
-  g_assert_nonnull(find_op(g, "layer0.attn_scores"));
-  g_assert_nonnull(find_op(g, "layer1.swiglu"));
+  g_assert_nonnull(test_find_op(g, "layer0.rope"));
+  g_assert_nonnull(test_find_op(g, "layer0.attn_scores"));
+  g_assert_nonnull(test_find_op(g, "layer1.swiglu"));
   /* Tensor-parallel layouts: qkv and fc1 column parallel, attn_proj and fc2 row parallel. */
-  const MdlOp *op = find_op(g, "layer0.qkv");
+  const MdlOp *op = test_find_op(g, "layer0.qkv");
   g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "groups");
-  op = find_op(g, "layer0.fc1");
+  op = test_find_op(g, "layer0.fc1");
   g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "n");
-  op = find_op(g, "layer0.fc2");
+  op = test_find_op(g, "layer0.fc2");
   g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "k");
-  op = find_op(g, "layer0.attn_scores");
+  op = test_find_op(g, "layer0.attn_scores");
   g_assert_cmpstr(op->dims[op->tp_dim].name, ==, "groups");
   g_assert_cmpfloat(op->flops, ==, 2.0 * 4 * a * 64 * 64 * dh);
   /* No dropout anywhere in a Llama. */
   for (int o = 0; o < mdl_graph_num_ops(g); o++) g_assert_false(mdl_graph_op(g, o)->dropout);
   double per_layer = h * (a + 2 * kv) * dh + a * dh * h + 3 * h * f + 2 * h;
   g_assert_cmpfloat(mdl_graph_num_params(g), ==, 2 * per_layer + 2 * v * h + h);
-  MdlGraph *tied = parse_or_die(SMALL ",tied=1");
+  MdlGraph *tied = test_parse_model(SMALL ",tied=1");
   g_assert_null(find_tensor(tied, "lm_head.weight"));
   g_assert_cmpfloat(mdl_graph_num_params(g) - mdl_graph_num_params(tied), ==, v * h);
   mdl_graph_free(tied);
@@ -119,14 +106,14 @@ static void test_flash(void) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec("dgx-h100:gpus_per_node=2", &error);
   g_assert_no_error(error);
-  MdlGraph *flash = parse_or_die(SMALL ",attn=flash"), *unfused = parse_or_die(SMALL ",attn=unfused");
-  g_assert_null(find_op(flash, "layer0.attn_scores"));
-  const MdlOp *fa = find_op(flash, "layer0.attn_flash");
+  MdlGraph *flash = test_parse_model(SMALL ",attn=flash"), *unfused = test_parse_model(SMALL ",attn=unfused");
+  g_assert_null(test_find_op(flash, "layer0.attn_scores"));
+  const MdlOp *fa = test_find_op(flash, "layer0.attn_flash");
   g_assert_nonnull(fa);
   double b = 4, a = 8, s = 64, dh = 32, t = 2;
   g_assert_cmpfloat(fa->flops, ==, 0.5 * 4 * b * a * s * s * dh);
-  g_assert_cmpfloat(find_op(unfused, "layer0.attn_scores")->flops +
-                        find_op(unfused, "layer0.attn_context")->flops, ==, 4 * b * a * s * s * dh);
+  g_assert_cmpfloat(test_find_op(unfused, "layer0.attn_scores")->flops +
+                        test_find_op(unfused, "layer0.attn_context")->flops, ==, 4 * b * a * s * s * dh);
   g_autofree CmMemory *mf = memory_of(flash, c, MDL_RECOMPUTE_NONE);
   g_autofree CmMemory *mu = memory_of(unfused, c, MDL_RECOMPUTE_NONE);
   double per_layer = 2 * b * (a / t) * s * s * 2;
@@ -157,15 +144,8 @@ static void test_errors(void) {
       {"llama3-70b:layers=200000", MDL_ERROR_INVALID, "exceeds"},
       {"gpt:ffn=0", MDL_ERROR_INVALID, "ffn=0"},
   };
-  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
-    GError *error = NULL;
-    MdlGraph *g = mdl_graph_parse_spec(cases[i].spec, &error);
-    g_assert_null(g);
-    g_assert_error(error, MDL_ERROR, cases[i].code);
-    if (!strstr(error->message, cases[i].needle))
-      g_error("%s: \"%s\" lacks \"%s\"", cases[i].spec, error->message, cases[i].needle);
-    g_clear_error(&error);
-  }
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++)
+    test_assert_model_error(cases[i].spec, cases[i].code, cases[i].needle, NULL);
 }
 
 /* Tensor parallelism splits the query groups, as Megatron-Core does: a tp that does not divide
@@ -175,14 +155,14 @@ static void test_groups(void) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec("dgx-h100", &error);
   g_assert_no_error(error);
-  MdlGraph *g = parse_or_die(SMALL); /* kv_heads=2 */
+  MdlGraph *g = test_parse_model(SMALL); /* kv_heads=2 */
   MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=4", g, c, &error);
   g_assert_null(s);
   g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
   g_assert_nonnull(strstr(error->message, "groups"));
   g_clear_error(&error);
   mdl_graph_free(g);
-  g = parse_or_die("llama:layers=2,hidden=896,heads=14,kv_heads=2,ffn=4864,seq=64,vocab=1024,"
+  g = test_parse_model("llama:layers=2,hidden=896,heads=14,kv_heads=2,ffn=4864,seq=64,vocab=1024,"
                    "batch=4,tied=1");
   s = mdl_strategy_parse_spec("megatron:tp=2", g, c, &error);
   g_assert_no_error(error);
@@ -209,7 +189,7 @@ static void test_llama3_70b_memory(void) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec("dgx-h100:nodes=8", &error);
   g_assert_no_error(error);
-  MdlGraph *g = parse_or_die("llama3-70b");
+  MdlGraph *g = test_parse_model("llama3-70b");
   const char *specs[] = {"megatron:tp=8,pp=8,mb=1", "megatron:tp=8,pp=8,mb=1,zero=1",
                          "megatron:tp=8,pp=8,mb=1,recompute=selective",
                          "megatron:tp=8,pp=8,mb=1,sp=1"};
@@ -241,8 +221,8 @@ static void test_llama3_70b_memory(void) {
 
 /* gpt:...,ffn=N: the MLP width changes the parameters by 2 h (ffn - 4h) a layer. */
 static void test_gpt_ffn(void) {
-  MdlGraph *g4 = parse_or_die("gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1000,batch=8");
-  MdlGraph *g3 = parse_or_die("gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1000,batch=8,ffn=768");
+  MdlGraph *g4 = test_parse_model("gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1000,batch=8");
+  MdlGraph *g3 = test_parse_model("gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1000,batch=8,ffn=768");
   g_assert_cmpfloat(mdl_graph_num_params(g4) - mdl_graph_num_params(g3), ==, 2 * 2 * 256.0 * 256);
   g_assert_cmpint(find_tensor(g3, "layer1.fc2.weight")->shape[0], ==, 768);
   mdl_graph_free(g4);
@@ -255,14 +235,10 @@ static void test_strategies(gconstpointer data) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec("dgx-h100", &error);
   g_assert_no_error(error);
-  MdlGraph *g = parse_or_die("llama:layers=4,hidden=512,heads=16,kv_heads=8,ffn=1376,seq=256,"
+  MdlGraph *g = test_parse_model("llama:layers=4,hidden=512,heads=16,kv_heads=8,ffn=1376,seq=256,"
                              "vocab=1024,batch=16");
-  MdlStrategy *s = mdl_strategy_parse_spec(strategy, g, c, &error);
-  g_assert_no_error(error);
-  CmParams params;
-  cm_params_default(&params);
-  SimRun *run = sim_run_new(g, s, c, &params, &error);
-  g_assert_no_error(error);
+  MdlStrategy *s;
+  SimRun *run = test_simulate(g, c, strategy, &s);
   g_assert_cmpfloat(sim_run_prediction(run)->iteration_time_s, >, 0);
   g_assert_true(sim_run_prediction(run)->fits_memory);
   sim_run_free(run);
