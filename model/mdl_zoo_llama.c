@@ -66,7 +66,8 @@
  *  - mistral-7b: mistralai/Mistral-7B-v0.1: 4096, 32, 32, 8, 14336, 32000.
  * Sequence: the pre-training context of each: 8192 for Llama 3 and 3.1 (Dubey et al. 2024,
  * section 3.4.1: 8K tokens before long-context training), 4096 for Qwen2.5 (Qwen2.5 technical
- * report, section 3.1: 4,096 tokens before the long-context stage) and for Mistral-7B (the
+ * report, Qwen Team 2024, long-context pre-training: 4,096 tokens before extending the context
+ * to 32,768) and for Mistral-7B (the
  * sliding window, 4096: see above). Batch 128 sequences is a simulation default, not a
  * published figure (Llama 3 trained with 4M-16M tokens per batch: 512-2048 sequences of
  * 8192): override it with batch=N. */
