@@ -11,7 +11,11 @@
  *  - Each FP8 GEMM's activation operand is cast by one fused kernel that reads the bf16
  *    tensor, takes its amax for the delayed-scaling history and writes the fp8 copy and its
  *    transpose (cast_transpose; the transpose feeds the weight-gradient GEMM): 2 bytes read,
- *    2 written per element. The backward casts dY the same way. Weights are cast once per
+ *    2 written per element. The backward casts dY the same way. A norm's output is written in
+ *    fp8 by the norm kernel itself (Megatron-Core builds linear_qkv and linear_fc1 as
+ *    TELayerNormColumnParallelLinear, whose fused LayerNorm/RMSNorm emits the fp8 input), so
+ *    no cast is charged for it; linear_proj's and linear_fc2's inputs (attention output,
+ *    activation output) are cast. Weights are cast once per
  *    iteration (the fp8 copy is cached across microbatches, is_first_microbatch) and that
  *    cast is not charged; the per-iteration amax-history and scale update is a few small
  *    kernels per layer and is not charged either.
@@ -27,6 +31,12 @@
 
 gboolean cm_fp8_gemm(const MdlOp *op, DevDtype dtype) {
   return dtype == DEV_DTYPE_FP8 && op->kind == MDL_OP_MATMUL && op->layer >= 0;
+}
+
+gboolean cm_fp8_cast_fused(const MdlGraph *graph, int tensor) {
+  const MdlTensor *t = mdl_graph_tensor(graph, tensor);
+  if (t->is_weight) return TRUE; /* cast once an iteration, not charged (above) */
+  return t->producer >= 0 && mdl_graph_op(graph, t->producer)->kind == MDL_OP_LAYERNORM;
 }
 
 DevDtype cm_op_dtype(const MdlOp *op, DevDtype dtype) {

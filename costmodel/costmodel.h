@@ -72,6 +72,9 @@ double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind 
 /* FP8 (costmodel/cm_fp8.c, Transformer Engine's recipe). Whether @op runs its GEMMs in FP8
  * under strategy dtype @dtype: DEV_DTYPE_FP8 and a MATMUL inside a layer. */
 gboolean cm_fp8_gemm(const MdlOp *op, DevDtype dtype);
+/* Whether an FP8 GEMM's input @tensor needs no cast kernel of its own: a weight (cast once an
+ * iteration, cached) or a norm's output (the norm kernel writes it in fp8). */
+gboolean cm_fp8_cast_fused(const MdlGraph *graph, int tensor);
 /* The dtype @op's kernels run in: @dtype, except BF16 for the ops an FP8 strategy leaves in
  * bf16 (everything but the layers' linear GEMMs). */
 DevDtype cm_op_dtype(const MdlOp *op, DevDtype dtype);

@@ -73,7 +73,7 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
   if (cm_fp8_gemm(op, b->s->dtype)) { /* casts of X (forward) and dY (backward) to fp8 */
     double x = 0;
     for (int k = 0; k < op->ninputs; k++)
-      if (!mdl_graph_tensor(b->g, op->inputs[k].tensor)->is_weight)
+      if (!cm_fp8_cast_fused(b->g, op->inputs[k].tensor))
         x += operand_bytes(b, op, &op->inputs[k], FALSE, c, mesh) / b->dtype_bytes;
     fwd_s += cm_fp8_cast_time(b->p, dev, x);
     dx += cm_fp8_cast_time(b->p, dev, out_elems);

@@ -73,6 +73,15 @@ static void test_which_ops(void) {
     g_assert_cmpint(cm_op_dtype(op, DEV_DTYPE_FP8), ==, DEV_DTYPE_BF16);
     g_assert_cmpint(cm_op_dtype(op, DEV_DTYPE_FP16), ==, DEV_DTYPE_FP16);
   }
+  /* Casts: a norm's output comes out of the norm kernel in fp8, weights are cached; the
+   * attention output and the SwiGLU output need a cast kernel of their own. */
+  const MdlOp *qkv = test_find_op(g, "layer0.qkv"), *proj = test_find_op(g, "layer0.attn_proj");
+  const MdlOp *fc1 = test_find_op(g, "layer0.fc1"), *fc2 = test_find_op(g, "layer0.fc2");
+  g_assert_true(cm_fp8_cast_fused(g, qkv->inputs[0].tensor));  /* ln1 */
+  g_assert_true(cm_fp8_cast_fused(g, qkv->inputs[1].tensor));  /* weight */
+  g_assert_true(cm_fp8_cast_fused(g, fc1->inputs[0].tensor));  /* ln2 */
+  g_assert_false(cm_fp8_cast_fused(g, proj->inputs[0].tensor)); /* attention */
+  g_assert_false(cm_fp8_cast_fused(g, fc2->inputs[0].tensor));  /* swiglu */
   mdl_graph_free(g);
 }
 
