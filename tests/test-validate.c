@@ -152,7 +152,7 @@ static void test_plan_dtype(void) {
   for (guint i = 0; i < plan->programs[0].n_steps; i++)
     g_assert_cmpint(plan->programs[0].steps[i].dtype, ==, VAL_DTYPE_BF16);
   val_plan_free(plan);
-  req.dtype = "fp8";
+  req.dtype = "fp4";
   g_assert_null(val_plan_make(&req, NULL, &error));
   g_assert_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT);
   g_clear_error(&error);
