@@ -94,6 +94,7 @@ typedef struct {
                                 tensor parallelism replicates) */
   /* For reporting: the degrees a builder used (0 when the strategy came from JSON). */
   int dp, tp, pp, vp, microbatch_size;
+  int cp, ep;                /* context and expert parallelism (0 from JSON, 1: none) */
 } MdlStrategy;
 
 /* Pipeline ranks (physical stages): num_stages / virtual_stages. */
@@ -107,7 +108,7 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
- * [,recompute=none|selective|full][,sp=0|1]", or a path to a
+ * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
  * schedule=interleaved and the reverse (MDL_ERROR_STRATEGY). Validates before returning. Free
@@ -132,10 +133,13 @@ typedef struct {
   int zero_stage;            /* 0..3 */
   MdlRecompute recompute;
   gboolean sequence_parallel; /* needs tp > 1 */
+  int cp;                    /* context parallelism: the sequence split over cp ranks; 0 or 1: none */
+  int ep;                    /* expert parallelism, folded over dp x cp; 0 or 1: none */
 } MdlMegatronConfig;
 
 /* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each pipeline
- * rank is a (dp, tp) mesh; ops split their sample dim on the dp axis and their tp_dim on the tp
+ * rank is a (dp, tp) mesh (with cp or ep > 1: Megatron-Core's tp-cp-ep-dp-pp layout, the mesh
+ * and splits in model/mdl_strategy_axes.c; devices = tp*cp*dp*pp, ep divides dp*cp); ops split their sample dim on the dp axis and their tp_dim on the tp
  * axis; the graph is cut into pp * vp chunks of equal layer counts (balanced by forward FLOPs
  * for models without layers), chunk c on rank c % pp. Sequence parallelism (Korthikanti et al.
  * 2022, section 4.2.2) splits, on the tp axis, the sequence dim "s" of the ops without a
