@@ -33,10 +33,10 @@ gboolean mdl_megatron_axes(const MdlMegatronConfig *cfg, MdlRankAxes *axes, GErr
 gboolean mdl_megatron_op_splits(const MdlOp *op, const MdlRankAxes *axes,
                                 const MdlMegatronConfig *cfg, int8_t *split, GError **error);
 /* The op's token dim (the first splittable ATTRIBUTE dim named s, sq or c) and its expert dim
- * (a PARAMETER dim named e); -1 when absent. */
+ * (a splittable dim named e); -1 when absent. */
 int mdl_op_token_dim(const MdlOp *op);
 int mdl_op_expert_dim(const MdlOp *op);
-/* Whether @graph has expert ops; @experts gets their count (0 without). */
+/* Whether @graph has expert weights (a PARAMETER dim e); @experts gets their count (0 without). */
 gboolean mdl_graph_num_experts(const MdlGraph *graph, int64_t *experts);
 
 #endif

@@ -13,8 +13,8 @@
  *   ep = cp = 1:        (dp, tp)                      (the builder's mesh before cp and ep)
  *   ep <= cp (ep | cp): (dp, cp/ep, ep, tp)           (axes of size 1 other than dp dropped)
  *   ep > cp (cp | ep):  (dp*cp/ep, ep/cp, cp, tp)
- * Splits on a data axis: an expert op (one whose weight is indexed by a PARAMETER dim "e")
- * splits e on the axes inside the ep group; other ops split their token dim (the first
+ * Splits on a data axis: an expert op (one with a splittable dim "e": the grouped expert GEMMs
+ * and the activation between them; the token dispatch's e is not splittable) splits e on the axes inside the ep group; other ops split their token dim (the first
  * splittable ATTRIBUTE dim named s, sq or c) on the axes inside the cp group; every other axis
  * splits the sample dim. SBP resharding then yields the collectives: the token-side layout
  * S(b) or S(token) meets the expert layout S(e) on the ep axes (an all-to-all each way, the
@@ -38,14 +38,14 @@ int mdl_op_token_dim(const MdlOp *op) {
 
 int mdl_op_expert_dim(const MdlOp *op) {
   int d = mdl_op_find_dim(op, "e");
-  return d >= 0 && op->dims[d].role == MDL_ROLE_PARAMETER ? d : -1;
+  return d >= 0 && op->dims[d].splittable ? d : -1;
 }
 
 gboolean mdl_graph_num_experts(const MdlGraph *graph, int64_t *experts) {
   for (int o = 0; o < mdl_graph_num_ops(graph); o++) {
     const MdlOp *op = mdl_graph_op(graph, o);
     int e = mdl_op_expert_dim(op);
-    if (e >= 0) {
+    if (e >= 0 && op->dims[e].role == MDL_ROLE_PARAMETER) {
       *experts = op->dims[e].size;
       return TRUE;
     }
