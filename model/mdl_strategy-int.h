@@ -36,7 +36,5 @@ gboolean mdl_megatron_op_splits(const MdlOp *op, const MdlRankAxes *axes,
  * (a splittable dim named e); -1 when absent. */
 int mdl_op_token_dim(const MdlOp *op);
 int mdl_op_expert_dim(const MdlOp *op);
-/* Whether @graph has expert weights (a PARAMETER dim e); @experts gets their count (0 without). */
-gboolean mdl_graph_num_experts(const MdlGraph *graph, int64_t *experts);
 
 #endif

@@ -176,6 +176,10 @@ gboolean mdl_strategy_matmul_family(const char *family);
 MdlStrategy *mdl_strategy_matmul_parse_spec(const char *spec, const MdlGraph *graph,
                                             const DevCluster *cluster, GError **error);
 
+/* Whether @graph has expert weights (an op with a PARAMETER dim "e", model/mdl_zoo_moe.c);
+ * @experts gets their count (0 without). */
+gboolean mdl_graph_num_experts(const MdlGraph *graph, int64_t *experts);
+
 /* Checks the invariants in the file comment; errors name the op, dim and degree. */
 gboolean mdl_strategy_validate(const MdlStrategy *strategy, const MdlGraph *graph,
                                const DevCluster *cluster, GError **error);
