@@ -188,6 +188,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->zero_stage = cfg->zero_stage;
   s->recompute = cfg->recompute;
   s->sequence_parallel = cfg->sequence_parallel;
+  s->overlap_param_gather = cfg->overlap_param_gather;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -311,6 +312,13 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
                     "strategy %s: recompute=%s must be none, selective or full", family, value);
         return FALSE;
       }
+    } else if (strcmp(key, "overlap_param_gather") == 0) {
+      if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                    "strategy %s: overlap_param_gather=%s must be 0 or 1", family, value);
+        return FALSE;
+      }
+      cfg->overlap_param_gather = value[0] == '1';
     } else if (strcmp(key, "sp") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: sp=%s must be 0 or 1",
@@ -327,7 +335,7 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     } else {
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
-                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep)",
+                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather)",
                   family, key);
       return FALSE;
     }

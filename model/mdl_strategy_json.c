@@ -44,6 +44,7 @@ char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
   cJSON_AddNumberToObject(root, "zero", s->zero_stage);
   cJSON_AddStringToObject(root, "recompute", mdl_recompute_name(s->recompute));
   cJSON_AddBoolToObject(root, "sequence_parallel", s->sequence_parallel);
+  if (s->overlap_param_gather) cJSON_AddTrueToObject(root, "overlap_param_gather");
   cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
   for (guint m = 0; m < s->meshes->len; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
@@ -230,6 +231,12 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
     goto err;
   }
   s->sequence_parallel = cJSON_IsTrue(sp);
+  const cJSON *opg = cJSON_GetObjectItemCaseSensitive(root, "overlap_param_gather");
+  if (opg && !cJSON_IsBool(opg)) {
+    fail(error, origin, "field \"overlap_param_gather\" must be true or false");
+    goto err;
+  }
+  s->overlap_param_gather = cJSON_IsTrue(opg);
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "bucket_mb");
   if (bucket) {
     double v = cJSON_GetNumberValue(bucket);

@@ -244,6 +244,53 @@ static void test_cp_kv_gather(void) {
   dev_cluster_free(c);
 }
 
+static SimRun *run_spec(const MdlGraph *g, const DevCluster *c, const char *spec,
+                        MdlStrategy **out) {
+  GError *error = NULL;
+  *out = mdl_strategy_parse_spec(spec, g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *run = sim_run_new(g, *out, c, &params, &error);
+  g_assert_no_error(error);
+  return run;
+}
+
+/* The distributed optimizer's parameter all-gathers moved ahead of the forward: the same
+ * collectives, no longer exposed after the optimizer step; the option survives strategy JSON
+ * and needs ZeRO 1 or 2. */
+static void test_overlap_param_gather(void) {
+  DevCluster *c = h100(1);
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=4,hidden=1024,heads=8,seq=1024,vocab=4096,batch=32",
+                                     &error);
+  g_assert_no_error(error);
+  MdlStrategy *s1, *s2;
+  SimRun *after = run_spec(g, c, "megatron:dp=8,mb=2,zero=1", &s1);
+  SimRun *ahead = run_spec(g, c, "megatron:dp=8,mb=2,zero=1,overlap_param_gather=1", &s2);
+  g_assert_cmpuint(after->prediction.tasks, ==, ahead->prediction.tasks);
+  g_assert_cmpfloat(ahead->prediction.iteration_time_s, <, after->prediction.iteration_time_s);
+  g_assert_cmpfloat(ahead->prediction.comm_exposed_s, <, after->prediction.comm_exposed_s);
+  g_autofree char *json = mdl_strategy_to_json(s2, g);
+  g_assert_nonnull(strstr(json, "\"overlap_param_gather\":"));
+  MdlStrategy *back = mdl_strategy_from_json(json, "s.json", g, c, &error);
+  g_assert_no_error(error);
+  g_assert_true(back->overlap_param_gather);
+  mdl_strategy_free(back);
+  g_autofree char *plain = mdl_strategy_to_json(s1, g);
+  g_assert_null(strstr(plain, "overlap_param_gather"));
+  g_assert_null(mdl_strategy_parse_spec("megatron:dp=8,overlap_param_gather=1", g, c, &error));
+  g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
+  g_assert_nonnull(strstr(error->message, "zero=1 or 2"));
+  g_clear_error(&error);
+  sim_run_free(after);
+  sim_run_free(ahead);
+  mdl_strategy_free(s1);
+  mdl_strategy_free(s2);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/moe/capacity", test_capacity);
@@ -252,5 +299,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/moe/errors", test_errors);
   g_test_add_func("/moe/ep/all-to-all-time", test_ep_all_to_all);
   g_test_add_func("/moe/cp/kv-gather-time", test_cp_kv_gather);
+  g_test_add_func("/moe/distopt/overlap-param-gather", test_overlap_param_gather);
   return g_test_run();
 }
