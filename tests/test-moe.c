@@ -203,7 +203,7 @@ static void test_ep_all_to_all(void) {
   /* The rest is the router's gradient all-reduce over the 4 data-parallel ranks. */
   double ar = 0;
   g_assert_cmpint(check_collectives(run, c, "all_reduce", 4, 2.0 * h * moe.experts, &ar), ==, 1);
-  g_assert_cmpfloat_with_epsilon(run->prediction.comm_exposed_s, a2a + ar, 1e-9 * (a2a + ar));
+  g_assert_cmpfloat_with_epsilon(sim_run_prediction(run)->comm_exposed_s, a2a + ar, 1e-9 * (a2a + ar));
   sim_run_free(run);
   mdl_strategy_free(st);
   mdl_graph_free(g);
@@ -234,7 +234,7 @@ static void test_cp_kv_gather(void) {
   g_assert_no_error(error);
   SimRun *whole = sim_run_new(g, one, c, &params, &error);
   g_assert_no_error(error);
-  double a1 = whole->prediction.peak_memory.activations, a4 = run->prediction.peak_memory.activations;
+  double a1 = sim_run_prediction(whole)->peak_memory.activations, a4 = sim_run_prediction(run)->peak_memory.activations;
   g_assert_cmpfloat(a4, <, 0.3 * a1);
   sim_run_free(whole);
   mdl_strategy_free(one);
@@ -268,9 +268,9 @@ static void test_overlap_param_gather(void) {
   MdlStrategy *s1, *s2;
   SimRun *after = run_spec(g, c, "megatron:dp=8,mb=2,zero=1", &s1);
   SimRun *ahead = run_spec(g, c, "megatron:dp=8,mb=2,zero=1,overlap_param_gather=1", &s2);
-  g_assert_cmpuint(after->prediction.tasks, ==, ahead->prediction.tasks);
-  g_assert_cmpfloat(ahead->prediction.iteration_time_s, <, after->prediction.iteration_time_s);
-  g_assert_cmpfloat(ahead->prediction.comm_exposed_s, <, after->prediction.comm_exposed_s);
+  g_assert_cmpuint(sim_run_prediction(after)->tasks, ==, sim_run_prediction(ahead)->tasks);
+  g_assert_cmpfloat(sim_run_prediction(ahead)->iteration_time_s, <, sim_run_prediction(after)->iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(ahead)->comm_exposed_s, <, sim_run_prediction(after)->comm_exposed_s);
   g_autofree char *json = mdl_strategy_to_json(s2, g);
   g_assert_nonnull(strstr(json, "\"overlap_param_gather\":"));
   MdlStrategy *back = mdl_strategy_from_json(json, "s.json", g, c, &error);
