@@ -4,6 +4,7 @@
  * the engine's communication, each timed by the cost model's formula for its bytes. */
 #include <cjson/cJSON.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -204,6 +205,16 @@ static void test_ep_all_to_all(void) {
   double ar = 0;
   g_assert_cmpint(check_collectives(run, c, "all_reduce", 4, 2.0 * h * moe.experts, &ar), ==, 1);
   g_assert_cmpfloat_with_epsilon(sim_run_prediction(run)->comm_exposed_s, a2a + ar, 1e-9 * (a2a + ar));
+  /* The trace shows them on the communication streams. */
+  g_autofree char *dir = g_dir_make_tmp("test-moe-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+  g_assert_true(sim_trace_write(run, path, &error));
+  g_autofree char *trace = NULL;
+  g_assert_true(g_file_get_contents(path, &trace, NULL, &error));
+  g_assert_nonnull(strstr(trace, "all_to_all"));
+  g_unlink(path);
+  g_rmdir(dir);
   sim_run_free(run);
   mdl_strategy_free(st);
   mdl_graph_free(g);
