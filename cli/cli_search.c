@@ -159,7 +159,7 @@ static int search_main(int argc, char **argv) {
   int threads = 1, mesh_axes = 2, microbatches = 8, restarts = 0;
   double beta = 0;
   GOptionEntry entries[] = {
-      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
+      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., llama:..., mlp:..., a JSON graph or a Hugging Face config.json[:batch=B,seq=S]", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
       {"algo", 'a', 0, G_OPTION_ARG_STRING, &algo_text, "mcmc, cd (coordinate descent), exhaustive, random, grid (Megatron), dp (the grid with stage cuts by dynamic programming), auto (default)", "ALGO"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &budget_text, "evaluations (\"500\", default 2000) or time (\"60s\", \"2m\": not reproducible)", "B"},
@@ -176,7 +176,7 @@ static int search_main(int argc, char **argv) {
       {"microbatches", 0, 0, G_OPTION_ARG_INT, &microbatches, "largest microbatch count in the space (default 8)", "M"},
       {"beta", 0, 0, G_OPTION_ARG_DOUBLE, &beta, "MCMC inverse temperature, relative to the starting cost (default 100)", "B"},
       {"restarts", 0, 0, G_OPTION_ARG_INT, &restarts, "MCMC chains per thread's budget (default 3)", "R"},
-      {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_text, "fp32, tf32, fp16, bf16 (default: the model's)", "D"},
+      {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_text, "fp32, tf32, fp16, bf16, fp8 (default: the model's)", "D"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task (default) or step: how every candidate is simulated", "task|step"},
       {"crossmesh", 0, 0, G_OPTION_ARG_STRING, &crossmesh_method, "plan every move between meshes (device-aligned ones too) with this method, in every candidate", "send_recv|local_allgather|global_allgather|broadcast"},
       {"crossmesh-order", 0, 0, G_OPTION_ARG_STRING, &crossmesh_order, "load balancer for --crossmesh (default ensemble)", "naive|greedy|dfs|randomized_greedy|ensemble"},

@@ -44,7 +44,7 @@ static const DomainRow table[] = {
     {ses_error_quark, 2, {B, B}},
     /* PARSE, INVALID, NOT_FOUND */
     {scn_error_quark, 3, {B, B, B}},
-    /* GNUPLOT: gnuplot ran and failed */
+    /* GNUPLOT: gnuplot ran and failed, or drew an empty image */
     {util_error_quark, 1, {F}},
     /* INPUT, FAILED (a file could not be written) */
     {val_build_error_quark, 2, {B, F}},
