@@ -290,7 +290,9 @@ double srch_space_value_memory(const SrchSpace *s, int var, const SrchConfig *co
         bytes += mdl_layout_local_elements(g, opd->tensor, -1, &layout, &view, 1) * (2 * wbytes + opt_bytes);
       } else if (!(op->unsaved_inputs & (1u << k))) {
         int sdim = s->sample_tdim[opd->tensor];
-        bytes += mdl_layout_local_elements(g, opd->tensor, sdim, &layout, &view, microbatches) * wbytes;
+        /* Read by this op alone: an FP8 GEMM keeps it as fp8 (cm_memory.c, cm_fp8.c). */
+        double ebytes = cm_fp8_gemm(op, s->dtype) ? 1.0 : wbytes;
+        bytes += mdl_layout_local_elements(g, opd->tensor, sdim, &layout, &view, microbatches) * ebytes;
       }
     }
     if (op->dropout) {
