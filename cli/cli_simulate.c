@@ -22,8 +22,11 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   printf("  strategy     dp=%d tp=%d pp=%d, %d microbatches of %d, schedule %s", s->dp, s->tp,
          s->pp, s->num_microbatches, s->microbatch_size, mdl_schedule_name(s->schedule));
   if (s->virtual_stages > 1) printf(" (vp=%d)", s->virtual_stages);
+  if (s->cp > 1) printf(", context parallel cp=%d", s->cp);
+  if (s->ep > 1) printf(", expert parallel ep=%d", s->ep);
   if (s->weight_delay) printf(" with weight delay");
   if (s->zero_stage > 0) printf(", ZeRO-%d", s->zero_stage);
+  if (s->overlap_param_gather) printf(" with the parameter all-gather overlapped");
   if (s->recompute != MDL_RECOMPUTE_NONE) printf(", %s recomputation", mdl_recompute_name(s->recompute));
   if (s->sequence_parallel) printf(", sequence parallel");
   printf(", %s, %d GPUs\n", dev_dtype_name(s->dtype), p->num_gpus);

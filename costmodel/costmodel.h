@@ -33,7 +33,8 @@ typedef struct {
 
 /* The GEMM shape of contraction @op (MATMUL, BATCH_MATMUL, CONV2D as implicit GEMM) with
  * per-device dim sizes @local (one per op dim): k = the REDUCTION dims (times the kernel window
- * of a convolution); MATMUL and CONV2D: n = the PARAMETER dims, m = the other output dims;
+ * of a convolution); MATMUL and CONV2D: dims indexed by both inputs (an MoE layer's experts)
+ * form the batch of a grouped GEMM, n = the other PARAMETER dims, m = the other output dims;
  * BATCH_MATMUL: dims indexed by both inputs form the batch, those only in the first input m,
  * the others n. FALSE for other op kinds. */
 gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out);
