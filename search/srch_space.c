@@ -426,8 +426,10 @@ SrchSpace *srch_space_new(const MdlGraph *graph, const DevCluster *cluster,
   s->options = o;
   s->dtype = o.dtype_set ? o.dtype : default_dtype(graph, cluster);
   if (cluster->device.peak_flops[s->dtype] <= 0) {
-    g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION, "search: device %s has no %s support",
-                cluster->device.name, dev_dtype_name(s->dtype));
+    g_autofree char *kinds = dev_kinds_supporting(s->dtype);
+    g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION,
+                "search: device %s has no %s support (built-in device kinds with it: %s)",
+                cluster->device.name, dev_dtype_name(s->dtype), kinds);
     srch_space_free(s);
     return NULL;
   }
