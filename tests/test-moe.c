@@ -11,6 +11,7 @@
 #include "costmodel/costmodel.h"
 #include "model/mdl_strategy-int.h"
 #include "model/mdl_zoo_moe.h"
+#include "search/srch-int.h"
 #include "sim/sim.h"
 
 /* A graph holding one MoE MLP block over a data input x [b,s,h] (its own residual). */
@@ -302,6 +303,45 @@ static void test_overlap_param_gather(void) {
   dev_cluster_free(c);
 }
 
+/* The Megatron grid: ep for models with experts, cp for sequences of 8K tokens or more; the
+ * points of a dense model of a shorter sequence are the grid it had before. */
+static void count_grid(const MdlGraph *g, const DevCluster *c, int *cp_points, int *ep_points,
+                       int *all) {
+  GArray *points = srch_grid_points(g, c, DEV_DTYPE_BF16);
+  *cp_points = *ep_points = 0;
+  for (guint i = 0; i < points->len; i++) {
+    const MdlMegatronConfig *p = &g_array_index(points, MdlMegatronConfig, i);
+    *cp_points += p->cp > 1;
+    *ep_points += p->ep > 1;
+    g_assert_cmpint((p->dp * MAX(p->cp, 1)) % MAX(p->ep, 1), ==, 0);
+  }
+  *all = (int)points->len;
+  g_array_unref(points);
+}
+
+static void test_grid(void) {
+  DevCluster *c = h100(1);
+  int cp, ep, all;
+  MdlGraph *g = moe_graph(16, 64, 128, &small_moe);
+  count_grid(g, c, &cp, &ep, &all);
+  g_assert_cmpint(ep, >, 0);
+  g_assert_cmpint(cp, ==, 0);
+  mdl_graph_free(g);
+  GError *error = NULL;
+  g = mdl_graph_parse_spec("gpt:layers=2,hidden=256,heads=4,seq=2048,vocab=1024,batch=8", &error);
+  g_assert_no_error(error);
+  count_grid(g, c, &cp, &ep, &all);
+  g_assert_cmpint(cp + ep, ==, 0);
+  mdl_graph_free(g);
+  g = mdl_graph_parse_spec("gpt:layers=2,hidden=256,heads=4,seq=8192,vocab=1024,batch=8", &error);
+  g_assert_no_error(error);
+  count_grid(g, c, &cp, &ep, &all);
+  g_assert_cmpint(cp, >, 0);
+  g_assert_cmpint(ep, ==, 0);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/moe/capacity", test_capacity);
@@ -311,5 +351,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/moe/ep/all-to-all-time", test_ep_all_to_all);
   g_test_add_func("/moe/cp/kv-gather-time", test_cp_kv_gather);
   g_test_add_func("/moe/distopt/overlap-param-gather", test_overlap_param_gather);
+  g_test_add_func("/moe/search/grid", test_grid);
   return g_test_run();
 }
