@@ -71,7 +71,7 @@ int cli_simulate(int argc, char **argv) {
   g_autofree char *calibration_name = NULL;
   g_autofree char *crossmesh_method = NULL, *crossmesh_order = NULL;
   GOptionEntry entries[] = {
-      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
+      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., llama:..., mlp:..., a JSON graph or a Hugging Face config.json[:batch=B,seq=S]", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy: dp, megatron:tp=..,pp=..,dp=..,mb=.., summa:q=.., 2.5d:q=..,d=.., 3d:q=.., or a JSON file", "S"},
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},

@@ -192,8 +192,10 @@ double mdl_graph_train_flops(const MdlGraph *graph);
 /* --- the zoo and the CLI spec --- */
 /* Parses a model spec: a built-in NAME ("gpt3-1.3b", "alexnet", ...), a parameterised
  * FAMILY:key=value,... ("gpt:layers=..", "mlp:layers=L,hidden=H,batch=B"), NAME:key=value
- * (overrides on a named size, e.g. "gpt3-1.3b:batch=64"), or a path to a JSON graph (a spec
- * containing '/' or ending in ".json"). The graph is validated; free with mdl_graph_free.
+ * (overrides on a named size, e.g. "gpt3-1.3b:batch=64"), or a path (a spec containing '/' or
+ * ending in ".json") to a JSON graph or to a Hugging Face config.json of a Llama, Mistral or
+ * Qwen2 model ("dir/config.json:batch=B,seq=S", overrides after ".json:"). The graph is
+ * validated; free with mdl_graph_free.
  * Errors: MDL_ERROR_UNKNOWN_MODEL (the message lists the known names); MDL_ERROR_PARSE (no
  * key=value, an unknown or repeated key, an unreadable file); MDL_ERROR_INVALID (a zero,
  * negative, non-numeric or overflowing value, heads not dividing hidden, layers > 100000, a

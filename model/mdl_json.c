@@ -19,7 +19,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-static const char *const dtype_names[DEV_DTYPE_COUNT] = {"fp32", "tf32", "fp16", "bf16"};
+static const char *const dtype_names[DEV_DTYPE_COUNT] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
 
 /* Local twins of dev_dtype_name/parse, so the model module does not link devices/. */
 static const char *dtype_name(DevDtype d) {
@@ -248,7 +248,7 @@ static gboolean read_op(Reader *r, MdlGraph *g, const cJSON *oj, int o) {
 static gboolean read_graph(Reader *r, MdlGraph *g, const cJSON *root) {
   const char *dtype = cJSON_GetStringValue(field(root, "dtype"));
   if (field(root, "dtype") && !dtype_parse(dtype, &g->default_dtype))
-    return BAD("\"dtype\" must be one of fp32, tf32, fp16, bf16");
+    return BAD("\"dtype\" must be one of fp32, tf32, fp16, bf16, fp8");
   int64_t v;
   if (!get_int(r, root, "num_layers", FALSE, 0, 0, "graph", &v)) return FALSE;
   g->num_layers = (int)MIN(v, G_MAXINT);

@@ -329,7 +329,7 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     } else if (strcmp(key, "dtype") == 0) {
       if (!dev_dtype_parse(value, &cfg->dtype)) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                    "strategy %s: unknown dtype '%s' (known: fp32, tf32, fp16, bf16)", family, value);
+                    "strategy %s: unknown dtype '%s' (known: fp32, tf32, fp16, bf16, fp8)", family, value);
         return FALSE;
       }
     } else {
