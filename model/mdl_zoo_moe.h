@@ -45,4 +45,21 @@ int mdl_zoo_moe_mlp(const MdlMoeSite *site, const MdlMoeConfig *moe, int x, int 
 /* Parameters of one MoE MLP block (router, routed and shared experts). */
 double mdl_moe_block_params(const MdlMoeConfig *moe, int64_t hidden);
 
+/* The moe family (mdl_zoo_moe_model.c): a Llama-style decoder with MoE MLPs. */
+typedef struct {
+  MdlLlamaConfig base;  /* sizes, attention, vocabulary; base.ffn: the dense layers' MLP */
+  MdlMoeConfig moe;
+  int64_t dense_layers; /* the first layers keep a dense MLP (DeepSeek-V3's first_k_dense) */
+  /* Multi-head latent attention when kv_rank > 0 (base.head_dim is then qk_nope_head_dim). */
+  int64_t q_rank, kv_rank, rope_dim, v_head_dim;
+} MdlMoeModelConfig;
+
+/* mixtral-8x7b, qwen2-57b-a14b, qwen1.5-moe-a2.7b, deepseek-v3; NULL for another @name. */
+const MdlMoeModelConfig *mdl_zoo_moe_named(const char *name);
+/* NULL and MDL_ERROR_INVALID for sizes mdl_moe_check or the llama builder refuse, or a tensor
+ * past MDL_MAX_ELEMENTS. */
+MdlGraph *mdl_zoo_moe_model(const char *name, const MdlMoeModelConfig *cfg, GError **error);
+/* Parameters of that model, from the closed form (no graph built). */
+double mdl_zoo_moe_model_params(const MdlMoeModelConfig *cfg);
+
 #endif

@@ -303,6 +303,42 @@ static void test_overlap_param_gather(void) {
   dev_cluster_free(c);
 }
 
+/* Parameter counts of the named MoE models against their published totals (1%), and the
+ * parameters one token activates (2%: the published figures are rounded). */
+typedef struct {
+  const char *name;
+  double total, active;
+} NamedMoe;
+static const NamedMoe named_moe[] = {
+    {"mixtral-8x7b", 46.7e9, 12.9e9},      /* Jiang et al. 2024; HF model card 46.7B */
+    {"qwen2-57b-a14b", 57.4e9, 14.2e9},    /* Qwen2 technical report, Table 1: 57B, A14B */
+    {"qwen1.5-moe-a2.7b", 14.3e9, 2.7e9},  /* Qwen1.5-MoE-A2.7B model card */
+    {"deepseek-v3", 671e9, 37e9},          /* DeepSeek-V3 technical report, section 1 */
+};
+
+static void test_named_params(gconstpointer data) {
+  const NamedMoe *m = data;
+  const MdlMoeModelConfig *cfg = mdl_zoo_moe_named(m->name);
+  g_assert_nonnull(cfg);
+  double total = mdl_zoo_moe_model_params(cfg);
+  if (fabs(total / m->total - 1) > 0.01) g_error("%s: %.4g params, published %.4g", m->name, total, m->total);
+  double idle = (double)(cfg->base.layers - cfg->dense_layers) * (double)(cfg->moe.experts - cfg->moe.top_k) *
+                3.0 * (double)cfg->base.hidden * (double)cfg->moe.expert_ffn;
+  double active = total - idle;
+  if (fabs(active / m->active - 1) > 0.02 + (m->active < 3e9 ? 0.03 : 0))
+    g_error("%s: %.4g active params, published %.4g", m->name, active, m->active);
+  /* The built graph (2 layers past the dense ones, small batch) holds the closed form. */
+  g_autofree char *spec = g_strdup_printf("%s:layers=%d,batch=1,seq=256", m->name,
+                                          (int)cfg->dense_layers + 2);
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec(spec, &error);
+  g_assert_no_error(error);
+  MdlMoeModelConfig small = *cfg;
+  small.base.layers = cfg->dense_layers + 2, small.base.batch = 1, small.base.seq = 256;
+  g_assert_cmpfloat(fabs(mdl_graph_num_params(g) / mdl_zoo_moe_model_params(&small) - 1), <, 1e-12);
+  mdl_graph_free(g);
+}
+
 /* ZeRO 1-3 over the expert-data-parallel replicas: expert weights are already split by ep, so
  * the optimizer states per device shrink with each stage and the run stays valid. */
 static void test_ep_zero(void) {
@@ -374,5 +410,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/moe/distopt/overlap-param-gather", test_overlap_param_gather);
   g_test_add_func("/moe/search/grid", test_grid);
   g_test_add_func("/moe/ep/zero", test_ep_zero);
+  for (guint i = 0; i < G_N_ELEMENTS(named_moe); i++) {
+    g_autofree char *path = g_strdup_printf("/moe/params/%s", named_moe[i].name);
+    g_test_add_data_func(path, &named_moe[i], test_named_params);
+  }
   return g_test_run();
 }
