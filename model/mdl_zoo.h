@@ -121,6 +121,9 @@ typedef struct {
 #define MDL_ZOO_UNSAVED 0x4 /* the backward reads no input (an add, a rotation) */
 /* Norm over hidden with a [@rows, h] weight: 2 for LayerNorm (gamma, beta), 1 for RMSNorm. */
 int mdl_zoo_seq_norm(MdlZooSeq *B, const char *leaf, int x, int64_t rows);
+/* Appends a linear layer's dims to @op: n (PARAMETER, the output features) and k (REDUCTION),
+ * and sets its tp_dim: k for Megatron's row parallel (@row), else n (column parallel). */
+void mdl_zoo_linear_dims(MdlOp *op, int64_t k, int64_t n, gboolean row);
 /* y[b,s,n] = x[b,s,k] W[k,n]; @row: Megatron row parallel (split k), else column (split n). */
 int mdl_zoo_seq_linear(MdlZooSeq *B, const char *leaf, int x, int64_t k, int64_t n, gboolean row);
 /* An elementwise op over [b,s,width] (dim @dim) of @x and, if >= 0, @other (read with the same

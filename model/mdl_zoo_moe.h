@@ -21,14 +21,6 @@ typedef struct {
                            average (100: uniform); 0 under a capacity factor */
 } MdlMoeConfig;
 
-/* Where a block is added: the graph, the activation sizes and the op names' prefix. */
-typedef struct {
-  MdlGraph *g;
-  int64_t b, s, h;      /* batch, sequence, hidden */
-  int layer;
-  const char *prefix;   /* "layer3." */
-} MdlMoeSite;
-
 /* Tokens per sample each expert's buffer holds: ceil(s * top_k * pct / (100 * experts)), pct
  * the capacity factor or the skew (MDL_MOE_UNIFORM_PCT when neither is set). */
 int64_t mdl_moe_capacity(const MdlMoeConfig *moe, int64_t seq);
@@ -40,7 +32,7 @@ gboolean mdl_moe_check(const char *model, const MdlMoeConfig *moe, GError **erro
 /* Appends the MoE MLP over @x [b,s,h] (the normalised layer input); @residual [b,s,h] is added
  * in the combine; returns the layer output [b,s,h]. Ops: router, moe_dispatch, expert_fc1,
  * expert_act, expert_fc2, moe_combine (and shared_fc1, shared_act, shared_fc2). */
-int mdl_zoo_moe_mlp(const MdlMoeSite *site, const MdlMoeConfig *moe, int x, int residual);
+int mdl_zoo_moe_mlp(MdlZooSeq *site, const MdlMoeConfig *moe, int x, int residual);
 
 /* Parameters of one MoE MLP block (router, routed and shared experts). */
 double mdl_moe_block_params(const MdlMoeConfig *moe, int64_t hidden);

@@ -139,9 +139,7 @@ static int moe_layer(MdlZooSeq *B, int x, gconstpointer data) {
   int res1 = mdl_zoo_seq_pointwise(B, "residual1", proj, x, "h", h, 1.0, MDL_ZOO_UNSAVED);
   int ln2 = mdl_zoo_seq_norm(B, "ln2", res1, 1);
   if (B->layer < c->dense_layers) return mdl_zoo_llama_mlp(B, ln2, res1, f);
-  MdlMoeSite site = {.g = B->g, .b = B->b, .s = B->s, .h = h, .layer = B->layer,
-                     .prefix = B->prefix};
-  return mdl_zoo_moe_mlp(&site, &c->moe, ln2, res1);
+  return mdl_zoo_moe_mlp(B, &c->moe, ln2, res1);
 }
 
 static gboolean check_sizes(const char *name, const MdlMoeModelConfig *c, GError **error) {

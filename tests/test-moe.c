@@ -22,7 +22,7 @@ static MdlGraph *moe_graph(int64_t b, int64_t s, int64_t h, const MdlMoeConfig *
   g->seq = s;
   int x = mdl_zoo_activation(g, "x", 3, b, s, h);
   mdl_graph_tensor(g, x)->is_input = TRUE;
-  MdlMoeSite site = {.g = g, .b = b, .s = s, .h = h, .layer = 0, .prefix = "layer0."};
+  MdlZooSeq site = {.g = g, .b = b, .s = s, .h = h, .layer = 0, .prefix = "layer0."};
   mdl_zoo_moe_mlp(&site, moe, x, x);
   GError *error = NULL;
   g_assert_true(mdl_graph_validate(g, &error));
