@@ -140,6 +140,9 @@ typedef struct {
                                weights fit no cut */
   guint64 baseline_evaluations;
   gboolean complete;        /* exhaustive and grid: the whole space was covered */
+  guint64 space_points;     /* grid, dp and auto's grid: the configurations of the space the
+                               counted phase enumerates (grid: the full Megatron space); the
+                               share covered is (evaluations + over_memory + pruned) / this */
   double elapsed_s;
   GArray *curve;            /* SrchCurvePoint, where the best improved */
   GArray *timeline;         /* SrchCurvePoint in wall-clock order since the search began, over
@@ -162,6 +165,10 @@ typedef struct {
 SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmParams *params,
                      const SrchOptions *options, GError **error);
 void srch_result_free(SrchResult *result);
+/* The share of result->space_points the search covered: simulated, refused, over memory or
+ * pruned by a safe bound, (evaluations + over_memory + pruned) / space_points; 0 without
+ * space_points. */
+double srch_result_covered_share(const SrchResult *result);
 
 /* The result as JSON: everything except wall-clock figures, so that runs with the same seed,
  * threads and evaluation budget print the same bytes. Caller g_free()s. */
