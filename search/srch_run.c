@@ -558,8 +558,9 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     phase_clear(&phase);
   }
 
-  /* The full Megatron space (grid): the winner is the better of it and the classic grid. */
-  if (o->algo == SRCH_ALGO_GRID) {
+  /* The full Megatron space (grid, and auto where no single-stage strategy fits: the family
+   * the size of the model leaves): the winner is the better of it and the classic grid. */
+  if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID)) {
     GArray *full = srch_grid_full_points(graph, cluster, dtype);
     r->space_points = full->len;
     SrchBudget budget = o->budget;
