@@ -20,6 +20,7 @@
 #include "search/srch-int.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "sim/sim_bound.h"
 
@@ -34,22 +35,25 @@ static gboolean builds(const MdlGraph *graph, const DevCluster *cluster, const M
 /* Appends @cfg when the builder accepts it; with @full also its memory and sp variants (the
  * builder's checks on those: zero 0..3, sp needs tp > 1 and ops with a sequence dim). */
 static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                      MdlMegatronConfig cfg, gboolean full) {
-  if (!builds(graph, cluster, &cfg)) return;
+                      const MdlMegatronConfig *base, gboolean full) {
+  if (!builds(graph, cluster, base)) return;
   if (!full) {
-    g_array_append_val(points, cfg);
+    g_array_append_vals(points, base, 1);
     return;
   }
-  MdlMegatronConfig sp = cfg;
-  sp.sequence_parallel = TRUE;
-  int nsp = cfg.tp > 1 && builds(graph, cluster, &sp) ? 2 : 1;
-  for (int r = 0; r < 3; r++)
-    for (int q = 0; q < nsp; q++)
+  MdlMegatronConfig cfg; /* copied with memcpy, padding included */
+  memcpy(&cfg, base, sizeof cfg);
+  cfg.sequence_parallel = TRUE;
+  int nsp = base->tp > 1 && builds(graph, cluster, &cfg) ? 2 : 1;
+  /* sp outermost: the screening rebuilds a strategy only when tp, pp, dp, mb, schedule, vp or
+   * sp change (recomputation and ZeRO are fields it sets in place, srch_grid_worker). */
+  for (int q = 0; q < nsp; q++)
+    for (int r = 0; r < 3; r++)
       for (int z = 0; z <= 3; z++) {
         cfg.recompute = (MdlRecompute)r;
         cfg.sequence_parallel = q;
         cfg.zero_stage = z;
-        g_array_append_val(points, cfg);
+        g_array_append_vals(points, &cfg, 1);
       }
 }
 
@@ -68,19 +72,25 @@ static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype
       for (int64_t mb = 1; mb <= per_replica; mb++) {
         if (per_replica % mb) continue;
         int64_t microbatches = per_replica / mb;
-        MdlMegatronConfig cfg = {.tp = tp, .pp = pp, .dp = dp, .microbatch_size = (int)mb,
-                                 .schedule = MDL_SCHEDULE_1F1B, .dtype = dtype};
+        MdlMegatronConfig cfg;
+        memset(&cfg, 0, sizeof cfg); /* padding too: the screening compares whole structs */
+        cfg.tp = tp;
+        cfg.pp = pp;
+        cfg.dp = dp;
+        cfg.microbatch_size = (int)mb;
+        cfg.schedule = MDL_SCHEDULE_1F1B;
+        cfg.dtype = dtype;
         for (guint k = 0; k < (pp > 1 ? G_N_ELEMENTS(pipelined) : 1); k++) {
           cfg.schedule = pipelined[k];
           cfg.virtual_stages = 1;
-          add_point(out, graph, cluster, cfg, full);
+          add_point(out, graph, cluster, &cfg, full);
         }
         if (pp < 2 || microbatches % pp || graph->num_layers <= 0) continue;
         for (int vp = 2; vp <= max_vp; vp++) {
           if (graph->num_layers % (pp * vp)) continue;
           cfg.schedule = MDL_SCHEDULE_INTERLEAVED;
           cfg.virtual_stages = vp;
-          add_point(out, graph, cluster, cfg, full);
+          add_point(out, graph, cluster, &cfg, full);
         }
       }
     }
@@ -123,14 +133,58 @@ static gboolean before_deadline(const SrchWorker *w) {
   return !w->deadline_us || g_get_monotonic_time() < w->deadline_us;
 }
 
+/* The screening's strategy: rebuilt only when a field other than the recomputation and the
+ * ZeRO stage changes (mdl_strategy_megatron copies those two into the strategy and nothing
+ * else depends on them), and the bound, which the ZeRO stage does not change (sb_op_durations
+ * reads neither), kept for the last recomputation. */
+typedef struct {
+  MdlStrategy *s;
+  MdlMegatronConfig key;
+  gboolean built, bounded;
+  MdlRecompute bound_recompute;
+  SimTime bound;
+} Screen;
+
+static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMegatronConfig *cfg) {
+  MdlMegatronConfig key;
+  memcpy(&key, cfg, sizeof key);
+  key.zero_stage = 0;
+  key.recompute = MDL_RECOMPUTE_NONE;
+  /* Whole-struct comparison (fields added later count too); points() zeroes padding. */
+  gboolean same = sc->built && memcmp(&key, &sc->key, sizeof key) == 0;
+  if (!same) {
+    mdl_strategy_free(sc->s);
+    sc->s = mdl_strategy_megatron(w->graph, w->cluster, &key, NULL);
+    sc->key = key;
+    sc->built = TRUE;
+    sc->bounded = FALSE;
+  }
+  if (sc->s) {
+    sc->s->zero_stage = cfg->zero_stage;
+    sc->s->recompute = cfg->recompute;
+  }
+  return sc->s;
+}
+
+static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
+  if (!sc->bounded || sc->bound_recompute != sc->s->recompute) {
+    sc->bound = sim_compute_bound(w->graph, sc->s, w->cluster, w->params);
+    sc->bound_recompute = sc->s->recompute;
+    sc->bounded = TRUE;
+  }
+  return sc->bound;
+}
+
 void srch_grid_worker(SrchWorker *w) {
   GArray *cands = g_array_new(FALSE, FALSE, sizeof(Candidate));
   int ndev = dev_cluster_num_devices(w->cluster);
+  Screen sc;
+  memset(&sc, 0, sizeof sc);
   guint i;
   /* Screening: the builder, the memory rule, the bound. */
   for (i = (guint)w->index; i < w->grid->len && before_deadline(w); i += (guint)w->nworkers) {
     const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
-    MdlStrategy *s = mdl_strategy_megatron(w->graph, w->cluster, cfg, NULL);
+    MdlStrategy *s = screen_strategy(&sc, w, cfg);
     if (!s) { /* srch_grid_points kept only what the builder accepts */
       w->failed++;
       continue;
@@ -142,11 +196,11 @@ void srch_grid_worker(SrchWorker *w) {
     if (peak > w->cluster->device.memory_bytes) { /* the simulator's fits_memory rule */
       w->over_memory++;
     } else {
-      Candidate c = {sim_compute_bound(w->graph, s, w->cluster, w->params), i};
+      Candidate c = {screen_bound(&sc, w), i};
       g_array_append_val(cands, c);
     }
-    mdl_strategy_free(s);
   }
+  mdl_strategy_free(sc.s);
   gboolean screened = i >= w->grid->len;
   qsort(cands->data, cands->len, sizeof(Candidate), compare_candidates);
   guint k;
