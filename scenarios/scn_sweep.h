@@ -16,26 +16,29 @@
 #include "results/res_db.h"
 #include "results/res_scenarios.h"
 #include "scenarios/scn_scenario.h"
+#include "search/srch_comm.h"
+#include "session/ses_session.h"
 #include "sim/sim.h"
 
 G_BEGIN_DECLS
 
 /* What the cost model reads from the database for a scenario: the calibration it names and
- * the measured kernel times of every device kind its clusters use. Read-only once loaded, so
- * worker threads share it. */
-typedef struct ScnCosts ScnCosts;
+ * the measured kernel times of every device kind its clusters use (session/ses_session.h's
+ * SesCosts). Read-only once loaded, so worker threads share it. Free with ses_costs_free. */
+typedef SesCosts ScnCosts;
 
 /* Loads the costs @scenario asks for over @points (ScnPoint). NULL with RES_ERROR_NOT_FOUND
  * when the named calibration is missing. */
 ScnCosts *scn_costs_load(ResDb *db, const ScnScenario *scenario, const GPtrArray *points,
                          GError **error);
-void scn_costs_free(ScnCosts *costs);
 
-/* One simulated point with the inputs its run borrows. */
+/* One simulated point: the session (cluster, model, strategy, costs) and its run; the three
+ * input pointers are the session's, for reading. */
 typedef struct {
-  DevCluster *cluster;
-  MdlGraph *graph;
-  MdlStrategy *strategy;
+  SesSession *session;
+  const DevCluster *cluster;
+  const MdlGraph *graph;
+  const MdlStrategy *strategy;
   SimRun *run;
 } ScnSimulation;
 
@@ -83,6 +86,21 @@ typedef struct {
  * database, a missing calibration); point failures are stored, counted in @summary. */
 gboolean scn_sweep_run(const ScnScenario *scenario, ResDb *db, const ScnSweepOptions *options,
                        ScnSweepSummary *summary, GError **error);
+
+/* The protocol of a sweep shared by @comm's ranks (scenarios/README.md, "Under mpirun"; the
+ * transport: search/srch_comm.h). Every function is collective: every rank calls it. */
+
+/* Fills @options' share with @comm's ranks (nothing to share on one rank): each rank runs the
+ * points of its share, and none stores before all have listed the pending points. */
+void scn_sweep_share(ScnSweepOptions *options, const SrchComm *comm);
+/* Whether every rank says @ok. */
+gboolean scn_sweep_all_ok(const SrchComm *comm, gboolean ok);
+/* After every rank ran its share: this rank's @summary becomes the sweep's on every rank (its
+ * counts summed; stored_before what neither rank ran nor left), @elapsed_s the longest; on
+ * rank 0 @lines gets one line per rank in rank order (who simulated how many points, where;
+ * free with comm->strings_free), NULL on the others. */
+void scn_sweep_gather(const SrchComm *comm, ScnSweepSummary *summary, double *elapsed_s,
+                      char ***lines);
 
 G_END_DECLS
 

@@ -6,11 +6,14 @@
  * practitioner tunes; srch_grid_points): every (tp, pp, dp) with tp * pp * dp = devices; every
  * microbatch size dividing the per-replica batch; 1F1B, and with pp > 1 also GPipe, eager-1F1B
  * and interleaved 1F1B with vp = 2..8 virtual stages (where pp * vp divides the layers and the
- * microbatch count is a multiple of pp). The full space (srch_grid_full_points) adds vp up to
- * layers / pp, recomputation none / selective / full (Korthikanti et al. 2022, section 5),
- * sequence parallelism (ibid., 4.2.2; where tp > 1 and the model has such ops) and ZeRO stages
- * 0-3 (Rajbhandari et al. 2020; stage 1 is Megatron's distributed optimizer). Points the
- * builder refuses (tp not dividing the heads, pp not dividing the layers, ...) are left out.
+ * microbatch count is a multiple of pp). Context parallelism cp > 1 (dp = devices / (tp pp cp))
+ * joins for sequences of at least GRID_MIN_CP_SEQ tokens, and expert parallelism ep > 1 (every
+ * ep dividing dp * cp and the experts) for models with experts. The full space
+ * (srch_grid_full_points) adds vp up to layers / pp, recomputation none / selective / full
+ * (Korthikanti et al. 2022, section 5), sequence parallelism (ibid., 4.2.2; where tp > 1 and the
+ * model has such ops), ZeRO stages 0-3 (Rajbhandari et al. 2020; stage 1 is Megatron's
+ * distributed optimizer) and, under ZeRO 1 and 2, the overlapped parameter all-gather. Points
+ * the builder refuses (tp not dividing the heads, pp not dividing the layers, ...) are left out.
  *
  * The driver: each worker takes its points round robin and screens them (build, the
  * simulator's own memory rule cm_memory_per_device, the compute-stream bound
@@ -25,6 +28,10 @@
 #include "sim/sim_bound.h"
 
 #define GRID_MAX_VIRTUAL_STAGES 8
+/* Megatron Core's Parallelism Strategies Guide recommends context parallelism for "long
+ * sequences (8K+ tokens)" (docs.nvidia.com/megatron-core/developer-guide/latest/user-guide/
+ * parallelism-guide.html). */
+#define GRID_MIN_CP_SEQ 8192
 
 static gboolean builds(const MdlGraph *graph, const DevCluster *cluster, const MdlMegatronConfig *cfg) {
   MdlStrategy *s = mdl_strategy_megatron(graph, cluster, cfg, NULL);
@@ -49,48 +56,70 @@ static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *c
    * sp change (recomputation and ZeRO are fields it sets in place, srch_grid_worker). */
   for (int q = 0; q < nsp; q++)
     for (int r = 0; r < 3; r++)
-      for (int z = 0; z <= 3; z++) {
-        cfg.recompute = (MdlRecompute)r;
-        cfg.sequence_parallel = q;
-        cfg.zero_stage = z;
-        g_array_append_vals(points, &cfg, 1);
-      }
+      for (int z = 0; z <= 3; z++)
+        for (int g = 0; g < (z == 1 || z == 2 ? 2 : 1); g++) {
+          cfg.recompute = (MdlRecompute)r;
+          cfg.sequence_parallel = q;
+          cfg.zero_stage = z;
+          cfg.overlap_param_gather = g;
+          g_array_append_vals(points, &cfg, 1);
+        }
+}
+
+/* Every microbatch size and schedule of @base's degrees. */
+static void add_schedules(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
+                          const MdlMegatronConfig *base, gboolean full) {
+  static const MdlSchedule pipelined[] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_EAGER_1F1B};
+  int dp = base->dp, pp = base->pp;
+  if (graph->batch % dp) return;
+  int64_t per_replica = graph->batch / dp;
+  int max_vp = full && graph->num_layers > 0 ? graph->num_layers / pp : GRID_MAX_VIRTUAL_STAGES;
+  for (int64_t mb = 1; mb <= per_replica; mb++) {
+    if (per_replica % mb) continue;
+    int64_t microbatches = per_replica / mb;
+    MdlMegatronConfig cfg;
+    memcpy(&cfg, base, sizeof cfg); /* padding too: the screening compares whole structs */
+    cfg.microbatch_size = (int)mb;
+    for (guint k = 0; k < (pp > 1 ? G_N_ELEMENTS(pipelined) : 1); k++) {
+      cfg.schedule = pipelined[k];
+      cfg.virtual_stages = 1;
+      add_point(points, graph, cluster, &cfg, full);
+    }
+    if (pp < 2 || microbatches % pp || graph->num_layers <= 0) continue;
+    for (int vp = 2; vp <= max_vp; vp++) {
+      if (graph->num_layers % (pp * vp)) continue;
+      cfg.schedule = MDL_SCHEDULE_INTERLEAVED;
+      cfg.virtual_stages = vp;
+      add_point(points, graph, cluster, &cfg, full);
+    }
+  }
 }
 
 static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full) {
   int n = dev_cluster_num_devices(cluster);
   GArray *out = g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
-  static const MdlSchedule pipelined[] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_EAGER_1F1B};
+  int64_t experts = 0;
+  mdl_graph_num_experts(graph, &experts);
+  int max_cp = graph->seq >= GRID_MIN_CP_SEQ ? n : 1;
   for (int tp = 1; tp <= n; tp++) {
     if (n % tp) continue;
     for (int pp = 1; pp <= n / tp; pp++) {
       if ((n / tp) % pp) continue;
-      int dp = n / tp / pp;
-      if (graph->batch % dp) continue;
-      int64_t per_replica = graph->batch / dp;
-      int max_vp = full && graph->num_layers > 0 ? graph->num_layers / pp : GRID_MAX_VIRTUAL_STAGES;
-      for (int64_t mb = 1; mb <= per_replica; mb++) {
-        if (per_replica % mb) continue;
-        int64_t microbatches = per_replica / mb;
-        MdlMegatronConfig cfg;
-        memset(&cfg, 0, sizeof cfg); /* padding too: the screening compares whole structs */
-        cfg.tp = tp;
-        cfg.pp = pp;
-        cfg.dp = dp;
-        cfg.microbatch_size = (int)mb;
-        cfg.schedule = MDL_SCHEDULE_1F1B;
-        cfg.dtype = dtype;
-        for (guint k = 0; k < (pp > 1 ? G_N_ELEMENTS(pipelined) : 1); k++) {
-          cfg.schedule = pipelined[k];
-          cfg.virtual_stages = 1;
-          add_point(out, graph, cluster, &cfg, full);
-        }
-        if (pp < 2 || microbatches % pp || graph->num_layers <= 0) continue;
-        for (int vp = 2; vp <= max_vp; vp++) {
-          if (graph->num_layers % (pp * vp)) continue;
-          cfg.schedule = MDL_SCHEDULE_INTERLEAVED;
-          cfg.virtual_stages = vp;
-          add_point(out, graph, cluster, &cfg, full);
+      for (int cp = 1; cp <= MIN(max_cp, n / tp / pp); cp++) {
+        if ((n / tp / pp) % cp) continue;
+        int dp = n / tp / pp / cp;
+        for (int ep = 1; ep <= (experts > 0 ? dp * cp : 1); ep++) {
+          if ((dp * cp) % ep || (experts > 0 && experts % ep)) continue;
+          MdlMegatronConfig cfg;
+          memset(&cfg, 0, sizeof cfg); /* padding too: the screening compares whole structs */
+          cfg.tp = tp;
+          cfg.pp = pp;
+          cfg.dp = dp;
+          cfg.cp = cp;
+          cfg.ep = ep;
+          cfg.schedule = MDL_SCHEDULE_1F1B;
+          cfg.dtype = dtype;
+          add_schedules(out, graph, cluster, &cfg, full);
         }
       }
     }
@@ -111,10 +140,13 @@ char *srch_grid_describe(const MdlMegatronConfig *c) {
   g_string_printf(out, "dp=%d tp=%d pp=%d mb=%d %s", c->dp, c->tp, c->pp, c->microbatch_size,
                   mdl_schedule_name(c->schedule));
   if (c->virtual_stages > 1) g_string_append_printf(out, " vp=%d", c->virtual_stages);
+  if (c->cp > 1) g_string_append_printf(out, " cp=%d", c->cp);
+  if (c->ep > 1) g_string_append_printf(out, " ep=%d", c->ep);
   if (c->recompute != MDL_RECOMPUTE_NONE)
     g_string_append_printf(out, " recompute=%s", mdl_recompute_name(c->recompute));
   if (c->sequence_parallel) g_string_append(out, " sp");
   if (c->zero_stage) g_string_append_printf(out, " zero=%d", c->zero_stage);
+  if (c->overlap_param_gather) g_string_append(out, " overlap_param_gather");
   return g_string_free(out, FALSE);
 }
 
@@ -133,10 +165,11 @@ static gboolean before_deadline(const SrchWorker *w) {
   return !w->deadline_us || g_get_monotonic_time() < w->deadline_us;
 }
 
-/* The screening's strategy: rebuilt only when a field other than the recomputation and the
- * ZeRO stage changes (mdl_strategy_megatron copies those two into the strategy and nothing
- * else depends on them), and the bound, which the ZeRO stage does not change (sb_op_durations
- * reads neither), kept for the last recomputation. */
+/* The screening's strategy: rebuilt only when a field other than the recomputation, the ZeRO
+ * stage and overlap_param_gather changes (mdl_strategy_megatron copies those three into the
+ * strategy, and only validates their ranges, which points() respects), and the bound, which
+ * neither ZeRO nor overlap_param_gather changes (sb_op_durations reads neither), kept for the
+ * last recomputation. */
 typedef struct {
   MdlStrategy *s;
   MdlMegatronConfig key;
@@ -150,6 +183,7 @@ static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMe
   memcpy(&key, cfg, sizeof key);
   key.zero_stage = 0;
   key.recompute = MDL_RECOMPUTE_NONE;
+  key.overlap_param_gather = FALSE;
   /* Whole-struct comparison (fields added later count too); points() zeroes padding. */
   gboolean same = sc->built && memcmp(&key, &sc->key, sizeof key) == 0;
   if (!same) {
@@ -162,6 +196,7 @@ static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMe
   if (sc->s) {
     sc->s->zero_stage = cfg->zero_stage;
     sc->s->recompute = cfg->recompute;
+    sc->s->overlap_param_gather = cfg->overlap_param_gather;
   }
   return sc->s;
 }

@@ -254,9 +254,9 @@ static void predict(const MdlGraph *graph, const MdlStrategy *s, const DevCluste
     g_clear_error(&error);
     return;
   }
-  *time = run->prediction.iteration_time_s;
-  *peak = run->prediction.peak_memory_bytes;
-  *fits = run->prediction.fits_memory;
+  *time = sim_run_prediction(run)->iteration_time_s;
+  *peak = sim_run_prediction(run)->peak_memory_bytes;
+  *fits = sim_run_prediction(run)->fits_memory;
   sim_run_free(run);
 }
 
@@ -522,7 +522,6 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
       goto fail;
     const SrchWorker *best = phase_merge(&phase, r, (r->ran == SRCH_ALGO_GRID && o->algo != SRCH_ALGO_GRID) ||
                                                         r->ran == SRCH_ALGO_DP);
-    r->space_points = grid->len;
     if (r->ran == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO || o->algo == SRCH_ALGO_DP)
       phase_timeline(&phase, r, start);
     MdlStrategy *s = NULL;

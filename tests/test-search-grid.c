@@ -67,8 +67,8 @@ static void test_bound_below_simulation(void) {
     SimRun *run = sim_run_new(c.graph, s, c.cluster, &c.params, &error);
     g_assert_no_error(error);
     g_assert_cmpuint(bound, >, 0);
-    g_assert_cmpfloat(sim_time_seconds(bound), <=, run->prediction.iteration_time_s);
-    tight += sim_time_seconds(bound) > 0.5 * run->prediction.iteration_time_s;
+    g_assert_cmpfloat(sim_time_seconds(bound), <=, sim_run_prediction(run)->iteration_time_s);
+    tight += sim_time_seconds(bound) > 0.5 * sim_run_prediction(run)->iteration_time_s;
     checked++;
     sim_run_free(run);
     mdl_strategy_free(s);
@@ -123,7 +123,7 @@ static void test_exhaustive_matches_brute_force(void) {
     g_assert_no_error(error);
     SimRun *run = sim_run_new(c.graph, s, c.cluster, &c.params, &error);
     g_assert_no_error(error);
-    if (run->prediction.fits_memory) best = MIN(best, run->prediction.iteration_time_s);
+    if (sim_run_prediction(run)->fits_memory) best = MIN(best, sim_run_prediction(run)->iteration_time_s);
     sim_run_free(run);
     mdl_strategy_free(s);
   }

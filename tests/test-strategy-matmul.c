@@ -71,12 +71,12 @@ static void test_zoo_valid(void) {
       g_assert_true(mdl_strategy_validate(s, g, c, &error));
       SimRun *run = sim_run_new(g, s, c, &p, &error);
       g_assert_no_error(error);
-      g_assert_cmpfloat(run->prediction.iteration_time_s, >, 0);
+      g_assert_cmpfloat(sim_run_prediction(run)->iteration_time_s, >, 0);
       /* Symmetry folds replicas only where that is exact: the expanded graph agrees. */
       SimOptions expanded = {.no_symmetry = TRUE};
       SimRun *full = sim_run_new_with_options(g, s, c, &p, &expanded, &error);
       g_assert_no_error(error);
-      g_assert_cmpfloat(full->prediction.iteration_time_s, ==, run->prediction.iteration_time_s);
+      g_assert_cmpfloat(sim_run_prediction(full)->iteration_time_s, ==, sim_run_prediction(run)->iteration_time_s);
       sim_run_free(full);
       sim_run_free(run);
       mdl_strategy_free(s);
@@ -169,8 +169,8 @@ static void test_2_5d_is_summa_with_depth(void) {
   assert_splits(a, g, "layer0.fc1", "b,b,b,n");
   SimRun *ra = sim_run_new(g, a, c, &p, &error), *rb = sim_run_new(g, b, c, &p, &error);
   g_assert_no_error(error);
-  g_assert_cmpfloat(ra->prediction.iteration_time_s, ==, rb->prediction.iteration_time_s);
-  g_assert_cmpfloat(ra->prediction.peak_memory_bytes, ==, rb->prediction.peak_memory_bytes);
+  g_assert_cmpfloat(sim_run_prediction(ra)->iteration_time_s, ==, sim_run_prediction(rb)->iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(ra)->peak_memory_bytes, ==, sim_run_prediction(rb)->peak_memory_bytes);
   sim_run_free(ra);
   sim_run_free(rb);
   mdl_strategy_free(a);
@@ -213,7 +213,7 @@ static const BadSpec bad_specs[] = {
     {"3d:q=0", GPT, MDL_ERROR_PARSE, "not a positive integer"},
     {"3d:q=2,tp=4", GPT, MDL_ERROR_PARSE, "unknown key 'tp'"},
     {"summa:q", GPT, MDL_ERROR_PARSE, "not key=value"},
-    {"summa:q=2,dtype=fp8", GPT, MDL_ERROR_PARSE, "unknown dtype"},
+    {"summa:q=2,dtype=fp4", GPT, MDL_ERROR_PARSE, "unknown dtype"},
     {"summa:q=8", GPT, MDL_ERROR_STRATEGY, "needs 64 devices"},
     {"3d:q=2,dp=1,mb=3", GPT, MDL_ERROR_STRATEGY, "mb=3"},
     {"summa:q=3,dp=1", "mlp:layers=2,hidden=1024,batch=36", MDL_ERROR_STRATEGY, "does not divide dim n"},

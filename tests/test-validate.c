@@ -125,7 +125,7 @@ static void test_plan_one_rank(void) {
   cm_params_default(&params);
   SimRun *run = sim_run_new(g, s, c, &params, &error);
   g_assert_no_error(error);
-  g_assert_cmpfloat(run->prediction.iteration_time_s, ==, plan->predicted_iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(run)->iteration_time_s, ==, plan->predicted_iteration_time_s);
   /* forward: 3 gemms; backward: dX and dW for layers 1-2, dW only for layer 0 (its input is
    * data); plus the loss forward and backward and the optimizer step */
   g_assert_cmpuint(sum.gemms, ==, 3 + 2 + 2 + 1);
@@ -152,7 +152,7 @@ static void test_plan_dtype(void) {
   for (guint i = 0; i < plan->programs[0].n_steps; i++)
     g_assert_cmpint(plan->programs[0].steps[i].dtype, ==, VAL_DTYPE_BF16);
   val_plan_free(plan);
-  req.dtype = "fp8";
+  req.dtype = "fp4";
   g_assert_null(val_plan_make(&req, NULL, &error));
   g_assert_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT);
   g_clear_error(&error);
@@ -333,6 +333,51 @@ static void test_report(void) {
   test_cli_result_clear(&r);
   g_autofree char *gp = g_strdup_printf("%s/chart/validate.gp", tmpdir);
   g_assert_true(g_file_test(gp, G_FILE_TEST_IS_REGULAR));
+}
+
+/* `validate report --chart` after one validate run (issue 17 item 3): its only point lies in one
+ * half of the x range, and a `with labels` clause no point qualifies for crashed gnuplot 5.4
+ * (signal 11). The script labels the point with one clause; gnuplot draws both images. */
+static void test_report_chart_one_run(void) {
+  g_autofree char *db = tmp_path("one-run.db");
+  g_autofree char *plan = NULL, *meas = NULL;
+  write_fixture("dp", 2e-3, 1.0, &plan, &meas);
+  ValIngestResult res;
+  GError *error = NULL;
+  g_assert_true(val_ingest_files(db, plan, meas, FALSE, &res, &error));
+  g_assert_no_error(error);
+  g_autofree char *dir = tmp_path("one-run-chart");
+  g_autofree char *args = g_strdup_printf("validate report --db '%s' --chart '%s'", db, dir);
+  TestCliResult r = test_cli_run(tmpdir, args);
+  g_test_message("exit %d: %s%s", r.status, r.out, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  test_cli_result_clear(&r);
+  g_autofree char *gp = g_build_filename(dir, "validate.gp", NULL);
+  g_autofree char *script = NULL;
+  g_assert_true(g_file_get_contents(gp, &script, NULL, NULL));
+  g_auto(GStrv) parts = g_strsplit(script, "with labels", -1);
+  g_assert_cmpuint(g_strv_length(parts), ==, 2);
+  /* a full disk (a gnuplot that leaves the images empty): exit 1 naming the image */
+  g_autofree char *bin = tmp_path("bin-empty-images");
+  g_autofree char *fake = g_build_filename(bin, "gnuplot", NULL);
+  g_assert_cmpint(g_mkdir_with_parents(bin, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(fake, "#!/bin/sh\n: > validate.png\n: > validate.svg\n", -1, NULL));
+  g_assert_cmpint(g_chmod(fake, 0755), ==, 0);
+  r = test_cli_run_path(tmpdir, bin, args);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "validate.png is empty"));
+  test_cli_result_clear(&r);
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (!gnuplot) return;
+  r = test_cli_run(tmpdir, args);
+  g_assert_cmpint(r.status, ==, 0);
+  test_cli_result_clear(&r);
+  for (int f = 0; f < 2; f++) {
+    g_autofree char *image = g_build_filename(dir, f ? "validate.svg" : "validate.png", NULL);
+    GStatBuf st;
+    g_assert_cmpint(g_stat(image, &st), ==, 0);
+    g_assert_cmpint(st.st_size, >, 0);
+  }
 }
 
 /* --- errors ------------------------------------------------------------------------------ */
@@ -537,6 +582,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/report/kendall", test_kendall);
   g_test_add_func("/validate/ingest/idempotent", test_ingest_idempotent);
   g_test_add_func("/validate/report/output", test_report);
+  g_test_add_func("/validate/report/chart-one-run", test_report_chart_one_run);
   g_test_add_func("/validate/errors", test_errors);
   g_test_add_func("/validate/cpu-loop", test_cpu_loop);
   int status = g_test_run();
