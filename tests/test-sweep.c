@@ -205,8 +205,9 @@ static void test_sweep_kill(gconstpointer data) {
   scn_scenario_free(sc);
 }
 
-/* A search entry: the point stores the best strategy the search found; searching again (as
- * `plot` does for a timeline) finds the same one. */
+/* A search entry: the point stores the best strategy the search found (named by the entry and
+ * where the search found it: "megatron grid ..." or, since the full Megatron space,
+ * "megatron space ..."); searching again (as `plot` does for a timeline) finds the same one. */
 static void test_sweep_search_entry(void) {
   g_autofree char *path = tmp_path("search.db");
   ScnScenario *sc = parse_ok(
