@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_tuner.h"
 #include "results/res_db.h"
 
 /* "N", "N.NK", "NM", "NG": bytes, KiB, MiB, GiB (nccl-tests' -b/-e suffixes); from 1 byte to

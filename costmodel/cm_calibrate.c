@@ -404,20 +404,3 @@ bad:
   cJSON_Delete(root);
   return NULL;
 }
-
-double cm_group_collective_time(const CmParams *params, const DevCluster *cluster,
-                                CmCollective kind, const int *devices, int p, double bytes) {
-  CmLinkCost link = cm_group_link(cluster, devices, p);
-  if (params->calibration && p > 1) {
-    /* Hosts the group spans: the calibration's tables are keyed by (ranks, hosts). */
-    int nodes = 0;
-    for (int i = 0; i < p; i++) {
-      int node = dev_cluster_node_of(cluster, devices[i]), seen = 0;
-      for (int j = 0; j < i && !seen; j++) seen = dev_cluster_node_of(cluster, devices[j]) == node;
-      nodes += !seen;
-    }
-    CmCalibratedTime t;
-    if (cm_calibration_time(params->calibration, kind, p, nodes, bytes, &t)) return t.time_s;
-  }
-  return cm_collective_time(kind, p, bytes, &link);
-}

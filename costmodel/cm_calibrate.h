@@ -18,6 +18,8 @@
 
 G_BEGIN_DECLS
 
+typedef struct CmCalibration CmCalibration;
+
 #define CM_ERROR (cm_error_quark())
 GQuark cm_error_quark(void);
 typedef enum {

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 
 #include "test-cli-util.h"
-#include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_tuner.h"
 #include "test-util.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -190,27 +190,31 @@ static void test_hierarchical_sum(void) {
   dev_cluster_free(c);
 }
 
-/* One GPU on each of 8 hosts: ring 2(p-1) inter steps and 2(p-1)/p n / B_g; tree 2 log2 8 = 6
- * inter steps and 2n / (0.9 B_g). The tree wins below n* where the two are equal, the ring
- * above: n* = (14 - 6) a_e / (2 / (0.9 B_g) - 2 (7/8) / B_g). */
+/* One GPU on each of 8 hosts, under NCCL's tuner model (cm_nccl.h): the tree (2 log2 8 = 6
+ * inter-host hops) wins small all-reduces, the ring (its 14 steps, but 8/14 instead of 1/2 of
+ * the bus bandwidth) large ones; each candidate is its best protocol's cm_nccl_time. */
 static void test_tree_ring_flip(void) {
   DevCluster *c = test_cluster(8, 4, 100, 2, 80, 5);
   int strided[8];
   for (int i = 0; i < 8; i++) strided[i] = 4 * i;
-  double crossover = 8 * ae / (2 / (0.9 * Bg) - 2 * 7.0 / 8 / Bg);
-  g_test_message("tree/ring crossover at %.0f bytes", crossover);
-  CmCollectiveEstimate below = cm_collective_estimate(c, CM_ALL_REDUCE, strided, 8, crossover * 0.99, NULL);
-  CmCollectiveEstimate above = cm_collective_estimate(c, CM_ALL_REDUCE, strided, 8, crossover * 1.01, NULL);
-  g_assert_cmpint(below.algorithm, ==, CM_ALGO_TREE);
-  g_assert_cmpint(above.algorithm, ==, CM_ALGO_RING);
-  g_assert_true(isnan(below.candidates[CM_ALGO_HIERARCHICAL])); /* one member per host */
-  CLOSE(below.candidates[CM_ALGO_RING], 14 * ae + 2 * 7.0 / 8 * crossover * 0.99 / Bg);
-  CLOSE(below.candidates[CM_ALGO_TREE], 6 * ae + 2 * crossover * 0.99 / (0.9 * Bg));
-  g_assert_cmpint(above.steps[DEV_LINK_INTER], ==, 14);
-  g_assert_cmpint(below.steps[DEV_LINK_INTER], ==, 6);
-  /* At the crossover the two formulas agree. */
-  CLOSE(algo(c, CM_ALL_REDUCE, CM_ALGO_RING, strided, 8, crossover),
-        algo(c, CM_ALL_REDUCE, CM_ALGO_TREE, strided, 8, crossover));
+  CmCollectiveEstimate small = cm_collective_estimate(c, CM_ALL_REDUCE, strided, 8, 256, NULL);
+  CmCollectiveEstimate large = cm_collective_estimate(c, CM_ALL_REDUCE, strided, 8, 1024 * MIB, NULL);
+  g_assert_cmpint(small.algorithm, ==, CM_ALGO_TREE);
+  g_assert_cmpint(large.algorithm, ==, CM_ALGO_RING);
+  g_assert_cmpint(large.protocol, ==, CM_PROTO_SIMPLE);
+  g_assert_true(isnan(small.candidates[CM_ALGO_HIERARCHICAL])); /* not an NCCL algorithm */
+  g_assert_true(isnan(small.candidates[CM_ALGO_NVLS]));         /* A100: no NVLink SHARP */
+  CmNcclHardware hw;
+  cm_nccl_hardware(c, &hw);
+  double best = INFINITY;
+  for (int p = 0; p < CM_PROTO_COUNT; p++) {
+    double t = cm_nccl_time(CM_ALL_REDUCE, CM_ALGO_TREE, (CmProtocol)p, &small.shape, &hw, 256, NULL);
+    if (!isnan(t)) best = MIN(best, t);
+  }
+  CLOSE(small.candidates[CM_ALGO_TREE], best);
+  CLOSE(small.time_s, best);
+  g_assert_cmpint(large.steps[DEV_LINK_INTER], ==, 14);
+  g_assert_cmpint(small.steps[DEV_LINK_INTER], ==, 6);
   dev_cluster_free(c);
 }
 
@@ -227,11 +231,10 @@ static void test_strided_share_nics(void) {
   CmCollectiveEstimate b = cm_collective_estimate(c, CM_ALL_REDUCE, two, 4, big, NULL);
   CmCollectiveEstimate d = cm_collective_estimate(c, CM_ALL_REDUCE, all, 16, big, NULL);
   g_assert_cmpfloat_with_epsilon(a.busbw / nic, 1.0, 1e-3);
-  /* Two members per host: the ring gets two NIC shares; halving the NIC traffic, the
-   * hierarchical form wins here (intra RS, inter all-reduce of n/2, intra AG). */
+  /* Two members per host: the ring gets two NIC shares. */
   g_assert_cmpfloat_with_epsilon(big * 2 * 3 / 4 / b.candidates[CM_ALGO_RING] / (2 * nic), 1.0, 1e-3);
-  g_assert_cmpint(b.algorithm, ==, CM_ALGO_HIERARCHICAL);
-  g_assert_cmpfloat_with_epsilon(d.busbw / (8 * nic), 1.0, 1e-3); /* 8 NICs < 300 GB/s NVLink */
+  g_assert_cmpint(b.algorithm, ==, CM_ALGO_RING);
+  g_assert_cmpfloat_with_epsilon(d.busbw / (8 * nic), 1.0, 5e-3); /* 8 NICs < 240 GB/s NVLink (NCCL); NCCL's ring latency is 0.13% of 16 GiB */
   g_assert_cmpint(a.steps[DEV_LINK_INTRA], ==, 0);
   /* The same share as the simulator's per-task link (cm_group_link). */
   CmLinkCost l = cm_group_link(c, dp, 2);
@@ -311,8 +314,7 @@ static void test_cli_collective(void) {
   g_assert_cmpfloat(num(j, "bytes"), ==, 64 * MIB);
   g_assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "calibration")));
   const char *algorithm = cJSON_GetObjectItem(j, "algorithm")->valuestring;
-  g_assert_true(strcmp(algorithm, "ring") == 0 || strcmp(algorithm, "tree") == 0 ||
-                strcmp(algorithm, "hierarchical") == 0);
+  g_assert_true(strcmp(algorithm, "ring") == 0 || strcmp(algorithm, "tree") == 0);
   /* The same figure the library gives for devices 0..15. */
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
@@ -335,7 +337,7 @@ static void test_cli_collective(void) {
         "collective --kind broadcast --bytes %s --ranks 8 --cluster dgx-h100 --json", sizes[i].text);
     j = run_json(args);
     g_assert_cmpfloat(num(j, "bytes"), ==, sizes[i].bytes);
-    g_assert_cmpstr(cJSON_GetObjectItem(j, "algorithm")->valuestring, ==, "pipeline");
+    g_assert_cmpstr(cJSON_GetObjectItem(j, "algorithm")->valuestring, ==, "ring"); /* NCCL's ring */
     cJSON_Delete(j);
   }
   TestCliResult r = run_cli("collective --kind all_gather --bytes 1G --ranks 8 --cluster dgx-h100");
