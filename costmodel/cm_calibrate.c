@@ -1,19 +1,13 @@
-/* costmodel/calibrate — fitting and using a collective calibration; contract in cm_calibrate.h.
+/* costmodel/calibrate — making a collective calibration: fitting measurements, storing it as
+ * JSON; contract in cm_calibrate.h (its lookup is cm_calibrate_lookup.c).
  * Invariants: fits hold one entry per (collective, link class) with beta >= 0 and alpha >= 0;
  * tables one per (collective, ranks, hosts) with sizes ascending and distinct, bandwidths > 0. */
-#include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_calibrate-int.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct CmCalibration {
-  char *name;
-  char *cluster;
-  GArray *fits;   /* CmCalibrationFit */
-  GArray *tables; /* CmCalibrationTable, owning bytes and busbw */
-};
 
 static const char *const link_names[DEV_LINK_COUNT] = {"intra", "inter"};
 
@@ -57,16 +51,6 @@ const CmCalibrationTable *cm_calibration_table_at(const CmCalibration *c, guint 
   return &g_array_index(c->tables, CmCalibrationTable, i);
 }
 
-static DevLinkClass link_of(int nodes) { return nodes > 1 ? DEV_LINK_INTER : DEV_LINK_INTRA; }
-
-/* The fitted model's coefficients of alpha and beta for one measurement. */
-static double alpha_coefficient(CmCollective kind, int ranks) {
-  return cm_collective_ring_steps(kind, ranks);
-}
-static double beta_coefficient(CmCollective kind, int ranks, double bytes) {
-  return cm_collective_busbw_factor(kind, ranks) * bytes;
-}
-
 static int compare_measurement(const void *a, const void *b) {
   const CmMeasurement *x = a, *y = b;
   if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
@@ -93,8 +77,8 @@ static gboolean fit_alpha_beta(const CmMeasurement *m, guint n, CmCalibrationFit
   double first_bytes = m[0].bytes;
   gboolean sizes_differ = FALSE;
   for (guint i = 0; i < n; i++) {
-    double u = alpha_coefficient(m[i].kind, m[i].ranks) / m[i].time_s;
-    double v = beta_coefficient(m[i].kind, m[i].ranks, m[i].bytes) / m[i].time_s;
+    double u = cm_calibration_alpha_coefficient(m[i].kind, m[i].ranks) / m[i].time_s;
+    double v = cm_calibration_beta_coefficient(m[i].kind, m[i].ranks, m[i].bytes) / m[i].time_s;
     suu += u * u, suv += u * v, svv += v * v, su += u, sv += v;
     sizes_differ |= m[i].bytes != first_bytes;
   }
@@ -121,8 +105,8 @@ static gboolean fit_alpha_beta(const CmMeasurement *m, guint n, CmCalibrationFit
   fit->points = (int)n;
   fit->mean_rel_error = fit->max_rel_error = 0.0;
   for (guint i = 0; i < n; i++) {
-    double t = alpha_coefficient(m[i].kind, m[i].ranks) * alpha +
-               beta_coefficient(m[i].kind, m[i].ranks, m[i].bytes) * beta;
+    double t = cm_calibration_alpha_coefficient(m[i].kind, m[i].ranks) * alpha +
+               cm_calibration_beta_coefficient(m[i].kind, m[i].ranks, m[i].bytes) * beta;
     double e = fabs(t - m[i].time_s) / m[i].time_s;
     fit->mean_rel_error += e / n;
     fit->max_rel_error = MAX(fit->max_rel_error, e);
@@ -184,7 +168,7 @@ CmCalibration *cm_calibration_fit(const char *name, const char *cluster,
     for (int link = 0; link < DEV_LINK_COUNT; link++) {
       g_array_set_size(group, 0);
       for (guint i = 0; i < n; i++)
-        if ((int)sorted[i].kind == kind && (int)link_of(sorted[i].nodes) == link)
+        if ((int)sorted[i].kind == kind && (int)cm_calibration_link_of(sorted[i].nodes) == link)
           g_array_append_val(group, sorted[i]);
       if (group->len == 0) continue;
       CmCalibrationFit fit = {(CmCollective)kind, (DevLinkClass)link, 0, 0, 0, 0, 0};
@@ -200,83 +184,6 @@ CmCalibration *cm_calibration_fit(const char *name, const char *cluster,
   g_array_free(group, TRUE);
   g_free(sorted);
   return c;
-}
-
-static const CmCalibrationFit *find_fit(const CmCalibration *c, CmCollective kind, DevLinkClass link) {
-  for (guint i = 0; i < c->fits->len; i++) {
-    const CmCalibrationFit *f = &g_array_index(c->fits, CmCalibrationFit, i);
-    if (f->kind == kind && f->link == link) return f;
-  }
-  return NULL;
-}
-
-static const CmCalibrationTable *find_table(const CmCalibration *c, CmCollective kind, int ranks,
-                                            int nodes) {
-  for (guint i = 0; i < c->tables->len; i++) {
-    const CmCalibrationTable *t = &g_array_index(c->tables, CmCalibrationTable, i);
-    if (t->kind == kind && t->ranks == ranks && t->nodes == nodes) return t;
-  }
-  return NULL;
-}
-
-static double fit_time(const CmCalibrationFit *f, CmCollective kind, int ranks, double bytes) {
-  return alpha_coefficient(kind, ranks) * f->alpha + beta_coefficient(kind, ranks, bytes) * f->beta;
-}
-
-/* Bus bandwidth at @bytes within the table's sizes: linear in log(size) - log(busbw). Equal
- * to interpolating log(time), since time = size x factor / busbw. */
-static double table_busbw(const CmCalibrationTable *t, double bytes) {
-  int hi = 1;
-  while (hi < t->npoints - 1 && t->bytes[hi] < bytes) hi++;
-  if (t->npoints == 1 || bytes <= t->bytes[0]) return t->busbw[0];
-  int lo = hi - 1;
-  double x = (log(bytes) - log(t->bytes[lo])) / (log(t->bytes[hi]) - log(t->bytes[lo]));
-  return exp(log(t->busbw[lo]) + x * (log(t->busbw[hi]) - log(t->busbw[lo])));
-}
-
-gboolean cm_calibration_time(const CmCalibration *calibration, CmCollective kind, int ranks,
-                             int nodes, double bytes, CmCalibratedTime *out) {
-  g_return_val_if_fail(calibration != NULL && out != NULL && kind < CM_COLLECTIVE_COUNT, FALSE);
-  if (ranks < 2) return FALSE;
-  const CmCalibrationTable *t = find_table(calibration, kind, ranks, nodes);
-  const CmCalibrationFit *f = find_fit(calibration, kind, link_of(nodes));
-  double factor = cm_collective_busbw_factor(kind, ranks);
-  out->alpha = f ? f->alpha : NAN;
-  out->beta = f ? f->beta : NAN;
-  if (t && bytes >= t->bytes[0] && bytes <= t->bytes[t->npoints - 1]) {
-    out->time_s = bytes * factor / table_busbw(t, bytes);
-    out->source = CM_TIME_CALIBRATION_TABLE;
-    return TRUE;
-  }
-  if (!f) return FALSE;
-  out->source = CM_TIME_CALIBRATION_FIT;
-  if (!t) {
-    out->time_s = fit_time(f, kind, ranks, bytes);
-    return TRUE;
-  }
-  /* Outside a table's sizes the fit continues from the nearest measured point, so the
-   * prediction does not jump at the table's edge: above it the fitted beta prices the extra
-   * bytes; below it the fitted curve is scaled to meet the smallest measurement. */
-  double edge_bytes = bytes > t->bytes[t->npoints - 1] ? t->bytes[t->npoints - 1] : t->bytes[0];
-  double edge_time = edge_bytes * factor / table_busbw(t, edge_bytes);
-  if (bytes > edge_bytes) {
-    out->time_s = edge_time + beta_coefficient(kind, ranks, bytes - edge_bytes) * f->beta;
-  } else {
-    double at_edge = fit_time(f, kind, ranks, edge_bytes);
-    out->time_s = at_edge > 0 ? fit_time(f, kind, ranks, bytes) * edge_time / at_edge : edge_time;
-  }
-  return TRUE;
-}
-
-gboolean cm_calibration_link_cost(const CmCalibration *calibration, CmCollective kind,
-                                  DevLinkClass link, CmLinkCost *out) {
-  g_return_val_if_fail(calibration != NULL && out != NULL, FALSE);
-  const CmCalibrationFit *f = find_fit(calibration, kind, link);
-  if (!f) return FALSE;
-  out->alpha = f->alpha;
-  out->beta = f->beta;
-  out->link = link;
-  return TRUE;
 }
 
 /* ---- JSON (costmodel/CALIBRATION.md) ---- */

@@ -126,17 +126,27 @@ CmCalibration *cm_calibration_from_json(const char *json, const char *origin, GE
 
 typedef struct {
   double time_s;
-  CmTimeSource source; /* CM_TIME_CALIBRATION_TABLE or CM_TIME_CALIBRATION_FIT */
+  CmTimeSource source; /* one of the CM_TIME_CALIBRATION_ sources */
   double alpha;        /* the fit's alpha and beta of the link class (NAN: none fitted) */
   double beta;
 } CmCalibratedTime;
 
-/* The calibrated time of @kind over @ranks ranks on @nodes hosts, @bytes bytes: interpolated
- * in log-log space from the table of that (collective, ranks, hosts) when @bytes lies within
- * its measured sizes, else steps alpha + factor n beta from the fit of the collective and its
- * link class (INTER when @nodes > 1). FALSE when the calibration has neither. */
+/* The calibrated time of @kind over @ranks ranks on @nodes hosts, @bytes bytes, from the
+ * table of that (collective, ranks, hosts) when there is one: interpolated in log-log space
+ * inside its measured sizes (CM_TIME_CALIBRATION_TABLE), along its bandwidth asymptote above
+ * them (CM_TIME_CALIBRATION_ASYMPTOTE: never a lower bus bandwidth than the largest measured
+ * size's), in its latency regime below them (CM_TIME_CALIBRATION_LATENCY); else steps alpha +
+ * factor n beta from the fit of the collective and its link class (INTER when @nodes > 1,
+ * CM_TIME_CALIBRATION_FIT). FALSE when the calibration has neither
+ * (costmodel/cm_calibrate_lookup.c). */
 gboolean cm_calibration_time(const CmCalibration *calibration, CmCollective kind, int ranks,
                              int nodes, double bytes, CmCalibratedTime *out);
+/* The same, with the model's cost per byte at its peak bandwidth, @floor seconds per byte, as
+ * the asymptote's marginal cost (0: the slope of the table's largest sizes instead);
+ * cm_collective_estimate passes its model's. */
+gboolean cm_calibration_time_bounded(const CmCalibration *calibration, CmCollective kind,
+                                     int ranks, int nodes, double bytes, double floor,
+                                     CmCalibratedTime *out);
 
 /* The fitted alpha (per step) and beta (per byte of bus traffic) of @kind on @link as a
  * CmLinkCost, for the simulator's per-task formulas. FALSE when none was fitted. */

@@ -102,10 +102,11 @@ const char *cm_algorithm_name(CmAlgorithm algorithm) {
   return algorithm_names[algorithm];
 }
 
-static const char *const time_source_names[] = {"model", "calibration-table", "calibration-fit"};
+static const char *const time_source_names[] = {"model", "calibration-table", "calibration-fit",
+                                                "calibration-asymptote", "calibration-latency"};
 
 const char *cm_time_source_name(CmTimeSource source) {
-  g_return_val_if_fail(source <= CM_TIME_CALIBRATION_FIT, "?");
+  g_return_val_if_fail(source <= CM_TIME_CALIBRATION_LATENCY, "?");
   return time_source_names[source];
 }
 

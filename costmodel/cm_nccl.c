@@ -47,6 +47,13 @@ static const double tree_correction[CM_PROTO_COUNT][23] = {
     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
 
+/* NVLS efficiency of later NCCL releases (2.2x, tuning: nvlsEfficiency {Volta 0, Ampere 0,
+ * Hopper 0.85, Blackwell 0.74}; the commit b6475625 above predates it and charges NVLS at the
+ * full NVLink figure, 12% above the 8xH200 NVLS measurement at 8 GiB). Read from public
+ * descriptions of that table (NCCL's source at that release is not in the index searched); it
+ * multiplies the NVLS and NVLS-tree bus bandwidth. */
+static double nvls_efficiency(int sm) { return sm >= 100 ? 0.74 : sm >= 90 ? 0.85 : 0.0; }
+
 /* tuning.cc getNetOverhead: 1 us per network post on Intel x86 (2 on AMD); the ring's intra
  * steps cost at least that across hosts, three times it with Simple. Intel assumed. */
 #define NET_OVERHEAD_US 1.0
@@ -171,6 +178,7 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   if (tree && p == CM_PROTO_LL) bus = MIN(bus * 1.0 / 3.8, ll_max);
   if (tree && p == CM_PROTO_LL128)
     bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tree_ll128_per_ch[arch][index2]);
+  if (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) bus *= nvls_efficiency(hw->sm);
 
   /* Bus to algorithm bandwidth: ring ranks / steps, NVLS 5/6, tree 1/2. */
   int nsteps = kind == CM_ALL_REDUCE ? 2 * (ranks - 1)

@@ -65,29 +65,44 @@ static void p2p_estimate(const DevCluster *cluster, CmCollectiveEstimate *e) {
   cm_algorithm_time(e->kind, best, &e->shape, &figures, e->bytes, e);
 }
 
+/* The model's estimate for a group of @shape (no calibration). */
+static CmCollectiveEstimate model_estimate(const DevCluster *cluster, CmCollective kind,
+                                           const CmGroupShape *shape, double bytes) {
+  CmCollectiveEstimate e;
+  memset(&e, 0, sizeof e);
+  for (int a = 0; a < CM_ALGO_COUNT; a++) e.candidates[a] = NAN;
+  e.protocol = -1;
+  e.kind = kind;
+  e.bytes = bytes;
+  e.shape = *shape;
+  if (shape->ranks <= 1) e.algorithm = CM_ALGO_NONE;
+  else if (cm_nccl_covers(kind)) nccl_estimate(cluster, &e);
+  else p2p_estimate(cluster, &e);
+  e.time_s = e.model_time_s;
+  e.source = CM_TIME_MODEL;
+  return e;
+}
+
+/* The model's cost per byte at its peak bandwidth (a size of 2^50 bytes, where latency is
+ * nothing): a calibration's asymptote may not undercut it. */
+static double peak_seconds_per_byte(const DevCluster *cluster, const CmCollectiveEstimate *e) {
+  const double huge = 1125899906842624.0;
+  return model_estimate(cluster, e->kind, &e->shape, huge).model_time_s / huge;
+}
+
 CmCollectiveEstimate cm_collective_estimate(const DevCluster *cluster, CmCollective kind,
                                             const int *devices, int n, double bytes,
                                             const CmCalibration *calibration) {
   CmCollectiveEstimate e;
   memset(&e, 0, sizeof e);
-  for (int a = 0; a < CM_ALGO_COUNT; a++) e.candidates[a] = NAN;
-  e.protocol = -1;
   g_return_val_if_fail(cluster != NULL && kind < CM_COLLECTIVE_COUNT && n >= 0, e);
-  e.kind = kind;
-  e.bytes = bytes;
-  cm_group_shape(cluster, devices, n, &e.shape);
-  if (n <= 1) {
-    e.algorithm = CM_ALGO_NONE;
-  } else if (cm_nccl_covers(kind)) {
-    nccl_estimate(cluster, &e);
-  } else {
-    p2p_estimate(cluster, &e);
-  }
-  e.time_s = e.model_time_s;
-  e.source = CM_TIME_MODEL;
+  CmGroupShape shape;
+  cm_group_shape(cluster, devices, n, &shape);
+  e = model_estimate(cluster, kind, &shape, bytes);
   CmCalibratedTime calibrated;
   if (calibration && n > 1 &&
-      cm_calibration_time(calibration, kind, n, e.shape.hosts, bytes, &calibrated)) {
+      cm_calibration_time_bounded(calibration, kind, n, shape.hosts, bytes,
+                                  peak_seconds_per_byte(cluster, &e), &calibrated)) {
     e.time_s = calibrated.time_s;
     e.source = calibrated.source;
   }
