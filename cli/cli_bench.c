@@ -88,16 +88,22 @@ static int bench_allreduce(void) {
     proto.collective = CM_ALL_REDUCE;
     proto.op = proto.tensor = proto.microbatch = -1;
     proto.group_size = (uint32_t)p;
-    sim_network_expand(g, c, &proto, CM_ALL_REDUCE, devices, p, simulated, bytes, FALSE);
+    CmGroupShape shape;
+    CmNcclRingSteps ring;
+    cm_group_shape(c, devices, p, &shape);
+    cm_nccl_ring_steps(CM_ALL_REDUCE, &shape, c, bytes, &ring);
+    sim_network_expand(g, c, &proto, CM_ALL_REDUCE, devices, p, simulated, bytes, FALSE, &ring);
     sim_task_graph_finish(g);
     SimSchedule *s = sim_engine_run(g, &error);
     gint64 b = g_get_monotonic_time();
     if (!s) return cli_fail(error, CLI_EXIT_FAILURE);
-    CmLinkCost link = cm_group_link(c, devices, p);
+    CmNcclHardware hw;
+    cm_nccl_hardware(c, &hw);
+    double model = cm_nccl_time(CM_ALL_REDUCE, CM_ALGO_RING, ring.protocol, &shape, &hw, bytes, NULL);
     printf("bench: ring   64 MiB all-reduce over %d GPUs, step-expanded, %-9s %8u tasks in "
-           "%.4f s wall (build + engine); simulated %.6f s (alpha-beta formula %.6f s)\n",
+           "%.4f s wall (build + engine); simulated %.6f s (NCCL's ring model %.6f s)\n",
            p, expanded ? "expanded:" : "symmetry:", sim_task_graph_size(g), (double)(b - a) / 1e6,
-           sim_time_seconds(s->makespan), cm_collective_time(CM_ALL_REDUCE, p, bytes, &link));
+           sim_time_seconds(s->makespan), model);
     sim_schedule_free(s);
     sim_task_graph_free(g);
   }

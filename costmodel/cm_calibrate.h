@@ -148,6 +148,12 @@ gboolean cm_calibration_time_bounded(const CmCalibration *calibration, CmCollect
                                      int ranks, int nodes, double bytes, double floor,
                                      CmCalibratedTime *out);
 
+/* Why @calibration may not apply to @cluster: NULL when the cluster it was measured on (its
+ * stored spec, parsed again) has the same GPU, GPUs per host, intra-host link and inter-host
+ * network (host counts may differ: a calibration of 2 hosts serves 128 of the same); else a
+ * one-line message naming what differs (caller g_frees). */
+char *cm_calibration_cluster_mismatch(const CmCalibration *calibration, const DevCluster *cluster);
+
 /* The fitted alpha (per step) and beta (per byte of bus traffic) of @kind on @link as a
  * CmLinkCost, for the simulator's per-task formulas. FALSE when none was fitted. */
 gboolean cm_calibration_link_cost(const CmCalibration *calibration, CmCollective kind,

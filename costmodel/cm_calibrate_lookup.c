@@ -16,6 +16,7 @@
 #include "costmodel/cm_calibrate-int.h"
 
 #include <math.h>
+#include <string.h>
 
 static const CmCalibrationFit *find_fit(const CmCalibration *c, CmCollective kind, DevLinkClass link) {
   for (guint i = 0; i < c->fits->len; i++) {
@@ -135,4 +136,32 @@ gboolean cm_calibration_link_cost(const CmCalibration *calibration, CmCollective
   out->beta = f->beta;
   out->link = link;
   return TRUE;
+}
+
+/* Whether two link descriptions are the same hardware. */
+static gboolean same_link(const DevLink *a, const DevLink *b) {
+  return g_strcmp0(a->kind, b->kind) == 0 && a->bandwidth == b->bandwidth && a->latency == b->latency;
+}
+
+char *cm_calibration_cluster_mismatch(const CmCalibration *calibration, const DevCluster *cluster) {
+  g_return_val_if_fail(calibration != NULL && cluster != NULL, NULL);
+  g_autoptr(GError) error = NULL;
+  DevCluster *measured = dev_cluster_parse_spec(calibration->cluster, &error);
+  if (!measured)
+    return g_strdup_printf("calibration '%s' names cluster '%s', which cannot be read (%s)",
+                           calibration->name, calibration->cluster, error->message);
+  const char *what = NULL;
+  if (g_strcmp0(measured->device.name, cluster->device.name) != 0) what = "GPU";
+  else if (measured->gpus_per_node != cluster->gpus_per_node) what = "GPUs per host";
+  else if (!same_link(&measured->link[DEV_LINK_INTRA], &cluster->link[DEV_LINK_INTRA])) what = "intra-host link";
+  else if (!same_link(&measured->link[DEV_LINK_INTER], &cluster->link[DEV_LINK_INTER]) ||
+           measured->nics_per_node != cluster->nics_per_node ||
+           measured->oversubscription != cluster->oversubscription)
+    what = "inter-host network";
+  char *out = what ? g_strdup_printf("calibration '%s' was measured on '%s', whose %s differs from "
+                                     "this cluster's; its times may not apply",
+                                     calibration->name, calibration->cluster, what)
+                   : NULL;
+  dev_cluster_free(measured);
+  return out;
 }

@@ -105,9 +105,9 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
     hw->intra_channel_bw = gen->nccl_link_GBps * 1e9;
     hw->intra_bw = links * hw->intra_channel_bw;
   } else {
-    /* PCIe, or NVLink of a GPU NCCL's topo.h has no figure for: the PCIe ratio of NCCL's
-     * figure to line rate, one channel. */
-    hw->intra_bw = intra->bandwidth * PCI_NCCL_PER_LINE;
+    /* PCIe: NCCL's figure per line rate; NVLink of a GPU topo.h has no figure for, or another
+     * fabric: its line rate. One channel. */
+    hw->intra_bw = intra->bandwidth * (g_str_equal(kind, "pcie") ? PCI_NCCL_PER_LINE : 1.0);
     hw->intra_channel_bw = hw->intra_bw;
   }
   CmLinkFigures f;

@@ -289,7 +289,8 @@ static void test_fit_bad(void) {
   g_clear_error(&error);
 }
 
-/* The table: measured points exactly, log-log in between, the fit continued from the edges. */
+/* The table: measured points exactly, log-log in between, its asymptote above and its latency
+ * regime below, continuous at the edges. */
 static void test_table(void) {
   CmMeasurement m[6] = {
       {CM_ALL_GATHER, 8, 1, 1 * MIB, 20e-6},  {CM_ALL_GATHER, 8, 1, 1 * MIB, 22e-6},
@@ -310,15 +311,16 @@ static void test_table(void) {
   g_assert_true(cm_calibration_time(c, CM_ALL_GATHER, 8, 1, 8 * MIB, &ct));
   double bw = sqrt(4 * MIB * 7 / 8 / 40e-6 * 16 * MIB * 7 / 8 / 100e-6);
   g_assert_cmpfloat_with_epsilon(ct.time_s, 8 * MIB * 7 / 8 / bw, 1e-15);
-  /* Above the table: the last measurement plus the fitted beta for the extra bytes. */
+  /* Above the table: the last measurement plus the extra bytes at the slope of the sizes within
+   * a factor 4 of the largest (64 and 256 MiB here). */
   g_assert_true(cm_calibration_time(c, CM_ALL_GATHER, 8, 1, 1024 * MIB, &ct));
-  g_assert_cmpint(ct.source, ==, CM_TIME_CALIBRATION_FIT);
-  g_assert_cmpfloat_with_epsilon(ct.time_s, 1300e-6 + 7.0 / 8 * 768 * MIB * ct.beta, 1e-15);
-  /* Below it: the fitted curve scaled to meet the smallest measurement, continuous there. */
+  g_assert_cmpint(ct.source, ==, CM_TIME_CALIBRATION_ASYMPTOTE);
+  g_assert_cmpfloat_with_epsilon(ct.time_s, 1300e-6 + 768 * MIB * (1300e-6 - 350e-6) / (192 * MIB), 1e-12);
+  /* Below it: the latency regime, continuous at the smallest measurement. */
   CmCalibratedTime below, edge;
   g_assert_true(cm_calibration_time(c, CM_ALL_GATHER, 8, 1, 1 * MIB - 1, &below));
   g_assert_true(cm_calibration_time(c, CM_ALL_GATHER, 8, 1, 1 * MIB, &edge));
-  g_assert_cmpint(below.source, ==, CM_TIME_CALIBRATION_FIT);
+  g_assert_cmpint(below.source, ==, CM_TIME_CALIBRATION_LATENCY);
   g_assert_cmpfloat_with_epsilon(below.time_s / edge.time_s, 1.0, 1e-5);
   /* JSON round trip predicts the same. */
   g_autofree char *json = cm_calibration_to_json(c);

@@ -255,8 +255,9 @@ static void test_strided_share_nics(void) {
   dev_cluster_free(c);
 }
 
-/* With a calibration: its table inside the measured sizes, its fit outside, the model's
- * algorithm either way; without a matching entry, the model. */
+/* With a calibration: its table inside the measured sizes, its asymptote above them, its fit
+ * for another rank count of the same link class, the model's algorithm either way; without a
+ * matching entry, the model. */
 static void test_estimate_calibrated(void) {
   DevCluster *c = cluster_4x4();
   int all[16];
@@ -275,6 +276,9 @@ static void test_estimate_calibrated(void) {
   CLOSE(e.model_time_s, plain.time_s);
   CLOSE(e.busbw, 4 * MIB / 200e-6 * 2 * 15 / 16);
   e = cm_collective_estimate(c, CM_ALL_REDUCE, all, 16, 64 * MIB, cal);
+  g_assert_cmpint(e.source, ==, CM_TIME_CALIBRATION_ASYMPTOTE);
+  g_assert_cmpfloat(64 * MIB / e.time_s, >=, 16 * MIB / 500e-6); /* never below the top busbw */
+  e = cm_collective_estimate(c, CM_ALL_REDUCE, all, 8, 4 * MIB, cal); /* 8 ranks on 2 hosts */
   g_assert_cmpint(e.source, ==, CM_TIME_CALIBRATION_FIT);
   e = cm_collective_estimate(c, CM_ALL_GATHER, all, 16, 4 * MIB, cal);
   g_assert_cmpint(e.source, ==, CM_TIME_MODEL);
@@ -456,8 +460,27 @@ static void test_cli_calibrate_acceptance(void) {
   j = run_json("collective --kind all_gather --bytes 4M --ranks 8 --cluster dgx-a100:nodes=2 "
                "--calibration synthetic --db cal.db --json");
   g_assert_cmpstr(cJSON_GetObjectItem(j, "time_source")->valuestring, ==, "calibration-table");
+  /* "algorithm" says what the time came from; the model's choice is beside it. */
+  g_assert_cmpstr(cJSON_GetObjectItem(j, "algorithm")->valuestring, ==, "calibration-table");
+  g_assert_cmpstr(cJSON_GetObjectItem(j, "model_algorithm")->valuestring, ==, "ring");
   CLOSE(num(j, "time_s"), 40e-6);
   cJSON_Delete(j);
+  /* Above the measured sizes: the asymptote, named as such. */
+  j = run_json("collective --kind all_gather --bytes 64G --ranks 8 --cluster dgx-a100:nodes=2 "
+               "--calibration synthetic --db cal.db --json");
+  g_assert_cmpstr(cJSON_GetObjectItem(j, "algorithm")->valuestring, ==, "calibration-asymptote");
+  cJSON_Delete(j);
+  /* The same hardware with more hosts: no warning; another GPU: a warning naming it. */
+  r = run_cli("collective --kind all_gather --bytes 4M --ranks 8 --cluster dgx-a100:nodes=4 "
+              "--calibration synthetic --db cal.db");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_null(strstr(r.err, "warning"));
+  test_cli_result_clear(&r);
+  r = run_cli("collective --kind all_gather --bytes 4M --ranks 8 --cluster dgx-h100:nodes=2 "
+              "--calibration synthetic --db cal.db");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.err, "warning: calibration 'synthetic' was measured on 'dgx-a100:nodes=2', whose GPU differs"));
+  test_cli_result_clear(&r);
 }
 
 /* Writes the inputs the end-to-end tests read from the working directory. */
