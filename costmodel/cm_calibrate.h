@@ -6,10 +6,12 @@
  * keeps, per collective and link class, alpha and beta fitted by least squares weighted by
  * 1/t^2 (AutoDDL Sec. 3.2 with relative-error weights), and, per (collective, ranks, hosts),
  * the measured bus bandwidth against size. It predicts by log-log interpolation of that table
- * inside the measured sizes and by the fitted alpha-beta outside them (FIELD-NOTES,
+ * inside the measured sizes, along its bandwidth asymptote above them and its latency regime
+ * below them, and by the fitted alpha-beta for rank counts without a table (FIELD-NOTES,
  * "Collective calibration": one alpha + n beta line misses held-out sizes by 15-70%, the
- * weighted fit by 7-14%, the interpolated table by 4-8%). Stored as JSON (results/ keeps it
- * in SQLite, table `calibrations`). */
+ * weighted fit by 7-14%, the interpolated table by 4-8%). Fitting and storing are
+ * cm_calibrate.c, predicting cm_calibrate_lookup.c. Stored as JSON (results/ keeps it in
+ * SQLite, table `calibrations`). */
 #ifndef STRATSIM_CM_CALIBRATE_H
 #define STRATSIM_CM_CALIBRATE_H
 
