@@ -1,5 +1,6 @@
 /* costmodel — what each task costs: compute time (roofline with a stated efficiency),
- * collective and transfer time (alpha-beta per link class, AutoDDL Table 2), memory per device.
+ * collective time (NCCL's tuner model for NCCL's collectives, costmodel/COLLECTIVES.md; alpha-beta
+ * per link class, AutoDDL Table 2, for transfers), memory per device.
  * All times in seconds, sizes in bytes. Pure functions of their inputs: no globals, safe to
  * call from many simulations on threads at once. */
 #ifndef STRATSIM_COSTMODEL_H
