@@ -148,7 +148,7 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
                     const CmNcclHardware *hw, double bytes, CmNcclCost *cost) {
   g_return_val_if_fail(g != NULL && hw != NULL && p < CM_PROTO_COUNT, NAN);
   int ranks = g->ranks, nodes = g->hosts;
-  if (ranks <= 1 || nodes < 1 || !enabled(kind, a, p, nodes, hw)) return NAN;
+  if (ranks <= 1 || nodes < 1 || !enabled(kind, a, p, nodes, hw) || !(bytes >= 0)) return NAN;
   int r = row_of(a), arch = hw->arch, index2 = nodes <= 2 ? nodes - 1 : 2;
   double ppn = (double)ranks / nodes;
   double ll_max = ll_max_bw[nodes == 1 ? arch : 0][index2];
@@ -167,7 +167,7 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
     channel_bw = MIN(hw->nic_bw, bw);
     if (a == CM_ALGO_NVLS_TREE && nodes > 2) bw = MIN(hw->intra_bw, nics / 2);
   }
-  int channels = MAX(1, (int)floor(bw / channel_bw + 0.5));
+  int channels = channel_bw > 0 && bw > channel_bw ? (int)floor(bw / channel_bw + 0.5) : 1;
   double bus = bw / 1e9; /* GB/s from here on, as tuning.cc */
   gboolean ring = a == CM_ALGO_RING, tree = a == CM_ALGO_TREE;
   if (ring && p == CM_PROTO_LL)

@@ -10,17 +10,24 @@
 static void nccl_estimate(const DevCluster *cluster, CmCollectiveEstimate *e) {
   CmNcclHardware hw;
   cm_nccl_hardware(cluster, &hw);
-  for (int a = 0; a < CM_ALGO_COUNT; a++) {
-    if (!cm_algorithm_is_candidate(e->kind, (CmAlgorithm)a)) continue;
-    for (int p = 0; p < CM_PROTO_COUNT; p++) {
-      double t = cm_nccl_time(e->kind, (CmAlgorithm)a, (CmProtocol)p, &e->shape, &hw, e->bytes, NULL);
-      if (!isnan(t) && (isnan(e->candidates[a]) || t < e->candidates[a])) e->candidates[a] = t;
-    }
-  }
+  /* Every candidate's best protocol, and the fastest pair as cm_nccl_tune picks it (the same
+   * order: ring, tree, NVLS, NVLS-tree; strictly faster wins). */
+  static const CmAlgorithm order[] = {CM_ALGO_RING, CM_ALGO_TREE, CM_ALGO_NVLS, CM_ALGO_NVLS_TREE};
   CmAlgorithm algorithm = CM_ALGO_RING;
   CmProtocol protocol = CM_PROTO_SIMPLE;
+  double best = INFINITY;
+  for (gsize i = 0; i < G_N_ELEMENTS(order); i++) {
+    CmAlgorithm a = order[i];
+    if (!cm_algorithm_is_candidate(e->kind, a)) continue;
+    for (int p = 0; p < CM_PROTO_COUNT; p++) {
+      double t = cm_nccl_time(e->kind, a, (CmProtocol)p, &e->shape, &hw, e->bytes, NULL);
+      if (isnan(t)) continue;
+      if (isnan(e->candidates[a]) || t < e->candidates[a]) e->candidates[a] = t;
+      if (t < best) best = t, algorithm = a, protocol = (CmProtocol)p;
+    }
+  }
   CmNcclCost cost = {0};
-  double t = cm_nccl_tune(e->kind, &e->shape, &hw, e->bytes, &algorithm, &protocol, &cost);
+  double t = cm_nccl_time(e->kind, algorithm, protocol, &e->shape, &hw, e->bytes, &cost);
   e->algorithm = algorithm;
   e->protocol = (int)protocol;
   e->channels = cost.channels;
