@@ -25,4 +25,11 @@ static inline double cm_calibration_beta_coefficient(CmCollective kind, int rank
   return cm_collective_busbw_factor(kind, ranks) * bytes;
 }
 
+/* The fit's time of @kind over @ranks ranks of @bytes. */
+static inline double cm_calibration_fit_time(const CmCalibrationFit *f, CmCollective kind,
+                                             int ranks, double bytes) {
+  return f->base + cm_calibration_alpha_coefficient(kind, ranks) * f->alpha +
+         cm_calibration_beta_coefficient(kind, ranks, bytes) * f->beta;
+}
+
 #endif

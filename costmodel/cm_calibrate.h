@@ -84,12 +84,15 @@ gboolean cm_measurements_parse_json(const char *text, const char *origin, GArray
  * file name. Unreadable files fail with the GFileError. */
 gboolean cm_measurements_load_file(const char *path, int kind_hint, GArray *out, GError **error);
 
-/* Fitted alpha-beta of one collective on one link class: t = steps(p) alpha + factor(p) n
- * beta, with steps = cm_collective_ring_steps and factor = cm_collective_busbw_factor, so
- * 1 / beta is the bus bandwidth the link class reaches and alpha the latency per step. */
+/* Fitted latency and bandwidth of one collective on one link class: t = base + steps(p) alpha
+ * + factor(p) n beta, with steps = cm_collective_ring_steps and factor =
+ * cm_collective_busbw_factor, so 1 / beta is the bus bandwidth the link class reaches, alpha
+ * the latency per step and base the latency paid once (NCCL's form: baseLat + nsteps x hwLat,
+ * src/graph/tuning.cc), which a latency per step alone charges small groups too little of. */
 typedef struct {
   CmCollective kind;
   DevLinkClass link;
+  double base;           /* seconds per collective (0 where the data do not separate it) */
   double alpha;          /* seconds per step */
   double beta;           /* seconds per byte of bus traffic */
   int points;            /* measurements fitted */

@@ -11,8 +11,8 @@
  *   - below the smallest (the latency regime): the smallest time less the missing bytes at the
  *     marginal cost of the two smallest sizes, between the smallest time scaled by size and the
  *     smallest time itself.
- * Only without a table for that rank count does the fitted alpha-beta of the collective and
- * link class answer (its latency is per ring step, so a function of the ranks). */
+ * Only without a table for that rank count does the fit of the collective and link class
+ * answer (its latency is a base plus one per ring step: a function of the ranks). */
 #include "costmodel/cm_calibrate-int.h"
 
 #include <math.h>
@@ -33,11 +33,6 @@ static const CmCalibrationTable *find_table(const CmCalibration *c, CmCollective
     if (t->kind == kind && t->ranks == ranks && t->nodes == nodes) return t;
   }
   return NULL;
-}
-
-static double fit_time(const CmCalibrationFit *f, CmCollective kind, int ranks, double bytes) {
-  return cm_calibration_alpha_coefficient(kind, ranks) * f->alpha +
-         cm_calibration_beta_coefficient(kind, ranks, bytes) * f->beta;
 }
 
 /* Bus bandwidth at @bytes within the table's sizes: linear in log(size) - log(busbw). Equal
@@ -123,7 +118,7 @@ gboolean cm_calibration_time_bounded(const CmCalibration *calibration, CmCollect
   }
   if (!f) return FALSE;
   out->source = CM_TIME_CALIBRATION_FIT;
-  out->time_s = fit_time(f, kind, ranks, bytes);
+  out->time_s = cm_calibration_fit_time(f, kind, ranks, bytes);
   return TRUE;
 }
 
