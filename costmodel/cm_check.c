@@ -119,7 +119,7 @@ const char *cm_curve_cluster_spec(const CmCurve *curve) {
   static const struct {
     const char *needle;
     const char *spec;
-  } map[] = {{"A100", "dgx-a100"}, {"H200", "dgx-h100:device=h200"}, {"H100", "dgx-h100"},
+  } map[] = {{"A100", "dgx-a100"}, {"H200", "dgx-h200"}, {"H100", "dgx-h100"},
              {"B200", "dgx-b200"}};
   for (gsize i = 0; i < G_N_ELEMENTS(map); i++)
     if (strstr(curve->system, map[i].needle)) return map[i].spec;

@@ -86,6 +86,8 @@ typedef struct {
   const uint32_t *resources; /* the resources it occupies: 2d and 2d+1 are device d's compute
                                 and communication streams, the rest link resources */
   int nres;
+  int device;              /* the device of its first stream resource (a collective's first
+                              member), -1 for a task on link resources only (a transfer) */
   SimTime start, end;      /* read from a run (sim_run_task, SimTimeline): when it ran;
                               from a bare graph: 0 */
 } SimTaskInfo;
@@ -242,7 +244,9 @@ const SimSchedule *sim_run_schedule(const SimRun *run);
 uint32_t sim_run_num_tasks(const SimRun *run);
 void sim_run_task(const SimRun *run, uint32_t id, SimTaskInfo *out);
 
-/* The timeline of a run, task by task in the order the engine started them:
+/* The timeline of a run, task by task in the order the engine started them (its pops: by
+ * ready time, ties by task id; start times need not be in order, a task waits for its
+ * resources):
  *   SimTimeline it; SimTaskInfo t;
  *   sim_timeline_init(&it, run);
  *   while (sim_timeline_next(&it, &t)) ...
