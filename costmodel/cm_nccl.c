@@ -165,6 +165,12 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
     double nics = g->min_per_host * hw->nic_bw_per_gpu;
     bw = MIN(hw->intra_bw, nics);
     channel_bw = MIN(hw->nic_bw, bw);
+    /* Two hosts: tuning.cc prices every algorithm at the graph's bwIntra (nNodes <= 2), and
+     * the topology search (src/graph/search.cc, ncclTopoCompute pass 2, "increase bwIntra for
+     * trees (2 nodes or collnet)") raises a tree's bwIntra while it is below twice bwInter: a
+     * tree between two hosts puts half its traffic on the network (sjeaugey, NVIDIA/nccl
+     * #946: "up to ~2x the network speed"). */
+    if (a == CM_ALGO_TREE && nodes == 2) bw = MIN(hw->intra_bw, 2 * nics);
     if (a == CM_ALGO_NVLS_TREE && nodes > 2) bw = MIN(hw->intra_bw, nics / 2);
   }
   int channels = channel_bw > 0 && bw > channel_bw ? (int)floor(bw / channel_bw + 0.5) : 1;
