@@ -65,10 +65,14 @@ static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph
   if (r->pruned)
     printf(", %" G_GUINT64_FORMAT " %s", r->pruned,
            r->ran == SRCH_ALGO_DP ? "pipelines skipped: the grid's even cut, or weights that fit no cut"
+           : r->ran == SRCH_ALGO_GRID ? "fitting points whose compute bound exceeds the best"
                                    : "subtrees cut by the bound");
   printf(") in %.3f s (%.0f evaluations/s)%s\n", r->elapsed_s,
          r->elapsed_s > 0 ? (r->evaluations + r->baseline_evaluations) / r->elapsed_s : 0,
          r->complete ? ", the whole space" : "");
+  if (r->space_points)
+    printf("               covered %.1f%% of the space's %" G_GUINT64_FORMAT " configurations\n",
+           100 * srch_result_covered_share(r), r->space_points);
   if (r->baseline_evaluations)
     printf("               plus %" G_GUINT64_FORMAT " evaluations of the Megatron grid%s\n", r->baseline_evaluations,
            r->algo == SRCH_ALGO_AUTO ? " and of its pipelines with DP cuts" : "");

@@ -33,7 +33,7 @@ static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand 
 /* Forward and backward kernel times of one shard of @o for one microbatch; under weight delay
  * the backward splits into @bwd (B) and @wgt (W) by cm_weight_grad_share, FLOPs and traffic
  * alike; otherwise @wgt is 0. */
-static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTime *wgt) {
+void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTime *wgt) {
   const MdlOp *op = mdl_graph_op(b->g, o);
   const MdlOpConfig *c = cfg(b, o);
   const MdlMesh *mesh = mesh_of(b, o);
@@ -90,7 +90,7 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
 
 void sb_set_compute_durations(Builder *b, int o) {
   SimTime durations[3];
-  op_durations(b, o, &durations[0], &durations[1], &durations[2]);
+  sb_op_durations(b, o, &durations[0], &durations[1], &durations[2]);
   const uint32_t bases[4] = {b->fwd_base[o], b->bwd_base[o], b->wgt_base[o], b->rec_base[o]};
   int m = cfg(b, o)->mesh;
   uint32_t count = (uint32_t)b->M * (uint32_t)b->nrep[m];
@@ -113,7 +113,7 @@ static void add_compute_tasks(Builder *b) {
     for (int o = 0; o < b->nops; o++) {
       const MdlMesh *mesh = mesh_of(b, o);
       SimTime durations[3];
-      op_durations(b, o, &durations[0], &durations[1], &durations[2]);
+      sb_op_durations(b, o, &durations[0], &durations[1], &durations[2]);
       bases[phase][o] = NO_TASK;
       if (phase == 2 && !sb_has_weight_task(b, o)) continue; /* its dW, if any, is in B */
       if (phase == 3 && b->group[o] < 0) continue;
