@@ -291,8 +291,24 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   return cv->ready;
 }
 
+gboolean sb_ring_attention_input(const Builder *b, int o, int k) {
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  if (b->s->cp <= 1 || !op->attention_core) return FALSE;
+  int sk = mdl_op_find_dim(op, "sk");
+  for (int i = 0; sk >= 0 && i < MDL_MAX_DIMS; i++)
+    if (op->inputs[k].dim_map[i] == sk) return TRUE;
+  return FALSE;
+}
+
 /* The forward segment of tensor @t (delta simulation's unit, sim_delta.c): its conversions
- * for every reader, in op order, and their edges to the readers' forward tasks. */
+ * for every reader, in op order, and their edges to the readers' forward tasks.
+ * Ring attention (context parallelism; Liu et al. 2023, "Ring Attention with Blockwise
+ * Transformers", section 3; Megatron-Core's cp_comm_type "p2p"): the keys and values of the
+ * other cp ranks arrive block by block while the attention computes on the blocks it has, so
+ * their gather gates the compute task after the attention in program order instead of the
+ * attention itself: the attention and the gather overlap, and what follows waits for both. In
+ * the backward the gradients' reduce-scatter starts with the attention's backward
+ * (sb_backward_segment). */
 void sb_forward_segment(Builder *b, int t) {
   if (mdl_graph_tensor(b->g, t)->producer < 0) return;
   GArray *users = b->users[t];
@@ -306,11 +322,13 @@ void sb_forward_segment(Builder *b, int t) {
       if (op->inputs[k].tensor != t) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = sb_forward_conversion(b, t, o, need, FALSE);
+      gboolean ring = sb_ring_attention_input(b, o, k);
       for (int mb = 0; mb < b->M; mb++)
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
-          uint32_t dep = ready[mb * mesh->ndevices + i];
-          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, task_fwd(b, o, mb, i));
+          uint32_t dep = ready[mb * mesh->ndevices + i], use = task_fwd(b, o, mb, i);
+          if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
+          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, use);
         }
     }
   }
@@ -392,9 +410,14 @@ void sb_backward_segment(Builder *b, int t) {
         if (need.axis[a] == MDL_LAYOUT_PARTIAL) need.axis[a] = MDL_LAYOUT_BROADCAST;
       g_autofree uint32_t *src = g_new(uint32_t, mesh->ndevices);
       g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
+      gboolean ring = sb_ring_attention_input(b, o, k);
       for (int mb = 0; mb < b->M; mb++) {
-        for (int i = 0; i < mesh->ndevices; i++)
+        for (int i = 0; i < mesh->ndevices; i++) {
           src[i] = b->rep_pos[cfg(b, o)->mesh][i] >= 0 ? task_bwd(b, o, mb, i) : NO_TASK;
+          /* Ring attention: the gradients' passes start with the attention's backward. */
+          if (ring && src[i] != NO_TASK && b->chain_prev[src[i]] != NO_TASK)
+            src[i] = b->chain_prev[src[i]];
+        }
         sb_convert(b, cfg(b, o)->mesh, from, src, cfg(b, p)->mesh, need, t, o, mb, dst);
         for (int j = 0; j < pmesh->ndevices; j++)
           if (dst[j] != NO_TASK && b->rep_pos[cfg(b, p)->mesh][j] >= 0)
