@@ -189,6 +189,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->recompute = cfg->recompute;
   s->sequence_parallel = cfg->sequence_parallel;
   s->overlap_param_gather = cfg->overlap_param_gather;
+  s->tp_overlap = cfg->tp_overlap;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -312,13 +313,13 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
                     "strategy %s: recompute=%s must be none, selective or full", family, value);
         return FALSE;
       }
-    } else if (strcmp(key, "overlap_param_gather") == 0) {
+    } else if (strcmp(key, "overlap_param_gather") == 0 || strcmp(key, "tp_overlap") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
-        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                    "strategy %s: overlap_param_gather=%s must be 0 or 1", family, value);
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s must be 0 or 1",
+                    family, key, value);
         return FALSE;
       }
-      cfg->overlap_param_gather = value[0] == '1';
+      *(key[0] == 't' ? &cfg->tp_overlap : &cfg->overlap_param_gather) = value[0] == '1';
     } else if (strcmp(key, "sp") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: sp=%s must be 0 or 1",
@@ -335,7 +336,8 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     } else {
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
-                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather)",
+                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather, "
+                  "tp_overlap)",
                   family, key);
       return FALSE;
     }

@@ -155,9 +155,14 @@ static inline uint32_t issue_point(const Builder *b, uint32_t t) {
   uint32_t prev = b->chain_prev[t];
   return prev == NO_TASK ? NO_TASK : b->chain_prev[prev];
 }
-/* Context parallelism's ring attention (sb_ring_overlap): whether input @k of @o is the keys or
- * values an attention op reads over the whole sequence (an op dim "sk") under cp > 1. */
-gboolean sb_ring_attention_input(const Builder *b, int o, int k);
+/* Communication that overlaps the compute it feeds (sim_build_comm.c): whether the conversion
+ * of input @k of @o (from a producer on the same mesh) runs while @o computes: context
+ * parallelism's ring attention (the keys and values an attention op reads over the whole
+ * sequence, an op dim "sk", under cp > 1) and, under tp_overlap, the all-gather before a GEMM.
+ * And whether the conversions of @p's output on its own mesh run while @p computes: under
+ * tp_overlap, the reduce-scatter after a GEMM. */
+gboolean sb_overlapped_input(const Builder *b, int o, int k);
+gboolean sb_overlapped_output(const Builder *b, int p);
 
 /* The task after which @op's weight gradients on mesh index @i are complete: its last W (or,
  * for an op without W, its last B) in the rank's program order; compute tasks of a device are

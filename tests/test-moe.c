@@ -289,6 +289,39 @@ static void test_cp_ring_overlap(void) {
   dev_cluster_free(c);
 }
 
+/* Tensor-parallel communication overlap: the same sequence-parallel all-gathers and
+ * reduce-scatters (same tasks, same times), but run alongside their GEMMs: less of them
+ * exposed and a shorter iteration; needs sp=1; survives strategy JSON. */
+static void test_tp_overlap(void) {
+  DevCluster *c = h100(1);
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec("llama:layers=2,hidden=4096,heads=32,kv_heads=8,ffn=14336,"
+                                     "seq=4096,vocab=32000,batch=8", &error);
+  g_assert_no_error(error);
+  MdlStrategy *s0, *s1;
+  SimRun *plain = run_spec(g, c, "megatron:tp=8,dp=1,mb=1,sp=1", &s0);
+  SimRun *ahead = run_spec(g, c, "megatron:tp=8,dp=1,mb=1,sp=1,tp_overlap=1", &s1);
+  const SimPrediction *p0 = sim_run_prediction(plain), *p1 = sim_run_prediction(ahead);
+  g_assert_cmpuint(p0->tasks, ==, p1->tasks);
+  g_assert_cmpfloat(p1->comm_exposed_s, <, 0.5 * p0->comm_exposed_s);
+  g_assert_cmpfloat(p1->iteration_time_s, <, p0->iteration_time_s);
+  g_autofree char *json = mdl_strategy_to_json(s1, g);
+  MdlStrategy *back = mdl_strategy_from_json(json, "s.json", g, c, &error);
+  g_assert_no_error(error);
+  g_assert_true(back->tp_overlap);
+  mdl_strategy_free(back);
+  g_assert_null(mdl_strategy_parse_spec("megatron:tp=8,dp=1,tp_overlap=1", g, c, &error));
+  g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
+  g_assert_nonnull(strstr(error->message, "sp=1"));
+  g_clear_error(&error);
+  sim_run_free(plain);
+  sim_run_free(ahead);
+  mdl_strategy_free(s0);
+  mdl_strategy_free(s1);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* The distributed optimizer's parameter all-gathers moved ahead of the forward: the same
  * collectives, no longer exposed after the optimizer step; the option survives strategy JSON
  * and needs ZeRO 1 or 2. */
@@ -465,6 +498,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/moe/cp/kv-gather-time", test_cp_kv_gather);
   g_test_add_func("/moe/cp/ring-overlap", test_cp_ring_overlap);
   g_test_add_func("/moe/distopt/overlap-param-gather", test_overlap_param_gather);
+  g_test_add_func("/moe/tp-overlap", test_tp_overlap);
   g_test_add_func("/moe/search/grid", test_grid);
   g_test_add_func("/moe/ep/zero", test_ep_zero);
   g_test_add_func("/moe/search/mixtral-ep-wins", test_mixtral_ep_wins);
