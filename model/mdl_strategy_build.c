@@ -9,7 +9,10 @@
  * tp axis, the sequence of the ops tensor parallelism leaves replicated (layernorms, dropout and
  * residual adds: tp_dim -1); SBP resharding then turns each of those all-reduces into a
  * reduce-scatter (Partial -> Split(s)) before them and an all-gather (Split(s) -> Broadcast)
- * after them, the same bytes on the wire as the all-reduce they replace. */
+ * after them, the same bytes on the wire as the all-reduce they replace.
+ * With context (cp) or expert (ep) parallelism the per-rank mesh and every op's splits come
+ * from model/mdl_strategy_axes.c (Megatron-Core's tp-cp-ep-dp-pp layout); check_cp_ep refuses
+ * degrees the model cannot take, in one line. */
 #include "model/mdl_strategy-int.h"
 
 #include <errno.h>
