@@ -15,6 +15,7 @@ static int check(const char *db_path) {
   if (!c) return cli_fail(error, CLI_EXIT_BAD_INPUT);
   const char *age = c->schema_version == RES_SCHEMA_VERSION ? "current"
                     : c->schema_version > RES_SCHEMA_VERSION ? "newer than this stratsim's"
+                    : c->schema_version < 0                  ? "not one stratsim writes"
                                                              : "older: migrated when next written";
   printf("database %s\n", db_path);
   printf("  schema       version %d (%s)\n", c->schema_version, age);

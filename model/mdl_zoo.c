@@ -6,6 +6,7 @@
  * Values are positive decimal integers; every graph is validated before it is returned.
  */
 #include "model/mdl_zoo.h"
+#include "model/mdl_json_count.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -110,7 +111,8 @@ static gboolean parse_value(const char *model, const char *key, const char *text
     return FALSE;
   }
   if (errno == ERANGE) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s=%s is out of range", model, key, text);
+    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s=%s is %s", model, key, text,
+                text[0] == '-' ? "not a positive integer" : "too large");
     return FALSE;
   }
   if (v <= 0) {
@@ -167,7 +169,7 @@ static MdlGraph *unknown_model(const char *name, GError **error) {
 
 static MdlGraph *from_file(const char *path, GError **error) {
   char *text = NULL;
-  if (!mdl_read_json_file("model file", path, &text, error)) return NULL;
+  if (!mdl_read_model_json_file(path, &text, error)) return NULL;
   MdlGraph *g = mdl_graph_from_json(text, path, error);
   g_free(text);
   return g;

@@ -262,7 +262,54 @@ static void test_newer_refused(void) {
   test_cli_result_clear(&r);
   g_assert_cmpint(query_int(db, "PRAGMA user_version"), ==, RES_SCHEMA_VERSION + 1);
   g_assert_cmpint(query_int(db, "SELECT count(*) FROM runs"), ==, 1);
-  g_assert_cmpint(db_check(db), ==, 0); /* consistent, just newer */
+  /* issue 17, item 6: db check cannot vouch for a newer schema: a problem, exit 1 */
+  g_assert_cmpint(db_check(db), ==, 1);
+}
+
+/* Issue 17, item 6: user_version values no stratsim writes get messages that say so. A
+ * negative version used to read as "not an error"; a v6 database set back to 3 by hand used to
+ * fail inside migration 3 with "table search_runs already exists". Both are refused naming the
+ * version (and the table), the file untouched, and db check reports them (exit 1). A directory
+ * given to db check is called a directory. */
+static void test_hand_set_version(void) {
+  g_autofree char *base = tmp_path("hand.db");
+  g_autofree char *args = g_strdup_printf(
+      "simulate --model mlp --cluster dgx-a100 --strategy dp --db '%s'", base);
+  TestCliResult r = test_cli_run(tmpdir, args);
+  g_assert_cmpint(r.status, ==, 0);
+  test_cli_result_clear(&r);
+  static const struct { int version; const char *message, *check; } cases[] = {
+      {-5, "has schema version -5 (PRAGMA user_version), which no stratsim writes",
+       "schema version -5 (PRAGMA user_version) is one no stratsim writes"},
+      {3, "has schema version 3 (PRAGMA user_version) but already has table search_runs of "
+          "version 4: the version was changed by hand",
+       "schema version 3 but table search_runs of version 4 exists"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *name = g_strdup_printf("hand-%zu.db", i);
+    g_autofree char *db = tmp_path(name);
+    g_autofree char *copy = g_strdup_printf("cp '%s' '%s'", base, db);
+    g_assert_cmpint(system(copy), ==, 0);
+    g_autofree char *bump = g_strdup_printf("PRAGMA user_version = %d;", cases[i].version);
+    exec_sql(db, bump);
+    GError *error = NULL;
+    g_assert_null(res_db_open(db, &error));
+    g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+    if (!strstr(error->message, cases[i].message))
+      g_error("'%s' lacks '%s'", error->message, cases[i].message);
+    g_clear_error(&error);
+    g_assert_cmpint(query_int(db, "PRAGMA user_version"), ==, cases[i].version);
+    g_autofree char *check = g_strdup_printf("db check --db '%s'", db);
+    r = test_cli_run(tmpdir, check);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_nonnull(strstr(r.out, cases[i].check));
+    test_cli_result_clear(&r);
+  }
+  g_autofree char *check = g_strdup_printf("db check --db '%s'", tmpdir);
+  r = test_cli_run(tmpdir, check);
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "is a directory, not a database file"));
+  test_cli_result_clear(&r);
 }
 
 /* --- db check -------------------------------------------------------------------------------- */
@@ -350,6 +397,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/results/storage/newer-refused", test_newer_refused);
   g_test_add_func("/results/storage/db-check", test_db_check);
+  g_test_add_func("/results/storage/hand-set-version", test_hand_set_version);
   int status = g_test_run();
   test_remove_tree(tmpdir);
   g_free(tmpdir);
