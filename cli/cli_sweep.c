@@ -256,10 +256,17 @@ static int sweep_main(int argc, char **argv) {
       if (lines[r]) printf("%s\n", lines[r]);
     cli_mpi_strings_free(lines);
   } else {
-    printf("sweep %s: %u points; %u simulated now (%u failed or do not fit), %u already stored; "
-           "%.1f s, %d thread%s; %s\n",
-           scenario->name, sum.points, sum.ran, sum.errors, sum.stored_before, elapsed, threads,
-           threads == 1 ? "" : "s", db_path);
+    /* What this process did: other sweeps of the scenario on the same database share the
+     * points through claims (scn_sweep.h), and their part is counted apart. */
+    g_autofree char *others =
+        sum.by_others || sum.held_elsewhere
+            ? g_strdup_printf(", %u stored meanwhile by other sweeps, %u still being run by "
+                              "another sweep", sum.by_others, sum.held_elsewhere)
+            : g_strdup("");
+    printf("sweep %s: %u points; %u simulated now by this process (%u failed or do not fit), %u "
+           "already stored%s; %.1f s, %d thread%s; %s\n",
+           scenario->name, sum.points, sum.ran, sum.errors, sum.stored_before, others, elapsed,
+           threads, threads == 1 ? "" : "s", db_path);
   }
   if (sum.left)
     printf("%u points left (--max-points %d): run the same command again to continue\n", sum.left, max_points);

@@ -146,6 +146,16 @@ static const char *const migrations[RES_SCHEMA_VERSION] = {
     "  predicted_s REAL NOT NULL,"
     "  measured_s REAL,"                    /* median over timed iterations; NULL: not measured */
     "  PRIMARY KEY (validate_id, rank, step));",
+    /* v6 -> v7: claims of sweep points (results/res_scenarios.h), so that sweeps of one
+     * scenario running at once share its points instead of each simulating all of them. */
+    "CREATE TABLE point_claims ("
+    "  scenario_id INTEGER NOT NULL REFERENCES scenarios(id) ON DELETE CASCADE,"
+    "  point_key TEXT NOT NULL,"
+    "  owner TEXT NOT NULL,"                /* host:pid:start of the claiming sweep */
+    "  host TEXT NOT NULL,"                 /* its host name and process id: a claim of a */
+    "  pid INTEGER NOT NULL,"               /* process gone from this host is free at once */
+    "  expires_at REAL NOT NULL,"           /* Unix seconds: the lease, renewed while it runs */
+    "  PRIMARY KEY (scenario_id, point_key));",
 };
 
 static gboolean exec(ResDb *db, const char *sql, int code, GError **error) {
@@ -181,6 +191,7 @@ const char *const res_tables_of_version[RES_SCHEMA_VERSION][3] = {
     {"search_runs", "search_convergence", NULL},
     {"scenarios", "points", NULL},
     {"validate_runs", "validate_steps", NULL},
+    {"point_claims", NULL, NULL},
 };
 
 gboolean res_table_exists(sqlite3 *sql, const char *table) {
