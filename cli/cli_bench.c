@@ -44,11 +44,12 @@ static int bench_gpt3(void) {
     SimRun *run = sim_run_new_with_options(graph, s, cluster, &params, &o, &error);
     gint64 b = g_get_monotonic_time();
     if (!run) return cli_fail(error, CLI_EXIT_FAILURE);
-    iter[expanded] = run->prediction.iteration_time_s;
+    const SimPrediction *pr = sim_run_prediction(run);
+    iter[expanded] = pr->iteration_time_s;
     printf("bench: gpt3   %-9s %9" G_GUINT64_FORMAT " tasks, %4d GPUs simulated: %.3f s wall "
            "(build + engine + breakdown); predicted iteration %.9g s, %.4g TFLOP/s per GPU\n",
-           expanded ? "expanded" : "symmetry", run->prediction.tasks, run->prediction.simulated_gpus,
-           (double)(b - a) / 1e6, run->prediction.iteration_time_s, run->prediction.tflops_per_gpu);
+           expanded ? "expanded" : "symmetry", pr->tasks, pr->simulated_gpus,
+           (double)(b - a) / 1e6, pr->iteration_time_s, pr->tflops_per_gpu);
     sim_run_free(run);
   }
   printf("bench: gpt3   predictions %s\n", iter[0] == iter[1] ? "identical" : "DIFFER");
@@ -80,15 +81,7 @@ static int bench_allreduce(void) {
   for (int expanded = 1; expanded >= 0; expanded--) {
     for (int i = 0; i < p; i++) simulated[i] = expanded || i == 0;
     gint64 a = g_get_monotonic_time();
-    SimTaskGraph *g = sim_task_graph_new(p);
-    g->num_resources = sim_network_num_resources(c);
-    SimTask proto = {0};
-    proto.kind = SIM_TASK_COMM;
-    proto.collective = CM_ALL_REDUCE;
-    proto.op = proto.tensor = proto.microbatch = -1;
-    proto.group_size = (uint32_t)p;
-    sim_network_expand(g, c, &proto, CM_ALL_REDUCE, devices, p, simulated, bytes, FALSE);
-    sim_task_graph_finish(g);
+    SimTaskGraph *g = sim_network_collective_graph(c, CM_ALL_REDUCE, devices, p, simulated, bytes);
     SimSchedule *s = sim_engine_run(g, &error);
     gint64 b = g_get_monotonic_time();
     if (!s) return cli_fail(error, CLI_EXIT_FAILURE);
@@ -96,7 +89,7 @@ static int bench_allreduce(void) {
     printf("bench: ring   64 MiB all-reduce over %d GPUs, step-expanded, %-9s %8u tasks in "
            "%.4f s wall (build + engine); simulated %.6f s (alpha-beta formula %.6f s)\n",
            p, expanded ? "expanded:" : "symmetry:", sim_task_graph_size(g), (double)(b - a) / 1e6,
-           sim_time_seconds(s->makespan), cm_collective_time(CM_ALL_REDUCE, p, bytes, &link));
+           sim_time_seconds(sim_schedule_makespan(s)), cm_collective_time(CM_ALL_REDUCE, p, bytes, &link));
     sim_schedule_free(s);
     sim_task_graph_free(g);
   }
@@ -172,7 +165,7 @@ int cli_bench(int argc, char **argv) {
     goto out;
   }
   uint32_t n = sim_task_graph_size(tasks);
-  uint32_t edges = tasks->succ_offsets[n];
+  uint32_t edges = sim_task_graph_num_edges(tasks);
   double build_s = (double)(t1 - t0) / 1e6;
   printf("bench: build   %u tasks, %u edges in %.3f s: %.2f M tasks/s\n", n, edges, build_s,
          n / build_s / 1e6);
@@ -186,7 +179,7 @@ int cli_bench(int argc, char **argv) {
       status = cli_fail(error, CLI_EXIT_FAILURE);
       goto out;
     }
-    makespan = s->makespan;
+    makespan = sim_schedule_makespan(s);
     sim_schedule_free(s);
     secs[r] = (double)(b - a) / 1e6;
   }

@@ -35,14 +35,16 @@ static void propose(GRand *rand, MdlStrategy *s, const MdlGraph *g, const DevClu
  * @moved. */
 static void count_moved(const SimRun *before, const SimRun *after, guint64 *compared,
                         guint64 *moved) {
-  uint32_t n = MIN(before->schedule->num_tasks, after->schedule->num_tasks);
+  uint32_t n = MIN(sim_run_num_tasks(before), sim_run_num_tasks(after));
+  SimTaskInfo a, b;
   for (uint32_t t = 0; t < n; t++) {
-    const SimTask *a = sim_task_graph_task(before->tasks, t), *b = sim_task_graph_task(after->tasks, t);
-    if ((a->kind != SIM_TASK_FORWARD && a->kind != SIM_TASK_BACKWARD) || a->kind != b->kind ||
-        a->op != b->op || a->microbatch != b->microbatch)
+    sim_run_task(before, t, &a);
+    sim_run_task(after, t, &b);
+    if ((a.kind != SIM_TASK_FORWARD && a.kind != SIM_TASK_BACKWARD) || a.kind != b.kind ||
+        a.op != b.op || a.microbatch != b.microbatch)
       continue;
     (*compared)++;
-    if (before->schedule->start[t] != after->schedule->start[t]) (*moved)++;
+    if (a.start != b.start) (*moved)++;
   }
 }
 
@@ -69,7 +71,7 @@ static int bench_one(int gpus, int changes, gboolean expanded) {
     status = cli_fail(error, CLI_EXIT_FAILURE);
     goto out;
   }
-  guint64 tasks = sim_delta_run(delta)->prediction.tasks;
+  guint64 tasks = sim_run_prediction(sim_delta_run(delta))->tasks;
   GRand *rand = g_rand_new_with_seed(42);
   double full_s = 0, delta_s = 0;
   guint64 compared = 0, moved = 0;
@@ -90,7 +92,9 @@ static int bench_one(int gpus, int changes, gboolean expanded) {
     }
     full_s += (double)(b - a) / 1e6;
     delta_s += (double)(c - b) / 1e6;
-    if (full->schedule->makespan != sim_delta_run(delta)->schedule->makespan) mismatches++;
+    if (sim_schedule_makespan(sim_run_schedule(full)) !=
+        sim_schedule_makespan(sim_run_schedule(sim_delta_run(delta))))
+      mismatches++;
     if (previous) count_moved(previous, full, &compared, &moved);
     sim_run_free(previous);
     previous = full;

@@ -14,12 +14,12 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_id, const char *db) {
-  const SimPrediction *p = &run->prediction;
-  const MdlStrategy *s = run->strategy;
-  const DevCluster *c = run->cluster;
+  const SimPrediction *p = sim_run_prediction(run);
+  const MdlStrategy *s = sim_run_strategy(run);
+  const DevCluster *c = sim_run_cluster(run);
   double t = p->iteration_time_s;
   double peak = c->device.peak_flops[s->dtype] / 1e12;
-  printf("stratsim simulate: %s on %s (%d x %d %s), strategy %s\n", run->graph->name, c->name,
+  printf("stratsim simulate: %s on %s (%d x %d %s), strategy %s\n", sim_run_graph(run)->name, c->name,
          c->nodes, c->gpus_per_node, c->device.name, strategy_spec);
   printf("  strategy     dp=%d tp=%d pp=%d, %d microbatches of %d, schedule %s", s->dp, s->tp,
          s->pp, s->num_microbatches, s->microbatch_size, mdl_schedule_name(s->schedule));
@@ -49,12 +49,12 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
          p->tasks, p->events, p->sim_wall_s,
          p->step_collectives ? "collectives step-expanded on links" : "one task per collective",
          p->symmetric ? "symmetry: identical replicas simulated once" : "every GPU simulated");
-  if (run->profiled_kernels > 0)
+  if (sim_run_profiled_kernels(run) > 0)
     printf("  kernels      %d measured kernel times of %s (interpolated between shapes), roofline "
-           "for the rest\n", run->profiled_kernels, c->device.name);
+           "for the rest\n", sim_run_profiled_kernels(run), c->device.name);
   else
     printf("  kernels      roofline (no measured kernel times of %s in the database)\n", c->device.name);
-  if (run->calibration) printf("  collectives  calibration %s\n", run->calibration);
+  if (sim_run_calibration(run)) printf("  collectives  calibration %s\n", sim_run_calibration(run));
   if (p->crossmesh)
     printf("  crossmesh    every move between meshes planned: %s, %s load balancing\n",
            sim_crossmesh_method_name(p->crossmesh_method), sim_crossmesh_order_name(p->crossmesh_order));
@@ -149,7 +149,7 @@ int cli_simulate(int argc, char **argv) {
     print_text(run, strategy_spec, run_id, db_path);
     if (trace)
       printf("  trace        %s (open in https://ui.perfetto.dev)%s\n", trace,
-             run->prediction.symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
+             sim_run_prediction(run)->symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
   }
 out:
   cm_calibration_free(calibration);

@@ -367,7 +367,7 @@ gint64 res_db_insert_run(ResDb *db, const char *command, const char *model, cons
 
 gint64 res_db_store_simulation(ResDb *db, const char *model_spec, const char *cluster_spec,
                                const char *strategy_spec, const SimRun *run, GError **error) {
-  const SimPrediction *p = &run->prediction;
+  const SimPrediction *p = sim_run_prediction(run);
   sqlite3_stmt *st = NULL;
   gint64 run_id = -1;
   g_autofree char *json = sim_prediction_to_json(run, TRUE);

@@ -159,7 +159,7 @@ ResPoint *scn_point_result(const ScnPoint *point, const ScnSimulation *sim, cons
     r->error = g_strdup(failure ? failure->message : "unknown error");
     return r;
   }
-  const SimPrediction *p = &sim->run->prediction;
+  const SimPrediction *p = sim_run_prediction(sim->run);
   r->has_prediction = TRUE;
   r->num_gpus = p->num_gpus;
   r->iteration_time_s = p->iteration_time_s;

@@ -7,6 +7,7 @@
  * microbatch and, with virtual stages, model chunk ("F3.c5 layer10.fc1"), its "cat" is the
  * phase (Perfetto groups and filters by it) and "cname" gives each phase one colour in
  * chrome://tracing. */
+#include "sim/sim-int.h"
 #include "sim/sim.h"
 #include "sim/sim_network.h"
 

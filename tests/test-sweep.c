@@ -386,7 +386,7 @@ static void test_sweep_search_entry(void) {
   ScnSimulation *a = scn_simulate(sc, point_at(points, 1), NULL, &error);
   ScnSimulation *b = scn_simulate(sc, point_at(points, 1), NULL, &error);
   g_assert_no_error(error);
-  g_assert_cmpfloat(a->run->prediction.iteration_time_s, ==, b->run->prediction.iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(a->run)->iteration_time_s, ==, sim_run_prediction(b->run)->iteration_time_s);
   g_assert_cmpstr(a->strategy->name, ==, b->strategy->name);
   scn_simulation_free(a);
   scn_simulation_free(b);
@@ -564,7 +564,7 @@ static void test_shipped_all_files(void) {
         ScnSimulation *sim = scn_simulate(sc, first, NULL, &error);
         if (!sim) g_error("%s: point %u (%s): %s", path, first->index, first->strategy, error->message);
         g_test_message("%s/%s: %s: %.4g s per iteration (%.2f s to simulate)", name, file,
-                       first->strategy_label, sim->run->prediction.iteration_time_s,
+                       first->strategy_label, sim_run_prediction(sim->run)->iteration_time_s,
                        (g_get_monotonic_time() - t0) / 1e6);
         scn_simulation_free(sim);
       }
@@ -822,16 +822,16 @@ static void test_options_crossmesh(void) {
   g_assert_no_error(error);
   ScnSimulation *s1 = scn_simulate(cm, point_at(p1, 0), NULL, &error);
   g_assert_no_error(error);
-  g_assert_false(s0->run->prediction.crossmesh);
-  g_assert_true(s1->run->prediction.crossmesh);
-  g_assert_cmpint(s1->run->prediction.crossmesh_method, ==, SIM_CROSSMESH_SEND_RECV);
+  g_assert_false(sim_run_prediction(s0->run)->crossmesh);
+  g_assert_true(sim_run_prediction(s1->run)->crossmesh);
+  g_assert_cmpint(sim_run_prediction(s1->run)->crossmesh_method, ==, SIM_CROSSMESH_SEND_RECV);
   g_autofree char *j1 = sim_prediction_to_json(s1->run, FALSE);
   g_assert_nonnull(strstr(j1, "\"crossmesh\":{\"method\":\"send_recv\",\"order\":\"greedy\"}"));
   /* Planning the aligned move expands the graph (no symmetry across the planned move). */
-  g_assert_true(s0->run->prediction.symmetric);
-  g_assert_false(s1->run->prediction.symmetric);
+  g_assert_true(sim_run_prediction(s0->run)->symmetric);
+  g_assert_false(sim_run_prediction(s1->run)->symmetric);
   g_test_message("gpt pp=2 tp=4: tile by tile %.6g s, send_recv+greedy planned %.6g s",
-                 s0->run->prediction.iteration_time_s, s1->run->prediction.iteration_time_s);
+                 sim_run_prediction(s0->run)->iteration_time_s, sim_run_prediction(s1->run)->iteration_time_s);
   scn_simulation_free(s0);
   scn_simulation_free(s1);
   g_ptr_array_free(p0, TRUE);

@@ -125,7 +125,7 @@ static void test_plan_one_rank(void) {
   cm_params_default(&params);
   SimRun *run = sim_run_new(g, s, c, &params, &error);
   g_assert_no_error(error);
-  g_assert_cmpfloat(run->prediction.iteration_time_s, ==, plan->predicted_iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(run)->iteration_time_s, ==, plan->predicted_iteration_time_s);
   /* forward: 3 gemms; backward: dX and dW for layers 1-2, dW only for layer 0 (its input is
    * data); plus the loss forward and backward and the optimizer step */
   g_assert_cmpuint(sum.gemms, ==, 3 + 2 + 2 + 1);

@@ -36,7 +36,6 @@ typedef struct {
   const DevCluster *c;
   const CmParams *p;
   const SimTaskGraph *tg;
-  const SimSchedule *sched;
   int ndev;
   OpShape *ops;
   uint32_t *pred_offsets, *pred;     /* predecessors, CSR */
@@ -85,34 +84,36 @@ static void compute_op_shapes(Plan *pl) {
 }
 
 static void build_predecessors(Plan *pl) {
-  uint32_t n = sim_task_graph_size(pl->tg);
+  uint32_t n = sim_task_graph_size(pl->tg), count;
   pl->pred_offsets = g_new0(uint32_t, n + 1);
-  for (uint32_t t = 0; t < n; t++)
-    for (uint32_t e = pl->tg->succ_offsets[t]; e < pl->tg->succ_offsets[t + 1]; e++)
-      pl->pred_offsets[pl->tg->succ[e] + 1]++;
+  for (uint32_t t = 0; t < n; t++) {
+    const uint32_t *succ = sim_task_graph_successors(pl->tg, t, &count);
+    for (uint32_t e = 0; e < count; e++) pl->pred_offsets[succ[e] + 1]++;
+  }
   for (uint32_t t = 0; t < n; t++) pl->pred_offsets[t + 1] += pl->pred_offsets[t];
   pl->pred = g_new(uint32_t, pl->pred_offsets[n] ? pl->pred_offsets[n] : 1);
   g_autofree uint32_t *fill = g_memdup2(pl->pred_offsets, sizeof(uint32_t) * n);
-  for (uint32_t t = 0; t < n; t++)
-    for (uint32_t e = pl->tg->succ_offsets[t]; e < pl->tg->succ_offsets[t + 1]; e++)
-      pl->pred[fill[pl->tg->succ[e]]++] = t;
+  for (uint32_t t = 0; t < n; t++) {
+    const uint32_t *succ = sim_task_graph_successors(pl->tg, t, &count);
+    for (uint32_t e = 0; e < count; e++) pl->pred[fill[succ[e]]++] = t;
+  }
 }
 
 /* Devices whose communication streams task @t occupies, in its resource order. */
-static int comm_members(const Plan *pl, const SimTask *t, int *out) {
-  const uint32_t *res = (const uint32_t *)pl->tg->task_resources->data + t->res_begin;
+static int comm_members(const Plan *pl, const SimTaskInfo *t, int *out) {
+  const uint32_t *res = t->resources;
   int n = 0;
-  for (uint16_t r = 0; r < t->nres; r++)
+  for (int r = 0; r < t->nres; r++)
     if (res[r] < 2 * (uint32_t)pl->ndev && res[r] % 2 == 1) out[n++] = (int)(res[r] / 2);
   return n;
 }
 
-static gboolean is_comm(const SimTask *t) {
+static gboolean is_comm(const SimTaskInfo *t) {
   return t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC;
 }
 
 /* Whether task @t becomes steps at all (markers and one-member collectives do not). */
-static gboolean has_steps(const Plan *pl, const SimTask *t) {
+static gboolean has_steps(const Plan *pl, const SimTaskInfo *t) {
   if (t->role != SIM_ROLE_WHOLE) return FALSE;
   if (!is_comm(t)) return TRUE;
   g_autofree int *members = g_new(int, t->nres);
@@ -139,8 +140,9 @@ static void collect_deps(const Plan *pl, uint32_t t, int device, GArray *deps, i
       g_array_append_val(deps, s);
       continue;
     }
-    const SimTask *pt = sim_task_graph_task(pl->tg, p);
-    if (!has_steps(pl, pt) && depth < 64) collect_deps(pl, p, device, deps, depth + 1);
+    SimTaskInfo pt;
+    sim_task_graph_get(pl->tg, p, &pt);
+    if (!has_steps(pl, &pt) && depth < 64) collect_deps(pl, p, device, deps, depth + 1);
   }
 }
 
@@ -160,7 +162,7 @@ static cJSON *deps_json(GArray *deps) {
   return arr;
 }
 
-static const char *phase_name(const SimTask *t) {
+static const char *phase_name(const SimTaskInfo *t) {
   switch ((SimTaskKind)t->kind) {
   case SIM_TASK_FORWARD:
   case SIM_TASK_RECOMPUTE: return "forward";
@@ -176,7 +178,9 @@ static const char *phase_name(const SimTask *t) {
 /* Starts a step object on @device for task @t; returns it (added to the device's steps). */
 static cJSON *new_step(Plan *pl, uint32_t t, int device, const char *stream, const char *kind,
                        const char *name) {
-  const SimTask *task = sim_task_graph_task(pl->tg, t);
+  SimTaskInfo info;
+  sim_task_graph_get(pl->tg, t, &info);
+  const SimTaskInfo *task = &info;
   cJSON *step = cJSON_CreateObject();
   uint32_t id = pl->next_id[device]++;
   cJSON_AddNumberToObject(step, "id", id);
@@ -253,7 +257,9 @@ static void gemm_fields(cJSON *step, const CmGemmShape *s) {
 
 /* The steps of compute task @t on @device. */
 static void add_compute_steps(Plan *pl, uint32_t t, int device) {
-  const SimTask *task = sim_task_graph_task(pl->tg, t);
+  SimTaskInfo info;
+  sim_task_graph_get(pl->tg, t, &info);
+  const SimTaskInfo *task = &info;
   double seconds = sim_time_seconds(task->duration);
   g_autoptr(GArray) deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   collect_deps(pl, t, device, deps, 0);
@@ -359,7 +365,7 @@ static int nodes_of(const Plan *pl, const int *members, int n) {
   return count;
 }
 
-static char *comm_name(const Plan *pl, const SimTask *t, const char *what) {
+static char *comm_name(const Plan *pl, const SimTaskInfo *t, const char *what) {
   const char *tensor = t->tensor >= 0 ? mdl_graph_tensor(pl->g, t->tensor)->name
                        : t->op >= 0   ? mdl_graph_op(pl->g, t->op)->name
                                       : "gradients";
@@ -368,7 +374,9 @@ static char *comm_name(const Plan *pl, const SimTask *t, const char *what) {
 }
 
 static void add_comm_steps(Plan *pl, uint32_t t) {
-  const SimTask *task = sim_task_graph_task(pl->tg, t);
+  SimTaskInfo info;
+  sim_task_graph_get(pl->tg, t, &info);
+  const SimTaskInfo *task = &info;
   g_autofree int *members = g_new(int, task->nres);
   int n = comm_members(pl, task, members);
   if (n < 2) return;
@@ -426,10 +434,10 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   SimOptions options = {.no_symmetry = TRUE, .step_collectives = FALSE};
   SimRun *run = sim_run_new_with_options(graph, strategy, cluster, params, &options, error);
   if (!run) return NULL;
-  if (sim_task_graph_size(run->tasks) > VAL_PLAN_MAX_STEPS) {
+  if (sim_run_num_tasks(run) > VAL_PLAN_MAX_STEPS) {
     g_set_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT,
                 "the iteration has %u tasks, more than a plan holds (%d): plan a smaller model "
-                "or fewer microbatches", sim_task_graph_size(run->tasks), VAL_PLAN_MAX_STEPS);
+                "or fewer microbatches", sim_run_num_tasks(run), VAL_PLAN_MAX_STEPS);
     sim_run_free(run);
     return NULL;
   }
@@ -438,8 +446,7 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   pl.s = strategy;
   pl.c = cluster;
   pl.p = params;
-  pl.tg = run->tasks;
-  pl.sched = run->schedule;
+  pl.tg = sim_run_task_graph(run);
   pl.ndev = dev_cluster_num_devices(cluster);
   pl.dtype_bytes = dev_dtype_bytes(strategy->dtype);
   pl.dtype = dev_dtype_name(strategy->dtype);
@@ -456,15 +463,18 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   compute_op_shapes(&pl);
   build_predecessors(&pl);
 
-  const uint32_t *res = (const uint32_t *)pl.tg->task_resources->data;
-  for (uint32_t k = 0; k < pl.sched->num_tasks; k++) {
-    uint32_t t = pl.sched->order[k];
-    const SimTask *task = sim_task_graph_task(pl.tg, t);
+  /* In the engine's start order. */
+  SimTimeline it;
+  SimTaskInfo info;
+  sim_timeline_init(&it, run);
+  while (sim_timeline_next(&it, &info)) {
+    const SimTaskInfo *task = &info;
+    uint32_t t = task->id;
     if (task->role != SIM_ROLE_WHOLE) continue;
     if (is_comm(task)) {
       add_comm_steps(&pl, t);
     } else {
-      uint32_t r = res[task->res_begin];
+      uint32_t r = task->resources[0];
       g_assert(r < 2 * (uint32_t)pl.ndev && r % 2 == 0);
       add_compute_steps(&pl, t, (int)(r / 2));
     }
@@ -474,8 +484,8 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   for (int d = 0; d < pl.ndev; d++)
     if (pl.next_id[d] > 0) ranks = d + 1;
   pl.sum.ranks = ranks;
-  pl.sum.iteration_time_s = run->prediction.iteration_time_s;
-  pl.sum.profiled_kernels = run->profiled_kernels;
+  pl.sum.iteration_time_s = sim_run_prediction(run)->iteration_time_s;
+  pl.sum.profiled_kernels = sim_run_profiled_kernels(run);
 
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "format", "stratsim-plan");
@@ -488,13 +498,13 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   cJSON_AddNumberToObject(root, "warmup", warmup);
   cJSON_AddNumberToObject(root, "iterations", iterations);
   cJSON *pred = cJSON_AddObjectToObject(root, "predicted");
-  cJSON_AddNumberToObject(pred, "iteration_time_s", run->prediction.iteration_time_s);
+  cJSON_AddNumberToObject(pred, "iteration_time_s", sim_run_prediction(run)->iteration_time_s);
   cJSON_AddStringToObject(pred, "device", cluster->device.name);
-  cJSON_AddNumberToObject(pred, "compute_s", run->prediction.compute_s);
-  cJSON_AddNumberToObject(pred, "comm_exposed_s", run->prediction.comm_exposed_s);
-  cJSON_AddNumberToObject(pred, "bubble_s", run->prediction.bubble_s);
-  cJSON_AddNumberToObject(pred, "profiled_kernels", run->profiled_kernels);
-  if (run->calibration) cJSON_AddStringToObject(pred, "calibration", run->calibration);
+  cJSON_AddNumberToObject(pred, "compute_s", sim_run_prediction(run)->compute_s);
+  cJSON_AddNumberToObject(pred, "comm_exposed_s", sim_run_prediction(run)->comm_exposed_s);
+  cJSON_AddNumberToObject(pred, "bubble_s", sim_run_prediction(run)->bubble_s);
+  cJSON_AddNumberToObject(pred, "profiled_kernels", sim_run_profiled_kernels(run));
+  if (sim_run_calibration(run)) cJSON_AddStringToObject(pred, "calibration", sim_run_calibration(run));
   cJSON_AddItemToObject(root, "groups", pl.groups_json);
   cJSON *programs = cJSON_AddArrayToObject(root, "programs");
   for (int d = 0; d < ranks; d++) {

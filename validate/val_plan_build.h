@@ -3,7 +3,7 @@
  *
  * The graph is built with every GPU simulated (no symmetry) and collectives as one task each;
  * a rank's program lists the tasks that occupy its compute or communication stream in the
- * engine's start order (SimSchedule.order). A collective starts at one instant on all its
+ * engine's start order (SimTimeline, sim.h). A collective starts at one instant on all its
  * members, and a send/recv on both ends, so filtering one global order per rank gives every
  * group's members the same relative order of its collectives and every (sender, receiver)
  * pair the same order of its transfers (PLAN.md's rules): issuing each program in list order
