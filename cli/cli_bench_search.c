@@ -18,6 +18,7 @@
 
 #include "costmodel/costmodel.h"
 #include "search/srch_search.h"
+#include "sim/sim_progress.h"
 
 #define CALCULON_CONFIGS_PER_S_PER_CORE 45.0
 
@@ -28,10 +29,20 @@ typedef struct {
   MdlGraph *graph;
   DevCluster *cluster;
   CmParams params;
+  SimProgress *progress;  /* the suite's progress line (nullable, borrowed) */
 } Case;
 
-static gboolean case_init(Case *c, const char *model, const char *cluster, GError **error) {
+/* A search's state on the suite's progress line (sim/sim_progress.h). */
+static void show_progress(const SrchProgress *p, gpointer data) {
+  const Case *c = data;
+  sim_progress_set(c->progress, "%s on %s: %s, %" G_GUINT64_FORMAT " evaluations, %.0f s",
+                   c->graph->name, c->cluster->name, p->phase, p->evaluations, p->elapsed_s);
+}
+
+static gboolean case_init(Case *c, const char *model, const char *cluster, SimProgress *progress,
+                          GError **error) {
   cm_params_default(&c->params);
+  c->progress = progress;
   c->graph = mdl_graph_parse_spec(model, error);
   c->cluster = c->graph ? dev_cluster_parse_spec(cluster, error) : NULL;
   return c->cluster != NULL;
@@ -52,16 +63,20 @@ static SrchResult *search(const Case *c, SrchAlgo algo, guint64 evaluations, dou
   o.threads = threads;
   o.no_delta = no_delta;
   o.no_baselines = TRUE;
+  if (c->progress) {
+    o.progress = show_progress;
+    o.progress_data = (gpointer)c;
+  }
   return srch_run(c->graph, c->cluster, &c->params, &o, error);
 }
 
 /* (a) */
-static int bench_rates(void) {
+static int bench_rates(SimProgress *progress) {
   const char *model = "gpt3-1.3b", *cluster = "dgx-a100:nodes=2";
   const guint64 budget = 300;
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!case_init(&c, model, cluster, progress, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
   say("bench: search rates  %s on %s, one thread, %" G_GUINT64_FORMAT
          " evaluations each (the grid: all of it), space construction included; Calculon: %.0f "
          "Megatron configurations/s/core\n", model, cluster, budget, CALCULON_CONFIGS_PER_S_PER_CORE);
@@ -98,11 +113,11 @@ static int bench_rates(void) {
 }
 
 /* (b) */
-static int bench_grid175(void) {
+static int bench_grid175(SimProgress *progress) {
   const char *model = "gpt3-175b:batch=1536", *cluster = "dgx-a100:nodes=128";
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!case_init(&c, model, cluster, progress, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
   SrchResult *r = search(&c, SRCH_ALGO_GRID, 1000000, 0, 2, FALSE, &error);
   if (!r) {
     case_clear(&c);
@@ -128,13 +143,14 @@ static double time_to_within(const SrchResult *r, double target) {
   return -1;
 }
 
-static int bench_convergence(const char *model, const char *cluster, double seconds) {
+static int bench_convergence(const char *model, const char *cluster, double seconds,
+                             SimProgress *progress) {
   static const SrchAlgo algos[] = {SRCH_ALGO_MCMC, SRCH_ALGO_CD, SRCH_ALGO_RANDOM, SRCH_ALGO_GRID,
                                    SRCH_ALGO_AUTO, SRCH_ALGO_DP};
   enum { N = G_N_ELEMENTS(algos) };
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!case_init(&c, model, cluster, progress, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
   SrchResult *results[N] = {NULL};
   double overall = INFINITY;
   for (int i = 0; i < N; i++) {
@@ -170,9 +186,13 @@ static int bench_convergence(const char *model, const char *cluster, double seco
 
 int cli_bench_search(double seconds) {
   if (seconds <= 0) seconds = 20;
-  int status = bench_rates();
-  if (status == CLI_EXIT_OK) status = bench_grid175();
-  if (status == CLI_EXIT_OK) status = bench_convergence("gpt3-2.7b", "dgx-a100:nodes=8", seconds);
-  if (status == CLI_EXIT_OK) status = bench_convergence("vgg13", "flexflow-p100:nodes=8", seconds);
+  /* The suite runs for minutes, often into a file: a progress line every few seconds. */
+  g_autoptr(SimProgress) progress = sim_progress_new_stderr("bench");
+  int status = bench_rates(progress);
+  if (status == CLI_EXIT_OK) status = bench_grid175(progress);
+  if (status == CLI_EXIT_OK)
+    status = bench_convergence("gpt3-2.7b", "dgx-a100:nodes=8", seconds, progress);
+  if (status == CLI_EXIT_OK)
+    status = bench_convergence("vgg13", "flexflow-p100:nodes=8", seconds, progress);
   return status;
 }

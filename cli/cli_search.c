@@ -19,19 +19,19 @@
 #include "costmodel/cm_profile.h"
 #include "results/res_db.h"
 #include "search/srch_search.h"
+#include "sim/sim_progress.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* One line on the terminal, rewritten in place. */
+/* The search's state for the progress line (sim/sim_progress.h: in place on a terminal,
+ * a line every few seconds elsewhere). */
 static void show_progress(const SrchProgress *p, gpointer data) {
-  (void)data;
   char best[32] = "none yet";
   if (isfinite(p->best_time_s)) g_snprintf(best, sizeof best, "%.6g s", p->best_time_s);
   char left[32] = "?";
   if (p->left_s >= 0) g_snprintf(left, sizeof left, "%.0f s", ceil(p->left_s));
-  fprintf(stderr, "\r  %s: best %s, %" G_GUINT64_FORMAT " evaluations, %.0f/s, %s left\033[K",
-          p->phase, best, p->evaluations, p->evals_per_s, left);
-  fflush(stderr);
+  sim_progress_set(data, "%s: best %s, %" G_GUINT64_FORMAT " evaluations, %.0f/s, %s left",
+                   p->phase, best, p->evaluations, p->evals_per_s, left);
 }
 
 static void print_baseline(const SrchBaseline *b, const SrchResult *r) {
@@ -234,7 +234,11 @@ static int search_main(int argc, char **argv) {
     return CLI_EXIT_BAD_INPUT;
   o.rank = cli_mpi_rank();
   o.nranks = cli_mpi_size();
-  if (isatty(fileno(stderr)) && o.rank == 0) o.progress = show_progress;
+  g_autoptr(SimProgress) progress = o.rank == 0 ? sim_progress_new_stderr("search") : NULL;
+  if (progress) {
+    o.progress = show_progress;
+    o.progress_data = progress;
+  }
   if (!db_path) db_path = g_strdup("results/stratsim.db");
 
   int status = CLI_EXIT_OK;
@@ -270,7 +274,7 @@ static int search_main(int argc, char **argv) {
   }
   params.profiles = profiles;
   r = srch_run(graph, cluster, &params, &o, &error);
-  if (o.progress) fprintf(stderr, "\r\033[K");
+  g_clear_pointer(&progress, sim_progress_free);
 gather:
   if (o.nranks > 1) {
     /* Every rank gathers (a failed one sends NULL), so that no rank waits forever. */

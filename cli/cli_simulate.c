@@ -1,6 +1,7 @@
 /* cli/simulate — `stratsim simulate --model M --cluster C --strategy S [--json] [--trace FILE]
  * [--db FILE]`: one iteration's prediction, printed and stored in SQLite. */
 #include "cli/cli.h"
+#include "sim/sim_progress.h"
 
 #include <stdio.h>
 
@@ -128,12 +129,18 @@ int cli_simulate(int argc, char **argv) {
     goto out;
   }
   params.profiles = profiles;
-  if (!(run = sim_run_new_with_options(graph, strategy, cluster, &params,
-                                       &options, &error))) {
+  /* Long (step-mode, expanded) simulations say where they are on stderr; done before the
+   * results are printed. */
+  options.progress = sim_progress_new_stderr("simulate");
+  run = sim_run_new_with_options(graph, strategy, cluster, &params, &options, &error);
+  if (run && trace) sim_progress_set(options.progress, "writing the trace %s", trace);
+  gboolean traced = run && (!trace || sim_trace_write(run, trace, &error));
+  g_clear_pointer(&options.progress, sim_progress_free);
+  if (!run) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
-  if (trace && !sim_trace_write(run, trace, &error)) {
+  if (!traced) {
     status = cli_fail(error, CLI_EXIT_FAILURE);
     goto out;
   }

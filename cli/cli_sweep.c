@@ -15,35 +15,22 @@
 #include "scenarios/scn_report.h"
 #include "scenarios/scn_reshard.h"
 #include "scenarios/scn_sweep.h"
+#include "sim/sim_progress.h"
 
 #define DEFAULT_DB "results/stratsim.db"
 
-typedef struct {
-  gint64 started_us;
-  gint64 drawn_us;  /* when the bar was last drawn */
-  gboolean drawn;
-} Progress;
-
-/* A one-line progress bar on a terminal (stderr), redrawn in place at most ten times a second
- * (and at the end). */
-static void progress_bar(guint done, guint total, guint errors, gpointer data) {
-  Progress *p = data;
-  gint64 now = g_get_monotonic_time();
-  if (total == 0 || (p->drawn && done < total && now - p->drawn_us < 100000)) return;
-  p->drawn_us = now;
-  double elapsed = (double)(now - p->started_us) / 1e6;
-  int width = 30, filled = (int)((double)width * done / total);
+/* The sweep's state for the progress line (sim/sim_progress.h: a bar in place on a terminal,
+ * a line every few seconds elsewhere). */
+static void show_progress(guint done, guint total, guint errors, gpointer data) {
+  if (total == 0) return;
+  int width = 30, filled = (int)((double)width * MIN(done, total) / total);
   char bar[64];
   for (int i = 0; i < width; i++) bar[i] = i < filled ? '#' : '-';
   bar[width] = '\0';
-  fprintf(stderr, "\r  [%s] %u/%u points", bar, done, total);
-  if (errors) fprintf(stderr, ", %u failed or OOM", errors);
-  fprintf(stderr, ", %.1f s", elapsed);
-  if (done > 0 && done < total) fprintf(stderr, ", about %.0f s left ", elapsed / done * (total - done));
-  else fputs("             ", stderr);
-  if (done == total) fputc('\n', stderr);
-  fflush(stderr);
-  p->drawn = TRUE;
+  if (errors)
+    sim_progress_set(data, "[%s] %u/%u points, %u failed or OOM", bar, done, total, errors);
+  else
+    sim_progress_set(data, "[%s] %u/%u points", bar, done, total);
 }
 
 /* results/NAME with characters other than letters, digits, '.', '_', '-' replaced. */
@@ -220,11 +207,12 @@ static int sweep_main(int argc, char **argv) {
     goto done;
   }
   if (!out) out = default_out_dir(scenario->name);
-  Progress progress = {.started_us = g_get_monotonic_time()};
+  gint64 started_us = g_get_monotonic_time();
   ScnSweepOptions options = {.threads = threads, .max_points = (guint)max_points};
-  if (rank == 0 && isatty(STDERR_FILENO)) {
-    options.progress = progress_bar;
-    options.progress_data = &progress;
+  SimProgress *progress = rank == 0 ? sim_progress_new_stderr("sweep") : NULL;
+  if (progress) {
+    options.progress = show_progress;
+    options.progress_data = progress;
   }
   if (cli_mpi_active()) {
     options.share_rank = rank;
@@ -233,8 +221,8 @@ static int sweep_main(int argc, char **argv) {
   }
   ScnSweepSummary sum;
   gboolean ok = scn_sweep_run(scenario, db, &options, &sum, &error);
-  double elapsed = (double)(g_get_monotonic_time() - progress.started_us) / 1e6;
-  if (progress.drawn && sum.ran + sum.stored_before < sum.points && !ok) fputc('\n', stderr);
+  sim_progress_free(progress);
+  double elapsed = (double)(g_get_monotonic_time() - started_us) / 1e6;
   if (!ok) {
     status = fail_sweep(error, cli_status_for(error));
     goto done;

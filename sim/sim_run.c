@@ -7,6 +7,7 @@
  * communication + bubble = iteration time. */
 #include "sim/sim.h"
 #include "sim/sim-int.h"
+#include "sim/sim_progress.h"
 #include "sim/sim_crossmesh.h"
 
 #include <cjson/cJSON.h>
@@ -189,8 +190,12 @@ SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strat
                                  const DevCluster *cluster, const CmParams *params,
                                  const SimOptions *options, GError **error) {
   gint64 t0 = g_get_monotonic_time();
+  sim_progress_set(options->progress, "building the task graph of %s on %d GPUs", graph->name,
+                   dev_cluster_num_devices(cluster));
   SimTaskGraph *tasks = sim_build_with_options(graph, strategy, cluster, params, options, error);
   if (!tasks) return NULL;
+  sim_progress_set(options->progress, "running the engine over %u tasks",
+                   sim_task_graph_size(tasks));
   return sim_run_from_graph(graph, strategy, cluster, params, options, tasks, NULL, t0,
                             g_get_monotonic_time(), error);
 }
