@@ -1,14 +1,12 @@
 /* cli/simulate — `stratsim simulate --model M --cluster C --strategy S [--json] [--trace FILE]
- * [--db FILE]`: one iteration's prediction, printed and stored in SQLite. */
+ * [--db FILE] [--no-store]`: one iteration's prediction, printed and (unless --no-store)
+ * stored in SQLite. Parse options -> session (session/ses_session.h) -> simulate -> print. */
 #include "cli/cli.h"
 #include "sim/sim_progress.h"
 
 #include <stdio.h>
 
-#include "costmodel/cm_calibrate.h"
-#include "costmodel/cm_profile.h"
-#include "costmodel/costmodel.h"
-#include "results/res_db.h"
+#include "session/ses_session.h"
 #include "sim/sim.h"
 #include "sim/sim_crossmesh.h"
 
@@ -59,13 +57,14 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   if (p->crossmesh)
     printf("  crossmesh    every move between meshes planned: %s, %s load balancing\n",
            sim_crossmesh_method_name(p->crossmesh_method), sim_crossmesh_order_name(p->crossmesh_order));
-  printf("  stored       run %" G_GINT64_FORMAT " in %s\n", run_id, db);
+  if (db) printf("  stored       run %" G_GINT64_FORMAT " in %s\n", run_id, db);
+  else printf("  stored       not stored (--no-store)\n");
 }
 
 int cli_simulate(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
   g_autofree char *trace = NULL, *db_path = NULL;
-  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE, no_profiles = FALSE;
+  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE, no_profiles = FALSE, no_store = FALSE;
   g_autofree char *collectives = NULL;
   g_autofree char *calibration_name = NULL;
   g_autofree char *crossmesh_method = NULL, *crossmesh_order = NULL;
@@ -76,6 +75,7 @@ int cli_simulate(int argc, char **argv) {
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
       {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "write a Chrome/Perfetto trace", "FILE"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
+      {"no-store", 0, 0, G_OPTION_ARG_NONE, &no_store, "do not record the run: the database is only read (kernel times, calibration), never created or written", NULL},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
       {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME (stratsim calibrate) in the database", "NAME"},
@@ -99,53 +99,28 @@ int cli_simulate(int argc, char **argv) {
 
   GError *error = NULL;
   int status = CLI_EXIT_OK;
-  DevCluster *cluster = NULL;
-  MdlGraph *graph = NULL;
-  MdlStrategy *strategy = NULL;
   SimRun *run = NULL;
-  ResDb *db = NULL;
-  CmParams params;
-  cm_params_default(&params);
-  CmCalibration *calibration = NULL;
-  CmProfiles *profiles = NULL;
-  if (calibration_name) {
-    if (!(calibration = cli_load_calibration(db_path ? db_path : "results/stratsim.db",
-                                             calibration_name, &error))) {
-      status = cli_fail(error, CLI_EXIT_BAD_INPUT);
-      goto out;
-    }
-    params.calibration = calibration;
-  }
-  if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
-      !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
-      !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
-      !(db = res_db_open(db_path, &error))) {
+  /* Long (step-mode, expanded) simulations say where they are on stderr (sim_progress.h);
+   * stopped before the results are printed. The session borrows it for its one simulation. */
+  g_autoptr(SimProgress) progress = sim_progress_new_stderr("simulate");
+  options.progress = progress;
+  SesSpecs specs = {.model = model_spec, .cluster = cluster_spec, .strategy = strategy_spec,
+                    .db_path = db_path, .read_only = no_store, .calibration = calibration_name,
+                    .no_profiles = no_profiles, .options = options};
+  SesSession *session = ses_session_new_from_specs(&specs, &error);
+  if (!session || !(run = ses_session_simulate(session, &error))) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
-  /* Measured kernel times of this device kind override the roofline. */
-  if (!no_profiles && !(profiles = res_db_load_profiles(db, cluster->device.name, &error))) {
-    status = cli_fail(error, cli_status_for(error));
-    goto out;
-  }
-  params.profiles = profiles;
-  /* Long (step-mode, expanded) simulations say where they are on stderr; done before the
-   * results are printed. */
-  options.progress = sim_progress_new_stderr("simulate");
-  run = sim_run_new_with_options(graph, strategy, cluster, &params, &options, &error);
-  if (run && trace) sim_progress_set(options.progress, "writing the trace %s", trace);
-  gboolean traced = run && (!trace || sim_trace_write(run, trace, &error));
-  g_clear_pointer(&options.progress, sim_progress_free);
-  if (!run) {
-    status = cli_fail(error, cli_status_for(error));
-    goto out;
-  }
+  if (trace) sim_progress_set(progress, "writing the trace %s", trace);
+  gboolean traced = !trace || sim_trace_write(run, trace, &error);
+  g_clear_pointer(&progress, sim_progress_free);
   if (!traced) {
-    status = cli_fail(error, CLI_EXIT_FAILURE);
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   gint64 run_id = -1;
-  if ((run_id = res_db_store_simulation(db, model_spec, cluster_spec, strategy_spec, run, &error)) < 0) {
+  if (!no_store && (run_id = ses_session_store_simulation(session, run, &error)) < 0) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
@@ -153,18 +128,13 @@ int cli_simulate(int argc, char **argv) {
     g_autofree char *text = sim_prediction_to_json(run, TRUE);
     printf("%s\n", text);
   } else {
-    print_text(run, strategy_spec, run_id, db_path);
+    print_text(run, strategy_spec, run_id, no_store ? NULL : db_path);
     if (trace)
       printf("  trace        %s (open in https://ui.perfetto.dev)%s\n", trace,
              sim_run_prediction(run)->symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
   }
 out:
-  cm_calibration_free(calibration);
-  cm_profiles_free(profiles);
-  res_db_close(db);
   sim_run_free(run);
-  mdl_strategy_free(strategy);
-  mdl_graph_free(graph);
-  dev_cluster_free(cluster);
+  ses_session_free(session);
   return status;
 }

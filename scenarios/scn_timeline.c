@@ -161,7 +161,7 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
   int rows = 2 * shown;
   int height = 190 + 34 * rows, width = 1300;
   g_autofree char *epilogue = NULL;
-  g_autofree char *terminal = scn_gnuplot_terminal(base, formats, width, height, &epilogue);
+  g_autofree char *terminal = util_gnuplot_terminal(base, formats, width, height, &epilogue);
   GString *plot = g_string_new(NULL);
   g_string_append_printf(plot, "# stratsim chart: draw with `gnuplot %s.gp` in this directory (reads %s.dat)\n%s",
                          base, base, terminal);
@@ -170,7 +170,7 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
     g_string_append_printf(full_title, " - first %d of %d simulated GPUs", shown, used);
   if (sim_run_prediction(run)->symmetric)
     g_string_append(full_title, " (symmetry: GPUs identical to those shown are not drawn)");
-  g_autofree char *qtitle = scn_gnuplot_quote(full_title->str);
+  g_autofree char *qtitle = util_gnuplot_quote(full_title->str);
   g_string_free(full_title, TRUE);
   g_string_append_printf(plot, "set title %s noenhanced\nset xlabel 'time (%s)'\n", qtitle, unit);
   /* Row 0 at the top: an explicit range is inverted by writing it high to low. */
@@ -203,8 +203,8 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
   g_string_append_printf(plot, "\n%s", epilogue);
   g_autofree char *dat = g_strdup_printf("%s.dat", base);
   g_autofree char *gp = g_strdup_printf("%s.gp", base);
-  gboolean ok = scn_chart_write_file(dir, dat, data->str, files, error) &&
-                scn_chart_write_file(dir, gp, plot->str, files, error);
+  gboolean ok = util_write_file(dir, dat, data->str, files, error) &&
+                util_write_file(dir, gp, plot->str, files, error);
   g_string_free(data, TRUE);
   g_string_free(plot, TRUE);
   g_array_free(boxes, TRUE);

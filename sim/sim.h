@@ -22,6 +22,15 @@
 
 G_BEGIN_DECLS
 
+/* Errors of the simulator itself. Bad input (an invalid strategy, a graph over the limits) is
+ * reported in the model's domain (MDL_ERROR) where it is found; SIM_ERROR is for internal
+ * invariants that a correct build never breaks, so a failure (exit status 1), not bad input. */
+#define SIM_ERROR (sim_error_quark())
+GQuark sim_error_quark(void);
+typedef enum {
+  SIM_ERROR_CYCLE, /* a built task graph has a dependency cycle (tasks never became ready) */
+} SimError;
+
 typedef uint64_t SimTime;               /* picoseconds */
 #define SIM_PS_PER_SECOND 1e12
 

@@ -104,7 +104,7 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
   g_free(e->free_at);
   g_free(e->heap);
   if (done != n) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID,
+    g_set_error(error, SIM_ERROR, SIM_ERROR_CYCLE,
                 "task graph has a dependency cycle: %u of %u tasks never became ready", n - done, n);
     sim_schedule_free(s);
     return NULL;

@@ -11,6 +11,8 @@ SimTime sim_time_from_seconds(double seconds) {
   return ps >= 1.8e19 ? UINT64_MAX / 2 : (SimTime)ps;
 }
 
+G_DEFINE_QUARK(stratsim-sim-error-quark, sim_error)
+
 static const char *const kind_names[SIM_TASK_KIND_COUNT] = {
     "forward", "backward", "comm", "grad_sync", "optimizer", "backward_weight", "recompute"};
 

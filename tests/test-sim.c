@@ -69,7 +69,7 @@ static void test_engine_cycle(void) {
   sim_task_graph_finish(g);
   GError *error = NULL;
   g_assert_null(sim_engine_run(g, &error));
-  g_assert_error(error, MDL_ERROR, MDL_ERROR_INVALID);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_CYCLE);
   g_assert_nonnull(strstr(error->message, "cycle"));
   g_error_free(error);
   sim_task_graph_free(g);

@@ -11,9 +11,7 @@
 #include <string.h>
 
 #include "costmodel/cm_backward.h"
-#include "costmodel/cm_calibrate.h"
-#include "costmodel/cm_profile.h"
-#include "results/res_db.h"
+#include "session/ses_session.h"
 #include "sim/sim.h"
 
 G_DEFINE_QUARK(val-build-error-quark, val_build_error)
@@ -543,18 +541,18 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
 char *val_plan_make(const ValPlanRequest *request, ValPlanSummary *summary, GError **error) {
   g_return_val_if_fail(request && request->model_spec && request->cluster_spec, NULL);
   const char *strategy_spec = request->strategy_spec ? request->strategy_spec : "dp";
+  if (request->calibration && !request->db_path) {
+    g_set_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT,
+                "a calibration is read from a database: give one");
+    return NULL;
+  }
+  /* Read only: a plan writes nothing to the database it reads kernel times from. */
+  SesSpecs specs = {.model = request->model_spec, .cluster = request->cluster_spec,
+                    .strategy = strategy_spec, .db_path = request->db_path, .read_only = TRUE,
+                    .calibration = request->calibration, .no_profiles = request->no_profiles};
+  SesSession *session = ses_session_new_from_specs(&specs, error);
+  if (!session) return NULL;
   char *text = NULL;
-  DevCluster *cluster = NULL;
-  MdlGraph *graph = NULL;
-  MdlStrategy *strategy = NULL;
-  CmProfiles *profiles = NULL;
-  CmCalibration *calibration = NULL;
-  CmParams params;
-  cm_params_default(&params);
-  if (!(cluster = dev_cluster_parse_spec(request->cluster_spec, error)) ||
-      !(graph = mdl_graph_parse_spec(request->model_spec, error)) ||
-      !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, error)))
-    goto out;
   if (request->dtype) {
     DevDtype dt;
     if (!dev_dtype_parse(request->dtype, &dt)) {
@@ -562,45 +560,19 @@ char *val_plan_make(const ValPlanRequest *request, ValPlanSummary *summary, GErr
                   "unknown dtype '%s' (fp32, tf32, fp16, bf16)", request->dtype);
       goto out;
     }
-    strategy->dtype = dt;
-    if (!mdl_strategy_validate(strategy, graph, cluster, error)) goto out;
-  }
-  if (request->calibration && !request->db_path) {
-    g_set_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT,
-                "a calibration is read from a database: give one");
-    goto out;
-  }
-  if (request->db_path && g_file_test(request->db_path, G_FILE_TEST_EXISTS)) {
-    ResDb *db = res_db_open(request->db_path, error);
-    if (!db) goto out;
-    profiles = request->no_profiles ? cm_profiles_new()
-                                    : res_db_load_profiles(db, cluster->device.name, error);
-    char *json = NULL;
-    if (profiles && request->calibration)
-      json = res_db_load_calibration(db, request->calibration, NULL, error);
-    res_db_close(db);
-    if (!profiles || (request->calibration && !json)) goto out;
-    if (json) {
-      g_autofree char *origin = g_strdup_printf("calibration '%s'", request->calibration);
-      calibration = cm_calibration_from_json(json, origin, error);
-      g_free(json);
-      if (!calibration) goto out;
-    }
-    params.profiles = profiles;
-    params.calibration = calibration;
-  } else if (request->calibration) {
-    g_set_error(error, RES_ERROR, RES_ERROR_NOT_FOUND, "no database %s to read calibration '%s' from",
-                request->db_path, request->calibration);
-    goto out;
+    MdlStrategy *copy = mdl_strategy_copy(ses_session_strategy(session));
+    copy->dtype = dt;
+    ses_session_set_strategy(session, copy);
+    if (!mdl_strategy_validate(copy, ses_session_graph(session), ses_session_cluster(session),
+                               error))
+      goto out;
   }
   ValPlanRequest req = *request;
   req.strategy_spec = strategy_spec;
-  text = val_plan_build(graph, strategy, cluster, &params, &req, summary, error);
+  text = val_plan_build(ses_session_graph(session), ses_session_strategy(session),
+                        ses_session_cluster(session), ses_session_params(session), &req,
+                        summary, error);
 out:
-  cm_calibration_free(calibration);
-  cm_profiles_free(profiles);
-  mdl_strategy_free(strategy);
-  mdl_graph_free(graph);
-  dev_cluster_free(cluster);
+  ses_session_free(session);
   return text;
 }

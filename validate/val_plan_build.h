@@ -81,7 +81,8 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
 
 /* The whole of `stratsim validate plan`: parses the specs (errors in their own domains:
  * DEV_ERROR, MDL_ERROR), reads kernel profiles and the calibration from request->db_path when
- * given, overrides the dtype and builds the plan. Caller g_frees the text. */
+ * given (a session, session/ses_session.h, read-only), overrides the dtype and builds the plan.
+ * Caller g_frees the text. */
 char *val_plan_make(const ValPlanRequest *request, ValPlanSummary *summary, GError **error);
 
 G_END_DECLS
