@@ -8,6 +8,7 @@
  * 0 (cli_mpi_gather_strings, srch_result_merge_ranks), which alone prints, writes --out and
  * stores. Other ranks print only their errors. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 #include "cli/cli_mpi.h"
 
 #include <math.h>
@@ -242,8 +243,15 @@ static int search_main(int argc, char **argv) {
     o.progress_data = progress;
   }
   if (!db_path) db_path = g_strdup("results/stratsim.db");
+  /* --out is checked before the search (cli_outputs.h), on rank 0 that writes it. */
+  gboolean out_ok = o.rank != 0 || cli_output_file_ok("--out", out_path, &error);
+  if (!out_ok) cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (o.nranks > 1 ? cli_mpi_allreduce_max(out_ok ? 0.0 : 1.0) > 0 : !out_ok)
+    return CLI_EXIT_BAD_INPUT; /* under mpirun every rank stops; rank 0 said why */
 
   int status = CLI_EXIT_OK;
+  gboolean written = TRUE;
+  GError *out_error = NULL;
   SesSession *session = NULL;
   const MdlGraph *graph = NULL;
   const DevCluster *cluster = NULL;
@@ -287,10 +295,10 @@ gather:
     goto out;
   }
   if (r->best) strategy_json = mdl_strategy_to_json(r->best, graph);
-  if (out_path && strategy_json && !g_file_set_contents(out_path, strategy_json, -1, &error)) {
-    status = cli_fail(error, cli_status_for(error));
-    goto out;
-  }
+  /* A winner that cannot be written is a failed side output: the search is still stored and
+   * printed, then the failure said (exit 1). g_file_set_contents leaves no partial file. */
+  if (out_path && strategy_json)
+    written = g_file_set_contents(out_path, strategy_json, -1, &out_error);
   text = srch_result_to_json(r, &o, graph, cluster);
   gint64 search_id = -1;
   if (!no_store && (search_id = store(ses_session_db(session), r, &o, model_spec, cluster_spec,
@@ -299,9 +307,10 @@ gather:
     goto out;
   }
   if (json) printf("%s\n", text);
-  else print_text(r, &o, graph, cluster, budget_text, strategy_json ? out_path : NULL, search_id,
-                  no_store ? NULL : db_path);
+  else print_text(r, &o, graph, cluster, budget_text, strategy_json && written ? out_path : NULL,
+                  search_id, no_store ? NULL : db_path);
   if (!r->best) status = CLI_EXIT_FAILURE;
+  if (!written) status = cli_fail(out_error, CLI_EXIT_FAILURE);
 out:
   g_free(text);
   g_free(strategy_json);

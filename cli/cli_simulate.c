@@ -2,8 +2,10 @@
  * [--db FILE] [--no-store]`: one iteration's prediction, printed and (unless --no-store)
  * stored in SQLite. Parse options -> session (session/ses_session.h) -> simulate -> print. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 #include "sim/sim_progress.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 
 #include "session/ses_session.h"
@@ -20,8 +22,8 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   double peak = c->device.peak_flops[s->dtype] / 1e12;
   printf("stratsim simulate: %s on %s (%d x %d %s), strategy %s\n", sim_run_graph(run)->name, c->name,
          c->nodes, c->gpus_per_node, c->device.name, strategy_spec);
-  printf("  strategy     dp=%d tp=%d pp=%d, %d microbatches of %d, schedule %s", s->dp, s->tp,
-         s->pp, s->num_microbatches, s->microbatch_size, mdl_schedule_name(s->schedule));
+  g_autofree char *described = mdl_strategy_describe(s, sim_run_graph(run));
+  printf("  strategy     %s, schedule %s", described, mdl_schedule_name(s->schedule));
   if (s->virtual_stages > 1) printf(" (vp=%d)", s->virtual_stages);
   if (s->weight_delay) printf(" with weight delay");
   if (s->zero_stage > 0) printf(", ZeRO-%d", s->zero_stage);
@@ -100,6 +102,9 @@ int cli_simulate(int argc, char **argv) {
   GError *error = NULL;
   int status = CLI_EXIT_OK;
   SimRun *run = NULL;
+  GError *trace_error = NULL;
+  /* Output paths are checked before the work (cli_outputs.h). */
+  if (!cli_output_file_ok("--trace", trace, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
   /* Long (step-mode, expanded) simulations say where they are on stderr (sim_progress.h);
    * stopped before the results are printed. The session borrows it for its one simulation. */
   g_autoptr(SimProgress) progress = sim_progress_new_stderr("simulate");
@@ -112,27 +117,34 @@ int cli_simulate(int argc, char **argv) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
+  /* A trace that cannot be written (a full disk) is a failed side output: the run is still
+   * stored and printed, then the failure said in one line (exit 1); sim_trace_write leaves no
+   * partial file. */
   if (trace) sim_progress_set(progress, "writing the trace %s", trace);
-  gboolean traced = !trace || sim_trace_write(run, trace, &error);
+  gboolean traced = !trace || sim_trace_write(run, trace, &trace_error);
   g_clear_pointer(&progress, sim_progress_free);
-  if (!traced) {
-    status = cli_fail(error, cli_status_for(error));
-    goto out;
-  }
   gint64 run_id = -1;
   if (!no_store && (run_id = ses_session_store_simulation(session, run, &error)) < 0) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   if (json) {
+    /* The prediction and the run id it was stored under (null with --no-store). */
     g_autofree char *text = sim_prediction_to_json(run, TRUE);
-    printf("%s\n", text);
+    cJSON *root = cJSON_Parse(text);
+    if (run_id >= 0) cJSON_AddNumberToObject(root, "run_id", (double)run_id);
+    else cJSON_AddNullToObject(root, "run_id");
+    char *printed = cJSON_PrintUnformatted(root);
+    printf("%s\n", printed);
+    cJSON_free(printed);
+    cJSON_Delete(root);
   } else {
     print_text(run, strategy_spec, run_id, no_store ? NULL : db_path);
-    if (trace)
+    if (trace && traced)
       printf("  trace        %s (open in https://ui.perfetto.dev)%s\n", trace,
              sim_run_prediction(run)->symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
   }
+  if (!traced) status = cli_fail(trace_error, CLI_EXIT_FAILURE);
 out:
   sim_run_free(run);
   ses_session_free(session);

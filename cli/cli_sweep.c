@@ -4,6 +4,7 @@
  * points into SQLite (resuming where an earlier run stopped; under mpirun the ranks share
  * them), then print its table and draw its charts. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -206,6 +207,13 @@ static int sweep_main(int argc, char **argv) {
     goto done;
   }
   if (!out) out = default_out_dir(scenario->name);
+  /* The tables and charts directory is checked before the points run (cli_outputs.h). */
+  gboolean out_ok = rank != 0 || cli_output_dir_ok("--out", out, &error);
+  if (!out_ok) status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!all_ranks_ok(out_ok)) {
+    if (status == CLI_EXIT_OK) status = CLI_EXIT_BAD_INPUT; /* rank 0 said why */
+    goto done;
+  }
   gint64 started_us = g_get_monotonic_time();
   ScnSweepOptions options = {.threads = threads, .max_points = (guint)max_points};
   SimProgress *progress = rank == 0 ? sim_progress_new_stderr("sweep") : NULL;
@@ -333,6 +341,7 @@ int cli_plot(int argc, char **argv) {
   if (!db_path) db_path = g_strdup(DEFAULT_DB);
   if (!out) out = default_out_dir(name);
   GError *error = NULL;
+  if (!cli_output_dir_ok("--out", out, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
   ResDb *db = open_existing(db_path, name, &error);
   ScnResults *results = db ? scn_results_load(db, db_path, name, &error) : NULL;
   int status;

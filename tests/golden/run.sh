@@ -2,7 +2,7 @@
 # Golden-output test (SimGrid .tesh style): a fixed set of commands whose JSON/CSV outputs must be
 # byte for byte the checked-in files tests/golden/NAME.out (issue 13, "Acceptance": every
 # prediction, explain output, search result and sweep table is what it was before a refactor).
-# Wall-clock fields (sim_wall_s) are removed; databases live in a temporary directory, so no path
+# Wall-clock fields (sim_wall_s) and simulate --json's run_id are removed; databases live in a temporary directory, so no path
 # or run id reaches the outputs.
 #
 #   run.sh STRATSIM SOURCE_DIR           compare (exit 1 on the first difference, with a diff)
@@ -49,6 +49,7 @@ file_case() {
 compare() {
   name=$1
   sed -e 's/,"sim_wall_s":[-+0-9.eE]*//g' -e '/^[[:space:]]*"sim_wall_s":/d' \
+    -e 's/,"run_id":[0-9a-z]*//g' \
     "$tmp/$name.raw" >"$tmp/$name.out"
   if [ "$mode" = --update ]; then
     cp "$tmp/$name.out" "$golden/$name.out"
