@@ -157,7 +157,7 @@ static int search_main(int argc, char **argv) {
   gboolean json = FALSE, no_delta = FALSE, no_symmetry = FALSE, no_profiles = FALSE, followers = FALSE;
   gboolean no_store = FALSE;
   gint64 seed = 1;
-  int threads = 1, mesh_axes = 2, microbatches = 8, restarts = 0;
+  int threads = G_MININT, mesh_axes = 2, microbatches = 8, restarts = 0; /* threads: unset */
   double beta = 0;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
@@ -165,7 +165,7 @@ static int search_main(int argc, char **argv) {
       {"algo", 'a', 0, G_OPTION_ARG_STRING, &algo_text, "mcmc, cd (coordinate descent), exhaustive, random, grid (Megatron), dp (the grid with stage cuts by dynamic programming), auto (default)", "ALGO"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &budget_text, "evaluations (\"500\", default 2000) or time (\"60s\", \"2m\": not reproducible)", "B"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "random seed (default 1)", "S"},
-      {"threads", 'j', 0, G_OPTION_ARG_INT, &threads, "worker threads: independent chains/restarts (default 1)", "T"},
+      {"threads", 'j', 0, G_OPTION_ARG_INT, &threads, "worker threads: independent chains/restarts (default: the machine's cores; 1 per rank under mpirun)", "T"},
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object (no wall-clock figures)", NULL},
       {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out_path, "write the winning strategy as strategy JSON", "FILE"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
@@ -208,6 +208,10 @@ static int search_main(int argc, char **argv) {
     return CLI_EXIT_BAD_INPUT;
   }
   o.seed = (guint32)seed;
+  /* Default: every core (one per rank under mpirun, where ranks take the cores). An
+   * evaluation budget is reproducible for a seed and a thread count: give --threads to
+   * reproduce a run on another machine. */
+  if (threads == G_MININT) threads = cli_mpi_size() > 1 ? 1 : (int)MIN(g_get_num_processors(), 1024);
   o.threads = threads;
   o.beta = beta;
   o.restarts = restarts;

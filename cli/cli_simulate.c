@@ -33,6 +33,20 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   printf("  iteration    %.6g s  (%.6g samples/s)\n", t, p->samples_per_s);
   printf("  per GPU      %.4g TFLOP/s  (%.1f%% of the %.4g TFLOP/s %s peak)\n", p->tflops_per_gpu,
          100 * p->mfu, peak, dev_dtype_name(s->dtype));
+  /* Model FLOPs (above, MFU) leave recomputation out; hardware FLOPs count it (Korthikanti
+   * et al. 2022 print both). */
+  double model_flops = mdl_graph_train_flops(sim_run_graph(run));
+  double hardware = model_flops > 0 ? p->tflops_per_gpu *
+                                          mdl_strategy_hardware_flops(s, sim_run_graph(run)) /
+                                          model_flops
+                                    : 0;
+  if (s->recompute != MDL_RECOMPUTE_NONE)
+    printf("  hardware     %.4g TFLOP/s per GPU with the recomputed forwards (%.1f%% of peak); "
+           "the figure above is model FLOPs, without them\n", hardware,
+           peak > 0 ? 100 * hardware / peak : 0);
+  else
+    printf("  hardware     %.4g TFLOP/s per GPU: no recomputation, model and hardware FLOPs "
+           "agree\n", hardware);
   printf("  breakdown    compute %.6g s (%.1f%%), exposed communication %.6g s (%.1f%%), "
          "bubble %.6g s (%.1f%%)\n",
          p->compute_s, t > 0 ? 100 * p->compute_s / t : 0, p->comm_exposed_s,

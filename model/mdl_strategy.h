@@ -101,6 +101,12 @@ typedef struct {
  * ("2 meshes (2 x 4x2), 2 pipeline stages, 4 microbatches of 16 samples"). */
 char *mdl_strategy_describe(const MdlStrategy *strategy, const MdlGraph *graph);
 
+/* FLOPs of one training iteration as the GPUs execute them: the model's forward and backward
+ * (mdl_graph_train_flops, "model FLOPs") plus the forwards that recomputation runs again
+ * ("hardware FLOPs"; Korthikanti et al. 2022, section 6.3, and Chowdhery et al. 2022,
+ * Appendix B, report both). Equal to the model FLOPs without recomputation. */
+double mdl_strategy_hardware_flops(const MdlStrategy *strategy, const MdlGraph *graph);
+
 /* Pipeline ranks (physical stages): num_stages / virtual_stages. */
 static inline int mdl_strategy_num_ranks(const MdlStrategy *s) {
   return s->num_stages / (s->virtual_stages > 0 ? s->virtual_stages : 1);

@@ -3,7 +3,8 @@
  * A builder (megatron, dp, summa, ...) records the degrees it used; a strategy read from JSON
  * (model/STRATEGY.md) has none (dp = tp = pp = 0), and printing those fields gave
  * "dp=0 tp=0 pp=0, 1 microbatches of 0" (issue 17, item 5). Such a strategy is described by its
- * meshes, pipeline stages and microbatches instead. */
+ * meshes, pipeline stages and microbatches instead. And the hardware FLOPs (recomputation
+ * counted) that `simulate` prints next to the model FLOPs. */
 #include "model/mdl_strategy.h"
 
 /* "2x4" */
@@ -41,4 +42,14 @@ char *mdl_strategy_describe(const MdlStrategy *s, const MdlGraph *graph) {
                          " samples", s->num_stages, s->num_stages == 1 ? "" : "s",
                          s->num_microbatches, s->num_microbatches == 1 ? "" : "es", samples);
   return g_string_free(d, FALSE);
+}
+
+double mdl_strategy_hardware_flops(const MdlStrategy *s, const MdlGraph *graph) {
+  g_return_val_if_fail(s != NULL && graph != NULL, 0.0);
+  double flops = mdl_graph_train_flops(graph);
+  for (int o = 0; o < mdl_graph_num_ops(graph); o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    if (mdl_strategy_recomputes(s, op)) flops += op->flops; /* its forward, once more */
+  }
+  return flops;
 }
