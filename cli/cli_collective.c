@@ -3,6 +3,7 @@
  * collective over ranks 0..R-1 (devices 0..R-1: hosts filled first, as a launcher places
  * them), and the algorithm chosen. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -173,7 +174,7 @@ int cli_collective(int argc, char **argv) {
     fprintf(stderr, "stratsim collective: --ranks %d: a collective needs 2 ranks or more\n", ranks);
     return CLI_EXIT_BAD_INPUT;
   }
-  if (!db_path) db_path = g_strdup("results/stratsim.db");
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
 
   GError *error = NULL;
   int status = CLI_EXIT_OK;

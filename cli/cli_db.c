@@ -3,6 +3,7 @@
  * (results/res_check.c); exit 0 when consistent, 1 when not, 2 when the file is missing or is
  * not a database. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -54,5 +55,6 @@ int cli_db(int argc, char **argv) {
                          "consistent, 1 when not, 2 when the file is missing or not a database.",
                          entries, &argc, &argv))
     return CLI_EXIT_BAD_INPUT;
-  return check(db_path ? db_path : "results/stratsim.db");
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
+  return check(db_path);
 }

@@ -1,6 +1,7 @@
 /* cli/explain — `stratsim explain --model M --cluster C --strategy S [--json] [--rows N]
  * [--no-symmetry] [--no-store]`: every op's layouts, the collectives each device runs, memory per device. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 
@@ -50,10 +51,11 @@ int cli_explain(int argc, char **argv) {
   GError *error = NULL;
   int status = CLI_EXIT_OK;
   SimRun *run = NULL;
+  g_autofree char *default_db = cli_results_path("stratsim.db"); /* cli_outputs.h */
   /* Read only: explain writes nothing and creates no database; measured kernel times and the
    * calibration are read as simulate reads them. */
   SesSpecs specs = {.model = model_spec, .cluster = cluster_spec, .strategy = strategy_spec,
-                    .db_path = db_path ? db_path : "results/stratsim.db", .read_only = TRUE,
+                    .db_path = db_path ? db_path : default_db, .read_only = TRUE,
                     .calibration = calibration_name, .no_profiles = no_profiles,
                     .options = options};
   SesSession *session = ses_session_new_from_specs(&specs, &error);

@@ -1,6 +1,7 @@
 /* cli/list — `stratsim list models|clusters|devices`: what is built in; `stratsim list
  * runs|searches|calibrations|scenarios`: what the results database holds. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -63,7 +64,8 @@ static int list_stored(const char *what, int argc, char **argv) {
     fprintf(stderr, "stratsim list: --limit must not be negative\n");
     return CLI_EXIT_BAD_INPUT;
   }
-  const char *path = db_path ? db_path : "results/stratsim.db";
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
+  const char *path = db_path;
   if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
     printf("no database at %s: nothing stored yet (simulate, search, sweep and calibrate store "
            "there; --db FILE for another)\n", path);

@@ -62,3 +62,25 @@ gboolean cli_output_dir_ok(const char *option, const char *dir, GError **error) 
   }
   return writable_dir(option, dir, existing, error);
 }
+
+/* The nearest directory from the current one up whose results/ qualifies (cli_outputs.h). */
+static char *find_results_dir(void) {
+  g_autofree char *dir = g_get_current_dir();
+  for (;;) {
+    g_autofree char *source = g_build_filename(dir, "results", "res_db.c", NULL);
+    g_autofree char *db = g_build_filename(dir, "results", "stratsim.db", NULL);
+    if (g_file_test(source, G_FILE_TEST_IS_REGULAR) || g_file_test(db, G_FILE_TEST_IS_REGULAR))
+      return g_build_filename(dir, "results", NULL);
+    char *up = g_path_get_dirname(dir);
+    gboolean top = g_strcmp0(up, dir) == 0;
+    g_free(dir);
+    dir = up;
+    if (top) return g_strdup("results");
+  }
+}
+
+char *cli_results_path(const char *name) {
+  const char *env = g_getenv("STRATSIM_RESULTS");
+  g_autofree char *dir = env && *env ? g_strdup(env) : find_results_dir();
+  return name ? g_build_filename(dir, name, NULL) : g_steal_pointer(&dir);
+}

@@ -15,4 +15,12 @@ gboolean cli_output_file_ok(const char *option, const char *path, GError **error
  * directory, or its nearest existing ancestor is (the command creates the rest). */
 gboolean cli_output_dir_ok(const char *option, const char *dir, GError **error);
 
+/* Where results land by default (README.md, "Where results go"; issue 17, item 10): the
+ * directory $STRATSIM_RESULTS when set; else results/ of the nearest directory, from the
+ * current one up, that is a stratsim checkout (it has results/res_db.c) or already holds
+ * results/stratsim.db; else results/ here. Returns that directory joined with @name (NULL:
+ * the directory itself); caller g_frees. So `build/stratsim` run from build/ or a subdirectory
+ * of the checkout writes to the checkout's results/, not a new results/ beside it. */
+char *cli_results_path(const char *name);
+
 #endif

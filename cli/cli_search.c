@@ -246,7 +246,7 @@ static int search_main(int argc, char **argv) {
     o.progress = show_progress;
     o.progress_data = progress;
   }
-  if (!db_path) db_path = g_strdup("results/stratsim.db");
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   /* --out is checked before the search (cli_outputs.h), on rank 0 that writes it. */
   gboolean out_ok = o.rank != 0 || cli_output_file_ok("--out", out_path, &error);
   if (!out_ok) cli_fail(error, CLI_EXIT_BAD_INPUT);

@@ -111,7 +111,7 @@ int cli_simulate(int argc, char **argv) {
     return CLI_EXIT_BAD_INPUT;
   }
   if (!strategy_spec) strategy_spec = g_strdup("dp");
-  if (!db_path) db_path = g_strdup("results/stratsim.db");
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
 
   GError *error = NULL;
   int status = CLI_EXIT_OK;

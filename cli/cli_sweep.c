@@ -18,7 +18,7 @@
 #include "scenarios/scn_sweep.h"
 #include "sim/sim_progress.h"
 
-#define DEFAULT_DB "results/stratsim.db"
+#define DEFAULT_DB "results/stratsim.db" /* as shown in --help; resolved by cli_results_path */
 
 /* The sweep's state for the progress line (sim/sim_progress.h: a bar in place on a terminal,
  * a line every few seconds elsewhere). */
@@ -39,7 +39,7 @@ static char *default_out_dir(const char *name) {
   g_autofree char *safe = g_strdup(name);
   for (char *c = safe; *c; c++)
     if (!g_ascii_isalnum(*c) && *c != '.' && *c != '_' && *c != '-') *c = '_';
-  return g_build_filename("results", safe, NULL);
+  return cli_results_path(safe); /* cli_outputs.h */
 }
 
 /* Writes the charts of @results into @out and says what it drew, or how to draw them. */
@@ -180,7 +180,7 @@ static int sweep_main(int argc, char **argv) {
              "(--db, --threads, --max-points ignored)\n", files[0]);
     return cli_reshard_file(files[0], out, !no_charts);
   }
-  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   GError *error = NULL;
   int status = CLI_EXIT_OK;
   ScnScenario *scenario = NULL;
@@ -308,7 +308,7 @@ int cli_report(int argc, char **argv) {
     fprintf(stderr, "stratsim report: --format must be text, csv or json, not '%s'\n", format_text);
     return CLI_EXIT_BAD_INPUT;
   }
-  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   GError *error = NULL;
   ResDb *db = open_existing(db_path, name, &error);
   ScnResults *results = db ? scn_results_load(db, db_path, name, &error) : NULL;
@@ -338,7 +338,7 @@ int cli_plot(int argc, char **argv) {
     fprintf(stderr, "stratsim plot: --scenario NAME is required\n");
     return CLI_EXIT_BAD_INPUT;
   }
-  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   if (!out) out = default_out_dir(name);
   GError *error = NULL;
   if (!cli_output_dir_ok("--out", out, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
