@@ -12,8 +12,8 @@
 # `validate ingest` (its measurements come from a GPU run of the plan with stratsim-runner).
 # Budgets: `--budget 2000` -> 200 evaluations, `--budget 60s` -> 3s.
 set -u
-build=$1
-src=$2
+build=$(cd "$1" && pwd) || exit 1
+src=$(cd "$2" && pwd) || exit 1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/stratsim-tour.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 checkout=$tmp/checkout
@@ -46,8 +46,10 @@ while IFS= read -r cmd; do
   esac
   small=$(printf '%s' "$cmd" | sed -e 's/--budget 2000/--budget 200/' -e 's/--budget 60s/--budget 3s/')
   start=$(date +%s)
-  if ! sh -c "$small" >"$tmp/out" 2>"$tmp/err" </dev/null; then
-    echo "tour: FAILED (exit $?): $small" >&2
+  sh -c "$small" >"$tmp/out" 2>"$tmp/err" </dev/null
+  rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "tour: FAILED (exit $rc): $small" >&2
     tail -5 "$tmp/err" >&2
     failed=1
     break
