@@ -188,9 +188,14 @@ static int sweep_main(int argc, char **argv) {
   ScnResults *results = NULL;
   /* Under mpirun rank 0 opens (creating the database and its schema) before the others. */
   int rank = cli_mpi_rank(), ranks = cli_mpi_size();
-  if (!(scenario = scn_scenario_load(files[0], &error)) ||
-      (rank == 0 && !(db = res_db_open(db_path, &error)))) {
-    int bad = cli_status_for(error);
+  /* The tables and charts directory is checked before anything is opened or run
+   * (cli_outputs.h); a bad one is bad input. */
+  gboolean out_ok = TRUE;
+  if ((scenario = scn_scenario_load(files[0], &error)) && !out)
+    out = default_out_dir(scenario->name);
+  if (scenario && rank == 0) out_ok = cli_output_dir_ok("--out", out, &error);
+  if (!scenario || !out_ok || (rank == 0 && !(db = res_db_open(db_path, &error)))) {
+    int bad = out_ok ? cli_status_for(error) : CLI_EXIT_BAD_INPUT;
     if (rank == 0) {
       status = cli_fail(error, bad);
     } else { /* rank 0 read the same file and said why */
@@ -204,14 +209,6 @@ static int sweep_main(int argc, char **argv) {
   }
   if (rank != 0 && !(db = res_db_open(db_path, &error))) {
     status = fail_sweep(error, CLI_EXIT_FAILURE);
-    goto done;
-  }
-  if (!out) out = default_out_dir(scenario->name);
-  /* The tables and charts directory is checked before the points run (cli_outputs.h). */
-  gboolean out_ok = rank != 0 || cli_output_dir_ok("--out", out, &error);
-  if (!out_ok) status = cli_fail(error, CLI_EXIT_BAD_INPUT);
-  if (!all_ranks_ok(out_ok)) {
-    if (status == CLI_EXIT_OK) status = CLI_EXIT_BAD_INPUT; /* rank 0 said why */
     goto done;
   }
   gint64 started_us = g_get_monotonic_time();
