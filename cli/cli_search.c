@@ -5,8 +5,8 @@
  *
  * Under `mpirun -np N` every rank runs its share of the workers (search/srch_search.h: the
  * budget is the total, split over N x threads workers); the ranks' results are gathered on rank
- * 0 (cli_mpi_gather_strings, srch_result_merge_ranks), which alone prints, writes --out and
- * stores. Other ranks print only their errors. */
+ * 0 by the library's protocol (srch_result_gather over cli_mpi_comm's SrchComm), and rank 0
+ * alone prints, writes --out and stores. Other ranks print only their errors. */
 #include "cli/cli.h"
 #include "cli/cli_outputs.h"
 #include "cli/cli_mpi.h"
@@ -66,10 +66,14 @@ static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph
   if (r->pruned)
     printf(", %" G_GUINT64_FORMAT " %s", r->pruned,
            r->ran == SRCH_ALGO_DP ? "pipelines skipped: the grid's even cut, or weights that fit no cut"
+           : r->ran == SRCH_ALGO_GRID ? "fitting points whose compute bound exceeds the best"
                                    : "subtrees cut by the bound");
   printf(") in %.3f s (%.0f evaluations/s)%s\n", r->elapsed_s,
          r->elapsed_s > 0 ? (r->evaluations + r->baseline_evaluations) / r->elapsed_s : 0,
          r->complete ? ", the whole space" : "");
+  if (r->space_points)
+    printf("               covered %.1f%% of the space's %" G_GUINT64_FORMAT " configurations\n",
+           100 * srch_result_covered_share(r), r->space_points);
   if (r->baseline_evaluations)
     printf("               plus %" G_GUINT64_FORMAT " evaluations of the Megatron grid%s\n", r->baseline_evaluations,
            r->algo == SRCH_ALGO_AUTO ? " and of its pipelines with DP cuts" : "");
@@ -160,7 +164,7 @@ static int search_main(int argc, char **argv) {
   int threads = G_MININT, mesh_axes = 2, microbatches = 8, restarts = 0; /* threads: unset */
   double beta = 0;
   GOptionEntry entries[] = {
-      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
+      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., llama:..., mlp:..., a JSON graph or a Hugging Face config.json[:batch=B,seq=S]", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
       {"algo", 'a', 0, G_OPTION_ARG_STRING, &algo_text, "mcmc, cd (coordinate descent), exhaustive, random, grid (Megatron), dp (the grid with stage cuts by dynamic programming), auto (default)", "ALGO"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &budget_text, "evaluations (\"500\", default 2000) or time (\"60s\", \"2m\": not reproducible)", "B"},
@@ -177,7 +181,7 @@ static int search_main(int argc, char **argv) {
       {"microbatches", 0, 0, G_OPTION_ARG_INT, &microbatches, "largest microbatch count in the space (default 8)", "M"},
       {"beta", 0, 0, G_OPTION_ARG_DOUBLE, &beta, "MCMC inverse temperature, relative to the starting cost (default 100)", "B"},
       {"restarts", 0, 0, G_OPTION_ARG_INT, &restarts, "MCMC chains per thread's budget (default 3)", "R"},
-      {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_text, "fp32, tf32, fp16, bf16 (default: the model's)", "D"},
+      {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_text, "fp32, tf32, fp16, bf16, fp8 (default: the model's)", "D"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task (default) or step: how every candidate is simulated", "task|step"},
       {"crossmesh", 0, 0, G_OPTION_ARG_STRING, &crossmesh_method, "plan every move between meshes (device-aligned ones too) with this method, in every candidate", "send_recv|local_allgather|global_allgather|broadcast"},
       {"crossmesh-order", 0, 0, G_OPTION_ARG_STRING, &crossmesh_order, "load balancer for --crossmesh (default ensemble)", "naive|greedy|dfs|randomized_greedy|ensemble"},
@@ -239,8 +243,10 @@ static int search_main(int argc, char **argv) {
   if (!cli_parse_crossmesh("search", crossmesh_method, crossmesh_order, &o.sim.crossmesh,
                            &o.sim.crossmesh_method, &o.sim.crossmesh_order))
     return CLI_EXIT_BAD_INPUT;
-  o.rank = cli_mpi_rank();
-  o.nranks = cli_mpi_size();
+  SrchComm comm;
+  cli_mpi_comm(&comm);
+  o.rank = comm.rank;
+  o.nranks = comm.size;
   g_autoptr(SimProgress) progress = o.rank == 0 ? sim_progress_new_stderr("search") : NULL;
   if (progress) {
     o.progress = show_progress;
@@ -266,38 +272,25 @@ static int search_main(int argc, char **argv) {
                     .no_profiles = no_profiles};
   /* Rank 0 opens (and may create) the database before the others read it. */
   if (o.rank == 0) session = ses_session_new_from_specs(&specs, &error);
-  cli_mpi_barrier();
+  comm.barrier(comm.data);
   if (o.rank != 0) session = ses_session_new_from_specs(&specs, &error);
-  if (!session) {
-    status = cli_fail(error, cli_status_for(error));
-    if (o.nranks > 1) goto gather;
-    goto out;
+  if (session) {
+    graph = ses_session_graph(session);
+    cluster = ses_session_cluster(session);
+    r = srch_run(graph, cluster, ses_session_params(session), &o, &error);
+    g_clear_pointer(&progress, sim_progress_free);
   }
-  graph = ses_session_graph(session);
-  cluster = ses_session_cluster(session);
-  r = srch_run(graph, cluster, ses_session_params(session), &o, &error);
-  g_clear_pointer(&progress, sim_progress_free);
-gather:
-  if (o.nranks > 1) {
-    /* Every rank gathers (a failed one sends NULL), so that no rank waits forever. */
-    g_autofree char *mine = r ? srch_result_serialize(r, graph) : NULL;
-    char **parts = cli_mpi_gather_strings(mine);
-    if (o.rank != 0) {
-      if (!r && status == CLI_EXIT_OK) status = cli_fail(error, cli_status_for(error));
-      goto out;
-    }
-    gboolean merged = !r || srch_result_merge_ranks(r, parts, o.nranks, graph, cluster, &error);
-    cli_mpi_strings_free(parts);
-    if (status != CLI_EXIT_OK) goto out;
-    if (!merged) {
-      status = cli_fail(error, cli_status_for(error));
-      goto out;
-    }
-  }
+  /* A rank that failed says why; then every rank takes part in the gather (search/srch_comm.h),
+   * and rank 0 alone goes on with every rank's share merged into its result. */
   if (!r) {
     status = cli_fail(error, cli_status_for(error));
+    error = NULL;
+  }
+  if (!srch_result_gather(r, graph, cluster, &comm, &error)) {
+    if (error) status = cli_fail(error, cli_status_for(error));
     goto out;
   }
+  if (o.rank != 0) goto out;
   if (r->best) strategy_json = mdl_strategy_to_json(r->best, graph);
   /* A winner that cannot be written is a failed side output: the search is still stored and
    * printed, then the failure said (exit 1). g_file_set_contents leaves no partial file. */

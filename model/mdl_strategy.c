@@ -143,7 +143,8 @@ gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy
       a->virtual_stages != b->virtual_stages || a->weight_delay != b->weight_delay ||
       a->dtype != b->dtype || a->bucket_bytes != b->bucket_bytes || a->overlap != b->overlap ||
       a->zero_stage != b->zero_stage || a->recompute != b->recompute ||
-      a->sequence_parallel != b->sequence_parallel || a->meshes->len != b->meshes->len)
+      a->sequence_parallel != b->sequence_parallel ||
+      a->overlap_param_gather != b->overlap_param_gather || a->meshes->len != b->meshes->len)
     return FALSE;
   for (guint m = 0; m < a->meshes->len; m++) {
     const MdlMesh *x = mdl_strategy_mesh(a, (int)m), *y = mdl_strategy_mesh(b, (int)m);
@@ -417,6 +418,12 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
                 s->zero_stage);
     return FALSE;
   }
+  if (s->overlap_param_gather && s->zero_stage != 1 && s->zero_stage != 2) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "overlap_param_gather needs the distributed optimizer (zero=1 or 2, got zero=%d)",
+                s->zero_stage);
+    return FALSE;
+  }
   if ((unsigned)s->recompute >= MDL_RECOMPUTE_COUNT) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "unknown recomputation mode %d",
                 (int)s->recompute);
@@ -429,8 +436,10 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
     return FALSE;
   }
   if (cluster->device.peak_flops[s->dtype] <= 0) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "device %s has no %s support",
-                cluster->device.name, dev_dtype_name(s->dtype));
+    g_autofree char *kinds = dev_kinds_supporting(s->dtype);
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "device %s has no %s support (built-in device kinds with it: %s)",
+                cluster->device.name, dev_dtype_name(s->dtype), kinds);
     return FALSE;
   }
   int n = dev_cluster_num_devices(cluster);

@@ -8,6 +8,12 @@
  * each of its resources frees up) — FIFO per resource by ready time, ties by task id.
  * Program order on a compute stream (the pipeline schedule, ops in topological order) is
  * expressed as edges, like kernels launched in order on one CUDA stream.
+ *
+ * SimRun, SimTaskGraph and SimSchedule are opaque: their layout is sim/'s own (sim-int.h) and
+ * may change; everything outside sim/ (trace and timeline writers, the validate plan builder,
+ * results, bench, tests) reads them through the accessors here: SimTaskInfo per task,
+ * sim_run_* for the prediction and the inputs a run borrowed, SimTimeline for the tasks in the
+ * engine's order with their start and end.
  */
 #ifndef STRATSIM_SIM_H
 #define STRATSIM_SIM_H
@@ -86,6 +92,8 @@ typedef struct {
   const uint32_t *resources; /* the resources it occupies: 2d and 2d+1 are device d's compute
                                 and communication streams, the rest link resources */
   int nres;
+  int device;              /* the device of its first stream resource (a collective's first
+                              member), -1 for a task on link resources only (a transfer) */
   SimTime start, end;      /* read from a run (sim_run_task, SimTimeline): when it ran;
                               from a bare graph: 0 */
 } SimTaskInfo;
@@ -244,7 +252,9 @@ const SimSchedule *sim_run_schedule(const SimRun *run);
 uint32_t sim_run_num_tasks(const SimRun *run);
 void sim_run_task(const SimRun *run, uint32_t id, SimTaskInfo *out);
 
-/* The timeline of a run, task by task in the order the engine started them:
+/* The timeline of a run, task by task in the order the engine started them (its pops: by
+ * ready time, ties by task id; start times need not be in order, a task waits for its
+ * resources):
  *   SimTimeline it; SimTaskInfo t;
  *   sim_timeline_init(&it, run);
  *   while (sim_timeline_next(&it, &t)) ...

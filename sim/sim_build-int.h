@@ -97,6 +97,9 @@ gboolean sb_pass_per_tensor(SbPass pass);
 /* Builds segment @index of @pass into b->tg (b->phase set for the pass). */
 void sb_run_segment(Builder *b, SbPass pass, int index);
 SbMark sb_mark(const Builder *b);
+/* Forward, backward and (weight delay) weight-gradient kernel times of one shard of op @o for
+ * one microbatch (needs b->g, s, c, p, M, dtype_bytes and sample_tdim only). */
+void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTime *wgt);
 /* Sets the durations of op @o's compute tasks in b->tg from its config (delta simulation). */
 void sb_set_compute_durations(Builder *b, int o);
 /* The builder's steps around the segments, shared with sim_delta.c: builder_init (validation,

@@ -33,7 +33,7 @@ static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand 
 /* Forward and backward kernel times of one shard of @o for one microbatch; under weight delay
  * the backward splits into @bwd (B) and @wgt (W) by cm_weight_grad_share, FLOPs and traffic
  * alike; otherwise @wgt is 0. */
-static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTime *wgt) {
+void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTime *wgt) {
   const MdlOp *op = mdl_graph_op(b->g, o);
   const MdlOpConfig *c = cfg(b, o);
   const MdlMesh *mesh = mesh_of(b, o);
@@ -46,7 +46,7 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
   double out_elems = bytes / b->dtype_bytes;
   for (int k = 0; k < op->ninputs; k++) bytes += operand_bytes(b, op, &op->inputs[k], FALSE, c, mesh);
   const DevKind *dev = &b->c->device;
-  DevDtype dt = b->s->dtype;
+  DevDtype dt = cm_op_dtype(op, b->s->dtype);
   /* Contractions run as GEMMs whose shape sets their tile and wave quantization: forward
    * (m, n, k); the input gradient dX = dY W^T as (m, k, n); the weight gradient dW = X^T dY as
    * (k, n, m). */
@@ -56,9 +56,8 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
     xs = (CmGemmShape){fs.m, fs.k, fs.n, fs.batch};
     ws = (CmGemmShape){fs.k, fs.n, fs.m, fs.batch};
   }
-  *fwd = sim_time_from_seconds(
-      cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale, bytes, gemm ? &fs : NULL,
-                              out_elems, FALSE, 1.0));
+  double fwd_s = cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale, bytes,
+                                         gemm ? &fs : NULL, out_elems, FALSE, 1.0);
   /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic, split
    * between the dX and dW kernels by their share of the work. */
   double bflops = mdl_op_backward_flops(b->g, op) * scale, bbytes = 2 * bytes;
@@ -71,6 +70,15 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
                                                   bbytes * share, gemm ? &ws : NULL, out_elems,
                                                   TRUE, share)
                         : 0;
+  if (cm_fp8_gemm(op, b->s->dtype)) { /* casts of X (forward) and dY (backward) to fp8 */
+    double x = 0;
+    for (int k = 0; k < op->ninputs; k++)
+      if (!cm_fp8_cast_fused(b->g, op->inputs[k].tensor))
+        x += operand_bytes(b, op, &op->inputs[k], FALSE, c, mesh) / b->dtype_bytes;
+    fwd_s += cm_fp8_cast_time(b->p, dev, x);
+    dx += cm_fp8_cast_time(b->p, dev, out_elems);
+  }
+  *fwd = sim_time_from_seconds(fwd_s);
   if (b->s->weight_delay) {
     *bwd = sim_time_from_seconds(dx);
     *wgt = sim_time_from_seconds(dw);
@@ -82,7 +90,7 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
 
 void sb_set_compute_durations(Builder *b, int o) {
   SimTime durations[3];
-  op_durations(b, o, &durations[0], &durations[1], &durations[2]);
+  sb_op_durations(b, o, &durations[0], &durations[1], &durations[2]);
   const uint32_t bases[4] = {b->fwd_base[o], b->bwd_base[o], b->wgt_base[o], b->rec_base[o]};
   int m = cfg(b, o)->mesh;
   uint32_t count = (uint32_t)b->M * (uint32_t)b->nrep[m];
@@ -105,7 +113,7 @@ static void add_compute_tasks(Builder *b) {
     for (int o = 0; o < b->nops; o++) {
       const MdlMesh *mesh = mesh_of(b, o);
       SimTime durations[3];
-      op_durations(b, o, &durations[0], &durations[1], &durations[2]);
+      sb_op_durations(b, o, &durations[0], &durations[1], &durations[2]);
       bases[phase][o] = NO_TASK;
       if (phase == 2 && !sb_has_weight_task(b, o)) continue; /* its dW, if any, is in B */
       if (phase == 3 && b->group[o] < 0) continue;
