@@ -20,7 +20,7 @@ int cli_explain(int argc, char **argv) {
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy: dp, megatron:..., summa:..., 2.5d:..., 3d:..., or a JSON file", "S"},
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
-      {"rows", 'n', 0, G_OPTION_ARG_INT, &rows, "collective rows per device in text (default 20)", "N"},
+      {"rows", 'n', 0, G_OPTION_ARG_INT, &rows, "rows of ops and of collectives per device in text (default 20)", "N"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database holding calibrations (default results/stratsim.db)", "FILE"},
       {"no-store", 0, 0, G_OPTION_ARG_NONE, &no_store, "accepted as in simulate and search: explain never writes the database", NULL},

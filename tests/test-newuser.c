@@ -227,6 +227,20 @@ static void test_hardware_flops(void) {
   test_cli_result_clear(&r);
 }
 
+/* explain's text lists the ops with their layouts (the README promised them; only --json had
+ * them), the layers' repeats folded into one row. */
+static void test_explain_layouts(void) {
+  TestCliResult r = test_cli_run(tmpdir, "explain --model gpt3-1.3b --cluster dgx-a100:nodes=2 "
+                                         "--strategy megatron:tp=4,pp=2,dp=2 --no-store");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "\nops: layouts per mesh axis"));
+  g_assert_true(g_regex_match_simple("\n  layer0\\.qkv \\+11 +matmul +0 +[0-9.]+ +[0-9.]+  mesh 0 "
+                                     "\\(2x4\\) split \\[b, n\\]: \\[S\\(0\\),B\\] "
+                                     "\\[B,S\\(1\\)\\] -> \\[S\\(0\\),S\\(2\\)\\]",
+                                     r.out, 0, 0));
+  test_cli_result_clear(&r);
+}
+
 /* --- item 10 --------------------------------------------------------------------------------- */
 
 /* From a subdirectory of a checkout (it has results/res_db.c) the database goes to the
@@ -276,6 +290,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/newuser/collective/bytes-units", test_bytes_units);
   g_test_add_func("/newuser/search/threads-default", test_search_threads_default);
   g_test_add_func("/newuser/simulate/hardware-flops", test_hardware_flops);
+  g_test_add_func("/newuser/explain/layouts", test_explain_layouts);
   g_test_add_func("/newuser/results-dir", test_results_dir);
   int status = g_test_run();
   test_remove_tree(tmpdir);
