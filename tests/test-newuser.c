@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 
 #include "test-cli-util.h"
+#include "test-db-util.h"
 
 static char *tmpdir;
 
@@ -28,17 +29,6 @@ static void assert_one_line(const char *text) {
   g_assert_true(strchr(text, '\n') == text + strlen(text) - 1);
 }
 
-static gint64 query_int(const char *db_path, const char *sql_text) {
-  sqlite3 *sql = NULL;
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_prepare_v2(sql, sql_text, -1, &st, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
-  gint64 n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(sql);
-  return n;
-}
 
 /* --- item 1 ---------------------------------------------------------------------------------- */
 
@@ -105,7 +95,7 @@ static void test_trace_full_disk(void) {
   g_assert_nonnull(strstr(out, "stored       run 1"));
   g_assert_null(strstr(out, "trace        t.json"));
   g_autofree char *db = g_build_filename(dir, "run.db", NULL);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM predictions"), ==, 1);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM predictions"), ==, 1);
   GDir *d = g_dir_open(dir, 0, NULL);
   for (const char *name; (name = g_dir_read_name(d));)
     if (g_str_has_prefix(name, "t.json")) g_error("trace file %s left behind", name);

@@ -10,6 +10,7 @@
 
 #include "sim/sim_progress.h"
 #include "test-cli-util.h"
+#include "test-db-util.h"
 
 static char *tmpdir;
 
@@ -111,13 +112,7 @@ static const CliCase cli_cases[] = {
      "stratsim simulate: "},
 };
 
-static const char *scenario =
-    "{\"name\": \"progress\","
-    " \"models\": [\"gpt:layers={layers},hidden=1024,heads=16,seq=1024,vocab=1000,batch={batch}\"],"
-    " \"clusters\": [\"dgx-a100:nodes=4\"],"
-    " \"strategies\": [\"megatron:tp={tp},pp=4,mb=1,schedule={schedule}\"],"
-    " \"axes\": {\"layers\": [16, 32], \"batch\": [16, 32, 48, 64, 80], \"tp\": [1, 2, 4, 8],"
-    "          \"schedule\": [\"1f1b\", \"gpipe\"]}}";
+static const char *scenario = TEST_SCENARIO_80;
 
 static void test_cli(gconstpointer data) {
   const CliCase *c = data;

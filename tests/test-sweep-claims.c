@@ -15,33 +15,15 @@
 #include "results/res_db.h"
 #include "scenarios/scn_scenario.h"
 #include "test-cli-util.h"
+#include "test-db-util.h"
 
 static char *tmpdir;
 
 static char *tmp_path(const char *name) { return g_build_filename(tmpdir, name, NULL); }
 
-/* 80 points; a sweep of them takes about a second, so two started together overlap. */
-static const char *scenario =
-    "{\"name\": \"claims\","
-    " \"models\": [\"gpt:layers={layers},hidden=1024,heads=16,seq=1024,vocab=1000,batch={batch}\"],"
-    " \"clusters\": [\"dgx-a100:nodes=4\"],"
-    " \"strategies\": [\"megatron:tp={tp},pp=4,mb=1,schedule={schedule}\"],"
-    " \"axes\": {\"layers\": [16, 32], \"batch\": [16, 32, 48, 64, 80], \"tp\": [1, 2, 4, 8],"
-    "          \"schedule\": [\"1f1b\", \"gpipe\"]}}";
+static const char *scenario = TEST_SCENARIO_80;
 enum { POINTS = 80 };
 
-static gint64 query_int(const char *db_path, const char *sql_text) {
-  sqlite3 *sql = NULL;
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
-  sqlite3_busy_timeout(sql, 10000);
-  g_assert_cmpint(sqlite3_prepare_v2(sql, sql_text, -1, &st, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
-  gint64 n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(sql);
-  return n;
-}
 
 /* The counts of one summary line: simulated by this process, already stored, stored meanwhile
  * by others, still run by another sweep. */
@@ -113,9 +95,9 @@ static void test_concurrent(void) {
   }
   /* Together: every point once (the first run stored one), none simulated twice. */
   g_assert_cmpuint(ran, ==, POINTS - 1);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM points"), ==, POINTS);
-  g_assert_cmpint(query_int(db, "SELECT count(DISTINCT point_key) FROM points"), ==, POINTS);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM point_claims"), ==, 0);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM points"), ==, POINTS);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(DISTINCT point_key) FROM points"), ==, POINTS);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM point_claims"), ==, 0);
 }
 
 /* The pid of a process that has exited (and been reaped). */
@@ -170,9 +152,9 @@ static void test_reclaim(void) {
   test_cli_result_clear(&r);
   g_autofree char *held = g_strdup_printf("SELECT count(*) FROM points WHERE point_key = '%s'",
                                           ((ScnPoint *)g_ptr_array_index(points, 3))->key);
-  g_assert_cmpint(query_int(db, held), ==, 0);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM points"), ==, POINTS - 1);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM point_claims"), ==, 1);
+  g_assert_cmpint(test_db_query_int(db, held), ==, 0);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM points"), ==, POINTS - 1);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM point_claims"), ==, 1);
   g_ptr_array_free(points, TRUE);
   scn_scenario_free(sc);
 }
