@@ -3,6 +3,7 @@
  * runner's measurements JSON, costmodel/CALIBRATION.md) and stores it in SQLite under NAME,
  * for `stratsim collective --calibration NAME`. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 
@@ -73,7 +74,7 @@ int cli_calibrate(int argc, char **argv) {
     }
     kind_hint = (int)kind;
   }
-  if (!db_path) db_path = g_strdup("results/stratsim.db");
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
 
   int status = CLI_EXIT_OK;
   CmCalibration *calibration = NULL;

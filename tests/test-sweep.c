@@ -20,6 +20,7 @@
 #include "scenarios/scn_search.h"
 #include "scenarios/scn_sweep.h"
 #include "test-cli-util.h"
+#include "test-db-util.h"
 #include "test-scn-util.h"
 
 static char *tmpdir;
@@ -40,15 +41,7 @@ static const char *small_scenario =
     "              \"timeline\": {\"where\": {\"gpus\": 2}, \"max\": 2}}}";
 
 static gint64 count_rows(const char *db_path, const char *sql_text) {
-  sqlite3 *sql = NULL;
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_prepare_v2(sql, sql_text, -1, &st, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
-  gint64 n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(sql);
-  return n;
+  return test_db_query_int(db_path, sql_text);
 }
 
 static void assert_integrity(const char *db_path) {
