@@ -271,12 +271,7 @@ static void set_baseline(SrchBaseline *b, const char *name, char *detail, MdlStr
 }
 
 static gboolean fits(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster) {
-  int n = dev_cluster_num_devices(cluster);
-  CmMemory *mem = cm_memory_per_device(graph, s, cluster);
-  double peak = 0;
-  for (int d = 0; d < n; d++) peak = MAX(peak, mem[d].total);
-  g_free(mem);
-  return peak <= cluster->device.memory_bytes;
+  return srch_peak_memory(graph, s, cluster) <= cluster->device.memory_bytes;
 }
 
 /* Data parallelism over every device with the fewest microbatches (gradient accumulation)
