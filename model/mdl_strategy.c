@@ -435,8 +435,10 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
     return FALSE;
   }
   if (cluster->device.peak_flops[s->dtype] <= 0) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "device %s has no %s support",
-                cluster->device.name, dev_dtype_name(s->dtype));
+    g_autofree char *kinds = dev_kinds_supporting(s->dtype);
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "device %s has no %s support (built-in device kinds with it: %s)",
+                cluster->device.name, dev_dtype_name(s->dtype), kinds);
     return FALSE;
   }
   int n = dev_cluster_num_devices(cluster);

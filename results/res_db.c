@@ -274,8 +274,17 @@ ResDb *res_db_open_read_only(const char *path, GError **error) {
   }
   sqlite3_busy_timeout(db->sql, 10000);
   int version = res_db_schema_version(db);
+  if (version < 0) {
+    /* Not a database, or a WAL left by a killed writer that only a writer can recover. */
+    gboolean recover = sqlite3_errcode(db->sql) == SQLITE_READONLY;
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "cannot read database %s read-only: %s%s", path,
+                sqlite3_errmsg(db->sql),
+                recover ? " (run once without --no-store to recover it)" : "");
+    res_db_close(db);
+    return NULL;
+  }
   if (version != RES_SCHEMA_VERSION) {
-    g_set_error(error, RES_ERROR, version < 0 ? RES_ERROR_OPEN : RES_ERROR_SCHEMA,
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
                 "database %s has schema version %d, this stratsim reads %d (open it once "
                 "without --no-store to migrate it)", path, version, RES_SCHEMA_VERSION);
     res_db_close(db);

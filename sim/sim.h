@@ -8,6 +8,12 @@
  * each of its resources frees up) — FIFO per resource by ready time, ties by task id.
  * Program order on a compute stream (the pipeline schedule, ops in topological order) is
  * expressed as edges, like kernels launched in order on one CUDA stream.
+ *
+ * SimRun, SimTaskGraph and SimSchedule are opaque: their layout is sim/'s own (sim-int.h) and
+ * may change; everything outside sim/ (trace and timeline writers, the validate plan builder,
+ * results, bench, tests) reads them through the accessors here: SimTaskInfo per task,
+ * sim_run_* for the prediction and the inputs a run borrowed, SimTimeline for the tasks in the
+ * engine's order with their start and end.
  */
 #ifndef STRATSIM_SIM_H
 #define STRATSIM_SIM_H

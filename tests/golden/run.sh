@@ -81,8 +81,10 @@ case_ sim-mlp-file "$bin" simulate -m "$src/model/examples/mlp2.json" -c aws-p3.
 # --no-store: the same prediction as the stored run above, nothing written.
 case_ sim-gpt-no-store "$bin" simulate -m $gpt -c dgx-a100:nodes=2 -s megatron:tp=2,pp=2,dp=4,mb=4 --json --no-store --db "$db"
 case_ explain-gpt "$bin" explain -m $gpt -c dgx-a100:nodes=2 -s megatron:tp=2,pp=2,dp=4,mb=4 --json --db "$db"
+case_ explain-gpt-step "$bin" explain -m $gpt -c dgx-a100:nodes=2 -s megatron:tp=4,pp=2,dp=2,mb=4 --collectives step --json --db "$db"
 case_ explain-mlp "$bin" explain -m mlp -c dgx-a100 -s dp --json --db "$db"
 case_ search-mcmc "$bin" search -m mlp -c dgx-a100 --algo mcmc --budget 50 --seed 3 --json --db "$db"
+case_ search-mcmc-no-store "$bin" search -m mlp -c dgx-a100 --algo mcmc --budget 50 --seed 3 --json --no-store --db "$db"
 case_ search-cd "$bin" search -m mlp -c dgx-a100:nodes=2 --algo cd --budget 40 --seed 7 --json --db "$db"
 case_ search-grid "$bin" search -m $gpt -c dgx-a100:nodes=2 --algo grid --budget 200 --seed 1 --json --db "$db"
 case_ search-dp "$bin" search -m $gpt8 -c dgx-a100:nodes=2 --algo dp --budget 200 --seed 1 --json --db "$db"
