@@ -20,6 +20,7 @@
 #include "costmodel/costmodel.h"
 #include "search/srch_search.h"
 #include "session/ses_session.h"
+#include "sim/sim_progress.h"
 
 #define CALCULON_CONFIGS_PER_S_PER_CORE 45.0
 
@@ -29,9 +30,27 @@
 /* A model on a cluster, presets and rooflines (no database): what each measurement searches. */
 typedef struct {
   SesSession *session;
+  SimProgress *progress;  /* the suite's progress line (nullable, borrowed) */
 } Case;
 
-static gboolean case_init(Case *c, const char *model, const char *cluster, GError **error) {
+/* A search's state on the suite's progress line (sim/sim_progress.h). */
+static void show_progress(const SrchProgress *p, gpointer data) {
+  const Case *c = data;
+  sim_progress_set(c->progress, "%s on %s: %s, %" G_GUINT64_FORMAT " evaluations, %.0f s",
+                   ses_session_graph(c->session)->name, ses_session_cluster(c->session)->name,
+                   p->phase, p->evaluations, p->elapsed_s);
+}
+
+/* Reports @o's progress on @c's line. */
+static void report_to(const Case *c, SrchOptions *o) {
+  if (!c->progress) return;
+  o->progress = show_progress;
+  o->progress_data = (gpointer)c;
+}
+
+static gboolean case_init(Case *c, const char *model, const char *cluster, SimProgress *progress,
+                          GError **error) {
+  c->progress = progress;
   SesSpecs specs = {.model = model, .cluster = cluster};
   c->session = ses_session_new_from_specs(&specs, error);
   return c->session != NULL;
@@ -49,19 +68,20 @@ static SrchResult *search(const Case *c, SrchAlgo algo, guint64 evaluations, dou
   o.threads = threads;
   o.no_delta = no_delta;
   o.no_baselines = TRUE;
+  report_to(c, &o);
   return srch_run(ses_session_graph(c->session), ses_session_cluster(c->session),
                   ses_session_params(c->session), &o, error);
 }
 
 /* (a) */
-static int bench_rates(void) {
+static int bench_rates(SimProgress *progress) {
   const char *model = "gpt3-1.3b", *cluster = "dgx-a100:nodes=2";
   const guint64 budget = 300;
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, cli_status_for(error));
+  if (!case_init(&c, model, cluster, progress, &error)) return cli_fail(error, cli_status_for(error));
   say("bench: search rates  %s on %s, one thread, %" G_GUINT64_FORMAT
-         " evaluations each (the grid: all of it), space construction included; Calculon: %.0f "
+         " evaluations each (the grid: its full Megatron space, exhaustively), space construction included; Calculon: %.0f "
          "Megatron configurations/s/core\n", model, cluster, budget, CALCULON_CONFIGS_PER_S_PER_CORE);
   static const SrchAlgo algos[] = {SRCH_ALGO_MCMC, SRCH_ALGO_CD, SRCH_ALGO_RANDOM, SRCH_ALGO_EXHAUSTIVE,
                                    SRCH_ALGO_GRID};
@@ -76,14 +96,19 @@ static int bench_rates(void) {
         case_clear(&c);
         return cli_fail(error, cli_status_for(error));
       }
-      rate[full] = r->elapsed_s > 0 ? r->evaluations / r->elapsed_s : 0;
+      /* The grid screens most of its space without simulating: its rate is configurations
+       * covered (simulated, over memory or pruned by the bound) per second. */
+      double covered = algos[i] == SRCH_ALGO_GRID ? srch_result_covered_share(r) * (double)r->space_points
+                                                  : (double)r->evaluations;
+      rate[full] = r->elapsed_s > 0 ? covered / r->elapsed_s : 0;
       sim_rate[full] = r->elapsed_s > 0 ? r->simulated / r->elapsed_s : 0;
       best[full] = r->best_time_s;
       srch_result_free(r);
     }
     if (variants == 1)
-      say("bench: search rates  %-10s %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon\n",
-             srch_algo_name(algos[i]), rate[0], sim_rate[0], rate[0] / CALCULON_CONFIGS_PER_S_PER_CORE);
+      say("bench: search rates  %-10s %8.1f %s/s (%.1f simulated/s), %.2fx Calculon\n",
+             srch_algo_name(algos[i]), rate[0], algos[i] == SRCH_ALGO_GRID ? "configurations" : "evaluations",
+             sim_rate[0], rate[0] / CALCULON_CONFIGS_PER_S_PER_CORE);
     else
       say("bench: search rates  %-10s delta %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon;"
              " full %8.1f evaluations/s (%.1f simulated/s), %.2fx Calculon; delta/full %.2fx, same best: %s\n",
@@ -103,15 +128,17 @@ static int bench_rates(void) {
  * Configurations per second per core: the space's configurations (every one screened for
  * memory, pruned by the bound or simulated) over the process's CPU seconds, and over wall
  * seconds x threads (the same when the cores are free). */
-static int bench_space(const char *model, const char *cluster, guint64 budget) {
+static int bench_space(const char *model, const char *cluster, guint64 budget,
+                       SimProgress *progress) {
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, cli_status_for(error));
+  if (!case_init(&c, model, cluster, progress, &error)) return cli_fail(error, cli_status_for(error));
   SrchOptions o;
   srch_options_default(&o);
   o.algo = SRCH_ALGO_GRID;
   o.budget.evaluations = budget;
   o.threads = 2;
+  report_to(&c, &o);
   clock_t cpu0 = clock();
   SrchResult *r = srch_run(ses_session_graph(c.session), ses_session_cluster(c.session),
                            ses_session_params(c.session), &o, &error);
@@ -145,13 +172,14 @@ static double time_to_within(const SrchResult *r, double target) {
   return -1;
 }
 
-static int bench_convergence(const char *model, const char *cluster, double seconds) {
+static int bench_convergence(const char *model, const char *cluster, double seconds,
+                             SimProgress *progress) {
   static const SrchAlgo algos[] = {SRCH_ALGO_MCMC, SRCH_ALGO_CD, SRCH_ALGO_RANDOM, SRCH_ALGO_GRID,
                                    SRCH_ALGO_AUTO, SRCH_ALGO_DP};
   enum { N = G_N_ELEMENTS(algos) };
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, cli_status_for(error));
+  if (!case_init(&c, model, cluster, progress, &error)) return cli_fail(error, cli_status_for(error));
   SrchResult *results[N] = {NULL};
   double overall = INFINITY;
   for (int i = 0; i < N; i++) {
@@ -187,12 +215,17 @@ static int bench_convergence(const char *model, const char *cluster, double seco
 
 int cli_bench_search(double seconds) {
   if (seconds <= 0) seconds = 20;
-  int status = bench_rates();
+  /* The suite runs for minutes, often into a file: a progress line every few seconds. */
+  g_autoptr(SimProgress) progress = sim_progress_new_stderr("bench");
+  int status = bench_rates(progress);
   if (status == CLI_EXIT_OK)
     status = bench_space("gpt:layers=24,hidden=4096,heads=32,seq=2048,vocab=51200,batch=512", "dgx-a100:nodes=8",
-                         1000000);
-  if (status == CLI_EXIT_OK) status = bench_space("gpt3-175b:batch=1536", "dgx-a100:nodes=128", 200);
-  if (status == CLI_EXIT_OK) status = bench_convergence("gpt3-2.7b", "dgx-a100:nodes=8", seconds);
-  if (status == CLI_EXIT_OK) status = bench_convergence("vgg13", "flexflow-p100:nodes=8", seconds);
+                         1000000, progress);
+  if (status == CLI_EXIT_OK)
+    status = bench_space("gpt3-175b:batch=1536", "dgx-a100:nodes=128", 200, progress);
+  if (status == CLI_EXIT_OK)
+    status = bench_convergence("gpt3-2.7b", "dgx-a100:nodes=8", seconds, progress);
+  if (status == CLI_EXIT_OK)
+    status = bench_convergence("vgg13", "flexflow-p100:nodes=8", seconds, progress);
   return status;
 }

@@ -4,6 +4,7 @@
 #include "model/mdl_strategy-int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -513,9 +514,14 @@ gboolean mdl_strategy_parse_count(const char *family, const char *key, const cha
   char *end = NULL;
   errno = 0;
   long v = strtol(value, &end, 10);
-  if (errno != 0 || end == value || *end != '\0' || v < 1 || v > 1000000000L) {
+  if (end == value || *end != '\0' || v < 1 || (errno != 0 && v != LONG_MAX)) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s is not a positive integer",
                 family, key, value);
+    return FALSE;
+  }
+  if (v > 1000000000L) { /* LONG_MAX with ERANGE included: a positive integer, too large */
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                "strategy %s: %s=%s is too large (at most 1000000000)", family, key, value);
     return FALSE;
   }
   *out = (int)v;

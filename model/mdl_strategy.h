@@ -103,6 +103,17 @@ typedef struct {
                                     optimizer, --overlap-param-gather), not after the step */
 } MdlStrategy;
 
+/* The strategy in one line (caller g_frees): the degrees a builder used ("dp=2 tp=8 pp=1, 4
+ * microbatches of 2"), or for a strategy from JSON its meshes, stages and microbatches
+ * ("2 meshes (2 x 4x2), 2 pipeline stages, 4 microbatches of 16 samples"). */
+char *mdl_strategy_describe(const MdlStrategy *strategy, const MdlGraph *graph);
+
+/* FLOPs of one training iteration as the GPUs execute them: the model's forward and backward
+ * (mdl_graph_train_flops, "model FLOPs") plus the forwards that recomputation runs again
+ * ("hardware FLOPs"; Korthikanti et al. 2022, section 6.3, and Chowdhery et al. 2022,
+ * Appendix B, report both). Equal to the model FLOPs without recomputation. */
+double mdl_strategy_hardware_flops(const MdlStrategy *strategy, const MdlGraph *graph);
+
 /* Pipeline ranks (physical stages): num_stages / virtual_stages. */
 static inline int mdl_strategy_num_ranks(const MdlStrategy *s) {
   return s->num_stages / (s->virtual_stages > 0 ? s->virtual_stages : 1);

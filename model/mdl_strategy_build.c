@@ -349,6 +349,45 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
   return TRUE;
 }
 
+/* The global batch must split into dp replicas of mb-sample microbatches. Checked here, where
+ * it is known which of dp and mb the user wrote in @spec and which were defaults, so that the
+ * message names the user's words and suggests a dp that works. */
+static gboolean batch_splits(const char *spec, const char *family, const MdlGraph *graph,
+                             const DevCluster *cluster, const MdlMegatronConfig *cfg,
+                             gboolean dp_given, GError **error) {
+  gint64 per_step = (gint64)cfg->dp * cfg->microbatch_size;
+  int ndev = dev_cluster_num_devices(cluster);
+  /* Degrees that do not fit the cluster are mdl_strategy_megatron's to refuse. */
+  if (per_step < 1 || graph->batch % per_step == 0 ||
+      (double)cfg->tp * cfg->pp * cfg->dp > ndev)
+    return TRUE;
+  g_autofree char *dp_from =
+      dp_given ? g_strdup_printf("%d data-parallel replicas (dp=%d)", cfg->dp, cfg->dp)
+               : g_strdup_printf("%d data-parallel replicas (dp defaults to cluster %s's %d GPUs "
+                                 "/ tp*pp = %d)", cfg->dp, cluster->name, ndev, cfg->tp * cfg->pp);
+  /* The largest dp that fits the devices and divides the batch into mb-sample microbatches. */
+  int suggest = 0;
+  for (int d = MIN(cfg->dp, ndev); d >= 1 && !suggest; d--)
+    if (graph->batch % ((gint64)d * cfg->microbatch_size) == 0) suggest = d;
+  g_autofree char *hint =
+      suggest == 0 ? g_strdup("")
+      : dp_given   ? g_strdup_printf("; dp=%d would", suggest)
+                   : g_strdup_printf("; dp=%d would (%s%sdp=%d)", suggest, spec,
+                                     strchr(spec, ':') ? "," : ":", suggest);
+  if (cfg->microbatch_size > 1 || strcmp(family, "megatron") == 0)
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "strategy %s: %s of %d-sample microbatches (mb=%d%s) do not divide model %s's "
+                "global batch of %" G_GINT64_FORMAT "%s",
+                spec, dp_from, cfg->microbatch_size, cfg->microbatch_size,
+                strstr(spec, "mb=") ? "" : ", the default", graph->name, graph->batch, hint);
+  else
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "strategy %s: %s do not divide model %s's global batch of %" G_GINT64_FORMAT
+                " samples evenly%s",
+                spec, dp_from, graph->name, graph->batch, hint);
+  return FALSE;
+}
+
 MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
                                      const DevCluster *cluster, GError **error) {
   g_return_val_if_fail(spec && graph && cluster, NULL);
@@ -384,6 +423,7 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
     cfg.microbatch_size = strcmp(family, "dp") == 0 && graph->batch % cfg.dp == 0
                               ? (int)MAX(1, graph->batch / cfg.dp) : 1;
   }
+  if (!batch_splits(spec, family, graph, cluster, &cfg, dp_given, error)) return NULL;
   MdlStrategy *s = mdl_strategy_megatron(graph, cluster, &cfg, error);
   if (s) s->name = g_strdup(spec);
   return s;

@@ -9,6 +9,7 @@
  * Values are positive decimal integers; every graph is validated before it is returned.
  */
 #include "model/mdl_zoo.h"
+#include "model/mdl_json_count.h"
 #include "model/mdl_zoo_moe.h"
 
 #include <errno.h>
@@ -175,7 +176,8 @@ static gboolean parse_value(const char *model, const char *key, const char *text
     return FALSE;
   }
   if (errno == ERANGE) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s=%s is out of range", model, key, text);
+    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s=%s is %s", model, key, text,
+                text[0] == '-' ? "not a positive integer" : "too large");
     return FALSE;
   }
   if (v <= 0) {
@@ -284,7 +286,7 @@ static MdlGraph *from_file(const char *spec, GError **error) {
     return NULL;
   }
   char *text = NULL;
-  if (!mdl_read_json_file("model file", path, &text, error)) return NULL;
+  if (!mdl_read_model_json_file(path, &text, error)) return NULL;
   MdlGraph *g = NULL;
   if (mdl_zoo_hf_detect(text))
     g = from_hf(spec, path, text, args, error);

@@ -153,6 +153,8 @@ typedef struct {
   gboolean crossmesh;
   int crossmesh_method;      /* SimCrossMeshMethod (sim_crossmesh.h), when crossmesh is set */
   int crossmesh_order;       /* SimCrossMeshOrder, when crossmesh is set */
+  struct SimProgress *progress; /* nullable, borrowed: the run's phases are reported there
+                                   (sim/sim_progress.h); nothing computed depends on it */
 } SimOptions;
 
 /* Limits on one simulation (README, "Limits"), checked before the task graph is allocated.

@@ -70,7 +70,12 @@ SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective co
     g_autofree gboolean *simulated = g_new0(gboolean, p);
     for (int i = 0; i < p; i++)
       for (int k = 0; k < nsim && !simulated[i]; k++) simulated[i] = devices[i] == sim_devices[k];
-    return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes, !b->s->overlap);
+    CmGroupShape shape;
+    CmNcclRingSteps ring;
+    cm_group_shape(b->c, devices, p, &shape);
+    gboolean nccl = cm_nccl_ring_steps(coll, &shape, b->c, bytes, &ring);
+    return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes, !b->s->overlap,
+                              nccl ? &ring : NULL);
   }
   t.duration = sim_time_from_seconds(cm_group_collective_time(b->p, b->c, coll, devices, p, bytes));
   uint32_t id = sim_task_graph_add(b->tg, &t, res, nres);

@@ -173,10 +173,10 @@ static cJSON *ops_json(const SimRun *run) {
   return ops;
 }
 
-/* Kernel times per op, read off the simulated tasks (first microbatch, first device). */
-static void add_op_times(const SimRun *run, cJSON *ops) {
+/* Kernel times per op into @fwd and @bwd (n ops each), read off the simulated tasks (first
+ * microbatch, first device). */
+static void op_times(const SimRun *run, double *fwd, double *bwd) {
   int n = mdl_graph_num_ops(sim_run_graph(run));
-  g_autofree double *fwd = g_new0(double, n), *bwd = g_new0(double, n);
   g_autofree gboolean *seen_f = g_new0(gboolean, n), *seen_b = g_new0(gboolean, n);
   SimTaskInfo info;
   const SimTaskInfo *t = &info;
@@ -186,6 +186,12 @@ static void add_op_times(const SimRun *run, cJSON *ops) {
     if (t->kind == SIM_TASK_FORWARD && !seen_f[t->op]) seen_f[t->op] = TRUE, fwd[t->op] = sim_time_seconds(t->duration);
     if (t->kind == SIM_TASK_BACKWARD && !seen_b[t->op]) seen_b[t->op] = TRUE, bwd[t->op] = sim_time_seconds(t->duration);
   }
+}
+
+static void add_op_times(const SimRun *run, cJSON *ops) {
+  int n = mdl_graph_num_ops(sim_run_graph(run));
+  g_autofree double *fwd = g_new0(double, n), *bwd = g_new0(double, n);
+  op_times(run, fwd, bwd);
   for (int o = 0; o < n; o++) {
     cJSON *oj = cJSON_GetArrayItem(ops, o);
     cJSON_AddNumberToObject(oj, "forward_time_s", fwd[o]);
@@ -278,12 +284,87 @@ static int compare_total(gconstpointer a, gconstpointer b) {
   return tx < ty ? 1 : tx > ty ? -1 : 0;
 }
 
+/* One op's layouts in text, per operand its layout on each mesh axis:
+ * "mesh 0 (2x8) split [b, n]: [S(0),B] [B,S(1)] -> [S(0),S(2)]". */
+static char *op_layout_text(const SimRun *run, int o) {
+  const MdlGraph *g = sim_run_graph(run);
+  const MdlStrategy *s = sim_run_strategy(run);
+  const MdlOp *op = mdl_graph_op(g, o);
+  const MdlOpConfig *c = &s->configs[o];
+  const MdlMesh *mesh = mdl_strategy_mesh(s, c->mesh);
+  GString *t = g_string_new(NULL);
+  g_string_append_printf(t, "mesh %d (", c->mesh);
+  for (int a = 0; a < mesh->ndims; a++) g_string_append_printf(t, "%s%d", a ? "x" : "", mesh->shape[a]);
+  g_string_append(t, ") split [");
+  for (int a = 0; a < mesh->ndims; a++)
+    g_string_append_printf(t, "%s%s", a ? ", " : "", c->split[a] >= 0 ? op->dims[c->split[a]].name : "-");
+  g_string_append(t, "]:");
+  char text[96];
+  for (int k = 0; k < op->ninputs; k++) {
+    MdlLayout l = mdl_layout_of_operand(op, &op->inputs[k], FALSE, c, mesh);
+    mdl_layout_format(&l, mesh->ndims, text, sizeof text);
+    g_string_append_printf(t, " [%s]", text);
+  }
+  MdlLayout l = mdl_layout_of_operand(op, &op->output, TRUE, c, mesh);
+  mdl_layout_format(&l, mesh->ndims, text, sizeof text);
+  g_string_append_printf(t, " -> [%s]", text);
+  return g_string_free(t, FALSE);
+}
+
+/* The ops with their layouts (README: "layouts of every op"), in graph order; consecutive runs
+ * of ops alike (kind, stage, layouts, kernel times: the layers of a transformer) are folded
+ * into one row with their count. At most @max_rows rows. */
+static void print_ops(const SimRun *run, FILE *out, int max_rows) {
+  const MdlGraph *g = sim_run_graph(run);
+  const MdlStrategy *s = sim_run_strategy(run);
+  int n = mdl_graph_num_ops(g);
+  g_autofree double *fwd = g_new0(double, n), *bwd = g_new0(double, n);
+  op_times(run, fwd, bwd);
+  g_autoptr(GPtrArray) texts = g_ptr_array_new_with_free_func(g_free);
+  for (int o = 0; o < n; o++) g_ptr_array_add(texts, op_layout_text(run, o));
+  fprintf(out, "\nops: layouts per mesh axis (S(d) split on tensor dim d, B replicated, P partial "
+               "sums), inputs -> output; kernel times of one microbatch\n");
+  fprintf(out, "  %-26s %-14s %5s %10s %10s  %s\n", "op (first) +alike", "kind", "stage",
+          "fwd us", "bwd us", "layout");
+  /* Ops alike (kind, stage, kernel times and layouts agree: the same op of every layer) fold
+   * into the row of the first, found by a hash of that signature: linear in the ops. */
+  g_autoptr(GHashTable) row_of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(int));
+  g_autoptr(GArray) count = g_array_new(FALSE, TRUE, sizeof(int));
+  for (int o = 0; o < n; o++) {
+    char *key = g_strdup_printf("%d|%d|%.17g|%.17g|%s", mdl_graph_op(g, o)->kind,
+                                s->configs[o].stage, fwd[o], bwd[o],
+                                (char *)g_ptr_array_index(texts, o));
+    gpointer row;
+    if (g_hash_table_lookup_extended(row_of, key, NULL, &row)) {
+      g_array_index(count, int, GPOINTER_TO_INT(row))++;
+      g_free(key);
+      continue;
+    }
+    g_hash_table_insert(row_of, key, GINT_TO_POINTER((int)first->len));
+    g_array_append_val(first, o);
+    int one = 1;
+    g_array_append_val(count, one);
+  }
+  for (guint r = 0; r < first->len && (int)r < max_rows; r++) {
+    int o = g_array_index(first, int, r), alike = g_array_index(count, int, r) - 1;
+    const MdlOp *op = mdl_graph_op(g, o);
+    g_autofree char *name = alike ? g_strdup_printf("%s +%d", op->name, alike) : g_strdup(op->name);
+    fprintf(out, "  %-26.26s %-14s %5d %10.3f %10.3f  %s\n", name, mdl_op_kind_name(op->kind),
+            s->configs[o].stage, fwd[o] * 1e6, bwd[o] * 1e6, (char *)g_ptr_array_index(texts, o));
+  }
+  if ((int)first->len > max_rows)
+    fprintf(out, "  ... %d more rows of ops (--rows N, or --json lists all)\n",
+            (int)first->len - max_rows);
+}
+
 void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
   const SimPrediction *p = sim_run_prediction(run);
   fprintf(out, "explain: %s on %s, strategy %s: iteration %.6g s, compute %.6g s, exposed "
                "communication %.6g s, bubble %.6g s\n",
           sim_run_graph(run)->name, sim_run_cluster(run)->name, sim_run_strategy(run)->name, p->iteration_time_s,
           p->compute_s, p->comm_exposed_s, p->bubble_s);
+  print_ops(run, out, max_rows);
   g_autoptr(GArray) devs = representative_devices(run);
   for (guint k = 0; k < devs->len; k++) {
     int d = g_array_index(devs, int, k);

@@ -13,7 +13,10 @@
 #include "sim/sim_network.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void write_escaped(FILE *f, const char *s) {
   for (; *s; s++) {
@@ -64,11 +67,24 @@ static const char *const kind_colour[SIM_TASK_KIND_COUNT] = {
     [SIM_TASK_RECOMPUTE] = "olive",                       /* the forward's green, darker */
 };
 
+/* The trace goes to a temporary file beside @path, renamed over it once complete: a trace
+ * that cannot be written whole (a full disk) leaves no truncated file (issue 17, item 1).
+ * Special files (/dev/stdout, a FIFO) are written in place. */
 gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
-  FILE *f = fopen(path, "w");
+  gboolean in_place = g_file_test(path, G_FILE_TEST_EXISTS) &&
+                      !g_file_test(path, G_FILE_TEST_IS_REGULAR);
+  g_autofree char *temp = in_place ? NULL : g_strdup_printf("%s.partial-XXXXXX", path);
+  FILE *f = NULL;
+  if (in_place) {
+    f = fopen(path, "w");
+  } else {
+    int fd = g_mkstemp_full(temp, O_WRONLY, 0644);
+    if (fd >= 0 && !(f = fdopen(fd, "w"))) close(fd);
+  }
   if (!f) {
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot write trace %s: %s",
                 path, g_strerror(errno));
+    if (temp) g_unlink(temp);
     return FALSE;
   }
   const SimTaskGraph *g = sim_run_task_graph(run);
@@ -165,9 +181,13 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
   }
   fputs("\n]}\n", f);
   gboolean ok = !ferror(f);
-  if (fclose(f) != 0) ok = FALSE;
+  int saved = errno;
+  if (fclose(f) != 0) ok = FALSE, saved = errno;
+  if (ok && temp && g_rename(temp, path) != 0) ok = FALSE, saved = errno;
   if (!ok) {
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "error writing trace %s", path);
+    if (temp) g_unlink(temp);
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "error writing trace %s (%s): no trace "
+                "written", path, g_strerror(saved));
     return FALSE;
   }
   return TRUE;
