@@ -41,6 +41,7 @@ int64_t mdl_moe_capacity(const MdlMoeConfig *moe, int64_t seq) {
   /* In double: s * k * pct may pass int64 for absurd inputs, which the caller's size checks
    * then refuse. */
   double c = (double)seq * (double)moe->top_k * (double)pct / (100.0 * (double)moe->experts);
+  if (!(c < (double)MDL_MAX_ELEMENTS)) return MDL_MAX_ELEMENTS; /* the size checks refuse it */
   double whole = (double)(int64_t)c;
   return (int64_t)(whole < c ? whole + 1 : whole);
 }

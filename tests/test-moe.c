@@ -129,7 +129,7 @@ static void test_layout(void) {
 static void expect_error(const char *model, const char *spec, const char *needle) {
   DevCluster *c = h100(2);
   GError *error = NULL;
-  MdlGraph *g = model ? mdl_graph_parse_spec(model, &error) : moe_graph(16, 96, 128, &small_moe);
+  MdlGraph *g = model ? mdl_graph_parse_spec(model, &error) : moe_graph(48, 96, 128, &small_moe);
   g_assert_no_error(error);
   MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
   g_assert_null(s);
