@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_tuner.h"
 #include "session/ses_session.h"
 
 /* A size per rank: "N" bytes, or N with a unit (issue 17, item 9): K, M, G, T as nccl-tests'
@@ -61,7 +61,8 @@ static void print_text(const CmCollectiveEstimate *e, const char *cluster_spec,
   print_bytes(e->bytes);
   printf(" (%.0f bytes) over %d ranks on %d host%s of %s\n", e->bytes, e->shape.ranks,
          e->shape.hosts, e->shape.hosts == 1 ? "" : "s", cluster_spec);
-  printf("  algorithm    %s: %d intra-host + %d inter-host steps\n", cm_algorithm_name(e->algorithm),
+  printf("  algorithm    %s%s%s: %d intra-host + %d inter-host steps\n", cm_algorithm_name(e->algorithm),
+         e->protocol >= 0 ? "/" : "", e->protocol >= 0 ? cm_protocol_name((CmProtocol)e->protocol) : "",
          e->steps[DEV_LINK_INTRA], e->steps[DEV_LINK_INTER]);
   printf("  time         ");
   print_time(e->time_s);
@@ -103,7 +104,12 @@ static char *estimate_json(const CmCollectiveEstimate *e, const char *cluster_sp
   cJSON_AddNumberToObject(j, "nodes", e->shape.hosts);
   cJSON_AddNumberToObject(j, "bytes", e->bytes);
   cJSON_AddStringToObject(j, "cluster", cluster_spec);
-  cJSON_AddStringToObject(j, "algorithm", cm_algorithm_name(e->algorithm));
+  /* What the time came from: the model's algorithm, or the calibration's regime. */
+  cJSON_AddStringToObject(j, "algorithm", e->source == CM_TIME_MODEL ? cm_algorithm_name(e->algorithm)
+                                                                      : cm_time_source_name(e->source));
+  cJSON_AddStringToObject(j, "model_algorithm", cm_algorithm_name(e->algorithm));
+  if (e->protocol >= 0) cJSON_AddStringToObject(j, "protocol", cm_protocol_name((CmProtocol)e->protocol));
+  else cJSON_AddNullToObject(j, "protocol");
   cJSON_AddNumberToObject(j, "time_s", e->time_s);
   cJSON_AddNumberToObject(j, "model_time_s", e->model_time_s);
   cJSON_AddStringToObject(j, "time_source", cm_time_source_name(e->source));
@@ -194,6 +200,10 @@ int cli_collective(int argc, char **argv) {
             dev_cluster_num_devices(cluster), cluster_spec);
     status = CLI_EXIT_BAD_INPUT;
     goto out;
+  }
+  if (calibration) {
+    g_autofree char *mismatch = cm_calibration_cluster_mismatch(calibration, cluster);
+    if (mismatch) fprintf(stderr, "stratsim collective: warning: %s\n", mismatch);
   }
   devices = g_new(int, ranks);
   for (int i = 0; i < ranks; i++) devices[i] = i;

@@ -32,6 +32,7 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   if (s->overlap_param_gather) printf(" with the parameter all-gather overlapped");
   if (s->recompute != MDL_RECOMPUTE_NONE) printf(", %s recomputation", mdl_recompute_name(s->recompute));
   if (s->sequence_parallel) printf(", sequence parallel");
+  if (s->tp_overlap) printf(" with its communication overlapped");
   printf(", %s, %d GPUs\n", dev_dtype_name(s->dtype), p->num_gpus);
   printf("  iteration    %.6g s  (%.6g samples/s)\n", t, p->samples_per_s);
   printf("  per GPU      %.4g TFLOP/s  (%.1f%% of the %.4g TFLOP/s %s peak)\n", p->tflops_per_gpu,

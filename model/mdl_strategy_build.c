@@ -9,7 +9,10 @@
  * tp axis, the sequence of the ops tensor parallelism leaves replicated (layernorms, dropout and
  * residual adds: tp_dim -1); SBP resharding then turns each of those all-reduces into a
  * reduce-scatter (Partial -> Split(s)) before them and an all-gather (Split(s) -> Broadcast)
- * after them, the same bytes on the wire as the all-reduce they replace. */
+ * after them, the same bytes on the wire as the all-reduce they replace.
+ * With context (cp) or expert (ep) parallelism the per-rank mesh and every op's splits come
+ * from model/mdl_strategy_axes.c (Megatron-Core's tp-cp-ep-dp-pp layout); check_cp_ep refuses
+ * degrees the model cannot take, in one line. */
 #include "model/mdl_strategy-int.h"
 
 #include <errno.h>
@@ -193,6 +196,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->recompute = cfg->recompute;
   s->sequence_parallel = cfg->sequence_parallel;
   s->overlap_param_gather = cfg->overlap_param_gather;
+  s->tp_overlap = cfg->tp_overlap;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -316,13 +320,13 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
                     "strategy %s: recompute=%s must be none, selective or full", family, value);
         return FALSE;
       }
-    } else if (strcmp(key, "overlap_param_gather") == 0) {
+    } else if (strcmp(key, "overlap_param_gather") == 0 || strcmp(key, "tp_overlap") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
-        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                    "strategy %s: overlap_param_gather=%s must be 0 or 1", family, value);
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s must be 0 or 1",
+                    family, key, value);
         return FALSE;
       }
-      cfg->overlap_param_gather = value[0] == '1';
+      *(key[0] == 't' ? &cfg->tp_overlap : &cfg->overlap_param_gather) = value[0] == '1';
     } else if (strcmp(key, "sp") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: sp=%s must be 0 or 1",
@@ -339,7 +343,8 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     } else {
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
-                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather)",
+                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather, "
+                  "tp_overlap)",
                   family, key);
       return FALSE;
     }

@@ -257,13 +257,14 @@ static gboolean check_layers(const char *name, int64_t layers, GError **error);
 /* A Hugging Face config.json with the spec's overrides @args (may be NULL). */
 static MdlGraph *from_hf(const char *spec, const char *path, const char *text, const char *args,
                          GError **error) {
-  MdlLlamaConfig cfg;
+  MdlMoeModelConfig moe;
+  MdlLlamaConfig *cfg = &moe.base;
   gboolean has_batch, has_seq;
-  if (!mdl_zoo_hf_config(text, path, &cfg, &has_batch, &has_seq, error)) return NULL;
-  SpecKey keys[] = {{"batch", &cfg.batch, FALSE, NULL},
-                    {"seq", &cfg.seq, FALSE, NULL},
-                    {"layers", &cfg.layers, FALSE, NULL},
-                    {"attn", &cfg.flash, FALSE, attn_choices}};
+  if (!mdl_zoo_hf_config(text, path, &moe, &has_batch, &has_seq, error)) return NULL;
+  SpecKey keys[] = {{"batch", &cfg->batch, FALSE, NULL},
+                    {"seq", &cfg->seq, FALSE, NULL},
+                    {"layers", &cfg->layers, FALSE, NULL},
+                    {"attn", &cfg->flash, FALSE, attn_choices}};
   if (args && !parse_overrides(path, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
   if (!(has_batch || keys[0].seen) || !(has_seq || keys[1].seen)) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
@@ -271,8 +272,8 @@ static MdlGraph *from_hf(const char *spec, const char *path, const char *text, c
                 path, !(has_batch || keys[0].seen) ? "batch" : "seq", path);
     return NULL;
   }
-  if (!check_layers(path, cfg.layers, error)) return NULL;
-  return mdl_zoo_llama(spec, &cfg, error);
+  if (!check_layers(path, cfg->layers, error)) return NULL;
+  return moe.moe.experts > 0 ? mdl_zoo_moe_model(spec, &moe, error) : mdl_zoo_llama(spec, cfg, error);
 }
 
 /* @spec is PATH or PATH.json:key=value,... (overrides: Hugging Face configs only). */

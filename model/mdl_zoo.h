@@ -40,14 +40,8 @@ MdlGraph *mdl_zoo_llama(const char *name, const MdlLlamaConfig *cfg, GError **er
 double mdl_zoo_llama_params(const MdlLlamaConfig *cfg);
 
 /* Hugging Face config.json (mdl_zoo_hf.c). Whether @text looks like one: a JSON object with
- * "architectures" or "model_type" and no "ops". */
+ * "architectures" or "model_type" and no "ops". (mdl_zoo_hf_config: model/mdl_zoo_moe.h.) */
 gboolean mdl_zoo_hf_detect(const char *text);
-/* Fills @cfg from the config.json @text (@path names it in errors); @has_batch / @has_seq say
- * whether the file gave stratsim's "batch" / "seq" keys (else those stay 0). FALSE with an
- * error naming the field for a missing or bad field, a mixture-of-experts or an unsupported
- * architecture. */
-gboolean mdl_zoo_hf_config(const char *text, const char *path, MdlLlamaConfig *cfg,
-                           gboolean *has_batch, gboolean *has_seq, GError **error);
 
 /* L dense hidden x hidden layers and a softmax cross-entropy over hidden classes. */
 MdlGraph *mdl_zoo_mlp(const char *name, int64_t layers, int64_t hidden, int64_t batch,

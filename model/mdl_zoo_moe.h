@@ -54,4 +54,12 @@ MdlGraph *mdl_zoo_moe_model(const char *name, const MdlMoeModelConfig *cfg, GErr
 /* Parameters of that model, from the closed form (no graph built). */
 double mdl_zoo_moe_model_params(const MdlMoeModelConfig *cfg);
 
+/* Fills @cfg from the Hugging Face config.json @text (@path names it in errors; mdl_zoo_hf.c):
+ * a dense architecture leaves cfg->moe.experts 0 (the llama family), a mixture of experts
+ * fills the MoE fields. @has_batch / @has_seq say whether the file gave stratsim's "batch" /
+ * "seq" keys (else those stay 0). FALSE with an error naming the field for a missing or bad
+ * field or an unsupported architecture. */
+gboolean mdl_zoo_hf_config(const char *text, const char *path, MdlMoeModelConfig *cfg,
+                           gboolean *has_batch, gboolean *has_seq, GError **error);
+
 #endif

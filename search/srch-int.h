@@ -72,6 +72,9 @@ double srch_worker_eval_point(SrchWorker *w, const int *point, int chain);
 /* Cost of @strategy, which the caller owns, as above (never cached); @label is the grid index
  * or -1. */
 double srch_worker_eval_strategy(SrchWorker *w, MdlStrategy *strategy, int grid_index);
+/* The highest cm_memory_per_device total over the devices: the simulator's fits_memory rule
+ * compares it with the device's memory. */
+double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster);
 /* Number of distinct points the cache holds. */
 guint64 srch_worker_cached(const SrchWorker *w);
 /* Whether a cached driver should stop: its cache holds the whole space, or it has taken

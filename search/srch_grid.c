@@ -212,7 +212,6 @@ static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
 
 void srch_grid_worker(SrchWorker *w) {
   GArray *cands = g_array_new(FALSE, FALSE, sizeof(Candidate));
-  int ndev = dev_cluster_num_devices(w->cluster);
   Screen sc;
   memset(&sc, 0, sizeof sc);
   guint i;
@@ -224,11 +223,7 @@ void srch_grid_worker(SrchWorker *w) {
       w->failed++;
       continue;
     }
-    CmMemory *mem = cm_memory_per_device(w->graph, s, w->cluster);
-    double peak = 0;
-    for (int d = 0; d < ndev; d++) peak = MAX(peak, mem[d].total);
-    g_free(mem);
-    if (peak > w->cluster->device.memory_bytes) { /* the simulator's fits_memory rule */
+    if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) { /* the simulator's fits_memory rule */
       w->over_memory++;
     } else {
       Candidate c = {screen_bound(&sc, w), i};

@@ -271,12 +271,7 @@ static void set_baseline(SrchBaseline *b, const char *name, char *detail, MdlStr
 }
 
 static gboolean fits(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster) {
-  int n = dev_cluster_num_devices(cluster);
-  CmMemory *mem = cm_memory_per_device(graph, s, cluster);
-  double peak = 0;
-  for (int d = 0; d < n; d++) peak = MAX(peak, mem[d].total);
-  g_free(mem);
-  return peak <= cluster->device.memory_bytes;
+  return srch_peak_memory(graph, s, cluster) <= cluster->device.memory_bytes;
 }
 
 /* Data parallelism over every device with the fewest microbatches (gradient accumulation)
@@ -423,7 +418,7 @@ static SrchAlgo resolve_auto(const SrchSpace *space, const SrchBudget *budget) {
 
 double srch_result_covered_share(const SrchResult *r) {
   if (!r->space_points) return 0;
-  return MIN(1.0, (double)(r->evaluations + r->over_memory + r->pruned) / (double)r->space_points);
+  return MIN(1.0, (double)r->space_covered / (double)r->space_points);
 }
 
 SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmParams *params,
@@ -557,17 +552,27 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     phase_clear(&phase);
   }
 
-  /* The full Megatron space (grid, and auto where no single-stage strategy fits: the family
-   * the size of the model leaves): the winner is the better of it and the classic grid. */
-  if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID)) {
+  /* The full Megatron space: grid; auto where no single-stage strategy fits (all of the
+   * budget) or where the per-op space is too large for the budget to cover (coordinate
+   * descent: each family gets half the evaluations, the space a quarter of the time). The
+   * winner is the better of it and the classic grid. */
+  gboolean split = o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_CD;
+  guint64 full_evaluations = split ? (o->budget.evaluations + 1) / 2 : o->budget.evaluations;
+  if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split) {
     GArray *full = srch_grid_full_points(graph, cluster, dtype);
     r->space_points = full->len;
     SrchBudget budget = o->budget;
+    budget.evaluations = full_evaluations;
     if (budget.seconds > 0)
-      budget.seconds = MAX(o->budget.seconds - (g_get_monotonic_time() - start) / 1e6, o->budget.seconds / 4);
+      budget.seconds = split ? o->budget.seconds / 4
+                             : MAX(o->budget.seconds - (g_get_monotonic_time() - start) / 1e6, o->budget.seconds / 4);
     gboolean ok = phase_run(&phase, "megatron space", srch_grid_worker, NULL, full, graph, cluster,
                             params, o, budget, error);
     if (ok) {
+      for (int i = 0; i < phase.n; i++) {
+        const SrchWorker *w = &phase.workers[i];
+        r->space_covered += w->evaluations + w->over_memory + w->pruned;
+      }
       const SrchWorker *best = phase_merge(&phase, r, TRUE);
       phase_timeline(&phase, r, start);
       if (best && best->best_time_s < r->best_time_s) {
@@ -618,8 +623,10 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   if (space) {
     if (r->ran == SRCH_ALGO_EXHAUSTIVE && !srch_space_measure_compute(space, params, &o->sim, error))
       goto fail;
-    /* Under a time budget the search gets what the baselines left (at least a quarter). */
+    /* Under a time budget the search gets what the baselines left (at least a quarter); auto's
+     * coordinate descent the evaluations the full Megatron space left. */
     SrchBudget budget = o->budget;
+    if (split && o->budget.evaluations) budget.evaluations = MAX(o->budget.evaluations - full_evaluations, 1);
     if (budget.seconds > 0)
       budget.seconds = MAX(o->budget.seconds - (g_get_monotonic_time() - start) / 1e6, o->budget.seconds / 4);
     if (!phase_run(&phase, srch_algo_name(r->ran), driver_of(r->ran), space, NULL, graph, cluster,

@@ -145,8 +145,8 @@ typedef struct {
   guint64 baseline_evaluations;
   gboolean complete;        /* exhaustive and grid: the whole space was covered */
   guint64 space_points;     /* grid (and auto where it runs the full Megatron space): the
-                               configurations of that space; the share covered is
-                               (evaluations + over_memory + pruned) / this; 0 otherwise */
+                               configurations of that space; 0 otherwise */
+  guint64 space_covered;    /* of those, simulated, refused, over memory or pruned by the bound */
   double elapsed_s;
   GArray *curve;            /* SrchCurvePoint, where the best improved */
   GArray *timeline;         /* SrchCurvePoint in wall-clock order since the search began, over
@@ -169,9 +169,8 @@ typedef struct {
 SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmParams *params,
                      const SrchOptions *options, GError **error);
 void srch_result_free(SrchResult *result);
-/* The share of result->space_points the search covered: simulated, refused, over memory or
- * pruned by a safe bound, (evaluations + over_memory + pruned) / space_points; 0 without
- * space_points. */
+/* The share of result->space_points the search covered: space_covered / space_points; 0
+ * without space_points. */
 double srch_result_covered_share(const SrchResult *result);
 
 /* The result as JSON: everything except wall-clock figures, so that runs with the same seed,

@@ -142,6 +142,7 @@ static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
     uint32_t t = base + (uint32_t)(mb * b->nrep[m] + r);
     int d = mesh->devices[b->rep_idx[m][r]];
     b->chain_prev[t] = prev[d];
+    if (prev[d] != NO_TASK) b->chain_next[prev[d]] = t;
     if (prev[d] != NO_TASK) sim_task_graph_edge(b->tg, prev[d], t);
     prev[d] = t;
   }
@@ -230,7 +231,9 @@ static void conversion_free(gpointer data) {
 void sb_build_compute(Builder *b) {
   add_compute_tasks(b);
   b->chain_prev = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
-  for (uint32_t i = 0; i < sim_task_graph_size(b->tg); i++) b->chain_prev[i] = NO_TASK;
+  b->chain_next = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
+  for (uint32_t i = 0; i < sim_task_graph_size(b->tg); i++)
+    b->chain_prev[i] = b->chain_next[i] = NO_TASK;
   b->last_compute = chain_compute(b);
 }
 
@@ -383,6 +386,7 @@ void sb_builder_clear(Builder *b) {
   g_free(b->conversions);
   g_free(b->rec_conversions);
   g_free(b->chain_prev);
+  g_free(b->chain_next);
   g_free(b->rec_base);
   g_free(b->group);
   g_free(b->users);

@@ -268,6 +268,60 @@ static SimRun *run_spec(const MdlGraph *g, const DevCluster *c, const char *spec
   return run;
 }
 
+/* Ring attention: with overlap (the default) the keys' and values' gathers and their
+ * gradients' reduce-scatters run while the attention computes, so little of them is exposed;
+ * each is still the formula's time on the communication stream. */
+static void test_cp_ring_overlap(void) {
+  DevCluster *c = h100(1);
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=2,hidden=512,heads=8,seq=8192,vocab=1024,batch=4",
+                                     &error);
+  g_assert_no_error(error);
+  MdlStrategy *st;
+  SimRun *run = run_spec(g, c, "megatron:dp=1,cp=4,mb=2", &st);
+  double bytes = 2.0 * 8192 * 3 * 512 * 2, ag = 0, rs = 0;
+  g_assert_cmpint(check_collectives(run, c, "all_gather", 4, bytes, &ag), ==, 2 * 2);
+  g_assert_cmpint(check_collectives(run, c, "reduce_scatter", 4, bytes, &rs), ==, 2 * 2);
+  g_assert_cmpfloat(sim_run_prediction(run)->comm_exposed_s, <, 0.2 * (ag + rs));
+  sim_run_free(run);
+  mdl_strategy_free(st);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* Tensor-parallel communication overlap: the same sequence-parallel all-gathers and
+ * reduce-scatters (same tasks, same times), but run alongside their GEMMs: less of them
+ * exposed and a shorter iteration; needs sp=1; survives strategy JSON. */
+static void test_tp_overlap(void) {
+  DevCluster *c = h100(1);
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec("llama:layers=2,hidden=4096,heads=32,kv_heads=8,ffn=14336,"
+                                     "seq=4096,vocab=32000,batch=8", &error);
+  g_assert_no_error(error);
+  MdlStrategy *s0, *s1;
+  SimRun *plain = run_spec(g, c, "megatron:tp=8,dp=1,mb=1,sp=1", &s0);
+  SimRun *ahead = run_spec(g, c, "megatron:tp=8,dp=1,mb=1,sp=1,tp_overlap=1", &s1);
+  const SimPrediction *p0 = sim_run_prediction(plain), *p1 = sim_run_prediction(ahead);
+  g_assert_cmpuint(p0->tasks, ==, p1->tasks);
+  g_assert_cmpfloat(p1->comm_exposed_s, <, 0.5 * p0->comm_exposed_s);
+  g_assert_cmpfloat(p1->iteration_time_s, <, p0->iteration_time_s);
+  g_autofree char *json = mdl_strategy_to_json(s1, g);
+  MdlStrategy *back = mdl_strategy_from_json(json, "s.json", g, c, &error);
+  g_assert_no_error(error);
+  g_assert_true(back->tp_overlap);
+  mdl_strategy_free(back);
+  g_assert_null(mdl_strategy_parse_spec("megatron:tp=8,dp=1,tp_overlap=1", g, c, &error));
+  g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
+  g_assert_nonnull(strstr(error->message, "sp=1"));
+  g_clear_error(&error);
+  sim_run_free(plain);
+  sim_run_free(ahead);
+  mdl_strategy_free(s0);
+  mdl_strategy_free(s1);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* The distributed optimizer's parameter all-gathers moved ahead of the forward: the same
  * collectives, no longer exposed after the optimizer step; the option survives strategy JSON
  * and needs ZeRO 1 or 2. */
@@ -442,7 +496,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/moe/errors", test_errors);
   g_test_add_func("/moe/ep/all-to-all-time", test_ep_all_to_all);
   g_test_add_func("/moe/cp/kv-gather-time", test_cp_kv_gather);
+  g_test_add_func("/moe/cp/ring-overlap", test_cp_ring_overlap);
   g_test_add_func("/moe/distopt/overlap-param-gather", test_overlap_param_gather);
+  g_test_add_func("/moe/tp-overlap", test_tp_overlap);
   g_test_add_func("/moe/search/grid", test_grid);
   g_test_add_func("/moe/ep/zero", test_ep_zero);
   g_test_add_func("/moe/search/mixtral-ep-wins", test_mixtral_ep_wins);

@@ -8,29 +8,7 @@
 
 #include "search/srch-int.h"
 #include "sim/sim_bound.h"
-
-#define GPT4 "gpt:layers=4,hidden=1024,heads=16,seq=128,vocab=32000,batch=16"
-#define GPT4_CLUSTER "dgx-a100" /* 8 A100 on NVSwitch */
-
-typedef struct {
-  MdlGraph *graph;
-  DevCluster *cluster;
-  CmParams params;
-} Case;
-
-static void case_init(Case *c, const char *model, const char *cluster) {
-  GError *error = NULL;
-  c->graph = mdl_graph_parse_spec(model, &error);
-  g_assert_no_error(error);
-  c->cluster = dev_cluster_parse_spec(cluster, &error);
-  g_assert_no_error(error);
-  cm_params_default(&c->params);
-}
-
-static void case_clear(Case *c) {
-  mdl_graph_free(c->graph);
-  dev_cluster_free(c->cluster);
-}
+#include "test-search-util.h"
 
 static SrchResult *search(const Case *c, SrchAlgo algo, guint64 budget, gboolean baselines) {
   SrchOptions o;
@@ -161,6 +139,21 @@ static void test_budget_keeps_grid_baseline(void) {
   case_clear(&c);
 }
 
+/* Auto on a per-op space too large for its budget: coordinate descent and the full Megatron
+ * space share the evaluations; the winner is no worse than either family's best. */
+static void test_auto_shares_budget(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  SrchResult *r = search(&c, SRCH_ALGO_AUTO, 60, TRUE);
+  g_assert_cmpint(r->ran, ==, SRCH_ALGO_CD);
+  g_assert_cmpuint(r->space_points, >, 1000);
+  g_assert_cmpuint(r->evaluations, <=, 60);
+  g_assert_cmpuint(r->space_covered, >=, 30); /* its half, plus what screening covered */
+  g_assert_cmpfloat(r->best_time_s, <=, r->baselines[1].iteration_time_s);
+  srch_result_free(r);
+  case_clear(&c);
+}
+
 /* Same threads and budget: the same JSON. */
 static void test_reproducible(void) {
   Case c;
@@ -190,6 +183,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/search-grid/full-space-contents", test_full_space_contents);
   g_test_add_func("/search-grid/exhaustive-matches-brute-force", test_exhaustive_matches_brute_force);
   g_test_add_func("/search-grid/budget-keeps-grid-baseline", test_budget_keeps_grid_baseline);
+  g_test_add_func("/search-grid/auto-shares-budget", test_auto_shares_budget);
   g_test_add_func("/search-grid/reproducible", test_reproducible);
   return g_test_run();
 }
