@@ -30,7 +30,7 @@ int cli_bench_collectives(const char *path) {
   GError *error = NULL;
   if (!path) path = "tests/data/validation/nccl_public.csv";
   g_autoptr(GPtrArray) curves = cm_curves_load(path, &error);
-  if (!curves) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!curves) return cli_fail(error, cli_status_for(error));
   printf("bench: collectives against %s: relative error of time; model at sizes >= 1 MiB, "
          "calibration held out (every other size >= 1 MiB fitted), extrapolated to 4x the "
          "largest fitted size (>= 1 MiB)\n", path);

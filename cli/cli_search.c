@@ -255,9 +255,9 @@ static int search_main(int argc, char **argv) {
   if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   /* --out is checked before the search (cli_outputs.h), on rank 0 that writes it. */
   gboolean out_ok = o.rank != 0 || cli_output_file_ok("--out", out_path, &error);
-  if (!out_ok) cli_fail(error, CLI_EXIT_BAD_INPUT);
+  int out_status = out_ok ? CLI_EXIT_OK : cli_fail(error, cli_status_for(error));
   if (o.nranks > 1 ? cli_mpi_allreduce_max(out_ok ? 0.0 : 1.0) > 0 : !out_ok)
-    return CLI_EXIT_BAD_INPUT; /* under mpirun every rank stops; rank 0 said why */
+    return out_ok ? CLI_EXIT_BAD_INPUT : out_status; /* under mpirun every rank stops; rank 0 said why */
 
   int status = CLI_EXIT_OK;
   gboolean written = TRUE;

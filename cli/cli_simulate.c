@@ -122,7 +122,7 @@ int cli_simulate(int argc, char **argv) {
   SimRun *run = NULL;
   GError *trace_error = NULL;
   /* Output paths are checked before the work (cli_outputs.h). */
-  if (!cli_output_file_ok("--trace", trace, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!cli_output_file_ok("--trace", trace, &error)) return cli_fail(error, cli_status_for(error));
   /* Long (step-mode, expanded) simulations say where they are on stderr (sim_progress.h);
    * stopped before the results are printed. The session borrows it for its one simulation. */
   g_autoptr(SimProgress) progress = sim_progress_new_stderr("simulate");

@@ -316,7 +316,7 @@ int cli_plot(int argc, char **argv) {
   if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   if (!out) out = default_out_dir(name);
   GError *error = NULL;
-  if (!cli_output_dir_ok("--out", out, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!cli_output_dir_ok("--out", out, &error)) return cli_fail(error, cli_status_for(error));
   ResDb *db = open_existing(db_path, name, &error);
   ScnResults *results = db ? scn_results_load(db, db_path, name, &error) : NULL;
   int status;

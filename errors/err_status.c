@@ -58,9 +58,29 @@ static const DomainRow table[] = {
     {val_run_error_quark, 3, {F, B, F}},
 };
 
+/* A path the user gave that cannot serve (missing, a directory where a file goes, not
+ * writable, too long): bad input. A file that fails while read or written (I/O, a full disk):
+ * a failure. */
+static ErrClass file_error_class(int code) {
+  switch (code) {
+  case G_FILE_ERROR_NOENT:
+  case G_FILE_ERROR_ISDIR:
+  case G_FILE_ERROR_NOTDIR:
+  case G_FILE_ERROR_ACCES:
+  case G_FILE_ERROR_PERM:
+  case G_FILE_ERROR_NAMETOOLONG:
+  case G_FILE_ERROR_EXIST:
+  case G_FILE_ERROR_LOOP:
+  case G_FILE_ERROR_ROFS:
+    return B;
+  default:
+    return F;
+  }
+}
+
 ErrClass err_classify(const GError *error) {
   if (!error) return F;
-  if (error->domain == G_FILE_ERROR) return error->code == G_FILE_ERROR_NOENT ? B : F;
+  if (error->domain == G_FILE_ERROR) return file_error_class(error->code);
   if (error->domain == G_OPTION_ERROR) return B;
   for (gsize i = 0; i < G_N_ELEMENTS(table); i++)
     if (error->domain == table[i].domain())

@@ -26,9 +26,9 @@ typedef enum {
   ERR_CLASS_FAILURE,
 } ErrClass;
 
-/* The class of @error's (domain, code). Domains of the library, GLib's G_FILE_ERROR (a missing
- * file is bad input, other file errors failures), G_OPTION_ERROR (bad input); any other
- * domain, and NULL, is a failure. */
+/* The class of @error's (domain, code). Domains of the library, GLib's G_FILE_ERROR (a path
+ * that cannot serve, missing, a directory, not writable, is bad input; I/O errors and a full
+ * disk are failures), G_OPTION_ERROR (bad input); any other domain, and NULL, is a failure. */
 ErrClass err_classify(const GError *error);
 /* ERR_EXIT_BAD_INPUT or ERR_EXIT_FAILURE for @error (NULL: failure). */
 ErrExit err_exit_status(const GError *error);

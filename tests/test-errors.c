@@ -67,8 +67,11 @@ static const Case cases[] = {
     {"val-run/input", val_run_error_quark, VAL_RUN_ERROR_INPUT, B},
     {"val-run/failed", val_run_error_quark, VAL_RUN_ERROR_FAILED, F},
     {"file/noent", g_file_error_quark, G_FILE_ERROR_NOENT, B},
-    {"file/access", g_file_error_quark, G_FILE_ERROR_ACCES, F},
+    {"file/access", g_file_error_quark, G_FILE_ERROR_ACCES, B},
+    {"file/isdir", g_file_error_quark, G_FILE_ERROR_ISDIR, B},
+    {"file/notdir", g_file_error_quark, G_FILE_ERROR_NOTDIR, B},
     {"file/io", g_file_error_quark, G_FILE_ERROR_IO, F},
+    {"file/nospc", g_file_error_quark, G_FILE_ERROR_NOSPC, F},
     {"option/bad-value", g_option_error_quark, G_OPTION_ERROR_BAD_VALUE, B},
 };
 
@@ -95,7 +98,7 @@ static void test_unknown(void) {
 }
 
 /* The CLI's exit statuses come from the classification: a bad spec 2, a bad calibration name 2,
- * a trace that cannot be written into an existing path 1. */
+ * a trace path that is a directory 2. */
 static void test_cli_statuses(void) {
   g_autofree char *dir = g_dir_make_tmp("stratsim-errors-XXXXXX", NULL);
   struct {
