@@ -307,7 +307,7 @@ static int search_main(int argc, char **argv) {
   else print_text(r, &o, graph, cluster, budget_text, strategy_json && written ? out_path : NULL,
                   search_id, no_store ? NULL : db_path);
   if (!r->best) status = CLI_EXIT_FAILURE;
-  if (!written) status = cli_fail(out_error, CLI_EXIT_FAILURE);
+  if (!written) status = cli_fail(out_error, cli_status_for(out_error));
 out:
   g_free(text);
   g_free(strategy_json);

@@ -162,7 +162,7 @@ int cli_simulate(int argc, char **argv) {
       printf("  trace        %s (open in https://ui.perfetto.dev)%s\n", trace,
              sim_run_prediction(run)->symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
   }
-  if (!traced) status = cli_fail(trace_error, CLI_EXIT_FAILURE);
+  if (!traced) status = cli_fail(trace_error, cli_status_for(trace_error));
 out:
   sim_run_free(run);
   ses_session_free(session);
