@@ -10,8 +10,9 @@ G_BEGIN_DECLS
 
 /* Entries any container other than the top-level "tensors" and "ops" arrays may hold: the
  * format's own hold at most a few dozen (dims and shapes MDL_MAX_DIMS, inputs MDL_MAX_INPUTS,
- * an op's fields some 15); the rest is headroom for fields the reader ignores. */
-#define MDL_JSON_MAX_ENTRIES 256
+ * an op's fields some 15); the rest is headroom for fields the reader ignores (a Hugging Face
+ * config.json's id2label map of 1000 classes). */
+#define MDL_JSON_MAX_ENTRIES 4096
 /* Nesting depth down to which containers are counted (the format nests 5 deep). */
 #define MDL_JSON_COUNT_DEPTH 64
 

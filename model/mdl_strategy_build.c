@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* How mdl_strategy_megatron's batch refusal begins: mdl_strategy_parse_spec recognises it and
+ * words it after the spec the user wrote (batch_splits). */
+#define BATCH_SPLIT_PREFIX "megatron: dp*mb = "
+
 /* Stage (model chunk) of each op for pp ranks of vp chunks each: equal numbers of layers per
  * chunk (Megatron requires pp * vp | layers); ops before the first layer go to chunk 0, after
  * the last to the last chunk. Models without layers are cut where cumulative forward FLOPs
@@ -145,7 +149,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   gint64 per_step = (gint64)cfg->dp * cfg->microbatch_size;
   if (graph->batch % per_step != 0) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
-                "megatron: dp*mb = %" G_GINT64_FORMAT " does not divide the global batch %"
+                BATCH_SPLIT_PREFIX "%" G_GINT64_FORMAT " does not divide the global batch %"
                 G_GINT64_FORMAT, per_step, graph->batch);
     return NULL;
   }
@@ -423,8 +427,17 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
     cfg.microbatch_size = strcmp(family, "dp") == 0 && graph->batch % cfg.dp == 0
                               ? (int)MAX(1, graph->batch / cfg.dp) : 1;
   }
-  if (!batch_splits(spec, family, graph, cluster, &cfg, dp_given, error)) return NULL;
-  MdlStrategy *s = mdl_strategy_megatron(graph, cluster, &cfg, error);
+  /* The builder checks in its order (devices, heads, experts, then the batch); when the batch
+   * is what it refused, say it in the user's words (batch_splits). */
+  GError *refused = NULL;
+  MdlStrategy *s = mdl_strategy_megatron(graph, cluster, &cfg, &refused);
+  if (!s && g_error_matches(refused, MDL_ERROR, MDL_ERROR_STRATEGY) &&
+      g_str_has_prefix(refused->message, BATCH_SPLIT_PREFIX) &&
+      !batch_splits(spec, family, graph, cluster, &cfg, dp_given, error)) {
+    g_error_free(refused);
+    return NULL;
+  }
+  if (refused) g_propagate_error(error, refused);
   if (s) s->name = g_strdup(spec);
   return s;
 }

@@ -297,7 +297,7 @@ static void test_json_counted_while_reading(void) {
   for (int i = 0; i < 1000000; i++) g_string_append(shape, i ? ",1" : "1");
   g_string_append(shape, "]}], \"ops\": [{}]}");
   g_assert_null(mdl_graph_from_json(shape->str, "shape.json", &error));
-  assert_refused(error, MDL_ERROR, "at depth 4 has more than 256 entries");
+  assert_refused(error, MDL_ERROR, "at depth 4 has more than 4096 entries");
   g_clear_error(&error);
   g_string_free(shape, TRUE);
   /* keys with brackets and escaped quotes in strings do not fool the count */
