@@ -453,9 +453,11 @@ static void test_grid(void) {
   dev_cluster_free(c);
 }
 
-/* Issue 15's acceptance: on mixtral-8x7b over 64 H100s the Megatron grid's best point with
- * expert parallelism beats its best dense-style (ep = 1) point. Batch 64 keeps the grid small;
- * points over memory are left out, as the search leaves them out. */
+/* Issue 15's acceptance, on the classic Megatron grid (no ZeRO): on mixtral-8x7b over 64 H100s
+ * the best point with expert parallelism beats the best dense-style (ep = 1) point, because
+ * without sharded optimizer state no ep = 1 point fits at tp = 1. (The full space, with ZeRO-2,
+ * finds an ep = 1 point that fits and wins: scenarios/mixtral-ep/README.md says why.) Batch 64
+ * keeps the grid small; points over memory are left out, as the search leaves them out. */
 static void test_mixtral_ep_wins(void) {
   DevCluster *c = h100(8);
   MdlGraph *g = mdl_graph_parse_spec("mixtral-8x7b:batch=64", NULL);
