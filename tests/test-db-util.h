@@ -20,6 +20,23 @@ static inline gint64 test_db_query_int(const char *db_path, const char *sql_text
   return n;
 }
 
+/* PRAGMA integrity_check of @db_path says "ok". Opened read-write (never created): a process
+ * SIGKILLed while it made a new database switches it to WAL through a rollback journal, and
+ * only a writer may roll that hot journal back (a read-only connection gets
+ * SQLITE_READONLY_ROLLBACK, "attempt to write a readonly database"); stratsim's own opens are
+ * read-write and roll it back the same way. */
+static inline void test_db_assert_integrity(const char *db_path) {
+  sqlite3 *sql = NULL;
+  sqlite3_stmt *st = NULL;
+  g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
+  sqlite3_busy_timeout(sql, 10000);
+  g_assert_cmpint(sqlite3_prepare_v2(sql, "PRAGMA integrity_check", -1, &st, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
+  g_assert_cmpstr((const char *)sqlite3_column_text(st, 0), ==, "ok");
+  sqlite3_finalize(st);
+  sqlite3_close(sql);
+}
+
 /* 80 points (name "claims"); a sweep of them takes about a second on one thread, so two
  * started together overlap and a progress line every 0.05 s shows several times. */
 #define TEST_SCENARIO_80                                                                          \

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "test-cli-util.h"
+#include "test-db-util.h"
 #include "test-mpi-util.h"
 
 static char *tmpdir;
@@ -32,7 +33,7 @@ static const char *scenario_json =
 
 static gint64 count_rows(const char *db, const char *query) {
   sqlite3 *sql = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
   sqlite3_stmt *st = NULL;
   g_assert_cmpint(sqlite3_prepare_v2(sql, query, -1, &st, NULL), ==, SQLITE_OK);
   g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
@@ -40,17 +41,6 @@ static gint64 count_rows(const char *db, const char *query) {
   sqlite3_finalize(st);
   sqlite3_close(sql);
   return n;
-}
-
-static void assert_integrity(const char *db) {
-  sqlite3 *sql = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint(sqlite3_prepare_v2(sql, "PRAGMA integrity_check", -1, &st, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
-  g_assert_cmpstr((const char *)sqlite3_column_text(st, 0), ==, "ok");
-  sqlite3_finalize(st);
-  sqlite3_close(sql);
 }
 
 /* FALSE (the test skipped) where mpirun is missing or stratsim ignores it. */
@@ -257,7 +247,7 @@ static void test_kill(gconstpointer data) {
   g_test_message("%s", out);
   g_autofree char *points = g_strdup_printf("sweep mpikill: %d points; ", KILL_POINTS);
   g_assert_true(g_str_has_prefix(out, points));
-  assert_integrity(db);
+  test_db_assert_integrity(db);
   g_assert_cmpint(count_rows(db, "SELECT count(*) FROM points"), ==, KILL_POINTS);
   g_assert_cmpint(count_rows(db, "SELECT count(DISTINCT point_key) FROM points"), ==, KILL_POINTS);
   g_autofree char *plain_db = g_strdup_printf("%s/mpikill-plain-%u.db", tmpdir, seed);

@@ -20,6 +20,7 @@
 #include "scenarios/scn_search.h"
 #include "scenarios/scn_sweep.h"
 #include "test-cli-util.h"
+#include "test-db-util.h"
 #include "test-scn-util.h"
 
 static char *tmpdir;
@@ -39,29 +40,16 @@ static const char *small_scenario =
     " \"outputs\": {\"charts\": [\"throughput\", \"breakdown\", \"memory\", \"timeline\"],"
     "              \"timeline\": {\"where\": {\"gpus\": 2}, \"max\": 2}}}";
 
-/* Read-write: a WAL left by a killed sweep is recovered only by a connection that may write
- * (a read-only open answers SQLITE_READONLY then; `db check` does the same). */
 static gint64 count_rows(const char *db_path, const char *sql_text) {
   sqlite3 *sql = NULL;
   sqlite3_stmt *st = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
   g_assert_cmpint(sqlite3_prepare_v2(sql, sql_text, -1, &st, NULL), ==, SQLITE_OK);
   g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
   gint64 n = sqlite3_column_int64(st, 0);
   sqlite3_finalize(st);
   sqlite3_close(sql);
   return n;
-}
-
-static void assert_integrity(const char *db_path) {
-  sqlite3 *sql = NULL;
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_prepare_v2(sql, "PRAGMA integrity_check", -1, &st, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
-  g_assert_cmpstr((const char *)sqlite3_column_text(st, 0), ==, "ok");
-  sqlite3_finalize(st);
-  sqlite3_close(sql);
 }
 
 /* Every point of @sc is stored exactly once under its key, and nothing else is. */
@@ -179,7 +167,7 @@ static void test_sweep_kill(gconstpointer data) {
     g_spawn_close_pid(pid);
     if (WIFSIGNALED(status)) interrupted++;
     if (g_file_test(db, G_FILE_TEST_EXISTS)) {
-      assert_integrity(db);
+      test_db_assert_integrity(db);
       gint64 n = 0;
       /* The schema may not be there yet if the kill came before the first migration. */
       if (count_rows(db, "SELECT count(*) FROM sqlite_master WHERE name = 'points'") == 1) {
@@ -195,7 +183,7 @@ static void test_sweep_kill(gconstpointer data) {
   TestCliResult r = test_cli_run(tmpdir, args);
   g_assert_cmpint(r.status, ==, 0);
   g_assert_nonnull(strstr(r.out, "sweep kill: 80 points"));
-  assert_integrity(db);
+  test_db_assert_integrity(db);
   assert_complete(db, sc);
   test_cli_result_clear(&r);
   /* Once more: nothing to do. */
