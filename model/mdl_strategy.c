@@ -42,6 +42,23 @@ gboolean mdl_recompute_parse(const char *text, MdlRecompute *out) {
   return FALSE;
 }
 
+static const char *const framework_names[MDL_FRAMEWORK_COUNT] = {
+    "megatron-lm", "megatron-deepspeed", "pytorch-eager", "cuda-graphs", "none"};
+
+const char *mdl_framework_name(MdlFramework framework) {
+  g_return_val_if_fail(framework < MDL_FRAMEWORK_COUNT, "?");
+  return framework_names[framework];
+}
+
+gboolean mdl_framework_parse(const char *text, MdlFramework *out) {
+  for (int i = 0; i < MDL_FRAMEWORK_COUNT; i++)
+    if (g_strcmp0(text, framework_names[i]) == 0) {
+      *out = (MdlFramework)i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
 int *mdl_strategy_recompute_groups(const MdlStrategy *s, const MdlGraph *graph) {
   int n = mdl_graph_num_ops(graph), groups = 0;
   int *group = g_new(int, n > 0 ? n : 1);
@@ -142,7 +159,8 @@ gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy
       a->virtual_stages != b->virtual_stages || a->weight_delay != b->weight_delay ||
       a->dtype != b->dtype || a->bucket_bytes != b->bucket_bytes || a->overlap != b->overlap ||
       a->zero_stage != b->zero_stage || a->recompute != b->recompute ||
-      a->sequence_parallel != b->sequence_parallel || a->meshes->len != b->meshes->len)
+      a->sequence_parallel != b->sequence_parallel || a->framework != b->framework ||
+      a->meshes->len != b->meshes->len)
     return FALSE;
   for (guint m = 0; m < a->meshes->len; m++) {
     const MdlMesh *x = mdl_strategy_mesh(a, (int)m), *y = mdl_strategy_mesh(b, (int)m);

@@ -43,6 +43,7 @@ char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
   cJSON_AddBoolToObject(root, "overlap", s->overlap);
   cJSON_AddNumberToObject(root, "zero", s->zero_stage);
   cJSON_AddStringToObject(root, "recompute", mdl_recompute_name(s->recompute));
+  cJSON_AddStringToObject(root, "framework", mdl_framework_name(s->framework));
   cJSON_AddBoolToObject(root, "sequence_parallel", s->sequence_parallel);
   cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
   for (guint m = 0; m < s->meshes->len; m++) {
@@ -222,6 +223,12 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
   const cJSON *recompute = cJSON_GetObjectItemCaseSensitive(root, "recompute");
   if (recompute && !mdl_recompute_parse(cJSON_GetStringValue(recompute), &s->recompute)) {
     fail(error, origin, "field \"recompute\" must be \"none\", \"selective\" or \"full\"");
+    goto err;
+  }
+  const cJSON *framework = cJSON_GetObjectItemCaseSensitive(root, "framework");
+  if (framework && !mdl_framework_parse(cJSON_GetStringValue(framework), &s->framework)) {
+    fail(error, origin, "field \"framework\" must be \"megatron-lm\", \"megatron-deepspeed\", "
+         "\"pytorch-eager\", \"cuda-graphs\" or \"none\"");
     goto err;
   }
   const cJSON *sp = cJSON_GetObjectItemCaseSensitive(root, "sequence_parallel");

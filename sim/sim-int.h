@@ -21,4 +21,12 @@ SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old
                                const uint32_t *new_of_old, SimTime from, uint32_t *kept,
                                GError **error);
 
+/* Per device (CSR: @offsets_out gets num_devices + 1 entries, caller frees), the intervals in
+ * which its compute stream was idle because the host had not yet launched its next compute
+ * task: from the stream's previous task's end to min(the launch's end, the task's start), as
+ * (start, end) pairs of picoseconds, sorted and disjoint per device. Empty without a host
+ * stream. Caller frees the array (sim_host.c). */
+SimTime *sim_host_wait_intervals(const SimTaskGraph *graph, const SimSchedule *schedule,
+                                 guint **offsets_out);
+
 #endif

@@ -8,6 +8,10 @@
  * each of its resources frees up) — FIFO per resource by ready time, ties by task id.
  * Program order on a compute stream (the pipeline schedule, ops in topological order) is
  * expressed as edges, like kernels launched in order on one CUDA stream.
+ * The host: every compute task is launched by a host task on its device's host stream (a
+ * resource after all others), which takes the framework's time for its kernels
+ * (costmodel/cm_framework.h); the compute task cannot start before its launch ends, and the
+ * host runs ahead of the GPU by at most the launch queue (sim_build_host.c).
  */
 #ifndef STRATSIM_SIM_H
 #define STRATSIM_SIM_H
@@ -39,6 +43,7 @@ typedef enum {
   SIM_TASK_OPTIMIZER,
   SIM_TASK_BACKWARD_WEIGHT, /* weight-gradient part (W) of a backward split by weight delay */
   SIM_TASK_RECOMPUTE,     /* a forward re-run before the backward (activation recomputation) */
+  SIM_TASK_HOST,          /* the host launching one compute task's kernels (sim_build_host.c) */
   SIM_TASK_KIND_COUNT
 } SimTaskKind;
 
@@ -81,6 +86,12 @@ typedef struct {
   int num_resources;       /* 2 * num_devices, more with link resources (sim_network.h) */
   gboolean symmetric;      /* replicas folded into representatives (see sim_build) */
   int simulated_devices;   /* devices that have tasks */
+  /* The host stream (sim_build_host.c): compute task i < num_compute is launched by host task
+   * host_base + i, on resource host_resource_base + its device. host_base is UINT32_MAX when
+   * the strategy's framework has no host (MDL_FRAMEWORK_NONE). */
+  uint32_t num_compute;
+  uint32_t host_base;
+  uint32_t host_resource_base;
 } SimTaskGraph;
 
 SimTaskGraph *sim_task_graph_new(int num_devices);
@@ -149,7 +160,8 @@ typedef struct {
   uint64_t tasks;          /* tasks the build would add (an upper bound: exact for compute
                               tasks, collectives and cross-mesh moves; every aligned stage-to-
                               stage send counted, even one a device sends to itself) */
-  uint64_t compute_tasks;  /* of which forward, backward, weight-gradient and recompute tasks */
+  uint64_t compute_tasks;  /* of which forward, backward, weight-gradient and recompute tasks
+                              (as many host tasks launch them, unless the framework is none) */
   uint64_t device_slots;   /* sum over ops of microbatches x devices of the op's mesh */
   int simulated_devices;   /* devices with tasks: the representatives under symmetry */
   gboolean symmetric;      /* whether symmetry folds replicas */
@@ -186,6 +198,8 @@ typedef struct {
   double mfu;                 /* tflops_per_gpu / peak of the strategy's dtype */
   double compute_s;           /* mean over used devices of compute-stream busy time */
   double comm_exposed_s;      /* mean communication time not hidden under compute */
+  double host_bound_s;        /* mean time the compute stream waits for the host to launch its
+                                 next kernel, no communication running (host-bound time) */
   double bubble_s;            /* the rest: neither stream busy (pipeline bubbles, waits) */
   double peak_memory_bytes;
   int peak_memory_device;

@@ -223,6 +223,7 @@ void sb_build_compute(Builder *b) {
   b->chain_prev = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
   for (uint32_t i = 0; i < sim_task_graph_size(b->tg); i++) b->chain_prev[i] = NO_TASK;
   b->last_compute = chain_compute(b);
+  sb_add_host_tasks(b);
 }
 
 gboolean sb_pass_per_tensor(SbPass pass) {

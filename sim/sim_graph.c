@@ -11,7 +11,8 @@ SimTime sim_time_from_seconds(double seconds) {
 }
 
 static const char *const kind_names[SIM_TASK_KIND_COUNT] = {
-    "forward", "backward", "comm", "grad_sync", "optimizer", "backward_weight", "recompute"};
+    "forward", "backward", "comm", "grad_sync", "optimizer", "backward_weight", "recompute",
+    "host"};
 
 const char *sim_task_kind_name(SimTaskKind kind) {
   g_return_val_if_fail(kind < SIM_TASK_KIND_COUNT, "?");
@@ -26,6 +27,7 @@ SimTaskGraph *sim_task_graph_new(int num_devices) {
   g->spans = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   g->num_devices = num_devices;
   g->num_resources = 2 * num_devices;
+  g->host_base = UINT32_MAX;
   return g;
 }
 

@@ -21,9 +21,22 @@ static void write_escaped(FILE *f, const char *s) {
   }
 }
 
+/* Whether resource @r is a host stream (sim_build_host.c); its device in @device. */
+static gboolean host_resource(const SimTaskGraph *g, uint32_t r, uint32_t *device) {
+  if (g->host_base == UINT32_MAX || r < g->host_resource_base ||
+      r >= g->host_resource_base + (uint32_t)g->num_devices)
+    return FALSE;
+  *device = r - g->host_resource_base;
+  return TRUE;
+}
+
 static void task_name(const SimRun *run, const SimTask *t, FILE *f) {
   const MdlGraph *g = run->graph;
   switch (t->kind) {
+  case SIM_TASK_HOST:
+    fprintf(f, "launch %d ", t->microbatch);
+    write_escaped(f, mdl_graph_op(g, t->op)->name);
+    break;
   case SIM_TASK_FORWARD:
   case SIM_TASK_BACKWARD:
   case SIM_TASK_BACKWARD_WEIGHT:
@@ -60,6 +73,7 @@ static const char *const kind_colour[SIM_TASK_KIND_COUNT] = {
     [SIM_TASK_BACKWARD_WEIGHT] = "thread_state_iowait",  /* orange */
     [SIM_TASK_OPTIMIZER] = "yellow",
     [SIM_TASK_RECOMPUTE] = "olive",                       /* the forward's green, darker */
+    [SIM_TASK_HOST] = "grey",
 };
 
 gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
@@ -80,8 +94,9 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
   for (uint32_t i = 0; i < s->num_tasks; i++) {
     const SimTask *t = sim_task_graph_task(g, i);
     for (uint16_t r = 0; r < t->nres; r++) {
-      uint32_t resource = res[t->res_begin + r];
+      uint32_t resource = res[t->res_begin + r], device;
       if (resource < streams) used[resource / 2] = TRUE;
+      else if (host_resource(g, resource, &device)) used[device] = TRUE;
       else link_used[resource] = TRUE;
     }
   }
@@ -112,15 +127,19 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
             "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"compute\"}},\n"
             "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"comm\"}}",
             first ? "" : ",\n", d, d, dev_cluster_node_of(run->cluster, d), d, d, d, d);
+    if (g->host_base != UINT32_MAX)
+      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":2,\"args\":"
+                 "{\"name\":\"host\"}}", d);
     first = FALSE;
   }
   for (uint32_t i = 0; i < s->num_tasks; i++) {
     const SimTask *t = sim_task_graph_task(g, i);
     if (t->role == SIM_ROLE_GATE || t->role == SIM_ROLE_JOIN) continue; /* markers, 0 long */
     for (uint16_t r = 0; r < t->nres; r++) {
-      uint32_t resource = res[t->res_begin + r];
+      uint32_t resource = res[t->res_begin + r], device;
       uint32_t pid = resource < streams ? resource / 2 : (uint32_t)g->num_devices;
       uint32_t tid = resource < streams ? resource % 2 : resource - streams;
+      if (host_resource(g, resource, &device)) pid = device, tid = 2;
       fprintf(f, "%s{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
               first ? "" : ",\n", pid, tid, (double)s->start[i] / 1e6,
               (double)t->duration / 1e6);

@@ -126,7 +126,8 @@ static void test_no_overlap_totals(void) {
     listed += cJSON_GetObjectItem(e, "total_time_s")->valuedouble;
   g_assert_cmpfloat_with_epsilon(listed, run->prediction.comm_exposed_s, 1e-9 * listed);
   const SimPrediction *pr = &run->prediction;
-  g_assert_cmpfloat_with_epsilon(pr->compute_s + pr->comm_exposed_s + pr->bubble_s, pr->iteration_time_s, 1e-12);
+  g_assert_cmpfloat_with_epsilon(pr->compute_s + pr->comm_exposed_s + pr->host_bound_s + pr->bubble_s,
+                                 pr->iteration_time_s, 1e-12);
   cJSON_Delete(root);
   sim_run_free(run);
   mdl_strategy_free(s);

@@ -7,6 +7,14 @@
 
 #include "devices/dev_cluster.h"
 #include "model/mdl_graph.h"
+#include "model/mdl_strategy.h"
+
+/* @strategy without the host stream (framework none), for tests of schedules and costs that
+ * compare against closed forms; tests/test-host.c covers the host. NULL stays NULL. */
+static inline MdlStrategy *test_no_host(MdlStrategy *strategy) {
+  if (strategy) strategy->framework = MDL_FRAMEWORK_NONE;
+  return strategy;
+}
 
 /* A cluster of @nodes x @gpus a100-80gb with the given link figures (GB/s, us, Gb/s, us). */
 static inline DevCluster *test_cluster(int nodes, int gpus, double intra_GBps, double intra_us,
