@@ -36,7 +36,8 @@ int cli_bench_table4(void);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
 int cli_fail(GError *error, int status);
-/* Exit status for a library error: bad input (parse, unknown names, invalid strategy) -> 2. */
+/* Exit status for a library error: errors/err_status.h's one classification (bad input -> 2,
+ * failure -> 1). */
 int cli_status_for(const GError *error);
 /* Parses `--collectives task|step` (NULL: task) into @step; on error prints one line. */
 gboolean cli_parse_collective_mode(const char *command, const char *text, gboolean *step);
@@ -45,9 +46,6 @@ gboolean cli_parse_collective_mode(const char *command, const char *text, gboole
  * the planner's default, broadcast or ensemble) into the three SimOptions fields; on error prints one line. */
 gboolean cli_parse_crossmesh(const char *command, const char *method, const char *order,
                              gboolean *crossmesh, int *crossmesh_method, int *crossmesh_order);
-/* Reads calibration @name from the database @db_path, which must exist (a lookup creates
- * nothing); free with cm_calibration_free. */
-struct CmCalibration *cli_load_calibration(const char *db_path, const char *name, GError **error);
 /* Parses @argv with @entries; on error prints one line and returns FALSE. */
 gboolean cli_parse_options(const char *command, const char *summary, GOptionEntry *entries,
                            int *argc, char ***argv);

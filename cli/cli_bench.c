@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "costmodel/costmodel.h"
+#include "session/ses_session.h"
 #include "sim/sim.h"
 #include "sim/sim_network.h"
 
@@ -25,36 +26,33 @@ static int bench_gpt3(void) {
   const char *model = "gpt3-175b:batch=1536", *cluster_spec = "dgx-a100:nodes=128";
   const char *strategy_spec = "megatron:tp=8,pp=16,dp=8,mb=1,schedule=interleaved,vp=2";
   GError *error = NULL;
-  DevCluster *cluster = dev_cluster_parse_spec(cluster_spec, &error);
-  MdlGraph *graph = cluster ? mdl_graph_parse_spec(model, &error) : NULL;
-  MdlStrategy *s = graph ? mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error) : NULL;
-  if (!s) {
-    mdl_graph_free(graph);
-    dev_cluster_free(cluster);
-    return cli_fail(error, CLI_EXIT_FAILURE);
-  }
-  CmParams params;
-  cm_params_default(&params);
-  printf("bench: gpt3   %s on %s, %s (%d microbatches, schedule %s)\n", model, cluster_spec,
-         strategy_spec, s->num_microbatches, mdl_schedule_name(s->schedule));
   double iter[2] = {0};
   for (int expanded = 0; expanded < 2; expanded++) {
-    SimOptions o = {.no_symmetry = expanded};
+    SesSpecs specs = {.model = model, .cluster = cluster_spec, .strategy = strategy_spec,
+                      .options = {.no_symmetry = expanded}};
+    SesSession *session = ses_session_new_from_specs(&specs, &error);
+    if (!session) return cli_fail(error, cli_status_for(error));
+    const MdlStrategy *s = ses_session_strategy(session);
+    if (!expanded)
+      printf("bench: gpt3   %s on %s, %s (%d microbatches, schedule %s)\n", model, cluster_spec,
+             strategy_spec, s->num_microbatches, mdl_schedule_name(s->schedule));
     gint64 a = g_get_monotonic_time();
-    SimRun *run = sim_run_new_with_options(graph, s, cluster, &params, &o, &error);
+    SimRun *run = ses_session_simulate(session, &error);
     gint64 b = g_get_monotonic_time();
-    if (!run) return cli_fail(error, CLI_EXIT_FAILURE);
-    iter[expanded] = run->prediction.iteration_time_s;
+    if (!run) {
+      ses_session_free(session);
+      return cli_fail(error, cli_status_for(error));
+    }
+    const SimPrediction *pr = sim_run_prediction(run);
+    iter[expanded] = pr->iteration_time_s;
     printf("bench: gpt3   %-9s %9" G_GUINT64_FORMAT " tasks, %4d GPUs simulated: %.3f s wall "
            "(build + engine + breakdown); predicted iteration %.9g s, %.4g TFLOP/s per GPU\n",
-           expanded ? "expanded" : "symmetry", run->prediction.tasks, run->prediction.simulated_gpus,
-           (double)(b - a) / 1e6, run->prediction.iteration_time_s, run->prediction.tflops_per_gpu);
+           expanded ? "expanded" : "symmetry", pr->tasks, pr->simulated_gpus,
+           (double)(b - a) / 1e6, pr->iteration_time_s, pr->tflops_per_gpu);
     sim_run_free(run);
+    ses_session_free(session);
   }
   printf("bench: gpt3   predictions %s\n", iter[0] == iter[1] ? "identical" : "DIFFER");
-  mdl_strategy_free(s);
-  mdl_graph_free(graph);
-  dev_cluster_free(cluster);
   return CLI_EXIT_OK;
 }
 
@@ -71,7 +69,7 @@ static int bench_allreduce(void) {
       " \"source\": \"unused: one host\"}}";
   GError *error = NULL;
   DevCluster *c = dev_cluster_from_json(json, "bench", &error);
-  if (!c) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!c) return cli_fail(error, cli_status_for(error));
   const int p = 1024;
   const double bytes = 64.0 * 1024 * 1024;
   g_autofree int *devices = g_new(int, p);
@@ -80,23 +78,15 @@ static int bench_allreduce(void) {
   for (int expanded = 1; expanded >= 0; expanded--) {
     for (int i = 0; i < p; i++) simulated[i] = expanded || i == 0;
     gint64 a = g_get_monotonic_time();
-    SimTaskGraph *g = sim_task_graph_new(p);
-    g->num_resources = sim_network_num_resources(c);
-    SimTask proto = {0};
-    proto.kind = SIM_TASK_COMM;
-    proto.collective = CM_ALL_REDUCE;
-    proto.op = proto.tensor = proto.microbatch = -1;
-    proto.group_size = (uint32_t)p;
-    sim_network_expand(g, c, &proto, CM_ALL_REDUCE, devices, p, simulated, bytes, FALSE);
-    sim_task_graph_finish(g);
+    SimTaskGraph *g = sim_network_collective_graph(c, CM_ALL_REDUCE, devices, p, simulated, bytes);
     SimSchedule *s = sim_engine_run(g, &error);
     gint64 b = g_get_monotonic_time();
-    if (!s) return cli_fail(error, CLI_EXIT_FAILURE);
+    if (!s) return cli_fail(error, cli_status_for(error));
     CmLinkCost link = cm_group_link(c, devices, p);
     printf("bench: ring   64 MiB all-reduce over %d GPUs, step-expanded, %-9s %8u tasks in "
            "%.4f s wall (build + engine); simulated %.6f s (alpha-beta formula %.6f s)\n",
            p, expanded ? "expanded:" : "symmetry:", sim_task_graph_size(g), (double)(b - a) / 1e6,
-           sim_time_seconds(s->makespan), cm_collective_time(CM_ALL_REDUCE, p, bytes, &link));
+           sim_time_seconds(sim_schedule_makespan(s)), cm_collective_time(CM_ALL_REDUCE, p, bytes, &link));
     sim_schedule_free(s);
     sim_task_graph_free(g);
   }
@@ -148,31 +138,28 @@ int cli_bench(int argc, char **argv) {
 
   GError *error = NULL;
   int status = CLI_EXIT_OK;
-  DevCluster *cluster = NULL;
-  MdlGraph *graph = NULL;
-  MdlStrategy *strategy = NULL;
   SimTaskGraph *tasks = NULL;
   double *secs = NULL;
-  CmParams params;
-  cm_params_default(&params);
-  if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
-      !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
-      !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error))) {
+  /* The expanded graph: this suite measures the engine on a large one (symmetry would fold it). */
+  SesSpecs specs = {.model = model_spec, .cluster = cluster_spec, .strategy = strategy_spec,
+                    .options = {.no_symmetry = TRUE}};
+  SesSession *session = ses_session_new_from_specs(&specs, &error);
+  if (!session) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   printf("bench: model %s, cluster %s, strategy %s\n", model_spec, cluster_spec, strategy_spec);
   gint64 t0 = g_get_monotonic_time();
-  /* The expanded graph: this suite measures the engine on a large one (symmetry would fold it). */
-  SimOptions expanded = {.no_symmetry = TRUE};
-  tasks = sim_build_with_options(graph, strategy, cluster, &params, &expanded, &error);
+  tasks = sim_build_with_options(ses_session_graph(session), ses_session_strategy(session),
+                                 ses_session_cluster(session), ses_session_params(session),
+                                 ses_session_options(session), &error);
   gint64 t1 = g_get_monotonic_time();
   if (!tasks) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   uint32_t n = sim_task_graph_size(tasks);
-  uint32_t edges = tasks->succ_offsets[n];
+  uint32_t edges = sim_task_graph_num_edges(tasks);
   double build_s = (double)(t1 - t0) / 1e6;
   printf("bench: build   %u tasks, %u edges in %.3f s: %.2f M tasks/s\n", n, edges, build_s,
          n / build_s / 1e6);
@@ -183,10 +170,10 @@ int cli_bench(int argc, char **argv) {
     SimSchedule *s = sim_engine_run(tasks, &error);
     gint64 b = g_get_monotonic_time();
     if (!s) {
-      status = cli_fail(error, CLI_EXIT_FAILURE);
+      status = cli_fail(error, cli_status_for(error));
       goto out;
     }
-    makespan = s->makespan;
+    makespan = sim_schedule_makespan(s);
     sim_schedule_free(s);
     secs[r] = (double)(b - a) / 1e6;
   }
@@ -203,8 +190,6 @@ int cli_bench(int argc, char **argv) {
 out:
   g_free(secs);
   sim_task_graph_free(tasks);
-  mdl_strategy_free(strategy);
-  mdl_graph_free(graph);
-  dev_cluster_free(cluster);
+  ses_session_free(session);
   return status;
 }

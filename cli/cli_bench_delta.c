@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "costmodel/costmodel.h"
+#include "session/ses_session.h"
 #include "sim/sim.h"
 #include "sim/sim_delta.h"
 #include "search/srch_search.h"
@@ -35,14 +35,16 @@ static void propose(GRand *rand, MdlStrategy *s, const MdlGraph *g, const DevClu
  * @moved. */
 static void count_moved(const SimRun *before, const SimRun *after, guint64 *compared,
                         guint64 *moved) {
-  uint32_t n = MIN(before->schedule->num_tasks, after->schedule->num_tasks);
+  uint32_t n = MIN(sim_run_num_tasks(before), sim_run_num_tasks(after));
+  SimTaskInfo a, b;
   for (uint32_t t = 0; t < n; t++) {
-    const SimTask *a = sim_task_graph_task(before->tasks, t), *b = sim_task_graph_task(after->tasks, t);
-    if ((a->kind != SIM_TASK_FORWARD && a->kind != SIM_TASK_BACKWARD) || a->kind != b->kind ||
-        a->op != b->op || a->microbatch != b->microbatch)
+    sim_run_task(before, t, &a);
+    sim_run_task(after, t, &b);
+    if ((a.kind != SIM_TASK_FORWARD && a.kind != SIM_TASK_BACKWARD) || a.kind != b.kind ||
+        a.op != b.op || a.microbatch != b.microbatch)
       continue;
     (*compared)++;
-    if (before->schedule->start[t] != after->schedule->start[t]) (*moved)++;
+    if (a.start != b.start) (*moved)++;
   }
 }
 
@@ -52,24 +54,23 @@ static int bench_one(int gpus, int changes, gboolean expanded) {
   g_autofree char *strategy_spec = g_strdup_printf("megatron:tp=4,pp=2,dp=%d,mb=%d", gpus / 8,
                                                    256 / (gpus / 8) / 8);
   GError *error = NULL;
-  DevCluster *cluster = dev_cluster_parse_spec(cluster_spec, &error);
-  MdlGraph *graph = cluster ? mdl_graph_parse_spec(model, &error) : NULL;
-  MdlStrategy *s = graph ? mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error) : NULL;
-  if (!s) {
-    mdl_graph_free(graph);
-    dev_cluster_free(cluster);
-    return cli_fail(error, CLI_EXIT_FAILURE);
-  }
-  CmParams params;
-  cm_params_default(&params);
-  SimOptions options = {.no_symmetry = expanded};
+  SesSpecs specs = {.model = model, .cluster = cluster_spec, .strategy = strategy_spec,
+                    .options = {.no_symmetry = expanded}};
+  SesSession *session = ses_session_new_from_specs(&specs, &error);
+  if (!session) return cli_fail(error, cli_status_for(error));
+  const MdlGraph *graph = ses_session_graph(session);
+  const DevCluster *cluster = ses_session_cluster(session);
+  const CmParams params = *ses_session_params(session);
+  const SimOptions options = *ses_session_options(session);
+  /* The changes are made to a copy of the session's strategy. */
+  MdlStrategy *s = mdl_strategy_copy(ses_session_strategy(session));
   SimDelta *delta = sim_delta_new(graph, cluster, &params, &options);
   int status = CLI_EXIT_OK, mismatches = 0;
   if (!sim_delta_simulate(delta, s, &error)) {
-    status = cli_fail(error, CLI_EXIT_FAILURE);
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
-  guint64 tasks = sim_delta_run(delta)->prediction.tasks;
+  guint64 tasks = sim_run_prediction(sim_delta_run(delta))->tasks;
   GRand *rand = g_rand_new_with_seed(42);
   double full_s = 0, delta_s = 0;
   guint64 compared = 0, moved = 0;
@@ -85,12 +86,14 @@ static int bench_one(int gpus, int changes, gboolean expanded) {
       sim_run_free(full);
       sim_run_free(previous);
       g_rand_free(rand);
-      status = cli_fail(error, CLI_EXIT_FAILURE);
+      status = cli_fail(error, cli_status_for(error));
       goto out;
     }
     full_s += (double)(b - a) / 1e6;
     delta_s += (double)(c - b) / 1e6;
-    if (full->schedule->makespan != sim_delta_run(delta)->schedule->makespan) mismatches++;
+    if (sim_schedule_makespan(sim_run_schedule(full)) !=
+        sim_schedule_makespan(sim_run_schedule(sim_delta_run(delta))))
+      mismatches++;
     if (previous) count_moved(previous, full, &compared, &moved);
     sim_run_free(previous);
     previous = full;
@@ -109,8 +112,7 @@ static int bench_one(int gpus, int changes, gboolean expanded) {
 out:
   sim_delta_free(delta);
   mdl_strategy_free(s);
-  mdl_graph_free(graph);
-  dev_cluster_free(cluster);
+  ses_session_free(session);
   return status;
 }
 
@@ -132,16 +134,13 @@ int cli_bench_delta(void) {
 static int table4_one(const char *model, int nodes, int budget) {
   g_autofree char *cluster_spec = g_strdup_printf("flexflow-p100:nodes=%d", nodes);
   GError *error = NULL;
-  DevCluster *cluster = dev_cluster_parse_spec(cluster_spec, &error);
-  MdlGraph *graph = cluster ? mdl_graph_parse_spec(model, &error) : NULL;
-  if (!graph) {
+  SesSpecs specs = {.model = model, .cluster = cluster_spec};
+  SesSession *session = ses_session_new_from_specs(&specs, &error);
+  if (!session) {
     if (nodes == 1) printf("bench: table4 %-14s skipped: not a model this build knows\n", model);
     g_clear_error(&error);
-    dev_cluster_free(cluster);
     return CLI_EXIT_OK;
   }
-  CmParams params;
-  cm_params_default(&params);
   double wall[2] = {0}, best[2] = {0};
   guint64 evals = 0;
   for (int k = 0; k < 2; k++) {
@@ -153,12 +152,12 @@ static int table4_one(const char *model, int nodes, int budget) {
     o.no_baselines = TRUE;
     o.no_delta = k == 0;
     gint64 a = g_get_monotonic_time();
-    SrchResult *r = srch_run(graph, cluster, &params, &o, &error);
+    SrchResult *r = srch_run(ses_session_graph(session), ses_session_cluster(session),
+                             ses_session_params(session), &o, &error);
     wall[k] = (double)(g_get_monotonic_time() - a) / 1e6;
     if (!r) {
-      mdl_graph_free(graph);
-      dev_cluster_free(cluster);
-      return cli_fail(error, CLI_EXIT_FAILURE);
+      ses_session_free(session);
+      return cli_fail(error, cli_status_for(error));
     }
     best[k] = r->best_time_s;
     evals = r->evaluations;
@@ -168,8 +167,7 @@ static int table4_one(const char *model, int nodes, int budget) {
          "delta %.2f s: %.1fx; winners %s (%.6g s)\n",
          model, nodes * 4, evals, wall[0], wall[1], wall[0] / wall[1],
          best[0] == best[1] ? "identical" : "DIFFER", best[1]);
-  mdl_graph_free(graph);
-  dev_cluster_free(cluster);
+  ses_session_free(session);
   return CLI_EXIT_OK;
 }
 

@@ -18,29 +18,25 @@
 
 #include "costmodel/costmodel.h"
 #include "search/srch_search.h"
+#include "session/ses_session.h"
 
 #define CALCULON_CONFIGS_PER_S_PER_CORE 45.0
 
 /* Lines appear as each measurement ends (the suite runs for minutes, often into a file). */
 #define say(...) (printf(__VA_ARGS__), fflush(stdout))
 
+/* A model on a cluster, presets and rooflines (no database): what each measurement searches. */
 typedef struct {
-  MdlGraph *graph;
-  DevCluster *cluster;
-  CmParams params;
+  SesSession *session;
 } Case;
 
 static gboolean case_init(Case *c, const char *model, const char *cluster, GError **error) {
-  cm_params_default(&c->params);
-  c->graph = mdl_graph_parse_spec(model, error);
-  c->cluster = c->graph ? dev_cluster_parse_spec(cluster, error) : NULL;
-  return c->cluster != NULL;
+  SesSpecs specs = {.model = model, .cluster = cluster};
+  c->session = ses_session_new_from_specs(&specs, error);
+  return c->session != NULL;
 }
 
-static void case_clear(Case *c) {
-  mdl_graph_free(c->graph);
-  dev_cluster_free(c->cluster);
-}
+static void case_clear(Case *c) { ses_session_free(c->session); }
 
 static SrchResult *search(const Case *c, SrchAlgo algo, guint64 evaluations, double seconds,
                           int threads, gboolean no_delta, GError **error) {
@@ -52,7 +48,8 @@ static SrchResult *search(const Case *c, SrchAlgo algo, guint64 evaluations, dou
   o.threads = threads;
   o.no_delta = no_delta;
   o.no_baselines = TRUE;
-  return srch_run(c->graph, c->cluster, &c->params, &o, error);
+  return srch_run(ses_session_graph(c->session), ses_session_cluster(c->session),
+                  ses_session_params(c->session), &o, error);
 }
 
 /* (a) */
@@ -61,7 +58,7 @@ static int bench_rates(void) {
   const guint64 budget = 300;
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, cli_status_for(error));
   say("bench: search rates  %s on %s, one thread, %" G_GUINT64_FORMAT
          " evaluations each (the grid: all of it), space construction included; Calculon: %.0f "
          "Megatron configurations/s/core\n", model, cluster, budget, CALCULON_CONFIGS_PER_S_PER_CORE);
@@ -76,7 +73,7 @@ static int bench_rates(void) {
       SrchResult *r = search(&c, algos[i], algos[i] == SRCH_ALGO_GRID ? 1000000 : budget, 0, 1, full, &error);
       if (!r) {
         case_clear(&c);
-        return cli_fail(error, CLI_EXIT_FAILURE);
+        return cli_fail(error, cli_status_for(error));
       }
       rate[full] = r->elapsed_s > 0 ? r->evaluations / r->elapsed_s : 0;
       sim_rate[full] = r->elapsed_s > 0 ? r->simulated / r->elapsed_s : 0;
@@ -102,11 +99,11 @@ static int bench_grid175(void) {
   const char *model = "gpt3-175b:batch=1536", *cluster = "dgx-a100:nodes=128";
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, cli_status_for(error));
   SrchResult *r = search(&c, SRCH_ALGO_GRID, 1000000, 0, 2, FALSE, &error);
   if (!r) {
     case_clear(&c);
-    return cli_fail(error, CLI_EXIT_FAILURE);
+    return cli_fail(error, cli_status_for(error));
   }
   double found = r->timeline->len ? g_array_index(r->timeline, SrchCurvePoint, r->timeline->len - 1).elapsed_s : NAN;
   say("bench: search grid   %s on %s, two threads: %" G_GUINT64_FORMAT " grid points (%" G_GUINT64_FORMAT
@@ -134,7 +131,7 @@ static int bench_convergence(const char *model, const char *cluster, double seco
   enum { N = G_N_ELEMENTS(algos) };
   GError *error = NULL;
   Case c;
-  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!case_init(&c, model, cluster, &error)) return cli_fail(error, cli_status_for(error));
   SrchResult *results[N] = {NULL};
   double overall = INFINITY;
   for (int i = 0; i < N; i++) {

@@ -9,10 +9,6 @@
 #include "costmodel/cm_calibrate.h"
 #include "results/res_db.h"
 
-static int status_for(const GError *error) {
-  return error->domain == CM_ERROR ? CLI_EXIT_BAD_INPUT : cli_status_for(error);
-}
-
 static void print_summary(const CmCalibration *c, guint nfiles, guint nmeasurements,
                           const char *db_path) {
   const char *links[DEV_LINK_COUNT] = {"intra-host", "inter-host"};
@@ -86,13 +82,13 @@ int cli_calibrate(int argc, char **argv) {
   GArray *measurements = g_array_new(FALSE, FALSE, sizeof(CmMeasurement));
   DevCluster *cluster = dev_cluster_parse_spec(cluster_spec, &error);
   if (!cluster) {
-    status = cli_fail(error, status_for(error));
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   for (int i = 1; i < argc; i++) {
     guint before = measurements->len;
     if (!cm_measurements_load_file(argv[i], kind_hint, measurements, &error)) {
-      status = cli_fail(error, status_for(error));
+      status = cli_fail(error, cli_status_for(error));
       goto out;
     }
     /* Measurements must fit the cluster they calibrate: no more ranks on a host than it has. */
@@ -110,7 +106,7 @@ int cli_calibrate(int argc, char **argv) {
   }
   if (!(calibration = cm_calibration_fit(name, cluster_spec, (const CmMeasurement *)measurements->data,
                                          measurements->len, &error))) {
-    status = cli_fail(error, status_for(error));
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   text = cm_calibration_to_json(calibration);

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "costmodel/cm_calibrate.h"
-#include "results/res_db.h"
+#include "session/ses_session.h"
 
 /* "N", "N.NK", "NM", "NG": bytes, KiB, MiB, GiB (nccl-tests' -b/-e suffixes); from 1 byte to
  * 1 PiB per rank (more is absurd: README, "Limits"). */
@@ -169,21 +169,21 @@ int cli_collective(int argc, char **argv) {
 
   GError *error = NULL;
   int status = CLI_EXIT_OK;
-  CmCalibration *calibration = NULL;
   int *devices = NULL;
-  DevCluster *cluster = dev_cluster_parse_spec(cluster_spec, &error);
-  if (!cluster) {
+  /* Read only: a collective's estimate stores nothing. */
+  SesSpecs specs = {.cluster = cluster_spec, .db_path = db_path, .read_only = TRUE,
+                    .calibration = calibration_name, .no_profiles = TRUE};
+  SesSession *session = ses_session_new_from_specs(&specs, &error);
+  if (!session) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
+  const DevCluster *cluster = ses_session_cluster(session);
+  const CmCalibration *calibration = ses_session_params(session)->calibration;
   if (ranks > dev_cluster_num_devices(cluster)) {
     fprintf(stderr, "stratsim collective: --ranks %d is more than the %d GPUs of %s\n", ranks,
             dev_cluster_num_devices(cluster), cluster_spec);
     status = CLI_EXIT_BAD_INPUT;
-    goto out;
-  }
-  if (calibration_name && !(calibration = cli_load_calibration(db_path, calibration_name, &error))) {
-    status = cli_fail(error, error->domain == CM_ERROR ? CLI_EXIT_BAD_INPUT : cli_status_for(error));
     goto out;
   }
   devices = g_new(int, ranks);
@@ -197,7 +197,6 @@ int cli_collective(int argc, char **argv) {
   }
 out:
   g_free(devices);
-  cm_calibration_free(calibration);
-  dev_cluster_free(cluster);
+  ses_session_free(session);
   return status;
 }

@@ -12,7 +12,7 @@
 static int check(const char *db_path) {
   GError *error = NULL;
   ResDbCheck *c = res_db_check(db_path, &error);
-  if (!c) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!c) return cli_fail(error, cli_status_for(error));
   const char *age = c->schema_version == RES_SCHEMA_VERSION ? "current"
                     : c->schema_version > RES_SCHEMA_VERSION ? "newer than this stratsim's"
                                                              : "older: migrated when next written";

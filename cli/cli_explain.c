@@ -1,18 +1,15 @@
 /* cli/explain — `stratsim explain --model M --cluster C --strategy S [--json] [--rows N]
- * [--no-symmetry]`: every op's layouts, the collectives each device runs, memory per device. */
+ * [--no-symmetry] [--no-store]`: every op's layouts, the collectives each device runs, memory per device. */
 #include "cli/cli.h"
 
 #include <stdio.h>
 
-#include "costmodel/cm_calibrate.h"
-#include "costmodel/cm_profile.h"
-#include "results/res_db.h"
-#include "costmodel/costmodel.h"
+#include "session/ses_session.h"
 #include "sim/sim.h"
 
 int cli_explain(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
-  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE, no_profiles = FALSE;
+  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE, no_profiles = FALSE, no_store = FALSE;
   g_autofree char *collectives = NULL;
   g_autofree char *calibration_name = NULL, *db_path = NULL;
   int rows = 20;
@@ -25,6 +22,7 @@ int cli_explain(int argc, char **argv) {
       {"rows", 'n', 0, G_OPTION_ARG_INT, &rows, "collective rows per device in text (default 20)", "N"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database holding calibrations (default results/stratsim.db)", "FILE"},
+      {"no-store", 0, 0, G_OPTION_ARG_NONE, &no_store, "accepted as in simulate and search: explain never writes the database", NULL},
       {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME (stratsim calibrate) in the database", "NAME"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU", NULL},
@@ -48,44 +46,18 @@ int cli_explain(int argc, char **argv) {
     return CLI_EXIT_BAD_INPUT;
   }
   if (!strategy_spec) strategy_spec = g_strdup("dp");
+  (void)no_store;
   GError *error = NULL;
   int status = CLI_EXIT_OK;
-  DevCluster *cluster = NULL;
-  MdlGraph *graph = NULL;
-  MdlStrategy *strategy = NULL;
   SimRun *run = NULL;
-  CmParams params;
-  cm_params_default(&params);
-  CmCalibration *calibration = NULL;
-  CmProfiles *profiles = NULL;
-  const char *db = db_path ? db_path : "results/stratsim.db";
-  /* Measured kernel times override the roofline, as in simulate (read only: explain writes
-   * nothing, and creates no database). */
-  if (!no_profiles && g_file_test(db, G_FILE_TEST_EXISTS)) {
-    ResDb *rdb = res_db_open(db, &error);
-    DevCluster *probe = rdb ? dev_cluster_parse_spec(cluster_spec, NULL) : NULL;
-    if (probe) profiles = res_db_load_profiles(rdb, probe->device.name, &error);
-    dev_cluster_free(probe);
-    res_db_close(rdb);
-    if (error) {
-      status = cli_fail(error, cli_status_for(error));
-      goto out;
-    }
-    params.profiles = profiles;
-  }
-  if (calibration_name) {
-    if (!(calibration = cli_load_calibration(db_path ? db_path : "results/stratsim.db",
-                                             calibration_name, &error))) {
-      status = cli_fail(error, CLI_EXIT_BAD_INPUT);
-      goto out;
-    }
-    params.calibration = calibration;
-  }
-  if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
-      !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
-      !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
-      !(run = sim_run_new_with_options(graph, strategy, cluster, &params,
-                                       &options, &error))) {
+  /* Read only: explain writes nothing and creates no database; measured kernel times and the
+   * calibration are read as simulate reads them. */
+  SesSpecs specs = {.model = model_spec, .cluster = cluster_spec, .strategy = strategy_spec,
+                    .db_path = db_path ? db_path : "results/stratsim.db", .read_only = TRUE,
+                    .calibration = calibration_name, .no_profiles = no_profiles,
+                    .options = options};
+  SesSession *session = ses_session_new_from_specs(&specs, &error);
+  if (!session || !(run = ses_session_simulate(session, &error))) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
@@ -96,11 +68,7 @@ int cli_explain(int argc, char **argv) {
     sim_explain_print(run, stdout, rows);
   }
 out:
-  cm_calibration_free(calibration);
-  cm_profiles_free(profiles);
   sim_run_free(run);
-  mdl_strategy_free(strategy);
-  mdl_graph_free(graph);
-  dev_cluster_free(cluster);
+  ses_session_free(session);
   return status;
 }

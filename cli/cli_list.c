@@ -11,7 +11,7 @@ static int list_clusters(void) {
   for (const char *const *n = dev_preset_names(); *n; n++) {
     GError *error = NULL;
     DevCluster *c = dev_cluster_parse_spec(*n, &error);
-    if (!c) return cli_fail(error, CLI_EXIT_FAILURE);
+    if (!c) return cli_fail(error, cli_status_for(error));
     printf("%-16s %3d x %-2d %-10s intra %-8s %6.1f GB/s  inter %d x %5.1f Gb/s  %s\n", *n,
            c->nodes, c->gpus_per_node, c->device.name, c->link[DEV_LINK_INTRA].kind,
            c->link[DEV_LINK_INTRA].bandwidth / 1e9, c->nics_per_node,
@@ -25,7 +25,7 @@ static int list_devices(void) {
   for (const char *const *n = dev_kind_names(); *n; n++) {
     DevKind k;
     GError *error = NULL;
-    if (!dev_kind_lookup(*n, &k, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+    if (!dev_kind_lookup(*n, &k, &error)) return cli_fail(error, cli_status_for(error));
     printf("%-10s fp32 %6.1f  tf32 %6.1f  fp16 %6.1f  bf16 %6.1f TFLOP/s  %5.0f GiB  %5.0f GB/s\n",
            *n, k.peak_flops[DEV_DTYPE_FP32] / 1e12, k.peak_flops[DEV_DTYPE_TF32] / 1e12,
            k.peak_flops[DEV_DTYPE_FP16] / 1e12, k.peak_flops[DEV_DTYPE_BF16] / 1e12,

@@ -21,12 +21,12 @@ static int import(int argc, char **argv, const char *db_path) {
   for (int i = 1; i < argc && status == CLI_EXIT_OK; i++) {
     g_autofree char *text = NULL;
     if (!g_file_get_contents(argv[i], &text, NULL, &error)) {
-      status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+      status = cli_fail(error, cli_status_for(error));
       break;
     }
     CmProfiles *p = cm_profiles_from_json(text, argv[i], &error);
     if (!p) {
-      status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+      status = cli_fail(error, cli_status_for(error));
       break;
     }
     /* The file's "source" says where and how the kernels were measured. */
@@ -34,7 +34,7 @@ static int import(int argc, char **argv, const char *db_path) {
     gint64 n = res_db_store_profiles(db, p, source, &error);
     cm_profiles_free(p);
     if (n < 0) {
-      status = cli_fail(error, CLI_EXIT_FAILURE);
+      status = cli_fail(error, cli_status_for(error));
       break;
     }
     printf("profiles: stored %" G_GINT64_FORMAT " kernels from %s in %s\n", n, argv[i], db_path);

@@ -60,7 +60,7 @@ static int run_reshard(ScnReshard *r, const char *out_dir, gboolean chart) {
   int status = CLI_EXIT_OK;
   GPtrArray *rows = scn_reshard_run(r, &error);
   if (!rows) {
-    status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   scn_reshard_print(r, rows, stdout);
@@ -73,7 +73,7 @@ static int run_reshard(ScnReshard *r, const char *out_dir, gboolean chart) {
     ScnChartOutcome outcome;
     scn_chart_outcome_init(&outcome);
     if (!scn_reshard_chart(r, rows, dir, safe, SCN_FORMAT_PNG | SCN_FORMAT_SVG, &outcome, &error)) {
-      status = cli_fail(error, CLI_EXIT_FAILURE);
+      status = cli_fail(error, cli_status_for(error));
     } else if (outcome.gnuplot_missing) {
       printf("chart: %s/%s.dat and .gp written; gnuplot is not on PATH (draw with `cd %s && "
              "gnuplot %s.gp`)\n", dir, safe, dir, safe);
@@ -145,13 +145,13 @@ int cli_reshard(int argc, char **argv) {
   } else {
     r = scn_reshard_load(file, &error);
   }
-  if (!r) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!r) return cli_fail(error, cli_status_for(error));
   return run_reshard(r, out_dir, !one && !no_chart);
 }
 
 int cli_reshard_file(const char *path, const char *out_dir, gboolean chart) {
   GError *error = NULL;
   ScnReshard *r = scn_reshard_load(path, &error);
-  if (!r) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!r) return cli_fail(error, cli_status_for(error));
   return run_reshard(r, out_dir, chart);
 }

@@ -1,5 +1,5 @@
 /* cli/search — `stratsim search --model M --cluster C --algo mcmc|cd|exhaustive|random|grid|dp|auto
- * --budget 60s|2m|N --seed S --threads T [--json] [--out FILE] [--db FILE]`: searches strategies
+ * --budget 60s|2m|N --seed S --threads T [--json] [--out FILE] [--db FILE] [--no-store]`: searches strategies
  * (search/srch_search.h), prints the winner against the baselines, writes the winner as strategy
  * JSON (what `simulate --strategy FILE` reads) and stores the run and its convergence curve.
  *
@@ -15,10 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "costmodel/cm_calibrate.h"
-#include "costmodel/cm_profile.h"
 #include "results/res_db.h"
 #include "search/srch_search.h"
+#include "session/ses_session.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -91,7 +90,8 @@ static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph
     for (int i = 0; i < r->nbaselines; i++) print_baseline(&r->baselines[i], r);
   }
   if (out_path) printf("  strategy     %s (simulate --strategy %s reproduces the winner)\n", out_path, out_path);
-  printf("  stored       search %" G_GINT64_FORMAT " in %s\n", search_id, db);
+  if (db) printf("  stored       search %" G_GINT64_FORMAT " in %s\n", search_id, db);
+  else printf("  stored       not stored (--no-store)\n");
 }
 
 static gint64 store(ResDb *db, const SrchResult *r, const SrchOptions *o, const char *model,
@@ -154,6 +154,7 @@ static int search_main(int argc, char **argv) {
   g_autofree char *dtype_text = NULL, *collectives = NULL, *calibration_name = NULL;
   g_autofree char *crossmesh_method = NULL, *crossmesh_order = NULL;
   gboolean json = FALSE, no_delta = FALSE, no_symmetry = FALSE, no_profiles = FALSE, followers = FALSE;
+  gboolean no_store = FALSE;
   gint64 seed = 1;
   int threads = 1, mesh_axes = 2, microbatches = 8, restarts = 0;
   double beta = 0;
@@ -167,6 +168,7 @@ static int search_main(int argc, char **argv) {
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object (no wall-clock figures)", NULL},
       {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out_path, "write the winning strategy as strategy JSON", "FILE"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
+      {"no-store", 0, 0, G_OPTION_ARG_NONE, &no_store, "do not record the search: the database is only read (kernel times, calibration), never created or written", NULL},
       {"vars", 0, 0, G_OPTION_ARG_STRING, &vars_text, "group: one config per group of identical layers' ops (default); op: one per op", "group|op"},
       {"dims", 0, 0, G_OPTION_ARG_STRING, &dims_text, "all: every splittable dim (default); megatron: the sample dim and tp_dim only", "all|megatron"},
       {"followers", 0, 0, G_OPTION_ARG_NONE, &followers, "ops without weights take their input's layout instead of being variables (a smaller space)", NULL},
@@ -199,7 +201,7 @@ static int search_main(int argc, char **argv) {
     return CLI_EXIT_BAD_INPUT;
   }
   if (!budget_text) budget_text = g_strdup("2000");
-  if (!srch_budget_parse(budget_text, &o.budget, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!srch_budget_parse(budget_text, &o.budget, &error)) return cli_fail(error, cli_status_for(error));
   if (seed < 0 || seed > G_MAXUINT32) {
     fprintf(stderr, "stratsim search: --seed must be 0..%u\n", G_MAXUINT32);
     return CLI_EXIT_BAD_INPUT;
@@ -238,38 +240,26 @@ static int search_main(int argc, char **argv) {
   if (!db_path) db_path = g_strdup("results/stratsim.db");
 
   int status = CLI_EXIT_OK;
-  DevCluster *cluster = NULL;
-  MdlGraph *graph = NULL;
-  ResDb *db = NULL;
+  SesSession *session = NULL;
+  const MdlGraph *graph = NULL;
+  const DevCluster *cluster = NULL;
   SrchResult *r = NULL;
-  CmCalibration *calibration = NULL;
-  CmProfiles *profiles = NULL;
   char *text = NULL, *strategy_json = NULL;
-  CmParams params;
-  cm_params_default(&params);
-  if (calibration_name) {
-    if (!(calibration = cli_load_calibration(db_path, calibration_name, &error))) {
-      status = cli_fail(error, CLI_EXIT_BAD_INPUT);
-      goto out;
-    }
-    params.calibration = calibration;
-  }
-  if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
-      !(graph = mdl_graph_parse_spec(model_spec, &error))) {
-    status = cli_fail(error, cli_status_for(error));
-    goto out;
-  }
+  SesSpecs specs = {.model = model_spec, .cluster = cluster_spec, .db_path = db_path,
+                    .read_only = no_store, .calibration = calibration_name,
+                    .no_profiles = no_profiles};
   /* Rank 0 opens (and may create) the database before the others read it. */
-  if (o.rank == 0) db = res_db_open(db_path, &error);
+  if (o.rank == 0) session = ses_session_new_from_specs(&specs, &error);
   cli_mpi_barrier();
-  if (o.rank != 0) db = res_db_open(db_path, &error);
-  if (!db || (!no_profiles && !(profiles = res_db_load_profiles(db, cluster->device.name, &error)))) {
+  if (o.rank != 0) session = ses_session_new_from_specs(&specs, &error);
+  if (!session) {
     status = cli_fail(error, cli_status_for(error));
     if (o.nranks > 1) goto gather;
     goto out;
   }
-  params.profiles = profiles;
-  r = srch_run(graph, cluster, &params, &o, &error);
+  graph = ses_session_graph(session);
+  cluster = ses_session_cluster(session);
+  r = srch_run(graph, cluster, ses_session_params(session), &o, &error);
   if (o.progress) fprintf(stderr, "\r\033[K");
 gather:
   if (o.nranks > 1) {
@@ -284,37 +274,34 @@ gather:
     cli_mpi_strings_free(parts);
     if (status != CLI_EXIT_OK) goto out;
     if (!merged) {
-      status = cli_fail(error, CLI_EXIT_FAILURE);
+      status = cli_fail(error, cli_status_for(error));
       goto out;
     }
   }
   if (!r) {
-    status = cli_fail(error, error && error->domain == SRCH_ERROR && error->code != SRCH_ERROR_FAILED
-                                 ? CLI_EXIT_BAD_INPUT : cli_status_for(error));
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   if (r->best) strategy_json = mdl_strategy_to_json(r->best, graph);
   if (out_path && strategy_json && !g_file_set_contents(out_path, strategy_json, -1, &error)) {
-    status = cli_fail(error, CLI_EXIT_FAILURE);
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   text = srch_result_to_json(r, &o, graph, cluster);
-  gint64 search_id = store(db, r, &o, model_spec, cluster_spec, budget_text, text, strategy_json, &error);
-  if (search_id < 0) {
+  gint64 search_id = -1;
+  if (!no_store && (search_id = store(ses_session_db(session), r, &o, model_spec, cluster_spec,
+                                      budget_text, text, strategy_json, &error)) < 0) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   if (json) printf("%s\n", text);
-  else print_text(r, &o, graph, cluster, budget_text, strategy_json ? out_path : NULL, search_id, db_path);
+  else print_text(r, &o, graph, cluster, budget_text, strategy_json ? out_path : NULL, search_id,
+                  no_store ? NULL : db_path);
   if (!r->best) status = CLI_EXIT_FAILURE;
 out:
   g_free(text);
   g_free(strategy_json);
   srch_result_free(r);
-  cm_calibration_free(calibration);
-  cm_profiles_free(profiles);
-  res_db_close(db);
-  mdl_graph_free(graph);
-  dev_cluster_free(cluster);
+  ses_session_free(session);
   return status;
 }

@@ -1,25 +1,23 @@
 /* cli/simulate — `stratsim simulate --model M --cluster C --strategy S [--json] [--trace FILE]
- * [--db FILE]`: one iteration's prediction, printed and stored in SQLite. */
+ * [--db FILE] [--no-store]`: one iteration's prediction, printed and (unless --no-store)
+ * stored in SQLite. Parse options -> session (session/ses_session.h) -> simulate -> print. */
 #include "cli/cli.h"
 
 #include <stdio.h>
 
-#include "costmodel/cm_calibrate.h"
-#include "costmodel/cm_profile.h"
-#include "costmodel/costmodel.h"
-#include "results/res_db.h"
+#include "session/ses_session.h"
 #include "sim/sim.h"
 #include "sim/sim_crossmesh.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
 static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_id, const char *db) {
-  const SimPrediction *p = &run->prediction;
-  const MdlStrategy *s = run->strategy;
-  const DevCluster *c = run->cluster;
+  const SimPrediction *p = sim_run_prediction(run);
+  const MdlStrategy *s = sim_run_strategy(run);
+  const DevCluster *c = sim_run_cluster(run);
   double t = p->iteration_time_s;
   double peak = c->device.peak_flops[s->dtype] / 1e12;
-  printf("stratsim simulate: %s on %s (%d x %d %s), strategy %s\n", run->graph->name, c->name,
+  printf("stratsim simulate: %s on %s (%d x %d %s), strategy %s\n", sim_run_graph(run)->name, c->name,
          c->nodes, c->gpus_per_node, c->device.name, strategy_spec);
   printf("  strategy     dp=%d tp=%d pp=%d, %d microbatches of %d, schedule %s", s->dp, s->tp,
          s->pp, s->num_microbatches, s->microbatch_size, mdl_schedule_name(s->schedule));
@@ -51,22 +49,23 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
          p->tasks, p->events, p->sim_wall_s,
          p->step_collectives ? "collectives step-expanded on links" : "one task per collective",
          p->symmetric ? "symmetry: identical replicas simulated once" : "every GPU simulated");
-  if (run->profiled_kernels > 0)
+  if (sim_run_profiled_kernels(run) > 0)
     printf("  kernels      %d measured kernel times of %s (interpolated between shapes), roofline "
-           "for the rest\n", run->profiled_kernels, c->device.name);
+           "for the rest\n", sim_run_profiled_kernels(run), c->device.name);
   else
     printf("  kernels      roofline (no measured kernel times of %s in the database)\n", c->device.name);
-  if (run->calibration) printf("  collectives  calibration %s\n", run->calibration);
+  if (sim_run_calibration(run)) printf("  collectives  calibration %s\n", sim_run_calibration(run));
   if (p->crossmesh)
     printf("  crossmesh    every move between meshes planned: %s, %s load balancing\n",
            sim_crossmesh_method_name(p->crossmesh_method), sim_crossmesh_order_name(p->crossmesh_order));
-  printf("  stored       run %" G_GINT64_FORMAT " in %s\n", run_id, db);
+  if (db) printf("  stored       run %" G_GINT64_FORMAT " in %s\n", run_id, db);
+  else printf("  stored       not stored (--no-store)\n");
 }
 
 int cli_simulate(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
   g_autofree char *trace = NULL, *db_path = NULL;
-  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE, no_profiles = FALSE;
+  gboolean json = FALSE, no_symmetry = FALSE, step = FALSE, no_profiles = FALSE, no_store = FALSE;
   g_autofree char *collectives = NULL;
   g_autofree char *calibration_name = NULL;
   g_autofree char *crossmesh_method = NULL, *crossmesh_order = NULL;
@@ -77,6 +76,7 @@ int cli_simulate(int argc, char **argv) {
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
       {"trace", 't', 0, G_OPTION_ARG_FILENAME, &trace, "write a Chrome/Perfetto trace", "FILE"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
+      {"no-store", 0, 0, G_OPTION_ARG_NONE, &no_store, "do not record the run: the database is only read (kernel times, calibration), never created or written", NULL},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
       {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME (stratsim calibrate) in the database", "NAME"},
@@ -100,47 +100,21 @@ int cli_simulate(int argc, char **argv) {
 
   GError *error = NULL;
   int status = CLI_EXIT_OK;
-  DevCluster *cluster = NULL;
-  MdlGraph *graph = NULL;
-  MdlStrategy *strategy = NULL;
   SimRun *run = NULL;
-  ResDb *db = NULL;
-  CmParams params;
-  cm_params_default(&params);
-  CmCalibration *calibration = NULL;
-  CmProfiles *profiles = NULL;
-  if (calibration_name) {
-    if (!(calibration = cli_load_calibration(db_path ? db_path : "results/stratsim.db",
-                                             calibration_name, &error))) {
-      status = cli_fail(error, CLI_EXIT_BAD_INPUT);
-      goto out;
-    }
-    params.calibration = calibration;
-  }
-  if (!(cluster = dev_cluster_parse_spec(cluster_spec, &error)) ||
-      !(graph = mdl_graph_parse_spec(model_spec, &error)) ||
-      !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, &error)) ||
-      !(db = res_db_open(db_path, &error))) {
-    status = cli_fail(error, cli_status_for(error));
-    goto out;
-  }
-  /* Measured kernel times of this device kind override the roofline. */
-  if (!no_profiles && !(profiles = res_db_load_profiles(db, cluster->device.name, &error))) {
-    status = cli_fail(error, cli_status_for(error));
-    goto out;
-  }
-  params.profiles = profiles;
-  if (!(run = sim_run_new_with_options(graph, strategy, cluster, &params,
-                                       &options, &error))) {
+  SesSpecs specs = {.model = model_spec, .cluster = cluster_spec, .strategy = strategy_spec,
+                    .db_path = db_path, .read_only = no_store, .calibration = calibration_name,
+                    .no_profiles = no_profiles, .options = options};
+  SesSession *session = ses_session_new_from_specs(&specs, &error);
+  if (!session || !(run = ses_session_simulate(session, &error))) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   if (trace && !sim_trace_write(run, trace, &error)) {
-    status = cli_fail(error, CLI_EXIT_FAILURE);
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   gint64 run_id = -1;
-  if ((run_id = res_db_store_simulation(db, model_spec, cluster_spec, strategy_spec, run, &error)) < 0) {
+  if (!no_store && (run_id = ses_session_store_simulation(session, run, &error)) < 0) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
@@ -148,18 +122,13 @@ int cli_simulate(int argc, char **argv) {
     g_autofree char *text = sim_prediction_to_json(run, TRUE);
     printf("%s\n", text);
   } else {
-    print_text(run, strategy_spec, run_id, db_path);
+    print_text(run, strategy_spec, run_id, no_store ? NULL : db_path);
     if (trace)
       printf("  trace        %s (open in https://ui.perfetto.dev)%s\n", trace,
-             run->prediction.symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
+             sim_run_prediction(run)->symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
   }
 out:
-  cm_calibration_free(calibration);
-  cm_profiles_free(profiles);
-  res_db_close(db);
   sim_run_free(run);
-  mdl_strategy_free(strategy);
-  mdl_graph_free(graph);
-  dev_cluster_free(cluster);
+  ses_session_free(session);
   return status;
 }

@@ -65,7 +65,7 @@ static int draw_charts(ResDb *db, const ScnResults *results, const char *out, un
   scn_chart_outcome_init(&o);
   int status = CLI_EXIT_OK;
   if (!scn_charts_write(results, costs, out, charts, results->scenario->formats, &o, &error)) {
-    status = cli_fail(error, CLI_EXIT_FAILURE);
+    status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   for (guint i = 0; i < o.notes->len; i++) printf("  note: %s\n", (char *)g_ptr_array_index(o.notes, i));
@@ -86,7 +86,7 @@ static int draw_charts(ResDb *db, const ScnResults *results, const char *out, un
   }
 out:
   scn_chart_outcome_clear(&o);
-  scn_costs_free(costs);
+  ses_costs_free(costs);
   return status;
 }
 
@@ -104,9 +104,9 @@ static int write_tables(const ScnResults *results, const char *out) {
     GError *error = NULL;
     g_autofree char *text = scn_report(results, files[k].format);
     if (g_mkdir_with_parents(out, 0755) != 0 ||
-        !scn_chart_write_file(out, files[k].file, text, NULL, &error)) {
+        !util_write_file(out, files[k].file, text, NULL, &error)) {
       if (!error) g_set_error(&error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "cannot create %s", out);
-      return cli_fail(error, CLI_EXIT_FAILURE);
+      return cli_fail(error, cli_status_for(error));
     }
     printf("table: %s/%s\n", out, files[k].file);
   }
@@ -202,8 +202,7 @@ static int sweep_main(int argc, char **argv) {
   int rank = cli_mpi_rank(), ranks = cli_mpi_size();
   if (!(scenario = scn_scenario_load(files[0], &error)) ||
       (rank == 0 && !(db = res_db_open(db_path, &error)))) {
-    int bad = error && (error->domain == SCN_ERROR || error->domain == G_FILE_ERROR ||
-                        error->domain == RES_ERROR) ? CLI_EXIT_BAD_INPUT : CLI_EXIT_FAILURE;
+    int bad = cli_status_for(error);
     if (rank == 0) {
       status = cli_fail(error, bad);
     } else { /* rank 0 read the same file and said why */
@@ -312,7 +311,7 @@ int cli_report(int argc, char **argv) {
   ScnResults *results = db ? scn_results_load(db, db_path, name, &error) : NULL;
   int status = CLI_EXIT_OK;
   if (!results) {
-    status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+    status = cli_fail(error, cli_status_for(error));
   } else {
     g_autofree char *text = scn_report(results, format);
     fputs(text, stdout);
@@ -343,7 +342,7 @@ int cli_plot(int argc, char **argv) {
   ScnResults *results = db ? scn_results_load(db, db_path, name, &error) : NULL;
   int status;
   if (!results) {
-    status = cli_fail(error, CLI_EXIT_BAD_INPUT);
+    status = cli_fail(error, cli_status_for(error));
   } else {
     unsigned charts = results->scenario->charts;
     if (!charts) charts = SCN_CHART_THROUGHPUT | SCN_CHART_BREAKDOWN | SCN_CHART_MEMORY;

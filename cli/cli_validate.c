@@ -16,20 +16,6 @@
 
 #define DEFAULT_DB "results/stratsim.db"
 
-/* Exit status for an error of validate/ or the libraries it calls. */
-static int status_for(const GError *error) {
-  if (!error) return CLI_EXIT_FAILURE;
-  if (error->domain == VAL_BUILD_ERROR)
-    return error->code == VAL_BUILD_ERROR_INPUT ? CLI_EXIT_BAD_INPUT : CLI_EXIT_FAILURE;
-  if (error->domain == VAL_PLAN_ERROR)
-    return error->code == VAL_PLAN_ERROR_INPUT ? CLI_EXIT_BAD_INPUT : CLI_EXIT_FAILURE;
-  if (error->domain == VAL_INGEST_ERROR) return CLI_EXIT_BAD_INPUT;
-  if (error->domain == VAL_REPORT_ERROR) return CLI_EXIT_BAD_INPUT;
-  if (error->domain == VAL_RUN_ERROR)
-    return error->code == VAL_RUN_ERROR_INPUT ? CLI_EXIT_BAD_INPUT : CLI_EXIT_FAILURE;
-  return cli_status_for(error);
-}
-
 static int validate_plan(int argc, char **argv) {
   g_autofree char *model = NULL, *cluster = NULL, *strategy = NULL, *out = NULL, *dtype = NULL;
   g_autofree char *db_path = NULL, *calibration = NULL;
@@ -61,12 +47,12 @@ static int validate_plan(int argc, char **argv) {
   GError *error = NULL;
   ValPlanSummary sum;
   g_autofree char *text = val_plan_make(&req, &sum, &error);
-  if (!text) return cli_fail(error, status_for(error));
+  if (!text) return cli_fail(error, cli_status_for(error));
   if (!out) {
     printf("%s\n", text);
     return CLI_EXIT_OK;
   }
-  if (!g_file_set_contents(out, text, -1, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!g_file_set_contents(out, text, -1, &error)) return cli_fail(error, cli_status_for(error));
   printf("validate plan: %s: %d ranks, %" G_GUINT64_FORMAT " steps (%" G_GUINT64_FORMAT
          " gemm, %" G_GUINT64_FORMAT " elementwise, %" G_GUINT64_FORMAT " collectives in %d groups, %"
          G_GUINT64_FORMAT " transfers), predicted iteration %.6g s (%d measured kernel times); "
@@ -129,14 +115,14 @@ static int validate_run(int argc, char **argv) {
     return CLI_EXIT_BAD_INPUT;
   GError *error = NULL;
   ValRunner runner;
-  if (!val_runner_parse(runner_name, &runner, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!val_runner_parse(runner_name, &runner, &error)) return cli_fail(error, cli_status_for(error));
   if (!plan_path && (!model || !cluster)) {
     fprintf(stderr, "stratsim validate run: --model and --cluster are required (or --plan FILE)\n");
     return CLI_EXIT_BAD_INPUT;
   }
   if (!db_path) db_path = g_strdup(DEFAULT_DB);
   g_autofree char *where = run_dir(dir, &error);
-  if (!where) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!where) return cli_fail(error, cli_status_for(error));
   g_autofree char *plan_file = plan_path ? g_strdup(plan_path) : g_build_filename(where, "plan.json", NULL);
   g_autofree char *measurements = g_build_filename(where, "measurements.json", NULL);
   if (!plan_path) {
@@ -146,23 +132,23 @@ static int validate_run(int argc, char **argv) {
                           .no_profiles = no_profiles};
     ValPlanSummary sum;
     g_autofree char *text = val_plan_make(&req, &sum, &error);
-    if (!text) return cli_fail(error, status_for(error));
-    if (!g_file_set_contents(plan_file, text, -1, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+    if (!text) return cli_fail(error, cli_status_for(error));
+    if (!g_file_set_contents(plan_file, text, -1, &error)) return cli_fail(error, cli_status_for(error));
     printf("validate run: plan %s: %d ranks, %" G_GUINT64_FORMAT " steps, predicted iteration "
            "%.6g s (%d measured kernel times)\n", plan_file, sum.ranks, sum.steps,
            sum.iteration_time_s, sum.profiled_kernels);
   }
   ValPlan *plan = val_plan_read(plan_file, &error);
-  if (!plan) return cli_fail(error, status_for(error));
+  if (!plan) return cli_fail(error, cli_status_for(error));
   int ranks = plan->ranks;
   val_plan_free(plan);
   g_autofree char *output = NULL;
   if (!val_run_runner(runner, plan_file, ranks, measurements, FALSE, &output, &error))
-    return cli_fail(error, status_for(error));
+    return cli_fail(error, cli_status_for(error));
   if (output) fputs(output, stdout);
   ValIngestResult result;
   if (!val_ingest_files(db_path, plan_file, measurements, import_profiles, &result, &error))
-    return cli_fail(error, status_for(error));
+    return cli_fail(error, cli_status_for(error));
   print_ingest("validate run", &result, db_path);
   return CLI_EXIT_OK;
 }
@@ -193,10 +179,7 @@ static int validate_ingest(int argc, char **argv) {
   ValIngestResult result;
   if (!val_ingest_files(db_path, plan, argv[1], import_profiles, &result, &error)) {
     /* A file that is not there is bad input; one that cannot be read, a failure. */
-    int status = error->domain == VAL_INGEST_ERROR && error->code == VAL_INGEST_ERROR_IO &&
-                         g_file_test(plan, G_FILE_TEST_EXISTS) && g_file_test(argv[1], G_FILE_TEST_EXISTS)
-                     ? CLI_EXIT_FAILURE : status_for(error);
-    return cli_fail(error, status);
+    return cli_fail(error, cli_status_for(error));
   }
   print_ingest("validate ingest", &result, db_path);
   return CLI_EXIT_OK;
@@ -215,12 +198,12 @@ static int validate_report(int argc, char **argv) {
   GError *error = NULL;
   ValReportFormat format = VAL_REPORT_TEXT;
   if (format_name && !val_report_format_parse(format_name, &format, &error))
-    return cli_fail(error, CLI_EXIT_BAD_INPUT);
+    return cli_fail(error, cli_status_for(error));
   if (!db_path) db_path = g_strdup(DEFAULT_DB);
-  if (!val_report_print(db_path, format, stdout, &error)) return cli_fail(error, status_for(error));
+  if (!val_report_print(db_path, format, stdout, &error)) return cli_fail(error, cli_status_for(error));
   if (chart) {
     gboolean drawn = FALSE;
-    if (!val_report_chart(db_path, chart, &drawn, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+    if (!val_report_chart(db_path, chart, &drawn, &error)) return cli_fail(error, cli_status_for(error));
     /* Keep stdout machine-readable for csv and json. */
     fprintf(format == VAL_REPORT_TEXT ? stdout : stderr,
             "chart: %s/validate.gp and validate.dat%s\n", chart,
@@ -245,7 +228,7 @@ static int validate_host_cluster(int argc, char **argv) {
   }
   GError *error = NULL;
   g_autofree char *output = NULL;
-  if (!val_host_cluster(out, ranks, &output, &error)) return cli_fail(error, status_for(error));
+  if (!val_host_cluster(out, ranks, &output, &error)) return cli_fail(error, cli_status_for(error));
   if (output) fputs(output, stdout);
   return CLI_EXIT_OK;
 }
@@ -279,14 +262,14 @@ int cli_profile(int argc, char **argv) {
     return CLI_EXIT_BAD_INPUT;
   GError *error = NULL;
   ValRunner runner;
-  if (!val_runner_parse(runner_name, &runner, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (!val_runner_parse(runner_name, &runner, &error)) return cli_fail(error, cli_status_for(error));
   if (!model || !cluster) {
     fprintf(stderr, "stratsim profile: --model and --cluster are required\n");
     return CLI_EXIT_BAD_INPUT;
   }
   if (!db_path) db_path = g_strdup(DEFAULT_DB);
   g_autofree char *where = run_dir(dir, &error);
-  if (!where) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!where) return cli_fail(error, cli_status_for(error));
   g_autofree char *plan_file = g_build_filename(where, "plan.json", NULL);
   g_autofree char *measurements = g_build_filename(where, "microbench.json", NULL);
   /* Shapes do not depend on measured times: plan with the roofline. */
@@ -294,13 +277,13 @@ int cli_profile(int argc, char **argv) {
                         .dtype = dtype, .warmup = 1, .iterations = 1};
   ValPlanSummary sum;
   g_autofree char *text = val_plan_make(&req, &sum, &error);
-  if (!text) return cli_fail(error, status_for(error));
-  if (!g_file_set_contents(plan_file, text, -1, &error)) return cli_fail(error, CLI_EXIT_FAILURE);
+  if (!text) return cli_fail(error, cli_status_for(error));
+  if (!g_file_set_contents(plan_file, text, -1, &error)) return cli_fail(error, cli_status_for(error));
   if (!val_run_runner(runner, plan_file, sum.ranks, measurements, TRUE, NULL, &error))
-    return cli_fail(error, status_for(error));
+    return cli_fail(error, cli_status_for(error));
   g_autofree char *device = NULL;
   gint64 n = val_import_profiles(db_path, measurements, &device, &error);
-  if (n < 0) return cli_fail(error, status_for(error));
+  if (n < 0) return cli_fail(error, cli_status_for(error));
   printf("profile: stored %" G_GINT64_FORMAT " measured kernel times of %s in %s (from %s; %u "
          "collectives measured there too)\n", n, device ? device : "?", db_path, measurements,
          sum.microbench_collectives);

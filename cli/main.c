@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "devices/dev_cluster.h"
+#include "errors/err_status.h"
 #include "model/mdl_graph.h"
 #include "costmodel/cm_calibrate.h"
 #include "results/res_db.h"
@@ -16,13 +17,7 @@ int cli_fail(GError *error, int status) {
   return status;
 }
 
-int cli_status_for(const GError *error) {
-  if (!error) return CLI_EXIT_FAILURE;
-  if (error->domain == DEV_ERROR || error->domain == MDL_ERROR) return CLI_EXIT_BAD_INPUT;
-  if (error->domain == G_FILE_ERROR && error->code == G_FILE_ERROR_NOENT) return CLI_EXIT_BAD_INPUT;
-  if (error->domain == RES_ERROR && error->code != RES_ERROR_WRITE) return CLI_EXIT_BAD_INPUT;
-  return CLI_EXIT_FAILURE;
-}
+int cli_status_for(const GError *error) { return (int)err_exit_status(error); }
 
 gboolean cli_parse_options(const char *command, const char *summary, GOptionEntry *entries,
                            int *argc, char ***argv) {
@@ -80,25 +75,6 @@ gboolean cli_parse_crossmesh(const char *command, const char *method, const char
   if (method) *crossmesh_method = (int)m;
   if (order) *crossmesh_order = (int)r;
   return TRUE;
-}
-
-/* Reads calibration @name from @db_path, which must exist (a lookup creates nothing). */
-CmCalibration *cli_load_calibration(const char *db_path, const char *name, GError **error) {
-  if (!g_file_test(db_path, G_FILE_TEST_EXISTS)) {
-    g_set_error(error, RES_ERROR, RES_ERROR_NOT_FOUND,
-                "no database %s to read calibration '%s' from (make one with 'stratsim calibrate')",
-                db_path, name);
-    return NULL;
-  }
-  ResDb *db = res_db_open(db_path, error);
-  if (!db) return NULL;
-  char *json = res_db_load_calibration(db, name, NULL, error);
-  res_db_close(db);
-  if (!json) return NULL;
-  g_autofree char *origin = g_strdup_printf("calibration '%s' in %s", name, db_path);
-  CmCalibration *c = cm_calibration_from_json(json, origin, error);
-  g_free(json);
-  return c;
 }
 
 static void usage(FILE *f) {

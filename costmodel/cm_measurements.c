@@ -2,6 +2,7 @@
  * src/common.cu prints) and the runner's measurements JSON (costmodel/CALIBRATION.md).
  * Contract in cm_calibrate.h. Nothing is appended unless the whole input is good. */
 #include "costmodel/cm_calibrate.h"
+#include "util/util_json.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -257,31 +258,38 @@ out:
   return ok;
 }
 
+/* FALSE with the error for collectives[@index].@key, missing or not @range. */
+static gboolean field_error(UtilJsonStatus status, const char *key, const char *range,
+                            const char *origin, int index, GError **error) {
+  gboolean missing = status == UTIL_JSON_MISSING;
+  g_set_error(error, CM_ERROR, missing ? CM_ERROR_PARSE : CM_ERROR_INVALID,
+              "%s: collectives[%d].%s: %s (%s)", origin, index, key,
+              missing ? "missing" : "out of range", range);
+  return FALSE;
+}
+
 static gboolean json_int(const cJSON *obj, const char *key, int lo, int hi, int *out,
                          const char *origin, int index, GError **error) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < lo ||
-      v->valuedouble > hi) {
-    g_set_error(error, CM_ERROR, v ? CM_ERROR_INVALID : CM_ERROR_PARSE,
-                "%s: collectives[%d].%s: %s (an integer from %d to %d)", origin, index, key,
-                v ? "out of range" : "missing", lo, hi);
-    return FALSE;
+  gint64 v = 0;
+  UtilJsonStatus status = util_json_int(obj, key, lo, hi, &v);
+  if (status == UTIL_JSON_OK) {
+    *out = (int)v;
+    return TRUE;
   }
-  *out = (int)v->valuedouble;
-  return TRUE;
+  g_autofree char *range = g_strdup_printf("an integer from %d to %d", lo, hi);
+  return field_error(status, key, range, origin, index, error);
 }
 
 static gboolean json_positive(const cJSON *obj, const char *key, double *out, const char *origin,
                               int index, GError **error) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0) {
-    g_set_error(error, CM_ERROR, v ? CM_ERROR_INVALID : CM_ERROR_PARSE,
-                "%s: collectives[%d].%s: %s (a positive number)", origin, index, key,
-                v ? "out of range" : "missing");
-    return FALSE;
+  double v = 0;
+  UtilJsonStatus status = util_json_number(obj, key, &v);
+  if (status == UTIL_JSON_OK && v > 0) {
+    *out = v;
+    return TRUE;
   }
-  *out = v->valuedouble;
-  return TRUE;
+  return field_error(status == UTIL_JSON_OK ? UTIL_JSON_OUT_OF_RANGE : status, key,
+                     "a positive number", origin, index, error);
 }
 
 gboolean cm_measurements_parse_json(const char *text, const char *origin, GArray *out,

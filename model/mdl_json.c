@@ -11,6 +11,7 @@
  * only where it differs from what mdl_op_forward_flops computes, so zoo graphs round-trip.
  */
 #include "model/mdl_graph.h"
+#include "util/util_json.h"
 
 #include <cjson/cJSON.h>
 #include <glib/gstdio.h>
@@ -59,33 +60,33 @@ static const cJSON *field(const cJSON *obj, const char *key) {
 /* An integer field in [lo, MDL_MAX_ELEMENTS]; absent: @def, or an error when @required. */
 static gboolean get_int(Reader *r, const cJSON *obj, const char *key, gboolean required,
                         int64_t def, int64_t lo, const char *where, int64_t *out) {
-  const cJSON *v = field(obj, key);
-  if (!v) {
+  gint64 v = def;
+  switch (util_json_int(obj, key, lo, MDL_MAX_ELEMENTS, &v)) {
+  case UTIL_JSON_MISSING:
     if (required) return MALFORMED("%s: missing \"%s\"", where, key);
-    *out = def;
-    return TRUE;
-  }
-  if (!cJSON_IsNumber(v)) return MALFORMED("%s: \"%s\" must be a number", where, key);
-  double d = v->valuedouble;
-  if (!(d == floor(d)) || d < (double)lo || d > (double)MDL_MAX_ELEMENTS)
+    break;
+  case UTIL_JSON_WRONG_TYPE: return MALFORMED("%s: \"%s\" must be a number", where, key);
+  case UTIL_JSON_OUT_OF_RANGE:
     return BAD("%s: \"%s\" must be an integer >= %" G_GINT64_FORMAT, where, key, (gint64)lo);
-  *out = (int64_t)d;
+  case UTIL_JSON_OK: break;
+  }
+  *out = v;
   return TRUE;
 }
 
 static gboolean get_bool(Reader *r, const cJSON *obj, const char *key, gboolean def,
                          const char *where, gboolean *out) {
-  const cJSON *v = field(obj, key);
-  if (!v) return (*out = def), TRUE;
-  if (!cJSON_IsBool(v)) return MALFORMED("%s: \"%s\" must be true or false", where, key);
-  *out = cJSON_IsTrue(v);
+  *out = def;
+  if (util_json_bool(obj, key, out) == UTIL_JSON_WRONG_TYPE)
+    return MALFORMED("%s: \"%s\" must be true or false", where, key);
   return TRUE;
 }
 
 static const char *get_string(Reader *r, const cJSON *obj, const char *key, const char *where) {
-  const char *s = cJSON_GetStringValue(field(obj, key));
-  if (!s || !*s) MALFORMED("%s: missing or empty string \"%s\"", where, key);
-  return s && *s ? s : NULL;
+  const char *s = NULL;
+  if (util_json_string(obj, key, TRUE, &s) != UTIL_JSON_OK)
+    MALFORMED("%s: missing or empty string \"%s\"", where, key);
+  return s;
 }
 
 static int find_tensor(const Reader *r, const char *name) {
@@ -106,12 +107,11 @@ static gboolean read_tensor(Reader *r, MdlGraph *g, const cJSON *tj, int index) 
     return MALFORMED("%s: \"shape\" must be an array of 1 to %d sizes", what, MDL_MAX_DIMS);
   int64_t dims[MDL_MAX_DIMS];
   for (int i = 0; i < n; i++) {
-    const cJSON *e = cJSON_GetArrayItem(shape, i);
-    if (!cJSON_IsNumber(e)) return MALFORMED("%s: shape[%d] must be a number", what, i);
-    double d = e->valuedouble;
-    if (!(d == floor(d)) || d < 1 || d > (double)MDL_MAX_ELEMENTS)
-      return BAD("%s: shape[%d] must be a positive integer", what, i);
-    dims[i] = (int64_t)d;
+    gint64 d = 0;
+    UtilJsonStatus status = util_json_int_value(cJSON_GetArrayItem(shape, i), 1, MDL_MAX_ELEMENTS, &d);
+    if (status == UTIL_JSON_WRONG_TYPE) return MALFORMED("%s: shape[%d] must be a number", what, i);
+    if (status != UTIL_JSON_OK) return BAD("%s: shape[%d] must be a positive integer", what, i);
+    dims[i] = d;
   }
   gboolean weight = FALSE, input = FALSE;
   if (!get_bool(r, tj, "weight", FALSE, what, &weight) || !get_bool(r, tj, "input", FALSE, what, &input))

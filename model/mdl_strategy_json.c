@@ -10,6 +10,7 @@
  * A split entry names an op dim, null (replicated on that axis), or "@sample" / "@tp" (the op's
  * sample dim / its tp_dim). Ops not listed take "default"; without one every op must be listed. */
 #include "model/mdl_strategy-int.h"
+#include "util/util_json.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -76,15 +77,20 @@ static gboolean fail(GError **error, const char *origin, const char *fmt, ...) {
 
 static gboolean get_int(const cJSON *obj, const char *key, int lo, int hi, int *out,
                         gboolean required, const char *origin, GError **error) {
-  const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!item) {
-    if (required) return fail(error, origin, "missing field \"%s\"", key);
-    return TRUE;
+  gint64 v = 0;
+  switch (util_json_int(obj, key, lo, hi, &v)) {
+  case UTIL_JSON_OK: *out = (int)v; return TRUE;
+  case UTIL_JSON_MISSING:
+    return required ? fail(error, origin, "missing field \"%s\"", key) : TRUE;
+  default: return fail(error, origin, "field \"%s\" must be an integer in %d..%d", key, lo, hi);
   }
-  double v = cJSON_GetNumberValue(item);
-  if (!cJSON_IsNumber(item) || !isfinite(v) || v != floor(v) || v < lo || v > hi)
-    return fail(error, origin, "field \"%s\" must be an integer in %d..%d", key, lo, hi);
-  *out = (int)v;
+}
+
+/* An optional true/false field; *@out stays as it is when absent. */
+static gboolean get_bool(const cJSON *obj, const char *key, gboolean *out, const char *origin,
+                         GError **error) {
+  if (util_json_bool(obj, key, out) == UTIL_JSON_WRONG_TYPE)
+    return fail(error, origin, "field \"%s\" must be true or false", key);
   return TRUE;
 }
 
@@ -103,11 +109,11 @@ static gboolean parse_meshes(MdlStrategy *s, const cJSON *root, const char *orig
     int dims[MDL_MAX_MESH_AXES];
     double product = 1; /* in double: four entries of 1e6 overflow int64 */
     for (int a = 0; a < nd; a++) {
-      double v = cJSON_GetNumberValue(cJSON_GetArrayItem(shape, a));
-      if (!isfinite(v) || v < 1 || v > 1e6 || v != floor(v))
+      gint64 v = 0;
+      if (util_json_int_value(cJSON_GetArrayItem(shape, a), 1, 1000000, &v) != UTIL_JSON_OK)
         return fail(error, origin, "mesh %d: shape entry %d is not a positive integer", index, a);
       dims[a] = (int)v;
-      product *= v;
+      product *= (double)v;
     }
     if (product > MDL_MAX_MESH_DEVICES)
       return fail(error, origin, "mesh %d: %.15g devices exceed the limit of %d", index, product,
@@ -120,8 +126,8 @@ static gboolean parse_meshes(MdlStrategy *s, const cJSON *root, const char *orig
     int i = 0;
     const cJSON *dj;
     cJSON_ArrayForEach(dj, devices) { /* not cJSON_GetArrayItem: that walks the list each time */
-      double v = cJSON_GetNumberValue(dj);
-      if (!isfinite(v) || v < 0 || v > 1e9 || v != floor(v))
+      gint64 v = 0;
+      if (util_json_int_value(dj, 0, 1000000000, &v) != UTIL_JSON_OK)
         return fail(error, origin, "mesh %d: device entry %d is not a device id", index, i);
       ids[i++] = (int)v;
     }
@@ -208,18 +214,10 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
          schedule);
     goto err;
   }
-  const cJSON *wdelay = cJSON_GetObjectItemCaseSensitive(root, "weight_delay");
-  if (wdelay && !cJSON_IsBool(wdelay)) {
-    fail(error, origin, "field \"weight_delay\" must be true or false");
+  s->weight_delay = FALSE;
+  if (!get_bool(root, "weight_delay", &s->weight_delay, origin, error) ||
+      !get_bool(root, "overlap", &s->overlap, origin, error))
     goto err;
-  }
-  s->weight_delay = cJSON_IsTrue(wdelay);
-  const cJSON *overlap = cJSON_GetObjectItemCaseSensitive(root, "overlap");
-  if (overlap && !cJSON_IsBool(overlap)) {
-    fail(error, origin, "field \"overlap\" must be true or false");
-    goto err;
-  }
-  if (overlap) s->overlap = cJSON_IsTrue(overlap);
   const cJSON *recompute = cJSON_GetObjectItemCaseSensitive(root, "recompute");
   if (recompute && !mdl_recompute_parse(cJSON_GetStringValue(recompute), &s->recompute)) {
     fail(error, origin, "field \"recompute\" must be \"none\", \"selective\" or \"full\"");
@@ -231,12 +229,8 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
          "\"pytorch-eager\", \"cuda-graphs\" or \"none\"");
     goto err;
   }
-  const cJSON *sp = cJSON_GetObjectItemCaseSensitive(root, "sequence_parallel");
-  if (sp && !cJSON_IsBool(sp)) {
-    fail(error, origin, "field \"sequence_parallel\" must be true or false");
-    goto err;
-  }
-  s->sequence_parallel = cJSON_IsTrue(sp);
+  s->sequence_parallel = FALSE;
+  if (!get_bool(root, "sequence_parallel", &s->sequence_parallel, origin, error)) goto err;
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "bucket_mb");
   if (bucket) {
     double v = cJSON_GetNumberValue(bucket);

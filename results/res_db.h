@@ -3,7 +3,9 @@
  * Schema version lives in PRAGMA user_version; res_db_open applies the migrations from the
  * stored version up to RES_SCHEMA_VERSION, each in its own transaction, so a database written
  * by an older stratsim is migrated, and one written by a newer stratsim is refused with a clear
- * error rather than damaged. WAL mode and a busy timeout let several writers share a file.
+ * error rather than damaged. WAL mode and a busy timeout let several writers share a file;
+ * synchronous=NORMAL and no checkpoint on close make a commit cost no fsync, so the database is
+ * the file together with its FILE-wal (kept between runs; a killed process loses nothing).
  * Tables (v1): runs (one row per command run), predictions (one per simulated iteration,
  * the headline figures as columns plus the full JSON); (v2) calibrations (one per name: a
  * collective calibration as JSON, costmodel/CALIBRATION.md); (v3) op_profiles (measured kernel
@@ -29,6 +31,11 @@ typedef struct ResDb ResDb;
 
 /* Opens (creating the file and its directory if needed) and migrates a database. */
 ResDb *res_db_open(const char *path, GError **error);
+/* Opens an existing database read-only (`--no-store`, explain, validate plan: they write
+ * nothing): no file or directory is created, nothing migrated, so a read-only file or
+ * directory serves. NULL with RES_ERROR_OPEN when the file is missing or cannot be opened,
+ * RES_ERROR_SCHEMA when it is of another schema version than RES_SCHEMA_VERSION. */
+ResDb *res_db_open_read_only(const char *path, GError **error);
 void res_db_close(ResDb *db);
 int res_db_schema_version(ResDb *db);
 

@@ -23,35 +23,6 @@ void scn_chart_outcome_clear(ScnChartOutcome *o) {
   memset(o, 0, sizeof *o);
 }
 
-char *scn_gnuplot_quote(const char *text) {
-  GString *s = g_string_new("'");
-  for (const char *c = text; *c; c++) {
-    if (*c == '\'') g_string_append_c(s, '\'');
-    if (*c == '\n') {
-      g_string_append_c(s, ' ');
-      continue;
-    }
-    g_string_append_c(s, *c);
-  }
-  g_string_append_c(s, '\'');
-  return g_string_free(s, FALSE);
-}
-
-char *scn_gnuplot_title(const char *title, const char *note) {
-  GString *s = g_string_new("\"");
-  for (int part = 0; part < 2; part++) {
-    const char *text = part ? note : title;
-    if (!text) continue;
-    if (part) g_string_append(s, "\\n");
-    for (const char *c = text; *c; c++) {
-      if (*c == '"' || *c == '\\') g_string_append_c(s, '\\');
-      g_string_append_c(s, *c == '\n' ? ' ' : *c);
-    }
-  }
-  g_string_append_c(s, '"');
-  return g_string_free(s, FALSE);
-}
-
 /* A label as a double-quoted field of a gnuplot data file (no double quotes inside). */
 static char *data_label(const char *text) {
   g_autofree char *copy = g_strdup(text);
@@ -60,44 +31,19 @@ static char *data_label(const char *text) {
   return g_strdup_printf("\"%s\"", copy);
 }
 
-char *scn_gnuplot_terminal(const char *base, unsigned formats, int width, int height,
-                           char **epilogue) {
-  g_autofree char *png = g_strdup_printf(
-      "set terminal pngcairo size %d,%d enhanced font 'Sans,10'\nset output '%s.png'\n", width,
-      height, base);
-  g_autofree char *svg = g_strdup_printf(
-      "set terminal svg size %d,%d dynamic enhanced font 'Sans,10' background '#ffffff'\n"
-      "set output '%s.svg'\n", width, height, base);
-  if (!(formats & (SCN_FORMAT_PNG | SCN_FORMAT_SVG))) formats = SCN_FORMAT_PNG;
-  if ((formats & SCN_FORMAT_PNG) && (formats & SCN_FORMAT_SVG)) {
-    *epilogue = g_strdup_printf("%sreplot\nunset output\n", svg);
-    return g_strdup(png);
-  }
-  *epilogue = g_strdup("unset output\n");
-  return g_strdup(formats & SCN_FORMAT_PNG ? png : svg);
-}
-
-gboolean scn_chart_write_file(const char *dir, const char *name, const char *contents,
-                              GPtrArray *files, GError **error) {
-  g_autofree char *path = g_build_filename(dir, name, NULL);
-  if (!g_file_set_contents(path, contents, -1, error)) return FALSE;
-  if (files) g_ptr_array_add(files, g_strdup(path));
-  return TRUE;
-}
-
 /* Writes NAME.dat and NAME.gp; @plot is everything between the terminal lines. */
 static gboolean write_chart(const char *dir, const char *base, const char *data,
                             const char *plot, unsigned formats, int width, int height,
                             ScnChartOutcome *o, GError **error) {
   g_autofree char *epilogue = NULL;
-  g_autofree char *terminal = scn_gnuplot_terminal(base, formats, width, height, &epilogue);
+  g_autofree char *terminal = util_gnuplot_terminal(base, formats, width, height, &epilogue);
   g_autofree char *dat = g_strdup_printf("%s.dat", base);
   g_autofree char *gp = g_strdup_printf("%s.gp", base);
   g_autofree char *script = g_strdup_printf(
       "# stratsim chart: draw with `gnuplot %s` in this directory (reads %s)\n%s%s%s", gp, dat,
       terminal, plot, epilogue);
-  if (!scn_chart_write_file(dir, dat, data, o->files, error) ||
-      !scn_chart_write_file(dir, gp, script, o->files, error))
+  if (!util_write_file(dir, dat, data, o->files, error) ||
+      !util_write_file(dir, gp, script, o->files, error))
     return FALSE;
   g_ptr_array_add(o->scripts, g_strdup(base));
   return TRUE;
@@ -350,8 +296,8 @@ static gboolean chart_throughput(const ScnResults *r, const char *dir, unsigned 
                                            y_title[sc->throughput_y], xname);
   g_autofree char *note = skipped ? g_strdup_printf("%u point%s not drawn: did not fit in memory or failed (stratsim report)",
                                                     skipped, skipped == 1 ? "" : "s") : NULL;
-  g_autofree char *qtitle = scn_gnuplot_title(title, note);
-  g_autofree char *qx = scn_gnuplot_quote(sc->throughput_x ? sc->throughput_x : "GPUs");
+  g_autofree char *qtitle = util_gnuplot_title(title, note);
+  g_autofree char *qx = util_gnuplot_quote(sc->throughput_x ? sc->throughput_x : "GPUs");
   g_string_append_printf(plot, "set title %s noenhanced\nset xlabel %s noenhanced\nset ylabel '%s'\n",
                          qtitle, qx, y_label[sc->throughput_y]);
   if (xmin > 0 && xmax / xmin >= 4) g_string_append(plot, "set logscale x 2\n");
@@ -363,7 +309,7 @@ static gboolean chart_throughput(const ScnResults *r, const char *dir, unsigned 
   g_string_append(plot, "plot ");
   for (guint s = 0; s < series->len; s++) {
     Series *se = g_ptr_array_index(series, s);
-    g_autofree char *q = scn_gnuplot_quote(se->name);
+    g_autofree char *q = util_gnuplot_quote(se->name);
     /* Lines that coincide (a search that found data parallelism) would hide each other: each
      * series gets its own point shape, and earlier series are drawn wider, so that a line
      * drawn over another leaves its border and points showing. */
@@ -375,7 +321,7 @@ static gboolean chart_throughput(const ScnResults *r, const char *dir, unsigned 
                            size, q);
   }
   for (guint b = 0; b < best_names->len; b++) {
-    g_autofree char *q = scn_gnuplot_quote(g_ptr_array_index(best_names, b));
+    g_autofree char *q = util_gnuplot_quote(g_ptr_array_index(best_names, b));
     g_string_append_printf(plot, ", \\\n     'throughput.dat' index %u using 1:2 with lines lw 6 dt 1 "
                                  "lc rgb '#80808080' title %s",
                            series->len + b, q);
@@ -439,7 +385,7 @@ static gboolean chart_breakdown(const ScnResults *r, const char *dir, unsigned f
   g_autofree char *title = g_strdup_printf("%s: time per iteration by where it goes", chart_title_name(r));
   g_autofree char *note = skipped ? g_strdup_printf("%u point%s not shown: did not fit in memory or failed (stratsim report)",
                                                     skipped, skipped == 1 ? "" : "s") : NULL;
-  g_autofree char *qtitle = scn_gnuplot_title(title, note);
+  g_autofree char *qtitle = util_gnuplot_title(title, note);
   int width, height;
   g_string_append_printf(plot, "set title %s noenhanced\nset ylabel 'time per iteration (s)'\n", qtitle);
   bar_axis(plot, count, longest, first, &width, &height);
@@ -514,7 +460,7 @@ static gboolean chart_memory(const ScnResults *r, const char *dir, unsigned form
   }
   GString *plot = g_string_new(NULL);
   g_autofree char *title = g_strdup_printf("%s: peak memory per device against capacity", chart_title_name(r));
-  g_autofree char *qtitle = scn_gnuplot_quote(title);
+  g_autofree char *qtitle = util_gnuplot_quote(title);
   int width, height;
   g_string_append_printf(plot, "set title %s noenhanced\nset ylabel 'memory of the fullest GPU (GiB)'\n", qtitle);
   bar_axis(plot, count, longest, first, &width, &height);
@@ -591,32 +537,6 @@ static gboolean chart_timelines(const ScnResults *r, const ScnCosts *costs, cons
   return TRUE;
 }
 
-/* --- gnuplot ---------------------------------------------------------------------------- */
-
-gboolean scn_gnuplot_run(const char *gnuplot, const char *dir, const char *script,
-                         GError **error) {
-  g_autofree char *gp = g_strdup_printf("%s.gp", script);
-  char *argv[] = {(char *)gnuplot, gp, NULL};
-  g_autofree char *out = NULL, *err = NULL;
-  int status = 0;
-  if (!g_spawn_sync(dir, argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, error))
-    return FALSE;
-  GError *local = NULL;
-  if (!g_spawn_check_wait_status(status, &local) || (err && strstr(err, "error"))) {
-    g_autofree char *first = NULL;
-    if (err && *err) {
-      g_auto(GStrv) lines = g_strsplit(g_strstrip(err), "\n", -1);
-      for (int k = 0; lines[k] && !first; k++)
-        if (*g_strstrip(lines[k])) first = g_strdup(lines[k]);
-    }
-    g_set_error(error, SCN_ERROR, SCN_ERROR_GNUPLOT, "gnuplot %s/%s failed: %s", dir, gp,
-                first ? first : local ? local->message : "error");
-    g_clear_error(&local);
-    return FALSE;
-  }
-  return TRUE;
-}
-
 gboolean scn_charts_write(const ScnResults *r, const ScnCosts *costs, const char *out_dir,
                           unsigned charts, unsigned formats, ScnChartOutcome *o, GError **error) {
   g_return_val_if_fail(r && out_dir && o && o->files, FALSE);
@@ -642,16 +562,11 @@ gboolean scn_chart_draw(const char *out_dir, unsigned formats, ScnChartOutcome *
     return TRUE;
   }
   for (guint k = 0; k < o->scripts->len; k++) {
-    const char *base = g_ptr_array_index(o->scripts, k);
-    if (!scn_gnuplot_run(gnuplot, out_dir, base, error)) return FALSE;
-    for (int f = 0; f < 2; f++) {
-      if (!(formats & (f ? SCN_FORMAT_SVG : SCN_FORMAT_PNG))) continue;
-      g_autofree char *img = g_strdup_printf("%s/%s.%s", out_dir, base, f ? "svg" : "png");
-      if (g_file_test(img, G_FILE_TEST_IS_REGULAR)) {
-        g_ptr_array_add(o->files, g_strdup(img));
-        o->images++;
-      }
-    }
+    guint before = o->files->len;
+    if (!util_gnuplot_draw(gnuplot, out_dir, g_ptr_array_index(o->scripts, k), formats, o->files,
+                           error))
+      return FALSE;
+    o->images += o->files->len - before;
   }
   return TRUE;
 }

@@ -21,6 +21,7 @@
 #include <glib.h>
 #include "scenarios/scn_report.h"
 #include "scenarios/scn_sweep.h"
+#include "util/util_gnuplot.h"
 
 G_BEGIN_DECLS
 
@@ -38,7 +39,7 @@ void scn_chart_outcome_clear(ScnChartOutcome *outcome);
 /* Writes the charts in @charts (SCN_CHART_*) of @results into @out_dir (created if needed),
  * drawing @formats (SCN_FORMAT_*) with gnuplot when it is on PATH. Timelines simulate their
  * points again with @costs (nullable). FALSE with @error when a file cannot be written or
- * gnuplot fails (SCN_ERROR_GNUPLOT, with its first error line). */
+ * gnuplot fails or draws nothing (UTIL_ERROR_GNUPLOT, util_gnuplot_draw). */
 gboolean scn_charts_write(const ScnResults *results, const ScnCosts *costs, const char *out_dir,
                           unsigned charts, unsigned formats, ScnChartOutcome *outcome,
                           GError **error);
@@ -49,28 +50,11 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
                             const char *title, unsigned formats, int max_devices,
                             GPtrArray *files, GError **error);
 
-/* Helpers the chart writers share (scn_chart.c). */
-/* The gnuplot lines that draw the current plot to @base.png and @base.svg at @width x @height
- * pixels; the plot command must follow and then the returned epilogue. */
-char *scn_gnuplot_terminal(const char *base, unsigned formats, int width, int height,
-                           char **epilogue);
-/* A double-quoted gnuplot string of @title and, on a second line, @note (nullable). */
-char *scn_gnuplot_title(const char *title, const char *note);
-/* @text as a single-quoted gnuplot string (quotes doubled). */
-char *scn_gnuplot_quote(const char *text);
-/* Runs @gnuplot (a path) on @script.gp in @dir; FALSE with SCN_ERROR_GNUPLOT naming the
- * script and gnuplot's first error line when it fails. */
-gboolean scn_gnuplot_run(const char *gnuplot, const char *dir, const char *script,
-                         GError **error);
 /* Runs gnuplot in @out_dir on every script of @outcome->scripts, recording the images drawn;
- * without gnuplot on PATH sets gnuplot_missing and returns TRUE. FALSE (SCN_ERROR_GNUPLOT)
- * when gnuplot fails. */
+ * without gnuplot on PATH sets gnuplot_missing and returns TRUE. FALSE (UTIL_ERROR_GNUPLOT)
+ * when gnuplot fails or leaves an image missing or empty (util_gnuplot_draw). */
 gboolean scn_chart_draw(const char *out_dir, unsigned formats, ScnChartOutcome *outcome,
                         GError **error);
-/* Writes @contents to @dir/@name and records it in @files. */
-gboolean scn_chart_write_file(const char *dir, const char *name, const char *contents,
-                              GPtrArray *files, GError **error);
-
 G_END_DECLS
 
 #endif

@@ -1,5 +1,6 @@
 /* scenarios/reshard — single cross-mesh moves, cases x methods (scn_reshard.h). */
 #include "scenarios/scn_reshard.h"
+#include "util/util_json.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -60,14 +61,12 @@ static gboolean known_fields(const cJSON *obj, const char *where, const char *co
 
 static char *string_field(const cJSON *obj, const char *name, gboolean required,
                           const char *where, GError **error) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
-  if (!v && !required) return g_strdup("");
-  if (!cJSON_IsString(v) || !v->valuestring[0]) {
-    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "reshard %s: \"%s\" must be a non-empty string",
-                where, name);
-    return NULL;
-  }
-  return g_strdup(v->valuestring);
+  const char *text = "";
+  UtilJsonStatus status = util_json_string(obj, name, TRUE, &text);
+  if (status == UTIL_JSON_OK || (status == UTIL_JSON_MISSING && !required)) return g_strdup(text);
+  g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "reshard %s: \"%s\" must be a non-empty string",
+              where, name);
+  return NULL;
 }
 
 /* A mesh [hosts, GPUs per host]. */
@@ -76,11 +75,9 @@ static gboolean mesh_field(const cJSON *obj, const char *name, const char *where
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
   if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) != 2) goto bad;
   for (int i = 0; i < 2; i++) {
-    const cJSON *x = cJSON_GetArrayItem(v, i);
-    if (!cJSON_IsNumber(x) || x->valuedouble != (int)x->valuedouble || x->valueint < 1 ||
-        x->valueint > 4096)
-      goto bad;
-    out[i] = x->valueint;
+    gint64 x = 0;
+    if (util_json_int_value(cJSON_GetArrayItem(v, i), 1, 4096, &x) != UTIL_JSON_OK) goto bad;
+    out[i] = (int)x;
   }
   return TRUE;
 bad:
@@ -200,13 +197,13 @@ ScnReshard *scn_reshard_from_json(const char *json_text, GError **error) {
     goto err;
   }
   for (const cJSON *d = v->child; d; d = d->next) {
-    if (!cJSON_IsNumber(d) || d->valuedouble < 1 || d->valuedouble > 1e15 ||
-        d->valuedouble != (double)(int64_t)d->valuedouble) {
+    gint64 size = 0;
+    if (util_json_int_value(d, 1, G_GINT64_CONSTANT(1000000000000000), &size) != UTIL_JSON_OK) {
       g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "reshard %s: \"tensor\": dims are positive integers",
                   r->name);
       goto err;
     }
-    r->tensor[r->ndims++] = (int64_t)d->valuedouble;
+    r->tensor[r->ndims++] = size;
   }
   v = cJSON_GetObjectItemCaseSensitive(root, "element_bytes");
   r->element_bytes = 2;
@@ -385,14 +382,14 @@ gboolean scn_reshard_chart(const ScnReshard *r, const GPtrArray *rows, const cha
   /* Wide enough for every bar to be a few pixels: the groups share 1000 px at least. */
   int width = MAX(900, (int)(rows->len * (r->methods->len + 1) * 14) + 200), height = 480;
   g_autofree char *epilogue = NULL;
-  g_autofree char *terminal = scn_gnuplot_terminal(base, formats, width, height, &epilogue);
+  g_autofree char *terminal = util_gnuplot_terminal(base, formats, width, height, &epilogue);
   GString *shape = g_string_new(NULL);
   for (int d = 0; d < r->ndims; d++)
     g_string_append_printf(shape, "%s%" G_GINT64_FORMAT, d ? ", " : "", r->tensor[d]);
   g_autofree char *title = g_strdup_printf("%s: one move of a (%s) tensor of %g-byte elements, %s",
                                            r->name, shape->str, r->element_bytes, r->cluster);
   g_string_free(shape, TRUE);
-  g_autofree char *qtitle = scn_gnuplot_title(title, r->paper[0] ? r->paper : NULL);
+  g_autofree char *qtitle = util_gnuplot_title(title, r->paper[0] ? r->paper : NULL);
   static const char *const colours[] = {"#e41a1c", "#377eb8", "#4daf4a", "#984ea3",
                                         "#ff7f00", "#a65628", "#f781bf", "#999999"};
   g_autofree char *dat = g_strdup_printf("%s.dat", base);
@@ -409,14 +406,14 @@ gboolean scn_reshard_chart(const ScnReshard *r, const GPtrArray *rows, const cha
       base, base, terminal, qtitle);
   for (guint k = 0; k < r->methods->len; k++) {
     const ScnReshardMethod *rm = g_ptr_array_index(r->methods, k);
-    g_autofree char *q = scn_gnuplot_quote(rm->label);
+    g_autofree char *q = util_gnuplot_quote(rm->label);
     g_string_append_printf(plot, "%s'%s' using %u%s title %s lc rgb '%s'", k ? ", \\\n     " : "",
                            k ? "" : dat, k + 2,
                            k ? "" : ":xtic(1)", q, colours[k % G_N_ELEMENTS(colours)]);
   }
   g_string_append_printf(plot, "\n%s", epilogue);
-  gboolean ok = scn_chart_write_file(out_dir, dat, data->str, o->files, error) &&
-                scn_chart_write_file(out_dir, gp, plot->str, o->files, error);
+  gboolean ok = util_write_file(out_dir, dat, data->str, o->files, error) &&
+                util_write_file(out_dir, gp, plot->str, o->files, error);
   g_string_free(data, TRUE);
   g_string_free(plot, TRUE);
   if (!ok) return FALSE;

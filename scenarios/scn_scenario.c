@@ -1,4 +1,5 @@
-/* scenarios/scenario — parsing scenario JSON and expanding it into points (scn_scenario.h). */
+/* scenarios/scenario — parsing scenario JSON (scn_scenario.h); expanding it into points is in
+ * scn_expand.c, the placeholder language in scn_template.c. */
 #include "scenarios/scn_scenario.h"
 #include "scenarios/scn_search.h"
 #include "sim/sim_crossmesh.h"
@@ -8,42 +9,6 @@
 #include <string.h>
 
 G_DEFINE_QUARK(scn-error-quark, scn_error)
-
-/* --- small helpers --------------------------------------------------------------------- */
-
-char *scn_format_number(double value) {
-  if (value == floor(value) && fabs(value) < 1e15) return g_strdup_printf("%.0f", value);
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  return g_strdup(g_ascii_formatd(buf, sizeof buf, "%.15g", value));
-}
-
-void scn_setting_free(ScnSetting *s) {
-  if (!s) return;
-  for (int i = 0; i < s->nvars; i++) {
-    g_free(s->vars[i]);
-    g_free(s->values[i]);
-  }
-  g_free(s->vars);
-  g_free(s->values);
-  g_free(s->numeric);
-  g_free(s);
-}
-
-static void setting_add(ScnSetting *s, const char *var, const char *value, gboolean numeric) {
-  s->vars = g_renew(char *, s->vars, s->nvars + 1);
-  s->values = g_renew(char *, s->values, s->nvars + 1);
-  s->numeric = g_renew(gboolean, s->numeric, s->nvars + 1);
-  s->vars[s->nvars] = g_strdup(var);
-  s->values[s->nvars] = g_strdup(value);
-  s->numeric[s->nvars] = numeric;
-  s->nvars++;
-}
-
-static int setting_find(const ScnSetting *s, const char *var) {
-  for (int i = 0; s && i < s->nvars; i++)
-    if (strcmp(s->vars[i], var) == 0) return i;
-  return -1;
-}
 
 static void template_free(gpointer p) {
   ScnTemplate *t = p;
@@ -57,20 +22,6 @@ static void axis_free(gpointer p) {
   g_free(a->name);
   g_ptr_array_free(a->settings, TRUE);
   g_free(a);
-}
-
-static void point_free(gpointer p) {
-  ScnPoint *pt = p;
-  g_free(pt->key);
-  g_free(pt->model);
-  g_free(pt->cluster);
-  g_free(pt->strategy);
-  g_free(pt->model_label);
-  g_free(pt->cluster_label);
-  g_free(pt->strategy_label);
-  g_free(pt->axes_json);
-  scn_setting_free(pt->values);
-  g_free(pt);
 }
 
 void scn_scenario_free(ScnScenario *s) {
@@ -88,176 +39,6 @@ void scn_scenario_free(ScnScenario *s) {
   g_free(s->throughput_x);
   scn_setting_free(s->timeline_where);
   g_free(s);
-}
-
-/* --- placeholder expressions: + - * / % and parentheses over numeric variables ------------ */
-
-typedef struct {
-  const char *p;
-  const ScnSetting *setting;
-  GHashTable *used;
-  GError **error;
-  const char *text; /* the whole expression, for messages */
-  int depth;        /* nested '(' and unary '-', at most EXPR_MAX_DEPTH */
-} Expr;
-
-/* Deeper nesting is refused: each level is a C stack frame, and 100000 '(' overflowed the
- * stack (tests/fuzz/regressions/scenario). */
-#define EXPR_MAX_DEPTH 200
-
-static gboolean expr_sum(Expr *e, double *out);
-
-static void skip_space(Expr *e) {
-  while (*e->p == ' ' || *e->p == '\t') e->p++;
-}
-
-static gboolean expr_atom(Expr *e, double *out) {
-  skip_space(e);
-  if ((*e->p == '(' || *e->p == '-') && e->depth >= EXPR_MAX_DEPTH) {
-    g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID,
-                "{%.40s...}: nested deeper than %d levels", e->text, EXPR_MAX_DEPTH);
-    return FALSE;
-  }
-  if (*e->p == '(') {
-    e->p++;
-    e->depth++;
-    if (!expr_sum(e, out)) return FALSE;
-    e->depth--;
-    skip_space(e);
-    if (*e->p != ')') {
-      g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID, "{%s}: missing ')'", e->text);
-      return FALSE;
-    }
-    e->p++;
-    return TRUE;
-  }
-  if (*e->p == '-') {
-    e->p++;
-    e->depth++;
-    if (!expr_atom(e, out)) return FALSE;
-    e->depth--;
-    *out = -*out;
-    return TRUE;
-  }
-  if (g_ascii_isdigit(*e->p) || *e->p == '.') {
-    char *end = NULL;
-    *out = g_ascii_strtod(e->p, &end);
-    e->p = end;
-    return TRUE;
-  }
-  if (g_ascii_isalpha(*e->p) || *e->p == '_') {
-    const char *start = e->p;
-    while (g_ascii_isalnum(*e->p) || *e->p == '_') e->p++;
-    g_autofree char *name = g_strndup(start, (gsize)(e->p - start));
-    int i = setting_find(e->setting, name);
-    if (i < 0) {
-      g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID, "{%s}: no axis sets '%s'", e->text, name);
-      return FALSE;
-    }
-    if (!e->setting->numeric[i]) {
-      g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID,
-                  "{%s}: '%s' is \"%s\", not a number, so it cannot take part in arithmetic",
-                  e->text, name, e->setting->values[i]);
-      return FALSE;
-    }
-    if (e->used) g_hash_table_add(e->used, g_strdup(name));
-    *out = g_ascii_strtod(e->setting->values[i], NULL);
-    return TRUE;
-  }
-  g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID, "{%s}: unexpected '%s'", e->text,
-              *e->p ? e->p : "end");
-  return FALSE;
-}
-
-static gboolean expr_product(Expr *e, double *out) {
-  if (!expr_atom(e, out)) return FALSE;
-  for (;;) {
-    skip_space(e);
-    char op = *e->p;
-    if (op != '*' && op != '/' && op != '%') return TRUE;
-    e->p++;
-    double rhs;
-    if (!expr_atom(e, &rhs)) return FALSE;
-    if ((op == '/' || op == '%') && rhs == 0) {
-      g_set_error(e->error, SCN_ERROR, SCN_ERROR_INVALID, "{%s}: division by zero", e->text);
-      return FALSE;
-    }
-    *out = op == '*' ? *out * rhs : op == '/' ? *out / rhs : fmod(*out, rhs);
-  }
-}
-
-static gboolean expr_sum(Expr *e, double *out) {
-  if (!expr_product(e, out)) return FALSE;
-  for (;;) {
-    skip_space(e);
-    char op = *e->p;
-    if (op != '+' && op != '-') return TRUE;
-    e->p++;
-    double rhs;
-    if (!expr_product(e, &rhs)) return FALSE;
-    *out = op == '+' ? *out + rhs : *out - rhs;
-  }
-}
-
-static gboolean is_identifier(const char *s) {
-  if (!g_ascii_isalpha(*s) && *s != '_') return FALSE;
-  for (; *s; s++)
-    if (!g_ascii_isalnum(*s) && *s != '_') return FALSE;
-  return TRUE;
-}
-
-char *scn_substitute(const char *tpl, const ScnSetting *setting, GHashTable *used,
-                     GError **error) {
-  GString *out = g_string_new(NULL);
-  for (const char *p = tpl; *p;) {
-    if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
-      g_string_append_c(out, p[0]);
-      p += 2;
-      continue;
-    }
-    if (*p == '}') {
-      g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "'%s': unmatched '}' (write }} for a brace)", tpl);
-      goto fail;
-    }
-    if (*p != '{') {
-      g_string_append_c(out, *p++);
-      continue;
-    }
-    const char *close = strchr(p, '}');
-    if (!close) {
-      g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "'%s': unmatched '{' (write {{ for a brace)", tpl);
-      goto fail;
-    }
-    g_autofree char *inner = g_strstrip(g_strndup(p + 1, (gsize)(close - p - 1)));
-    int i = is_identifier(inner) ? setting_find(setting, inner) : -1;
-    if (i >= 0) {
-      g_string_append(out, setting->values[i]);
-      if (used) g_hash_table_add(used, g_strdup(inner));
-    } else if (is_identifier(inner)) {
-      g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "'%s': no axis sets {%s}", tpl, inner);
-      goto fail;
-    } else {
-      Expr e = {.p = inner, .setting = setting, .used = used, .error = error, .text = inner};
-      double v;
-      if (!expr_sum(&e, &v)) goto fail;
-      skip_space(&e);
-      if (*e.p) {
-        g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "'%s': {%s}: unexpected '%s'", tpl, inner, e.p);
-        goto fail;
-      }
-      if (!isfinite(v)) {
-        g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "'%s': {%s} is not a finite number", tpl, inner);
-        goto fail;
-      }
-      g_autofree char *num = scn_format_number(v);
-      g_string_append(out, num);
-    }
-    p = close + 1;
-  }
-  return g_string_free(out, FALSE);
-fail:
-  g_string_free(out, TRUE);
-  return NULL;
 }
 
 /* --- parsing ---------------------------------------------------------------------------- */
@@ -396,7 +177,7 @@ static gboolean parse_setting_object(const cJSON *obj, const char *origin, const
   for (const cJSON *f = obj->child; f; f = f->next) {
     char *text = NULL;
     gboolean numeric = FALSE;
-    if (!is_identifier(f->string)) {
+    if (!scn_is_variable_name(f->string)) {
       g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
                   "scenario %s: %s: \"%s\" is not a variable name (letters, digits, _)", origin,
                   where, f->string);
@@ -409,7 +190,7 @@ static gboolean parse_setting_object(const cJSON *obj, const char *origin, const
       scn_setting_free(s);
       return FALSE;
     }
-    setting_add(s, f->string, text, numeric);
+    scn_setting_add(s, f->string, text, numeric);
     g_free(text);
   }
   *out = s;
@@ -452,7 +233,7 @@ static gboolean parse_axes(const cJSON *root, ScnScenario *sc, GError **error) {
       } else {
         char *text = NULL;
         gboolean numeric = FALSE;
-        if (!is_identifier(a->string)) {
+        if (!scn_is_variable_name(a->string)) {
           g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
                       "scenario %s: axis \"%s\" is not a variable name (letters, digits, _)",
                       sc->name, a->string);
@@ -465,14 +246,14 @@ static gboolean parse_axes(const cJSON *root, ScnScenario *sc, GError **error) {
           goto out;
         }
         s = g_new0(ScnSetting, 1);
-        setting_add(s, a->string, text, numeric);
+        scn_setting_add(s, a->string, text, numeric);
         g_free(text);
       }
       g_ptr_array_add(axis->settings, s);
       /* Every setting of an axis must set the same variables (a table, not a ragged list). */
       ScnSetting *first = g_ptr_array_index(axis->settings, 0);
       gboolean same = s->nvars == first->nvars;
-      for (int k = 0; same && k < s->nvars; k++) same = setting_find(first, s->vars[k]) >= 0;
+      for (int k = 0; same && k < s->nvars; k++) same = scn_setting_find(first, s->vars[k]) >= 0;
       if (!same) {
         g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
                     "scenario %s: %s sets other variables than axes.%s[0]", sc->name, where, a->string);
@@ -640,7 +421,7 @@ static gboolean parse_outputs(const cJSON *root, ScnScenario *sc, GError **error
     for (int k = 0; y && cJSON_IsString(y) && y_names[k]; k++)
       if (strcmp(y->valuestring, y_names[k]) == 0) sc->throughput_y = k;
     if (!cJSON_IsObject(tp) || !check_fields(tp, sc->name, "outputs.throughput", tp_known, error) ||
-        (x && (!cJSON_IsString(x) || (strcmp(x->valuestring, "gpus") != 0 && !is_identifier(x->valuestring)))) ||
+        (x && (!cJSON_IsString(x) || (strcmp(x->valuestring, "gpus") != 0 && !scn_is_variable_name(x->valuestring)))) ||
         (y && sc->throughput_y < 0) || (best && !cJSON_IsBool(best)) || (zero && !cJSON_IsBool(zero))) {
       if (error && !*error)
         g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE,
@@ -688,7 +469,7 @@ static gboolean parse_outputs(const cJSON *root, ScnScenario *sc, GError **error
 static gboolean axes_set(const ScnScenario *sc, const char *var) {
   for (guint a = 0; a < sc->axes->len; a++) {
     const ScnAxis *axis = g_ptr_array_index(sc->axes, a);
-    if (setting_find(g_ptr_array_index(axis->settings, 0), var) >= 0) return TRUE;
+    if (scn_setting_find(g_ptr_array_index(axis->settings, 0), var) >= 0) return TRUE;
   }
   return FALSE;
 }
@@ -765,161 +546,4 @@ ScnScenario *scn_scenario_load(const char *path, GError **error) {
   /* Absolute, so that `plot` finds the scenario's strategy files from any directory. */
   g_autofree char *absolute = g_canonicalize_filename(path, NULL);
   return scn_scenario_from_json(text, absolute, error);
-}
-
-/* --- expansion -------------------------------------------------------------------------- */
-
-char *scn_point_canonical(const ScnScenario *sc, const char *model, const char *cluster,
-                          const char *strategy) {
-  /* The cross-mesh line only when the option is given: the keys of every other scenario stay
-   * as they were. */
-  g_autofree char *crossmesh =
-      sc->crossmesh ? g_strdup_printf("crossmesh=%s,%s\n", sim_crossmesh_method_name(sc->crossmesh_method),
-                                      sim_crossmesh_order_name(sc->crossmesh_order))
-                    : g_strdup("");
-  return g_strdup_printf("model=%s\ncluster=%s\nstrategy=%s\ncollectives=%s\nsymmetry=%s\n"
-                         "profiles=%s\ncalibration=%s\n%s",
-                         model, cluster, strategy, sc->step_collectives ? "step" : "task",
-                         sc->no_symmetry ? "off" : "on", sc->no_profiles ? "off" : "on",
-                         sc->calibration ? sc->calibration : "", crossmesh);
-}
-
-const char *scn_point_value(const ScnPoint *point, const char *var) {
-  int i = setting_find(point->values, var);
-  return i >= 0 ? point->values->values[i] : NULL;
-}
-
-char *scn_scenario_resolve(const ScnScenario *sc, const char *spec) {
-  if (!sc->dir || (!strchr(spec, '/') && !strstr(spec, ".json"))) return g_strdup(spec);
-  const char *colon = strchr(spec, ':');
-  g_autofree char *path = colon ? g_strndup(spec, (gsize)(colon - spec)) : g_strdup(spec);
-  if (g_path_is_absolute(path)) return g_strdup(spec);
-  g_autofree char *joined = g_build_filename(sc->dir, path, NULL);
-  if (!g_file_test(joined, G_FILE_TEST_IS_REGULAR)) return g_strdup(spec);
-  return g_strconcat(joined, colon ? colon : "", NULL);
-}
-
-static char *points_axes_json(const ScnSetting *values) {
-  cJSON *o = cJSON_CreateObject();
-  for (int i = 0; i < values->nvars; i++) {
-    if (values->numeric[i]) cJSON_AddNumberToObject(o, values->vars[i], g_ascii_strtod(values->values[i], NULL));
-    else cJSON_AddStringToObject(o, values->vars[i], values->values[i]);
-  }
-  char *text = cJSON_PrintUnformatted(o);
-  cJSON_Delete(o);
-  char *copy = g_strdup(text);
-  cJSON_free(text);
-  return copy;
-}
-
-GPtrArray *scn_scenario_expand(const ScnScenario *sc, GError **error) {
-  g_return_val_if_fail(sc != NULL, NULL);
-  GPtrArray *points = g_ptr_array_new_with_free_func(point_free);
-  GHashTable *keys = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  GHashTable *used_any = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-  guint naxes = sc->axes->len;
-  /* The product first, in double (a few long axes overflow guint): refused before anything is
-   * allocated per point. */
-  double product = (double)sc->models->len * sc->clusters->len * sc->strategies->len;
-  for (guint a = 0; a < naxes; a++)
-    product *= ((ScnAxis *)g_ptr_array_index(sc->axes, a))->settings->len;
-  if (product > SCN_MAX_POINTS) {
-    g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID,
-                "scenario %s: models x clusters x strategies x axis values = %.15g points exceed "
-                "the limit of %d", sc->name ? sc->name : "", product, SCN_MAX_POINTS);
-    g_ptr_array_unref(points);
-    g_hash_table_unref(keys);
-    g_hash_table_unref(used_any);
-    return NULL;
-  }
-  g_autofree guint *digit = g_new0(guint, naxes + 1);
-  guint combos = 1;
-  for (guint a = 0; a < naxes; a++)
-    combos *= ((ScnAxis *)g_ptr_array_index(sc->axes, a))->settings->len;
-  const GPtrArray *lists[3] = {sc->models, sc->clusters, sc->strategies};
-  static const char *const list_names[3] = {"models", "clusters", "strategies"};
-  for (guint m = 0; m < sc->models->len; m++)
-    for (guint c = 0; c < sc->clusters->len; c++)
-      for (guint s = 0; s < sc->strategies->len; s++)
-        for (guint combo = 0; combo < combos; combo++) {
-          /* Mixed radix, the first axis the most significant digit. */
-          guint rest = combo;
-          for (guint a = naxes; a-- > 0;) {
-            guint n = ((ScnAxis *)g_ptr_array_index(sc->axes, a))->settings->len;
-            digit[a] = rest % n;
-            rest /= n;
-          }
-          ScnSetting *all = g_new0(ScnSetting, 1);
-          for (guint a = 0; a < naxes; a++) {
-            const ScnAxis *axis = g_ptr_array_index(sc->axes, a);
-            const ScnSetting *set = g_ptr_array_index(axis->settings, digit[a]);
-            for (int k = 0; k < set->nvars; k++) setting_add(all, set->vars[k], set->values[k], set->numeric[k]);
-          }
-          guint entry[3] = {m, c, s};
-          char *spec[3] = {NULL, NULL, NULL}, *label[3] = {NULL, NULL, NULL};
-          GHashTable *used = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-          gboolean ok = TRUE;
-          for (int k = 0; k < 3 && ok; k++) {
-            const ScnTemplate *t = g_ptr_array_index(lists[k], entry[k]);
-            GError *local = NULL;
-            if (!(spec[k] = scn_substitute(t->spec, all, used, &local)) ||
-                !(label[k] = scn_substitute(t->label, all, NULL, &local))) {
-              g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "scenario %s: %s[%u]: %s", sc->name,
-                          list_names[k], entry[k], local->message);
-              g_error_free(local);
-              ok = FALSE;
-            }
-          }
-          if (ok) {
-            g_autofree char *canonical = scn_point_canonical(sc, spec[0], spec[1], spec[2]);
-            char *key = g_compute_checksum_for_string(G_CHECKSUM_SHA256, canonical, -1);
-            if (g_hash_table_contains(keys, key)) {
-              g_free(key);
-            } else {
-              g_hash_table_add(keys, key);
-              ScnPoint *p = g_new0(ScnPoint, 1);
-              p->index = points->len;
-              p->key = g_strdup(key);
-              p->model = spec[0], p->cluster = spec[1], p->strategy = spec[2];
-              p->model_label = label[0], p->cluster_label = label[1], p->strategy_label = label[2];
-              spec[0] = spec[1] = spec[2] = label[0] = label[1] = label[2] = NULL;
-              p->model_entry = m, p->cluster_entry = c, p->strategy_entry = s;
-              p->values = g_new0(ScnSetting, 1);
-              for (int k = 0; k < all->nvars; k++)
-                if (g_hash_table_contains(used, all->vars[k])) {
-                  setting_add(p->values, all->vars[k], all->values[k], all->numeric[k]);
-                  g_hash_table_add(used_any, g_strdup(all->vars[k]));
-                }
-              p->axes_json = points_axes_json(p->values);
-              g_ptr_array_add(points, p);
-            }
-          }
-          for (int k = 0; k < 3; k++) {
-            g_free(spec[k]);
-            g_free(label[k]);
-          }
-          g_hash_table_destroy(used);
-          scn_setting_free(all);
-          if (!ok) goto fail;
-        }
-  /* An axis no template uses would silently sweep nothing: say so. */
-  for (guint a = 0; a < naxes; a++) {
-    const ScnAxis *axis = g_ptr_array_index(sc->axes, a);
-    const ScnSetting *first = g_ptr_array_index(axis->settings, 0);
-    for (int k = 0; k < first->nvars; k++)
-      if (!g_hash_table_contains(used_any, first->vars[k])) {
-        g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID,
-                    "scenario %s: axes.%s sets {%s}, which no model, cluster or strategy uses",
-                    sc->name, axis->name, first->vars[k]);
-        goto fail;
-      }
-  }
-  g_hash_table_destroy(keys);
-  g_hash_table_destroy(used_any);
-  return points;
-fail:
-  g_hash_table_destroy(keys);
-  g_hash_table_destroy(used_any);
-  g_ptr_array_free(points, TRUE);
-  return NULL;
 }

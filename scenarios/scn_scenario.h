@@ -11,14 +11,16 @@
  * thread count or the file's formatting. Expansion is a pure function of the JSON text, so
  * `report` and `plot` re-expand the stored copy to order and label the stored points.
  *
- * Placeholders: {name} is an axis variable's value as text; anything else inside braces is an
- * arithmetic expression over numeric variables (+ - * / %, parentheses: {8*nodes}); {{ and }}
- * are literal braces.
+ * Placeholders (scn_template.h): {name} is an axis variable's value as text; anything else
+ * inside braces is an arithmetic expression over numeric variables (+ - * / %, parentheses:
+ * {8*nodes}); {{ and }} are literal braces.
  */
 #ifndef STRATSIM_SCN_SCENARIO_H
 #define STRATSIM_SCN_SCENARIO_H
 
 #include <glib.h>
+#include "scenarios/scn_template.h"
+#include "util/util_gnuplot.h"
 
 G_BEGIN_DECLS
 
@@ -28,7 +30,6 @@ typedef enum {
   SCN_ERROR_PARSE,        /* malformed JSON, a wrong field type, an unknown field */
   SCN_ERROR_INVALID,      /* a placeholder without a value, an empty axis, a bad expression */
   SCN_ERROR_NOT_FOUND,    /* no scenario of that name in the database */
-  SCN_ERROR_GNUPLOT,      /* gnuplot ran and failed */
 } ScnError;
 
 /* One entry of models / clusters / strategies. */
@@ -45,13 +46,6 @@ typedef struct {
   GPtrArray *settings;   /* of ScnSetting */
 } ScnAxis;
 
-typedef struct {
-  int nvars;
-  char **vars;           /* variable names */
-  char **values;         /* their values as text (numbers formatted by scn_format_number) */
-  gboolean *numeric;
-} ScnSetting;
-
 enum {
   SCN_CHART_THROUGHPUT = 1 << 0,  /* throughput vs GPU count, a line per strategy */
   SCN_CHART_BREAKDOWN = 1 << 1,   /* compute / exposed communication / bubble per point */
@@ -60,7 +54,7 @@ enum {
 };
 enum { SCN_Y_SAMPLES_PER_S, SCN_Y_TFLOPS_PER_GPU, SCN_Y_ITERATION_TIME_S, SCN_Y_SAMPLES_PER_S_PER_GPU };
 enum { SCN_TABLE_TEXT = 1 << 0, SCN_TABLE_CSV = 1 << 1, SCN_TABLE_JSON = 1 << 2 };
-enum { SCN_FORMAT_PNG = 1 << 0, SCN_FORMAT_SVG = 1 << 1 };
+enum { SCN_FORMAT_PNG = UTIL_GNUPLOT_PNG, SCN_FORMAT_SVG = UTIL_GNUPLOT_SVG };
 
 typedef struct {
   char *name;
@@ -130,16 +124,6 @@ const char *scn_point_value(const ScnPoint *point, const char *var);
 /* A spec with its file part resolved: a relative path that exists under the scenario's
  * directory is prefixed with it (caller g_frees). */
 char *scn_scenario_resolve(const ScnScenario *scenario, const char *spec);
-
-/* A number as placeholder text: integers without a decimal point, others with %.15g. */
-char *scn_format_number(double value);
-
-/* Substitutes @setting's variables into @template (the header's placeholder rules); adds the
- * names of the variables used to @used (nullable). NULL with SCN_ERROR_INVALID. */
-char *scn_substitute(const char *template_text, const ScnSetting *setting, GHashTable *used,
-                     GError **error);
-
-void scn_setting_free(ScnSetting *setting);
 
 G_END_DECLS
 

@@ -3,38 +3,14 @@
 
 #include <string.h>
 
-#include "costmodel/cm_calibrate.h"
-#include "costmodel/cm_profile.h"
 #include "scenarios/scn_search.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-struct ScnCosts {
-  CmCalibration *calibration; /* or NULL */
-  GHashTable *profiles;       /* device kind name -> CmProfiles */
-};
-
-void scn_costs_free(ScnCosts *costs) {
-  if (!costs) return;
-  cm_calibration_free(costs->calibration);
-  g_hash_table_destroy(costs->profiles);
-  g_free(costs);
-}
-
 ScnCosts *scn_costs_load(ResDb *db, const ScnScenario *sc, const GPtrArray *points,
                          GError **error) {
-  ScnCosts *costs = g_new0(ScnCosts, 1);
-  costs->profiles = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-                                          (GDestroyNotify)cm_profiles_free);
-  if (sc->calibration) {
-    g_autofree char *json = res_db_load_calibration(db, sc->calibration, NULL, error);
-    g_autofree char *origin = g_strdup_printf("calibration '%s'", sc->calibration);
-    if (!json || !(costs->calibration = cm_calibration_from_json(json, origin, error))) {
-      scn_costs_free(costs);
-      return NULL;
-    }
-  }
-  if (sc->no_profiles) return costs;
+  SesCosts *costs = ses_costs_new(db, NULL, sc->calibration, error);
+  if (!costs || sc->no_profiles) return costs;
   /* The device kinds the clusters use; a spec that does not parse fails later, at its point. */
   GHashTable *seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
   for (guint i = 0; i < points->len; i++) {
@@ -43,17 +19,13 @@ ScnCosts *scn_costs_load(ResDb *db, const ScnScenario *sc, const GPtrArray *poin
     g_hash_table_add(seen, g_strdup(p->cluster));
     g_autofree char *spec = scn_scenario_resolve(sc, p->cluster);
     DevCluster *c = dev_cluster_parse_spec(spec, NULL);
-    if (c && !g_hash_table_contains(costs->profiles, c->device.name)) {
-      CmProfiles *prof = res_db_load_profiles(db, c->device.name, error);
-      if (!prof) {
-        dev_cluster_free(c);
-        g_hash_table_destroy(seen);
-        scn_costs_free(costs);
-        return NULL;
-      }
-      g_hash_table_insert(costs->profiles, g_strdup(c->device.name), prof);
-    }
+    gboolean ok = !c || ses_costs_load_device(costs, db, c->device.name, error);
     dev_cluster_free(c);
+    if (!ok) {
+      g_hash_table_destroy(seen);
+      ses_costs_free(costs);
+      return NULL;
+    }
   }
   g_hash_table_destroy(seen);
   return costs;
@@ -62,10 +34,50 @@ ScnCosts *scn_costs_load(ResDb *db, const ScnScenario *sc, const GPtrArray *poin
 void scn_simulation_free(ScnSimulation *s) {
   if (!s) return;
   sim_run_free(s->run);
-  mdl_strategy_free(s->strategy);
-  mdl_graph_free(s->graph);
-  dev_cluster_free(s->cluster);
+  ses_session_free(s->session);
   g_free(s);
+}
+
+/* The strategy of a search or baseline entry: the best strategy the search finds, or the
+ * baseline it reports. NULL with @error. */
+static MdlStrategy *search_strategy(const ScnPoint *point, const SesSession *session,
+                                    GError **error) {
+  SrchOptions search;
+  const char *baseline = NULL;
+  if (scn_baseline_spec_is(point->strategy)
+          ? !scn_baseline_spec_parse(point->strategy, &search, &baseline, error)
+          : !scn_search_spec_parse(point->strategy, &search, error))
+    return NULL;
+  search.sim = *ses_session_options(session);
+  SrchResult *found = srch_run(ses_session_graph(session), ses_session_cluster(session),
+                               ses_session_params(session), &search, error);
+  MdlStrategy *strategy = NULL;
+  if (found && baseline) {
+    for (int i = 0; i < found->nbaselines && !strategy; i++)
+      if (strcmp(found->baselines[i].name, baseline) == 0) {
+        if (found->baselines[i].strategy)
+          strategy = g_steal_pointer(&found->baselines[i].strategy);
+        else
+          g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "%s: %s", point->strategy,
+                      found->baselines[i].detail);
+      }
+    if (!strategy && error && !*error)
+      g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "%s: the search reported no such baseline",
+                  point->strategy);
+  } else if (found && !found->best) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID,
+                "%s found no strategy that fits in memory (%" G_GUINT64_FORMAT " evaluated, %"
+                G_GUINT64_FORMAT " over memory)", point->strategy, found->evaluations, found->over_memory);
+  } else if (found) {
+    strategy = g_steal_pointer(&found->best);
+  }
+  if (strategy) {
+    g_free(strategy->name);
+    strategy->name = baseline ? g_strdup(point->strategy)
+                              : g_strdup_printf("%s: %s", point->strategy, found->best_origin);
+  }
+  srch_result_free(found);
+  return strategy;
 }
 
 ScnSimulation *scn_simulate(const ScnScenario *sc, const ScnPoint *point, const ScnCosts *costs,
@@ -73,76 +85,29 @@ ScnSimulation *scn_simulate(const ScnScenario *sc, const ScnPoint *point, const 
   g_autofree char *model = scn_scenario_resolve(sc, point->model);
   g_autofree char *cluster = scn_scenario_resolve(sc, point->cluster);
   g_autofree char *strategy = scn_scenario_resolve(sc, point->strategy);
+  gboolean search = scn_search_spec_is(point->strategy) || scn_baseline_spec_is(point->strategy);
+  /* The strategy's name is the spec as written in the scenario, not the resolved path. */
+  SesSpecs specs = {.model = model, .cluster = cluster, .strategy = search ? NULL : strategy,
+                    .strategy_name = point->strategy,
+                    .options = {.no_symmetry = sc->no_symmetry,
+                                .step_collectives = sc->step_collectives,
+                                .crossmesh = sc->crossmesh, .crossmesh_method = sc->crossmesh_method,
+                                .crossmesh_order = sc->crossmesh_order}};
   ScnSimulation *s = g_new0(ScnSimulation, 1);
-  CmParams params;
-  cm_params_default(&params);
-  SimOptions options = {.no_symmetry = sc->no_symmetry, .step_collectives = sc->step_collectives,
-                        .crossmesh = sc->crossmesh, .crossmesh_method = sc->crossmesh_method,
-                        .crossmesh_order = sc->crossmesh_order};
-  if (!(s->cluster = dev_cluster_parse_spec(cluster, error)) ||
-      !(s->graph = mdl_graph_parse_spec(model, error))) {
-    scn_simulation_free(s);
-    return NULL;
+  if (!(s->session = ses_session_new_with_costs(&specs, costs, error))) goto fail;
+  if (search) {
+    MdlStrategy *found = search_strategy(point, s->session, error);
+    if (!found) goto fail;
+    ses_session_set_strategy(s->session, found);
   }
-  if (costs) {
-    params.calibration = costs->calibration;
-    params.profiles = g_hash_table_lookup(costs->profiles, s->cluster->device.name);
-  }
-  if (scn_search_spec_is(point->strategy) || scn_baseline_spec_is(point->strategy)) {
-    /* A search entry: the point is the best strategy the search finds; a baseline entry: the
-     * baseline the search reports. */
-    SrchOptions search;
-    const char *baseline = NULL;
-    if (scn_baseline_spec_is(point->strategy)
-            ? !scn_baseline_spec_parse(point->strategy, &search, &baseline, error)
-            : !scn_search_spec_parse(point->strategy, &search, error)) {
-      scn_simulation_free(s);
-      return NULL;
-    }
-    search.sim = options;
-    SrchResult *found = srch_run(s->graph, s->cluster, &params, &search, error);
-    if (found && baseline) {
-      for (int i = 0; i < found->nbaselines && !s->strategy; i++)
-        if (strcmp(found->baselines[i].name, baseline) == 0) {
-          if (found->baselines[i].strategy)
-            s->strategy = g_steal_pointer(&found->baselines[i].strategy);
-          else
-            g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "%s: %s", point->strategy,
-                        found->baselines[i].detail);
-        }
-      if (!s->strategy && error && !*error)
-        g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID, "%s: the search reported no such baseline",
-                    point->strategy);
-    } else if (found && !found->best) {
-      g_set_error(error, SCN_ERROR, SCN_ERROR_INVALID,
-                  "%s found no strategy that fits in memory (%" G_GUINT64_FORMAT " evaluated, %"
-                  G_GUINT64_FORMAT " over memory)", point->strategy, found->evaluations, found->over_memory);
-    } else if (found) {
-      s->strategy = g_steal_pointer(&found->best);
-    }
-    if (!s->strategy) {
-      srch_result_free(found);
-      scn_simulation_free(s);
-      return NULL;
-    }
-    g_free(s->strategy->name);
-    s->strategy->name = baseline ? g_strdup(point->strategy)
-                                 : g_strdup_printf("%s: %s", point->strategy, found->best_origin);
-    srch_result_free(found);
-  } else {
-    if (!(s->strategy = mdl_strategy_parse_spec(strategy, s->graph, s->cluster, error))) {
-      scn_simulation_free(s);
-      return NULL;
-    }
-    /* The strategy's name is the spec as written in the scenario, not the resolved path. */
-    g_free(s->strategy->name);
-    s->strategy->name = g_strdup(point->strategy);
-  }
-  if (!(s->run = sim_run_new_with_options(s->graph, s->strategy, s->cluster, &params, &options, error))) {
-    scn_simulation_free(s);
-    return NULL;
-  }
+  s->cluster = ses_session_cluster(s->session);
+  s->graph = ses_session_graph(s->session);
+  s->strategy = ses_session_strategy(s->session);
+  if (!(s->run = ses_session_simulate(s->session, error))) goto fail;
   return s;
+fail:
+  scn_simulation_free(s);
+  return NULL;
 }
 
 ResPoint *scn_point_result(const ScnPoint *point, const ScnSimulation *sim, const GError *failure) {
@@ -159,7 +124,7 @@ ResPoint *scn_point_result(const ScnPoint *point, const ScnSimulation *sim, cons
     r->error = g_strdup(failure ? failure->message : "unknown error");
     return r;
   }
-  const SimPrediction *p = &sim->run->prediction;
+  const SimPrediction *p = sim_run_prediction(sim->run);
   r->has_prediction = TRUE;
   r->num_gpus = p->num_gpus;
   r->iteration_time_s = p->iteration_time_s;
@@ -298,7 +263,7 @@ out:
   if (sw.todo) g_ptr_array_free(sw.todo, TRUE);
   g_mutex_clear(&sw.lock);
   g_cond_clear(&sw.done);
-  scn_costs_free(costs);
+  ses_costs_free(costs);
   if (stored) g_hash_table_destroy(stored);
   if (points) g_ptr_array_free(points, TRUE);
   if (summary) *summary = sum;

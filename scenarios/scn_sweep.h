@@ -16,26 +16,28 @@
 #include "results/res_db.h"
 #include "results/res_scenarios.h"
 #include "scenarios/scn_scenario.h"
+#include "session/ses_session.h"
 #include "sim/sim.h"
 
 G_BEGIN_DECLS
 
 /* What the cost model reads from the database for a scenario: the calibration it names and
- * the measured kernel times of every device kind its clusters use. Read-only once loaded, so
- * worker threads share it. */
-typedef struct ScnCosts ScnCosts;
+ * the measured kernel times of every device kind its clusters use (session/ses_session.h's
+ * SesCosts). Read-only once loaded, so worker threads share it. Free with ses_costs_free. */
+typedef SesCosts ScnCosts;
 
 /* Loads the costs @scenario asks for over @points (ScnPoint). NULL with RES_ERROR_NOT_FOUND
  * when the named calibration is missing. */
 ScnCosts *scn_costs_load(ResDb *db, const ScnScenario *scenario, const GPtrArray *points,
                          GError **error);
-void scn_costs_free(ScnCosts *costs);
 
-/* One simulated point with the inputs its run borrows. */
+/* One simulated point: the session (cluster, model, strategy, costs) and its run; the three
+ * input pointers are the session's, for reading. */
 typedef struct {
-  DevCluster *cluster;
-  MdlGraph *graph;
-  MdlStrategy *strategy;
+  SesSession *session;
+  const DevCluster *cluster;
+  const MdlGraph *graph;
+  const MdlStrategy *strategy;
   SimRun *run;
 } ScnSimulation;
 

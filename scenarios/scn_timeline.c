@@ -26,7 +26,7 @@ static const char *const cat_title[CAT_COUNT] = {
 static const char *const cat_colour[CAT_COUNT] = {"#4daf4a", "#377eb8", "#ff7f00",
                                                   "#e41a1c", "#984ea3", "#999999"};
 
-static Category category_of(const SimTask *t) {
+static Category category_of(const SimTaskInfo *t) {
   switch (t->kind) {
   case SIM_TASK_FORWARD: return CAT_FORWARD;
   case SIM_TASK_BACKWARD: return CAT_BACKWARD;
@@ -54,22 +54,24 @@ static int compare_box(gconstpointer a, gconstpointer b) {
 gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base,
                             const char *title, unsigned formats, int max_devices,
                             GPtrArray *files, GError **error) {
-  const SimTaskGraph *g = run->tasks;
-  const SimSchedule *s = run->schedule;
-  const uint32_t *res = (const uint32_t *)g->task_resources->data;
-  uint32_t streams = 2 * (uint32_t)g->num_devices;
+  const SimTaskGraph *g = sim_run_task_graph(run);
+  const SimSchedule *s = sim_run_schedule(run);
+  int ndev = sim_task_graph_num_devices(g);
+  uint32_t ntasks = sim_run_num_tasks(run);
+  uint32_t streams = 2 * (uint32_t)ndev;
+  SimTaskInfo t;
   /* Devices with tasks, the first max_devices of them get rows 2k (compute), 2k+1 (comm). */
-  g_autofree int *row_of = g_new(int, g->num_devices + 1);
+  g_autofree int *row_of = g_new(int, ndev + 1);
   g_autofree int *device_of_row = g_new0(int, 2 * (gsize)max_devices + 2);
   int used = 0, shown = 0;
-  for (int d = 0; d < g->num_devices; d++) row_of[d] = -1;
-  g_autofree gboolean *has = g_new0(gboolean, g->num_devices + 1);
-  for (uint32_t i = 0; i < s->num_tasks; i++) {
-    const SimTask *t = sim_task_graph_task(g, i);
-    for (uint16_t r = 0; r < t->nres; r++)
-      if (res[t->res_begin + r] < streams) has[res[t->res_begin + r] / 2] = TRUE;
+  for (int d = 0; d < ndev; d++) row_of[d] = -1;
+  g_autofree gboolean *has = g_new0(gboolean, ndev + 1);
+  for (uint32_t i = 0; i < ntasks; i++) {
+    sim_run_task(run, i, &t);
+    for (int r = 0; r < t.nres; r++)
+      if (t.resources[r] < streams) has[t.resources[r] / 2] = TRUE;
   }
-  for (int d = 0; d < g->num_devices; d++) {
+  for (int d = 0; d < ndev; d++) {
     if (!has[d]) continue;
     used++;
     if (shown < max_devices) {
@@ -79,32 +81,33 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
     }
   }
   GArray *boxes = g_array_new(FALSE, FALSE, sizeof(Box));
-  for (uint32_t i = 0; i < s->num_tasks; i++) {
-    const SimTask *t = sim_task_graph_task(g, i);
-    if (t->role != SIM_ROLE_WHOLE || t->duration == 0) continue;
-    for (uint16_t r = 0; r < t->nres; r++) {
-      uint32_t resource = res[t->res_begin + r];
+  for (uint32_t i = 0; i < ntasks; i++) {
+    sim_run_task(run, i, &t);
+    if (t.role != SIM_ROLE_WHOLE || t.duration == 0) continue;
+    for (int r = 0; r < t.nres; r++) {
+      uint32_t resource = t.resources[r];
       if (resource >= streams || row_of[resource / 2] < 0) continue; /* link ports, NICs */
-      Box b = {s->start[i], s->start[i] + t->duration, row_of[resource / 2] + (int)(resource % 2),
-               t->microbatch, category_of(t)};
+      Box b = {t.start, t.end, row_of[resource / 2] + (int)(resource % 2), t.microbatch,
+               category_of(&t)};
       g_array_append_val(boxes, b);
     }
   }
-  const uint32_t *spans = (const uint32_t *)g->spans->data;
-  for (guint k = 0; k < g->spans->len / 2; k++) {
-    const SimTask *gate = sim_task_graph_task(g, spans[2 * k]);
-    SimTime begin = s->start[spans[2 * k]], end = s->start[spans[2 * k + 1]];
+  for (uint32_t k = 0; k < sim_task_graph_num_spans(g); k++) {
+    uint32_t gate, join;
+    sim_task_graph_span(g, k, &gate, &join);
+    sim_run_task(run, gate, &t);
+    SimTime begin = t.start, end = sim_schedule_start(s, join);
     if (end <= begin) continue;
-    for (uint16_t r = 0; r < gate->nres; r++) {
-      uint32_t resource = res[gate->res_begin + r];
+    for (int r = 0; r < t.nres; r++) {
+      uint32_t resource = t.resources[r];
       if (resource >= streams || row_of[resource / 2] < 0) continue;
-      Box b = {begin, end, row_of[resource / 2] + 1, gate->microbatch, category_of(gate)};
+      Box b = {begin, end, row_of[resource / 2] + 1, t.microbatch, category_of(&t)};
       g_array_append_val(boxes, b);
     }
   }
   g_array_sort(boxes, compare_box);
   /* Merge runs of one kind and microbatch on a row. */
-  SimTime makespan = s->makespan > 0 ? s->makespan : 1;
+  SimTime makespan = sim_schedule_makespan(s) > 0 ? sim_schedule_makespan(s) : 1;
   SimTime tolerance = makespan / 500;
   guint kept = 0;
   for (guint i = 0; i < boxes->len; i++) {
@@ -158,16 +161,16 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
   int rows = 2 * shown;
   int height = 190 + 34 * rows, width = 1300;
   g_autofree char *epilogue = NULL;
-  g_autofree char *terminal = scn_gnuplot_terminal(base, formats, width, height, &epilogue);
+  g_autofree char *terminal = util_gnuplot_terminal(base, formats, width, height, &epilogue);
   GString *plot = g_string_new(NULL);
   g_string_append_printf(plot, "# stratsim chart: draw with `gnuplot %s.gp` in this directory (reads %s.dat)\n%s",
                          base, base, terminal);
   GString *full_title = g_string_new(title);
   if (used > shown)
     g_string_append_printf(full_title, " - first %d of %d simulated GPUs", shown, used);
-  if (run->prediction.symmetric)
+  if (sim_run_prediction(run)->symmetric)
     g_string_append(full_title, " (symmetry: GPUs identical to those shown are not drawn)");
-  g_autofree char *qtitle = scn_gnuplot_quote(full_title->str);
+  g_autofree char *qtitle = util_gnuplot_quote(full_title->str);
   g_string_free(full_title, TRUE);
   g_string_append_printf(plot, "set title %s noenhanced\nset xlabel 'time (%s)'\n", qtitle, unit);
   /* Row 0 at the top: an explicit range is inverted by writing it high to low. */
@@ -200,8 +203,8 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
   g_string_append_printf(plot, "\n%s", epilogue);
   g_autofree char *dat = g_strdup_printf("%s.dat", base);
   g_autofree char *gp = g_strdup_printf("%s.gp", base);
-  gboolean ok = scn_chart_write_file(dir, dat, data->str, files, error) &&
-                scn_chart_write_file(dir, gp, plot->str, files, error);
+  gboolean ok = util_write_file(dir, dat, data->str, files, error) &&
+                util_write_file(dir, gp, plot->str, files, error);
   g_string_free(data, TRUE);
   g_string_free(plot, TRUE);
   g_array_free(boxes, TRUE);

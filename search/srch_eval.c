@@ -72,9 +72,9 @@ static double evaluate(SrchWorker *w, const MdlStrategy *s) {
   SimRun *run = NULL;
   const SimPrediction *p = NULL;
   if (w->delta) { /* from the worker's last candidate: one op changed, usually */
-    if (sim_delta_simulate(w->delta, s, &error)) p = &sim_delta_run(w->delta)->prediction;
+    if (sim_delta_simulate(w->delta, s, &error)) p = sim_run_prediction(sim_delta_run(w->delta));
   } else if ((run = sim_run_new_with_options(w->graph, s, w->cluster, w->params, &w->options->sim, &error))) {
-    p = &run->prediction;
+    p = sim_run_prediction(run);
   }
   if (!p) {
     g_debug("search: the simulator refused a strategy: %s", error->message);

@@ -254,9 +254,9 @@ static void predict(const MdlGraph *graph, const MdlStrategy *s, const DevCluste
     g_clear_error(&error);
     return;
   }
-  *time = run->prediction.iteration_time_s;
-  *peak = run->prediction.peak_memory_bytes;
-  *fits = run->prediction.fits_memory;
+  *time = sim_run_prediction(run)->iteration_time_s;
+  *peak = sim_run_prediction(run)->peak_memory_bytes;
+  *fits = sim_run_prediction(run)->fits_memory;
   sim_run_free(run);
 }
 

@@ -4,6 +4,79 @@
 
 #include "sim/sim.h"
 
+/* A task as the graph stores it: compact (the engine's hot loop walks an array of these). */
+struct SimTask {
+  SimTime duration;
+  uint32_t res_begin;    /* first entry in SimTaskGraph.task_resources */
+  uint16_t nres;
+  uint8_t kind;          /* SimTaskKind */
+  uint8_t collective;    /* CmCollective for COMM and GRAD_SYNC tasks */
+  int32_t op;            /* op the task computes or feeds, -1 for the optimizer */
+  int32_t tensor;        /* tensor a communication task moves, -1 otherwise */
+  int32_t microbatch;    /* -1 for per-iteration tasks */
+  float bytes;           /* per-device bytes of a communication task */
+  uint32_t group_size;   /* devices in the collective (under symmetry more than nres) */
+  uint8_t link;          /* DevLinkClass the collective runs on */
+  uint8_t phase;         /* SimPhase: which pass a communication task belongs to */
+  uint8_t role;          /* SimTaskRole: whole collective, or a piece of an expanded one */
+};
+
+struct SimTaskGraph {
+  GArray *tasks;           /* SimTask */
+  GArray *task_resources;  /* uint32_t resource ids, runs referenced by tasks */
+  GArray *edges;           /* uint32_t pairs (from, to), while building */
+  GArray *spans;           /* uint32_t pairs (gate, join) of step-expanded collectives */
+  uint32_t *succ_offsets;  /* CSR after sim_task_graph_finish: n + 1 entries */
+  uint32_t *succ;
+  uint32_t *indegree;
+  int num_devices;
+  int num_resources;       /* 2 * num_devices, more with link resources (sim_network.h) */
+  gboolean symmetric;      /* replicas folded into representatives (see sim_build) */
+  int simulated_devices;   /* devices that have tasks */
+  /* The host stream (sim_build_host.c): compute task i < num_compute is launched by host task
+   * host_base + i, on resource host_resource_base + its device. host_base is UINT32_MAX when
+   * the strategy's framework has no host (MDL_FRAMEWORK_NONE). */
+  uint32_t num_compute;
+  uint32_t host_base;
+  uint32_t host_resource_base;
+};
+
+/* The timeline the engine computes. */
+struct SimSchedule {
+  SimTime *start;          /* per task */
+  SimTime *ready;          /* per task: when its last dependency ended (its pop time) */
+  uint32_t *order;         /* task ids in the order the engine started them */
+  SimTime makespan;
+  uint64_t events;         /* priority-queue pops */
+  uint32_t num_tasks;
+};
+
+struct SimRun {
+  const MdlGraph *graph;      /* borrowed: must outlive the run */
+  const MdlStrategy *strategy;
+  const DevCluster *cluster;
+  SimTaskGraph *tasks;        /* owned */
+  SimSchedule *schedule;      /* owned */
+  SimPrediction prediction;
+  char *calibration;          /* name of the calibration the costs came from, or NULL; owned */
+  int profiled_kernels;       /* measured kernel times available to the cost model */
+};
+
+/* Building a graph (sim_build*.c, sim_network.c, sim_crossmesh*.c, white-box tests). */
+SimTaskGraph *sim_task_graph_new(int num_devices);
+/* Adds a task on @nres resources (copied); returns its id. */
+uint32_t sim_task_graph_add(SimTaskGraph *graph, const SimTask *task, const uint32_t *resources,
+                            int nres);
+static inline void sim_task_graph_edge(SimTaskGraph *g, uint32_t from, uint32_t to) {
+  uint32_t pair[2] = {from, to};
+  g_array_append_vals(g->edges, pair, 2);
+}
+/* Builds the successor lists (CSR) and in-degrees from the edges; drops the edge list. */
+void sim_task_graph_finish(SimTaskGraph *graph);
+static inline SimTask *sim_task_graph_task(const SimTaskGraph *g, uint32_t i) {
+  return &g_array_index(g->tasks, SimTask, i);
+}
+
 /* A run over a finished task graph (@tasks: owned, freed on error): runs the engine unless
  * @schedule (owned) is given, then the prediction's statistics and memory. @t0 and @t1 are the
  * wall-clock times (g_get_monotonic_time) the build started and ended. */

@@ -26,6 +26,15 @@
 
 G_BEGIN_DECLS
 
+/* Errors of the simulator itself. Bad input (an invalid strategy, a graph over the limits) is
+ * reported in the model's domain (MDL_ERROR) where it is found; SIM_ERROR is for internal
+ * invariants that a correct build never breaks, so a failure (exit status 1), not bad input. */
+#define SIM_ERROR (sim_error_quark())
+GQuark sim_error_quark(void);
+typedef enum {
+  SIM_ERROR_CYCLE, /* a built task graph has a dependency cycle (tasks never became ready) */
+} SimError;
+
 typedef uint64_t SimTime;               /* picoseconds */
 #define SIM_PS_PER_SECOND 1e12
 
@@ -49,22 +58,6 @@ typedef enum {
 
 const char *sim_task_kind_name(SimTaskKind kind);
 
-typedef struct {
-  SimTime duration;
-  uint32_t res_begin;    /* first entry in SimTaskGraph.task_resources */
-  uint16_t nres;
-  uint8_t kind;          /* SimTaskKind */
-  uint8_t collective;    /* CmCollective for COMM and GRAD_SYNC tasks */
-  int32_t op;            /* op the task computes or feeds, -1 for the optimizer */
-  int32_t tensor;        /* tensor a communication task moves, -1 otherwise */
-  int32_t microbatch;    /* -1 for per-iteration tasks */
-  float bytes;           /* per-device bytes of a communication task */
-  uint32_t group_size;   /* devices in the collective (under symmetry more than nres) */
-  uint8_t link;          /* DevLinkClass the collective runs on */
-  uint8_t phase;         /* SimPhase: which pass a communication task belongs to */
-  uint8_t role;          /* SimTaskRole: whole collective, or a piece of an expanded one */
-} SimTask;
-
 typedef enum {
   SIM_ROLE_WHOLE,     /* a compute task, or a collective timed as one task */
   SIM_ROLE_GATE,      /* step-expanded collective: zero-duration start on the members' streams */
@@ -74,61 +67,79 @@ typedef enum {
 
 typedef enum { SIM_PHASE_FORWARD, SIM_PHASE_BACKWARD, SIM_PHASE_ITERATION } SimPhase;
 
-typedef struct {
-  GArray *tasks;           /* SimTask */
-  GArray *task_resources;  /* uint32_t resource ids, runs referenced by tasks */
-  GArray *edges;           /* uint32_t pairs (from, to), while building */
-  GArray *spans;           /* uint32_t pairs (gate, join) of step-expanded collectives */
-  uint32_t *succ_offsets;  /* CSR after sim_task_graph_finish: n + 1 entries */
-  uint32_t *succ;
-  uint32_t *indegree;
-  int num_devices;
-  int num_resources;       /* 2 * num_devices, more with link resources (sim_network.h) */
-  gboolean symmetric;      /* replicas folded into representatives (see sim_build) */
-  int simulated_devices;   /* devices that have tasks */
-  /* The host stream (sim_build_host.c): compute task i < num_compute is launched by host task
-   * host_base + i, on resource host_resource_base + its device. host_base is UINT32_MAX when
-   * the strategy's framework has no host (MDL_FRAMEWORK_NONE). */
-  uint32_t num_compute;
-  uint32_t host_base;
-  uint32_t host_resource_base;
-} SimTaskGraph;
+/* The task graph of one iteration and the engine's timeline of it are opaque (their layout is
+ * private to sim/, sim-int.h): read them through the accessors below. */
+typedef struct SimTask SimTask;
+typedef struct SimTaskGraph SimTaskGraph;
+typedef struct SimSchedule SimSchedule;
 
-SimTaskGraph *sim_task_graph_new(int num_devices);
+/* One task, as the read API yields it (a copy; @resources borrowed from the graph, valid while
+ * it lives). */
+typedef struct {
+  uint32_t id;
+  SimTaskKind kind;
+  SimTaskRole role;        /* whole collective, or a piece of a step-expanded one */
+  SimPhase phase;          /* which pass a communication task belongs to */
+  CmCollective collective; /* for COMM and GRAD_SYNC tasks */
+  DevLinkClass link;       /* the link class the collective runs on */
+  int32_t op;              /* op the task computes or feeds, -1 for the optimizer */
+  int32_t tensor;          /* tensor a communication task moves, -1 otherwise */
+  int32_t microbatch;      /* -1 for per-iteration tasks */
+  float bytes;             /* per-device bytes of a communication task */
+  uint32_t group_size;     /* devices in the collective (under symmetry more than nres) */
+  SimTime duration;
+  const uint32_t *resources; /* the resources it occupies: 2d and 2d+1 are device d's compute
+                                and communication streams, the rest link resources and
+                                (sim_task_graph_host_device) host streams */
+  int nres;
+  SimTime start, end;      /* read from a run (sim_run_task, SimTimeline): when it ran;
+                              from a bare graph: 0 */
+} SimTaskInfo;
+
+/* Tasks in @graph (ids 0 .. size-1). */
+uint32_t sim_task_graph_size(const SimTaskGraph *graph);
+/* Task @id of @graph into @out (start and end 0). */
+void sim_task_graph_get(const SimTaskGraph *graph, uint32_t id, SimTaskInfo *out);
+/* Successors of task @id in a finished graph: @count of them; borrowed. */
+const uint32_t *sim_task_graph_successors(const SimTaskGraph *graph, uint32_t id, uint32_t *count);
+/* Dependency edges of a finished graph. */
+uint32_t sim_task_graph_num_edges(const SimTaskGraph *graph);
+/* Devices of the cluster the graph was built for; resources (streams and link resources). */
+int sim_task_graph_num_devices(const SimTaskGraph *graph);
+int sim_task_graph_num_resources(const SimTaskGraph *graph);
+/* Whether symmetry folded replicas into representatives; devices that have tasks. */
+gboolean sim_task_graph_symmetric(const SimTaskGraph *graph);
+int sim_task_graph_simulated_devices(const SimTaskGraph *graph);
+/* Step-expanded collectives (SimOptions.step_collectives): @k of sim_task_graph_num_spans,
+ * its gate task (zero-duration start on the members' communication streams) and join task
+ * (completion); the collective occupies its members from the gate's start to the join's. */
+uint32_t sim_task_graph_num_spans(const SimTaskGraph *graph);
+void sim_task_graph_span(const SimTaskGraph *graph, uint32_t k, uint32_t *gate, uint32_t *join);
 void sim_task_graph_free(SimTaskGraph *graph);
-/* Adds a task on @nres resources (copied); returns its id. */
-uint32_t sim_task_graph_add(SimTaskGraph *graph, const SimTask *task, const uint32_t *resources,
-                            int nres);
-static inline void sim_task_graph_edge(SimTaskGraph *g, uint32_t from, uint32_t to) {
-  uint32_t pair[2] = {from, to};
-  g_array_append_vals(g->edges, pair, 2);
-}
+/* Whether resource @resource is a host stream (SIM_TASK_HOST tasks run there); its device into
+ * @device. */
+gboolean sim_task_graph_host_device(const SimTaskGraph *graph, uint32_t resource, int *device);
 /* Compute time per op: for each of @graph's @nops ops, @sum[op] gets the durations of its
  * forward, backward, weight-gradient and recompute tasks and @forwards[op] its forward tasks
  * (one per microbatch and simulated device), both zeroed first. */
 void sim_task_graph_op_compute(const SimTaskGraph *graph, int nops, guint64 *sum,
                                guint64 *forwards);
-/* Builds the successor lists (CSR) and in-degrees from the edges; drops the edge list. */
-void sim_task_graph_finish(SimTaskGraph *graph);
-static inline uint32_t sim_task_graph_size(const SimTaskGraph *g) { return g->tasks->len; }
-static inline SimTask *sim_task_graph_task(const SimTaskGraph *g, uint32_t i) { return &g_array_index(g->tasks, SimTask, i); }
 static inline uint32_t sim_resource_compute(int device) { return (uint32_t)device * 2; }
 static inline uint32_t sim_resource_comm(int device) { return (uint32_t)device * 2 + 1; }
 
-/* The timeline the engine computes. */
-typedef struct {
-  SimTime *start;          /* per task */
-  SimTime *ready;          /* per task: when its last dependency ended (its pop time) */
-  uint32_t *order;         /* task ids in the order the engine started them */
-  SimTime makespan;
-  uint64_t events;         /* priority-queue pops */
-  uint32_t num_tasks;
-} SimSchedule;
-
-/* Runs the engine over a finished task graph; returns FALSE with @error set if the graph has a
- * cycle (tasks left unscheduled). Free the result with sim_schedule_free. */
+/* Runs the engine over a finished task graph; returns FALSE with @error set (SIM_ERROR_CYCLE)
+ * if the graph has a cycle (tasks left unscheduled). Free the result with sim_schedule_free. */
 SimSchedule *sim_engine_run(const SimTaskGraph *graph, GError **error);
 void sim_schedule_free(SimSchedule *schedule);
+/* The timeline: when the last task ends; priority-queue pops; tasks timed. */
+SimTime sim_schedule_makespan(const SimSchedule *schedule);
+uint64_t sim_schedule_events(const SimSchedule *schedule);
+uint32_t sim_schedule_size(const SimSchedule *schedule);
+/* When task @id started, and when its last dependency ended (its pop time). */
+SimTime sim_schedule_start(const SimSchedule *schedule, uint32_t id);
+SimTime sim_schedule_ready(const SimSchedule *schedule, uint32_t id);
+/* The task the engine started @k-th (0 <= k < sim_schedule_size). */
+uint32_t sim_schedule_order(const SimSchedule *schedule, uint32_t k);
 
 typedef struct {
   gboolean no_symmetry;   /* force the expanded graph (`--no-symmetry`) */
@@ -218,17 +229,7 @@ typedef struct {
   double sim_wall_s;          /* wall-clock time of build + engine + stats */
 } SimPrediction;
 
-typedef struct SimRun SimRun;
-struct SimRun {
-  const MdlGraph *graph;      /* borrowed: must outlive the run */
-  const MdlStrategy *strategy;
-  const DevCluster *cluster;
-  SimTaskGraph *tasks;        /* owned */
-  SimSchedule *schedule;      /* owned */
-  SimPrediction prediction;
-  char *calibration;          /* name of the calibration the costs came from, or NULL; owned */
-  int profiled_kernels;       /* measured kernel times available to the cost model */
-};
+typedef struct SimRun SimRun;   /* opaque: read through the accessors below */
 
 /* Simulates one iteration. The run borrows its inputs; free with sim_run_free. */
 SimRun *sim_run_new(const MdlGraph *graph, const MdlStrategy *strategy, const DevCluster *cluster,
@@ -237,6 +238,34 @@ SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strat
                                  const DevCluster *cluster, const CmParams *params,
                                  const SimOptions *options, GError **error);
 void sim_run_free(SimRun *run);
+
+/* What a run holds (all borrowed from it). The model, strategy and cluster are the inputs it
+ * borrowed; the calibration is the name of the one its collective costs came from, or NULL;
+ * profiled kernels: measured kernel times the cost model had. */
+const SimPrediction *sim_run_prediction(const SimRun *run);
+const MdlGraph *sim_run_graph(const SimRun *run);
+const MdlStrategy *sim_run_strategy(const SimRun *run);
+const DevCluster *sim_run_cluster(const SimRun *run);
+const char *sim_run_calibration(const SimRun *run);
+int sim_run_profiled_kernels(const SimRun *run);
+const SimTaskGraph *sim_run_task_graph(const SimRun *run);
+const SimSchedule *sim_run_schedule(const SimRun *run);
+/* Tasks of the run; task @id with its start and end. */
+uint32_t sim_run_num_tasks(const SimRun *run);
+void sim_run_task(const SimRun *run, uint32_t id, SimTaskInfo *out);
+
+/* The timeline of a run, task by task in the order the engine started them:
+ *   SimTimeline it; SimTaskInfo t;
+ *   sim_timeline_init(&it, run);
+ *   while (sim_timeline_next(&it, &t)) ...
+ * The fields are private. */
+typedef struct {
+  const SimRun *run;
+  uint32_t next;
+} SimTimeline;
+void sim_timeline_init(SimTimeline *it, const SimRun *run);
+/* The next task into @out; FALSE after the last. */
+gboolean sim_timeline_next(SimTimeline *it, SimTaskInfo *out);
 
 /* The prediction as a JSON object (model, cluster, strategy, figures); caller frees the text
  * with g_free. @with_wall includes sim_wall_s (the only field that varies between runs). */

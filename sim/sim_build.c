@@ -20,6 +20,7 @@
  * the same mesh index (after the source mesh reshapes it into the destination's layout when
  * the shapes agree); issue 4 replaces this with the cross-mesh resharding paper's unit tasks.
  * Task ids are assigned in a fixed order, so the graph, and the timeline, are deterministic. */
+#include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
 static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand *opd,

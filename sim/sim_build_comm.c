@@ -1,6 +1,7 @@
 /* sim/build — SBP resharding between layouts on one mesh (one collective per group along each
  * axis that changes), moves between meshes (device-aligned send/recv or cross-mesh resharding
  * plans), and the forward and backward data dependencies they carry. */
+#include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
 /* Row-major strides of a mesh. */

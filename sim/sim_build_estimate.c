@@ -14,6 +14,7 @@
  * microbatch or per task: a graph of billions of tasks is estimated in the time of one pass over
  * the ops. The test (tests/test-limits.c) checks estimate >= built size and estimate close to
  * it on strategies of every kind. */
+#include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
 /* One forward conversion the builder shares among readers: (tensor, mesh, layout). */

@@ -19,6 +19,7 @@
  * the compute tasks' program and op kinds, never on splits: delta simulation copies them with
  * the compute block (sim_build-int.h), and under symmetry they exist for representatives only,
  * like their compute tasks. */
+#include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
 #include "costmodel/cm_framework.h"

@@ -1,4 +1,5 @@
 /* sim/build — symmetry: choosing the devices to simulate (see the comment below). */
+#include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
 /* --- Symmetry (issue 4): devices a strategy treats alike are simulated once. ---

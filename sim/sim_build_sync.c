@@ -1,6 +1,7 @@
 /* sim/build — gradient synchronization of replicated weights (DDP-style buckets), ZeRO's
  * reduce-scatters and parameter all-gathers, sequence parallelism's re-gathers, and the
  * optimizer step. */
+#include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
 /* The mesh axes over which weight @w's gradient is all-reduced on mesh @m: those it is

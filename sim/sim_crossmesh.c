@@ -4,6 +4,7 @@
  * of the resulting intervals, enumerated row-major (dim 0 slowest). A device's tile is a box of
  * whole intervals, so each device lists the slices inside its box: holders per slice from the
  * source mesh, receivers from the destination mesh (CSR built by counting, O(output)). */
+#include "sim/sim-int.h"
 #include "sim/sim_crossmesh-int.h"
 #include "sim/sim_network.h"
 

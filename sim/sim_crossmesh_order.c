@@ -7,6 +7,7 @@
  * the sender host n_i* and the receiver hosts in m_i"). Its cost is Eq. 1, the completion time
  * of the last unit. All algorithms are deterministic: ties go to the lower unit index and host,
  * and randomized greedy draws from a GRand seeded by the options. */
+#include "sim/sim-int.h"
 #include "sim/sim_crossmesh-int.h"
 
 #include <math.h>

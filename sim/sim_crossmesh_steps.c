@@ -9,6 +9,7 @@
  * the sending host and the ingress side of every NIC of the receiving one (the transfer is
  * striped over the host's NICs at their summed bandwidth; with one NIC per host, the paper's
  * setting, that is simply the NIC). */
+#include "sim/sim-int.h"
 #include "sim/sim_crossmesh-int.h"
 #include "sim/sim_network.h"
 

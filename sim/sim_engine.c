@@ -104,7 +104,7 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
   g_free(e->free_at);
   g_free(e->heap);
   if (done != n) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID,
+    g_set_error(error, SIM_ERROR, SIM_ERROR_CYCLE,
                 "task graph has a dependency cycle: %u of %u tasks never became ready", n - done, n);
     sim_schedule_free(s);
     return NULL;
@@ -175,4 +175,23 @@ void sim_schedule_free(SimSchedule *s) {
   g_free(s->ready);
   g_free(s->order);
   g_free(s);
+}
+
+SimTime sim_schedule_makespan(const SimSchedule *s) { return s->makespan; }
+uint64_t sim_schedule_events(const SimSchedule *s) { return s->events; }
+uint32_t sim_schedule_size(const SimSchedule *s) { return s->num_tasks; }
+
+SimTime sim_schedule_start(const SimSchedule *s, uint32_t id) {
+  g_return_val_if_fail(id < s->num_tasks, 0);
+  return s->start[id];
+}
+
+SimTime sim_schedule_ready(const SimSchedule *s, uint32_t id) {
+  g_return_val_if_fail(id < s->num_tasks, 0);
+  return s->ready[id];
+}
+
+uint32_t sim_schedule_order(const SimSchedule *s, uint32_t k) {
+  g_return_val_if_fail(k < s->num_tasks, 0);
+  return s->order[k];
 }

@@ -7,6 +7,7 @@
  * (pass, kind, tensor, group size, bytes, link, time) with the number of times it runs per
  * iteration — their sum is that device's communication-stream time in the simulation; and per
  * device memory by category. Communication buffers are not modelled yet (issue 3 adds them). */
+#include "sim/sim-int.h"
 #include "sim/sim.h"
 
 #include <cjson/cJSON.h>

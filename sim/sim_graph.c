@@ -1,5 +1,6 @@
 /* sim/graph — the task graph container: tasks as compact structs, resources as runs in one
  * array, successors in CSR form built once from an edge list (counting sort, O(V + E)). */
+#include "sim/sim-int.h"
 #include "sim/sim.h"
 
 #include <math.h>
@@ -9,6 +10,8 @@ SimTime sim_time_from_seconds(double seconds) {
   double ps = nearbyint(seconds * SIM_PS_PER_SECOND);
   return ps >= 1.8e19 ? UINT64_MAX / 2 : (SimTime)ps;
 }
+
+G_DEFINE_QUARK(stratsim-sim-error-quark, sim_error)
 
 static const char *const kind_names[SIM_TASK_KIND_COUNT] = {
     "forward", "backward", "comm", "grad_sync", "optimizer", "backward_weight", "recompute",
@@ -91,4 +94,47 @@ void sim_task_graph_op_compute(const SimTaskGraph *g, int nops, guint64 *sum, gu
       break;
     }
   }
+}
+
+uint32_t sim_task_graph_size(const SimTaskGraph *g) { return g->tasks->len; }
+
+void sim_task_graph_get(const SimTaskGraph *g, uint32_t id, SimTaskInfo *out) {
+  g_return_if_fail(id < g->tasks->len);
+  const SimTask *t = sim_task_graph_task(g, id);
+  *out = (SimTaskInfo){.id = id, .kind = (SimTaskKind)t->kind, .role = (SimTaskRole)t->role,
+                       .phase = (SimPhase)t->phase, .collective = (CmCollective)t->collective,
+                       .link = (DevLinkClass)t->link, .op = t->op, .tensor = t->tensor,
+                       .microbatch = t->microbatch, .bytes = t->bytes,
+                       .group_size = t->group_size, .duration = t->duration,
+                       .resources = (const uint32_t *)g->task_resources->data + t->res_begin,
+                       .nres = t->nres};
+}
+
+const uint32_t *sim_task_graph_successors(const SimTaskGraph *g, uint32_t id, uint32_t *count) {
+  g_return_val_if_fail(g->succ_offsets && id < g->tasks->len, (*count = 0, NULL));
+  *count = g->succ_offsets[id + 1] - g->succ_offsets[id];
+  return g->succ + g->succ_offsets[id];
+}
+
+uint32_t sim_task_graph_num_edges(const SimTaskGraph *g) {
+  return g->succ_offsets ? g->succ_offsets[g->tasks->len] : (g->edges ? g->edges->len / 2 : 0);
+}
+
+int sim_task_graph_num_devices(const SimTaskGraph *g) { return g->num_devices; }
+int sim_task_graph_num_resources(const SimTaskGraph *g) { return g->num_resources; }
+gboolean sim_task_graph_host_device(const SimTaskGraph *g, uint32_t r, int *device) {
+  if (g->host_base == UINT32_MAX || r < g->host_resource_base ||
+      r >= g->host_resource_base + (uint32_t)g->num_devices)
+    return FALSE;
+  *device = (int)(r - g->host_resource_base);
+  return TRUE;
+}
+gboolean sim_task_graph_symmetric(const SimTaskGraph *g) { return g->symmetric; }
+int sim_task_graph_simulated_devices(const SimTaskGraph *g) { return g->simulated_devices; }
+uint32_t sim_task_graph_num_spans(const SimTaskGraph *g) { return g->spans->len / 2; }
+
+void sim_task_graph_span(const SimTaskGraph *g, uint32_t k, uint32_t *gate, uint32_t *join) {
+  g_return_if_fail(k < g->spans->len / 2);
+  *gate = g_array_index(g->spans, uint32_t, 2 * k);
+  *join = g_array_index(g->spans, uint32_t, 2 * k + 1);
 }

@@ -1,4 +1,5 @@
 /* sim/network — link resources and step-expanded collectives; see sim_network.h. */
+#include "sim/sim-int.h"
 #include "sim/sim_network.h"
 
 int sim_network_num_resources(const DevCluster *c) {
@@ -140,4 +141,19 @@ char *sim_network_resource_name(const DevCluster *c, uint32_t r) {
   uint32_t k = r - 4 * (uint32_t)n, nic = k / 2;
   return g_strdup_printf("node %u NIC %u %s", nic / (uint32_t)c->nics_per_node,
                          nic % (uint32_t)c->nics_per_node, k % 2 ? "in" : "out");
+}
+
+SimTaskGraph *sim_network_collective_graph(const DevCluster *c, CmCollective kind,
+                                           const int *devices, int p, const gboolean *simulated,
+                                           double bytes) {
+  SimTaskGraph *g = sim_task_graph_new(dev_cluster_num_devices(c));
+  g->num_resources = sim_network_num_resources(c);
+  SimTask proto = {0};
+  proto.kind = SIM_TASK_COMM;
+  proto.collective = (uint8_t)kind;
+  proto.op = proto.tensor = proto.microbatch = -1;
+  proto.group_size = (uint32_t)p;
+  sim_network_expand(g, c, &proto, kind, devices, p, simulated, bytes, FALSE);
+  sim_task_graph_finish(g);
+  return g;
 }

@@ -48,6 +48,14 @@ SimCollectiveSpan sim_network_expand(SimTaskGraph *graph, const DevCluster *clus
                                      int p, const gboolean *simulated, double bytes,
                                      gboolean block_compute);
 
+/* The task graph of one collective alone, step-expanded over the @p @devices (ring order) on
+ * @cluster's link resources, @simulated as sim_network_expand (all, or one representative),
+ * finished and ready for sim_engine_run (the engine benchmark: `stratsim bench --suite
+ * allreduce`). Free with sim_task_graph_free. */
+SimTaskGraph *sim_network_collective_graph(const DevCluster *cluster, CmCollective kind,
+                                           const int *devices, int p, const gboolean *simulated,
+                                           double bytes);
+
 /* Names a link resource (>= 2 * devices) for traces: "GPU 3 port out", "node 1 NIC 0 in". */
 char *sim_network_resource_name(const DevCluster *cluster, uint32_t resource);
 

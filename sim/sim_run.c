@@ -317,3 +317,30 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_free(text);
   return out;
 }
+
+const SimPrediction *sim_run_prediction(const SimRun *run) { return &run->prediction; }
+const MdlGraph *sim_run_graph(const SimRun *run) { return run->graph; }
+const MdlStrategy *sim_run_strategy(const SimRun *run) { return run->strategy; }
+const DevCluster *sim_run_cluster(const SimRun *run) { return run->cluster; }
+const char *sim_run_calibration(const SimRun *run) { return run->calibration; }
+int sim_run_profiled_kernels(const SimRun *run) { return run->profiled_kernels; }
+const SimTaskGraph *sim_run_task_graph(const SimRun *run) { return run->tasks; }
+const SimSchedule *sim_run_schedule(const SimRun *run) { return run->schedule; }
+uint32_t sim_run_num_tasks(const SimRun *run) { return sim_task_graph_size(run->tasks); }
+
+void sim_run_task(const SimRun *run, uint32_t id, SimTaskInfo *out) {
+  sim_task_graph_get(run->tasks, id, out);
+  out->start = run->schedule->start[id];
+  out->end = out->start + out->duration;
+}
+
+void sim_timeline_init(SimTimeline *it, const SimRun *run) {
+  it->run = run;
+  it->next = 0;
+}
+
+gboolean sim_timeline_next(SimTimeline *it, SimTaskInfo *out) {
+  if (it->next >= it->run->schedule->num_tasks) return FALSE;
+  sim_run_task(it->run, it->run->schedule->order[it->next++], out);
+  return TRUE;
+}

@@ -1,5 +1,6 @@
 /* sim/schedule — the program order of every pipeline rank (orders and sources in
  * sim/sim_schedule.h). Pure functions of the strategy: no task graph, no time. */
+#include "sim/sim-int.h"
 #include "sim/sim_schedule.h"
 
 #include <string.h>

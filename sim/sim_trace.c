@@ -7,6 +7,7 @@
  * microbatch and, with virtual stages, model chunk ("F3.c5 layer10.fc1"), its "cat" is the
  * phase (Perfetto groups and filters by it) and "cname" gives each phase one colour in
  * chrome://tracing. */
+#include "sim/sim-int.h"
 #include "sim/sim.h"
 #include "sim/sim_network.h"
 
@@ -19,15 +20,6 @@ static void write_escaped(FILE *f, const char *s) {
     if ((unsigned char)*s < 0x20) continue;
     fputc(*s, f);
   }
-}
-
-/* Whether resource @r is a host stream (sim_build_host.c); its device in @device. */
-static gboolean host_resource(const SimTaskGraph *g, uint32_t r, uint32_t *device) {
-  if (g->host_base == UINT32_MAX || r < g->host_resource_base ||
-      r >= g->host_resource_base + (uint32_t)g->num_devices)
-    return FALSE;
-  *device = r - g->host_resource_base;
-  return TRUE;
 }
 
 static void task_name(const SimRun *run, const SimTask *t, FILE *f) {
@@ -94,9 +86,10 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
   for (uint32_t i = 0; i < s->num_tasks; i++) {
     const SimTask *t = sim_task_graph_task(g, i);
     for (uint16_t r = 0; r < t->nres; r++) {
-      uint32_t resource = res[t->res_begin + r], device;
+      uint32_t resource = res[t->res_begin + r];
+      int device;
       if (resource < streams) used[resource / 2] = TRUE;
-      else if (host_resource(g, resource, &device)) used[device] = TRUE;
+      else if (sim_task_graph_host_device(g, resource, &device)) used[device] = TRUE;
       else link_used[resource] = TRUE;
     }
   }
@@ -136,10 +129,11 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
     const SimTask *t = sim_task_graph_task(g, i);
     if (t->role == SIM_ROLE_GATE || t->role == SIM_ROLE_JOIN) continue; /* markers, 0 long */
     for (uint16_t r = 0; r < t->nres; r++) {
-      uint32_t resource = res[t->res_begin + r], device;
+      uint32_t resource = res[t->res_begin + r];
       uint32_t pid = resource < streams ? resource / 2 : (uint32_t)g->num_devices;
       uint32_t tid = resource < streams ? resource % 2 : resource - streams;
-      if (host_resource(g, resource, &device)) pid = device, tid = 2;
+      int device;
+      if (sim_task_graph_host_device(g, resource, &device)) pid = (uint32_t)device, tid = 2;
       fprintf(f, "%s{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
               first ? "" : ",\n", pid, tid, (double)s->start[i] / 1e6,
               (double)t->duration / 1e6);

@@ -546,10 +546,12 @@ static void test_simulate_with_calibration(void) {
   params.calibration = cal;
   SimRun *run = sim_run_new(g, s, c, &params, &error);
   g_assert_no_error(error);
-  g_assert_cmpstr(run->calibration, ==, "dgx");
+  g_assert_cmpstr(sim_run_calibration(run), ==, "dgx");
   int checked = 0;
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind != SIM_TASK_GRAD_SYNC) continue;
     CmCalibratedTime ct;
     g_assert_true(cm_calibration_time(cal, CM_ALL_REDUCE, 16, 2, t->bytes, &ct));

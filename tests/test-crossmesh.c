@@ -10,6 +10,8 @@
 
 #include "costmodel/costmodel.h"
 #include "sim/sim.h"
+/* White-box: the emit tests add tasks to a graph by hand (the builder's private API). */
+#include "sim/sim-int.h"
 #include "sim/sim_crossmesh.h"
 #include "sim/sim_network.h"
 #include "test-util.h"
@@ -870,8 +872,10 @@ static SimRun *move_run(const MoveSetup *m, gboolean crossmesh, SimCrossMeshMeth
 /* Transfer tasks of the moves of t: per collective kind. */
 static void count_moves(const SimRun *run, int *by_collective) {
   memset(by_collective, 0, sizeof(int) * CM_COLLECTIVE_COUNT);
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind == SIM_TASK_COMM && t->role == SIM_ROLE_WHOLE && t->duration > 0)
       by_collective[t->collective]++;
   }
@@ -887,16 +891,16 @@ static void test_training_aligned(void) {
   SimRun *tiles = move_run(&m, FALSE, 0, 0);
   count_moves(tiles, counts);
   /* One per simulated receiver each way (symmetry simulates one device per mesh here). */
-  g_assert_cmpint(counts[CM_SEND_RECV], ==, tiles->prediction.simulated_gpus);
+  g_assert_cmpint(counts[CM_SEND_RECV], ==, sim_run_prediction(tiles)->simulated_gpus);
   g_assert_cmpint(counts[CM_BROADCAST] + counts[CM_ALL_GATHER], ==, 0);
-  g_assert_false(tiles->prediction.crossmesh);
+  g_assert_false(sim_run_prediction(tiles)->crossmesh);
   g_autofree char *json = sim_prediction_to_json(tiles, FALSE);
   g_assert_null(strstr(json, "crossmesh"));
 
   SimRun *bcast = move_run(&m, TRUE, SIM_CROSSMESH_BROADCAST, SIM_CROSSMESH_ENSEMBLE);
   count_moves(bcast, counts);
   g_assert_cmpint(counts[CM_BROADCAST], >, 0);
-  g_assert_cmpfloat(bcast->prediction.iteration_time_s, <, 0.5 * tiles->prediction.iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(bcast)->iteration_time_s, <, 0.5 * sim_run_prediction(tiles)->iteration_time_s);
   g_autofree char *json2 = sim_prediction_to_json(bcast, FALSE);
   g_assert_nonnull(strstr(json2, "\"crossmesh\":{\"method\":\"broadcast\",\"order\":\"ensemble\"}"));
 
@@ -905,8 +909,8 @@ static void test_training_aligned(void) {
   g_assert_cmpint(counts[CM_SEND_RECV], >, 0);
   g_assert_cmpint(counts[CM_BROADCAST] + counts[CM_ALL_GATHER], ==, 0);
   /* Planned send/recv moves the same bytes as the tiles; it may overlap the two directions. */
-  g_assert_cmpfloat(p2p->prediction.iteration_time_s, <=, tiles->prediction.iteration_time_s);
-  g_assert_cmpfloat(p2p->prediction.iteration_time_s, >, bcast->prediction.iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(p2p)->iteration_time_s, <=, sim_run_prediction(tiles)->iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(p2p)->iteration_time_s, >, sim_run_prediction(bcast)->iteration_time_s);
   sim_run_free(tiles);
   sim_run_free(bcast);
   sim_run_free(p2p);
@@ -920,9 +924,9 @@ static void test_training_methods(void) {
   MoveSetup m = move_setup("y");
   SimRun *dflt = move_run(&m, FALSE, 0, 0);
   SimRun *same = move_run(&m, TRUE, SIM_CROSSMESH_BROADCAST, SIM_CROSSMESH_ENSEMBLE);
-  g_assert_cmpuint(sim_task_graph_size(dflt->tasks), ==, sim_task_graph_size(same->tasks));
-  g_assert_cmpmem(&dflt->prediction.iteration_time_s, sizeof(double),
-                  &same->prediction.iteration_time_s, sizeof(double));
+  g_assert_cmpuint(sim_run_num_tasks(dflt), ==, sim_run_num_tasks(same));
+  g_assert_cmpmem(&sim_run_prediction(dflt)->iteration_time_s, sizeof(double),
+                  &sim_run_prediction(same)->iteration_time_s, sizeof(double));
   SimRun *alpa = move_run(&m, TRUE, SIM_CROSSMESH_GLOBAL_ALLGATHER, SIM_CROSSMESH_GREEDY);
   SimRun *p2p = move_run(&m, TRUE, SIM_CROSSMESH_SEND_RECV, SIM_CROSSMESH_GREEDY);
   SimRun *naive = move_run(&m, TRUE, SIM_CROSSMESH_BROADCAST, SIM_CROSSMESH_NAIVE);
@@ -932,11 +936,11 @@ static void test_training_methods(void) {
   g_assert_cmpint(counts[CM_BROADCAST], ==, 0);
   g_test_message("case 3 in an iteration: broadcast+ensemble %.4f s, broadcast+naive %.4f s, "
                  "global all-gather+greedy %.4f s, send/recv+greedy %.4f s",
-                 dflt->prediction.iteration_time_s, naive->prediction.iteration_time_s,
-                 alpa->prediction.iteration_time_s, p2p->prediction.iteration_time_s);
-  g_assert_cmpfloat(dflt->prediction.iteration_time_s, <, alpa->prediction.iteration_time_s);
-  g_assert_cmpfloat(alpa->prediction.iteration_time_s, <, p2p->prediction.iteration_time_s);
-  g_assert_cmpfloat(dflt->prediction.iteration_time_s, <=, naive->prediction.iteration_time_s);
+                 sim_run_prediction(dflt)->iteration_time_s, sim_run_prediction(naive)->iteration_time_s,
+                 sim_run_prediction(alpa)->iteration_time_s, sim_run_prediction(p2p)->iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(dflt)->iteration_time_s, <, sim_run_prediction(alpa)->iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(alpa)->iteration_time_s, <, sim_run_prediction(p2p)->iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(dflt)->iteration_time_s, <=, sim_run_prediction(naive)->iteration_time_s);
   sim_run_free(dflt);
   sim_run_free(same);
   sim_run_free(alpa);

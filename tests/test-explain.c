@@ -10,12 +10,13 @@
 
 /* Busy time of @device's communication stream, straight from the task graph. */
 static double comm_busy(const SimRun *run, int device) {
-  const uint32_t *res = (const uint32_t *)run->tasks->task_resources->data;
   SimTime busy = 0;
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     for (uint16_t r = 0; r < t->nres; r++)
-      if (res[t->res_begin + r] == sim_resource_comm(device)) busy += t->duration;
+      if (t->resources[r] == sim_resource_comm(device)) busy += t->duration;
   }
   return sim_time_seconds(busy);
 }
@@ -59,7 +60,7 @@ static void check_case(const char *model, const char *cluster, const char *strat
   g_assert_cmpint(cJSON_GetArraySize(ops), ==, mdl_graph_num_ops(g));
   cJSON *op0 = cJSON_GetArrayItem(ops, 0);
   g_assert_true(cJSON_IsString(cJSON_GetObjectItem(cJSON_GetObjectItem(op0, "output"), "layout")));
-  g_assert_cmpint(cJSON_GetArraySize(cJSON_GetObjectItem(root, "memory")), ==, run->prediction.num_gpus);
+  g_assert_cmpint(cJSON_GetArraySize(cJSON_GetObjectItem(root, "memory")), ==, sim_run_prediction(run)->num_gpus);
   cJSON_Delete(root);
   sim_run_free(run);
   mdl_strategy_free(s);
@@ -117,15 +118,15 @@ static void test_no_overlap_totals(void) {
   cm_params_default(&p);
   SimRun *run = sim_run_new(g, s, c, &p, &error);
   g_assert_no_error(error);
-  g_assert_true(run->prediction.symmetric);
+  g_assert_true(sim_run_prediction(run)->symmetric);
   g_autofree char *text = sim_explain_json(run);
   cJSON *root = cJSON_Parse(text);
   cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "communication"), 0), *e;
   double listed = 0;
   cJSON_ArrayForEach(e, cJSON_GetObjectItem(dev, "collectives"))
     listed += cJSON_GetObjectItem(e, "total_time_s")->valuedouble;
-  g_assert_cmpfloat_with_epsilon(listed, run->prediction.comm_exposed_s, 1e-9 * listed);
-  const SimPrediction *pr = &run->prediction;
+  g_assert_cmpfloat_with_epsilon(listed, sim_run_prediction(run)->comm_exposed_s, 1e-9 * listed);
+  const SimPrediction *pr = sim_run_prediction(run);
   g_assert_cmpfloat_with_epsilon(pr->compute_s + pr->comm_exposed_s + pr->host_bound_s + pr->bubble_s,
                                  pr->iteration_time_s, 1e-12);
   cJSON_Delete(root);

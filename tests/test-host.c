@@ -7,6 +7,7 @@
 
 #include "costmodel/cm_framework.h"
 #include "sim/sim.h"
+#include "sim/sim-int.h" /* white-box: the host stream's task ids and resources */
 #include "test-util.h"
 
 static SimRun *simulate(const char *model, const char *cluster, const char *spec,

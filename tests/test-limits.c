@@ -428,7 +428,7 @@ static void test_enormous(gconstpointer data) {
     g_assert_no_error(error);
     g_assert_nonnull(run);
     g_assert_true(sim_estimate_check(&e, NULL));
-    g_assert_cmpuint(run->prediction.tasks, <=, e.tasks);
+    g_assert_cmpuint(sim_run_prediction(run)->tasks, <=, e.tasks);
     sim_run_free(run);
   }
   assert_fast(t0, c->model);
@@ -517,7 +517,9 @@ static void test_estimate_exact(gconstpointer data) {
   g_assert_no_error(error);
   guint64 built = sim_task_graph_size(tg), compute = 0;
   for (uint32_t i = 0; i < sim_task_graph_size(tg); i++) {
-    SimTaskKind k = sim_task_graph_task(tg, i)->kind;
+    SimTaskInfo t;
+    sim_task_graph_get(tg, i, &t);
+    SimTaskKind k = t.kind;
     compute += k == SIM_TASK_FORWARD || k == SIM_TASK_BACKWARD || k == SIM_TASK_BACKWARD_WEIGHT ||
                k == SIM_TASK_RECOMPUTE;
   }
@@ -526,8 +528,8 @@ static void test_estimate_exact(gconstpointer data) {
   g_assert_cmpuint(e.tasks, >=, built);
   g_assert_cmpuint(e.tasks, <=, built + built / 20);
   g_assert_cmpuint(e.compute_tasks, ==, compute);
-  g_assert_cmpint(e.simulated_devices, ==, tg->simulated_devices);
-  g_assert_cmpint(e.symmetric, ==, tg->symmetric);
+  g_assert_cmpint(e.simulated_devices, ==, sim_task_graph_simulated_devices(tg));
+  g_assert_cmpint(e.symmetric, ==, sim_task_graph_symmetric(tg));
   g_assert_cmpuint(e.device_slots, >, 0);
   sim_task_graph_free(tg);
   mdl_strategy_free(s);

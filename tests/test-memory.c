@@ -40,11 +40,13 @@ static SimRun *run_or_die(const MdlGraph *g, const MdlStrategy *s, const DevClus
 /* Tasks of @kind (and, for communication, collective @coll; -1: any) in @phase (-1: any). */
 static int count_tasks(const SimRun *run, SimTaskKind kind, int coll, int phase) {
   int n = 0;
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind != kind) continue;
-    if (coll >= 0 && t->collective != coll) continue;
-    if (phase >= 0 && t->phase != phase) continue;
+    if (coll >= 0 && (int)t->collective != coll) continue;
+    if (phase >= 0 && (int)t->phase != phase) continue;
     n++;
   }
   return n;
@@ -52,11 +54,12 @@ static int count_tasks(const SimRun *run, SimTaskKind kind, int coll, int phase)
 
 /* The task of @kind for (@op, @mb) on the compute stream of @device. */
 static uint32_t find_compute(const SimRun *run, SimTaskKind kind, int op, int mb, int device) {
-  const uint32_t *res = (const uint32_t *)run->tasks->task_resources->data;
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind == kind && t->op == op && t->microbatch == mb &&
-        res[t->res_begin] == sim_resource_compute(device))
+        t->resources[0] == sim_resource_compute(device))
       return i;
   }
   g_error("no %s task of op %d microbatch %d on GPU %d", sim_task_kind_name(kind), op, mb, device);
@@ -133,10 +136,12 @@ static void test_zero_gradient_sync(void) {
     SimRun *run = run_or_die(g, s, c, TRUE);
     int ar = 0, rs = 0, ag = 0;
     SimTime rs_duration = 0, ag_duration = 0, opt_end = 0;
-    for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-      const SimTask *t = sim_task_graph_task(run->tasks, i);
+    for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+      SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
       if (t->kind == SIM_TASK_OPTIMIZER) {
-        opt_end = MAX(opt_end, run->schedule->start[i] + t->duration);
+        opt_end = MAX(opt_end, sim_schedule_start(sim_run_schedule(run), i) + t->duration);
         CmParams p;
         cm_params_default(&p);
         double params = 4.0 * 1024 * 1024 / (stage >= 1 ? 4 : 1);
@@ -149,7 +154,7 @@ static void test_zero_gradient_sync(void) {
       if (t->collective == CM_REDUCE_SCATTER) rs++, rs_duration = t->duration;
       if (t->collective == CM_ALL_GATHER) {
         ag++, ag_duration = t->duration;
-        g_assert_cmpuint(run->schedule->start[i], >=, opt_end); /* after the step */
+        g_assert_cmpuint(sim_schedule_start(sim_run_schedule(run), i), >=, opt_end); /* after the step */
       }
     }
     g_assert_cmpint(ar, ==, stage == 0 ? 4 : 0);
@@ -200,17 +205,19 @@ static void test_zero3_parameter_gathers(void) {
     g_assert_cmpint(count_tasks(run, SIM_TASK_COMM, CM_ALL_GATHER, SIM_PHASE_BACKWARD), ==,
                     (recompute ? 2 : 1) * L * M);
     /* Each gather moves the layer's whole fp16 weight and ends before the use starts. */
-    for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-      const SimTask *t = sim_task_graph_task(run->tasks, i);
+    for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+      SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
       if (t->kind != SIM_TASK_COMM) continue;
       g_assert_cmpint(t->collective, ==, CM_ALL_GATHER);
       g_assert_cmpfloat(t->bytes, ==, 1024.0 * 1024 * 2);
       g_assert_true(mdl_graph_tensor(g, t->tensor)->is_weight);
-      SimTime end = run->schedule->start[i] + t->duration;
+      SimTime end = sim_schedule_start(sim_run_schedule(run), i) + t->duration;
       for (int dev = 0; dev < 4; dev++) {
         SimTaskKind use = t->phase == SIM_PHASE_FORWARD ? SIM_TASK_FORWARD : SIM_TASK_BACKWARD;
         uint32_t u = find_compute(run, use, t->op, t->microbatch, dev);
-        g_assert_cmpuint(run->schedule->start[u], >=, end);
+        g_assert_cmpuint(sim_schedule_start(sim_run_schedule(run), u), >=, end);
       }
     }
     sim_run_free(run);
@@ -236,20 +243,24 @@ static void test_full_recompute_time(void) {
   g_assert_cmpint(count_tasks(a, SIM_TASK_RECOMPUTE, -1, -1), ==, 0);
   g_assert_cmpint(count_tasks(b, SIM_TASK_RECOMPUTE, -1, -1), ==, L * M);
   SimTime extra = 0;
-  for (uint32_t i = 0; i < sim_task_graph_size(b->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(b->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(b); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(b, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind != SIM_TASK_RECOMPUTE) continue;
     uint32_t f = find_compute(b, SIM_TASK_FORWARD, t->op, t->microbatch, 0);
     uint32_t bw = find_compute(b, SIM_TASK_BACKWARD, t->op, t->microbatch, 0);
-    g_assert_cmpuint(t->duration, ==, sim_task_graph_task(b->tasks, f)->duration);
-    g_assert_cmpuint(b->schedule->start[i], >=, b->schedule->start[f] + t->duration);
-    g_assert_cmpuint(b->schedule->start[i] + t->duration, <=, b->schedule->start[bw]);
+    SimTaskInfo forward;
+    sim_run_task(b, f, &forward);
+    g_assert_cmpuint(t->duration, ==, forward.duration);
+    g_assert_cmpuint(sim_schedule_start(sim_run_schedule(b), i), >=, sim_schedule_start(sim_run_schedule(b), f) + t->duration);
+    g_assert_cmpuint(sim_schedule_start(sim_run_schedule(b), i) + t->duration, <=, sim_schedule_start(sim_run_schedule(b), bw));
     extra += t->duration;
   }
   g_assert_cmpuint(extra, >, 0);
-  g_assert_cmpuint(b->schedule->makespan, ==, a->schedule->makespan + extra);
+  g_assert_cmpuint(sim_schedule_makespan(sim_run_schedule(b)), ==, sim_schedule_makespan(sim_run_schedule(a)) + extra);
   g_test_message("full recomputation: %d recomputed forwards, +%.6g s on %.6g s", L * M,
-                 sim_time_seconds(extra), a->prediction.iteration_time_s);
+                 sim_time_seconds(extra), sim_run_prediction(a)->iteration_time_s);
   sim_run_free(a);
   sim_run_free(b);
   mdl_strategy_free(base);
@@ -278,8 +289,10 @@ static void test_recompute_gpt(void) {
     SimRun *run = run_or_die(g, s, c, TRUE);
     int per_layer = m == 0 ? 0 : m == 1 ? 3 : 12;
     g_assert_cmpint(count_tasks(run, SIM_TASK_RECOMPUTE, -1, -1), ==, per_layer * L * M * 8);
-    for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-      const SimTask *t = sim_task_graph_task(run->tasks, i);
+    for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+      SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
       if (t->kind == SIM_TASK_COMM && t->collective == CM_ALL_REDUCE && t->microbatch == 0)
         all_reduces[m]++;
       if (t->kind != SIM_TASK_RECOMPUTE) continue;
@@ -291,12 +304,11 @@ static void test_recompute_gpt(void) {
       int first_bwd = -1;
       for (int o = 0; o < mdl_graph_num_ops(g); o++)
         if (strcmp(mdl_graph_op(g, o)->name, name) == 0) first_bwd = o;
-      const uint32_t *res = (const uint32_t *)run->tasks->task_resources->data;
-      int dev = (int)res[t->res_begin] / 2;
+      int dev = (int)t->resources[0] / 2;
       uint32_t bw = find_compute(run, SIM_TASK_BACKWARD, first_bwd, t->microbatch, dev);
-      if (m == 2) g_assert_cmpuint(run->schedule->start[i] + t->duration, <=, run->schedule->start[bw]);
+      if (m == 2) g_assert_cmpuint(sim_schedule_start(sim_run_schedule(run), i) + t->duration, <=, sim_schedule_start(sim_run_schedule(run), bw));
     }
-    times[m] = run->prediction.iteration_time_s;
+    times[m] = sim_run_prediction(run)->iteration_time_s;
     sim_run_free(run);
     mdl_strategy_free(s);
   }
@@ -390,9 +402,9 @@ static void test_fits_zero(void) {
     g_autofree char *spec = g_strdup_printf("megatron:dp=8,mb=1,zero=%d,recompute=full", stage);
     MdlStrategy *s = strategy_or_die(spec, g, c);
     SimRun *run = run_or_die(g, s, c, FALSE);
-    fits[stage] = run->prediction.fits_memory;
-    g_test_message("zero=%d: peak %.3g GB of %.3g", stage, run->prediction.peak_memory_bytes / 1e9,
-                   run->prediction.memory_capacity_bytes / 1e9);
+    fits[stage] = sim_run_prediction(run)->fits_memory;
+    g_test_message("zero=%d: peak %.3g GB of %.3g", stage, sim_run_prediction(run)->peak_memory_bytes / 1e9,
+                   sim_run_prediction(run)->memory_capacity_bytes / 1e9);
     sim_run_free(run);
     mdl_strategy_free(s);
   }
@@ -416,8 +428,8 @@ static void test_fits_boundary(void) {
   for (int k = 0; k < 4; k++) {
     c->device.memory_bytes = caps[k];
     SimRun *run = run_or_die(g, s, c, TRUE);
-    g_assert_cmpint(run->prediction.fits_memory, ==, expect[k]);
-    g_assert_cmpint(run->prediction.peak_memory_device, ==, 0);
+    g_assert_cmpint(sim_run_prediction(run)->fits_memory, ==, expect[k]);
+    g_assert_cmpint(sim_run_prediction(run)->peak_memory_device, ==, 0);
     sim_run_free(run);
   }
   mdl_strategy_free(s);

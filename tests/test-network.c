@@ -21,12 +21,15 @@ static SimRun *run_mode(const MdlGraph *g, const MdlStrategy *s, const DevCluste
 
 /* Longest gate-to-join span of a gradient all-reduce in the run. */
 static SimTime grad_sync_span(const SimRun *run) {
-  const uint32_t *spans = (const uint32_t *)run->tasks->spans->data;
+  const SimTaskGraph *tg = sim_run_task_graph(run);
   SimTime longest = 0;
-  for (guint k = 0; k < run->tasks->spans->len / 2; k++) {
-    const SimTask *gate = sim_task_graph_task(run->tasks, spans[2 * k]);
-    if (gate->kind != SIM_TASK_GRAD_SYNC) continue;
-    SimTime span = run->schedule->start[spans[2 * k + 1]] - run->schedule->start[spans[2 * k]];
+  for (uint32_t k = 0; k < sim_task_graph_num_spans(tg); k++) {
+    uint32_t gate_id, join_id;
+    sim_task_graph_span(tg, k, &gate_id, &join_id);
+    SimTaskInfo gate;
+    sim_run_task(run, gate_id, &gate);
+    if (gate.kind != SIM_TASK_GRAD_SYNC) continue;
+    SimTime span = sim_schedule_start(sim_run_schedule(run), join_id) - gate.start;
     longest = MAX(longest, span);
   }
   return longest;
@@ -46,7 +49,7 @@ static void test_ring_closed_form(void) {
     double n = 4096.0 * 4096.0 * 2;
     SimTime step = sim_time_from_seconds(3.4e-6 + n / p / 150e9);
     g_assert_cmpuint(grad_sync_span(run), ==, 2 * (p - 1) * step);
-    g_assert_cmpint(run->prediction.step_collectives, ==, TRUE);
+    g_assert_cmpint(sim_run_prediction(run)->step_collectives, ==, TRUE);
     sim_run_free(run);
   }
   mdl_strategy_free(s);
@@ -73,7 +76,7 @@ static void test_shared_nic(void) {
   g_assert_cmpuint(b, >, 0);
   /* Each of the 2 ring steps of the 2 groups queues behind the other group's on the NIC. */
   g_assert_cmpuint(a, >=, 2 * b - 2 * sim_time_from_seconds(9.6e-6));
-  g_assert_cmpfloat(shared->prediction.iteration_time_s, >, own->prediction.iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(shared)->iteration_time_s, >, sim_run_prediction(own)->iteration_time_s);
   sim_run_free(shared);
   sim_run_free(own);
   mdl_strategy_free(s);
@@ -129,10 +132,10 @@ static void test_symmetric_step(gconstpointer data) {
   MdlStrategy *s = mdl_strategy_parse_spec(k->strategy, g, c, &error);
   g_assert_no_error(error);
   SimRun *sym = run_mode(g, s, c, TRUE, FALSE), *full = run_mode(g, s, c, TRUE, TRUE);
-  g_assert_cmpmem(&sym->prediction.iteration_time_s, sizeof(double), &full->prediction.iteration_time_s, sizeof(double));
-  g_assert_cmpmem(&sym->prediction.comm_exposed_s, sizeof(double), &full->prediction.comm_exposed_s, sizeof(double));
-  g_assert_cmpmem(&sym->prediction.bubble_s, sizeof(double), &full->prediction.bubble_s, sizeof(double));
-  g_assert_false(sym->prediction.symmetric);
+  g_assert_cmpmem(&sim_run_prediction(sym)->iteration_time_s, sizeof(double), &sim_run_prediction(full)->iteration_time_s, sizeof(double));
+  g_assert_cmpmem(&sim_run_prediction(sym)->comm_exposed_s, sizeof(double), &sim_run_prediction(full)->comm_exposed_s, sizeof(double));
+  g_assert_cmpmem(&sim_run_prediction(sym)->bubble_s, sizeof(double), &sim_run_prediction(full)->bubble_s, sizeof(double));
+  g_assert_false(sim_run_prediction(sym)->symmetric);
   sim_run_free(sym);
   sim_run_free(full);
   mdl_strategy_free(s);

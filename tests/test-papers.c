@@ -186,17 +186,17 @@ static double per_device_elements(CmCollective kind, int p, double n) {
 
 /* Volume of @device's collectives in @run that move @tensor (-1: any). */
 static Volume device_volume(const SimRun *run, int device, int tensor) {
-  const SimTaskGraph *tg = run->tasks;
-  const uint32_t *res = (const uint32_t *)tg->task_resources->data;
-  double elem = dev_dtype_bytes(run->strategy->dtype);
+  double elem = dev_dtype_bytes(sim_run_strategy(run)->dtype);
   Volume v = {0};
-  for (uint32_t i = 0; i < sim_task_graph_size(tg); i++) {
-    const SimTask *t = sim_task_graph_task(tg, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind != SIM_TASK_COMM && t->kind != SIM_TASK_GRAD_SYNC) continue;
     g_assert_cmpint(t->role, ==, SIM_ROLE_WHOLE);
     if (tensor >= 0 && t->tensor != tensor) continue;
     gboolean mine = FALSE;
-    for (uint16_t r = 0; r < t->nres && !mine; r++) mine = res[t->res_begin + r] == sim_resource_comm(device);
+    for (uint16_t r = 0; r < t->nres && !mine; r++) mine = t->resources[r] == sim_resource_comm(device);
     if (!mine) continue;
     double x = per_device_elements((CmCollective)t->collective, (int)t->group_size, t->bytes / elem);
     if (t->kind == SIM_TASK_GRAD_SYNC) v.grad_sync += x;
@@ -211,7 +211,7 @@ static double total(Volume v) { return v.forward + v.backward + v.grad_sync; }
 /* The volume of every device of the strategy's mesh 0, checked equal on all of them (the
  * tables give the cost on each worker); returns device 0's. */
 static Volume uniform_volume(const SimRun *run, int tensor) {
-  const MdlMesh *mesh = mdl_strategy_mesh(run->strategy, 0);
+  const MdlMesh *mesh = mdl_strategy_mesh(sim_run_strategy(run), 0);
   Volume first = device_volume(run, mesh->devices[0], tensor);
   for (int i = 1; i < mesh->ndevices; i++) {
     Volume v = device_volume(run, mesh->devices[i], tensor);
@@ -255,13 +255,13 @@ static DevCluster *cluster64(void) { return test_cluster(8, 8, 300, 5, 200, 10);
 
 static void check_layout(const SimRun *run, const char *op_name, int operand, const char *expect,
                          double expect_elements) {
-  const MdlGraph *g = run->graph;
+  const MdlGraph *g = sim_run_graph(run);
   for (int o = 0; o < mdl_graph_num_ops(g); o++) {
     const MdlOp *op = mdl_graph_op(g, o);
     if (strcmp(op->name, op_name) != 0) continue;
     const MdlOperand *opd = operand < 0 ? &op->output : &op->inputs[operand];
-    const MdlMesh *mesh = mdl_strategy_mesh(run->strategy, run->strategy->configs[o].mesh);
-    MdlLayout l = mdl_layout_of_operand(op, opd, operand < 0, &run->strategy->configs[o], mesh);
+    const MdlMesh *mesh = mdl_strategy_mesh(sim_run_strategy(run), sim_run_strategy(run)->configs[o].mesh);
+    MdlLayout l = mdl_layout_of_operand(op, opd, operand < 0, &sim_run_strategy(run)->configs[o], mesh);
     char text[64];
     mdl_layout_format(&l, mesh->ndims, text, sizeof text);
     g_assert_cmpstr(text, ==, expect);

@@ -79,10 +79,12 @@ static void test_simulator_uses_profiles(void) {
   params.profiles = p;
   SimRun *run = sim_run_new(g, s, c, &params, &error);
   g_assert_no_error(error);
-  g_assert_cmpint(run->profiled_kernels, ==, 5);
+  g_assert_cmpint(sim_run_profiled_kernels(run), ==, 5);
   gboolean seen = FALSE;
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind != SIM_TASK_FORWARD) continue;
     /* Each replica: [1024, 1024] x [1024, 1024]: exactly the first point. */
     g_assert_cmpuint(t->duration, ==, sim_time_from_seconds(20e-6 + params.kernel_overhead_s));

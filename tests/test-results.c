@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "costmodel/cm_profile.h"
 #include "costmodel/costmodel.h"
 #include "results/res_db.h"
 #include "test-util.h"
@@ -83,6 +84,54 @@ static void test_not_a_database(void) {
   g_assert_cmpstr(after, ==, text);
 }
 
+/* Benchmark (only with -m perf; measures, asserts no time): what storing a run costs a 16-GPU
+ * `simulate` beyond the simulation (issue 13 item 5): open the database, load the device's
+ * profiles, store the prediction in one transaction, close; 50 times into one file. */
+static void test_perf_store_16gpu(void) {
+  if (!g_test_perf()) {
+    g_test_skip("a benchmark: run with -m perf");
+    return;
+  }
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
+  MdlGraph *g = mdl_graph_parse_spec("gpt3-1.3b", &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=8,pp=1,dp=2", g, c, &error);
+  g_assert_no_error(error);
+  CmParams p;
+  cm_params_default(&p);
+  gint64 t0 = g_get_monotonic_time();
+  SimRun *run = sim_run_new(g, s, c, &p, &error);
+  g_assert_no_error(error);
+  double simulate_ms = (double)(g_get_monotonic_time() - t0) / 1e3;
+  g_autofree char *path = tmp_path("perf.db");
+  enum { N = 50 };
+  double total = 0, worst = 0;
+  for (int i = 0; i <= N; i++) {
+    gint64 start = g_get_monotonic_time();
+    ResDb *db = res_db_open(path, &error);
+    g_assert_no_error(error);
+    CmProfiles *profiles = res_db_load_profiles(db, c->device.name, &error);
+    g_assert_no_error(error);
+    g_assert_cmpint(res_db_store_simulation(db, "gpt3-1.3b", "dgx-a100:nodes=2",
+                                            "megatron:tp=8,pp=1,dp=2", run, &error), >, 0);
+    res_db_close(db);
+    cm_profiles_free(profiles);
+    double ms = (double)(g_get_monotonic_time() - start) / 1e3;
+    if (i == 0) continue; /* the first creates the file and its schema */
+    total += ms;
+    worst = MAX(worst, ms);
+  }
+  g_test_message("store a 16-GPU run (open, profiles, one transaction, close): mean %.3f ms, "
+                 "max %.3f ms over %d runs; the simulation itself %.1f ms", total / N, worst, N,
+                 simulate_ms);
+  g_test_minimized_result(total / N / 1e3, "store a 16-GPU run: %.3f ms", total / N);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   GError *error = NULL;
@@ -91,6 +140,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/results/db/create-and-store", test_create_and_store);
   g_test_add_func("/results/db/newer-schema-refused", test_newer_schema_refused);
   g_test_add_func("/results/db/not-a-database", test_not_a_database);
+  g_test_add_func("/results/perf/store-16gpu", test_perf_store_16gpu);
   int status = g_test_run();
   g_autofree char *rm = g_strdup_printf("rm -rf '%s'", tmpdir);
   if (system(rm) != 0) g_warning("could not remove %s", tmpdir);

@@ -251,8 +251,10 @@ static void pipe_run(Pipe *p, MdlSchedule schedule, int P, int V, int M, gboolea
   g_assert_no_error(error);
   /* Equal stages: every op's F, B and W take the same time. */
   SimTime per_op[SIM_TASK_KIND_COUNT] = {0};
-  for (uint32_t i = 0; i < sim_task_graph_size(p->run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(p->run->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(p->run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(p->run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind != SIM_TASK_FORWARD && t->kind != SIM_TASK_BACKWARD &&
         t->kind != SIM_TASK_BACKWARD_WEIGHT)
       continue;
@@ -278,7 +280,7 @@ static void pipe_clear(Pipe *p) {
 /* The makespan is @expected exactly (integer picoseconds: equal durations add up exactly),
  * and the reported bubble is the makespan minus each GPU's work M V (tf + tb + tw). */
 static void assert_makespan(const Pipe *p, SimTime expected) {
-  SimTime makespan = p->run->schedule->makespan;
+  SimTime makespan = sim_schedule_makespan(sim_run_schedule(p->run));
   if (makespan != expected)
     g_error("%s P=%d V=%d M=%d wdelay=%d: makespan %" G_GUINT64_FORMAT " ps, closed form %"
             G_GUINT64_FORMAT " ps", mdl_schedule_name(p->strategy->schedule),
@@ -286,9 +288,9 @@ static void assert_makespan(const Pipe *p, SimTime expected) {
             p->strategy->num_microbatches, p->strategy->weight_delay, makespan, expected);
   SimTime work = (SimTime)p->strategy->num_microbatches * p->strategy->virtual_stages *
                  (p->tf + p->tb + p->tw);
-  g_assert_cmpfloat_with_epsilon(p->run->prediction.bubble_s, sim_time_seconds(expected - work),
+  g_assert_cmpfloat_with_epsilon(sim_run_prediction(p->run)->bubble_s, sim_time_seconds(expected - work),
                                  1e-12);
-  g_assert_cmpfloat(p->run->prediction.comm_exposed_s, ==, 0.0);
+  g_assert_cmpfloat(sim_run_prediction(p->run)->comm_exposed_s, ==, 0.0);
 }
 
 /* Interleaved 1F1B (Narayanan et al. 2021, section 2.2): with chunk times tf, tb (a stage's
@@ -299,12 +301,12 @@ static void check_interleaved(int P, int V, int M) {
   Pipe in, plain;
   pipe_run(&in, MDL_SCHEDULE_INTERLEAVED, P, V, M, FALSE, P * V, TRUE, 0);
   assert_makespan(&in, ((SimTime)M * V + P - 1) * (in.tf + in.tb));
-  const SimPrediction *pr = &in.run->prediction;
+  const SimPrediction *pr = sim_run_prediction(in.run);
   g_assert_cmpfloat_with_epsilon(pr->bubble_s / pr->iteration_time_s,
                                  (P - 1.0) / (V * M + P - 1.0), 1e-12);
   pipe_run(&plain, MDL_SCHEDULE_1F1B, P, 1, M, FALSE, P * V, TRUE, 0);
-  SimTime bubble_in = in.run->schedule->makespan - (SimTime)M * V * (in.tf + in.tb);
-  SimTime bubble_plain = plain.run->schedule->makespan - (SimTime)M * (plain.tf + plain.tb);
+  SimTime bubble_in = sim_schedule_makespan(sim_run_schedule(in.run)) - (SimTime)M * V * (in.tf + in.tb);
+  SimTime bubble_plain = sim_schedule_makespan(sim_run_schedule(plain.run)) - (SimTime)M * (plain.tf + plain.tb);
   g_assert_cmpuint(bubble_plain, ==, (SimTime)V * bubble_in);
   pipe_clear(&in);
   pipe_clear(&plain);
@@ -339,10 +341,10 @@ static void test_eager_overlaps_sends(void) {
   Pipe eager, plain;
   pipe_run(&eager, MDL_SCHEDULE_EAGER_1F1B, P, 1, M, FALSE, P, TRUE, 20);
   pipe_run(&plain, MDL_SCHEDULE_1F1B, P, 1, M, FALSE, P, TRUE, 20);
-  g_test_message("1f1b %.6g s, eager-1f1b %.6g s", plain.run->prediction.iteration_time_s,
-                 eager.run->prediction.iteration_time_s);
-  g_assert_cmpuint(eager.run->schedule->makespan, <, plain.run->schedule->makespan);
-  g_assert_cmpfloat(eager.run->prediction.compute_s, ==, plain.run->prediction.compute_s);
+  g_test_message("1f1b %.6g s, eager-1f1b %.6g s", sim_run_prediction(plain.run)->iteration_time_s,
+                 sim_run_prediction(eager.run)->iteration_time_s);
+  g_assert_cmpuint(sim_schedule_makespan(sim_run_schedule(eager.run)), <, sim_schedule_makespan(sim_run_schedule(plain.run)));
+  g_assert_cmpfloat(sim_run_prediction(eager.run)->compute_s, ==, sim_run_prediction(plain.run)->compute_s);
   pipe_clear(&eager);
   pipe_clear(&plain);
 }
@@ -367,9 +369,9 @@ static void check_weight_delay(MdlSchedule schedule, int P, int V, int M) {
                                       : (SimTime)(P - 1) * (d.tf + d.tb - d.tw);
   assert_makespan(&d, work + bubble);
   pipe_run(&base, schedule, P, V, M, FALSE, P * V, TRUE, 0);
-  g_assert_cmpuint(base.run->schedule->makespan, ==,
+  g_assert_cmpuint(sim_schedule_makespan(sim_run_schedule(base.run)), ==,
                    (SimTime)M * V * (base.tf + base.tb) + (P - 1) * (base.tf + base.tb));
-  if (P > 1) g_assert_cmpfloat(d.run->prediction.bubble_s, <, base.run->prediction.bubble_s);
+  if (P > 1) g_assert_cmpfloat(sim_run_prediction(d.run)->bubble_s, <, sim_run_prediction(base.run)->bubble_s);
   pipe_clear(&d);
   pipe_clear(&base);
 }
@@ -434,23 +436,24 @@ static void test_grad_sync_after_weight_grads(void) {
   cm_params_default(&params);
   SimRun *run = sim_run_new(g, s, c, &params, &error);
   g_assert_no_error(error);
-  const SimTaskGraph *tg = run->tasks;
-  const SimTime *start = run->schedule->start;
+  uint32_t n = sim_run_num_tasks(run);
   int syncs = 0;
   SimTime w0_end = 0, wlast_end = 0;
-  for (uint32_t i = 0; i < sim_task_graph_size(tg); i++) {
-    const SimTask *t = sim_task_graph_task(tg, i);
+  SimTaskInfo t_info, w_info;
+  for (uint32_t i = 0; i < n; i++) {
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind == SIM_TASK_BACKWARD_WEIGHT && s->configs[t->op].stage == 1) {
-      if (t->microbatch == 0) w0_end = MAX(w0_end, start[i] + t->duration);
-      if (t->microbatch == s->num_microbatches - 1)
-        wlast_end = MAX(wlast_end, start[i] + t->duration);
+      if (t->microbatch == 0) w0_end = MAX(w0_end, t->end);
+      if (t->microbatch == s->num_microbatches - 1) wlast_end = MAX(wlast_end, t->end);
     }
     if (t->kind != SIM_TASK_GRAD_SYNC) continue;
     syncs++;
-    for (uint32_t j = 0; j < sim_task_graph_size(tg); j++) {
-      const SimTask *w = sim_task_graph_task(tg, j);
+    for (uint32_t j = 0; j < n; j++) {
+      sim_run_task(run, j, &w_info);
+      const SimTaskInfo *w = &w_info;
       if (w->kind == SIM_TASK_BACKWARD_WEIGHT && w->op == t->op)
-        g_assert_cmpuint(start[i], >=, start[j] + w->duration);
+        g_assert_cmpuint(t->start, >=, w->end);
     }
   }
   g_assert_cmpint(syncs, ==, 4);
@@ -480,7 +483,7 @@ static void test_symmetry_interleaved(void) {
   g_assert_no_error(error);
   SimSchedule *sa = sim_engine_run(a, &error), *sb = sim_engine_run(b, &error);
   g_assert_no_error(error);
-  g_assert_cmpuint(sa->makespan, ==, sb->makespan);
+  g_assert_cmpuint(sim_schedule_makespan(sa), ==, sim_schedule_makespan(sb));
   g_assert_cmpuint(sim_task_graph_size(a), <, sim_task_graph_size(b));
   sim_schedule_free(sa);
   sim_schedule_free(sb);

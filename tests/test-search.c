@@ -57,8 +57,8 @@ static double simulate(const Case *c, const MdlStrategy *s, gboolean *fits) {
   GError *error = NULL;
   SimRun *run = sim_run_new(c->graph, s, c->cluster, &c->params, &error);
   g_assert_no_error(error);
-  double t = run->prediction.iteration_time_s;
-  if (fits) *fits = run->prediction.fits_memory;
+  double t = sim_run_prediction(run)->iteration_time_s;
+  if (fits) *fits = sim_run_prediction(run)->fits_memory;
   sim_run_free(run);
   return t;
 }
@@ -809,9 +809,9 @@ static void test_round_trip_exact(void) {
     SimRun *sim = sim_run_new_with_options(c.graph, back, c.cluster, &c.params, &o.sim, &error);
     g_assert_no_error(error);
     g_test_message("%s: search %.17g s, JSON simulated %.17g s", srch_algo_name(cases[i].algo),
-                   r->best_time_s, sim->prediction.iteration_time_s);
-    g_assert_true(sim->prediction.iteration_time_s == r->best_time_s);
-    g_assert_true(sim->prediction.fits_memory);
+                   r->best_time_s, sim_run_prediction(sim)->iteration_time_s);
+    g_assert_true(sim_run_prediction(sim)->iteration_time_s == r->best_time_s);
+    g_assert_true(sim_run_prediction(sim)->fits_memory);
     sim_run_free(sim);
     mdl_strategy_free(back);
     srch_result_free(r);

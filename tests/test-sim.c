@@ -6,6 +6,8 @@
 
 #include "costmodel/costmodel.h"
 #include "sim/sim.h"
+/* White-box: the engine tests run hand-made task graphs (the builder's private API). */
+#include "sim/sim-int.h"
 #include "test-util.h"
 
 static uint32_t add_task(SimTaskGraph *g, SimTime dur, const uint32_t *res, int nres) {
@@ -67,7 +69,7 @@ static void test_engine_cycle(void) {
   sim_task_graph_finish(g);
   GError *error = NULL;
   g_assert_null(sim_engine_run(g, &error));
-  g_assert_error(error, MDL_ERROR, MDL_ERROR_INVALID);
+  g_assert_error(error, SIM_ERROR, SIM_ERROR_CYCLE);
   g_assert_nonnull(strstr(error->message, "cycle"));
   g_error_free(error);
   sim_task_graph_free(g);
@@ -112,9 +114,11 @@ static void test_dp_allreduce_exact(void) {
   SimTime expected = sim_time_from_seconds((2.0 * p - 1) * alpha + 2.0 * (p - 1) / p * n * beta);
   int syncs = 0;
   SimTime bwd_end = 0, sync_start = 0, sync_end = 0, opt_start = 0;
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
-    SimTime start = run->schedule->start[i];
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
+    SimTime start = sim_schedule_start(sim_run_schedule(run), i);
     if (t->kind == SIM_TASK_GRAD_SYNC) {
       syncs++;
       g_assert_cmpuint(t->duration, ==, expected);
@@ -132,7 +136,7 @@ static void test_dp_allreduce_exact(void) {
   g_assert_cmpint(syncs, ==, 1);
   g_assert_cmpuint(sync_start, ==, bwd_end);
   g_assert_cmpuint(opt_start, ==, sync_end);
-  g_assert_cmpfloat_with_epsilon(run->prediction.comm_exposed_s, sim_time_seconds(expected), 1e-15);
+  g_assert_cmpfloat_with_epsilon(sim_run_prediction(run)->comm_exposed_s, sim_time_seconds(expected), 1e-15);
   sim_run_free(run);
   mdl_strategy_free(s);
   mdl_graph_free(g);
@@ -160,7 +164,7 @@ static void check_bubble(MdlSchedule schedule, int stages, int micro) {
   cm_params_default(&params);
   params.optimizer_bytes_per_param = 0;
   SimRun *run = run_or_die(g, s, c, &params);
-  const SimPrediction *pr = &run->prediction;
+  const SimPrediction *pr = sim_run_prediction(run);
   double expected = (stages - 1.0) / (micro + stages - 1.0);
   g_assert_cmpfloat_with_epsilon(pr->bubble_s / pr->iteration_time_s, expected, 1e-12);
   g_assert_cmpfloat(pr->comm_exposed_s, ==, 0.0);
@@ -198,8 +202,10 @@ static void test_megatron_collectives(void) {
   SimRun *run = run_opts(g, s, c, &params, TRUE);
   int counts[CM_COLLECTIVE_COUNT] = {0};
   int grad_syncs = 0;
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind == SIM_TASK_COMM && t->microbatch == 0) {
       counts[t->collective]++;
       g_assert_cmpuint(t->nres, ==, 4); /* tp groups, inside one host */
@@ -246,8 +252,10 @@ static void test_megatron_sequence_parallel(void) {
   /* [phase][in a layer][collective], microbatch 0, both data-parallel replicas. */
   int counts[2][2][CM_COLLECTIVE_COUNT] = {{{0}}};
   const double activation_bytes = 2 * 128 * 512 * 2.0; /* a microbatch's [2, 128, 512] bf16 */
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind != SIM_TASK_COMM || t->microbatch != 0) continue;
     g_assert_cmpuint(t->nres, ==, 4); /* tp groups, inside one host */
     gboolean in_layer = mdl_graph_op(g, t->op)->layer >= 0;
@@ -266,8 +274,10 @@ static void test_megatron_sequence_parallel(void) {
   /* The sequence-split layernorms' weights are now replicated over the tp axis too: their
    * gradients are all-reduced over the whole (dp, tp) mesh. */
   gboolean ln_over_tp = FALSE;
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind == SIM_TASK_GRAD_SYNC && t->group_size == 8) ln_over_tp = TRUE;
   }
   g_assert_true(ln_over_tp);
@@ -290,8 +300,10 @@ static void test_deterministic(void) {
   g_autofree char *ja = sim_prediction_to_json(a, FALSE);
   g_autofree char *jb = sim_prediction_to_json(b, FALSE);
   g_assert_cmpstr(ja, ==, jb);
-  g_assert_cmpmem(a->schedule->start, a->schedule->num_tasks * sizeof(SimTime),
-                  b->schedule->start, b->schedule->num_tasks * sizeof(SimTime));
+  const SimSchedule *sa = sim_run_schedule(a), *sb = sim_run_schedule(b);
+  g_assert_cmpuint(sim_schedule_size(sa), ==, sim_schedule_size(sb));
+  for (uint32_t t = 0; t < sim_schedule_size(sa); t++)
+    g_assert_cmpuint(sim_schedule_start(sa, t), ==, sim_schedule_start(sb, t));
   sim_run_free(a);
   sim_run_free(b);
   mdl_strategy_free(s);
@@ -309,7 +321,7 @@ static void test_breakdown_sums(void) {
   CmParams params;
   cm_params_default(&params);
   SimRun *run = run_or_die(g, s, c, &params);
-  const SimPrediction *p = &run->prediction;
+  const SimPrediction *p = sim_run_prediction(run);
   g_assert_cmpfloat_with_epsilon(p->compute_s + p->comm_exposed_s + p->bubble_s,
                                  p->iteration_time_s, 1e-9);
   g_assert_cmpfloat(p->bubble_s, >, 0);
@@ -364,7 +376,7 @@ static void test_symmetry_equals_expanded(gconstpointer data) {
   CmParams params;
   cm_params_default(&params);
   SimRun *sym = run_opts(g, s, c, &params, FALSE), *full = run_opts(g, s, c, &params, TRUE);
-  const SimPrediction *a = &sym->prediction, *b = &full->prediction;
+  const SimPrediction *a = sim_run_prediction(sym), *b = sim_run_prediction(full);
   g_assert_false(b->symmetric);
   g_assert_cmpint(a->symmetric, ==, sc->expect_folded ? TRUE : a->symmetric);
   if (sc->expect_folded) g_assert_cmpint(a->simulated_gpus, <, b->simulated_gpus);
@@ -399,9 +411,11 @@ static void test_gradient_buckets(void) {
     int syncs = 0;
     SimTime first_sync = UINT64_MAX, bwd_end = 0;
     double bytes = 0;
-    for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-      const SimTask *t = sim_task_graph_task(run->tasks, i);
-      SimTime start = run->schedule->start[i];
+    for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+      SimTaskInfo t_info;
+    sim_run_task(run, i, &t_info);
+    const SimTaskInfo *t = &t_info;
+      SimTime start = sim_schedule_start(sim_run_schedule(run), i);
       if (t->kind == SIM_TASK_BACKWARD) bwd_end = MAX(bwd_end, start + t->duration);
       if (t->kind != SIM_TASK_GRAD_SYNC) continue;
       syncs++;
@@ -439,18 +453,21 @@ static void test_crossmesh_stages(void) {
   CmParams params;
   cm_params_default(&params);
   SimRun *a = run_opts(g, s, c, &params, FALSE), *b = run_opts(g, s, c, &params, FALSE);
-  g_assert_false(a->prediction.symmetric);
-  g_assert_cmpint(a->tasks->num_resources, >, 2 * a->tasks->num_devices);
+  g_assert_false(sim_run_prediction(a)->symmetric);
+  const SimTaskGraph *ag = sim_run_task_graph(a);
+  g_assert_cmpint(sim_task_graph_num_resources(ag), >, 2 * sim_task_graph_num_devices(ag));
   int moves = 0;
-  for (uint32_t i = 0; i < sim_task_graph_size(a->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(a->tasks, i);
+  for (uint32_t i = 0; i < sim_run_num_tasks(a); i++) {
+    SimTaskInfo t_info;
+    sim_run_task(a, i, &t_info);
+    const SimTaskInfo *t = &t_info;
     if (t->kind == SIM_TASK_COMM && t->role == SIM_ROLE_WHOLE && t->duration > 0 &&
         (t->collective == CM_SEND_RECV || t->collective == CM_BROADCAST || t->collective == CM_ALL_GATHER))
       moves++;
   }
   g_assert_cmpint(moves, >, 0);
-  g_assert_cmpmem(&a->prediction.iteration_time_s, sizeof(double), &b->prediction.iteration_time_s, sizeof(double));
-  g_assert_cmpfloat(a->prediction.comm_exposed_s + a->prediction.bubble_s, >, 0);
+  g_assert_cmpmem(&sim_run_prediction(a)->iteration_time_s, sizeof(double), &sim_run_prediction(b)->iteration_time_s, sizeof(double));
+  g_assert_cmpfloat(sim_run_prediction(a)->comm_exposed_s + sim_run_prediction(a)->bubble_s, >, 0);
   sim_run_free(a);
   sim_run_free(b);
   mdl_strategy_free(s);

@@ -71,12 +71,12 @@ static void test_zoo_valid(void) {
       g_assert_true(mdl_strategy_validate(s, g, c, &error));
       SimRun *run = sim_run_new(g, s, c, &p, &error);
       g_assert_no_error(error);
-      g_assert_cmpfloat(run->prediction.iteration_time_s, >, 0);
+      g_assert_cmpfloat(sim_run_prediction(run)->iteration_time_s, >, 0);
       /* Symmetry folds replicas only where that is exact: the expanded graph agrees. */
       SimOptions expanded = {.no_symmetry = TRUE};
       SimRun *full = sim_run_new_with_options(g, s, c, &p, &expanded, &error);
       g_assert_no_error(error);
-      g_assert_cmpfloat(full->prediction.iteration_time_s, ==, run->prediction.iteration_time_s);
+      g_assert_cmpfloat(sim_run_prediction(full)->iteration_time_s, ==, sim_run_prediction(run)->iteration_time_s);
       sim_run_free(full);
       sim_run_free(run);
       mdl_strategy_free(s);
@@ -169,8 +169,8 @@ static void test_2_5d_is_summa_with_depth(void) {
   assert_splits(a, g, "layer0.fc1", "b,b,b,n");
   SimRun *ra = sim_run_new(g, a, c, &p, &error), *rb = sim_run_new(g, b, c, &p, &error);
   g_assert_no_error(error);
-  g_assert_cmpfloat(ra->prediction.iteration_time_s, ==, rb->prediction.iteration_time_s);
-  g_assert_cmpfloat(ra->prediction.peak_memory_bytes, ==, rb->prediction.peak_memory_bytes);
+  g_assert_cmpfloat(sim_run_prediction(ra)->iteration_time_s, ==, sim_run_prediction(rb)->iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(ra)->peak_memory_bytes, ==, sim_run_prediction(rb)->peak_memory_bytes);
   sim_run_free(ra);
   sim_run_free(rb);
   mdl_strategy_free(a);

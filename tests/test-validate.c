@@ -127,7 +127,7 @@ static void test_plan_one_rank(void) {
   cm_params_default(&params);
   SimRun *run = sim_run_new(g, s, c, &params, &error);
   g_assert_no_error(error);
-  g_assert_cmpfloat(run->prediction.iteration_time_s, ==, plan->predicted_iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(run)->iteration_time_s, ==, plan->predicted_iteration_time_s);
   /* forward: 3 gemms; backward: dX and dW for layers 1-2, dW only for layer 0 (its input is
    * data); plus the loss forward and backward and the optimizer step */
   g_assert_cmpuint(sum.gemms, ==, 3 + 2 + 2 + 1);
@@ -337,6 +337,38 @@ static void test_report(void) {
   g_assert_true(g_file_test(gp, G_FILE_TEST_IS_REGULAR));
 }
 
+/* `validate report --chart` after one validate run (issue 17 item 3): its only point lies in one
+ * half of the x range, and a `with labels` clause no point qualifies for crashed gnuplot 5.4
+ * (signal 11). The script labels the point with one clause; gnuplot draws both images. */
+static void test_report_chart_one_run(void) {
+  g_autofree char *db = tmp_path("one-run.db");
+  g_autofree char *plan = NULL, *meas = NULL;
+  write_fixture("dp", 2e-3, 1.0, &plan, &meas);
+  ValIngestResult res;
+  GError *error = NULL;
+  g_assert_true(val_ingest_files(db, plan, meas, FALSE, &res, &error));
+  g_assert_no_error(error);
+  g_autofree char *dir = tmp_path("one-run-chart");
+  g_autofree char *args = g_strdup_printf("validate report --db '%s' --chart '%s'", db, dir);
+  TestCliResult r = test_cli_run(tmpdir, args);
+  g_test_message("exit %d: %s%s", r.status, r.out, r.err);
+  g_assert_cmpint(r.status, ==, 0);
+  test_cli_result_clear(&r);
+  g_autofree char *gp = g_build_filename(dir, "validate.gp", NULL);
+  g_autofree char *script = NULL;
+  g_assert_true(g_file_get_contents(gp, &script, NULL, NULL));
+  g_auto(GStrv) parts = g_strsplit(script, "with labels", -1);
+  g_assert_cmpuint(g_strv_length(parts), ==, 2);
+  g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
+  if (!gnuplot) return;
+  for (int f = 0; f < 2; f++) {
+    g_autofree char *image = g_build_filename(dir, f ? "validate.svg" : "validate.png", NULL);
+    GStatBuf st;
+    g_assert_cmpint(g_stat(image, &st), ==, 0);
+    g_assert_cmpint(st.st_size, >, 0);
+  }
+}
+
 /* --- errors ------------------------------------------------------------------------------ */
 
 static void expect_error(const char *args, int status, const char *needle) {
@@ -539,6 +571,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/report/kendall", test_kendall);
   g_test_add_func("/validate/ingest/idempotent", test_ingest_idempotent);
   g_test_add_func("/validate/report/output", test_report);
+  g_test_add_func("/validate/report/chart-one-run", test_report_chart_one_run);
   g_test_add_func("/validate/errors", test_errors);
   g_test_add_func("/validate/cpu-loop", test_cpu_loop);
   int status = g_test_run();

@@ -205,7 +205,7 @@ static void test_simulates(gconstpointer data) {
   cm_params_default(&params);
   SimRun *run = sim_run_new(g, s, c, &params, &error);
   g_assert_no_error(error);
-  const SimPrediction *p = &run->prediction;
+  const SimPrediction *p = sim_run_prediction(run);
   g_assert_cmpint(p->num_gpus, ==, 4);
   g_assert_true(p->fits_memory);
   g_assert_cmpfloat(p->iteration_time_s, >, 0);

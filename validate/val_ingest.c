@@ -8,6 +8,7 @@
 #include "costmodel/cm_calibrate.h"
 #include "costmodel/cm_profile.h"
 #include "results/res_validate.h"
+#include "util/util_json.h"
 
 G_DEFINE_QUARK(val-ingest-error-quark, val_ingest_error)
 
@@ -20,47 +21,40 @@ static void bad(GError **error, const char *source, const char *fmt, ...) {
   g_set_error(error, VAL_INGEST_ERROR, VAL_INGEST_ERROR_INPUT, "%s: %s", source, msg);
 }
 
-static const cJSON *field(const cJSON *obj, const char *key) {
-  return cJSON_IsObject(obj) ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
-}
+static const cJSON *field(const cJSON *obj, const char *key) { return util_json_member(obj, key); }
 
 static gboolean string_of(const cJSON *obj, const char *key, const char *where, const char *source,
                           char **out, GError **error) {
-  const cJSON *v = field(obj, key);
-  if (!cJSON_IsString(v) || !v->valuestring) {
-    bad(error, source, v ? "field '%s%s' must be a string" : "field '%s%s' is missing", where, key);
+  const char *text = NULL;
+  UtilJsonStatus status = util_json_string(obj, key, FALSE, &text);
+  if (status != UTIL_JSON_OK) {
+    bad(error, source, status == UTIL_JSON_MISSING ? "field '%s%s' is missing"
+                                                    : "field '%s%s' must be a string", where, key);
     return FALSE;
   }
-  *out = g_strdup(v->valuestring);
+  *out = g_strdup(text);
   return TRUE;
 }
 
-/* A whole number in [lo, hi]. */
+/* A whole number in [lo, hi] (whole numbers exact as doubles). */
 static gboolean int_of(const cJSON *obj, const char *key, const char *where, double lo, double hi,
                        const char *source, gint64 *out, GError **error) {
-  const cJSON *v = field(obj, key);
-  if (!v) {
-    bad(error, source, "field '%s%s' is missing", where, key);
-    return FALSE;
-  }
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble) ||
-      v->valuedouble < lo || v->valuedouble > hi) {
+  UtilJsonStatus status = util_json_int(obj, key, (gint64)lo, (gint64)hi, out);
+  if (status == UTIL_JSON_MISSING) bad(error, source, "field '%s%s' is missing", where, key);
+  else if (status != UTIL_JSON_OK)
     bad(error, source, "field '%s%s' must be a whole number in %.17g..%.17g", where, key, lo, hi);
-    return FALSE;
-  }
-  *out = (gint64)v->valuedouble;
-  return TRUE;
+  return status == UTIL_JSON_OK;
 }
 
 /* A finite time: > 0, or >= 0 with @zero_ok. */
 static gboolean time_of(const cJSON *v, const char *what, gboolean zero_ok, const char *source,
                         double *out, GError **error) {
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0 ||
-      (!zero_ok && v->valuedouble == 0)) {
+  double t = 0;
+  if (util_json_number_value(v, &t) != UTIL_JSON_OK || t < 0 || (!zero_ok && t == 0)) {
     bad(error, source, "%s must be a finite number of seconds %s 0", what, zero_ok ? ">=" : ">");
     return FALSE;
   }
-  *out = v->valuedouble;
+  *out = t;
   return TRUE;
 }
 
@@ -284,8 +278,9 @@ static char *read_file(const char *path, const char *what, GError **error) {
   char *text = NULL;
   GError *local = NULL;
   if (!g_file_get_contents(path, &text, NULL, &local)) {
-    g_set_error(error, VAL_INGEST_ERROR, VAL_INGEST_ERROR_IO, "cannot read %s %s: %s", what, path,
-                local->message);
+    gboolean missing = g_error_matches(local, G_FILE_ERROR, G_FILE_ERROR_NOENT);
+    g_set_error(error, VAL_INGEST_ERROR, missing ? VAL_INGEST_ERROR_INPUT : VAL_INGEST_ERROR_IO,
+                "cannot read %s %s: %s", what, path, local->message);
     g_error_free(local);
     return NULL;
   }

@@ -22,7 +22,8 @@ G_BEGIN_DECLS
 GQuark val_ingest_error_quark(void);
 typedef enum {
   VAL_INGEST_ERROR_INPUT,    /* malformed measurements, or of another plan (exit status 2) */
-  VAL_INGEST_ERROR_IO,       /* a file cannot be read (exit 2 when missing, else 1) */
+  VAL_INGEST_ERROR_IO,       /* a file that is there cannot be read (exit status 1; a missing
+                                file is VAL_INGEST_ERROR_INPUT, exit status 2) */
 } ValIngestError;
 
 /* Most steps one measurements file may list (as the plan reader's limit). */

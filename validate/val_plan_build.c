@@ -11,9 +11,7 @@
 #include <string.h>
 
 #include "costmodel/cm_backward.h"
-#include "costmodel/cm_calibrate.h"
-#include "costmodel/cm_profile.h"
-#include "results/res_db.h"
+#include "session/ses_session.h"
 #include "sim/sim.h"
 
 G_DEFINE_QUARK(val-build-error-quark, val_build_error)
@@ -36,7 +34,6 @@ typedef struct {
   const DevCluster *c;
   const CmParams *p;
   const SimTaskGraph *tg;
-  const SimSchedule *sched;
   int ndev;
   OpShape *ops;
   uint32_t *pred_offsets, *pred;     /* predecessors, CSR */
@@ -85,34 +82,36 @@ static void compute_op_shapes(Plan *pl) {
 }
 
 static void build_predecessors(Plan *pl) {
-  uint32_t n = sim_task_graph_size(pl->tg);
+  uint32_t n = sim_task_graph_size(pl->tg), count;
   pl->pred_offsets = g_new0(uint32_t, n + 1);
-  for (uint32_t t = 0; t < n; t++)
-    for (uint32_t e = pl->tg->succ_offsets[t]; e < pl->tg->succ_offsets[t + 1]; e++)
-      pl->pred_offsets[pl->tg->succ[e] + 1]++;
+  for (uint32_t t = 0; t < n; t++) {
+    const uint32_t *succ = sim_task_graph_successors(pl->tg, t, &count);
+    for (uint32_t e = 0; e < count; e++) pl->pred_offsets[succ[e] + 1]++;
+  }
   for (uint32_t t = 0; t < n; t++) pl->pred_offsets[t + 1] += pl->pred_offsets[t];
   pl->pred = g_new(uint32_t, pl->pred_offsets[n] ? pl->pred_offsets[n] : 1);
   g_autofree uint32_t *fill = g_memdup2(pl->pred_offsets, sizeof(uint32_t) * n);
-  for (uint32_t t = 0; t < n; t++)
-    for (uint32_t e = pl->tg->succ_offsets[t]; e < pl->tg->succ_offsets[t + 1]; e++)
-      pl->pred[fill[pl->tg->succ[e]]++] = t;
+  for (uint32_t t = 0; t < n; t++) {
+    const uint32_t *succ = sim_task_graph_successors(pl->tg, t, &count);
+    for (uint32_t e = 0; e < count; e++) pl->pred[fill[succ[e]]++] = t;
+  }
 }
 
 /* Devices whose communication streams task @t occupies, in its resource order. */
-static int comm_members(const Plan *pl, const SimTask *t, int *out) {
-  const uint32_t *res = (const uint32_t *)pl->tg->task_resources->data + t->res_begin;
+static int comm_members(const Plan *pl, const SimTaskInfo *t, int *out) {
+  const uint32_t *res = t->resources;
   int n = 0;
-  for (uint16_t r = 0; r < t->nres; r++)
+  for (int r = 0; r < t->nres; r++)
     if (res[r] < 2 * (uint32_t)pl->ndev && res[r] % 2 == 1) out[n++] = (int)(res[r] / 2);
   return n;
 }
 
-static gboolean is_comm(const SimTask *t) {
+static gboolean is_comm(const SimTaskInfo *t) {
   return t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC;
 }
 
 /* Whether task @t becomes steps at all (markers and one-member collectives do not). */
-static gboolean has_steps(const Plan *pl, const SimTask *t) {
+static gboolean has_steps(const Plan *pl, const SimTaskInfo *t) {
   if (t->role != SIM_ROLE_WHOLE || t->kind == SIM_TASK_HOST) return FALSE;
   if (!is_comm(t)) return TRUE;
   g_autofree int *members = g_new(int, t->nres);
@@ -139,10 +138,11 @@ static void collect_deps(const Plan *pl, uint32_t t, int device, GArray *deps, i
       g_array_append_val(deps, s);
       continue;
     }
-    const SimTask *pt = sim_task_graph_task(pl->tg, p);
+    SimTaskInfo pt;
+    sim_task_graph_get(pl->tg, p, &pt);
     /* A host launch orders nothing the compute stream's program does not (sim_build_host.c). */
-    if (pt->kind == SIM_TASK_HOST) continue;
-    if (!has_steps(pl, pt) && depth < 64) collect_deps(pl, p, device, deps, depth + 1);
+    if (pt.kind == SIM_TASK_HOST) continue;
+    if (!has_steps(pl, &pt) && depth < 64) collect_deps(pl, p, device, deps, depth + 1);
   }
 }
 
@@ -162,7 +162,7 @@ static cJSON *deps_json(GArray *deps) {
   return arr;
 }
 
-static const char *phase_name(const SimTask *t) {
+static const char *phase_name(const SimTaskInfo *t) {
   switch ((SimTaskKind)t->kind) {
   case SIM_TASK_FORWARD:
   case SIM_TASK_RECOMPUTE: return "forward";
@@ -178,7 +178,9 @@ static const char *phase_name(const SimTask *t) {
 /* Starts a step object on @device for task @t; returns it (added to the device's steps). */
 static cJSON *new_step(Plan *pl, uint32_t t, int device, const char *stream, const char *kind,
                        const char *name) {
-  const SimTask *task = sim_task_graph_task(pl->tg, t);
+  SimTaskInfo info;
+  sim_task_graph_get(pl->tg, t, &info);
+  const SimTaskInfo *task = &info;
   cJSON *step = cJSON_CreateObject();
   uint32_t id = pl->next_id[device]++;
   cJSON_AddNumberToObject(step, "id", id);
@@ -255,7 +257,9 @@ static void gemm_fields(cJSON *step, const CmGemmShape *s) {
 
 /* The steps of compute task @t on @device. */
 static void add_compute_steps(Plan *pl, uint32_t t, int device) {
-  const SimTask *task = sim_task_graph_task(pl->tg, t);
+  SimTaskInfo info;
+  sim_task_graph_get(pl->tg, t, &info);
+  const SimTaskInfo *task = &info;
   double seconds = sim_time_seconds(task->duration);
   g_autoptr(GArray) deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   collect_deps(pl, t, device, deps, 0);
@@ -361,7 +365,7 @@ static int nodes_of(const Plan *pl, const int *members, int n) {
   return count;
 }
 
-static char *comm_name(const Plan *pl, const SimTask *t, const char *what) {
+static char *comm_name(const Plan *pl, const SimTaskInfo *t, const char *what) {
   const char *tensor = t->tensor >= 0 ? mdl_graph_tensor(pl->g, t->tensor)->name
                        : t->op >= 0   ? mdl_graph_op(pl->g, t->op)->name
                                       : "gradients";
@@ -370,7 +374,9 @@ static char *comm_name(const Plan *pl, const SimTask *t, const char *what) {
 }
 
 static void add_comm_steps(Plan *pl, uint32_t t) {
-  const SimTask *task = sim_task_graph_task(pl->tg, t);
+  SimTaskInfo info;
+  sim_task_graph_get(pl->tg, t, &info);
+  const SimTaskInfo *task = &info;
   g_autofree int *members = g_new(int, task->nres);
   int n = comm_members(pl, task, members);
   if (n < 2) return;
@@ -428,10 +434,10 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   SimOptions options = {.no_symmetry = TRUE, .step_collectives = FALSE};
   SimRun *run = sim_run_new_with_options(graph, strategy, cluster, params, &options, error);
   if (!run) return NULL;
-  if (sim_task_graph_size(run->tasks) > VAL_PLAN_MAX_STEPS) {
+  if (sim_run_num_tasks(run) > VAL_PLAN_MAX_STEPS) {
     g_set_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT,
                 "the iteration has %u tasks, more than a plan holds (%d): plan a smaller model "
-                "or fewer microbatches", sim_task_graph_size(run->tasks), VAL_PLAN_MAX_STEPS);
+                "or fewer microbatches", sim_run_num_tasks(run), VAL_PLAN_MAX_STEPS);
     sim_run_free(run);
     return NULL;
   }
@@ -440,8 +446,7 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   pl.s = strategy;
   pl.c = cluster;
   pl.p = params;
-  pl.tg = run->tasks;
-  pl.sched = run->schedule;
+  pl.tg = sim_run_task_graph(run);
   pl.ndev = dev_cluster_num_devices(cluster);
   pl.dtype_bytes = dev_dtype_bytes(strategy->dtype);
   pl.dtype = dev_dtype_name(strategy->dtype);
@@ -458,15 +463,18 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   compute_op_shapes(&pl);
   build_predecessors(&pl);
 
-  const uint32_t *res = (const uint32_t *)pl.tg->task_resources->data;
-  for (uint32_t k = 0; k < pl.sched->num_tasks; k++) {
-    uint32_t t = pl.sched->order[k];
-    const SimTask *task = sim_task_graph_task(pl.tg, t);
+  /* In the engine's start order. */
+  SimTimeline it;
+  SimTaskInfo info;
+  sim_timeline_init(&it, run);
+  while (sim_timeline_next(&it, &info)) {
+    const SimTaskInfo *task = &info;
+    uint32_t t = task->id;
     if (task->role != SIM_ROLE_WHOLE || task->kind == SIM_TASK_HOST) continue; /* no GPU work */
     if (is_comm(task)) {
       add_comm_steps(&pl, t);
     } else {
-      uint32_t r = res[task->res_begin];
+      uint32_t r = task->resources[0];
       g_assert(r < 2 * (uint32_t)pl.ndev && r % 2 == 0);
       add_compute_steps(&pl, t, (int)(r / 2));
     }
@@ -476,8 +484,8 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   for (int d = 0; d < pl.ndev; d++)
     if (pl.next_id[d] > 0) ranks = d + 1;
   pl.sum.ranks = ranks;
-  pl.sum.iteration_time_s = run->prediction.iteration_time_s;
-  pl.sum.profiled_kernels = run->profiled_kernels;
+  pl.sum.iteration_time_s = sim_run_prediction(run)->iteration_time_s;
+  pl.sum.profiled_kernels = sim_run_profiled_kernels(run);
 
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "format", "stratsim-plan");
@@ -490,13 +498,13 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   cJSON_AddNumberToObject(root, "warmup", warmup);
   cJSON_AddNumberToObject(root, "iterations", iterations);
   cJSON *pred = cJSON_AddObjectToObject(root, "predicted");
-  cJSON_AddNumberToObject(pred, "iteration_time_s", run->prediction.iteration_time_s);
+  cJSON_AddNumberToObject(pred, "iteration_time_s", sim_run_prediction(run)->iteration_time_s);
   cJSON_AddStringToObject(pred, "device", cluster->device.name);
-  cJSON_AddNumberToObject(pred, "compute_s", run->prediction.compute_s);
-  cJSON_AddNumberToObject(pred, "comm_exposed_s", run->prediction.comm_exposed_s);
-  cJSON_AddNumberToObject(pred, "bubble_s", run->prediction.bubble_s);
-  cJSON_AddNumberToObject(pred, "profiled_kernels", run->profiled_kernels);
-  if (run->calibration) cJSON_AddStringToObject(pred, "calibration", run->calibration);
+  cJSON_AddNumberToObject(pred, "compute_s", sim_run_prediction(run)->compute_s);
+  cJSON_AddNumberToObject(pred, "comm_exposed_s", sim_run_prediction(run)->comm_exposed_s);
+  cJSON_AddNumberToObject(pred, "bubble_s", sim_run_prediction(run)->bubble_s);
+  cJSON_AddNumberToObject(pred, "profiled_kernels", sim_run_profiled_kernels(run));
+  if (sim_run_calibration(run)) cJSON_AddStringToObject(pred, "calibration", sim_run_calibration(run));
   cJSON_AddItemToObject(root, "groups", pl.groups_json);
   cJSON *programs = cJSON_AddArrayToObject(root, "programs");
   for (int d = 0; d < ranks; d++) {
@@ -535,18 +543,18 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
 char *val_plan_make(const ValPlanRequest *request, ValPlanSummary *summary, GError **error) {
   g_return_val_if_fail(request && request->model_spec && request->cluster_spec, NULL);
   const char *strategy_spec = request->strategy_spec ? request->strategy_spec : "dp";
+  if (request->calibration && !request->db_path) {
+    g_set_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT,
+                "a calibration is read from a database: give one");
+    return NULL;
+  }
+  /* Read only: a plan writes nothing to the database it reads kernel times from. */
+  SesSpecs specs = {.model = request->model_spec, .cluster = request->cluster_spec,
+                    .strategy = strategy_spec, .db_path = request->db_path, .read_only = TRUE,
+                    .calibration = request->calibration, .no_profiles = request->no_profiles};
+  SesSession *session = ses_session_new_from_specs(&specs, error);
+  if (!session) return NULL;
   char *text = NULL;
-  DevCluster *cluster = NULL;
-  MdlGraph *graph = NULL;
-  MdlStrategy *strategy = NULL;
-  CmProfiles *profiles = NULL;
-  CmCalibration *calibration = NULL;
-  CmParams params;
-  cm_params_default(&params);
-  if (!(cluster = dev_cluster_parse_spec(request->cluster_spec, error)) ||
-      !(graph = mdl_graph_parse_spec(request->model_spec, error)) ||
-      !(strategy = mdl_strategy_parse_spec(strategy_spec, graph, cluster, error)))
-    goto out;
   if (request->dtype) {
     DevDtype dt;
     if (!dev_dtype_parse(request->dtype, &dt)) {
@@ -554,45 +562,19 @@ char *val_plan_make(const ValPlanRequest *request, ValPlanSummary *summary, GErr
                   "unknown dtype '%s' (fp32, tf32, fp16, bf16)", request->dtype);
       goto out;
     }
-    strategy->dtype = dt;
-    if (!mdl_strategy_validate(strategy, graph, cluster, error)) goto out;
-  }
-  if (request->calibration && !request->db_path) {
-    g_set_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT,
-                "a calibration is read from a database: give one");
-    goto out;
-  }
-  if (request->db_path && g_file_test(request->db_path, G_FILE_TEST_EXISTS)) {
-    ResDb *db = res_db_open(request->db_path, error);
-    if (!db) goto out;
-    profiles = request->no_profiles ? cm_profiles_new()
-                                    : res_db_load_profiles(db, cluster->device.name, error);
-    char *json = NULL;
-    if (profiles && request->calibration)
-      json = res_db_load_calibration(db, request->calibration, NULL, error);
-    res_db_close(db);
-    if (!profiles || (request->calibration && !json)) goto out;
-    if (json) {
-      g_autofree char *origin = g_strdup_printf("calibration '%s'", request->calibration);
-      calibration = cm_calibration_from_json(json, origin, error);
-      g_free(json);
-      if (!calibration) goto out;
-    }
-    params.profiles = profiles;
-    params.calibration = calibration;
-  } else if (request->calibration) {
-    g_set_error(error, RES_ERROR, RES_ERROR_NOT_FOUND, "no database %s to read calibration '%s' from",
-                request->db_path, request->calibration);
-    goto out;
+    MdlStrategy *copy = mdl_strategy_copy(ses_session_strategy(session));
+    copy->dtype = dt;
+    ses_session_set_strategy(session, copy);
+    if (!mdl_strategy_validate(copy, ses_session_graph(session), ses_session_cluster(session),
+                               error))
+      goto out;
   }
   ValPlanRequest req = *request;
   req.strategy_spec = strategy_spec;
-  text = val_plan_build(graph, strategy, cluster, &params, &req, summary, error);
+  text = val_plan_build(ses_session_graph(session), ses_session_strategy(session),
+                        ses_session_cluster(session), ses_session_params(session), &req,
+                        summary, error);
 out:
-  cm_calibration_free(calibration);
-  cm_profiles_free(profiles);
-  mdl_strategy_free(strategy);
-  mdl_graph_free(graph);
-  dev_cluster_free(cluster);
+  ses_session_free(session);
   return text;
 }

@@ -3,7 +3,7 @@
  *
  * The graph is built with every GPU simulated (no symmetry) and collectives as one task each;
  * a rank's program lists the tasks that occupy its compute or communication stream in the
- * engine's start order (SimSchedule.order). A collective starts at one instant on all its
+ * engine's start order (SimTimeline, sim.h). A collective starts at one instant on all its
  * members, and a send/recv on both ends, so filtering one global order per rank gives every
  * group's members the same relative order of its collectives and every (sender, receiver)
  * pair the same order of its transfers (PLAN.md's rules): issuing each program in list order
@@ -81,7 +81,8 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
 
 /* The whole of `stratsim validate plan`: parses the specs (errors in their own domains:
  * DEV_ERROR, MDL_ERROR), reads kernel profiles and the calibration from request->db_path when
- * given, overrides the dtype and builds the plan. Caller g_frees the text. */
+ * given (a session, session/ses_session.h, read-only), overrides the dtype and builds the plan.
+ * Caller g_frees the text. */
 char *val_plan_make(const ValPlanRequest *request, ValPlanSummary *summary, GError **error);
 
 G_END_DECLS

@@ -6,8 +6,7 @@
 #include <string.h>
 
 #include "results/res_validate.h"
-#include "scenarios/scn_chart.h"
-#include "scenarios/scn_scenario.h"
+#include "util/util_gnuplot.h"
 
 G_DEFINE_QUARK(val-report-error-quark, val_report_error)
 
@@ -307,6 +306,32 @@ out_json:
   return ok;
 }
 
+/* The plot clauses that label the points: right of the points left of @middle, left of those
+ * right of it (a long strategy near the right edge was cut off). A `with labels` clause that no
+ * point qualifies for crashes gnuplot 5.4 (signal 11; issue 17 item 3: one validate run puts its
+ * only point in one half), so a side's clause is there only when a point is, comparing the
+ * values as gnuplot reads them (printed with %.9g). */
+static char *label_clauses(const GPtrArray *runs, double middle) {
+  g_autofree char *middle_text = g_strdup_printf("%.9g", middle);
+  double middle_read = g_ascii_strtod(middle_text, NULL);
+  guint left = 0, right = 0;
+  for (guint i = 0; i < runs->len; i++) {
+    const ResValidateRun *r = g_ptr_array_index(runs, i);
+    g_autofree char *x_text = g_strdup_printf("%.9g", r->measured_s);
+    double x = g_ascii_strtod(x_text, NULL);
+    left += x <= middle_read;
+    right += x > middle_read;
+  }
+  GString *clauses = g_string_new(NULL);
+  if (left)
+    g_string_append_printf(clauses, ", \\\n     'validate.dat' using 3:($3 <= %s ? $2 : NaN):4 "
+                           "notitle with labels offset 1,0.6 left font ',8'", middle_text);
+  if (right)
+    g_string_append_printf(clauses, ", \\\n     'validate.dat' using 3:($3 > %s ? $2 : NaN):4 "
+                           "notitle with labels offset -1,0.6 right font ',8'", middle_text);
+  return g_string_free(clauses, FALSE);
+}
+
 gboolean val_report_chart(const char *db_path, const char *dir, gboolean *drawn, GError **error) {
   if (drawn) *drawn = FALSE;
   ResDb *db = open_existing(db_path, error);
@@ -316,7 +341,7 @@ gboolean val_report_chart(const char *db_path, const char *dir, gboolean *drawn,
   if (!runs) return FALSE;
   gboolean ok = FALSE;
   g_autofree char *epilogue = NULL, *terminal = NULL, *title = NULL, *script = NULL;
-  g_autofree char *gnuplot = NULL;
+  g_autofree char *gnuplot = NULL, *labels = NULL;
   if (g_mkdir_with_parents(dir, 0755) != 0) {
     g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_FAILED, "cannot create %s", dir);
     goto out;
@@ -340,27 +365,28 @@ gboolean val_report_chart(const char *db_path, const char *dir, gboolean *drawn,
   /* Labels right of points in the left half of the x range, left of those in the right half
    * (a long strategy near the right edge was cut off). */
   double middle = log ? sqrt(lo / pad * hi * pad) : (lo / pad + hi * pad) / 2;
-  terminal = scn_gnuplot_terminal("validate", SCN_FORMAT_PNG | SCN_FORMAT_SVG, 800, 700, &epilogue);
-  title = scn_gnuplot_title("stratsim validate: predicted vs measured iteration time",
-                                             "one point per run (id: strategy); on the line, the prediction is exact");
+  labels = label_clauses(runs, middle);
+  terminal = util_gnuplot_terminal("validate", UTIL_GNUPLOT_PNG | UTIL_GNUPLOT_SVG, 800, 700, &epilogue);
+  title = util_gnuplot_title("stratsim validate: predicted vs measured iteration time",
+                             "one point per run (id: strategy); on the line, the prediction is exact");
   script = g_strdup_printf(
       "# stratsim chart: draw with `gnuplot validate.gp` in this directory (reads validate.dat)\n"
       "%sset title %s\n%sset format xy '%%g'\nset xrange [%.9g:%.9g]\nset yrange [%.9g:%.9g]\n"
       "set xlabel 'measured iteration time (s)'\nset ylabel 'predicted iteration time (s)'\n"
       "set key top left\nset grid\n"
       "plot x title 'predicted = measured' with lines dashtype 2 lc rgb '#888888', \\\n"
-      "     'validate.dat' using 3:2 title 'runs' with points pt 7 ps 1.2 lc rgb '#1f77b4', \\\n"
-      "     'validate.dat' using 3:($3 <= %.9g ? $2 : NaN):4 notitle with labels offset 1,0.6 left font ',8', \\\n"
-      "     'validate.dat' using 3:($3 > %.9g ? $2 : NaN):4 notitle with labels offset -1,0.6 right font ',8'\n%s",
+      "     'validate.dat' using 3:2 title 'runs' with points pt 7 ps 1.2 lc rgb '#1f77b4'%s\n%s",
       terminal, title, log ? "set logscale xy\n" : "", lo / pad, hi * pad, lo / pad, hi * pad,
-      middle, middle, epilogue);
-  gboolean written = scn_chart_write_file(dir, "validate.dat", data->str, NULL, error) &&
-                     scn_chart_write_file(dir, "validate.gp", script, NULL, error);
+      labels, epilogue);
+  gboolean written = util_write_file(dir, "validate.dat", data->str, NULL, error) &&
+                     util_write_file(dir, "validate.gp", script, NULL, error);
   g_string_free(data, TRUE);
   if (!written) goto out;
   gnuplot = g_find_program_in_path("gnuplot");
   if (gnuplot) {
-    if (!scn_gnuplot_run(gnuplot, dir, "validate", error)) goto out;
+    if (!util_gnuplot_draw(gnuplot, dir, "validate", UTIL_GNUPLOT_PNG | UTIL_GNUPLOT_SVG, NULL,
+                           error))
+      goto out;
     if (drawn) *drawn = TRUE;
   }
   ok = TRUE;

@@ -7,7 +7,7 @@
  * the runs of one model on one cluster with one runner): Kendall's tau-b between predicted and
  * measured iteration times, the question a strategy search asks of a simulator (does it rank
  * the strategies as the hardware does?). A scatter chart of predicted against measured
- * iteration times goes through gnuplot (scenarios/scn_chart.h). */
+ * iteration times goes through gnuplot (util/util_gnuplot.h). */
 #ifndef STRATSIM_VAL_REPORT_H
 #define STRATSIM_VAL_REPORT_H
 
@@ -40,7 +40,8 @@ double val_kendall_tau(const double *x, const double *y, guint n, guint *concord
 gboolean val_report_print(const char *db_path, ValReportFormat format, FILE *out, GError **error);
 
 /* Writes the scatter chart (validate.dat, validate.gp) into @dir (created) and draws it with
- * gnuplot when on PATH; *@drawn (nullable) says whether it was drawn. */
+ * gnuplot when on PATH; *@drawn (nullable) says whether it was drawn. FALSE with
+ * UTIL_ERROR_GNUPLOT when gnuplot fails or leaves validate.png or validate.svg missing or empty. */
 gboolean val_report_chart(const char *db_path, const char *dir, gboolean *drawn, GError **error);
 
 G_END_DECLS
