@@ -11,6 +11,7 @@
 #include "search/srch_space.h"
 #include "session/ses_session.h"
 #include "sim/sim.h"
+#include "util/util_gnuplot.h"
 #include "validate/val_ingest.h"
 #include "validate/val_plan.h"
 #include "validate/val_plan_build.h"
@@ -41,8 +42,10 @@ static const DomainRow table[] = {
     {res_error_quark, 4, {B, B, F, B}},
     /* INPUT, READ_ONLY */
     {ses_error_quark, 2, {B, B}},
-    /* PARSE, INVALID, NOT_FOUND; GNUPLOT: gnuplot ran and failed */
-    {scn_error_quark, 4, {B, B, B, F}},
+    /* PARSE, INVALID, NOT_FOUND */
+    {scn_error_quark, 3, {B, B, B}},
+    /* GNUPLOT: gnuplot ran and failed, or drew an empty image */
+    {util_error_quark, 1, {F}},
     /* INPUT, FAILED (a file could not be written) */
     {val_build_error_quark, 2, {B, F}},
     /* INPUT, IO */

@@ -12,6 +12,7 @@
 #include "session/ses_session.h"
 #include "sim/sim.h"
 #include "test-cli-util.h"
+#include "util/util_gnuplot.h"
 #include "validate/val_ingest.h"
 #include "validate/val_plan.h"
 #include "validate/val_plan_build.h"
@@ -53,7 +54,7 @@ static const Case cases[] = {
     {"scn/parse", scn_error_quark, SCN_ERROR_PARSE, B},
     {"scn/invalid", scn_error_quark, SCN_ERROR_INVALID, B},
     {"scn/not-found", scn_error_quark, SCN_ERROR_NOT_FOUND, B},
-    {"scn/gnuplot", scn_error_quark, SCN_ERROR_GNUPLOT, F},
+    {"util/gnuplot", util_error_quark, UTIL_ERROR_GNUPLOT, F},
     {"val-build/input", val_build_error_quark, VAL_BUILD_ERROR_INPUT, B},
     {"val-build/failed", val_build_error_quark, VAL_BUILD_ERROR_FAILED, F},
     {"val-plan/input", val_plan_error_quark, VAL_PLAN_ERROR_INPUT, B},
