@@ -23,7 +23,9 @@ typedef struct {
   double optimizer_bytes_per_param; /* HBM traffic of one Adam step per local parameter
                                        (cm_adam_bytes_per_param) */
   double kernel_overhead_s;  /* added to every compute kernel: launch and scheduling gap */
-  int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (tile/wave quantization) */
+  int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (tile/wave quantization);
+                                   0 (default): the library's choice among its tile shapes,
+                                   the one that loses least (cm_gemm_quantization) */
   const struct CmCalibration *calibration; /* measured collectives (cm_calibrate.h), or NULL:
                                               the preset's alpha-beta figures; borrowed */
   const struct CmProfiles *profiles;       /* measured kernels (cm_profile.h) that override the
@@ -47,8 +49,10 @@ gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out);
  * NVIDIA Deep Learning Performance docs, "Matrix Multiplication Background User's Guide",
  * sections "Tile Quantization" and "Wave Quantization". Dims smaller than the tile use a tile
  * of the next power of two (at least 16); output tiles fewer than the SMs are multiplied by a
- * split of the reduction (split-K) up to the SM count. In (0, 1]; without the SM count, tile
- * quantization only. */
+ * split of the reduction (split-K) up to the SM count. With @params' tile 0 x 0 the best of the
+ * tile shapes cuBLAS and CUTLASS offer (256x128, 128x256, 128x128, 128x64, 64x128, 64x64) is
+ * taken, as their heuristics pick the configuration that fills the SMs. In (0, 1]; without the
+ * SM count, tile quantization only. */
 double cm_gemm_quantization(const CmParams *params, const DevKind *device, const CmGemmShape *shape);
 
 /* The fraction of @device's tensor peak large GEMMs reach: the measured maximum achievable

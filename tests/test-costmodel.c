@@ -94,7 +94,8 @@ static void test_memory_gpt(void) {
   dev_cluster_free(c);
 }
 
-/* Tile and wave quantization on an A100 (108 SMs, 128 x 128 tiles). */
+/* Tile and wave quantization on an A100 (108 SMs, 128 x 128 tiles set), then the library's
+ * choice among tile shapes. */
 static void test_gemm_quantization(void) {
   GError *error = NULL;
   DevKind k;
@@ -102,6 +103,15 @@ static void test_gemm_quantization(void) {
   g_assert_cmpint(k.sm_count, ==, 108);
   CmParams p;
   cm_params_default(&p);
+  /* 1536 x 1153: 128x128 tiles lose a column to the tile and leave 96 of 216 SMs idle in the
+   * second wave; 64 x 64 tiles (24 x 19 = 456 tiles, 4.2 waves) lose less, and the choice is at
+   * least as good as every fixed shape. */
+  CmGemmShape odd = {1536, 1153, 4096, 1};
+  double chosen = cm_gemm_quantization(&p, &k, &odd);
+  p.gemm_tile_m = p.gemm_tile_n = 64;
+  g_assert_cmpfloat(chosen, >=, cm_gemm_quantization(&p, &k, &odd));
+  p.gemm_tile_m = p.gemm_tile_n = 128;
+  g_assert_cmpfloat(chosen, >, cm_gemm_quantization(&p, &k, &odd));
   /* One output tile: split-K cuts k = 4096 into 32 slices of 128 (fewer than 108 SMs): 32 of
    * 108 SMs busy. */
   CmGemmShape one = {128, 128, 4096, 1};
