@@ -102,4 +102,10 @@ SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old
 SimTime *sim_host_wait_intervals(const SimTaskGraph *graph, const SimSchedule *schedule,
                                  guint **offsets_out);
 
+/* `explain`'s components (sim_explain_components.c): the breakdown with compute per layer and
+ * the communication hidden under compute, as a JSON object (caller owns) and as text. */
+struct cJSON;
+struct cJSON *sim_components_json(const SimRun *run);
+void sim_components_print(const SimRun *run, FILE *out, int max_rows);
+
 #endif

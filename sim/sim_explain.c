@@ -257,6 +257,7 @@ char *sim_explain_json(const SimRun *run) {
   g_autoptr(GArray) devs = representative_devices(run);
   cJSON_AddItemToObject(root, "communication", collectives_json(run, devs));
   cJSON_AddItemToObject(root, "memory", memory_json(run));
+  cJSON_AddItemToObject(root, "components", sim_components_json(run));
   char *text = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
   char *out = g_strdup(text);
@@ -273,9 +274,10 @@ static int compare_total(gconstpointer a, gconstpointer b) {
 void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
   const SimPrediction *p = &run->prediction;
   fprintf(out, "explain: %s on %s, strategy %s: iteration %.6g s, compute %.6g s, exposed "
-               "communication %.6g s, bubble %.6g s\n",
+               "communication %.6g s, host-bound %.6g s, bubble %.6g s\n",
           run->graph->name, run->cluster->name, run->strategy->name, p->iteration_time_s,
-          p->compute_s, p->comm_exposed_s, p->bubble_s);
+          p->compute_s, p->comm_exposed_s, p->host_bound_s, p->bubble_s);
+  sim_components_print(run, out, max_rows);
   g_autoptr(GArray) devs = representative_devices(run);
   for (guint k = 0; k < devs->len; k++) {
     int d = g_array_index(devs, int, k);
