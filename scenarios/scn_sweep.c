@@ -100,6 +100,11 @@ ScnSimulation *scn_simulate(const ScnScenario *sc, const ScnPoint *point, const 
     if (!found) goto fail;
     ses_session_set_strategy(s->session, found);
   }
+  if (sc->has_framework) { /* options.framework overrides the strategy's own */
+    MdlStrategy *copy = mdl_strategy_copy(ses_session_strategy(s->session));
+    copy->framework = (MdlFramework)sc->framework;
+    ses_session_set_strategy(s->session, copy);
+  }
   s->cluster = ses_session_cluster(s->session);
   s->graph = ses_session_graph(s->session);
   s->strategy = ses_session_strategy(s->session);
