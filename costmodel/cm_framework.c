@@ -11,7 +11,7 @@
  * softmax group, 3 elementwise), so 259.1 / 18 = 14.4 us per forward kernel and
  * 245.3 / 43 = 5.7 us per backward kernel (the autograd engine runs in C++). This agrees with
  * the issue's "10-30 us of CPU time per kernel in PyTorch-based frameworks" and the
- * FIELD-NOTES' "~10 us per op"; single eager ops on the same machine measure 1.3-6.4 us
+ * FIELD-NOTES' "~10 us per op"; single eager ops in the same run measure 1.3-7.8 us forward
  * (costmodel/FRAMEWORKS.md), the rest is module and Python overhead. The per-kernel figures
  * are used for every PyTorch-based framework: Megatron's fused kernels cut the launches per
  * layer, not the host work per launch.

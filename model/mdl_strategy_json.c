@@ -3,7 +3,7 @@
  *   {"format": "stratsim-strategy-1", "name": ..., "dtype": "bf16", "schedule": "1f1b",
  *    "num_microbatches": M, "num_stages": P, "virtual_stages": V, "weight_delay": false,
  *    "bucket_mb": 25, "overlap": true, "zero": 0, "recompute": "none",
- *    "sequence_parallel": false,
+ *    "sequence_parallel": false, "framework": "megatron-lm",
  *    "meshes": [{"shape": [2, 8], "devices": [0, 1, ...]}],
  *    "default": {"mesh": 0, "stage": 0, "split": ["@sample", "@tp"]},      (optional)
  *    "ops": [{"op": "layer0.qkv", "mesh": 0, "stage": 0, "split": ["b", "n"]}, ...]}
