@@ -31,6 +31,9 @@ int cli_validate(int argc, char **argv);
 int cli_profile(int argc, char **argv);
 /* `stratsim bench --suite delta` (cli_bench_delta.c). */
 int cli_bench_delta(void);
+/* `stratsim bench --suite store`: what storing a 16-GPU simulate costs beyond simulating it
+ * (cli_bench_store.c); @repeat runs each way. */
+int cli_bench_store(int repeat);
 /* `stratsim bench --suite table4`: FlexFlow Table 4, search time full vs delta. */
 int cli_bench_table4(void);
 /* `bench --suite megatron`: per-component errors on Korthikanti et al. Table 5 (@data_dir:

@@ -26,9 +26,11 @@ static int list_devices(void) {
     DevKind k;
     GError *error = NULL;
     if (!dev_kind_lookup(*n, &k, &error)) return cli_fail(error, cli_status_for(error));
-    printf("%-10s fp32 %6.1f  tf32 %6.1f  fp16 %6.1f  bf16 %6.1f TFLOP/s  %5.0f GiB  %5.0f GB/s\n",
+    printf("%-10s fp32 %6.1f  tf32 %6.1f  fp16 %6.1f  bf16 %6.1f  fp8 %6.1f TFLOP/s  %5.0f GiB  "
+           "%5.0f GB/s\n",
            *n, k.peak_flops[DEV_DTYPE_FP32] / 1e12, k.peak_flops[DEV_DTYPE_TF32] / 1e12,
            k.peak_flops[DEV_DTYPE_FP16] / 1e12, k.peak_flops[DEV_DTYPE_BF16] / 1e12,
+           k.peak_flops[DEV_DTYPE_FP8] / 1e12,
            k.memory_bytes / (1024.0 * 1024 * 1024), k.hbm_bandwidth / 1e9);
     dev_kind_clear(&k);
   }
@@ -37,7 +39,10 @@ static int list_devices(void) {
 
 static int list_models(void) {
   for (const char *const *n = mdl_zoo_names(); *n; n++) printf("%-12s %s\n", *n, mdl_zoo_describe(*n));
-  printf("%-12s %s\n", "gpt:...", "gpt:layers=L,hidden=H,heads=A,seq=S,vocab=V,batch=B");
+  printf("%-12s %s\n", "gpt:...", "gpt:layers=L,hidden=H,heads=A,seq=S,vocab=V,batch=B,ffn=F");
+  printf("%-12s %s\n", "llama:...",
+         "llama:layers=L,hidden=H,heads=A,kv_heads=G,ffn=F,seq=S,vocab=V,batch=B,head_dim=D,"
+         "tied=0|1,attn=flash|unfused");
   printf("%-12s %s\n", "mlp:...", "mlp:layers=L,hidden=H,batch=B");
   printf("%-12s %s\n", "FILE.json", "an operator graph in JSON (model/README.md)");
   return CLI_EXIT_OK;

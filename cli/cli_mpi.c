@@ -155,3 +155,35 @@ double cli_mpi_allreduce_max(double value) {
 #endif
   return value;
 }
+
+static void comm_barrier(gpointer data) {
+  (void)data;
+  cli_mpi_barrier();
+}
+
+static char **comm_gather(gpointer data, const char *mine) {
+  (void)data;
+  return cli_mpi_gather_strings(mine);
+}
+
+static void comm_free(gpointer data, char **strings) {
+  (void)data;
+  cli_mpi_strings_free(strings);
+}
+
+static double comm_sum(gpointer data, double value) {
+  (void)data;
+  return cli_mpi_allreduce_sum(value);
+}
+
+static double comm_max(gpointer data, double value) {
+  (void)data;
+  return cli_mpi_allreduce_max(value);
+}
+
+void cli_mpi_comm(SrchComm *comm) {
+  *comm = (SrchComm){.rank = cli_mpi_rank(), .size = cli_mpi_active() ? cli_mpi_size() : 1,
+                     .barrier = comm_barrier, .gather_strings = comm_gather,
+                     .strings_free = comm_free, .allreduce_sum = comm_sum,
+                     .allreduce_max = comm_max};
+}

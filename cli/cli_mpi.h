@@ -11,6 +11,8 @@
 
 #include <glib.h>
 
+#include "search/srch_comm.h"
+
 /* Starts MPI when launched by mpirun (see above). Idempotent; returns FALSE (one line on
  * stderr) when MPI_Init fails. */
 gboolean cli_mpi_init(int *argc, char ***argv);
@@ -36,5 +38,8 @@ char *cli_mpi_bcast_string(const char *text);
 /* Sum / max of a double over ranks, result on every rank. Collective. */
 double cli_mpi_allreduce_sum(double value);
 double cli_mpi_allreduce_max(double value);
+/* The library's view of the ranks (search/srch_comm.h) backed by the calls above: what the
+ * protocols of a spread search and a shared sweep (search/, scenarios/) talk through. */
+void cli_mpi_comm(SrchComm *comm);
 
 #endif

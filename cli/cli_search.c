@@ -5,8 +5,8 @@
  *
  * Under `mpirun -np N` every rank runs its share of the workers (search/srch_search.h: the
  * budget is the total, split over N x threads workers); the ranks' results are gathered on rank
- * 0 (cli_mpi_gather_strings, srch_result_merge_ranks), which alone prints, writes --out and
- * stores. Other ranks print only their errors. */
+ * 0 by the library's protocol (srch_result_gather over cli_mpi_comm's SrchComm), and rank 0
+ * alone prints, writes --out and stores. Other ranks print only their errors. */
 #include "cli/cli.h"
 #include "cli/cli_mpi.h"
 
@@ -159,7 +159,7 @@ static int search_main(int argc, char **argv) {
   int threads = 1, mesh_axes = 2, microbatches = 8, restarts = 0;
   double beta = 0;
   GOptionEntry entries[] = {
-      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
+      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., llama:..., mlp:..., a JSON graph or a Hugging Face config.json[:batch=B,seq=S]", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
       {"algo", 'a', 0, G_OPTION_ARG_STRING, &algo_text, "mcmc, cd (coordinate descent), exhaustive, random, grid (Megatron), dp (the grid with stage cuts by dynamic programming), auto (default)", "ALGO"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &budget_text, "evaluations (\"500\", default 2000) or time (\"60s\", \"2m\": not reproducible)", "B"},
@@ -176,7 +176,7 @@ static int search_main(int argc, char **argv) {
       {"microbatches", 0, 0, G_OPTION_ARG_INT, &microbatches, "largest microbatch count in the space (default 8)", "M"},
       {"beta", 0, 0, G_OPTION_ARG_DOUBLE, &beta, "MCMC inverse temperature, relative to the starting cost (default 100)", "B"},
       {"restarts", 0, 0, G_OPTION_ARG_INT, &restarts, "MCMC chains per thread's budget (default 3)", "R"},
-      {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_text, "fp32, tf32, fp16, bf16 (default: the model's)", "D"},
+      {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_text, "fp32, tf32, fp16, bf16, fp8 (default: the model's)", "D"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task (default) or step: how every candidate is simulated", "task|step"},
       {"crossmesh", 0, 0, G_OPTION_ARG_STRING, &crossmesh_method, "plan every move between meshes (device-aligned ones too) with this method, in every candidate", "send_recv|local_allgather|global_allgather|broadcast"},
       {"crossmesh-order", 0, 0, G_OPTION_ARG_STRING, &crossmesh_order, "load balancer for --crossmesh (default ensemble)", "naive|greedy|dfs|randomized_greedy|ensemble"},
@@ -234,8 +234,10 @@ static int search_main(int argc, char **argv) {
   if (!cli_parse_crossmesh("search", crossmesh_method, crossmesh_order, &o.sim.crossmesh,
                            &o.sim.crossmesh_method, &o.sim.crossmesh_order))
     return CLI_EXIT_BAD_INPUT;
-  o.rank = cli_mpi_rank();
-  o.nranks = cli_mpi_size();
+  SrchComm comm;
+  cli_mpi_comm(&comm);
+  o.rank = comm.rank;
+  o.nranks = comm.size;
   if (isatty(fileno(stderr)) && o.rank == 0) o.progress = show_progress;
   if (!db_path) db_path = g_strdup("results/stratsim.db");
 
@@ -250,38 +252,25 @@ static int search_main(int argc, char **argv) {
                     .no_profiles = no_profiles};
   /* Rank 0 opens (and may create) the database before the others read it. */
   if (o.rank == 0) session = ses_session_new_from_specs(&specs, &error);
-  cli_mpi_barrier();
+  comm.barrier(comm.data);
   if (o.rank != 0) session = ses_session_new_from_specs(&specs, &error);
-  if (!session) {
-    status = cli_fail(error, cli_status_for(error));
-    if (o.nranks > 1) goto gather;
-    goto out;
+  if (session) {
+    graph = ses_session_graph(session);
+    cluster = ses_session_cluster(session);
+    r = srch_run(graph, cluster, ses_session_params(session), &o, &error);
+    if (o.progress) fprintf(stderr, "\r\033[K");
   }
-  graph = ses_session_graph(session);
-  cluster = ses_session_cluster(session);
-  r = srch_run(graph, cluster, ses_session_params(session), &o, &error);
-  if (o.progress) fprintf(stderr, "\r\033[K");
-gather:
-  if (o.nranks > 1) {
-    /* Every rank gathers (a failed one sends NULL), so that no rank waits forever. */
-    g_autofree char *mine = r ? srch_result_serialize(r, graph) : NULL;
-    char **parts = cli_mpi_gather_strings(mine);
-    if (o.rank != 0) {
-      if (!r && status == CLI_EXIT_OK) status = cli_fail(error, cli_status_for(error));
-      goto out;
-    }
-    gboolean merged = !r || srch_result_merge_ranks(r, parts, o.nranks, graph, cluster, &error);
-    cli_mpi_strings_free(parts);
-    if (status != CLI_EXIT_OK) goto out;
-    if (!merged) {
-      status = cli_fail(error, cli_status_for(error));
-      goto out;
-    }
-  }
+  /* A rank that failed says why; then every rank takes part in the gather (search/srch_comm.h),
+   * and rank 0 alone goes on with every rank's share merged into its result. */
   if (!r) {
     status = cli_fail(error, cli_status_for(error));
+    error = NULL;
+  }
+  if (!srch_result_gather(r, graph, cluster, &comm, &error)) {
+    if (error) status = cli_fail(error, cli_status_for(error));
     goto out;
   }
+  if (o.rank != 0) goto out;
   if (r->best) strategy_json = mdl_strategy_to_json(r->best, graph);
   if (out_path && strategy_json && !g_file_set_contents(out_path, strategy_json, -1, &error)) {
     status = cli_fail(error, cli_status_for(error));

@@ -22,8 +22,11 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   printf("  strategy     dp=%d tp=%d pp=%d, %d microbatches of %d, schedule %s", s->dp, s->tp,
          s->pp, s->num_microbatches, s->microbatch_size, mdl_schedule_name(s->schedule));
   if (s->virtual_stages > 1) printf(" (vp=%d)", s->virtual_stages);
+  if (s->cp > 1) printf(", context parallel cp=%d", s->cp);
+  if (s->ep > 1) printf(", expert parallel ep=%d", s->ep);
   if (s->weight_delay) printf(" with weight delay");
   if (s->zero_stage > 0) printf(", ZeRO-%d", s->zero_stage);
+  if (s->overlap_param_gather) printf(" with the parameter all-gather overlapped");
   if (s->recompute != MDL_RECOMPUTE_NONE) printf(", %s recomputation", mdl_recompute_name(s->recompute));
   if (s->sequence_parallel) printf(", sequence parallel");
   printf(", %s, %d GPUs\n", dev_dtype_name(s->dtype), p->num_gpus);
@@ -70,7 +73,7 @@ int cli_simulate(int argc, char **argv) {
   g_autofree char *calibration_name = NULL;
   g_autofree char *crossmesh_method = NULL, *crossmesh_order = NULL;
   GOptionEntry entries[] = {
-      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., mlp:..., or a JSON file", "M"},
+      {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., llama:..., mlp:..., a JSON graph or a Hugging Face config.json[:batch=B,seq=S]", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy: dp, megatron:tp=..,pp=..,dp=..,mb=.., summa:q=.., 2.5d:q=..,d=.., 3d:q=.., or a JSON file", "S"},
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},

@@ -115,29 +115,12 @@ static int write_tables(const ScnResults *results, const char *out) {
 
 /* --- under mpirun ---------------------------------------------------------------------- */
 
-static void barrier(gpointer data) {
-  (void)data;
-  cli_mpi_barrier();
-}
-
-/* Whether every rank says @ok (a collective: every rank must call it). */
-static gboolean all_ranks_ok(gboolean ok) { return cli_mpi_allreduce_max(ok ? 0.0 : 1.0) == 0.0; }
-
 /* Ends every rank after a failure once the ranks share the sweep: the others would wait for
  * this one at the next collective. What the ranks stored stays stored. */
 static int fail_sweep(GError *error, int status) {
   status = cli_fail(error, status);
   if (cli_mpi_active()) cli_mpi_abort(status);
   return status;
-}
-
-/* One line per rank, gathered on rank 0 (NULL on the others; free with cli_mpi_strings_free):
- * who simulated how many points. Collective. */
-static char **gather_rank_lines(const ScnSweepSummary *sum, double elapsed) {
-  g_autofree char *mine = g_strdup_printf(
-      "  rank %d on %s: %u point%s simulated (%u failed or do not fit), %.1f s", cli_mpi_rank(),
-      g_get_host_name(), sum->ran, sum->ran == 1 ? "" : "s", sum->errors, elapsed);
-  return cli_mpi_gather_strings(mine);
 }
 
 static int sweep_main(int argc, char **argv);
@@ -198,8 +181,11 @@ static int sweep_main(int argc, char **argv) {
   ScnScenario *scenario = NULL;
   ResDb *db = NULL;
   ScnResults *results = NULL;
-  /* Under mpirun rank 0 opens (creating the database and its schema) before the others. */
-  int rank = cli_mpi_rank(), ranks = cli_mpi_size();
+  /* Under mpirun rank 0 opens (creating the database and its schema) before the others; the
+   * ranks talk through the library's protocol (scenarios/scn_sweep.h, search/srch_comm.h). */
+  SrchComm comm;
+  cli_mpi_comm(&comm);
+  int rank = comm.rank, ranks = comm.size;
   if (!(scenario = scn_scenario_load(files[0], &error)) ||
       (rank == 0 && !(db = res_db_open(db_path, &error)))) {
     int bad = cli_status_for(error);
@@ -210,7 +196,7 @@ static int sweep_main(int argc, char **argv) {
       status = bad;
     }
   }
-  if (!all_ranks_ok(status == CLI_EXIT_OK)) {
+  if (!scn_sweep_all_ok(&comm, status == CLI_EXIT_OK)) {
     if (status == CLI_EXIT_OK) status = CLI_EXIT_FAILURE; /* another rank said why */
     goto done;
   }
@@ -225,11 +211,7 @@ static int sweep_main(int argc, char **argv) {
     options.progress = progress_bar;
     options.progress_data = &progress;
   }
-  if (cli_mpi_active()) {
-    options.share_rank = rank;
-    options.share_size = ranks;
-    options.planned = barrier;
-  }
+  scn_sweep_share(&options, &comm);
   ScnSweepSummary sum;
   gboolean ok = scn_sweep_run(scenario, db, &options, &sum, &error);
   double elapsed = (double)(g_get_monotonic_time() - progress.started_us) / 1e6;
@@ -238,14 +220,10 @@ static int sweep_main(int argc, char **argv) {
     status = fail_sweep(error, cli_status_for(error));
     goto done;
   }
-  if (cli_mpi_active()) {
+  if (ranks > 1) {
     /* Every rank has stored its share when the sums arrive: rank 0 reads every point. */
-    char **lines = gather_rank_lines(&sum, elapsed);
-    ScnSweepSummary mine = sum;
-    sum.ran = (guint)cli_mpi_allreduce_sum(mine.ran);
-    sum.errors = (guint)cli_mpi_allreduce_sum(mine.errors);
-    sum.stored_before = sum.points - sum.ran - sum.left;
-    elapsed = cli_mpi_allreduce_max(elapsed);
+    char **lines = NULL;
+    scn_sweep_gather(&comm, &sum, &elapsed, &lines);
     if (rank != 0) goto done; /* gathered nothing */
     printf("sweep %s: %u points; %u simulated now (%u failed or do not fit), %u already stored; "
            "%.1f s, %d ranks x %d thread%s; %s\n",
@@ -253,7 +231,7 @@ static int sweep_main(int argc, char **argv) {
            threads, threads == 1 ? "" : "s", db_path);
     for (int r = 0; r < ranks; r++)
       if (lines[r]) printf("%s\n", lines[r]);
-    cli_mpi_strings_free(lines);
+    comm.strings_free(comm.data, lines);
   } else {
     printf("sweep %s: %u points; %u simulated now (%u failed or do not fit), %u already stored; "
            "%.1f s, %d thread%s; %s\n",

@@ -62,6 +62,10 @@ gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out) {
       if (in0 && in1) s.batch *= local[d];
       else if (in0) s.m *= local[d];
       else s.n *= local[d];
+    } else if (in0 && in1) {
+      /* A dim indexing the activation and the weight: one GEMM per index, a grouped GEMM (the
+       * experts of an MoE layer, model/mdl_zoo_moe.c). */
+      s.batch *= local[d];
     } else if (op->dims[d].role == MDL_ROLE_PARAMETER) {
       s.n *= local[d];
     } else {

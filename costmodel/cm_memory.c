@@ -98,6 +98,15 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   g_autofree double *group_bytes = g_new0(double, ndev);  /* the current group's dropped bytes */
   g_autofree double *largest_group = g_new0(double, ndev);
   g_autofree double *gathered = g_new0(double, 2 * (gsize)ndev); /* two largest per device */
+  /* FP8 (cm_fp8.c): Transformer Engine keeps an FP8 GEMM's input for the backward as its fp8
+   * copy, 1 byte an element; a tensor every reader of which is such a GEMM is saved so. */
+  g_autofree gboolean *fp8_saved = g_new(gboolean, mdl_graph_num_tensors(graph));
+  for (int t = 0; t < mdl_graph_num_tensors(graph); t++) fp8_saved[t] = s->dtype == DEV_DTYPE_FP8;
+  for (int o = 0; o < nops && s->dtype == DEV_DTYPE_FP8; o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    for (int k = 0; k < op->ninputs; k++)
+      if (!cm_fp8_gemm(op, s->dtype)) fp8_saved[op->inputs[k].tensor] = FALSE;
+  }
   for (int o = 0; o < nops; o++) {
     const MdlOp *op = mdl_graph_op(graph, o);
     const MdlMesh *mesh = mdl_strategy_mesh(s, s->configs[o].mesh);
@@ -138,9 +147,12 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
         for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == opd->tensor;
         if (s->zero_stage >= 3 && nd > 1 && !again) op_gathered += elems * wbytes;
         if (!first_time(seen_w, opd->tensor, c->mesh, nmeshes)) continue;
+        /* FP8: the cached fp8 weight and its transpose (cm_fp8.c), 2 bytes a parameter; under
+         * ZeRO-3 the weights are gathered per use and no copy of all of them stays. */
+        double fp8_copy = cm_fp8_gemm(op, s->dtype) && s->zero_stage < 3 ? 2 * elems : 0;
         for (int i = 0; i < mesh->ndevices; i++) {
           CmMemory *m = &mem[mesh->devices[i]];
-          m->weights += elems * wbytes / (s->zero_stage >= 3 ? nd : 1);
+          m->weights += elems * wbytes / (s->zero_stage >= 3 ? nd : 1) + fp8_copy;
           m->gradients += elems * wbytes / (s->zero_stage >= 2 ? nd : 1);
           m->optimizer += elems * opt_bytes / (s->zero_stage >= 1 ? nd : 1);
         }
@@ -157,7 +169,8 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
       MdlLayout layout = mdl_saved_input_layout(graph, s, o, k, &regather);
       int sdim = sample_tdim[opd->tensor];
       double bytes = mdl_layout_local_elements(graph, opd->tensor, sdim, &layout, mesh,
-                                               s->num_microbatches) * wbytes;
+                                               s->num_microbatches) *
+                     (fp8_saved[opd->tensor] ? 1.0 : wbytes);
       double mult = rebuilt ? 0 : in_flight(s, c->stage, g_hash_table_contains(until_w, key));
       for (int i = 0; i < mesh->ndevices; i++) {
         if (rebuilt) group_bytes[mesh->devices[i]] += bytes;

@@ -1,5 +1,6 @@
 /* costmodel/profile — measured kernel times; see cm_profile.h for the interpolation rules. */
 #include "costmodel/cm_profile.h"
+#include "util/util_json.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -126,9 +127,9 @@ gboolean cm_profiles_lookup(const CmProfiles *p, const char *device, MdlOpKind k
 }
 
 static gboolean positive(const cJSON *obj, const char *key, double *out) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-  if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble <= 0) return FALSE;
-  *out = v->valuedouble;
+  double v = 0;
+  if (util_json_number(obj, key, &v) != UTIL_JSON_OK || v <= 0) return FALSE;
+  *out = v;
   return TRUE;
 }
 

@@ -39,7 +39,8 @@ typedef struct {
 
 /* The GEMM shape of contraction @op (MATMUL, BATCH_MATMUL, CONV2D as implicit GEMM) with
  * per-device dim sizes @local (one per op dim): k = the REDUCTION dims (times the kernel window
- * of a convolution); MATMUL and CONV2D: n = the PARAMETER dims, m = the other output dims;
+ * of a convolution); MATMUL and CONV2D: dims indexed by both inputs (an MoE layer's experts)
+ * form the batch of a grouped GEMM, n = the other PARAMETER dims, m = the other output dims;
  * BATCH_MATMUL: dims indexed by both inputs form the batch, those only in the first input m,
  * the others n. FALSE for other op kinds. */
 gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out);
@@ -90,6 +91,19 @@ double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind 
  * multi_tensor_apply kernel over fp32 grad, param, m, v) and, when the model's @dtype is 16-bit,
  * the copy of the fp32 main params into the model's params (derivation in cm_compute.c). */
 double cm_adam_bytes_per_param(DevDtype dtype);
+
+/* FP8 (costmodel/cm_fp8.c, Transformer Engine's recipe). Whether @op runs its GEMMs in FP8
+ * under strategy dtype @dtype: DEV_DTYPE_FP8 and a MATMUL inside a layer. */
+gboolean cm_fp8_gemm(const MdlOp *op, DevDtype dtype);
+/* Whether an FP8 GEMM's input @tensor needs no cast kernel of its own: a weight (cast once an
+ * iteration, cached) or a norm's output (the norm kernel writes it in fp8). */
+gboolean cm_fp8_cast_fused(const MdlGraph *graph, int tensor);
+/* The dtype @op's kernels run in: @dtype, except BF16 for the ops an FP8 strategy leaves in
+ * bf16 (everything but the layers' linear GEMMs). */
+DevDtype cm_op_dtype(const MdlOp *op, DevDtype dtype);
+/* One fused cast-transpose-amax kernel over @elements bf16 values (read 2 bytes, write the fp8
+ * copy and its transpose): memory bound, plus the kernel overhead; 0 for none. */
+double cm_fp8_cast_time(const CmParams *params, const DevKind *device, double elements);
 
 /* Optimizer (Adam) step over @params_local parameters on one device: memory bound. */
 double cm_optimizer_time(const CmParams *params, const DevKind *device, double params_local);

@@ -28,13 +28,14 @@ typedef enum {
   DEV_DTYPE_TF32, /* fp32 storage, TF32 tensor-core matmuls */
   DEV_DTYPE_FP16,
   DEV_DTYPE_BF16,
+  DEV_DTYPE_FP8,  /* bf16 storage, FP8 tensor-core GEMMs (Transformer Engine's recipe) */
   DEV_DTYPE_COUNT
 } DevDtype;
 
 const char *dev_dtype_name(DevDtype dtype);
-/* Parses "fp32", "tf32", "fp16", "bf16". */
+/* Parses "fp32", "tf32", "fp16", "bf16", "fp8". */
 gboolean dev_dtype_parse(const char *text, DevDtype *out);
-/* Bytes per element as stored in memory (tf32 is stored as fp32). */
+/* Bytes per element as stored in memory (tf32 is stored as fp32, fp8 as bf16). */
 guint dev_dtype_bytes(DevDtype dtype);
 
 typedef struct {

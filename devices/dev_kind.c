@@ -9,7 +9,7 @@
 
 static const char *const dtype_fields[DEV_DTYPE_COUNT] = {
     [DEV_DTYPE_FP32] = "fp32", [DEV_DTYPE_TF32] = "tf32",
-    [DEV_DTYPE_FP16] = "fp16", [DEV_DTYPE_BF16] = "bf16"};
+    [DEV_DTYPE_FP16] = "fp16", [DEV_DTYPE_BF16] = "bf16", [DEV_DTYPE_FP8] = "fp8"};
 
 /* Reads number @prefix.@field, checks it with dev_check_figure and stores raw * @scale. */
 static gboolean read_figure(const cJSON *obj, const char *prefix, const char *field,
@@ -39,6 +39,8 @@ gboolean dev_kind_from_cjson(const cJSON *obj, const char *where, DevKind *out, 
   DevKind k;
   memset(&k, 0, sizeof k);
   for (int d = 0; d < DEV_DTYPE_COUNT; d++) {
+    /* fp8 may be left out (device files written before it existed): unsupported. */
+    if (d == DEV_DTYPE_FP8 && !cJSON_GetObjectItemCaseSensitive(peak, dtype_fields[d])) continue;
     /* fp32 must exist on any GPU; 0 marks the other dtypes as unsupported. */
     if (!read_figure(peak, "peak_tflops", dtype_fields[d], here, DEV_TFLOPS_TO_FLOPS,
                      d != DEV_DTYPE_FP32, DEV_MAX_FLOPS, &k.peak_flops[d], error))

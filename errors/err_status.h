@@ -6,7 +6,8 @@
  * command maps a GError to its exit status with err_exit_status, nothing else.
  *
  * Layer: the top of the library (it names the domains of every folder: devices/, model/,
- * costmodel/, sim/, search/, results/, session/, scenarios/, validate/); only cli/ uses it. */
+ * costmodel/, sim/, search/, results/, session/, scenarios/, validate/, util/); only cli/
+ * uses it. */
 #ifndef STRATSIM_ERR_STATUS_H
 #define STRATSIM_ERR_STATUS_H
 

@@ -321,6 +321,9 @@ static gboolean validate_operand(const MdlGraph *g, const MdlOp *op, int k, int 
                    mdl_graph_num_tensors(g));
   const MdlTensor *t = mdl_graph_tensor(g, opd->tensor);
   gboolean spatial_window = !is_output && (op->kind == MDL_OP_CONV2D || op->kind == MDL_OP_POOL2D);
+  /* An elementwise gather reads its inputs through a token routing (the MoE dispatch and
+   * combine, model/mdl_zoo_moe.c): a split of the op dim reads the proportional slice. */
+  gboolean gather = !is_output && op->kind == MDL_OP_ELEMENTWISE && op->gather;
   int sd = mdl_op_sample_dim(op), sample_at = -1;
   for (int i = 0; i < MDL_MAX_DIMS; i++) {
     int d = opd->dim_map[i];
@@ -341,7 +344,7 @@ static gboolean validate_operand(const MdlGraph *g, const MdlOp *op, int k, int 
     int64_t size = t->shape[i];
     gboolean ok = size == dim->size ||
                   (dim->role != MDL_ROLE_SAMPLE && size % dim->size == 0) ||
-                  (spatial_window && dim->role == MDL_ROLE_ATTRIBUTE);
+                  ((spatial_window || gather) && dim->role == MDL_ROLE_ATTRIBUTE);
     if (!ok)
       return INVALID("op %s: %s (tensor %s) dim %d has size %" G_GINT64_FORMAT
                      ", neither op dim %s's size %" G_GINT64_FORMAT " nor a multiple of it",

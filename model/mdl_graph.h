@@ -104,6 +104,8 @@ typedef struct {
                                element, is kept for the backward */
   gboolean attention_core;  /* attention scores, softmax, dropout, context: what selective
                                recomputation re-runs (ibid., section 4.1, the 5as/h term) */
+  gboolean gather;          /* ELEMENTWISE: inputs read through a token routing (the MoE
+                               dispatch and combine, model/mdl_zoo_moe.c): see validate */
 } MdlOp;
 
 typedef struct {
@@ -145,7 +147,8 @@ int mdl_graph_add_op(MdlGraph *graph, const MdlOp *op);
  * indexed by a REDUCTION dim; tp_dim is -1 or a splittable dim; layer < num_layers when
  * num_layers > 0. Exception to the size rule: inputs of CONV2D and POOL2D may have any size
  * on dims mapped to ATTRIBUTE dims (the output spatial dims; a split of the output splits the
- * input window proportionally, halos ignored). Errors are MDL_ERROR_INVALID naming the op,
+ * input window proportionally, halos ignored), and so may inputs of ELEMENTWISE ops marked
+ * gather (the MoE token dispatch and combine read the proportional slice). Errors are MDL_ERROR_INVALID naming the op,
  * tensor and dim. */
 gboolean mdl_graph_validate(const MdlGraph *graph, GError **error);
 
@@ -189,8 +192,10 @@ double mdl_graph_train_flops(const MdlGraph *graph);
 /* --- the zoo and the CLI spec --- */
 /* Parses a model spec: a built-in NAME ("gpt3-1.3b", "alexnet", ...), a parameterised
  * FAMILY:key=value,... ("gpt:layers=..", "mlp:layers=L,hidden=H,batch=B"), NAME:key=value
- * (overrides on a named size, e.g. "gpt3-1.3b:batch=64"), or a path to a JSON graph (a spec
- * containing '/' or ending in ".json"). The graph is validated; free with mdl_graph_free.
+ * (overrides on a named size, e.g. "gpt3-1.3b:batch=64"), or a path (a spec containing '/' or
+ * ending in ".json") to a JSON graph or to a Hugging Face config.json of a Llama, Mistral or
+ * Qwen2 model ("dir/config.json:batch=B,seq=S", overrides after ".json:"). The graph is
+ * validated; free with mdl_graph_free.
  * Errors: MDL_ERROR_UNKNOWN_MODEL (the message lists the known names); MDL_ERROR_PARSE (no
  * key=value, an unknown or repeated key, an unreadable file); MDL_ERROR_INVALID (a zero,
  * negative, non-numeric or overflowing value, heads not dividing hidden, layers > 100000, a

@@ -4,7 +4,7 @@
  *    "ops": [{"name", "kind", "dims": [{"name", "size", "role", "splittable"}],
  *             "inputs": [{"tensor", "dims": [op dim name or null, ...], ["saved"]}],
  *             "output": {...}, ["tp_dim", "layer", "flops", "kernel_elems",
- *             "flops_per_element", "dropout", "attention_core"]}]}
+ *             "flops_per_element", "dropout", "attention_core", "gather"]}]}
  * Reading checks types and references first (every error names the op or tensor and the
  * field), rejects forward references and cycles by name, then builds the graph with the IR
  * functions and runs mdl_graph_validate. Writing emits every field the reader takes, "flops"
@@ -19,7 +19,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-static const char *const dtype_names[DEV_DTYPE_COUNT] = {"fp32", "tf32", "fp16", "bf16"};
+static const char *const dtype_names[DEV_DTYPE_COUNT] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
 
 /* Local twins of dev_dtype_name/parse, so the model module does not link devices/. */
 static const char *dtype_name(DevDtype d) {
@@ -235,7 +235,8 @@ static gboolean read_op(Reader *r, MdlGraph *g, const cJSON *oj, int o) {
     return BAD("%s: \"flops_per_element\" must be a non-negative number", what);
   if (fpe) op.flops_per_element = fpe->valuedouble;
   if (!get_bool(r, oj, "dropout", FALSE, what, &op.dropout) ||
-      !get_bool(r, oj, "attention_core", FALSE, what, &op.attention_core))
+      !get_bool(r, oj, "attention_core", FALSE, what, &op.attention_core) ||
+      !get_bool(r, oj, "gather", FALSE, what, &op.gather))
     return FALSE;
   if (flops && (!cJSON_IsNumber(flops) || !(flops->valuedouble >= 0) || !isfinite(flops->valuedouble)))
     return BAD("%s: \"flops\" must be a non-negative number", what);
@@ -247,7 +248,7 @@ static gboolean read_op(Reader *r, MdlGraph *g, const cJSON *oj, int o) {
 static gboolean read_graph(Reader *r, MdlGraph *g, const cJSON *root) {
   const char *dtype = cJSON_GetStringValue(field(root, "dtype"));
   if (field(root, "dtype") && !dtype_parse(dtype, &g->default_dtype))
-    return BAD("\"dtype\" must be one of fp32, tf32, fp16, bf16");
+    return BAD("\"dtype\" must be one of fp32, tf32, fp16, bf16, fp8");
   int64_t v;
   if (!get_int(r, root, "num_layers", FALSE, 0, 0, "graph", &v)) return FALSE;
   g->num_layers = (int)MIN(v, G_MAXINT);
@@ -368,6 +369,7 @@ static cJSON *op_to_json(const MdlGraph *g, const MdlOp *op) {
   if (op->flops_per_element > 0) cJSON_AddNumberToObject(o, "flops_per_element", op->flops_per_element);
   if (op->dropout) cJSON_AddTrueToObject(o, "dropout");
   if (op->attention_core) cJSON_AddTrueToObject(o, "attention_core");
+  if (op->gather) cJSON_AddTrueToObject(o, "gather");
   if (op->flops != mdl_op_forward_flops(op)) cJSON_AddNumberToObject(o, "flops", op->flops);
   return o;
 }

@@ -15,4 +15,26 @@ DevDtype mdl_strategy_default_dtype(const MdlGraph *graph, const DevCluster *clu
 gboolean mdl_strategy_parse_count(const char *family, const char *key, const char *value, int *out,
                                   GError **error);
 
+/* The mesh of one Megatron pipeline rank (mdl_strategy_axes.c): the data axes, outermost
+ * first, then the tp axis; in_cp / in_ep: the axis lies inside a context- / expert-parallel
+ * group. */
+typedef struct {
+  int ndims;
+  int shape[MDL_MAX_MESH_AXES];
+  uint8_t in_cp[MDL_MAX_MESH_AXES], in_ep[MDL_MAX_MESH_AXES];
+  int tp_axis;
+} MdlRankAxes;
+
+/* The axes for @cfg's dp, cp, ep and tp (Megatron-Core's order, see mdl_strategy_axes.c);
+ * MDL_ERROR_STRATEGY when ep does not divide dp*cp, or neither of ep and cp divides the other. */
+gboolean mdl_megatron_axes(const MdlMegatronConfig *cfg, MdlRankAxes *axes, GError **error);
+/* The split of @op on every axis of @axes (-1 past them); MDL_ERROR_STRATEGY naming the op
+ * when a cp axis finds no sequence dim in it. */
+gboolean mdl_megatron_op_splits(const MdlOp *op, const MdlRankAxes *axes,
+                                const MdlMegatronConfig *cfg, int8_t *split, GError **error);
+/* The op's token dim (the first splittable ATTRIBUTE dim named s, sq or c) and its expert dim
+ * (a splittable dim named e); -1 when absent. */
+int mdl_op_token_dim(const MdlOp *op);
+int mdl_op_expert_dim(const MdlOp *op);
+
 #endif

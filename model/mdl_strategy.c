@@ -158,7 +158,7 @@ gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy
       a->dtype != b->dtype || a->bucket_bytes != b->bucket_bytes || a->overlap != b->overlap ||
       a->zero_stage != b->zero_stage || a->recompute != b->recompute ||
       a->sequence_parallel != b->sequence_parallel || a->framework != b->framework ||
-      a->meshes->len != b->meshes->len)
+      a->overlap_param_gather != b->overlap_param_gather || a->meshes->len != b->meshes->len)
     return FALSE;
   for (guint m = 0; m < a->meshes->len; m++) {
     const MdlMesh *x = mdl_strategy_mesh(a, (int)m), *y = mdl_strategy_mesh(b, (int)m);
@@ -429,6 +429,12 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
   if (!validate_pipeline(s, error)) return FALSE;
   if (s->zero_stage < 0 || s->zero_stage > 3) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "zero stage %d (0..3 allowed)",
+                s->zero_stage);
+    return FALSE;
+  }
+  if (s->overlap_param_gather && s->zero_stage != 1 && s->zero_stage != 2) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "overlap_param_gather needs the distributed optimizer (zero=1 or 2, got zero=%d)",
                 s->zero_stage);
     return FALSE;
   }

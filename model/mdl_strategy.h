@@ -110,6 +110,10 @@ typedef struct {
   MdlFramework framework;    /* who launches the kernels (default megatron-lm) */
   /* For reporting: the degrees a builder used (0 when the strategy came from JSON). */
   int dp, tp, pp, vp, microbatch_size;
+  int cp, ep;                /* context and expert parallelism (0 from JSON, 1: none) */
+  gboolean overlap_param_gather; /* ZeRO 1-2: the parameter all-gathers run ahead of the
+                                    forward that needs them (Megatron-Core's distributed
+                                    optimizer, --overlap-param-gather), not after the step */
 } MdlStrategy;
 
 /* Pipeline ranks (physical stages): num_stages / virtual_stages. */
@@ -123,8 +127,8 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
- * [,recompute=none|selective|full][,sp=0|1][,framework=megatron-lm|megatron-deepspeed|
- * pytorch-eager|cuda-graphs|none]", or a path to a
+ * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,overlap_param_gather=0|1]
+ * [,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
  * schedule=interleaved and the reverse (MDL_ERROR_STRATEGY). Validates before returning. Free
@@ -149,11 +153,15 @@ typedef struct {
   int zero_stage;            /* 0..3 */
   MdlRecompute recompute;
   gboolean sequence_parallel; /* needs tp > 1 */
+  int cp;                    /* context parallelism: the sequence split over cp ranks; 0 or 1: none */
+  int ep;                    /* expert parallelism, folded over dp x cp; 0 or 1: none */
+  gboolean overlap_param_gather; /* needs zero=1 or 2 */
   MdlFramework framework;
 } MdlMegatronConfig;
 
 /* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each pipeline
- * rank is a (dp, tp) mesh; ops split their sample dim on the dp axis and their tp_dim on the tp
+ * rank is a (dp, tp) mesh (with cp or ep > 1: Megatron-Core's tp-cp-ep-dp-pp layout, the mesh
+ * and splits in model/mdl_strategy_axes.c; devices = tp*cp*dp*pp, ep divides dp*cp); ops split their sample dim on the dp axis and their tp_dim on the tp
  * axis; the graph is cut into pp * vp chunks of equal layer counts (balanced by forward FLOPs
  * for models without layers), chunk c on rank c % pp. Sequence parallelism (Korthikanti et al.
  * 2022, section 4.2.2) splits, on the tp axis, the sequence dim "s" of the ops without a
@@ -189,6 +197,10 @@ gboolean mdl_strategy_matmul_family(const char *family);
  * microbatch). MDL_ERROR_PARSE for unknown or malformed keys. */
 MdlStrategy *mdl_strategy_matmul_parse_spec(const char *spec, const MdlGraph *graph,
                                             const DevCluster *cluster, GError **error);
+
+/* Whether @graph has expert weights (an op with a PARAMETER dim "e", model/mdl_zoo_moe.c);
+ * @experts gets their count (0 without). */
+gboolean mdl_graph_num_experts(const MdlGraph *graph, int64_t *experts);
 
 /* Checks the invariants in the file comment; errors name the op, dim and degree. */
 gboolean mdl_strategy_validate(const MdlStrategy *strategy, const MdlGraph *graph,

@@ -82,6 +82,33 @@ static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int *sta
   return TRUE;
 }
 
+/* Context parallelism splits the sequence, expert parallelism the experts: both need a model
+ * that has them, and degrees that divide them (one-line errors before anything is built). */
+static gboolean check_cp_ep(const MdlGraph *graph, const MdlMegatronConfig *cfg, GError **error) {
+  int cp = MAX(cfg->cp, 1), ep = MAX(cfg->ep, 1);
+  if (cp > 1 && (graph->seq <= 1 || graph->seq % cp != 0)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: cp=%d must divide the model's sequence length %" G_GINT64_FORMAT, cp,
+                (gint64)graph->seq);
+    return FALSE;
+  }
+  if (ep == 1) return TRUE;
+  int64_t experts = 0;
+  if (!mdl_graph_num_experts(graph, &experts)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: ep=%d needs a model with experts (moe:...); model %s has none", ep,
+                graph->name);
+    return FALSE;
+  }
+  if (experts % ep != 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: ep=%d does not divide the model's %" G_GINT64_FORMAT " experts", ep,
+                (gint64)experts);
+    return FALSE;
+  }
+  return TRUE;
+}
+
 MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *cluster,
                                    const MdlMegatronConfig *cfg, GError **error) {
   int ndev = dev_cluster_num_devices(cluster);
@@ -91,14 +118,21 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
                 cfg->pp, cfg->dp, cfg->microbatch_size);
     return NULL;
   }
+  int cp = MAX(cfg->cp, 1), ep = MAX(cfg->ep, 1);
   /* In double: each degree is at most 1e9, and three of them overflow int64. */
-  double need = (double)cfg->tp * cfg->pp * cfg->dp;
+  double need = (double)cfg->tp * cfg->pp * cfg->dp * cp;
   if (need > ndev) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
-                "megatron: tp*pp*dp = %.15g devices but cluster %s has %d", need,
-                cluster->name, ndev);
+    if (cp > 1)
+      g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                  "megatron: tp*cp*pp*dp = %.15g devices but cluster %s has %d", need,
+                  cluster->name, ndev);
+    else
+      g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                  "megatron: tp*pp*dp = %.15g devices but cluster %s has %d", need,
+                  cluster->name, ndev);
     return NULL;
   }
+  if (!check_cp_ep(graph, cfg, error)) return NULL;
   if (graph->heads > 0 && cfg->tp > 1 && graph->heads % cfg->tp != 0) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "megatron: tp=%d does not divide the model's %d attention heads", cfg->tp,
@@ -155,6 +189,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->recompute = cfg->recompute;
   s->sequence_parallel = cfg->sequence_parallel;
   s->framework = cfg->framework;
+  s->overlap_param_gather = cfg->overlap_param_gather;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -163,11 +198,18 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->pp = cfg->pp;
   s->vp = vp;
   s->microbatch_size = cfg->microbatch_size;
-  int shape[2] = {cfg->dp, cfg->tp};
-  g_autofree int *devices = g_new(int, cfg->dp * cfg->tp);
+  s->cp = cp;
+  s->ep = ep;
+  MdlRankAxes axes;
+  if (!mdl_megatron_axes(cfg, &axes, error)) {
+    mdl_strategy_free(s);
+    return NULL;
+  }
+  int per_rank = cfg->dp * cp * cfg->tp;
+  g_autofree int *devices = g_new(int, per_rank);
   for (int stage = 0; stage < cfg->pp; stage++) {
-    for (int i = 0; i < cfg->dp * cfg->tp; i++) devices[i] = stage * cfg->dp * cfg->tp + i;
-    mdl_strategy_add_mesh(s, 2, shape, devices);
+    for (int i = 0; i < per_rank; i++) devices[i] = stage * per_rank + i;
+    mdl_strategy_add_mesh(s, axes.ndims, axes.shape, devices);
   }
   gboolean sequence_split = FALSE;
   for (int o = 0; o < n; o++) {
@@ -175,15 +217,11 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
     MdlOpConfig *c = &s->configs[o];
     c->mesh = stage_of[o] % cfg->pp; /* one mesh per rank, shared by its chunks */
     c->stage = stage_of[o];
-    c->split[0] = (int8_t)(cfg->dp > 1 ? mdl_op_sample_dim(op) : -1);
-    c->split[1] = (int8_t)(cfg->tp > 1 ? op->tp_dim : -1);
-    if (cfg->sequence_parallel && op->tp_dim < 0) {
-      int seq = mdl_op_find_dim(op, "s");
-      if (seq >= 0 && op->dims[seq].role == MDL_ROLE_ATTRIBUTE && op->dims[seq].splittable) {
-        c->split[1] = (int8_t)seq;
-        sequence_split = TRUE;
-      }
+    if (!mdl_megatron_op_splits(op, &axes, cfg, c->split, error)) {
+      mdl_strategy_free(s);
+      return NULL;
     }
+    sequence_split |= cfg->sequence_parallel && op->tp_dim < 0 && c->split[axes.tp_axis] >= 0;
   }
   if (cfg->sequence_parallel && !sequence_split) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
@@ -230,6 +268,8 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       *dp_given = TRUE;
     } else if (strcmp(key, "mb") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->microbatch_size, error);
     else if (strcmp(key, "vp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->virtual_stages, error);
+    else if (strcmp(key, "cp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->cp, error);
+    else if (strcmp(key, "ep") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->ep, error);
     else if (strcmp(key, "bucket_mb") == 0) {
       char *end = NULL;
       double v = g_ascii_strtod(value, &end);
@@ -273,6 +313,13 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
                     "strategy %s: recompute=%s must be none, selective or full", family, value);
         return FALSE;
       }
+    } else if (strcmp(key, "overlap_param_gather") == 0) {
+      if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                    "strategy %s: overlap_param_gather=%s must be 0 or 1", family, value);
+        return FALSE;
+      }
+      cfg->overlap_param_gather = value[0] == '1';
     } else if (strcmp(key, "sp") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: sp=%s must be 0 or 1",
@@ -290,13 +337,14 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     } else if (strcmp(key, "dtype") == 0) {
       if (!dev_dtype_parse(value, &cfg->dtype)) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                    "strategy %s: unknown dtype '%s' (known: fp32, tf32, fp16, bf16)", family, value);
+                    "strategy %s: unknown dtype '%s' (known: fp32, tf32, fp16, bf16, fp8)", family, value);
         return FALSE;
       }
     } else {
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
-                  "bucket_mb, overlap, dtype, zero, recompute, sp, framework)",
+                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather, "
+                  "framework)",
                   family, key);
       return FALSE;
     }
@@ -329,12 +377,12 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
     return NULL;
   }
   if (!parse_megatron_kv(family, params, &cfg, &dp_given, error)) return NULL;
-  if (strcmp(family, "dp") == 0 && (cfg.tp != 1 || cfg.pp != 1)) {
+  if (strcmp(family, "dp") == 0 && (cfg.tp != 1 || cfg.pp != 1 || cfg.cp > 1 || cfg.ep > 1)) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                "strategy dp: tp and pp must be 1 (use megatron:tp=..,pp=..)");
+                "strategy dp: tp, pp, cp and ep must be 1 (use megatron:tp=..,pp=..)");
     return NULL;
   }
-  if (!dp_given) cfg.dp = MAX(1, dev_cluster_num_devices(cluster) / (cfg.tp * cfg.pp));
+  if (!dp_given) cfg.dp = MAX(1, dev_cluster_num_devices(cluster) / (cfg.tp * cfg.pp * MAX(cfg.cp, 1)));
   if (cfg.microbatch_size == 0) {
     /* dp without mb: one microbatch per replica (no gradient accumulation); megatron: 1. */
     cfg.microbatch_size = strcmp(family, "dp") == 0 && graph->batch % cfg.dp == 0

@@ -340,7 +340,7 @@ MdlStrategy *mdl_strategy_matmul_parse_spec(const char *spec, const MdlGraph *gr
       ok = dev_dtype_parse(value, &cfg.dtype);
       if (!ok)
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                    "strategy %s: unknown dtype '%s' (known: fp32, tf32, fp16, bf16)", family, value);
+                    "strategy %s: unknown dtype '%s' (known: fp32, tf32, fp16, bf16, fp8)", family, value);
     } else {
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: unknown key '%s' (known: q, %sdp, "
                   "mb, dtype)", family, key, cfg.scheme == MDL_MATMUL_2_5D ? "d, " : "");

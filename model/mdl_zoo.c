@@ -1,8 +1,11 @@
 /* model/zoo — the model spec the CLI takes, the table of built-in models, and the op-building
  * helpers the zoo builders share.
  *
- * Spec grammar: NAME | NAME:key=value[,key=value...] | FAMILY:key=value,... | PATH.
- * A spec containing '/' or ending in ".json" is a path to a JSON graph (model/README.md).
+ * Spec grammar: NAME | NAME:key=value[,key=value...] | FAMILY:key=value,... | PATH |
+ * PATH.json:key=value,...
+ * A spec containing '/' or ending in ".json" is a path to a JSON graph (model/README.md) or to
+ * a Hugging Face config.json (mdl_zoo_hf.c), which may take batch, seq, layers and attn after
+ * a ':'.
  * Values are positive decimal integers; every graph is validated before it is returned.
  */
 #include "model/mdl_zoo.h"
@@ -15,7 +18,7 @@
 /* Caps that reject absurd specs before anything is allocated (a graph holds ~12 ops a layer). */
 #define MAX_LAYERS 100000
 
-typedef enum { FAMILY_GPT, FAMILY_MLP, FAMILY_CNN, FAMILY_RESNET, FAMILY_INCEPTION, FAMILY_RNN, FAMILY_UNET } Family;
+typedef enum { FAMILY_GPT, FAMILY_LLAMA, FAMILY_MLP, FAMILY_CNN, FAMILY_RESNET, FAMILY_INCEPTION, FAMILY_RNN, FAMILY_UNET } Family;
 
 typedef struct {
   const char *name;
@@ -42,6 +45,21 @@ static const ZooEntry zoo[] = {
                              "40 heads, seq 2048, batch 1024; 1.285e+10 params"},
     {"gpt3-175b", FAMILY_GPT, "GPT-3 175B (Brown et al. 2020, Table 2.1): 96 layers, d_model 12288, "
                               "96 heads, seq 2048, batch 1536; 1.746e+11 params"},
+    {"llama3-8b", FAMILY_LLAMA, "Llama 3 8B (Meta-Llama-3-8B config.json): 32 layers, hidden 4096, "
+                                "32 heads, 8 KV heads, SwiGLU 14336, vocab 128256 untied, seq 8192, "
+                                "batch 128, flash attention; 8.030e+09 params"},
+    {"llama3-70b", FAMILY_LLAMA, "Llama 3 70B (Meta-Llama-3-70B config.json): 80 layers, hidden "
+                                 "8192, 64 heads, 8 KV heads, SwiGLU 28672, vocab 128256 untied, "
+                                 "seq 8192, batch 128, flash attention; 7.055e+10 params"},
+    {"llama3.1-405b", FAMILY_LLAMA, "Llama 3.1 405B (Llama-3.1-405B config.json): 126 layers, hidden "
+                                    "16384, 128 heads, 8 KV heads, SwiGLU 53248, vocab 128256 "
+                                    "untied, seq 8192, batch 128, flash attention; 4.059e+11 params"},
+    {"qwen2.5-72b", FAMILY_LLAMA, "Qwen2.5 72B (Qwen2.5-72B config.json): 80 layers, hidden 8192, "
+                                  "64 heads, 8 KV heads, SwiGLU 29568, vocab 152064 untied, seq "
+                                  "4096, batch 128, flash attention; 7.271e+10 params"},
+    {"mistral-7b", FAMILY_LLAMA, "Mistral 7B v0.1 (Mistral-7B-v0.1 config.json): 32 layers, hidden "
+                                 "4096, 32 heads, 8 KV heads, SwiGLU 14336, vocab 32000 untied, seq "
+                                 "4096, batch 128, flash attention; 7.242e+09 params"},
     {"mlp", FAMILY_MLP, "MLP: 4 dense 1024x1024 layers (ReLU folded), softmax cross-entropy over "
                         "1024 classes, batch 64; 4.194e+06 params"},
     {"alexnet", FAMILY_CNN, "AlexNet (Krizhevsky et al. 2012), torchvision single-tower variant, "
@@ -91,7 +109,12 @@ typedef struct {
   const char *key;
   int64_t *value;
   gboolean seen;
+  const char *const *choices; /* NULL: a positive integer; else the value's index in this
+                                 NULL-terminated list */
 } SpecKey;
+
+static const char *const tied_choices[] = {"0", "1", NULL};
+static const char *const attn_choices[] = {"unfused", "flash", NULL};
 
 static char *key_list(const SpecKey *keys, int nkeys) {
   GString *s = g_string_new(NULL);
@@ -121,6 +144,20 @@ static gboolean parse_value(const char *model, const char *key, const char *text
   return TRUE;
 }
 
+static gboolean parse_choice(const char *model, const char *key, const char *text,
+                             const char *const *choices, int64_t *out, GError **error) {
+  for (int i = 0; choices[i]; i++) {
+    if (strcmp(choices[i], text) == 0) {
+      *out = i;
+      return TRUE;
+    }
+  }
+  g_autofree char *known = g_strjoinv("|", (char **)choices);
+  g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s=%s must be %s", model, key, text,
+              known);
+  return FALSE;
+}
+
 /* Applies "key=value,..." in @args to @keys; @model names the spec in errors. */
 static gboolean parse_overrides(const char *model, const char *args, SpecKey *keys, int nkeys,
                                 GError **error) {
@@ -147,7 +184,11 @@ static gboolean parse_overrides(const char *model, const char *args, SpecKey *ke
       goto out;
     }
     k->seen = TRUE;
-    if (!parse_value(model, *it, eq + 1, k->value, error)) goto out;
+    if (k->choices) {
+      if (!parse_choice(model, *it, eq + 1, k->choices, k->value, error)) goto out;
+    } else if (!parse_value(model, *it, eq + 1, k->value, error)) {
+      goto out;
+    }
   }
   ok = TRUE;
 out:
@@ -159,18 +200,65 @@ static MdlGraph *unknown_model(const char *name, GError **error) {
   GString *s = g_string_new(NULL);
   for (guint i = 0; i < G_N_ELEMENTS(zoo); i++) g_string_append_printf(s, "%s%s", i ? ", " : "", zoo[i].name);
   g_set_error(error, MDL_ERROR, MDL_ERROR_UNKNOWN_MODEL,
-              "unknown model \"%s\"; known models: %s (or gpt:key=value,..., or a .json graph path)",
+              "unknown model \"%s\"; known models: %s (or gpt:key=value,..., llama:key=value,..., "
+              "a .json graph path or a Hugging Face config.json)",
               name, s->str);
   g_string_free(s, TRUE);
   return NULL;
 }
 
-static MdlGraph *from_file(const char *path, GError **error) {
+static gboolean check_layers(const char *name, int64_t layers, GError **error);
+
+/* A Hugging Face config.json with the spec's overrides @args (may be NULL). */
+static MdlGraph *from_hf(const char *spec, const char *path, const char *text, const char *args,
+                         GError **error) {
+  MdlLlamaConfig cfg;
+  gboolean has_batch, has_seq;
+  if (!mdl_zoo_hf_config(text, path, &cfg, &has_batch, &has_seq, error)) return NULL;
+  SpecKey keys[] = {{"batch", &cfg.batch, FALSE, NULL},
+                    {"seq", &cfg.seq, FALSE, NULL},
+                    {"layers", &cfg.layers, FALSE, NULL},
+                    {"attn", &cfg.flash, FALSE, attn_choices}};
+  if (args && !parse_overrides(path, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
+  if (!(has_batch || keys[0].seen) || !(has_seq || keys[1].seen)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                "%s: no %s: give it after the path (%s:batch=B,seq=S) or as a key in the file",
+                path, !(has_batch || keys[0].seen) ? "batch" : "seq", path);
+    return NULL;
+  }
+  if (!check_layers(path, cfg.layers, error)) return NULL;
+  return mdl_zoo_llama(spec, &cfg, error);
+}
+
+/* @spec is PATH or PATH.json:key=value,... (overrides: Hugging Face configs only). */
+static MdlGraph *from_file(const char *spec, GError **error) {
+  const char *sep = strstr(spec, ".json:");
+  g_autofree char *path = sep ? g_strndup(spec, (gsize)(sep - spec) + 5) : g_strdup(spec);
+  const char *args = sep ? sep + 6 : NULL;
+  if (args && !*args) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "model %s: expected key=value after ':'", spec);
+    return NULL;
+  }
   char *text = NULL;
   if (!mdl_read_json_file("model file", path, &text, error)) return NULL;
-  MdlGraph *g = mdl_graph_from_json(text, path, error);
+  MdlGraph *g = NULL;
+  if (mdl_zoo_hf_detect(text))
+    g = from_hf(spec, path, text, args, error);
+  else if (args)
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                "model %s: key=value overrides apply to Hugging Face config.json files, not to "
+                "operator graphs", spec);
+  else
+    g = mdl_graph_from_json(text, path, error);
   g_free(text);
   return g;
+}
+
+static gboolean check_layers(const char *name, int64_t layers, GError **error) {
+  if (layers <= MAX_LAYERS) return TRUE;
+  g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: layers=%" G_GINT64_FORMAT
+              " exceeds %d", name, (gint64)layers, MAX_LAYERS);
+  return FALSE;
 }
 
 static MdlGraph *build(const char *spec, const char *name, const char *args, GError **error) {
@@ -178,35 +266,41 @@ static MdlGraph *build(const char *spec, const char *name, const char *args, GEr
   for (guint i = 0; i < G_N_ELEMENTS(zoo) && !entry; i++)
     if (strcmp(zoo[i].name, name) == 0) entry = &zoo[i];
   gboolean gpt = strcmp(name, "gpt") == 0 || (entry && entry->family == FAMILY_GPT);
-  if (!entry && !gpt) return unknown_model(name, error);
+  gboolean llama = strcmp(name, "llama") == 0 || (entry && entry->family == FAMILY_LLAMA);
+  if (!entry && !gpt && !llama) return unknown_model(name, error);
   if (gpt) {
     MdlGptConfig cfg = *mdl_zoo_gpt_named(entry ? name : "gpt3-125m");
-    SpecKey keys[] = {{"layers", &cfg.layers, FALSE}, {"hidden", &cfg.hidden, FALSE},
-                      {"heads", &cfg.heads, FALSE},   {"seq", &cfg.seq, FALSE},
-                      {"vocab", &cfg.vocab, FALSE},   {"batch", &cfg.batch, FALSE}};
+    SpecKey keys[] = {{"layers", &cfg.layers, FALSE, NULL}, {"hidden", &cfg.hidden, FALSE, NULL},
+                      {"heads", &cfg.heads, FALSE, NULL},   {"seq", &cfg.seq, FALSE, NULL},
+                      {"vocab", &cfg.vocab, FALSE, NULL},   {"batch", &cfg.batch, FALSE, NULL},
+                      {"ffn", &cfg.ffn, FALSE, NULL}};
     if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
-    if (cfg.layers > MAX_LAYERS) {
-      g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: layers=%" G_GINT64_FORMAT
-                  " exceeds %d", name, (gint64)cfg.layers, MAX_LAYERS);
-      return NULL;
-    }
+    if (!check_layers(name, cfg.layers, error)) return NULL;
     return mdl_zoo_gpt(spec, &cfg, error);
+  }
+  if (llama) {
+    MdlLlamaConfig cfg = *mdl_zoo_llama_named(entry ? name : "llama3-8b");
+    SpecKey keys[] = {{"layers", &cfg.layers, FALSE, NULL},     {"hidden", &cfg.hidden, FALSE, NULL},
+                      {"heads", &cfg.heads, FALSE, NULL},       {"kv_heads", &cfg.kv_heads, FALSE, NULL},
+                      {"ffn", &cfg.ffn, FALSE, NULL},           {"seq", &cfg.seq, FALSE, NULL},
+                      {"vocab", &cfg.vocab, FALSE, NULL},       {"batch", &cfg.batch, FALSE, NULL},
+                      {"head_dim", &cfg.head_dim, FALSE, NULL}, {"tied", &cfg.tied, FALSE, tied_choices},
+                      {"attn", &cfg.flash, FALSE, attn_choices}};
+    if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
+    if (!check_layers(name, cfg.layers, error)) return NULL;
+    return mdl_zoo_llama(spec, &cfg, error);
   }
   if (entry->family == FAMILY_MLP) {
     int64_t layers = 4, hidden = 1024, batch = 64;
-    SpecKey keys[] = {{"layers", &layers, FALSE}, {"hidden", &hidden, FALSE}, {"batch", &batch, FALSE}};
+    SpecKey keys[] = {{"layers", &layers, FALSE, NULL}, {"hidden", &hidden, FALSE, NULL}, {"batch", &batch, FALSE, NULL}};
     if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
-    if (layers > MAX_LAYERS) {
-      g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: layers=%" G_GINT64_FORMAT
-                  " exceeds %d", name, (gint64)layers, MAX_LAYERS);
-      return NULL;
-    }
+    if (!check_layers(name, layers, error)) return NULL;
     return mdl_zoo_mlp(spec, layers, hidden, batch, error);
   }
   if (entry->family == FAMILY_UNET) {
     /* Alpa's "1B" UNet (mdl_zoo_unet.c); the paper's batch (Table 3). */
     int64_t channels = 480, image = 32, batch = 2048;
-    SpecKey keys[] = {{"channels", &channels, FALSE}, {"image", &image, FALSE}, {"batch", &batch, FALSE}};
+    SpecKey keys[] = {{"channels", &channels, FALSE, NULL}, {"image", &image, FALSE, NULL}, {"batch", &batch, FALSE, NULL}};
     if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
     return mdl_zoo_unet(spec, channels, image, batch, error);
   }
@@ -216,9 +310,9 @@ static MdlGraph *build(const char *spec, const char *name, const char *args, GEr
     if (strcmp(name, "rnntc") == 0) cfg.kind = MDL_RNN_TC, cfg.layers = 4, cfg.vocab = 18765;
     else if (strcmp(name, "rnnlm") == 0) cfg.kind = MDL_RNN_LM, cfg.vocab = 10000;
     else cfg.kind = MDL_RNN_NMT, cfg.vocab = 20480;
-    SpecKey keys[] = {{"layers", &cfg.layers, FALSE}, {"hidden", &cfg.hidden, FALSE},
-                      {"seq", &cfg.seq, FALSE},       {"vocab", &cfg.vocab, FALSE},
-                      {"batch", &cfg.batch, FALSE}};
+    SpecKey keys[] = {{"layers", &cfg.layers, FALSE, NULL}, {"hidden", &cfg.hidden, FALSE, NULL},
+                      {"seq", &cfg.seq, FALSE, NULL},       {"vocab", &cfg.vocab, FALSE, NULL},
+                      {"batch", &cfg.batch, FALSE, NULL}};
     if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
     if (cfg.layers > MAX_LAYERS || cfg.seq > MAX_LAYERS) {
       g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: layers and seq must not exceed %d",
@@ -229,7 +323,7 @@ static MdlGraph *build(const char *spec, const char *name, const char *args, GEr
   }
   /* FlexFlow's batch (Jia et al. 2019, section 8.1): 64, AlexNet 256; VGG 64. */
   int64_t batch = strcmp(name, "alexnet") == 0 ? 256 : 64;
-  SpecKey keys[] = {{"batch", &batch, FALSE}};
+  SpecKey keys[] = {{"batch", &batch, FALSE, NULL}};
   if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
   if (entry->family == FAMILY_RESNET) return mdl_zoo_resnet(spec, batch, error);
   if (entry->family == FAMILY_INCEPTION) return mdl_zoo_inception(spec, batch, error);

@@ -7,9 +7,10 @@
 
 #include "model/mdl_graph.h"
 
-/* GPT-style decoder-only transformer (Brown et al. 2020; Megatron-LM layout), ffn = 4 hidden. */
+/* GPT-style decoder-only transformer (Brown et al. 2020; Megatron-LM layout). */
 typedef struct {
   int64_t layers, hidden, heads, seq, vocab, batch;
+  int64_t ffn; /* MLP width; 0: 4 hidden (GPT-3) */
 } MdlGptConfig;
 
 /* A named size: sizes from GPT-3 Table 2.1 (see mdl_zoo_gpt.c). NULL if @name is not one. */
@@ -19,6 +20,34 @@ const MdlGptConfig *mdl_zoo_gpt_named(const char *name);
 MdlGraph *mdl_zoo_gpt(const char *name, const MdlGptConfig *cfg, GError **error);
 /* Parameters of that model, from the closed form (no graph built). */
 double mdl_zoo_gpt_params(const MdlGptConfig *cfg);
+
+/* Llama-style decoder (mdl_zoo_llama.c): grouped-query attention, SwiGLU MLP, RMSNorm, RoPE,
+ * untied (or tied) embeddings, attention unfused or FlashAttention-style fused. */
+typedef struct {
+  int64_t layers, hidden, heads, kv_heads, ffn, seq, vocab, batch;
+  int64_t head_dim; /* 0: hidden / heads */
+  int64_t tied;     /* 1: the output layer uses the embedding table */
+  int64_t flash;    /* 1: fused attention (attn=flash), 0: unfused */
+} MdlLlamaConfig;
+
+/* A named size (llama3-8b, llama3-70b, llama3.1-405b, qwen2.5-72b, mistral-7b: their published
+ * config.json, see mdl_zoo_llama.c); NULL if @name is not one. */
+const MdlLlamaConfig *mdl_zoo_llama_named(const char *name);
+/* NULL and MDL_ERROR_INVALID when heads is not a multiple of kv_heads, hidden of heads (without
+ * head_dim), or a tensor would exceed MDL_MAX_ELEMENTS. */
+MdlGraph *mdl_zoo_llama(const char *name, const MdlLlamaConfig *cfg, GError **error);
+/* Parameters of that model, from the closed form (no graph built). */
+double mdl_zoo_llama_params(const MdlLlamaConfig *cfg);
+
+/* Hugging Face config.json (mdl_zoo_hf.c). Whether @text looks like one: a JSON object with
+ * "architectures" or "model_type" and no "ops". */
+gboolean mdl_zoo_hf_detect(const char *text);
+/* Fills @cfg from the config.json @text (@path names it in errors); @has_batch / @has_seq say
+ * whether the file gave stratsim's "batch" / "seq" keys (else those stay 0). FALSE with an
+ * error naming the field for a missing or bad field, a mixture-of-experts or an unsupported
+ * architecture. */
+gboolean mdl_zoo_hf_config(const char *text, const char *path, MdlLlamaConfig *cfg,
+                           gboolean *has_batch, gboolean *has_seq, GError **error);
 
 /* L dense hidden x hidden layers and a softmax cross-entropy over hidden classes. */
 MdlGraph *mdl_zoo_mlp(const char *name, int64_t layers, int64_t hidden, int64_t batch,
@@ -78,6 +107,42 @@ int mdl_zoo_concat(MdlZooNet *net, const char *name, const int *inputs, int coun
 int mdl_zoo_add_relu(MdlZooNet *net, const char *name, int a, int b);
 /* FC [b, c, 1, 1] -> [b, classes] (column parallel) and the softmax cross-entropy "loss". */
 int mdl_zoo_classifier(MdlZooNet *net, const char *name, int x, int64_t classes);
+
+/* --- transformer blocks (mdl_zoo_transformer.c), shared by gpt and llama --- */
+typedef struct {
+  MdlGraph *g;
+  int64_t b, s, h;  /* batch, sequence, hidden */
+  int layer;        /* -1 outside the layers */
+  char prefix[32];  /* "layer3." or "" */
+} MdlZooSeq;
+/* Flags of mdl_zoo_seq_pointwise. */
+#define MDL_ZOO_TP 0x1      /* split the width dim on the tensor-parallel axis */
+#define MDL_ZOO_DROPOUT 0x2 /* dropout on the output (its 1-byte mask is kept) */
+#define MDL_ZOO_UNSAVED 0x4 /* the backward reads no input (an add, a rotation) */
+/* Norm over hidden with a [@rows, h] weight: 2 for LayerNorm (gamma, beta), 1 for RMSNorm. */
+int mdl_zoo_seq_norm(MdlZooSeq *B, const char *leaf, int x, int64_t rows);
+/* y[b,s,n] = x[b,s,k] W[k,n]; @row: Megatron row parallel (split k), else column (split n). */
+int mdl_zoo_seq_linear(MdlZooSeq *B, const char *leaf, int x, int64_t k, int64_t n, gboolean row);
+/* An elementwise op over [b,s,width] (dim @dim) of @x and, if >= 0, @other (read with the same
+ * map, so @x may be a multiple of width wide, as SwiGLU's [gate, up] input is). */
+int mdl_zoo_seq_pointwise(MdlZooSeq *B, const char *leaf, int x, int other, const char *dim,
+                          int64_t width, double flops_per_element, unsigned flags);
+/* Unfused attention core over the fused QKV activation @qkv [b,s,w] (w a multiple of @heads,
+ * read as Q, K and V through the heads grouping): attn_scores, attn_softmax (@dropout),
+ * attn_context; returns the context [b,s,heads*dh]. */
+int mdl_zoo_seq_attention(MdlZooSeq *B, int qkv, int64_t heads, int64_t dh, gboolean dropout);
+/* Starts a decoder graph in B->g (bf16, @layers, @heads, seq B->s; @family is copied): the
+ * token ids and @labels [b,s] (data inputs) and the embedding; returns its output [b,s,h]. */
+int mdl_zoo_seq_begin(MdlZooSeq *B, const char *name, const char *family, int64_t layers,
+                      int64_t heads, int64_t vocab, int *labels, int *table);
+/* Names the ops added next as layer @layer's ("layer3."), or as outside the layers (-1). */
+void mdl_zoo_seq_enter_layer(MdlZooSeq *B, int layer);
+/* Token table "embedding.weight" [vocab,h] (returned in @table) and its vocab-parallel lookup
+ * of @tokens [b,s]; returns the embedding [b,s,h]. */
+int mdl_zoo_seq_embedding(MdlZooSeq *B, int tokens, int64_t vocab, int *table);
+/* lm_head (logits = x . table^T, @table [vocab,h]) and the vocab-parallel cross-entropy
+ * "loss" over @labels [b,s]; returns the loss tensor. */
+int mdl_zoo_seq_output(MdlZooSeq *B, int x, int labels, int64_t vocab, int table);
 
 /* --- op building (mdl_zoo.c) --- */
 /* Clears @op and sets its name (not copied: mdl_graph_add_op copies it), kind, layer;

@@ -1,6 +1,7 @@
 /* model/zoo/gpt — a GPT-style decoder-only transformer in the Megatron-LM layout.
  *
- * Ops, in order (b batch, s seq, h hidden, a heads, dh = h/a, V vocab, ffn = 4h):
+ * Ops, in order (b batch, s seq, h hidden, a heads, dh = h/a, V vocab, ffn = 4h unless the
+ * spec sets ffn=N; blocks in mdl_zoo_transformer.c):
  *   embedding  token table [V,h] lookup of the token ids [b,s]: dims b, s, h(P), vocab(R);
  *              vocab-parallel under tensor parallelism (Megatron splits the table by rows and
  *              all-reduces the partial lookups).
@@ -17,7 +18,7 @@
  * are not modeled: a bias operand on a contraction would be charged a whole dW matmul);
  * attention scale, causal mask and dropout (into attn_softmax); hidden dropout (into the
  * residual adds). Layernorm gamma and beta are one [2,h] weight. Parameters per layer:
- * 12h^2 + 4h; in total L(12h^2 + 4h) + Vh + sh + 2h.
+ * 12h^2 + 4h (4h^2 + 2h ffn + 4h with another ffn); in total L(12h^2 + 4h) + Vh + sh + 2h.
  * Saved activations as Korthikanti et al. 2022, section 4.1 lists them: every op keeps its
  * inputs except the adds (residual1, residual2, pos_embed: dropout then add, whose backward
  * reads no operand), which keep only their dropout's 1-byte mask (op->dropout), as does
@@ -51,14 +52,14 @@ static const struct {
   const char *name;
   MdlGptConfig cfg; /* layers, hidden, heads, seq, vocab, batch */
 } named[] = {
-    {"gpt3-125m", {12, 768, 12, 2048, GPT3_VOCAB, 256}},
-    {"gpt3-350m", {24, 1024, 16, 2048, GPT3_VOCAB, 256}},
-    {"gpt3-760m", {24, 1536, 16, 2048, GPT3_VOCAB, 256}},
-    {"gpt3-1.3b", {24, 2048, 16, 2048, GPT3_VOCAB, 512}},
-    {"gpt3-2.7b", {32, 2560, 32, 2048, GPT3_VOCAB, 512}},
-    {"gpt3-6.7b", {32, 4096, 32, 2048, GPT3_VOCAB, 1024}},
-    {"gpt3-13b", {40, 5120, 40, 2048, GPT3_VOCAB, 1024}},
-    {"gpt3-175b", {96, 12288, 96, 2048, GPT3_VOCAB, 1536}},
+    {"gpt3-125m", {12, 768, 12, 2048, GPT3_VOCAB, 256, 0}},
+    {"gpt3-350m", {24, 1024, 16, 2048, GPT3_VOCAB, 256, 0}},
+    {"gpt3-760m", {24, 1536, 16, 2048, GPT3_VOCAB, 256, 0}},
+    {"gpt3-1.3b", {24, 2048, 16, 2048, GPT3_VOCAB, 512, 0}},
+    {"gpt3-2.7b", {32, 2560, 32, 2048, GPT3_VOCAB, 512, 0}},
+    {"gpt3-6.7b", {32, 4096, 32, 2048, GPT3_VOCAB, 1024, 0}},
+    {"gpt3-13b", {40, 5120, 40, 2048, GPT3_VOCAB, 1024, 0}},
+    {"gpt3-175b", {96, 12288, 96, 2048, GPT3_VOCAB, 1536, 0}},
 };
 
 const MdlGptConfig *mdl_zoo_gpt_named(const char *name) {
@@ -67,143 +68,29 @@ const MdlGptConfig *mdl_zoo_gpt_named(const char *name) {
   return NULL;
 }
 
+static int64_t ffn_of(const MdlGptConfig *c) { return c->ffn > 0 ? c->ffn : 4 * c->hidden; }
+
 double mdl_zoo_gpt_params(const MdlGptConfig *c) {
-  double h = (double)c->hidden;
-  return (double)c->layers * (12 * h * h + 4 * h) + (double)c->vocab * h + (double)c->seq * h + 2 * h;
+  double h = (double)c->hidden, f = (double)ffn_of(c);
+  return (double)c->layers * (4 * h * h + 2 * h * f + 4 * h) + (double)c->vocab * h +
+         (double)c->seq * h + 2 * h;
 }
 
-typedef struct {
-  MdlGraph *g;
-  int64_t b, s, h;
-  int layer;        /* -1 outside the layers */
-  char prefix[32];  /* "layer3." or "" */
-} Builder;
-
-static const char *full_name(const Builder *B, const char *leaf, const char *suffix, char *buf) {
-  g_snprintf(buf, 96, "%s%s%s", B->prefix, leaf, suffix);
-  return buf;
-}
-
-static int layernorm(Builder *B, const char *leaf, int x) {
-  char name[96];
-  int w = mdl_zoo_weight(B->g, full_name(B, leaf, ".weight", name), 2, (int64_t)2, B->h);
-  int y = mdl_zoo_activation(B->g, full_name(B, leaf, "", name), 3, B->b, B->s, B->h);
-  MdlOp op;
-  mdl_zoo_op_init(&op, name, MDL_OP_LAYERNORM, B->layer);
-  mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
-  mdl_zoo_dim(&op, "s", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  mdl_zoo_dim(&op, "h", B->h, MDL_ROLE_PARAMETER, FALSE); /* normalised: a split needs a reduction */
-  mdl_zoo_input(&op, x, "b,s,h");
-  mdl_zoo_input(&op, w, "-,h");
-  mdl_zoo_output(&op, y, "b,s,h");
-  mdl_graph_add_op(B->g, &op);
-  return y;
-}
-
-/* y[b,s,n] = x[b,s,k] W[k,n]; @row: Megatron row parallel (split k), else column (split n). */
-static int linear(Builder *B, const char *leaf, int x, int64_t k, int64_t n, gboolean row) {
-  char name[96];
-  int w = mdl_zoo_weight(B->g, full_name(B, leaf, ".weight", name), 2, k, n);
-  int y = mdl_zoo_activation(B->g, full_name(B, leaf, "", name), 3, B->b, B->s, n);
-  MdlOp op;
-  mdl_zoo_op_init(&op, name, MDL_OP_MATMUL, B->layer);
-  mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
-  mdl_zoo_dim(&op, "s", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  int dn = mdl_zoo_dim(&op, "n", n, MDL_ROLE_PARAMETER, TRUE);
-  int dk = mdl_zoo_dim(&op, "k", k, MDL_ROLE_REDUCTION, TRUE);
-  op.tp_dim = row ? dk : dn;
-  mdl_zoo_input(&op, x, "b,s,k");
-  mdl_zoo_input(&op, w, "k,n");
-  mdl_zoo_output(&op, y, "b,s,n");
-  mdl_graph_add_op(B->g, &op);
-  return y;
-}
-
-/* An elementwise op over [b,s,width] (dim @dim) of @x and, if >= 0, @other; @tp: split @dim
- * on the tensor-parallel axis (GELU between fc1 and fc2) or replicate (residual adds). */
-static int elementwise(Builder *B, const char *leaf, int x, int other, const char *dim, int64_t width,
-                       double flops_per_element, gboolean tp) {
-  char name[96];
-  int y = mdl_zoo_activation(B->g, full_name(B, leaf, "", name), 3, B->b, B->s, width);
-  MdlOp op;
-  mdl_zoo_op_init(&op, name, MDL_OP_ELEMENTWISE, B->layer);
-  mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
-  mdl_zoo_dim(&op, "s", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  int d = mdl_zoo_dim(&op, dim, width, MDL_ROLE_ATTRIBUTE, TRUE);
-  op.tp_dim = tp ? d : -1;
-  op.flops_per_element = flops_per_element;
-  if (other >= 0) { /* a residual add after dropout (Megatron's bias-dropout-add) */
-    op.dropout = TRUE;
-    op.unsaved_inputs = 0x3;
-  }
-  char map[32];
-  g_snprintf(map, sizeof map, "b,s,%s", dim);
-  mdl_zoo_input(&op, x, map);
-  if (other >= 0) mdl_zoo_input(&op, other, map);
-  mdl_zoo_output(&op, y, map);
-  mdl_graph_add_op(B->g, &op);
-  return y;
-}
-
-/* The attention core over the fused [b,s,3h] @qkv; returns the context [b,s,h]. */
-static int attention(Builder *B, int qkv, int64_t heads) {
-  char name[96];
-  int64_t dh = B->h / heads;
-  int scores = mdl_zoo_activation(B->g, full_name(B, "attn_scores", "", name), 4, B->b, heads, B->s, B->s);
-  MdlOp op;
-  mdl_zoo_op_init(&op, name, MDL_OP_BATCH_MATMUL, B->layer);
-  op.attention_core = TRUE;
-  mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
-  op.tp_dim = mdl_zoo_dim(&op, "heads", heads, MDL_ROLE_ATTRIBUTE, TRUE);
-  mdl_zoo_dim(&op, "sq", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  mdl_zoo_dim(&op, "dh", dh, MDL_ROLE_REDUCTION, FALSE);
-  mdl_zoo_input(&op, qkv, "b,sq,heads"); /* Q */
-  mdl_zoo_input(&op, qkv, "b,sk,heads"); /* K */
-  mdl_zoo_output(&op, scores, "b,heads,sq,sk");
-  mdl_graph_add_op(B->g, &op);
-
-  /* Scale, causal mask and attention dropout folded in. */
-  int probs = mdl_zoo_activation(B->g, full_name(B, "attn_softmax", "", name), 4, B->b, heads, B->s, B->s);
-  mdl_zoo_op_init(&op, name, MDL_OP_SOFTMAX, B->layer);
-  op.attention_core = TRUE;
-  op.dropout = TRUE;
-  mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
-  op.tp_dim = mdl_zoo_dim(&op, "heads", heads, MDL_ROLE_ATTRIBUTE, TRUE);
-  mdl_zoo_dim(&op, "sq", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_ATTRIBUTE, FALSE); /* normalised over */
-  mdl_zoo_input(&op, scores, "b,heads,sq,sk");
-  mdl_zoo_output(&op, probs, "b,heads,sq,sk");
-  mdl_graph_add_op(B->g, &op);
-
-  int context = mdl_zoo_activation(B->g, full_name(B, "attn_context", "", name), 3, B->b, B->s, B->h);
-  mdl_zoo_op_init(&op, name, MDL_OP_BATCH_MATMUL, B->layer);
-  op.attention_core = TRUE;
-  mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
-  op.tp_dim = mdl_zoo_dim(&op, "heads", heads, MDL_ROLE_ATTRIBUTE, TRUE);
-  mdl_zoo_dim(&op, "sq", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  mdl_zoo_dim(&op, "dh", dh, MDL_ROLE_ATTRIBUTE, FALSE);
-  mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_REDUCTION, TRUE);
-  mdl_zoo_input(&op, probs, "b,heads,sq,sk");
-  mdl_zoo_input(&op, qkv, "b,sk,heads"); /* V */
-  mdl_zoo_output(&op, context, "b,sq,heads");
-  mdl_graph_add_op(B->g, &op);
-  return context;
-}
-
-static int transformer_layer(Builder *B, int x, int64_t heads) {
+static int transformer_layer(MdlZooSeq *B, int x, int64_t heads, int64_t ffn) {
   int64_t h = B->h;
-  int ln1 = layernorm(B, "ln1", x);
-  int qkv = linear(B, "qkv", ln1, h, 3 * h, FALSE);
-  int context = attention(B, qkv, heads);
-  int proj = linear(B, "attn_proj", context, h, h, TRUE);
-  int res1 = elementwise(B, "residual1", proj, x, "h", h, 2.0 /* dropout mask, add */, FALSE);
-  int ln2 = layernorm(B, "ln2", res1);
-  int fc1 = linear(B, "fc1", ln2, h, 4 * h, FALSE);
+  int ln1 = mdl_zoo_seq_norm(B, "ln1", x, 2);
+  int qkv = mdl_zoo_seq_linear(B, "qkv", ln1, h, 3 * h, FALSE);
+  int context = mdl_zoo_seq_attention(B, qkv, heads, h / heads, TRUE);
+  int proj = mdl_zoo_seq_linear(B, "attn_proj", context, h, h, TRUE);
+  /* Residual adds after dropout (Megatron's bias-dropout-add): dropout mask, add. */
+  unsigned add = MDL_ZOO_DROPOUT | MDL_ZOO_UNSAVED;
+  int res1 = mdl_zoo_seq_pointwise(B, "residual1", proj, x, "h", h, 2.0, add);
+  int ln2 = mdl_zoo_seq_norm(B, "ln2", res1, 2);
+  int fc1 = mdl_zoo_seq_linear(B, "fc1", ln2, h, ffn, FALSE);
   /* GELU, tanh approximation: ~8 FLOPs (x^3, two multiply-adds, tanh, add, two multiplies). */
-  int gelu = elementwise(B, "gelu", fc1, -1, "f", 4 * h, 8.0, TRUE);
-  int fc2 = linear(B, "fc2", gelu, 4 * h, h, TRUE);
-  return elementwise(B, "residual2", fc2, res1, "h", h, 2.0, FALSE);
+  int gelu = mdl_zoo_seq_pointwise(B, "gelu", fc1, -1, "f", ffn, 8.0, MDL_ZOO_TP);
+  int fc2 = mdl_zoo_seq_linear(B, "fc2", gelu, ffn, h, TRUE);
+  return mdl_zoo_seq_pointwise(B, "residual2", fc2, res1, "h", h, 2.0, add);
 }
 
 static gboolean check_sizes(const char *name, const MdlGptConfig *c, GError **error) {
@@ -217,35 +104,18 @@ static gboolean check_sizes(const char *name, const MdlGptConfig *c, GError **er
   return mdl_zoo_check_size(name, "the logits [batch, seq, vocab] x hidden", error, 4, b, s, v, h) &&
          mdl_zoo_check_size(name, "the attention [batch, heads, seq, seq] x dh", error, 4, b, s, s, h) &&
          mdl_zoo_check_size(name, "the attention probabilities", error, 4, b, a, s, s) &&
-         mdl_zoo_check_size(name, "the MLP [batch, seq, 4 hidden] x hidden", error, 5, b, s, (int64_t)4, h, h) &&
+         mdl_zoo_check_size(name, "the MLP [batch, seq, ffn] x hidden", error, 4, b, s, ffn_of(c), h) &&
          mdl_zoo_check_size(name, "the QKV projection", error, 5, b, s, (int64_t)3, h, h);
 }
 
 MdlGraph *mdl_zoo_gpt(const char *name, const MdlGptConfig *c, GError **error) {
   if (!check_sizes(name, c, error)) return NULL;
-  Builder B = {.b = c->batch, .s = c->seq, .h = c->hidden, .layer = -1};
-  MdlGraph *g = B.g = mdl_graph_new(name, "gpt", c->batch);
-  g->default_dtype = DEV_DTYPE_BF16;
-  g->num_layers = (int)c->layers;
-  g->heads = (int)c->heads;
-  g->seq = c->seq;
-  int64_t ids[2] = {B.b, B.s};
-  int tokens = mdl_graph_add_tensor(g, "tokens", 2, ids, FALSE, TRUE);
-  int labels = mdl_graph_add_tensor(g, "labels", 2, ids, FALSE, TRUE);
-  int table = mdl_zoo_weight(g, "embedding.weight", 2, c->vocab, B.h);
+  MdlZooSeq B = {.b = c->batch, .s = c->seq, .h = c->hidden};
+  int labels, table;
+  int emb = mdl_zoo_seq_begin(&B, name, "gpt", c->layers, c->heads, c->vocab, &labels, &table);
+  MdlGraph *g = B.g;
 
   MdlOp op;
-  int emb = mdl_zoo_activation(g, "embedding", 3, B.b, B.s, B.h);
-  mdl_zoo_op_init(&op, "embedding", MDL_OP_EMBEDDING, -1);
-  mdl_zoo_dim(&op, "b", B.b, MDL_ROLE_SAMPLE, TRUE);
-  mdl_zoo_dim(&op, "s", B.s, MDL_ROLE_ATTRIBUTE, TRUE);
-  mdl_zoo_dim(&op, "h", B.h, MDL_ROLE_PARAMETER, TRUE);
-  op.tp_dim = mdl_zoo_dim(&op, "vocab", c->vocab, MDL_ROLE_REDUCTION, TRUE);
-  mdl_zoo_input(&op, tokens, "b,s");
-  mdl_zoo_input(&op, table, "vocab,h");
-  mdl_zoo_output(&op, emb, "b,s,h");
-  mdl_graph_add_op(g, &op);
-
   int pos_table = mdl_zoo_weight(g, "pos_embed.weight", 2, B.s, B.h);
   int x = mdl_zoo_activation(g, "pos_embed", 3, B.b, B.s, B.h);
   mdl_zoo_op_init(&op, "pos_embed", MDL_OP_ELEMENTWISE, -1);
@@ -260,35 +130,11 @@ MdlGraph *mdl_zoo_gpt(const char *name, const MdlGptConfig *c, GError **error) {
   mdl_graph_add_op(g, &op);
 
   for (int l = 0; l < c->layers; l++) {
-    B.layer = l;
-    g_snprintf(B.prefix, sizeof B.prefix, "layer%d.", l);
-    x = transformer_layer(&B, x, c->heads);
+    mdl_zoo_seq_enter_layer(&B, l);
+    x = transformer_layer(&B, x, c->heads, ffn_of(c));
   }
-  B.layer = -1;
-  B.prefix[0] = '\0';
-  x = layernorm(&B, "ln_f", x);
-
-  int logits = mdl_zoo_activation(g, "lm_head", 3, B.b, B.s, c->vocab);
-  mdl_zoo_op_init(&op, "lm_head", MDL_OP_MATMUL, -1);
-  mdl_zoo_dim(&op, "b", B.b, MDL_ROLE_SAMPLE, TRUE);
-  mdl_zoo_dim(&op, "s", B.s, MDL_ROLE_ATTRIBUTE, TRUE);
-  op.tp_dim = mdl_zoo_dim(&op, "n", c->vocab, MDL_ROLE_PARAMETER, TRUE);
-  mdl_zoo_dim(&op, "k", B.h, MDL_ROLE_REDUCTION, TRUE);
-  mdl_zoo_input(&op, x, "b,s,k");
-  mdl_zoo_input(&op, table, "n,k"); /* tied with the embedding */
-  mdl_zoo_output(&op, logits, "b,s,n");
-  mdl_graph_add_op(g, &op);
-
-  int loss = mdl_zoo_activation(g, "loss", 2, B.b, B.s);
-  mdl_zoo_op_init(&op, "loss", MDL_OP_LOSS, -1);
-  mdl_zoo_dim(&op, "b", B.b, MDL_ROLE_SAMPLE, TRUE);
-  mdl_zoo_dim(&op, "s", B.s, MDL_ROLE_ATTRIBUTE, TRUE);
-  /* Splittable: Megatron's vocab-parallel cross-entropy (Shoeybi et al. 2019, section 3)
-   * all-reduces only the per-token max and sum of exponentials, [b,s] values. */
-  op.tp_dim = mdl_zoo_dim(&op, "classes", c->vocab, MDL_ROLE_REDUCTION, TRUE);
-  mdl_zoo_input(&op, logits, "b,s,classes");
-  mdl_zoo_input(&op, labels, "b,s");
-  mdl_zoo_output(&op, loss, "b,s");
-  mdl_graph_add_op(g, &op);
+  mdl_zoo_seq_enter_layer(&B, -1);
+  x = mdl_zoo_seq_norm(&B, "ln_f", x, 2);
+  mdl_zoo_seq_output(&B, x, labels, c->vocab, table); /* lm_head tied with the embedding */
   return g;
 }

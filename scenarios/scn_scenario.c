@@ -3,6 +3,7 @@
 #include "scenarios/scn_scenario.h"
 #include "scenarios/scn_search.h"
 #include "sim/sim_crossmesh.h"
+#include "util/util_json.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -318,6 +319,20 @@ static gboolean check_fields(const cJSON *obj, const char *origin, const char *w
   return TRUE;
 }
 
+/* options.@key, true or false: *@off set to whether it is false (untouched when absent). */
+static gboolean option_off(const cJSON *options, const char *key, const ScnScenario *sc,
+                           gboolean *off, GError **error) {
+  gboolean on = TRUE;
+  UtilJsonStatus status = util_json_bool(options, key, &on);
+  if (status == UTIL_JSON_WRONG_TYPE) {
+    g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.%s must be true or false",
+                sc->name, key);
+    return FALSE;
+  }
+  if (status == UTIL_JSON_OK) *off = !on;
+  return TRUE;
+}
+
 static gboolean parse_options(const cJSON *root, ScnScenario *sc, GError **error) {
   const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "options");
   if (!o) return TRUE;
@@ -336,20 +351,9 @@ static gboolean parse_options(const cJSON *root, ScnScenario *sc, GError **error
     }
     sc->step_collectives = strcmp(v->valuestring, "step") == 0;
   }
-  if ((v = cJSON_GetObjectItemCaseSensitive(o, "symmetry"))) {
-    if (!cJSON_IsBool(v)) {
-      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.symmetry must be true or false", sc->name);
-      return FALSE;
-    }
-    sc->no_symmetry = cJSON_IsFalse(v);
-  }
-  if ((v = cJSON_GetObjectItemCaseSensitive(o, "profiles"))) {
-    if (!cJSON_IsBool(v)) {
-      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.profiles must be true or false", sc->name);
-      return FALSE;
-    }
-    sc->no_profiles = cJSON_IsFalse(v);
-  }
+  if (!option_off(o, "symmetry", sc, &sc->no_symmetry, error) ||
+      !option_off(o, "profiles", sc, &sc->no_profiles, error))
+    return FALSE;
   if ((v = cJSON_GetObjectItemCaseSensitive(o, "calibration"))) {
     if (!cJSON_IsString(v) || !v->valuestring[0]) {
       g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.calibration must be a calibration name", sc->name);
@@ -465,12 +469,12 @@ static gboolean parse_outputs(const cJSON *root, ScnScenario *sc, GError **error
       return FALSE;
     }
     if (max) {
-      if (!cJSON_IsNumber(max) || max->valuedouble < 1 || max->valuedouble > 64 ||
-          max->valuedouble != floor(max->valuedouble)) {
+      gint64 count = 0;
+      if (util_json_int_value(max, 1, 64, &count) != UTIL_JSON_OK) {
         g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: outputs.timeline.max must be an integer from 1 to 64", sc->name);
         return FALSE;
       }
-      sc->timeline_max = (int)max->valuedouble;
+      sc->timeline_max = (int)count;
     }
     sc->charts |= SCN_CHART_TIMELINE;
   }

@@ -274,3 +274,35 @@ out:
   if (summary) *summary = sum;
   return ok;
 }
+
+static void barrier(gpointer data) {
+  const SrchComm *comm = data;
+  comm->barrier(comm->data);
+}
+
+void scn_sweep_share(ScnSweepOptions *options, const SrchComm *comm) {
+  if (comm->size < 2) return;
+  options->share_rank = comm->rank;
+  options->share_size = comm->size;
+  options->planned = barrier;
+  options->planned_data = (gpointer)comm;
+}
+
+gboolean scn_sweep_all_ok(const SrchComm *comm, gboolean ok) {
+  return comm->allreduce_max(comm->data, ok ? 0.0 : 1.0) == 0.0;
+}
+
+void scn_sweep_gather(const SrchComm *comm, ScnSweepSummary *summary, double *elapsed_s,
+                      char ***lines) {
+  g_autofree char *mine = g_strdup_printf(
+      "  rank %d on %s: %u point%s simulated (%u failed or do not fit), %.1f s", comm->rank,
+      g_get_host_name(), summary->ran, summary->ran == 1 ? "" : "s", summary->errors, *elapsed_s);
+  char **gathered = comm->gather_strings(comm->data, mine);
+  if (lines) *lines = gathered;
+  else comm->strings_free(comm->data, gathered);
+  ScnSweepSummary own = *summary;
+  summary->ran = (guint)comm->allreduce_sum(comm->data, own.ran);
+  summary->errors = (guint)comm->allreduce_sum(comm->data, own.errors);
+  summary->stored_before = summary->points - summary->ran - summary->left;
+  *elapsed_s = comm->allreduce_max(comm->data, *elapsed_s);
+}

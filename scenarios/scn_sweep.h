@@ -16,6 +16,7 @@
 #include "results/res_db.h"
 #include "results/res_scenarios.h"
 #include "scenarios/scn_scenario.h"
+#include "search/srch_comm.h"
 #include "session/ses_session.h"
 #include "sim/sim.h"
 
@@ -85,6 +86,21 @@ typedef struct {
  * database, a missing calibration); point failures are stored, counted in @summary. */
 gboolean scn_sweep_run(const ScnScenario *scenario, ResDb *db, const ScnSweepOptions *options,
                        ScnSweepSummary *summary, GError **error);
+
+/* The protocol of a sweep shared by @comm's ranks (scenarios/README.md, "Under mpirun"; the
+ * transport: search/srch_comm.h). Every function is collective: every rank calls it. */
+
+/* Fills @options' share with @comm's ranks (nothing to share on one rank): each rank runs the
+ * points of its share, and none stores before all have listed the pending points. */
+void scn_sweep_share(ScnSweepOptions *options, const SrchComm *comm);
+/* Whether every rank says @ok. */
+gboolean scn_sweep_all_ok(const SrchComm *comm, gboolean ok);
+/* After every rank ran its share: this rank's @summary becomes the sweep's on every rank (its
+ * counts summed; stored_before what neither rank ran nor left), @elapsed_s the longest; on
+ * rank 0 @lines gets one line per rank in rank order (who simulated how many points, where;
+ * free with comm->strings_free), NULL on the others. */
+void scn_sweep_gather(const SrchComm *comm, ScnSweepSummary *summary, double *elapsed_s,
+                      char ***lines);
 
 G_END_DECLS
 

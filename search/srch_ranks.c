@@ -200,3 +200,15 @@ gboolean srch_result_merge_ranks(SrchResult *r, char **parts, int nparts, const 
   running_best(r->timeline, compare_elapsed);
   return TRUE;
 }
+
+gboolean srch_result_gather(SrchResult *result, const MdlGraph *graph, const DevCluster *cluster,
+                            const SrchComm *comm, GError **error) {
+  if (comm->size < 2) return result != NULL;
+  g_autofree char *mine = result ? srch_result_serialize(result, graph) : NULL;
+  char **parts = comm->gather_strings(comm->data, mine);
+  if (comm->rank != 0) return TRUE; /* gathered nothing */
+  gboolean merged = result && srch_result_merge_ranks(result, parts, comm->size, graph, cluster,
+                                                      error);
+  comm->strings_free(comm->data, parts);
+  return merged;
+}

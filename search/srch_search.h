@@ -41,6 +41,8 @@
 #include <glib.h>
 #include "search/srch_space.h"
 
+#include "search/srch_comm.h"
+
 G_BEGIN_DECLS
 
 typedef enum {
@@ -178,6 +180,17 @@ char *srch_result_serialize(const SrchResult *result, const MdlGraph *graph);
  * part (a rank that failed) or bad text: SRCH_ERROR_FAILED. */
 gboolean srch_result_merge_ranks(SrchResult *into, char **parts, int nparts, const MdlGraph *graph,
                                  const DevCluster *cluster, GError **error);
+
+/* The protocol of a search spread over @comm's ranks, after every rank ran its share
+ * (srch_run with options rank and nranks from @comm): each rank's @result (NULL on a rank
+ * that failed) is serialized and gathered on rank 0, which merges the others into its own.
+ * Collective: every rank calls it, failed ones too, so that no rank waits forever. Rank 0:
+ * TRUE when its @result holds every rank's share; FALSE with SRCH_ERROR_FAILED when a rank
+ * failed (its own failure already reported by the caller: then @result is NULL and FALSE is
+ * returned with no @error). Other ranks: TRUE (rank 0 reports). One rank: TRUE. @graph and
+ * @cluster may be NULL where @result is. */
+gboolean srch_result_gather(SrchResult *result, const MdlGraph *graph, const DevCluster *cluster,
+                            const SrchComm *comm, GError **error);
 
 G_END_DECLS
 

@@ -92,6 +92,9 @@ typedef struct {
                                 and communication streams, the rest link resources and
                                 (sim_task_graph_host_device) host streams */
   int nres;
+  int device;              /* the device of its first stream resource (a collective's first
+                              member; a host launch's device), -1 for a task on link resources
+                              only (a transfer) */
   SimTime start, end;      /* read from a run (sim_run_task, SimTimeline): when it ran;
                               from a bare graph: 0 */
 } SimTaskInfo;
@@ -254,7 +257,9 @@ const SimSchedule *sim_run_schedule(const SimRun *run);
 uint32_t sim_run_num_tasks(const SimRun *run);
 void sim_run_task(const SimRun *run, uint32_t id, SimTaskInfo *out);
 
-/* The timeline of a run, task by task in the order the engine started them:
+/* The timeline of a run, task by task in the order the engine started them (its pops: by
+ * ready time, ties by task id; start times need not be in order, a task waits for its
+ * resources):
  *   SimTimeline it; SimTaskInfo t;
  *   sim_timeline_init(&it, run);
  *   while (sim_timeline_next(&it, &t)) ...

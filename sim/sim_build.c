@@ -46,7 +46,7 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
   double out_elems = bytes / b->dtype_bytes;
   for (int k = 0; k < op->ninputs; k++) bytes += operand_bytes(b, op, &op->inputs[k], FALSE, c, mesh);
   const DevKind *dev = &b->c->device;
-  DevDtype dt = b->s->dtype;
+  DevDtype dt = cm_op_dtype(op, b->s->dtype);
   /* Contractions run as GEMMs whose shape sets their tile and wave quantization: forward
    * (m, n, k); the input gradient dX = dY W^T as (m, k, n); the weight gradient dW = X^T dY as
    * (k, n, m). */
@@ -56,9 +56,8 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
     xs = (CmGemmShape){fs.m, fs.k, fs.n, fs.batch};
     ws = (CmGemmShape){fs.k, fs.n, fs.m, fs.batch};
   }
-  *fwd = sim_time_from_seconds(
-      cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale, bytes, gemm ? &fs : NULL,
-                              out_elems, FALSE, 1.0));
+  double fwd_s = cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale, bytes,
+                                         gemm ? &fs : NULL, out_elems, FALSE, 1.0);
   /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic, split
    * between the dX and dW kernels by their share of the work. */
   double bflops = mdl_op_backward_flops(b->g, op) * scale, bbytes = 2 * bytes;
@@ -71,6 +70,15 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
                                                   bbytes * share, gemm ? &ws : NULL, out_elems,
                                                   TRUE, share)
                         : 0;
+  if (cm_fp8_gemm(op, b->s->dtype)) { /* casts of X (forward) and dY (backward) to fp8 */
+    double x = 0;
+    for (int k = 0; k < op->ninputs; k++)
+      if (!cm_fp8_cast_fused(b->g, op->inputs[k].tensor))
+        x += operand_bytes(b, op, &op->inputs[k], FALSE, c, mesh) / b->dtype_bytes;
+    fwd_s += cm_fp8_cast_time(b->p, dev, x);
+    dx += cm_fp8_cast_time(b->p, dev, out_elems);
+  }
+  *fwd = sim_time_from_seconds(fwd_s);
   if (b->s->weight_delay) {
     *bwd = sim_time_from_seconds(dx);
     *wgt = sim_time_from_seconds(dw);

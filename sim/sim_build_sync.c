@@ -120,9 +120,11 @@ static int compare_sync_items(const void *pa, const void *pb) {
 /* One collective @coll per group over the mesh axes of @items[0].mask for the bucket
  * @items[0..n): gated by the bucket's gradients of microbatch @mb (-1: complete, after the last
  * microbatch) or, with @after, by those tasks per device (the optimizer steps, which ZeRO's
- * parameter all-gather follows). With @syncs, the joins go there as (task, device) pairs. */
+ * parameter all-gather follows), or with @prefetch by nothing, the first microbatch's forwards
+ * of the bucket's weights waiting for it instead (the parameter all-gather overlapped with the
+ * forward pass). With @syncs, the joins go there as (task, device) pairs. */
 static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective coll, int mb,
-                       const uint32_t *after, GArray *syncs) {
+                       const uint32_t *after, gboolean prefetch, GArray *syncs) {
   int m = items[0].m;
   unsigned mask = items[0].mask;
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
@@ -153,6 +155,10 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
         if (cfg(b, o)->mesh != m) continue;
         for (int i = 0; i < nsim; i++) {
           int idx = sim_members[i];
+          if (prefetch) {
+            sim_task_graph_edge(b->tg, span.join, task_fwd(b, o, 0, idx));
+            continue;
+          }
           uint32_t done = mb < 0                       ? task_grads_done(b, o, idx)
                           : b->wgt_base[o] != NO_TASK ? task_wgt(b, o, mb, idx)
                                                       : task_bwd(b, o, mb, idx);
@@ -243,7 +249,9 @@ GArray *sb_sync_buckets(const Builder *b, const GArray *items) {
  * after the step: with one microbatch, the all-reduce becomes a reduce-scatter and an
  * all-gather of the same bytes, 2 Psi (the survey's Table IV). Stage 3 reduce-scatters as
  * stage 2 and gathers parameters where they are used (sb_add_parameter_gathers), not after the
- * step. */
+ * step. Stage 1's reduce-scatter of a bucket starts as soon as its last gradients are ready,
+ * overlapping the rest of the backward (Megatron-Core's distributed optimizer with
+ * --overlap-grad-reduce); with overlap_param_gather its all-gathers move ahead of the forward. */
 void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute) {
   int ndev = b->tg->num_devices;
   g_autofree double *local_params = g_new0(double, ndev);
@@ -261,11 +269,11 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
      * gradients partitioned during accumulation: a reduce-scatter every microbatch. */
     if (b->s->zero_stage >= 2)
       for (int mb = 0; mb < b->M; mb++)
-        add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, mb, NULL, syncs);
+        add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, mb, NULL, FALSE, syncs);
     else if (b->s->zero_stage == 1)
-      add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, -1, NULL, syncs);
+      add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, -1, NULL, FALSE, syncs);
     else
-      add_bucket(b, all + i, (int)(j - i), CM_ALL_REDUCE, -1, NULL, syncs);
+      add_bucket(b, all + i, (int)(j - i), CM_ALL_REDUCE, -1, NULL, FALSE, syncs);
   }
   g_autofree uint32_t *opt = g_new(uint32_t, ndev);
   SimTask t = {0};
@@ -286,9 +294,18 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
     sim_task_graph_edge(b->tg, pair[0], opt[pair[1]]);
   }
   g_array_unref(syncs);
+  /* Megatron-Core's --overlap-param-gather: the all-gather of the parameters the previous
+   * step updated runs during this iteration's forward, bucket by bucket in the order the
+   * forward needs them (the reverse of the gradients'), each ahead of the first forward that
+   * reads its weights (megatron/core/distributed/param_and_grad_buffer.py: the next bucket's
+   * all-gather is dispatched when a forward pre-hook finds its own). In steady state that is
+   * the step's all-gather; here it opens the iteration. */
+  gboolean ahead = b->s->overlap_param_gather;
   for (guint k = 0; (b->s->zero_stage == 1 || b->s->zero_stage == 2) && k < buckets->len; k++) {
-    const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
-    add_bucket(b, all + range[0], (int)(range[1] - range[0]), CM_ALL_GATHER, -1, opt, NULL);
+    const guint *range = (const guint *)(buckets->data + (ahead ? buckets->len - 1 - k : k) *
+                                                             sizeof(guint) * 2);
+    add_bucket(b, all + range[0], (int)(range[1] - range[0]), CM_ALL_GATHER, -1,
+               ahead ? NULL : opt, ahead, NULL);
   }
   g_array_unref(buckets);
   g_array_unref(items);

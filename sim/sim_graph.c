@@ -107,7 +107,10 @@ void sim_task_graph_get(const SimTaskGraph *g, uint32_t id, SimTaskInfo *out) {
                        .microbatch = t->microbatch, .bytes = t->bytes,
                        .group_size = t->group_size, .duration = t->duration,
                        .resources = (const uint32_t *)g->task_resources->data + t->res_begin,
-                       .nres = t->nres};
+                       .nres = t->nres, .device = -1};
+  for (int r = 0; r < out->nres && out->device < 0; r++)
+    if (out->resources[r] < 2 * (uint32_t)g->num_devices) out->device = (int)(out->resources[r] / 2);
+    else sim_task_graph_host_device(g, out->resources[r], &out->device); /* a host launch */
 }
 
 const uint32_t *sim_task_graph_successors(const SimTaskGraph *g, uint32_t id, uint32_t *count) {

@@ -45,16 +45,16 @@ static gpointer names_thread(gpointer data) {
 static void test_names_threads(void) {
   GThread *threads[8];
   for (int i = 0; i < 8; i++) threads[i] = g_thread_new("names", names_thread, NULL);
-  for (int i = 0; i < 8; i++) g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(threads[i])), ==, 808);
+  for (int i = 0; i < 8; i++) g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(threads[i])), ==, 1011);
   g_assert_true(dev_kind_names() == dev_kind_names());
   g_assert_true(dev_preset_names() == dev_preset_names());
 }
 
-static const char *const expected_kinds[] = {"a100-40gb", "a100-80gb", "h100-sxm", "h200",
+static const char *const expected_kinds[] = {"a100-40gb", "a100-80gb", "b200", "gb200", "h100-sxm", "h200",
                                              "k80",       "p100",      "p100-pcie", "v100", NULL};
 static const char *const expected_presets[] = {
-    "a2-megagpu-16g", "aws-p3.8xlarge", "dgx-a100", "dgx-h100", "flexflow-k80",
-    "flexflow-p100",  "h200",           "piz-daint", NULL};
+    "a2-megagpu-16g", "aws-p3.8xlarge", "dgx-a100", "dgx-b200", "dgx-h100", "dgx-h200",
+    "flexflow-k80", "flexflow-p100",  "gb200-nvl72", "h200", "piz-daint", NULL};
 
 static void test_names(void) {
   const char *const *kinds = dev_kind_names();
@@ -66,8 +66,8 @@ static void test_names(void) {
 /* ---- dtypes ---- */
 
 static void test_dtype(void) {
-  const char *names[] = {"fp32", "tf32", "fp16", "bf16"};
-  guint bytes[] = {4, 4, 2, 2};
+  const char *names[] = {"fp32", "tf32", "fp16", "bf16", "fp8"};
+  guint bytes[] = {4, 4, 2, 2, 2}; /* fp8: a GEMM mode on bf16 storage */
   for (int d = 0; d < DEV_DTYPE_COUNT; d++) {
     g_assert_cmpstr(dev_dtype_name((DevDtype)d), ==, names[d]);
     g_assert_cmpuint(dev_dtype_bytes((DevDtype)d), ==, bytes[d]);
@@ -79,7 +79,7 @@ static void test_dtype(void) {
   g_assert_true(dev_dtype_parse("BF16", &parsed));
   g_assert_cmpint(parsed, ==, DEV_DTYPE_BF16);
   parsed = DEV_DTYPE_FP16;
-  g_assert_false(dev_dtype_parse("fp8", &parsed));
+  g_assert_false(dev_dtype_parse("fp4", &parsed));
   g_assert_false(dev_dtype_parse("", &parsed));
   g_assert_false(dev_dtype_parse(NULL, &parsed));
   g_assert_cmpint(parsed, ==, DEV_DTYPE_FP16); /* untouched on failure */
@@ -89,19 +89,21 @@ static void test_dtype(void) {
 
 typedef struct {
   const char *name;
-  double fp32, tf32, fp16, bf16, vector; /* TFLOP/s */
+  double fp32, tf32, fp16, bf16, fp8, vector; /* TFLOP/s */
   double memory_GiB, hbm_GBps;
 } KindFigures;
 
 static const KindFigures kind_figures[] = {
-    {"k80", 4.37, 0, 4.37, 0, 4.37, 12, 240},
-    {"p100", 10.6, 0, 21.2, 0, 10.6, 16, 732},
-    {"p100-pcie", 9.3, 0, 18.7, 0, 9.3, 16, 732},
-    {"v100", 15.7, 0, 125, 0, 15.7, 16, 900},
-    {"a100-40gb", 19.5, 156, 312, 312, 19.5, 40, 1555},
-    {"a100-80gb", 19.5, 156, 312, 312, 19.5, 80, 2039},
-    {"h100-sxm", 67, 494.5, 989.5, 989.5, 67, 80, 3350},
-    {"h200", 67, 494.5, 989.5, 989.5, 67, 141, 4800},
+    {"k80", 4.37, 0, 4.37, 0, 0, 4.37, 12, 240},
+    {"p100", 10.6, 0, 21.2, 0, 0, 10.6, 16, 732},
+    {"p100-pcie", 9.3, 0, 18.7, 0, 0, 9.3, 16, 732},
+    {"v100", 15.7, 0, 125, 0, 0, 15.7, 16, 900},
+    {"a100-40gb", 19.5, 156, 312, 312, 0, 19.5, 40, 1555},
+    {"a100-80gb", 19.5, 156, 312, 312, 0, 19.5, 80, 2039},
+    {"h100-sxm", 67, 494.5, 989.5, 989.5, 1979, 67, 80, 3350},
+    {"h200", 67, 494.5, 989.5, 989.5, 1979, 67, 141, 4800},
+    {"b200", 75, 1100, 2250, 2250, 4500, 75, 180, 7700},
+    {"gb200", 80, 1250, 2500, 2500, 5000, 80, 186, 8000},
 };
 
 static void test_kind_figures(gconstpointer data) {
@@ -113,7 +115,7 @@ static void test_kind_figures(gconstpointer data) {
   g_assert_cmpstr(k.name, ==, f->name);
   g_assert_nonnull(k.description);
   g_assert_cmpuint(strlen(k.description), >, 0);
-  double want[DEV_DTYPE_COUNT] = {f->fp32, f->tf32, f->fp16, f->bf16};
+  double want[DEV_DTYPE_COUNT] = {f->fp32, f->tf32, f->fp16, f->bf16, f->fp8};
   for (int d = 0; d < DEV_DTYPE_COUNT; d++) assert_close(k.peak_flops[d], want[d] * 1e12);
   assert_close(k.vector_flops, f->vector * 1e12);
   assert_close(k.memory_bytes, f->memory_GiB * GIB);
@@ -145,8 +147,8 @@ static void test_kind_copy_unknown(void) {
 /* Every figure of every device and preset names its source (the JSON has no comments). */
 static void test_sources(void) {
   const char *kind_fields[] = {"peak_tflops.fp32", "peak_tflops.tf32", "peak_tflops.fp16",
-                               "peak_tflops.bf16", "vector_tflops",    "memory_GiB",
-                               "hbm_GBps"};
+                               "peak_tflops.bf16", "peak_tflops.fp8",  "vector_tflops",
+                               "memory_GiB",       "hbm_GBps"};
   int files = 0, kinds = 0;
   for (const StratsimEmbedded *e = dev_presets_data; e->name; e++) {
     if (!g_str_has_suffix(e->name, ".json")) continue; /* a stray "" from a trailing ';' in FILES */
@@ -181,8 +183,8 @@ static void test_sources(void) {
     }
     cJSON_Delete(root);
   }
-  g_assert_cmpint(files, ==, 9);
-  g_assert_cmpint(kinds, ==, 8);
+  g_assert_cmpint(files, ==, 12);
+  g_assert_cmpint(kinds, ==, 10);
 }
 
 /* ---- presets ---- */
@@ -200,9 +202,12 @@ static const PresetFigures preset_figures[] = {
     {"a2-megagpu-16g", "a100-40gb", 1, 16, 1, "nvswitch", 300, 3.4, "ethernet", 100, 9.6},
     {"aws-p3.8xlarge", "v100", 1, 4, 1, "nvlink", 50, 3.4, "ethernet", 10, 9.6},
     {"dgx-a100", "a100-80gb", 1, 8, 8, "nvswitch", 300, 3.4, "infiniband", 200, 9.6},
+    {"dgx-b200", "b200", 1, 8, 8, "nvswitch", 900, 3.4, "infiniband", 400, 9.6},
     {"dgx-h100", "h100-sxm", 1, 8, 8, "nvswitch", 450, 3.4, "infiniband", 400, 9.6},
+    {"dgx-h200", "h200", 1, 8, 8, "nvswitch", 450, 3.4, "infiniband", 400, 9.6},
     {"flexflow-k80", "k80", 16, 4, 1, "pcie", 15.75, 5.7, "infiniband", 56, 9.6},
     {"flexflow-p100", "p100", 4, 4, 1, "nvlink", 20, 3.4, "infiniband", 100, 9.6},
+    {"gb200-nvl72", "gb200", 1, 72, 72, "nvswitch", 900, 3.4, "infiniband", 400, 9.6},
     {"h200", "h200", 1, 1, 1, "nvlink", 450, 3.4, "infiniband", 400, 9.6},
     {"piz-daint", "p100-pcie", 16, 1, 1, "pcie", 15.75, 5.7, "aries", 80, 9.6},
 };
@@ -306,7 +311,7 @@ typedef struct {
 } BadSpec;
 
 static const BadSpec bad_specs[] = {
-    {"nosuch", DEV_ERROR_UNKNOWN_PRESET, "'nosuch'", "dgx-a100, dgx-h100"},
+    {"nosuch", DEV_ERROR_UNKNOWN_PRESET, "'nosuch'", "dgx-a100, dgx-b200, dgx-h100"},
     {"", DEV_ERROR_UNKNOWN_PRESET, "unknown cluster preset", "piz-daint"},
     {"devices", DEV_ERROR_UNKNOWN_PRESET, "'devices'", NULL}, /* the kinds table is no preset */
     {"nosuch:nodes=2", DEV_ERROR_UNKNOWN_PRESET, "'nosuch'", NULL},

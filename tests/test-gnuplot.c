@@ -133,22 +133,6 @@ static void test_draw_real(void) {
   g_ptr_array_unref(images);
 }
 
-/* Runs `stratsim ARGS` in tmpdir with PATH=@path. */
-static TestCliResult run_with_path(const char *path, const char *args) {
-  g_autofree char *cmd = g_strdup_printf("%s %s", STRATSIM_BIN, args);
-  g_auto(GStrv) argv = NULL;
-  g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
-  g_autofree char *path_env = g_strdup_printf("PATH=%s", path);
-  char *envp[] = {path_env, NULL};
-  TestCliResult r = {0};
-  int status = 0;
-  g_assert_true(g_spawn_sync(tmpdir, argv, envp, G_SPAWN_DEFAULT, NULL, NULL, &r.out, &r.err,
-                             &status, NULL));
-  g_assert_true(WIFEXITED(status));
-  r.status = WEXITSTATUS(status);
-  return r;
-}
-
 static const char *const tiny_scenario =
     "{\"name\": \"tiny\", \"model\": \"mlp:layers=2,hidden=64,batch=16\","
     " \"clusters\": [\"dgx-a100:nodes=1,gpus_per_node={gpus}\"], \"strategies\": [\"dp\"],"
@@ -162,14 +146,14 @@ static void test_cli_sweep_plot_full_disk(void) {
   g_assert_true(g_file_set_contents(file, tiny_scenario, -1, NULL));
   g_autofree char *bin = fake_gnuplot_dir("cli-empty", fake_empty);
   g_autofree char *sweep = g_strdup_printf("sweep '%s' --db '%s' --out '%s'", file, db, out);
-  TestCliResult r = run_with_path(bin, sweep);
+  TestCliResult r = test_cli_run_path(tmpdir, bin, sweep);
   g_test_message("sweep: exit %d, stdout %s, stderr %s", r.status, r.out, r.err);
   g_assert_cmpint(r.status, ==, 1);
   g_assert_nonnull(strstr(r.err, "throughput.png is empty"));
   g_assert_null(strstr(r.out, "images"));
   test_cli_result_clear(&r);
   g_autofree char *plot = g_strdup_printf("plot --scenario tiny --db '%s' --out '%s'", db, out);
-  r = run_with_path(bin, plot);
+  r = test_cli_run_path(tmpdir, bin, plot);
   g_assert_cmpint(r.status, ==, 1);
   g_assert_nonnull(strstr(r.err, "throughput.png is empty"));
   test_cli_result_clear(&r);
@@ -177,7 +161,7 @@ static void test_cli_sweep_plot_full_disk(void) {
   g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   if (gnuplot) {
     g_autofree char *real_bin = g_path_get_dirname(gnuplot);
-    r = run_with_path(real_bin, plot);
+    r = test_cli_run_path(tmpdir, real_bin, plot);
     g_assert_cmpint(r.status, ==, 0);
     test_cli_result_clear(&r);
     g_autofree char *png = g_build_filename(out, "throughput.png", NULL);

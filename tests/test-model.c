@@ -181,7 +181,7 @@ static void test_zoo_all(void) {
     }
     mdl_graph_free(g);
   }
-  g_assert_cmpint(count, ==, 18);
+  g_assert_cmpint(count, ==, 23);
   g_assert_null(mdl_zoo_describe("nosuch"));
 }
 
@@ -618,7 +618,7 @@ static const BadJson bad_json[] = {
     {"no-batch", "\"batch\": 32,", "", MDL_ERROR_PARSE, "missing \"batch\""},
     {"string-batch", "\"batch\": 32,", "\"batch\": \"32\",", MDL_ERROR_PARSE, "batch"},
     {"zero-batch", "\"batch\": 32,", "\"batch\": 0,", MDL_ERROR_INVALID, "batch"},
-    {"dtype", "\"fp32\"", "\"fp8\"", MDL_ERROR_INVALID, "dtype"},
+    {"dtype", "\"fp32\"", "\"fp4\"", MDL_ERROR_INVALID, "dtype"},
     {"zero-shape", "\"shape\": [32, 512], \"input\"", "\"shape\": [0, 512], \"input\"", MDL_ERROR_INVALID, "tensor x: shape[0]"},
     {"fraction-shape", "[512, 10]", "[512, 10.5]", MDL_ERROR_INVALID, "tensor fc1.weight: shape[1]"},
     {"dup-tensor", "\"name\": \"relu0\",      \"shape\"", "\"name\": \"fc0\",      \"shape\"", MDL_ERROR_INVALID, "tensor fc0 is defined twice"},

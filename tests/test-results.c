@@ -9,6 +9,7 @@
 #include "costmodel/cm_profile.h"
 #include "costmodel/costmodel.h"
 #include "results/res_db.h"
+#include "session/ses_session.h"
 #include "test-util.h"
 
 static char *tmpdir;
@@ -93,17 +94,15 @@ static void test_perf_store_16gpu(void) {
     return;
   }
   GError *error = NULL;
-  DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
-  MdlGraph *g = mdl_graph_parse_spec("gpt3-1.3b", &error);
+  SesSpecs specs = {.model = "gpt3-1.3b", .cluster = "dgx-a100:nodes=2",
+                    .strategy = "megatron:tp=8,pp=1,dp=2"};
+  SesSession *session = ses_session_new_from_specs(&specs, &error);
   g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=8,pp=1,dp=2", g, c, &error);
-  g_assert_no_error(error);
-  CmParams p;
-  cm_params_default(&p);
   gint64 t0 = g_get_monotonic_time();
-  SimRun *run = sim_run_new(g, s, c, &p, &error);
+  SimRun *run = ses_session_simulate(session, &error);
   g_assert_no_error(error);
   double simulate_ms = (double)(g_get_monotonic_time() - t0) / 1e3;
+  const char *device = ses_session_cluster(session)->device.name;
   g_autofree char *path = tmp_path("perf.db");
   enum { N = 50 };
   double total = 0, worst = 0;
@@ -111,7 +110,7 @@ static void test_perf_store_16gpu(void) {
     gint64 start = g_get_monotonic_time();
     ResDb *db = res_db_open(path, &error);
     g_assert_no_error(error);
-    CmProfiles *profiles = res_db_load_profiles(db, c->device.name, &error);
+    CmProfiles *profiles = res_db_load_profiles(db, device, &error);
     g_assert_no_error(error);
     g_assert_cmpint(res_db_store_simulation(db, "gpt3-1.3b", "dgx-a100:nodes=2",
                                             "megatron:tp=8,pp=1,dp=2", run, &error), >, 0);
@@ -127,9 +126,7 @@ static void test_perf_store_16gpu(void) {
                  simulate_ms);
   g_test_minimized_result(total / N / 1e3, "store a 16-GPU run: %.3f ms", total / N);
   sim_run_free(run);
-  mdl_strategy_free(s);
-  mdl_graph_free(g);
-  dev_cluster_free(c);
+  ses_session_free(session);
 }
 
 int main(int argc, char **argv) {

@@ -36,6 +36,29 @@ static void test_same_as_chain(void) {
   g_autofree char *b = sim_prediction_to_json(chain, FALSE);
   g_assert_cmpstr(a, ==, b);
   g_assert_true(sim_run_graph(run) == ses_session_graph(s));
+  /* The timeline: every task once, in the engine's start (pop) order, so by ready time; each on
+   * its device's streams. */
+  SimTimeline it;
+  SimTaskInfo t;
+  sim_timeline_init(&it, run);
+  uint32_t n = 0;
+  SimTime last = 0;
+  while (sim_timeline_next(&it, &t)) {
+    SimTime ready = sim_schedule_ready(sim_run_schedule(run), t.id);
+    g_assert_cmpuint(ready, >=, last);
+    g_assert_cmpuint(t.start, >=, ready);
+    g_assert_cmpuint(t.end, ==, t.start + t.duration);
+    g_assert_cmpuint(t.end, <=, sim_schedule_makespan(sim_run_schedule(run)));
+    int host_device = -1; /* a host launch runs on its device's host stream (sim/sim.h) */
+    if (sim_task_graph_host_device(sim_run_task_graph(run), t.resources[0], &host_device))
+      g_assert_cmpint(t.device, ==, host_device);
+    else if (t.role == SIM_ROLE_WHOLE) g_assert_cmpint(t.device, ==, (int)(t.resources[0] / 2));
+    if (t.role == SIM_ROLE_TRANSFER) g_assert_cmpint(t.device, ==, -1);
+    last = ready;
+    n++;
+  }
+  g_assert_cmpuint(n, ==, sim_run_num_tasks(run));
+  g_assert_cmpuint(n, ==, sim_run_prediction(run)->tasks);
   g_assert_true(sim_run_strategy(run) == ses_session_strategy(s));
   g_assert_cmpstr(ses_session_strategy_spec(s), ==, STRATEGY);
   g_assert_null(ses_session_db(s)); /* no path: no database */

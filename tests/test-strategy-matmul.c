@@ -213,7 +213,7 @@ static const BadSpec bad_specs[] = {
     {"3d:q=0", GPT, MDL_ERROR_PARSE, "not a positive integer"},
     {"3d:q=2,tp=4", GPT, MDL_ERROR_PARSE, "unknown key 'tp'"},
     {"summa:q", GPT, MDL_ERROR_PARSE, "not key=value"},
-    {"summa:q=2,dtype=fp8", GPT, MDL_ERROR_PARSE, "unknown dtype"},
+    {"summa:q=2,dtype=fp4", GPT, MDL_ERROR_PARSE, "unknown dtype"},
     {"summa:q=8", GPT, MDL_ERROR_STRATEGY, "needs 64 devices"},
     {"3d:q=2,dp=1,mb=3", GPT, MDL_ERROR_STRATEGY, "mb=3"},
     {"summa:q=3,dp=1", "mlp:layers=2,hidden=1024,batch=36", MDL_ERROR_STRATEGY, "does not divide dim n"},

@@ -109,7 +109,7 @@ static const BadCase bad_specs[] = {
     {"megatron:sp=1", MDL_ERROR_STRATEGY, "sp=1"},          /* tp=1: nothing to sequence-split */
     {"megatron:foo=1", MDL_ERROR_PARSE, "foo"},
     {"megatron:schedule=zigzag", MDL_ERROR_PARSE, "zigzag"},
-    {"megatron:dtype=fp8", MDL_ERROR_PARSE, "fp8"},
+    {"megatron:dtype=fp4", MDL_ERROR_PARSE, "fp4"},
     {"zigzag", MDL_ERROR_PARSE, "zigzag"},
     {"/nonexistent/strategy.json", MDL_ERROR_PARSE, "/nonexistent/strategy.json"},
 };

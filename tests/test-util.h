@@ -5,9 +5,11 @@
 #include <glib.h>
 #include <string.h>
 
+#include "costmodel/costmodel.h"
 #include "devices/dev_cluster.h"
 #include "model/mdl_graph.h"
 #include "model/mdl_strategy.h"
+#include "sim/sim.h"
 
 /* @strategy without the host stream (framework none), for tests of schedules and costs that
  * compare against closed forms; tests/test-host.c covers the host. NULL stays NULL. */
@@ -74,6 +76,52 @@ static inline MdlGraph *test_chain_graph(int layers, int64_t hidden, int64_t bat
   g_assert_true(mdl_graph_validate(g, &error));
   g_assert_no_error(error);
   return g;
+}
+
+/* The model of @spec (mdl_graph_parse_spec), or the test fails. */
+static inline MdlGraph *test_parse_model(const char *spec) {
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec(spec, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(g);
+  return g;
+}
+
+/* The op of @g named @name, or NULL. */
+static inline const MdlOp *test_find_op(const MdlGraph *g, const char *name) {
+  for (int o = 0; o < mdl_graph_num_ops(g); o++)
+    if (strcmp(mdl_graph_op(g, o)->name, name) == 0) return mdl_graph_op(g, o);
+  return NULL;
+}
+
+/* Parsing @spec fails with MDL_ERROR code @code and a one-line message containing @needle and
+ * (if not NULL) @needle2. */
+static inline void test_assert_model_error(const char *spec, int code, const char *needle,
+                                           const char *needle2) {
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec(spec, &error);
+  g_assert_null(g);
+  g_assert_error(error, MDL_ERROR, code);
+  g_assert_null(strchr(error->message, '\n'));
+  if (!strstr(error->message, needle) || (needle2 && !strstr(error->message, needle2)))
+    g_error("%s: \"%s\" lacks \"%s\" / \"%s\"", spec, error->message, needle,
+            needle2 ? needle2 : "");
+  g_clear_error(&error);
+}
+
+/* Simulates @g on @c under strategy @spec with the default cost parameters, or the test fails;
+ * the strategy goes to @strategy (caller frees both). */
+static inline SimRun *test_simulate(const MdlGraph *g, const DevCluster *c, const char *spec,
+                                    MdlStrategy **strategy) {
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
+  g_assert_no_error(error);
+  CmParams p;
+  cm_params_default(&p);
+  SimRun *run = sim_run_new(g, s, c, &p, &error);
+  g_assert_no_error(error);
+  *strategy = s;
+  return run;
 }
 
 #endif

@@ -266,7 +266,7 @@ static const BadCase bad_cases[] = {
     {"missing-k", GEMM0, "\"m\":32,\"n\":512,\"batch\":1,\"dtype\":\"fp32\"", "missing field 'k'"},
     {"unknown-kind", "\"kind\":\"elementwise\"", "\"kind\":\"conv\"",
      "field 'kind' is \"conv\": must be one of gemm, elementwise, collective, send, recv"},
-    {"unknown-dtype", "\"dtype\":\"bf16\"", "\"dtype\":\"fp8\"", "field 'dtype' is \"fp8\""},
+    {"unknown-dtype", "\"dtype\":\"bf16\"", "\"dtype\":\"fp4\"", "field 'dtype' is \"fp4\""},
     {"unknown-stream", "\"stream\":\"compute\"", "\"stream\":\"copy\"", "field 'stream' is \"copy\""},
     {"unknown-collective", "\"collective\":\"broadcast\"", "\"collective\":\"send_recv\"",
      "field 'collective' is \"send_recv\": must be one of all_reduce, all_gather, reduce_scatter, "

@@ -154,7 +154,7 @@ static void test_plan_dtype(void) {
   for (guint i = 0; i < plan->programs[0].n_steps; i++)
     g_assert_cmpint(plan->programs[0].steps[i].dtype, ==, VAL_DTYPE_BF16);
   val_plan_free(plan);
-  req.dtype = "fp8";
+  req.dtype = "fp4";
   g_assert_null(val_plan_make(&req, NULL, &error));
   g_assert_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT);
   g_clear_error(&error);
@@ -359,8 +359,21 @@ static void test_report_chart_one_run(void) {
   g_assert_true(g_file_get_contents(gp, &script, NULL, NULL));
   g_auto(GStrv) parts = g_strsplit(script, "with labels", -1);
   g_assert_cmpuint(g_strv_length(parts), ==, 2);
+  /* a full disk (a gnuplot that leaves the images empty): exit 1 naming the image */
+  g_autofree char *bin = tmp_path("bin-empty-images");
+  g_autofree char *fake = g_build_filename(bin, "gnuplot", NULL);
+  g_assert_cmpint(g_mkdir_with_parents(bin, 0755), ==, 0);
+  g_assert_true(g_file_set_contents(fake, "#!/bin/sh\n: > validate.png\n: > validate.svg\n", -1, NULL));
+  g_assert_cmpint(g_chmod(fake, 0755), ==, 0);
+  r = test_cli_run_path(tmpdir, bin, args);
+  g_assert_cmpint(r.status, ==, 1);
+  g_assert_nonnull(strstr(r.err, "validate.png is empty"));
+  test_cli_result_clear(&r);
   g_autofree char *gnuplot = g_find_program_in_path("gnuplot");
   if (!gnuplot) return;
+  r = test_cli_run(tmpdir, args);
+  g_assert_cmpint(r.status, ==, 0);
+  test_cli_result_clear(&r);
   for (int f = 0; f < 2; f++) {
     g_autofree char *image = g_build_filename(dir, f ? "validate.svg" : "validate.png", NULL);
     GStatBuf st;

@@ -120,9 +120,9 @@ gboolean util_gnuplot_draw(const char *gnuplot, const char *dir, const char *scr
     if (!path[f]) continue;
     GStatBuf st;
     if (g_stat(path[f], &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
-      g_set_error(error, UTIL_ERROR, UTIL_ERROR_GNUPLOT,
-                  "gnuplot %s/%s exited 0 but %s is %s (disk full?)", dir, gp, path[f],
-                  g_file_test(path[f], G_FILE_TEST_EXISTS) ? "empty" : "missing");
+      gboolean there = g_file_test(path[f], G_FILE_TEST_EXISTS);
+      g_set_error(error, UTIL_ERROR, UTIL_ERROR_GNUPLOT, "gnuplot %s/%s exited 0 but %s is %s",
+                  dir, gp, path[f], there ? "empty (a full disk?)" : "missing");
       goto fail;
     }
   }

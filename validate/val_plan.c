@@ -199,9 +199,9 @@ static gboolean gemm_dims(const cJSON *obj, ValDtype dtype, gint64 *m, gint64 *n
   if (!g_uint64_checked_mul(&macs, mn, (guint64)*k) ||
       !g_uint64_checked_mul(&macs, macs, (guint64)*batch) || macs > (guint64)VAL_PLAN_MAX_MACS) {
     val_plan_fail(error, c,
-         "gemm m=%" G_GINT64_FORMAT " n=%" G_GINT64_FORMAT " k=%" G_GINT64_FORMAT
-         " batch=%" G_GINT64_FORMAT ": m*n*k*batch exceeds %" G_GINT64_FORMAT,
-         *m, *n, *k, *batch, VAL_PLAN_MAX_MACS);
+                  "gemm m=%" G_GINT64_FORMAT " n=%" G_GINT64_FORMAT " k=%" G_GINT64_FORMAT
+                  " batch=%" G_GINT64_FORMAT ": m*n*k*batch exceeds %" G_GINT64_FORMAT,
+                  *m, *n, *k, *batch, VAL_PLAN_MAX_MACS);
     return FALSE;
   }
   const struct {
@@ -214,7 +214,7 @@ static gboolean gemm_dims(const cJSON *obj, ValDtype dtype, gint64 *m, gint64 *n
         !g_uint64_checked_mul(&bytes, bytes, val_dtype_size(dtype)) ||
         bytes > (guint64)VAL_PLAN_MAX_BYTES) {
       val_plan_fail(error, c, "gemm operand %s x batch %" G_GINT64_FORMAT " exceeds %" G_GINT64_FORMAT " bytes",
-           operands[i].name, *batch, VAL_PLAN_MAX_BYTES);
+                    operands[i].name, *batch, VAL_PLAN_MAX_BYTES);
       return FALSE;
     }
   }
@@ -250,9 +250,9 @@ static gboolean read_step(Reader *rd, const cJSON *sj, int rank, guint index, Va
                            ? VAL_STREAM_COMPUTE
                            : VAL_STREAM_COMM;
   if (!val_plan_enum_field(sj, "stream", stream_names, G_N_ELEMENTS(stream_names), FALSE, default_stream,
-                  &stream, c, error) ||
+                           &stream, c, error) ||
       !val_plan_enum_field(sj, "dtype", dtype_names, G_N_ELEMENTS(dtype_names), FALSE, (int)plan->dtype,
-                  &dtype, c, error))
+                           &dtype, c, error))
     return FALSE;
   s->stream = (ValStream)stream;
   s->dtype = (ValDtype)dtype;
@@ -287,7 +287,7 @@ static gboolean read_step(Reader *rd, const cJSON *sj, int rank, guint index, Va
     int coll, group_id;
     /* Steps take the first five kinds; send_recv and reduce are microbenchmark-only. */
     if (!val_plan_enum_field(sj, "collective", collective_names, VAL_COLL_BROADCAST + 1, TRUE, 0, &coll, c,
-                    error) ||
+                             error) ||
         !val_plan_int32_field(sj, "group", 0, G_MAXINT, TRUE, 0, &group_id, c, error) ||
         !val_plan_bytes_field(sj, "bytes", &s->bytes, c, error))
       return FALSE;
@@ -312,7 +312,7 @@ static gboolean read_step(Reader *rd, const cJSON *sj, int rank, guint index, Va
       return FALSE;
     if (s->peer == rank) {
       val_plan_fail(error, c, "field 'peer' is %d: a rank cannot %s itself", s->peer,
-           s->kind == VAL_STEP_SEND ? "send to" : "receive from");
+                    s->kind == VAL_STEP_SEND ? "send to" : "receive from");
       return FALSE;
     }
     break;
@@ -333,7 +333,7 @@ static gboolean read_step(Reader *rd, const cJSON *sj, int rank, guint index, Va
       if (!at) {
         char *d = util_json_describe(dj);
         val_plan_fail(error, c, "deps: %s names no earlier step of rank %d (deps must name earlier steps "
-             "of the same rank)", d, rank);
+                      "of the same rank)", d, rank);
         g_free(d);
         return FALSE;
       }
@@ -473,7 +473,7 @@ static gboolean read_microbenchmarks(ValPlan *plan, const cJSON *root, Ctx *c, G
       return FALSE;
     }
     if (!val_plan_enum_field(cj, "kind", collective_names, G_N_ELEMENTS(collective_names), TRUE, 0, &kind,
-                    c, error))
+                             c, error))
       return FALSE;
     m->kind = (ValCollectiveKind)kind;
     if (plan->ranks < 2) {
@@ -513,9 +513,9 @@ static gboolean read_header(ValPlan *plan, const cJSON *root, Ctx *c, GError **e
       !val_plan_enum_field(root, "dtype", dtype_names, G_N_ELEMENTS(dtype_names), TRUE, 0, &dtype, c, error) ||
       !val_plan_int32_field(root, "ranks", 1, VAL_PLAN_MAX_RANKS, TRUE, 0, &plan->ranks, c, error) ||
       !val_plan_int32_field(root, "warmup", 0, VAL_PLAN_MAX_ITERATIONS_READ, FALSE, 3, &plan->warmup, c,
-                   error) ||
+                            error) ||
       !val_plan_int32_field(root, "iterations", 1, VAL_PLAN_MAX_ITERATIONS_READ, FALSE, 10,
-                   &plan->iterations, c, error))
+                            &plan->iterations, c, error))
     return FALSE;
   plan->model = g_strdup(model ? model : "");
   plan->cluster = g_strdup(cluster ? cluster : "");

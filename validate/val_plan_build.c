@@ -569,6 +569,11 @@ char *val_plan_make(const ValPlanRequest *request, ValPlanSummary *summary, GErr
                                error))
       goto out;
   }
+  if (ses_session_strategy(session)->dtype == DEV_DTYPE_FP8) { /* runners: fp32 .. bf16 steps */
+    g_set_error(error, VAL_BUILD_ERROR, VAL_BUILD_ERROR_INPUT,
+                "dtype fp8 cannot be validated: the runners execute fp32, tf32, fp16 or bf16 steps");
+    goto out;
+  }
   ValPlanRequest req = *request;
   req.strategy_spec = strategy_spec;
   text = val_plan_build(ses_session_graph(session), ses_session_strategy(session),

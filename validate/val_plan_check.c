@@ -47,9 +47,9 @@ gboolean val_plan_match_transfers(ValPlan *plan, Ctx *c, GError **error) {
       if (!list || k >= list->len) {
         step_ctx(c, plan, r, i);
         val_plan_fail(error, c,
-             "send to rank %d (transfer %u from rank %d to rank %d) has no matching recv: rank "
-             "%d's program has %u recv(s) from rank %d",
-             s->peer, k + 1, r, s->peer, s->peer, list ? list->len : 0, r);
+                      "send to rank %d (transfer %u from rank %d to rank %d) has no matching recv: rank "
+                      "%d's program has %u recv(s) from rank %d",
+                      s->peer, k + 1, r, s->peer, s->peer, list ? list->len : 0, r);
         goto out;
       }
       guint j = g_array_index(list, guint, k);
@@ -57,9 +57,9 @@ gboolean val_plan_match_transfers(ValPlan *plan, Ctx *c, GError **error) {
       if (t->bytes != s->bytes || t->dtype != s->dtype) {
         step_ctx(c, plan, r, i);
         val_plan_fail(error, c,
-             "send of %" G_GINT64_FORMAT " bytes (%s) to rank %d is matched by recv id %" G_GINT64_FORMAT
-             " of %" G_GINT64_FORMAT " bytes (%s): sizes and dtypes must agree",
-             s->bytes, val_dtype_name(s->dtype), s->peer, t->id, t->bytes, val_dtype_name(t->dtype));
+                      "send of %" G_GINT64_FORMAT " bytes (%s) to rank %d is matched by recv id %" G_GINT64_FORMAT
+                      " of %" G_GINT64_FORMAT " bytes (%s): sizes and dtypes must agree",
+                      s->bytes, val_dtype_name(s->dtype), s->peer, t->id, t->bytes, val_dtype_name(t->dtype));
         goto out;
       }
       s->match = j;
@@ -77,9 +77,9 @@ gboolean val_plan_match_transfers(ValPlan *plan, Ctx *c, GError **error) {
       if (s->sequence >= n_sent) {
         step_ctx(c, plan, q, i);
         val_plan_fail(error, c,
-             "recv from rank %d (transfer %" G_GUINT64_FORMAT " from rank %d to rank %d) has no "
-             "matching send: rank %d's program has %u send(s) to rank %d",
-             s->peer, s->sequence + 1, s->peer, q, s->peer, n_sent, q);
+                      "recv from rank %d (transfer %" G_GUINT64_FORMAT " from rank %d to rank %d) has no "
+                      "matching send: rank %d's program has %u send(s) to rank %d",
+                      s->peer, s->sequence + 1, s->peer, q, s->peer, n_sent, q);
         goto out;
       }
     }
@@ -119,21 +119,21 @@ gboolean val_plan_match_collectives(ValPlan *plan, Ctx *c, GError **error) {
       if (s->sequence >= ref->len) {
         step_ctx(c, plan, r, i);
         val_plan_fail(error, c,
-             "collective %" G_GUINT64_FORMAT " of group %d on rank %d has no counterpart: rank %d "
-             "(the group's first member) issues %u collective(s) of that group",
-             s->sequence + 1, g->id, r, g->ranks[0], ref->len);
+                      "collective %" G_GUINT64_FORMAT " of group %d on rank %d has no counterpart: rank %d "
+                      "(the group's first member) issues %u collective(s) of that group",
+                      s->sequence + 1, g->id, r, g->ranks[0], ref->len);
         goto out;
       }
       const ValStep *t = &plan->programs[g->ranks[0]].steps[g_array_index(ref, guint, s->sequence)];
       if (t->collective != s->collective || t->bytes != s->bytes || t->dtype != s->dtype) {
         step_ctx(c, plan, r, i);
         val_plan_fail(error, c,
-             "collective %" G_GUINT64_FORMAT " of group %d is %s of %" G_GINT64_FORMAT
-             " bytes (%s) on rank %d but %s of %" G_GINT64_FORMAT " bytes (%s) on rank %d (id %"
-             G_GINT64_FORMAT "): every member must issue the group's collectives in the same order",
-             s->sequence + 1, g->id, val_collective_name(s->collective), s->bytes,
-             val_dtype_name(s->dtype), r, val_collective_name(t->collective), t->bytes,
-             val_dtype_name(t->dtype), g->ranks[0], t->id);
+                      "collective %" G_GUINT64_FORMAT " of group %d is %s of %" G_GINT64_FORMAT
+                      " bytes (%s) on rank %d but %s of %" G_GINT64_FORMAT " bytes (%s) on rank %d (id %"
+                      G_GINT64_FORMAT "): every member must issue the group's collectives in the same order",
+                      s->sequence + 1, g->id, val_collective_name(s->collective), s->bytes,
+                      val_dtype_name(s->dtype), r, val_collective_name(t->collective), t->bytes,
+                      val_dtype_name(t->dtype), g->ranks[0], t->id);
         goto out;
       }
     }
@@ -144,8 +144,8 @@ gboolean val_plan_match_collectives(ValPlan *plan, Ctx *c, GError **error) {
       if (counts[g][j] != reference[g]->len) {
         c->at[0] = '\0';
         val_plan_fail(error, c,
-             "rank %d issues %" G_GUINT64_FORMAT " collective(s) of group %d but rank %d issues %u",
-             grp->ranks[j], counts[g][j], grp->id, grp->ranks[0], reference[g]->len);
+                      "rank %d issues %" G_GUINT64_FORMAT " collective(s) of group %d but rank %d issues %u",
+                      grp->ranks[j], counts[g][j], grp->id, grp->ranks[0], reference[g]->len);
         goto out;
       }
   }
@@ -248,18 +248,18 @@ gboolean val_plan_check_deadlock(ValPlan *plan, Ctx *c, GError **error) {
       g_assert(absent >= 0);
       const ValProgram *pq = absent >= 0 ? &plan->programs[absent] : NULL;
       val_plan_fail(error, c,
-           "the plan can deadlock: rank %d waits at %s on group %d, which rank %d has not reached "
-           "(it waits at step id %" G_GINT64_FORMAT ")",
-           r, val_collective_name(s->collective), g->id, absent,
-           pq && is.head[absent] < pq->n_steps ? pq->steps[is.head[absent]].id : -1);
+                    "the plan can deadlock: rank %d waits at %s on group %d, which rank %d has not reached "
+                    "(it waits at step id %" G_GINT64_FORMAT ")",
+                    r, val_collective_name(s->collective), g->id, absent,
+                    pq && is.head[absent] < pq->n_steps ? pq->steps[is.head[absent]].id : -1);
     } else {
       const ValProgram *pq = &plan->programs[s->peer];
       val_plan_fail(error, c,
-           "the plan can deadlock: rank %d waits at %s %s rank %d, which waits at step id %"
-           G_GINT64_FORMAT " (its match is id %" G_GINT64_FORMAT ")",
-           r, val_step_kind_name(s->kind), s->kind == VAL_STEP_SEND ? "to" : "from", s->peer,
-           is.head[s->peer] < pq->n_steps ? pq->steps[is.head[s->peer]].id : -1,
-           pq->steps[s->match].id);
+                    "the plan can deadlock: rank %d waits at %s %s rank %d, which waits at step id %"
+                    G_GINT64_FORMAT " (its match is id %" G_GINT64_FORMAT ")",
+                    r, val_step_kind_name(s->kind), s->kind == VAL_STEP_SEND ? "to" : "from", s->peer,
+                    is.head[s->peer] < pq->n_steps ? pq->steps[is.head[s->peer]].id : -1,
+                    pq->steps[s->match].id);
     }
   }
   g_assert(!ok || is.n_issue == plan->n_steps);

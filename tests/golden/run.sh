@@ -78,6 +78,8 @@ case_ sim-gpt-crossmesh "$bin" simulate -m $gpt8 -c dgx-a100:nodes=2 -s megatron
 case_ sim-mlp-dp "$bin" simulate -m mlp -c dgx-a100 -s dp --json --db "$db"
 case_ sim-resnet-p100 "$bin" simulate -m resnet-101 -c flexflow-p100 -s dp --json --db "$db"
 case_ sim-mlp-file "$bin" simulate -m "$src/model/examples/mlp2.json" -c aws-p3.8xlarge -s dp --collectives step --json --db "$db"
+# --no-store: the same prediction as the stored run above, nothing written.
+case_ sim-gpt-no-store "$bin" simulate -m $gpt -c dgx-a100:nodes=2 -s megatron:tp=2,pp=2,dp=4,mb=4 --json --no-store --db "$db"
 case_ explain-gpt "$bin" explain -m $gpt -c dgx-a100:nodes=2 -s megatron:tp=2,pp=2,dp=4,mb=4 --json --db "$db"
 case_ explain-mlp "$bin" explain -m mlp -c dgx-a100 -s dp --json --db "$db"
 case_ search-mcmc "$bin" search -m mlp -c dgx-a100 --algo mcmc --budget 50 --seed 3 --json --db "$db"

@@ -1,0 +1,200 @@
+/* model/zoo/moe — the mixture-of-experts MLP of a transformer layer (Shazeer et al. 2017;
+ * GShard, Lepikhin et al. 2020; Mixtral, Jiang et al. 2024; DeepSeekMoE's shared experts, Dai
+ * et al. 2024), as Megatron-Core's MoELayer runs it: router, token dispatch, the experts' GEMMs
+ * grouped, token combine.
+ *
+ * Ops, in order (b batch, s seq, h hidden, E experts, k top_k, f expert ffn, c the tokens per
+ * sample one expert's buffer holds, mdl_moe_capacity):
+ *   router       logits [b,s,E] = x [b,s,h] . W [h,E]; softmax and top-k folded in (E values a
+ *                token); replicated on the tensor-parallel axis, as Megatron-Core's router is.
+ *   moe_dispatch the permutation of the tokens (and their routing weights) into per-expert
+ *                buffers [b,E,c,h]: 1 FLOP (a copy) per buffer element. Its e dim is not
+ *                splittable: a rank fills every expert's buffer from its own tokens; its c dim
+ *                reads the sequence in proportion (c tokens of an expert's buffer come from the
+ *                matching share of the s tokens), so context parallelism splits it like s.
+ *   expert_fc1   grouped GEMM: [b,E,c,h] . W [E,h,2f] (SwiGLU gate and up projections of every
+ *                expert), column parallel (tp splits 2f); the expert dim e indexes both operands:
+ *                a GEMM per expert (the cost model's batch dim), split by expert parallelism.
+ *   expert_act   SwiGLU, silu(gate) * up: [b,E,c,2f] -> [b,E,c,f].
+ *   expert_fc2   grouped GEMM [b,E,c,f] . W [E,f,h], row parallel.
+ *   moe_combine  the un-permutation and the routing-weighted sum of each token's k expert
+ *                outputs, plus the shared experts' output and the residual: [b,s,h], 2k + 2
+ *                FLOPs an element; it reads the experts' outputs in the token layout.
+ *   shared_fc1, shared_act, shared_fc2: the shared experts, one dense SwiGLU MLP of width
+ *                shared_ffn (DeepSeek-V2/V3, Qwen-MoE), column then row parallel.
+ * Under expert parallelism (model/mdl_strategy_axes.c) the dispatch output, split by sample or
+ * sequence on the expert-parallel axes, meets expert_fc1's split of e: SBP resharding turns it
+ * into an all-to-all, and the combine's read of expert_fc2's output the second; the backward
+ * runs both in reverse. Expert weights are not replicated on those axes: their gradients are
+ * all-reduced over the expert-data-parallel axes only.
+ * Load imbalance: synchronous training waits at the combine's all-to-all for the busiest
+ * expert, so every buffer is sized at the busiest expert's load (skew) or at the capacity
+ * factor (capacity); that charges every expert rank the critical path's GEMM time and bytes. It
+ * over-counts the total FLOPs of a skewed dropless run (an upper bound on its all-to-all bytes).
+ */
+#include "model/mdl_zoo_moe.h"
+
+int64_t mdl_moe_capacity(const MdlMoeConfig *moe, int64_t seq) {
+  int64_t pct = moe->capacity_pct > 0 ? moe->capacity_pct
+                : moe->skew_pct > 0   ? moe->skew_pct
+                                      : MDL_MOE_UNIFORM_PCT;
+  /* In double: s * k * pct may pass int64 for absurd inputs, which the caller's size checks
+   * then refuse. */
+  double c = (double)seq * (double)moe->top_k * (double)pct / (100.0 * (double)moe->experts);
+  double whole = (double)(int64_t)c;
+  return (int64_t)(whole < c ? whole + 1 : whole);
+}
+
+gboolean mdl_moe_check(const char *model, const MdlMoeConfig *moe, GError **error) {
+  if (moe->top_k > moe->experts) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID,
+                "model %s: top_k=%" G_GINT64_FORMAT " exceeds experts=%" G_GINT64_FORMAT, model,
+                (gint64)moe->top_k, (gint64)moe->experts);
+    return FALSE;
+  }
+  if (moe->capacity_pct > 0 && moe->skew_pct > 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID,
+                "model %s: capacity (a capacity factor, tokens dropped) and skew (dropless "
+                "routing) exclude each other", model);
+    return FALSE;
+  }
+  if (moe->skew_pct > 0 && moe->skew_pct < 100) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID,
+                "model %s: skew=%" G_GINT64_FORMAT " must be at least 100 (the busiest expert's "
+                "load in percent of the average)", model, (gint64)moe->skew_pct);
+    return FALSE;
+  }
+  return TRUE;
+}
+
+double mdl_moe_block_params(const MdlMoeConfig *moe, int64_t hidden) {
+  double h = (double)hidden;
+  return h * (double)moe->experts                                       /* router */
+         + (double)moe->experts * 3.0 * h * (double)moe->expert_ffn     /* routed experts */
+         + 3.0 * h * (double)moe->shared_ffn;                           /* shared experts */
+}
+
+static const char *op_name(const MdlMoeSite *site, const char *leaf, const char *suffix,
+                           char *buf) {
+  g_snprintf(buf, 96, "%s%s%s", site->prefix, leaf, suffix);
+  return buf;
+}
+
+/* An op over the token layout [b,s,width]: a linear layer (@k > 0: y = x . W[k,width], @row
+ * picks Megatron's row parallel split of k, else the column split of width) or, @k == 0, the
+ * SwiGLU of @x [b,s,2 width]. */
+static int token_op(const MdlMoeSite *site, const char *leaf, int x, int64_t k, int64_t width,
+                    gboolean row) {
+  char name[96];
+  MdlOp op;
+  int w = -1;
+  if (k > 0) w = mdl_zoo_weight(site->g, op_name(site, leaf, ".weight", name), 2, k, width);
+  int y = mdl_zoo_activation(site->g, op_name(site, leaf, "", name), 3, site->b, site->s, width);
+  mdl_zoo_op_init(&op, name, k > 0 ? MDL_OP_MATMUL : MDL_OP_ELEMENTWISE, site->layer);
+  mdl_zoo_dim(&op, "b", site->b, MDL_ROLE_SAMPLE, TRUE);
+  mdl_zoo_dim(&op, "s", site->s, MDL_ROLE_ATTRIBUTE, TRUE);
+  if (k > 0) {
+    int dn = mdl_zoo_dim(&op, "n", width, MDL_ROLE_PARAMETER, TRUE);
+    int dk = mdl_zoo_dim(&op, "k", k, MDL_ROLE_REDUCTION, TRUE);
+    op.tp_dim = row ? dk : dn;
+    mdl_zoo_input(&op, x, "b,s,k");
+    mdl_zoo_input(&op, w, "k,n");
+    mdl_zoo_output(&op, y, "b,s,n");
+  } else {
+    /* silu(g) * u: sigmoid (exp, add, divide), two multiplies: 5 FLOPs an output element. */
+    op.tp_dim = mdl_zoo_dim(&op, "f", width, MDL_ROLE_ATTRIBUTE, TRUE);
+    op.flops_per_element = 5.0;
+    mdl_zoo_input(&op, x, "b,s,f");
+    mdl_zoo_output(&op, y, "b,s,f");
+  }
+  mdl_graph_add_op(site->g, &op);
+  return y;
+}
+
+/* An op over the expert layout [b,E,c,width]: a grouped GEMM (@k > 0, weight [E,k,width]) or,
+ * @k == 0, the SwiGLU of [b,E,c,2 width]. */
+static int expert_op(const MdlMoeSite *site, const char *leaf, int x, int64_t experts,
+                     int64_t capacity, int64_t k, int64_t width, gboolean row) {
+  char name[96];
+  MdlOp op;
+  int w = -1;
+  if (k > 0)
+    w = mdl_zoo_weight(site->g, op_name(site, leaf, ".weight", name), 3, experts, k, width);
+  int y = mdl_zoo_activation(site->g, op_name(site, leaf, "", name), 4, site->b, experts,
+                             capacity, width);
+  mdl_zoo_op_init(&op, name, k > 0 ? MDL_OP_MATMUL : MDL_OP_ELEMENTWISE, site->layer);
+  mdl_zoo_dim(&op, "b", site->b, MDL_ROLE_SAMPLE, TRUE);
+  mdl_zoo_dim(&op, "e", experts, k > 0 ? MDL_ROLE_PARAMETER : MDL_ROLE_ATTRIBUTE, TRUE);
+  mdl_zoo_dim(&op, "c", capacity, MDL_ROLE_ATTRIBUTE, TRUE);
+  if (k > 0) {
+    int dn = mdl_zoo_dim(&op, "n", width, MDL_ROLE_PARAMETER, TRUE);
+    int dk = mdl_zoo_dim(&op, "k", k, MDL_ROLE_REDUCTION, TRUE);
+    op.tp_dim = row ? dk : dn;
+    mdl_zoo_input(&op, x, "b,e,c,k");
+    mdl_zoo_input(&op, w, "e,k,n");
+    mdl_zoo_output(&op, y, "b,e,c,n");
+  } else {
+    op.tp_dim = mdl_zoo_dim(&op, "f", width, MDL_ROLE_ATTRIBUTE, TRUE);
+    op.flops_per_element = 5.0; /* as token_op's SwiGLU */
+    mdl_zoo_input(&op, x, "b,e,c,f");
+    mdl_zoo_output(&op, y, "b,e,c,f");
+  }
+  mdl_graph_add_op(site->g, &op);
+  return y;
+}
+
+int mdl_zoo_moe_mlp(const MdlMoeSite *site, const MdlMoeConfig *moe, int x, int residual) {
+  char name[96];
+  MdlOp op;
+  int64_t E = moe->experts, c = mdl_moe_capacity(moe, site->s), f = moe->expert_ffn;
+  int logits = token_op(site, "router", x, site->h, E, FALSE);
+  /* The router is replicated on the tensor-parallel axis: no tp_dim. */
+  mdl_graph_op(site->g, mdl_graph_num_ops(site->g) - 1)->tp_dim = -1;
+
+  int dispatched = mdl_zoo_activation(site->g, op_name(site, "moe_dispatch", "", name), 4,
+                                      site->b, E, c, site->h);
+  mdl_zoo_op_init(&op, name, MDL_OP_ELEMENTWISE, site->layer);
+  mdl_zoo_dim(&op, "b", site->b, MDL_ROLE_SAMPLE, TRUE);
+  mdl_zoo_dim(&op, "e", E, MDL_ROLE_ATTRIBUTE, FALSE);
+  mdl_zoo_dim(&op, "c", c, MDL_ROLE_ATTRIBUTE, TRUE);
+  mdl_zoo_dim(&op, "h", site->h, MDL_ROLE_ATTRIBUTE, TRUE);
+  op.unsaved_inputs = 0x3; /* a permutation: its backward un-permutes dY */
+  op.gather = TRUE;
+  mdl_zoo_input(&op, x, "b,c,h");
+  mdl_zoo_input(&op, logits, "b,c,e");
+  mdl_zoo_output(&op, dispatched, "b,e,c,h");
+  mdl_graph_add_op(site->g, &op);
+
+  int up = expert_op(site, "expert_fc1", dispatched, E, c, site->h, 2 * f, FALSE);
+  int act = expert_op(site, "expert_act", up, E, c, 0, f, FALSE);
+  int down = expert_op(site, "expert_fc2", act, E, c, f, site->h, TRUE);
+
+  int shared = -1;
+  if (moe->shared_ffn > 0) {
+    int s_up = token_op(site, "shared_fc1", x, site->h, 2 * moe->shared_ffn, FALSE);
+    int s_act = token_op(site, "shared_act", s_up, 0, moe->shared_ffn, FALSE);
+    shared = token_op(site, "shared_fc2", s_act, moe->shared_ffn, site->h, TRUE);
+  }
+
+  int y = mdl_zoo_activation(site->g, op_name(site, "moe_combine", "", name), 3, site->b,
+                             site->s, site->h);
+  mdl_zoo_op_init(&op, name, MDL_OP_ELEMENTWISE, site->layer);
+  mdl_zoo_dim(&op, "b", site->b, MDL_ROLE_SAMPLE, TRUE);
+  mdl_zoo_dim(&op, "s", site->s, MDL_ROLE_ATTRIBUTE, TRUE);
+  mdl_zoo_dim(&op, "h", site->h, MDL_ROLE_ATTRIBUTE, TRUE);
+  op.flops_per_element = 2.0 * (double)moe->top_k + 2.0; /* weighted sum, dropout, add */
+  op.gather = TRUE;
+  op.dropout = TRUE;
+  /* It keeps the experts' outputs (the routing weights' gradient reads them), not the
+   * shared experts' output or the residual (added). */
+  mdl_zoo_input(&op, down, "b,-,s,h");
+  mdl_zoo_input(&op, residual, "b,s,h");
+  op.unsaved_inputs = 0x2;
+  if (shared >= 0) {
+    mdl_zoo_input(&op, shared, "b,s,h");
+    op.unsaved_inputs |= 0x4;
+  }
+  mdl_zoo_output(&op, y, "b,s,h");
+  mdl_graph_add_op(site->g, &op);
+  return y;
+}

@@ -1,0 +1,315 @@
+/* Tests of mixture of experts, expert parallelism and context parallelism: the MoE block's
+ * sizes, Megatron-Core's rank layout under cp and ep with its one-line errors, and that the
+ * collectives the two new patterns add (the EP token all-to-alls, the CP key/value gathers) are
+ * the engine's communication, each timed by the cost model's formula for its bytes. */
+#include <cjson/cJSON.h>
+#include <glib.h>
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "costmodel/costmodel.h"
+#include "model/mdl_strategy-int.h"
+#include "model/mdl_zoo_moe.h"
+#include "sim/sim.h"
+
+/* A graph holding one MoE MLP block over a data input x [b,s,h] (its own residual). */
+static MdlGraph *moe_graph(int64_t b, int64_t s, int64_t h, const MdlMoeConfig *moe) {
+  MdlGraph *g = mdl_graph_new("moe-block", "moe", b);
+  g->default_dtype = DEV_DTYPE_BF16;
+  g->num_layers = 1;
+  g->seq = s;
+  int x = mdl_zoo_activation(g, "x", 3, b, s, h);
+  mdl_graph_tensor(g, x)->is_input = TRUE;
+  MdlMoeSite site = {.g = g, .b = b, .s = s, .h = h, .layer = 0, .prefix = "layer0."};
+  mdl_zoo_moe_mlp(&site, moe, x, x);
+  GError *error = NULL;
+  g_assert_true(mdl_graph_validate(g, &error));
+  g_assert_no_error(error);
+  return g;
+}
+
+static const MdlMoeConfig small_moe = {.experts = 8, .top_k = 2, .expert_ffn = 512,
+                                       .shared_ffn = 256};
+
+static void test_capacity(void) {
+  MdlMoeConfig m = small_moe;
+  g_assert_cmpint(mdl_moe_capacity(&m, 4096), ==, 1024); /* s k / E */
+  m.capacity_pct = 125;
+  g_assert_cmpint(mdl_moe_capacity(&m, 4096), ==, 1280);
+  m.capacity_pct = 0, m.skew_pct = 150;
+  g_assert_cmpint(mdl_moe_capacity(&m, 100), ==, 38); /* ceil(37.5) */
+  GError *error = NULL;
+  g_assert_true(mdl_moe_check("m", &m, &error));
+  m.capacity_pct = 120;
+  g_assert_false(mdl_moe_check("m", &m, &error));
+  g_assert_error(error, MDL_ERROR, MDL_ERROR_INVALID);
+  g_clear_error(&error);
+  m.capacity_pct = 0, m.skew_pct = 0, m.top_k = 9;
+  g_assert_false(mdl_moe_check("m", &m, &error));
+  g_assert_nonnull(strstr(error->message, "top_k=9"));
+  g_clear_error(&error);
+}
+
+static void test_block_params(void) {
+  MdlGraph *g = moe_graph(4, 64, 128, &small_moe);
+  g_assert_cmpfloat(mdl_graph_num_params(g), ==, mdl_moe_block_params(&small_moe, 128));
+  /* router 128*8, experts 8*3*128*512, shared 3*128*256 */
+  g_assert_cmpfloat(mdl_moe_block_params(&small_moe, 128), ==, 1024.0 + 1572864.0 + 98304.0);
+  /* Grouped GEMMs: the expert dim is the batch of the GEMM, not part of n. */
+  for (int o = 0; o < mdl_graph_num_ops(g); o++) {
+    const MdlOp *op = mdl_graph_op(g, o);
+    if (strcmp(op->name, "layer0.expert_fc1") != 0) continue;
+    double local[MDL_MAX_DIMS];
+    for (int d = 0; d < op->ndims; d++) local[d] = (double)op->dims[d].size;
+    CmGemmShape shape;
+    g_assert_true(cm_gemm_shape(op, local, &shape));
+    g_assert_cmpfloat(shape.batch, ==, 8);
+    g_assert_cmpfloat(shape.n, ==, 1024);
+    g_assert_cmpfloat(shape.k, ==, 128);
+    g_assert_cmpfloat(shape.m, ==, 4.0 * 16); /* b x c, c = 64*2/8 */
+  }
+  /* The routing ops round-trip through graph JSON (their "gather" flag with them). */
+  g_autofree char *json = mdl_graph_to_json(g);
+  GError *error = NULL;
+  MdlGraph *back = mdl_graph_from_json(json, "moe.json", &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(mdl_graph_num_params(back), ==, mdl_graph_num_params(g));
+  mdl_graph_free(back);
+  mdl_graph_free(g);
+}
+
+static DevCluster *h100(int nodes) {
+  GError *error = NULL;
+  g_autofree char *spec = g_strdup_printf("dgx-h100:nodes=%d", nodes);
+  DevCluster *c = dev_cluster_parse_spec(spec, &error);
+  g_assert_no_error(error);
+  return c;
+}
+
+/* The mesh shape of the first pipeline rank for @spec. */
+static void check_mesh(const MdlGraph *g, const DevCluster *c, const char *spec, int ndims,
+                       const int *shape) {
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
+  g_assert_no_error(error);
+  const MdlMesh *m = mdl_strategy_mesh(s, 0);
+  g_assert_cmpint(m->ndims, ==, ndims);
+  for (int a = 0; a < ndims; a++) g_assert_cmpint(m->shape[a], ==, shape[a]);
+  for (int i = 0; i < m->ndevices; i++) g_assert_cmpint(m->devices[i], ==, i);
+  mdl_strategy_free(s);
+}
+
+static void test_layout(void) {
+  DevCluster *c = h100(2);
+  MdlGraph *g = moe_graph(16, 64, 128, &small_moe);
+  check_mesh(g, c, "megatron:dp=4,tp=2", 2, (const int[]){4, 2});
+  check_mesh(g, c, "megatron:dp=4,ep=2,tp=2", 3, (const int[]){2, 2, 2});
+  check_mesh(g, c, "megatron:dp=2,cp=4,ep=2,tp=2", 4, (const int[]){2, 2, 2, 2});
+  check_mesh(g, c, "megatron:dp=2,cp=2,ep=4,tp=2", 4, (const int[]){1, 2, 2, 2});
+  check_mesh(g, c, "megatron:dp=8,cp=2,ep=2", 3, (const int[]){8, 2, 1});
+  /* Under ep=2 on (dp/ep, ep, tp) the expert GEMMs split e on the ep axis and the token side
+   * the sample dim: the resharding between them is the all-to-all. */
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:dp=4,ep=2,tp=2", g, c, &error);
+  g_assert_no_error(error);
+  for (int o = 0; o < mdl_graph_num_ops(g); o++) {
+    const MdlOp *op = mdl_graph_op(g, o);
+    const char *split = op->dims[s->configs[o].split[1]].name;
+    gboolean expert = g_str_has_prefix(op->name, "layer0.expert_");
+    g_assert_cmpstr(split, ==, expert ? "e" : "b");
+  }
+  g_assert_cmpint(s->ep, ==, 2);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+static void expect_error(const char *model, const char *spec, const char *needle) {
+  DevCluster *c = h100(2);
+  GError *error = NULL;
+  MdlGraph *g = model ? mdl_graph_parse_spec(model, &error) : moe_graph(16, 96, 128, &small_moe);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
+  g_assert_null(s);
+  g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
+  if (!strstr(error->message, needle)) g_error("'%s' lacks '%s'", error->message, needle);
+  g_assert_null(strchr(error->message, '\n'));
+  g_error_free(error);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+static void test_errors(void) {
+  expect_error(NULL, "megatron:dp=3,ep=3", "ep=3 does not divide the model's 8 experts");
+  expect_error(NULL, "megatron:dp=2,ep=4", "ep=4 must divide dp*cp = 2*1");
+  expect_error(NULL, "megatron:dp=2,cp=3,ep=2", "ep=2 must divide cp=3 or be a multiple of it");
+  expect_error(NULL, "megatron:dp=1,cp=5", "cp=5 must divide the model's sequence length 96");
+  expect_error(NULL, "megatron:dp=4,cp=8", "tp*cp*pp*dp = 32 devices");
+  expect_error("gpt:layers=2,hidden=256,heads=4,seq=128,vocab=1024,batch=8", "megatron:dp=2,ep=2",
+               "ep=2 needs a model with experts");
+}
+
+/* Every collective of @kind on device 0 in @run's explain JSON: its bytes are @bytes and its
+ * time the cost model's formula for them on devices 0..@p-1; returns their count. */
+static int check_collectives(const SimRun *run, const DevCluster *c, const char *kind, int p,
+                             double bytes, double *total) {
+  g_autofree char *text = sim_explain_json(run);
+  cJSON *root = cJSON_Parse(text);
+  cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "communication"), 0), *e;
+  g_assert_cmpint((int)cJSON_GetObjectItem(dev, "device")->valuedouble, ==, 0);
+  CmParams params;
+  cm_params_default(&params);
+  int devices[64];
+  for (int i = 0; i < p; i++) devices[i] = i;
+  CmCollective k;
+  g_assert_true(cm_collective_parse(kind, &k));
+  double formula = cm_group_collective_time(&params, c, k, devices, p, bytes);
+  int count = 0;
+  *total = 0;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(dev, "collectives")) {
+    if (strcmp(cJSON_GetObjectItem(e, "kind")->valuestring, kind) != 0) continue;
+    g_assert_cmpint((int)cJSON_GetObjectItem(e, "group_size")->valuedouble, ==, p);
+    g_assert_cmpfloat(cJSON_GetObjectItem(e, "bytes_per_device")->valuedouble, ==, bytes);
+    double t = cJSON_GetObjectItem(e, "time_s")->valuedouble;
+    g_assert_cmpfloat_with_epsilon(t, formula, 1e-12 + 1e-6 * formula);
+    int n = (int)cJSON_GetObjectItem(e, "count")->valuedouble;
+    count += n;
+    *total += t * n;
+  }
+  cJSON_Delete(root);
+  return count;
+}
+
+/* EP all-to-all: 4 experts ranks, one microbatch; the dispatch and the combine each move a
+ * rank's token buffers [b/ep, E, c, h] (2 bytes) forward and back: four all-to-alls. With
+ * overlap disabled every collective holds the compute streams, so the engine's exposed
+ * communication is their sum. */
+static void test_ep_all_to_all(void) {
+  DevCluster *c = h100(1);
+  MdlMoeConfig moe = small_moe;
+  moe.shared_ffn = 0;
+  int64_t b = 8, s = 256, h = 512;
+  MdlGraph *g = moe_graph(b, s, h, &moe);
+  GError *error = NULL;
+  MdlStrategy *st = mdl_strategy_parse_spec("megatron:dp=4,ep=4,mb=2,overlap=0", g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *run = sim_run_new(g, st, c, &params, &error);
+  g_assert_no_error(error);
+  double bytes = 2.0 * 8 * mdl_moe_capacity(&moe, s) * h * 2; /* b/ep=2 samples, E=8, bf16 */
+  double a2a = 0;
+  g_assert_cmpint(check_collectives(run, c, "all_to_all", 4, bytes, &a2a), ==, 4);
+  /* The rest is the router's gradient all-reduce over the 4 data-parallel ranks. */
+  double ar = 0;
+  g_assert_cmpint(check_collectives(run, c, "all_reduce", 4, 2.0 * h * moe.experts, &ar), ==, 1);
+  g_assert_cmpfloat_with_epsilon(sim_run_prediction(run)->comm_exposed_s, a2a + ar, 1e-9 * (a2a + ar));
+  /* The trace shows them on the communication streams. */
+  g_autofree char *dir = g_dir_make_tmp("test-moe-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+  g_assert_true(sim_trace_write(run, path, &error));
+  g_autofree char *trace = NULL;
+  g_assert_true(g_file_get_contents(path, &trace, NULL, &error));
+  g_assert_nonnull(strstr(trace, "all_to_all"));
+  g_unlink(path);
+  g_rmdir(dir);
+  sim_run_free(run);
+  mdl_strategy_free(st);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* CP: keys and values of the fused QKV [mb, s, 3h] are all-gathered from the cp group before
+ * attention and their gradients reduce-scattered after its backward, one each per layer and
+ * microbatch. */
+static void test_cp_kv_gather(void) {
+  DevCluster *c = h100(1);
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=2,hidden=256,heads=4,seq=512,vocab=1024,batch=4",
+                                     &error);
+  g_assert_no_error(error);
+  MdlStrategy *st = mdl_strategy_parse_spec("megatron:dp=1,cp=4,mb=2,overlap=0", g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *run = sim_run_new(g, st, c, &params, &error);
+  g_assert_no_error(error);
+  double bytes = 2.0 * 512 * 3 * 256 * 2; /* the gathered [mb, s, 3h] in bf16 */
+  double ag = 0, rs = 0;
+  g_assert_cmpint(check_collectives(run, c, "all_gather", 4, bytes, &ag), ==, 2 * 2);
+  g_assert_cmpint(check_collectives(run, c, "reduce_scatter", 4, bytes, &rs), ==, 2 * 2);
+  /* Activations: each cp rank keeps a quarter of the sequence's. */
+  MdlStrategy *one = mdl_strategy_parse_spec("megatron:dp=1,mb=2", g, c, &error);
+  g_assert_no_error(error);
+  SimRun *whole = sim_run_new(g, one, c, &params, &error);
+  g_assert_no_error(error);
+  double a1 = sim_run_prediction(whole)->peak_memory.activations, a4 = sim_run_prediction(run)->peak_memory.activations;
+  g_assert_cmpfloat(a4, <, 0.3 * a1);
+  sim_run_free(whole);
+  mdl_strategy_free(one);
+  sim_run_free(run);
+  mdl_strategy_free(st);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+static SimRun *run_spec(const MdlGraph *g, const DevCluster *c, const char *spec,
+                        MdlStrategy **out) {
+  GError *error = NULL;
+  *out = mdl_strategy_parse_spec(spec, g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimRun *run = sim_run_new(g, *out, c, &params, &error);
+  g_assert_no_error(error);
+  return run;
+}
+
+/* The distributed optimizer's parameter all-gathers moved ahead of the forward: the same
+ * collectives, no longer exposed after the optimizer step; the option survives strategy JSON
+ * and needs ZeRO 1 or 2. */
+static void test_overlap_param_gather(void) {
+  DevCluster *c = h100(1);
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=4,hidden=1024,heads=8,seq=1024,vocab=4096,batch=32",
+                                     &error);
+  g_assert_no_error(error);
+  MdlStrategy *s1, *s2;
+  SimRun *after = run_spec(g, c, "megatron:dp=8,mb=2,zero=1", &s1);
+  SimRun *ahead = run_spec(g, c, "megatron:dp=8,mb=2,zero=1,overlap_param_gather=1", &s2);
+  g_assert_cmpuint(sim_run_prediction(after)->tasks, ==, sim_run_prediction(ahead)->tasks);
+  g_assert_cmpfloat(sim_run_prediction(ahead)->iteration_time_s, <, sim_run_prediction(after)->iteration_time_s);
+  g_assert_cmpfloat(sim_run_prediction(ahead)->comm_exposed_s, <, sim_run_prediction(after)->comm_exposed_s);
+  g_autofree char *json = mdl_strategy_to_json(s2, g);
+  g_assert_nonnull(strstr(json, "\"overlap_param_gather\":"));
+  MdlStrategy *back = mdl_strategy_from_json(json, "s.json", g, c, &error);
+  g_assert_no_error(error);
+  g_assert_true(back->overlap_param_gather);
+  mdl_strategy_free(back);
+  g_autofree char *plain = mdl_strategy_to_json(s1, g);
+  g_assert_null(strstr(plain, "overlap_param_gather"));
+  g_assert_null(mdl_strategy_parse_spec("megatron:dp=8,overlap_param_gather=1", g, c, &error));
+  g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
+  g_assert_nonnull(strstr(error->message, "zero=1 or 2"));
+  g_clear_error(&error);
+  sim_run_free(after);
+  sim_run_free(ahead);
+  mdl_strategy_free(s1);
+  mdl_strategy_free(s2);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/moe/capacity", test_capacity);
+  g_test_add_func("/moe/block-params", test_block_params);
+  g_test_add_func("/moe/layout", test_layout);
+  g_test_add_func("/moe/errors", test_errors);
+  g_test_add_func("/moe/ep/all-to-all-time", test_ep_all_to_all);
+  g_test_add_func("/moe/cp/kv-gather-time", test_cp_kv_gather);
+  g_test_add_func("/moe/distopt/overlap-param-gather", test_overlap_param_gather);
+  return g_test_run();
+}
