@@ -7,6 +7,7 @@
 
 #include "costmodel/costmodel.h"
 #include "sim/sim.h"
+#include "test-util.h"
 
 /* Busy time of @device's communication stream, straight from the task graph. */
 static double comm_busy(const SimRun *run, int device) {
@@ -111,15 +112,8 @@ static void test_layouts(void) {
  * parts add up to the iteration; a small model on short sequences shows host-bound time, and
  * overlapped communication is what the communication streams ran beyond the exposed part. */
 static void test_components(void) {
-  GError *error = NULL;
-  DevCluster *c = dev_cluster_parse_spec("dgx-a100", &error);
-  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=6,hidden=1024,heads=16,seq=256,batch=64", &error);
-  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=2,dp=4,mb=1", g, c, &error);
-  g_assert_no_error(error);
-  CmParams p;
-  cm_params_default(&p);
-  SimRun *run = sim_run_new(g, s, c, &p, &error);
-  g_assert_no_error(error);
+  SimRun *run = test_simulate_specs("gpt:layers=6,hidden=1024,heads=16,seq=256,batch=64",
+                                    "dgx-a100", "megatron:tp=2,dp=4,mb=1", FALSE);
   g_autofree char *text = sim_explain_json(run);
   cJSON *root = cJSON_Parse(text);
   const cJSON *co = cJSON_GetObjectItem(root, "components"), *e;
@@ -144,10 +138,7 @@ static void test_components(void) {
   g_assert_cmpfloat(cJSON_GetObjectItem(co, "comm_overlapped_s")->valuedouble, >=, 0);
   g_assert_cmpstr(cJSON_GetStringValue(cJSON_GetObjectItem(co, "framework")), ==, "megatron-lm");
   cJSON_Delete(root);
-  sim_run_free(run);
-  mdl_strategy_free(s);
-  mdl_graph_free(g);
-  dev_cluster_free(c);
+  test_run_free(run);
 }
 
 /* With overlap disabled nothing hides communication: the collectives explain lists add up to

@@ -10,40 +10,12 @@
 #include "sim/sim-int.h" /* white-box: the host stream's task ids and resources */
 #include "test-util.h"
 
-static SimRun *simulate(const char *model, const char *cluster, const char *spec,
-                        gboolean expanded) {
-  GError *error = NULL;
-  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
-  g_assert_no_error(error);
-  MdlGraph *g = mdl_graph_parse_spec(model, &error);
-  g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
-  g_assert_no_error(error);
-  CmParams params;
-  cm_params_default(&params);
-  SimOptions options = {.no_symmetry = expanded};
-  SimRun *run = sim_run_new_with_options(g, s, c, &params, &options, &error);
-  g_assert_no_error(error);
-  return run;
-}
-
-/* The run borrows its inputs: free them with it. */
-static void run_free_all(SimRun *run) {
-  MdlStrategy *s = (MdlStrategy *)run->strategy;
-  MdlGraph *g = (MdlGraph *)run->graph;
-  DevCluster *c = (DevCluster *)run->cluster;
-  sim_run_free(run);
-  mdl_strategy_free(s);
-  mdl_graph_free(g);
-  dev_cluster_free(c);
-}
-
 static const char *small_gpt = "gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1024,batch=16";
 
 /* Every compute task has its launch, which ends before it starts; a device's launches run one
  * at a time, in the order of its compute program. */
 static void test_launch_order(void) {
-  SimRun *run = simulate(small_gpt, "dgx-a100", "megatron:tp=2,pp=2,dp=2,mb=2,wdelay=1", FALSE);
+  SimRun *run = test_simulate_specs(small_gpt, "dgx-a100", "megatron:tp=2,pp=2,dp=2,mb=2,wdelay=1", FALSE);
   const SimTaskGraph *g = run->tasks;
   const SimSchedule *s = run->schedule;
   g_assert_cmpuint(g->host_base, ==, g->num_compute);
@@ -68,14 +40,14 @@ static void test_launch_order(void) {
     }
   }
   g_assert_cmpuint((guint)g->num_resources, ==, g->host_resource_base + (guint)g->num_devices);
-  run_free_all(run);
+  test_run_free(run);
 }
 
 /* The host runs ahead of a slow GPU by at most the launch queue: whenever a launch starts, the
  * kernels launched before it and not yet finished, plus its own, fit in queue_depth. A chain
  * of large layers (GPU-bound) with many microbatches launches far more than 1024 kernels. */
 static void test_launch_queue(void) {
-  SimRun *run = simulate("mlp:layers=16,hidden=4096,batch=512", "dgx-a100:gpus_per_node=1",
+  SimRun *run = test_simulate_specs("mlp:layers=16,hidden=4096,batch=512", "dgx-a100:gpus_per_node=1",
                          "megatron:dp=1,mb=8", FALSE);
   const SimTaskGraph *g = run->tasks;
   const SimSchedule *s = run->schedule;
@@ -105,7 +77,7 @@ static void test_launch_queue(void) {
     bound |= pending + 8 > (guint64)f->queue_depth; /* the queue was (nearly) full */
   }
   g_assert_true(bound); /* the GPU-bound chain does fill it */
-  run_free_all(run);
+  test_run_free(run);
 }
 
 /* A 12-layer h1024 GPT at micro-batch 1 and short sequences on 8 A100s is host-bound under
@@ -118,7 +90,7 @@ static void test_host_bound(void) {
   double t[G_N_ELEMENTS(fw)];
   for (guint i = 0; i < G_N_ELEMENTS(fw); i++) {
     g_autofree char *spec = g_strdup_printf("megatron:dp=8,mb=1,framework=%s", fw[i]);
-    SimRun *run = simulate(model, "dgx-a100", spec, FALSE);
+    SimRun *run = test_simulate_specs(model, "dgx-a100", spec, FALSE);
     const SimPrediction *p = &run->prediction;
     t[i] = p->iteration_time_s;
     g_test_message("%s: iteration %.4g ms, compute %.4g, exposed comm %.4g, host-bound %.4g, "
@@ -128,7 +100,7 @@ static void test_host_bound(void) {
                       <=, 1e-9 * t[i]);
     if (i < 2) g_assert_cmpfloat(p->host_bound_s, ==, 0);
     if (i >= 2) g_assert_cmpfloat(p->host_bound_s, >, 0.1 * t[i]);
-    run_free_all(run);
+    test_run_free(run);
   }
   g_assert_cmpfloat(t[0], ==, t[1]);
   g_assert_cmpfloat(t[1], <, t[2]);
@@ -141,14 +113,14 @@ static void test_symmetry(void) {
   const char *specs[] = {"megatron:tp=2,pp=2,dp=2,mb=2", "megatron:tp=2,dp=4,mb=1,framework=pytorch-eager",
                          "megatron:pp=2,dp=4,mb=2,schedule=gpipe,recompute=full"};
   for (guint i = 0; i < G_N_ELEMENTS(specs); i++) {
-    SimRun *a = simulate(small_gpt, "dgx-a100", specs[i], FALSE);
-    SimRun *b = simulate(small_gpt, "dgx-a100", specs[i], TRUE);
+    SimRun *a = test_simulate_specs(small_gpt, "dgx-a100", specs[i], FALSE);
+    SimRun *b = test_simulate_specs(small_gpt, "dgx-a100", specs[i], TRUE);
     g_assert_true(a->prediction.symmetric);
     g_assert_cmpuint(a->schedule->makespan, ==, b->schedule->makespan);
     g_assert_cmpfloat(a->prediction.host_bound_s, ==, b->prediction.host_bound_s);
     g_assert_cmpfloat(a->prediction.bubble_s, ==, b->prediction.bubble_s);
-    run_free_all(a);
-    run_free_all(b);
+    test_run_free(a);
+    test_run_free(b);
   }
 }
 
