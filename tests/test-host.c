@@ -15,7 +15,8 @@ static const char *small_gpt = "gpt:layers=2,hidden=256,heads=4,seq=64,vocab=102
 /* Every compute task has its launch, which ends before it starts; a device's launches run one
  * at a time, in the order of its compute program. */
 static void test_launch_order(void) {
-  SimRun *run = test_simulate_specs(small_gpt, "dgx-a100", "megatron:tp=2,pp=2,dp=2,mb=2,wdelay=1", FALSE);
+  SimRun *run = test_simulate_specs(small_gpt, "dgx-a100", "megatron:tp=2,pp=2,dp=2,mb=2,wdelay=1",
+                                    FALSE);
   const SimTaskGraph *g = run->tasks;
   const SimSchedule *s = run->schedule;
   g_assert_cmpuint(g->host_base, ==, g->num_compute);
@@ -47,7 +48,8 @@ static void test_launch_order(void) {
  * kernels launched before it and not yet finished, plus its own, fit in queue_depth. A chain
  * of large layers (GPU-bound) with many microbatches launches far more than 1024 kernels. */
 static void test_launch_queue(void) {
-  SimRun *run = test_simulate_specs("mlp:layers=16,hidden=4096,batch=512", "dgx-a100:gpus_per_node=1",
+  SimRun *run = test_simulate_specs("mlp:layers=16,hidden=4096,batch=512",
+                                    "dgx-a100:gpus_per_node=1",
                          "megatron:dp=1,mb=8", FALSE);
   const SimTaskGraph *g = run->tasks;
   const SimSchedule *s = run->schedule;
@@ -110,7 +112,8 @@ static void test_host_bound(void) {
 /* Symmetry folds replicas with their host streams: the same prediction as the expanded graph,
  * bit for bit. */
 static void test_symmetry(void) {
-  const char *specs[] = {"megatron:tp=2,pp=2,dp=2,mb=2", "megatron:tp=2,dp=4,mb=1,framework=pytorch-eager",
+  const char *specs[] = {"megatron:tp=2,pp=2,dp=2,mb=2",
+                         "megatron:tp=2,dp=4,mb=1,framework=pytorch-eager",
                          "megatron:pp=2,dp=4,mb=2,schedule=gpipe,recompute=full"};
   for (guint i = 0; i < G_N_ELEMENTS(specs); i++) {
     SimRun *a = test_simulate_specs(small_gpt, "dgx-a100", specs[i], FALSE);
