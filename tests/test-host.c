@@ -49,8 +49,7 @@ static void test_launch_order(void) {
  * of large layers (GPU-bound) with many microbatches launches far more than 1024 kernels. */
 static void test_launch_queue(void) {
   SimRun *run = test_simulate_specs("mlp:layers=16,hidden=4096,batch=512",
-                                    "dgx-a100:gpus_per_node=1",
-                         "megatron:dp=1,mb=8", FALSE);
+                                    "dgx-a100:gpus_per_node=1", "megatron:dp=1,mb=8", FALSE);
   const SimTaskGraph *g = run->tasks;
   const SimSchedule *s = run->schedule;
   const CmFramework *f = cm_framework_get(MDL_FRAMEWORK_MEGATRON_LM);
