@@ -19,6 +19,7 @@ static const char *const tables_of_version[RES_SCHEMA_VERSION][3] = {
     {"search_runs", "search_convergence", NULL},
     {"scenarios", "points", NULL},
     {"validate_runs", "validate_steps", NULL},
+    {NULL, NULL, NULL}, /* v7: columns only (host_bound_s) */
 };
 
 void res_db_check_free(ResDbCheck *check) {

@@ -146,6 +146,9 @@ static const char *const migrations[RES_SCHEMA_VERSION] = {
     "  predicted_s REAL NOT NULL,"
     "  measured_s REAL,"                    /* median over timed iterations; NULL: not measured */
     "  PRIMARY KEY (validate_id, rank, step));",
+    /* v6 -> v7: the breakdown's host-bound time (sim/sim_build_host.c); NULL in older rows (0) */
+    "ALTER TABLE predictions ADD COLUMN host_bound_s REAL;"
+    "ALTER TABLE points ADD COLUMN host_bound_s REAL;",
 };
 
 static gboolean exec(ResDb *db, const char *sql, int code, GError **error) {
@@ -333,8 +336,8 @@ gint64 res_db_store_simulation(ResDb *db, const char *model_spec, const char *cl
   if (sqlite3_prepare_v2(db->sql,
                          "INSERT INTO predictions(run_id, iteration_time_s, samples_per_s, "
                          "tflops_per_gpu, mfu, compute_s, comm_exposed_s, bubble_s, "
-                         "peak_memory_bytes, fits_memory, num_gpus, tasks, json) "
-                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         "peak_memory_bytes, fits_memory, num_gpus, tasks, json, host_bound_s) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          -1, &st, NULL) != SQLITE_OK)
     goto fail;
   sqlite3_bind_int64(st, 1, run_id);
@@ -350,6 +353,7 @@ gint64 res_db_store_simulation(ResDb *db, const char *model_spec, const char *cl
   sqlite3_bind_int(st, 11, p->num_gpus);
   sqlite3_bind_int64(st, 12, (sqlite3_int64)p->tasks);
   sqlite3_bind_text(st, 13, json, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_double(st, 14, p->host_bound_s);
   if (!step_done(db, st, error)) goto rollback;
   sqlite3_finalize(st);
   if (!exec(db, "COMMIT;", RES_ERROR_WRITE, error)) {

@@ -25,7 +25,7 @@ G_BEGIN_DECLS
 GQuark res_error_quark(void);
 typedef enum { RES_ERROR_OPEN, RES_ERROR_SCHEMA, RES_ERROR_WRITE, RES_ERROR_NOT_FOUND } ResError;
 
-#define RES_SCHEMA_VERSION 6
+#define RES_SCHEMA_VERSION 7
 
 typedef struct ResDb ResDb;
 

@@ -139,6 +139,7 @@ ResPoint *scn_point_result(const ScnPoint *point, const ScnSimulation *sim, cons
   r->compute_s = p->compute_s;
   r->comm_exposed_s = p->comm_exposed_s;
   r->bubble_s = p->bubble_s;
+  r->host_bound_s = p->host_bound_s;
   r->peak_memory_bytes = p->peak_memory_bytes;
   r->memory_capacity_bytes = p->memory_capacity_bytes;
   r->fits_memory = p->fits_memory;

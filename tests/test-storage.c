@@ -153,7 +153,7 @@ static void test_search_kill(gconstpointer data) {
 
 /* The schema as versions 1 to 5 wrote it (frozen copies of res_db.c's migrations[0..4]), and a
  * row for each of their tables. */
-static const char *const old_schema[5] = {
+static const char *const old_schema[6] = {
     "CREATE TABLE runs (id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, command TEXT NOT NULL,"
     " model TEXT NOT NULL, cluster TEXT NOT NULL, strategy TEXT NOT NULL,"
     " stratsim_version TEXT NOT NULL);"
@@ -208,6 +208,43 @@ static const char *const old_schema[5] = {
     "INSERT INTO points(scenario_id, point_key, idx, model, cluster, strategy, label, axes,"
     " status, created_at) VALUES (1, 'k', 0, 'mlp', 'dgx-a100', 'dp', 'dp', '{}', 'ok',"
     " '2024-01-01T00:00:00Z');",
+    /* v5 -> v6: the validate tables, as they were created */
+    "CREATE TABLE validate_runs ("
+    "  id INTEGER PRIMARY KEY,"
+    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    "  content_hash TEXT NOT NULL UNIQUE,"
+    "  model TEXT NOT NULL, cluster TEXT NOT NULL, strategy TEXT NOT NULL,"
+    "  dtype TEXT NOT NULL,"
+    "  ranks INTEGER NOT NULL,"
+    "  runner TEXT NOT NULL,"
+    "  warmup INTEGER NOT NULL,"
+    "  iterations INTEGER NOT NULL,"
+    "  predicted_s REAL NOT NULL,"
+    "  measured_s REAL NOT NULL,"
+    "  error_pct REAL NOT NULL,"
+    "  device TEXT,"
+    "  host TEXT,"
+    "  measured_at TEXT,"
+    "  environment TEXT NOT NULL,"
+    "  prediction TEXT NOT NULL,"
+    "  iterations_s TEXT NOT NULL,"
+    "  plan TEXT NOT NULL,"
+    "  created_at TEXT NOT NULL);"
+    "CREATE INDEX validate_runs_run ON validate_runs(run_id);"
+    "CREATE TABLE validate_steps ("
+    "  validate_id INTEGER NOT NULL REFERENCES validate_runs(id) ON DELETE CASCADE,"
+    "  rank INTEGER NOT NULL,"
+    "  step INTEGER NOT NULL,"
+    "  stream TEXT NOT NULL,"
+    "  kind TEXT NOT NULL,"
+    "  collective TEXT,"
+    "  name TEXT NOT NULL,"
+    "  op TEXT,"
+    "  phase TEXT,"
+    "  microbatch INTEGER,"
+    "  predicted_s REAL NOT NULL,"
+    "  measured_s REAL,"
+    "  PRIMARY KEY (validate_id, rank, step));",
 };
 
 static void test_migrate(gconstpointer data) {
