@@ -3,6 +3,7 @@
  * task-graph build rate and the engine's tasks simulated per second (best and median of N
  * engine runs on one core). Measures; asserts nothing. */
 #include "cli/cli.h"
+#include "cli/cli_bench_collectives.h"
 #include "cli/cli_bench_search.h"
 
 #include <stdio.h>
@@ -82,11 +83,17 @@ static int bench_allreduce(void) {
     SimSchedule *s = sim_engine_run(g, &error);
     gint64 b = g_get_monotonic_time();
     if (!s) return cli_fail(error, cli_status_for(error));
-    CmLinkCost link = cm_group_link(c, devices, p);
+    CmGroupShape shape;
+    CmNcclRingSteps ring;
+    CmNcclHardware hw;
+    cm_group_shape(c, devices, p, &shape);
+    cm_nccl_ring_steps(CM_ALL_REDUCE, &shape, c, bytes, &ring);
+    cm_nccl_hardware(c, &hw);
+    double model = cm_nccl_time(CM_ALL_REDUCE, CM_ALGO_RING, ring.protocol, &shape, &hw, bytes, NULL);
     printf("bench: ring   64 MiB all-reduce over %d GPUs, step-expanded, %-9s %8u tasks in "
-           "%.4f s wall (build + engine); simulated %.6f s (alpha-beta formula %.6f s)\n",
+           "%.4f s wall (build + engine); simulated %.6f s (NCCL's ring model %.6f s)\n",
            p, expanded ? "expanded:" : "symmetry:", sim_task_graph_size(g), (double)(b - a) / 1e6,
-           sim_time_seconds(sim_schedule_makespan(s)), cm_collective_time(CM_ALL_REDUCE, p, bytes, &link));
+           sim_time_seconds(sim_schedule_makespan(s)), model);
     sim_schedule_free(s);
     sim_task_graph_free(g);
   }
@@ -104,7 +111,7 @@ int cli_bench(int argc, char **argv) {
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster (default dgx-a100:nodes=8)", "C"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy (default megatron:tp=8,pp=4,dp=2,mb=1)", "S"},
       {"repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "engine runs (default 5)", "N"},
-      {"suite", 0, 0, G_OPTION_ARG_STRING, &suite, "engine, gpt3, allreduce, delta, store, table4, search, megatron or all (default; store, table4, search and megatron only by name)", "NAME"},
+      {"suite", 0, 0, G_OPTION_ARG_STRING, &suite, "engine, gpt3, allreduce, delta, store, table4, search, collectives, megatron or all (default; store, table4, search, collectives and megatron only by name)", "NAME"},
       {"data", 0, 0, G_OPTION_ARG_FILENAME, &data_dir, "megatron suite: the validation data folder (default tests/data/validation)", "DIR"},
       {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &search_seconds, "search suite: each algorithm's time budget (default 20)", "S"},
       {NULL}};
@@ -124,8 +131,8 @@ int cli_bench(int argc, char **argv) {
   if (!all && g_strcmp0(suite, "engine") != 0 && g_strcmp0(suite, "gpt3") != 0 &&
       g_strcmp0(suite, "allreduce") != 0 && g_strcmp0(suite, "delta") != 0 && g_strcmp0(suite, "table4") != 0 &&
       g_strcmp0(suite, "search") != 0 && g_strcmp0(suite, "store") != 0 &&
-      g_strcmp0(suite, "megatron") != 0) {
-    fprintf(stderr, "stratsim bench: --suite must be engine, gpt3, allreduce, delta, store, table4, search, megatron or all\n");
+      g_strcmp0(suite, "collectives") != 0 && g_strcmp0(suite, "megatron") != 0) {
+    fprintf(stderr, "stratsim bench: --suite must be engine, gpt3, allreduce, delta, store, table4, search, collectives, megatron or all\n");
     return CLI_EXIT_BAD_INPUT;
   }
   if (!all && g_strcmp0(suite, "engine") != 0) {
@@ -133,6 +140,7 @@ int cli_bench(int argc, char **argv) {
     if (g_strcmp0(suite, "table4") == 0) return cli_bench_table4();
     if (g_strcmp0(suite, "store") == 0) return cli_bench_store(repeat);
     if (g_strcmp0(suite, "search") == 0) return cli_bench_search(search_seconds);
+    if (g_strcmp0(suite, "collectives") == 0) return cli_bench_collectives(NULL);
     if (g_strcmp0(suite, "megatron") == 0) return cli_bench_megatron(data_dir);
     return g_strcmp0(suite, "gpt3") == 0 ? bench_gpt3() : bench_allreduce();
   }

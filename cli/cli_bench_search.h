@@ -3,8 +3,9 @@
 #ifndef STRATSIM_CLI_BENCH_SEARCH_H
 #define STRATSIM_CLI_BENCH_SEARCH_H
 
-/* Runs the three parts: evaluations per second with and without delta simulation, the
- * Megatron grid on GPT-3 175B over 1024 A100s, time to within 1% of the best per algorithm.
+/* Runs the three parts: evaluations per second with and without delta simulation, the full
+ * Megatron space against Calculon (Megatron-5B on 64 A100s, GPT-3 175B on 1024 A100s), time
+ * to within 1% of the best per algorithm.
  * @seconds is each algorithm's time budget in the last part (0: the default, 20). Returns a
  * CLI exit status. */
 int cli_bench_search(double seconds);

@@ -3,6 +3,7 @@
  * runner's measurements JSON, costmodel/CALIBRATION.md) and stores it in SQLite under NAME,
  * for `stratsim collective --calibration NAME`. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 
@@ -16,8 +17,8 @@ static void print_summary(const CmCalibration *c, guint nfiles, guint nmeasureme
          cm_calibration_cluster(c), nfiles, nfiles == 1 ? "" : "s", nmeasurements);
   for (guint i = 0; i < cm_calibration_n_fits(c); i++) {
     const CmCalibrationFit *f = cm_calibration_fit_at(c, i);
-    printf("  fit    %-14s %s: alpha %.4g us per step, busbw ", cm_collective_name(f->kind),
-           links[f->link], f->alpha * 1e6);
+    printf("  fit    %-14s %s: base %.4g us + alpha %.4g us per step, busbw ",
+           cm_collective_name(f->kind), links[f->link], f->base * 1e6, f->alpha * 1e6);
     if (f->beta > 0) printf("%.4g GB/s", 1e-9 / f->beta);
     else printf("unbounded");
     printf("; error over its %d points mean %.1f%%, max %.1f%%\n", f->points,
@@ -73,7 +74,7 @@ int cli_calibrate(int argc, char **argv) {
     }
     kind_hint = (int)kind;
   }
-  if (!db_path) db_path = g_strdup("results/stratsim.db");
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
 
   int status = CLI_EXIT_OK;
   CmCalibration *calibration = NULL;

@@ -3,6 +3,7 @@
  * collective over ranks 0..R-1 (devices 0..R-1: hosts filled first, as a launcher places
  * them), and the algorithm chosen. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -10,26 +11,34 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_tuner.h"
 #include "session/ses_session.h"
 
-/* "N", "N.NK", "NM", "NG": bytes, KiB, MiB, GiB (nccl-tests' -b/-e suffixes); from 1 byte to
- * 1 PiB per rank (more is absurd: README, "Limits"). */
+/* A size per rank: "N" bytes, or N with a unit (issue 17, item 9): K, M, G, T as nccl-tests'
+ * -b/-e read them (KiB, MiB, GiB, TiB); KiB, MiB, GiB, TiB; KB, MB, GB, TB in SI (1000^n), as
+ * written in NCCL's and vendors' tables; any case. From 1 byte to 1 PiB per rank (more is
+ * absurd: README, "Limits"). */
 static gboolean parse_bytes(const char *text, double *out) {
+  static const struct { const char *suffix; double unit; } units[] = {
+      {"", 1},          {"B", 1},
+      {"K", 0x1p10},    {"KiB", 0x1p10}, {"KB", 1e3},
+      {"M", 0x1p20},    {"MiB", 0x1p20}, {"MB", 1e6},
+      {"G", 0x1p30},    {"GiB", 0x1p30}, {"GB", 1e9},
+      {"T", 0x1p40},    {"TiB", 0x1p40}, {"TB", 1e12},
+  };
   char *end = NULL;
   errno = 0;
   double v = g_ascii_strtod(text, &end);
   if (end == text || errno != 0 || !isfinite(v)) return FALSE;
-  double unit = 1;
-  switch (*end) {
-  case 'K': case 'k': unit = 1024.0; end++; break;
-  case 'M': case 'm': unit = 1024.0 * 1024; end++; break;
-  case 'G': case 'g': unit = 1024.0 * 1024 * 1024; end++; break;
-  default: break;
+  while (*end == ' ') end++;
+  for (gsize i = 0; i < G_N_ELEMENTS(units); i++) {
+    if (g_ascii_strcasecmp(end, units[i].suffix) != 0) continue;
+    double bytes = v * units[i].unit;
+    if (!(bytes >= 1) || bytes > 0x1p50) return FALSE;
+    *out = bytes;
+    return TRUE;
   }
-  if (*end != '\0' || !(v * unit >= 1) || v * unit > 1125899906842624.0) return FALSE;
-  *out = v * unit;
-  return TRUE;
+  return FALSE;
 }
 
 static void print_time(double s) {
@@ -52,7 +61,8 @@ static void print_text(const CmCollectiveEstimate *e, const char *cluster_spec,
   print_bytes(e->bytes);
   printf(" (%.0f bytes) over %d ranks on %d host%s of %s\n", e->bytes, e->shape.ranks,
          e->shape.hosts, e->shape.hosts == 1 ? "" : "s", cluster_spec);
-  printf("  algorithm    %s: %d intra-host + %d inter-host steps\n", cm_algorithm_name(e->algorithm),
+  printf("  algorithm    %s%s%s: %d intra-host + %d inter-host steps\n", cm_algorithm_name(e->algorithm),
+         e->protocol >= 0 ? "/" : "", e->protocol >= 0 ? cm_protocol_name((CmProtocol)e->protocol) : "",
          e->steps[DEV_LINK_INTRA], e->steps[DEV_LINK_INTER]);
   printf("  time         ");
   print_time(e->time_s);
@@ -94,7 +104,12 @@ static char *estimate_json(const CmCollectiveEstimate *e, const char *cluster_sp
   cJSON_AddNumberToObject(j, "nodes", e->shape.hosts);
   cJSON_AddNumberToObject(j, "bytes", e->bytes);
   cJSON_AddStringToObject(j, "cluster", cluster_spec);
-  cJSON_AddStringToObject(j, "algorithm", cm_algorithm_name(e->algorithm));
+  /* What the time came from: the model's algorithm, or the calibration's regime. */
+  cJSON_AddStringToObject(j, "algorithm", e->source == CM_TIME_MODEL ? cm_algorithm_name(e->algorithm)
+                                                                      : cm_time_source_name(e->source));
+  cJSON_AddStringToObject(j, "model_algorithm", cm_algorithm_name(e->algorithm));
+  if (e->protocol >= 0) cJSON_AddStringToObject(j, "protocol", cm_protocol_name((CmProtocol)e->protocol));
+  else cJSON_AddNullToObject(j, "protocol");
   cJSON_AddNumberToObject(j, "time_s", e->time_s);
   cJSON_AddNumberToObject(j, "model_time_s", e->model_time_s);
   cJSON_AddStringToObject(j, "time_source", cm_time_source_name(e->source));
@@ -134,7 +149,7 @@ int cli_collective(int argc, char **argv) {
   gboolean json = FALSE;
   GOptionEntry entries[] = {
       {"kind", 'k', 0, G_OPTION_ARG_STRING, &kind_name, "all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, reduce or send_recv", "K"},
-      {"bytes", 'b', 0, G_OPTION_ARG_STRING, &bytes_text, "size per rank as nccl-tests counts it: N, or N with K, M, G (KiB, MiB, GiB)", "N"},
+      {"bytes", 'b', 0, G_OPTION_ARG_STRING, &bytes_text, "size per rank as nccl-tests counts it: N bytes, or N with K/KiB, M/MiB, G/GiB, T/TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000)", "N"},
       {"ranks", 'r', 0, G_OPTION_ARG_INT, &ranks, "ranks, placed on devices 0..R-1 (hosts filled first)", "R"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "use calibration NAME from the database (stratsim calibrate)", "NAME"},
@@ -156,8 +171,8 @@ int cli_collective(int argc, char **argv) {
   double bytes;
   if (!parse_bytes(bytes_text, &bytes)) {
     fprintf(stderr,
-            "stratsim collective: --bytes '%s' is not a size from 1 byte to 1 PiB (N, or N with K, "
-            "M or G)\n",
+            "stratsim collective: --bytes '%s' is not a size from 1 byte to 1 PiB (N, or N with "
+            "K, M, G, T or KiB.. (powers of 1024), KB, MB, GB, TB (powers of 1000))\n",
             bytes_text);
     return CLI_EXIT_BAD_INPUT;
   }
@@ -165,7 +180,7 @@ int cli_collective(int argc, char **argv) {
     fprintf(stderr, "stratsim collective: --ranks %d: a collective needs 2 ranks or more\n", ranks);
     return CLI_EXIT_BAD_INPUT;
   }
-  if (!db_path) db_path = g_strdup("results/stratsim.db");
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
 
   GError *error = NULL;
   int status = CLI_EXIT_OK;
@@ -185,6 +200,10 @@ int cli_collective(int argc, char **argv) {
             dev_cluster_num_devices(cluster), cluster_spec);
     status = CLI_EXIT_BAD_INPUT;
     goto out;
+  }
+  if (calibration) {
+    g_autofree char *mismatch = cm_calibration_cluster_mismatch(calibration, cluster);
+    if (mismatch) fprintf(stderr, "stratsim collective: warning: %s\n", mismatch);
   }
   devices = g_new(int, ranks);
   for (int i = 0; i < ranks; i++) devices[i] = i;

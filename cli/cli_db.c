@@ -3,6 +3,7 @@
  * (results/res_check.c); exit 0 when consistent, 1 when not, 2 when the file is missing or is
  * not a database. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@ static int check(const char *db_path) {
   if (!c) return cli_fail(error, cli_status_for(error));
   const char *age = c->schema_version == RES_SCHEMA_VERSION ? "current"
                     : c->schema_version > RES_SCHEMA_VERSION ? "newer than this stratsim's"
+                    : c->schema_version < 0                  ? "not one stratsim writes"
                                                              : "older: migrated when next written";
   printf("database %s\n", db_path);
   printf("  schema       version %d (%s)\n", c->schema_version, age);
@@ -53,5 +55,6 @@ int cli_db(int argc, char **argv) {
                          "consistent, 1 when not, 2 when the file is missing or not a database.",
                          entries, &argc, &argv))
     return CLI_EXIT_BAD_INPUT;
-  return check(db_path ? db_path : "results/stratsim.db");
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
+  return check(db_path);
 }

@@ -1,6 +1,7 @@
 /* cli/explain — `stratsim explain --model M --cluster C --strategy S [--json] [--rows N]
  * [--no-symmetry] [--no-store]`: every op's layouts, the collectives each device runs, memory per device. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 
@@ -19,7 +20,7 @@ int cli_explain(int argc, char **argv) {
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy: dp, megatron:..., summa:..., 2.5d:..., 3d:..., or a JSON file", "S"},
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object", NULL},
-      {"rows", 'n', 0, G_OPTION_ARG_INT, &rows, "collective rows per device in text (default 20)", "N"},
+      {"rows", 'n', 0, G_OPTION_ARG_INT, &rows, "rows of ops and of collectives per device in text (default 20)", "N"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task: one task per collective (default); step: ring steps on link resources, with contention", "task|step"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database holding calibrations (default results/stratsim.db)", "FILE"},
       {"no-store", 0, 0, G_OPTION_ARG_NONE, &no_store, "accepted as in simulate and search: explain never writes the database", NULL},
@@ -50,10 +51,11 @@ int cli_explain(int argc, char **argv) {
   GError *error = NULL;
   int status = CLI_EXIT_OK;
   SimRun *run = NULL;
+  g_autofree char *default_db = cli_results_path("stratsim.db"); /* cli_outputs.h */
   /* Read only: explain writes nothing and creates no database; measured kernel times and the
    * calibration are read as simulate reads them. */
   SesSpecs specs = {.model = model_spec, .cluster = cluster_spec, .strategy = strategy_spec,
-                    .db_path = db_path ? db_path : "results/stratsim.db", .read_only = TRUE,
+                    .db_path = db_path ? db_path : default_db, .read_only = TRUE,
                     .calibration = calibration_name, .no_profiles = no_profiles,
                     .options = options};
   SesSession *session = ses_session_new_from_specs(&specs, &error);

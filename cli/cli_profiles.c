@@ -2,6 +2,7 @@
  * (costmodel/PROFILES.md) that then override the roofline for their device kind in simulate
  * and explain. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -64,5 +65,6 @@ int cli_profiles(int argc, char **argv) {
     g_error_free(error);
     return CLI_EXIT_BAD_INPUT;
   }
-  return import(argc, argv, db_path ? db_path : "results/stratsim.db");
+  g_autofree char *default_db = cli_results_path("stratsim.db"); /* cli_outputs.h */
+  return import(argc, argv, db_path ? db_path : default_db);
 }

@@ -3,6 +3,7 @@
  * `stratsim reshard --src-mesh 2x4 --src S0RR --dst-mesh 2x4 --dst S0RR [--tensor ...]`: one
  * move under every method. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -69,7 +70,7 @@ static int run_reshard(ScnReshard *r, const char *out_dir, gboolean chart) {
     g_autofree char *safe = g_strdup(r->name);
     for (char *c = safe; *c; c++)
       if (!g_ascii_isalnum(*c) && *c != '.' && *c != '_' && *c != '-') *c = '_';
-    g_autofree char *dir = out_dir ? g_strdup(out_dir) : g_build_filename("results", safe, NULL);
+    g_autofree char *dir = out_dir ? g_strdup(out_dir) : cli_results_path(safe);
     ScnChartOutcome outcome;
     scn_chart_outcome_init(&outcome);
     if (!scn_reshard_chart(r, rows, dir, safe, SCN_FORMAT_PNG | SCN_FORMAT_SVG, &outcome, &error)) {

@@ -8,6 +8,7 @@
  * 0 by the library's protocol (srch_result_gather over cli_mpi_comm's SrchComm), and rank 0
  * alone prints, writes --out and stores. Other ranks print only their errors. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 #include "cli/cli_mpi.h"
 
 #include <math.h>
@@ -18,19 +19,19 @@
 #include "results/res_db.h"
 #include "search/srch_search.h"
 #include "session/ses_session.h"
+#include "sim/sim_progress.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* One line on the terminal, rewritten in place. */
+/* The search's state for the progress line (sim/sim_progress.h: in place on a terminal,
+ * a line every few seconds elsewhere). */
 static void show_progress(const SrchProgress *p, gpointer data) {
-  (void)data;
   char best[32] = "none yet";
   if (isfinite(p->best_time_s)) g_snprintf(best, sizeof best, "%.6g s", p->best_time_s);
   char left[32] = "?";
   if (p->left_s >= 0) g_snprintf(left, sizeof left, "%.0f s", ceil(p->left_s));
-  fprintf(stderr, "\r  %s: best %s, %" G_GUINT64_FORMAT " evaluations, %.0f/s, %s left\033[K",
-          p->phase, best, p->evaluations, p->evals_per_s, left);
-  fflush(stderr);
+  sim_progress_set(data, "%s: best %s, %" G_GUINT64_FORMAT " evaluations, %.0f/s, %s left",
+                   p->phase, best, p->evaluations, p->evals_per_s, left);
 }
 
 static void print_baseline(const SrchBaseline *b, const SrchResult *r) {
@@ -65,10 +66,14 @@ static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph
   if (r->pruned)
     printf(", %" G_GUINT64_FORMAT " %s", r->pruned,
            r->ran == SRCH_ALGO_DP ? "pipelines skipped: the grid's even cut, or weights that fit no cut"
+           : r->ran == SRCH_ALGO_GRID ? "fitting points whose compute bound exceeds the best"
                                    : "subtrees cut by the bound");
   printf(") in %.3f s (%.0f evaluations/s)%s\n", r->elapsed_s,
          r->elapsed_s > 0 ? (r->evaluations + r->baseline_evaluations) / r->elapsed_s : 0,
          r->complete ? ", the whole space" : "");
+  if (r->space_points)
+    printf("               covered %.1f%% of the space's %" G_GUINT64_FORMAT " configurations\n",
+           100 * srch_result_covered_share(r), r->space_points);
   if (r->baseline_evaluations)
     printf("               plus %" G_GUINT64_FORMAT " evaluations of the Megatron grid%s\n", r->baseline_evaluations,
            r->algo == SRCH_ALGO_AUTO ? " and of its pipelines with DP cuts" : "");
@@ -156,7 +161,7 @@ static int search_main(int argc, char **argv) {
   gboolean json = FALSE, no_delta = FALSE, no_symmetry = FALSE, no_profiles = FALSE, followers = FALSE;
   gboolean no_store = FALSE;
   gint64 seed = 1;
-  int threads = 1, mesh_axes = 2, microbatches = 8, restarts = 0;
+  int threads = G_MININT, mesh_axes = 2, microbatches = 8, restarts = 0; /* threads: unset */
   double beta = 0;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., llama:..., mlp:..., a JSON graph or a Hugging Face config.json[:batch=B,seq=S]", "M"},
@@ -164,7 +169,7 @@ static int search_main(int argc, char **argv) {
       {"algo", 'a', 0, G_OPTION_ARG_STRING, &algo_text, "mcmc, cd (coordinate descent), exhaustive, random, grid (Megatron), dp (the grid with stage cuts by dynamic programming), auto (default)", "ALGO"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &budget_text, "evaluations (\"500\", default 2000) or time (\"60s\", \"2m\": not reproducible)", "B"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "random seed (default 1)", "S"},
-      {"threads", 'j', 0, G_OPTION_ARG_INT, &threads, "worker threads: independent chains/restarts (default 1)", "T"},
+      {"threads", 'j', 0, G_OPTION_ARG_INT, &threads, "worker threads: independent chains/restarts (default: the machine's cores; 1 per rank under mpirun)", "T"},
       {"json", 0, 0, G_OPTION_ARG_NONE, &json, "print one JSON object (no wall-clock figures)", NULL},
       {"out", 'o', 0, G_OPTION_ARG_FILENAME, &out_path, "write the winning strategy as strategy JSON", "FILE"},
       {"db", 0, 0, G_OPTION_ARG_FILENAME, &db_path, "SQLite database (default results/stratsim.db)", "FILE"},
@@ -207,6 +212,10 @@ static int search_main(int argc, char **argv) {
     return CLI_EXIT_BAD_INPUT;
   }
   o.seed = (guint32)seed;
+  /* Default: every core (one per rank under mpirun, where ranks take the cores). An
+   * evaluation budget is reproducible for a seed and a thread count: give --threads to
+   * reproduce a run on another machine. */
+  if (threads == G_MININT) threads = cli_mpi_size() > 1 ? 1 : (int)MIN(g_get_num_processors(), 1024);
   o.threads = threads;
   o.beta = beta;
   o.restarts = restarts;
@@ -238,10 +247,21 @@ static int search_main(int argc, char **argv) {
   cli_mpi_comm(&comm);
   o.rank = comm.rank;
   o.nranks = comm.size;
-  if (isatty(fileno(stderr)) && o.rank == 0) o.progress = show_progress;
-  if (!db_path) db_path = g_strdup("results/stratsim.db");
+  g_autoptr(SimProgress) progress = o.rank == 0 ? sim_progress_new_stderr("search") : NULL;
+  if (progress) {
+    o.progress = show_progress;
+    o.progress_data = progress;
+  }
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
+  /* --out is checked before the search (cli_outputs.h), on rank 0 that writes it. */
+  gboolean out_ok = o.rank != 0 || cli_output_file_ok("--out", out_path, &error);
+  if (!out_ok) cli_fail(error, CLI_EXIT_BAD_INPUT);
+  if (o.nranks > 1 ? cli_mpi_allreduce_max(out_ok ? 0.0 : 1.0) > 0 : !out_ok)
+    return CLI_EXIT_BAD_INPUT; /* under mpirun every rank stops; rank 0 said why */
 
   int status = CLI_EXIT_OK;
+  gboolean written = TRUE;
+  GError *out_error = NULL;
   SesSession *session = NULL;
   const MdlGraph *graph = NULL;
   const DevCluster *cluster = NULL;
@@ -258,7 +278,7 @@ static int search_main(int argc, char **argv) {
     graph = ses_session_graph(session);
     cluster = ses_session_cluster(session);
     r = srch_run(graph, cluster, ses_session_params(session), &o, &error);
-    if (o.progress) fprintf(stderr, "\r\033[K");
+    g_clear_pointer(&progress, sim_progress_free);
   }
   /* A rank that failed says why; then every rank takes part in the gather (search/srch_comm.h),
    * and rank 0 alone goes on with every rank's share merged into its result. */
@@ -272,10 +292,10 @@ static int search_main(int argc, char **argv) {
   }
   if (o.rank != 0) goto out;
   if (r->best) strategy_json = mdl_strategy_to_json(r->best, graph);
-  if (out_path && strategy_json && !g_file_set_contents(out_path, strategy_json, -1, &error)) {
-    status = cli_fail(error, cli_status_for(error));
-    goto out;
-  }
+  /* A winner that cannot be written is a failed side output: the search is still stored and
+   * printed, then the failure said (exit 1). g_file_set_contents leaves no partial file. */
+  if (out_path && strategy_json)
+    written = g_file_set_contents(out_path, strategy_json, -1, &out_error);
   text = srch_result_to_json(r, &o, graph, cluster);
   gint64 search_id = -1;
   if (!no_store && (search_id = store(ses_session_db(session), r, &o, model_spec, cluster_spec,
@@ -284,9 +304,10 @@ static int search_main(int argc, char **argv) {
     goto out;
   }
   if (json) printf("%s\n", text);
-  else print_text(r, &o, graph, cluster, budget_text, strategy_json ? out_path : NULL, search_id,
-                  no_store ? NULL : db_path);
+  else print_text(r, &o, graph, cluster, budget_text, strategy_json && written ? out_path : NULL,
+                  search_id, no_store ? NULL : db_path);
   if (!r->best) status = CLI_EXIT_FAILURE;
+  if (!written) status = cli_fail(out_error, CLI_EXIT_FAILURE);
 out:
   g_free(text);
   g_free(strategy_json);

@@ -2,7 +2,10 @@
  * [--db FILE] [--no-store]`: one iteration's prediction, printed and (unless --no-store)
  * stored in SQLite. Parse options -> session (session/ses_session.h) -> simulate -> print. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
+#include "sim/sim_progress.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 
 #include "session/ses_session.h"
@@ -19,8 +22,8 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   double peak = c->device.peak_flops[s->dtype] / 1e12;
   printf("stratsim simulate: %s on %s (%d x %d %s), strategy %s\n", sim_run_graph(run)->name, c->name,
          c->nodes, c->gpus_per_node, c->device.name, strategy_spec);
-  printf("  strategy     dp=%d tp=%d pp=%d, %d microbatches of %d, schedule %s", s->dp, s->tp,
-         s->pp, s->num_microbatches, s->microbatch_size, mdl_schedule_name(s->schedule));
+  g_autofree char *described = mdl_strategy_describe(s, sim_run_graph(run));
+  printf("  strategy     %s, schedule %s", described, mdl_schedule_name(s->schedule));
   if (s->virtual_stages > 1) printf(" (vp=%d)", s->virtual_stages);
   if (s->cp > 1) printf(", context parallel cp=%d", s->cp);
   if (s->ep > 1) printf(", expert parallel ep=%d", s->ep);
@@ -29,10 +32,25 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   if (s->overlap_param_gather) printf(" with the parameter all-gather overlapped");
   if (s->recompute != MDL_RECOMPUTE_NONE) printf(", %s recomputation", mdl_recompute_name(s->recompute));
   if (s->sequence_parallel) printf(", sequence parallel");
+  if (s->tp_overlap) printf(" with its communication overlapped");
   printf(", %s, %d GPUs\n", dev_dtype_name(s->dtype), p->num_gpus);
   printf("  iteration    %.6g s  (%.6g samples/s)\n", t, p->samples_per_s);
   printf("  per GPU      %.4g TFLOP/s  (%.1f%% of the %.4g TFLOP/s %s peak)\n", p->tflops_per_gpu,
          100 * p->mfu, peak, dev_dtype_name(s->dtype));
+  /* Model FLOPs (above, MFU) leave recomputation out; hardware FLOPs count it (Korthikanti
+   * et al. 2022 print both). */
+  double model_flops = mdl_graph_train_flops(sim_run_graph(run));
+  double hardware = model_flops > 0 ? p->tflops_per_gpu *
+                                          mdl_strategy_hardware_flops(s, sim_run_graph(run)) /
+                                          model_flops
+                                    : 0;
+  if (s->recompute != MDL_RECOMPUTE_NONE)
+    printf("  hardware     %.4g TFLOP/s per GPU with the recomputed forwards (%.1f%% of peak); "
+           "the figure above is model FLOPs, without them\n", hardware,
+           peak > 0 ? 100 * hardware / peak : 0);
+  else
+    printf("  hardware     %.4g TFLOP/s per GPU: no recomputation, model and hardware FLOPs "
+           "agree\n", hardware);
   printf("  breakdown    compute %.6g s (%.1f%%), exposed communication %.6g s (%.1f%%), "
          "host-bound %.6g s (%.1f%%), bubble %.6g s (%.1f%%)\n",
          p->compute_s, t > 0 ? 100 * p->compute_s / t : 0, p->comm_exposed_s,
@@ -99,11 +117,18 @@ int cli_simulate(int argc, char **argv) {
     return CLI_EXIT_BAD_INPUT;
   }
   if (!strategy_spec) strategy_spec = g_strdup("dp");
-  if (!db_path) db_path = g_strdup("results/stratsim.db");
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
 
   GError *error = NULL;
   int status = CLI_EXIT_OK;
   SimRun *run = NULL;
+  GError *trace_error = NULL;
+  /* Output paths are checked before the work (cli_outputs.h). */
+  if (!cli_output_file_ok("--trace", trace, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  /* Long (step-mode, expanded) simulations say where they are on stderr (sim_progress.h);
+   * stopped before the results are printed. The session borrows it for its one simulation. */
+  g_autoptr(SimProgress) progress = sim_progress_new_stderr("simulate");
+  options.progress = progress;
   SesSpecs specs = {.model = model_spec, .cluster = cluster_spec, .strategy = strategy_spec,
                     .db_path = db_path, .read_only = no_store, .calibration = calibration_name,
                     .no_profiles = no_profiles, .options = options};
@@ -112,24 +137,34 @@ int cli_simulate(int argc, char **argv) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
-  if (trace && !sim_trace_write(run, trace, &error)) {
-    status = cli_fail(error, cli_status_for(error));
-    goto out;
-  }
+  /* A trace that cannot be written (a full disk) is a failed side output: the run is still
+   * stored and printed, then the failure said in one line (exit 1); sim_trace_write leaves no
+   * partial file. */
+  if (trace) sim_progress_set(progress, "writing the trace %s", trace);
+  gboolean traced = !trace || sim_trace_write(run, trace, &trace_error);
+  g_clear_pointer(&progress, sim_progress_free);
   gint64 run_id = -1;
   if (!no_store && (run_id = ses_session_store_simulation(session, run, &error)) < 0) {
     status = cli_fail(error, cli_status_for(error));
     goto out;
   }
   if (json) {
+    /* The prediction and the run id it was stored under (null with --no-store). */
     g_autofree char *text = sim_prediction_to_json(run, TRUE);
-    printf("%s\n", text);
+    cJSON *root = cJSON_Parse(text);
+    if (run_id >= 0) cJSON_AddNumberToObject(root, "run_id", (double)run_id);
+    else cJSON_AddNullToObject(root, "run_id");
+    char *printed = cJSON_PrintUnformatted(root);
+    printf("%s\n", printed);
+    cJSON_free(printed);
+    cJSON_Delete(root);
   } else {
     print_text(run, strategy_spec, run_id, no_store ? NULL : db_path);
-    if (trace)
+    if (trace && traced)
       printf("  trace        %s (open in https://ui.perfetto.dev)%s\n", trace,
              sim_run_prediction(run)->symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
   }
+  if (!traced) status = cli_fail(trace_error, CLI_EXIT_FAILURE);
 out:
   sim_run_free(run);
   ses_session_free(session);

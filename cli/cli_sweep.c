@@ -4,6 +4,7 @@
  * points into SQLite (resuming where an earlier run stopped; under mpirun the ranks share
  * them), then print its table and draw its charts. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -15,35 +16,22 @@
 #include "scenarios/scn_report.h"
 #include "scenarios/scn_reshard.h"
 #include "scenarios/scn_sweep.h"
+#include "sim/sim_progress.h"
 
-#define DEFAULT_DB "results/stratsim.db"
+#define DEFAULT_DB "results/stratsim.db" /* as shown in --help; resolved by cli_results_path */
 
-typedef struct {
-  gint64 started_us;
-  gint64 drawn_us;  /* when the bar was last drawn */
-  gboolean drawn;
-} Progress;
-
-/* A one-line progress bar on a terminal (stderr), redrawn in place at most ten times a second
- * (and at the end). */
-static void progress_bar(guint done, guint total, guint errors, gpointer data) {
-  Progress *p = data;
-  gint64 now = g_get_monotonic_time();
-  if (total == 0 || (p->drawn && done < total && now - p->drawn_us < 100000)) return;
-  p->drawn_us = now;
-  double elapsed = (double)(now - p->started_us) / 1e6;
-  int width = 30, filled = (int)((double)width * done / total);
+/* The sweep's state for the progress line (sim/sim_progress.h: a bar in place on a terminal,
+ * a line every few seconds elsewhere). */
+static void show_progress(guint done, guint total, guint errors, gpointer data) {
+  if (total == 0) return;
+  int width = 30, filled = (int)((double)width * MIN(done, total) / total);
   char bar[64];
   for (int i = 0; i < width; i++) bar[i] = i < filled ? '#' : '-';
   bar[width] = '\0';
-  fprintf(stderr, "\r  [%s] %u/%u points", bar, done, total);
-  if (errors) fprintf(stderr, ", %u failed or OOM", errors);
-  fprintf(stderr, ", %.1f s", elapsed);
-  if (done > 0 && done < total) fprintf(stderr, ", about %.0f s left ", elapsed / done * (total - done));
-  else fputs("             ", stderr);
-  if (done == total) fputc('\n', stderr);
-  fflush(stderr);
-  p->drawn = TRUE;
+  if (errors)
+    sim_progress_set(data, "[%s] %u/%u points, %u failed or OOM", bar, done, total, errors);
+  else
+    sim_progress_set(data, "[%s] %u/%u points", bar, done, total);
 }
 
 /* results/NAME with characters other than letters, digits, '.', '_', '-' replaced. */
@@ -51,7 +39,7 @@ static char *default_out_dir(const char *name) {
   g_autofree char *safe = g_strdup(name);
   for (char *c = safe; *c; c++)
     if (!g_ascii_isalnum(*c) && *c != '.' && *c != '_' && *c != '-') *c = '_';
-  return g_build_filename("results", safe, NULL);
+  return cli_results_path(safe); /* cli_outputs.h */
 }
 
 /* Writes the charts of @results into @out and says what it drew, or how to draw them. */
@@ -175,7 +163,7 @@ static int sweep_main(int argc, char **argv) {
              "(--db, --threads, --max-points ignored)\n", files[0]);
     return cli_reshard_file(files[0], out, !no_charts);
   }
-  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   GError *error = NULL;
   int status = CLI_EXIT_OK;
   ScnScenario *scenario = NULL;
@@ -186,9 +174,14 @@ static int sweep_main(int argc, char **argv) {
   SrchComm comm;
   cli_mpi_comm(&comm);
   int rank = comm.rank, ranks = comm.size;
-  if (!(scenario = scn_scenario_load(files[0], &error)) ||
-      (rank == 0 && !(db = res_db_open(db_path, &error)))) {
-    int bad = cli_status_for(error);
+  /* The tables and charts directory is checked before anything is opened or run
+   * (cli_outputs.h); a bad one is bad input. */
+  gboolean out_ok = TRUE;
+  if ((scenario = scn_scenario_load(files[0], &error)) && !out)
+    out = default_out_dir(scenario->name);
+  if (scenario && rank == 0) out_ok = cli_output_dir_ok("--out", out, &error);
+  if (!scenario || !out_ok || (rank == 0 && !(db = res_db_open(db_path, &error)))) {
+    int bad = out_ok ? cli_status_for(error) : CLI_EXIT_BAD_INPUT;
     if (rank == 0) {
       status = cli_fail(error, bad);
     } else { /* rank 0 read the same file and said why */
@@ -204,18 +197,18 @@ static int sweep_main(int argc, char **argv) {
     status = fail_sweep(error, CLI_EXIT_FAILURE);
     goto done;
   }
-  if (!out) out = default_out_dir(scenario->name);
-  Progress progress = {.started_us = g_get_monotonic_time()};
+  gint64 started_us = g_get_monotonic_time();
   ScnSweepOptions options = {.threads = threads, .max_points = (guint)max_points};
-  if (rank == 0 && isatty(STDERR_FILENO)) {
-    options.progress = progress_bar;
-    options.progress_data = &progress;
+  SimProgress *progress = rank == 0 ? sim_progress_new_stderr("sweep") : NULL;
+  if (progress) {
+    options.progress = show_progress;
+    options.progress_data = progress;
   }
   scn_sweep_share(&options, &comm);
   ScnSweepSummary sum;
   gboolean ok = scn_sweep_run(scenario, db, &options, &sum, &error);
-  double elapsed = (double)(g_get_monotonic_time() - progress.started_us) / 1e6;
-  if (progress.drawn && sum.ran + sum.stored_before < sum.points && !ok) fputc('\n', stderr);
+  sim_progress_free(progress);
+  double elapsed = (double)(g_get_monotonic_time() - started_us) / 1e6;
   if (!ok) {
     status = fail_sweep(error, cli_status_for(error));
     goto done;
@@ -233,10 +226,17 @@ static int sweep_main(int argc, char **argv) {
       if (lines[r]) printf("%s\n", lines[r]);
     comm.strings_free(comm.data, lines);
   } else {
-    printf("sweep %s: %u points; %u simulated now (%u failed or do not fit), %u already stored; "
-           "%.1f s, %d thread%s; %s\n",
-           scenario->name, sum.points, sum.ran, sum.errors, sum.stored_before, elapsed, threads,
-           threads == 1 ? "" : "s", db_path);
+    /* What this process did: other sweeps of the scenario on the same database share the
+     * points through claims (scn_sweep.h), and their part is counted apart. */
+    g_autofree char *others =
+        sum.by_others || sum.held_elsewhere
+            ? g_strdup_printf(", %u stored meanwhile by other sweeps, %u still being run by "
+                              "another sweep", sum.by_others, sum.held_elsewhere)
+            : g_strdup("");
+    printf("sweep %s: %u points; %u simulated now by this process (%u failed or do not fit), %u "
+           "already stored%s; %.1f s, %d thread%s; %s\n",
+           scenario->name, sum.points, sum.ran, sum.errors, sum.stored_before, others, elapsed,
+           threads, threads == 1 ? "" : "s", db_path);
   }
   if (sum.left)
     printf("%u points left (--max-points %d): run the same command again to continue\n", sum.left, max_points);
@@ -283,7 +283,7 @@ int cli_report(int argc, char **argv) {
     fprintf(stderr, "stratsim report: --format must be text, csv or json, not '%s'\n", format_text);
     return CLI_EXIT_BAD_INPUT;
   }
-  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   GError *error = NULL;
   ResDb *db = open_existing(db_path, name, &error);
   ScnResults *results = db ? scn_results_load(db, db_path, name, &error) : NULL;
@@ -313,9 +313,10 @@ int cli_plot(int argc, char **argv) {
     fprintf(stderr, "stratsim plot: --scenario NAME is required\n");
     return CLI_EXIT_BAD_INPUT;
   }
-  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   if (!out) out = default_out_dir(name);
   GError *error = NULL;
+  if (!cli_output_dir_ok("--out", out, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
   ResDb *db = open_existing(db_path, name, &error);
   ScnResults *results = db ? scn_results_load(db, db_path, name, &error) : NULL;
   int status;

@@ -1,6 +1,7 @@
 /* cli/validate — `stratsim validate plan|run|ingest|report|host-cluster` and `stratsim profile`:
  * thin wrappers over validate/ (val_plan_build.h, val_run.h, val_ingest.h, val_report.h). */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +15,7 @@
 #include "validate/val_report.h"
 #include "validate/val_run.h"
 
-#define DEFAULT_DB "results/stratsim.db"
+#define DEFAULT_DB "results/stratsim.db" /* as shown in --help; resolved by cli_results_path */
 
 static int validate_plan(int argc, char **argv) {
   g_autofree char *model = NULL, *cluster = NULL, *strategy = NULL, *out = NULL, *dtype = NULL;
@@ -40,9 +41,10 @@ static int validate_plan(int argc, char **argv) {
     fprintf(stderr, "stratsim validate plan: --model and --cluster are required\n");
     return CLI_EXIT_BAD_INPUT;
   }
+  g_autofree char *default_db = cli_results_path("stratsim.db"); /* cli_outputs.h */
   ValPlanRequest req = {.model_spec = model, .cluster_spec = cluster, .strategy_spec = strategy,
                         .dtype = dtype, .warmup = warmup, .iterations = iterations,
-                        .db_path = db_path ? db_path : DEFAULT_DB,
+                        .db_path = db_path ? db_path : default_db,
                         .calibration = calibration, .no_profiles = no_profiles};
   GError *error = NULL;
   ValPlanSummary sum;
@@ -120,13 +122,14 @@ static int validate_run(int argc, char **argv) {
     fprintf(stderr, "stratsim validate run: --model and --cluster are required (or --plan FILE)\n");
     return CLI_EXIT_BAD_INPUT;
   }
-  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   g_autofree char *where = run_dir(dir, &error);
   if (!where) return cli_fail(error, cli_status_for(error));
   g_autofree char *plan_file = plan_path ? g_strdup(plan_path) : g_build_filename(where, "plan.json", NULL);
   g_autofree char *measurements = g_build_filename(where, "measurements.json", NULL);
   if (!plan_path) {
-    ValPlanRequest req = {.model_spec = model, .cluster_spec = cluster, .strategy_spec = strategy,
+    g_autofree char *default_db = cli_results_path("stratsim.db"); /* cli_outputs.h */
+  ValPlanRequest req = {.model_spec = model, .cluster_spec = cluster, .strategy_spec = strategy,
                           .dtype = dtype, .warmup = warmup, .iterations = iterations,
                           .db_path = db_path, .calibration = calibration,
                           .no_profiles = no_profiles};
@@ -175,7 +178,7 @@ static int validate_ingest(int argc, char **argv) {
     fprintf(stderr, "stratsim validate ingest: say --plan PLAN.json MEASUREMENTS.json\n");
     return CLI_EXIT_BAD_INPUT;
   }
-  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   ValIngestResult result;
   if (!val_ingest_files(db_path, plan, argv[1], import_profiles, &result, &error)) {
     /* A file that is not there is bad input; one that cannot be read, a failure. */
@@ -199,7 +202,7 @@ static int validate_report(int argc, char **argv) {
   ValReportFormat format = VAL_REPORT_TEXT;
   if (format_name && !val_report_format_parse(format_name, &format, &error))
     return cli_fail(error, cli_status_for(error));
-  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   if (!val_report_print(db_path, format, stdout, &error)) return cli_fail(error, cli_status_for(error));
   if (chart) {
     gboolean drawn = FALSE;
@@ -267,12 +270,13 @@ int cli_profile(int argc, char **argv) {
     fprintf(stderr, "stratsim profile: --model and --cluster are required\n");
     return CLI_EXIT_BAD_INPUT;
   }
-  if (!db_path) db_path = g_strdup(DEFAULT_DB);
+  if (!db_path) db_path = cli_results_path("stratsim.db"); /* cli_outputs.h */
   g_autofree char *where = run_dir(dir, &error);
   if (!where) return cli_fail(error, cli_status_for(error));
   g_autofree char *plan_file = g_build_filename(where, "plan.json", NULL);
   g_autofree char *measurements = g_build_filename(where, "microbench.json", NULL);
   /* Shapes do not depend on measured times: plan with the roofline. */
+  g_autofree char *default_db = cli_results_path("stratsim.db"); /* cli_outputs.h */
   ValPlanRequest req = {.model_spec = model, .cluster_spec = cluster, .strategy_spec = strategy,
                         .dtype = dtype, .warmup = 1, .iterations = 1};
   ValPlanSummary sum;

@@ -1,19 +1,13 @@
-/* costmodel/calibrate — fitting and using a collective calibration; contract in cm_calibrate.h.
+/* costmodel/calibrate — making a collective calibration: fitting measurements, storing it as
+ * JSON; contract in cm_calibrate.h (its lookup is cm_calibrate_lookup.c).
  * Invariants: fits hold one entry per (collective, link class) with beta >= 0 and alpha >= 0;
  * tables one per (collective, ranks, hosts) with sizes ascending and distinct, bandwidths > 0. */
-#include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_calibrate-int.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct CmCalibration {
-  char *name;
-  char *cluster;
-  GArray *fits;   /* CmCalibrationFit */
-  GArray *tables; /* CmCalibrationTable, owning bytes and busbw */
-};
 
 static const char *const link_names[DEV_LINK_COUNT] = {"intra", "inter"};
 
@@ -57,16 +51,6 @@ const CmCalibrationTable *cm_calibration_table_at(const CmCalibration *c, guint 
   return &g_array_index(c->tables, CmCalibrationTable, i);
 }
 
-static DevLinkClass link_of(int nodes) { return nodes > 1 ? DEV_LINK_INTER : DEV_LINK_INTRA; }
-
-/* The fitted model's coefficients of alpha and beta for one measurement. */
-static double alpha_coefficient(CmCollective kind, int ranks) {
-  return cm_collective_ring_steps(kind, ranks);
-}
-static double beta_coefficient(CmCollective kind, int ranks, double bytes) {
-  return cm_collective_busbw_factor(kind, ranks) * bytes;
-}
-
 static int compare_measurement(const void *a, const void *b) {
   const CmMeasurement *x = a, *y = b;
   if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
@@ -76,26 +60,70 @@ static int compare_measurement(const void *a, const void *b) {
   return (x->time_s > y->time_s) - (x->time_s < y->time_s);
 }
 
-/* Weighted least squares for t_i = a_i alpha + b_i beta, weights w_i = 1/t_i^2 (AutoDDL Sec. 3.2
- * fits alpha and beta by least squares; the weights are ours). Why 1/t^2: measured times span
- * five orders of magnitude (microseconds at 8 bytes, tenths of seconds at gigabytes); plain
- * least squares minimises absolute error, so the few largest messages decide the line and
- * every small or mid-size message is off by tens of percent (FIELD-NOTES: 15-70% held out).
- * Dividing each residual by its t minimises relative error, which is what a prediction is
- * judged by, and gives every measured size an equal say (7-14% held out in the field notes).
- * With u_i = a_i/t_i and v_i = b_i/t_i this is ordinary least squares of 1 = u alpha + v beta:
- *   [Suu Suv; Suv Svv] [alpha; beta] = [Su; Sv].
- * A negative alpha is clamped to 0 and beta refitted alone (and vice versa): both are physical
- * quantities. */
+/* Weighted least squares for t_i = base + a_i alpha + b_i beta (a_i the ring steps, b_i the
+ * bus traffic), weights w_i = 1/t_i^2 (AutoDDL Sec. 3.2 fits alpha and beta by least squares;
+ * the weights and the base term are ours). Why 1/t^2: measured times span five orders of
+ * magnitude (microseconds at 8 bytes, tenths of seconds at gigabytes); plain least squares
+ * minimises absolute error, so the few largest messages decide the line and every small or
+ * mid-size message is off by tens of percent (FIELD-NOTES: 15-70% held out). Dividing each
+ * residual by its t minimises relative error, which is what a prediction is judged by. Why the
+ * base: NCCL's latency is a base plus one per step (tuning.cc), and a per-step latency alone,
+ * pooled over rank counts, charges small groups too little (issue 14: 30-70% at 1 MiB); with
+ * one rank count the base and the per-step latency cannot be told apart and the per-step
+ * one is kept. With u_ik = column k / t_i this is ordinary least squares of 1 = sum_k u_ik c_k.
+ * Every coefficient is physical (>= 0): each subset of the three columns is solved, the
+ * feasible one with the smallest residual kept (ties to the earlier subset, the
+ * per-step-and-bandwidth line first). */
+enum { COL_BASE, COL_STEP, COL_BYTES, NCOLS };
+
+/* Solves the normal equations of the columns in @mask (Gaussian elimination with partial
+ * pivoting, at most 3 x 3); FALSE when singular or a coefficient is negative. */
+static gboolean solve_subset(const double g[NCOLS][NCOLS], const double r[NCOLS], unsigned mask,
+                             double coef[NCOLS]) {
+  int idx[NCOLS], k = 0;
+  for (int c = 0; c < NCOLS; c++)
+    if (mask & (1u << c)) idx[k++] = c;
+  double a[NCOLS][NCOLS + 1];
+  for (int i = 0; i < k; i++) {
+    for (int j = 0; j < k; j++) a[i][j] = g[idx[i]][idx[j]];
+    a[i][k] = r[idx[i]];
+  }
+  for (int col = 0; col < k; col++) {
+    int piv = col;
+    for (int i = col + 1; i < k; i++)
+      if (fabs(a[i][col]) > fabs(a[piv][col])) piv = i;
+    if (!(fabs(a[piv][col]) > 1e-12 * g[idx[col]][idx[col]])) return FALSE;
+    for (int j = 0; j <= k; j++) {
+      double t = a[col][j];
+      a[col][j] = a[piv][j], a[piv][j] = t;
+    }
+    for (int i = 0; i < k; i++) {
+      if (i == col) continue;
+      double f = a[i][col] / a[col][col];
+      for (int j = col; j <= k; j++) a[i][j] -= f * a[col][j];
+    }
+  }
+  for (int c = 0; c < NCOLS; c++) coef[c] = 0.0;
+  for (int i = 0; i < k; i++) {
+    coef[idx[i]] = a[i][k] / a[i][i];
+    if (coef[idx[i]] < 0) return FALSE;
+  }
+  return TRUE;
+}
+
 static gboolean fit_alpha_beta(const CmMeasurement *m, guint n, CmCalibrationFit *fit,
                                GError **error) {
-  double suu = 0, suv = 0, svv = 0, su = 0, sv = 0;
+  double g[NCOLS][NCOLS] = {{0}}, r[NCOLS] = {0};
   double first_bytes = m[0].bytes;
   gboolean sizes_differ = FALSE;
   for (guint i = 0; i < n; i++) {
-    double u = alpha_coefficient(m[i].kind, m[i].ranks) / m[i].time_s;
-    double v = beta_coefficient(m[i].kind, m[i].ranks, m[i].bytes) / m[i].time_s;
-    suu += u * u, suv += u * v, svv += v * v, su += u, sv += v;
+    double u[NCOLS] = {1.0 / m[i].time_s,
+                       cm_calibration_alpha_coefficient(m[i].kind, m[i].ranks) / m[i].time_s,
+                       cm_calibration_beta_coefficient(m[i].kind, m[i].ranks, m[i].bytes) / m[i].time_s};
+    for (int a = 0; a < NCOLS; a++) {
+      r[a] += u[a];
+      for (int b = 0; b < NCOLS; b++) g[a][b] += u[a] * u[b];
+    }
     sizes_differ |= m[i].bytes != first_bytes;
   }
   if (!sizes_differ) {
@@ -105,24 +133,31 @@ static gboolean fit_alpha_beta(const CmMeasurement *m, guint n, CmCalibrationFit
                 cm_collective_name(fit->kind), link_names[fit->link]);
     return FALSE;
   }
-  double det = suu * svv - suv * suv;
-  double alpha = det > 0 ? (su * svv - sv * suv) / det : -1.0;
-  double beta = det > 0 ? (sv * suu - su * suv) / det : -1.0;
-  if (alpha < 0 || beta < 0) {
-    /* The better of the two one-parameter fits with the other at 0. */
-    double a_only = suu > 0 ? su / suu : 0.0, b_only = svv > 0 ? sv / svv : 0.0;
-    double r_a = n - 2 * a_only * su + a_only * a_only * suu; /* sum of squared residuals */
-    double r_b = n - 2 * b_only * sv + b_only * b_only * svv;
-    if (b_only > 0 && (r_b <= r_a || a_only <= 0)) alpha = 0.0, beta = b_only;
-    else alpha = a_only, beta = 0.0;
+  /* Subsets in order of preference: step + bytes (the classic line), all three, base + bytes,
+   * then the one-column fits. */
+  static const unsigned subsets[] = {0x6, 0x7, 0x5, 0x4, 0x2, 0x1, 0x3};
+  double best[NCOLS] = {0}, best_ssr = INFINITY;
+  for (gsize s = 0; s < G_N_ELEMENTS(subsets); s++) {
+    double c[NCOLS];
+    if (!solve_subset(g, r, subsets[s], c)) continue;
+    /* Sum of squared relative residuals: n - 2 c.r + c G c. */
+    double ssr = n;
+    for (int a = 0; a < NCOLS; a++) {
+      ssr -= 2 * c[a] * r[a];
+      for (int b = 0; b < NCOLS; b++) ssr += c[a] * g[a][b] * c[b];
+    }
+    if (ssr < best_ssr * (1 - 1e-9) - 1e-15) {
+      best_ssr = ssr;
+      memcpy(best, c, sizeof best);
+    }
   }
-  fit->alpha = alpha;
-  fit->beta = beta;
+  fit->base = best[COL_BASE];
+  fit->alpha = best[COL_STEP];
+  fit->beta = best[COL_BYTES];
   fit->points = (int)n;
   fit->mean_rel_error = fit->max_rel_error = 0.0;
   for (guint i = 0; i < n; i++) {
-    double t = alpha_coefficient(m[i].kind, m[i].ranks) * alpha +
-               beta_coefficient(m[i].kind, m[i].ranks, m[i].bytes) * beta;
+    double t = cm_calibration_fit_time(fit, m[i].kind, m[i].ranks, m[i].bytes);
     double e = fabs(t - m[i].time_s) / m[i].time_s;
     fit->mean_rel_error += e / n;
     fit->max_rel_error = MAX(fit->max_rel_error, e);
@@ -184,10 +219,10 @@ CmCalibration *cm_calibration_fit(const char *name, const char *cluster,
     for (int link = 0; link < DEV_LINK_COUNT; link++) {
       g_array_set_size(group, 0);
       for (guint i = 0; i < n; i++)
-        if ((int)sorted[i].kind == kind && (int)link_of(sorted[i].nodes) == link)
+        if ((int)sorted[i].kind == kind && (int)cm_calibration_link_of(sorted[i].nodes) == link)
           g_array_append_val(group, sorted[i]);
       if (group->len == 0) continue;
-      CmCalibrationFit fit = {(CmCollective)kind, (DevLinkClass)link, 0, 0, 0, 0, 0};
+      CmCalibrationFit fit = {(CmCollective)kind, (DevLinkClass)link, 0, 0, 0, 0, 0, 0};
       if (!fit_alpha_beta((const CmMeasurement *)group->data, group->len, &fit, error)) {
         g_array_free(group, TRUE);
         g_free(sorted);
@@ -200,83 +235,6 @@ CmCalibration *cm_calibration_fit(const char *name, const char *cluster,
   g_array_free(group, TRUE);
   g_free(sorted);
   return c;
-}
-
-static const CmCalibrationFit *find_fit(const CmCalibration *c, CmCollective kind, DevLinkClass link) {
-  for (guint i = 0; i < c->fits->len; i++) {
-    const CmCalibrationFit *f = &g_array_index(c->fits, CmCalibrationFit, i);
-    if (f->kind == kind && f->link == link) return f;
-  }
-  return NULL;
-}
-
-static const CmCalibrationTable *find_table(const CmCalibration *c, CmCollective kind, int ranks,
-                                            int nodes) {
-  for (guint i = 0; i < c->tables->len; i++) {
-    const CmCalibrationTable *t = &g_array_index(c->tables, CmCalibrationTable, i);
-    if (t->kind == kind && t->ranks == ranks && t->nodes == nodes) return t;
-  }
-  return NULL;
-}
-
-static double fit_time(const CmCalibrationFit *f, CmCollective kind, int ranks, double bytes) {
-  return alpha_coefficient(kind, ranks) * f->alpha + beta_coefficient(kind, ranks, bytes) * f->beta;
-}
-
-/* Bus bandwidth at @bytes within the table's sizes: linear in log(size) - log(busbw). Equal
- * to interpolating log(time), since time = size x factor / busbw. */
-static double table_busbw(const CmCalibrationTable *t, double bytes) {
-  int hi = 1;
-  while (hi < t->npoints - 1 && t->bytes[hi] < bytes) hi++;
-  if (t->npoints == 1 || bytes <= t->bytes[0]) return t->busbw[0];
-  int lo = hi - 1;
-  double x = (log(bytes) - log(t->bytes[lo])) / (log(t->bytes[hi]) - log(t->bytes[lo]));
-  return exp(log(t->busbw[lo]) + x * (log(t->busbw[hi]) - log(t->busbw[lo])));
-}
-
-gboolean cm_calibration_time(const CmCalibration *calibration, CmCollective kind, int ranks,
-                             int nodes, double bytes, CmCalibratedTime *out) {
-  g_return_val_if_fail(calibration != NULL && out != NULL && kind < CM_COLLECTIVE_COUNT, FALSE);
-  if (ranks < 2) return FALSE;
-  const CmCalibrationTable *t = find_table(calibration, kind, ranks, nodes);
-  const CmCalibrationFit *f = find_fit(calibration, kind, link_of(nodes));
-  double factor = cm_collective_busbw_factor(kind, ranks);
-  out->alpha = f ? f->alpha : NAN;
-  out->beta = f ? f->beta : NAN;
-  if (t && bytes >= t->bytes[0] && bytes <= t->bytes[t->npoints - 1]) {
-    out->time_s = bytes * factor / table_busbw(t, bytes);
-    out->source = CM_TIME_CALIBRATION_TABLE;
-    return TRUE;
-  }
-  if (!f) return FALSE;
-  out->source = CM_TIME_CALIBRATION_FIT;
-  if (!t) {
-    out->time_s = fit_time(f, kind, ranks, bytes);
-    return TRUE;
-  }
-  /* Outside a table's sizes the fit continues from the nearest measured point, so the
-   * prediction does not jump at the table's edge: above it the fitted beta prices the extra
-   * bytes; below it the fitted curve is scaled to meet the smallest measurement. */
-  double edge_bytes = bytes > t->bytes[t->npoints - 1] ? t->bytes[t->npoints - 1] : t->bytes[0];
-  double edge_time = edge_bytes * factor / table_busbw(t, edge_bytes);
-  if (bytes > edge_bytes) {
-    out->time_s = edge_time + beta_coefficient(kind, ranks, bytes - edge_bytes) * f->beta;
-  } else {
-    double at_edge = fit_time(f, kind, ranks, edge_bytes);
-    out->time_s = at_edge > 0 ? fit_time(f, kind, ranks, bytes) * edge_time / at_edge : edge_time;
-  }
-  return TRUE;
-}
-
-gboolean cm_calibration_link_cost(const CmCalibration *calibration, CmCollective kind,
-                                  DevLinkClass link, CmLinkCost *out) {
-  g_return_val_if_fail(calibration != NULL && out != NULL, FALSE);
-  const CmCalibrationFit *f = find_fit(calibration, kind, link);
-  if (!f) return FALSE;
-  out->alpha = f->alpha;
-  out->beta = f->beta;
-  out->link = link;
-  return TRUE;
 }
 
 /* ---- JSON (costmodel/CALIBRATION.md) ---- */
@@ -294,6 +252,7 @@ char *cm_calibration_to_json(const CmCalibration *c) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "kind", cm_collective_name(f->kind));
     cJSON_AddStringToObject(o, "link", link_names[f->link]);
+    cJSON_AddNumberToObject(o, "base_s", f->base);
     cJSON_AddNumberToObject(o, "alpha_s", f->alpha);
     cJSON_AddNumberToObject(o, "beta_s_per_byte", f->beta);
     cJSON_AddNumberToObject(o, "points", f->points);
@@ -336,6 +295,9 @@ static gboolean read_fit(const cJSON *o, CmCalibrationFit *f) {
   if (strcmp(link->valuestring, "intra") == 0) f->link = DEV_LINK_INTRA;
   else if (strcmp(link->valuestring, "inter") == 0) f->link = DEV_LINK_INTER;
   else return FALSE;
+  /* base_s: absent in calibrations stored before it was fitted (0). */
+  f->base = 0.0;
+  if (cJSON_GetObjectItemCaseSensitive(o, "base_s") && !number_at(o, "base_s", 0, &f->base)) return FALSE;
   if (!number_at(o, "alpha_s", 0, &f->alpha) || !number_at(o, "beta_s_per_byte", 0, &f->beta) ||
       !number_at(o, "points", 0, &points) || !number_at(o, "mean_rel_error", 0, &f->mean_rel_error) ||
       !number_at(o, "max_rel_error", 0, &f->max_rel_error))
@@ -403,21 +365,4 @@ bad:
   cm_calibration_free(c);
   cJSON_Delete(root);
   return NULL;
-}
-
-double cm_group_collective_time(const CmParams *params, const DevCluster *cluster,
-                                CmCollective kind, const int *devices, int p, double bytes) {
-  CmLinkCost link = cm_group_link(cluster, devices, p);
-  if (params->calibration && p > 1) {
-    /* Hosts the group spans: the calibration's tables are keyed by (ranks, hosts). */
-    int nodes = 0;
-    for (int i = 0; i < p; i++) {
-      int node = dev_cluster_node_of(cluster, devices[i]), seen = 0;
-      for (int j = 0; j < i && !seen; j++) seen = dev_cluster_node_of(cluster, devices[j]) == node;
-      nodes += !seen;
-    }
-    CmCalibratedTime t;
-    if (cm_calibration_time(params->calibration, kind, p, nodes, bytes, &t)) return t.time_s;
-  }
-  return cm_collective_time(kind, p, bytes, &link);
 }

@@ -6,10 +6,12 @@
  * keeps, per collective and link class, alpha and beta fitted by least squares weighted by
  * 1/t^2 (AutoDDL Sec. 3.2 with relative-error weights), and, per (collective, ranks, hosts),
  * the measured bus bandwidth against size. It predicts by log-log interpolation of that table
- * inside the measured sizes and by the fitted alpha-beta outside them (FIELD-NOTES,
+ * inside the measured sizes, along its bandwidth asymptote above them and its latency regime
+ * below them, and by the fitted alpha-beta for rank counts without a table (FIELD-NOTES,
  * "Collective calibration": one alpha + n beta line misses held-out sizes by 15-70%, the
- * weighted fit by 7-14%, the interpolated table by 4-8%). Stored as JSON (results/ keeps it
- * in SQLite, table `calibrations`). */
+ * weighted fit by 7-14%, the interpolated table by 4-8%). Fitting and storing are
+ * cm_calibrate.c, predicting cm_calibrate_lookup.c. Stored as JSON (results/ keeps it in
+ * SQLite, table `calibrations`). */
 #ifndef STRATSIM_CM_CALIBRATE_H
 #define STRATSIM_CM_CALIBRATE_H
 
@@ -17,6 +19,8 @@
 #include "costmodel/cm_collective.h"
 
 G_BEGIN_DECLS
+
+typedef struct CmCalibration CmCalibration;
 
 #define CM_ERROR (cm_error_quark())
 GQuark cm_error_quark(void);
@@ -80,12 +84,15 @@ gboolean cm_measurements_parse_json(const char *text, const char *origin, GArray
  * file name. Unreadable files fail with the GFileError. */
 gboolean cm_measurements_load_file(const char *path, int kind_hint, GArray *out, GError **error);
 
-/* Fitted alpha-beta of one collective on one link class: t = steps(p) alpha + factor(p) n
- * beta, with steps = cm_collective_ring_steps and factor = cm_collective_busbw_factor, so
- * 1 / beta is the bus bandwidth the link class reaches and alpha the latency per step. */
+/* Fitted latency and bandwidth of one collective on one link class: t = base + steps(p) alpha
+ * + factor(p) n beta, with steps = cm_collective_ring_steps and factor =
+ * cm_collective_busbw_factor, so 1 / beta is the bus bandwidth the link class reaches, alpha
+ * the latency per step and base the latency paid once (NCCL's form: baseLat + nsteps x hwLat,
+ * src/graph/tuning.cc), which a latency per step alone charges small groups too little of. */
 typedef struct {
   CmCollective kind;
   DevLinkClass link;
+  double base;           /* seconds per collective (0 where the data do not separate it) */
   double alpha;          /* seconds per step */
   double beta;           /* seconds per byte of bus traffic */
   int points;            /* measurements fitted */
@@ -124,17 +131,33 @@ CmCalibration *cm_calibration_from_json(const char *json, const char *origin, GE
 
 typedef struct {
   double time_s;
-  CmTimeSource source; /* CM_TIME_CALIBRATION_TABLE or CM_TIME_CALIBRATION_FIT */
+  CmTimeSource source; /* one of the CM_TIME_CALIBRATION_ sources */
   double alpha;        /* the fit's alpha and beta of the link class (NAN: none fitted) */
   double beta;
 } CmCalibratedTime;
 
-/* The calibrated time of @kind over @ranks ranks on @nodes hosts, @bytes bytes: interpolated
- * in log-log space from the table of that (collective, ranks, hosts) when @bytes lies within
- * its measured sizes, else steps alpha + factor n beta from the fit of the collective and its
- * link class (INTER when @nodes > 1). FALSE when the calibration has neither. */
+/* The calibrated time of @kind over @ranks ranks on @nodes hosts, @bytes bytes, from the
+ * table of that (collective, ranks, hosts) when there is one: interpolated in log-log space
+ * inside its measured sizes (CM_TIME_CALIBRATION_TABLE), along its bandwidth asymptote above
+ * them (CM_TIME_CALIBRATION_ASYMPTOTE: never a lower bus bandwidth than the largest measured
+ * size's), in its latency regime below them (CM_TIME_CALIBRATION_LATENCY); else steps alpha +
+ * factor n beta from the fit of the collective and its link class (INTER when @nodes > 1,
+ * CM_TIME_CALIBRATION_FIT). FALSE when the calibration has neither
+ * (costmodel/cm_calibrate_lookup.c). */
 gboolean cm_calibration_time(const CmCalibration *calibration, CmCollective kind, int ranks,
                              int nodes, double bytes, CmCalibratedTime *out);
+/* The same, with the model's cost per byte at its peak bandwidth, @floor seconds per byte, as
+ * the asymptote's marginal cost (0: the slope of the table's largest sizes instead);
+ * cm_collective_estimate passes its model's. */
+gboolean cm_calibration_time_bounded(const CmCalibration *calibration, CmCollective kind,
+                                     int ranks, int nodes, double bytes, double floor,
+                                     CmCalibratedTime *out);
+
+/* Why @calibration may not apply to @cluster: NULL when the cluster it was measured on (its
+ * stored spec, parsed again) has the same GPU, GPUs per host, intra-host link and inter-host
+ * network (host counts may differ: a calibration of 2 hosts serves 128 of the same); else a
+ * one-line message naming what differs (caller g_frees). */
+char *cm_calibration_cluster_mismatch(const CmCalibration *calibration, const DevCluster *cluster);
 
 /* The fitted alpha (per step) and beta (per byte of bus traffic) of @kind on @link as a
  * CmLinkCost, for the simulator's per-task formulas. FALSE when none was fitted. */

@@ -4,10 +4,8 @@
 #include "costmodel/cm_collective.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "costmodel/cm_calibrate.h"
 
 static const char *const collective_names[CM_COLLECTIVE_COUNT] = {
     "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv", "broadcast", "reduce"};
@@ -96,17 +94,19 @@ double cm_collective_time(CmCollective kind, int p, double bytes, const CmLinkCo
 
 static const char *const algorithm_names[CM_ALGO_COUNT] = {
     "none",     "ring",   "tree",          "hierarchical",       "pipeline",
-    "pairwise", "direct", "binomial_tree", "recursive_doubling", "recursive_halving"};
+    "pairwise", "direct", "binomial_tree", "recursive_doubling", "recursive_halving",
+    "nvls",     "nvls_tree"};
 
 const char *cm_algorithm_name(CmAlgorithm algorithm) {
   g_return_val_if_fail(algorithm < CM_ALGO_COUNT, "?");
   return algorithm_names[algorithm];
 }
 
-static const char *const time_source_names[] = {"model", "calibration-table", "calibration-fit"};
+static const char *const time_source_names[] = {"model", "calibration-table", "calibration-fit",
+                                                "calibration-asymptote", "calibration-latency"};
 
 const char *cm_time_source_name(CmTimeSource source) {
-  g_return_val_if_fail(source <= CM_TIME_CALIBRATION_FIT, "?");
+  g_return_val_if_fail(source <= CM_TIME_CALIBRATION_LATENCY, "?");
   return time_source_names[source];
 }
 
@@ -114,25 +114,20 @@ gboolean cm_algorithm_is_candidate(CmCollective kind, CmAlgorithm algorithm) {
   switch (kind) {
   case CM_ALL_REDUCE:
     return algorithm == CM_ALGO_RING || algorithm == CM_ALGO_TREE ||
-           algorithm == CM_ALGO_HIERARCHICAL;
+           algorithm == CM_ALGO_NVLS || algorithm == CM_ALGO_NVLS_TREE;
   case CM_ALL_GATHER:
   case CM_REDUCE_SCATTER:
-    return algorithm == CM_ALGO_RING || algorithm == CM_ALGO_HIERARCHICAL;
+    return algorithm == CM_ALGO_RING || algorithm == CM_ALGO_NVLS;
   case CM_ALL_TO_ALL:
     return algorithm == CM_ALGO_PAIRWISE;
   case CM_BROADCAST:
   case CM_REDUCE:
-    return algorithm == CM_ALGO_PIPELINE;
+    return algorithm == CM_ALGO_RING;
   case CM_SEND_RECV:
     return algorithm == CM_ALGO_DIRECT;
   default:
     return FALSE;
   }
-}
-
-static int compare_int(const void *a, const void *b) {
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
 }
 
 void cm_group_shape(const DevCluster *cluster, const int *devices, int n, CmGroupShape *shape) {
@@ -141,22 +136,37 @@ void cm_group_shape(const DevCluster *cluster, const int *devices, int n, CmGrou
   shape->hosts = 0;
   shape->min_per_host = shape->max_per_host = 0;
   if (n == 0) return;
-  int stack_nodes[64];
-  int *nodes = n <= 64 ? stack_nodes : g_new(int, n);
+  shape->min_per_host = n;
+  if (n <= 64) {
+    /* Small groups (the hot path): hosts by insertion sort of the members' hosts. */
+    int nodes[64];
+    for (int i = 0; i < n; i++) {
+      g_return_if_fail(devices[i] >= 0 && devices[i] < dev_cluster_num_devices(cluster));
+      int node = dev_cluster_node_of(cluster, devices[i]), j = i;
+      for (; j > 0 && nodes[j - 1] > node; j--) nodes[j] = nodes[j - 1];
+      nodes[j] = node;
+    }
+    for (int i = 0, run = 1; i < n; i++, run++) {
+      if (i + 1 < n && nodes[i + 1] == nodes[i]) continue;
+      shape->hosts++;
+      shape->min_per_host = MIN(shape->min_per_host, run);
+      shape->max_per_host = MAX(shape->max_per_host, run);
+      run = 0;
+    }
+    return;
+  }
+  /* Large groups (10^6 ranks are costed per task): members per host counted in one pass. */
+  g_autofree int *per_node = g_new0(int, cluster->nodes);
   for (int i = 0; i < n; i++) {
     g_return_if_fail(devices[i] >= 0 && devices[i] < dev_cluster_num_devices(cluster));
-    nodes[i] = dev_cluster_node_of(cluster, devices[i]);
+    per_node[dev_cluster_node_of(cluster, devices[i])]++;
   }
-  qsort(nodes, (size_t)n, sizeof(int), compare_int);
-  shape->min_per_host = n;
-  for (int i = 0, run = 1; i < n; i++, run++) {
-    if (i + 1 < n && nodes[i + 1] == nodes[i]) continue;
+  for (int node = 0; node < cluster->nodes; node++) {
+    if (per_node[node] == 0) continue;
     shape->hosts++;
-    shape->min_per_host = MIN(shape->min_per_host, run);
-    shape->max_per_host = MAX(shape->max_per_host, run);
-    run = 0;
+    shape->min_per_host = MIN(shape->min_per_host, per_node[node]);
+    shape->max_per_host = MAX(shape->max_per_host, per_node[node]);
   }
-  if (nodes != stack_nodes) g_free(nodes);
 }
 
 void cm_link_figures(const DevCluster *cluster, CmLinkFigures *figures) {
@@ -471,43 +481,4 @@ double cm_algorithm_time(CmCollective kind, CmAlgorithm algorithm, const CmGroup
     detail->model_time_s = t;
   }
   return t;
-}
-
-CmCollectiveEstimate cm_collective_estimate(const DevCluster *cluster, CmCollective kind,
-                                            const int *devices, int n, double bytes,
-                                            const CmCalibration *calibration) {
-  CmCollectiveEstimate e;
-  memset(&e, 0, sizeof e);
-  for (int a = 0; a < CM_ALGO_COUNT; a++) e.candidates[a] = NAN;
-  g_return_val_if_fail(cluster != NULL && kind < CM_COLLECTIVE_COUNT && n >= 0, e);
-  e.kind = kind;
-  e.bytes = bytes;
-  cm_group_shape(cluster, devices, n, &e.shape);
-  CmLinkFigures figures;
-  cm_link_figures(cluster, &figures);
-  CmAlgorithm best = CM_ALGO_NONE;
-  if (n > 1) {
-    double best_time = INFINITY;
-    for (int a = 0; a < CM_ALGO_COUNT; a++) {
-      if (!cm_algorithm_is_candidate(kind, (CmAlgorithm)a)) continue;
-      e.candidates[a] = cm_algorithm_time(kind, (CmAlgorithm)a, &e.shape, &figures, bytes, NULL);
-      /* Strictly faster wins, so ties go to the earlier (simpler) algorithm. */
-      if (!isnan(e.candidates[a]) && e.candidates[a] < best_time) {
-        best_time = e.candidates[a];
-        best = (CmAlgorithm)a;
-      }
-    }
-  }
-  cm_algorithm_time(kind, best, &e.shape, &figures, bytes, &e);
-  e.time_s = e.model_time_s;
-  e.source = CM_TIME_MODEL;
-  CmCalibratedTime calibrated;
-  if (calibration && n > 1 &&
-      cm_calibration_time(calibration, kind, n, e.shape.hosts, bytes, &calibrated)) {
-    e.time_s = calibrated.time_s;
-    e.source = calibrated.source;
-  }
-  e.algbw = e.time_s > 0 ? bytes / e.time_s : 0.0;
-  e.busbw = e.algbw * cm_collective_busbw_factor(kind, n);
-  return e;
 }

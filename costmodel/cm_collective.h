@@ -36,14 +36,18 @@ typedef enum {
   CM_ALGO_BINOMIAL_TREE,      /* MPI: broadcast, reduce (short messages) */
   CM_ALGO_RECURSIVE_DOUBLING, /* MPI: all-gather; all-reduce (short messages) */
   CM_ALGO_RECURSIVE_HALVING,  /* MPI: reduce-scatter; all-reduce = Rabenseifner (RS + AG) */
+  CM_ALGO_NVLS,               /* NCCL NVLink SHARP: the NVSwitch reduces (one host) */
+  CM_ALGO_NVLS_TREE,          /* NCCL NVLS inside hosts, tree across them */
   CM_ALGO_COUNT
 } CmAlgorithm;
 
 const char *cm_algorithm_name(CmAlgorithm algorithm);
 
 /* Whether NCCL runs @algorithm for @kind: the candidates cm_collective_estimate chooses from
- * (hierarchical stands for what NCCL's tree and CollNet paths do across hosts). The MPI
- * algorithms are there for callers modelling an MPI library. */
+ * (all-reduce: ring, tree, NVLS, NVLS-tree; all-gather, reduce-scatter: ring, NVLS; broadcast,
+ * reduce: ring; all-to-all: pairwise; send/recv: direct), as NCCL's tuner does (cm_nccl.h).
+ * Hierarchical, pipeline and the MPI algorithms are there for callers modelling other
+ * libraries (cm_algorithm_time). */
 gboolean cm_algorithm_is_candidate(CmCollective kind, CmAlgorithm algorithm);
 
 /* How a device group lies on the cluster. */
@@ -95,7 +99,10 @@ typedef struct {
 typedef enum {
   CM_TIME_MODEL,             /* the chosen algorithm under the link figures */
   CM_TIME_CALIBRATION_TABLE, /* log-log interpolation of measured bus bandwidth */
-  CM_TIME_CALIBRATION_FIT,   /* fitted alpha-beta of the collective and link class */
+  CM_TIME_CALIBRATION_FIT,   /* fitted alpha-beta of the collective and link class (no table
+                                for the rank and host count) */
+  CM_TIME_CALIBRATION_ASYMPTOTE, /* above the table's sizes: its bandwidth asymptote */
+  CM_TIME_CALIBRATION_LATENCY,   /* below the table's sizes: its latency regime */
 } CmTimeSource;
 
 const char *cm_time_source_name(CmTimeSource source);
@@ -104,16 +111,19 @@ typedef struct {
   CmCollective kind;
   CmGroupShape shape;
   double bytes;
-  CmAlgorithm algorithm;        /* the fastest candidate under the link figures */
+  CmAlgorithm algorithm;        /* the fastest candidate (NCCL's tuner, cm_nccl.h) */
+  int protocol;                 /* its CmProtocol (cm_nccl.h); -1 for alpha-beta forms */
+  int channels;                 /* channels NCCL's model spreads it over; 0 for alpha-beta */
   double time_s;                /* calibrated time where the calibration covers the case */
-  double model_time_s;          /* the chosen algorithm's time under the link figures */
+  double model_time_s;          /* the chosen algorithm's time under NCCL's model */
   CmTimeSource source;
   double algbw;                 /* bytes / time_s */
   double busbw;                 /* algbw x cm_collective_busbw_factor */
   int steps[DEV_LINK_COUNT];    /* latency-bearing steps of the chosen algorithm per class */
   int nphases;
   CmCollectivePhase phases[CM_MAX_PHASES]; /* in order; one for flat algorithms */
-  double candidates[CM_ALGO_COUNT];        /* each candidate's time; NAN where not one */
+  double candidates[CM_ALGO_COUNT];        /* each candidate's time (its best protocol); NAN
+                                              where not one */
 } CmCollectiveEstimate;
 
 /* The time of @algorithm for @kind over a group of @shape, or NAN where the algorithm does not
@@ -122,17 +132,6 @@ typedef struct {
  * given its steps, phases, algorithm and model_time_s are filled. */
 double cm_algorithm_time(CmCollective kind, CmAlgorithm algorithm, const CmGroupShape *shape,
                          const CmLinkFigures *figures, double bytes, CmCollectiveEstimate *detail);
-
-typedef struct CmCalibration CmCalibration; /* costmodel/cm_calibrate.h */
-
-/* One collective over @devices (n entries, distinct) of @cluster: every candidate's time under
- * the cluster's link figures, the fastest chosen. With @calibration (NULL: preset figures
- * only), the time comes from its measured table or fitted alpha-beta where it covers this
- * collective, rank count and host count; the algorithm is still the model's choice. A group
- * of one costs nothing (CM_ALGO_NONE). */
-CmCollectiveEstimate cm_collective_estimate(const DevCluster *cluster, CmCollective kind,
-                                            const int *devices, int n, double bytes,
-                                            const CmCalibration *calibration);
 
 G_END_DECLS
 

@@ -79,10 +79,60 @@ static void keep_two_largest(double *first, double *second, double v) {
   }
 }
 
+/* Devices in the same meshes receive the same additions in the same order, so the loop below
+ * runs over classes of devices (the set of meshes a device belongs to) and copies each class's
+ * figures to its devices: the same sums bit for bit, at the cost of one device per class (a
+ * Megatron stage's dp x tp devices are one class). @cls gets each device's class; returns,
+ * per mesh, its classes (GArray of int, in order of first device). */
+static GArray **device_classes(const MdlStrategy *s, int ndev, int *cls, int *nclasses) {
+  int nmeshes = (int)s->meshes->len;
+  GString **member = g_new0(GString *, ndev);
+  for (int m = 0; m < nmeshes; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(s, m);
+    for (int i = 0; i < mesh->ndevices; i++) {
+      int d = mesh->devices[i];
+      if (!member[d]) member[d] = g_string_new(NULL);
+      g_string_append_printf(member[d], "%d,", m);
+    }
+  }
+  GHashTable *ids = g_hash_table_new(g_str_hash, g_str_equal);
+  *nclasses = 0;
+  for (int d = 0; d < ndev; d++) {
+    const char *key = member[d] ? member[d]->str : "";
+    gpointer id;
+    if (!g_hash_table_lookup_extended(ids, key, NULL, &id)) {
+      id = GINT_TO_POINTER((*nclasses)++);
+      g_hash_table_insert(ids, (gpointer)key, id);
+    }
+    cls[d] = GPOINTER_TO_INT(id);
+  }
+  g_hash_table_unref(ids);
+  GArray **of_mesh = g_new(GArray *, nmeshes);
+  int *stamp = g_new(int, *nclasses); /* the last mesh that listed each class */
+  for (int c = 0; c < *nclasses; c++) stamp[c] = -1;
+  for (int m = 0; m < nmeshes; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(s, m);
+    of_mesh[m] = g_array_new(FALSE, FALSE, sizeof(int));
+    for (int i = 0; i < mesh->ndevices; i++) {
+      int c = cls[mesh->devices[i]];
+      if (stamp[c] == m) continue;
+      stamp[c] = m;
+      g_array_append_val(of_mesh[m], c);
+    }
+  }
+  g_free(stamp);
+  for (int d = 0; d < ndev; d++)
+    if (member[d]) g_string_free(member[d], TRUE);
+  g_free(member);
+  return of_mesh;
+}
+
 CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
                                const DevCluster *cluster) {
-  int ndev = dev_cluster_num_devices(cluster), nops = mdl_graph_num_ops(graph);
-  CmMemory *mem = g_new0(CmMemory, ndev);
+  int ndev = dev_cluster_num_devices(cluster), nops = mdl_graph_num_ops(graph), ncls;
+  g_autofree int *cls = g_new(int, ndev);
+  GArray **classes = device_classes(s, ndev, cls, &ncls);
+  CmMemory *mem = g_new0(CmMemory, ncls); /* per class until the end */
   double wbytes = dev_dtype_bytes(s->dtype);
   double opt_bytes = s->dtype == DEV_DTYPE_FP32 || s->dtype == DEV_DTYPE_TF32 ? 8.0 : 12.0;
   int nmeshes = (int)s->meshes->len;
@@ -95,9 +145,9 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   GHashTable *replicas = g_hash_table_new(g_direct_hash, g_direct_equal);
   g_autofree int *group = mdl_strategy_recompute_groups(s, graph);
   g_autofree int *sample_tdim = mdl_tensor_sample_dims(graph);
-  g_autofree double *group_bytes = g_new0(double, ndev);  /* the current group's dropped bytes */
-  g_autofree double *largest_group = g_new0(double, ndev);
-  g_autofree double *gathered = g_new0(double, 2 * (gsize)ndev); /* two largest per device */
+  g_autofree double *group_bytes = g_new0(double, ncls);  /* the current group's dropped bytes */
+  g_autofree double *largest_group = g_new0(double, ncls);
+  g_autofree double *gathered = g_new0(double, 2 * (gsize)ncls); /* two largest per class */
   /* FP8 (cm_fp8.c): Transformer Engine keeps an FP8 GEMM's input for the backward as its fp8
    * copy, 1 byte an element; a tensor every reader of which is such a GEMM is saved so. */
   g_autofree gboolean *fp8_saved = g_new(gboolean, mdl_graph_num_tensors(graph));
@@ -127,9 +177,10 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
     const MdlOp *op = mdl_graph_op(graph, o);
     const MdlOpConfig *c = &s->configs[o];
     const MdlMesh *mesh = mdl_strategy_mesh(s, c->mesh);
+    const GArray *mc = classes[c->mesh];
     if (o > 0 && group[o - 1] >= 0 && group[o - 1] != group[o]) { /* a group ended */
-      for (int d = 0; d < ndev; d++) largest_group[d] = MAX(largest_group[d], group_bytes[d]);
-      memset(group_bytes, 0, sizeof(double) * (gsize)ndev);
+      for (int d = 0; d < ncls; d++) largest_group[d] = MAX(largest_group[d], group_bytes[d]);
+      memset(group_bytes, 0, sizeof(double) * (gsize)ncls);
     }
     double op_gathered = 0;
     for (int k = 0; k < op->ninputs; k++) {
@@ -150,8 +201,8 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
         /* FP8: the cached fp8 weight and its transpose (cm_fp8.c), 2 bytes a parameter; under
          * ZeRO-3 the weights are gathered per use and no copy of all of them stays. */
         double fp8_copy = cm_fp8_gemm(op, s->dtype) && s->zero_stage < 3 ? 2 * elems : 0;
-        for (int i = 0; i < mesh->ndevices; i++) {
-          CmMemory *m = &mem[mesh->devices[i]];
+        for (guint i = 0; i < mc->len; i++) {
+          CmMemory *m = &mem[g_array_index(mc, int, i)];
           m->weights += elems * wbytes / (s->zero_stage >= 3 ? nd : 1) + fp8_copy;
           m->gradients += elems * wbytes / (s->zero_stage >= 2 ? nd : 1);
           m->optimizer += elems * opt_bytes / (s->zero_stage >= 1 ? nd : 1);
@@ -172,9 +223,9 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
                                                s->num_microbatches) *
                      (fp8_saved[opd->tensor] ? 1.0 : wbytes);
       double mult = rebuilt ? 0 : in_flight(s, c->stage, g_hash_table_contains(until_w, key));
-      for (int i = 0; i < mesh->ndevices; i++) {
-        if (rebuilt) group_bytes[mesh->devices[i]] += bytes;
-        else mem[mesh->devices[i]].activations += bytes * mult;
+      for (guint i = 0; i < mc->len; i++) {
+        if (rebuilt) group_bytes[g_array_index(mc, int, i)] += bytes;
+        else mem[g_array_index(mc, int, i)].activations += bytes * mult;
       }
     }
     if (op->dropout) { /* the keep mask, one byte per output element */
@@ -183,14 +234,14 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
       double bytes = mdl_layout_local_elements(graph, op->output.tensor, sdim, &layout, mesh,
                                                s->num_microbatches);
       double mult = in_flight(s, c->stage, FALSE); /* read by B (dX) only */
-      for (int i = 0; i < mesh->ndevices; i++) {
-        if (group[o] >= 0) group_bytes[mesh->devices[i]] += bytes;
-        else mem[mesh->devices[i]].activations += bytes * mult;
+      for (guint i = 0; i < mc->len; i++) {
+        if (group[o] >= 0) group_bytes[g_array_index(mc, int, i)] += bytes;
+        else mem[g_array_index(mc, int, i)].activations += bytes * mult;
       }
     }
     if (op_gathered > 0)
-      for (int i = 0; i < mesh->ndevices; i++) {
-        int d = mesh->devices[i];
+      for (guint i = 0; i < mc->len; i++) {
+        int d = g_array_index(mc, int, i);
         keep_two_largest(&gathered[2 * d], &gathered[2 * d + 1], op_gathered);
       }
   }
@@ -199,11 +250,16 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   g_hash_table_unref(seen_r);
   g_hash_table_unref(until_w);
   g_hash_table_unref(replicas);
-  for (int d = 0; d < ndev; d++) {
+  for (int d = 0; d < ncls; d++) {
     CmMemory *m = &mem[d];
     m->activations += MAX(largest_group[d], group_bytes[d]);
     m->buffers = gathered[2 * d] + gathered[2 * d + 1];
     m->total = m->weights + m->gradients + m->optimizer + m->activations + m->buffers;
   }
-  return mem;
+  for (guint m = 0; m < s->meshes->len; m++) g_array_unref(classes[m]);
+  g_free(classes);
+  CmMemory *per_device = g_new(CmMemory, ndev);
+  for (int d = 0; d < ndev; d++) per_device[d] = mem[cls[d]];
+  g_free(mem);
+  return per_device;
 }

@@ -1,5 +1,6 @@
 /* costmodel — what each task costs: compute time (roofline with a stated efficiency),
- * collective and transfer time (alpha-beta per link class, AutoDDL Table 2), memory per device.
+ * collective time (NCCL's tuner model for NCCL's collectives, costmodel/COLLECTIVES.md; alpha-beta
+ * per link class, AutoDDL Table 2, for transfers), memory per device.
  * All times in seconds, sizes in bytes. Pure functions of their inputs: no globals, safe to
  * call from many simulations on threads at once. */
 #ifndef STRATSIM_COSTMODEL_H
@@ -147,9 +148,10 @@ CmLinkCost cm_group_link(const DevCluster *cluster, const int *devices, int n);
  * p <= 1 costs nothing. */
 double cm_collective_time(CmCollective kind, int p, double bytes, const CmLinkCost *link);
 
-/* Time of @kind over the @p @devices of a group: from @params->calibration where it covers
- * the collective (its measured table for the group's ranks and hosts, else its fitted alpha and
- * beta), otherwise cm_collective_time with cm_group_link's figures. */
+/* Time of @kind over the @p @devices of a group: cm_collective_estimate (cm_tuner.h) with
+ * @params->calibration, the same model and calibration `stratsim collective` uses: NCCL's tuner
+ * model for NCCL's collectives, alpha-beta for all-to-all and send/recv, the calibration's
+ * time where it covers the case. */
 double cm_group_collective_time(const CmParams *params, const DevCluster *cluster,
                                 CmCollective kind, const int *devices, int p, double bytes);
 

@@ -113,6 +113,9 @@ void dev_kind_clear(DevKind *kind);
 const char *const *dev_preset_names(void);
 /* Names of built-in device kinds, NULL-terminated, static storage. */
 const char *const *dev_kind_names(void);
+/* The built-in kinds that run @dtype (peak > 0), joined by ", " ("none" if no kind does);
+ * for messages that refuse a dtype. Caller frees with g_free. */
+char *dev_kinds_supporting(DevDtype dtype);
 
 G_END_DECLS
 

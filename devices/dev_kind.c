@@ -145,6 +145,17 @@ static const KindTable *kind_table(void) {
   return &table;
 }
 
+char *dev_kinds_supporting(DevDtype dtype) {
+  g_return_val_if_fail((guint)dtype < DEV_DTYPE_COUNT, g_strdup("none"));
+  const KindTable *t = kind_table();
+  GString *s = g_string_new(NULL);
+  for (int i = 0; i < t->count; i++)
+    if (t->kinds[i].peak_flops[dtype] > 0)
+      g_string_append_printf(s, "%s%s", s->len ? ", " : "", t->kinds[i].name);
+  if (!s->len) g_string_append(s, "none");
+  return g_string_free(s, FALSE);
+}
+
 const char *const *dev_kind_names(void) {
   return kind_table()->names;
 }

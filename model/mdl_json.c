@@ -11,6 +11,7 @@
  * only where it differs from what mdl_op_forward_flops computes, so zoo graphs round-trip.
  */
 #include "model/mdl_graph.h"
+#include "model/mdl_json_count.h"
 #include "util/util_json.h"
 
 #include <cjson/cJSON.h>
@@ -290,7 +291,10 @@ MdlGraph *mdl_graph_from_json(const char *json_text, const char *origin, GError 
   Reader *r = &rd;
   MdlGraph *g = NULL;
   const char *at = NULL; /* the error position; cJSON_GetErrorPtr would read a global */
-  cJSON *root = cJSON_ParseWithOpts(json_text, &at, FALSE);
+  /* Counted before cJSON builds its tree: a hostile count is refused in a byte scan. */
+  cJSON *root = NULL;
+  if (!mdl_json_count_text(json_text, rd.origin, error)) goto out;
+  root = cJSON_ParseWithOpts(json_text, &at, FALSE);
   if (!root) {
     int line = 1;
     for (const char *p = json_text; at && p < at && *p; p++) line += *p == '\n';

@@ -4,6 +4,7 @@
 #include "model/mdl_strategy-int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -158,7 +159,8 @@ gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy
       a->dtype != b->dtype || a->bucket_bytes != b->bucket_bytes || a->overlap != b->overlap ||
       a->zero_stage != b->zero_stage || a->recompute != b->recompute ||
       a->sequence_parallel != b->sequence_parallel || a->framework != b->framework ||
-      a->overlap_param_gather != b->overlap_param_gather || a->meshes->len != b->meshes->len)
+      a->overlap_param_gather != b->overlap_param_gather || a->tp_overlap != b->tp_overlap ||
+      a->meshes->len != b->meshes->len)
     return FALSE;
   for (guint m = 0; m < a->meshes->len; m++) {
     const MdlMesh *x = mdl_strategy_mesh(a, (int)m), *y = mdl_strategy_mesh(b, (int)m);
@@ -432,6 +434,12 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
                 s->zero_stage);
     return FALSE;
   }
+  if (s->tp_overlap && !s->sequence_parallel) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "tp_overlap needs sequence parallelism (sp=1), as Megatron-Core's "
+                "--tp-comm-overlap does");
+    return FALSE;
+  }
   if (s->overlap_param_gather && s->zero_stage != 1 && s->zero_stage != 2) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "overlap_param_gather needs the distributed optimizer (zero=1 or 2, got zero=%d)",
@@ -450,8 +458,10 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
     return FALSE;
   }
   if (cluster->device.peak_flops[s->dtype] <= 0) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY, "device %s has no %s support",
-                cluster->device.name, dev_dtype_name(s->dtype));
+    g_autofree char *kinds = dev_kinds_supporting(s->dtype);
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "device %s has no %s support (built-in device kinds with it: %s)",
+                cluster->device.name, dev_dtype_name(s->dtype), kinds);
     return FALSE;
   }
   int n = dev_cluster_num_devices(cluster);
@@ -519,9 +529,14 @@ gboolean mdl_strategy_parse_count(const char *family, const char *key, const cha
   char *end = NULL;
   errno = 0;
   long v = strtol(value, &end, 10);
-  if (errno != 0 || end == value || *end != '\0' || v < 1 || v > 1000000000L) {
+  if (end == value || *end != '\0' || v < 1 || (errno != 0 && v != LONG_MAX)) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s is not a positive integer",
                 family, key, value);
+    return FALSE;
+  }
+  if (v > 1000000000L) { /* LONG_MAX with ERANGE included: a positive integer, too large */
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                "strategy %s: %s=%s is too large (at most 1000000000)", family, key, value);
     return FALSE;
   }
   *out = (int)v;

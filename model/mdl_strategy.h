@@ -111,10 +111,24 @@ typedef struct {
   /* For reporting: the degrees a builder used (0 when the strategy came from JSON). */
   int dp, tp, pp, vp, microbatch_size;
   int cp, ep;                /* context and expert parallelism (0 from JSON, 1: none) */
+  gboolean tp_overlap;       /* tensor-parallel collectives next to a GEMM overlap it
+                                (Megatron-Core's --tp-comm-overlap; needs sequence_parallel):
+                                sim/sim_build_comm.c */
   gboolean overlap_param_gather; /* ZeRO 1-2: the parameter all-gathers run ahead of the
                                     forward that needs them (Megatron-Core's distributed
                                     optimizer, --overlap-param-gather), not after the step */
 } MdlStrategy;
+
+/* The strategy in one line (caller g_frees): the degrees a builder used ("dp=2 tp=8 pp=1, 4
+ * microbatches of 2"), or for a strategy from JSON its meshes, stages and microbatches
+ * ("2 meshes (2 x 4x2), 2 pipeline stages, 4 microbatches of 16 samples"). */
+char *mdl_strategy_describe(const MdlStrategy *strategy, const MdlGraph *graph);
+
+/* FLOPs of one training iteration as the GPUs execute them: the model's forward and backward
+ * (mdl_graph_train_flops, "model FLOPs") plus the forwards that recomputation runs again
+ * ("hardware FLOPs"; Korthikanti et al. 2022, section 6.3, and Chowdhery et al. 2022,
+ * Appendix B, report both). Equal to the model FLOPs without recomputation. */
+double mdl_strategy_hardware_flops(const MdlStrategy *strategy, const MdlGraph *graph);
 
 /* Pipeline ranks (physical stages): num_stages / virtual_stages. */
 static inline int mdl_strategy_num_ranks(const MdlStrategy *s) {
@@ -127,7 +141,7 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
- * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,overlap_param_gather=0|1]
+ * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,overlap_param_gather=0|1][,tp_overlap=0|1]
  * [,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
@@ -156,6 +170,7 @@ typedef struct {
   int cp;                    /* context parallelism: the sequence split over cp ranks; 0 or 1: none */
   int ep;                    /* expert parallelism, folded over dp x cp; 0 or 1: none */
   gboolean overlap_param_gather; /* needs zero=1 or 2 */
+  gboolean tp_overlap;       /* needs sp=1 */
   MdlFramework framework;
 } MdlMegatronConfig;
 

@@ -9,12 +9,19 @@
  * tp axis, the sequence of the ops tensor parallelism leaves replicated (layernorms, dropout and
  * residual adds: tp_dim -1); SBP resharding then turns each of those all-reduces into a
  * reduce-scatter (Partial -> Split(s)) before them and an all-gather (Split(s) -> Broadcast)
- * after them, the same bytes on the wire as the all-reduce they replace. */
+ * after them, the same bytes on the wire as the all-reduce they replace.
+ * With context (cp) or expert (ep) parallelism the per-rank mesh and every op's splits come
+ * from model/mdl_strategy_axes.c (Megatron-Core's tp-cp-ep-dp-pp layout); check_cp_ep refuses
+ * degrees the model cannot take, in one line. */
 #include "model/mdl_strategy-int.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* How mdl_strategy_megatron's batch refusal begins: mdl_strategy_parse_spec recognises it and
+ * words it after the spec the user wrote (batch_splits). */
+#define BATCH_SPLIT_PREFIX "megatron: dp*mb = "
 
 /* Stage (model chunk) of each op for pp ranks of vp chunks each: equal numbers of layers per
  * chunk (Megatron requires pp * vp | layers); ops before the first layer go to chunk 0, after
@@ -142,7 +149,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   gint64 per_step = (gint64)cfg->dp * cfg->microbatch_size;
   if (graph->batch % per_step != 0) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
-                "megatron: dp*mb = %" G_GINT64_FORMAT " does not divide the global batch %"
+                BATCH_SPLIT_PREFIX "%" G_GINT64_FORMAT " does not divide the global batch %"
                 G_GINT64_FORMAT, per_step, graph->batch);
     return NULL;
   }
@@ -190,6 +197,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->sequence_parallel = cfg->sequence_parallel;
   s->framework = cfg->framework;
   s->overlap_param_gather = cfg->overlap_param_gather;
+  s->tp_overlap = cfg->tp_overlap;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -313,13 +321,13 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
                     "strategy %s: recompute=%s must be none, selective or full", family, value);
         return FALSE;
       }
-    } else if (strcmp(key, "overlap_param_gather") == 0) {
+    } else if (strcmp(key, "overlap_param_gather") == 0 || strcmp(key, "tp_overlap") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
-        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                    "strategy %s: overlap_param_gather=%s must be 0 or 1", family, value);
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s must be 0 or 1",
+                    family, key, value);
         return FALSE;
       }
-      cfg->overlap_param_gather = value[0] == '1';
+      *(key[0] == 't' ? &cfg->tp_overlap : &cfg->overlap_param_gather) = value[0] == '1';
     } else if (strcmp(key, "sp") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: sp=%s must be 0 or 1",
@@ -344,13 +352,52 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
                   "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather, "
-                  "framework)",
+                  "tp_overlap, framework)",
                   family, key);
       return FALSE;
     }
     if (!ok) return FALSE;
   }
   return TRUE;
+}
+
+/* The global batch must split into dp replicas of mb-sample microbatches. Checked here, where
+ * it is known which of dp and mb the user wrote in @spec and which were defaults, so that the
+ * message names the user's words and suggests a dp that works. */
+static gboolean batch_splits(const char *spec, const char *family, const MdlGraph *graph,
+                             const DevCluster *cluster, const MdlMegatronConfig *cfg,
+                             gboolean dp_given, GError **error) {
+  gint64 per_step = (gint64)cfg->dp * cfg->microbatch_size;
+  int ndev = dev_cluster_num_devices(cluster);
+  /* Degrees that do not fit the cluster are mdl_strategy_megatron's to refuse. */
+  if (per_step < 1 || graph->batch % per_step == 0 ||
+      (double)cfg->tp * cfg->pp * cfg->dp > ndev)
+    return TRUE;
+  g_autofree char *dp_from =
+      dp_given ? g_strdup_printf("%d data-parallel replicas (dp=%d)", cfg->dp, cfg->dp)
+               : g_strdup_printf("%d data-parallel replicas (dp defaults to cluster %s's %d GPUs "
+                                 "/ tp*pp = %d)", cfg->dp, cluster->name, ndev, cfg->tp * cfg->pp);
+  /* The largest dp that fits the devices and divides the batch into mb-sample microbatches. */
+  int suggest = 0;
+  for (int d = MIN(cfg->dp, ndev); d >= 1 && !suggest; d--)
+    if (graph->batch % ((gint64)d * cfg->microbatch_size) == 0) suggest = d;
+  g_autofree char *hint =
+      suggest == 0 ? g_strdup("")
+      : dp_given   ? g_strdup_printf("; dp=%d would", suggest)
+                   : g_strdup_printf("; dp=%d would (%s%sdp=%d)", suggest, spec,
+                                     strchr(spec, ':') ? "," : ":", suggest);
+  if (cfg->microbatch_size > 1 || strcmp(family, "megatron") == 0)
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "strategy %s: %s of %d-sample microbatches (mb=%d%s) do not divide model %s's "
+                "global batch of %" G_GINT64_FORMAT "%s",
+                spec, dp_from, cfg->microbatch_size, cfg->microbatch_size,
+                strstr(spec, "mb=") ? "" : ", the default", graph->name, graph->batch, hint);
+  else
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "strategy %s: %s do not divide model %s's global batch of %" G_GINT64_FORMAT
+                " samples evenly%s",
+                spec, dp_from, graph->name, graph->batch, hint);
+  return FALSE;
 }
 
 MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
@@ -388,7 +435,17 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
     cfg.microbatch_size = strcmp(family, "dp") == 0 && graph->batch % cfg.dp == 0
                               ? (int)MAX(1, graph->batch / cfg.dp) : 1;
   }
-  MdlStrategy *s = mdl_strategy_megatron(graph, cluster, &cfg, error);
+  /* The builder checks in its order (devices, heads, experts, then the batch); when the batch
+   * is what it refused, say it in the user's words (batch_splits). */
+  GError *refused = NULL;
+  MdlStrategy *s = mdl_strategy_megatron(graph, cluster, &cfg, &refused);
+  if (!s && g_error_matches(refused, MDL_ERROR, MDL_ERROR_STRATEGY) &&
+      g_str_has_prefix(refused->message, BATCH_SPLIT_PREFIX) &&
+      !batch_splits(spec, family, graph, cluster, &cfg, dp_given, error)) {
+    g_error_free(refused);
+    return NULL;
+  }
+  if (refused) g_propagate_error(error, refused);
   if (s) s->name = g_strdup(spec);
   return s;
 }

@@ -47,6 +47,7 @@ char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
   cJSON_AddStringToObject(root, "framework", mdl_framework_name(s->framework));
   cJSON_AddBoolToObject(root, "sequence_parallel", s->sequence_parallel);
   if (s->overlap_param_gather) cJSON_AddTrueToObject(root, "overlap_param_gather");
+  if (s->tp_overlap) cJSON_AddTrueToObject(root, "tp_overlap");
   cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
   for (guint m = 0; m < s->meshes->len; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
@@ -234,6 +235,8 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
   if (!get_bool(root, "sequence_parallel", &s->sequence_parallel, origin, error)) goto err;
   s->overlap_param_gather = FALSE;
   if (!get_bool(root, "overlap_param_gather", &s->overlap_param_gather, origin, error)) goto err;
+  s->tp_overlap = FALSE;
+  if (!get_bool(root, "tp_overlap", &s->tp_overlap, origin, error)) goto err;
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "bucket_mb");
   if (bucket) {
     double v = cJSON_GetNumberValue(bucket);

@@ -9,6 +9,8 @@
  * Values are positive decimal integers; every graph is validated before it is returned.
  */
 #include "model/mdl_zoo.h"
+#include "model/mdl_json_count.h"
+#include "model/mdl_zoo_moe.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -18,7 +20,7 @@
 /* Caps that reject absurd specs before anything is allocated (a graph holds ~12 ops a layer). */
 #define MAX_LAYERS 100000
 
-typedef enum { FAMILY_GPT, FAMILY_LLAMA, FAMILY_MLP, FAMILY_CNN, FAMILY_RESNET, FAMILY_INCEPTION, FAMILY_RNN, FAMILY_UNET } Family;
+typedef enum { FAMILY_GPT, FAMILY_LLAMA, FAMILY_MOE, FAMILY_MLP, FAMILY_CNN, FAMILY_RESNET, FAMILY_INCEPTION, FAMILY_RNN, FAMILY_UNET } Family;
 
 typedef struct {
   const char *name;
@@ -57,6 +59,20 @@ static const ZooEntry zoo[] = {
     {"qwen2.5-72b", FAMILY_LLAMA, "Qwen2.5 72B (Qwen2.5-72B config.json): 80 layers, hidden 8192, "
                                   "64 heads, 8 KV heads, SwiGLU 29568, vocab 152064 untied, seq "
                                   "4096, batch 128, flash attention; 7.271e+10 params"},
+    {"mixtral-8x7b", FAMILY_MOE, "Mixtral 8x7B (Mixtral-8x7B-v0.1 config.json): 32 layers, hidden "
+                                 "4096, 32 heads, 8 KV heads, 8 experts of SwiGLU 14336, top 2, "
+                                 "vocab 32000 untied, seq 4096, batch 256; @mixtral-8x7b"},
+    {"qwen2-57b-a14b", FAMILY_MOE, "Qwen2 57B-A14B (Qwen2-57B-A14B config.json): 28 layers, hidden "
+                                   "3584, 28 heads, 4 KV heads, 64 experts of 2560, top 8, a "
+                                   "shared expert of 20480, vocab 151936 untied, seq 4096, batch "
+                                   "256; @qwen2-57b-a14b"},
+    {"qwen1.5-moe-a2.7b", FAMILY_MOE, "Qwen1.5-MoE-A2.7B (config.json): 24 layers, hidden 2048, 16 "
+                                      "heads, 60 experts of 1408, top 4, a shared expert of 5632, "
+                                      "vocab 151936 untied, seq 4096, batch 256; @qwen1.5-moe-a2.7b"},
+    {"deepseek-v3", FAMILY_MOE, "DeepSeek-V3 (config.json): 61 layers (3 dense, SwiGLU 18432), hidden "
+                                "7168, 128 heads of multi-head latent attention (approximated: "
+                                "model/mdl_zoo_moe_model.c), 256 experts of 2048, top 8, a shared "
+                                "expert, vocab 129280 untied, seq 4096, batch 1024; @deepseek-v3"},
     {"mistral-7b", FAMILY_LLAMA, "Mistral 7B v0.1 (Mistral-7B-v0.1 config.json): 32 layers, hidden "
                                  "4096, 32 heads, 8 KV heads, SwiGLU 14336, vocab 32000 untied, seq "
                                  "4096, batch 128, flash attention; 7.242e+09 params"},
@@ -97,9 +113,23 @@ const char *const *mdl_zoo_names(void) {
   return names;
 }
 
+/* MoE descriptions end in "@NAME": the parameter count, computed once from the closed form
+ * (mdl_zoo_moe_model_params, which tests/test-moe.c checks against the built graphs). */
 const char *mdl_zoo_describe(const char *name) {
+  static char *moe[G_N_ELEMENTS(zoo)];
+  static gsize done = 0;
+  if (g_once_init_enter(&done)) {
+    for (guint i = 0; i < G_N_ELEMENTS(zoo); i++) {
+      const char *at = strrchr(zoo[i].description, '@');
+      if (zoo[i].family != FAMILY_MOE || !at) continue;
+      double params = mdl_zoo_moe_model_params(mdl_zoo_moe_named(at + 1));
+      moe[i] = g_strdup_printf("%.*s%.3e params", (int)(at - zoo[i].description),
+                               zoo[i].description, params);
+    }
+    g_once_init_leave(&done, 1);
+  }
   for (guint i = 0; name && i < G_N_ELEMENTS(zoo); i++)
-    if (strcmp(zoo[i].name, name) == 0) return zoo[i].description;
+    if (strcmp(zoo[i].name, name) == 0) return moe[i] ? moe[i] : zoo[i].description;
   return NULL;
 }
 
@@ -115,6 +145,19 @@ typedef struct {
 
 static const char *const tied_choices[] = {"0", "1", NULL};
 static const char *const attn_choices[] = {"unfused", "flash", NULL};
+
+/* The llama family's keys over @cfg into keys[0..LLAMA_KEYS) (shared with the moe family). */
+#define LLAMA_KEYS 11
+static void llama_keys(MdlLlamaConfig *cfg, SpecKey *keys) {
+  const SpecKey k[LLAMA_KEYS] = {
+      {"layers", &cfg->layers, FALSE, NULL},     {"hidden", &cfg->hidden, FALSE, NULL},
+      {"heads", &cfg->heads, FALSE, NULL},       {"kv_heads", &cfg->kv_heads, FALSE, NULL},
+      {"ffn", &cfg->ffn, FALSE, NULL},           {"seq", &cfg->seq, FALSE, NULL},
+      {"vocab", &cfg->vocab, FALSE, NULL},       {"batch", &cfg->batch, FALSE, NULL},
+      {"head_dim", &cfg->head_dim, FALSE, NULL}, {"tied", &cfg->tied, FALSE, tied_choices},
+      {"attn", &cfg->flash, FALSE, attn_choices}};
+  memcpy(keys, k, sizeof k);
+}
 
 static char *key_list(const SpecKey *keys, int nkeys) {
   GString *s = g_string_new(NULL);
@@ -133,7 +176,8 @@ static gboolean parse_value(const char *model, const char *key, const char *text
     return FALSE;
   }
   if (errno == ERANGE) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s=%s is out of range", model, key, text);
+    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID, "model %s: %s=%s is %s", model, key, text,
+                text[0] == '-' ? "not a positive integer" : "too large");
     return FALSE;
   }
   if (v <= 0) {
@@ -201,6 +245,7 @@ static MdlGraph *unknown_model(const char *name, GError **error) {
   for (guint i = 0; i < G_N_ELEMENTS(zoo); i++) g_string_append_printf(s, "%s%s", i ? ", " : "", zoo[i].name);
   g_set_error(error, MDL_ERROR, MDL_ERROR_UNKNOWN_MODEL,
               "unknown model \"%s\"; known models: %s (or gpt:key=value,..., llama:key=value,..., "
+              "moe:key=value,..., "
               "a .json graph path or a Hugging Face config.json)",
               name, s->str);
   g_string_free(s, TRUE);
@@ -212,13 +257,14 @@ static gboolean check_layers(const char *name, int64_t layers, GError **error);
 /* A Hugging Face config.json with the spec's overrides @args (may be NULL). */
 static MdlGraph *from_hf(const char *spec, const char *path, const char *text, const char *args,
                          GError **error) {
-  MdlLlamaConfig cfg;
+  MdlMoeModelConfig moe;
+  MdlLlamaConfig *cfg = &moe.base;
   gboolean has_batch, has_seq;
-  if (!mdl_zoo_hf_config(text, path, &cfg, &has_batch, &has_seq, error)) return NULL;
-  SpecKey keys[] = {{"batch", &cfg.batch, FALSE, NULL},
-                    {"seq", &cfg.seq, FALSE, NULL},
-                    {"layers", &cfg.layers, FALSE, NULL},
-                    {"attn", &cfg.flash, FALSE, attn_choices}};
+  if (!mdl_zoo_hf_config(text, path, &moe, &has_batch, &has_seq, error)) return NULL;
+  SpecKey keys[] = {{"batch", &cfg->batch, FALSE, NULL},
+                    {"seq", &cfg->seq, FALSE, NULL},
+                    {"layers", &cfg->layers, FALSE, NULL},
+                    {"attn", &cfg->flash, FALSE, attn_choices}};
   if (args && !parse_overrides(path, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
   if (!(has_batch || keys[0].seen) || !(has_seq || keys[1].seen)) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
@@ -226,8 +272,8 @@ static MdlGraph *from_hf(const char *spec, const char *path, const char *text, c
                 path, !(has_batch || keys[0].seen) ? "batch" : "seq", path);
     return NULL;
   }
-  if (!check_layers(path, cfg.layers, error)) return NULL;
-  return mdl_zoo_llama(spec, &cfg, error);
+  if (!check_layers(path, cfg->layers, error)) return NULL;
+  return moe.moe.experts > 0 ? mdl_zoo_moe_model(spec, &moe, error) : mdl_zoo_llama(spec, cfg, error);
 }
 
 /* @spec is PATH or PATH.json:key=value,... (overrides: Hugging Face configs only). */
@@ -240,7 +286,7 @@ static MdlGraph *from_file(const char *spec, GError **error) {
     return NULL;
   }
   char *text = NULL;
-  if (!mdl_read_json_file("model file", path, &text, error)) return NULL;
+  if (!mdl_read_model_json_file(path, &text, error)) return NULL;
   MdlGraph *g = NULL;
   if (mdl_zoo_hf_detect(text))
     g = from_hf(spec, path, text, args, error);
@@ -267,7 +313,8 @@ static MdlGraph *build(const char *spec, const char *name, const char *args, GEr
     if (strcmp(zoo[i].name, name) == 0) entry = &zoo[i];
   gboolean gpt = strcmp(name, "gpt") == 0 || (entry && entry->family == FAMILY_GPT);
   gboolean llama = strcmp(name, "llama") == 0 || (entry && entry->family == FAMILY_LLAMA);
-  if (!entry && !gpt && !llama) return unknown_model(name, error);
+  gboolean moe = strcmp(name, "moe") == 0 || (entry && entry->family == FAMILY_MOE);
+  if (!entry && !gpt && !llama && !moe) return unknown_model(name, error);
   if (gpt) {
     MdlGptConfig cfg = *mdl_zoo_gpt_named(entry ? name : "gpt3-125m");
     SpecKey keys[] = {{"layers", &cfg.layers, FALSE, NULL}, {"hidden", &cfg.hidden, FALSE, NULL},
@@ -280,15 +327,31 @@ static MdlGraph *build(const char *spec, const char *name, const char *args, GEr
   }
   if (llama) {
     MdlLlamaConfig cfg = *mdl_zoo_llama_named(entry ? name : "llama3-8b");
-    SpecKey keys[] = {{"layers", &cfg.layers, FALSE, NULL},     {"hidden", &cfg.hidden, FALSE, NULL},
-                      {"heads", &cfg.heads, FALSE, NULL},       {"kv_heads", &cfg.kv_heads, FALSE, NULL},
-                      {"ffn", &cfg.ffn, FALSE, NULL},           {"seq", &cfg.seq, FALSE, NULL},
-                      {"vocab", &cfg.vocab, FALSE, NULL},       {"batch", &cfg.batch, FALSE, NULL},
-                      {"head_dim", &cfg.head_dim, FALSE, NULL}, {"tied", &cfg.tied, FALSE, tied_choices},
-                      {"attn", &cfg.flash, FALSE, attn_choices}};
+    SpecKey keys[LLAMA_KEYS];
+    llama_keys(&cfg, keys);
     if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
     if (!check_layers(name, cfg.layers, error)) return NULL;
     return mdl_zoo_llama(spec, &cfg, error);
+  }
+  if (moe) {
+    MdlMoeModelConfig cfg = *mdl_zoo_moe_named(entry ? name : "mixtral-8x7b");
+    MdlMoeConfig *m = &cfg.moe;
+    SpecKey keys[LLAMA_KEYS + 11] = {
+        [LLAMA_KEYS] = {"experts", &m->experts, FALSE, NULL},
+        {"top_k", &m->top_k, FALSE, NULL},
+        {"moe_ffn", &m->expert_ffn, FALSE, NULL},
+        {"shared_ffn", &m->shared_ffn, FALSE, NULL},
+        {"capacity", &m->capacity_pct, FALSE, NULL},
+        {"skew", &m->skew_pct, FALSE, NULL},
+        {"dense_layers", &cfg.dense_layers, FALSE, NULL},
+        {"q_rank", &cfg.q_rank, FALSE, NULL},
+        {"kv_rank", &cfg.kv_rank, FALSE, NULL},
+        {"rope_dim", &cfg.rope_dim, FALSE, NULL},
+        {"v_head_dim", &cfg.v_head_dim, FALSE, NULL}};
+    llama_keys(&cfg.base, keys);
+    if (args && !parse_overrides(name, args, keys, G_N_ELEMENTS(keys), error)) return NULL;
+    if (!check_layers(name, cfg.base.layers, error)) return NULL;
+    return mdl_zoo_moe_model(spec, &cfg, error);
   }
   if (entry->family == FAMILY_MLP) {
     int64_t layers = 4, hidden = 1024, batch = 64;

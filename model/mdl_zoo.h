@@ -40,14 +40,8 @@ MdlGraph *mdl_zoo_llama(const char *name, const MdlLlamaConfig *cfg, GError **er
 double mdl_zoo_llama_params(const MdlLlamaConfig *cfg);
 
 /* Hugging Face config.json (mdl_zoo_hf.c). Whether @text looks like one: a JSON object with
- * "architectures" or "model_type" and no "ops". */
+ * "architectures" or "model_type" and no "ops". (mdl_zoo_hf_config: model/mdl_zoo_moe.h.) */
 gboolean mdl_zoo_hf_detect(const char *text);
-/* Fills @cfg from the config.json @text (@path names it in errors); @has_batch / @has_seq say
- * whether the file gave stratsim's "batch" / "seq" keys (else those stay 0). FALSE with an
- * error naming the field for a missing or bad field, a mixture-of-experts or an unsupported
- * architecture. */
-gboolean mdl_zoo_hf_config(const char *text, const char *path, MdlLlamaConfig *cfg,
-                           gboolean *has_batch, gboolean *has_seq, GError **error);
 
 /* L dense hidden x hidden layers and a softmax cross-entropy over hidden classes. */
 MdlGraph *mdl_zoo_mlp(const char *name, int64_t layers, int64_t hidden, int64_t batch,
@@ -121,6 +115,9 @@ typedef struct {
 #define MDL_ZOO_UNSAVED 0x4 /* the backward reads no input (an add, a rotation) */
 /* Norm over hidden with a [@rows, h] weight: 2 for LayerNorm (gamma, beta), 1 for RMSNorm. */
 int mdl_zoo_seq_norm(MdlZooSeq *B, const char *leaf, int x, int64_t rows);
+/* Appends a linear layer's dims to @op: n (PARAMETER, the output features) and k (REDUCTION),
+ * and sets its tp_dim: k for Megatron's row parallel (@row), else n (column parallel). */
+void mdl_zoo_linear_dims(MdlOp *op, int64_t k, int64_t n, gboolean row);
 /* y[b,s,n] = x[b,s,k] W[k,n]; @row: Megatron row parallel (split k), else column (split n). */
 int mdl_zoo_seq_linear(MdlZooSeq *B, const char *leaf, int x, int64_t k, int64_t n, gboolean row);
 /* An elementwise op over [b,s,width] (dim @dim) of @x and, if >= 0, @other (read with the same
@@ -143,6 +140,20 @@ int mdl_zoo_seq_embedding(MdlZooSeq *B, int tokens, int64_t vocab, int *table);
 /* lm_head (logits = x . table^T, @table [vocab,h]) and the vocab-parallel cross-entropy
  * "loss" over @labels [b,s]; returns the loss tensor. */
 int mdl_zoo_seq_output(MdlZooSeq *B, int x, int labels, int64_t vocab, int table);
+
+/* --- llama pieces (mdl_zoo_llama.c), shared with the moe family (mdl_zoo_moe_model.c) --- */
+/* One decoder layer over its input @x; @data is the builder's. Returns the layer's output. */
+typedef int (*MdlZooLayerFunc)(MdlZooSeq *B, int x, gconstpointer data);
+/* The llama graph (embedding, ln_f, lm_head, loss, sizes checked as mdl_zoo_llama does) with
+ * @layer building each of @cfg's layers; the graph's family is @family (copied). */
+MdlGraph *mdl_zoo_llama_with_layers(const char *name, const MdlLlamaConfig *cfg,
+                                    const char *family, MdlZooLayerFunc layer,
+                                    gconstpointer data, GError **error);
+/* llama's attention over the normalised @x: qkv, rope (Q) and rope_kv (K, V), the core;
+ * returns the context [b, s, heads * head_dim]. */
+int mdl_zoo_llama_attention(MdlZooSeq *B, int x, const MdlLlamaConfig *cfg);
+/* llama's SwiGLU MLP of width @ffn over @x (fc1, swiglu, fc2) and residual2 adding @residual. */
+int mdl_zoo_llama_mlp(MdlZooSeq *B, int x, int residual, int64_t ffn);
 
 /* --- op building (mdl_zoo.c) --- */
 /* Clears @op and sets its name (not copied: mdl_graph_add_op copies it), kind, layer;

@@ -8,8 +8,17 @@
  *    (required); num_key_value_heads (default num_attention_heads), head_dim (default
  *    hidden_size / num_attention_heads), tie_word_embeddings (default false in all three),
  *    hidden_act (must be "silu": the SwiGLU MLP).
- *  - MixtralForCausalLM, Qwen2MoeForCausalLM, DeepseekV3ForCausalLM (and their model_types):
- *    mixtures of experts, refused with an error saying so (the dense family cannot hold them).
+ *  - MixtralForCausalLM / mixtral, Qwen2MoeForCausalLM / qwen2_moe, DeepseekV3ForCausalLM /
+ *    deepseek_v3: the moe family (mdl_zoo_moe_model.c), the fields above plus: Mixtral's
+ *    num_local_experts, num_experts_per_tok and intermediate_size (each expert's width);
+ *    Qwen2-MoE's num_experts, num_experts_per_tok, moe_intermediate_size and
+ *    shared_expert_intermediate_size (optional); DeepSeek-V3's n_routed_experts,
+ *    num_experts_per_tok, moe_intermediate_size, n_shared_experts (optional, each
+ *    moe_intermediate_size wide), first_k_dense_replace (optional: dense layers first, of
+ *    intermediate_size), and its multi-head latent attention: q_lora_rank, kv_lora_rank,
+ *    qk_nope_head_dim (the head_dim), qk_rope_head_dim, v_head_dim. Routing is dropless and
+ *    uniform (capacity and skew keys of the moe family are not read from the file); DeepSeek's
+ *    group-limited routing (n_group, topk_group) and Qwen's shared-expert gate are not modeled.
  * Training shape: "batch" and "seq" (stratsim's keys, not transformers') in the file or
  * after the path (path.json:batch=B,seq=S, which win); neither has a default:
  * max_position_embeddings is the longest context, not the training sequence.
@@ -18,7 +27,7 @@
  * when seq <= the window), Qwen2's Q/K/V biases, rope_scaling and other numerics.
  * Errors are MDL_ERROR_INVALID or MDL_ERROR_PARSE naming the file and the field.
  */
-#include "model/mdl_zoo.h"
+#include "model/mdl_zoo_moe.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -84,7 +93,34 @@ static int arch_index(const char *const table[][2], int n, const char *name, gbo
   return -1;
 }
 
-gboolean mdl_zoo_hf_config(const char *text, const char *path, MdlLlamaConfig *cfg,
+/* The MoE fields of architecture @moe (an index into moe_archs) into @cfg. */
+static gboolean moe_fields(const cJSON *root, const char *path, int moe, MdlMoeModelConfig *cfg,
+                           GError **error) {
+  MdlMoeConfig *m = &cfg->moe;
+  static const char *const experts_key[] = {"num_local_experts", "num_experts", "n_routed_experts"};
+  if (!int_field(root, path, experts_key[moe], TRUE, &m->experts, error) ||
+      !int_field(root, path, "num_experts_per_tok", TRUE, &m->top_k, error))
+    return FALSE;
+  if (moe == 0) {
+    m->expert_ffn = cfg->base.ffn;
+    return TRUE;
+  }
+  if (!int_field(root, path, "moe_intermediate_size", TRUE, &m->expert_ffn, error)) return FALSE;
+  if (moe == 1) return int_field(root, path, "shared_expert_intermediate_size", FALSE, &m->shared_ffn, error);
+  int64_t shared = 0;
+  if (!int_field(root, path, "n_shared_experts", FALSE, &shared, error) ||
+      !int_field(root, path, "first_k_dense_replace", FALSE, &cfg->dense_layers, error) ||
+      !int_field(root, path, "q_lora_rank", TRUE, &cfg->q_rank, error) ||
+      !int_field(root, path, "kv_lora_rank", TRUE, &cfg->kv_rank, error) ||
+      !int_field(root, path, "qk_nope_head_dim", TRUE, &cfg->base.head_dim, error) ||
+      !int_field(root, path, "qk_rope_head_dim", TRUE, &cfg->rope_dim, error) ||
+      !int_field(root, path, "v_head_dim", TRUE, &cfg->v_head_dim, error))
+    return FALSE;
+  m->shared_ffn = shared * m->expert_ffn;
+  return TRUE;
+}
+
+gboolean mdl_zoo_hf_config(const char *text, const char *path, MdlMoeModelConfig *cfg,
                            gboolean *has_batch, gboolean *has_seq, GError **error) {
   cJSON *root = cJSON_Parse(text);
   gboolean ok = FALSE, is_type;
@@ -96,17 +132,12 @@ gboolean mdl_zoo_hf_config(const char *text, const char *path, MdlLlamaConfig *c
   const char *arch = architecture(root, path, &is_type, error);
   if (!arch) goto out;
   const char *field = is_type ? "model_type" : "architectures";
-  if (arch_index(moe_archs, G_N_ELEMENTS(moe_archs), arch, is_type) >= 0) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID,
-                "%s: field '%s' is \"%s\", a mixture of experts, which needs the MoE family (the "
-                "dense llama family reads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)",
-                path, field, arch);
-    goto out;
-  }
-  if (arch_index(dense_archs, G_N_ELEMENTS(dense_archs), arch, is_type) < 0) {
+  int moe = arch_index(moe_archs, G_N_ELEMENTS(moe_archs), arch, is_type);
+  if (moe < 0 && arch_index(dense_archs, G_N_ELEMENTS(dense_archs), arch, is_type) < 0) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_INVALID,
                 "%s: field '%s' is \"%s\", not a supported architecture (LlamaForCausalLM, "
-                "MistralForCausalLM, Qwen2ForCausalLM)",
+                "MistralForCausalLM, Qwen2ForCausalLM, MixtralForCausalLM, Qwen2MoeForCausalLM, "
+                "DeepseekV3ForCausalLM)",
                 path, field, arch);
     goto out;
   }
@@ -141,8 +172,8 @@ gboolean mdl_zoo_hf_config(const char *text, const char *path, MdlLlamaConfig *c
   if (!int_field(root, path, "batch", FALSE, &c.batch, error) ||
       !int_field(root, path, "seq", FALSE, &c.seq, error))
     goto out;
-  *cfg = c;
-  ok = TRUE;
+  *cfg = (MdlMoeModelConfig){.base = c};
+  ok = moe < 0 || moe_fields(root, path, moe, cfg, error);
 out:
   cJSON_Delete(root);
   return ok;

@@ -129,13 +129,20 @@ static int qkv_projection(MdlZooSeq *B, int x, const MdlLlamaConfig *c, int64_t 
   return y;
 }
 
-static int rope(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, int64_t width) {
+/* RoPE over one part of each group of the QKV projection @qkv: its r query heads ("rope",
+ * width r dh, every element rotated) or its key and value ("rope_kv", width 2 dh, the key
+ * rotated, the value passed through). Two outputs so that what reads only K and V (context
+ * parallelism's key/value all-gather) moves only them; the op reads its slice of each group
+ * (a gather: model/mdl_graph.h). */
+static int rope(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, gboolean kv) {
   char name[96];
   MdlOp op;
-  int y = grouped_op(B, &op, "rope", MDL_OP_ELEMENTWISE, c, width, MDL_ROLE_ATTRIBUTE, name);
-  int64_t r = c->heads / c->kv_heads;
-  op.flops_per_element = 3.0 * (double)(r + 1) / (double)(r + 2); /* Q and K of each group */
+  int64_t dh = head_dim_of(c), width = kv ? 2 * dh : c->heads / c->kv_heads * dh;
+  int y = grouped_op(B, &op, kv ? "rope_kv" : "rope", MDL_OP_ELEMENTWISE, c, width,
+                     MDL_ROLE_ATTRIBUTE, name);
+  op.flops_per_element = kv ? 1.5 : 3.0; /* rotated elements: 3 FLOPs each */
   op.unsaved_inputs = 0x1;
+  op.gather = TRUE;
   mdl_zoo_input(&op, qkv, "b,s,groups,w");
   mdl_graph_add_op(B->g, &op);
   return y;
@@ -154,7 +161,7 @@ static void gqa_dims(MdlZooSeq *B, MdlOp *op, const char *leaf, MdlOpKind kind,
 }
 
 /* Unfused: scores = Q K^T, softmax (scale and causal mask folded in), context = P V. */
-static int attention_unfused(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, int64_t dh) {
+static int attention_unfused(MdlZooSeq *B, int q, int kv, const MdlLlamaConfig *c, int64_t dh) {
   char name[96];
   int64_t g = c->kv_heads, r = c->heads / c->kv_heads;
   g_snprintf(name, sizeof name, "%sattn_scores", B->prefix);
@@ -163,8 +170,8 @@ static int attention_unfused(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, int
   gqa_dims(B, &op, "attn_scores", MDL_OP_BATCH_MATMUL, c, name);
   mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
   mdl_zoo_dim(&op, "dh", dh, MDL_ROLE_REDUCTION, FALSE);
-  mdl_zoo_input(&op, qkv, "b,sq,groups,-"); /* Q */
-  mdl_zoo_input(&op, qkv, "b,sk,groups,-"); /* K */
+  mdl_zoo_input(&op, q, "b,sq,groups,-"); /* Q */
+  mdl_zoo_input(&op, kv, "b,sk,groups,-"); /* K */
   mdl_zoo_output(&op, scores, "b,groups,per_group,sq,sk");
   mdl_graph_add_op(B->g, &op);
 
@@ -182,13 +189,13 @@ static int attention_unfused(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, int
   mdl_zoo_dim(&op, "dh", dh, MDL_ROLE_ATTRIBUTE, FALSE);
   mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_REDUCTION, TRUE);
   mdl_zoo_input(&op, probs, "b,groups,per_group,sq,sk");
-  mdl_zoo_input(&op, qkv, "b,sk,groups,-"); /* V */
+  mdl_zoo_input(&op, kv, "b,sk,groups,-"); /* V */
   mdl_zoo_output(&op, context, "b,sq,groups");
   mdl_graph_add_op(B->g, &op);
   return context;
 }
 
-static int attention_flash(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, int64_t dh) {
+static int attention_flash(MdlZooSeq *B, int q, int kv, const MdlLlamaConfig *c, int64_t dh) {
   char name[96];
   g_snprintf(name, sizeof name, "%sattn_flash", B->prefix);
   int context = mdl_zoo_activation(B->g, name, 3, B->b, B->s, c->heads * dh);
@@ -196,28 +203,39 @@ static int attention_flash(MdlZooSeq *B, int qkv, const MdlLlamaConfig *c, int64
   gqa_dims(B, &op, "attn_flash", MDL_OP_BATCH_MATMUL, c, name);
   mdl_zoo_dim(&op, "dh", dh, MDL_ROLE_ATTRIBUTE, FALSE);
   mdl_zoo_dim(&op, "sk", B->s, MDL_ROLE_REDUCTION, TRUE);
-  mdl_zoo_input(&op, qkv, "b,sq,groups,-"); /* Q */
-  mdl_zoo_input(&op, qkv, "b,sk,groups,-"); /* K */
-  mdl_zoo_input(&op, qkv, "b,sk,groups,-"); /* V */
+  mdl_zoo_input(&op, q, "b,sq,groups,-"); /* Q */
+  mdl_zoo_input(&op, kv, "b,sk,groups,-"); /* K */
+  mdl_zoo_input(&op, kv, "b,sk,groups,-"); /* V */
   mdl_zoo_output(&op, context, "b,sq,groups");
   op.flops = 0.5 * 4.0 * (double)B->b * (double)c->heads * (double)B->s * (double)B->s * (double)dh;
   mdl_graph_add_op(B->g, &op);
   return context;
 }
 
-static int llama_layer(MdlZooSeq *B, int x, const MdlLlamaConfig *c) {
-  int64_t h = B->h, a = c->heads, g = c->kv_heads, dh = head_dim_of(c), f = c->ffn;
-  int64_t width = (a / g + 2) * dh; /* one query group's Q, K, V */
-  int ln1 = mdl_zoo_seq_norm(B, "ln1", x, 1);
-  int qkv = rope(B, qkv_projection(B, ln1, c, width), c, width);
-  int context = c->flash ? attention_flash(B, qkv, c, dh) : attention_unfused(B, qkv, c, dh);
-  int proj = mdl_zoo_seq_linear(B, "attn_proj", context, a * dh, h, TRUE);
-  int res1 = mdl_zoo_seq_pointwise(B, "residual1", proj, x, "h", h, 1.0, MDL_ZOO_UNSAVED);
-  int ln2 = mdl_zoo_seq_norm(B, "ln2", res1, 1);
-  int fc1 = mdl_zoo_seq_linear(B, "fc1", ln2, h, 2 * f, FALSE);
+int mdl_zoo_llama_attention(MdlZooSeq *B, int x, const MdlLlamaConfig *c) {
+  int64_t a = c->heads, g = c->kv_heads, dh = head_dim_of(c);
+  int qkv = qkv_projection(B, x, c, (a / g + 2) * dh); /* one query group's Q, K, V */
+  int q = rope(B, qkv, c, FALSE), kv = rope(B, qkv, c, TRUE);
+  return c->flash ? attention_flash(B, q, kv, c, dh) : attention_unfused(B, q, kv, c, dh);
+}
+
+int mdl_zoo_llama_mlp(MdlZooSeq *B, int x, int residual, int64_t f) {
+  int64_t h = B->h;
+  int fc1 = mdl_zoo_seq_linear(B, "fc1", x, h, 2 * f, FALSE);
   int swiglu = mdl_zoo_seq_pointwise(B, "swiglu", fc1, -1, "f", f, 5.0, MDL_ZOO_TP);
   int fc2 = mdl_zoo_seq_linear(B, "fc2", swiglu, f, h, TRUE);
-  return mdl_zoo_seq_pointwise(B, "residual2", fc2, res1, "h", h, 1.0, MDL_ZOO_UNSAVED);
+  return mdl_zoo_seq_pointwise(B, "residual2", fc2, residual, "h", h, 1.0, MDL_ZOO_UNSAVED);
+}
+
+static int llama_layer(MdlZooSeq *B, int x, gconstpointer data) {
+  const MdlLlamaConfig *c = data;
+  int64_t h = B->h;
+  int ln1 = mdl_zoo_seq_norm(B, "ln1", x, 1);
+  int context = mdl_zoo_llama_attention(B, ln1, c);
+  int proj = mdl_zoo_seq_linear(B, "attn_proj", context, c->heads * head_dim_of(c), h, TRUE);
+  int res1 = mdl_zoo_seq_pointwise(B, "residual1", proj, x, "h", h, 1.0, MDL_ZOO_UNSAVED);
+  int ln2 = mdl_zoo_seq_norm(B, "ln2", res1, 1);
+  return mdl_zoo_llama_mlp(B, ln2, res1, c->ffn);
 }
 
 static gboolean invalid(GError **error, const char *name, const char *why) {
@@ -247,14 +265,19 @@ static gboolean check_sizes(const char *name, const MdlLlamaConfig *c, GError **
 }
 
 MdlGraph *mdl_zoo_llama(const char *name, const MdlLlamaConfig *c, GError **error) {
+  return mdl_zoo_llama_with_layers(name, c, "llama", llama_layer, c, error);
+}
+
+MdlGraph *mdl_zoo_llama_with_layers(const char *name, const MdlLlamaConfig *c, const char *family,
+                                    MdlZooLayerFunc layer, gconstpointer data, GError **error) {
   if (!check_sizes(name, c, error)) return NULL;
   MdlZooSeq B = {.b = c->batch, .s = c->seq, .h = c->hidden};
   int labels, table;
-  int x = mdl_zoo_seq_begin(&B, name, "llama", c->layers, c->heads, c->vocab, &labels, &table);
+  int x = mdl_zoo_seq_begin(&B, name, family, c->layers, c->heads, c->vocab, &labels, &table);
   MdlGraph *g = B.g;
   for (int l = 0; l < c->layers; l++) {
     mdl_zoo_seq_enter_layer(&B, l);
-    x = llama_layer(&B, x, c);
+    x = layer(&B, x, data);
   }
   mdl_zoo_seq_enter_layer(&B, -1);
   x = mdl_zoo_seq_norm(&B, "ln_f", x, 1);

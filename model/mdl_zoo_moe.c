@@ -41,6 +41,7 @@ int64_t mdl_moe_capacity(const MdlMoeConfig *moe, int64_t seq) {
   /* In double: s * k * pct may pass int64 for absurd inputs, which the caller's size checks
    * then refuse. */
   double c = (double)seq * (double)moe->top_k * (double)pct / (100.0 * (double)moe->experts);
+  if (!(c < (double)MDL_MAX_ELEMENTS)) return MDL_MAX_ELEMENTS; /* the size checks refuse it */
   double whole = (double)(int64_t)c;
   return (int64_t)(whole < c ? whole + 1 : whole);
 }
@@ -74,46 +75,15 @@ double mdl_moe_block_params(const MdlMoeConfig *moe, int64_t hidden) {
          + 3.0 * h * (double)moe->shared_ffn;                           /* shared experts */
 }
 
-static const char *op_name(const MdlMoeSite *site, const char *leaf, const char *suffix,
+static const char *op_name(const MdlZooSeq *site, const char *leaf, const char *suffix,
                            char *buf) {
   g_snprintf(buf, 96, "%s%s%s", site->prefix, leaf, suffix);
   return buf;
 }
 
-/* An op over the token layout [b,s,width]: a linear layer (@k > 0: y = x . W[k,width], @row
- * picks Megatron's row parallel split of k, else the column split of width) or, @k == 0, the
- * SwiGLU of @x [b,s,2 width]. */
-static int token_op(const MdlMoeSite *site, const char *leaf, int x, int64_t k, int64_t width,
-                    gboolean row) {
-  char name[96];
-  MdlOp op;
-  int w = -1;
-  if (k > 0) w = mdl_zoo_weight(site->g, op_name(site, leaf, ".weight", name), 2, k, width);
-  int y = mdl_zoo_activation(site->g, op_name(site, leaf, "", name), 3, site->b, site->s, width);
-  mdl_zoo_op_init(&op, name, k > 0 ? MDL_OP_MATMUL : MDL_OP_ELEMENTWISE, site->layer);
-  mdl_zoo_dim(&op, "b", site->b, MDL_ROLE_SAMPLE, TRUE);
-  mdl_zoo_dim(&op, "s", site->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  if (k > 0) {
-    int dn = mdl_zoo_dim(&op, "n", width, MDL_ROLE_PARAMETER, TRUE);
-    int dk = mdl_zoo_dim(&op, "k", k, MDL_ROLE_REDUCTION, TRUE);
-    op.tp_dim = row ? dk : dn;
-    mdl_zoo_input(&op, x, "b,s,k");
-    mdl_zoo_input(&op, w, "k,n");
-    mdl_zoo_output(&op, y, "b,s,n");
-  } else {
-    /* silu(g) * u: sigmoid (exp, add, divide), two multiplies: 5 FLOPs an output element. */
-    op.tp_dim = mdl_zoo_dim(&op, "f", width, MDL_ROLE_ATTRIBUTE, TRUE);
-    op.flops_per_element = 5.0;
-    mdl_zoo_input(&op, x, "b,s,f");
-    mdl_zoo_output(&op, y, "b,s,f");
-  }
-  mdl_graph_add_op(site->g, &op);
-  return y;
-}
-
 /* An op over the expert layout [b,E,c,width]: a grouped GEMM (@k > 0, weight [E,k,width]) or,
  * @k == 0, the SwiGLU of [b,E,c,2 width]. */
-static int expert_op(const MdlMoeSite *site, const char *leaf, int x, int64_t experts,
+static int expert_op(MdlZooSeq *site, const char *leaf, int x, int64_t experts,
                      int64_t capacity, int64_t k, int64_t width, gboolean row) {
   char name[96];
   MdlOp op;
@@ -127,15 +97,13 @@ static int expert_op(const MdlMoeSite *site, const char *leaf, int x, int64_t ex
   mdl_zoo_dim(&op, "e", experts, k > 0 ? MDL_ROLE_PARAMETER : MDL_ROLE_ATTRIBUTE, TRUE);
   mdl_zoo_dim(&op, "c", capacity, MDL_ROLE_ATTRIBUTE, TRUE);
   if (k > 0) {
-    int dn = mdl_zoo_dim(&op, "n", width, MDL_ROLE_PARAMETER, TRUE);
-    int dk = mdl_zoo_dim(&op, "k", k, MDL_ROLE_REDUCTION, TRUE);
-    op.tp_dim = row ? dk : dn;
+    mdl_zoo_linear_dims(&op, k, width, row);
     mdl_zoo_input(&op, x, "b,e,c,k");
     mdl_zoo_input(&op, w, "e,k,n");
     mdl_zoo_output(&op, y, "b,e,c,n");
   } else {
     op.tp_dim = mdl_zoo_dim(&op, "f", width, MDL_ROLE_ATTRIBUTE, TRUE);
-    op.flops_per_element = 5.0; /* as token_op's SwiGLU */
+    op.flops_per_element = 5.0; /* silu(gate) x up, as llama's swiglu */
     mdl_zoo_input(&op, x, "b,e,c,f");
     mdl_zoo_output(&op, y, "b,e,c,f");
   }
@@ -143,11 +111,11 @@ static int expert_op(const MdlMoeSite *site, const char *leaf, int x, int64_t ex
   return y;
 }
 
-int mdl_zoo_moe_mlp(const MdlMoeSite *site, const MdlMoeConfig *moe, int x, int residual) {
+int mdl_zoo_moe_mlp(MdlZooSeq *site, const MdlMoeConfig *moe, int x, int residual) {
   char name[96];
   MdlOp op;
   int64_t E = moe->experts, c = mdl_moe_capacity(moe, site->s), f = moe->expert_ffn;
-  int logits = token_op(site, "router", x, site->h, E, FALSE);
+  int logits = mdl_zoo_seq_linear(site, "router", x, site->h, E, FALSE);
   /* The router is replicated on the tensor-parallel axis: no tp_dim. */
   mdl_graph_op(site->g, mdl_graph_num_ops(site->g) - 1)->tp_dim = -1;
 
@@ -171,9 +139,10 @@ int mdl_zoo_moe_mlp(const MdlMoeSite *site, const MdlMoeConfig *moe, int x, int 
 
   int shared = -1;
   if (moe->shared_ffn > 0) {
-    int s_up = token_op(site, "shared_fc1", x, site->h, 2 * moe->shared_ffn, FALSE);
-    int s_act = token_op(site, "shared_act", s_up, 0, moe->shared_ffn, FALSE);
-    shared = token_op(site, "shared_fc2", s_act, moe->shared_ffn, site->h, TRUE);
+    int64_t fs = moe->shared_ffn;
+    int s_up = mdl_zoo_seq_linear(site, "shared_fc1", x, site->h, 2 * fs, FALSE);
+    int s_act = mdl_zoo_seq_pointwise(site, "shared_act", s_up, -1, "f", fs, 5.0, MDL_ZOO_TP);
+    shared = mdl_zoo_seq_linear(site, "shared_fc2", s_act, fs, site->h, TRUE);
   }
 
   int y = mdl_zoo_activation(site->g, op_name(site, "moe_combine", "", name), 3, site->b,

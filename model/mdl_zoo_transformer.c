@@ -28,6 +28,12 @@ int mdl_zoo_seq_norm(MdlZooSeq *B, const char *leaf, int x, int64_t rows) {
   return y;
 }
 
+void mdl_zoo_linear_dims(MdlOp *op, int64_t k, int64_t n, gboolean row) {
+  int dn = mdl_zoo_dim(op, "n", n, MDL_ROLE_PARAMETER, TRUE);
+  int dk = mdl_zoo_dim(op, "k", k, MDL_ROLE_REDUCTION, TRUE);
+  op->tp_dim = row ? dk : dn;
+}
+
 int mdl_zoo_seq_linear(MdlZooSeq *B, const char *leaf, int x, int64_t k, int64_t n, gboolean row) {
   char name[96];
   g_snprintf(name, sizeof name, "%s%s.weight", B->prefix, leaf);
@@ -38,9 +44,7 @@ int mdl_zoo_seq_linear(MdlZooSeq *B, const char *leaf, int x, int64_t k, int64_t
   mdl_zoo_op_init(&op, name, MDL_OP_MATMUL, B->layer);
   mdl_zoo_dim(&op, "b", B->b, MDL_ROLE_SAMPLE, TRUE);
   mdl_zoo_dim(&op, "s", B->s, MDL_ROLE_ATTRIBUTE, TRUE);
-  int dn = mdl_zoo_dim(&op, "n", n, MDL_ROLE_PARAMETER, TRUE);
-  int dk = mdl_zoo_dim(&op, "k", k, MDL_ROLE_REDUCTION, TRUE);
-  op.tp_dim = row ? dk : dn;
+  mdl_zoo_linear_dims(&op, k, n, row);
   mdl_zoo_input(&op, x, "b,s,k");
   mdl_zoo_input(&op, w, "k,n");
   mdl_zoo_output(&op, y, "b,s,n");

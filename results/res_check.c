@@ -6,21 +6,10 @@
  * version promises exist, and counts the rows of every table. A run killed mid-write leaves its
  * transaction in the WAL uncommitted; SQLite rolls it back on open, so a killed stratsim shows
  * up here as consistent, without the partial rows. */
-#include "results/res_db.h"
+#include "results/res_db-int.h"
 
 #include <sqlite3.h>
 #include <string.h>
-
-/* The tables each schema version adds (res_db.c, migrations[]). */
-static const char *const tables_of_version[RES_SCHEMA_VERSION][3] = {
-    {"runs", "predictions", NULL},
-    {"calibrations", NULL, NULL},
-    {"op_profiles", NULL, NULL},
-    {"search_runs", "search_convergence", NULL},
-    {"scenarios", "points", NULL},
-    {"validate_runs", "validate_steps", NULL},
-    {NULL, NULL, NULL}, /* v7: columns only (host_bound_s) */
-};
 
 void res_db_check_free(ResDbCheck *check) {
   if (!check) return;
@@ -69,6 +58,10 @@ static gint64 count_rows(sqlite3 *sql, const char *table) {
 
 ResDbCheck *res_db_check(const char *path, GError **error) {
   g_return_val_if_fail(path != NULL, NULL);
+  if (g_file_test(path, G_FILE_TEST_IS_DIR)) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "%s is a directory, not a database file", path);
+    return NULL;
+  }
   if (!g_file_test(path, G_FILE_TEST_IS_REGULAR)) {
     g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "no database file %s", path);
     return NULL;
@@ -88,14 +81,17 @@ ResDbCheck *res_db_check(const char *path, GError **error) {
   }
   sqlite3_busy_timeout(sql, 10000);
   sqlite3_stmt *st = NULL;
-  int version = -1;
+  int version = 0;
+  gboolean read = FALSE;
   /* The first read looks at the file header: a file that is not a database fails here. */
   if (sqlite3_prepare_v2(sql, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
+      sqlite3_step(st) == SQLITE_ROW) {
     version = sqlite3_column_int(st, 0);
+    read = TRUE;
+  }
   sqlite3_finalize(st);
   st = NULL;
-  if (version < 0) {
+  if (!read) {
     g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "%s is not a SQLite database (%s)", path,
                 sqlite3_errmsg(sql));
     sqlite3_close(sql);
@@ -128,9 +124,27 @@ ResDbCheck *res_db_check(const char *path, GError **error) {
                       g_strdup_printf("table %s cannot be read: %s", table, sqlite3_errmsg(sql)));
     g_array_append_val(check->rows, n);
   }
+  /* A version this stratsim cannot vouch for is a problem, not a pass: a newer stratsim's
+   * tables are not known here, a negative one no stratsim writes, tables of later versions
+   * under an older number mean user_version was changed by hand (the next write would fail). */
+  int added_in = 0;
+  const char *ahead = version >= 0 && version < RES_SCHEMA_VERSION
+                          ? res_table_ahead_of_version(sql, version, &added_in) : NULL;
+  if (version > RES_SCHEMA_VERSION)
+    g_ptr_array_add(check->problems,
+                    g_strdup_printf("schema version %d is newer than this stratsim's %d: its tables "
+                                    "cannot be checked here", version, RES_SCHEMA_VERSION));
+  else if (version < 0)
+    g_ptr_array_add(check->problems,
+                    g_strdup_printf("schema version %d (PRAGMA user_version) is one no stratsim "
+                                    "writes (0 to %d)", version, RES_SCHEMA_VERSION));
+  else if (ahead)
+    g_ptr_array_add(check->problems,
+                    g_strdup_printf("schema version %d but table %s of version %d exists: "
+                                    "user_version was changed by hand", version, ahead, added_in));
   for (int v = 0; v < MIN(version, RES_SCHEMA_VERSION); v++)
-    for (int k = 0; k < 3 && tables_of_version[v][k]; k++) {
-      const char *want = tables_of_version[v][k];
+    for (int k = 0; k < 3 && res_tables_of_version[v][k]; k++) {
+      const char *want = res_tables_of_version[v][k];
       gboolean found = FALSE;
       for (guint i = 0; i < check->tables->len && !found; i++)
         found = strcmp(g_ptr_array_index(check->tables, i), want) == 0;

@@ -30,6 +30,17 @@ static inline void res_bind_text(sqlite3_stmt *st, int i, const char *text) {
 /* Inside an open transaction: adds a `runs` row (now, @command, the specs as typed, this
  * binary's version) and returns its id, or -1 (sqlite3_errmsg tells why; the caller rolls
  * back). NULL specs are stored as NULL. */
+/* The tables each schema version adds: row v lists those of migration v -> v + 1 (res_db.c). */
+extern const char *const res_tables_of_version[RES_SCHEMA_VERSION][3];
+
+/* Whether @sql has a table named @table. */
+gboolean res_table_exists(sqlite3 *sql, const char *table);
+
+/* The first table that a schema version after @version adds and that @sql already has (its
+ * version was set back by hand), with the version that adds it in @added_in (nullable); NULL
+ * when there is none. */
+const char *res_table_ahead_of_version(sqlite3 *sql, int version, int *added_in);
+
 gint64 res_db_insert_run(ResDb *db, const char *command, const char *model, const char *cluster,
                          const char *strategy);
 

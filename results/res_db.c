@@ -146,7 +146,17 @@ static const char *const migrations[RES_SCHEMA_VERSION] = {
     "  predicted_s REAL NOT NULL,"
     "  measured_s REAL,"                    /* median over timed iterations; NULL: not measured */
     "  PRIMARY KEY (validate_id, rank, step));",
-    /* v6 -> v7: the breakdown's host-bound time (sim/sim_build_host.c); NULL in older rows (0) */
+    /* v6 -> v7: claims of sweep points (results/res_scenarios.h), so that sweeps of one
+     * scenario running at once share its points instead of each simulating all of them. */
+    "CREATE TABLE point_claims ("
+    "  scenario_id INTEGER NOT NULL REFERENCES scenarios(id) ON DELETE CASCADE,"
+    "  point_key TEXT NOT NULL,"
+    "  owner TEXT NOT NULL,"                /* host:pid:start of the claiming sweep */
+    "  host TEXT NOT NULL,"                 /* its host name and process id: a claim of a */
+    "  pid INTEGER NOT NULL,"               /* process gone from this host is free at once */
+    "  expires_at REAL NOT NULL,"           /* Unix seconds: the lease, renewed while it runs */
+    "  PRIMARY KEY (scenario_id, point_key));",
+    /* v7 -> v8: the breakdown's host-bound time (sim/sim_build_host.c); NULL in older rows (0) */
     "ALTER TABLE predictions ADD COLUMN host_bound_s REAL;"
     "ALTER TABLE points ADD COLUMN host_bound_s REAL;",
 };
@@ -161,19 +171,81 @@ static gboolean exec(ResDb *db, const char *sql, int code, GError **error) {
   return TRUE;
 }
 
-int res_db_schema_version(ResDb *db) {
+/* Reads PRAGMA user_version into @out; FALSE when it cannot be read (not a database). A stored
+ * version may be any integer, negative ones included, so failure is not a value. */
+static gboolean read_version(sqlite3 *sql, int *out) {
   sqlite3_stmt *st = NULL;
-  int v = -1;
-  if (sqlite3_prepare_v2(db->sql, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
-    v = sqlite3_column_int(st, 0);
+  gboolean ok = sqlite3_prepare_v2(sql, "PRAGMA user_version", -1, &st, NULL) == SQLITE_OK &&
+                sqlite3_step(st) == SQLITE_ROW;
+  if (ok) *out = sqlite3_column_int(st, 0);
   sqlite3_finalize(st);
-  return v;
+  return ok;
+}
+
+int res_db_schema_version(ResDb *db) {
+  int v = -1;
+  return read_version(db->sql, &v) ? v : -1;
+}
+
+const char *const res_tables_of_version[RES_SCHEMA_VERSION][3] = {
+    {"runs", "predictions", NULL},
+    {"calibrations", NULL, NULL},
+    {"op_profiles", NULL, NULL},
+    {"search_runs", "search_convergence", NULL},
+    {"scenarios", "points", NULL},
+    {"validate_runs", "validate_steps", NULL},
+    {"point_claims", NULL, NULL},
+    {NULL, NULL, NULL}, /* v8: columns only (host_bound_s) */
+};
+
+gboolean res_table_exists(sqlite3 *sql, const char *table) {
+  sqlite3_stmt *st = NULL;
+  gboolean found = FALSE;
+  if (sqlite3_prepare_v2(sql, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", -1,
+                         &st, NULL) == SQLITE_OK) {
+    sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+    found = sqlite3_step(st) == SQLITE_ROW;
+  }
+  sqlite3_finalize(st);
+  return found;
+}
+
+const char *res_table_ahead_of_version(sqlite3 *sql, int version, int *added_in) {
+  for (int v = MAX(version, 0); v < RES_SCHEMA_VERSION; v++)
+    for (int k = 0; k < 3 && res_tables_of_version[v][k]; k++)
+      if (res_table_exists(sql, res_tables_of_version[v][k])) {
+        if (added_in) *added_in = v + 1;
+        return res_tables_of_version[v][k];
+      }
+  return NULL;
+}
+
+/* Under the write lock, before migrating from @v: a version no stratsim writes, or tables that
+ * a later version adds already there (user_version set back by hand), are refused, naming the
+ * version and the table, rather than failing inside a migration. */
+static gboolean version_sane(ResDb *db, int v, GError **error) {
+  if (v < 0) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "database %s has schema version %d (PRAGMA user_version), which no stratsim "
+                "writes (versions are 0 to %d): not a stratsim database, or changed by hand",
+                db->path, v, RES_SCHEMA_VERSION);
+    return FALSE;
+  }
+  int added_in = 0;
+  const char *ahead = res_table_ahead_of_version(db->sql, v, &added_in);
+  if (ahead) {
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
+                "database %s has schema version %d (PRAGMA user_version) but already has table "
+                "%s of version %d: the version was changed by hand; the file is left as it is",
+                db->path, v, ahead, added_in);
+    return FALSE;
+  }
+  return TRUE;
 }
 
 static gboolean migrate(ResDb *db, GError **error) {
-  int v = res_db_schema_version(db);
-  if (v < 0) {
+  int v = 0;
+  if (!read_version(db->sql, &v)) {
     g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "database %s: %s", db->path,
                 sqlite3_errmsg(db->sql));
     return FALSE;
@@ -184,11 +256,12 @@ static gboolean migrate(ResDb *db, GError **error) {
                 RES_SCHEMA_VERSION);
     return FALSE;
   }
+  if (v < 0) return version_sane(db, v, error);
   while (v < RES_SCHEMA_VERSION) {
     if (!exec(db, "BEGIN IMMEDIATE;", RES_ERROR_SCHEMA, error)) return FALSE;
     /* Read again under the write lock: another process may have migrated meanwhile (two
      * stratsim runs opening a new database at once). */
-    v = res_db_schema_version(db);
+    if (!read_version(db->sql, &v)) v = -1;
     if (v < 0 || v > RES_SCHEMA_VERSION) {
       g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA, "database %s: schema version %d changed "
                   "while opening it (a newer stratsim?)", db->path, v);
@@ -198,6 +271,10 @@ static gboolean migrate(ResDb *db, GError **error) {
     if (v == RES_SCHEMA_VERSION) {
       if (!exec(db, "COMMIT;", RES_ERROR_SCHEMA, error)) return FALSE;
       break;
+    }
+    if (!version_sane(db, v, error)) {
+      exec(db, "ROLLBACK;", RES_ERROR_SCHEMA, NULL);
+      return FALSE;
     }
     g_autofree char *bump = g_strdup_printf("PRAGMA user_version = %d;", v + 1);
     if (!exec(db, migrations[v], RES_ERROR_SCHEMA, error) ||
@@ -276,9 +353,24 @@ ResDb *res_db_open_read_only(const char *path, GError **error) {
     return NULL;
   }
   sqlite3_busy_timeout(db->sql, 10000);
-  int version = res_db_schema_version(db);
+  int version = 0;
+  if (!read_version(db->sql, &version)) {
+    /* Not a database, or a WAL left by a killed writer that only a writer can recover. */
+    gboolean recover = sqlite3_errcode(db->sql) == SQLITE_READONLY;
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "cannot read database %s read-only: %s%s", path,
+                sqlite3_errmsg(db->sql),
+                recover ? " (run once without --no-store to recover it)" : "");
+    res_db_close(db);
+    return NULL;
+  }
+  /* A version no stratsim writes, or set back by hand, is named as such (version_sane). */
+  if (version != RES_SCHEMA_VERSION && version <= RES_SCHEMA_VERSION &&
+      !version_sane(db, version, error)) {
+    res_db_close(db);
+    return NULL;
+  }
   if (version != RES_SCHEMA_VERSION) {
-    g_set_error(error, RES_ERROR, version < 0 ? RES_ERROR_OPEN : RES_ERROR_SCHEMA,
+    g_set_error(error, RES_ERROR, RES_ERROR_SCHEMA,
                 "database %s has schema version %d, this stratsim reads %d (open it once "
                 "without --no-store to migrate it)", path, version, RES_SCHEMA_VERSION);
     res_db_close(db);

@@ -12,7 +12,8 @@
  * times); (v4) search_runs (one per `stratsim search`: winner, baselines, counts) and
  * search_convergence (its best-so-far curve); (v5) scenarios and points (sweeps,
  * results/res_scenarios.h); (v6) validate_runs and validate_steps (measured runs of plans next
- * to their predictions, results/res_validate.h). Documented in results/README.md. */
+ * to their predictions, results/res_validate.h); (v7) point_claims (the points a running sweep
+ * is simulating, results/res_scenarios.h). Documented in results/README.md. */
 #ifndef STRATSIM_RES_DB_H
 #define STRATSIM_RES_DB_H
 
@@ -25,7 +26,7 @@ G_BEGIN_DECLS
 GQuark res_error_quark(void);
 typedef enum { RES_ERROR_OPEN, RES_ERROR_SCHEMA, RES_ERROR_WRITE, RES_ERROR_NOT_FOUND } ResError;
 
-#define RES_SCHEMA_VERSION 7
+#define RES_SCHEMA_VERSION 8
 
 typedef struct ResDb ResDb;
 

@@ -2,7 +2,10 @@
 #include "results/res_scenarios.h"
 #include "results/res_db-int.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 void res_point_free(ResPoint *p) {
   if (!p) return;
@@ -166,6 +169,15 @@ gboolean res_db_store_point(ResDb *db, gint64 scenario_id, const ResPoint *p, gb
   if (sqlite3_step(st) != SQLITE_DONE) goto fail;
   if (inserted) *inserted = sqlite3_changes(sql) > 0;
   sqlite3_finalize(st);
+  st = NULL;
+  /* Stored: whoever claimed it is done with it. */
+  if (sqlite3_prepare_v2(sql, "DELETE FROM point_claims WHERE scenario_id = ? AND point_key = ?",
+                         -1, &st, NULL) != SQLITE_OK)
+    goto fail;
+  sqlite3_bind_int64(st, 1, scenario_id);
+  sqlite3_bind_text(st, 2, p->key, -1, SQLITE_TRANSIENT);
+  if (sqlite3_step(st) != SQLITE_DONE) goto fail;
+  sqlite3_finalize(st);
   if (sqlite3_exec(sql, "COMMIT", NULL, NULL, &msg) != SQLITE_OK) {
     g_set_error(error, RES_ERROR, RES_ERROR_WRITE, "database %s: %s", db->path, msg ? msg : "error");
     sqlite3_free(msg);
@@ -178,6 +190,114 @@ fail:
   sqlite3_finalize(st);
   sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
   return FALSE;
+}
+
+void res_claimer_init(ResClaimer *c, double lease_s) {
+  c->host = g_strdup(g_get_host_name());
+  c->pid = (int)getpid();
+  c->owner = g_strdup_printf("%s:%d:%" G_GINT64_FORMAT, c->host, c->pid, g_get_real_time());
+  c->lease_s = lease_s;
+}
+
+void res_claimer_clear(ResClaimer *c) {
+  g_clear_pointer(&c->owner, g_free);
+  g_clear_pointer(&c->host, g_free);
+}
+
+static double unix_now_s(void) { return (double)g_get_real_time() / 1e6; }
+
+/* Whether a claim of process @pid on @host may still be live: elsewhere, or on this host and
+ * the process exists (kill with signal 0 only checks). */
+static gboolean claim_process_alive(const ResClaimer *me, const char *host, int pid) {
+  if (g_strcmp0(host, me->host) != 0) return TRUE;
+  if (pid == me->pid) return TRUE;
+  return !(kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+}
+
+/* One row or none from @st (bound); @have tells which. FALSE on an error. */
+static gboolean step_row(sqlite3_stmt *st, gboolean *have) {
+  int rc = sqlite3_step(st);
+  *have = rc == SQLITE_ROW;
+  return rc == SQLITE_ROW || rc == SQLITE_DONE;
+}
+
+gboolean res_db_claim_point(ResDb *db, gint64 scenario_id, const char *key,
+                            const ResClaimer *me, ResClaimOutcome *outcome, GError **error) {
+  g_return_val_if_fail(db && key && me && me->owner && outcome, FALSE);
+  sqlite3 *sql = db->sql;
+  sqlite3_stmt *st = NULL;
+  gboolean have = FALSE;
+  if (!res_sql_run(db, "BEGIN IMMEDIATE", error)) return FALSE;
+  if (sqlite3_prepare_v2(sql, "SELECT 1 FROM points WHERE scenario_id = ? AND point_key = ?", -1,
+                         &st, NULL) != SQLITE_OK)
+    goto fail;
+  sqlite3_bind_int64(st, 1, scenario_id);
+  sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+  if (!step_row(st, &have)) goto fail;
+  sqlite3_finalize(st);
+  st = NULL;
+  if (have) {
+    *outcome = RES_CLAIM_STORED;
+    return res_sql_run(db, "COMMIT", error);
+  }
+  if (sqlite3_prepare_v2(sql, "SELECT owner, host, pid, expires_at FROM point_claims WHERE "
+                         "scenario_id = ? AND point_key = ?", -1, &st, NULL) != SQLITE_OK)
+    goto fail;
+  sqlite3_bind_int64(st, 1, scenario_id);
+  sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+  if (!step_row(st, &have)) goto fail;
+  double now = unix_now_s();
+  if (have && g_strcmp0((const char *)sqlite3_column_text(st, 0), me->owner) != 0 &&
+      sqlite3_column_double(st, 3) > now &&
+      claim_process_alive(me, (const char *)sqlite3_column_text(st, 1), sqlite3_column_int(st, 2))) {
+    sqlite3_finalize(st);
+    *outcome = RES_CLAIM_HELD;
+    return res_sql_run(db, "COMMIT", error);
+  }
+  sqlite3_finalize(st);
+  st = NULL;
+  if (sqlite3_prepare_v2(sql, "INSERT OR REPLACE INTO point_claims(scenario_id, point_key, owner, "
+                         "host, pid, expires_at) VALUES (?, ?, ?, ?, ?, ?)", -1, &st, NULL) != SQLITE_OK)
+    goto fail;
+  sqlite3_bind_int64(st, 1, scenario_id);
+  sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 3, me->owner, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 4, me->host, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int(st, 5, me->pid);
+  sqlite3_bind_double(st, 6, now + me->lease_s);
+  if (sqlite3_step(st) != SQLITE_DONE) goto fail;
+  sqlite3_finalize(st);
+  *outcome = RES_CLAIM_TAKEN;
+  return res_sql_run(db, "COMMIT", error);
+fail:
+  sql_fail(db, RES_ERROR_WRITE, error);
+  sqlite3_finalize(st);
+  sqlite3_exec(sql, "ROLLBACK", NULL, NULL, NULL);
+  return FALSE;
+}
+
+/* Runs one statement over @claimer's claims: @sql_text with the owner as ?1, the new expiry as
+ * ?2 where it has one. */
+static gboolean claims_statement(ResDb *db, const ResClaimer *me, const char *sql_text,
+                                 GError **error) {
+  sqlite3_stmt *st = NULL;
+  gboolean ok = sqlite3_prepare_v2(db->sql, sql_text, -1, &st, NULL) == SQLITE_OK;
+  if (ok) {
+    sqlite3_bind_text(st, 1, me->owner, -1, SQLITE_TRANSIENT);
+    if (sqlite3_bind_parameter_count(st) > 1) sqlite3_bind_double(st, 2, unix_now_s() + me->lease_s);
+    ok = sqlite3_step(st) == SQLITE_DONE;
+  }
+  if (!ok) sql_fail(db, RES_ERROR_WRITE, error);
+  sqlite3_finalize(st);
+  return ok;
+}
+
+gboolean res_db_renew_claims(ResDb *db, const ResClaimer *me, GError **error) {
+  return claims_statement(db, me, "UPDATE point_claims SET expires_at = ?2 WHERE owner = ?1", error);
+}
+
+gboolean res_db_release_claims(ResDb *db, const ResClaimer *me, GError **error) {
+  return claims_statement(db, me, "DELETE FROM point_claims WHERE owner = ?1", error);
 }
 
 static char *column_text(sqlite3_stmt *st, int i) {

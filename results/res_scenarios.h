@@ -2,7 +2,8 @@
  * the points table (one row per simulated point of a scenario), schema version 5
  * (results/README.md). A point is stored in one transaction with INSERT ... ON CONFLICT DO
  * NOTHING on UNIQUE(scenario_id, point_key): a sweep killed at any moment and run again, or two
- * sweeps of the same scenario at once, store every point exactly once. */
+ * sweeps of the same scenario at once, store every point exactly once; claims (v7) make such
+ * sweeps share the points rather than each simulate all of them. */
 #ifndef STRATSIM_RES_SCENARIOS_H
 #define STRATSIM_RES_SCENARIOS_H
 
@@ -50,6 +51,37 @@ GHashTable *res_db_point_keys(ResDb *db, gint64 scenario_id, GError **error);
  * point of that key was already there (it is left as it was). FALSE with RES_ERROR_WRITE. */
 gboolean res_db_store_point(ResDb *db, gint64 scenario_id, const ResPoint *point,
                             gboolean *inserted, GError **error);
+/* Claims (schema v7, table point_claims): a sweep claims a point before simulating it, so that
+ * several sweeps of one scenario at once share its points. A claim is a lease: it expires
+ * @lease_s after it was taken or last renewed, and a claim whose process is gone from this
+ * host is free at once, so the points of a killed sweep are taken by the next one. Storing the
+ * point (res_db_store_point) deletes its claim in the same transaction. */
+typedef struct {
+  char *owner;      /* host:pid:start time, unique per sweep */
+  char *host;
+  int pid;
+  double lease_s;
+} ResClaimer;
+
+/* This process as a claimer with a lease of @lease_s seconds; res_claimer_clear frees it. */
+void res_claimer_init(ResClaimer *claimer, double lease_s);
+void res_claimer_clear(ResClaimer *claimer);
+
+typedef enum {
+  RES_CLAIM_TAKEN,   /* claimed by @claimer now: simulate and store it */
+  RES_CLAIM_STORED,  /* already stored (by another sweep) */
+  RES_CLAIM_HELD,    /* claimed by another sweep that is alive and within its lease */
+} ResClaimOutcome;
+
+/* Claims point @key of scenario @id for @claimer, in one transaction. FALSE with
+ * RES_ERROR_WRITE on a database failure. */
+gboolean res_db_claim_point(ResDb *db, gint64 scenario_id, const char *key,
+                            const ResClaimer *claimer, ResClaimOutcome *outcome, GError **error);
+/* Extends every claim of @claimer by its lease from now (one statement). */
+gboolean res_db_renew_claims(ResDb *db, const ResClaimer *claimer, GError **error);
+/* Drops every claim of @claimer (a sweep that stops early hands its points on). */
+gboolean res_db_release_claims(ResDb *db, const ResClaimer *claimer, GError **error);
+
 /* The points of scenario @id in storage order (GPtrArray of ResPoint, owning them). */
 GPtrArray *res_db_load_points(ResDb *db, gint64 scenario_id, GError **error);
 

@@ -155,11 +155,17 @@ ResPoint *scn_point_result(const ScnPoint *point, const ScnSimulation *sim, cons
 
 /* --- the sweep -------------------------------------------------------------------------- */
 
+/* A claim lasts this long unless renewed; the writer renews its claims every quarter of it
+ * while it waits for a point, so only a sweep that stopped (killed, or its machine gone) lets
+ * its claims lapse. On this host a claim of a process that is gone is free at once. */
+#define CLAIM_LEASE_S 60.0
+#define CLAIM_RENEW_US ((gint64)(CLAIM_LEASE_S / 4 * G_USEC_PER_SEC))
+
 typedef struct {
   const ScnScenario *scenario;
   const ScnCosts *costs;
-  GPtrArray *todo;          /* ScnPoint *, borrowed */
-  ResPoint **results;       /* one per todo entry, set by the workers */
+  ScnPoint **taken;         /* points this process took, in the order it took them */
+  ResPoint **results;       /* one per taken point, set by the workers */
   GMutex lock;
   GCond done;
 } Sweep;
@@ -176,11 +182,82 @@ static ResPoint *run_point(const ScnScenario *sc, const ScnCosts *costs, const S
 static void worker(gpointer data, gpointer user_data) {
   Sweep *sw = user_data;
   guint j = GPOINTER_TO_UINT(data) - 1;
-  ResPoint *r = run_point(sw->scenario, sw->costs, g_ptr_array_index(sw->todo, j));
+  ResPoint *r = run_point(sw->scenario, sw->costs, sw->taken[j]);
   g_mutex_lock(&sw->lock);
   sw->results[j] = r;
   g_cond_broadcast(&sw->done);
   g_mutex_unlock(&sw->lock);
+}
+
+/* The state of one pass over the candidate points. */
+typedef struct {
+  ResDb *db;
+  gint64 scenario_id;
+  const ResClaimer *claimer; /* NULL: shares set by rank, no claims */
+  GThreadPool *pool;
+  guint ntaken, nstored;     /* taken so far, of which stored */
+  guint limit;               /* most points to take (max_points), 0: no limit */
+} Pass;
+
+/* Waits for taken point @j (renewing the claims while it waits) and returns it. */
+static ResPoint *wait_point(Sweep *sw, Pass *pass, guint j, GError **error) {
+  if (!pass->pool) return run_point(sw->scenario, sw->costs, sw->taken[j]);
+  g_mutex_lock(&sw->lock);
+  while (!sw->results[j]) {
+    gint64 until = g_get_monotonic_time() + CLAIM_RENEW_US;
+    if (!g_cond_wait_until(&sw->done, &sw->lock, until) && !sw->results[j] && pass->claimer) {
+      g_mutex_unlock(&sw->lock);
+      if (!res_db_renew_claims(pass->db, pass->claimer, error)) return NULL;
+      g_mutex_lock(&sw->lock);
+    }
+  }
+  ResPoint *r = sw->results[j];
+  sw->results[j] = NULL;
+  g_mutex_unlock(&sw->lock);
+  return r;
+}
+
+/* Runs the points of @candidates: claims them ahead of the simulating threads (a window of
+ * twice their number), stores each as it finishes, in the order taken. Points another sweep
+ * stored are counted in by_others; those another live sweep holds are put in @held. */
+static gboolean run_pass(Sweep *sw, Pass *pass, GPtrArray *candidates, GPtrArray *held,
+                         const ScnSweepOptions *options, ScnSweepSummary *sum, GError **error) {
+  guint window = options->threads > 1 ? (guint)options->threads * 2 : 1, next = 0;
+  for (;;) {
+    while (pass->ntaken - pass->nstored < window && next < candidates->len &&
+           (pass->limit == 0 || pass->ntaken < pass->limit)) {
+      ScnPoint *p = g_ptr_array_index(candidates, next++);
+      ResClaimOutcome outcome = RES_CLAIM_TAKEN;
+      if (pass->claimer &&
+          !res_db_claim_point(pass->db, pass->scenario_id, p->key, pass->claimer, &outcome, error))
+        return FALSE;
+      if (outcome == RES_CLAIM_STORED) sum->by_others++;
+      if (outcome == RES_CLAIM_HELD) g_ptr_array_add(held, p);
+      if (outcome != RES_CLAIM_TAKEN) continue;
+      sw->taken[pass->ntaken] = p;
+      if (pass->pool) g_thread_pool_push(pass->pool, GUINT_TO_POINTER(pass->ntaken + 1), NULL);
+      pass->ntaken++;
+    }
+    if (pass->nstored == pass->ntaken) break;
+    ResPoint *r = wait_point(sw, pass, pass->nstored, error);
+    if (!r) return FALSE;
+    gboolean inserted = FALSE;
+    gboolean stored_ok = res_db_store_point(pass->db, pass->scenario_id, r, &inserted, error);
+    if (stored_ok && inserted) {
+      sum->ran++;
+      if (!r->ok) sum->errors++;
+    } else if (stored_ok) {
+      sum->by_others++; /* its claim had lapsed and another sweep stored it meanwhile */
+    }
+    res_point_free(r);
+    if (!stored_ok) return FALSE;
+    pass->nstored++;
+    if (options->progress)
+      options->progress(sum->ran + sum->by_others, sum->points - sum->stored_before, sum->errors,
+                        options->progress_data);
+  }
+  sum->left += candidates->len - next;
+  return TRUE;
 }
 
 gboolean scn_sweep_run(const ScnScenario *sc, ResDb *db, const ScnSweepOptions *options,
@@ -193,10 +270,11 @@ gboolean scn_sweep_run(const ScnScenario *sc, ResDb *db, const ScnSweepOptions *
                        FALSE);
   ScnSweepSummary sum = {0};
   gboolean ok = FALSE;
-  GPtrArray *points = NULL;
+  GPtrArray *points = NULL, *todo = NULL, *held = g_ptr_array_new(), *retry = NULL;
   GHashTable *stored = NULL;
   ScnCosts *costs = NULL;
-  GThreadPool *pool = NULL;
+  ResClaimer claimer = {0};
+  Pass pass = {.db = db};
   Sweep sw = {.scenario = sc};
   g_mutex_init(&sw.lock);
   g_cond_init(&sw.done);
@@ -205,68 +283,64 @@ gboolean scn_sweep_run(const ScnScenario *sc, ResDb *db, const ScnSweepOptions *
   if ((sum.scenario_id = res_db_store_scenario(db, sc->name, sc->file, sc->json, error)) < 0 ||
       !(stored = res_db_point_keys(db, sum.scenario_id, error)))
     goto out;
-  sw.todo = g_ptr_array_new();
+  pass.scenario_id = sum.scenario_id;
+  todo = g_ptr_array_new();
   for (guint i = 0; i < points->len; i++) {
     ScnPoint *p = g_ptr_array_index(points, i);
     if (g_hash_table_contains(stored, p->key)) sum.stored_before++;
-    else g_ptr_array_add(sw.todo, p);
+    else g_ptr_array_add(todo, p);
   }
-  if (options->max_points > 0 && sw.todo->len > options->max_points) {
-    sum.left = sw.todo->len - options->max_points;
-    g_ptr_array_set_size(sw.todo, options->max_points);
-  }
-  if (options->planned) options->planned(options->planned_data);
   if (options->share_size > 1) {
+    /* mpirun ranks: the shares are fixed by position, no claims (scn_sweep.h). */
+    if (options->max_points > 0 && todo->len > options->max_points) {
+      sum.left = todo->len - options->max_points;
+      g_ptr_array_set_size(todo, options->max_points);
+    }
+    if (options->planned) options->planned(options->planned_data);
     guint kept = 0;
-    for (guint j = 0; j < sw.todo->len; j++)
+    for (guint j = 0; j < todo->len; j++)
       if (j % (guint)options->share_size == (guint)options->share_rank)
-        g_ptr_array_index(sw.todo, kept++) = g_ptr_array_index(sw.todo, j);
-    g_ptr_array_set_size(sw.todo, kept);
+        g_ptr_array_index(todo, kept++) = g_ptr_array_index(todo, j);
+    g_ptr_array_set_size(todo, kept);
+  } else {
+    if (options->planned) options->planned(options->planned_data);
+    res_claimer_init(&claimer, CLAIM_LEASE_S);
+    pass.claimer = &claimer;
+    pass.limit = options->max_points;
   }
-  if (!(costs = scn_costs_load(db, sc, sw.todo, error))) goto out;
+  if (!(costs = scn_costs_load(db, sc, todo, error))) goto out;
   sw.costs = costs;
-  sw.results = g_new0(ResPoint *, sw.todo->len + 1);
-  if (options->progress) options->progress(0, sw.todo->len, 0, options->progress_data);
-  if (options->threads > 1 && sw.todo->len > 1) {
-    if (!(pool = g_thread_pool_new(worker, &sw, options->threads, FALSE, error))) goto out;
-    for (guint j = 0; j < sw.todo->len; j++)
-      g_thread_pool_push(pool, GUINT_TO_POINTER(j + 1), NULL);
-  }
-  /* The one writer: store in point order, each in its own transaction. */
-  for (guint j = 0; j < sw.todo->len; j++) {
-    ResPoint *r;
-    if (pool) {
-      g_mutex_lock(&sw.lock);
-      while (!sw.results[j]) g_cond_wait(&sw.done, &sw.lock);
-      r = sw.results[j];
-      sw.results[j] = NULL;
-      g_mutex_unlock(&sw.lock);
-    } else {
-      r = run_point(sc, costs, g_ptr_array_index(sw.todo, j));
-    }
-    gboolean inserted = FALSE;
-    gboolean stored_ok = res_db_store_point(db, sum.scenario_id, r, &inserted, error);
-    if (stored_ok && inserted) {
-      sum.ran++;
-      if (!r->ok) sum.errors++;
-    } else if (stored_ok) {
-      sum.stored_before++; /* another sweep of the same scenario stored it meanwhile */
-    }
-    res_point_free(r);
-    if (!stored_ok) {
-      sum.left += sw.todo->len - j - 1;
-      goto out;
-    }
-    if (options->progress) options->progress(j + 1, sw.todo->len, sum.errors, options->progress_data);
+  sw.taken = g_new0(ScnPoint *, todo->len + 1);
+  sw.results = g_new0(ResPoint *, todo->len + 1);
+  if (options->progress) options->progress(0, todo->len, 0, options->progress_data);
+  if (options->threads > 1 && todo->len > 1 &&
+      !(pass.pool = g_thread_pool_new(worker, &sw, options->threads, FALSE, error)))
+    goto out;
+  if (!run_pass(&sw, &pass, todo, held, options, &sum, error)) goto out;
+  /* Points held by other sweeps: once more at the end, when those may be stored, or their
+   * sweep gone (its claims then free); what is still held is theirs to finish. */
+  if (held->len) {
+    retry = held;
+    held = g_ptr_array_new();
+    guint left = sum.left;
+    if (!run_pass(&sw, &pass, retry, held, options, &sum, error)) goto out;
+    sum.left = left;
+    sum.held_elsewhere = held->len;
   }
   ok = TRUE;
 out:
-  if (pool) g_thread_pool_free(pool, !ok, TRUE); /* on failure drops the queued points */
+  if (!ok) sum.left = sum.points - sum.stored_before - sum.ran - sum.by_others;
+  if (pass.pool) g_thread_pool_free(pass.pool, !ok, TRUE); /* on failure drops the queued points */
+  if (pass.claimer) res_db_release_claims(db, &claimer, NULL); /* hands on what was not stored */
+  res_claimer_clear(&claimer);
   if (sw.results) {
-    for (guint j = 0; sw.todo && j < sw.todo->len; j++) res_point_free(sw.results[j]);
+    for (guint j = 0; j < pass.ntaken; j++) res_point_free(sw.results[j]);
     g_free(sw.results);
   }
-  if (sw.todo) g_ptr_array_free(sw.todo, TRUE);
+  g_free(sw.taken);
+  if (todo) g_ptr_array_free(todo, TRUE);
+  if (retry) g_ptr_array_free(retry, TRUE);
+  g_ptr_array_free(held, TRUE);
   g_mutex_clear(&sw.lock);
   g_cond_clear(&sw.done);
   ses_costs_free(costs);

@@ -2,10 +2,15 @@
  *
  * A sweep expands the scenario (scn_scenario.h), asks the database which point keys are
  * stored already, and simulates the others: on the calling thread, or on a GThreadPool of
- * --threads workers. Workers only simulate; the calling thread is the one writer and stores
- * the results in point order, each point in its own transaction (res_scenarios.h). Killed at
- * any moment, a sweep loses at most the points simulated but not yet stored, and the next run
- * simulates exactly those again. A point that cannot be simulated (invalid strategy, unknown
+ * --threads workers. Before a point is handed to a worker the calling thread claims it in the
+ * database (res_db_claim_point, a lease renewed while it runs), so that sweeps of one scenario
+ * running at once on one database share the points rather than each simulate all of them;
+ * points held by another live sweep are tried once more at the end and otherwise left to it.
+ * Workers only simulate; the calling thread is the one writer and stores the results in the
+ * order it claimed them, each point in its own transaction (res_scenarios.h) that also drops
+ * its claim. Killed at any moment, a sweep loses at most the points simulated but not yet
+ * stored; its claims lapse (at once on the same host, where its process is seen to be gone)
+ * and the next run simulates exactly those points again. A point that cannot be simulated (invalid strategy, unknown
  * model, a file missing) or that does not fit in memory is stored with status 'error' and its
  * message, and is not retried: delete its row to run it again.
  */
@@ -76,10 +81,12 @@ typedef struct {
 typedef struct {
   gint64 scenario_id;
   guint points;             /* in the expansion */
-  guint stored_before;      /* already stored: skipped */
-  guint ran;                /* simulated and stored by this sweep (this process's share) */
+  guint stored_before;      /* already stored when it started: skipped */
+  guint ran;                /* simulated and stored by this process (its share) */
   guint errors;             /* of which stored with status 'error' */
-  guint left;               /* still to run (max_points reached) */
+  guint by_others;          /* stored meanwhile by other sweeps running at once */
+  guint held_elsewhere;     /* claimed by another sweep still running at the end: not stored */
+  guint left;               /* still to run (max_points reached, or the sweep failed) */
 } ScnSweepSummary;
 
 /* Runs @scenario into @db. FALSE with @error only for failures of the sweep itself (the

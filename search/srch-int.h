@@ -72,6 +72,9 @@ double srch_worker_eval_point(SrchWorker *w, const int *point, int chain);
 /* Cost of @strategy, which the caller owns, as above (never cached); @label is the grid index
  * or -1. */
 double srch_worker_eval_strategy(SrchWorker *w, MdlStrategy *strategy, int grid_index);
+/* The highest cm_memory_per_device total over the devices: the simulator's fits_memory rule
+ * compares it with the device's memory. */
+double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster);
 /* Number of distinct points the cache holds. */
 guint64 srch_worker_cached(const SrchWorker *w);
 /* Whether a cached driver should stop: its cache holds the whole space, or it has taken
@@ -93,12 +96,17 @@ void srch_dp_worker(SrchWorker *w);
  * also GPipe, eager-1F1B and interleaved with vp >= 2), in a fixed order, kept where
  * mdl_strategy_megatron accepts it. */
 GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
+/* The full Megatron space: the grid with vp up to layers / pp, and each point under every
+ * recomputation (none, selective, full), sequence parallelism off and (tp > 1, where the model
+ * has such ops) on, and ZeRO stages 0..3. */
+GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
 /* The dp driver's groups: every (tp, pp >= 2, dp, microbatch size) with tp * pp * dp =
  * devices whose one-stage configuration (pp = 1) the Megatron builder accepts and pp <= the
  * pipeline units; each group stands for SRCH_DP_SCHEDULES points (1F1B, GPipe, eager-1F1B). */
 #define SRCH_DP_SCHEDULES 3
 GArray *srch_dp_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
-/* "dp=2 tp=4 pp=1 mb=2 1f1b" (vp when > 1); caller g_free()s. */
+/* "dp=2 tp=4 pp=1 mb=2 1f1b" (vp when > 1, then recompute=, sp, zero= when set); caller
+ * g_free()s. */
 char *srch_grid_describe(const MdlMegatronConfig *config);
 
 #endif

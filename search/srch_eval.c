@@ -56,14 +56,19 @@ static void note_best(SrchWorker *w, double cost) {
   g_mutex_unlock(&w->shared->lock);
 }
 
-static double evaluate(SrchWorker *w, const MdlStrategy *s) {
-  w->evaluations++;
-  g_atomic_int_inc(&w->shared->evaluations);
-  int ndev = dev_cluster_num_devices(w->cluster);
-  CmMemory *mem = cm_memory_per_device(w->graph, s, w->cluster);
+double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster) {
+  int ndev = dev_cluster_num_devices(cluster);
+  CmMemory *mem = cm_memory_per_device(graph, s, cluster);
   double peak = 0;
   for (int d = 0; d < ndev; d++) peak = MAX(peak, mem[d].total);
   g_free(mem);
+  return peak;
+}
+
+static double evaluate(SrchWorker *w, const MdlStrategy *s) {
+  w->evaluations++;
+  g_atomic_int_inc(&w->shared->evaluations);
+  double peak = srch_peak_memory(w->graph, s, w->cluster);
   if (peak > w->cluster->device.memory_bytes) { /* the simulator's fits_memory rule */
     w->over_memory++;
     return SRCH_OVER_MEMORY_COST_S * peak / w->cluster->device.memory_bytes;

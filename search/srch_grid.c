@@ -1,14 +1,31 @@
-/* search/grid — Megatron-LM's configuration grid (Narayanan et al. 2021, section 3: the
- * degrees and microbatch size a practitioner tunes), built by mdl_strategy_megatron: every
- * (tp, pp, dp) with tp * pp * dp = devices; every microbatch size dividing the per-replica
- * batch; 1F1B, and with pp > 1 also GPipe, eager-1F1B and interleaved 1F1B with vp = 2..8 virtual
- * stages (where pp * vp divides the layers and the microbatch count is a multiple of pp).
- * Context parallelism cp > 1 (dp = devices / (tp pp cp)) joins for sequences of at least
- * GRID_MIN_CP_SEQ tokens, and expert parallelism ep > 1 (every ep dividing dp * cp and the
- * experts) for models with experts; dense models of shorter sequences get the grid they had.
- * Points the builder refuses (tp not dividing the heads, pp not dividing the layers, ...) are
- * left out. The only driver that cuts pipeline stages. Workers take points round robin. */
+/* search/grid — Megatron-LM's configuration space through mdl_strategy_megatron, and the
+ * driver that searches it exhaustively with two safe prunings (search/SEARCH.md, "The full
+ * Megatron space", has the proofs).
+ *
+ * The classic grid (Narayanan et al. 2021, section 3: the degrees and microbatch size a
+ * practitioner tunes; srch_grid_points): every (tp, pp, dp) with tp * pp * dp = devices; every
+ * microbatch size dividing the per-replica batch; 1F1B, and with pp > 1 also GPipe, eager-1F1B
+ * and interleaved 1F1B with vp = 2..8 virtual stages (where pp * vp divides the layers and the
+ * microbatch count is a multiple of pp). Context parallelism cp > 1 (dp = devices / (tp pp cp))
+ * joins for sequences of at least GRID_MIN_CP_SEQ tokens, and expert parallelism ep > 1 (every
+ * ep dividing dp * cp and the experts) for models with experts. The full space
+ * (srch_grid_full_points) adds vp up to layers / pp, recomputation none / selective / full
+ * (Korthikanti et al. 2022, section 5), sequence parallelism (ibid., 4.2.2; where tp > 1 and the
+ * model has such ops), ZeRO stages 0-3 (Rajbhandari et al. 2020; stage 1 is Megatron's
+ * distributed optimizer) and, under ZeRO 1 and 2, the overlapped parameter all-gather. Points
+ * the builder refuses (tp not dividing the heads, pp not dividing the layers, ...) are left out.
+ *
+ * The driver: each worker takes its points round robin and screens them (build, the
+ * simulator's own memory rule cm_memory_per_device, the compute-stream bound
+ * sim_compute_bound), then simulates the fitting ones in increasing order of the bound and
+ * stops where the bound exceeds its best: every later point has a larger bound, hence a
+ * longer iteration. Screening is not an evaluation; a simulation is. */
 #include "search/srch-int.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "sim/sim_bound.h"
 
 #define GRID_MAX_VIRTUAL_STAGES 8
 /* Megatron Core's Parallelism Strategies Guide recommends context parallelism for "long
@@ -16,44 +33,71 @@
  * parallelism-guide.html). */
 #define GRID_MIN_CP_SEQ 8192
 
-static void add_if_valid(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                         const MdlMegatronConfig *cfg) {
+static gboolean builds(const MdlGraph *graph, const DevCluster *cluster, const MdlMegatronConfig *cfg) {
   MdlStrategy *s = mdl_strategy_megatron(graph, cluster, cfg, NULL);
-  if (!s) return;
   mdl_strategy_free(s);
-  g_array_append_val(points, *cfg);
+  return s != NULL;
+}
+
+/* Appends @cfg when the builder accepts it; with @full also its memory and sp variants (the
+ * builder's checks on those: zero 0..3, sp needs tp > 1 and ops with a sequence dim). */
+static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
+                      const MdlMegatronConfig *base, gboolean full) {
+  if (!builds(graph, cluster, base)) return;
+  if (!full) {
+    g_array_append_vals(points, base, 1);
+    return;
+  }
+  MdlMegatronConfig cfg; /* copied with memcpy, padding included */
+  memcpy(&cfg, base, sizeof cfg);
+  cfg.sequence_parallel = TRUE;
+  int nsp = base->tp > 1 && builds(graph, cluster, &cfg) ? 2 : 1;
+  /* sp outermost: the screening rebuilds a strategy only when tp, pp, dp, mb, schedule, vp or
+   * sp change (recomputation and ZeRO are fields it sets in place, srch_grid_worker). */
+  for (int q = 0; q < nsp; q++)
+    for (int r = 0; r < 3; r++)
+      for (int z = 0; z <= 3; z++)
+        for (int g = 0; g < (z == 1 || z == 2 ? 2 : 1); g++) {
+          cfg.recompute = (MdlRecompute)r;
+          cfg.sequence_parallel = q;
+          cfg.zero_stage = z;
+          cfg.overlap_param_gather = g;
+          g_array_append_vals(points, &cfg, 1);
+        }
 }
 
 /* Every microbatch size and schedule of @base's degrees. */
 static void add_schedules(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                          const MdlMegatronConfig *base) {
+                          const MdlMegatronConfig *base, gboolean full) {
   static const MdlSchedule pipelined[] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_EAGER_1F1B};
   int dp = base->dp, pp = base->pp;
   if (graph->batch % dp) return;
   int64_t per_replica = graph->batch / dp;
+  int max_vp = full && graph->num_layers > 0 ? graph->num_layers / pp : GRID_MAX_VIRTUAL_STAGES;
   for (int64_t mb = 1; mb <= per_replica; mb++) {
     if (per_replica % mb) continue;
     int64_t microbatches = per_replica / mb;
-    MdlMegatronConfig cfg = *base;
+    MdlMegatronConfig cfg;
+    memcpy(&cfg, base, sizeof cfg); /* padding too: the screening compares whole structs */
     cfg.microbatch_size = (int)mb;
     for (guint k = 0; k < (pp > 1 ? G_N_ELEMENTS(pipelined) : 1); k++) {
       cfg.schedule = pipelined[k];
       cfg.virtual_stages = 1;
-      add_if_valid(points, graph, cluster, &cfg);
+      add_point(points, graph, cluster, &cfg, full);
     }
     if (pp < 2 || microbatches % pp || graph->num_layers <= 0) continue;
-    for (int vp = 2; vp <= GRID_MAX_VIRTUAL_STAGES; vp++) {
+    for (int vp = 2; vp <= max_vp; vp++) {
       if (graph->num_layers % (pp * vp)) continue;
       cfg.schedule = MDL_SCHEDULE_INTERLEAVED;
       cfg.virtual_stages = vp;
-      add_if_valid(points, graph, cluster, &cfg);
+      add_point(points, graph, cluster, &cfg, full);
     }
   }
 }
 
-GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
+static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full) {
   int n = dev_cluster_num_devices(cluster);
-  GArray *points = g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
   int64_t experts = 0;
   mdl_graph_num_experts(graph, &experts);
   int max_cp = graph->seq >= GRID_MIN_CP_SEQ ? n : 1;
@@ -66,14 +110,29 @@ GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDt
         int dp = n / tp / pp / cp;
         for (int ep = 1; ep <= (experts > 0 ? dp * cp : 1); ep++) {
           if ((dp * cp) % ep || (experts > 0 && experts % ep)) continue;
-          MdlMegatronConfig cfg = {.tp = tp, .pp = pp, .dp = dp, .cp = cp, .ep = ep,
-                                   .schedule = MDL_SCHEDULE_1F1B, .dtype = dtype};
-          add_schedules(points, graph, cluster, &cfg);
+          MdlMegatronConfig cfg;
+          memset(&cfg, 0, sizeof cfg); /* padding too: the screening compares whole structs */
+          cfg.tp = tp;
+          cfg.pp = pp;
+          cfg.dp = dp;
+          cfg.cp = cp;
+          cfg.ep = ep;
+          cfg.schedule = MDL_SCHEDULE_1F1B;
+          cfg.dtype = dtype;
+          add_schedules(out, graph, cluster, &cfg, full);
         }
       }
     }
   }
-  return points;
+  return out;
+}
+
+GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
+  return points(graph, cluster, dtype, FALSE);
+}
+
+GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
+  return points(graph, cluster, dtype, TRUE);
 }
 
 char *srch_grid_describe(const MdlMegatronConfig *c) {
@@ -83,23 +142,117 @@ char *srch_grid_describe(const MdlMegatronConfig *c) {
   if (c->virtual_stages > 1) g_string_append_printf(out, " vp=%d", c->virtual_stages);
   if (c->cp > 1) g_string_append_printf(out, " cp=%d", c->cp);
   if (c->ep > 1) g_string_append_printf(out, " ep=%d", c->ep);
+  if (c->recompute != MDL_RECOMPUTE_NONE)
+    g_string_append_printf(out, " recompute=%s", mdl_recompute_name(c->recompute));
+  if (c->sequence_parallel) g_string_append(out, " sp");
+  if (c->zero_stage) g_string_append_printf(out, " zero=%d", c->zero_stage);
+  if (c->overlap_param_gather) g_string_append(out, " overlap_param_gather");
   return g_string_free(out, FALSE);
 }
 
+typedef struct {
+  SimTime bound;
+  guint index;
+} Candidate;
+
+static int compare_candidates(const void *a, const void *b) {
+  const Candidate *x = a, *y = b;
+  if (x->bound != y->bound) return x->bound < y->bound ? -1 : 1;
+  return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static gboolean before_deadline(const SrchWorker *w) {
+  return !w->deadline_us || g_get_monotonic_time() < w->deadline_us;
+}
+
+/* The screening's strategy: rebuilt only when a field other than the recomputation, the ZeRO
+ * stage and overlap_param_gather changes (mdl_strategy_megatron copies those three into the
+ * strategy, and only validates their ranges, which points() respects), and the bound, which
+ * neither ZeRO nor overlap_param_gather changes (sb_op_durations reads neither), kept for the
+ * last recomputation. */
+typedef struct {
+  MdlStrategy *s;
+  MdlMegatronConfig key;
+  gboolean built, bounded;
+  MdlRecompute bound_recompute;
+  SimTime bound;
+} Screen;
+
+static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMegatronConfig *cfg) {
+  MdlMegatronConfig key;
+  memcpy(&key, cfg, sizeof key);
+  key.zero_stage = 0;
+  key.recompute = MDL_RECOMPUTE_NONE;
+  key.overlap_param_gather = FALSE;
+  /* Whole-struct comparison (fields added later count too); points() zeroes padding. */
+  gboolean same = sc->built && memcmp(&key, &sc->key, sizeof key) == 0;
+  if (!same) {
+    mdl_strategy_free(sc->s);
+    sc->s = mdl_strategy_megatron(w->graph, w->cluster, &key, NULL);
+    sc->key = key;
+    sc->built = TRUE;
+    sc->bounded = FALSE;
+  }
+  if (sc->s) {
+    sc->s->zero_stage = cfg->zero_stage;
+    sc->s->recompute = cfg->recompute;
+    sc->s->overlap_param_gather = cfg->overlap_param_gather;
+  }
+  return sc->s;
+}
+
+static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
+  if (!sc->bounded || sc->bound_recompute != sc->s->recompute) {
+    sc->bound = sim_compute_bound(w->graph, sc->s, w->cluster, w->params);
+    sc->bound_recompute = sc->s->recompute;
+    sc->bounded = TRUE;
+  }
+  return sc->bound;
+}
+
 void srch_grid_worker(SrchWorker *w) {
+  GArray *cands = g_array_new(FALSE, FALSE, sizeof(Candidate));
+  Screen sc;
+  memset(&sc, 0, sizeof sc);
   guint i;
-  for (i = (guint)w->index; i < w->grid->len; i += (guint)w->nworkers) {
-    if (!srch_worker_has_budget(w)) break;
+  /* Screening: the builder, the memory rule, the bound. */
+  for (i = (guint)w->index; i < w->grid->len && before_deadline(w); i += (guint)w->nworkers) {
     const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
-    GError *error = NULL;
-    MdlStrategy *s = mdl_strategy_megatron(w->graph, w->cluster, cfg, &error);
+    MdlStrategy *s = screen_strategy(&sc, w, cfg);
     if (!s) { /* srch_grid_points kept only what the builder accepts */
+      w->failed++;
+      continue;
+    }
+    if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) { /* the simulator's fits_memory rule */
+      w->over_memory++;
+    } else {
+      Candidate c = {screen_bound(&sc, w), i};
+      g_array_append_val(cands, c);
+    }
+  }
+  mdl_strategy_free(sc.s);
+  gboolean screened = i >= w->grid->len;
+  qsort(cands->data, cands->len, sizeof(Candidate), compare_candidates);
+  guint k;
+  for (k = 0; k < cands->len; k++) {
+    const Candidate *c = &g_array_index(cands, Candidate, k);
+    if (isfinite(w->best_time_s) && sim_time_seconds(c->bound) > w->best_time_s) {
+      w->pruned += cands->len - k; /* this bound and every later one exceed the best */
+      k = cands->len;
+      break;
+    }
+    if (!srch_worker_has_budget(w)) break;
+    GError *error = NULL;
+    MdlStrategy *s = mdl_strategy_megatron(w->graph, w->cluster,
+                                           &g_array_index(w->grid, MdlMegatronConfig, c->index), &error);
+    if (!s) {
       w->failed++;
       g_clear_error(&error);
       continue;
     }
-    srch_worker_eval_strategy(w, s, (int)i);
+    srch_worker_eval_strategy(w, s, (int)c->index);
     mdl_strategy_free(s);
   }
-  w->complete = i >= w->grid->len;
+  w->complete = screened && k >= cands->len;
+  g_array_free(cands, TRUE);
 }

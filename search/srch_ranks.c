@@ -55,6 +55,7 @@ char *srch_result_serialize(const SrchResult *r, const MdlGraph *graph) {
   cJSON_AddNumberToObject(root, "over_memory", (double)r->over_memory);
   cJSON_AddNumberToObject(root, "failed", (double)r->failed);
   cJSON_AddNumberToObject(root, "pruned", (double)r->pruned);
+  cJSON_AddNumberToObject(root, "space_covered", (double)r->space_covered);
   cJSON_AddNumberToObject(root, "baseline_evaluations", (double)r->baseline_evaluations);
   cJSON_AddBoolToObject(root, "complete", r->complete);
   add_exact(root, "elapsed_s", r->elapsed_s);
@@ -155,6 +156,7 @@ gboolean srch_result_merge_ranks(SrchResult *r, char **parts, int nparts, const 
     r->over_memory += (guint64)number(root, "over_memory", 0);
     r->failed += (guint64)number(root, "failed", 0);
     r->pruned += (guint64)number(root, "pruned", 0);
+    r->space_covered += (guint64)number(root, "space_covered", 0);
     r->baseline_evaluations += (guint64)number(root, "baseline_evaluations", 0);
     r->complete &= cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "complete"));
     r->elapsed_s = MAX(r->elapsed_s, exact_number(root, "elapsed_s", 0));

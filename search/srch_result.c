@@ -116,6 +116,10 @@ char *srch_result_to_json(const SrchResult *r, const SrchOptions *o, const MdlGr
   cJSON_AddNumberToObject(search, "pruned", (double)r->pruned);
   cJSON_AddNumberToObject(search, "baseline_evaluations", (double)r->baseline_evaluations);
   cJSON_AddBoolToObject(search, "complete", r->complete);
+  if (r->space_points) {
+    cJSON_AddNumberToObject(search, "space_points", (double)r->space_points);
+    cJSON_AddNumberToObject(search, "covered_share", srch_result_covered_share(r));
+  }
   cJSON *best = cJSON_AddObjectToObject(root, "best");
   add_number(best, "iteration_time_s", r->best_time_s);
   if (r->best) {

@@ -272,12 +272,7 @@ static void set_baseline(SrchBaseline *b, const char *name, char *detail, MdlStr
 }
 
 static gboolean fits(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster) {
-  int n = dev_cluster_num_devices(cluster);
-  CmMemory *mem = cm_memory_per_device(graph, s, cluster);
-  double peak = 0;
-  for (int d = 0; d < n; d++) peak = MAX(peak, mem[d].total);
-  g_free(mem);
-  return peak <= cluster->device.memory_bytes;
+  return srch_peak_memory(graph, s, cluster) <= cluster->device.memory_bytes;
 }
 
 /* Data parallelism over every device with the fewest microbatches (gradient accumulation)
@@ -422,6 +417,11 @@ static SrchAlgo resolve_auto(const SrchSpace *space, const SrchBudget *budget) {
   return size <= affordable ? SRCH_ALGO_EXHAUSTIVE : SRCH_ALGO_CD;
 }
 
+double srch_result_covered_share(const SrchResult *r) {
+  if (!r->space_points) return 0;
+  return MIN(1.0, (double)r->space_covered / (double)r->space_points);
+}
+
 SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmParams *params,
                      const SrchOptions *o, GError **error) {
   g_return_val_if_fail(graph && cluster && params && o, NULL);
@@ -493,7 +493,8 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     r->space_description = g_strdup(o->algo == SRCH_ALGO_DP
                                         ? "the Megatron grid (dp, tp, pp, microbatch size, schedule, vp), "
                                           "then its pipelines with stage cuts by dynamic programming"
-                                        : "the Megatron grid (dp, tp, pp, microbatch size, schedule, vp)");
+                                        : "the full Megatron space (dp, tp, pp, microbatch size, schedule, "
+                                          "vp up to layers/pp, recompute none/selective/full, sp, zero 0-3)");
   }
 
   /* Baselines: data parallelism, Megatron's best grid point, one weird trick. */
@@ -508,16 +509,15 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     set_baseline(&r->baselines[2], "one weird trick", detail, trick, graph, cluster, params, o);
   }
   if (need_grid) {
+    /* The classic grid first, whatever the budget (a baseline no search may miss: its memory
+     * screening and bound pruning keep it to a few simulations, srch_grid.c). */
     grid = srch_grid_points(graph, cluster, dtype);
-    /* Under a time budget the grid, when only a baseline, gets a quarter of it. */
-    SrchBudget grid_budget = o->budget;
-    if (o->budget.seconds > 0 && r->ran != SRCH_ALGO_GRID) grid_budget.seconds = o->budget.seconds / 4;
-    if (o->budget.seconds > 0 && o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID)
-      grid_budget.seconds = o->budget.seconds / 2; /* and the dp phase the rest */
+    SrchBudget unlimited = {0};
     if (!phase_run(&phase, "megatron grid", srch_grid_worker, NULL, grid, graph, cluster, params,
-                   o, grid_budget, error))
+                   o, unlimited, error))
       goto fail;
-    const SrchWorker *best = phase_merge(&phase, r, r->ran == SRCH_ALGO_GRID || r->ran == SRCH_ALGO_DP);
+    const SrchWorker *best = phase_merge(&phase, r, (r->ran == SRCH_ALGO_GRID && o->algo != SRCH_ALGO_GRID) ||
+                                                        r->ran == SRCH_ALGO_DP);
     if (r->ran == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO || o->algo == SRCH_ALGO_DP)
       phase_timeline(&phase, r, start);
     MdlStrategy *s = NULL;
@@ -556,6 +556,45 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     phase_clear(&phase);
   }
 
+  /* The full Megatron space: grid; auto where no single-stage strategy fits (all of the
+   * budget) or where the per-op space is too large for the budget to cover (coordinate
+   * descent: each family gets half the evaluations, the space a quarter of the time). The
+   * winner is the better of it and the classic grid. */
+  gboolean split = o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_CD;
+  guint64 full_evaluations = split ? (o->budget.evaluations + 1) / 2 : o->budget.evaluations;
+  if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split) {
+    GArray *full = srch_grid_full_points(graph, cluster, dtype);
+    r->space_points = full->len;
+    SrchBudget budget = o->budget;
+    budget.evaluations = full_evaluations;
+    if (budget.seconds > 0)
+      budget.seconds = split ? o->budget.seconds / 4
+                             : MAX(o->budget.seconds - (g_get_monotonic_time() - start) / 1e6, o->budget.seconds / 4);
+    gboolean ok = phase_run(&phase, "megatron space", srch_grid_worker, NULL, full, graph, cluster,
+                            params, o, budget, error);
+    if (ok) {
+      for (int i = 0; i < phase.n; i++) {
+        const SrchWorker *w = &phase.workers[i];
+        r->space_covered += w->evaluations + w->over_memory + w->pruned;
+      }
+      const SrchWorker *best = phase_merge(&phase, r, TRUE);
+      phase_timeline(&phase, r, start);
+      if (best && best->best_time_s < r->best_time_s) {
+        mdl_strategy_free(r->best);
+        g_free(r->best_origin);
+        const MdlMegatronConfig *cfg = &g_array_index(full, MdlMegatronConfig, best->best_grid);
+        g_autofree char *detail = srch_grid_describe(cfg);
+        r->best = mdl_strategy_megatron(graph, cluster, cfg, error);
+        r->best_time_s = best->best_time_s;
+        r->best_origin = g_strdup_printf("megatron space %s", detail);
+        ok = r->best != NULL;
+      }
+    }
+    phase_clear(&phase);
+    g_array_free(full, TRUE);
+    if (!ok) goto fail;
+  }
+
   /* Stage cuts by dynamic programming: dp, and auto (any model with two or more units:
    * transformer layers, conv blocks; without, srch_dp_points is empty). */
   if (o->algo == SRCH_ALGO_DP || o->algo == SRCH_ALGO_AUTO) {
@@ -590,8 +629,10 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   if (space) {
     if (r->ran == SRCH_ALGO_EXHAUSTIVE && !srch_space_measure_compute(space, params, &o->sim, error))
       goto fail;
-    /* Under a time budget the search gets what the baselines left (at least a quarter). */
+    /* Under a time budget the search gets what the baselines left (at least a quarter); auto's
+     * coordinate descent the evaluations the full Megatron space left. */
     SrchBudget budget = o->budget;
+    if (split && o->budget.evaluations) budget.evaluations = MAX(o->budget.evaluations - full_evaluations, 1);
     if (budget.seconds > 0)
       budget.seconds = MAX(o->budget.seconds - (g_get_monotonic_time() - start) / 1e6, o->budget.seconds / 4);
     if (!phase_run(&phase, srch_algo_name(r->ran), driver_of(r->ran), space, NULL, graph, cluster,

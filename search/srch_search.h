@@ -10,15 +10,17 @@
  *  - exhaustive: depth-first enumeration with branch and bound on a compute lower bound
  *    (srch_exhaustive.c states and proves it); the global optimum when it completes.
  *  - random: uniform points.
- *  - grid: Megatron-LM's (dp, tp, pp, microbatch size, virtual stages, schedule) grid through
- *    mdl_strategy_megatron (pipelines included: the only driver that cuts stages).
+ *  - grid: the full Megatron space (dp, tp, pp, microbatch size, schedule, virtual stages up to
+ *    layers/pp, recomputation, sequence parallelism, ZeRO 0-3) through mdl_strategy_megatron,
+ *    screened by memory and pruned by sim_compute_bound (exact: srch_grid.c), after the classic
+ *    grid (vp <= 8, no memory options), which every algorithm runs in full as its baseline.
  *  - dp: the grid, then every pipelined point (pp > 1, not interleaved) again with the stage
  *    cuts a dynamic program picks (srch_pipeline.h: PipeDream/Alpa, the 1F1B estimate from the
  *    simulator's per-op compute and the boundary transfers), simulated in full; uneven cuts,
  *    and pp not dividing the layers, are allowed. The winner: the better of the two phases.
  *  - auto: exhaustive when the space has at most as many points as the budget allows, else
  *    coordinate descent; the winner is the best of that, the grid's best and the dp phase's
- *    (the grid and dp only, when no single-stage strategy fits).
+ *    (when no single-stage strategy fits: the classic grid, the full Megatron space and dp).
  * Cost = simulated iteration time (sim_run_new_with_options); strategies that do not fit in
  * memory (cm_memory_per_device, checked before simulating) are not simulated and never a
  * result (the drivers see a penalty that falls with the excess: srch-int.h).
@@ -147,6 +149,9 @@ typedef struct {
                                weights fit no cut */
   guint64 baseline_evaluations;
   gboolean complete;        /* exhaustive and grid: the whole space was covered */
+  guint64 space_points;     /* grid (and auto where it runs the full Megatron space): the
+                               configurations of that space; 0 otherwise */
+  guint64 space_covered;    /* of those, simulated, refused, over memory or pruned by the bound */
   double elapsed_s;
   GArray *curve;            /* SrchCurvePoint, where the best improved */
   GArray *timeline;         /* SrchCurvePoint in wall-clock order since the search began, over
@@ -169,6 +174,9 @@ typedef struct {
 SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmParams *params,
                      const SrchOptions *options, GError **error);
 void srch_result_free(SrchResult *result);
+/* The share of result->space_points the search covered: space_covered / space_points; 0
+ * without space_points. */
+double srch_result_covered_share(const SrchResult *result);
 
 /* The result as JSON: everything except wall-clock figures, so that runs with the same seed,
  * threads and evaluation budget print the same bytes. Caller g_free()s. */

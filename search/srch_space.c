@@ -290,7 +290,9 @@ double srch_space_value_memory(const SrchSpace *s, int var, const SrchConfig *co
         bytes += mdl_layout_local_elements(g, opd->tensor, -1, &layout, &view, 1) * (2 * wbytes + opt_bytes);
       } else if (!(op->unsaved_inputs & (1u << k))) {
         int sdim = s->sample_tdim[opd->tensor];
-        bytes += mdl_layout_local_elements(g, opd->tensor, sdim, &layout, &view, microbatches) * wbytes;
+        /* Read by this op alone: an FP8 GEMM keeps it as fp8 (cm_memory.c, cm_fp8.c). */
+        double ebytes = cm_fp8_gemm(op, s->dtype) ? 1.0 : wbytes;
+        bytes += mdl_layout_local_elements(g, opd->tensor, sdim, &layout, &view, microbatches) * ebytes;
       }
     }
     if (op->dropout) {
@@ -424,8 +426,10 @@ SrchSpace *srch_space_new(const MdlGraph *graph, const DevCluster *cluster,
   s->options = o;
   s->dtype = o.dtype_set ? o.dtype : default_dtype(graph, cluster);
   if (cluster->device.peak_flops[s->dtype] <= 0) {
-    g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION, "search: device %s has no %s support",
-                cluster->device.name, dev_dtype_name(s->dtype));
+    g_autofree char *kinds = dev_kinds_supporting(s->dtype);
+    g_set_error(error, SRCH_ERROR, SRCH_ERROR_OPTION,
+                "search: device %s has no %s support (built-in device kinds with it: %s)",
+                cluster->device.name, dev_dtype_name(s->dtype), kinds);
     srch_space_free(s);
     return NULL;
   }

@@ -12,6 +12,12 @@
  * resource after all others), which takes the framework's time for its kernels
  * (costmodel/cm_framework.h); the compute task cannot start before its launch ends, and the
  * host runs ahead of the GPU by at most the launch queue (sim_build_host.c).
+ *
+ * SimRun, SimTaskGraph and SimSchedule are opaque: their layout is sim/'s own (sim-int.h) and
+ * may change; everything outside sim/ (trace and timeline writers, the validate plan builder,
+ * results, bench, tests) reads them through the accessors here: SimTaskInfo per task,
+ * sim_run_* for the prediction and the inputs a run borrowed, SimTimeline for the tasks in the
+ * engine's order with their start and end.
  */
 #ifndef STRATSIM_SIM_H
 #define STRATSIM_SIM_H
@@ -157,6 +163,8 @@ typedef struct {
   gboolean crossmesh;
   int crossmesh_method;      /* SimCrossMeshMethod (sim_crossmesh.h), when crossmesh is set */
   int crossmesh_order;       /* SimCrossMeshOrder, when crossmesh is set */
+  struct SimProgress *progress; /* nullable, borrowed: the run's phases are reported there
+                                   (sim/sim_progress.h); nothing computed depends on it */
 } SimOptions;
 
 /* Limits on one simulation (README, "Limits"), checked before the task graph is allocated.

@@ -41,6 +41,7 @@ typedef struct {
   int *group;               /* per op: recomputation group (mdl_strategy_recompute_groups) */
   uint32_t *chain_prev;     /* per compute task: the compute task before it in its device's
                                program (NO_TASK: the first); compute tasks have the lowest ids */
+  uint32_t *chain_next;     /* per compute task: the one after it (NO_TASK: the last) */
   int *grads_done_b;        /* per stage: microbatch of its last B unit in program order */
   int *grads_done_w;        /* per stage: microbatch of its last W unit (weight delay) */
   int *sample_tdim;         /* per tensor */
@@ -97,6 +98,9 @@ gboolean sb_pass_per_tensor(SbPass pass);
 /* Builds segment @index of @pass into b->tg (b->phase set for the pass). */
 void sb_run_segment(Builder *b, SbPass pass, int index);
 SbMark sb_mark(const Builder *b);
+/* Forward, backward and (weight delay) weight-gradient kernel times of one shard of op @o for
+ * one microbatch (needs b->g, s, c, p, M, dtype_bytes and sample_tdim only). */
+void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTime *wgt);
 /* Sets the durations of op @o's compute tasks in b->tg from its config (delta simulation). */
 void sb_set_compute_durations(Builder *b, int o);
 /* The builder's steps around the segments, shared with sim_delta.c: builder_init (validation,
@@ -154,6 +158,15 @@ static inline uint32_t issue_point(const Builder *b, uint32_t t) {
   uint32_t prev = b->chain_prev[t];
   return prev == NO_TASK ? NO_TASK : b->chain_prev[prev];
 }
+/* Communication that overlaps the compute it feeds (sim_build_comm.c): whether the conversion
+ * of input @k of @o (from a producer on the same mesh) runs while @o computes: context
+ * parallelism's ring attention (the keys and values an attention op reads over the whole
+ * sequence, an op dim "sk", under cp > 1) and, under tp_overlap, the all-gather before a GEMM.
+ * And whether the conversions of @p's output on its own mesh run while @p computes: under
+ * tp_overlap, the reduce-scatter after a GEMM. */
+gboolean sb_overlapped_input(const Builder *b, int o, int k);
+gboolean sb_overlapped_output(const Builder *b, int p);
+
 /* The task after which @op's weight gradients on mesh index @i are complete: its last W (or,
  * for an op without W, its last B) in the rank's program order; compute tasks of a device are
  * chained, so every earlier microbatch's is done too. */

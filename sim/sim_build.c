@@ -33,7 +33,7 @@ static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand 
 /* Forward and backward kernel times of one shard of @o for one microbatch; under weight delay
  * the backward splits into @bwd (B) and @wgt (W) by cm_weight_grad_share, FLOPs and traffic
  * alike; otherwise @wgt is 0. */
-static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTime *wgt) {
+void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTime *wgt) {
   const MdlOp *op = mdl_graph_op(b->g, o);
   const MdlOpConfig *c = cfg(b, o);
   const MdlMesh *mesh = mesh_of(b, o);
@@ -90,7 +90,7 @@ static void op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, Si
 
 void sb_set_compute_durations(Builder *b, int o) {
   SimTime durations[3];
-  op_durations(b, o, &durations[0], &durations[1], &durations[2]);
+  sb_op_durations(b, o, &durations[0], &durations[1], &durations[2]);
   const uint32_t bases[4] = {b->fwd_base[o], b->bwd_base[o], b->wgt_base[o], b->rec_base[o]};
   int m = cfg(b, o)->mesh;
   uint32_t count = (uint32_t)b->M * (uint32_t)b->nrep[m];
@@ -113,7 +113,7 @@ static void add_compute_tasks(Builder *b) {
     for (int o = 0; o < b->nops; o++) {
       const MdlMesh *mesh = mesh_of(b, o);
       SimTime durations[3];
-      op_durations(b, o, &durations[0], &durations[1], &durations[2]);
+      sb_op_durations(b, o, &durations[0], &durations[1], &durations[2]);
       bases[phase][o] = NO_TASK;
       if (phase == 2 && !sb_has_weight_task(b, o)) continue; /* its dW, if any, is in B */
       if (phase == 3 && b->group[o] < 0) continue;
@@ -142,6 +142,7 @@ static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
     uint32_t t = base + (uint32_t)(mb * b->nrep[m] + r);
     int d = mesh->devices[b->rep_idx[m][r]];
     b->chain_prev[t] = prev[d];
+    if (prev[d] != NO_TASK) b->chain_next[prev[d]] = t;
     if (prev[d] != NO_TASK) sim_task_graph_edge(b->tg, prev[d], t);
     prev[d] = t;
   }
@@ -230,7 +231,9 @@ static void conversion_free(gpointer data) {
 void sb_build_compute(Builder *b) {
   add_compute_tasks(b);
   b->chain_prev = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
-  for (uint32_t i = 0; i < sim_task_graph_size(b->tg); i++) b->chain_prev[i] = NO_TASK;
+  b->chain_next = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
+  for (uint32_t i = 0; i < sim_task_graph_size(b->tg); i++)
+    b->chain_prev[i] = b->chain_next[i] = NO_TASK;
   b->last_compute = chain_compute(b);
   sb_add_host_tasks(b);
 }
@@ -384,6 +387,7 @@ void sb_builder_clear(Builder *b) {
   g_free(b->conversions);
   g_free(b->rec_conversions);
   g_free(b->chain_prev);
+  g_free(b->chain_next);
   g_free(b->rec_base);
   g_free(b->group);
   g_free(b->users);

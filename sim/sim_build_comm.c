@@ -70,7 +70,12 @@ SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective co
     g_autofree gboolean *simulated = g_new0(gboolean, p);
     for (int i = 0; i < p; i++)
       for (int k = 0; k < nsim && !simulated[i]; k++) simulated[i] = devices[i] == sim_devices[k];
-    return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes, !b->s->overlap);
+    CmGroupShape shape;
+    CmNcclRingSteps ring;
+    cm_group_shape(b->c, devices, p, &shape);
+    gboolean nccl = cm_nccl_ring_steps(coll, &shape, b->c, bytes, &ring);
+    return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes, !b->s->overlap,
+                              nccl ? &ring : NULL);
   }
   t.duration = sim_time_from_seconds(cm_group_collective_time(b->p, b->c, coll, devices, p, bytes));
   uint32_t id = sim_task_graph_add(b->tg, &t, res, nres);
@@ -280,19 +285,53 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   cv->layout = layout;
   cv->ready = g_new(uint32_t, (gsize)b->M * dn);
   g_autofree uint32_t *src = g_new(uint32_t, sn);
+  gboolean ahead = !recomputed && mesh == cfg(b, p)->mesh && sb_overlapped_output(b, p);
   for (int mb = 0; mb < b->M; mb++) {
-    for (int i = 0; i < sn; i++)
+    for (int i = 0; i < sn; i++) {
       src[i] = b->rep_pos[cfg(b, p)->mesh][i] < 0 ? NO_TASK
                : recomputed                       ? task_rec(b, p, mb, i)
                                                   : task_fwd(b, p, mb, i);
+      if (ahead && src[i] != NO_TASK && b->chain_prev[src[i]] != NO_TASK)
+        src[i] = b->chain_prev[src[i]]; /* tp_overlap: the reduce-scatter starts with the GEMM */
+    }
     sb_convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, cv->ready + mb * dn);
   }
   g_ptr_array_add(list, cv);
   return cv->ready;
 }
 
+gboolean sb_overlapped_input(const Builder *b, int o, int k) {
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  const MdlTensor *t = mdl_graph_tensor(b->g, op->inputs[k].tensor);
+  if (t->producer < 0 || cfg(b, t->producer)->mesh != cfg(b, o)->mesh) return FALSE;
+  if (b->s->tp_overlap && op->kind == MDL_OP_MATMUL && !t->is_weight) return TRUE;
+  if (b->s->cp <= 1 || !op->attention_core) return FALSE;
+  int sk = mdl_op_find_dim(op, "sk");
+  for (int i = 0; sk >= 0 && i < MDL_MAX_DIMS; i++)
+    if (op->inputs[k].dim_map[i] == sk) return TRUE;
+  return FALSE;
+}
+
+gboolean sb_overlapped_output(const Builder *b, int p) {
+  return b->s->tp_overlap && mdl_graph_op(b->g, p)->kind == MDL_OP_MATMUL;
+}
+
 /* The forward segment of tensor @t (delta simulation's unit, sim_delta.c): its conversions
- * for every reader, in op order, and their edges to the readers' forward tasks. */
+ * for every reader, in op order, and their edges to the readers' forward tasks.
+ * Ring attention (context parallelism; Liu et al. 2023, "Ring Attention with Blockwise
+ * Transformers", section 3; Megatron-Core's cp_comm_type "p2p"): the keys and values of the
+ * other cp ranks arrive block by block while the attention computes on the blocks it has, so
+ * their gather gates the compute task after the attention in program order instead of the
+ * attention itself: the attention and the gather overlap, and what follows waits for both. In
+ * the backward the gradients' reduce-scatter starts with the attention's backward
+ * (sb_backward_segment).
+ * Tensor-parallel communication overlap (tp_overlap=1: Megatron-Core's --tp-comm-overlap,
+ * Transformer Engine's userbuffers, which split a GEMM and its sequence-parallel all-gather or
+ * reduce-scatter into chunks and pipeline them): the same relaxation for the all-gather before
+ * a GEMM (and, backward, its input gradient's reduce-scatter) and for the reduce-scatter after
+ * a GEMM, which starts with the GEMM (sb_forward_conversion; backward, the all-gather of the
+ * GEMM's output gradient gates the task after its backward). The chunked pipeline's fill and
+ * drain (one chunk each) are not modeled: overlap is taken as complete. */
 void sb_forward_segment(Builder *b, int t) {
   if (mdl_graph_tensor(b->g, t)->producer < 0) return;
   GArray *users = b->users[t];
@@ -306,11 +345,13 @@ void sb_forward_segment(Builder *b, int t) {
       if (op->inputs[k].tensor != t) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = sb_forward_conversion(b, t, o, need, FALSE);
+      gboolean ring = sb_overlapped_input(b, o, k);
       for (int mb = 0; mb < b->M; mb++)
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
-          uint32_t dep = ready[mb * mesh->ndevices + i];
-          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, task_fwd(b, o, mb, i));
+          uint32_t dep = ready[mb * mesh->ndevices + i], use = task_fwd(b, o, mb, i);
+          if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
+          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, use);
         }
     }
   }
@@ -392,13 +433,22 @@ void sb_backward_segment(Builder *b, int t) {
         if (need.axis[a] == MDL_LAYOUT_PARTIAL) need.axis[a] = MDL_LAYOUT_BROADCAST;
       g_autofree uint32_t *src = g_new(uint32_t, mesh->ndevices);
       g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
+      gboolean ring = sb_overlapped_input(b, o, k);
+      gboolean ahead = cfg(b, p)->mesh == cfg(b, o)->mesh && sb_overlapped_output(b, p);
       for (int mb = 0; mb < b->M; mb++) {
-        for (int i = 0; i < mesh->ndevices; i++)
+        for (int i = 0; i < mesh->ndevices; i++) {
           src[i] = b->rep_pos[cfg(b, o)->mesh][i] >= 0 ? task_bwd(b, o, mb, i) : NO_TASK;
+          /* Overlapped: the gradients' collective starts with the reader's backward. */
+          if (ring && src[i] != NO_TASK && b->chain_prev[src[i]] != NO_TASK)
+            src[i] = b->chain_prev[src[i]];
+        }
         sb_convert(b, cfg(b, o)->mesh, from, src, cfg(b, p)->mesh, need, t, o, mb, dst);
-        for (int j = 0; j < pmesh->ndevices; j++)
-          if (dst[j] != NO_TASK && b->rep_pos[cfg(b, p)->mesh][j] >= 0)
-            sim_task_graph_edge(b->tg, dst[j], task_bwd(b, p, mb, j));
+        for (int j = 0; j < pmesh->ndevices; j++) {
+          if (dst[j] == NO_TASK || b->rep_pos[cfg(b, p)->mesh][j] < 0) continue;
+          uint32_t use = task_bwd(b, p, mb, j);
+          if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
+          sim_task_graph_edge(b->tg, dst[j], use);
+        }
       }
     }
   }

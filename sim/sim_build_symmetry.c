@@ -5,7 +5,7 @@
 /* --- Symmetry (issue 4): devices a strategy treats alike are simulated once. ---
  * Along a mesh axis every device runs the same tasks on equal partitions; when in addition
  * every group of devices along any set of the mesh's axes communicates at the same cost
- * (cm_group_link), and every stage-to-stage transfer pair costs the same, the task graph is
+ * (cm_group_link, and the same shape: hosts and members per host, which NCCL's model costs), and every stage-to-stage transfer pair costs the same, the task graph is
  * invariant under permuting replicas, so each replica's timeline equals its representative's:
  * simulating the devices with coordinate 0 on those axes gives the expanded graph's answer,
  * bit for bit. A collective then occupies only its simulated members' streams and still costs
@@ -16,14 +16,20 @@ static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsign
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
   CmLinkCost first = {0};
+  CmGroupShape first_shape = {0};
   gboolean have = FALSE;
   for (int base = 0; base < mesh->ndevices; base++) {
     if (!sb_is_group_base(mesh, mask, base)) continue;
     int p = sb_group_members(mesh, mask, base, members);
     for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
     CmLinkCost c = cm_group_link(b->c, devices, p);
-    if (!have) first = c, have = TRUE;
-    else if (c.alpha != first.alpha || c.beta != first.beta) return FALSE;
+    /* NCCL's model (cm_tuner.h) costs a group by its shape: hosts and members per host. */
+    CmGroupShape g;
+    cm_group_shape(b->c, devices, p, &g);
+    if (!have) first = c, first_shape = g, have = TRUE;
+    else if (c.alpha != first.alpha || c.beta != first.beta || g.hosts != first_shape.hosts ||
+             g.min_per_host != first_shape.min_per_host || g.max_per_host != first_shape.max_per_host)
+      return FALSE;
   }
   return TRUE;
 }

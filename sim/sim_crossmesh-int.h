@@ -8,6 +8,7 @@
 #ifndef STRATSIM_SIM_CROSSMESH_INT_H
 #define STRATSIM_SIM_CROSSMESH_INT_H
 
+#include "costmodel/cm_nccl.h"
 #include "sim/sim_crossmesh.h"
 
 typedef struct {
@@ -35,6 +36,8 @@ struct SimCrossMeshPlan {
   CmLinkCost intra;         /* cm_group_link of a group inside one host */
   CmLinkCost nic;           /* cm_group_link of two whole hosts: all NICs of a host, striped,
                                over the fabric's oversubscription */
+  CmNcclHardware nccl;      /* NCCL's view of the cluster: all-gathers are priced by the one
+                               collective model (costmodel/cm_tuner.h) */
   int ndims;
   int64_t shape[MDL_MAX_DIMS];
   double elem_bytes;

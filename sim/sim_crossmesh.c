@@ -450,6 +450,7 @@ SimCrossMeshPlan *sim_crossmesh_plan_new(const DevCluster *cluster, const MdlMes
   int first = 0;
   p->intra = cm_group_link(cluster, &first, 1);
   p->nic = p->intra;
+  cm_nccl_hardware(cluster, &p->nccl);
   if (cluster->nodes >= 2) {
     /* Whole hosts on both ends: cm_group_link gives the group gpus_per_node / gpus_per_node of
      * the NICs, i.e. all of a host's NIC bandwidth (capped by the intra-host link); contention

@@ -1,8 +1,10 @@
 /* sim/crossmesh steps — how one unit task moves its slice (paper §3.1), and the task graph.
  *
  * A unit expands to steps: point-to-point transfers, all-gathers, or one pipelined broadcast
- * chain, each timed by costmodel's alpha-beta on the intra-host link (both ends on one host) or
- * the host's NICs (cm_group_link of two whole hosts). Steps become tasks on the devices'
+ * chain; transfers, broadcast hops and all-gathers across hosts timed by costmodel's alpha-beta
+ * on the intra-host link (both ends on one host) or the host's NICs (cm_group_link of two whole
+ * hosts), all-gathers inside a host by NCCL's tuner model (costmodel/cm_nccl.h) as every
+ * collective. Steps become tasks on the devices'
  * communication streams plus the link resources of sim_network.h that they use, so that they
  * contend with step-expanded collectives: a hop inside a host holds the sender's outgoing and
  * the receiver's incoming GPU port; a hop between hosts holds the egress side of every NIC of
@@ -34,13 +36,19 @@ static void push_p2p(const SimCrossMeshPlan *p, GArray *steps, GArray *members, 
   push_step(steps, members, CMX_STEP_P2P, pair, 2, 0, 0, delivers, bytes, t);
 }
 
-/* Ring all-gather of @bytes (output per device) over @group (ascending ids, so the ring visits
- * each host once and leaves it over one NIC flow): intra-host link inside one host, else the
- * whole NIC, capped by the intra-host link (AutoDDL Table 2 via cm_collective_time). */
+/* All-gather of @bytes (output per device) over @group (ascending ids, so the ring visits each
+ * host once and leaves it over one NIC flow). Inside one host: NCCL's tuner model
+ * (cm_nccl_tune), as every collective of a run is priced. Across hosts: the whole NIC, capped
+ * by the intra-host link (AutoDDL Table 2 via cm_collective_time), since this step holds every
+ * NIC of its hosts as a resource and contention is theirs to model, where NCCL's model would
+ * give the group only its members' share of the NICs. */
 static void push_all_gather(const SimCrossMeshPlan *p, GArray *steps, GArray *members,
                             const int *group, int n, int dep_begin, int ndeps, double bytes) {
   gboolean one_host = cmx_host(p, group[0]) == cmx_host(p, group[n - 1]);
-  double t = cm_collective_time(CM_ALL_GATHER, n, bytes, one_host ? &p->intra : &p->nic);
+  CmGroupShape shape = {n, 1, n, n};
+  double t = !one_host ? cm_collective_time(CM_ALL_GATHER, n, bytes, &p->nic)
+             : n > 1   ? cm_nccl_tune(CM_ALL_GATHER, &shape, &p->nccl, bytes, NULL, NULL, NULL)
+                       : 0.0;
   push_step(steps, members, CMX_STEP_ALL_GATHER, group, n, dep_begin, ndeps, TRUE, bytes, t);
 }
 

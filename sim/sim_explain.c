@@ -7,8 +7,9 @@
  * (pass, kind, tensor, group size, bytes, link, time) with the number of times it runs per
  * iteration — their sum is that device's communication-stream time in the simulation; and per
  * device memory by category. Communication buffers are not modelled yet (issue 3 adds them). */
-#include "sim/sim-int.h"
+/* Reads the run through sim.h's read API only (SimTaskInfo, spans, schedule accessors). */
 #include "sim/sim.h"
+#include "sim/sim-int.h" /* sim_components_json / _print */
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@ static const char *const phase_names[] = {"forward", "backward", "iteration"};
 static const char *const link_names[DEV_LINK_COUNT] = {"intra", "inter"};
 
 typedef struct {
-  SimTask key;         /* first instance; step mode: duration 0 (spans vary with contention) */
+  SimTaskInfo key;     /* first instance; step mode: duration 0 (spans vary with contention) */
   SimTime total;       /* summed time of all instances */
   guint count;
   guint tensors;       /* distinct tensors folded into the entry (text view) */
@@ -26,7 +27,7 @@ typedef struct {
 } CollectiveEntry;
 
 static guint entry_hash(gconstpointer key) {
-  const SimTask *t = key;
+  const SimTaskInfo *t = key;
   guint h = (guint)t->phase * 31u + t->collective;
   h = h * 31u + (guint)t->tensor;
   h = h * 31u + t->group_size;
@@ -35,18 +36,19 @@ static guint entry_hash(gconstpointer key) {
 }
 
 static gboolean entry_equal_shape(gconstpointer a, gconstpointer b) {
-  const SimTask *x = a, *y = b;
+  const SimTaskInfo *x = a, *y = b;
   return x->kind == y->kind && x->phase == y->phase && x->collective == y->collective &&
          x->group_size == y->group_size && x->bytes == y->bytes && x->link == y->link &&
          x->duration == y->duration;
 }
 
 static gboolean entry_equal(gconstpointer a, gconstpointer b) {
-  return ((const SimTask *)a)->tensor == ((const SimTask *)b)->tensor && entry_equal_shape(a, b);
+  return ((const SimTaskInfo *)a)->tensor == ((const SimTaskInfo *)b)->tensor &&
+         entry_equal_shape(a, b);
 }
 
 static guint entry_hash_shape(gconstpointer key) {
-  const SimTask *t = key;
+  const SimTaskInfo *t = key;
   return ((guint)t->phase * 31u + t->collective) * 31u + t->group_size +
          (guint)(t->duration ^ (t->duration >> 32));
 }
@@ -54,19 +56,21 @@ static guint entry_hash_shape(gconstpointer key) {
 /* First simulated device of each mesh (a representative: replicas run the same tasks). */
 static GArray *representative_devices(const SimRun *run) {
   GArray *devs = g_array_new(FALSE, FALSE, sizeof(int));
-  const SimTaskGraph *g = run->tasks;
-  const uint32_t *res = (const uint32_t *)g->task_resources->data;
-  g_autofree gboolean *has_task = g_new0(gboolean, g->num_devices);
+  const SimTaskGraph *g = sim_run_task_graph(run);
+  const MdlStrategy *strategy = sim_run_strategy(run);
+  int ndev = sim_task_graph_num_devices(g);
+  g_autofree gboolean *has_task = g_new0(gboolean, ndev);
+  SimTaskInfo t;
   for (uint32_t i = 0; i < sim_task_graph_size(g); i++) {
-    const SimTask *t = sim_task_graph_task(g, i);
-    for (uint16_t r = 0; r < t->nres; r++) {
-      uint32_t id = res[t->res_begin + r];
+    sim_task_graph_get(g, i, &t);
+    for (int r = 0; r < t.nres; r++) {
+      uint32_t id = t.resources[r];
       /* Streams only: link resources (ports, NICs: sim_network.h) are numbered after them. */
-      if (id < 2 * (uint32_t)g->num_devices) has_task[id / 2] = TRUE;
+      if (id < 2 * (uint32_t)ndev) has_task[id / 2] = TRUE;
     }
   }
-  for (guint m = 0; m < run->strategy->meshes->len; m++) {
-    const MdlMesh *mesh = mdl_strategy_mesh(run->strategy, (int)m);
+  for (guint m = 0; m < strategy->meshes->len; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(strategy, (int)m);
     for (int i = 0; i < mesh->ndevices; i++) {
       int d = mesh->devices[i];
       if (!has_task[d]) continue;
@@ -83,32 +87,35 @@ static GArray *representative_devices(const SimRun *run) {
  * but the tensor they move. */
 static GPtrArray *device_collectives(const SimRun *run, int device, gboolean by_tensor,
                                      SimTime *busy) {
-  const SimTaskGraph *g = run->tasks;
-  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  const SimTaskGraph *g = sim_run_task_graph(run);
   GHashTable *index = by_tensor ? g_hash_table_new(entry_hash, entry_equal)
                                 : g_hash_table_new(entry_hash_shape, entry_equal_shape);
   GPtrArray *entries = g_ptr_array_new_with_free_func(g_free);
   uint32_t comm = sim_resource_comm(device);
   /* Step mode: a collective's time is its gate-to-join span in the timeline. */
   g_autoptr(GHashTable) join_of = g_hash_table_new(g_direct_hash, g_direct_equal);
-  const uint32_t *spans = (const uint32_t *)g->spans->data;
-  for (guint k = 0; k < g->spans->len / 2; k++)
-    g_hash_table_insert(join_of, GUINT_TO_POINTER(spans[2 * k] + 1), GUINT_TO_POINTER(spans[2 * k + 1] + 1));
+  for (uint32_t k = 0; k < sim_task_graph_num_spans(g); k++) {
+    uint32_t gate, join;
+    sim_task_graph_span(g, k, &gate, &join);
+    g_hash_table_insert(join_of, GUINT_TO_POINTER(gate + 1), GUINT_TO_POINTER(join + 1));
+  }
+  SimTaskInfo info;
+  const SimTaskInfo *t = &info;
   *busy = 0;
   for (uint32_t i = 0; i < sim_task_graph_size(g); i++) {
-    const SimTask *t = sim_task_graph_task(g, i);
+    sim_run_task(run, i, &info);
     if (t->kind != SIM_TASK_COMM && t->kind != SIM_TASK_GRAD_SYNC) continue;
     if (t->role == SIM_ROLE_TRANSFER || t->role == SIM_ROLE_JOIN) continue;
     gboolean mine = FALSE;
-    for (uint16_t r = 0; r < t->nres && !mine; r++) mine = res[t->res_begin + r] == comm;
+    for (int r = 0; r < t->nres && !mine; r++) mine = t->resources[r] == comm;
     if (!mine) continue;
     SimTime time = t->duration;
     if (t->role == SIM_ROLE_GATE) {
       uint32_t join = GPOINTER_TO_UINT(g_hash_table_lookup(join_of, GUINT_TO_POINTER(i + 1))) - 1;
-      time = run->schedule->start[join] - run->schedule->start[i];
+      time = sim_schedule_start(sim_run_schedule(run), join) - t->start;
     }
     *busy += time;
-    SimTask probe = *t;
+    SimTaskInfo probe = *t;
     if (t->role == SIM_ROLE_GATE) probe.duration = 0;
     CollectiveEntry *e = g_hash_table_lookup(index, &probe);
     if (!e) {
@@ -134,8 +141,8 @@ static cJSON *layout_json(const MdlLayout *layout, int naxes) {
 }
 
 static cJSON *ops_json(const SimRun *run) {
-  const MdlGraph *g = run->graph;
-  const MdlStrategy *s = run->strategy;
+  const MdlGraph *g = sim_run_graph(run);
+  const MdlStrategy *s = sim_run_strategy(run);
   cJSON *ops = cJSON_CreateArray();
   for (int o = 0; o < mdl_graph_num_ops(g); o++) {
     const MdlOp *op = mdl_graph_op(g, o);
@@ -167,17 +174,25 @@ static cJSON *ops_json(const SimRun *run) {
   return ops;
 }
 
-/* Kernel times per op, read off the simulated tasks (first microbatch, first device). */
-static void add_op_times(const SimRun *run, cJSON *ops) {
-  int n = mdl_graph_num_ops(run->graph);
-  g_autofree double *fwd = g_new0(double, n), *bwd = g_new0(double, n);
+/* Kernel times per op into @fwd and @bwd (n ops each), read off the simulated tasks (first
+ * microbatch, first device). */
+static void op_times(const SimRun *run, double *fwd, double *bwd) {
+  int n = mdl_graph_num_ops(sim_run_graph(run));
   g_autofree gboolean *seen_f = g_new0(gboolean, n), *seen_b = g_new0(gboolean, n);
-  for (uint32_t i = 0; i < sim_task_graph_size(run->tasks); i++) {
-    const SimTask *t = sim_task_graph_task(run->tasks, i);
+  SimTaskInfo info;
+  const SimTaskInfo *t = &info;
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    sim_run_task(run, i, &info);
     if (t->op < 0 || t->op >= n) continue;
     if (t->kind == SIM_TASK_FORWARD && !seen_f[t->op]) seen_f[t->op] = TRUE, fwd[t->op] = sim_time_seconds(t->duration);
     if (t->kind == SIM_TASK_BACKWARD && !seen_b[t->op]) seen_b[t->op] = TRUE, bwd[t->op] = sim_time_seconds(t->duration);
   }
+}
+
+static void add_op_times(const SimRun *run, cJSON *ops) {
+  int n = mdl_graph_num_ops(sim_run_graph(run));
+  g_autofree double *fwd = g_new0(double, n), *bwd = g_new0(double, n);
+  op_times(run, fwd, bwd);
   for (int o = 0; o < n; o++) {
     cJSON *oj = cJSON_GetArrayItem(ops, o);
     cJSON_AddNumberToObject(oj, "forward_time_s", fwd[o]);
@@ -197,12 +212,12 @@ static cJSON *collectives_json(const SimRun *run, const GArray *devs) {
     cJSON *list = cJSON_AddArrayToObject(dj, "collectives");
     for (guint i = 0; i < entries->len; i++) {
       const CollectiveEntry *e = g_ptr_array_index(entries, i);
-      const SimTask *t = &e->key;
+      const SimTaskInfo *t = &e->key;
       cJSON *cj = cJSON_CreateObject();
       cJSON_AddStringToObject(cj, "phase", t->kind == SIM_TASK_GRAD_SYNC ? "gradient_sync" : phase_names[t->phase]);
       cJSON_AddStringToObject(cj, "kind", cm_collective_name((CmCollective)t->collective));
-      cJSON_AddStringToObject(cj, "tensor", mdl_graph_tensor(run->graph, t->tensor)->name);
-      cJSON_AddStringToObject(cj, "op", t->op >= 0 ? mdl_graph_op(run->graph, t->op)->name : "");
+      cJSON_AddStringToObject(cj, "tensor", mdl_graph_tensor(sim_run_graph(run), t->tensor)->name);
+      cJSON_AddStringToObject(cj, "op", t->op >= 0 ? mdl_graph_op(sim_run_graph(run), t->op)->name : "");
       cJSON_AddNumberToObject(cj, "group_size", t->group_size);
       cJSON_AddNumberToObject(cj, "bytes_per_device", (double)t->bytes);
       cJSON_AddStringToObject(cj, "link", link_names[t->link]);
@@ -218,10 +233,10 @@ static cJSON *collectives_json(const SimRun *run, const GArray *devs) {
 }
 
 static cJSON *memory_json(const SimRun *run) {
-  int n = dev_cluster_num_devices(run->cluster);
-  g_autofree CmMemory *mem = cm_memory_per_device(run->graph, run->strategy, run->cluster);
+  int n = dev_cluster_num_devices(sim_run_cluster(run));
+  g_autofree CmMemory *mem = cm_memory_per_device(sim_run_graph(run), sim_run_strategy(run), sim_run_cluster(run));
   cJSON *arr = cJSON_CreateArray();
-  double cap = run->cluster->device.memory_bytes;
+  double cap = sim_run_cluster(run)->device.memory_bytes;
   for (int d = 0; d < n; d++) {
     if (mem[d].total <= 0) continue;
     cJSON *mj = cJSON_CreateObject();
@@ -244,8 +259,8 @@ char *sim_explain_json(const SimRun *run) {
   g_autofree char *summary = sim_prediction_to_json(run, FALSE);
   cJSON_AddItemToObject(root, "prediction", cJSON_Parse(summary));
   cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
-  for (guint m = 0; m < run->strategy->meshes->len; m++) {
-    const MdlMesh *mesh = mdl_strategy_mesh(run->strategy, (int)m);
+  for (guint m = 0; m < sim_run_strategy(run)->meshes->len; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(sim_run_strategy(run), (int)m);
     cJSON *mj = cJSON_CreateObject();
     cJSON_AddItemToObject(mj, "shape", cJSON_CreateIntArray(mesh->shape, mesh->ndims));
     cJSON_AddItemToObject(mj, "devices", cJSON_CreateIntArray(mesh->devices, mesh->ndevices));
@@ -271,13 +286,88 @@ static int compare_total(gconstpointer a, gconstpointer b) {
   return tx < ty ? 1 : tx > ty ? -1 : 0;
 }
 
+/* One op's layouts in text, per operand its layout on each mesh axis:
+ * "mesh 0 (2x8) split [b, n]: [S(0),B] [B,S(1)] -> [S(0),S(2)]". */
+static char *op_layout_text(const SimRun *run, int o) {
+  const MdlGraph *g = sim_run_graph(run);
+  const MdlStrategy *s = sim_run_strategy(run);
+  const MdlOp *op = mdl_graph_op(g, o);
+  const MdlOpConfig *c = &s->configs[o];
+  const MdlMesh *mesh = mdl_strategy_mesh(s, c->mesh);
+  GString *t = g_string_new(NULL);
+  g_string_append_printf(t, "mesh %d (", c->mesh);
+  for (int a = 0; a < mesh->ndims; a++) g_string_append_printf(t, "%s%d", a ? "x" : "", mesh->shape[a]);
+  g_string_append(t, ") split [");
+  for (int a = 0; a < mesh->ndims; a++)
+    g_string_append_printf(t, "%s%s", a ? ", " : "", c->split[a] >= 0 ? op->dims[c->split[a]].name : "-");
+  g_string_append(t, "]:");
+  char text[96];
+  for (int k = 0; k < op->ninputs; k++) {
+    MdlLayout l = mdl_layout_of_operand(op, &op->inputs[k], FALSE, c, mesh);
+    mdl_layout_format(&l, mesh->ndims, text, sizeof text);
+    g_string_append_printf(t, " [%s]", text);
+  }
+  MdlLayout l = mdl_layout_of_operand(op, &op->output, TRUE, c, mesh);
+  mdl_layout_format(&l, mesh->ndims, text, sizeof text);
+  g_string_append_printf(t, " -> [%s]", text);
+  return g_string_free(t, FALSE);
+}
+
+/* The ops with their layouts (README: "layouts of every op"), in graph order; consecutive runs
+ * of ops alike (kind, stage, layouts, kernel times: the layers of a transformer) are folded
+ * into one row with their count. At most @max_rows rows. */
+static void print_ops(const SimRun *run, FILE *out, int max_rows) {
+  const MdlGraph *g = sim_run_graph(run);
+  const MdlStrategy *s = sim_run_strategy(run);
+  int n = mdl_graph_num_ops(g);
+  g_autofree double *fwd = g_new0(double, n), *bwd = g_new0(double, n);
+  op_times(run, fwd, bwd);
+  g_autoptr(GPtrArray) texts = g_ptr_array_new_with_free_func(g_free);
+  for (int o = 0; o < n; o++) g_ptr_array_add(texts, op_layout_text(run, o));
+  fprintf(out, "\nops: layouts per mesh axis (S(d) split on tensor dim d, B replicated, P partial "
+               "sums), inputs -> output; kernel times of one microbatch\n");
+  fprintf(out, "  %-26s %-14s %5s %10s %10s  %s\n", "op (first) +alike", "kind", "stage",
+          "fwd us", "bwd us", "layout");
+  /* Ops alike (kind, stage, kernel times and layouts agree: the same op of every layer) fold
+   * into the row of the first, found by a hash of that signature: linear in the ops. */
+  g_autoptr(GHashTable) row_of = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GArray) first = g_array_new(FALSE, FALSE, sizeof(int));
+  g_autoptr(GArray) count = g_array_new(FALSE, TRUE, sizeof(int));
+  for (int o = 0; o < n; o++) {
+    char *key = g_strdup_printf("%d|%d|%.17g|%.17g|%s", mdl_graph_op(g, o)->kind,
+                                s->configs[o].stage, fwd[o], bwd[o],
+                                (char *)g_ptr_array_index(texts, o));
+    gpointer row;
+    if (g_hash_table_lookup_extended(row_of, key, NULL, &row)) {
+      g_array_index(count, int, GPOINTER_TO_INT(row))++;
+      g_free(key);
+      continue;
+    }
+    g_hash_table_insert(row_of, key, GINT_TO_POINTER((int)first->len));
+    g_array_append_val(first, o);
+    int one = 1;
+    g_array_append_val(count, one);
+  }
+  for (guint r = 0; r < first->len && (int)r < max_rows; r++) {
+    int o = g_array_index(first, int, r), alike = g_array_index(count, int, r) - 1;
+    const MdlOp *op = mdl_graph_op(g, o);
+    g_autofree char *name = alike ? g_strdup_printf("%s +%d", op->name, alike) : g_strdup(op->name);
+    fprintf(out, "  %-26.26s %-14s %5d %10.3f %10.3f  %s\n", name, mdl_op_kind_name(op->kind),
+            s->configs[o].stage, fwd[o] * 1e6, bwd[o] * 1e6, (char *)g_ptr_array_index(texts, o));
+  }
+  if ((int)first->len > max_rows)
+    fprintf(out, "  ... %d more rows of ops (--rows N, or --json lists all)\n",
+            (int)first->len - max_rows);
+}
+
 void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
-  const SimPrediction *p = &run->prediction;
+  const SimPrediction *p = sim_run_prediction(run);
   fprintf(out, "explain: %s on %s, strategy %s: iteration %.6g s, compute %.6g s, exposed "
                "communication %.6g s, host-bound %.6g s, bubble %.6g s\n",
-          run->graph->name, run->cluster->name, run->strategy->name, p->iteration_time_s,
+          sim_run_graph(run)->name, sim_run_cluster(run)->name, sim_run_strategy(run)->name, p->iteration_time_s,
           p->compute_s, p->comm_exposed_s, p->host_bound_s, p->bubble_s);
   sim_components_print(run, out, max_rows);
+  print_ops(run, out, max_rows);
   g_autoptr(GArray) devs = representative_devices(run);
   for (guint k = 0; k < devs->len; k++) {
     int d = g_array_index(devs, int, k);
@@ -290,10 +380,10 @@ void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
             "tensor (first)", "group", "bytes/dev", "link", "time", "count", "total");
     for (guint i = 0; i < entries->len && (int)i < max_rows; i++) {
       const CollectiveEntry *e = g_ptr_array_index(entries, i);
-      const SimTask *t = &e->key;
+      const SimTaskInfo *t = &e->key;
       g_autofree char *tensor = e->tensors > 1
-          ? g_strdup_printf("%s +%u", mdl_graph_tensor(run->graph, t->tensor)->name, e->tensors - 1)
-          : g_strdup(mdl_graph_tensor(run->graph, t->tensor)->name);
+          ? g_strdup_printf("%s +%u", mdl_graph_tensor(sim_run_graph(run), t->tensor)->name, e->tensors - 1)
+          : g_strdup(mdl_graph_tensor(sim_run_graph(run), t->tensor)->name);
       fprintf(out, "  %-9s %-14s %-24.24s %5u %12.0f %5s %9.3f us %7u %8.4f s\n",
               t->kind == SIM_TASK_GRAD_SYNC ? "grad-sync" : phase_names[t->phase],
               cm_collective_name((CmCollective)t->collective), tensor, t->group_size, (double)t->bytes,
@@ -302,10 +392,10 @@ void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
     }
     if ((int)entries->len > max_rows) fprintf(out, "  ... %u more (--json lists all)\n", entries->len - max_rows);
   }
-  g_autofree CmMemory *mem = cm_memory_per_device(run->graph, run->strategy, run->cluster);
+  g_autofree CmMemory *mem = cm_memory_per_device(sim_run_graph(run), sim_run_strategy(run), sim_run_cluster(run));
   fprintf(out, "\nmemory per device (GiB): weights gradients optimizer activations buffers total / "
                "capacity\n");
-  int n = dev_cluster_num_devices(run->cluster), shown = 0;
+  int n = dev_cluster_num_devices(sim_run_cluster(run)), shown = 0;
   const double gib = 1024.0 * 1024.0 * 1024.0;
   for (int d = 0; d < n; d++) {
     if (mem[d].total <= 0) continue;
@@ -313,8 +403,8 @@ void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
     if (shown > 0 && d > 0 && mem[d].total == mem[d - 1].total) continue;
     fprintf(out, "  GPU %-5d %8.3f %9.3f %9.3f %11.3f %7.3f %8.3f / %.3g %s\n", d,
             mem[d].weights / gib, mem[d].gradients / gib, mem[d].optimizer / gib,
-            mem[d].activations / gib, mem[d].buffers / gib, mem[d].total / gib, run->cluster->device.memory_bytes / gib,
-            mem[d].total <= run->cluster->device.memory_bytes ? "" : "DOES NOT FIT");
+            mem[d].activations / gib, mem[d].buffers / gib, mem[d].total / gib, sim_run_cluster(run)->device.memory_bytes / gib,
+            mem[d].total <= sim_run_cluster(run)->device.memory_bytes ? "" : "DOES NOT FIT");
     shown++;
   }
   fprintf(out, "  (devices with the same figures as the one above are not repeated)\n");

@@ -26,6 +26,7 @@ typedef struct {
   const SimTask *proto;
   int n;
   gboolean block_compute;
+  const CmNcclRingSteps *ring; /* NCCL's ring figures, or NULL: the links' own */
 } Expander;
 
 /* One transfer of @bytes from device @src to @dst after the tasks in @deps. */
@@ -47,7 +48,12 @@ static uint32_t transfer(const Expander *x, int src, int dst, double bytes, cons
   t.role = SIM_ROLE_TRANSFER;
   t.link = (uint8_t)(same_host ? DEV_LINK_INTRA : DEV_LINK_INTER);
   t.bytes = (float)bytes;
-  t.duration = sim_time_from_seconds(link->latency + bytes / bw);
+  double latency = link->latency;
+  if (x->ring) {
+    latency = x->ring->step_latency_s[t.link];
+    bw *= x->ring->efficiency[t.link];
+  }
+  t.duration = sim_time_from_seconds(latency + bytes / bw);
   uint32_t id = sim_task_graph_add(x->g, &t, res, x->block_compute ? 4 : 2);
   for (int i = 0; i < ndeps; i++)
     if (i == 0 || deps[i] != deps[i - 1]) sim_task_graph_edge(x->g, deps[i], id);
@@ -55,7 +61,7 @@ static uint32_t transfer(const Expander *x, int src, int dst, double bytes, cons
 }
 
 static uint32_t marker(const Expander *x, SimTaskRole role, const int *devices, int p,
-                       const gboolean *simulated) {
+                       const gboolean *simulated, double seconds) {
   uint32_t stack[64] = {0};
   uint32_t *res = p <= 64 ? stack : g_new(uint32_t, p);
   int nres = 0;
@@ -63,7 +69,7 @@ static uint32_t marker(const Expander *x, SimTaskRole role, const int *devices, 
     if (simulated[i]) res[nres++] = sim_resource_comm(devices[i]);
   SimTask t = *x->proto;
   t.role = (uint8_t)role;
-  t.duration = 0;
+  t.duration = sim_time_from_seconds(seconds);
   uint32_t id = sim_task_graph_add(x->g, &t, res, nres);
   if (res != stack) g_free(res);
   return id;
@@ -72,10 +78,11 @@ static uint32_t marker(const Expander *x, SimTaskRole role, const int *devices, 
 SimCollectiveSpan sim_network_expand(SimTaskGraph *g, const DevCluster *c, const SimTask *proto,
                                      CmCollective kind, const int *devices, int p,
                                      const gboolean *simulated, double bytes,
-                                     gboolean block_compute) {
-  Expander x = {g, c, proto, dev_cluster_num_devices(c), block_compute};
+                                     gboolean block_compute, const CmNcclRingSteps *ring) {
+  Expander x = {g, c, proto, dev_cluster_num_devices(c), block_compute, ring};
   SimCollectiveSpan span;
-  span.gate = marker(&x, SIM_ROLE_GATE, devices, p, simulated);
+  /* NCCL's base latency, paid once per collective, on the gate. */
+  span.gate = marker(&x, SIM_ROLE_GATE, devices, p, simulated, ring ? ring->base_latency_s : 0.0);
   int nsim = 0, rep = 0;
   for (int i = 0; i < p; i++)
     if (simulated[i]) nsim++, rep = i;
@@ -119,7 +126,7 @@ SimCollectiveSpan sim_network_expand(SimTaskGraph *g, const DevCluster *c, const
       }
     }
   }
-  span.join = marker(&x, SIM_ROLE_JOIN, devices, p, simulated);
+  span.join = marker(&x, SIM_ROLE_JOIN, devices, p, simulated, 0.0);
   for (int i = 0; i < p; i++) {
     if (last_send[i] != span.gate) sim_task_graph_edge(g, last_send[i], span.join);
     if (last_recv[i] != span.gate && last_recv[i] != last_send[i])
@@ -153,7 +160,11 @@ SimTaskGraph *sim_network_collective_graph(const DevCluster *c, CmCollective kin
   proto.collective = (uint8_t)kind;
   proto.op = proto.tensor = proto.microbatch = -1;
   proto.group_size = (uint32_t)p;
-  sim_network_expand(g, c, &proto, kind, devices, p, simulated, bytes, FALSE);
+  CmGroupShape shape;
+  CmNcclRingSteps ring;
+  cm_group_shape(c, devices, p, &shape);
+  gboolean nccl = cm_nccl_ring_steps(kind, &shape, c, bytes, &ring);
+  sim_network_expand(g, c, &proto, kind, devices, p, simulated, bytes, FALSE, nccl ? &ring : NULL);
   sim_task_graph_finish(g);
   return g;
 }

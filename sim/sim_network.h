@@ -13,13 +13,18 @@
  * divided by the cluster's oversubscription) and occupies the sender's out side and the
  * receiver's in side, so concurrent collectives and transfers on shared ports and NICs queue
  * (FIFO, FlexFlow A2-A3 at transfer granularity). A ring step waits for the chunk received at
- * the previous step. Compared with AutoDDL Table 2's ring all-reduce, (2p-1)a + 2(p-1)/p n b,
- * the expanded ring on uncontended links takes 2(p-1)(a + n/p b): one alpha less.
+ * the previous step. Ring all-reduce, all-gather and reduce-scatter take NCCL's ring figures
+ * (cm_nccl_ring_steps: the protocol NCCL's tuner gives the ring at that size, its base latency
+ * on the gate, its per-step latency and the fraction of line rate it reaches), so an
+ * uncontended ring inside one host takes cm_nccl_time of the ring, up to the rounding of each
+ * step to picoseconds; across hosts the step mode sees each NIC on its own (and leaves out
+ * NCCL's ring plateau factor), so it differs from the task mode there.
  * Collectives are bracketed by zero-duration gate and join tasks on the members'
  * communication streams: the gate waits for the inputs, the join is the completion. */
 #ifndef STRATSIM_SIM_NETWORK_H
 #define STRATSIM_SIM_NETWORK_H
 
+#include "costmodel/cm_nccl.h"
 #include "sim/sim.h"
 
 G_BEGIN_DECLS
@@ -42,11 +47,13 @@ typedef struct {
  * 1024-GPU ring: the simulator's step mode expands every member). @proto gives the metadata
  * copied to every task.
  * @block_compute: transfers also hold the sender's and receiver's compute streams (no overlap
- * of communication with computation). */
+ * of communication with computation). @ring (nullable): NCCL's ring figures for the
+ * collective; NULL times transfers by the links' own latency and bandwidth (all-to-all,
+ * send/recv). */
 SimCollectiveSpan sim_network_expand(SimTaskGraph *graph, const DevCluster *cluster,
                                      const SimTask *proto, CmCollective kind, const int *devices,
                                      int p, const gboolean *simulated, double bytes,
-                                     gboolean block_compute);
+                                     gboolean block_compute, const CmNcclRingSteps *ring);
 
 /* The task graph of one collective alone, step-expanded over the @p @devices (ring order) on
  * @cluster's link resources, @simulated as sim_network_expand (all, or one representative),

@@ -8,6 +8,7 @@
  * so compute + exposed communication + host-bound + bubble = iteration time. */
 #include "sim/sim.h"
 #include "sim/sim-int.h"
+#include "sim/sim_progress.h"
 #include "sim/sim_crossmesh.h"
 
 #include <cjson/cJSON.h>
@@ -199,8 +200,12 @@ SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strat
                                  const DevCluster *cluster, const CmParams *params,
                                  const SimOptions *options, GError **error) {
   gint64 t0 = g_get_monotonic_time();
+  sim_progress_set(options->progress, "building the task graph of %s on %d GPUs", graph->name,
+                   dev_cluster_num_devices(cluster));
   SimTaskGraph *tasks = sim_build_with_options(graph, strategy, cluster, params, options, error);
   if (!tasks) return NULL;
+  sim_progress_set(options->progress, "running the engine over %u tasks",
+                   sim_task_graph_size(tasks));
   return sim_run_from_graph(graph, strategy, cluster, params, options, tasks, NULL, t0,
                             g_get_monotonic_time(), error);
 }
@@ -262,11 +267,22 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddStringToObject(root, "cluster", run->cluster->name);
   cJSON *st = cJSON_AddObjectToObject(root, "strategy");
   cJSON_AddStringToObject(st, "name", s->name ? s->name : "");
-  cJSON_AddNumberToObject(st, "dp", s->dp);
-  cJSON_AddNumberToObject(st, "tp", s->tp);
-  cJSON_AddNumberToObject(st, "pp", s->pp);
-  cJSON_AddNumberToObject(st, "vp", s->vp);
-  cJSON_AddNumberToObject(st, "microbatch_size", s->microbatch_size);
+  if (s->dp > 0) { /* degrees a builder used */
+    cJSON_AddNumberToObject(st, "dp", s->dp);
+    cJSON_AddNumberToObject(st, "tp", s->tp);
+    cJSON_AddNumberToObject(st, "pp", s->pp);
+    cJSON_AddNumberToObject(st, "vp", s->vp);
+    cJSON_AddNumberToObject(st, "microbatch_size", s->microbatch_size);
+  } else { /* from JSON: no degrees, what it holds (issue 17, item 5) */
+    cJSON *meshes = cJSON_AddArrayToObject(st, "meshes");
+    for (guint m = 0; m < s->meshes->len; m++) {
+      const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
+      cJSON_AddItemToArray(meshes, cJSON_CreateIntArray(mesh->shape, mesh->ndims));
+    }
+    cJSON_AddNumberToObject(st, "stages", s->num_stages);
+    cJSON_AddNumberToObject(st, "samples_per_microbatch",
+                            (double)(run->graph->batch / MAX(s->num_microbatches, 1)));
+  }
   cJSON_AddNumberToObject(st, "num_microbatches", s->num_microbatches);
   cJSON_AddStringToObject(st, "schedule", mdl_schedule_name(s->schedule));
   cJSON_AddBoolToObject(st, "weight_delay", s->weight_delay);

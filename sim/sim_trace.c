@@ -7,12 +7,16 @@
  * microbatch and, with virtual stages, model chunk ("F3.c5 layer10.fc1"), its "cat" is the
  * phase (Perfetto groups and filters by it) and "cname" gives each phase one colour in
  * chrome://tracing. */
-#include "sim/sim-int.h"
+/* It reads the run through sim.h's read API only (SimTaskInfo, spans, schedule accessors), as
+ * any consumer outside sim/ would: the representation can change under it. */
 #include "sim/sim.h"
 #include "sim/sim_network.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void write_escaped(FILE *f, const char *s) {
   for (; *s; s++) {
@@ -22,8 +26,9 @@ static void write_escaped(FILE *f, const char *s) {
   }
 }
 
-static void task_name(const SimRun *run, const SimTask *t, FILE *f) {
-  const MdlGraph *g = run->graph;
+static void task_name(const SimRun *run, const SimTaskInfo *t, FILE *f) {
+  const MdlGraph *g = sim_run_graph(run);
+  const MdlStrategy *strategy = sim_run_strategy(run);
   switch (t->kind) {
   case SIM_TASK_HOST:
     fprintf(f, "launch %d ", t->microbatch);
@@ -42,14 +47,13 @@ static void task_name(const SimRun *run, const SimTask *t, FILE *f) {
                                           : 'W',
           f);
     fprintf(f, "%d", t->microbatch);
-    if (run->strategy->virtual_stages > 1)
-      fprintf(f, ".c%d", run->strategy->configs[t->op].stage);
+    if (strategy->virtual_stages > 1) fprintf(f, ".c%d", strategy->configs[t->op].stage);
     fputc(' ', f);
     write_escaped(f, mdl_graph_op(g, t->op)->name);
     break;
   case SIM_TASK_COMM:
   case SIM_TASK_GRAD_SYNC:
-    fputs(cm_collective_name((CmCollective)t->collective), f);
+    fputs(cm_collective_name(t->collective), f);
     fputc(' ', f);
     write_escaped(f, mdl_graph_tensor(g, t->tensor)->name);
     break;
@@ -68,25 +72,45 @@ static const char *const kind_colour[SIM_TASK_KIND_COUNT] = {
     [SIM_TASK_HOST] = "grey",
 };
 
+/* The trace goes to a temporary file beside @path, renamed over it once complete: a trace
+ * that cannot be written whole (a full disk) leaves no truncated file (issue 17, item 1).
+ * Special files (/dev/stdout, a FIFO) are written in place. */
 gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
-  FILE *f = fopen(path, "w");
+  gboolean in_place = g_file_test(path, G_FILE_TEST_EXISTS) &&
+                      !g_file_test(path, G_FILE_TEST_IS_REGULAR);
+  g_autofree char *temp = in_place ? NULL : g_strdup_printf("%s.partial-XXXXXX", path);
+  FILE *f = NULL;
+  if (in_place) {
+    f = fopen(path, "w");
+  } else {
+    int fd = g_mkstemp_full(temp, O_WRONLY, 0644);
+    if (fd >= 0 && !(f = fdopen(fd, "w"))) close(fd);
+  }
   if (!f) {
     g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(errno), "cannot write trace %s: %s",
                 path, g_strerror(errno));
+    if (temp) g_unlink(temp);
     return FALSE;
   }
-  const SimTaskGraph *g = run->tasks;
-  const SimSchedule *s = run->schedule;
-  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  const SimTaskGraph *g = sim_run_task_graph(run);
+  const SimSchedule *s = sim_run_schedule(run);
+  const DevCluster *cluster = sim_run_cluster(run);
+  const MdlStrategy *strategy = sim_run_strategy(run);
+  int ndev = sim_task_graph_num_devices(g), nres = sim_task_graph_num_resources(g);
+  uint32_t ntasks = sim_run_num_tasks(run);
+  SimTaskInfo info;
+  const SimTaskInfo *t = &info;
   fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
   gboolean first = TRUE;
-  uint32_t streams = 2 * (uint32_t)g->num_devices;
-  g_autofree gboolean *used = g_new0(gboolean, g->num_devices ? g->num_devices : 1);
-  g_autofree gboolean *link_used = g_new0(gboolean, (gsize)g->num_resources + 1);
-  for (uint32_t i = 0; i < s->num_tasks; i++) {
-    const SimTask *t = sim_task_graph_task(g, i);
-    for (uint16_t r = 0; r < t->nres; r++) {
-      uint32_t resource = res[t->res_begin + r];
+  uint32_t streams = 2 * (uint32_t)ndev;
+  int host_probe;
+  gboolean host = sim_task_graph_host_device(g, (uint32_t)nres - 1, &host_probe); /* host streams last */
+  g_autofree gboolean *used = g_new0(gboolean, ndev ? ndev : 1);
+  g_autofree gboolean *link_used = g_new0(gboolean, (gsize)nres + 1);
+  for (uint32_t i = 0; i < ntasks; i++) {
+    sim_run_task(run, i, &info);
+    for (int r = 0; r < t->nres; r++) {
+      uint32_t resource = t->resources[r];
       int device;
       if (resource < streams) used[resource / 2] = TRUE;
       else if (sim_task_graph_host_device(g, resource, &device)) used[device] = TRUE;
@@ -94,24 +118,24 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
     }
   }
   /* Step-expanded collectives: link ports and NICs in one "network" process (pid = devices). */
-  for (uint32_t r = streams; r < (uint32_t)g->num_resources; r++) {
+  for (uint32_t r = streams; r < (uint32_t)nres; r++) {
     if (!link_used[r]) continue;
-    g_autofree char *name = sim_network_resource_name(run->cluster, r);
+    g_autofree char *name = sim_network_resource_name(cluster, r);
     if (first || r == streams || !link_used[r - 1]) {
       gboolean any_before = FALSE;
       for (uint32_t q = streams; q < r && !any_before; q++) any_before = link_used[q];
       if (!any_before)
         fprintf(f, "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":"
                    "\"network (ports, NICs)\"}}",
-                first ? "" : ",\n", g->num_devices);
+                first ? "" : ",\n", ndev);
       first = FALSE;
     }
     fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":\"",
-            g->num_devices, r - streams);
+            ndev, r - streams);
     write_escaped(f, name);
     fputs("\"}}", f);
   }
-  for (int d = 0; d < g->num_devices; d++) {
+  for (int d = 0; d < ndev; d++) {
     if (!used[d]) continue;
     fprintf(f,
             "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"GPU %d "
@@ -119,23 +143,23 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
             "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n"
             "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"compute\"}},\n"
             "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"comm\"}}",
-            first ? "" : ",\n", d, d, dev_cluster_node_of(run->cluster, d), d, d, d, d);
-    if (g->host_base != UINT32_MAX)
+            first ? "" : ",\n", d, d, dev_cluster_node_of(cluster, d), d, d, d, d);
+    if (host)
       fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":2,\"args\":"
                  "{\"name\":\"host\"}}", d);
     first = FALSE;
   }
-  for (uint32_t i = 0; i < s->num_tasks; i++) {
-    const SimTask *t = sim_task_graph_task(g, i);
+  for (uint32_t i = 0; i < ntasks; i++) {
+    sim_run_task(run, i, &info);
     if (t->role == SIM_ROLE_GATE || t->role == SIM_ROLE_JOIN) continue; /* markers, 0 long */
-    for (uint16_t r = 0; r < t->nres; r++) {
-      uint32_t resource = res[t->res_begin + r];
-      uint32_t pid = resource < streams ? resource / 2 : (uint32_t)g->num_devices;
+    for (int r = 0; r < t->nres; r++) {
+      uint32_t resource = t->resources[r];
+      uint32_t pid = resource < streams ? resource / 2 : (uint32_t)ndev;
       uint32_t tid = resource < streams ? resource % 2 : resource - streams;
       int device;
       if (sim_task_graph_host_device(g, resource, &device)) pid = (uint32_t)device, tid = 2;
       fprintf(f, "%s{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
-              first ? "" : ",\n", pid, tid, (double)s->start[i] / 1e6,
+              first ? "" : ",\n", pid, tid, (double)t->start / 1e6,
               (double)t->duration / 1e6);
       first = FALSE;
       task_name(run, t, f);
@@ -145,7 +169,7 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
       fprintf(f, ",\"args\":{\"microbatch\":%d", t->microbatch);
       if (t->op >= 0 && (t->kind == SIM_TASK_FORWARD || t->kind == SIM_TASK_BACKWARD ||
                          t->kind == SIM_TASK_BACKWARD_WEIGHT || t->kind == SIM_TASK_RECOMPUTE))
-        fprintf(f, ",\"chunk\":%d", run->strategy->configs[t->op].stage);
+        fprintf(f, ",\"chunk\":%d", strategy->configs[t->op].stage);
       if (t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC)
         fprintf(f, ",\"bytes\":%.0f,\"group_size\":%u", (double)t->bytes, t->group_size);
       fputs("}}", f);
@@ -153,13 +177,15 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
   }
   /* A step-expanded collective occupies its members' communication streams from its gate to
    * its join: one slice per member, as NCCL's kernel on the communication stream. */
-  const uint32_t *spans = (const uint32_t *)g->spans->data;
-  for (guint k = 0; k < g->spans->len / 2; k++) {
-    const SimTask *gate = sim_task_graph_task(g, spans[2 * k]);
-    SimTime begin = s->start[spans[2 * k]], end = s->start[spans[2 * k + 1]];
-    for (uint16_t r = 0; r < gate->nres; r++) {
+  for (uint32_t k = 0; k < sim_task_graph_num_spans(g); k++) {
+    uint32_t gate_id, join_id;
+    sim_task_graph_span(g, k, &gate_id, &join_id);
+    sim_run_task(run, gate_id, &info);
+    const SimTaskInfo *gate = &info;
+    SimTime begin = gate->start, end = sim_schedule_start(s, join_id);
+    for (int r = 0; r < gate->nres; r++) {
       fprintf(f, "%s{\"ph\":\"X\",\"pid\":%u,\"tid\":1,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
-              first ? "" : ",\n", res[gate->res_begin + r] / 2, (double)begin / 1e6,
+              first ? "" : ",\n", gate->resources[r] / 2, (double)begin / 1e6,
               (double)(end - begin) / 1e6);
       first = FALSE;
       task_name(run, gate, f);
@@ -169,9 +195,13 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
   }
   fputs("\n]}\n", f);
   gboolean ok = !ferror(f);
-  if (fclose(f) != 0) ok = FALSE;
+  int saved = errno;
+  if (fclose(f) != 0) ok = FALSE, saved = errno;
+  if (ok && temp && g_rename(temp, path) != 0) ok = FALSE, saved = errno;
   if (!ok) {
-    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "error writing trace %s", path);
+    if (temp) g_unlink(temp);
+    g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_IO, "error writing trace %s (%s): no trace "
+                "written", path, g_strerror(saved));
     return FALSE;
   }
   return TRUE;

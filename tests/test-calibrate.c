@@ -236,6 +236,42 @@ static void test_fit_exact(void) {
   g_array_free(m, TRUE);
 }
 
+/* NCCL's latency is a base plus one per step: pooled over 16 and 64 ranks, the fit separates the
+ * two, so a rank count without a table (32) is predicted exactly; a per-step latency alone
+ * would charge it the wrong latency (issue 14: small groups 30-70% off at 1 MiB). */
+static void test_fit_base_latency(void) {
+  const double base = 20e-6, alpha = 2e-6, beta = 1.0 / 180e9;
+  GArray *m = g_array_new(FALSE, FALSE, sizeof(CmMeasurement));
+  int ranks[2] = {16, 64};
+  for (int r = 0; r < 2; r++)
+    for (double n = 4096; n <= 1e9; n *= 4) {
+      CmMeasurement x = {CM_ALL_REDUCE, ranks[r], ranks[r] / 8, n, 0};
+      x.time_s = base + cm_collective_ring_steps(CM_ALL_REDUCE, x.ranks) * alpha +
+                 cm_collective_busbw_factor(CM_ALL_REDUCE, x.ranks) * n * beta;
+      g_array_append_val(m, x);
+    }
+  GError *error = NULL;
+  CmCalibration *c = cm_calibration_fit("base", "test", (CmMeasurement *)m->data, m->len, &error);
+  g_assert_no_error(error);
+  const CmCalibrationFit *f = cm_calibration_fit_at(c, 0);
+  g_assert_cmpfloat_with_epsilon(f->base / base, 1.0, 1e-6);
+  g_assert_cmpfloat_with_epsilon(f->alpha / alpha, 1.0, 1e-6);
+  g_assert_cmpfloat_with_epsilon(f->beta / beta, 1.0, 1e-6);
+  CmCalibratedTime t;
+  g_assert_true(cm_calibration_time(c, CM_ALL_REDUCE, 32, 4, 1024.0 * 1024, &t));
+  g_assert_cmpint(t.source, ==, CM_TIME_CALIBRATION_FIT);
+  double expect = base + 62 * alpha + 2.0 * 31 / 32 * 1024 * 1024 * beta;
+  g_assert_cmpfloat_with_epsilon(t.time_s / expect, 1.0, 1e-6);
+  /* The JSON keeps the base. */
+  g_autofree char *json = cm_calibration_to_json(c);
+  CmCalibration *back = cm_calibration_from_json(json, "back", &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(cm_calibration_fit_at(back, 0)->base, ==, f->base);
+  cm_calibration_free(back);
+  cm_calibration_free(c);
+  g_array_free(m, TRUE);
+}
+
 /* The 1/t^2 weights minimise squared relative error: on data no line fits, the weighted fit's
  * sum of squared relative errors is below that of ordinary least squares (computed here). */
 static void test_fit_relative_weights(void) {
@@ -289,7 +325,8 @@ static void test_fit_bad(void) {
   g_clear_error(&error);
 }
 
-/* The table: measured points exactly, log-log in between, the fit continued from the edges. */
+/* The table: measured points exactly, log-log in between, its asymptote above and its latency
+ * regime below, continuous at the edges. */
 static void test_table(void) {
   CmMeasurement m[6] = {
       {CM_ALL_GATHER, 8, 1, 1 * MIB, 20e-6},  {CM_ALL_GATHER, 8, 1, 1 * MIB, 22e-6},
@@ -310,15 +347,16 @@ static void test_table(void) {
   g_assert_true(cm_calibration_time(c, CM_ALL_GATHER, 8, 1, 8 * MIB, &ct));
   double bw = sqrt(4 * MIB * 7 / 8 / 40e-6 * 16 * MIB * 7 / 8 / 100e-6);
   g_assert_cmpfloat_with_epsilon(ct.time_s, 8 * MIB * 7 / 8 / bw, 1e-15);
-  /* Above the table: the last measurement plus the fitted beta for the extra bytes. */
+  /* Above the table: the last measurement plus the extra bytes at the slope of the sizes within
+   * a factor 4 of the largest (64 and 256 MiB here). */
   g_assert_true(cm_calibration_time(c, CM_ALL_GATHER, 8, 1, 1024 * MIB, &ct));
-  g_assert_cmpint(ct.source, ==, CM_TIME_CALIBRATION_FIT);
-  g_assert_cmpfloat_with_epsilon(ct.time_s, 1300e-6 + 7.0 / 8 * 768 * MIB * ct.beta, 1e-15);
-  /* Below it: the fitted curve scaled to meet the smallest measurement, continuous there. */
+  g_assert_cmpint(ct.source, ==, CM_TIME_CALIBRATION_ASYMPTOTE);
+  g_assert_cmpfloat_with_epsilon(ct.time_s, 1300e-6 + 768 * MIB * (1300e-6 - 350e-6) / (192 * MIB), 1e-12);
+  /* Below it: the latency regime, continuous at the smallest measurement. */
   CmCalibratedTime below, edge;
   g_assert_true(cm_calibration_time(c, CM_ALL_GATHER, 8, 1, 1 * MIB - 1, &below));
   g_assert_true(cm_calibration_time(c, CM_ALL_GATHER, 8, 1, 1 * MIB, &edge));
-  g_assert_cmpint(below.source, ==, CM_TIME_CALIBRATION_FIT);
+  g_assert_cmpint(below.source, ==, CM_TIME_CALIBRATION_LATENCY);
   g_assert_cmpfloat_with_epsilon(below.time_s / edge.time_s, 1.0, 1e-5);
   /* JSON round trip predicts the same. */
   g_autofree char *json = cm_calibration_to_json(c);
@@ -580,6 +618,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/calibrate/json", test_parse_json);
   g_test_add_func("/calibrate/fit/exact", test_fit_exact);
+  g_test_add_func("/calibrate/fit/base-latency", test_fit_base_latency);
   g_test_add_func("/calibrate/fit/relative-weights", test_fit_relative_weights);
   g_test_add_func("/calibrate/fit/bad", test_fit_bad);
   g_test_add_func("/calibrate/table", test_table);

@@ -49,6 +49,7 @@ static char *without_wall(const char *json) {
   cJSON *j = cJSON_Parse(json);
   g_assert_nonnull(j);
   cJSON_DeleteItemFromObject(j, "sim_wall_s");
+  cJSON_DeleteItemFromObject(j, "run_id"); /* one per stored run */
   char *text = cJSON_PrintUnformatted(j);
   char *out = g_strdup(text);
   cJSON_free(text);

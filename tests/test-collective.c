@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 
 #include "test-cli-util.h"
-#include "costmodel/cm_calibrate.h"
+#include "costmodel/cm_tuner.h"
 #include "test-util.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -190,27 +190,31 @@ static void test_hierarchical_sum(void) {
   dev_cluster_free(c);
 }
 
-/* One GPU on each of 8 hosts: ring 2(p-1) inter steps and 2(p-1)/p n / B_g; tree 2 log2 8 = 6
- * inter steps and 2n / (0.9 B_g). The tree wins below n* where the two are equal, the ring
- * above: n* = (14 - 6) a_e / (2 / (0.9 B_g) - 2 (7/8) / B_g). */
+/* One GPU on each of 8 hosts, under NCCL's tuner model (cm_nccl.h): the tree (2 log2 8 = 6
+ * inter-host hops) wins small all-reduces, the ring (its 14 steps, but 8/14 instead of 1/2 of
+ * the bus bandwidth) large ones; each candidate is its best protocol's cm_nccl_time. */
 static void test_tree_ring_flip(void) {
   DevCluster *c = test_cluster(8, 4, 100, 2, 80, 5);
   int strided[8];
   for (int i = 0; i < 8; i++) strided[i] = 4 * i;
-  double crossover = 8 * ae / (2 / (0.9 * Bg) - 2 * 7.0 / 8 / Bg);
-  g_test_message("tree/ring crossover at %.0f bytes", crossover);
-  CmCollectiveEstimate below = cm_collective_estimate(c, CM_ALL_REDUCE, strided, 8, crossover * 0.99, NULL);
-  CmCollectiveEstimate above = cm_collective_estimate(c, CM_ALL_REDUCE, strided, 8, crossover * 1.01, NULL);
-  g_assert_cmpint(below.algorithm, ==, CM_ALGO_TREE);
-  g_assert_cmpint(above.algorithm, ==, CM_ALGO_RING);
-  g_assert_true(isnan(below.candidates[CM_ALGO_HIERARCHICAL])); /* one member per host */
-  CLOSE(below.candidates[CM_ALGO_RING], 14 * ae + 2 * 7.0 / 8 * crossover * 0.99 / Bg);
-  CLOSE(below.candidates[CM_ALGO_TREE], 6 * ae + 2 * crossover * 0.99 / (0.9 * Bg));
-  g_assert_cmpint(above.steps[DEV_LINK_INTER], ==, 14);
-  g_assert_cmpint(below.steps[DEV_LINK_INTER], ==, 6);
-  /* At the crossover the two formulas agree. */
-  CLOSE(algo(c, CM_ALL_REDUCE, CM_ALGO_RING, strided, 8, crossover),
-        algo(c, CM_ALL_REDUCE, CM_ALGO_TREE, strided, 8, crossover));
+  CmCollectiveEstimate small = cm_collective_estimate(c, CM_ALL_REDUCE, strided, 8, 256, NULL);
+  CmCollectiveEstimate large = cm_collective_estimate(c, CM_ALL_REDUCE, strided, 8, 1024 * MIB, NULL);
+  g_assert_cmpint(small.algorithm, ==, CM_ALGO_TREE);
+  g_assert_cmpint(large.algorithm, ==, CM_ALGO_RING);
+  g_assert_cmpint(large.protocol, ==, CM_PROTO_SIMPLE);
+  g_assert_true(isnan(small.candidates[CM_ALGO_HIERARCHICAL])); /* not an NCCL algorithm */
+  g_assert_true(isnan(small.candidates[CM_ALGO_NVLS]));         /* A100: no NVLink SHARP */
+  CmNcclHardware hw;
+  cm_nccl_hardware(c, &hw);
+  double best = INFINITY;
+  for (int p = 0; p < CM_PROTO_COUNT; p++) {
+    double t = cm_nccl_time(CM_ALL_REDUCE, CM_ALGO_TREE, (CmProtocol)p, &small.shape, &hw, 256, NULL);
+    if (!isnan(t)) best = MIN(best, t);
+  }
+  CLOSE(small.candidates[CM_ALGO_TREE], best);
+  CLOSE(small.time_s, best);
+  g_assert_cmpint(large.steps[DEV_LINK_INTER], ==, 14);
+  g_assert_cmpint(small.steps[DEV_LINK_INTER], ==, 6);
   dev_cluster_free(c);
 }
 
@@ -227,11 +231,16 @@ static void test_strided_share_nics(void) {
   CmCollectiveEstimate b = cm_collective_estimate(c, CM_ALL_REDUCE, two, 4, big, NULL);
   CmCollectiveEstimate d = cm_collective_estimate(c, CM_ALL_REDUCE, all, 16, big, NULL);
   g_assert_cmpfloat_with_epsilon(a.busbw / nic, 1.0, 1e-3);
-  /* Two members per host: the ring gets two NIC shares; halving the NIC traffic, the
-   * hierarchical form wins here (intra RS, inter all-reduce of n/2, intra AG). */
+  /* Two members per host: the ring gets two NIC shares; on two hosts NCCL's tree may run its
+   * host-internal part at up to twice the network's rate (search.cc: bwIntra < 2 bwInter), so
+   * it moves 2 x 0.92 / 2 of two shares and beats the ring's 4/6 of two shares. */
   g_assert_cmpfloat_with_epsilon(big * 2 * 3 / 4 / b.candidates[CM_ALGO_RING] / (2 * nic), 1.0, 1e-3);
-  g_assert_cmpint(b.algorithm, ==, CM_ALGO_HIERARCHICAL);
-  g_assert_cmpfloat_with_epsilon(d.busbw / (8 * nic), 1.0, 1e-3); /* 8 NICs < 300 GB/s NVLink */
+  g_assert_cmpfloat_with_epsilon(big / b.candidates[CM_ALGO_TREE] / (2 * 2 * nic * 0.92 / 2), 1.0, 1e-3);
+  g_assert_cmpint(b.algorithm, ==, CM_ALGO_TREE);
+  /* 16 ranks: the ring at 8 NIC shares (below 240 GB/s of NVLink, NCCL's figure), the tree at
+   * 0.92 x 16 shares / 2 capped by the NVLinks: 0.92 x 240 / 2. */
+  g_assert_cmpfloat_with_epsilon(big * 2 * 15 / 16 / d.candidates[CM_ALGO_RING] / (8 * nic), 1.0, 5e-3);
+  g_assert_cmpfloat_with_epsilon(big / d.candidates[CM_ALGO_TREE] / (0.92 * 240e9 / 2), 1.0, 5e-3);
   g_assert_cmpint(a.steps[DEV_LINK_INTRA], ==, 0);
   /* The same share as the simulator's per-task link (cm_group_link). */
   CmLinkCost l = cm_group_link(c, dp, 2);
@@ -252,8 +261,9 @@ static void test_strided_share_nics(void) {
   dev_cluster_free(c);
 }
 
-/* With a calibration: its table inside the measured sizes, its fit outside, the model's
- * algorithm either way; without a matching entry, the model. */
+/* With a calibration: its table inside the measured sizes, its asymptote above them, its fit
+ * for another rank count of the same link class, the model's algorithm either way; without a
+ * matching entry, the model. */
 static void test_estimate_calibrated(void) {
   DevCluster *c = cluster_4x4();
   int all[16];
@@ -272,6 +282,9 @@ static void test_estimate_calibrated(void) {
   CLOSE(e.model_time_s, plain.time_s);
   CLOSE(e.busbw, 4 * MIB / 200e-6 * 2 * 15 / 16);
   e = cm_collective_estimate(c, CM_ALL_REDUCE, all, 16, 64 * MIB, cal);
+  g_assert_cmpint(e.source, ==, CM_TIME_CALIBRATION_ASYMPTOTE);
+  g_assert_cmpfloat(64 * MIB / e.time_s, >=, 16 * MIB / 500e-6); /* never below the top busbw */
+  e = cm_collective_estimate(c, CM_ALL_REDUCE, all, 8, 4 * MIB, cal); /* 8 ranks on 2 hosts */
   g_assert_cmpint(e.source, ==, CM_TIME_CALIBRATION_FIT);
   e = cm_collective_estimate(c, CM_ALL_GATHER, all, 16, 4 * MIB, cal);
   g_assert_cmpint(e.source, ==, CM_TIME_MODEL);
@@ -311,8 +324,7 @@ static void test_cli_collective(void) {
   g_assert_cmpfloat(num(j, "bytes"), ==, 64 * MIB);
   g_assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "calibration")));
   const char *algorithm = cJSON_GetObjectItem(j, "algorithm")->valuestring;
-  g_assert_true(strcmp(algorithm, "ring") == 0 || strcmp(algorithm, "tree") == 0 ||
-                strcmp(algorithm, "hierarchical") == 0);
+  g_assert_true(strcmp(algorithm, "ring") == 0 || strcmp(algorithm, "tree") == 0);
   /* The same figure the library gives for devices 0..15. */
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
@@ -335,7 +347,7 @@ static void test_cli_collective(void) {
         "collective --kind broadcast --bytes %s --ranks 8 --cluster dgx-h100 --json", sizes[i].text);
     j = run_json(args);
     g_assert_cmpfloat(num(j, "bytes"), ==, sizes[i].bytes);
-    g_assert_cmpstr(cJSON_GetObjectItem(j, "algorithm")->valuestring, ==, "pipeline");
+    g_assert_cmpstr(cJSON_GetObjectItem(j, "algorithm")->valuestring, ==, "ring"); /* NCCL's ring */
     cJSON_Delete(j);
   }
   TestCliResult r = run_cli("collective --kind all_gather --bytes 1G --ranks 8 --cluster dgx-h100");
@@ -454,8 +466,27 @@ static void test_cli_calibrate_acceptance(void) {
   j = run_json("collective --kind all_gather --bytes 4M --ranks 8 --cluster dgx-a100:nodes=2 "
                "--calibration synthetic --db cal.db --json");
   g_assert_cmpstr(cJSON_GetObjectItem(j, "time_source")->valuestring, ==, "calibration-table");
+  /* "algorithm" says what the time came from; the model's choice is beside it. */
+  g_assert_cmpstr(cJSON_GetObjectItem(j, "algorithm")->valuestring, ==, "calibration-table");
+  g_assert_cmpstr(cJSON_GetObjectItem(j, "model_algorithm")->valuestring, ==, "ring");
   CLOSE(num(j, "time_s"), 40e-6);
   cJSON_Delete(j);
+  /* Above the measured sizes: the asymptote, named as such. */
+  j = run_json("collective --kind all_gather --bytes 64G --ranks 8 --cluster dgx-a100:nodes=2 "
+               "--calibration synthetic --db cal.db --json");
+  g_assert_cmpstr(cJSON_GetObjectItem(j, "algorithm")->valuestring, ==, "calibration-asymptote");
+  cJSON_Delete(j);
+  /* The same hardware with more hosts: no warning; another GPU: a warning naming it. */
+  r = run_cli("collective --kind all_gather --bytes 4M --ranks 8 --cluster dgx-a100:nodes=4 "
+              "--calibration synthetic --db cal.db");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_null(strstr(r.err, "warning"));
+  test_cli_result_clear(&r);
+  r = run_cli("collective --kind all_gather --bytes 4M --ranks 8 --cluster dgx-h100:nodes=2 "
+              "--calibration synthetic --db cal.db");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.err, "warning: calibration 'synthetic' was measured on 'dgx-a100:nodes=2', whose GPU differs"));
+  test_cli_result_clear(&r);
 }
 
 /* Writes the inputs the end-to-end tests read from the working directory. */

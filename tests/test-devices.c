@@ -85,6 +85,16 @@ static void test_dtype(void) {
   g_assert_cmpint(parsed, ==, DEV_DTYPE_FP16); /* untouched on failure */
 }
 
+/* The kinds a dtype-refusal message names: those with a nonzero peak for it. */
+static void test_kinds_supporting(void) {
+  g_autofree char *fp8 = dev_kinds_supporting(DEV_DTYPE_FP8);
+  g_assert_cmpstr(fp8, ==, "b200, gb200, h100-sxm, h200");
+  g_autofree char *bf16 = dev_kinds_supporting(DEV_DTYPE_BF16);
+  g_assert_cmpstr(bf16, ==, "a100-40gb, a100-80gb, b200, gb200, h100-sxm, h200");
+  g_autofree char *fp32 = dev_kinds_supporting(DEV_DTYPE_FP32);
+  g_assert_nonnull(strstr(fp32, "k80"));
+}
+
 /* ---- device kinds ---- */
 
 typedef struct {
@@ -629,6 +639,7 @@ int main(int argc, char **argv) {
   /* First, so that racing threads build the lazy tables. */
   g_test_add_func("/devices/lazy-init-threads", test_names_threads);
   g_test_add_func("/devices/names", test_names);
+  g_test_add_func("/devices/kinds-supporting", test_kinds_supporting);
   g_test_add_func("/devices/dtype", test_dtype);
   for (gsize i = 0; i < G_N_ELEMENTS(kind_figures); i++) {
     g_autofree char *path = g_strdup_printf("/devices/kind/%s", kind_figures[i].name);

@@ -109,8 +109,9 @@ static void test_cli_statuses(void) {
       {"explain -m mlp -c dgx-a100 -s nosuch", 2},
       {"search -m mlp -c dgx-a100 --budget 5 --no-store --algo nosuch", 2},
       {"collective -k all_reduce -b 1M -r 2 -c nosuch", 2},
-      /* The trace's path is a directory: it exists, it cannot be written. */
-      {"simulate -m mlp -c dgx-a100 --no-store --trace .", 1},
+      /* The trace's path is a directory: refused before the work as bad input (issue 17,
+       * item 1: output paths are checked first). */
+      {"simulate -m mlp -c dgx-a100 --no-store --trace .", 2},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(runs); i++) {
     TestCliResult r = test_cli_run(dir, runs[i].args);

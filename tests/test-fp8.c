@@ -43,6 +43,7 @@ static void test_refused(void) {
       g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
       g_assert_nonnull(strstr(error->message, "fp8"));
       g_assert_nonnull(strstr(error->message, c->device.name));
+      g_assert_nonnull(strstr(error->message, "b200, gb200, h100-sxm, h200")); /* the ones with it */
       g_assert_null(strchr(error->message, '\n'));
       g_clear_error(&error);
     }

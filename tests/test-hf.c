@@ -1,13 +1,15 @@
 /* Tests of Hugging Face config.json models (model/mdl_zoo_hf.c): the published configs under
  * tests/data/hf/ build the llama family with the right sizes and parameter counts, batch and
- * seq come from the spec or the file, mixtures of experts and unknown architectures are
- * refused naming the field, bad fields are named, and the CLI maps those errors to exit 2. */
+ * seq come from the spec or the file, mixtures of experts build the moe family as the named
+ * sizes do, unknown architectures are refused naming the field, bad fields are named, and the
+ * CLI maps those errors to exit 2. */
 #include <glib.h>
 #include <math.h>
 #include <string.h>
 
 #include "model/mdl_graph.h"
 #include "model/mdl_zoo.h"
+#include "model/mdl_zoo_moe.h"
 #include "test-cli-util.h"
 #include "test-util.h"
 
@@ -67,6 +69,22 @@ static void test_null_optional(void) {
   mdl_graph_free(g);
 }
 
+/* Mixtral's and DeepSeek-V3's config.json build the moe family with the named sizes'
+ * parameters to the last one (46.7e9 and 671e9 published). */
+static void test_moe(void) {
+  static const char *const pairs[][2] = {{HF "mixtral-8x7b.json:batch=2,seq=256", "mixtral-8x7b:batch=2,seq=256"},
+                                         {HF "deepseek-v3.json:batch=2,seq=256", "deepseek-v3:batch=2,seq=256"}};
+  for (guint i = 0; i < G_N_ELEMENTS(pairs); i++) {
+    MdlGraph *hf = test_parse_model(pairs[i][0]);
+    MdlGraph *named = test_parse_model(pairs[i][1]);
+    g_assert_cmpstr(hf->family, ==, "moe");
+    g_assert_cmpfloat(mdl_graph_num_params(hf), ==, mdl_graph_num_params(named));
+    g_assert_cmpint(mdl_graph_num_ops(hf), ==, mdl_graph_num_ops(named));
+    mdl_graph_free(hf);
+    mdl_graph_free(named);
+  }
+}
+
 typedef struct {
   const char *spec;
   int code;
@@ -74,10 +92,8 @@ typedef struct {
 } ErrorCase;
 
 static const ErrorCase error_cases[] = {
-    {HF "mixtral-8x7b.json:batch=8,seq=512", MDL_ERROR_INVALID, "MixtralForCausalLM",
-     "mixture of experts"},
-    {HF "deepseek-v3.json:batch=8,seq=512", MDL_ERROR_INVALID, "DeepseekV3ForCausalLM",
-     "mixture of experts"},
+    {HF "moe-no-top-k.json:batch=8,seq=512", MDL_ERROR_PARSE, "field 'num_experts_per_tok' is missing",
+     NULL},
     {HF "gpt2.json:batch=8,seq=512", MDL_ERROR_INVALID, "field 'architectures'", "GPT2LMHeadModel"},
     {HF "bad-heads.json:batch=8,seq=512", MDL_ERROR_INVALID, "num_attention_heads", "\"32\""},
     {HF "no-hidden.json:batch=8,seq=512", MDL_ERROR_PARSE, "field 'hidden_size' is missing", NULL},
@@ -96,7 +112,8 @@ static void test_error(gconstpointer data) {
   test_assert_model_error(e->spec, e->code, e->needle, e->needle2);
 }
 
-/* End to end: a config simulates; a MoE config is bad input (exit 2, one line). */
+/* End to end: a config simulates, a MoE config too (with expert parallelism); a MoE config
+ * without its routing field is bad input (exit 2, one line). */
 static void test_cli(void) {
   TestCliResult r = test_cli_run(NULL, "simulate --model " HF "qwen2.5-0.5b.json:batch=8,seq=512 "
                                        "--cluster dgx-h100 --strategy megatron:tp=2,dp=4 "
@@ -104,10 +121,15 @@ static void test_cli(void) {
   if (r.status != 0) g_error("exit %d: %s", r.status, r.err);
   g_assert_nonnull(strstr(r.out, "qwen2.5-0.5b.json"));
   test_cli_result_clear(&r);
-  r = test_cli_run(NULL, "simulate --model " HF "mixtral-8x7b.json:batch=8,seq=512 "
+  r = test_cli_run(NULL, "simulate --model " HF "mixtral-8x7b.json:batch=8,seq=512,layers=2 "
+                         "--cluster dgx-h100 --strategy megatron:dp=8,ep=8 --db :memory:");
+  if (r.status != 0) g_error("exit %d: %s", r.status, r.err);
+  g_assert_nonnull(strstr(r.out, "expert parallel ep=8"));
+  test_cli_result_clear(&r);
+  r = test_cli_run(NULL, "simulate --model " HF "moe-no-top-k.json:batch=8,seq=512 "
                          "--cluster dgx-h100 --strategy dp --db :memory:");
   g_assert_cmpint(r.status, ==, 2);
-  g_assert_nonnull(strstr(r.err, "mixture of experts"));
+  g_assert_nonnull(strstr(r.err, "num_experts_per_tok"));
   g_assert_null(strchr(g_strstrip(r.err), '\n'));
   test_cli_result_clear(&r);
 }
@@ -118,6 +140,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/model/hf/keys-in-file", test_keys_in_file);
   g_test_add_func("/model/hf/qwen-tied", test_qwen_tied);
   g_test_add_func("/model/hf/null-optional", test_null_optional);
+  g_test_add_func("/model/hf/moe", test_moe);
   for (guint i = 0; i < G_N_ELEMENTS(error_cases); i++) {
     g_autofree char *path = g_strdup_printf("/model/hf/error/%u", i);
     g_test_add_data_func(path, &error_cases[i], test_error);

@@ -257,12 +257,56 @@ static void test_json_too_many_ops(void) {
   gint64 t0 = g_get_monotonic_time();
   GError *error = NULL;
   g_assert_null(mdl_graph_from_json(s->str, "many.json", &error));
-  assert_refused(error, MDL_ERROR, "exceed the limits of 2000000 ops");
+  assert_refused(error, MDL_ERROR, "\"ops\" has more than 2000000 entries, over the limit");
   g_error_free(error);
   /* The message proves the count check refused it before any op was built; the time bound
    * only guards against a blow-up (building 2 M ops would take seconds, not minutes). */
   assert_fast(t0, "too many ops");
   g_string_free(s, TRUE);
+}
+
+/* Issue 17, item 7: a model file of more tensors than MDL_MAX_TENSORS is refused while it is
+ * read, at the byte where the count passes the limit (so well before its end: the rest is
+ * never read nor parsed; on the old reader cJSON built a tree of all of them first, 3.5 GB for
+ * 7.9 M tensors). And a container nested inside an entry may not hold millions either. */
+static void test_json_counted_while_reading(void) {
+  g_autofree char *path = tmp_path("many-tensors.json");
+  GString *s = g_string_new("{\"batch\": 1, \"tensors\": [");
+  for (int i = 0; i < 2 * MDL_MAX_TENSORS; i++) g_string_append(s, i ? ",{}" : "{}");
+  g_string_append(s, "], \"ops\": [{}]}");
+  g_assert_true(g_file_set_contents(path, s->str, (gssize)s->len, NULL));
+  gint64 t0 = g_get_monotonic_time();
+  GError *error = NULL;
+  g_assert_null(mdl_graph_parse_spec(path, &error));
+  assert_refused(error, MDL_ERROR, "\"tensors\" has more than 4000000 entries");
+  const char *at = strstr(error->message, "refused at byte ");
+  g_assert_nonnull(at);
+  gint64 offset = g_ascii_strtoll(at + strlen("refused at byte "), NULL, 10);
+  g_assert_cmpint(offset, >, 3 * MDL_MAX_TENSORS);
+  g_assert_cmpint(offset, <, (gint64)s->len / 2 + 100); /* refused half way: not read on */
+  g_clear_error(&error);
+  assert_fast(t0, "many tensors");
+  g_unlink(path);
+  /* the same text in memory: refused by the count, before the parse */
+  g_assert_null(mdl_graph_from_json(s->str, "many.json", &error));
+  assert_refused(error, MDL_ERROR, "many.json: \"tensors\" has more than 4000000 entries");
+  g_clear_error(&error);
+  g_string_free(s, TRUE);
+  /* a shape of a million sizes inside one tensor */
+  GString *shape = g_string_new("{\"batch\": 1, \"tensors\": [{\"name\": \"x\", \"shape\": [");
+  for (int i = 0; i < 1000000; i++) g_string_append(shape, i ? ",1" : "1");
+  g_string_append(shape, "]}], \"ops\": [{}]}");
+  g_assert_null(mdl_graph_from_json(shape->str, "shape.json", &error));
+  assert_refused(error, MDL_ERROR, "at depth 4 has more than 4096 entries");
+  g_clear_error(&error);
+  g_string_free(shape, TRUE);
+  /* keys with brackets and escaped quotes in strings do not fool the count */
+  g_autofree char *base = read_source("model/examples/mlp2.json");
+  g_autofree char *tricky = replace_once(base, "\"name\": \"mlp2\"",
+                                         "\"name\": \"mlp2 [\\\"{\", \"note\": \"]]}\"");
+  MdlGraph *g = mdl_graph_from_json(tricky, "tricky.json", &error);
+  g_assert_no_error(error);
+  mdl_graph_free(g);
 }
 
 /* A model file larger than MDL_MAX_JSON_BYTES is refused before it is read (a sparse file:
@@ -296,6 +340,17 @@ static const StrategyCase bad_strategy_specs[] = {
     {"mlp", "dgx-a100", "megatron:tp=nan", "tp"},
     {"mlp", "dgx-a100", "megatron:dp=1e400", "dp"},
     {"mlp", "dgx-a100", "megatron:tp=99999999999999", "tp"},
+    /* issue 17, item 6: a positive integer past the bound is too large, not "not positive" */
+    {"mlp", "dgx-a100", "megatron:tp=4294967297", "tp=4294967297 is too large"},
+    {"mlp", "dgx-a100", "megatron:tp=99999999999999999999999", "is too large"},
+    /* issue 17, item 6: the batch check names what the user wrote (dp, its default) and not
+     * megatron's dp*mb, and offers a dp that divides */
+    {"gpt3-1.3b", "dgx-a100:nodes=3", "dp",
+     "strategy dp: 24 data-parallel replicas (dp defaults to cluster dgx-a100's 24 GPUs / tp*pp "
+     "= 1) do not divide model gpt3-1.3b's global batch of 512 samples evenly; dp=16 would "
+     "(dp:dp=16)"},
+    {"gpt3-1.3b", "dgx-a100:nodes=3", "megatron:tp=2,dp=12,mb=2",
+     "12 data-parallel replicas (dp=12) of 2-sample microbatches (mb=2)"},
     {"mlp", "dgx-a100", "megatron:tp=1000000000,pp=1000000000,dp=1000000000", "1e+27 devices"},
     {"mlp", "dgx-a100", "megatron:tp=1,pp=4,dp=2,schedule=interleaved,vp=1000000000",
      "4000000000 pipeline chunks"},
@@ -683,6 +738,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/limits/json/deep", test_deep_json);
   g_test_add_func("/limits/model/json/too-many-ops", test_json_too_many_ops);
   g_test_add_func("/limits/model/json/file-too-large", test_json_file_too_large);
+  g_test_add_func("/limits/model/json/counted-while-reading", test_json_counted_while_reading);
   for (gsize i = 0; i < G_N_ELEMENTS(bad_strategy_specs); i++) {
     g_autofree char *path = g_strdup_printf("/limits/strategy/spec/%zu", i);
     g_test_add_data_func(path, &bad_strategy_specs[i], test_strategy_spec);

@@ -181,7 +181,7 @@ static void test_zoo_all(void) {
     }
     mdl_graph_free(g);
   }
-  g_assert_cmpint(count, ==, 23);
+  g_assert_cmpint(count, ==, 27); /* with the four MoE models (model/mdl_zoo_moe_model.c) */
   g_assert_null(mdl_zoo_describe("nosuch"));
 }
 

@@ -11,6 +11,7 @@
 #include "costmodel/costmodel.h"
 #include "model/mdl_strategy-int.h"
 #include "model/mdl_zoo_moe.h"
+#include "search/srch-int.h"
 #include "sim/sim.h"
 
 /* A graph holding one MoE MLP block over a data input x [b,s,h] (its own residual). */
@@ -21,7 +22,7 @@ static MdlGraph *moe_graph(int64_t b, int64_t s, int64_t h, const MdlMoeConfig *
   g->seq = s;
   int x = mdl_zoo_activation(g, "x", 3, b, s, h);
   mdl_graph_tensor(g, x)->is_input = TRUE;
-  MdlMoeSite site = {.g = g, .b = b, .s = s, .h = h, .layer = 0, .prefix = "layer0."};
+  MdlZooSeq site = {.g = g, .b = b, .s = s, .h = h, .layer = 0, .prefix = "layer0."};
   mdl_zoo_moe_mlp(&site, moe, x, x);
   GError *error = NULL;
   g_assert_true(mdl_graph_validate(g, &error));
@@ -128,7 +129,7 @@ static void test_layout(void) {
 static void expect_error(const char *model, const char *spec, const char *needle) {
   DevCluster *c = h100(2);
   GError *error = NULL;
-  MdlGraph *g = model ? mdl_graph_parse_spec(model, &error) : moe_graph(16, 96, 128, &small_moe);
+  MdlGraph *g = model ? mdl_graph_parse_spec(model, &error) : moe_graph(48, 96, 128, &small_moe);
   g_assert_no_error(error);
   MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
   g_assert_null(s);
@@ -267,6 +268,60 @@ static SimRun *run_spec(const MdlGraph *g, const DevCluster *c, const char *spec
   return run;
 }
 
+/* Ring attention: with overlap (the default) the keys' and values' gathers and their
+ * gradients' reduce-scatters run while the attention computes, so little of them is exposed;
+ * each is still the formula's time on the communication stream. */
+static void test_cp_ring_overlap(void) {
+  DevCluster *c = h100(1);
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=2,hidden=512,heads=8,seq=8192,vocab=1024,batch=4",
+                                     &error);
+  g_assert_no_error(error);
+  MdlStrategy *st;
+  SimRun *run = run_spec(g, c, "megatron:dp=1,cp=4,mb=2", &st);
+  double bytes = 2.0 * 8192 * 3 * 512 * 2, ag = 0, rs = 0;
+  g_assert_cmpint(check_collectives(run, c, "all_gather", 4, bytes, &ag), ==, 2 * 2);
+  g_assert_cmpint(check_collectives(run, c, "reduce_scatter", 4, bytes, &rs), ==, 2 * 2);
+  g_assert_cmpfloat(sim_run_prediction(run)->comm_exposed_s, <, 0.2 * (ag + rs));
+  sim_run_free(run);
+  mdl_strategy_free(st);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* Tensor-parallel communication overlap: the same sequence-parallel all-gathers and
+ * reduce-scatters (same tasks, same times), but run alongside their GEMMs: less of them
+ * exposed and a shorter iteration; needs sp=1; survives strategy JSON. */
+static void test_tp_overlap(void) {
+  DevCluster *c = h100(1);
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec("llama:layers=2,hidden=4096,heads=32,kv_heads=8,ffn=14336,"
+                                     "seq=4096,vocab=32000,batch=8", &error);
+  g_assert_no_error(error);
+  MdlStrategy *s0, *s1;
+  SimRun *plain = run_spec(g, c, "megatron:tp=8,dp=1,mb=1,sp=1", &s0);
+  SimRun *ahead = run_spec(g, c, "megatron:tp=8,dp=1,mb=1,sp=1,tp_overlap=1", &s1);
+  const SimPrediction *p0 = sim_run_prediction(plain), *p1 = sim_run_prediction(ahead);
+  g_assert_cmpuint(p0->tasks, ==, p1->tasks);
+  g_assert_cmpfloat(p1->comm_exposed_s, <, 0.5 * p0->comm_exposed_s);
+  g_assert_cmpfloat(p1->iteration_time_s, <, p0->iteration_time_s);
+  g_autofree char *json = mdl_strategy_to_json(s1, g);
+  MdlStrategy *back = mdl_strategy_from_json(json, "s.json", g, c, &error);
+  g_assert_no_error(error);
+  g_assert_true(back->tp_overlap);
+  mdl_strategy_free(back);
+  g_assert_null(mdl_strategy_parse_spec("megatron:tp=8,dp=1,tp_overlap=1", g, c, &error));
+  g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
+  g_assert_nonnull(strstr(error->message, "sp=1"));
+  g_clear_error(&error);
+  sim_run_free(plain);
+  sim_run_free(ahead);
+  mdl_strategy_free(s0);
+  mdl_strategy_free(s1);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* The distributed optimizer's parameter all-gathers moved ahead of the forward: the same
  * collectives, no longer exposed after the optimizer step; the option survives strategy JSON
  * and needs ZeRO 1 or 2. */
@@ -302,6 +357,137 @@ static void test_overlap_param_gather(void) {
   dev_cluster_free(c);
 }
 
+/* Parameter counts of the named MoE models against their published totals (1%), and the
+ * parameters one token activates (2%: the published figures are rounded). */
+typedef struct {
+  const char *name;
+  double total, active;
+} NamedMoe;
+static const NamedMoe named_moe[] = {
+    {"mixtral-8x7b", 46.7e9, 12.9e9},      /* Jiang et al. 2024; HF model card 46.7B */
+    {"qwen2-57b-a14b", 57.4e9, 14.2e9},    /* Qwen2 technical report, Table 1: 57B, A14B */
+    {"qwen1.5-moe-a2.7b", 14.3e9, 2.7e9},  /* Qwen1.5-MoE-A2.7B model card */
+    {"deepseek-v3", 671e9, 37e9},          /* DeepSeek-V3 technical report, section 1 */
+};
+
+static void test_named_params(gconstpointer data) {
+  const NamedMoe *m = data;
+  const MdlMoeModelConfig *cfg = mdl_zoo_moe_named(m->name);
+  g_assert_nonnull(cfg);
+  double total = mdl_zoo_moe_model_params(cfg);
+  if (fabs(total / m->total - 1) > 0.01) g_error("%s: %.4g params, published %.4g", m->name, total, m->total);
+  double idle = (double)(cfg->base.layers - cfg->dense_layers) * (double)(cfg->moe.experts - cfg->moe.top_k) *
+                3.0 * (double)cfg->base.hidden * (double)cfg->moe.expert_ffn;
+  double active = total - idle;
+  if (fabs(active / m->active - 1) > 0.02 + (m->active < 3e9 ? 0.03 : 0))
+    g_error("%s: %.4g active params, published %.4g", m->name, active, m->active);
+  /* The built graph (2 layers past the dense ones, small batch) holds the closed form. */
+  g_autofree char *spec = g_strdup_printf("%s:layers=%d,batch=1,seq=256", m->name,
+                                          (int)cfg->dense_layers + 2);
+  GError *error = NULL;
+  MdlGraph *g = mdl_graph_parse_spec(spec, &error);
+  g_assert_no_error(error);
+  MdlMoeModelConfig small = *cfg;
+  small.base.layers = cfg->dense_layers + 2, small.base.batch = 1, small.base.seq = 256;
+  g_assert_cmpfloat(fabs(mdl_graph_num_params(g) / mdl_zoo_moe_model_params(&small) - 1), <, 1e-12);
+  mdl_graph_free(g);
+}
+
+/* ZeRO 1-3 over the expert-data-parallel replicas: expert weights are already split by ep, so
+ * the optimizer states per device shrink with each stage and the run stays valid. */
+static void test_ep_zero(void) {
+  DevCluster *c = h100(1);
+  MdlGraph *g = moe_graph(16, 64, 256, &small_moe);
+  double previous = 0;
+  for (int zero = 0; zero <= 3; zero++) {
+    g_autofree char *spec = g_strdup_printf("megatron:dp=8,ep=4,mb=2,zero=%d", zero);
+    MdlStrategy *s;
+    SimRun *run = run_spec(g, c, spec, &s);
+    const SimPrediction *p = sim_run_prediction(run);
+    g_assert_cmpfloat(p->iteration_time_s, >, 0);
+    if (zero == 1) g_assert_cmpfloat(p->peak_memory.optimizer, <, previous);
+    previous = p->peak_memory.optimizer;
+    sim_run_free(run);
+    mdl_strategy_free(s);
+  }
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* The Megatron grid: ep for models with experts, cp for sequences of 8K tokens or more; the
+ * points of a dense model of a shorter sequence are the grid it had before. */
+static void count_grid(const MdlGraph *g, const DevCluster *c, int *cp_points, int *ep_points,
+                       int *all) {
+  GArray *points = srch_grid_points(g, c, DEV_DTYPE_BF16);
+  *cp_points = *ep_points = 0;
+  for (guint i = 0; i < points->len; i++) {
+    const MdlMegatronConfig *p = &g_array_index(points, MdlMegatronConfig, i);
+    *cp_points += p->cp > 1;
+    *ep_points += p->ep > 1;
+    g_assert_cmpint((p->dp * MAX(p->cp, 1)) % MAX(p->ep, 1), ==, 0);
+  }
+  *all = (int)points->len;
+  g_array_unref(points);
+}
+
+static void test_grid(void) {
+  DevCluster *c = h100(1);
+  int cp, ep, all;
+  MdlGraph *g = moe_graph(16, 64, 128, &small_moe);
+  count_grid(g, c, &cp, &ep, &all);
+  g_assert_cmpint(ep, >, 0);
+  g_assert_cmpint(cp, ==, 0);
+  mdl_graph_free(g);
+  GError *error = NULL;
+  g = mdl_graph_parse_spec("gpt:layers=2,hidden=256,heads=4,seq=2048,vocab=1024,batch=8", &error);
+  g_assert_no_error(error);
+  count_grid(g, c, &cp, &ep, &all);
+  g_assert_cmpint(cp + ep, ==, 0);
+  mdl_graph_free(g);
+  g = mdl_graph_parse_spec("gpt:layers=2,hidden=256,heads=4,seq=8192,vocab=1024,batch=8", &error);
+  g_assert_no_error(error);
+  count_grid(g, c, &cp, &ep, &all);
+  g_assert_cmpint(cp, >, 0);
+  g_assert_cmpint(ep, ==, 0);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* Issue 15's acceptance: on mixtral-8x7b over 64 H100s the Megatron grid's best point with
+ * expert parallelism beats its best dense-style (ep = 1) point. Batch 64 keeps the grid small;
+ * points over memory are left out, as the search leaves them out. */
+static void test_mixtral_ep_wins(void) {
+  DevCluster *c = h100(8);
+  MdlGraph *g = mdl_graph_parse_spec("mixtral-8x7b:batch=64", NULL);
+  g_assert_nonnull(g);
+  GArray *points = srch_grid_points(g, c, DEV_DTYPE_BF16);
+  double best[2] = {G_MAXDOUBLE, G_MAXDOUBLE};
+  CmParams params;
+  cm_params_default(&params);
+  for (guint i = 0; i < points->len; i++) {
+    const MdlMegatronConfig *p = &g_array_index(points, MdlMegatronConfig, i);
+    MdlStrategy *s = mdl_strategy_megatron(g, c, p, NULL);
+    g_assert_nonnull(s);
+    g_autofree CmMemory *m = cm_memory_per_device(g, s, c);
+    gboolean fits = TRUE;
+    for (int d = 0; d < dev_cluster_num_devices(c); d++) fits &= m[d].total <= c->device.memory_bytes;
+    if (fits) {
+      SimRun *run = sim_run_new(g, s, c, &params, NULL);
+      g_assert_nonnull(run);
+      double t = sim_run_prediction(run)->iteration_time_s;
+      int k = p->ep > 1;
+      best[k] = MIN(best[k], t);
+      sim_run_free(run);
+    }
+    mdl_strategy_free(s);
+  }
+  g_test_message("best ep=1 %.4f s, best ep>1 %.4f s", best[0], best[1]);
+  g_assert_cmpfloat(best[1], <, best[0]);
+  g_array_unref(points);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/moe/capacity", test_capacity);
@@ -310,6 +496,15 @@ int main(int argc, char **argv) {
   g_test_add_func("/moe/errors", test_errors);
   g_test_add_func("/moe/ep/all-to-all-time", test_ep_all_to_all);
   g_test_add_func("/moe/cp/kv-gather-time", test_cp_kv_gather);
+  g_test_add_func("/moe/cp/ring-overlap", test_cp_ring_overlap);
   g_test_add_func("/moe/distopt/overlap-param-gather", test_overlap_param_gather);
+  g_test_add_func("/moe/tp-overlap", test_tp_overlap);
+  g_test_add_func("/moe/search/grid", test_grid);
+  g_test_add_func("/moe/ep/zero", test_ep_zero);
+  g_test_add_func("/moe/search/mixtral-ep-wins", test_mixtral_ep_wins);
+  for (guint i = 0; i < G_N_ELEMENTS(named_moe); i++) {
+    g_autofree char *path = g_strdup_printf("/moe/params/%s", named_moe[i].name);
+    g_test_add_data_func(path, &named_moe[i], test_named_params);
+  }
   return g_test_run();
 }

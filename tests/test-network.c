@@ -1,6 +1,7 @@
 /* Tests of step-expanded collectives and link contention (sim/sim_network.h): closed forms on
  * uncontended links, queueing on a shared NIC, oversubscription, and symmetric == expanded. */
 #include <glib.h>
+#include <math.h>
 #include <string.h>
 
 #include "costmodel/costmodel.h"
@@ -35,8 +36,18 @@ static SimTime grad_sync_span(const SimRun *run) {
   return longest;
 }
 
-/* Data parallel over 4 GPUs of one host: the gradient ring all-reduce takes 2(p-1) steps of
- * alpha + (n/p) beta, exactly, and starts when the backward ends. */
+/* NCCL's ring figures for an all-reduce of @n bytes over devices 0..p-1. */
+static CmNcclRingSteps ring_steps(const DevCluster *c, const int *devices, int p, double n) {
+  CmGroupShape shape;
+  CmNcclRingSteps ring;
+  cm_group_shape(c, devices, p, &shape);
+  g_assert_true(cm_nccl_ring_steps(CM_ALL_REDUCE, &shape, c, n, &ring));
+  return ring;
+}
+
+/* Data parallel over 4 GPUs of one host: the gradient ring all-reduce takes NCCL's base
+ * latency and 2(p-1) steps of its per-step latency + (n/p) at the ring's bus bandwidth,
+ * exactly, and that is cm_nccl_time of the ring up to each step's rounding to picoseconds. */
 static void test_ring_closed_form(void) {
   const int p = 4;
   DevCluster *c = test_cluster(1, p, 150.0, 3.4, 100, 9.6);
@@ -47,8 +58,18 @@ static void test_ring_closed_form(void) {
   for (int expanded = 0; expanded < 2; expanded++) {
     SimRun *run = run_mode(g, s, c, TRUE, expanded);
     double n = 4096.0 * 4096.0 * 2;
-    SimTime step = sim_time_from_seconds(3.4e-6 + n / p / 150e9);
-    g_assert_cmpuint(grad_sync_span(run), ==, 2 * (p - 1) * step);
+    int devices[4] = {0, 1, 2, 3};
+    CmNcclRingSteps ring = ring_steps(c, devices, p, n);
+    double bw = 150e9 * ring.efficiency[DEV_LINK_INTRA];
+    SimTime step = sim_time_from_seconds(ring.step_latency_s[DEV_LINK_INTRA] + n / p / bw);
+    SimTime span = grad_sync_span(run);
+    g_assert_cmpuint(span, ==, sim_time_from_seconds(ring.base_latency_s) + 2 * (p - 1) * step);
+    CmGroupShape shape;
+    CmNcclHardware hw;
+    cm_group_shape(c, devices, p, &shape);
+    cm_nccl_hardware(c, &hw);
+    double model = cm_nccl_time(CM_ALL_REDUCE, CM_ALGO_RING, ring.protocol, &shape, &hw, n, NULL);
+    g_assert_cmpfloat(fabs(sim_time_seconds(span) - model), <=, 2 * p * 1e-12);
     g_assert_cmpint(sim_run_prediction(run)->step_collectives, ==, TRUE);
     sim_run_free(run);
   }
@@ -95,8 +116,20 @@ static void test_oversubscription(void) {
   c->oversubscription = 4;
   SimRun *b = run_mode(g, s, c, TRUE, TRUE);
   double n = 4096.0 * 4096.0 * 2, bw = 100e9 / 8;
-  g_assert_cmpuint(grad_sync_span(a), ==, 2 * sim_time_from_seconds(n / 2 / bw));
-  g_assert_cmpuint(grad_sync_span(b), ==, 2 * sim_time_from_seconds(n / 2 / (bw / 4)));
+  int pair[2] = {0, 1};
+  c->oversubscription = 1;
+  CmNcclRingSteps ra = ring_steps(c, pair, 2, n);
+  c->oversubscription = 4;
+  CmNcclRingSteps rb = ring_steps(c, pair, 2, n);
+  /* Simple across hosts: the whole NIC share, so the bandwidth is the NIC's divided by the
+   * oversubscription, plus NCCL's latencies. */
+  g_assert_cmpfloat(ra.efficiency[DEV_LINK_INTER], ==, 1.0);
+  g_assert_cmpfloat(rb.efficiency[DEV_LINK_INTER], ==, 1.0);
+  double lat = ra.step_latency_s[DEV_LINK_INTER];
+  g_assert_cmpuint(grad_sync_span(a), ==, sim_time_from_seconds(ra.base_latency_s) +
+                                              2 * sim_time_from_seconds(lat + n / 2 / bw));
+  g_assert_cmpuint(grad_sync_span(b), ==, sim_time_from_seconds(rb.base_latency_s) +
+                                              2 * sim_time_from_seconds(lat + n / 2 / (bw / 4)));
   sim_run_free(a);
   sim_run_free(b);
   mdl_strategy_free(s);

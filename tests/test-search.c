@@ -16,34 +16,9 @@
 #include "search/srch_pipeline.h"
 #include "search/srch_search.h"
 #include "test-cli-util.h"
+#include "test-search-util.h"
 
 static char *tmpdir;
-
-/* The small cases of the issue. */
-#define MLP "mlp"                                           /* 4 dense 1024 layers, batch 64 */
-#define MLP_CLUSTER "aws-p3.8xlarge"                        /* 4 V100 on NVLink */
-#define GPT4 "gpt:layers=4,hidden=1024,heads=16,seq=128,vocab=32000,batch=16"
-#define GPT4_CLUSTER "dgx-a100"                             /* 8 A100 on NVSwitch */
-
-typedef struct {
-  MdlGraph *graph;
-  DevCluster *cluster;
-  CmParams params;
-} Case;
-
-static void case_init(Case *c, const char *model, const char *cluster) {
-  GError *error = NULL;
-  c->graph = mdl_graph_parse_spec(model, &error);
-  g_assert_no_error(error);
-  c->cluster = dev_cluster_parse_spec(cluster, &error);
-  g_assert_no_error(error);
-  cm_params_default(&c->params);
-}
-
-static void case_clear(Case *c) {
-  mdl_graph_free(c->graph);
-  dev_cluster_free(c->cluster);
-}
 
 static SrchResult *run(const Case *c, const SrchOptions *o) {
   GError *error = NULL;
@@ -430,7 +405,7 @@ static const BeatsCase beats_cases[] = {
 };
 
 /* The grid covers Megatron's configurations; its best is no worse than any of them, in
- * particular data parallelism and a hand-picked pipeline. */
+ * particular data parallelism, a hand-picked pipeline and the classic grid's best. */
 static void test_grid(void) {
   Case c;
   case_init(&c, GPT4, GPT4_CLUSTER);
@@ -449,7 +424,8 @@ static void test_grid(void) {
     g_assert_cmpfloat(r->best_time_s, <=, simulate(&c, s, NULL));
     mdl_strategy_free(s);
   }
-  g_assert_cmpfloat(r->baselines[1].iteration_time_s, ==, r->best_time_s);
+  /* The full Megatron space holds the classic grid the baseline searched. */
+  g_assert_cmpfloat(r->best_time_s, <=, r->baselines[1].iteration_time_s);
   srch_result_free(r);
   case_clear(&c);
 }
@@ -573,21 +549,24 @@ static void test_dp_uneven(void) {
   case_clear(&c);
 }
 
-/* The dp algorithm: the grid, then its pipelines again with DP cuts: never worse than the grid,
- * and it simulates more points. */
+/* The dp algorithm: the classic grid, then its pipelines again with DP cuts: never worse than
+ * the classic grid, and it simulates more points. */
 static void test_dp_algo(void) {
   Case c;
   case_init(&c, UNEVEN, "dgx-a100");
   SrchOptions o;
   options_for(&o, SRCH_ALGO_GRID, 100000, 2);
+  o.no_baselines = FALSE;
   SrchResult *grid = run(&c, &o);
   options_for(&o, SRCH_ALGO_DP, 100000, 2);
   SrchResult *dp = run(&c, &o);
   g_test_message("grid %.9g s (%s), dp %.9g s (%s)", grid->best_time_s, grid->best_origin,
                  dp->best_time_s, dp->best_origin);
   g_assert_true(dp->complete);
-  g_assert_cmpfloat(dp->best_time_s, <=, grid->best_time_s);
-  g_assert_cmpuint(dp->evaluations, >, grid->evaluations);
+  /* The grid algorithm searches the full Megatron space after the classic grid (its
+   * baseline evaluations); dp cuts the classic grid's pipelines. */
+  g_assert_cmpfloat(dp->best_time_s, <=, grid->baselines[1].iteration_time_s);
+  g_assert_cmpuint(dp->evaluations, >, grid->baseline_evaluations);
   /* Reproducible: the same thread count gives the same bytes. */
   options_for(&o, SRCH_ALGO_DP, 100000, 3);
   SrchResult *a = run(&c, &o), *b = run(&c, &o);
@@ -859,9 +838,14 @@ static const char *const gpt_hosts_case[] = {"gpt:layers=2,hidden=256,heads=4,se
 
 /* Heuristic budgets: a few percent of the spaces (26406 and 11664 points; the exhaustive
  * search simulates 26406 and 5760); random search does not reach either optimum within them. */
-static QualityCase mlp_quality = {.model = MLP, .cluster = MLP_CLUSTER, .exhaustive_budget = 100000,
+/* The MLP at 4x the width of MLP: at width 1024 its layers are host-bound under the default
+ * framework (costmodel/FRAMEWORKS.md), so that many strategies tie with the starting points. */
+static QualityCase mlp_quality = {.model = "mlp:layers=4,hidden=4096,batch=256", .cluster = MLP_CLUSTER,
+                                  .exhaustive_budget = 100000,
                                   .heuristic_budget = 1500, .seed = 1, .exact = TRUE};
-static QualityCase gpt_quality = {.model = GPT4, .cluster = GPT4_CLUSTER, .exhaustive_budget = 100000,
+/* GPT4 at a longer sequence, for the same reason as the MLP's width. */
+static QualityCase gpt_quality = {.model = "gpt:layers=4,hidden=1024,heads=16,seq=1024,vocab=32000,batch=16",
+                                  .cluster = GPT4_CLUSTER, .exhaustive_budget = 100000,
                                   .heuristic_budget = 400, .seed = 1, .exact = TRUE};
 /* Within 3% wherever the exhaustive search is feasible: more small cases, other seeds. */
 static QualityCase small_cases[] = {

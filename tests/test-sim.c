@@ -9,6 +9,7 @@
 /* White-box: the engine tests run hand-made task graphs (the builder's private API). */
 #include "sim/sim-int.h"
 #include "test-util.h"
+#include "costmodel/cm_tuner.h"
 
 static uint32_t add_task(SimTaskGraph *g, SimTime dur, const uint32_t *res, int nres) {
   SimTask t = {0};
@@ -95,9 +96,9 @@ static SimRun *run_or_die(const MdlGraph *g, const MdlStrategy *s, const DevClus
 }
 
 /* Pure data parallelism of one dense layer on 4 GPUs: the only communication is the weight's
- * gradient all-reduce, which has nothing to overlap with; it must take exactly AutoDDL
- * Table 2's (2p-1)a + 2(p-1)/p n b, start when the backward ends, and the optimizer must start
- * when it ends. */
+ * gradient all-reduce, which has nothing to overlap with; it must take exactly the time
+ * `stratsim collective` gives (cm_collective_estimate: NCCL's tuner model), start when the
+ * backward ends, and the optimizer must start when it ends. */
 static void test_dp_allreduce_exact(void) {
   const int p = 4;
   const double intra_GBps = 150.0, intra_us = 3.4;
@@ -110,8 +111,9 @@ static void test_dp_allreduce_exact(void) {
   cm_params_default(&params);
   SimRun *run = run_opts(g, s, c, &params, TRUE);
   double n = 4096.0 * 4096.0 * 2; /* fp16 gradient bytes */
-  double alpha = intra_us * 1e-6, beta = 1.0 / (intra_GBps * 1e9);
-  SimTime expected = sim_time_from_seconds((2.0 * p - 1) * alpha + 2.0 * (p - 1) / p * n * beta);
+  int group[4] = {0, 1, 2, 3};
+  CmCollectiveEstimate e = cm_collective_estimate(c, CM_ALL_REDUCE, group, p, n, NULL);
+  SimTime expected = sim_time_from_seconds(e.time_s);
   int syncs = 0;
   SimTime bwd_end = 0, sync_start = 0, sync_end = 0, opt_start = 0;
   for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {

@@ -14,23 +14,12 @@
 
 #include "results/res_db.h"
 #include "test-cli-util.h"
+#include "test-db-util.h"
 
 static char *tmpdir;
 
 static char *tmp_path(const char *name) { return g_build_filename(tmpdir, name, NULL); }
 
-static gint64 query_int(const char *db_path, const char *sql_text) {
-  sqlite3 *sql = NULL;
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
-  sqlite3_busy_timeout(sql, 10000);
-  g_assert_cmpint(sqlite3_prepare_v2(sql, sql_text, -1, &st, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
-  gint64 n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(sql);
-  return n;
-}
 
 static void exec_sql(const char *db_path, const char *sql_text) {
   sqlite3 *sql = NULL;
@@ -80,11 +69,11 @@ static void test_concurrent_writers(void) {
       g_assert_true(WIFEXITED(status));
       g_assert_cmpint(WEXITSTATUS(status), ==, 0);
     }
-    g_assert_cmpint(query_int(db, "SELECT count(*) FROM runs"), ==, WRITERS * TIMES);
-    g_assert_cmpint(query_int(db, "SELECT count(*) FROM predictions"), ==, WRITERS * TIMES);
-    g_assert_cmpint(query_int(db, "SELECT count(DISTINCT run_id) FROM predictions"), ==,
+    g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM runs"), ==, WRITERS * TIMES);
+    g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM predictions"), ==, WRITERS * TIMES);
+    g_assert_cmpint(test_db_query_int(db, "SELECT count(DISTINCT run_id) FROM predictions"), ==,
                     WRITERS * TIMES);
-    g_assert_cmpint(query_int(db, "PRAGMA user_version"), ==, RES_SCHEMA_VERSION);
+    g_assert_cmpint(test_db_query_int(db, "PRAGMA user_version"), ==, RES_SCHEMA_VERSION);
     g_assert_cmpint(db_check(db), ==, 0);
   }
 }
@@ -117,15 +106,15 @@ static void test_search_kill(gconstpointer data) {
     else g_assert_cmpint(WEXITSTATUS(status), ==, 0);
     if (!g_file_test(db, G_FILE_TEST_EXISTS)) continue; /* killed before it made the file */
     g_assert_cmpint(db_check(db), ==, 0);
-    if (query_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'search_runs'") == 0) continue;
+    if (test_db_query_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'search_runs'") == 0) continue;
     /* All of a search or nothing: one more row when it finished (or was killed between its
      * commit and its exit); every stored search has its runs row and its convergence curve. */
-    gint64 n = query_int(db, "SELECT count(*) FROM search_runs");
+    gint64 n = test_db_query_int(db, "SELECT count(*) FROM search_runs");
     if (WIFSIGNALED(status)) g_assert_true(n == stored || n == stored + 1);
     else g_assert_cmpint(n, ==, stored + 1);
     stored = n;
-    g_assert_cmpint(query_int(db, "SELECT count(*) FROM runs WHERE command = 'search'"), ==, n);
-    g_assert_cmpint(query_int(db, "SELECT count(*) FROM search_runs s WHERE NOT EXISTS (SELECT 1 "
+    g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM runs WHERE command = 'search'"), ==, n);
+    g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM search_runs s WHERE NOT EXISTS (SELECT 1 "
                                   "FROM search_convergence c WHERE c.search_id = s.id)"),
                     ==, 0);
     g_test_message("seed %u round %d: %s, %" G_GINT64_FORMAT " searches stored", seed, round,
@@ -140,10 +129,10 @@ static void test_search_kill(gconstpointer data) {
   g_assert_cmpint(r.status, ==, 0);
   test_cli_result_clear(&r);
   g_assert_cmpint(db_check(db), ==, 0);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM search_runs"), ==, stored + 1);
-  g_assert_cmpint(query_int(db, "SELECT evaluations FROM search_runs ORDER BY id DESC LIMIT 1"),
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM search_runs"), ==, stored + 1);
+  g_assert_cmpint(test_db_query_int(db, "SELECT evaluations FROM search_runs ORDER BY id DESC LIMIT 1"),
                   ==, 150);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM search_convergence WHERE search_id = "
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM search_convergence WHERE search_id = "
                                 "(SELECT max(id) FROM search_runs)"),
                   >, 0);
   g_rand_free(rand);
@@ -151,9 +140,9 @@ static void test_search_kill(gconstpointer data) {
 
 /* --- migrations ------------------------------------------------------------------------------ */
 
-/* The schema as versions 1 to 5 wrote it (frozen copies of res_db.c's migrations[0..4]), and a
- * row for each of their tables. */
-static const char *const old_schema[6] = {
+/* The schema as versions 1 to 7 wrote it (frozen copies of res_db.c's migrations[0..6]), and a
+ * row for each of the first five's tables. */
+static const char *const old_schema[] = {
     "CREATE TABLE runs (id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, command TEXT NOT NULL,"
     " model TEXT NOT NULL, cluster TEXT NOT NULL, strategy TEXT NOT NULL,"
     " stratsim_version TEXT NOT NULL);"
@@ -208,44 +197,26 @@ static const char *const old_schema[6] = {
     "INSERT INTO points(scenario_id, point_key, idx, model, cluster, strategy, label, axes,"
     " status, created_at) VALUES (1, 'k', 0, 'mlp', 'dgx-a100', 'dp', 'dp', '{}', 'ok',"
     " '2024-01-01T00:00:00Z');",
-    /* v5 -> v6: the validate tables, as they were created */
-    "CREATE TABLE validate_runs ("
-    "  id INTEGER PRIMARY KEY,"
-    "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-    "  content_hash TEXT NOT NULL UNIQUE,"
-    "  model TEXT NOT NULL, cluster TEXT NOT NULL, strategy TEXT NOT NULL,"
-    "  dtype TEXT NOT NULL,"
-    "  ranks INTEGER NOT NULL,"
-    "  runner TEXT NOT NULL,"
-    "  warmup INTEGER NOT NULL,"
-    "  iterations INTEGER NOT NULL,"
-    "  predicted_s REAL NOT NULL,"
-    "  measured_s REAL NOT NULL,"
-    "  error_pct REAL NOT NULL,"
-    "  device TEXT,"
-    "  host TEXT,"
-    "  measured_at TEXT,"
-    "  environment TEXT NOT NULL,"
-    "  prediction TEXT NOT NULL,"
-    "  iterations_s TEXT NOT NULL,"
-    "  plan TEXT NOT NULL,"
-    "  created_at TEXT NOT NULL);"
+    "CREATE TABLE validate_runs (id INTEGER PRIMARY KEY,"
+    " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " content_hash TEXT NOT NULL UNIQUE, model TEXT NOT NULL, cluster TEXT NOT NULL,"
+    " strategy TEXT NOT NULL, dtype TEXT NOT NULL, ranks INTEGER NOT NULL, runner TEXT NOT NULL,"
+    " warmup INTEGER NOT NULL, iterations INTEGER NOT NULL, predicted_s REAL NOT NULL,"
+    " measured_s REAL NOT NULL, error_pct REAL NOT NULL, device TEXT, host TEXT,"
+    " measured_at TEXT, environment TEXT NOT NULL, prediction TEXT NOT NULL,"
+    " iterations_s TEXT NOT NULL, plan TEXT NOT NULL, created_at TEXT NOT NULL);"
     "CREATE INDEX validate_runs_run ON validate_runs(run_id);"
     "CREATE TABLE validate_steps ("
-    "  validate_id INTEGER NOT NULL REFERENCES validate_runs(id) ON DELETE CASCADE,"
-    "  rank INTEGER NOT NULL,"
-    "  step INTEGER NOT NULL,"
-    "  stream TEXT NOT NULL,"
-    "  kind TEXT NOT NULL,"
-    "  collective TEXT,"
-    "  name TEXT NOT NULL,"
-    "  op TEXT,"
-    "  phase TEXT,"
-    "  microbatch INTEGER,"
-    "  predicted_s REAL NOT NULL,"
-    "  measured_s REAL,"
-    "  PRIMARY KEY (validate_id, rank, step));",
+    " validate_id INTEGER NOT NULL REFERENCES validate_runs(id) ON DELETE CASCADE,"
+    " rank INTEGER NOT NULL, step INTEGER NOT NULL, stream TEXT NOT NULL, kind TEXT NOT NULL,"
+    " collective TEXT, name TEXT NOT NULL, op TEXT, phase TEXT, microbatch INTEGER,"
+    " predicted_s REAL NOT NULL, measured_s REAL, PRIMARY KEY (validate_id, rank, step));",
+    "CREATE TABLE point_claims ("
+    " scenario_id INTEGER NOT NULL REFERENCES scenarios(id) ON DELETE CASCADE,"
+    " point_key TEXT NOT NULL, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,"
+    " expires_at REAL NOT NULL, PRIMARY KEY (scenario_id, point_key));",
 };
+G_STATIC_ASSERT(G_N_ELEMENTS(old_schema) == RES_SCHEMA_VERSION - 1);
 
 static void test_migrate(gconstpointer data) {
   int version = GPOINTER_TO_INT(data);
@@ -254,25 +225,25 @@ static void test_migrate(gconstpointer data) {
   for (int v = 0; v < version; v++) exec_sql(db, old_schema[v]);
   g_autofree char *bump = g_strdup_printf("PRAGMA user_version = %d;", version);
   exec_sql(db, bump);
-  gint64 runs = query_int(db, "SELECT count(*) FROM runs");
+  gint64 runs = test_db_query_int(db, "SELECT count(*) FROM runs");
   /* db check reads it as it is: consistent, the old version, nothing migrated yet */
   g_assert_cmpint(db_check(db), ==, 0);
-  g_assert_cmpint(query_int(db, "PRAGMA user_version"), ==, version);
+  g_assert_cmpint(test_db_query_int(db, "PRAGMA user_version"), ==, version);
   /* a run writes to it: migrated, not rejected, old rows kept */
   g_autofree char *args = g_strdup_printf(
       "simulate --model mlp --cluster dgx-a100 --strategy dp --db '%s'", db);
   TestCliResult r = test_cli_run(tmpdir, args);
   g_assert_cmpint(r.status, ==, 0);
   test_cli_result_clear(&r);
-  g_assert_cmpint(query_int(db, "PRAGMA user_version"), ==, RES_SCHEMA_VERSION);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM runs"), ==, runs + 1);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM predictions"), ==, 2);
-  if (version >= 2) g_assert_cmpint(query_int(db, "SELECT count(*) FROM calibrations"), ==, 1);
-  if (version >= 3) g_assert_cmpint(query_int(db, "SELECT count(*) FROM op_profiles"), ==, 1);
-  if (version >= 4) g_assert_cmpint(query_int(db, "SELECT count(*) FROM search_convergence"), ==, 1);
-  if (version >= 5) g_assert_cmpint(query_int(db, "SELECT count(*) FROM points"), ==, 1);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'points'"), ==, 1);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'validate_steps'"), ==, 1);
+  g_assert_cmpint(test_db_query_int(db, "PRAGMA user_version"), ==, RES_SCHEMA_VERSION);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM runs"), ==, runs + 1);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM predictions"), ==, 2);
+  if (version >= 2) g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM calibrations"), ==, 1);
+  if (version >= 3) g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM op_profiles"), ==, 1);
+  if (version >= 4) g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM search_convergence"), ==, 1);
+  if (version >= 5) g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM points"), ==, 1);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'points'"), ==, 1);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'validate_steps'"), ==, 1);
   g_assert_cmpint(db_check(db), ==, 0);
   /* the library agrees */
   GError *error = NULL;
@@ -282,14 +253,20 @@ static void test_migrate(gconstpointer data) {
   res_db_close(handle);
 }
 
-/* A database from a newer stratsim is refused with one line, and left as it was. */
-static void test_newer_refused(void) {
-  g_autofree char *db = tmp_path("newer.db");
-  g_autofree char *args = g_strdup_printf(
-      "simulate --model mlp --cluster dgx-a100 --strategy dp --db '%s'", db);
+/* Stores one simulate run into @db (exit 0 asserted); returns the command's arguments. */
+static char *simulate_into(const char *db) {
+  char *args = g_strdup_printf("simulate --model mlp --cluster dgx-a100 --strategy dp --db '%s'", db);
   TestCliResult r = test_cli_run(tmpdir, args);
   g_assert_cmpint(r.status, ==, 0);
   test_cli_result_clear(&r);
+  return args;
+}
+
+/* A database from a newer stratsim is refused with one line, and left as it was. */
+static void test_newer_refused(void) {
+  g_autofree char *db = tmp_path("newer.db");
+  g_autofree char *args = simulate_into(db);
+  TestCliResult r;
   g_autofree char *bump = g_strdup_printf("PRAGMA user_version = %d;", RES_SCHEMA_VERSION + 1);
   exec_sql(db, bump);
   r = test_cli_run(tmpdir, args);
@@ -297,9 +274,55 @@ static void test_newer_refused(void) {
   g_assert_nonnull(strstr(r.err, "newer than this stratsim"));
   g_assert_true(strchr(r.err, '\n') == r.err + strlen(r.err) - 1);
   test_cli_result_clear(&r);
-  g_assert_cmpint(query_int(db, "PRAGMA user_version"), ==, RES_SCHEMA_VERSION + 1);
-  g_assert_cmpint(query_int(db, "SELECT count(*) FROM runs"), ==, 1);
-  g_assert_cmpint(db_check(db), ==, 0); /* consistent, just newer */
+  g_assert_cmpint(test_db_query_int(db, "PRAGMA user_version"), ==, RES_SCHEMA_VERSION + 1);
+  g_assert_cmpint(test_db_query_int(db, "SELECT count(*) FROM runs"), ==, 1);
+  /* issue 17, item 6: db check cannot vouch for a newer schema: a problem, exit 1 */
+  g_assert_cmpint(db_check(db), ==, 1);
+}
+
+/* Issue 17, item 6: user_version values no stratsim writes get messages that say so. A
+ * negative version used to read as "not an error"; a v6 database set back to 3 by hand used to
+ * fail inside migration 3 with "table search_runs already exists". Both are refused naming the
+ * version (and the table), the file untouched, and db check reports them (exit 1). A directory
+ * given to db check is called a directory. */
+static void test_hand_set_version(void) {
+  g_autofree char *base = tmp_path("hand.db");
+  g_free(simulate_into(base));
+  TestCliResult r;
+  static const struct { int version; const char *message, *check; } cases[] = {
+      {-5, "has schema version -5 (PRAGMA user_version), which no stratsim writes",
+       "schema version -5 (PRAGMA user_version) is one no stratsim writes"},
+      {3, "has schema version 3 (PRAGMA user_version) but already has table search_runs of "
+          "version 4: the version was changed by hand",
+       "schema version 3 but table search_runs of version 4 exists"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *name = g_strdup_printf("hand-%zu.db", i);
+    g_autofree char *db = tmp_path(name);
+    /* the database is the file with its -wal beside it (res_db.c keeps the WAL on close) */
+    g_autofree char *copy = g_strdup_printf("cp '%s' '%s' && if [ -f '%s-wal' ]; then cp '%s-wal' "
+                                            "'%s-wal'; fi", base, db, base, base, db);
+    g_assert_cmpint(system(copy), ==, 0);
+    g_autofree char *bump = g_strdup_printf("PRAGMA user_version = %d;", cases[i].version);
+    exec_sql(db, bump);
+    GError *error = NULL;
+    g_assert_null(res_db_open(db, &error));
+    g_assert_error(error, RES_ERROR, RES_ERROR_SCHEMA);
+    if (!strstr(error->message, cases[i].message))
+      g_error("'%s' lacks '%s'", error->message, cases[i].message);
+    g_clear_error(&error);
+    g_assert_cmpint(test_db_query_int(db, "PRAGMA user_version"), ==, cases[i].version);
+    g_autofree char *check = g_strdup_printf("db check --db '%s'", db);
+    r = test_cli_run(tmpdir, check);
+    g_assert_cmpint(r.status, ==, 1);
+    g_assert_nonnull(strstr(r.out, cases[i].check));
+    test_cli_result_clear(&r);
+  }
+  g_autofree char *check = g_strdup_printf("db check --db '%s'", tmpdir);
+  r = test_cli_run(tmpdir, check);
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "is a directory, not a database file"));
+  test_cli_result_clear(&r);
 }
 
 /* --- db check -------------------------------------------------------------------------------- */
@@ -388,6 +411,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/results/storage/newer-refused", test_newer_refused);
   g_test_add_func("/results/storage/db-check", test_db_check);
+  g_test_add_func("/results/storage/hand-set-version", test_hand_set_version);
   int status = g_test_run();
   test_remove_tree(tmpdir);
   g_free(tmpdir);

@@ -32,7 +32,7 @@ static const char *scenario_json =
 
 static gint64 count_rows(const char *db, const char *query) {
   sqlite3 *sql = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
   sqlite3_stmt *st = NULL;
   g_assert_cmpint(sqlite3_prepare_v2(sql, query, -1, &st, NULL), ==, SQLITE_OK);
   g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
@@ -44,7 +44,7 @@ static gint64 count_rows(const char *db, const char *query) {
 
 static void assert_integrity(const char *db) {
   sqlite3 *sql = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
+  g_assert_cmpint(sqlite3_open_v2(db, &sql, SQLITE_OPEN_READWRITE, NULL), ==, SQLITE_OK);
   sqlite3_stmt *st = NULL;
   g_assert_cmpint(sqlite3_prepare_v2(sql, "PRAGMA integrity_check", -1, &st, NULL), ==, SQLITE_OK);
   g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);

@@ -2,7 +2,7 @@
 # Golden-output test (SimGrid .tesh style): a fixed set of commands whose JSON/CSV outputs must be
 # byte for byte the checked-in files tests/golden/NAME.out (issue 13, "Acceptance": every
 # prediction, explain output, search result and sweep table is what it was before a refactor).
-# Wall-clock fields (sim_wall_s) are removed; databases live in a temporary directory, so no path
+# Wall-clock fields (sim_wall_s) and simulate --json's run_id are removed; databases live in a temporary directory, so no path
 # or run id reaches the outputs.
 #
 #   run.sh STRATSIM SOURCE_DIR           compare (exit 1 on the first difference, with a diff)
@@ -49,6 +49,7 @@ file_case() {
 compare() {
   name=$1
   sed -e 's/,"sim_wall_s":[-+0-9.eE]*//g' -e '/^[[:space:]]*"sim_wall_s":/d' \
+    -e 's/,"run_id":[0-9a-z]*//g' \
     "$tmp/$name.raw" >"$tmp/$name.out"
   if [ "$mode" = --update ]; then
     cp "$tmp/$name.out" "$golden/$name.out"
@@ -81,11 +82,13 @@ case_ sim-mlp-file "$bin" simulate -m "$src/model/examples/mlp2.json" -c aws-p3.
 # --no-store: the same prediction as the stored run above, nothing written.
 case_ sim-gpt-no-store "$bin" simulate -m $gpt -c dgx-a100:nodes=2 -s megatron:tp=2,pp=2,dp=4,mb=4 --json --no-store --db "$db"
 case_ explain-gpt "$bin" explain -m $gpt -c dgx-a100:nodes=2 -s megatron:tp=2,pp=2,dp=4,mb=4 --json --db "$db"
+case_ explain-gpt-step "$bin" explain -m $gpt -c dgx-a100:nodes=2 -s megatron:tp=4,pp=2,dp=2,mb=4 --collectives step --json --db "$db"
 case_ explain-mlp "$bin" explain -m mlp -c dgx-a100 -s dp --json --db "$db"
-case_ search-mcmc "$bin" search -m mlp -c dgx-a100 --algo mcmc --budget 50 --seed 3 --json --db "$db"
-case_ search-cd "$bin" search -m mlp -c dgx-a100:nodes=2 --algo cd --budget 40 --seed 7 --json --db "$db"
-case_ search-grid "$bin" search -m $gpt -c dgx-a100:nodes=2 --algo grid --budget 200 --seed 1 --json --db "$db"
-case_ search-dp "$bin" search -m $gpt8 -c dgx-a100:nodes=2 --algo dp --budget 200 --seed 1 --json --db "$db"
+case_ search-mcmc "$bin" search -m mlp -c dgx-a100 --algo mcmc --budget 50 --threads 1 --seed 3 --json --db "$db"
+case_ search-mcmc-no-store "$bin" search -m mlp -c dgx-a100 --algo mcmc --budget 50 --threads 1 --seed 3 --json --no-store --db "$db"
+case_ search-cd "$bin" search -m mlp -c dgx-a100:nodes=2 --algo cd --budget 40 --threads 1 --seed 7 --json --db "$db"
+case_ search-grid "$bin" search -m $gpt -c dgx-a100:nodes=2 --algo grid --budget 200 --threads 1 --seed 1 --json --db "$db"
+case_ search-dp "$bin" search -m $gpt8 -c dgx-a100:nodes=2 --algo dp --budget 200 --threads 1 --seed 1 --json --db "$db"
 file_case trace "$tmp/trace.json" "$bin" simulate -m $gpt -c dgx-a100:nodes=2 -s megatron:tp=2,pp=2,dp=4,mb=2 \
   --collectives step --trace "$tmp/trace.json" --db "$db"
 # Timeline chart data (scenarios/scn_timeline.c); gnuplot kept off PATH: only the .dat counts.

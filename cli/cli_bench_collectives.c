@@ -1,0 +1,65 @@
+/* cli/bench_collectives — published collective curves against the model and calibration. */
+#include "cli/cli.h"
+#include "cli/cli_bench_collectives.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "costmodel/cm_check.h"
+
+#define MIB (1024.0 * 1024.0)
+
+typedef struct {
+  double sum, max;
+  int curves;
+} Total;
+
+static void total_add(Total *t, const CmErrorStats *s) {
+  if (s->points == 0) return;
+  t->sum += s->mean;
+  t->max = MAX(t->max, s->max);
+  t->curves++;
+}
+
+static void print_stats(const char *what, const CmErrorStats *s) {
+  if (s->points == 0) printf("  %s -", what);
+  else printf("  %s %5.1f%% mean %5.1f%% max (%d)", what, 100 * s->mean, 100 * s->max, s->points);
+}
+
+int cli_bench_collectives(const char *path) {
+  GError *error = NULL;
+  if (!path) path = "tests/data/validation/nccl_public.csv";
+  g_autoptr(GPtrArray) curves = cm_curves_load(path, &error);
+  if (!curves) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  printf("bench: collectives against %s: relative error of time; model at sizes >= 1 MiB, "
+         "calibration held out (every other size >= 1 MiB fitted), extrapolated to 4x the "
+         "largest fitted size (>= 1 MiB)\n", path);
+  Total model = {0}, held = {0}, extra = {0};
+  for (guint i = 0; i < curves->len; i++) {
+    const CmCurve *c = g_ptr_array_index(curves, i);
+    const char *spec = cm_curve_cluster_spec(c);
+    DevCluster *cluster = spec ? dev_cluster_parse_spec(spec, NULL) : NULL;
+    CmErrorStats m = {0}, h = {0}, x = {0};
+    if (cluster) cm_check_model(c, cluster, MIB, &m);
+    cm_check_heldout(c, cluster, MIB, &h);
+    cm_check_extrapolation(c, cluster, MIB, &x);
+    printf("bench: %s %d ranks on %d host%s, %s [%s]%s\n", cm_collective_name(c->kind), c->ranks,
+           c->nodes, c->nodes == 1 ? "" : "s", c->algorithm >= 0 ? cm_algorithm_name(c->algorithm) : "tuner",
+           c->system, cluster ? "" : " (no stratsim cluster for it: model not checked)");
+    printf("bench:   cluster %s:", cluster ? spec : "-");
+    print_stats("model", &m);
+    print_stats("held-out", &h);
+    print_stats("4x", &x);
+    printf("\n");
+    total_add(&model, &m);
+    total_add(&held, &h);
+    total_add(&extra, &x);
+    dev_cluster_free(cluster);
+  }
+  printf("bench: over curves: model %.1f%% mean of means, %.1f%% max (%d curves); held-out %.1f%% "
+         "mean, %.1f%% max (%d); 4x extrapolation %.1f%% mean, %.1f%% max (%d)\n",
+         model.curves ? 100 * model.sum / model.curves : NAN, 100 * model.max, model.curves,
+         held.curves ? 100 * held.sum / held.curves : NAN, 100 * held.max, held.curves,
+         extra.curves ? 100 * extra.sum / extra.curves : NAN, 100 * extra.max, extra.curves);
+  return CLI_EXIT_OK;
+}

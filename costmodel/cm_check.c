@@ -1,0 +1,220 @@
+/* costmodel/check — published collective curves against the model and the calibration
+ * (cm_check.h). */
+#include "costmodel/cm_check.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { COL_KIND, COL_SIZE, COL_RANKS, COL_NODES, COL_GPN, COL_SYSTEM, COL_ALGBW, COL_BUSBW,
+       COL_TIME, COL_SOURCE, NCOLS };
+
+void cm_curve_free(CmCurve *curve) {
+  if (!curve) return;
+  g_free(curve->system);
+  g_free(curve->source);
+  g_array_free(curve->bytes, TRUE);
+  g_array_free(curve->time_s, TRUE);
+  g_free(curve);
+}
+
+/* Splits one CSV line (RFC 4180 quoting, "" for a quote inside quotes) into @fields (g_strfreev). */
+static char **split_csv(const char *line) {
+  GPtrArray *out = g_ptr_array_new();
+  GString *field = g_string_new(NULL);
+  gboolean quoted = FALSE;
+  for (const char *p = line;; p++) {
+    if (quoted && *p == '"' && p[1] == '"') {
+      g_string_append_c(field, '"');
+      p++;
+    } else if (*p == '"') {
+      quoted = !quoted;
+    } else if ((*p == ',' && !quoted) || *p == '\0' || (*p == '\r' && !quoted)) {
+      g_ptr_array_add(out, g_string_free(field, FALSE));
+      if (*p != ',') break;
+      field = g_string_new(NULL);
+    } else {
+      g_string_append_c(field, *p);
+    }
+  }
+  g_ptr_array_add(out, NULL);
+  return (char **)g_ptr_array_free(out, FALSE);
+}
+
+static int algorithm_of(const char *system) {
+  if (strstr(system, "algo=Ring")) return CM_ALGO_RING;
+  if (strstr(system, "algo=NVLS")) return CM_ALGO_NVLS;
+  return -1;
+}
+
+static gboolean number(const char *text, double *out) {
+  char *end = NULL;
+  if (!text || !*text) return FALSE;
+  *out = g_ascii_strtod(text, &end);
+  return end && *end == '\0' && isfinite(*out);
+}
+
+static CmCurve *find_or_add(GPtrArray *curves, char **f, CmCollective kind, int ranks, int nodes) {
+  for (guint i = 0; i < curves->len; i++) {
+    CmCurve *c = g_ptr_array_index(curves, i);
+    if (c->kind == kind && c->ranks == ranks && c->nodes == nodes && g_str_equal(c->system, f[COL_SYSTEM]))
+      return c;
+  }
+  CmCurve *c = g_new0(CmCurve, 1);
+  c->system = g_strdup(f[COL_SYSTEM]);
+  c->source = g_strdup(f[COL_SOURCE]);
+  c->kind = kind;
+  c->ranks = ranks;
+  c->nodes = nodes;
+  c->gpus_per_node = atoi(f[COL_GPN]);
+  c->algorithm = algorithm_of(f[COL_SYSTEM]);
+  c->bytes = g_array_new(FALSE, FALSE, sizeof(double));
+  c->time_s = g_array_new(FALSE, FALSE, sizeof(double));
+  g_ptr_array_add(curves, c);
+  return c;
+}
+
+/* Inserts (bytes, time) keeping the curve ascending in bytes. */
+static void add_point(CmCurve *c, double bytes, double time_s) {
+  guint i = c->bytes->len;
+  while (i > 0 && g_array_index(c->bytes, double, i - 1) > bytes) i--;
+  g_array_insert_val(c->bytes, i, bytes);
+  g_array_insert_val(c->time_s, i, time_s);
+}
+
+GPtrArray *cm_curves_load(const char *path, GError **error) {
+  g_autofree char *text = NULL;
+  if (!g_file_get_contents(path, &text, NULL, error)) return NULL;
+  GPtrArray *curves = g_ptr_array_new_with_free_func((GDestroyNotify)cm_curve_free);
+  g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+  for (int ln = 1; lines[ln]; ln++) { /* line 0 is the header */
+    if (!*g_strstrip(lines[ln])) continue;
+    g_auto(GStrv) f = split_csv(lines[ln]);
+    double size, ranks, nodes, time_us, busbw;
+    CmCollective kind;
+    if (g_strv_length(f) != NCOLS || !cm_collective_parse(f[COL_KIND], &kind) ||
+        !number(f[COL_SIZE], &size) || !number(f[COL_RANKS], &ranks) ||
+        !number(f[COL_NODES], &nodes) || !(size > 0) || !(ranks >= 2) || !(nodes >= 1)) {
+      g_set_error(error, CM_ERROR, CM_ERROR_PARSE, "%s:%d: not a row of collective, size_bytes, "
+                  "ranks, nodes, gpus_per_node, gpu_system, algbw_GBps, busbw_GBps, time_us, source",
+                  path, ln + 1);
+      g_ptr_array_unref(curves);
+      return NULL;
+    }
+    double time_s;
+    if (number(f[COL_TIME], &time_us) && time_us > 0) {
+      time_s = time_us * 1e-6;
+    } else if (number(f[COL_BUSBW], &busbw) && busbw > 0) {
+      time_s = size * cm_collective_busbw_factor(kind, (int)ranks) / (busbw * 1e9);
+    } else {
+      g_set_error(error, CM_ERROR, CM_ERROR_PARSE, "%s:%d: neither time_us nor busbw_GBps", path, ln + 1);
+      g_ptr_array_unref(curves);
+      return NULL;
+    }
+    add_point(find_or_add(curves, f, kind, (int)ranks, (int)nodes), size, time_s);
+  }
+  return curves;
+}
+
+const char *cm_curve_cluster_spec(const CmCurve *curve) {
+  static const struct {
+    const char *needle;
+    const char *spec;
+  } map[] = {{"A100", "dgx-a100"}, {"H200", "dgx-h200"}, {"H100", "dgx-h100"},
+             {"B200", "dgx-b200"}};
+  for (gsize i = 0; i < G_N_ELEMENTS(map); i++)
+    if (strstr(curve->system, map[i].needle)) return map[i].spec;
+  return NULL;
+}
+
+/* Ranks fill hosts in order, as the launcher placed them: ranks / nodes on each host. */
+static int *curve_devices(const CmCurve *curve, const DevCluster *cluster) {
+  int *devices = g_new(int, curve->ranks), per = curve->ranks / curve->nodes;
+  for (int i = 0; i < curve->ranks; i++) devices[i] = (i / per) * cluster->gpus_per_node + i % per;
+  return devices;
+}
+
+static void stats_add(CmErrorStats *s, double predicted, double measured) {
+  double e = fabs(predicted - measured) / measured;
+  s->mean = s->points == 0 ? e : s->mean + e;
+  s->max = s->points == 0 ? e : MAX(s->max, e);
+  s->points++;
+}
+
+static void stats_finish(CmErrorStats *s) {
+  if (s->points > 0) s->mean /= s->points;
+  else s->mean = s->max = NAN;
+}
+
+void cm_check_model(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                    CmErrorStats *out) {
+  memset(out, 0, sizeof *out);
+  g_autofree int *devices = curve_devices(curve, cluster);
+  for (guint i = 0; i < curve->bytes->len; i++) {
+    double bytes = g_array_index(curve->bytes, double, i);
+    if (bytes < min_bytes) continue;
+    CmCollectiveEstimate e = cm_collective_estimate(cluster, curve->kind, devices, curve->ranks, bytes, NULL);
+    double t = curve->algorithm >= 0 ? e.candidates[curve->algorithm] : e.time_s;
+    if (!isnan(t)) stats_add(out, t, g_array_index(curve->time_s, double, i));
+  }
+  stats_finish(out);
+}
+
+static CmMeasurement measurement_at(const CmCurve *c, guint i) {
+  return (CmMeasurement){c->kind, c->ranks, c->nodes, g_array_index(c->bytes, double, i),
+                         g_array_index(c->time_s, double, i)};
+}
+
+/* The calibrated time as `stratsim collective --calibration` gives it (through
+ * cm_collective_estimate, with the model's floor on the asymptote) when @cluster is known,
+ * else the calibration alone. */
+static double calibrated(const CmCalibration *cal, const CmCurve *c, const DevCluster *cluster,
+                         double bytes) {
+  if (cluster) {
+    g_autofree int *devices = curve_devices(c, cluster);
+    return cm_collective_estimate(cluster, c->kind, devices, c->ranks, bytes, cal).time_s;
+  }
+  CmCalibratedTime t;
+  return cm_calibration_time(cal, c->kind, c->ranks, c->nodes, bytes, &t) ? t.time_s : NAN;
+}
+
+gboolean cm_check_heldout(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                          CmErrorStats *out) {
+  memset(out, 0, sizeof *out);
+  g_autoptr(GArray) fit = g_array_new(FALSE, FALSE, sizeof(CmMeasurement));
+  guint first = 0, n = curve->bytes->len;
+  while (first < n && g_array_index(curve->bytes, double, first) < min_bytes) first++;
+  if (n - first < 4) return FALSE;
+  for (guint i = first; i < n; i += 2) {
+    CmMeasurement m = measurement_at(curve, i);
+    g_array_append_val(fit, m);
+  }
+  CmCalibration *cal = cm_calibration_fit("held-out", "check", (CmMeasurement *)fit->data, fit->len, NULL);
+  if (!cal) return FALSE;
+  for (guint i = first + 1; i + 1 < n; i += 2)
+    stats_add(out, calibrated(cal, curve, cluster, g_array_index(curve->bytes, double, i)),
+              g_array_index(curve->time_s, double, i));
+  cm_calibration_free(cal);
+  stats_finish(out);
+  return out->points > 0;
+}
+
+gboolean cm_check_extrapolation(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                                CmErrorStats *out) {
+  memset(out, 0, sizeof *out);
+  guint n = curve->bytes->len;
+  g_autofree CmMeasurement *m = g_new(CmMeasurement, n);
+  for (guint i = 0; i < n; i++) m[i] = measurement_at(curve, i);
+  for (guint last = 1; last < n; last++) {
+    double limit = m[last].bytes;
+    if (limit < min_bytes) continue;
+    guint at = last + 1;
+    while (at < n && m[at].bytes < 4 * limit) at++;
+    if (at >= n || m[at].bytes != 4 * limit) continue;
+    CmCalibration *cal = cm_calibration_fit("extrapolation", "check", m, last + 1, NULL);
+    if (!cal) continue;
+    stats_add(out, calibrated(cal, curve, cluster, m[at].bytes), m[at].time_s);
+    cm_calibration_free(cal);
+  }
+  stats_finish(out);
+  return out->points > 0;
+}

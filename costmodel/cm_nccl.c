@@ -1,0 +1,283 @@
+/* costmodel/nccl — NCCL's tuner model (cm_nccl.h). Constants from NVIDIA/nccl
+ * src/graph/tuning.cc at commit b6475625 unless said otherwise; latencies there are in us and
+ * bandwidths in GB/s, kept in those units in the tables and converted at the end. */
+#include "costmodel/cm_nccl.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { HW_NVLINK, HW_PCI, HW_NET, HW_COUNT };
+enum { ARCH_VOLTA, ARCH_AMPERE, ARCH_HOPPER };
+
+/* Index of the algorithm rows of the tables below. */
+static int row_of(CmAlgorithm a) {
+  switch (a) {
+  case CM_ALGO_TREE: return 0;
+  case CM_ALGO_RING: return 1;
+  case CM_ALGO_NVLS: return 2;
+  case CM_ALGO_NVLS_TREE: return 3;
+  default: return -1;
+  }
+}
+
+/* tuning.cc baseLat[algorithm][protocol] (us): Tree {6.8, 14.0, 0}, Ring {6.6, 14.0, 8.4},
+ * NVLS and NVLS-tree 0. */
+static const double base_lat_us[4][CM_PROTO_COUNT] = {
+    {6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
+
+/* tuning.cc hwLat[hw][algorithm][protocol] (us), per step or hop: NVLink, PCI, network. */
+static const double hw_lat_us[HW_COUNT][4][CM_PROTO_COUNT] = {
+    /* NVLink */ {{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}, {0, 0, 23}},
+    /* PCI */ {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
+    /* NET */ {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}};
+
+/* tuning.cc llMaxBws[arch or CPU][nodes 1, 2, >2] (GB/s): one host indexes by GPU generation,
+ * several hosts by CPU vendor (row 0: Intel; the cluster does not say, Intel is assumed). */
+static const double ll_max_bw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}};
+/* tuning.cc perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws [arch][nodes] (GB/s
+ * per channel). */
+static const double ring_ll128_per_ch[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};
+static const double tree_ll128_per_ch[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}};
+static const double tree_per_ch[3][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
+
+/* tuning.cc treeCorrectionFactor[protocol][log2(bytes / 64)], for sizes 64 B to 256 MiB:
+ * "Trees are not perfectly sticking to the model for medium sizes". */
+static const double tree_correction[CM_PROTO_COUNT][23] = {
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9}};
+
+/* NVLS efficiency of later NCCL releases (2.2x, tuning: nvlsEfficiency {Volta 0, Ampere 0,
+ * Hopper 0.85, Blackwell 0.74}; the commit b6475625 above predates it and charges NVLS at the
+ * full NVLink figure, 12% above the 8xH200 NVLS measurement at 8 GiB). Read from public
+ * descriptions of that table (NCCL's source at that release is not in the index searched); it
+ * multiplies the NVLS and NVLS-tree bus bandwidth. */
+static double nvls_efficiency(int sm) { return sm >= 100 ? 0.74 : sm >= 90 ? 0.85 : 0.0; }
+
+/* tuning.cc getNetOverhead: 1 us per network post on Intel x86 (2 on AMD); the ring's intra
+ * steps cost at least that across hosts, three times it with Simple. Intel assumed. */
+#define NET_OVERHEAD_US 1.0
+
+static const char *const protocol_names[CM_PROTO_COUNT] = {"LL", "LL128", "Simple"};
+
+const char *cm_protocol_name(CmProtocol protocol) {
+  g_return_val_if_fail(protocol < CM_PROTO_COUNT, "?");
+  return protocol_names[protocol];
+}
+
+/* GPU generations by device name (the device table has no compute capability). NCCL's
+ * per-link NVLink bandwidth, src/graph/topo.h: SM60_NVLINK_BW 18.0, SM70 and SM80 20.0, SM90
+ * 20.6, SM100 40.1 GB/s; line rate per link and direction: NVLink 1 20 GB/s, NVLink 2-4
+ * 25 GB/s, NVLink 5 50 GB/s (NVIDIA P100, V100, A100, H100, B200 datasheets). */
+typedef struct {
+  const char *prefix;
+  int sm;
+  double nccl_link_GBps;
+  double line_link_GBps;
+} Generation;
+
+static const Generation generations[] = {
+    {"p100", 60, 18.0, 20.0}, {"v100", 70, 20.0, 25.0}, {"a100", 80, 20.0, 25.0},
+    {"h100", 90, 20.6, 25.0}, {"h200", 90, 20.6, 25.0}, {"gh200", 90, 20.6, 25.0},
+    {"b200", 100, 40.1, 50.0}, {"gb200", 100, 40.1, 50.0}, {"b100", 100, 40.1, 50.0},
+};
+
+/* PCIe: NCCL's PCI_BW 12.0 GB/s (topo.h, "PCI Gen3 x16") of a 15.75 GB/s Gen3 x16 line rate
+ * (PCI-SIG: 8 GT/s x 16 lanes x 128b/130b). */
+#define PCI_NCCL_PER_LINE (12.0 / 15.75)
+
+void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
+  g_return_if_fail(cluster != NULL && hw != NULL);
+  memset(hw, 0, sizeof *hw);
+  const Generation *gen = NULL;
+  for (gsize i = 0; i < G_N_ELEMENTS(generations) && cluster->device.name; i++)
+    if (g_str_has_prefix(cluster->device.name, generations[i].prefix)) gen = &generations[i];
+  hw->sm = gen ? gen->sm : 0;
+  hw->arch = hw->sm >= 90 ? ARCH_HOPPER : hw->sm >= 80 ? ARCH_AMPERE : ARCH_VOLTA;
+  const DevLink *intra = &cluster->link[DEV_LINK_INTRA];
+  const char *kind = intra->kind ? intra->kind : "";
+  hw->nvlink = g_str_equal(kind, "nvlink") || g_str_equal(kind, "nvswitch");
+  hw->nvls = g_str_equal(kind, "nvswitch") && hw->sm >= 90;
+  hw->ll128 = hw->nvlink && (hw->sm == 70 || hw->sm == 80 || hw->sm == 90);
+  if (hw->nvlink && gen) {
+    /* NCCL's graph search spreads channels over the GPU's NVLinks at its per-link figure. */
+    double links = MAX(1.0, round(intra->bandwidth / (gen->line_link_GBps * 1e9)));
+    hw->intra_channel_bw = gen->nccl_link_GBps * 1e9;
+    hw->intra_bw = links * hw->intra_channel_bw;
+  } else {
+    /* PCIe: NCCL's figure per line rate; NVLink of a GPU topo.h has no figure for, or another
+     * fabric: its line rate. One channel. */
+    hw->intra_bw = intra->bandwidth * (g_str_equal(kind, "pcie") ? PCI_NCCL_PER_LINE : 1.0);
+    hw->intra_channel_bw = hw->intra_bw;
+  }
+  CmLinkFigures f;
+  cm_link_figures(cluster, &f);
+  hw->nic_bw_per_gpu = f.nic_bw_per_gpu;
+  double oversubscription = cluster->oversubscription >= 1.0 ? cluster->oversubscription : 1.0;
+  hw->nic_bw = cluster->link[DEV_LINK_INTER].bandwidth / oversubscription;
+}
+
+gboolean cm_nccl_covers(CmCollective kind) {
+  return kind == CM_ALL_REDUCE || kind == CM_ALL_GATHER || kind == CM_REDUCE_SCATTER ||
+         kind == CM_BROADCAST || kind == CM_REDUCE;
+}
+
+static int log2i(long long x) {
+  int l = 0;
+  while (x > 1) x >>= 1, l++;
+  return l;
+}
+
+/* Whether NCCL's tuner considers @a for @kind on @nodes hosts (tuning.cc: broadcast and reduce
+ * only ring; all-gather and reduce-scatter ring and NVLS; NVLS-tree off on one host, NVLS off
+ * across hosts without CollNet) and @p there (NVLS and NVLS-tree only Simple). */
+static gboolean enabled(CmCollective kind, CmAlgorithm a, CmProtocol p, int nodes,
+                        const CmNcclHardware *hw) {
+  if (!cm_nccl_covers(kind) || row_of(a) < 0) return FALSE;
+  if ((kind == CM_BROADCAST || kind == CM_REDUCE) && a != CM_ALGO_RING) return FALSE;
+  if ((kind == CM_ALL_GATHER || kind == CM_REDUCE_SCATTER) && a != CM_ALGO_RING && a != CM_ALGO_NVLS)
+    return FALSE;
+  if ((a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) && (p != CM_PROTO_SIMPLE || !hw->nvls)) return FALSE;
+  if (a == CM_ALGO_NVLS && nodes > 1) return FALSE;
+  if (a == CM_ALGO_NVLS_TREE && nodes == 1) return FALSE;
+  if (p == CM_PROTO_LL128 && !hw->ll128) return FALSE;
+  return TRUE;
+}
+
+double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGroupShape *g,
+                    const CmNcclHardware *hw, double bytes, CmNcclCost *cost) {
+  g_return_val_if_fail(g != NULL && hw != NULL && p < CM_PROTO_COUNT, NAN);
+  int ranks = g->ranks, nodes = g->hosts;
+  if (ranks <= 1 || nodes < 1 || !enabled(kind, a, p, nodes, hw) || !(bytes >= 0)) return NAN;
+  int r = row_of(a), arch = hw->arch, index2 = nodes <= 2 ? nodes - 1 : 2;
+  double ppn = (double)ranks / nodes;
+  double ll_max = ll_max_bw[nodes == 1 ? arch : 0][index2];
+
+  /* The graph's bandwidth: inside a host NCCL's NVLink figure; across hosts the ring, chain or
+   * tree enters and leaves each host once per channel, over the group's share of the host's
+   * NICs (cm_collective.c, span_beta), and never faster than the NVLinks. NVLS-tree: NCCL
+   * halves bwInter beyond two hosts. Channels: the links that bandwidth is spread over. */
+  double bw, channel_bw;
+  if (nodes == 1) {
+    bw = hw->intra_bw;
+    channel_bw = hw->intra_channel_bw;
+  } else {
+    double nics = g->min_per_host * hw->nic_bw_per_gpu;
+    bw = MIN(hw->intra_bw, nics);
+    channel_bw = MIN(hw->nic_bw, bw);
+    /* Two hosts: tuning.cc prices every algorithm at the graph's bwIntra (nNodes <= 2), and
+     * the topology search (src/graph/search.cc, ncclTopoCompute pass 2, "increase bwIntra for
+     * trees (2 nodes or collnet)") raises a tree's bwIntra while it is below twice bwInter: a
+     * tree between two hosts puts half its traffic on the network (sjeaugey, NVIDIA/nccl
+     * #946: "up to ~2x the network speed"). */
+    if (a == CM_ALGO_TREE && nodes == 2) bw = MIN(hw->intra_bw, 2 * nics);
+    if (a == CM_ALGO_NVLS_TREE && nodes > 2) bw = MIN(hw->intra_bw, nics / 2);
+  }
+  int channels = channel_bw > 0 && bw > channel_bw ? (int)floor(bw / channel_bw + 0.5) : 1;
+  double bus = bw / 1e9; /* GB/s from here on, as tuning.cc */
+  gboolean ring = a == CM_ALGO_RING, tree = a == CM_ALGO_TREE;
+  if (ring && p == CM_PROTO_LL)
+    bus = MIN(ll_max, bus * ((nodes > 1 || kind == CM_ALL_REDUCE || kind == CM_REDUCE) ? 1.0 / 4.0 : 1.0 / 3.0));
+  if (ring && p == CM_PROTO_LL128)
+    bus = MIN(bus * (ppn < 2 ? 0.7 : 0.92), channels * ring_ll128_per_ch[arch][index2]);
+  if (tree) bus = MIN(bus * .92, channels * tree_per_ch[arch][index2]);
+  if (tree && p == CM_PROTO_LL) bus = MIN(bus * 1.0 / 3.8, ll_max);
+  if (tree && p == CM_PROTO_LL128)
+    bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tree_ll128_per_ch[arch][index2]);
+  if (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) bus *= nvls_efficiency(hw->sm);
+
+  /* Bus to algorithm bandwidth: ring ranks / steps, NVLS 5/6, tree 1/2. */
+  int nsteps = kind == CM_ALL_REDUCE ? 2 * (ranks - 1)
+               : (kind == CM_ALL_GATHER || kind == CM_REDUCE_SCATTER) ? ranks - 1
+                                                                        : ranks;
+  int inter_steps = kind == CM_ALL_REDUCE ? (nodes > 1 ? 2 * nodes : 0)
+                    : (kind == CM_ALL_GATHER || kind == CM_REDUCE_SCATTER) ? nodes - 1
+                                                                             : nodes;
+  double ratio = ring ? (double)ranks / nsteps : (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) ? 5.0 / 6.0 : 0.5;
+  double algbw = bus * ratio;
+
+  /* Latency (us). The NIC's own extra latency (graphs[a]->latencyInter) is 0 here: stratsim's
+   * clusters do not describe it. */
+  int intra_hw = hw->nvlink ? HW_NVLINK : HW_PCI;
+  double lat = base_lat_us[r][p];
+  double intra_lat = hw_lat_us[intra_hw][r][p], inter_lat = hw_lat_us[HW_NET][r][p];
+  if (ring && (kind == CM_BROADCAST || kind == CM_REDUCE)) {
+    /* graphs[a]->sameChannels assumed: one hop's latency (NCCL's pipelined ring). */
+    lat += hw_lat_us[nodes == 1 ? intra_hw : HW_NET][r][p];
+  } else if (ring) {
+    if (nodes > 1) intra_lat = MAX(intra_lat, NET_OVERHEAD_US * (p == CM_PROTO_SIMPLE ? 3 : 1));
+    /* NCCL counts 2 x nodes inter-host steps for an all-reduce; with one rank per host that
+     * exceeds the steps, and its intra-host count goes negative: kept at zero here. */
+    lat += MAX(0, nsteps - inter_steps) * intra_lat + MIN(nsteps, inter_steps) * inter_lat;
+  } else if (tree) {
+    lat += 2 * ((ranks / nodes - 1) * intra_lat + log2i(nodes) * inter_lat);
+  } else if (a == CM_ALGO_NVLS) {
+    lat = intra_lat;
+  } else { /* NVLS-tree */
+    lat += intra_lat + 2 * log2i(nodes) * inter_lat;
+  }
+
+  /* ncclTopoGetAlgoTime: the tree's correction by size; the ring plateau (Simple all-reduce
+   * across hosts, 1.4 on sm80 and later, 1.9 before). */
+  long long log_size = log2i((long long)(bytes / 64));
+  if (tree && log_size < 23) algbw *= tree_correction[p][log_size];
+  if (ring && p == CM_PROTO_SIMPLE && nodes > 1 && kind == CM_ALL_REDUCE &&
+      bytes / ((double)channels * ranks) >= 64)
+    lat *= hw->sm >= 80 ? 1.4 : 1.9;
+  double time = lat * 1e-6 + bytes / (algbw * 1e9);
+  if (cost) {
+    cost->latency_s = lat * 1e-6;
+    cost->busbw = bus * 1e9;
+    cost->algbw = algbw * 1e9;
+    cost->channels = channels;
+    cost->time_s = time;
+  }
+  return time;
+}
+
+double cm_nccl_tune(CmCollective kind, const CmGroupShape *shape, const CmNcclHardware *hw,
+                    double bytes, CmAlgorithm *algorithm, CmProtocol *protocol, CmNcclCost *cost) {
+  static const CmAlgorithm order[] = {CM_ALGO_RING, CM_ALGO_TREE, CM_ALGO_NVLS, CM_ALGO_NVLS_TREE};
+  double best = INFINITY;
+  for (gsize i = 0; i < G_N_ELEMENTS(order); i++)
+    for (int p = 0; p < CM_PROTO_COUNT; p++) {
+      CmNcclCost c;
+      double t = cm_nccl_time(kind, order[i], (CmProtocol)p, shape, hw, bytes, &c);
+      if (isnan(t) || !(t < best)) continue;
+      best = t;
+      if (algorithm) *algorithm = order[i];
+      if (protocol) *protocol = (CmProtocol)p;
+      if (cost) *cost = c;
+    }
+  return isinf(best) ? NAN : best;
+}
+
+gboolean cm_nccl_ring_steps(CmCollective kind, const CmGroupShape *shape,
+                            const DevCluster *cluster, double bytes, CmNcclRingSteps *out) {
+  g_return_val_if_fail(shape != NULL && cluster != NULL && out != NULL, FALSE);
+  if (kind != CM_ALL_REDUCE && kind != CM_ALL_GATHER && kind != CM_REDUCE_SCATTER) return FALSE;
+  CmNcclHardware hw;
+  cm_nccl_hardware(cluster, &hw);
+  double best = INFINITY;
+  CmNcclCost chosen = {0};
+  for (int p = 0; p < CM_PROTO_COUNT; p++) {
+    CmNcclCost c;
+    double t = cm_nccl_time(kind, CM_ALGO_RING, (CmProtocol)p, shape, &hw, bytes, &c);
+    if (isnan(t) || !(t < best)) continue;
+    best = t;
+    chosen = c;
+    out->protocol = (CmProtocol)p;
+  }
+  if (isinf(best)) return FALSE;
+  int r = row_of(CM_ALGO_RING), intra_hw = hw.nvlink ? HW_NVLINK : HW_PCI;
+  out->base_latency_s = base_lat_us[r][out->protocol] * 1e-6;
+  out->step_latency_s[DEV_LINK_INTRA] = hw_lat_us[intra_hw][r][out->protocol] * 1e-6;
+  out->step_latency_s[DEV_LINK_INTER] = hw_lat_us[HW_NET][r][out->protocol] * 1e-6;
+  /* A step moves bytes/ranks at the ring's bus bandwidth: its fraction of the intra-host line
+   * rate; across hosts the protocol's fraction of the NIC figures the ring was given. */
+  double line = cluster->link[DEV_LINK_INTRA].bandwidth;
+  double raw = shape->hosts == 1 ? line : MIN(hw.intra_bw, shape->min_per_host * hw.nic_bw_per_gpu);
+  out->efficiency[DEV_LINK_INTRA] = MIN(1.0, chosen.busbw / line);
+  out->efficiency[DEV_LINK_INTER] = MIN(1.0, chosen.busbw / raw);
+  return TRUE;
+}

@@ -1,0 +1,91 @@
+/* costmodel/nccl — NCCL's own cost model of its collectives, as its tuner evaluates it: for
+ * every algorithm (ring, tree, NVLS, NVLS-tree; CollNet off, as without a SHARP-capable
+ * network plugin) and protocol (LL, LL128, Simple), a latency and an algorithm bandwidth, time
+ * = latency + size / bandwidth, and the choice of the fastest pair.
+ *
+ * Source: NVIDIA/nccl src/graph/tuning.cc at commit b6475625 (ncclTopoTuneModel: baseLat,
+ * hwLat, llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws, the per-protocol
+ * bandwidth factors, the bus-to-algorithm bandwidth ratios; ncclTopoGetAlgoTime: the tree
+ * correction factors and the ring plateau factor), and src/graph/topo.h (per-link NVLink
+ * bandwidth NCCL assumes: SM70/SM80 20.0, SM90 20.6, SM100 40.1 GB/s; PCI_BW 12.0 for PCIe
+ * Gen3 x16). Where NCCL reads something from the machine that a stratsim cluster does not
+ * say (the topology search's channel count, the CPU vendor, the NIC's extra latency), the
+ * choice made is written next to it in cm_nccl.c.
+ *
+ * Sizes follow cm_collective.h (nccl-tests' size column), times in seconds, bandwidths in
+ * bytes/s. Pure functions: no globals. */
+#ifndef STRATSIM_CM_NCCL_H
+#define STRATSIM_CM_NCCL_H
+
+#include <glib.h>
+#include "costmodel/cm_collective.h"
+
+G_BEGIN_DECLS
+
+typedef enum { CM_PROTO_LL, CM_PROTO_LL128, CM_PROTO_SIMPLE, CM_PROTO_COUNT } CmProtocol;
+
+const char *cm_protocol_name(CmProtocol protocol);
+
+/* What NCCL's tuner knows of the hardware, derived from a cluster (cm_nccl_hardware). */
+typedef struct {
+  int arch;              /* index of NCCL's per-architecture tables: 0 Volta (and older),
+                            1 Ampere, 2 Hopper (Blackwell uses Hopper's rows) */
+  int sm;                /* compute capability x10 (70, 80, 90, 100); 0 = unknown */
+  gboolean nvlink;       /* GPUs of a host talk over NVLink/NVSwitch (NCCL_HW_NVLINK), else
+                            PCIe (NCCL_HW_PCI) */
+  gboolean nvls;         /* NVLink SHARP: NVSwitch and Hopper or later */
+  gboolean ll128;        /* LL128 enabled by default: NVLink and sm 70, 80 or 90 */
+  double intra_bw;       /* bytes/s NCCL's graph gets from a GPU's intra-host links */
+  double intra_channel_bw; /* bytes/s of one channel on them (one NVLink's NCCL figure) */
+  double nic_bw;         /* bytes/s of one NIC (after the fabric's oversubscription) */
+  double nic_bw_per_gpu; /* a GPU's share of its host's NICs (cm_link_figures) */
+} CmNcclHardware;
+
+void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw);
+
+/* The cost NCCL's model gives one (algorithm, protocol). */
+typedef struct {
+  double latency_s;      /* NCCL's latency term, with the ring plateau factor where it applies */
+  double busbw;          /* bus bandwidth before the bus-to-algorithm conversion */
+  double algbw;          /* bandwidth the size is divided by (after the tree correction) */
+  int channels;          /* channels the bandwidth is spread over */
+  double time_s;         /* latency_s + bytes / algbw */
+} CmNcclCost;
+
+/* The time of @algorithm (CM_ALGO_RING, CM_ALGO_TREE, CM_ALGO_NVLS, CM_ALGO_NVLS_TREE) with
+ * @protocol for @kind (all-reduce, all-gather, reduce-scatter, broadcast, reduce) over a group
+ * of @shape; NAN where NCCL does not run that combination (tree for anything but all-reduce,
+ * NVLS without NVLink SHARP or across hosts, NVLS-tree inside one host, LL128 where it is off).
+ * Fills @cost when given. */
+double cm_nccl_time(CmCollective kind, CmAlgorithm algorithm, CmProtocol protocol,
+                    const CmGroupShape *shape, const CmNcclHardware *hw, double bytes,
+                    CmNcclCost *cost);
+
+/* Whether NCCL runs @kind as a collective kernel this model covers (all-to-all and send/recv
+ * are point-to-point in NCCL: cm_collective.c keeps their alpha-beta forms). */
+gboolean cm_nccl_covers(CmCollective kind);
+
+/* The (algorithm, protocol) NCCL's tuner picks for @kind over @shape: the smallest
+ * cm_nccl_time over every enabled pair (ties to the earlier algorithm, then protocol).
+ * Returns the time; @algorithm, @protocol and @cost receive the choice. */
+double cm_nccl_tune(CmCollective kind, const CmGroupShape *shape, const CmNcclHardware *hw,
+                    double bytes, CmAlgorithm *algorithm, CmProtocol *protocol, CmNcclCost *cost);
+
+/* The ring of @kind over @shape as steps, for the step-expanded mode (sim/sim_network.c):
+ * the protocol the tuner would give the ring at this size, the latency paid once (NCCL's
+ * baseLat), each step's latency on each link class, and the fraction of a link's line rate a
+ * step moves data at. An uncontended step-expanded ring inside one host then takes exactly
+ * cm_nccl_time of the ring. */
+typedef struct {
+  CmProtocol protocol;
+  double base_latency_s;
+  double step_latency_s[DEV_LINK_COUNT];
+  double efficiency[DEV_LINK_COUNT]; /* in (0, 1]: algorithm bandwidth per line rate */
+} CmNcclRingSteps;
+
+gboolean cm_nccl_ring_steps(CmCollective kind, const CmGroupShape *shape,
+                            const DevCluster *cluster, double bytes, CmNcclRingSteps *out);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,253 @@
+/* tests/nccl — NCCL's tuner model (costmodel/cm_nccl.h), the one collective model of
+ * costmodel/cm_tuner.h that simulate and `stratsim collective` share, and its checks against
+ * published curves (costmodel/cm_check.h, tests/data/validation/nccl_public.csv). */
+#include <glib.h>
+#include <math.h>
+#include <string.h>
+
+#include "costmodel/cm_check.h"
+#include "costmodel/cm_nccl.h"
+#include "costmodel/cm_tuner.h"
+#include "sim/sim.h"
+#include "test-util.h"
+
+#define MIB (1024.0 * 1024.0)
+#define CLOSE(a, b) g_assert_cmpfloat_with_epsilon((a) / (b), 1.0, 1e-9)
+
+static DevCluster *preset(const char *spec) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec(spec, &error);
+  g_assert_no_error(error);
+  return c;
+}
+
+static CmCollectiveEstimate first_ranks(const DevCluster *c, CmCollective kind, int n, double bytes) {
+  g_autofree int *devices = g_new(int, n);
+  for (int i = 0; i < n; i++) devices[i] = i;
+  return cm_collective_estimate(c, kind, devices, n, bytes, NULL);
+}
+
+/* 1 GiB all-reduce over a DGX A100's 8 GPUs: ring, Simple; NCCL's figures: 12 NVLinks at
+ * SM80_NVLINK_BW 20 GB/s = 240 GB/s bus bandwidth, algorithm bandwidth 240 x 8 / 14;
+ * latency baseLat 8.4 us + 14 steps x hwLat[NVLink][ring][Simple] 3.4 us. */
+static void test_a100_ring_simple(void) {
+  DevCluster *c = preset("dgx-a100");
+  CmCollectiveEstimate e = first_ranks(c, CM_ALL_REDUCE, 8, 1024 * MIB);
+  g_assert_cmpint(e.algorithm, ==, CM_ALGO_RING);
+  g_assert_cmpint(e.protocol, ==, CM_PROTO_SIMPLE);
+  g_assert_cmpint(e.channels, ==, 12);
+  CLOSE(e.time_s, (8.4 + 14 * 3.4) * 1e-6 + 1024 * MIB / (240e9 * 8 / 14));
+  /* Bus bandwidth below the 300 GB/s line rate, from NCCL's per-link figure alone. */
+  g_assert_cmpfloat(e.busbw, <, 240e9);
+  g_assert_cmpfloat(e.busbw, >, 235e9);
+  dev_cluster_free(c);
+}
+
+/* The tuner's protocol follows size: LL for tiny messages, LL128 in the middle, Simple for
+ * the largest (A100: LL128 on by default with NVLink). */
+static void test_protocol_by_size(void) {
+  DevCluster *c = preset("dgx-a100");
+  g_assert_cmpint(first_ranks(c, CM_ALL_REDUCE, 8, 4096).protocol, ==, CM_PROTO_LL);
+  g_assert_cmpint(first_ranks(c, CM_ALL_REDUCE, 8, 4 * MIB).protocol, ==, CM_PROTO_LL128);
+  g_assert_cmpint(first_ranks(c, CM_ALL_REDUCE, 8, 4096 * MIB).protocol, ==, CM_PROTO_SIMPLE);
+  /* Each protocol's time is NCCL's latency + size / bandwidth, the pick the minimum. */
+  CmCollectiveEstimate e = first_ranks(c, CM_ALL_REDUCE, 8, 4 * MIB);
+  CmNcclHardware hw;
+  cm_nccl_hardware(c, &hw);
+  for (int p = 0; p < CM_PROTO_COUNT; p++)
+    for (int a = CM_ALGO_RING; a <= CM_ALGO_TREE; a++) {
+      double t = cm_nccl_time(CM_ALL_REDUCE, (CmAlgorithm)a, (CmProtocol)p, &e.shape, &hw, 4 * MIB, NULL);
+      g_assert_cmpfloat(t, >=, e.time_s);
+    }
+  dev_cluster_free(c);
+}
+
+/* NVLink SHARP only on Hopper NVSwitch and only inside one host; NVLS-tree only across hosts. */
+static void test_nvls(void) {
+  DevCluster *a100 = preset("dgx-a100"), *h100 = preset("dgx-h100"), *two = preset("dgx-h100:nodes=2");
+  g_assert_true(isnan(first_ranks(a100, CM_ALL_REDUCE, 8, 1024 * MIB).candidates[CM_ALGO_NVLS]));
+  CmCollectiveEstimate e = first_ranks(h100, CM_ALL_REDUCE, 8, 1024 * MIB);
+  g_assert_cmpint(e.algorithm, ==, CM_ALGO_NVLS);
+  g_assert_true(isnan(e.candidates[CM_ALGO_NVLS_TREE]));
+  CmCollectiveEstimate f = first_ranks(two, CM_ALL_REDUCE, 16, 1024 * MIB);
+  g_assert_true(isnan(f.candidates[CM_ALGO_NVLS]));
+  g_assert_false(isnan(f.candidates[CM_ALGO_NVLS_TREE]));
+  /* All-gather has NVLS too, broadcast only the ring. */
+  g_assert_false(isnan(first_ranks(h100, CM_ALL_GATHER, 8, MIB).candidates[CM_ALGO_NVLS]));
+  g_assert_cmpint(first_ranks(h100, CM_BROADCAST, 8, MIB).algorithm, ==, CM_ALGO_RING);
+  dev_cluster_free(a100);
+  dev_cluster_free(h100);
+  dev_cluster_free(two);
+}
+
+/* Simulate's collective tasks and `stratsim collective` give the same time for the same
+ * collective (issue 14: 20 ms against 0.56 ms at 1024 ranks), at 16, 1024 and 10^6 ranks;
+ * at scale the tuner picks the tree, whose latency grows with log2 of the hosts. */
+static void test_same_time(gconstpointer data) {
+  int ranks = GPOINTER_TO_INT(data);
+  g_autofree char *spec = g_strdup_printf("dgx-a100:nodes=%d", ranks / 8);
+  DevCluster *c = preset(spec);
+  CmParams params;
+  cm_params_default(&params);
+  g_autofree int *devices = g_new(int, ranks);
+  for (int i = 0; i < ranks; i++) devices[i] = i;
+  CmCollectiveEstimate e = cm_collective_estimate(c, CM_ALL_REDUCE, devices, ranks, 32 * MIB, NULL);
+  double sim = cm_group_collective_time(&params, c, CM_ALL_REDUCE, devices, ranks, 32 * MIB);
+  g_assert_cmpmem(&sim, sizeof sim, &e.time_s, sizeof e.time_s);
+  if (ranks >= 1024) {
+    g_assert_cmpint(e.algorithm, ==, CM_ALGO_TREE);
+    g_assert_cmpfloat(e.time_s, <, 2e-3); /* a 32 MiB gradient, not seconds */
+  }
+  /* Data-parallel groups (one GPU per host, strided) too. */
+  int hosts = ranks / 8;
+  for (int i = 0; i < hosts; i++) devices[i] = 8 * i;
+  e = cm_collective_estimate(c, CM_ALL_REDUCE, devices, hosts, 32 * MIB, NULL);
+  sim = cm_group_collective_time(&params, c, CM_ALL_REDUCE, devices, hosts, 32 * MIB);
+  g_assert_cmpmem(&sim, sizeof sim, &e.time_s, sizeof e.time_s);
+  dev_cluster_free(c);
+}
+
+/* End to end: a data-parallel run's gradient all-reduce task over @data ranks lasts what the
+ * estimate says (the 10^6-rank case is /nccl/same-time: building a run that size is minutes). */
+static void test_simulate_task(gconstpointer data) {
+  int ranks = GPOINTER_TO_INT(data);
+  DevCluster *c = test_cluster(ranks / 8, 8, 300, 3.4, 200, 9.6);
+  MdlGraph *g = test_chain_graph(1, 4096, ranks);
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_data_parallel(g, c, ranks, DEV_DTYPE_FP16, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimOptions options = {0};
+  SimRun *run = sim_run_new_with_options(g, s, c, &params, &options, &error);
+  g_assert_no_error(error);
+  g_autofree int *all = g_new(int, ranks);
+  for (int i = 0; i < ranks; i++) all[i] = i;
+  CmCollectiveEstimate e = cm_collective_estimate(c, CM_ALL_REDUCE, all, ranks, 4096.0 * 4096 * 2, NULL);
+  int syncs = 0;
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t;
+    sim_run_task(run, i, &t);
+    if (t.kind != SIM_TASK_GRAD_SYNC) continue;
+    syncs++;
+    g_assert_cmpuint(t.duration, ==, sim_time_from_seconds(e.time_s));
+  }
+  g_assert_cmpint(syncs, >, 0);
+  if (ranks >= 1024) g_assert_cmpint(e.algorithm, ==, CM_ALGO_TREE);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* ---- published curves ---- */
+
+static GPtrArray *curves;
+
+static const CmCurve *curve_with(const char *needle, int algorithm) {
+  for (guint i = 0; i < curves->len; i++) {
+    const CmCurve *c = g_ptr_array_index(curves, i);
+    if (strstr(c->system, needle) && c->algorithm == algorithm) return c;
+  }
+  g_error("no curve '%s'", needle);
+  return NULL;
+}
+
+typedef struct {
+  const char *needle; /* a substring of the gpu_system column */
+  int algorithm;      /* -1: NCCL's own choice */
+  double model_mean;  /* bounds on what the model and calibration achieve (see below) */
+  double heldout_mean, heldout_max;
+  double extrapolation_mean;
+} CurveBounds;
+
+/* The bounds are the errors measured when this was written, rounded up by a point or two so a
+ * change that makes the model worse fails here. The model alone misses the mid sizes (1-64
+ * MiB) of the default-tuner sweeps by 20-45%: the measured curves ramp far more slowly than
+ * NCCL's latency + size / bandwidth does (the A100 sweep is flat at 101 us from 1 to 4 MiB,
+ * an nccl-tests -g 8 launch floor; the H200 one is PyTorch's all_reduce_bench.py); at the
+ * largest sizes, and with the algorithm forced, it is within 1-8% (B200's NVLS: NCCL's 0.74
+ * efficiency is a little pessimistic there). The B200 sweep (PyTorch, NCCL 2.27) is 30% off on
+ * average, too fast by 40-66% at 1-64 MiB in the same way, within 5-10% from 256 MiB up. The
+ * held-out A100 maximum is its 8 MiB point, measured faster than 16 MiB. */
+static const CurveBounds bounds[] = {
+    {"8x A100 single node", -1, 0.21, 0.06, 0.27, 0.11},
+    {"8x H200 single node", -1, 0.20, 0.02, 0.05, 0.07},
+    {"8x H200 node NVLink4 (nccl-tests); algo=Ring", CM_ALGO_RING, 0.02, -1, -1, -1},
+    {"8x H200 node NVLink4 (nccl-tests); algo=NVLS", CM_ALGO_NVLS, 0.04, -1, -1, -1},
+    {"NCCL_NVLS_ENABLE=0; algo=Ring", CM_ALGO_RING, 0.02, -1, -1, -1},
+    {"NCCL_NVLS_ENABLE=1; algo=NVLS", CM_ALGO_NVLS, 0.06, -1, -1, -1},
+    {"AWS p6-b200.48xlarge: 8x B200", -1, 0.31, 0.08, 0.21, 0.12},
+    {"NVLink5 (nccl-tests, NCCL 2.27.7); algo=Ring", CM_ALGO_RING, 0.06, -1, -1, -1},
+    {"NVLink5 (nccl-tests, NCCL 2.27.7); algo=NVLS", CM_ALGO_NVLS, 0.09, -1, -1, -1},
+};
+
+static void test_public_curve(gconstpointer data) {
+  const CurveBounds *b = data;
+  const CmCurve *curve = curve_with(b->needle, b->algorithm);
+  const char *spec = cm_curve_cluster_spec(curve);
+  g_assert_nonnull(spec);
+  DevCluster *c = preset(spec);
+  CmErrorStats m, h, x;
+  cm_check_model(curve, c, MIB, &m);
+  g_test_message("%s: model %.1f%% mean, %.1f%% max over %d sizes >= 1 MiB", curve->system,
+                 100 * m.mean, 100 * m.max, m.points);
+  g_assert_cmpint(m.points, >, 0);
+  g_assert_cmpfloat(m.mean, <=, b->model_mean);
+  if (b->heldout_mean > 0) {
+    g_assert_true(cm_check_heldout(curve, c, MIB, &h));
+    g_assert_true(cm_check_extrapolation(curve, c, MIB, &x));
+    g_test_message("  held out %.1f%% mean %.1f%% max; 4x extrapolation %.1f%% mean %.1f%% max",
+                   100 * h.mean, 100 * h.max, 100 * x.mean, 100 * x.max);
+    g_assert_cmpfloat(h.mean, <=, b->heldout_mean);
+    g_assert_cmpfloat(h.max, <=, b->heldout_max);
+    g_assert_cmpfloat(x.mean, <=, b->extrapolation_mean);
+  }
+  dev_cluster_free(c);
+}
+
+/* The asymptote never predicts a lower bus bandwidth above the measured sizes than at the
+ * largest of them, even where the top two measured points slope the wrong way. */
+static void test_asymptote_never_below(void) {
+  CmMeasurement m[3] = {{CM_ALL_REDUCE, 8, 1, 16 * MIB, 200e-6},
+                        {CM_ALL_REDUCE, 8, 1, 32 * MIB, 900e-6}, /* a slow outlier */
+                        {CM_ALL_REDUCE, 8, 1, 64 * MIB, 1000e-6}};
+  CmCalibration *cal = cm_calibration_fit("x", "test", m, 3, NULL);
+  g_assert_nonnull(cal);
+  CmCalibratedTime t;
+  g_assert_true(cm_calibration_time(cal, CM_ALL_REDUCE, 8, 1, 256 * MIB, &t));
+  g_assert_cmpint(t.source, ==, CM_TIME_CALIBRATION_ASYMPTOTE);
+  g_assert_cmpfloat(256 * MIB / t.time_s, >=, 64 * MIB / 1000e-6 * (1 - 1e-12));
+  /* With the model's floor, the extra bytes move at that cost. */
+  g_assert_true(cm_calibration_time_bounded(cal, CM_ALL_REDUCE, 8, 1, 256 * MIB, 1e-11, &t));
+  CLOSE(t.time_s, 1000e-6 + 192 * MIB * 1e-11);
+  /* Below the table: between the smallest time scaled by size and the smallest time. */
+  g_assert_true(cm_calibration_time(cal, CM_ALL_REDUCE, 8, 1, 4 * MIB, &t));
+  g_assert_cmpint(t.source, ==, CM_TIME_CALIBRATION_LATENCY);
+  g_assert_cmpfloat(t.time_s, <=, 200e-6);
+  g_assert_cmpfloat(t.time_s, >=, 200e-6 / 4 * (1 - 1e-12));
+  cm_calibration_free(cal);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  GError *error = NULL;
+  curves = cm_curves_load(STRATSIM_SOURCE_DIR "/tests/data/validation/nccl_public.csv", &error);
+  g_assert_no_error(error);
+  g_test_add_func("/nccl/a100/ring-simple", test_a100_ring_simple);
+  g_test_add_func("/nccl/protocol-by-size", test_protocol_by_size);
+  g_test_add_func("/nccl/nvls", test_nvls);
+  g_test_add_data_func("/nccl/same-time/16", GINT_TO_POINTER(16), test_same_time);
+  g_test_add_data_func("/nccl/same-time/1024", GINT_TO_POINTER(1024), test_same_time);
+  g_test_add_data_func("/nccl/same-time/1000000", GINT_TO_POINTER(1000000), test_same_time);
+  g_test_add_data_func("/nccl/simulate-task/16", GINT_TO_POINTER(16), test_simulate_task);
+  g_test_add_data_func("/nccl/simulate-task/1024", GINT_TO_POINTER(1024), test_simulate_task);
+  g_test_add_func("/nccl/calibration/asymptote", test_asymptote_never_below);
+  for (gsize i = 0; i < G_N_ELEMENTS(bounds); i++) {
+    g_autofree char *path = g_strdup_printf("/nccl/public/%zu", i);
+    g_test_add_data_func(path, &bounds[i], test_public_curve);
+  }
+  int status = g_test_run();
+  g_ptr_array_unref(curves);
+  return status;
+}

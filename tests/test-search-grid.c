@@ -1,0 +1,189 @@
+/* Tests of the full Megatron space (search/srch_grid.c) and its two prunings: the
+ * compute-stream bound (sim/sim_bound.h) is never above the simulated iteration, the
+ * exhaustive grid search with memory screening and bound pruning finds the same best as
+ * simulating every point of the space, the classic grid is evaluated in full whatever the
+ * budget, and the result says how much of the space it covered. */
+#include <glib.h>
+#include <math.h>
+
+#include "search/srch-int.h"
+#include "sim/sim_bound.h"
+#include "test-search-util.h"
+
+static SrchResult *search(const Case *c, SrchAlgo algo, guint64 budget, gboolean baselines) {
+  SrchOptions o;
+  srch_options_default(&o);
+  o.algo = algo;
+  o.budget.evaluations = budget;
+  o.threads = 2;
+  o.no_baselines = !baselines;
+  GError *error = NULL;
+  SrchResult *r = srch_run(c->graph, c->cluster, &c->params, &o, &error);
+  g_assert_no_error(error);
+  g_assert_nonnull(r);
+  return r;
+}
+
+/* The bound holds on every point of the full space, of every schedule, recomputation, sp
+ * and ZeRO stage, and under weight delay; it is positive. */
+static void test_bound_below_simulation(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  GArray *points = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  g_assert_cmpuint(points->len, >, 100);
+  int checked = 0, tight = 0;
+  for (guint i = 0; i < points->len; i += 3) { /* a third of them: every variant appears */
+    MdlMegatronConfig cfg = g_array_index(points, MdlMegatronConfig, i);
+    cfg.weight_delay = (i / 3) % 5 == 0 && cfg.schedule != MDL_SCHEDULE_INTERLEAVED;
+    GError *error = NULL;
+    MdlStrategy *s = mdl_strategy_megatron(c.graph, c.cluster, &cfg, &error);
+    if (!s) { /* weight delay is refused with some schedules */
+      g_clear_error(&error);
+      continue;
+    }
+    SimTime bound = sim_compute_bound(c.graph, s, c.cluster, &c.params);
+    SimRun *run = sim_run_new(c.graph, s, c.cluster, &c.params, &error);
+    g_assert_no_error(error);
+    g_assert_cmpuint(bound, >, 0);
+    g_assert_cmpfloat(sim_time_seconds(bound), <=, sim_run_prediction(run)->iteration_time_s);
+    tight += sim_time_seconds(bound) > 0.5 * sim_run_prediction(run)->iteration_time_s;
+    checked++;
+    sim_run_free(run);
+    mdl_strategy_free(s);
+  }
+  g_test_message("%d strategies checked, bound above half the iteration on %d", checked, tight);
+  g_assert_cmpint(checked, >, 50);
+  g_assert_cmpint(tight, >, 0);
+  g_array_free(points, TRUE);
+  case_clear(&c);
+}
+
+/* The full space holds the classic grid and its variants: recomputation, sp (tp > 1 only),
+ * ZeRO 0..3, vp beyond 8 where the layers allow. */
+static void test_full_space_contents(void) {
+  Case c;
+  case_init(&c, "gpt:layers=32,hidden=512,heads=8,seq=128,vocab=1000,batch=16", GPT4_CLUSTER);
+  GArray *classic = srch_grid_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  GArray *full = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  g_assert_cmpuint(full->len, >, 12 * classic->len);
+  gboolean vp16 = FALSE, sp_tp1 = FALSE, seen[3][2][4] = {{{FALSE}}};
+  for (guint i = 0; i < full->len; i++) {
+    const MdlMegatronConfig *p = &g_array_index(full, MdlMegatronConfig, i);
+    vp16 |= p->virtual_stages == 16;
+    sp_tp1 |= p->sequence_parallel && p->tp == 1;
+    seen[p->recompute][p->sequence_parallel][p->zero_stage] = TRUE;
+  }
+  g_assert_true(vp16); /* pp = 2, vp = 16: 32 layers */
+  g_assert_false(sp_tp1);
+  for (int r = 0; r < 3; r++)
+    for (int q = 0; q < 2; q++)
+      for (int z = 0; z < 4; z++) g_assert_true(seen[r][q][z]);
+  g_array_free(classic, TRUE);
+  g_array_free(full, TRUE);
+  case_clear(&c);
+}
+
+/* Exhaustive with both prunings = brute force: simulating every point of the space finds no
+ * better iteration than the search's best, and the search covered the whole space. */
+static void test_exhaustive_matches_brute_force(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  SrchResult *r = search(&c, SRCH_ALGO_GRID, 1000000, FALSE);
+  g_assert_true(r->complete);
+  g_assert_nonnull(r->best);
+  g_assert_cmpfloat(srch_result_covered_share(r), ==, 1.0);
+  GArray *points = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  g_assert_cmpuint(r->space_points, ==, points->len);
+  double best = INFINITY;
+  for (guint i = 0; i < points->len; i++) {
+    GError *error = NULL;
+    MdlStrategy *s = mdl_strategy_megatron(c.graph, c.cluster, &g_array_index(points, MdlMegatronConfig, i), &error);
+    g_assert_no_error(error);
+    SimRun *run = sim_run_new(c.graph, s, c.cluster, &c.params, &error);
+    g_assert_no_error(error);
+    if (sim_run_prediction(run)->fits_memory) best = MIN(best, sim_run_prediction(run)->iteration_time_s);
+    sim_run_free(run);
+    mdl_strategy_free(s);
+  }
+  g_test_message("space %u points: %" G_GUINT64_FORMAT " simulated, %" G_GUINT64_FORMAT
+                 " over memory, %" G_GUINT64_FORMAT " pruned; best %.9g s (brute force %.9g s)",
+                 points->len, r->simulated, r->over_memory, r->pruned, r->best_time_s, best);
+  g_assert_cmpfloat(r->best_time_s, ==, best);
+  g_assert_cmpuint(r->pruned, >, 0); /* the bound did cut */
+  g_array_free(points, TRUE);
+  srch_result_free(r);
+  case_clear(&c);
+}
+
+/* Whatever the budget, the classic grid runs first and in full: its best is the Megatron
+ * baseline, and the grid search's winner is no worse. */
+static void test_budget_keeps_grid_baseline(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  SrchResult *whole = search(&c, SRCH_ALGO_GRID, 1000000, TRUE);
+  static const SrchAlgo algos[] = {SRCH_ALGO_GRID, SRCH_ALGO_MCMC};
+  for (guint i = 0; i < G_N_ELEMENTS(algos); i++) {
+    SrchResult *r = search(&c, algos[i], 2, TRUE);
+    g_assert_cmpfloat(r->baselines[1].iteration_time_s, ==, whole->baselines[1].iteration_time_s);
+    if (algos[i] == SRCH_ALGO_GRID) {
+      g_assert_cmpfloat(r->best_time_s, <=, whole->baselines[1].iteration_time_s);
+      g_assert_cmpuint(r->evaluations, <=, 2);
+      g_assert_false(r->complete);
+      g_assert_cmpfloat(srch_result_covered_share(r), <, 1.0);
+    }
+    srch_result_free(r);
+  }
+  /* The full space beats the classic grid here (sp, or fewer bubbles with deeper vp). */
+  g_assert_cmpfloat(whole->best_time_s, <=, whole->baselines[1].iteration_time_s);
+  srch_result_free(whole);
+  case_clear(&c);
+}
+
+/* Auto on a per-op space too large for its budget: coordinate descent and the full Megatron
+ * space share the evaluations; the winner is no worse than either family's best. */
+static void test_auto_shares_budget(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  SrchResult *r = search(&c, SRCH_ALGO_AUTO, 60, TRUE);
+  g_assert_cmpint(r->ran, ==, SRCH_ALGO_CD);
+  g_assert_cmpuint(r->space_points, >, 1000);
+  g_assert_cmpuint(r->evaluations, <=, 60);
+  g_assert_cmpuint(r->space_covered, >=, 30); /* its half, plus what screening covered */
+  g_assert_cmpfloat(r->best_time_s, <=, r->baselines[1].iteration_time_s);
+  srch_result_free(r);
+  case_clear(&c);
+}
+
+/* Same threads and budget: the same JSON. */
+static void test_reproducible(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  SrchOptions o;
+  srch_options_default(&o);
+  o.algo = SRCH_ALGO_GRID;
+  o.budget.evaluations = 40;
+  o.threads = 3;
+  char *json[2];
+  for (int k = 0; k < 2; k++) {
+    GError *error = NULL;
+    SrchResult *r = srch_run(c.graph, c.cluster, &c.params, &o, &error);
+    g_assert_no_error(error);
+    json[k] = srch_result_to_json(r, &o, c.graph, c.cluster);
+    srch_result_free(r);
+  }
+  g_assert_cmpstr(json[0], ==, json[1]);
+  g_free(json[0]);
+  g_free(json[1]);
+  case_clear(&c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/search-grid/bound-below-simulation", test_bound_below_simulation);
+  g_test_add_func("/search-grid/full-space-contents", test_full_space_contents);
+  g_test_add_func("/search-grid/exhaustive-matches-brute-force", test_exhaustive_matches_brute_force);
+  g_test_add_func("/search-grid/budget-keeps-grid-baseline", test_budget_keeps_grid_baseline);
+  g_test_add_func("/search-grid/auto-shares-budget", test_auto_shares_budget);
+  g_test_add_func("/search-grid/reproducible", test_reproducible);
+  return g_test_run();
+}
