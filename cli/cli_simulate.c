@@ -52,9 +52,11 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
     printf("  hardware     %.4g TFLOP/s per GPU: no recomputation, model and hardware FLOPs "
            "agree\n", hardware);
   printf("  breakdown    compute %.6g s (%.1f%%), exposed communication %.6g s (%.1f%%), "
-         "bubble %.6g s (%.1f%%)\n",
+         "host-bound %.6g s (%.1f%%), bubble %.6g s (%.1f%%)\n",
          p->compute_s, t > 0 ? 100 * p->compute_s / t : 0, p->comm_exposed_s,
-         t > 0 ? 100 * p->comm_exposed_s / t : 0, p->bubble_s, t > 0 ? 100 * p->bubble_s / t : 0);
+         t > 0 ? 100 * p->comm_exposed_s / t : 0, p->host_bound_s,
+         t > 0 ? 100 * p->host_bound_s / t : 0, p->bubble_s, t > 0 ? 100 * p->bubble_s / t : 0);
+  printf("  host         %s\n", mdl_framework_name(s->framework));
   printf("  memory       peak %.3f GiB on GPU %d of %.3g GiB: %s\n", p->peak_memory_bytes / GIB,
          p->peak_memory_device, p->memory_capacity_bytes / GIB,
          p->fits_memory ? "fits" : "DOES NOT FIT");
