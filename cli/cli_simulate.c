@@ -39,11 +39,7 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
          100 * p->mfu, peak, dev_dtype_name(s->dtype));
   /* Model FLOPs (above, MFU) leave recomputation out; hardware FLOPs count it (Korthikanti
    * et al. 2022 print both). */
-  double model_flops = mdl_graph_train_flops(sim_run_graph(run));
-  double hardware = model_flops > 0 ? p->tflops_per_gpu *
-                                          mdl_strategy_hardware_flops(s, sim_run_graph(run)) /
-                                          model_flops
-                                    : 0;
+  double hardware = p->hardware_tflops_per_gpu;
   if (s->recompute != MDL_RECOMPUTE_NONE)
     printf("  hardware     %.4g TFLOP/s per GPU with the recomputed forwards (%.1f%% of peak); "
            "the figure above is model FLOPs, without them\n", hardware,

@@ -218,6 +218,8 @@ typedef struct {
   double samples_per_s;
   double tflops_per_gpu;      /* model FLOPs (forward + backward) per second per GPU */
   double mfu;                 /* tflops_per_gpu / peak of the strategy's dtype */
+  double hardware_tflops_per_gpu; /* hardware FLOPs per second per GPU: the recomputed forwards
+                                     counted too (Korthikanti et al. 2022 print both) */
   double compute_s;           /* mean over used devices of compute-stream busy time */
   double comm_exposed_s;      /* mean communication time not hidden under compute */
   double host_bound_s;        /* mean time the compute stream waits for the host to launch its

@@ -242,6 +242,8 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
   if (p->iteration_time_s > 0) {
     p->samples_per_s = (double)graph->batch / p->iteration_time_s;
     p->tflops_per_gpu = mdl_graph_train_flops(graph) / p->iteration_time_s / MAX(p->num_gpus, 1) / 1e12;
+    p->hardware_tflops_per_gpu = mdl_strategy_hardware_flops(strategy, graph) / p->iteration_time_s /
+                                 MAX(p->num_gpus, 1) / 1e12;
   }
   double peak = cluster->device.peak_flops[strategy->dtype];
   p->mfu = peak > 0 ? p->tflops_per_gpu * 1e12 / peak : 0;
@@ -296,6 +298,7 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddNumberToObject(root, "samples_per_s", p->samples_per_s);
   cJSON_AddNumberToObject(root, "tflops_per_gpu", p->tflops_per_gpu);
   cJSON_AddNumberToObject(root, "mfu", p->mfu);
+  cJSON_AddNumberToObject(root, "hardware_tflops_per_gpu", p->hardware_tflops_per_gpu);
   cJSON *br = cJSON_AddObjectToObject(root, "breakdown");
   cJSON_AddNumberToObject(br, "compute_s", p->compute_s);
   cJSON_AddNumberToObject(br, "comm_exposed_s", p->comm_exposed_s);
