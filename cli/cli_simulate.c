@@ -39,11 +39,7 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
          100 * p->mfu, peak, dev_dtype_name(s->dtype));
   /* Model FLOPs (above, MFU) leave recomputation out; hardware FLOPs count it (Korthikanti
    * et al. 2022 print both). */
-  double model_flops = mdl_graph_train_flops(sim_run_graph(run));
-  double hardware = model_flops > 0 ? p->tflops_per_gpu *
-                                          mdl_strategy_hardware_flops(s, sim_run_graph(run)) /
-                                          model_flops
-                                    : 0;
+  double hardware = p->hardware_tflops_per_gpu;
   if (s->recompute != MDL_RECOMPUTE_NONE)
     printf("  hardware     %.4g TFLOP/s per GPU with the recomputed forwards (%.1f%% of peak); "
            "the figure above is model FLOPs, without them\n", hardware,
@@ -52,9 +48,11 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
     printf("  hardware     %.4g TFLOP/s per GPU: no recomputation, model and hardware FLOPs "
            "agree\n", hardware);
   printf("  breakdown    compute %.6g s (%.1f%%), exposed communication %.6g s (%.1f%%), "
-         "bubble %.6g s (%.1f%%)\n",
+         "host-bound %.6g s (%.1f%%), bubble %.6g s (%.1f%%)\n",
          p->compute_s, t > 0 ? 100 * p->compute_s / t : 0, p->comm_exposed_s,
-         t > 0 ? 100 * p->comm_exposed_s / t : 0, p->bubble_s, t > 0 ? 100 * p->bubble_s / t : 0);
+         t > 0 ? 100 * p->comm_exposed_s / t : 0, p->host_bound_s,
+         t > 0 ? 100 * p->host_bound_s / t : 0, p->bubble_s, t > 0 ? 100 * p->bubble_s / t : 0);
+  printf("  host         %s\n", mdl_framework_name(s->framework));
   printf("  memory       peak %.3f GiB on GPU %d of %.3g GiB: %s\n", p->peak_memory_bytes / GIB,
          p->peak_memory_device, p->memory_capacity_bytes / GIB,
          p->fits_memory ? "fits" : "DOES NOT FIT");

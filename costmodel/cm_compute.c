@@ -1,21 +1,28 @@
 /* costmodel/compute — roofline time of compute kernels and the optimizer step.
  *
- * Default efficiencies are stated assumptions until calibration replaces them with measured
- * GEMM and kernel profiles (issue 3); they are not fitted to end-to-end results:
- *  - matmul 0.70: large cuBLAS GEMMs reach 70-80% of the dense tensor peak on A100/H100
- *    (NVIDIA "Matrix Multiplication Background User's Guide", Deep Learning Performance docs,
- *    which shows A100 fp16 GEMMs at ~230-250 of 312 TFLOP/s for large square sizes).
+ * GEMMs: the device kind's measured peak fraction and kernel floor (cm_gemm.c, cited there),
+ * times tile and wave quantization by shape (below); at least the time their bytes take. The
+ * other efficiencies are stated assumptions until measured profiles replace them; none is
+ * fitted to end-to-end results:
+ *  - matmul 0.70: only for device kinds cm_gemm.c has no measurement for. Large cuBLAS GEMMs
+ *    reach 70-86% of the dense tensor peak (NVIDIA "Matrix Multiplication Background User's
+ *    Guide", Deep Learning Performance docs; MAMF table cited in cm_gemm.c).
  *  - memory 0.80: bandwidth-bound kernels reach ~80-90% of HBM peak (STREAM-like copies on
  *    A100/H100; the same NVIDIA guide's "memory-limited" layer discussion).
  *  - vector 0.50: elementwise kernels are memory bound long before the vector FLOP rate binds;
  *    the figure only matters for FLOP-heavy non-matmul kernels.
- *  - GEMM tiles 128 x 128: the tile size the NVIDIA "Matrix Multiplication Background" guide
- *    uses for its A100 quantization examples (cuBLAS picks among 256x128, 128x128, 128x64...;
- *    one size keeps the model simple until measured GEMM profiles replace it).
+ *  - GEMM tiles: the thread-block tile shapes of CUTLASS's default SM80/SM90 configurations
+ *    and cuBLAS's kernels (256x128, 128x256, 128x128, 128x64, 64x128, 64x64; the NVIDIA
+ *    "Matrix Multiplication Background" guide uses 128x128 for its A100 examples and notes that
+ *    the library picks among such sizes). The model takes the shape that loses least to tile
+ *    and wave quantization and charges no efficiency difference between shapes: against the
+ *    30 published H100 shapes of tests/data/validation/gemm_public.csv the mean error is 7.8%
+ *    (8.4% with 128x128 alone), and on Korthikanti et al.'s Megatron GEMMs the simulated GEMM
+ *    time is 0.7-5.5% above the FLOPs at the measured peak (12.1% with 128x128 alone).
  *  - kernel overhead 1 us: back-to-back launches of a ~2.9 us kernel measured ~3.8 us per
- *    kernel in one stream (NVIDIA Developer Blog, "Getting Started with CUDA Graphs", 2019).
- *  - Adam step traffic: fp32 master weight, m, v read and written (24 B), gradient read (2-4 B)
- *    and the 16-bit weight written (2 B): 28-32 bytes per parameter; 32 used.
+ *    kernel in one stream (NVIDIA Developer Blog, "Getting Started with CUDA Graphs", 2019): the
+ *    GPU-side gap between kernels. The host's launch cost is the host stream's (sim_host.h).
+ *  - Adam step: cm_adam_bytes_per_param below.
  */
 #include "costmodel/costmodel.h"
 #include "costmodel/cm_profile.h"
@@ -24,12 +31,13 @@
 
 void cm_params_default(CmParams *params) {
   params->matmul_efficiency = 0.70;
+  params->gemm_by_device = TRUE;
   params->vector_efficiency = 0.50;
   params->memory_efficiency = 0.80;
-  params->optimizer_bytes_per_param = 32.0;
+  params->optimizer_bytes_per_param = cm_adam_bytes_per_param(DEV_DTYPE_BF16);
   params->kernel_overhead_s = 1e-6;
-  params->gemm_tile_m = 128;
-  params->gemm_tile_n = 128;
+  params->gemm_tile_m = 0; /* the library's choice */
+  params->gemm_tile_n = 0;
   params->calibration = NULL;
   params->profiles = NULL;
 }
@@ -78,8 +86,20 @@ static double tile_extent(double tile, double dim) {
   return t < tile ? t : tile;
 }
 
+static double quantization(double tile_m, double tile_n, const DevKind *device, const CmGemmShape *s);
+
 double cm_gemm_quantization(const CmParams *params, const DevKind *device, const CmGemmShape *s) {
-  double tm = tile_extent(params->gemm_tile_m, s->m), tn = tile_extent(params->gemm_tile_n, s->n);
+  if (params->gemm_tile_m > 0 && params->gemm_tile_n > 0)
+    return quantization(params->gemm_tile_m, params->gemm_tile_n, device, s);
+  static const double tiles[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
+  double best = 0;
+  for (guint i = 0; i < G_N_ELEMENTS(tiles); i++)
+    best = MAX(best, quantization(tiles[i][0], tiles[i][1], device, s));
+  return best;
+}
+
+static double quantization(double tile_m, double tile_n, const DevKind *device, const CmGemmShape *s) {
+  double tm = tile_extent(tile_m, s->m), tn = tile_extent(tile_n, s->n);
   double tiles_m = ceil(s->m / tm), tiles_n = ceil(s->n / tn);
   if (tiles_m < 1 || tiles_n < 1) return 1.0;
   double tile = s->m * s->n / (tiles_m * tm * tiles_n * tn);
@@ -113,9 +133,11 @@ double cm_kernel_time_profiled(const CmParams *params, const DevKind *device, Md
 
 double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                       DevDtype dtype, double flops, double bytes, const CmGemmShape *shape) {
-  double quant = shape ? cm_gemm_quantization(params, device, shape) : 1.0;
+  if (!shape)
+    return cm_compute_time(params, device, kind, dtype, flops, bytes) + params->kernel_overhead_s;
+  double quant = cm_gemm_quantization(params, device, shape);
   return cm_compute_time(params, device, kind, dtype, flops / quant, bytes) +
-         params->kernel_overhead_s;
+         cm_gemm_min_kernel_s(params, device) + params->kernel_overhead_s;
 }
 
 static gboolean is_contraction(MdlOpKind kind) {
@@ -129,13 +151,28 @@ double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind 
     double peak = device->peak_flops[dtype];
     /* tf32 is a matmul mode: devices without it run fp32 GEMMs. */
     if (peak <= 0 && dtype == DEV_DTYPE_TF32) peak = device->peak_flops[DEV_DTYPE_FP32];
-    rate = peak * params->matmul_efficiency;
+    rate = peak * cm_gemm_efficiency(params, device);
   } else {
     rate = device->vector_flops * params->vector_efficiency;
   }
   double t_flops = rate > 0 ? flops / rate : 0.0;
   double t_bytes = bytes / (device->hbm_bandwidth * params->memory_efficiency);
   return t_flops > t_bytes ? t_flops : t_bytes;
+}
+
+/* Megatron-LM's mixed-precision optimizer (megatron/core/optimizer/optimizer.py,
+ * Float16OptimizerWithFloat16Params) steps fp32 main params with fp32 main grads (the grad
+ * buffer accumulates in fp32: accumulate_allreduce_grads_in_fp32) through apex's FusedAdam:
+ * one multi_tensor_apply launch per chunk of tensor lists of depth 4 (apex
+ * csrc/multi_tensor_adam.cu, AdamFunctor: g, p, m, v loaded; p, m, v stored), 16 bytes read and
+ * 12 written per parameter; then _copy_main_params_to_model_params runs multi_tensor_scale from
+ * the fp32 main params into the 16-bit model params: 4 read, 2 written. The fp32 path has no
+ * copy. Loss-scale unscaling and the grad-norm reduction also stream the grads (4 bytes each);
+ * they are separate kernels, not charged here. */
+double cm_adam_bytes_per_param(DevDtype dtype) {
+  double adam = 4 * 4 + 3 * 4;
+  double copy = dev_dtype_bytes(dtype) < 4 ? 4 + dev_dtype_bytes(dtype) : 0;
+  return adam + copy;
 }
 
 double cm_optimizer_time(const CmParams *params, const DevKind *device, double params_local) {

@@ -15,12 +15,18 @@ G_BEGIN_DECLS
 
 /* Efficiencies applied to datasheet peaks until calibration (issue 3) measures them. */
 typedef struct {
-  double matmul_efficiency;  /* fraction of peak tensor FLOP/s large GEMMs/convs reach */
+  double matmul_efficiency;  /* fraction of peak tensor FLOP/s large GEMMs/convs reach on a
+                                device kind without measured figures (cm_gemm_efficiency) */
+  gboolean gemm_by_device;   /* use the measured per-device GEMM figures of cm_gemm.c (default
+                                TRUE); FALSE: matmul_efficiency everywhere, no kernel floor */
   double vector_efficiency;  /* fraction of vector FLOP/s elementwise kernels reach */
   double memory_efficiency;  /* fraction of HBM bandwidth streaming kernels reach */
-  double optimizer_bytes_per_param; /* HBM traffic of one Adam step per local parameter */
+  double optimizer_bytes_per_param; /* HBM traffic of one Adam step per local parameter
+                                       (cm_adam_bytes_per_param) */
   double kernel_overhead_s;  /* added to every compute kernel: launch and scheduling gap */
-  int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (tile/wave quantization) */
+  int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (tile/wave quantization);
+                                   0 (default): the library's choice among its tile shapes,
+                                   the one that loses least (cm_gemm_quantization) */
   const struct CmCalibration *calibration; /* measured collectives (cm_calibrate.h), or NULL:
                                               the preset's alpha-beta figures; borrowed */
   const struct CmProfiles *profiles;       /* measured kernels (cm_profile.h) that override the
@@ -45,12 +51,23 @@ gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out);
  * NVIDIA Deep Learning Performance docs, "Matrix Multiplication Background User's Guide",
  * sections "Tile Quantization" and "Wave Quantization". Dims smaller than the tile use a tile
  * of the next power of two (at least 16); output tiles fewer than the SMs are multiplied by a
- * split of the reduction (split-K) up to the SM count. In (0, 1]; without the SM count, tile
- * quantization only. */
+ * split of the reduction (split-K) up to the SM count. With @params' tile 0 x 0 the best of the
+ * tile shapes cuBLAS and CUTLASS offer (256x128, 128x256, 128x128, 128x64, 64x128, 64x64) is
+ * taken, as their heuristics pick the configuration that fills the SMs. In (0, 1]; without the
+ * SM count, tile quantization only. */
 double cm_gemm_quantization(const CmParams *params, const DevKind *device, const CmGemmShape *shape);
 
+/* The fraction of @device's tensor peak large GEMMs reach: the measured maximum achievable
+ * matmul FLOP/s of its kind (sources in costmodel/cm_gemm.c), else @params->matmul_efficiency. */
+double cm_gemm_efficiency(const CmParams *params, const DevKind *device);
+/* The shortest a GEMM kernel runs on @device (fill and drain of one tile; cm_gemm.c), 0 for a
+ * kind without measured figures. */
+double cm_gemm_min_kernel_s(const CmParams *params, const DevKind *device);
+
 /* cm_compute_time for a contraction with a known GEMM shape (@shape may be NULL), plus the
- * per-kernel overhead. */
+ * per-kernel overhead. With a shape the efficiency depends on it: the peak fraction of the
+ * device kind times cm_gemm_quantization, the time at least the bytes' roofline, plus the
+ * kernel floor cm_gemm_min_kernel_s. */
 double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                       DevDtype dtype, double flops, double bytes, const CmGemmShape *shape);
 /* The same, first asking @params->profiles for a measured or interpolated time of the kernel:
@@ -70,6 +87,11 @@ void cm_params_default(CmParams *params);
  * vector rate. */
 double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                        DevDtype dtype, double flops, double bytes);
+
+/* HBM bytes per parameter of Megatron's fused multi-tensor Adam step (apex FusedAdam, one
+ * multi_tensor_apply kernel over fp32 grad, param, m, v) and, when the model's @dtype is 16-bit,
+ * the copy of the fp32 main params into the model's params (derivation in cm_compute.c). */
+double cm_adam_bytes_per_param(DevDtype dtype);
 
 /* FP8 (costmodel/cm_fp8.c, Transformer Engine's recipe). Whether @op runs its GEMMs in FP8
  * under strategy dtype @dtype: DEV_DTYPE_FP8 and a MATMUL inside a layer. */

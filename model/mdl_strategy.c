@@ -10,6 +10,13 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The index of @text in @names (@n of them), or -1. */
+static int name_index(const char *const *names, int n, const char *text) {
+  for (int i = 0; i < n; i++)
+    if (g_strcmp0(text, names[i]) == 0) return i;
+  return -1;
+}
+
 static const char *const schedule_names[MDL_SCHEDULE_COUNT] = {"gpipe", "1f1b", "interleaved",
                                                                   "eager1f1b"};
 
@@ -19,12 +26,9 @@ const char *mdl_schedule_name(MdlSchedule schedule) {
 }
 
 gboolean mdl_schedule_parse(const char *text, MdlSchedule *out) {
-  for (int i = 0; i < MDL_SCHEDULE_COUNT; i++)
-    if (g_strcmp0(text, schedule_names[i]) == 0) {
-      *out = (MdlSchedule)i;
-      return TRUE;
-    }
-  return FALSE;
+  int i = name_index(schedule_names, MDL_SCHEDULE_COUNT, text);
+  if (i >= 0) *out = (MdlSchedule)i;
+  return i >= 0;
 }
 
 static const char *const recompute_names[MDL_RECOMPUTE_COUNT] = {"none", "selective", "full"};
@@ -35,12 +39,23 @@ const char *mdl_recompute_name(MdlRecompute recompute) {
 }
 
 gboolean mdl_recompute_parse(const char *text, MdlRecompute *out) {
-  for (int i = 0; i < MDL_RECOMPUTE_COUNT; i++)
-    if (g_strcmp0(text, recompute_names[i]) == 0) {
-      *out = (MdlRecompute)i;
-      return TRUE;
-    }
-  return FALSE;
+  int i = name_index(recompute_names, MDL_RECOMPUTE_COUNT, text);
+  if (i >= 0) *out = (MdlRecompute)i;
+  return i >= 0;
+}
+
+static const char *const framework_names[MDL_FRAMEWORK_COUNT] = {
+    "megatron-lm", "megatron-deepspeed", "pytorch-eager", "cuda-graphs", "none"};
+
+const char *mdl_framework_name(MdlFramework framework) {
+  g_return_val_if_fail(framework < MDL_FRAMEWORK_COUNT, "?");
+  return framework_names[framework];
+}
+
+gboolean mdl_framework_parse(const char *text, MdlFramework *out) {
+  int i = name_index(framework_names, MDL_FRAMEWORK_COUNT, text);
+  if (i >= 0) *out = (MdlFramework)i;
+  return i >= 0;
 }
 
 int *mdl_strategy_recompute_groups(const MdlStrategy *s, const MdlGraph *graph) {
@@ -143,7 +158,7 @@ gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy
       a->virtual_stages != b->virtual_stages || a->weight_delay != b->weight_delay ||
       a->dtype != b->dtype || a->bucket_bytes != b->bucket_bytes || a->overlap != b->overlap ||
       a->zero_stage != b->zero_stage || a->recompute != b->recompute ||
-      a->sequence_parallel != b->sequence_parallel ||
+      a->sequence_parallel != b->sequence_parallel || a->framework != b->framework ||
       a->overlap_param_gather != b->overlap_param_gather || a->tp_overlap != b->tp_overlap ||
       a->meshes->len != b->meshes->len)
     return FALSE;

@@ -62,6 +62,21 @@ typedef enum {
   MDL_RECOMPUTE_COUNT
 } MdlRecompute;
 
+/* The training framework that runs a strategy: how many kernels each op launches and what each
+ * launch costs the host (costmodel/cm_framework.h has the figures and their sources). */
+typedef enum {
+  MDL_FRAMEWORK_MEGATRON_LM,       /* the default: Megatron-LM, fused kernels */
+  MDL_FRAMEWORK_MEGATRON_DEEPSPEED,
+  MDL_FRAMEWORK_PYTORCH_EAGER,     /* plain PyTorch modules, unfused */
+  MDL_FRAMEWORK_CUDA_GRAPHS,       /* the iteration captured in CUDA graphs and replayed */
+  MDL_FRAMEWORK_NONE,              /* no host: kernels start when the GPU is ready */
+  MDL_FRAMEWORK_COUNT
+} MdlFramework;
+
+const char *mdl_framework_name(MdlFramework framework);
+/* "megatron-lm", "megatron-deepspeed", "pytorch-eager", "cuda-graphs", "none"; FALSE else. */
+gboolean mdl_framework_parse(const char *text, MdlFramework *out);
+
 /* SBP layout of one tensor on one mesh axis. */
 enum { MDL_LAYOUT_PARTIAL = -2, MDL_LAYOUT_BROADCAST = -1 }; /* >= 0: Split(tensor dim) */
 typedef struct { int8_t axis[MDL_MAX_MESH_AXES]; } MdlLayout;
@@ -92,6 +107,7 @@ typedef struct {
                                 that shard for the backward and gathers it again there (the
                                 Megatron builder with sp=1 also splits the sequence of the ops
                                 tensor parallelism replicates) */
+  MdlFramework framework;    /* who launches the kernels (default megatron-lm) */
   /* For reporting: the degrees a builder used (0 when the strategy came from JSON). */
   int dp, tp, pp, vp, microbatch_size;
   int cp, ep;                /* context and expert parallelism (0 from JSON, 1: none) */
@@ -125,7 +141,8 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
- * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,overlap_param_gather=0|1][,tp_overlap=0|1]", or a path to a
+ * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,overlap_param_gather=0|1][,tp_overlap=0|1]
+ * [,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
  * schedule=interleaved and the reverse (MDL_ERROR_STRATEGY). Validates before returning. Free
@@ -154,6 +171,7 @@ typedef struct {
   int ep;                    /* expert parallelism, folded over dp x cp; 0 or 1: none */
   gboolean overlap_param_gather; /* needs zero=1 or 2 */
   gboolean tp_overlap;       /* needs sp=1 */
+  MdlFramework framework;
 } MdlMegatronConfig;
 
 /* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each pipeline

@@ -195,6 +195,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->zero_stage = cfg->zero_stage;
   s->recompute = cfg->recompute;
   s->sequence_parallel = cfg->sequence_parallel;
+  s->framework = cfg->framework;
   s->overlap_param_gather = cfg->overlap_param_gather;
   s->tp_overlap = cfg->tp_overlap;
   s->num_microbatches = (int)(graph->batch / per_step);
@@ -334,6 +335,13 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
         return FALSE;
       }
       cfg->sequence_parallel = value[0] == '1';
+    } else if (strcmp(key, "framework") == 0) {
+      if (!mdl_framework_parse(value, &cfg->framework)) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                    "strategy %s: unknown framework '%s' (known: megatron-lm, megatron-deepspeed, "
+                    "pytorch-eager, cuda-graphs, none)", family, value);
+        return FALSE;
+      }
     } else if (strcmp(key, "dtype") == 0) {
       if (!dev_dtype_parse(value, &cfg->dtype)) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
@@ -344,7 +352,7 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
                   "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather, "
-                  "tp_overlap)",
+                  "tp_overlap, framework)",
                   family, key);
       return FALSE;
     }

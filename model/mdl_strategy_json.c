@@ -3,7 +3,7 @@
  *   {"format": "stratsim-strategy-1", "name": ..., "dtype": "bf16", "schedule": "1f1b",
  *    "num_microbatches": M, "num_stages": P, "virtual_stages": V, "weight_delay": false,
  *    "bucket_mb": 25, "overlap": true, "zero": 0, "recompute": "none",
- *    "sequence_parallel": false,
+ *    "sequence_parallel": false, "framework": "megatron-lm",
  *    "meshes": [{"shape": [2, 8], "devices": [0, 1, ...]}],
  *    "default": {"mesh": 0, "stage": 0, "split": ["@sample", "@tp"]},      (optional)
  *    "ops": [{"op": "layer0.qkv", "mesh": 0, "stage": 0, "split": ["b", "n"]}, ...]}
@@ -44,6 +44,7 @@ char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
   cJSON_AddBoolToObject(root, "overlap", s->overlap);
   cJSON_AddNumberToObject(root, "zero", s->zero_stage);
   cJSON_AddStringToObject(root, "recompute", mdl_recompute_name(s->recompute));
+  cJSON_AddStringToObject(root, "framework", mdl_framework_name(s->framework));
   cJSON_AddBoolToObject(root, "sequence_parallel", s->sequence_parallel);
   if (s->overlap_param_gather) cJSON_AddTrueToObject(root, "overlap_param_gather");
   if (s->tp_overlap) cJSON_AddTrueToObject(root, "tp_overlap");
@@ -222,6 +223,12 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
   const cJSON *recompute = cJSON_GetObjectItemCaseSensitive(root, "recompute");
   if (recompute && !mdl_recompute_parse(cJSON_GetStringValue(recompute), &s->recompute)) {
     fail(error, origin, "field \"recompute\" must be \"none\", \"selective\" or \"full\"");
+    goto err;
+  }
+  const cJSON *framework = cJSON_GetObjectItemCaseSensitive(root, "framework");
+  if (framework && !mdl_framework_parse(cJSON_GetStringValue(framework), &s->framework)) {
+    fail(error, origin, "field \"framework\" must be \"megatron-lm\", \"megatron-deepspeed\", "
+         "\"pytorch-eager\", \"cuda-graphs\" or \"none\"");
     goto err;
   }
   s->sequence_parallel = FALSE;

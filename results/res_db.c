@@ -156,6 +156,9 @@ static const char *const migrations[RES_SCHEMA_VERSION] = {
     "  pid INTEGER NOT NULL,"               /* process gone from this host is free at once */
     "  expires_at REAL NOT NULL,"           /* Unix seconds: the lease, renewed while it runs */
     "  PRIMARY KEY (scenario_id, point_key));",
+    /* v7 -> v8: the breakdown's host-bound time (sim/sim_build_host.c); NULL in older rows (0) */
+    "ALTER TABLE predictions ADD COLUMN host_bound_s REAL;"
+    "ALTER TABLE points ADD COLUMN host_bound_s REAL;",
 };
 
 static gboolean exec(ResDb *db, const char *sql, int code, GError **error) {
@@ -192,6 +195,7 @@ const char *const res_tables_of_version[RES_SCHEMA_VERSION][3] = {
     {"scenarios", "points", NULL},
     {"validate_runs", "validate_steps", NULL},
     {"point_claims", NULL, NULL},
+    {NULL, NULL, NULL}, /* v8: columns only (host_bound_s) */
 };
 
 gboolean res_table_exists(sqlite3 *sql, const char *table) {
@@ -424,8 +428,8 @@ gint64 res_db_store_simulation(ResDb *db, const char *model_spec, const char *cl
   if (sqlite3_prepare_v2(db->sql,
                          "INSERT INTO predictions(run_id, iteration_time_s, samples_per_s, "
                          "tflops_per_gpu, mfu, compute_s, comm_exposed_s, bubble_s, "
-                         "peak_memory_bytes, fits_memory, num_gpus, tasks, json) "
-                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                         "peak_memory_bytes, fits_memory, num_gpus, tasks, json, host_bound_s) "
+                         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                          -1, &st, NULL) != SQLITE_OK)
     goto fail;
   sqlite3_bind_int64(st, 1, run_id);
@@ -441,6 +445,7 @@ gint64 res_db_store_simulation(ResDb *db, const char *model_spec, const char *cl
   sqlite3_bind_int(st, 11, p->num_gpus);
   sqlite3_bind_int64(st, 12, (sqlite3_int64)p->tasks);
   sqlite3_bind_text(st, 13, json, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_double(st, 14, p->host_bound_s);
   if (!step_done(db, st, error)) goto rollback;
   sqlite3_finalize(st);
   if (!exec(db, "COMMIT;", RES_ERROR_WRITE, error)) {

@@ -26,7 +26,7 @@ G_BEGIN_DECLS
 GQuark res_error_quark(void);
 typedef enum { RES_ERROR_OPEN, RES_ERROR_SCHEMA, RES_ERROR_WRITE, RES_ERROR_NOT_FOUND } ResError;
 
-#define RES_SCHEMA_VERSION 7
+#define RES_SCHEMA_VERSION 8
 
 typedef struct ResDb ResDb;
 

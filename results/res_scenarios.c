@@ -136,7 +136,7 @@ gboolean res_db_store_point(ResDb *db, gint64 scenario_id, const ResPoint *p, gb
                          "label, axes, status, error, num_gpus, iteration_time_s, samples_per_s, "
                          "tflops_per_gpu, mfu, compute_s, comm_exposed_s, bubble_s, "
                          "peak_memory_bytes, memory_capacity_bytes, fits_memory, prediction, "
-                         "created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                         "created_at, host_bound_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
                          "ON CONFLICT(scenario_id, point_key) DO NOTHING",
                          -1, &st, NULL) != SQLITE_OK)
     goto fail;
@@ -164,6 +164,8 @@ gboolean res_db_store_point(ResDb *db, gint64 scenario_id, const ResPoint *p, gb
     for (int k = 0; k < 12; k++) sqlite3_bind_null(st, i++);
   }
   sqlite3_bind_text(st, i++, stamp, -1, SQLITE_TRANSIENT);
+  if (p->has_prediction) sqlite3_bind_double(st, i++, p->host_bound_s);
+  else sqlite3_bind_null(st, i++);
   if (sqlite3_step(st) != SQLITE_DONE) goto fail;
   if (inserted) *inserted = sqlite3_changes(sql) > 0;
   sqlite3_finalize(st);
@@ -309,8 +311,8 @@ GPtrArray *res_db_load_points(ResDb *db, gint64 scenario_id, GError **error) {
                          "SELECT point_key, idx, model, cluster, strategy, label, axes, status, "
                          "error, num_gpus, iteration_time_s, samples_per_s, tflops_per_gpu, mfu, "
                          "compute_s, comm_exposed_s, bubble_s, peak_memory_bytes, "
-                         "memory_capacity_bytes, fits_memory, prediction, created_at "
-                         "FROM points WHERE scenario_id = ? ORDER BY id",
+                         "memory_capacity_bytes, fits_memory, prediction, created_at, "
+                         "host_bound_s FROM points WHERE scenario_id = ? ORDER BY id",
                          -1, &st, NULL) != SQLITE_OK) {
     sql_fail(db, RES_ERROR_OPEN, error);
     return NULL;
@@ -343,6 +345,7 @@ GPtrArray *res_db_load_points(ResDb *db, gint64 scenario_id, GError **error) {
       p->memory_capacity_bytes = sqlite3_column_double(st, 18);
       p->fits_memory = sqlite3_column_int(st, 19);
       p->prediction = column_text(st, 20);
+      p->host_bound_s = sqlite3_column_double(st, 22); /* NULL (older rows): 0 */
     }
     p->created_at = column_text(st, 21);
     g_ptr_array_add(points, p);

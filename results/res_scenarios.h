@@ -26,6 +26,7 @@ typedef struct {
   int num_gpus;
   double iteration_time_s, samples_per_s, tflops_per_gpu, mfu;
   double compute_s, comm_exposed_s, bubble_s;
+  double host_bound_s;       /* 0 in rows stored before schema 7 */
   double peak_memory_bytes, memory_capacity_bytes;
   gboolean fits_memory;
   char *prediction;          /* the simulate --json object, or NULL */

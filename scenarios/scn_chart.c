@@ -357,7 +357,8 @@ static gboolean chart_breakdown(const ScnResults *r, const char *dir, unsigned f
                                 ScnChartOutcome *o, GError **error) {
   GString *data = g_string_new(NULL);
   g_string_append_printf(data, "# stratsim scenario %s: time per iteration by where it goes (s)\n"
-                               "# point compute_s comm_exposed_s bubble_s iteration_time_s index\n",
+                               "# point compute_s comm_exposed_s bubble_s iteration_time_s index "
+                               "host_bound_s\n",
                          r->scenario->name);
   guint count = 0, skipped = 0;
   gsize longest = 0, first = 0;
@@ -372,8 +373,8 @@ static gboolean chart_breakdown(const ScnResults *r, const char *dir, unsigned f
     g_autofree char *label = data_label(name);
     longest = MAX(longest, strlen(name));
     if (!count) first = strlen(name);
-    g_string_append_printf(data, "%s %.9g %.9g %.9g %.9g %u\n", label, p->compute_s,
-                           p->comm_exposed_s, p->bubble_s, p->iteration_time_s, i);
+    g_string_append_printf(data, "%s %.9g %.9g %.9g %.9g %u %.9g\n", label, p->compute_s,
+                           p->comm_exposed_s, p->bubble_s, p->iteration_time_s, i, p->host_bound_s);
     count++;
   }
   if (!count) {
@@ -395,6 +396,7 @@ static gboolean chart_breakdown(const ScnResults *r, const char *dir, unsigned f
                         "set ytics nomirror\n"
                         "plot 'breakdown.dat' using 2:xtic(1) title 'compute' lc rgb '#377eb8', \\\n"
                         "     '' using 3 title 'exposed communication' lc rgb '#e41a1c', \\\n"
+                        "     '' using 7 title 'host-bound' lc rgb '#ff7f00', \\\n"
                         "     '' using 4 title 'bubble (idle)' lc rgb '#c8c8c8'\n");
   gboolean ok = write_chart(dir, "breakdown", data->str, plot->str, formats, width, height, o, error);
   g_string_free(data, TRUE);

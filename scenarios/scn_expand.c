@@ -23,17 +23,20 @@ static void point_free(gpointer p) {
 
 char *scn_point_canonical(const ScnScenario *sc, const char *model, const char *cluster,
                           const char *strategy) {
-  /* The cross-mesh line only when the option is given: the keys of every other scenario stay
-   * as they were. */
+  /* The cross-mesh and framework lines only when the option is given: the keys of every other
+   * scenario stay as they were. */
   g_autofree char *crossmesh =
       sc->crossmesh ? g_strdup_printf("crossmesh=%s,%s\n", sim_crossmesh_method_name(sc->crossmesh_method),
                                       sim_crossmesh_order_name(sc->crossmesh_order))
                     : g_strdup("");
+  g_autofree char *framework =
+      sc->has_framework ? g_strdup_printf("framework=%s\n", mdl_framework_name(sc->framework))
+                        : g_strdup("");
   return g_strdup_printf("model=%s\ncluster=%s\nstrategy=%s\ncollectives=%s\nsymmetry=%s\n"
-                         "profiles=%s\ncalibration=%s\n%s",
+                         "profiles=%s\ncalibration=%s\n%s%s",
                          model, cluster, strategy, sc->step_collectives ? "step" : "task",
                          sc->no_symmetry ? "off" : "on", sc->no_profiles ? "off" : "on",
-                         sc->calibration ? sc->calibration : "", crossmesh);
+                         sc->calibration ? sc->calibration : "", crossmesh, framework);
 }
 
 const char *scn_point_value(const ScnPoint *point, const char *var) {

@@ -133,7 +133,7 @@ static char *report_text(const ScnResults *r) {
   g_ptr_array_add(headers, "strategy");
   for (guint k = 0; k < nvars; k++) g_ptr_array_add(headers, vars[k]);
   static const char *const figures[] = {"GPUs", "iteration s", "samples/s", "TFLOP/s/GPU", "MFU %",
-                                        "compute s", "exp. comm s", "bubble s", "peak GiB",
+                                        "compute s", "exp. comm s", "host s", "bubble s", "peak GiB",
                                         "capacity GiB", "status"};
   guint first_figure = headers->len;
   for (gsize k = 0; k < G_N_ELEMENTS(figures); k++) g_ptr_array_add(headers, (gpointer)figures[k]);
@@ -161,11 +161,12 @@ static char *report_text(const ScnResults *r) {
       table_add(&t, fmt("%.1f", 100 * p->mfu));
       table_add(&t, fmt("%.4g", p->compute_s));
       table_add(&t, fmt("%.4g", p->comm_exposed_s));
+      table_add(&t, fmt("%.4g", p->host_bound_s));
       table_add(&t, fmt("%.4g", p->bubble_s));
       table_add(&t, fmt("%.2f", p->peak_memory_bytes / GIB));
       table_add(&t, fmt("%.3g", p->memory_capacity_bytes / GIB));
     } else {
-      for (int k = 0; k < 10; k++) table_add(&t, g_strdup("-"));
+      for (int k = 0; k < 11; k++) table_add(&t, g_strdup("-"));
     }
     table_add(&t, g_strdup(status_word(p)));
   }
@@ -230,7 +231,7 @@ static char *report_csv(const ScnResults *r) {
   for (gsize k = 0; k < G_N_ELEMENTS(head); k++) csv_field(out, head[k], FALSE);
   for (guint k = 0; vars[k]; k++) csv_field(out, vars[k], FALSE);
   static const char *const tail[] = {"status", "error", "num_gpus", "iteration_time_s", "samples_per_s",
-                                     "tflops_per_gpu", "mfu", "compute_s", "comm_exposed_s", "bubble_s",
+                                     "tflops_per_gpu", "mfu", "compute_s", "comm_exposed_s", "host_bound_s", "bubble_s",
                                      "peak_memory_bytes", "memory_capacity_bytes", "fits_memory"};
   for (gsize k = 0; k < G_N_ELEMENTS(tail); k++) csv_field(out, tail[k], k + 1 == G_N_ELEMENTS(tail));
   for (guint i = 0; i < r->points->len; i++) {
@@ -251,12 +252,13 @@ static char *report_csv(const ScnResults *r) {
       g_autofree char *gpus = g_strdup_printf("%d", p->num_gpus);
       csv_field(out, gpus, FALSE);
       double v[] = {p->iteration_time_s, p->samples_per_s, p->tflops_per_gpu, p->mfu, p->compute_s,
-                    p->comm_exposed_s, p->bubble_s, p->peak_memory_bytes, p->memory_capacity_bytes};
+                    p->comm_exposed_s, p->host_bound_s, p->bubble_s, p->peak_memory_bytes,
+                    p->memory_capacity_bytes};
       for (gsize k = 0; k < G_N_ELEMENTS(v); k++)
         csv_field(out, g_ascii_formatd(buf, sizeof buf, "%.9g", v[k]), FALSE);
       csv_field(out, p->fits_memory ? "1" : "0", TRUE);
     } else {
-      for (int k = 0; k < 10; k++) csv_field(out, "", FALSE);
+      for (int k = 0; k < 11; k++) csv_field(out, "", FALSE);
       csv_field(out, "", TRUE);
     }
   }

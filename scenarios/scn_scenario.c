@@ -337,7 +337,7 @@ static gboolean parse_options(const cJSON *root, ScnScenario *sc, GError **error
   const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, "options");
   if (!o) return TRUE;
   static const char *const known[] = {"collectives", "symmetry", "profiles", "calibration",
-                                      "crossmesh", "crossmesh_order", NULL};
+                                      "crossmesh", "crossmesh_order", "framework", NULL};
   if (!cJSON_IsObject(o)) {
     g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: \"options\" must be an object", sc->name);
     return FALSE;
@@ -360,6 +360,18 @@ static gboolean parse_options(const cJSON *root, ScnScenario *sc, GError **error
       return FALSE;
     }
     sc->calibration = g_strdup(v->valuestring);
+  }
+  /* Who launches the kernels (costmodel/cm_framework.h), as the strategy key framework=. */
+  if ((v = cJSON_GetObjectItemCaseSensitive(o, "framework"))) {
+    MdlFramework f;
+    if (!cJSON_IsString(v) || !mdl_framework_parse(v->valuestring, &f)) {
+      g_set_error(error, SCN_ERROR, SCN_ERROR_PARSE, "scenario %s: options.framework must be "
+                  "\"megatron-lm\", \"megatron-deepspeed\", \"pytorch-eager\", \"cuda-graphs\" or "
+                  "\"none\"", sc->name);
+      return FALSE;
+    }
+    sc->has_framework = TRUE;
+    sc->framework = (int)f;
   }
   /* Cross-mesh planning, as `simulate --crossmesh METHOD --crossmesh-order ORDER`. */
   SimCrossMeshOptions defaults;

@@ -74,6 +74,8 @@ typedef struct {
   gboolean crossmesh;         /* "crossmesh" and/or "crossmesh_order" given: SimOptions.crossmesh */
   int crossmesh_method;       /* SimCrossMeshMethod ("crossmesh": "broadcast", ...) */
   int crossmesh_order;        /* SimCrossMeshOrder ("crossmesh_order": "greedy", ...) */
+  gboolean has_framework;     /* "framework" given: every point's strategy runs under it */
+  int framework;              /* MdlFramework ("framework": "pytorch-eager", ...) */
   /* outputs */
   unsigned charts;            /* SCN_CHART_* */
   unsigned tables;            /* SCN_TABLE_* */

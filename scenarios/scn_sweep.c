@@ -100,6 +100,11 @@ ScnSimulation *scn_simulate(const ScnScenario *sc, const ScnPoint *point, const 
     if (!found) goto fail;
     ses_session_set_strategy(s->session, found);
   }
+  if (sc->has_framework) { /* options.framework overrides the strategy's own */
+    MdlStrategy *copy = mdl_strategy_copy(ses_session_strategy(s->session));
+    copy->framework = (MdlFramework)sc->framework;
+    ses_session_set_strategy(s->session, copy);
+  }
   s->cluster = ses_session_cluster(s->session);
   s->graph = ses_session_graph(s->session);
   s->strategy = ses_session_strategy(s->session);
@@ -134,6 +139,7 @@ ResPoint *scn_point_result(const ScnPoint *point, const ScnSimulation *sim, cons
   r->compute_s = p->compute_s;
   r->comm_exposed_s = p->comm_exposed_s;
   r->bubble_s = p->bubble_s;
+  r->host_bound_s = p->host_bound_s;
   r->peak_memory_bytes = p->peak_memory_bytes;
   r->memory_capacity_bytes = p->memory_capacity_bytes;
   r->fits_memory = p->fits_memory;

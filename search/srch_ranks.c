@@ -63,6 +63,8 @@ char *srch_result_serialize(const SrchResult *r, const MdlGraph *graph) {
     add_exact(root, "best_time_s", r->best_time_s);
     add_exact(root, "best_memory_bytes", r->best_memory_bytes);
     cJSON_AddStringToObject(root, "found_by", r->best_origin ? r->best_origin : "");
+    cJSON_AddNumberToObject(root, "best_phase", r->best_phase);
+    cJSON_AddNumberToObject(root, "best_chain", r->best_chain);
     g_autofree char *text = mdl_strategy_to_json(r->best, graph);
     cJSON_AddStringToObject(root, "strategy", text);
   }
@@ -73,6 +75,7 @@ char *srch_result_serialize(const SrchResult *r, const MdlGraph *graph) {
     add_exact(m, "iteration_time_s", b->iteration_time_s);
     add_exact(m, "peak_memory_bytes", b->peak_memory_bytes);
     cJSON_AddBoolToObject(m, "fits_memory", b->fits_memory);
+    cJSON_AddNumberToObject(m, "grid_index", b->grid_index);
     g_autofree char *text = mdl_strategy_to_json(b->strategy, graph);
     cJSON_AddStringToObject(m, "strategy", text);
   }
@@ -159,17 +162,28 @@ gboolean srch_result_merge_ranks(SrchResult *r, char **parts, int nparts, const 
     r->elapsed_s = MAX(r->elapsed_s, exact_number(root, "elapsed_s", 0));
     double time = exact_number(root, "best_time_s", INFINITY);
     const char *text = string(root, "strategy");
-    if (text && time < r->best_time_s) {
+    int phase = (int)number(root, "best_phase", 0), chain = (int)number(root, "best_chain", 0);
+    gboolean tie_lower = time == r->best_time_s && r->best &&
+                         (phase < r->best_phase || (phase == r->best_phase && chain < r->best_chain));
+    if (text && (time < r->best_time_s || tie_lower)) {
       g_autofree char *origin = g_strdup_printf("rank %d's winner", k);
       MdlStrategy *s = mdl_strategy_from_json(text, origin, graph, cluster, error);
       if (!s) {
         cJSON_Delete(root);
         return FALSE;
       }
+      /* The winner keeps its name as the rank had it ("" for a grid point), not the origin
+       * the parser fills an empty one with. */
+      cJSON *parsed = cJSON_Parse(text);
+      g_free(s->name);
+      s->name = g_strdup(parsed ? string(parsed, "name") ? string(parsed, "name") : "" : "");
+      cJSON_Delete(parsed);
       mdl_strategy_free(r->best);
       g_free(r->best_origin);
       r->best = s;
       r->best_time_s = time;
+      r->best_phase = phase;
+      r->best_chain = chain;
       r->best_memory_bytes = exact_number(root, "best_memory_bytes", 0);
       r->best_origin = g_strdup(string(root, "found_by") ? string(root, "found_by") : "");
     }
@@ -178,7 +192,12 @@ gboolean srch_result_merge_ranks(SrchResult *r, char **parts, int nparts, const 
       SrchBaseline *b = &r->baselines[1];
       double mt = exact_number(m, "iteration_time_s", INFINITY);
       gboolean mfits = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "fits_memory"));
-      if (!b->strategy || (mfits && (!b->fits_memory || mt < b->iteration_time_s))) {
+      int grid_index = (int)number(m, "grid_index", -1);
+      /* Exact ties (a host-bound grid: gpipe and 1f1b alike) go to the lowest grid point, as
+       * phase_merge breaks them in one process. */
+      gboolean grid_tie = mt == b->iteration_time_s && grid_index >= 0 &&
+                          (b->grid_index < 0 || grid_index < b->grid_index);
+      if (!b->strategy || (mfits && (!b->fits_memory || mt < b->iteration_time_s || grid_tie))) {
         g_autofree char *origin = g_strdup_printf("rank %d's megatron baseline", k);
         MdlStrategy *s = mdl_strategy_from_json(string(m, "strategy"), origin, graph, cluster, error);
         if (!s) {
@@ -192,6 +211,7 @@ gboolean srch_result_merge_ranks(SrchResult *r, char **parts, int nparts, const 
         b->iteration_time_s = mt;
         b->peak_memory_bytes = exact_number(m, "peak_memory_bytes", 0);
         b->fits_memory = mfits;
+        b->grid_index = grid_index;
       }
     }
     read_curve(root, "curve", r->curve);

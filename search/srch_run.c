@@ -266,6 +266,7 @@ static void set_baseline(SrchBaseline *b, const char *name, char *detail, MdlStr
   b->name = g_strdup(name);
   b->detail = detail;
   b->strategy = s;
+  b->grid_index = -1;
   b->iteration_time_s = INFINITY;
   if (s) predict(graph, s, cluster, params, o, &b->iteration_time_s, &b->peak_memory_bytes, &b->fits_memory);
 }
@@ -541,10 +542,13 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
                    best ? mdl_strategy_megatron(graph, cluster, &g_array_index(grid, MdlMegatronConfig, best->best_grid), NULL)
                         : NULL,
                    graph, cluster, params, o);
+    if (!o->no_baselines && best) r->baselines[1].grid_index = best->best_grid;
     if (best && (r->ran == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO || o->algo == SRCH_ALGO_DP)) {
       r->best = s;
       s = NULL;
       r->best_time_s = best->best_time_s;
+      r->best_phase = 0;
+      r->best_chain = best->best_chain;
       r->best_origin = g_strdup_printf("megatron grid %s", detail);
     }
     mdl_strategy_free(s);
@@ -612,6 +616,8 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
         g_free(r->best_origin);
         r->best = mdl_strategy_copy(best->best_strategy);
         r->best_time_s = best->best_time_s;
+        r->best_phase = 1;
+        r->best_chain = best->best_chain;
         r->best_origin = g_strdup_printf("dp stage cuts %s", best->best_detail);
       }
     }
@@ -641,6 +647,8 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
       g_autofree char *name = g_strdup_printf("search-%s", srch_algo_name(r->ran));
       r->best = srch_space_strategy(space, best->best_point, name);
       r->best_time_s = best->best_time_s;
+      r->best_phase = 2;
+      r->best_chain = best->best_chain;
       r->best_origin = g_strdup_printf("%s %s %d", srch_algo_name(r->ran),
                                        r->ran == SRCH_ALGO_EXHAUSTIVE ? "subtree" : r->ran == SRCH_ALGO_RANDOM ? "worker" : "chain",
                                        best->best_chain);

@@ -126,6 +126,8 @@ typedef struct {
   double iteration_time_s;  /* INFINITY: absent or does not fit */
   double peak_memory_bytes;
   gboolean fits_memory;
+  int grid_index;           /* megatron: its point in the grid (ties go to the lowest, in one
+                               process and across MPI ranks alike); -1 otherwise */
 } SrchBaseline;
 
 typedef struct {
@@ -134,6 +136,9 @@ typedef struct {
   MdlStrategy *best;        /* owned; NULL when nothing feasible was found */
   char *best_origin;        /* "mcmc chain 2", "megatron grid dp=2 tp=4 ...", ... */
   double best_time_s;       /* INFINITY when nothing fits */
+  int best_phase, best_chain; /* where the winner came from (phase 0 grid, 1 dp, 2 the per-op
+                                 search; its grid point or chain): exact ties across MPI ranks
+                                 go to the lowest, as in one process */
   double best_memory_bytes;
   guint64 evaluations;      /* of the driver (baselines not included) */
   guint64 simulated;

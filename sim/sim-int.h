@@ -33,6 +33,12 @@ struct SimTaskGraph {
   int num_resources;       /* 2 * num_devices, more with link resources (sim_network.h) */
   gboolean symmetric;      /* replicas folded into representatives (see sim_build) */
   int simulated_devices;   /* devices that have tasks */
+  /* The host stream (sim_build_host.c): compute task i < num_compute is launched by host task
+   * host_base + i, on resource host_resource_base + its device. host_base is UINT32_MAX when
+   * the strategy's framework has no host (MDL_FRAMEWORK_NONE). */
+  uint32_t num_compute;
+  uint32_t host_base;
+  uint32_t host_resource_base;
 };
 
 /* The timeline the engine computes. */
@@ -87,5 +93,19 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
 SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old,
                                const uint32_t *new_of_old, SimTime from, uint32_t *kept,
                                GError **error);
+
+/* Per device (CSR: @offsets_out gets num_devices + 1 entries, caller frees), the intervals in
+ * which its compute stream was idle because the host had not yet launched its next compute
+ * task: from the stream's previous task's end to min(the launch's end, the task's start), as
+ * (start, end) pairs of picoseconds, sorted and disjoint per device. Empty without a host
+ * stream. Caller frees the array (sim_host.c). */
+SimTime *sim_host_wait_intervals(const SimTaskGraph *graph, const SimSchedule *schedule,
+                                 guint **offsets_out);
+
+/* `explain`'s components (sim_explain_components.c): the breakdown with compute per layer and
+ * the communication hidden under compute, as a JSON object (caller owns) and as text. */
+struct cJSON;
+struct cJSON *sim_components_json(const SimRun *run);
+void sim_components_print(const SimRun *run, FILE *out, int max_rows);
 
 #endif

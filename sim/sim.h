@@ -8,6 +8,10 @@
  * each of its resources frees up) — FIFO per resource by ready time, ties by task id.
  * Program order on a compute stream (the pipeline schedule, ops in topological order) is
  * expressed as edges, like kernels launched in order on one CUDA stream.
+ * The host: every compute task is launched by a host task on its device's host stream (a
+ * resource after all others), which takes the framework's time for its kernels
+ * (costmodel/cm_framework.h); the compute task cannot start before its launch ends, and the
+ * host runs ahead of the GPU by at most the launch queue (sim_build_host.c).
  *
  * SimRun, SimTaskGraph and SimSchedule are opaque: their layout is sim/'s own (sim-int.h) and
  * may change; everything outside sim/ (trace and timeline writers, the validate plan builder,
@@ -54,6 +58,7 @@ typedef enum {
   SIM_TASK_OPTIMIZER,
   SIM_TASK_BACKWARD_WEIGHT, /* weight-gradient part (W) of a backward split by weight delay */
   SIM_TASK_RECOMPUTE,     /* a forward re-run before the backward (activation recomputation) */
+  SIM_TASK_HOST,          /* the host launching one compute task's kernels (sim_build_host.c) */
   SIM_TASK_KIND_COUNT
 } SimTaskKind;
 
@@ -90,10 +95,12 @@ typedef struct {
   uint32_t group_size;     /* devices in the collective (under symmetry more than nres) */
   SimTime duration;
   const uint32_t *resources; /* the resources it occupies: 2d and 2d+1 are device d's compute
-                                and communication streams, the rest link resources */
+                                and communication streams, the rest link resources and
+                                (sim_task_graph_host_device) host streams */
   int nres;
   int device;              /* the device of its first stream resource (a collective's first
-                              member), -1 for a task on link resources only (a transfer) */
+                              member; a host launch's device), -1 for a task on link resources
+                              only (a transfer) */
   SimTime start, end;      /* read from a run (sim_run_task, SimTimeline): when it ran;
                               from a bare graph: 0 */
 } SimTaskInfo;
@@ -118,6 +125,9 @@ int sim_task_graph_simulated_devices(const SimTaskGraph *graph);
 uint32_t sim_task_graph_num_spans(const SimTaskGraph *graph);
 void sim_task_graph_span(const SimTaskGraph *graph, uint32_t k, uint32_t *gate, uint32_t *join);
 void sim_task_graph_free(SimTaskGraph *graph);
+/* Whether resource @resource is a host stream (SIM_TASK_HOST tasks run there); its device into
+ * @device. */
+gboolean sim_task_graph_host_device(const SimTaskGraph *graph, uint32_t resource, int *device);
 /* Compute time per op: for each of @graph's @nops ops, @sum[op] gets the durations of its
  * forward, backward, weight-gradient and recompute tasks and @forwards[op] its forward tasks
  * (one per microbatch and simulated device), both zeroed first. */
@@ -172,7 +182,8 @@ typedef struct {
   uint64_t tasks;          /* tasks the build would add (an upper bound: exact for compute
                               tasks, collectives and cross-mesh moves; every aligned stage-to-
                               stage send counted, even one a device sends to itself) */
-  uint64_t compute_tasks;  /* of which forward, backward, weight-gradient and recompute tasks */
+  uint64_t compute_tasks;  /* of which forward, backward, weight-gradient and recompute tasks
+                              (as many host tasks launch them, unless the framework is none) */
   uint64_t device_slots;   /* sum over ops of microbatches x devices of the op's mesh */
   int simulated_devices;   /* devices with tasks: the representatives under symmetry */
   gboolean symmetric;      /* whether symmetry folds replicas */
@@ -207,8 +218,12 @@ typedef struct {
   double samples_per_s;
   double tflops_per_gpu;      /* model FLOPs (forward + backward) per second per GPU */
   double mfu;                 /* tflops_per_gpu / peak of the strategy's dtype */
+  double hardware_tflops_per_gpu; /* hardware FLOPs per second per GPU: the recomputed forwards
+                                     counted too (Korthikanti et al. 2022 print both) */
   double compute_s;           /* mean over used devices of compute-stream busy time */
   double comm_exposed_s;      /* mean communication time not hidden under compute */
+  double host_bound_s;        /* mean time the compute stream waits for the host to launch its
+                                 next kernel, no communication running (host-bound time) */
   double bubble_s;            /* the rest: neither stream busy (pipeline bubbles, waits) */
   double peak_memory_bytes;
   int peak_memory_device;

@@ -112,6 +112,9 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
                          GError **error);
 void sb_builder_clear(Builder *b);
 void sb_build_compute(Builder *b);
+/* The host stream (sim_build_host.c): one host task per compute task, after them, in program
+ * order; nothing under MDL_FRAMEWORK_NONE. Called by sb_build_compute. */
+void sb_add_host_tasks(Builder *b);
 void sb_build_segments(Builder *b);
 
 /* A cross-mesh resharding plan for moving tensor t between two (mesh, layout)s. */

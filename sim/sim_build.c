@@ -235,6 +235,7 @@ void sb_build_compute(Builder *b) {
   for (uint32_t i = 0; i < sim_task_graph_size(b->tg); i++)
     b->chain_prev[i] = b->chain_next[i] = NO_TASK;
   b->last_compute = chain_compute(b);
+  sb_add_host_tasks(b);
 }
 
 gboolean sb_pass_per_tensor(SbPass pass) {

@@ -248,7 +248,8 @@ gboolean sb_estimate_tasks(Builder *b, SimEstimate *out, GError **error) {
     for (int m = 0; m < nm; m++) optimizer += (guint64)b->nrep[m];
     optimizer = MIN(optimizer, (guint64)b->tg->num_devices);
     out->compute_tasks = compute;
-    out->tasks = compute + per_microbatch * (guint64)b->M + gradient_sync(&e) + optimizer;
+    guint64 host = b->s->framework == MDL_FRAMEWORK_NONE ? 0 : compute; /* one launch each */
+    out->tasks = compute + host + per_microbatch * (guint64)b->M + gradient_sync(&e) + optimizer;
     out->simulated_devices = b->tg->simulated_devices;
     out->symmetric = b->symmetric;
   }

@@ -305,6 +305,9 @@ static DeltaOutcome simulate_delta(SimDelta *d, const MdlStrategy *strategy, GEr
   tg->num_resources = old->num_resources;
   tg->symmetric = old->symmetric;
   tg->simulated_devices = old->simulated_devices;
+  tg->num_compute = old->num_compute; /* the host stream is copied with the compute block */
+  tg->host_base = old->host_base;
+  tg->host_resource_base = old->host_resource_base;
   b->tg = tg;
   gboolean crossmesh = sb_needs_crossmesh(b);
   gboolean same = crossmesh == d->crossmesh;

@@ -9,6 +9,7 @@
  * device memory by category. Communication buffers are not modelled yet (issue 3 adds them). */
 /* Reads the run through sim.h's read API only (SimTaskInfo, spans, schedule accessors). */
 #include "sim/sim.h"
+#include "sim/sim-int.h" /* sim_components_json / _print */
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -271,6 +272,7 @@ char *sim_explain_json(const SimRun *run) {
   g_autoptr(GArray) devs = representative_devices(run);
   cJSON_AddItemToObject(root, "communication", collectives_json(run, devs));
   cJSON_AddItemToObject(root, "memory", memory_json(run));
+  cJSON_AddItemToObject(root, "components", sim_components_json(run));
   char *text = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);
   char *out = g_strdup(text);
@@ -361,9 +363,10 @@ static void print_ops(const SimRun *run, FILE *out, int max_rows) {
 void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
   const SimPrediction *p = sim_run_prediction(run);
   fprintf(out, "explain: %s on %s, strategy %s: iteration %.6g s, compute %.6g s, exposed "
-               "communication %.6g s, bubble %.6g s\n",
+               "communication %.6g s, host-bound %.6g s, bubble %.6g s\n",
           sim_run_graph(run)->name, sim_run_cluster(run)->name, sim_run_strategy(run)->name, p->iteration_time_s,
-          p->compute_s, p->comm_exposed_s, p->bubble_s);
+          p->compute_s, p->comm_exposed_s, p->host_bound_s, p->bubble_s);
+  sim_components_print(run, out, max_rows);
   print_ops(run, out, max_rows);
   g_autoptr(GArray) devs = representative_devices(run);
   for (guint k = 0; k < devs->len; k++) {

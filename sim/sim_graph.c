@@ -14,7 +14,8 @@ SimTime sim_time_from_seconds(double seconds) {
 G_DEFINE_QUARK(stratsim-sim-error-quark, sim_error)
 
 static const char *const kind_names[SIM_TASK_KIND_COUNT] = {
-    "forward", "backward", "comm", "grad_sync", "optimizer", "backward_weight", "recompute"};
+    "forward", "backward", "comm", "grad_sync", "optimizer", "backward_weight", "recompute",
+    "host"};
 
 const char *sim_task_kind_name(SimTaskKind kind) {
   g_return_val_if_fail(kind < SIM_TASK_KIND_COUNT, "?");
@@ -29,6 +30,7 @@ SimTaskGraph *sim_task_graph_new(int num_devices) {
   g->spans = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   g->num_devices = num_devices;
   g->num_resources = 2 * num_devices;
+  g->host_base = UINT32_MAX;
   return g;
 }
 
@@ -108,6 +110,7 @@ void sim_task_graph_get(const SimTaskGraph *g, uint32_t id, SimTaskInfo *out) {
                        .nres = t->nres, .device = -1};
   for (int r = 0; r < out->nres && out->device < 0; r++)
     if (out->resources[r] < 2 * (uint32_t)g->num_devices) out->device = (int)(out->resources[r] / 2);
+    else sim_task_graph_host_device(g, out->resources[r], &out->device); /* a host launch */
 }
 
 const uint32_t *sim_task_graph_successors(const SimTaskGraph *g, uint32_t id, uint32_t *count) {
@@ -122,6 +125,13 @@ uint32_t sim_task_graph_num_edges(const SimTaskGraph *g) {
 
 int sim_task_graph_num_devices(const SimTaskGraph *g) { return g->num_devices; }
 int sim_task_graph_num_resources(const SimTaskGraph *g) { return g->num_resources; }
+gboolean sim_task_graph_host_device(const SimTaskGraph *g, uint32_t r, int *device) {
+  if (g->host_base == UINT32_MAX || r < g->host_resource_base ||
+      r >= g->host_resource_base + (uint32_t)g->num_devices)
+    return FALSE;
+  *device = (int)(r - g->host_resource_base);
+  return TRUE;
+}
 gboolean sim_task_graph_symmetric(const SimTaskGraph *g) { return g->symmetric; }
 int sim_task_graph_simulated_devices(const SimTaskGraph *g) { return g->simulated_devices; }
 uint32_t sim_task_graph_num_spans(const SimTaskGraph *g) { return g->spans->len / 2; }

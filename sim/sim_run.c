@@ -2,9 +2,10 @@
  *
  * Breakdown per device over [0, makespan]: compute = busy time of its compute stream;
  * exposed communication = time its communication stream is busy while its compute stream is
- * idle; bubble = the rest (neither busy: pipeline fill and drain, waiting on other devices).
- * Reported figures are means over the devices the strategy uses, so compute + exposed
- * communication + bubble = iteration time. */
+ * idle; host-bound = time its compute stream waits for the host to launch the next kernel and
+ * no communication runs (sim_host_wait_intervals); bubble = the rest (pipeline fill and drain,
+ * waiting on other devices). Reported figures are means over the devices the strategy uses,
+ * so compute + exposed communication + host-bound + bubble = iteration time. */
 #include "sim/sim.h"
 #include "sim/sim-int.h"
 #include "sim/sim_progress.h"
@@ -20,6 +21,7 @@
 typedef struct {
   SimTime start, end;
 } Interval;
+G_STATIC_ASSERT(sizeof(Interval) == 2 * sizeof(SimTime)); /* sim_host_wait_intervals' pairs */
 
 /* Measure of @comm (sorted, disjoint) minus @compute (sorted, disjoint). */
 static SimTime exposed_time(const Interval *comm, guint ncomm, const Interval *compute,
@@ -123,8 +125,10 @@ static void compute_breakdown(SimRun *run) {
   }
   /* Sums in integer picoseconds, divided once: identical replicas give exactly their own value
    * (n*v/n == v in IEEE arithmetic), so symmetric and expanded runs agree bit for bit. */
-  SimTime compute = 0, exposed = 0;
+  SimTime compute = 0, exposed = 0, host = 0;
   int used = 0;
+  g_autofree guint *host_off = NULL;
+  g_autofree SimTime *host_iv = sim_host_wait_intervals(g, s, &host_off);
   g_autofree guint *span_off = NULL;
   g_autofree Interval *span_iv = g->spans->len ? span_intervals(run, &span_off) : NULL;
   for (int d = 0; d < g->num_devices; d++) {
@@ -142,15 +146,21 @@ static void compute_breakdown(SimRun *run) {
       memcpy(both + (m1 - m0), span_iv + span_off[d], ns * sizeof(Interval));
       guint nb = merge_intervals(both, (m1 - m0) + ns);
       exposed += exposed_time(both, nb, iv + c0, c1 - c0);
+      host += exposed_time((const Interval *)host_iv + host_off[d], host_off[d + 1] - host_off[d],
+                           both, nb);
     } else {
       exposed += exposed_time(iv + m0, m1 - m0, iv + c0, c1 - c0);
+      /* Communication intervals of one stream are disjoint and in start order already. */
+      host += exposed_time((const Interval *)host_iv + host_off[d], host_off[d + 1] - host_off[d],
+                           iv + m0, m1 - m0);
     }
   }
   SimPrediction *p = &run->prediction;
   p->simulated_gpus = used;
   p->compute_s = used ? (double)compute / used / SIM_PS_PER_SECOND : 0;
   p->comm_exposed_s = used ? (double)exposed / used / SIM_PS_PER_SECOND : 0;
-  p->bubble_s = p->iteration_time_s - p->compute_s - p->comm_exposed_s;
+  p->host_bound_s = used ? (double)host / used / SIM_PS_PER_SECOND : 0;
+  p->bubble_s = p->iteration_time_s - p->compute_s - p->comm_exposed_s - p->host_bound_s;
   /* The three means are exact to the picosecond; what remains below that is rounding. */
   if (p->bubble_s < 1e-12 * p->iteration_time_s) p->bubble_s = 0;
 }
@@ -232,6 +242,8 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
   if (p->iteration_time_s > 0) {
     p->samples_per_s = (double)graph->batch / p->iteration_time_s;
     p->tflops_per_gpu = mdl_graph_train_flops(graph) / p->iteration_time_s / MAX(p->num_gpus, 1) / 1e12;
+    p->hardware_tflops_per_gpu = mdl_strategy_hardware_flops(strategy, graph) / p->iteration_time_s /
+                                 MAX(p->num_gpus, 1) / 1e12;
   }
   double peak = cluster->device.peak_flops[strategy->dtype];
   p->mfu = peak > 0 ? p->tflops_per_gpu * 1e12 / peak : 0;
@@ -280,14 +292,17 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddStringToObject(st, "recompute", mdl_recompute_name(s->recompute));
   cJSON_AddBoolToObject(st, "sequence_parallel", s->sequence_parallel);
   cJSON_AddStringToObject(st, "dtype", dev_dtype_name(s->dtype));
+  cJSON_AddStringToObject(st, "framework", mdl_framework_name(s->framework));
   cJSON_AddNumberToObject(root, "num_gpus", p->num_gpus);
   cJSON_AddNumberToObject(root, "iteration_time_s", p->iteration_time_s);
   cJSON_AddNumberToObject(root, "samples_per_s", p->samples_per_s);
   cJSON_AddNumberToObject(root, "tflops_per_gpu", p->tflops_per_gpu);
   cJSON_AddNumberToObject(root, "mfu", p->mfu);
+  cJSON_AddNumberToObject(root, "hardware_tflops_per_gpu", p->hardware_tflops_per_gpu);
   cJSON *br = cJSON_AddObjectToObject(root, "breakdown");
   cJSON_AddNumberToObject(br, "compute_s", p->compute_s);
   cJSON_AddNumberToObject(br, "comm_exposed_s", p->comm_exposed_s);
+  cJSON_AddNumberToObject(br, "host_bound_s", p->host_bound_s);
   cJSON_AddNumberToObject(br, "bubble_s", p->bubble_s);
   cJSON_AddNumberToObject(root, "peak_memory_bytes", p->peak_memory_bytes);
   cJSON_AddNumberToObject(root, "peak_memory_device", p->peak_memory_device);

@@ -30,6 +30,10 @@ static void task_name(const SimRun *run, const SimTaskInfo *t, FILE *f) {
   const MdlGraph *g = sim_run_graph(run);
   const MdlStrategy *strategy = sim_run_strategy(run);
   switch (t->kind) {
+  case SIM_TASK_HOST:
+    fprintf(f, "launch %d ", t->microbatch);
+    write_escaped(f, mdl_graph_op(g, t->op)->name);
+    break;
   case SIM_TASK_FORWARD:
   case SIM_TASK_BACKWARD:
   case SIM_TASK_BACKWARD_WEIGHT:
@@ -65,6 +69,7 @@ static const char *const kind_colour[SIM_TASK_KIND_COUNT] = {
     [SIM_TASK_BACKWARD_WEIGHT] = "thread_state_iowait",  /* orange */
     [SIM_TASK_OPTIMIZER] = "yellow",
     [SIM_TASK_RECOMPUTE] = "olive",                       /* the forward's green, darker */
+    [SIM_TASK_HOST] = "grey",
 };
 
 /* The trace goes to a temporary file beside @path, renamed over it once complete: a trace
@@ -98,13 +103,17 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
   fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
   gboolean first = TRUE;
   uint32_t streams = 2 * (uint32_t)ndev;
+  int host_probe;
+  gboolean host = sim_task_graph_host_device(g, (uint32_t)nres - 1, &host_probe); /* host streams last */
   g_autofree gboolean *used = g_new0(gboolean, ndev ? ndev : 1);
   g_autofree gboolean *link_used = g_new0(gboolean, (gsize)nres + 1);
   for (uint32_t i = 0; i < ntasks; i++) {
     sim_run_task(run, i, &info);
     for (int r = 0; r < t->nres; r++) {
       uint32_t resource = t->resources[r];
+      int device;
       if (resource < streams) used[resource / 2] = TRUE;
+      else if (sim_task_graph_host_device(g, resource, &device)) used[device] = TRUE;
       else link_used[resource] = TRUE;
     }
   }
@@ -135,6 +144,9 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
             "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"compute\"}},\n"
             "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"comm\"}}",
             first ? "" : ",\n", d, d, dev_cluster_node_of(cluster, d), d, d, d, d);
+    if (host)
+      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":2,\"args\":"
+                 "{\"name\":\"host\"}}", d);
     first = FALSE;
   }
   for (uint32_t i = 0; i < ntasks; i++) {
@@ -144,6 +156,8 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
       uint32_t resource = t->resources[r];
       uint32_t pid = resource < streams ? resource / 2 : (uint32_t)ndev;
       uint32_t tid = resource < streams ? resource % 2 : resource - streams;
+      int device;
+      if (sim_task_graph_host_device(g, resource, &device)) pid = (uint32_t)device, tid = 2;
       fprintf(f, "%s{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
               first ? "" : ",\n", pid, tid, (double)t->start / 1e6,
               (double)t->duration / 1e6);

@@ -7,6 +7,7 @@
 
 #include "costmodel/costmodel.h"
 #include "sim/sim.h"
+#include "test-util.h"
 
 /* Busy time of @device's communication stream, straight from the task graph. */
 static double comm_busy(const SimRun *run, int device) {
@@ -106,6 +107,40 @@ static void test_layouts(void) {
   dev_cluster_free(c);
 }
 
+/* The components (issue 14, item 6): one compute figure per layer, all alike for identical
+ * layers; the layers' and the other ops' compute add up to the breakdown's compute; the four
+ * parts add up to the iteration; a small model on short sequences shows host-bound time, and
+ * overlapped communication is what the communication streams ran beyond the exposed part. */
+static void test_components(void) {
+  SimRun *run = test_simulate_specs("gpt:layers=6,hidden=1024,heads=16,seq=256,batch=64",
+                                    "dgx-a100", "megatron:tp=2,dp=4,mb=1", FALSE);
+  g_autofree char *text = sim_explain_json(run);
+  cJSON *root = cJSON_Parse(text);
+  const cJSON *co = cJSON_GetObjectItem(root, "components"), *e;
+  g_assert_nonnull(co);
+  const SimPrediction *pr = sim_run_prediction(run);
+  double layers = 0, first = -1;
+  int n = 0;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(co, "layer_compute_s")) {
+    if (first < 0) first = e->valuedouble;
+    g_assert_cmpfloat(e->valuedouble, ==, first);
+    layers += e->valuedouble;
+    n++;
+  }
+  g_assert_cmpint(n, ==, 6);
+  g_assert_cmpfloat_with_epsilon(layers + cJSON_GetObjectItem(co, "other_compute_s")->valuedouble,
+                                 pr->compute_s, 1e-9 * pr->compute_s);
+  double host = cJSON_GetObjectItem(co, "host_bound_s")->valuedouble;
+  g_assert_cmpfloat(host, ==, pr->host_bound_s);
+  g_assert_cmpfloat(host, >, 0.05 * pr->iteration_time_s);
+  g_assert_cmpfloat_with_epsilon(pr->compute_s + pr->comm_exposed_s + host + pr->bubble_s,
+                                 pr->iteration_time_s, 1e-9 * pr->iteration_time_s);
+  g_assert_cmpfloat(cJSON_GetObjectItem(co, "comm_overlapped_s")->valuedouble, >=, 0);
+  g_assert_cmpstr(cJSON_GetStringValue(cJSON_GetObjectItem(co, "framework")), ==, "megatron-lm");
+  cJSON_Delete(root);
+  test_run_free(run);
+}
+
 /* With overlap disabled nothing hides communication: the collectives explain lists add up to
  * the exposed communication time, and compute + communication + bubble = iteration. */
 static void test_no_overlap_totals(void) {
@@ -127,7 +162,8 @@ static void test_no_overlap_totals(void) {
     listed += cJSON_GetObjectItem(e, "total_time_s")->valuedouble;
   g_assert_cmpfloat_with_epsilon(listed, sim_run_prediction(run)->comm_exposed_s, 1e-9 * listed);
   const SimPrediction *pr = sim_run_prediction(run);
-  g_assert_cmpfloat_with_epsilon(pr->compute_s + pr->comm_exposed_s + pr->bubble_s, pr->iteration_time_s, 1e-12);
+  g_assert_cmpfloat_with_epsilon(pr->compute_s + pr->comm_exposed_s + pr->host_bound_s + pr->bubble_s,
+                                 pr->iteration_time_s, 1e-12);
   cJSON_Delete(root);
   sim_run_free(run);
   mdl_strategy_free(s);
@@ -141,5 +177,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/explain/dp-totals", test_data_parallel);
   g_test_add_func("/sim/explain/layouts", test_layouts);
   g_test_add_func("/sim/explain/no-overlap-totals", test_no_overlap_totals);
+  g_test_add_func("/sim/explain/components", test_components);
   return g_test_run();
 }

@@ -15,7 +15,7 @@
 
 static MdlStrategy *strategy_or_die(const char *spec, const MdlGraph *g, const DevCluster *c) {
   GError *error = NULL;
-  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_parse_spec(spec, g, c, &error));
   if (!s) g_error("%s: %s", spec, error->message);
   return s;
 }
@@ -90,7 +90,7 @@ static void test_zero_memory(gconstpointer data) {
   MdlMegatronConfig cfg = {.tp = z->tp, .pp = 1, .dp = z->dp, .microbatch_size = 8,
                            .schedule = MDL_SCHEDULE_1F1B, .dtype = z->dtype, .zero_stage = z->stage};
   GError *error = NULL;
-  MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_megatron(g, c, &cfg, &error));
   g_assert_no_error(error);
   g_autofree CmMemory *mem = cm_memory_per_device(g, s, c);
   double psi = 4.0 * 1024 * 1024 / z->tp, nd = z->dp;
@@ -109,7 +109,7 @@ static void test_zero_memory(gconstpointer data) {
   /* Activations do not depend on the stage. */
   MdlMegatronConfig plain = cfg;
   plain.zero_stage = 0;
-  MdlStrategy *s0 = mdl_strategy_megatron(g, c, &plain, &error);
+  MdlStrategy *s0 = test_no_host(mdl_strategy_megatron(g, c, &plain, &error));
   g_autofree CmMemory *mem0 = cm_memory_per_device(g, s0, c);
   g_assert_cmpfloat(mem[0].activations, ==, mem0[0].activations);
   g_assert_cmpfloat(mem[0].activations, >, 0);
@@ -452,7 +452,7 @@ static void test_formats(void) {
   MdlGraph *g = graph_or_die("gpt:layers=2,hidden=512,heads=8,seq=128,vocab=1024,batch=8");
   MdlStrategy *s = strategy_or_die("megatron:tp=4,dp=2,mb=2,zero=2,recompute=selective,sp=1", g, c);
   g_autofree char *json = mdl_strategy_to_json(s, g);
-  MdlStrategy *back = mdl_strategy_from_json(json, "round-trip", g, c, &error);
+  MdlStrategy *back = test_no_host(mdl_strategy_from_json(json, "round-trip", g, c, &error));
   g_assert_no_error(error);
   g_assert_cmpint(back->zero_stage, ==, 2);
   g_assert_cmpint(back->recompute, ==, MDL_RECOMPUTE_SELECTIVE);
@@ -480,7 +480,7 @@ static void test_formats(void) {
                        "{\"sequence_parallel\": 1, \"meshes\": [{\"shape\": [1], \"devices\": [0]}], \"default\": {}}"};
   const char *needle[] = {"zero", "recompute", "sequence_parallel"};
   for (int k = 0; k < 3; k++) {
-    MdlStrategy *x = mdl_strategy_from_json(bad[k], "bad.json", g, c, &error);
+    MdlStrategy *x = test_no_host(mdl_strategy_from_json(bad[k], "bad.json", g, c, &error));
     g_assert_null(x);
     g_assert_nonnull(strstr(error->message, needle[k]));
     g_clear_error(&error);

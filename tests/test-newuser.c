@@ -215,6 +215,18 @@ static void test_hardware_flops(void) {
   g_assert_cmpfloat(hardware / model, >, 1.3);
   g_assert_cmpfloat(hardware / model, <, 1.34);
   test_cli_result_clear(&r);
+  /* --json carries both figures too. */
+  r = test_cli_run(tmpdir, "simulate --model gpt3-1.3b --cluster dgx-a100:nodes=2 "
+                           "--strategy megatron:tp=8,dp=2,recompute=full --no-store --json");
+  g_assert_cmpint(r.status, ==, 0);
+  cJSON *j = cJSON_Parse(r.out);
+  g_assert_nonnull(j);
+  model = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "tflops_per_gpu"));
+  hardware = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "hardware_tflops_per_gpu"));
+  g_assert_cmpfloat(hardware / model, >, 1.3);
+  g_assert_cmpfloat(hardware / model, <, 1.34);
+  cJSON_Delete(j);
+  test_cli_result_clear(&r);
 }
 
 /* explain's text lists the ops with their layouts (the README promised them; only --json had

@@ -137,6 +137,8 @@ static const BadScenario bad_scenarios[] = {
      " \"options\": {\"crossmesh\": \"smoke\"}}", SCN_ERROR_PARSE, "options.crossmesh must be"},
     {"{\"name\": \"x\", \"model\": \"mlp\", \"cluster\": \"dgx-a100\", \"strategy\": \"dp\","
      " \"options\": {\"crossmesh_order\": 3}}", SCN_ERROR_PARSE, "options.crossmesh_order must be"},
+    {"{\"name\": \"x\", \"model\": \"mlp\", \"cluster\": \"dgx-a100\", \"strategy\": \"dp\","
+     " \"options\": {\"framework\": \"jax\"}}", SCN_ERROR_PARSE, "options.framework must be"},
 };
 
 static void test_expand_bad(gconstpointer data) {
@@ -201,6 +203,36 @@ static void test_options_crossmesh(void) {
   scn_scenario_free(order);
 }
 
+/* options.framework overrides every point's strategy and enters the point key: a small MLP is
+ * host-bound under pytorch-eager and not without a host. */
+static void test_options_framework(void) {
+  static const char *fmt = "{\"name\": \"fw\", \"model\": \"mlp:layers=4,hidden=256,batch=64\","
+                           " \"cluster\": \"dgx-a100\", \"strategy\": \"dp\", \"options\": "
+                           "{\"framework\": \"%s\"}}";
+  g_autofree char *eager_json = g_strdup_printf(fmt, "pytorch-eager");
+  g_autofree char *none_json = g_strdup_printf(fmt, "none");
+  ScnScenario *eager = parse_ok(eager_json), *none = parse_ok(none_json);
+  g_autofree char *key = scn_point_canonical(eager, "a", "b", "c");
+  g_assert_nonnull(strstr(key, "framework=pytorch-eager\n"));
+  GPtrArray *pe = expand_ok(eager), *pn = expand_ok(none);
+  GError *error = NULL;
+  ScnSimulation *se = scn_simulate(eager, point_at(pe, 0), NULL, &error);
+  g_assert_no_error(error);
+  ScnSimulation *sn = scn_simulate(none, point_at(pn, 0), NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(se->strategy->framework, ==, MDL_FRAMEWORK_PYTORCH_EAGER);
+  g_assert_cmpfloat(sim_run_prediction(sn->run)->host_bound_s, ==, 0);
+  g_assert_cmpfloat(sim_run_prediction(se->run)->host_bound_s, >, 0);
+  g_assert_cmpfloat(sim_run_prediction(se->run)->iteration_time_s, >,
+                    sim_run_prediction(sn->run)->iteration_time_s);
+  scn_simulation_free(se);
+  scn_simulation_free(sn);
+  g_ptr_array_free(pe, TRUE);
+  g_ptr_array_free(pn, TRUE);
+  scn_scenario_free(eager);
+  scn_scenario_free(none);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   tmpdir = g_dir_make_tmp("stratsim-scenario-XXXXXX", NULL);
@@ -212,6 +244,7 @@ int main(int argc, char **argv) {
     g_test_add_data_func(path, &bad_scenarios[i], test_expand_bad);
   }
   g_test_add_func("/scn/options/crossmesh", test_options_crossmesh);
+  g_test_add_func("/scn/options/framework", test_options_framework);
   int status = g_test_run();
   test_remove_tree(tmpdir);
   g_free(tmpdir);

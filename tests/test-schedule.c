@@ -241,7 +241,7 @@ static void pipe_run(Pipe *p, MdlSchedule schedule, int P, int V, int M, gboolea
   MdlMegatronConfig cfg = {.tp = 1, .pp = P, .dp = 1, .microbatch_size = 8, .schedule = schedule,
                            .virtual_stages = V, .weight_delay = wdelay, .dtype = DEV_DTYPE_FP16};
   GError *error = NULL;
-  p->strategy = mdl_strategy_megatron(p->graph, p->cluster, &cfg, &error);
+  p->strategy = test_no_host(mdl_strategy_megatron(p->graph, p->cluster, &cfg, &error));
   g_assert_no_error(error);
   g_assert_cmpint(p->strategy->num_microbatches, ==, M);
   CmParams params;
@@ -406,7 +406,7 @@ static void test_memory_in_flight(void) {
                              .schedule = cases[k].schedule, .virtual_stages = V,
                              .weight_delay = cases[k].wdelay, .dtype = DEV_DTYPE_FP16};
     GError *error = NULL;
-    MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
+    MdlStrategy *s = test_no_host(mdl_strategy_megatron(g, c, &cfg, &error));
     g_assert_no_error(error);
     g_autofree CmMemory *mem = cm_memory_per_device(g, s, c);
     double per_layer = 8.0 * 1024 * 2; /* one microbatch's [8, 1024] fp16 input */
@@ -430,7 +430,7 @@ static void test_grad_sync_after_weight_grads(void) {
   MdlGraph *g = test_chain_graph(4, 1024, 64);
   GError *error = NULL;
   /* bucket_mb=0: one all-reduce per weight, so each sync can be matched with its op's W. */
-  MdlStrategy *s = mdl_strategy_parse_spec("megatron:pp=2,dp=2,mb=8,wdelay=1,bucket_mb=0", g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_parse_spec("megatron:pp=2,dp=2,mb=8,wdelay=1,bucket_mb=0", g, c, &error));
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
@@ -472,8 +472,8 @@ static void test_symmetry_interleaved(void) {
   MdlGraph *g = mdl_graph_parse_spec("gpt:layers=8,hidden=512,heads=8,seq=128,vocab=1000,batch=16",
                                      &error);
   g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec(
-      "megatron:tp=2,pp=2,dp=2,mb=2,schedule=interleaved,vp=2,wdelay=1", g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_parse_spec(
+      "megatron:tp=2,pp=2,dp=2,mb=2,schedule=interleaved,vp=2,wdelay=1", g, c, &error));
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
@@ -569,15 +569,15 @@ static void test_json_round_trip(void) {
   DevCluster *c = dev_cluster_parse_spec("dgx-a100", &error);
   MdlGraph *g = mdl_graph_parse_spec("gpt:layers=8,hidden=256,heads=4,seq=64,vocab=100,batch=16",
                                      &error);
-  MdlStrategy *s = mdl_strategy_parse_spec(
-      "megatron:tp=2,pp=4,dp=1,mb=1,schedule=interleaved,vp=2,wdelay=1", g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_parse_spec(
+      "megatron:tp=2,pp=4,dp=1,mb=1,schedule=interleaved,vp=2,wdelay=1", g, c, &error));
   g_assert_no_error(error);
   g_assert_cmpint(s->num_stages, ==, 8);
   g_assert_cmpint(s->virtual_stages, ==, 2);
   g_assert_cmpint(s->vp, ==, 2);
   g_assert_cmpint(s->meshes->len, ==, 4); /* one mesh per rank, shared by its two chunks */
   g_autofree char *json = mdl_strategy_to_json(s, g);
-  MdlStrategy *back = mdl_strategy_from_json(json, "rt.json", g, c, &error);
+  MdlStrategy *back = test_no_host(mdl_strategy_from_json(json, "rt.json", g, c, &error));
   g_assert_no_error(error);
   g_assert_cmpint(back->virtual_stages, ==, 2);
   g_assert_true(back->weight_delay);
@@ -594,7 +594,7 @@ static void test_json_round_trip(void) {
   char *at = strstr(bad, "\"interleaved\"");
   g_assert_nonnull(at);
   memcpy(at, "\"1f1b\"       ", strlen("\"interleaved\""));
-  back = mdl_strategy_from_json(bad, "bad.json", g, c, &error);
+  back = test_no_host(mdl_strategy_from_json(bad, "bad.json", g, c, &error));
   g_assert_null(back);
   g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
   g_assert_nonnull(strstr(error->message, "vp=2"));
@@ -629,7 +629,7 @@ static void test_spec_error(gconstpointer data) {
   DevCluster *c = dev_cluster_parse_spec("dgx-a100", &error);
   MdlGraph *g = mdl_graph_parse_spec(e->model, &error);
   g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec(e->spec, g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_parse_spec(e->spec, g, c, &error));
   g_assert_null(s);
   g_assert_error(error, MDL_ERROR, e->code);
   if (!strstr(error->message, e->needle))

@@ -105,7 +105,7 @@ static void test_dp_allreduce_exact(void) {
   DevCluster *c = test_cluster(1, p, intra_GBps, intra_us, 100, 9.6);
   MdlGraph *g = test_chain_graph(1, 4096, 64);
   GError *error = NULL;
-  MdlStrategy *s = mdl_strategy_data_parallel(g, c, p, DEV_DTYPE_FP16, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_data_parallel(g, c, p, DEV_DTYPE_FP16, &error));
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
@@ -159,7 +159,7 @@ static void check_bubble(MdlSchedule schedule, int stages, int micro) {
   MdlMegatronConfig cfg = {.tp = 1, .pp = stages, .dp = 1, .microbatch_size = 8,
                            .schedule = schedule, .dtype = DEV_DTYPE_FP16};
   GError *error = NULL;
-  MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_megatron(g, c, &cfg, &error));
   g_assert_no_error(error);
   g_assert_cmpint(s->num_microbatches, ==, micro);
   CmParams params;
@@ -197,7 +197,7 @@ static void test_megatron_collectives(void) {
   g_assert_no_error(error);
   MdlGraph *g = mdl_graph_parse_spec("gpt:layers=3,hidden=512,heads=8,seq=128,vocab=1000,batch=8", &error);
   g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=4,dp=2,mb=2", g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_parse_spec("megatron:tp=4,dp=2,mb=2", g, c, &error));
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
@@ -246,7 +246,7 @@ static void test_megatron_sequence_parallel(void) {
   const int L = 3;
   MdlGraph *g = mdl_graph_parse_spec("gpt:layers=3,hidden=512,heads=8,seq=128,vocab=1000,batch=8", &error);
   g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=4,dp=2,mb=2,sp=1", g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_parse_spec("megatron:tp=4,dp=2,mb=2,sp=1", g, c, &error));
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
@@ -294,7 +294,7 @@ static void test_deterministic(void) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
   MdlGraph *g = mdl_graph_parse_spec("gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=5000,batch=32", &error);
-  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=4,pp=2,dp=2,mb=2", g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_parse_spec("megatron:tp=4,pp=2,dp=2,mb=2", g, c, &error));
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
@@ -318,7 +318,7 @@ static void test_breakdown_sums(void) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=2", &error);
   MdlGraph *g = mdl_graph_parse_spec("gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=5000,batch=32", &error);
-  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=2,pp=2,dp=4,mb=1,schedule=gpipe", g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_parse_spec("megatron:tp=2,pp=2,dp=4,mb=1,schedule=gpipe", g, c, &error));
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
@@ -373,7 +373,7 @@ static void test_symmetry_equals_expanded(gconstpointer data) {
   g_assert_no_error(error);
   MdlGraph *g = mdl_graph_parse_spec(sc->model, &error);
   g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec(sc->strategy, g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_parse_spec(sc->strategy, g, c, &error));
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
@@ -405,7 +405,7 @@ static void test_gradient_buckets(void) {
   const int expect[] = {4, 2, 1};
   for (int k = 0; k < 3; k++) {
     GError *error = NULL;
-    MdlStrategy *s = mdl_strategy_parse_spec(specs[k], g, c, &error);
+    MdlStrategy *s = test_no_host(mdl_strategy_parse_spec(specs[k], g, c, &error));
     g_assert_no_error(error);
     CmParams params;
     cm_params_default(&params);
@@ -450,7 +450,7 @@ static void test_crossmesh_stages(void) {
       " \"ops\": [{\"op\": \"fc0\", \"mesh\": 0, \"stage\": 0, \"split\": [\"b\", \"n\"]},"
       " {\"op\": \"fc1\", \"mesh\": 1, \"stage\": 1, \"split\": [\"b\"]}]}";
   GError *error = NULL;
-  MdlStrategy *s = mdl_strategy_from_json(json, "inline", g, c, &error);
+  MdlStrategy *s = test_no_host(mdl_strategy_from_json(json, "inline", g, c, &error));
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);

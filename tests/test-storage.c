@@ -140,7 +140,7 @@ static void test_search_kill(gconstpointer data) {
 
 /* --- migrations ------------------------------------------------------------------------------ */
 
-/* The schema as versions 1 to 6 wrote it (frozen copies of res_db.c's migrations[0..5]), and a
+/* The schema as versions 1 to 7 wrote it (frozen copies of res_db.c's migrations[0..6]), and a
  * row for each of the first five's tables. */
 static const char *const old_schema[] = {
     "CREATE TABLE runs (id INTEGER PRIMARY KEY, created_at TEXT NOT NULL, command TEXT NOT NULL,"
@@ -211,6 +211,10 @@ static const char *const old_schema[] = {
     " rank INTEGER NOT NULL, step INTEGER NOT NULL, stream TEXT NOT NULL, kind TEXT NOT NULL,"
     " collective TEXT, name TEXT NOT NULL, op TEXT, phase TEXT, microbatch INTEGER,"
     " predicted_s REAL NOT NULL, measured_s REAL, PRIMARY KEY (validate_id, rank, step));",
+    "CREATE TABLE point_claims ("
+    " scenario_id INTEGER NOT NULL REFERENCES scenarios(id) ON DELETE CASCADE,"
+    " point_key TEXT NOT NULL, owner TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,"
+    " expires_at REAL NOT NULL, PRIMARY KEY (scenario_id, point_key));",
 };
 G_STATIC_ASSERT(G_N_ELEMENTS(old_schema) == RES_SCHEMA_VERSION - 1);
 

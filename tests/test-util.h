@@ -11,6 +11,42 @@
 #include "model/mdl_strategy.h"
 #include "sim/sim.h"
 
+/* @strategy without the host stream (framework none), for tests of schedules and costs that
+ * compare against closed forms; tests/test-host.c covers the host. NULL stays NULL. */
+static inline MdlStrategy *test_no_host(MdlStrategy *strategy) {
+  if (strategy) strategy->framework = MDL_FRAMEWORK_NONE;
+  return strategy;
+}
+
+/* Simulates @model on @cluster under the strategy @spec with the default costs (@expanded: no
+ * symmetry); aborts the test on an error. Free with test_run_free, which frees the inputs too. */
+static inline SimRun *test_simulate_specs(const char *model, const char *cluster, const char *spec,
+                                          gboolean expanded) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
+  g_assert_no_error(error);
+  MdlGraph *g = mdl_graph_parse_spec(model, &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimOptions options = {.no_symmetry = expanded};
+  SimRun *run = sim_run_new_with_options(g, s, c, &params, &options, &error);
+  g_assert_no_error(error);
+  return run;
+}
+
+static inline void test_run_free(SimRun *run) {
+  MdlStrategy *s = (MdlStrategy *)sim_run_strategy(run);
+  MdlGraph *g = (MdlGraph *)sim_run_graph(run);
+  DevCluster *c = (DevCluster *)sim_run_cluster(run);
+  sim_run_free(run);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* A cluster of @nodes x @gpus a100-80gb with the given link figures (GB/s, us, Gb/s, us). */
 static inline DevCluster *test_cluster(int nodes, int gpus, double intra_GBps, double intra_us,
                                        double inter_Gbps, double inter_us) {

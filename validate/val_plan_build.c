@@ -112,7 +112,7 @@ static gboolean is_comm(const SimTaskInfo *t) {
 
 /* Whether task @t becomes steps at all (markers and one-member collectives do not). */
 static gboolean has_steps(const Plan *pl, const SimTaskInfo *t) {
-  if (t->role != SIM_ROLE_WHOLE) return FALSE;
+  if (t->role != SIM_ROLE_WHOLE || t->kind == SIM_TASK_HOST) return FALSE;
   if (!is_comm(t)) return TRUE;
   g_autofree int *members = g_new(int, t->nres);
   return comm_members(pl, t, members) >= 2;
@@ -140,6 +140,8 @@ static void collect_deps(const Plan *pl, uint32_t t, int device, GArray *deps, i
     }
     SimTaskInfo pt;
     sim_task_graph_get(pl->tg, p, &pt);
+    /* A host launch orders nothing the compute stream's program does not (sim_build_host.c). */
+    if (pt.kind == SIM_TASK_HOST) continue;
     if (!has_steps(pl, &pt) && depth < 64) collect_deps(pl, p, device, deps, depth + 1);
   }
 }
@@ -468,7 +470,7 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   while (sim_timeline_next(&it, &info)) {
     const SimTaskInfo *task = &info;
     uint32_t t = task->id;
-    if (task->role != SIM_ROLE_WHOLE) continue;
+    if (task->role != SIM_ROLE_WHOLE || task->kind == SIM_TASK_HOST) continue; /* no GPU work */
     if (is_comm(task)) {
       add_comm_steps(&pl, t);
     } else {

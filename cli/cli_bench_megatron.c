@@ -1,0 +1,50 @@
+/* cli/bench_megatron — `stratsim bench --suite megatron [--data DIR]`: per published Megatron
+ * run (Korthikanti et al. 2022, Table 5), the simulator's iteration against the measured one
+ * and its GEMM compute and tensor-parallel communication against the analytical breakdown of
+ * validate/val_components.h. Prints; asserts nothing. */
+#include "cli/cli.h"
+
+#include <math.h>
+#include <stdio.h>
+
+#include "validate/val_components.h"
+
+static double err_pct(double model, double ref) { return ref > 0 ? 100 * (model / ref - 1) : 0; }
+
+int cli_bench_megatron(const char *data_dir) {
+  const char *dir = data_dir ? data_dir : "tests/data/validation";
+  g_autofree char *rows_path = g_build_filename(dir, "megatron_public.csv", NULL);
+  g_autofree char *curve_path = g_build_filename(dir, "nccl_a100.csv", NULL);
+  GError *error = NULL;
+  g_autoptr(GPtrArray) rows = val_megatron_rows_load(rows_path, &error);
+  if (!rows) return cli_fail(error, cli_status_for(error));
+  g_autoptr(GArray) curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
+  if (!curve) return cli_fail(error, cli_status_for(error));
+  printf("bench: megatron  %u rows of %s; GEMM reference: Korthikanti FLOPs at 267.9 TFLOP/s "
+         "(A100 MAMF); communication reference: Korthikanti's collectives on %s\n",
+         rows->len, rows_path, curve_path);
+  printf("bench: megatron  %-14s %-9s %3s %8s %8s %7s | %8s %8s %7s | %8s %8s %7s %8s | %7s %7s\n",
+         "model", "recompute", "sp", "meas s", "pred s", "err", "gemm ref", "gemm sim", "err",
+         "comm ref", "comm sim", "err", "comm mdl", "other", "host");
+  double sum_e2e = 0, max_gemm = 0, sum_comm = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const ValMegatronRow *r = g_ptr_array_index(rows, i);
+    ValComponents c;
+    if (!val_megatron_components(r, curve, &c, &error)) return cli_fail(error, cli_status_for(error));
+    double e2e = err_pct(c.predicted_s, c.measured_s), gemm = err_pct(c.gemm_sim_s, c.gemm_ref_s);
+    double comm = err_pct(c.comm_sim_s, c.comm_ref_s);
+    sum_e2e += fabs(e2e);
+    sum_comm += fabs(comm);
+    max_gemm = MAX(max_gemm, fabs(gemm));
+    printf("bench: megatron  %-14s %-9s %3s %8.3f %8.3f %+6.1f%% | %8.3f %8.3f %+6.1f%% | %8.3f "
+           "%8.3f %+6.1f%% %8.3f | %7.3f %7.3f\n",
+           r->model, mdl_recompute_name(r->recompute), r->sequence_parallel ? "y" : "n",
+           c.measured_s, c.predicted_s, e2e, c.gemm_ref_s, c.gemm_sim_s, gemm, c.comm_ref_s,
+           c.comm_sim_s, comm, c.comm_model_s, c.other_sim_s, c.host_bound_s);
+  }
+  printf("bench: megatron  end-to-end mean |error| %.1f%%; GEMM compute max |error| %.1f%%; "
+         "tensor-parallel communication mean |error| %.1f%% (times: seconds per iteration on GPU "
+         "0; comm mdl = the same collectives at the simulator's own collective cost)\n",
+         sum_e2e / rows->len, max_gemm, sum_comm / rows->len);
+  return CLI_EXIT_OK;
+}

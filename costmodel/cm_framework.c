@@ -1,0 +1,104 @@
+/* costmodel/framework — framework profiles (cm_framework.h). Every figure's source:
+ *
+ * Host time per kernel launch, PyTorch-based frameworks: measured with
+ * costmodel/dispatch_bench.py (PyTorch 1.13, Debian python3-torch CPU build, one thread, a
+ * 12-layer stack of a plain torch.nn GPT-2 block on tiny tensors, b=1, s=4, h=16, so that what
+ * is timed is the host's work: Python, nn.Module calls, the dispatcher, autograd; the CPU
+ * build runs each tiny kernel inline where a GPU build calls cudaLaunchKernel, a few us
+ * either way). AMD EPYC vCPU shared with other jobs, 2026-11-24: 259.1 us forward and
+ * 245.3 us backward per layer (medians of 30). The block launches 18 kernels forward and 43
+ * backward (the pytorch-eager counts below: 2 layernorms, 4 linears, 2 batched matmuls, the
+ * softmax group, 3 elementwise), so 259.1 / 18 = 14.4 us per forward kernel and
+ * 245.3 / 43 = 5.7 us per backward kernel (the autograd engine runs in C++). This agrees with
+ * the issue's "10-30 us of CPU time per kernel in PyTorch-based frameworks" and the
+ * FIELD-NOTES' "~10 us per op"; single eager ops in the same run measure 1.3-7.8 us forward
+ * (costmodel/FRAMEWORKS.md), the rest is module and Python overhead. The per-kernel figures
+ * are used for every PyTorch-based framework: Megatron's fused kernels cut the launches per
+ * layer, not the host work per launch.
+ * Launch queue: the host runs ahead of the GPU until 1024 launches are pending in the stream
+ * (the CUDA driver's per-stream pushbuffer depth, as reported on the NVIDIA Developer Forums,
+ * "cudaLaunchKernel blocks after ~1024 pending launches"; an approximate, undocumented figure).
+ *
+ * Kernels per op (the op kinds of model/mdl_graph.h; a GPT layer's ops: model/mdl_zoo_gpt.c):
+ *  - megatron-lm (NVIDIA/Megatron-LM, megatron/model/transformer.py with its fused kernels):
+ *    matmul: one GEMM forward (the bias is skipped and fused into the next op, skip_bias_add);
+ *    backward dX GEMM, dW GEMM accumulated into main_grad (fused_weight_gradient_mlp_cuda)
+ *    and the bias gradient reduction: 3, of which 2 weight. batch matmul (baddbmm, bmm): 1 and
+ *    2. softmax: FusedScaleMaskSoftmax (scaled_upper_triang_masked_softmax_cuda) + attention
+ *    dropout: 2 and 2. layernorm: apex FusedLayerNormAffineFunction, 1 forward, backward
+ *    cuComputeGradInput + cuComputePartGradGammaBeta + cuComputeGradGammaBeta: 3, 2 weight.
+ *    elementwise (bias_gelu and bias_dropout_add fusions, the position-embedding add): 1 and
+ *    1. embedding (VocabParallelEmbedding): range mask (2 compares, or), shift, masked_fill,
+ *    lookup, output masked_fill: 7; backward embedding_dense_backward (sort, segment sums,
+ *    scatter: ~4) + the mask: 5, all weight. loss (vocab_parallel_cross_entropy): max, shift,
+ *    range mask (3), masked target, gather, masked_fill, exp, sum, log, subtract, mean,
+ *    scale: ~14 forward; backward softmax recovery, one-hot subtract, scale: ~4.
+ *  - megatron-deepspeed (microsoft/Megatron-DeepSpeed: the same model code and kernels under
+ *    the DeepSpeed engine): DeepSpeed's ZeRO stage 1/2 optimizer registers a hook on every
+ *    parameter's gradient (deepspeed/runtime/zero/stage_1_and_2.py,
+ *    create_reduce_and_remove_grad_hooks -> reduce_ready_partitions_and_remove_grads) that
+ *    copies it into the reduction bucket: one more kernel (and its host time) per weight tensor
+ *    in backward: matmul +2 (weight, bias), layernorm +2 (gamma, beta), embedding +1.
+ *  - pytorch-eager (plain torch.nn modules, unfused, as nanoGPT without flash attention or
+ *    HF GPT-2 eager): matmul: addmm 1; backward dX, dW, bias sum + AccumulateGrad adds of
+ *    weight and bias (gradient accumulation over microbatches): 5, 4 weight. batch matmul:
+ *    GEMM + scale 2, backward 3. softmax: causal masked_fill, softmax, dropout: 3 and 3.
+ *    layernorm: 1; backward native layer_norm_backward (2) + 2 AccumulateGrad: 4, 3 weight.
+ *    elementwise (GELU; residual dropout + add; position add): 2 and 2 on average. embedding:
+ *    1; backward 2 + AccumulateGrad: 3, all weight. loss: log_softmax + nll_loss: 2 and 2.
+ *  - cuda-graphs (Megatron's kernels captured once and replayed: the host launches a whole
+ *    graph, not its kernels; NVIDIA Developer Blog, "Getting Started with CUDA Graphs", 2019):
+ *    0 host time per kernel.
+ * Convolutions and pooling (not in transformers): cuDNN forward 1, backward data + filter 2
+ * (1 weight) for every framework; pooling 1 and 1. */
+#include "costmodel/cm_framework.h"
+
+#define HOST_FORWARD_S (259.1e-6 / 18)
+#define HOST_BACKWARD_S (245.3e-6 / 43)
+#define LAUNCH_QUEUE 1024
+
+/* Kernel counts per op kind; a kind not listed (added to the IR later) launches one kernel
+ * forward and two backward (cm_framework_kernels). */
+#define CNN_KERNELS [MDL_OP_CONV2D] = {1, 2, 1}, [MDL_OP_POOL2D] = {1, 1, 0}
+#define MEGATRON_KERNELS(matmul_bwd, matmul_wgt, ln_bwd, ln_wgt, emb_bwd)                      \
+  {[MDL_OP_MATMUL] = {1, matmul_bwd, matmul_wgt}, [MDL_OP_BATCH_MATMUL] = {1, 2, 0},             \
+   CNN_KERNELS, [MDL_OP_ELEMENTWISE] = {1, 1, 0}, [MDL_OP_LAYERNORM] = {1, ln_bwd, ln_wgt},       \
+   [MDL_OP_SOFTMAX] = {2, 2, 0}, [MDL_OP_EMBEDDING] = {7, emb_bwd, emb_bwd},                     \
+   [MDL_OP_LOSS] = {14, 4, 0}}
+static const CmFramework frameworks[] = {
+  {MDL_FRAMEWORK_MEGATRON_LM, HOST_FORWARD_S,
+   HOST_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(3, 2, 3, 2, 5)},
+  {MDL_FRAMEWORK_MEGATRON_DEEPSPEED, HOST_FORWARD_S,
+   HOST_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(5, 4, 5, 4, 6)},
+  {MDL_FRAMEWORK_PYTORCH_EAGER, HOST_FORWARD_S,
+   HOST_BACKWARD_S, LAUNCH_QUEUE,
+   {[MDL_OP_MATMUL] = {1, 5, 4}, [MDL_OP_BATCH_MATMUL] = {2, 3, 0}, CNN_KERNELS,
+    [MDL_OP_ELEMENTWISE] = {2, 2, 0}, [MDL_OP_LAYERNORM] = {1, 4, 3},
+    [MDL_OP_SOFTMAX] = {3, 3, 0}, [MDL_OP_EMBEDDING] = {1, 3, 3}, [MDL_OP_LOSS] = {2, 2, 0}}},
+  {MDL_FRAMEWORK_CUDA_GRAPHS, 0, 0, LAUNCH_QUEUE, MEGATRON_KERNELS(3, 2, 3, 2, 5)},
+};
+
+const CmFramework *cm_framework_get(MdlFramework kind) {
+  for (guint i = 0; i < G_N_ELEMENTS(frameworks); i++)
+    if (frameworks[i].kind == kind) return &frameworks[i];
+  return NULL;
+}
+
+int cm_framework_kernels(const CmFramework *f, const MdlOp *op, CmHostPhase phase) {
+  g_return_val_if_fail(f && op && op->kind < MDL_OP_KIND_COUNT, 0);
+  static const CmOpKernels unlisted = {1, 2, 0};
+  const CmOpKernels *k = &f->kernels[op->kind];
+  if (k->forward == 0 && k->backward == 0) k = &unlisted;
+  switch (phase) {
+  case CM_HOST_FORWARD: return k->forward;
+  case CM_HOST_BACKWARD: return k->backward;
+  case CM_HOST_BACKWARD_INPUT: return k->backward - k->weight;
+  case CM_HOST_BACKWARD_WEIGHT: return k->weight;
+  }
+  g_return_val_if_reached(0);
+}
+
+double cm_framework_host_time(const CmFramework *f, const MdlOp *op, CmHostPhase phase) {
+  double per = phase == CM_HOST_FORWARD ? f->forward_launch_s : f->backward_launch_s;
+  return cm_framework_kernels(f, op, phase) * per;
+}

@@ -1,0 +1,46 @@
+/* costmodel/framework — the host side of a training framework: how many kernels each op
+ * launches, forward and backward, and how long the host spends on each launch (its Python,
+ * dispatcher, autograd and cudaLaunchKernel time). The simulator's host stream (sim/sim.h,
+ * SIM_TASK_HOST) charges these before each compute task may start. Figures and their sources:
+ * costmodel/cm_framework.c and costmodel/FRAMEWORKS.md. Pure data: no state. */
+#ifndef STRATSIM_CM_FRAMEWORK_H
+#define STRATSIM_CM_FRAMEWORK_H
+
+#include <glib.h>
+#include "model/mdl_graph.h"
+#include "model/mdl_strategy.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  guint8 forward;    /* kernels of the op's forward (and of its recomputation) */
+  guint8 backward;   /* kernels of its whole backward */
+  guint8 weight;     /* of which weight-gradient kernels (the W task under weight delay) */
+} CmOpKernels;
+
+typedef struct {
+  MdlFramework kind;
+  double forward_launch_s;   /* host time per forward kernel */
+  double backward_launch_s;  /* host time per backward kernel (autograd engine) */
+  int queue_depth;           /* kernels the host may enqueue ahead of the GPU */
+  CmOpKernels kernels[MDL_OP_KIND_COUNT];
+} CmFramework;
+
+/* The profile of @kind, or NULL for MDL_FRAMEWORK_NONE (no host stream). Static data. */
+const CmFramework *cm_framework_get(MdlFramework kind);
+
+/* Which of an op's compute tasks is launched. */
+typedef enum {
+  CM_HOST_FORWARD,          /* its forward, or its recomputed forward */
+  CM_HOST_BACKWARD,         /* its whole backward (no weight delay) */
+  CM_HOST_BACKWARD_INPUT,   /* under weight delay: the B task (backward less its W kernels) */
+  CM_HOST_BACKWARD_WEIGHT,  /* under weight delay: the W task */
+} CmHostPhase;
+/* The kernels @op launches in @phase. */
+int cm_framework_kernels(const CmFramework *framework, const MdlOp *op, CmHostPhase phase);
+/* Their host time in seconds. */
+double cm_framework_host_time(const CmFramework *framework, const MdlOp *op, CmHostPhase phase);
+
+G_END_DECLS
+
+#endif

@@ -1,0 +1,89 @@
+/* sim/build_host — the host stream: who launches the kernels, and when.
+ *
+ * Every compute task c (forward, backward, weight-gradient, recomputed forward) gets a host
+ * task h(c) on its device's host resource, lasting the framework's host time for the kernels
+ * c stands for (costmodel/cm_framework.h). Edges:
+ *  - h(c) -> c: a kernel cannot start before it is launched;
+ *  - h(prev) -> h(c), prev = c's predecessor in the device's program (chain_prev): the host
+ *    issues the program in order, one thing at a time (the host resource serializes too);
+ *  - c_q -> h(c): the launch queue. The host may run ahead of the GPU until queue_depth
+ *    kernels are pending; launching c's k kernels needs the compute tasks up to q done, q the
+ *    first position in the program with (kernels launched before c) - (kernels of tasks up to
+ *    q) + k <= queue_depth. Only edges where q advances are added (later ones are implied by
+ *    the host chain).
+ * Iteration boundaries are synchronization points (the loss's .item(), the optimizer's
+ * grad-norm .item() in Megatron): the simulated iteration starts with host and GPU idle at 0.
+ * Collective launches (NCCL kernels) and the optimizer's few multi-tensor launches are not
+ * charged to the host.
+ * Host tasks take ids right after the compute tasks (graph->host_base + c) and depend only on
+ * the compute tasks' program and op kinds, never on splits: delta simulation copies them with
+ * the compute block (sim_build-int.h), and under symmetry they exist for representatives only,
+ * like their compute tasks. */
+#include "sim/sim-int.h"
+#include "sim/sim_build-int.h"
+
+#include "costmodel/cm_framework.h"
+
+static CmHostPhase host_phase(const Builder *b, const SimTask *t) {
+  switch ((SimTaskKind)t->kind) {
+  case SIM_TASK_BACKWARD: return b->s->weight_delay ? CM_HOST_BACKWARD_INPUT : CM_HOST_BACKWARD;
+  case SIM_TASK_BACKWARD_WEIGHT: return CM_HOST_BACKWARD_WEIGHT;
+  default: return CM_HOST_FORWARD; /* forward and recomputed forward */
+  }
+}
+
+/* Queue-depth edges for one device's program @prog (@n compute tasks in order). */
+static void add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *prog, uint32_t n,
+                            const int *kernels) {
+  guint64 launched = 0, done = 0; /* kernels before position p; of tasks before position q */
+  uint32_t q = 0;
+  for (uint32_t p = 0; p < n; p++) {
+    guint64 k = (guint64)kernels[prog[p]];
+    gboolean advanced = FALSE;
+    while (q < p && launched - done + k > (guint64)f->queue_depth) {
+      done += (guint64)kernels[prog[q]];
+      q++;
+      advanced = TRUE;
+    }
+    if (advanced) sim_task_graph_edge(b->tg, prog[q - 1], b->tg->host_base + prog[p]);
+    launched += k;
+  }
+}
+
+void sb_add_host_tasks(Builder *b) {
+  const CmFramework *f = cm_framework_get(b->s->framework);
+  SimTaskGraph *tg = b->tg;
+  uint32_t n = sim_task_graph_size(tg);
+  tg->num_compute = n;
+  if (!f) return;
+  tg->host_base = n;
+  tg->host_resource_base = (uint32_t)tg->num_resources;
+  tg->num_resources += tg->num_devices;
+  g_autofree int *kernels = g_new(int, n ? n : 1);
+  for (uint32_t c = 0; c < n; c++) {
+    SimTask t = *sim_task_graph_task(tg, c);
+    const MdlOp *op = mdl_graph_op(b->g, t.op);
+    CmHostPhase phase = host_phase(b, &t);
+    kernels[c] = cm_framework_kernels(f, op, phase);
+    t.kind = SIM_TASK_HOST;
+    t.duration = sim_time_from_seconds(cm_framework_host_time(f, op, phase));
+    /* its compute stream is 2d; read before adding (the array may move) */
+    uint32_t r = tg->host_resource_base + g_array_index(tg->task_resources, uint32_t, t.res_begin) / 2;
+    uint32_t h = sim_task_graph_add(tg, &t, &r, 1);
+    g_assert(h == tg->host_base + c);
+    sim_task_graph_edge(tg, h, c);
+    if (b->chain_prev[c] != NO_TASK) sim_task_graph_edge(tg, tg->host_base + b->chain_prev[c], h);
+  }
+  /* Each device's program, from its last compute task back along chain_prev. */
+  g_autofree uint32_t *prog = g_new(uint32_t, n ? n : 1);
+  for (int d = 0; d < tg->num_devices; d++) {
+    uint32_t len = 0;
+    for (uint32_t c = b->last_compute[d]; c != NO_TASK; c = b->chain_prev[c]) prog[len++] = c;
+    for (uint32_t i = 0; i < len / 2; i++) {
+      uint32_t x = prog[i];
+      prog[i] = prog[len - 1 - i];
+      prog[len - 1 - i] = x;
+    }
+    add_queue_edges(b, f, prog, len, kernels);
+  }
+}

@@ -1,0 +1,117 @@
+/* sim/explain_components — where an iteration's time goes (issue 14, item 6): the breakdown of
+ * SimPrediction (compute, exposed communication, host-bound time, bubble) with the compute cut
+ * per transformer layer and the communication the compute stream hid (overlapped), as
+ * `stratsim explain` prints them. Means per GPU over the devices the strategy uses, like the
+ * breakdown, so the layers' compute plus the other ops' adds up to compute_s. */
+#include "sim/sim-int.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+  int nlayers;
+  double *layer_s;        /* compute per layer (ops named "layerN.*"), mean per GPU */
+  double other_s;         /* compute of the other ops and the optimizer step */
+  double comm_busy_s;     /* communication streams busy, mean per GPU; < 0 in step mode */
+} Components;
+
+/* The layer index of an op named "layerN.<name>", or -1. */
+static int layer_of(const char *name) {
+  if (!g_str_has_prefix(name, "layer")) return -1;
+  char *end = NULL;
+  long n = strtol(name + 5, &end, 10);
+  return end != name + 5 && *end == '.' && n >= 0 && n < G_MAXINT ? (int)n : -1;
+}
+
+static void components_init(Components *c, const SimRun *run) {
+  const SimTaskGraph *g = run->tasks;
+  const MdlGraph *graph = run->graph;
+  int nops = mdl_graph_num_ops(graph);
+  g_autofree int *layer = g_new(int, nops ? nops : 1);
+  c->nlayers = 0;
+  for (int o = 0; o < nops; o++) {
+    layer[o] = layer_of(mdl_graph_op(graph, o)->name);
+    c->nlayers = MAX(c->nlayers, layer[o] + 1);
+  }
+  g_autofree SimTime *per_layer = g_new0(SimTime, c->nlayers ? c->nlayers : 1);
+  SimTime other = 0, comm = 0;
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  uint32_t streams = 2 * (uint32_t)g->num_devices;
+  for (uint32_t i = 0; i < g->tasks->len; i++) {
+    const SimTask *t = sim_task_graph_task(g, i);
+    switch ((SimTaskKind)t->kind) {
+    case SIM_TASK_FORWARD:
+    case SIM_TASK_BACKWARD:
+    case SIM_TASK_BACKWARD_WEIGHT:
+    case SIM_TASK_RECOMPUTE:
+      if (layer[t->op] >= 0) per_layer[layer[t->op]] += t->duration;
+      else other += t->duration;
+      break;
+    case SIM_TASK_OPTIMIZER: other += t->duration; break;
+    case SIM_TASK_COMM:
+    case SIM_TASK_GRAD_SYNC:
+      for (uint16_t r = 0; r < t->nres; r++)
+        if (res[t->res_begin + r] < streams && res[t->res_begin + r] % 2 == 1) comm += t->duration;
+      break;
+    default: break;
+    }
+  }
+  double used = MAX(run->prediction.simulated_gpus, 1);
+  c->layer_s = g_new(double, c->nlayers ? c->nlayers : 1);
+  for (int l = 0; l < c->nlayers; l++) c->layer_s[l] = sim_time_seconds(per_layer[l]) / used;
+  c->other_s = sim_time_seconds(other) / used;
+  c->comm_busy_s = g->spans->len ? -1 : sim_time_seconds(comm) / used;
+}
+
+cJSON *sim_components_json(const SimRun *run) {
+  Components c;
+  components_init(&c, run);
+  const SimPrediction *p = &run->prediction;
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "iteration_s", p->iteration_time_s);
+  cJSON_AddNumberToObject(o, "compute_s", p->compute_s);
+  cJSON_AddNumberToObject(o, "comm_exposed_s", p->comm_exposed_s);
+  if (c.comm_busy_s >= 0)
+    cJSON_AddNumberToObject(o, "comm_overlapped_s", MAX(0, c.comm_busy_s - p->comm_exposed_s));
+  else
+    cJSON_AddNullToObject(o, "comm_overlapped_s"); /* step mode: transfers on link resources */
+  cJSON_AddNumberToObject(o, "host_bound_s", p->host_bound_s);
+  cJSON_AddNumberToObject(o, "bubble_s", p->bubble_s);
+  cJSON_AddStringToObject(o, "framework", mdl_framework_name(run->strategy->framework));
+  cJSON *layers = cJSON_AddArrayToObject(o, "layer_compute_s");
+  for (int l = 0; l < c.nlayers; l++) cJSON_AddItemToArray(layers, cJSON_CreateNumber(c.layer_s[l]));
+  cJSON_AddNumberToObject(o, "other_compute_s", c.other_s);
+  g_free(c.layer_s);
+  return o;
+}
+
+void sim_components_print(const SimRun *run, FILE *out, int max_rows) {
+  Components c;
+  components_init(&c, run);
+  const SimPrediction *p = &run->prediction;
+  double t = p->iteration_time_s > 0 ? p->iteration_time_s : 1;
+  fprintf(out, "\ncomponents (mean per GPU, framework %s): compute %.6g s (%.1f%%), exposed "
+               "communication %.6g s (%.1f%%), host-bound %.6g s (%.1f%%), bubble %.6g s (%.1f%%)",
+          mdl_framework_name(run->strategy->framework), p->compute_s, 100 * p->compute_s / t,
+          p->comm_exposed_s, 100 * p->comm_exposed_s / t, p->host_bound_s,
+          100 * p->host_bound_s / t, p->bubble_s, 100 * p->bubble_s / t);
+  if (c.comm_busy_s >= 0)
+    fprintf(out, "; communication hidden under compute %.6g s",
+            MAX(0, c.comm_busy_s - p->comm_exposed_s));
+  fputc('\n', out);
+  if (c.nlayers > 0) {
+    double lo = c.layer_s[0], hi = c.layer_s[0], sum = 0;
+    for (int l = 0; l < c.nlayers; l++) {
+      lo = MIN(lo, c.layer_s[l]);
+      hi = MAX(hi, c.layer_s[l]);
+      sum += c.layer_s[l];
+    }
+    fprintf(out, "  compute per layer: %d layers, min %.6g s, mean %.6g s, max %.6g s; other ops "
+                 "and the optimizer %.6g s\n", c.nlayers, lo, sum / c.nlayers, hi, c.other_s);
+    for (int l = 0; l < c.nlayers && l < max_rows; l++)
+      fprintf(out, "    layer%-4d %.6g s\n", l, c.layer_s[l]);
+    if (c.nlayers > max_rows) fprintf(out, "    ... %d more (--json lists all)\n", c.nlayers - max_rows);
+  }
+  g_free(c.layer_s);
+}

@@ -1,0 +1,67 @@
+/* Per-component checks against published Megatron runs (validate/val_components.h) on
+ * Korthikanti et al. 2022 Table 5 (tests/data/validation/megatron_public.csv) and the 8 x A100
+ * nccl-tests all-reduce curve (nccl_a100.csv): the simulated GEMM compute against the
+ * analytical FLOP count at the measured GEMM rate, and the tensor-parallel collectives the
+ * simulator charges against the ones Korthikanti's analysis counts, at the simulator's own
+ * collective cost. Errors against the measured communication and iteration times go to the
+ * log (`stratsim bench --suite megatron` prints them too); their accuracy depends on the
+ * collective model (issue 14, items 1-2). */
+#include <glib.h>
+#include <math.h>
+
+#include "validate/val_components.h"
+
+static char *data(const char *name) {
+  return g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation", name, NULL);
+}
+
+static void test_table5(void) {
+  g_autofree char *rows_path = data("megatron_public.csv"), *curve_path = data("nccl_a100.csv");
+  GError *error = NULL;
+  g_autoptr(GPtrArray) rows = val_megatron_rows_load(rows_path, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rows->len, ==, 8);
+  g_autoptr(GArray) curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
+  g_assert_no_error(error);
+  double e2e = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const ValMegatronRow *r = g_ptr_array_index(rows, i);
+    ValComponents c;
+    g_assert_true(val_megatron_components(r, curve, &c, &error));
+    g_assert_no_error(error);
+    g_test_message("%s %s: iteration %.3f s measured, %.3f predicted (%+.1f%%); GEMM %.3f ref, "
+                   "%.3f sim (%+.1f%%); TP comm %.3f on the measured curve, %.3f sim (%+.1f%%), "
+                   "%.3f counted at the simulator's cost", r->model,
+                   mdl_recompute_name(r->recompute), c.measured_s, c.predicted_s,
+                   100 * (c.predicted_s / c.measured_s - 1), c.gemm_ref_s, c.gemm_sim_s,
+                   100 * (c.gemm_sim_s / c.gemm_ref_s - 1), c.comm_ref_s, c.comm_sim_s,
+                   100 * (c.comm_sim_s / c.comm_ref_s - 1), c.comm_model_s);
+    g_assert_cmpfloat(fabs(c.gemm_sim_s / c.gemm_ref_s - 1), <, 0.12);
+    g_assert_cmpfloat(fabs(c.comm_sim_s / c.comm_model_s - 1), <, 0.06);
+    e2e += fabs(c.predicted_s / c.measured_s - 1);
+  }
+  g_test_message("end-to-end mean |error| %.1f%%", 100 * e2e / rows->len);
+}
+
+/* The curve interpolates in log-log space and scales proportionally beyond its ends. */
+static void test_curve(void) {
+  g_autofree char *curve_path = data("nccl_a100.csv");
+  GError *error = NULL;
+  g_autoptr(GArray) curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
+  g_assert_no_error(error);
+  const double *p = (const double *)curve->data;
+  g_assert_cmpfloat_with_epsilon(val_curve_time(curve, p[2]), p[3], 1e-12 * p[3]);
+  double mid = sqrt(p[2] * p[4]);
+  g_assert_cmpfloat_with_epsilon(val_curve_time(curve, mid), sqrt(p[3] * p[5]), 1e-12 * p[5]);
+  g_assert_cmpfloat_with_epsilon(val_curve_time(curve, p[0] / 2), p[1] / 2, 1e-15);
+  g_assert_null(val_allreduce_curve_load(curve_path, "TPU", 8, &error));
+  g_assert_nonnull(error);
+  g_clear_error(&error);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/validate/components/table5", test_table5);
+  g_test_add_func("/validate/components/curve", test_curve);
+  return g_test_run();
+}

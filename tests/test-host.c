@@ -1,0 +1,152 @@
+/* Tests of the host stream (sim/sim_build_host.c) and the framework profiles
+ * (costmodel/cm_framework.c): launches precede kernels, the host issues in program order, the
+ * launch queue bounds how far it runs ahead, small models become host-bound and the predicted
+ * time moves with the framework, and symmetry still gives the expanded answer bit for bit. */
+#include <glib.h>
+#include <math.h>
+
+#include "costmodel/cm_framework.h"
+#include "sim/sim.h"
+#include "sim/sim-int.h" /* white-box: the host stream's task ids and resources */
+#include "test-util.h"
+
+static const char *small_gpt = "gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1024,batch=16";
+
+/* Every compute task has its launch, which ends before it starts; a device's launches run one
+ * at a time, in the order of its compute program. */
+static void test_launch_order(void) {
+  SimRun *run = test_simulate_specs(small_gpt, "dgx-a100", "megatron:tp=2,pp=2,dp=2,mb=2,wdelay=1",
+                                    FALSE);
+  const SimTaskGraph *g = run->tasks;
+  const SimSchedule *s = run->schedule;
+  g_assert_cmpuint(g->host_base, ==, g->num_compute);
+  g_assert_cmpuint(g->num_compute, >, 0);
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  g_autofree SimTime *last_end = g_new0(SimTime, g->num_devices);
+  for (uint32_t k = 0; k < s->num_tasks; k++) {
+    uint32_t id = s->order[k];
+    const SimTask *t = sim_task_graph_task(g, id);
+    if (id < g->num_compute) {
+      uint32_t h = g->host_base + id;
+      const SimTask *ht = sim_task_graph_task(g, h);
+      g_assert_cmpint(ht->kind, ==, SIM_TASK_HOST);
+      g_assert_cmpint(ht->op, ==, t->op);
+      g_assert_cmpuint(s->start[id], >=, s->start[h] + ht->duration);
+    } else if (t->kind == SIM_TASK_HOST) {
+      uint32_t r = res[t->res_begin];
+      g_assert_cmpuint(r, >=, g->host_resource_base);
+      int d = (int)(r - g->host_resource_base);
+      g_assert_cmpuint(s->start[id], >=, last_end[d]);
+      last_end[d] = s->start[id] + t->duration;
+    }
+  }
+  g_assert_cmpuint((guint)g->num_resources, ==, g->host_resource_base + (guint)g->num_devices);
+  test_run_free(run);
+}
+
+/* The host runs ahead of a slow GPU by at most the launch queue: whenever a launch starts, the
+ * kernels launched before it and not yet finished, plus its own, fit in queue_depth. A chain
+ * of large layers (GPU-bound) with many microbatches launches far more than 1024 kernels. */
+static void test_launch_queue(void) {
+  SimRun *run = test_simulate_specs("mlp:layers=16,hidden=4096,batch=512",
+                                    "dgx-a100:gpus_per_node=1", "megatron:dp=1,mb=8", FALSE);
+  const SimTaskGraph *g = run->tasks;
+  const SimSchedule *s = run->schedule;
+  const CmFramework *f = cm_framework_get(MDL_FRAMEWORK_MEGATRON_LM);
+  uint32_t n = g->num_compute;
+  g_autofree int *kernels = g_new(int, n);
+  guint64 total = 0;
+  for (uint32_t c = 0; c < n; c++) {
+    const SimTask *t = sim_task_graph_task(g, c);
+    CmHostPhase phase = t->kind == SIM_TASK_FORWARD ? CM_HOST_FORWARD : CM_HOST_BACKWARD;
+    kernels[c] = cm_framework_kernels(f, mdl_graph_op(run->graph, t->op), phase);
+    total += (guint64)kernels[c];
+  }
+  g_assert_cmpuint(total, >, 2 * (guint64)f->queue_depth);
+  gboolean bound = FALSE;
+  for (uint32_t c = 0; c < n; c++) {
+    SimTime at = s->start[g->host_base + c];
+    guint64 pending = (guint64)kernels[c];
+    for (uint32_t x = 0; x < n; x++) {
+      if (x == c) continue;
+      const SimTask *h = sim_task_graph_task(g, g->host_base + x);
+      gboolean launched = s->start[g->host_base + x] + h->duration <= at;
+      gboolean finished = s->start[x] + sim_task_graph_task(g, x)->duration <= at;
+      if (launched && !finished) pending += (guint64)kernels[x];
+    }
+    g_assert_cmpuint(pending, <=, (guint64)f->queue_depth);
+    bound |= pending + 8 > (guint64)f->queue_depth; /* the queue was (nearly) full */
+  }
+  g_assert_true(bound); /* the GPU-bound chain does fill it */
+  test_run_free(run);
+}
+
+/* A 12-layer h1024 GPT at micro-batch 1 and short sequences on 8 A100s is host-bound under
+ * Megatron-LM; the prediction moves with the framework: none = cuda-graphs (no host time per
+ * kernel) < megatron-lm (fused kernels) < pytorch-eager (more kernels per op). The breakdown's
+ * four parts add up to the iteration. */
+static void test_host_bound(void) {
+  const char *model = "gpt:layers=12,hidden=1024,heads=16,seq=256,batch=64";
+  const char *fw[] = {"none", "cuda-graphs", "megatron-lm", "pytorch-eager"};
+  double t[G_N_ELEMENTS(fw)];
+  for (guint i = 0; i < G_N_ELEMENTS(fw); i++) {
+    g_autofree char *spec = g_strdup_printf("megatron:dp=8,mb=1,framework=%s", fw[i]);
+    SimRun *run = test_simulate_specs(model, "dgx-a100", spec, FALSE);
+    const SimPrediction *p = &run->prediction;
+    t[i] = p->iteration_time_s;
+    g_test_message("%s: iteration %.4g ms, compute %.4g, exposed comm %.4g, host-bound %.4g, "
+                   "bubble %.4g", fw[i], 1e3 * t[i], 1e3 * p->compute_s, 1e3 * p->comm_exposed_s,
+                   1e3 * p->host_bound_s, 1e3 * p->bubble_s);
+    g_assert_cmpfloat(fabs(p->compute_s + p->comm_exposed_s + p->host_bound_s + p->bubble_s - t[i]),
+                      <=, 1e-9 * t[i]);
+    if (i < 2) g_assert_cmpfloat(p->host_bound_s, ==, 0);
+    if (i >= 2) g_assert_cmpfloat(p->host_bound_s, >, 0.1 * t[i]);
+    test_run_free(run);
+  }
+  g_assert_cmpfloat(t[0], ==, t[1]);
+  g_assert_cmpfloat(t[1], <, t[2]);
+  g_assert_cmpfloat(t[2], <, t[3]);
+}
+
+/* Symmetry folds replicas with their host streams: the same prediction as the expanded graph,
+ * bit for bit. */
+static void test_symmetry(void) {
+  const char *specs[] = {"megatron:tp=2,pp=2,dp=2,mb=2",
+                         "megatron:tp=2,dp=4,mb=1,framework=pytorch-eager",
+                         "megatron:pp=2,dp=4,mb=2,schedule=gpipe,recompute=full"};
+  for (guint i = 0; i < G_N_ELEMENTS(specs); i++) {
+    SimRun *a = test_simulate_specs(small_gpt, "dgx-a100", specs[i], FALSE);
+    SimRun *b = test_simulate_specs(small_gpt, "dgx-a100", specs[i], TRUE);
+    g_assert_true(a->prediction.symmetric);
+    g_assert_cmpuint(a->schedule->makespan, ==, b->schedule->makespan);
+    g_assert_cmpfloat(a->prediction.host_bound_s, ==, b->prediction.host_bound_s);
+    g_assert_cmpfloat(a->prediction.bubble_s, ==, b->prediction.bubble_s);
+    test_run_free(a);
+    test_run_free(b);
+  }
+}
+
+/* An unknown framework is a one-line parse error naming it. */
+static void test_bad_framework(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100", &error);
+  MdlGraph *g = mdl_graph_parse_spec(small_gpt, &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:dp=8,framework=jax", g, c, &error);
+  g_assert_null(s);
+  g_assert_nonnull(error);
+  g_assert_nonnull(strstr(error->message, "jax"));
+  g_error_free(error);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/sim/host/launch-order", test_launch_order);
+  g_test_add_func("/sim/host/launch-queue", test_launch_queue);
+  g_test_add_func("/sim/host/host-bound", test_host_bound);
+  g_test_add_func("/sim/host/symmetry", test_symmetry);
+  g_test_add_func("/sim/host/bad-framework", test_bad_framework);
+  return g_test_run();
+}

@@ -1,0 +1,268 @@
+/* validate/components — see val_components.h.
+ *
+ * The analytical breakdown, for GPU 0 (first pipeline stage, first tensor-parallel rank) over
+ * one iteration of m = global_batch / micro_batch microbatches, b = micro_batch, s = seq,
+ * h = hidden, t = tp, L/p layers on the stage (dp = 1 in every row):
+ *  - GEMM compute: a layer's forward does 24 b s h^2 + 4 b s^2 h FLOPs (QKV, projection and
+ *    the two MLP GEMMs; the attention scores and context), its backward twice that
+ *    (Korthikanti et al. 2022, section 5 / Narayanan et al. 2021, Eq. 3); full recomputation
+ *    adds one forward, selective recomputation the attention core's 4 b s^2 h (Korthikanti,
+ *    section 5). Divided over the t ranks and run at the maximum achievable matmul rate measured
+ *    on A100 SXM, 267.9 TFLOP/s (S. Bekman, ml-engineering, MAMF table; the same source as
+ *    costmodel/cm_gemm.c: the check is of FLOPs, shapes and quantization, not of the peak).
+ *  - Tensor-parallel communication (Korthikanti et al. 2022, section 4.2 and Fig. 5): per layer
+ *    and microbatch, without sequence parallelism 2 all-reduces forward and 2 backward of the
+ *    b s h activations (2 bytes each), 2 more when the forward is recomputed; with sequence
+ *    parallelism each all-reduce becomes an all-gather and a reduce-scatter of the same
+ *    activations, and the backward all-gathers the two GEMM inputs again (6 all-gathers, 4
+ *    reduce-scatters; +2 of each when recomputed). Stage 0 adds its vocab-parallel embedding's
+ *    output reduction, one per microbatch. Timed on the measured 8 x A100 NVSwitch nccl-tests
+ *    all-reduce curve (tests/data/validation/nccl_a100.csv); an all-gather or a reduce-scatter
+ *    of n bytes as half an all-reduce of n (a ring moves (t-1)/t n per rank for them and
+ *    2(t-1)/t n for the all-reduce: nccl-tests docs/PERFORMANCE.md).
+ * The simulator's side: GPU 0's compute-stream tasks (contractions are GEMM, the rest other
+ * compute) and its communication stream's all-reduce / all-gather / reduce-scatter tasks over
+ * t ranks; pipeline sends and receives are not counted on either side. */
+#include "validate/val_components.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "costmodel/costmodel.h"
+#include "session/ses_session.h"
+#include "sim/sim.h"
+#include "util/util_csv.h"
+
+#define MAMF_A100_FLOPS 267.9e12
+#define DEFAULT_VOCAB 51200
+
+static void row_free(gpointer data) {
+  ValMegatronRow *r = data;
+  g_free(r->model);
+  g_free(r);
+}
+
+/* Field @name of row @i as an integer >= @lo; an empty field is @empty (-1: required). */
+static gboolean int_field(const UtilCsv *csv, guint i, const char *name, int lo, int empty,
+                          int *out, const char *path, GError **error) {
+  int c = util_csv_column(csv, name);
+  const char *v = c >= 0 ? util_csv_field(csv, i, c) : NULL;
+  if (v && *v == '\0' && empty >= 0) {
+    *out = empty;
+    return TRUE;
+  }
+  char *end = NULL;
+  long x = v ? strtol(v, &end, 10) : 0;
+  if (!v || !*v || *end || x < lo || x > G_MAXINT) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s data row %u: field %s must be an integer >= %d%s%s%s",
+                path, i + 1, name, lo, v ? " (got '" : "", v ? v : "", v ? "')" : " (no such column)");
+    return FALSE;
+  }
+  *out = (int)x;
+  return TRUE;
+}
+
+GPtrArray *val_megatron_rows_load(const char *path, GError **error) {
+  UtilCsv *csv = util_csv_read(path, error);
+  if (!csv) return NULL;
+  GPtrArray *rows = g_ptr_array_new_with_free_func(row_free);
+  int metric = util_csv_column(csv, "measured_metric"), value = util_csv_column(csv, "measured_value");
+  int model = util_csv_column(csv, "model"), rec = util_csv_column(csv, "recompute");
+  int sp = util_csv_column(csv, "sequence_parallel");
+  if (metric < 0 || value < 0 || model < 0 || rec < 0 || sp < 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s: missing one of the columns model, "
+                "recompute, sequence_parallel, measured_metric, measured_value", path);
+    goto err;
+  }
+  for (guint i = 0; i < csv->rows->len; i++) {
+    if (strcmp(util_csv_field(csv, i, metric), "iteration_seconds") != 0) continue;
+    ValMegatronRow *r = g_new0(ValMegatronRow, 1);
+    g_ptr_array_add(rows, r);
+    r->model = g_strdup(util_csv_field(csv, i, model));
+    int dp = 0;
+    if (!int_field(csv, i, "layers", 1, -1, &r->layers, path, error) ||
+        !int_field(csv, i, "hidden", 1, -1, &r->hidden, path, error) ||
+        !int_field(csv, i, "heads", 1, -1, &r->heads, path, error) ||
+        !int_field(csv, i, "seq_len", 1, -1, &r->seq, path, error) ||
+        !int_field(csv, i, "vocab", 1, DEFAULT_VOCAB, &r->vocab, path, error) ||
+        !int_field(csv, i, "global_batch", 1, -1, &r->global_batch, path, error) ||
+        !int_field(csv, i, "micro_batch", 1, -1, &r->micro_batch, path, error) ||
+        !int_field(csv, i, "tp", 1, -1, &r->tp, path, error) ||
+        !int_field(csv, i, "pp", 1, -1, &r->pp, path, error) ||
+        !int_field(csv, i, "dp", 1, -1, &dp, path, error) ||
+        !int_field(csv, i, "gpus", 1, -1, &r->gpus, path, error) ||
+        !int_field(csv, i, "interleaved_stages", 1, 1, &r->interleaved, path, error))
+      goto err;
+    const char *recompute = util_csv_field(csv, i, rec), *v = util_csv_field(csv, i, value);
+    char *end = NULL;
+    r->measured_s = g_ascii_strtod(v, &end);
+    if (dp != 1 || r->gpus != r->tp * r->pp || !mdl_recompute_parse(recompute, &r->recompute) ||
+        !(*v && !*end && r->measured_s > 0)) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s data row %u: needs dp = 1, gpus = tp x "
+                  "pp, recompute none|selective|full and a positive measured_value", path, i + 1);
+      goto err;
+    }
+    r->sequence_parallel = strcmp(util_csv_field(csv, i, sp), "y") == 0;
+  }
+  util_csv_free(csv);
+  return rows;
+err:
+  g_ptr_array_unref(rows);
+  util_csv_free(csv);
+  return NULL;
+}
+
+static gint compare_point(gconstpointer a, gconstpointer b) {
+  double x = ((const double *)a)[0], y = ((const double *)b)[0];
+  return (x > y) - (x < y);
+}
+
+GArray *val_allreduce_curve_load(const char *path, const char *system, int ranks, GError **error) {
+  UtilCsv *csv = util_csv_read(path, error);
+  if (!csv) return NULL;
+  int coll = util_csv_column(csv, "collective"), size = util_csv_column(csv, "size_bytes");
+  int nr = util_csv_column(csv, "ranks"), sys = util_csv_column(csv, "gpu_system");
+  int time = util_csv_column(csv, "time_us");
+  GArray *curve = g_array_new(FALSE, FALSE, sizeof(double) * 2);
+  for (guint i = 0; coll >= 0 && size >= 0 && nr >= 0 && sys >= 0 && time >= 0 && i < csv->rows->len; i++) {
+    if (strcmp(util_csv_field(csv, i, coll), "all_reduce") != 0 ||
+        atoi(util_csv_field(csv, i, nr)) != ranks || !strstr(util_csv_field(csv, i, sys), system))
+      continue;
+    double p[2] = {g_ascii_strtod(util_csv_field(csv, i, size), NULL),
+                   g_ascii_strtod(util_csv_field(csv, i, time), NULL) * 1e-6};
+    if (p[0] > 0 && p[1] > 0) g_array_append_val(curve, p);
+  }
+  util_csv_free(csv);
+  if (curve->len < 2) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s: fewer than 2 all_reduce rows for %d "
+                "ranks on a '%s' system", path, ranks, system);
+    g_array_unref(curve);
+    return NULL;
+  }
+  g_array_sort(curve, compare_point);
+  return curve;
+}
+
+double val_curve_time(const GArray *curve, double bytes) {
+  const double *p = (const double *)curve->data;
+  guint n = curve->len;
+  if (bytes <= p[0]) return p[1] * bytes / p[0];
+  if (bytes >= p[2 * (n - 1)]) return p[2 * (n - 1) + 1] * bytes / p[2 * (n - 1)];
+  guint k = 1;
+  while (p[2 * k] < bytes) k++;
+  double x0 = log(p[2 * (k - 1)]), x1 = log(p[2 * k]), y0 = log(p[2 * (k - 1) + 1]), y1 = log(p[2 * k + 1]);
+  return exp(y0 + (y1 - y0) * (log(bytes) - x0) / (x1 - x0));
+}
+
+/* Collectives per layer and microbatch on a tensor-parallel rank (the header comment). */
+static void layer_collectives(const ValMegatronRow *r, int *all_reduce, int *all_gather,
+                              int *reduce_scatter) {
+  int full = r->recompute == MDL_RECOMPUTE_FULL;
+  if (r->sequence_parallel) {
+    *all_reduce = 0;
+    *all_gather = 6 + 2 * full;
+    *reduce_scatter = 4 + 2 * full;
+  } else {
+    *all_reduce = 4 + 2 * full;
+    *all_gather = *reduce_scatter = 0;
+  }
+}
+
+static void reference(const ValMegatronRow *r, const GArray *curve, const SesSession *session,
+                      ValComponents *out) {
+  double b = r->micro_batch, s = r->seq, h = r->hidden, t = r->tp;
+  double m = (double)r->global_batch / r->micro_batch, layers = (double)r->layers / r->pp;
+  double fwd = 24 * b * s * h * h + 4 * b * s * s * h;
+  double extra = r->recompute == MDL_RECOMPUTE_FULL        ? fwd
+                 : r->recompute == MDL_RECOMPUTE_SELECTIVE ? 4 * b * s * s * h
+                                                           : 0;
+  out->gemm_ref_s = m * layers * (3 * fwd + extra) / t / MAMF_A100_FLOPS;
+  int ar, ag, rs;
+  layer_collectives(r, &ar, &ag, &rs);
+  double n = 2 * b * s * h; /* bf16 activations */
+  if (r->tp < 2) {
+    out->comm_ref_s = out->comm_model_s = 0;
+    return;
+  }
+  double embed_ar = r->sequence_parallel ? 0 : 1, embed_rs = r->sequence_parallel ? 1 : 0;
+  double t_ar = val_curve_time(curve, n);
+  out->comm_ref_s = m * (layers * (ar * t_ar + (ag + rs) * t_ar / 2) + embed_ar * t_ar + embed_rs * t_ar / 2);
+  g_autofree int *group = g_new(int, r->tp);
+  for (int i = 0; i < r->tp; i++) group[i] = i;
+  const CmParams *p = ses_session_params(session);
+  const DevCluster *c = ses_session_cluster(session);
+  double m_ar = cm_group_collective_time(p, c, CM_ALL_REDUCE, group, r->tp, n);
+  double m_ag = cm_group_collective_time(p, c, CM_ALL_GATHER, group, r->tp, n);
+  double m_rs = cm_group_collective_time(p, c, CM_REDUCE_SCATTER, group, r->tp, n);
+  out->comm_model_s = m * (layers * (ar * m_ar + ag * m_ag + rs * m_rs) + embed_ar * m_ar + embed_rs * m_rs);
+}
+
+/* GPU 0's compute (GEMM and other) and tensor-parallel collectives in the simulated run. */
+static void simulated(const SimRun *run, const ValMegatronRow *r, ValComponents *out) {
+  const MdlGraph *g = sim_run_graph(run);
+  SimTimeline it;
+  SimTaskInfo t;
+  sim_timeline_init(&it, run);
+  SimTime gemm = 0, other = 0, comm = 0;
+  while (sim_timeline_next(&it, &t)) {
+    gboolean on0 = FALSE, comm0 = FALSE;
+    for (int k = 0; k < t.nres; k++) {
+      on0 |= t.resources[k] == sim_resource_compute(0);
+      comm0 |= t.resources[k] == sim_resource_comm(0);
+    }
+    switch (t.kind) {
+    case SIM_TASK_FORWARD:
+    case SIM_TASK_BACKWARD:
+    case SIM_TASK_BACKWARD_WEIGHT:
+    case SIM_TASK_RECOMPUTE: {
+      if (!on0) break;
+      MdlOpKind kind = mdl_graph_op(g, t.op)->kind;
+      if (kind == MDL_OP_MATMUL || kind == MDL_OP_BATCH_MATMUL) gemm += t.duration;
+      else other += t.duration;
+      break;
+    }
+    case SIM_TASK_COMM:
+      if (comm0 && (int)t.group_size == r->tp &&
+          (t.collective == CM_ALL_REDUCE || t.collective == CM_ALL_GATHER ||
+           t.collective == CM_REDUCE_SCATTER))
+        comm += t.duration;
+      break;
+    default: break;
+    }
+  }
+  out->gemm_sim_s = sim_time_seconds(gemm);
+  out->other_sim_s = sim_time_seconds(other);
+  out->comm_sim_s = sim_time_seconds(comm);
+}
+
+gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, ValComponents *out,
+                                 GError **error) {
+  g_autofree char *model = g_strdup_printf("gpt:layers=%d,hidden=%d,heads=%d,seq=%d,vocab=%d,batch=%d",
+                                           r->layers, r->hidden, r->heads, r->seq, r->vocab,
+                                           r->global_batch);
+  g_autofree char *cluster = g_strdup_printf("dgx-a100:nodes=%d", (r->gpus + 7) / 8);
+  g_autofree char *interleave = r->interleaved > 1
+                                    ? g_strdup_printf(",schedule=interleaved,vp=%d", r->interleaved)
+                                    : g_strdup("");
+  g_autofree char *strategy = g_strdup_printf(
+      "megatron:tp=%d,pp=%d,dp=1,mb=%d,recompute=%s%s%s", r->tp, r->pp, r->micro_batch,
+      mdl_recompute_name(r->recompute), r->sequence_parallel ? ",sp=1" : "", interleave);
+  SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy};
+  SesSession *session = ses_session_new_from_specs(&specs, error);
+  if (!session) return FALSE;
+  SimRun *run = ses_session_simulate(session, error);
+  if (!run) {
+    ses_session_free(session);
+    return FALSE;
+  }
+  memset(out, 0, sizeof *out);
+  out->measured_s = r->measured_s;
+  out->predicted_s = sim_run_prediction(run)->iteration_time_s;
+  out->host_bound_s = sim_run_prediction(run)->host_bound_s;
+  reference(r, curve, session, out);
+  simulated(run, r, out);
+  sim_run_free(run);
+  ses_session_free(session);
+  return TRUE;
+}

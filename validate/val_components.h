@@ -1,0 +1,55 @@
+/* validate/components — each cost component of a published Megatron run against an analytical
+ * breakdown that does not use the simulator (issue 14, item 5): GEMM compute from Korthikanti
+ * et al. 2022's FLOP counts at the measured maximum GEMM rate, tensor-parallel communication
+ * from the collectives their section 4 counts, timed on a measured nccl-tests all-reduce curve;
+ * and the simulator's end-to-end time against the measured iteration. `stratsim bench --suite
+ * megatron` prints it per row; tests/test-components.c checks it. Formulas and sources:
+ * val_components.c. */
+#ifndef STRATSIM_VAL_COMPONENTS_H
+#define STRATSIM_VAL_COMPONENTS_H
+
+#include <glib.h>
+#include "model/mdl_strategy.h"
+
+G_BEGIN_DECLS
+
+/* One published run (a row of tests/data/validation/megatron_public.csv with measured_metric
+ * iteration_seconds): a GPT trained with Megatron-LM, data parallelism 1. */
+typedef struct {
+  char *model;              /* "Megatron 22B" */
+  int layers, hidden, heads, seq, vocab, global_batch, micro_batch, tp, pp, gpus, interleaved;
+  MdlRecompute recompute;
+  gboolean sequence_parallel;
+  double measured_s;        /* iteration seconds */
+} ValMegatronRow;
+
+/* The rows of @path whose measured_metric is iteration_seconds (a missing vocab is 51200, the
+ * vocabulary Narayanan et al. and Calculon use). GPtrArray of ValMegatronRow (owned: unref
+ * frees); NULL with @error naming the file and the field. */
+GPtrArray *val_megatron_rows_load(const char *path, GError **error);
+
+/* A measured all-reduce curve: the rows of an nccl_public.csv-format file for @ranks ranks whose
+ * gpu_system contains @system ("A100"), as (size_bytes, time_s) pairs sorted by size. */
+GArray *val_allreduce_curve_load(const char *path, const char *system, int ranks, GError **error);
+/* Time of an all-reduce of @bytes on @curve: log-log interpolation between the two measured
+ * neighbours, proportional to size beyond either end. */
+double val_curve_time(const GArray *curve, double bytes);
+
+typedef struct {
+  double measured_s, predicted_s;     /* iteration: the paper's, the simulator's */
+  double gemm_ref_s, gemm_sim_s;      /* GPU 0's GEMM compute per iteration */
+  double other_sim_s;                 /* GPU 0's other compute (memory-bound kernels) */
+  double comm_ref_s, comm_sim_s;      /* GPU 0's tensor-parallel collectives per iteration */
+  double comm_model_s;                /* the analytical count timed with the simulator's own
+                                         collective cost (checks counting and sizes) */
+  double host_bound_s;                /* the simulator's host-bound time */
+} ValComponents;
+
+/* Simulates @row on DGX A100 nodes (dgx-a100 preset) and fills @out; FALSE with @error when the
+ * strategy is invalid. */
+gboolean val_megatron_components(const ValMegatronRow *row, const GArray *curve,
+                                 ValComponents *out, GError **error);
+
+G_END_DECLS
+
+#endif
