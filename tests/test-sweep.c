@@ -40,27 +40,15 @@ static const char *small_scenario =
     " \"outputs\": {\"charts\": [\"throughput\", \"breakdown\", \"memory\", \"timeline\"],"
     "              \"timeline\": {\"where\": {\"gpus\": 2}, \"max\": 2}}}";
 
-static gint64 count_rows(const char *db_path, const char *sql_text) {
-  sqlite3 *sql = NULL;
-  sqlite3_stmt *st = NULL;
-  g_assert_cmpint(sqlite3_open_v2(db_path, &sql, SQLITE_OPEN_READONLY, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_prepare_v2(sql, sql_text, -1, &st, NULL), ==, SQLITE_OK);
-  g_assert_cmpint(sqlite3_step(st), ==, SQLITE_ROW);
-  gint64 n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  sqlite3_close(sql);
-  return n;
-}
-
 /* Every point of @sc is stored exactly once under its key, and nothing else is. */
 static void assert_complete(const char *db_path, const ScnScenario *sc) {
   GPtrArray *points = expand_ok(sc);
-  g_assert_cmpint(count_rows(db_path, "SELECT count(*) FROM points"), ==, points->len);
-  g_assert_cmpint(count_rows(db_path, "SELECT count(DISTINCT point_key) FROM points"), ==, points->len);
+  g_assert_cmpint(test_db_query_int(db_path, "SELECT count(*) FROM points"), ==, points->len);
+  g_assert_cmpint(test_db_query_int(db_path, "SELECT count(DISTINCT point_key) FROM points"), ==, points->len);
   for (guint i = 0; i < points->len; i++) {
     g_autofree char *q = g_strdup_printf("SELECT count(*) FROM points WHERE point_key = '%s'",
                                          point_at(points, i)->key);
-    g_assert_cmpint(count_rows(db_path, q), ==, 1);
+    g_assert_cmpint(test_db_query_int(db_path, q), ==, 1);
   }
   g_ptr_array_free(points, TRUE);
 }
@@ -79,7 +67,7 @@ static void test_sweep_resume(void) {
   g_assert_cmpuint(sum.ran, ==, 6);
   g_assert_cmpuint(sum.stored_before, ==, 0);
   g_assert_cmpuint(sum.left, ==, 6);
-  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points"), ==, 6);
+  g_assert_cmpint(test_db_query_int(path, "SELECT count(*) FROM points"), ==, 6);
   /* The rest, then nothing more. */
   g_assert_true(scn_sweep_run(sc, db, NULL, &sum, &error));
   g_assert_cmpuint(sum.ran, ==, 6);
@@ -91,13 +79,13 @@ static void test_sweep_resume(void) {
   assert_complete(path, sc);
   /* Failures are stored with their message, once: tp=8 (2 x 2 batches at 8 GPUs; at 2 GPUs
    * tp=8 is over the cluster), and not retried. */
-  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points WHERE status = 'error' AND "
+  g_assert_cmpint(test_db_query_int(path, "SELECT count(*) FROM points WHERE status = 'error' AND "
                                    "error LIKE '%attention heads%'"), >=, 2);
-  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points WHERE status = 'ok' AND "
+  g_assert_cmpint(test_db_query_int(path, "SELECT count(*) FROM points WHERE status = 'ok' AND "
                                    "prediction IS NOT NULL AND num_gpus > 0"), >=, 6);
-  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM scenarios"), ==, 1);
+  g_assert_cmpint(test_db_query_int(path, "SELECT count(*) FROM scenarios"), ==, 1);
   /* Stored in point order: row ids follow the expansion. */
-  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points p JOIN points q ON q.id = p.id + 1 "
+  g_assert_cmpint(test_db_query_int(path, "SELECT count(*) FROM points p JOIN points q ON q.id = p.id + 1 "
                                    "WHERE q.idx < p.idx"), ==, 0);
   res_db_close(db);
   scn_scenario_free(sc);
@@ -170,9 +158,9 @@ static void test_sweep_kill(gconstpointer data) {
       test_db_assert_integrity(db);
       gint64 n = 0;
       /* The schema may not be there yet if the kill came before the first migration. */
-      if (count_rows(db, "SELECT count(*) FROM sqlite_master WHERE name = 'points'") == 1) {
-        n = count_rows(db, "SELECT count(*) FROM points");
-        g_assert_cmpint(n, ==, count_rows(db, "SELECT count(DISTINCT point_key) FROM points"));
+      if (test_db_query_int(db, "SELECT count(*) FROM sqlite_master WHERE name = 'points'") == 1) {
+        n = test_db_query_int(db, "SELECT count(*) FROM points");
+        g_assert_cmpint(n, ==, test_db_query_int(db, "SELECT count(DISTINCT point_key) FROM points"));
       }
       g_test_message("seed %u round %d: killed after %s, %" G_GINT64_FORMAT " points stored", seed,
                      round, WIFSIGNALED(status) ? "a while" : "it finished", n);
@@ -214,11 +202,11 @@ static void test_sweep_search_entry(void) {
   g_assert_no_error(error);
   g_assert_cmpuint(sum.ran, ==, 2);
   g_assert_cmpuint(sum.errors, ==, 0);
-  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points WHERE status = 'ok' AND "
+  g_assert_cmpint(test_db_query_int(path, "SELECT count(*) FROM points WHERE status = 'ok' AND "
                                    "json_extract(prediction, '$.strategy.name') LIKE "
                                    "'search:algo=grid,budget=30,seed=7: megatron %'"), ==, 1); /* grid or space */
   /* The search result is no worse than data parallel, which the grid contains. */
-  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points s JOIN points d ON d.strategy = 'dp' "
+  g_assert_cmpint(test_db_query_int(path, "SELECT count(*) FROM points s JOIN points d ON d.strategy = 'dp' "
                                    "WHERE s.strategy LIKE 'search%' AND s.iteration_time_s <= d.iteration_time_s"), ==, 1);
   ScnSimulation *a = scn_simulate(sc, point_at(points, 1), NULL, &error);
   ScnSimulation *b = scn_simulate(sc, point_at(points, 1), NULL, &error);
@@ -280,12 +268,12 @@ static void test_sweep_baseline_entry(void) {
   g_assert_no_error(error);
   g_assert_cmpuint(sum.ran, ==, 4);
   g_assert_cmpuint(sum.errors, ==, 1);
-  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points WHERE status = 'ok' AND model LIKE 'alexnet%' AND "
+  g_assert_cmpint(test_db_query_int(path, "SELECT count(*) FROM points WHERE status = 'ok' AND model LIKE 'alexnet%' AND "
                                    "json_extract(prediction, '$.strategy.name') = 'baseline:one-weird-trick'"), ==, 1);
-  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points t JOIN points d ON d.strategy = 'dp' AND d.model = t.model "
+  g_assert_cmpint(test_db_query_int(path, "SELECT count(*) FROM points t JOIN points d ON d.strategy = 'dp' AND d.model = t.model "
                                    "WHERE t.strategy = 'baseline:one-weird-trick' AND t.model LIKE 'alexnet%' AND "
                                    "t.peak_memory_bytes < d.peak_memory_bytes"), ==, 1);
-  g_assert_cmpint(count_rows(path, "SELECT count(*) FROM points WHERE status = 'error' AND model LIKE 'mlp%' AND "
+  g_assert_cmpint(test_db_query_int(path, "SELECT count(*) FROM points WHERE status = 'error' AND model LIKE 'mlp%' AND "
                                    "error LIKE '%applies to models with convolutions%'"), ==, 1);
   res_db_close(db);
   scn_scenario_free(sc);
