@@ -232,7 +232,7 @@ void srch_grid_worker(SrchWorker *w) {
   }
   mdl_strategy_free(sc.s);
   gboolean screened = i >= w->grid->len;
-  qsort(cands->data, cands->len, sizeof(Candidate), compare_candidates);
+  if (cands->len) qsort(cands->data, cands->len, sizeof(Candidate), compare_candidates);
   guint k;
   for (k = 0; k < cands->len; k++) {
     const Candidate *c = &g_array_index(cands, Candidate, k);

@@ -128,7 +128,7 @@ static int compare_elapsed(const void *a, const void *b) {
 
 /* Sorts @points and keeps those that improve the running best. */
 static void running_best(GArray *points, int (*compare)(const void *, const void *)) {
-  qsort(points->data, points->len, sizeof(SrchCurvePoint), compare);
+  if (points->len) qsort(points->data, points->len, sizeof(SrchCurvePoint), compare);
   double running = INFINITY;
   guint kept = 0;
   for (guint i = 0; i < points->len; i++) {

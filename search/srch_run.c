@@ -191,7 +191,7 @@ static const SrchWorker *phase_merge(const Phase *p, SrchResult *r, gboolean cur
   }
   if (curve) {
     r->complete = complete && (!continued || r->complete);
-    qsort(items->data, items->len, sizeof(CurveItem), compare_curve);
+    if (items->len) qsort(items->data, items->len, sizeof(CurveItem), compare_curve); /* data is NULL when empty */
     double running = r->curve->len ? g_array_index(r->curve, SrchCurvePoint, r->curve->len - 1).best_time_s
                                    : INFINITY;
     for (guint k = 0; k < items->len; k++) {
@@ -226,7 +226,7 @@ static void phase_timeline(const Phase *p, SrchResult *r, gint64 search_start_us
       TimeItem it = {offset + c->elapsed_s, c->best_time_s};
       g_array_append_val(items, it);
     }
-  qsort(items->data, items->len, sizeof(TimeItem), compare_time);
+  if (items->len) qsort(items->data, items->len, sizeof(TimeItem), compare_time);
   double running = r->timeline->len
                        ? g_array_index(r->timeline, SrchCurvePoint, r->timeline->len - 1).best_time_s
                        : INFINITY;
