@@ -3,7 +3,11 @@
  * (§3.2), the task-graph emission, and the paper's Table 2 cases against the ordering of methods
  * its Fig. 6 and Fig. 8 report. Every time comes from costmodel's alpha-beta on the
  * aws-p3.8xlarge preset (the paper's §5 cluster: 4 V100 per host over NVLink, 10 Gb/s between
- * hosts); no expected time is hard-coded. */
+ * hosts); no expected time is hard-coded.
+ *
+ * Over 700 lines on purpose: one GTest binary per module (CONVENTIONS.md, "Tests"), whose cases
+ * share this file's fixtures and helpers; splitting it would split one module's test binary.
+ */
 #include <glib.h>
 #include <math.h>
 #include <string.h>

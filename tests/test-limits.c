@@ -4,7 +4,11 @@
  * sizes past their bounds, valid but enormous simulations — is refused with a one-line error,
  * quickly, before memory or time blows up: at the library level (GError) and at the CLI (exit
  * status 2, one line on stderr). Each case times itself. And the task-count estimate the
- * refusal rests on (sim_build_estimate) is checked against the graphs the builder builds. */
+ * refusal rests on (sim_build_estimate) is checked against the graphs the builder builds.
+ *
+ * Over 700 lines on purpose: one GTest binary per module (CONVENTIONS.md, "Tests"), whose cases
+ * share this file's fixtures and helpers; splitting it would split one module's test binary.
+ */
 #include <glib.h>
 #include <glib/gstdio.h>
 #include <stdio.h>

@@ -1,5 +1,9 @@
 /* Tests of the operator-graph IR and the model zoo: parameter counts against the papers, FLOP
- * rules, Megatron tp dims, spec parsing and every error path, the JSON format and its example. */
+ * rules, Megatron tp dims, spec parsing and every error path, the JSON format and its example.
+ *
+ * Over 700 lines on purpose: one GTest binary per module (CONVENTIONS.md, "Tests"), whose cases
+ * share this file's fixtures and helpers; splitting it would split one module's test binary.
+ */
 #include <glib.h>
 #include <math.h>
 #include <stdlib.h>

@@ -15,7 +15,11 @@
  * Every expected value is a paper formula evaluated here at the test's sizes; where a printed
  * formula disagrees with first principles the derivation is written next to it, tested, and
  * the printed value is shown beside it in the log (g_test_message, visible with --verbose or in
- * the TAP output of ctest -V). */
+ * the TAP output of ctest -V).
+ *
+ * Over 700 lines on purpose: one GTest binary per module (CONVENTIONS.md, "Tests"), whose cases
+ * share this file's fixtures and helpers; splitting it would split one module's test binary.
+ */
 #include <glib.h>
 #include <math.h>
 #include <stdarg.h>

@@ -3,7 +3,11 @@
  * the programs together cannot deadlock, closed-form iteration times on equal stages with free
  * communication (interleaved 1F1B, eager-1F1B, backward weight delaying), activations in
  * flight (programs and cost model against the papers' closed forms), the gradient sync after
- * the delayed weight gradients, the trace, the strategy JSON, and the spec errors. */
+ * the delayed weight gradients, the trace, the strategy JSON, and the spec errors.
+ *
+ * Over 700 lines on purpose: one GTest binary per module (CONVENTIONS.md, "Tests"), whose cases
+ * share this file's fixtures and helpers; splitting it would split one module's test binary.
+ */
 #include <cjson/cJSON.h>
 #include <glib.h>
 #include <glib/gstdio.h>

@@ -5,7 +5,11 @@
  * search beating data parallelism where model parallelism helps, the Megatron grid,
  * reproducibility, and the `stratsim search` command end to end (JSON, strategy round trip
  * through simulate and explain, SQLite rows, bad input). Budgets are evaluation counts so
- * that every test is deterministic and takes seconds. */
+ * that every test is deterministic and takes seconds.
+ *
+ * Over 700 lines on purpose: one GTest binary per module (CONVENTIONS.md, "Tests"), whose cases
+ * share this file's fixtures and helpers; splitting it would split one module's test binary.
+ */
 #include <cjson/cJSON.h>
 #include <glib.h>
 #include <glib/gstdio.h>
