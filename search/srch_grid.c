@@ -9,7 +9,7 @@
  * microbatch count is a multiple of pp). Context parallelism cp > 1 (dp = devices / (tp pp cp))
  * joins for sequences of at least GRID_MIN_CP_SEQ tokens, and expert parallelism ep > 1 (every
  * ep dividing dp * cp and the experts) for models with experts. The full space
- * (srch_grid_full_points) adds vp up to layers / pp, recomputation none / selective / full
+ * (srch_grid_full_points) adds fp8 on devices with FP8 tensor cores (bf16 runs), vp up to layers / pp, recomputation none / selective / full
  * (Korthikanti et al. 2022, section 5), sequence parallelism (ibid., 4.2.2; where tp > 1 and the
  * model has such ops), ZeRO stages 0-3 (Rajbhandari et al. 2020; stage 1 is Megatron's
  * distributed optimizer) and, under ZeRO 1 and 2, the overlapped parameter all-gather. Points
@@ -132,7 +132,15 @@ GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDt
 }
 
 GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
-  return points(graph, cluster, dtype, TRUE);
+  GArray *out = points(graph, cluster, dtype, TRUE);
+  /* A bf16 run may also train in FP8 (Transformer Engine's recipe: the layers' GEMMs at the
+   * FP8 peak, costmodel/cm_fp8.c) where the device has FP8 tensor cores (a peak in its preset). */
+  if (dtype == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP8] > 0) {
+    GArray *fp8 = points(graph, cluster, DEV_DTYPE_FP8, TRUE);
+    g_array_append_vals(out, fp8->data, fp8->len);
+    g_array_free(fp8, TRUE);
+  }
+  return out;
 }
 
 char *srch_grid_describe(const MdlMegatronConfig *c) {
@@ -147,6 +155,7 @@ char *srch_grid_describe(const MdlMegatronConfig *c) {
   if (c->sequence_parallel) g_string_append(out, " sp");
   if (c->zero_stage) g_string_append_printf(out, " zero=%d", c->zero_stage);
   if (c->overlap_param_gather) g_string_append(out, " overlap_param_gather");
+  if (c->dtype == DEV_DTYPE_FP8) g_string_append(out, " fp8");
   return g_string_free(out, FALSE);
 }
 

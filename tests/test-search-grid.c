@@ -78,7 +78,22 @@ static void test_full_space_contents(void) {
   for (int r = 0; r < 3; r++)
     for (int q = 0; q < 2; q++)
       for (int z = 0; z < 4; z++) g_assert_true(seen[r][q][z]);
+  for (guint i = 0; i < full->len; i++) /* A100s have no FP8 tensor cores */
+    g_assert_cmpint(g_array_index(full, MdlMegatronConfig, i).dtype, ==, DEV_DTYPE_BF16);
   g_array_free(classic, TRUE);
+  g_array_free(full, TRUE);
+  case_clear(&c);
+}
+
+/* On H100s the full space holds every bf16 point once more in FP8. */
+static void test_full_space_fp8(void) {
+  Case c;
+  case_init(&c, "gpt:layers=8,hidden=512,heads=8,seq=128,vocab=1000,batch=16", "dgx-h100:nodes=1,gpus_per_node=4");
+  GArray *full = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  guint fp8 = 0;
+  for (guint i = 0; i < full->len; i++) fp8 += g_array_index(full, MdlMegatronConfig, i).dtype == DEV_DTYPE_FP8;
+  g_assert_cmpuint(fp8, >, 0);
+  g_assert_cmpuint(2 * fp8, ==, full->len);
   g_array_free(full, TRUE);
   case_clear(&c);
 }
@@ -181,6 +196,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/search-grid/bound-below-simulation", test_bound_below_simulation);
   g_test_add_func("/search-grid/full-space-contents", test_full_space_contents);
+  g_test_add_func("/search-grid/full-space-fp8", test_full_space_fp8);
   g_test_add_func("/search-grid/exhaustive-matches-brute-force", test_exhaustive_matches_brute_force);
   g_test_add_func("/search-grid/budget-keeps-grid-baseline", test_budget_keeps_grid_baseline);
   g_test_add_func("/search-grid/auto-shares-budget", test_auto_shares_budget);
