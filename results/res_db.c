@@ -156,9 +156,10 @@ static const char *const migrations[RES_SCHEMA_VERSION] = {
     "  pid INTEGER NOT NULL,"               /* process gone from this host is free at once */
     "  expires_at REAL NOT NULL,"           /* Unix seconds: the lease, renewed while it runs */
     "  PRIMARY KEY (scenario_id, point_key));",
-    /* v7 -> v8: the breakdown's host-bound time (sim/sim_build_host.c); NULL in older rows (0) */
-    "ALTER TABLE predictions ADD COLUMN host_bound_s REAL;"
-    "ALTER TABLE points ADD COLUMN host_bound_s REAL;",
+    /* v7 -> v8: the breakdown's host-bound time (sim/sim_build_host.c); NULL in older rows (0).
+     * One migration of two statements: the parentheses tell clang the concatenation is meant. */
+    ("ALTER TABLE predictions ADD COLUMN host_bound_s REAL;"
+     "ALTER TABLE points ADD COLUMN host_bound_s REAL;"),
 };
 
 static gboolean exec(ResDb *db, const char *sql, int code, GError **error) {
