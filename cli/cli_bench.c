@@ -30,7 +30,7 @@ static int bench_gpt3(void) {
   double iter[2] = {0};
   for (int expanded = 0; expanded < 2; expanded++) {
     SesSpecs specs = {.model = model, .cluster = cluster_spec, .strategy = strategy_spec,
-                      .options = {.no_symmetry = expanded}};
+                      .options = {.no_symmetry = expanded, .prediction_only = !expanded}};
     SesSession *session = ses_session_new_from_specs(&specs, &error);
     if (!session) return cli_fail(error, cli_status_for(error));
     const MdlStrategy *s = ses_session_strategy(session);

@@ -236,6 +236,9 @@ void sb_build_compute(Builder *b) {
     b->chain_prev[i] = b->chain_next[i] = NO_TASK;
   b->last_compute = chain_compute(b);
   sb_add_host_tasks(b);
+  /* the program order, for chain merging (sim_merge.c) */
+  g_free(b->tg->chain_prev);
+  b->tg->chain_prev = g_memdup2(b->chain_prev, sizeof(uint32_t) * (b->tg->num_compute + 1));
 }
 
 gboolean sb_pass_per_tensor(SbPass pass) {
