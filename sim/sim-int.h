@@ -66,6 +66,12 @@ struct SimRun {
   int profiled_kernels;       /* measured kernel times available to the cost model */
 };
 
+/* sim_build_with_options, leaving the graph unfinished (its edge list, no CSR) unless @finish:
+ * chain merging reads the edges in any order, so a prediction-only run skips the CSR. */
+SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *strategy,
+                                   const DevCluster *cluster, const CmParams *params,
+                                   const SimOptions *options, gboolean finish, GError **error);
+
 /* Building a graph (sim_build*.c, sim_network.c, sim_crossmesh*.c, white-box tests). */
 SimTaskGraph *sim_task_graph_new(int num_devices);
 /* Adds a task on @nres resources (copied); returns its id. */

@@ -59,18 +59,37 @@ void sb_add_host_tasks(Builder *b) {
   tg->host_base = n;
   tg->host_resource_base = (uint32_t)tg->num_resources;
   tg->num_resources += tg->num_devices;
+  /* Kernels and host time per op and phase, once (every microbatch and device launches the
+   * same). */
+  enum { PHASES = CM_HOST_BACKWARD_WEIGHT + 1 };
+  g_autofree int *op_kernels = g_new(int, (gsize)b->nops * PHASES);
+  g_autofree SimTime *op_time = g_new(SimTime, (gsize)b->nops * PHASES);
+  for (int o = 0; o < b->nops; o++)
+    for (int ph = 0; ph < PHASES; ph++) {
+      const MdlOp *op = mdl_graph_op(b->g, o);
+      op_kernels[o * PHASES + ph] = cm_framework_kernels(f, op, (CmHostPhase)ph);
+      op_time[o * PHASES + ph] = sim_time_from_seconds(cm_framework_host_time(f, op, (CmHostPhase)ph));
+    }
   g_autofree int *kernels = g_new(int, n ? n : 1);
+  /* The host tasks in one block (ids host_base + c, one resource each), then their edges. */
+  guint res0 = tg->task_resources->len;
+  g_array_set_size(tg->tasks, 2 * n);
+  g_array_set_size(tg->task_resources, res0 + n);
+  SimTask *tasks = (SimTask *)tg->tasks->data;
+  uint32_t *res = (uint32_t *)tg->task_resources->data;
   for (uint32_t c = 0; c < n; c++) {
-    SimTask t = *sim_task_graph_task(tg, c);
-    const MdlOp *op = mdl_graph_op(b->g, t.op);
-    CmHostPhase phase = host_phase(b, &t);
-    kernels[c] = cm_framework_kernels(f, op, phase);
+    SimTask t = tasks[c];
+    int k = t.op * PHASES + (int)host_phase(b, &t);
+    kernels[c] = op_kernels[k];
     t.kind = SIM_TASK_HOST;
-    t.duration = sim_time_from_seconds(cm_framework_host_time(f, op, phase));
-    /* its compute stream is 2d; read before adding (the array may move) */
-    uint32_t r = tg->host_resource_base + g_array_index(tg->task_resources, uint32_t, t.res_begin) / 2;
-    uint32_t h = sim_task_graph_add(tg, &t, &r, 1);
-    g_assert(h == tg->host_base + c);
+    t.duration = op_time[k];
+    t.res_begin = res0 + c;
+    t.nres = 1;
+    res[res0 + c] = tg->host_resource_base + res[tasks[c].res_begin] / 2; /* compute stream 2d */
+    tasks[n + c] = t;
+  }
+  for (uint32_t c = 0; c < n; c++) {
+    uint32_t h = tg->host_base + c;
     sim_task_graph_edge(tg, h, c);
     if (b->chain_prev[c] != NO_TASK) sim_task_graph_edge(tg, tg->host_base + b->chain_prev[c], h);
   }

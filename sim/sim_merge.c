@@ -64,6 +64,8 @@ typedef struct {
   uint32_t *gid;         /* per non-host task: its task in the reduced graph */
   SimTime *offset;       /* per compute task: its start within its group */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
+  uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
+  SimTaskGraph *rg;      /* the reduced graph, while its edges are added */
 } Merge;
 
 static inline gboolean is_host(const Merge *m, uint32_t v) {
@@ -126,39 +128,55 @@ static gboolean check_tasks(Merge *m) {
   return TRUE;
 }
 
-/* The edges' side: heads, tails, launch-queue edges; FALSE where an edge breaks the rules. */
-static gboolean check_edges(Merge *m) {
+/* Calls @visit on every edge (u, v), from the CSR of a finished graph or the edge list of an
+ * unfinished one (sim_build_unfinished); stops at the first FALSE. */
+typedef gboolean (*EdgeVisit)(Merge *m, uint32_t u, uint32_t v);
+static inline gboolean each_edge(Merge *m, EdgeVisit visit) {
   const SimTaskGraph *g = m->g;
-  uint32_t nd = (uint32_t)g->num_devices, chained = 0, host_chain = 0, launches = 0;
-  for (uint32_t c = 0; c < m->C; c++) chained += m->prev[c] != NONE;
-  for (uint32_t u = 0; u < m->n; u++) {
-    gboolean uh = is_host(m, u), uc = u < m->C;
-    for (uint32_t k = g->succ_offsets[u]; k < g->succ_offsets[u + 1]; k++) {
-      uint32_t v = g->succ[k];
-      if (uh) { /* the host chain, and each launch before its kernel */
-        if (is_host(m, v) ? m->prev[v - m->hb] != u - m->hb : v != u - m->hb) return FALSE;
-        if (is_host(m, v)) host_chain++;
-        else launches++;
-      } else if (is_host(m, v)) {
-        if (!uc) return FALSE;
-        uint32_t pair[2] = {u, v - m->hb};
-        g_array_append_vals(m->queue, pair, 2);
-      } else if (v < m->C) {
-        if (uc && m->dev[u] == m->dev[v]) {
-          if (m->pos[u] >= m->pos[v]) return FALSE; /* a cycle: the full engine reports it */
-          continue; /* the chain, or implied by it */
-        }
-        m->flags[v] |= HEAD;
-        if (uc) m->flags[u] |= TAIL;
-      } else if (uc) {
-        m->flags[u] |= TAIL;
-        const SimTask *t = &m->tasks[v];
-        if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[m->dev[u]])
-          for (uint16_t r = 0; r < t->nres; r++)
-            if (m->res[t->res_begin + r] == 2 * m->dev[u]) m->flags[v] |= AFTER_LAST;
-      }
-    }
+  if (g->succ_offsets) {
+    for (uint32_t u = 0; u < m->n; u++)
+      for (uint32_t k = g->succ_offsets[u]; k < g->succ_offsets[u + 1]; k++)
+        if (!visit(m, u, g->succ[k])) return FALSE;
+    return TRUE;
   }
+  const uint32_t *e = (const uint32_t *)g->edges->data;
+  for (guint k = 0; k < g->edges->len / 2; k++)
+    if (!visit(m, e[2 * k], e[2 * k + 1])) return FALSE;
+  return TRUE;
+}
+
+/* The edges' side: heads, tails, launch-queue edges; FALSE where an edge breaks the rules. */
+static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
+  gboolean uc = u < m->C;
+  if (is_host(m, u)) { /* the host chain, and each launch before its kernel */
+    if (is_host(m, v) ? m->prev[v - m->hb] != u - m->hb : v != u - m->hb) return FALSE;
+    if (is_host(m, v)) m->host_chain++;
+    else m->launches++;
+  } else if (is_host(m, v)) {
+    if (!uc) return FALSE;
+    uint32_t pair[2] = {u, v - m->hb};
+    g_array_append_vals(m->queue, pair, 2);
+  } else if (v < m->C) {
+    if (uc && m->dev[u] == m->dev[v])
+      return m->pos[u] < m->pos[v]; /* the chain or implied by it; else a cycle (the full
+                                       engine reports it) */
+    m->flags[v] |= HEAD;
+    if (uc) m->flags[u] |= TAIL;
+  } else if (uc) {
+    m->flags[u] |= TAIL;
+    const SimTask *t = &m->tasks[v];
+    if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[m->dev[u]])
+      for (uint16_t r = 0; r < t->nres; r++)
+        if (m->res[t->res_begin + r] == 2 * m->dev[u]) m->flags[v] |= AFTER_LAST;
+  }
+  return TRUE;
+}
+
+static gboolean check_edges(Merge *m) {
+  uint32_t nd = (uint32_t)m->g->num_devices, chained = 0;
+  for (uint32_t c = 0; c < m->C; c++) chained += m->prev[c] != NONE;
+  if (!each_edge(m, check_edge)) return FALSE;
+  uint32_t host_chain = m->host_chain, launches = m->launches;
   /* every launch before its kernel, the host issuing the program in order (one edge each) */
   if (m->hb != NONE && (launches != m->C || host_chain != chained)) return FALSE;
   for (uint32_t t = m->C; t < m->n; t++) {
@@ -170,6 +188,14 @@ static gboolean check_edges(Merge *m) {
         return FALSE;
     }
   }
+  return TRUE;
+}
+
+/* An edge of the reduced graph: into a head or out of a tail (those into inner members and
+ * between a device's compute tasks are implied by the chain); none to or from the host. */
+static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
+  if (m->gid[u] != NONE && m->gid[v] != NONE && !(u < m->C && v < m->C && m->dev[u] == m->dev[v]))
+    sim_task_graph_edge(m->rg, m->gid[u], m->gid[v]);
   return TRUE;
 }
 
@@ -223,14 +249,8 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   for (uint32_t c = 0; c < m->C; c++)
     if ((m->flags[c] & HEAD) && m->prev[c] != NONE)
       sim_task_graph_edge(rg, m->gid[m->prev[c]], m->gid[c]);
-  for (uint32_t u = 0; u < m->n; u++) {
-    if (m->gid[u] == NONE) continue;
-    for (uint32_t k = g->succ_offsets[u]; k < g->succ_offsets[u + 1]; k++) {
-      uint32_t v = g->succ[k];
-      if (m->gid[v] == NONE || (u < m->C && v < m->C && m->dev[u] == m->dev[v])) continue;
-      sim_task_graph_edge(rg, m->gid[u], m->gid[v]);
-    }
-  }
+  m->rg = rg;
+  each_edge(m, keep_edge);
   sim_task_graph_finish(rg);
   SimTime *release = g_new0(SimTime, R ? R : 1);
   if (m->hb != NONE)
@@ -283,7 +303,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
                            uint32_t *reduced_tasks, gboolean *applied, GError **error) {
   (void)error; /* a cycle is left to the full engine, which reports it */
   *applied = FALSE;
-  if (!g->chain_prev || !g->succ_offsets || g->spans->len) return FALSE;
+  if (!g->chain_prev || (!g->succ_offsets && !g->edges) || g->spans->len) return FALSE;
   Merge m = {.g = g, .tasks = (const SimTask *)g->tasks->data,
              .res = (const uint32_t *)g->task_resources->data, .prev = g->chain_prev,
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};

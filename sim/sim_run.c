@@ -204,7 +204,8 @@ SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strat
   gint64 t0 = g_get_monotonic_time();
   sim_progress_set(options->progress, "building the task graph of %s on %d GPUs", graph->name,
                    dev_cluster_num_devices(cluster));
-  SimTaskGraph *tasks = sim_build_with_options(graph, strategy, cluster, params, options, error);
+  SimTaskGraph *tasks = sim_build_unfinished(graph, strategy, cluster, params, options,
+                                             !options->prediction_only, error);
   if (!tasks) return NULL;
   sim_progress_set(options->progress, "running the engine over %u tasks",
                    sim_task_graph_size(tasks));
@@ -227,6 +228,7 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
     sim_task_graph_free(tasks);
     return NULL;
   }
+  if (!schedule && !merged && !tasks->succ_offsets) sim_task_graph_finish(tasks);
   if (!schedule && !merged) schedule = sim_engine_run(tasks, error);
   if (!schedule && !merged) {
     sim_task_graph_free(tasks);
