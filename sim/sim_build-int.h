@@ -24,6 +24,18 @@ typedef struct {
   uint32_t *ready;          /* M x mesh size: task each device waits for, per microbatch */
 } Conversion;
 
+/* A collective's cost as sb_add_comm_task computed it, kept for the next identical call (the
+ * same group and size recur for every microbatch): the cost model is a pure function of
+ * these, so reusing it is exact. */
+#define SB_MEMO_DEVICES 16
+typedef struct {
+  int coll, p;              /* p = 0: empty */
+  double bytes;
+  SimTime duration;
+  uint8_t link;
+  int devices[SB_MEMO_DEVICES];
+} SbCostMemo;
+
 typedef struct {
   const MdlGraph *g;
   const MdlStrategy *s;
@@ -65,6 +77,11 @@ typedef struct {
   uint32_t *last_compute;   /* per device: its last compute task in program order */
   GArray *marks;            /* SbMark before each segment and at the end, when recording
                                (delta simulation), else NULL */
+  GArray **sim_groups;      /* per mesh x axis (MDL_MAX_MESH_AXES per mesh): bases of the groups
+                               along the axis with a simulated member (int), built on first use
+                               by sb_convert_on_mesh; NULL until then */
+  SbCostMemo memo[4];       /* the last collectives' costs (sb_add_comm_task), round robin */
+  int memo_next;
 } Builder;
 
 /* Delta simulation (sim_delta.c) sees the build as the compute tasks (ids 0..n-1: per phase,

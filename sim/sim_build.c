@@ -406,6 +406,9 @@ void sb_builder_clear(Builder *b) {
   g_free(b->grads_done_w);
   g_free(b->last_compute);
   if (b->marks) g_array_unref(b->marks);
+  for (guint i = 0; b->sim_groups && i < b->s->meshes->len * MDL_MAX_MESH_AXES; i++)
+    if (b->sim_groups[i]) g_array_unref(b->sim_groups[i]);
+  g_free(b->sim_groups);
 }
 
 gboolean sim_build_estimate(const MdlGraph *graph, const MdlStrategy *strategy,
