@@ -43,6 +43,13 @@ struct SimTaskGraph {
    * (UINT32_MAX for the first), as the builder chained them; NULL where the graph was not built
    * by sim_build (delta simulation's copies, white-box graphs): sim_merge then does not apply. */
   uint32_t *chain_prev;
+  /* A graph built for chain merging only (sim_build_unfinished with @for_merge): its host
+   * stream is not materialized; per compute task its launch's duration (host_duration, NULL
+   * without a host stream) and the launch queue's edges as (q, c) pairs, q -> h(c)
+   * (host_queue). host_base is then UINT32_MAX and the graph has num_compute fewer tasks than
+   * the full one. */
+  SimTime *host_duration;
+  GArray *host_queue;
 };
 
 /* The timeline the engine computes. */
@@ -66,11 +73,12 @@ struct SimRun {
   int profiled_kernels;       /* measured kernel times available to the cost model */
 };
 
-/* sim_build_with_options, leaving the graph unfinished (its edge list, no CSR) unless @finish:
- * chain merging reads the edges in any order, so a prediction-only run skips the CSR. */
+/* sim_build_with_options, or with @for_merge the graph chain merging (sim_merge.c) reads: no
+ * CSR (it reads the edge list in any order) and the host stream not materialized (see
+ * SimTaskGraph.host_duration). */
 SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *strategy,
                                    const DevCluster *cluster, const CmParams *params,
-                                   const SimOptions *options, gboolean finish, GError **error);
+                                   const SimOptions *options, gboolean for_merge, GError **error);
 
 /* Building a graph (sim_build*.c, sim_network.c, sim_crossmesh*.c, white-box tests). */
 SimTaskGraph *sim_task_graph_new(int num_devices);

@@ -432,7 +432,7 @@ static void reserve(GArray *array, guint64 n) {
 
 SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *strategy,
                                    const DevCluster *cluster, const CmParams *params,
-                                   const SimOptions *options, gboolean finish, GError **error) {
+                                   const SimOptions *options, gboolean for_merge, GError **error) {
   Builder b;
   SimEstimate estimate;
   /* The size first: a graph over the limits is refused before it takes the memory. */
@@ -445,13 +445,15 @@ SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *str
   /* The arrays at their final size at once (the estimate bounds the tasks; a task has about
    * 2.3 edges in the transformer graphs measured): no copy on growth. Pages are touched only
    * as they fill. */
-  guint64 ntasks = MAX(estimate.tasks, 1) + (cm_framework_get(strategy->framework) ? estimate.compute_tasks : 0);
+  b.virtual_host = for_merge;
+  guint64 ntasks = MAX(estimate.tasks, 1) +
+                   (cm_framework_get(strategy->framework) && !for_merge ? estimate.compute_tasks : 0);
   reserve(b.tg->tasks, ntasks);
   reserve(b.tg->task_resources, ntasks);
   reserve(b.tg->edges, 5 * ntasks);
   sb_build_compute(&b);
   sb_build_segments(&b);
-  if (finish) sim_task_graph_finish(b.tg);
+  if (!for_merge) sim_task_graph_finish(b.tg);
   SimTaskGraph *tg = b.tg;
   sb_builder_clear(&b);
   return tg;
@@ -460,5 +462,5 @@ SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *str
 SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *strategy,
                                      const DevCluster *cluster, const CmParams *params,
                                      const SimOptions *options, GError **error) {
-  return sim_build_unfinished(graph, strategy, cluster, params, options, TRUE, error);
+  return sim_build_unfinished(graph, strategy, cluster, params, options, FALSE, error);
 }

@@ -63,6 +63,7 @@ typedef struct {
   uint8_t *flags;        /* per task */
   uint32_t *gid;         /* per non-host task: its task in the reduced graph */
   SimTime *offset;       /* per compute task: its start within its group */
+  const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
   SimTaskGraph *rg;      /* the reduced graph, while its edges are added */
@@ -179,6 +180,11 @@ static gboolean check_edges(Merge *m) {
   uint32_t host_chain = m->host_chain, launches = m->launches;
   /* every launch before its kernel, the host issuing the program in order (one edge each) */
   if (m->hb != NONE && (launches != m->C || host_chain != chained)) return FALSE;
+  if (m->hb != NONE) { /* the launches' durations, as a graph for merging has them */
+    SimTime *hdur = g_new(SimTime, m->C ? m->C : 1);
+    for (uint32_t c = 0; c < m->C; c++) hdur[c] = m->tasks[m->hb + c].duration;
+    m->hdur = hdur;
+  }
   for (uint32_t t = m->C; t < m->n; t++) {
     const SimTask *task = &m->tasks[t];
     if (is_host(m, t)) continue;
@@ -253,9 +259,9 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   each_edge(m, keep_edge);
   sim_task_graph_finish(rg);
   SimTime *release = g_new0(SimTime, R ? R : 1);
-  if (m->hb != NONE)
+  if (m->hdur)
     for (uint32_t d = 0; d < nd; d++)
-      if (m->first[d] != NONE) release[m->gid[m->first[d]]] = m->tasks[m->hb + m->first[d]].duration;
+      if (m->first[d] != NONE) release[m->gid[m->first[d]]] = m->hdur[m->first[d]];
   *release_out = release;
   return rg;
 }
@@ -278,7 +284,7 @@ static gboolean time_host(const Merge *m, const SimSchedule *s, const SimTime *r
     for (uint32_t c = m->first[d]; c != NONE; c = m->next[c]) {
       uint32_t gi = m->gid[c];
       SimTime start = s->start[gi] + m->offset[c];
-      SimTime dh = m->tasks[m->hb + c].duration, launched = MAX(host_end, qwait[c]) + dh;
+      SimTime dh = m->hdur[c], launched = MAX(host_end, qwait[c]) + dh;
       gboolean head = (m->flags[c] & HEAD) != 0;
       SimTime ready = head ? s->ready[gi] : start;
       if (head && release[gi] ? launched != release[gi] : launched > ready)
@@ -316,7 +322,9 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.last = g_new(uint32_t, nd + 1);
   m.flags = g_new0(uint8_t, m.n ? m.n : 1);
   m.gid = g_new(uint32_t, m.n ? m.n : 1);
-  m.queue = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  /* the host stream: given (a graph built for merging) or read from the host tasks */
+  m.hdur = g->host_duration;
+  m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
   gboolean ok = check_tasks(&m) && check_edges(&m);
   if (ok) {
     SimTime *release = NULL;
@@ -324,7 +332,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     SimSchedule *s = sim_engine_run_released(rg, release, NULL);
     g_autoptr(GArray) iv = g_array_sized_new(FALSE, FALSE, sizeof(SimTime), 2);
     g_autofree guint *off = g_new0(guint, nd + 1);
-    ok = s && (m.hb == NONE || time_host(&m, s, release, iv, off));
+    ok = s && (!m.hdur || time_host(&m, s, release, iv, off));
     if (ok) {
       sim_breakdown_sums(rg, s, (const SimTime *)iv->data, off, out);
       *makespan = s->makespan;
@@ -343,6 +351,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_free(m.last);
   g_free(m.flags);
   g_free(m.gid);
+  if (m.hdur != g->host_duration) g_free((SimTime *)m.hdur);
   g_array_unref(m.queue);
   return ok;
 }

@@ -205,7 +205,7 @@ SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strat
   sim_progress_set(options->progress, "building the task graph of %s on %d GPUs", graph->name,
                    dev_cluster_num_devices(cluster));
   SimTaskGraph *tasks = sim_build_unfinished(graph, strategy, cluster, params, options,
-                                             !options->prediction_only, error);
+                                             options->prediction_only, error);
   if (!tasks) return NULL;
   sim_progress_set(options->progress, "running the engine over %u tasks",
                    sim_task_graph_size(tasks));
@@ -228,6 +228,14 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
     sim_task_graph_free(tasks);
     return NULL;
   }
+  /* Not merged: a graph built for merging is finished, or rebuilt when its host stream was
+   * left out. */
+  if (!schedule && !merged && tasks->host_duration) {
+    SimTaskGraph *full = sim_build_with_options(graph, strategy, cluster, params, options, error);
+    sim_task_graph_free(tasks);
+    if (!full) return NULL;
+    tasks = full;
+  }
   if (!schedule && !merged && !tasks->succ_offsets) sim_task_graph_finish(tasks);
   if (!schedule && !merged) schedule = sim_engine_run(tasks, error);
   if (!schedule && !merged) {
@@ -244,9 +252,9 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
   run->profiled_kernels = params->profiles ? (int)cm_profiles_size(params->profiles) : 0;
   SimPrediction *p = &run->prediction;
   p->iteration_time_s = sim_time_seconds(merged ? makespan : schedule->makespan);
-  p->tasks = sim_task_graph_size(tasks);
-  /* The full engine pops every task once. */
-  p->events = merged ? sim_task_graph_size(tasks) : schedule->events;
+  /* the full graph's tasks (with its host stream); the full engine pops every task once */
+  p->tasks = sim_task_graph_size(tasks) + (tasks->host_duration ? tasks->num_compute : 0);
+  p->events = merged ? p->tasks : schedule->events;
   p->merged_tasks = reduced;
   p->symmetric = tasks->symmetric;
   p->step_collectives = options->step_collectives;
