@@ -328,12 +328,13 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   cv->ready = g_new(uint32_t, (gsize)b->M * dn);
   g_autofree uint32_t *src = g_new(uint32_t, sn);
   gboolean ahead = !recomputed && mesh == cfg(b, p)->mesh && sb_overlapped_output(b, p);
+  int pm = cfg(b, p)->mesh;
+  for (int i = 0; i < sn; i++) src[i] = NO_TASK; /* replicas: no task (representatives below) */
   for (int mb = 0; mb < b->M; mb++) {
-    for (int i = 0; i < sn; i++) {
-      src[i] = b->rep_pos[cfg(b, p)->mesh][i] < 0 ? NO_TASK
-               : recomputed                       ? task_rec(b, p, mb, i)
-                                                  : task_fwd(b, p, mb, i);
-      if (ahead && src[i] != NO_TASK && b->chain_prev[src[i]] != NO_TASK)
+    for (int r = 0; r < b->nrep[pm]; r++) {
+      int i = b->rep_idx[pm][r];
+      src[i] = recomputed ? task_rec(b, p, mb, i) : task_fwd(b, p, mb, i);
+      if (ahead && b->chain_prev[src[i]] != NO_TASK)
         src[i] = b->chain_prev[src[i]]; /* tp_overlap: the reduce-scatter starts with the GEMM */
     }
     sb_convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, cv->ready + mb * dn);
@@ -477,16 +478,19 @@ void sb_backward_segment(Builder *b, int t) {
       g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
       gboolean ring = sb_overlapped_input(b, o, k);
       gboolean ahead = cfg(b, p)->mesh == cfg(b, o)->mesh && sb_overlapped_output(b, p);
+      int om = cfg(b, o)->mesh, pm = cfg(b, p)->mesh;
+      for (int i = 0; i < mesh->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
       for (int mb = 0; mb < b->M; mb++) {
-        for (int i = 0; i < mesh->ndevices; i++) {
-          src[i] = b->rep_pos[cfg(b, o)->mesh][i] >= 0 ? task_bwd(b, o, mb, i) : NO_TASK;
+        for (int r = 0; r < b->nrep[om]; r++) {
+          int i = b->rep_idx[om][r];
+          src[i] = task_bwd(b, o, mb, i);
           /* Overlapped: the gradients' collective starts with the reader's backward. */
-          if (ring && src[i] != NO_TASK && b->chain_prev[src[i]] != NO_TASK)
-            src[i] = b->chain_prev[src[i]];
+          if (ring && b->chain_prev[src[i]] != NO_TASK) src[i] = b->chain_prev[src[i]];
         }
-        sb_convert(b, cfg(b, o)->mesh, from, src, cfg(b, p)->mesh, need, t, o, mb, dst);
-        for (int j = 0; j < pmesh->ndevices; j++) {
-          if (dst[j] == NO_TASK || b->rep_pos[cfg(b, p)->mesh][j] < 0) continue;
+        sb_convert(b, om, from, src, pm, need, t, o, mb, dst);
+        for (int r = 0; r < b->nrep[pm]; r++) {
+          int j = b->rep_idx[pm][r];
+          if (dst[j] == NO_TASK) continue;
           uint32_t use = task_bwd(b, p, mb, j);
           if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
           sim_task_graph_edge(b->tg, dst[j], use);
