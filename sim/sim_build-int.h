@@ -21,7 +21,8 @@
 typedef struct {
   int mesh;
   MdlLayout layout;
-  uint32_t *ready;          /* M x mesh size: task each device waits for, per microbatch */
+  uint32_t *ready;          /* M x the mesh's representatives (nrep): task each simulated
+                               device waits for, per microbatch */
 } Conversion;
 
 /* A collective's cost as sb_add_comm_task computed it, kept for the next identical call (the
@@ -206,6 +207,8 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
                             int t, int op, int mb, uint32_t *ready);
 void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready);
+/* The forward conversion of tensor @t for @consumer: per microbatch mb and representative r of
+ * the consumer's mesh, the task the data waits for at [mb * nrep + r] (NO_TASK: none). */
 const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
                                           gboolean recomputed);
 void sb_forward_segment(Builder *b, int t);

@@ -217,7 +217,7 @@ void sb_recompute_segment(Builder *b, int t) {
       for (int mb = 0; mb < b->M; mb++)
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
-          uint32_t dep = ready[mb * mesh->ndevices + i];
+          uint32_t dep = ready[mb * b->nrep[m] + r];
           if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, task_rec(b, o, mb, i));
         }
     }

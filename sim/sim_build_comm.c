@@ -325,8 +325,10 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   Conversion *cv = g_new(Conversion, 1);
   cv->mesh = mesh;
   cv->layout = layout;
-  cv->ready = g_new(uint32_t, (gsize)b->M * dn);
+  int nrep = b->nrep[mesh];
+  cv->ready = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
   g_autofree uint32_t *src = g_new(uint32_t, sn);
+  g_autofree uint32_t *dst = g_new(uint32_t, dn);
   gboolean ahead = !recomputed && mesh == cfg(b, p)->mesh && sb_overlapped_output(b, p);
   int pm = cfg(b, p)->mesh;
   for (int i = 0; i < sn; i++) src[i] = NO_TASK; /* replicas: no task (representatives below) */
@@ -337,7 +339,8 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
       if (ahead && b->chain_prev[src[i]] != NO_TASK)
         src[i] = b->chain_prev[src[i]]; /* tp_overlap: the reduce-scatter starts with the GEMM */
     }
-    sb_convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, cv->ready + mb * dn);
+    sb_convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, dst);
+    for (int r = 0; r < nrep; r++) cv->ready[mb * nrep + r] = dst[b->rep_idx[mesh][r]];
   }
   g_ptr_array_add(list, cv);
   return cv->ready;
@@ -392,7 +395,7 @@ void sb_forward_segment(Builder *b, int t) {
       for (int mb = 0; mb < b->M; mb++)
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
-          uint32_t dep = ready[mb * mesh->ndevices + i], use = task_fwd(b, o, mb, i);
+          uint32_t dep = ready[mb * b->nrep[m] + r], use = task_fwd(b, o, mb, i);
           if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
           if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, use);
         }
