@@ -123,12 +123,21 @@ static void add_compute_tasks(Builder *b) {
       t.duration = durations[phase == 3 ? 0 : phase]; /* a recomputation re-runs the forward */
       t.op = o;
       bases[phase][o] = sim_task_graph_size(b->tg);
-      int m = cfg(b, o)->mesh;
+      /* M x nrep tasks with one resource each, written in place */
+      int m = cfg(b, o)->mesh, nrep = b->nrep[m];
+      guint n0 = b->tg->tasks->len, r0 = b->tg->task_resources->len, count = (guint)(b->M * nrep);
+      g_array_set_size(b->tg->tasks, n0 + count);
+      g_array_set_size(b->tg->task_resources, r0 + count);
+      SimTask *tasks = (SimTask *)b->tg->tasks->data + n0;
+      uint32_t *res = (uint32_t *)b->tg->task_resources->data + r0;
+      t.nres = 1;
       for (int mb = 0; mb < b->M; mb++) {
         t.microbatch = mb;
-        for (int r = 0; r < b->nrep[m]; r++) {
-          uint32_t res = sim_resource_compute(mesh->devices[b->rep_idx[m][r]]);
-          sim_task_graph_add(b->tg, &t, &res, 1);
+        for (int r = 0; r < nrep; r++) {
+          guint k = (guint)(mb * nrep + r);
+          t.res_begin = r0 + k;
+          tasks[k] = t;
+          res[k] = sim_resource_compute(mesh->devices[b->rep_idx[m][r]]);
         }
       }
     }

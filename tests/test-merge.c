@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "sim/sim.h"
+#include "sim/sim-int.h" /* white-box: sim_merge_predict on a full graph */
 #include "test-util.h"
 
 static const char *model = "gpt3-1.3b:batch=64";
@@ -123,6 +124,47 @@ static void test_fallback(void) {
   check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=none", FALSE, TRUE);
 }
 
+/* On a full graph (host tasks materialized, CSR built) the reduction reads the host stream from
+ * its tasks and gives the full engine's makespan and breakdown sums exactly. */
+static void test_full_graph(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
+  MdlGraph *g = mdl_graph_parse_spec(model, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  for (gsize i = 0; i < G_N_ELEMENTS(merging); i += 2) {
+    MdlStrategy *s = mdl_strategy_parse_spec(merging[i], g, c, &error);
+    g_assert_no_error(error);
+    SimOptions options = {0};
+    SimTaskGraph *tg = sim_build_with_options(g, s, c, &params, &options, &error);
+    g_assert_no_error(error);
+    SimSchedule *sched = sim_engine_run(tg, &error);
+    g_assert_no_error(error);
+    g_autofree guint *host_off = NULL;
+    g_autofree SimTime *host_iv = sim_host_wait_intervals(tg, sched, &host_off);
+    SimBreakdownSums full, merged;
+    sim_breakdown_sums(tg, sched, host_iv, host_off, &full);
+    SimTime makespan = 0;
+    uint32_t reduced = 0;
+    gboolean applied = FALSE;
+    g_assert_true(sim_merge_predict(tg, &makespan, &merged, &reduced, &applied, &error));
+    g_assert_no_error(error);
+    g_assert_true(applied);
+    g_assert_cmpuint(reduced, <, sim_task_graph_size(tg));
+    g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
+    g_assert_cmpuint(merged.compute, ==, full.compute);
+    g_assert_cmpuint(merged.exposed, ==, full.exposed);
+    g_assert_cmpuint(merged.host, ==, full.host);
+    g_assert_cmpint(merged.used, ==, full.used);
+    sim_schedule_free(sched);
+    sim_task_graph_free(tg);
+    mdl_strategy_free(s);
+  }
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* A prediction-only run has no schedule: the per-task accessors yield nothing. */
 static void test_no_schedule(void) {
   SimRun *run = simulate(model, merging[0], FALSE, TRUE);
@@ -140,6 +182,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/merge/identical-expanded", test_identical_expanded);
   g_test_add_func("/merge/symmetric-vs-expanded", test_symmetric_vs_expanded);
   g_test_add_func("/merge/fallback", test_fallback);
+  g_test_add_func("/merge/full-graph", test_full_graph);
   g_test_add_func("/merge/no-schedule", test_no_schedule);
   return g_test_run();
 }
