@@ -56,13 +56,20 @@ typedef struct {
   const uint32_t *prev;  /* g->chain_prev */
   uint32_t n, C, hb;     /* tasks, compute tasks, host base (NONE: no host stream) */
   uint32_t *dev;         /* per compute task: its device */
-  uint32_t *pos;         /* per compute task: its position in its device's program */
+  uint32_t *pos;         /* per compute task: its position in prog */
+  uint32_t *prog;        /* the compute tasks in program order, device after device */
+  uint32_t *dbeg;        /* per device: where its program starts in prog (nd + 1 entries) */
   uint32_t *first;       /* per device: its first compute task (NONE: none) */
   uint32_t *last;        /* per device: its last compute task */
   uint32_t *next;        /* per compute task: the one after it in the program */
   uint8_t *flags;        /* per task */
   uint32_t *gid;         /* per non-host task: its task in the reduced graph */
-  SimTime *offset;       /* per compute task: its start within its group */
+  /* Per position in prog (sequential passes instead of chasing the chain again): */
+  uint32_t *pgid;        /* its group's task in the reduced graph */
+  SimTime *poff;         /* its start within its group */
+  SimTime *pdur;         /* its duration */
+  SimTime *phd;          /* its launch's duration (with a host stream) */
+  uint8_t *pflags;       /* its flags */
   const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
@@ -103,14 +110,15 @@ static gboolean check_tasks(Merge *m) {
   }
   uint32_t walked = 0;
   for (uint32_t d = 0; d < nd; d++) {
-    uint32_t k = 0;
+    m->dbeg[d] = walked;
     for (uint32_t c = m->first[d]; c != NONE; c = m->next[c]) {
-      if (m->dev[c] != d) return FALSE;
-      m->pos[c] = k++;
+      if (m->dev[c] != d || walked == m->C) return FALSE;
+      m->prog[walked] = c;
+      m->pos[c] = walked++;
       m->last[d] = c;
     }
-    walked += k;
   }
+  m->dbeg[nd] = walked;
   if (walked != m->C) return FALSE; /* a chain without a first task: a cycle */
   for (uint32_t t = m->C; t < m->n; t++) {
     const SimTask *task = &m->tasks[t];
@@ -209,23 +217,33 @@ static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
 static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   const SimTaskGraph *g = m->g;
   uint32_t nd = (uint32_t)g->num_devices, ng = 0;
-  for (uint32_t c = 0; c < m->C; c++) {
-    uint32_t p = m->prev[c];
-    if (p != NONE && (m->flags[p] & TAIL)) m->flags[c] |= HEAD;
-    if (m->flags[c] & HEAD) m->gid[c] = ng++;
+  /* heads after tails, in program order; then groups numbered by their head's id */
+  uint8_t before = 0;
+  for (uint32_t k = 0; k < m->C; k++) {
+    uint32_t c = m->prog[k];
+    if (m->prev[c] != NONE && (before & TAIL)) m->flags[c] |= HEAD;
+    before = m->flags[c];
   }
+  for (uint32_t c = 0; c < m->C; c++) m->gid[c] = m->flags[c] & HEAD ? ng++ : NONE;
+  /* positions: group, offset, durations; a tail's group by its id too (for its edges; inner
+   * members keep NONE: their edges are implied by the chain) */
   g_autofree SimTime *gdur = g_new0(SimTime, ng + 1);
-  for (uint32_t d = 0; d < nd; d++)
-    for (uint32_t c = m->first[d]; c != NONE; c = m->next[c]) {
-      uint32_t p = m->prev[c];
-      if (!(m->flags[c] & HEAD)) {
-        m->gid[c] = m->gid[p];
-        m->offset[c] = m->offset[p] + m->tasks[p].duration;
-      } else {
-        m->offset[c] = 0;
-      }
-      gdur[m->gid[c]] = m->offset[c] + m->tasks[c].duration;
+  for (uint32_t k = 0, gi = 0; k < m->C; k++) {
+    uint32_t c = m->prog[k];
+    uint8_t f = m->flags[c];
+    m->pflags[k] = f;
+    m->pdur[k] = m->tasks[c].duration;
+    if (m->hdur) m->phd[k] = m->hdur[c];
+    if (f & HEAD) {
+      gi = m->gid[c];
+      m->poff[k] = 0;
+    } else {
+      m->poff[k] = m->poff[k - 1] + m->pdur[k - 1];
+      if (f & TAIL) m->gid[c] = gi;
     }
+    m->pgid[k] = gi;
+    gdur[gi] = m->poff[k] + m->pdur[k];
+  }
   uint32_t R = ng;
   for (uint32_t t = m->C; t < m->n; t++) m->gid[t] = is_host(m, t) ? NONE : R++;
   SimTaskGraph *rg = sim_task_graph_new(g->num_devices);
@@ -252,16 +270,16 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
     g_array_append_vals(rg->task_resources, m->res + task->res_begin, task->nres);
   }
   /* Edges: the chain between groups, then every kept edge (into heads, out of tails). */
-  for (uint32_t c = 0; c < m->C; c++)
-    if ((m->flags[c] & HEAD) && m->prev[c] != NONE)
-      sim_task_graph_edge(rg, m->gid[m->prev[c]], m->gid[c]);
+  for (uint32_t k = 1; k < m->C; k++)
+    if ((m->pflags[k] & HEAD) && m->prev[m->prog[k]] != NONE)
+      sim_task_graph_edge(rg, m->pgid[k - 1], m->pgid[k]);
   m->rg = rg;
   each_edge(m, keep_edge);
   sim_task_graph_finish(rg);
   SimTime *release = g_new0(SimTime, R ? R : 1);
   if (m->hdur)
     for (uint32_t d = 0; d < nd; d++)
-      if (m->first[d] != NONE) release[m->gid[m->first[d]]] = m->hdur[m->first[d]];
+      if (m->first[d] != NONE) release[m->pgid[m->pos[m->first[d]]]] = m->hdur[m->first[d]];
   *release_out = release;
   return rg;
 }
@@ -271,32 +289,32 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
 static gboolean time_host(const Merge *m, const SimSchedule *s, const SimTime *release,
                           GArray *iv, guint *off) {
   uint32_t nd = (uint32_t)m->g->num_devices;
-  g_autofree SimTime *qwait = g_new0(SimTime, m->C ? m->C : 1);
+  g_autofree SimTime *qwait = g_new0(SimTime, m->C ? m->C : 1); /* per position */
   const uint32_t *q = (const uint32_t *)m->queue->data;
   for (guint k = 0; k < m->queue->len / 2; k++) {
-    uint32_t a = q[2 * k], c = q[2 * k + 1];
-    SimTime end = s->start[m->gid[a]] + m->offset[a] + m->tasks[a].duration;
+    uint32_t a = m->pos[q[2 * k]], c = m->pos[q[2 * k + 1]];
+    SimTime end = s->start[m->pgid[a]] + m->poff[a] + m->pdur[a];
     if (end > qwait[c]) qwait[c] = end;
   }
   for (uint32_t d = 0; d < nd; d++) {
     off[d] = iv->len / 2;
     SimTime host_end = 0, prev_end = 0;
-    for (uint32_t c = m->first[d]; c != NONE; c = m->next[c]) {
-      uint32_t gi = m->gid[c];
-      SimTime start = s->start[gi] + m->offset[c];
-      SimTime dh = m->hdur[c], launched = MAX(host_end, qwait[c]) + dh;
-      gboolean head = (m->flags[c] & HEAD) != 0;
+    for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
+      uint32_t gi = m->pgid[k];
+      SimTime start = s->start[gi] + m->poff[k];
+      SimTime dh = m->phd[k], launched = MAX(host_end, qwait[k]) + dh;
+      gboolean head = (m->pflags[k] & HEAD) != 0;
       SimTime ready = head ? s->ready[gi] : start;
       if (head && release[gi] ? launched != release[gi] : launched > ready)
         return FALSE; /* a late launch: the reduced graph does not apply */
-      if (dh == 0 && m->tasks[c].duration == 0 && launched >= ready)
+      if (dh == 0 && m->pdur[k] == 0 && launched >= ready)
         return FALSE; /* an instant launch at its instant kernel's time (the tie-breaks) */
       SimTime wait_end = MIN(launched, start);
       if (wait_end > prev_end) {
         SimTime pair[2] = {prev_end, wait_end};
         g_array_append_vals(iv, pair, 2);
       }
-      SimTime end = start + m->tasks[c].duration;
+      SimTime end = start + m->pdur[k];
       if (end > prev_end) prev_end = end;
       host_end = launched;
     }
@@ -317,7 +335,13 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.dev = g_new(uint32_t, C1);
   m.pos = g_new(uint32_t, C1);
   m.next = g_new(uint32_t, C1);
-  m.offset = g_new(SimTime, C1);
+  m.prog = g_new(uint32_t, C1);
+  m.dbeg = g_new(uint32_t, nd + 1);
+  m.pgid = g_new(uint32_t, C1);
+  m.poff = g_new(SimTime, C1);
+  m.pdur = g_new(SimTime, C1);
+  m.phd = g_new(SimTime, C1);
+  m.pflags = g_new(uint8_t, C1);
   m.first = g_new(uint32_t, nd + 1);
   m.last = g_new(uint32_t, nd + 1);
   m.flags = g_new0(uint8_t, m.n ? m.n : 1);
@@ -346,7 +370,13 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_free(m.dev);
   g_free(m.pos);
   g_free(m.next);
-  g_free(m.offset);
+  g_free(m.prog);
+  g_free(m.dbeg);
+  g_free(m.pgid);
+  g_free(m.poff);
+  g_free(m.pdur);
+  g_free(m.phd);
+  g_free(m.pflags);
   g_free(m.first);
   g_free(m.last);
   g_free(m.flags);
