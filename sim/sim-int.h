@@ -47,7 +47,7 @@ struct SimTaskGraph {
    * stream is not materialized; per compute task its launch's duration (host_duration, NULL
    * without a host stream) and the launch queue's edges as (q, c) pairs, q -> h(c)
    * (host_queue). host_base is then UINT32_MAX and the graph has num_compute fewer tasks than
-   * the full one. */
+   * the full one; its program-order edges are left out too (chain_prev has them). */
   SimTime *host_duration;
   GArray *host_queue;
 };

@@ -81,8 +81,9 @@ typedef struct {
   GArray **sim_groups;      /* per mesh x axis (MDL_MAX_MESH_AXES per mesh): bases of the groups
                                along the axis with a simulated member (int), built on first use
                                by sb_convert_on_mesh; NULL until then */
-  gboolean virtual_host;    /* the host stream as durations and queue pairs only (SimTaskGraph.
-                               host_duration: a graph for chain merging) */
+  gboolean for_merge;       /* a graph for chain merging only (sim_build_unfinished): the host
+                               stream as durations and queue pairs (SimTaskGraph.host_duration),
+                               no program-order edges (chain_prev stands for them) */
   SbCostMemo memo[4];       /* the last collectives' costs (sb_add_comm_task), round robin */
   int memo_next;
 } Builder;

@@ -154,7 +154,7 @@ static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
     int d = mesh->devices[b->rep_idx[m][r]];
     b->chain_prev[t] = prev[d];
     if (prev[d] != NO_TASK) b->chain_next[prev[d]] = t;
-    if (prev[d] != NO_TASK) sim_task_graph_edge(b->tg, prev[d], t);
+    if (prev[d] != NO_TASK && !b->for_merge) sim_task_graph_edge(b->tg, prev[d], t);
     prev[d] = t;
   }
 }
@@ -454,7 +454,7 @@ SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *str
   /* The arrays at their final size at once (the estimate bounds the tasks; a task has about
    * 2.3 edges in the transformer graphs measured): no copy on growth. Pages are touched only
    * as they fill. */
-  b.virtual_host = for_merge;
+  b.for_merge = for_merge;
   guint64 ntasks = MAX(estimate.tasks, 1) +
                    (cm_framework_get(strategy->framework) && !for_merge ? estimate.compute_tasks : 0);
   reserve(b.tg->tasks, ntasks);

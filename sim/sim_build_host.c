@@ -45,7 +45,7 @@ static void add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *pr
       q++;
       advanced = TRUE;
     }
-    if (advanced && b->virtual_host) {
+    if (advanced && b->for_merge) {
       uint32_t pair[2] = {prog[q - 1], prog[p]};
       g_array_append_vals(b->tg->host_queue, pair, 2);
     } else if (advanced) {
@@ -77,7 +77,7 @@ void sb_add_host_tasks(Builder *b) {
     }
   g_autofree int *kernels = g_new(int, n ? n : 1);
   SimTask *tasks = (SimTask *)tg->tasks->data;
-  if (b->virtual_host) { /* durations and queue pairs only (sim-int.h) */
+  if (b->for_merge) { /* durations and queue pairs only (sim-int.h) */
     tg->host_base = UINT32_MAX;
     tg->num_resources -= tg->num_devices;
     tg->host_duration = g_new(SimTime, n ? n : 1);

@@ -228,15 +228,14 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
     sim_task_graph_free(tasks);
     return NULL;
   }
-  /* Not merged: a graph built for merging is finished, or rebuilt when its host stream was
-   * left out. */
-  if (!schedule && !merged && tasks->host_duration) {
+  /* Not merged: a graph built for merging (unfinished, without its host stream and program
+   * order edges) is rebuilt in full. */
+  if (!schedule && !merged && !tasks->succ_offsets) {
     SimTaskGraph *full = sim_build_with_options(graph, strategy, cluster, params, options, error);
     sim_task_graph_free(tasks);
     if (!full) return NULL;
     tasks = full;
   }
-  if (!schedule && !merged && !tasks->succ_offsets) sim_task_graph_finish(tasks);
   if (!schedule && !merged) schedule = sim_engine_run(tasks, error);
   if (!schedule && !merged) {
     sim_task_graph_free(tasks);

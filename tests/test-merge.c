@@ -13,6 +13,8 @@
 static const char *model = "gpt3-1.3b:batch=64";
 static const char *cluster = "dgx-a100:nodes=2";
 
+static gboolean step_mode; /* --collectives step for the runs below */
+
 static SimRun *simulate(const char *m, const char *spec, gboolean expanded, gboolean merged) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec(cluster, &error);
@@ -23,7 +25,8 @@ static SimRun *simulate(const char *m, const char *spec, gboolean expanded, gboo
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
-  SimOptions options = {.no_symmetry = expanded, .prediction_only = merged};
+  SimOptions options = {.no_symmetry = expanded, .prediction_only = merged,
+                        .step_collectives = step_mode};
   SimRun *run = sim_run_new_with_options(g, s, c, &params, &options, &error);
   g_assert_no_error(error);
   return run;
@@ -114,12 +117,18 @@ static void test_symmetric_vs_expanded(void) {
 }
 
 /* Where the reduction does not hold the full engine runs: collectives holding the compute
- * streams (overlap=0); a host-bound model whose launches are late (the check after the reduced
- * run fails). */
+ * streams (overlap=0), step-expanded collectives; a host-bound model whose launches are late
+ * (the check after the reduced run fails). */
 static void test_fallback(void) {
   check(model, "megatron:tp=2,pp=4,dp=2,mb=2,overlap=0", FALSE, FALSE);
+  check(model, "megatron:tp=2,pp=4,dp=2,mb=2,overlap=0,framework=none", FALSE, FALSE);
+  check(model, "megatron:tp=2,pp=4,dp=2,mb=2,overlap=0", TRUE, FALSE);
   const char *tiny = "gpt:layers=4,hidden=256,heads=4,seq=128,vocab=1000,batch=32";
   check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=pytorch-eager", FALSE, FALSE);
+  /* step-expanded collectives (spans on link resources) */
+  step_mode = TRUE;
+  check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=none", FALSE, FALSE);
+  step_mode = FALSE;
   /* the same model without a host stream merges */
   check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=none", FALSE, TRUE);
 }
