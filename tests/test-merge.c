@@ -16,20 +16,9 @@ static const char *cluster = "dgx-a100:nodes=2";
 static gboolean step_mode; /* --collectives step for the runs below */
 
 static SimRun *simulate(const char *m, const char *spec, gboolean expanded, gboolean merged) {
-  GError *error = NULL;
-  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
-  g_assert_no_error(error);
-  MdlGraph *g = mdl_graph_parse_spec(m, &error);
-  g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
-  g_assert_no_error(error);
-  CmParams params;
-  cm_params_default(&params);
   SimOptions options = {.no_symmetry = expanded, .prediction_only = merged,
                         .step_collectives = step_mode};
-  SimRun *run = sim_run_new_with_options(g, s, c, &params, &options, &error);
-  g_assert_no_error(error);
-  return run;
+  return test_simulate_options(m, cluster, spec, &options);
 }
 
 /* Every figure the prediction reports, bit for bit. */
