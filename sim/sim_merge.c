@@ -63,7 +63,8 @@ typedef struct {
   uint32_t *last;        /* per device: its last compute task */
   uint32_t *next;        /* per compute task: the one after it in the program */
   uint8_t *flags;        /* per task */
-  uint32_t *gid;         /* per non-host task: its task in the reduced graph */
+  uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
+                            heads and tails only, NONE for inner members) */
   /* Per position in prog (sequential passes instead of chasing the chain again): */
   uint32_t *pgid;        /* its group's task in the reduced graph */
   SimTime *poff;         /* its start within its group */
@@ -205,10 +206,15 @@ static gboolean check_edges(Merge *m) {
   return TRUE;
 }
 
-/* An edge of the reduced graph: into a head or out of a tail (those into inner members and
- * between a device's compute tasks are implied by the chain); none to or from the host. */
+/* An edge of the reduced graph: every edge out of a tail (or a task that is not compute) into
+ * a head (or a task that is not compute); one between two compute tasks of a device is then
+ * implied by the chain but kept (a zero-duration tail's pop may be what makes the head ready,
+ * as in the full run). Other members last more than zero: an edge out of one ends before the
+ * chain predecessor of its target pops; an edge into one is implied by the chain. The host
+ * stream is timed apart. */
 static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
-  if (m->gid[u] != NONE && m->gid[v] != NONE && !(u < m->C && v < m->C && m->dev[u] == m->dev[v]))
+  if (m->gid[u] != NONE && m->gid[v] != NONE && (u >= m->C || (m->flags[u] & TAIL)) &&
+      (v >= m->C || (m->flags[v] & HEAD)))
     sim_task_graph_edge(m->rg, m->gid[u], m->gid[v]);
   return TRUE;
 }
