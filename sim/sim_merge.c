@@ -9,15 +9,19 @@
  * predecessor, earlier compute tasks of its own device (ended before the chain predecessor) and
  * its host launch h(c) starts at max(end(chain_prev), end(h(c))). If moreover h(c) has ended by
  * then ("the launch is not late"), c starts exactly when chain_prev ends. A maximal run of such
- * tasks whose inner members have no successor off the device's compute chain (other than launch
- * queue edges into the host stream) is a group: it runs back to back from its head's start, so
- * it is replaced by one task lasting the sum of its members' durations (integer picoseconds:
- * the sum is exact, and member i starts at the group's start plus the durations before it).
- * Edges into the head and out of the tail are kept; edges into inner members are implied by the
- * chain; edges out of inner members go to the same device's later compute tasks (implied too).
+ * tasks whose members before the last have no successor off the device's compute chain (other
+ * than launch queue edges into the host stream) is a group: it runs back to back from its
+ * head's start, so it is replaced by one task lasting the sum of its members' durations
+ * (integer picoseconds: the sum is exact, and member i starts at the group's start plus the
+ * durations before it). Edges out of a tail into a head (or into or out of tasks that are not
+ * compute) are kept; the others join members that last more than zero (zero-duration compute
+ * tasks are groups of their own): an edge into one is implied by the chain, and one out of one
+ * ends before its target's chain predecessor pops, so it never decides when its target is
+ * ready or pushed.
  *
- * The host stream (sim_build_host.c) is not in the reduced graph: a host resource serves only
- * its device's launches, in program order, so h(c) starts at max(end(h(chain_prev)), end of the
+ * The host stream (sim_build_host.c) is not in the reduced graph (a graph built for merging
+ * does not even materialize it: SimTaskGraph.host_duration): a host resource serves only its
+ * device's launches, in program order, so h(c) starts at max(end(h(chain_prev)), end of the
  * compute tasks c's launch queue waits for) and its end is computed after the engine, in one
  * pass per device, from the compute tasks' (exact) ends. The engine's result equals the full
  * one when every launch left out was not late: each device's first launch is given as a release
@@ -31,16 +35,17 @@
  * relative order (groups by their head's id, all below the other tasks, as compute ids are),
  * zero-duration compute tasks stay alone (their successors become ready at their pop time)
  * and, where such a task's launch lasts zero too, the launch must have ended before its other
- * dependencies (else the task would be pushed at a different point of that time's pops), so a task pushed earlier in the reduced
- * run than in the full one (a group's successors at the group's pop, a kernel at its last
- * predecessor's rather than its launch's pop) is pushed before its ready time comes in both,
- * or pops at that time without pushing anything due then: the pops at each time, in order,
- * are the same. Only compute streams, whose order is fixed by the chain, see merged tasks.
+ * dependencies (else the task would be pushed at a different point of that time's pops). So a
+ * task pushed earlier in the reduced run than in the full one (a group's successors at the
+ * group's pop, a kernel at its last predecessor's rather than its launch's pop) is pushed
+ * before its ready time comes in both, or pops at that time without pushing anything due then:
+ * the pops at each time, in order, are the same. Only compute streams, whose order is fixed by
+ * the chain, see merged tasks.
  *
  * The breakdown (sim_breakdown_sums) then runs on the reduced schedule: a group's busy
  * interval is the union of its members' (they touch), so busy time and the measure of
  * communication not under compute are the same integers; the host waits come from the pass.
- * tests/test-sim-merge.c checks merged against full predictions over a set of strategies. */
+ * tests/test-merge.c checks merged against full predictions over a set of strategies. */
 #include "sim/sim-int.h"
 
 #include <string.h>
