@@ -81,7 +81,7 @@ void sb_add_host_tasks(Builder *b) {
     tg->host_base = UINT32_MAX;
     tg->num_resources -= tg->num_devices;
     tg->host_duration = g_new(SimTime, n ? n : 1);
-    tg->host_queue = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    tg->host_queue = g_array_sized_new(FALSE, FALSE, sizeof(uint32_t), 2 * (n ? n : 1));
     for (uint32_t c = 0; c < n; c++) {
       int k = tasks[c].op * PHASES + (int)host_phase(b, &tasks[c]);
       kernels[c] = op_kernels[k];
