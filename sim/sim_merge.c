@@ -241,6 +241,11 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   g_autofree SimTime *gdur = g_new0(SimTime, ng + 1);
   for (uint32_t k = 0, gi = 0; k < m->C; k++) {
     uint32_t c = m->prog[k];
+    if (k + 16 < m->C) { /* program order is scattered in ids: fetch ahead */
+      __builtin_prefetch(&m->tasks[m->prog[k + 16]]);
+      __builtin_prefetch(&m->flags[m->prog[k + 16]]);
+      if (m->hdur) __builtin_prefetch(&m->hdur[m->prog[k + 16]]);
+    }
     uint8_t f = m->flags[c];
     m->pflags[k] = f;
     m->pdur[k] = m->tasks[c].duration;

@@ -7,17 +7,20 @@
 #include <string.h>
 
 #include "sim/sim.h"
+#include "sim/sim_crossmesh.h"
 #include "sim/sim-int.h" /* white-box: sim_merge_predict on a full graph */
 #include "test-util.h"
 
 static const char *model = "gpt3-1.3b:batch=64";
 static const char *cluster = "dgx-a100:nodes=2";
 
-static gboolean step_mode; /* --collectives step for the runs below */
+static gboolean step_mode;      /* --collectives step for the runs below */
+static gboolean crossmesh_mode; /* --crossmesh broadcast for the runs below */
 
 static SimRun *simulate(const char *m, const char *spec, gboolean expanded, gboolean merged) {
   SimOptions options = {.no_symmetry = expanded, .prediction_only = merged,
-                        .step_collectives = step_mode};
+                        .step_collectives = step_mode, .crossmesh = crossmesh_mode,
+                        .crossmesh_method = SIM_CROSSMESH_BROADCAST};
   return test_simulate_options(m, cluster, spec, &options);
 }
 
@@ -90,6 +93,20 @@ static void test_identical_symmetric(void) {
 
 static void test_identical_expanded(void) {
   for (gsize i = 0; i < G_N_ELEMENTS(merging); i += 3) check(model, merging[i], TRUE, TRUE);
+}
+
+/* Other models: grouped-query attention with context parallelism (ring attention), MoE with
+ * expert parallelism (all-to-all dispatch), a U-Net under data parallelism; and every move
+ * between meshes planned as cross-mesh resharding (SimOptions.crossmesh). */
+static void test_models(void) {
+  check("llama3-8b:batch=16", "megatron:tp=2,pp=2,dp=2,cp=2,mb=1", FALSE, TRUE);
+  check("llama3-8b:batch=16", "megatron:tp=2,pp=2,dp=4,mb=1,sp=1,recompute=full,zero=1", FALSE,
+        TRUE);
+  check("qwen1.5-moe-a2.7b:batch=32", "megatron:tp=1,pp=2,dp=8,ep=4,mb=1", FALSE, TRUE);
+  check("u-transformer:batch=2048", "dp", FALSE, TRUE);
+  crossmesh_mode = TRUE;
+  check(model, "megatron:tp=2,pp=4,dp=2,mb=2", FALSE, TRUE);
+  crossmesh_mode = FALSE;
 }
 
 /* The merged symmetric run gives the full expanded run's iteration, as symmetry promises. */
@@ -179,6 +196,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/merge/identical-symmetric", test_identical_symmetric);
   g_test_add_func("/merge/identical-expanded", test_identical_expanded);
   g_test_add_func("/merge/symmetric-vs-expanded", test_symmetric_vs_expanded);
+  g_test_add_func("/merge/models", test_models);
   g_test_add_func("/merge/fallback", test_fallback);
   g_test_add_func("/merge/full-graph", test_full_graph);
   g_test_add_func("/merge/no-schedule", test_no_schedule);
