@@ -54,6 +54,9 @@
 
 enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4 };
 
+/* Reduced runs at most (each after the late launches the previous one found). */
+#define MERGE_ROUNDS 4
+
 typedef struct {
   const SimTaskGraph *g;
   const SimTask *tasks;
@@ -77,6 +80,9 @@ typedef struct {
   SimTime *phd;          /* its launch's duration (with a host stream) */
   uint8_t *pflags;       /* its flags */
   const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
+  SimTime *rel;          /* per compute task: its launch's end where it gates the task (a late
+                            launch: the task heads a group released then), else 0 */
+  uint8_t *base;         /* per compute task: its flags from the graph, before releases */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
   SimTaskGraph *rg;      /* the reduced graph, while its edges are added */
@@ -224,10 +230,14 @@ static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
   return TRUE;
 }
 
-/* Groups and the reduced graph; @release gets each device's first launch. */
+/* Groups and the reduced graph; @release gets each group's release (its head's). */
 static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   const SimTaskGraph *g = m->g;
-  uint32_t nd = (uint32_t)g->num_devices, ng = 0;
+  uint32_t ng = 0;
+  /* the graph's flags; a released task heads its group */
+  memcpy(m->flags, m->base, m->C);
+  for (uint32_t c = 0; m->rel && c < m->C; c++)
+    if (m->rel[c]) m->flags[c] |= HEAD;
   /* heads after tails, in program order; then groups numbered by their head's id */
   uint8_t before = 0;
   for (uint32_t k = 0; k < m->C; k++) {
@@ -293,17 +303,32 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   each_edge(m, keep_edge);
   sim_task_graph_finish(rg);
   SimTime *release = g_new0(SimTime, R ? R : 1);
-  if (m->hdur)
-    for (uint32_t d = 0; d < nd; d++)
-      if (m->first[d] != NONE) release[m->pgid[m->pos[m->first[d]]]] = m->hdur[m->first[d]];
+  for (uint32_t c = 0; m->rel && c < m->C; c++)
+    if (m->rel[c]) release[m->gid[c]] = m->rel[c];
   *release_out = release;
   return rg;
 }
 
-/* The host stream over the reduced schedule @s: checks that no launch left out was late and
- * fills the host-wait intervals (sim_host_wait_intervals' layout). FALSE when a check fails. */
-static gboolean time_host(const Merge *m, const SimSchedule *s, const SimTime *release,
-                          GArray *iv, guint *off) {
+/* Per task of the reduced graph @rg timed as @s: when its last dependency ended, releases
+ * aside (the ready time the full run gives it where its launch does not gate it). */
+static SimTime *dependencies_ready(const SimTaskGraph *rg, const SimSchedule *s) {
+  uint32_t n = rg->tasks->len;
+  const SimTask *t = (const SimTask *)rg->tasks->data;
+  SimTime *nr = g_new0(SimTime, n ? n : 1);
+  for (uint32_t u = 0; u < n; u++)
+    for (uint32_t k = rg->succ_offsets[u]; k < rg->succ_offsets[u + 1]; k++)
+      nr[rg->succ[k]] = MAX(nr[rg->succ[k]], s->start[u] + t[u].duration);
+  return nr;
+}
+
+/* The host stream over the reduced schedule @s (@nr: dependencies_ready): each launch's end,
+ * from its device's previous launch and the launch queue. The schedule is the full run's when
+ * every compute task's ready time, max(its dependencies, its launch), is what the reduced run
+ * gave it, max(its dependencies, its release): returns 0 then, with the host-wait intervals
+ * in @iv/@off (sim_host_wait_intervals' layout). Otherwise the releases are set to the launches
+ * that gate their tasks and the count of changes returned (the caller runs again), or -1
+ * where the tie-breaks forbid (an instant launch gating an instant kernel). */
+static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv, guint *off) {
   uint32_t nd = (uint32_t)m->g->num_devices;
   g_autofree SimTime *qwait = g_new0(SimTime, m->C ? m->C : 1); /* per position */
   const uint32_t *q = (const uint32_t *)m->queue->data;
@@ -312,19 +337,23 @@ static gboolean time_host(const Merge *m, const SimSchedule *s, const SimTime *r
     SimTime end = s->start[m->pgid[a]] + m->poff[a] + m->pdur[a];
     if (end > qwait[c]) qwait[c] = end;
   }
+  gint64 changes = 0;
+  g_array_set_size(iv, 0);
   for (uint32_t d = 0; d < nd; d++) {
     off[d] = iv->len / 2;
     SimTime host_end = 0, prev_end = 0;
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
-      uint32_t gi = m->pgid[k];
+      uint32_t gi = m->pgid[k], c = m->prog[k];
       SimTime start = s->start[gi] + m->poff[k];
       SimTime dh = m->phd[k], launched = MAX(host_end, qwait[k]) + dh;
-      gboolean head = (m->pflags[k] & HEAD) != 0;
-      SimTime ready = head ? s->ready[gi] : start;
-      if (head && release[gi] ? launched != release[gi] : launched > ready)
-        return FALSE; /* a late launch: the reduced graph does not apply */
-      if (dh == 0 && m->pdur[k] == 0 && launched >= ready)
-        return FALSE; /* an instant launch at its instant kernel's time (the tie-breaks) */
+      /* a head's dependencies are its group's; an inner member's, its predecessor's end */
+      SimTime deps = m->pflags[k] & HEAD ? nr[gi] : start, rel = m->rel[c];
+      if (dh == 0 && m->pdur[k] == 0 && launched >= deps)
+        return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
+      if (MAX(deps, rel) != MAX(deps, launched)) {
+        m->rel[c] = launched > deps ? launched : 0;
+        changes++;
+      }
       SimTime wait_end = MIN(launched, start);
       if (wait_end > prev_end) {
         SimTime pair[2] = {prev_end, wait_end};
@@ -336,7 +365,7 @@ static gboolean time_host(const Merge *m, const SimSchedule *s, const SimTime *r
     }
   }
   off[nd] = iv->len / 2;
-  return TRUE;
+  return changes;
 }
 
 gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdownSums *out,
@@ -366,14 +395,27 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.hdur = g->host_duration;
   m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
   gboolean ok = check_tasks(&m) && check_edges(&m);
-  if (ok) {
+  if (ok && m.hdur) { /* each device's first launch gates its first task */
+    m.rel = g_new0(SimTime, C1);
+    for (uint32_t d = 0; d < nd; d++)
+      if (m.first[d] != NONE) m.rel[m.first[d]] = m.hdur[m.first[d]];
+  }
+  m.base = ok ? g_memdup2(m.flags, C1) : NULL;
+  /* Late launches become releases and the reduced graph is timed again, a few times at most:
+   * where many launches are late (a host-bound run) the full engine is as fast. */
+  for (int round = 0; ok && round < MERGE_ROUNDS; round++) {
     SimTime *release = NULL;
     SimTaskGraph *rg = reduce(&m, &release);
     SimSchedule *s = sim_engine_run_released(rg, release, NULL);
     g_autoptr(GArray) iv = g_array_sized_new(FALSE, FALSE, sizeof(SimTime), 2);
     g_autofree guint *off = g_new0(guint, nd + 1);
-    ok = s && (!m.hdur || time_host(&m, s, release, iv, off));
-    if (ok) {
+    gint64 changes = 0;
+    if (s && m.hdur) {
+      g_autofree SimTime *nr = dependencies_ready(rg, s);
+      changes = time_host(&m, s, nr, iv, off);
+    }
+    ok = s && changes >= 0 && changes <= m.C / 16 + 1;
+    if (ok && changes == 0) {
       sim_breakdown_sums(rg, s, (const SimTime *)iv->data, off, out);
       *makespan = s->makespan;
       *reduced_tasks = rg->tasks->len;
@@ -382,7 +424,11 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     sim_schedule_free(s);
     sim_task_graph_free(rg);
     g_free(release);
+    if (*applied) break;
   }
+  ok = *applied;
+  g_free(m.rel);
+  g_free(m.base);
   g_free(m.dev);
   g_free(m.pos);
   g_free(m.next);
