@@ -23,12 +23,17 @@
  * does not even materialize it: SimTaskGraph.host_duration): a host resource serves only its
  * device's launches, in program order, so h(c) starts at max(end(h(chain_prev)), end of the
  * compute tasks c's launch queue waits for) and its end is computed after the engine, in one
- * pass per device, from the compute tasks' (exact) ends. The engine's result equals the full
- * one when every launch left out was not late: each device's first launch is given as a release
- * time on its first task (it has no predecessor: it ends at its own duration), and for every
- * other compute task the pass checks end(h(c)) <= its ready time in the reduced run. A launch
- * that was late makes the check fail and the caller runs the full engine: the result is never
- * an approximation. A host task ends no later than its kernel starts, so the makespan is the
+ * pass per device, from the compute tasks' (exact) ends. A launch that gates its kernel (ends
+ * after the kernel's other dependencies: "late") is given to the reduced run as a release time
+ * of that kernel, which then heads its group; each device's first launch is one from the start
+ * (it has no predecessor: it ends at its own duration). The pass checks that every compute
+ * task's ready time, max(dependencies, launch end), is the one the reduced run used,
+ * max(dependencies, release). Where it is not, the releases are corrected and the reduced graph
+ * timed again; once it is, the reduced run is the full one: both engines pop the same tasks in
+ * the same order at the same times, the launches' ends being what the full run computes from
+ * the same earlier ends. After MERGE_ROUNDS runs, or with many launches late (a host-bound run,
+ * where merging saves little), the caller runs the full engine: the result is never an
+ * approximation. A host task ends no later than its kernel starts, so the makespan is the
  * reduced graph's.
  *
  * Tie-breaks: the engine pops equal ready times by task id. Reduced ids keep the original
