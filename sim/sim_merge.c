@@ -374,9 +374,8 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
 }
 
 gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdownSums *out,
-                           uint32_t *reduced_tasks, gboolean *applied, GError **error) {
-  (void)error; /* a cycle is left to the full engine, which reports it */
-  *applied = FALSE;
+                           uint32_t *reduced_tasks) {
+  gboolean applied = FALSE;
   if (!g->chain_prev || (!g->succ_offsets && !g->edges) || g->spans->len) return FALSE;
   Merge m = {.g = g, .tasks = (const SimTask *)g->tasks->data,
              .res = (const uint32_t *)g->task_resources->data, .prev = g->chain_prev,
@@ -424,14 +423,14 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
       sim_breakdown_sums(rg, s, (const SimTime *)iv->data, off, out);
       *makespan = s->makespan;
       *reduced_tasks = rg->tasks->len;
-      *applied = TRUE;
+      applied = TRUE;
     }
     sim_schedule_free(s);
     sim_task_graph_free(rg);
     g_free(release);
-    if (*applied) break;
+    if (applied) break;
   }
-  ok = *applied;
+  ok = applied;
   g_free(m.rel);
   g_free(m.base);
   g_free(m.dev);

@@ -224,14 +224,9 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
   /* Prediction only: chain merging (sim_merge.c) where it applies, else the full engine. */
   SimTime makespan = 0;
   SimBreakdownSums sums = {0};
-  gboolean merged = FALSE;
   uint32_t reduced = 0;
-  if (!schedule && options->prediction_only &&
-      !sim_merge_predict(tasks, &makespan, &sums, &reduced, &merged, error) && !merged &&
-      error && *error) {
-    sim_task_graph_free(tasks);
-    return NULL;
-  }
+  gboolean merged = !schedule && options->prediction_only &&
+                    sim_merge_predict(tasks, &makespan, &sums, &reduced);
   /* Not merged: a graph built for merging (unfinished, without its host stream and program
    * order edges) is rebuilt in full. */
   if (!schedule && !merged && !tasks->succ_offsets) {

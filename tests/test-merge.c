@@ -167,10 +167,7 @@ static void test_full_graph(void) {
     sim_breakdown_sums(tg, sched, host_iv, host_off, &full);
     SimTime makespan = 0;
     uint32_t reduced = 0;
-    gboolean applied = FALSE;
-    g_assert_true(sim_merge_predict(tg, &makespan, &merged, &reduced, &applied, &error));
-    g_assert_no_error(error);
-    g_assert_true(applied);
+    g_assert_true(sim_merge_predict(tg, &makespan, &merged, &reduced));
     g_assert_cmpuint(reduced, <, sim_task_graph_size(tg));
     g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
     g_assert_cmpuint(merged.compute, ==, full.compute);
