@@ -3,7 +3,8 @@
  * Why it is exact. A device's compute stream (resource 2d) serves only that device's compute
  * tasks, chained in program order by the builder (chain_prev), and possibly its optimizer step
  * after the last of them; the applicability check below refuses anything else (collectives
- * that hold compute streams without overlap, step-expanded spans, graphs not from sim_build).
+ * that hold compute streams without overlap, graphs not from sim_build; step-expanded
+ * collectives' transfers hold link resources only, and their spans are kept).
  * So a compute task's start equals its ready time (its chain predecessor has ended, and nothing
  * else can hold the stream), and a compute task c whose predecessors are only its chain
  * predecessor, earlier compute tasks of its own device (ended before the chain predecessor) and
@@ -300,6 +301,12 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
     rt[m->gid[t]].res_begin = rg->task_resources->len;
     g_array_append_vals(rg->task_resources, m->res + task->res_begin, task->nres);
   }
+  /* Step-expanded collectives' spans (gate and join are communication tasks: kept). */
+  const uint32_t *spans = (const uint32_t *)g->spans->data;
+  for (guint k = 0; k < g->spans->len; k++) {
+    uint32_t id = m->gid[spans[k]];
+    g_array_append_val(rg->spans, id);
+  }
   /* Edges: the chain between groups, then every kept edge (into heads, out of tails). */
   for (uint32_t k = 1; k < m->C; k++)
     if ((m->pflags[k] & HEAD) && m->prev[m->prog[k]] != NONE)
@@ -376,7 +383,7 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
 gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdownSums *out,
                            uint32_t *reduced_tasks) {
   gboolean applied = FALSE;
-  if (!g->chain_prev || (!g->succ_offsets && !g->edges) || g->spans->len) return FALSE;
+  if (!g->chain_prev || (!g->succ_offsets && !g->edges)) return FALSE;
   Merge m = {.g = g, .tasks = (const SimTask *)g->tasks->data,
              .res = (const uint32_t *)g->task_resources->data, .prev = g->chain_prev,
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};

@@ -96,8 +96,8 @@ static void test_identical_expanded(void) {
 }
 
 /* Other models: grouped-query attention with context parallelism (ring attention), MoE with
- * expert parallelism (all-to-all dispatch), a U-Net under data parallelism; and every move
- * between meshes planned as cross-mesh resharding (SimOptions.crossmesh). */
+ * expert parallelism (all-to-all dispatch), a U-Net under data parallelism; every move between
+ * meshes planned as cross-mesh resharding (SimOptions.crossmesh); step-expanded collectives. */
 static void test_models(void) {
   check("llama3-8b:batch=16", "megatron:tp=2,pp=2,dp=2,cp=2,mb=1", FALSE, TRUE);
   check("llama3-8b:batch=16", "megatron:tp=2,pp=2,dp=4,mb=1,sp=1,recompute=full,zero=1", FALSE,
@@ -107,6 +107,13 @@ static void test_models(void) {
   crossmesh_mode = TRUE;
   check(model, "megatron:tp=2,pp=4,dp=2,mb=2", FALSE, TRUE);
   crossmesh_mode = FALSE;
+  /* step-expanded collectives (transfers on link resources, spans in the breakdown), folded
+   * by symmetry and expanded */
+  step_mode = TRUE;
+  check(model, "megatron:tp=2,pp=4,dp=2,mb=2", FALSE, TRUE);
+  check(model, "megatron:tp=4,pp=2,dp=2,mb=4,schedule=interleaved,vp=2", FALSE, TRUE);
+  check(model, "megatron:tp=2,pp=4,dp=2,mb=2,zero=1,sp=1", TRUE, TRUE);
+  step_mode = FALSE;
 }
 
 /* The merged symmetric run gives the full expanded run's iteration, as symmetry promises. */
@@ -123,7 +130,7 @@ static void test_symmetric_vs_expanded(void) {
 }
 
 /* Where the reduction does not hold the full engine runs: collectives holding the compute
- * streams (overlap=0), step-expanded collectives; a host-bound model whose launches are mostly
+ * streams (overlap=0, as tasks or step-expanded); a host-bound model whose launches are mostly
  * late. Where a few launches are late the reduced graph is timed again with them as releases
  * and still gives the full answer. */
 static void test_fallback(void) {
@@ -132,9 +139,9 @@ static void test_fallback(void) {
   check(model, "megatron:tp=2,pp=4,dp=2,mb=2,overlap=0", TRUE, FALSE);
   const char *tiny = "gpt:layers=4,hidden=256,heads=4,seq=128,vocab=1000,batch=32";
   check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=pytorch-eager", FALSE, FALSE);
-  /* step-expanded collectives (spans on link resources) */
+  /* step-expanded collectives holding the compute streams */
   step_mode = TRUE;
-  check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=none", FALSE, FALSE);
+  check(model, "megatron:tp=2,pp=4,dp=2,mb=2,overlap=0", FALSE, FALSE);
   step_mode = FALSE;
   /* a few late launches: they become releases and the reduced graph is timed again */
   check("resnet-101", "megatron:tp=2,pp=2,dp=4,mb=1", FALSE, TRUE);
