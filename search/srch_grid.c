@@ -212,7 +212,7 @@ static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMe
 
 static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
   if (!sc->bounded || sc->bound_recompute != sc->s->recompute) {
-    sc->bound = sim_compute_bound(w->graph, sc->s, w->cluster, w->params);
+    sc->bound = sim_iteration_bound(w->graph, sc->s, w->cluster, w->params, &w->options->sim);
     sc->bound_recompute = sc->s->recompute;
     sc->bounded = TRUE;
   }
