@@ -219,12 +219,26 @@ static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
   return sc->bound;
 }
 
+/* Grid point @index built, when it fits in memory (the simulator's fits_memory rule; caller
+ * frees); NULL, counted as over memory (or failed, where the builder refuses it), when not. */
+static MdlStrategy *fitting(SrchWorker *w, guint index) {
+  MdlStrategy *s = mdl_strategy_megatron(w->graph, w->cluster, &g_array_index(w->grid, MdlMegatronConfig, index), NULL);
+  if (!s) w->failed++;
+  else if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) {
+    w->over_memory++;
+    mdl_strategy_free(s);
+    s = NULL;
+  }
+  return s;
+}
+
 void srch_grid_worker(SrchWorker *w) {
   GArray *cands = g_array_new(FALSE, FALSE, sizeof(Candidate));
   Screen sc;
   memset(&sc, 0, sizeof sc);
   guint i;
-  /* Screening: the builder, the memory rule, the bound. */
+  /* Screening: the builder and the bound (the memory rule waits until a point's bound is
+   * below the best: a point pruned by its bound needs no memory check). */
   for (i = (guint)w->index; i < w->grid->len && before_deadline(w); i += (guint)w->nworkers) {
     const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
     MdlStrategy *s = screen_strategy(&sc, w, cfg);
@@ -232,12 +246,8 @@ void srch_grid_worker(SrchWorker *w) {
       w->failed++;
       continue;
     }
-    if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) { /* the simulator's fits_memory rule */
-      w->over_memory++;
-    } else {
-      Candidate c = {screen_bound(&sc, w), i};
-      g_array_append_val(cands, c);
-    }
+    Candidate c = {screen_bound(&sc, w), i};
+    g_array_append_val(cands, c);
   }
   mdl_strategy_free(sc.s);
   gboolean screened = i >= w->grid->len;
@@ -251,17 +261,15 @@ void srch_grid_worker(SrchWorker *w) {
       break;
     }
     if (!srch_worker_has_budget(w)) break;
-    GError *error = NULL;
-    MdlStrategy *s = mdl_strategy_megatron(w->graph, w->cluster,
-                                           &g_array_index(w->grid, MdlMegatronConfig, c->index), &error);
-    if (!s) {
-      w->failed++;
-      g_clear_error(&error);
-      continue;
-    }
+    MdlStrategy *s = fitting(w, c->index);
+    if (!s) continue;
     srch_worker_eval_strategy(w, s, (int)c->index);
     mdl_strategy_free(s);
   }
+  /* Out of budget: the points left are screened for memory still, so that the share covered
+   * counts those that could not be a result anyway. */
+  for (guint left = k; left < cands->len && before_deadline(w); left++)
+    mdl_strategy_free(fitting(w, g_array_index(cands, Candidate, left).index));
   w->complete = screened && k >= cands->len;
   g_array_free(cands, TRUE);
 }
