@@ -71,7 +71,8 @@ static void chunks_clear(Chunks *k) {
  * that varies here. */
 #define GAP_MEMO 32
 typedef struct {
-  int mesh, axis, base, coll;
+  int mesh, base, coll;
+  unsigned mask;
   double bytes;
   SimTime time;
 } GapMemo;
@@ -82,25 +83,35 @@ typedef struct {
   int nmemo, next;
 } Gaps;
 
-static SimTime collective_time(Gaps *g, int mesh_index, int axis, int base, CmCollective coll,
+static SimTime collective_time(Gaps *g, int mesh_index, unsigned mask, int base, CmCollective coll,
                                double bytes) {
   for (int i = 0; i < g->nmemo; i++) {
     const GapMemo *m = &g->memo[i];
-    if (m->mesh == mesh_index && m->axis == axis && m->base == base && m->coll == (int)coll &&
+    if (m->mesh == mesh_index && m->mask == mask && m->base == base && m->coll == (int)coll &&
         m->bytes == bytes)
       return m->time;
   }
   const MdlMesh *mesh = mdl_strategy_mesh(g->b->s, mesh_index);
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
-  int p = sb_group_members(mesh, 1u << axis, base, members);
+  int p = sb_group_members(mesh, mask, base, members);
   for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
   SimTime t = sim_time_from_seconds(cm_group_collective_time(g->b->p, g->b->c, coll, devices, p, bytes));
   GapMemo *slot = &g->memo[g->next];
   g->next = (g->next + 1) % GAP_MEMO;
   g->nmemo = MIN(g->nmemo + 1, GAP_MEMO);
-  *slot = (GapMemo){mesh_index, axis, base, (int)coll, bytes, t};
+  *slot = (GapMemo){mesh_index, base, (int)coll, mask, bytes, t};
   return t;
+}
+
+/* The base (sb_group_members) of the group over the axes in @mask through mesh index @idx. */
+static int group_base(const MdlMesh *mesh, unsigned mask, int idx) {
+  int stride[MDL_MAX_MESH_AXES];
+  sb_mesh_strides(mesh, stride);
+  int base = idx;
+  for (int a = 0; a < mesh->ndims; a++)
+    if (mask & (1u << a)) base -= ((idx / stride[a]) % mesh->shape[a]) * stride[a];
+  return base;
 }
 
 /* Time of converting tensor @t from @from to @to on mesh @mesh_index for the device at mesh
@@ -109,8 +120,6 @@ static SimTime collective_time(Gaps *g, int mesh_index, int axis, int base, CmCo
 static SimTime conversion_time(Gaps *g, int mesh_index, MdlLayout from, MdlLayout to, int t, int idx) {
   const Builder *b = g->b;
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
-  int stride[MDL_MAX_MESH_AXES];
-  sb_mesh_strides(mesh, stride);
   SimTime sum = 0;
   for (int a = 0; a < mesh->ndims; a++) {
     int src = from.axis[a], dst = to.axis[a];
@@ -124,8 +133,8 @@ static SimTime conversion_time(Gaps *g, int mesh_index, MdlLayout from, MdlLayou
     double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
     from.axis[a] = (int8_t)dst;
     double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
-    int base = idx - ((idx / stride[a]) % mesh->shape[a]) * stride[a];
-    sum += collective_time(g, mesh_index, a, base, coll, MAX(before, after) * b->dtype_bytes);
+    sum += collective_time(g, mesh_index, 1u << a, group_base(mesh, 1u << a, idx), coll,
+                           MAX(before, after) * b->dtype_bytes);
   }
   return sum;
 }
@@ -179,6 +188,64 @@ static SimTime device_gaps(Gaps *g, const Chunks *k, int d, const int *group) {
       per_mb += chunk_gaps(g, k->ops + k->begin[c], k->begin[c + 1] - k->begin[c], idx, group);
   }
   return per_mb * (SimTime)b->M;
+}
+
+/* Mesh index of device @d in @mesh; -1: not in it. */
+static int mesh_index_of(const MdlMesh *mesh, int d) {
+  for (int i = 0; i < mesh->ndevices; i++)
+    if (mesh->devices[i] == d) return i;
+  return -1;
+}
+
+/* Collectives on device @d's communication stream besides the gaps' (sim_bound.h,
+ * "Communication stream"): ZeRO-3's parameter all-gathers (sb_parameter_gathers_segment) and
+ * the gradient synchronization of every bucket (sb_add_gradient_sync_and_optimizer). */
+static SimTime stream_collectives(Gaps *g, int d, const int *group) {
+  const Builder *b = g->b;
+  SimTime sum = 0;
+  int zero = b->s->zero_stage;
+  for (int o = 0; zero >= 3 && o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    const MdlMesh *mesh = mesh_of(b, o);
+    int m = cfg(b, o)->mesh, idx = mesh_index_of(mesh, d);
+    for (int k = 0; idx >= 0 && k < op->ninputs; k++) {
+      int w = op->inputs[k].tensor, first;
+      if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+      gboolean again = FALSE; /* gathered once per op */
+      for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == w;
+      MdlLayout layout;
+      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
+      if (again || !mask) continue;
+      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      double bytes = mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes;
+      SimTime uses = (SimTime)b->M * (group[o] >= 0 ? 3 : 2); /* F, B and, recomputed, R */
+      sum += uses * collective_time(g, m, mask, group_base(mesh, mask, idx), CM_ALL_GATHER, bytes);
+    }
+  }
+  GArray *items = sb_sync_items(b, NULL);
+  GArray *buckets = sb_sync_buckets(b, items);
+  const SyncItem *all = (const SyncItem *)items->data;
+  for (guint k = 0; k < buckets->len; k++) {
+    const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
+    const SyncItem *it = all + range[0];
+    const MdlMesh *mesh = mdl_strategy_mesh(b->s, it->m);
+    int idx = mesh_index_of(mesh, d);
+    if (idx < 0) continue;
+    double bytes = 0;
+    for (guint i = range[0]; i < range[1]; i++) bytes += all[i].bytes;
+    int base = group_base(mesh, it->mask, idx);
+    if (zero == 0) {
+      sum += collective_time(g, it->m, it->mask, base, CM_ALL_REDUCE, bytes);
+      continue;
+    }
+    /* Reduce-scatters: once (stage 1) or per microbatch (2, 3); the parameters' all-gather
+     * after the step or ahead of the forward (1, 2). */
+    sum += (SimTime)(zero >= 2 ? b->M : 1) * collective_time(g, it->m, it->mask, base, CM_REDUCE_SCATTER, bytes);
+    if (zero <= 2) sum += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, bytes);
+  }
+  g_array_unref(buckets);
+  g_array_unref(items);
+  return sum;
 }
 
 /* Sum of @d over the ops of chunk @c with index <= @last. */
@@ -256,11 +323,22 @@ static SimTime bound(const MdlGraph *graph, const MdlStrategy *strategy, const D
     Gaps gp;
     memset(&gp, 0, sizeof gp);
     gp.b = &b;
+    int nt = mdl_graph_num_tensors(graph);
+    b.users = g_new(GArray *, nt); /* per tensor: the ops that read it, as the builder's */
+    for (int t = 0; t < nt; t++) b.users[t] = g_array_new(FALSE, FALSE, sizeof(int));
+    for (int o = 0; o < b.nops; o++) {
+      const MdlOp *op = mdl_graph_op(graph, o);
+      for (int i = 0; i < op->ninputs; i++) g_array_append_val(b.users[op->inputs[i].tensor], o);
+    }
     for (int r = 0; r < MIN(P, k.nchunks); r++) {
       if (k.first[r] < 0) continue;
       int d = mdl_strategy_mesh(strategy, strategy->configs[k.first[r]].mesh)->devices[0];
-      result = MAX(result, fill[r] + work[d] + device_gaps(&gp, &k, d, group) + drain[r]);
+      SimTime gd = device_gaps(&gp, &k, d, group);
+      result = MAX(result, fill[r] + work[d] + gd + drain[r]);
+      result = MAX(result, gd + stream_collectives(&gp, d, group));
     }
+    for (int t = 0; t < nt; t++) g_array_unref(b.users[t]);
+    g_free(b.users);
   }
   g_free(fill);
   g_free(drain);
