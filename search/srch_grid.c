@@ -176,16 +176,24 @@ static gboolean before_deadline(const SrchWorker *w) {
 
 /* The screening's strategy: rebuilt only when a field other than the recomputation, the ZeRO
  * stage and overlap_param_gather changes (mdl_strategy_megatron copies those three into the
- * strategy, and only validates their ranges, which points() respects), and the bound, which
- * neither ZeRO nor overlap_param_gather changes (sb_op_durations reads neither), kept for the
- * last recomputation. */
+ * strategy, and only validates their ranges, which points() respects), and its bound in parts
+ * (sim_bounder_new): the compute chain, which neither ZeRO nor overlap_param_gather changes
+ * (sb_op_durations reads neither), kept for the last recomputation, and the whole bound, whose
+ * communication streams read the ZeRO stage, kept for the last (recomputation, ZeRO stage). */
 typedef struct {
   MdlStrategy *s;
   MdlMegatronConfig key;
-  gboolean built, bounded;
+  gboolean built;
+  SimBounder *bounder;
   MdlRecompute bound_recompute;
+  int bound_zero;          /* -1: no bound for this bounder yet */
   SimTime bound;
 } Screen;
+
+static void screen_clear_bound(Screen *sc) {
+  sim_bounder_free(sc->bounder);
+  sc->bounder = NULL;
+}
 
 static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMegatronConfig *cfg) {
   MdlMegatronConfig key;
@@ -196,11 +204,11 @@ static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMe
   /* Whole-struct comparison (fields added later count too); points() zeroes padding. */
   gboolean same = sc->built && memcmp(&key, &sc->key, sizeof key) == 0;
   if (!same) {
+    screen_clear_bound(sc);
     mdl_strategy_free(sc->s);
     sc->s = mdl_strategy_megatron(w->graph, w->cluster, &key, NULL);
     sc->key = key;
     sc->built = TRUE;
-    sc->bounded = FALSE;
   }
   if (sc->s) {
     sc->s->zero_stage = cfg->zero_stage;
@@ -211,10 +219,15 @@ static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMe
 }
 
 static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
-  if (!sc->bounded || sc->bound_recompute != sc->s->recompute) {
-    sc->bound = sim_iteration_bound(w->graph, sc->s, w->cluster, w->params, &w->options->sim);
+  if (!sc->bounder || sc->bound_recompute != sc->s->recompute) {
+    screen_clear_bound(sc);
+    sc->bounder = sim_bounder_new(w->graph, sc->s, w->cluster, w->params, &w->options->sim);
     sc->bound_recompute = sc->s->recompute;
-    sc->bounded = TRUE;
+    sc->bound_zero = -1;
+  }
+  if (sc->bound_zero != sc->s->zero_stage) {
+    sc->bound = sim_bounder_bound(sc->bounder);
+    sc->bound_zero = sc->s->zero_stage;
   }
   return sc->bound;
 }
@@ -249,6 +262,7 @@ void srch_grid_worker(SrchWorker *w) {
     Candidate c = {screen_bound(&sc, w), i};
     g_array_append_val(cands, c);
   }
+  screen_clear_bound(&sc);
   mdl_strategy_free(sc.s);
   gboolean screened = i >= w->grid->len;
   if (cands->len) qsort(cands->data, cands->len, sizeof(Candidate), compare_candidates);

@@ -203,11 +203,14 @@ static int mesh_index_of(const MdlMesh *mesh, int d) {
 static SimTime stream_collectives(Gaps *g, int d, const int *group) {
   const Builder *b = g->b;
   SimTime sum = 0;
+  int nmeshes = (int)b->s->meshes->len;
+  g_autofree int *index = g_new(int, nmeshes); /* d's mesh index per mesh */
+  for (int m = 0; m < nmeshes; m++) index[m] = mesh_index_of(mdl_strategy_mesh(b->s, m), d);
   int zero = b->s->zero_stage;
   for (int o = 0; zero >= 3 && o < b->nops; o++) {
     const MdlOp *op = mdl_graph_op(b->g, o);
     const MdlMesh *mesh = mesh_of(b, o);
-    int m = cfg(b, o)->mesh, idx = mesh_index_of(mesh, d);
+    int m = cfg(b, o)->mesh, idx = index[m];
     for (int k = 0; idx >= 0 && k < op->ninputs; k++) {
       int w = op->inputs[k].tensor, first;
       if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
@@ -229,7 +232,7 @@ static SimTime stream_collectives(Gaps *g, int d, const int *group) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
     const SyncItem *it = all + range[0];
     const MdlMesh *mesh = mdl_strategy_mesh(b->s, it->m);
-    int idx = mesh_index_of(mesh, d);
+    int idx = index[it->m];
     if (idx < 0) continue;
     double bytes = 0;
     for (guint i = range[0]; i < range[1]; i++) bytes += all[i].bytes;
@@ -256,109 +259,148 @@ static SimTime prefix(const MdlStrategy *s, int nops, const SimTime *d, int c, i
   return sum;
 }
 
-static SimTime bound(const MdlGraph *graph, const MdlStrategy *strategy, const DevCluster *cluster,
-                     const CmParams *params, gboolean gaps) {
+struct SimBounder {
   Builder b;
-  memset(&b, 0, sizeof b);
-  b.g = graph;
-  b.s = strategy;
-  b.c = cluster;
-  b.p = params;
-  b.nops = mdl_graph_num_ops(graph);
-  b.M = strategy->num_microbatches;
-  b.dtype_bytes = dev_dtype_bytes(strategy->dtype);
-  b.sample_tdim = mdl_tensor_sample_dims(graph);
-  int *group = mdl_strategy_recompute_groups(strategy, graph);
+  Chunks k;
+  Gaps gaps;
+  int *group;
+  int nranks;
+  int *device;       /* per rank: the first device of its first chunk, -1: none */
+  SimTime *gap;      /* per rank: that device's gaps */
+  SimTime chain;     /* the compute chain's bound (sim_compute_bound's, with the gaps) */
+};
+
+SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
+                            const DevCluster *cluster, const CmParams *params,
+                            const SimOptions *options) {
+  SimBounder *sb = g_new0(SimBounder, 1);
+  Builder *b = &sb->b;
+  b->g = graph;
+  b->s = strategy;
+  b->c = cluster;
+  b->p = params;
+  b->nops = mdl_graph_num_ops(graph);
+  b->M = strategy->num_microbatches;
+  b->dtype_bytes = dev_dtype_bytes(strategy->dtype);
+  b->sample_tdim = mdl_tensor_sample_dims(graph);
+  sb->gaps.b = b;
+  sb->group = mdl_strategy_recompute_groups(strategy, graph);
   int nmeshes = (int)strategy->meshes->len, ndev = dev_cluster_num_devices(cluster);
-  SimTime *per_mesh = g_new0(SimTime, nmeshes);
-  SimTime *fwd = g_new(SimTime, b.nops), *bwd = g_new(SimTime, b.nops);
-  for (int o = 0; o < b.nops; o++) {
+  g_autofree SimTime *per_mesh = g_new0(SimTime, nmeshes);
+  g_autofree SimTime *fwd = g_new(SimTime, b->nops);
+  g_autofree SimTime *bwd = g_new(SimTime, b->nops);
+  for (int o = 0; o < b->nops; o++) {
     SimTime w;
-    sb_op_durations(&b, o, &fwd[o], &bwd[o], &w);
-    SimTime one = fwd[o] + bwd[o] + (sb_has_weight_task(&b, o) ? w : 0) + (group[o] >= 0 ? fwd[o] : 0);
-    per_mesh[strategy->configs[o].mesh] += one * (SimTime)b.M;
+    sb_op_durations(b, o, &fwd[o], &bwd[o], &w);
+    SimTime one = fwd[o] + bwd[o] + (sb_has_weight_task(b, o) ? w : 0) + (sb->group[o] >= 0 ? fwd[o] : 0);
+    per_mesh[strategy->configs[o].mesh] += one * (SimTime)b->M;
   }
-  SimTime *work = g_new0(SimTime, ndev);
+  g_autofree SimTime *work = g_new0(SimTime, ndev);
   for (int m = 0; m < nmeshes; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(strategy, m);
     for (int i = 0; i < mesh->ndevices; i++) work[mesh->devices[i]] += per_mesh[m];
   }
   SimTime result = 0;
   for (int d = 0; d < ndev; d++) result = MAX(result, work[d]);
-  int P = mdl_strategy_num_ranks(strategy);
-  Chunks k;
-  chunks_init(&k, graph, strategy);
-  SimTime *fill = g_new0(SimTime, P), *drain = g_new0(SimTime, P);
+  int P = sb->nranks = mdl_strategy_num_ranks(strategy);
+  Chunks *k = &sb->k;
+  chunks_init(k, graph, strategy);
+  g_autofree SimTime *fill = g_new0(SimTime, P);
+  g_autofree SimTime *drain = g_new0(SimTime, P);
   /* Fill and drain along the ranks' first chunks (not under weight delay, whose W units
    * move behind the last backward). */
-  if (P > 1 && !strategy->weight_delay && k.uniform && k.nchunks >= P) {
-    int *last_mb = g_new(int, P);
-    gboolean *first_ok = g_new0(gboolean, P);
+  if (P > 1 && !strategy->weight_delay && k->uniform && k->nchunks >= P) {
+    g_autofree int *last_mb = g_new(int, P);
+    g_autofree gboolean *first_ok = g_new0(gboolean, P);
     for (int r = 0; r < P; r++) {
       int n = 0;
       SimUnit *units = sim_pipeline_units(strategy, r, &n);
       first_ok[r] = n > 0 && units[0].phase == SIM_UNIT_FORWARD && units[0].chunk == r &&
-                    units[0].microbatch == 0 && k.first[r] >= 0;
+                    units[0].microbatch == 0 && k->first[r] >= 0;
       last_mb[r] = n > 0 && units[n - 1].phase == SIM_UNIT_BACKWARD && units[n - 1].chunk == r
                        ? units[n - 1].microbatch
                        : -1;
       g_free(units);
     }
     for (int r = 1; r < P; r++)
-      if (first_ok[r] && first_ok[r - 1] && k.link[r] >= 0)
-        fill[r] = fill[r - 1] + prefix(strategy, b.nops, fwd, r - 1, k.link[r]);
+      if (first_ok[r] && first_ok[r - 1] && k->link[r] >= 0)
+        fill[r] = fill[r - 1] + prefix(strategy, b->nops, fwd, r - 1, k->link[r]);
     for (int r = 0; r < P; r++) {
-      if (last_mb[r] < 0 || k.first[r] < 0) continue;
-      for (int c = r; c >= 1 && k.link[c] >= 0; c--) drain[r] += prefix(strategy, b.nops, bwd, c - 1, k.link[c]);
-      const MdlMesh *mesh = mdl_strategy_mesh(strategy, strategy->configs[k.first[r]].mesh);
+      if (last_mb[r] < 0 || k->first[r] < 0) continue;
+      for (int c = r; c >= 1 && k->link[c] >= 0; c--) drain[r] += prefix(strategy, b->nops, bwd, c - 1, k->link[c]);
+      const MdlMesh *mesh = mdl_strategy_mesh(strategy, strategy->configs[k->first[r]].mesh);
       for (int i = 0; i < mesh->ndevices; i++)
         result = MAX(result, fill[r] + work[mesh->devices[i]] + drain[r]);
     }
-    g_free(last_mb);
-    g_free(first_ok);
   }
   /* Gaps: for the first device of each rank's first chunk, its work, its gaps, and the fill
    * and drain where they apply (0 elsewhere). */
-  if (gaps) {
-    Gaps gp;
-    memset(&gp, 0, sizeof gp);
-    gp.b = &b;
-    int nt = mdl_graph_num_tensors(graph);
-    b.users = g_new(GArray *, nt); /* per tensor: the ops that read it, as the builder's */
-    for (int t = 0; t < nt; t++) b.users[t] = g_array_new(FALSE, FALSE, sizeof(int));
-    for (int o = 0; o < b.nops; o++) {
-      const MdlOp *op = mdl_graph_op(graph, o);
-      for (int i = 0; i < op->ninputs; i++) g_array_append_val(b.users[op->inputs[i].tensor], o);
-    }
-    for (int r = 0; r < MIN(P, k.nchunks); r++) {
-      if (k.first[r] < 0) continue;
-      int d = mdl_strategy_mesh(strategy, strategy->configs[k.first[r]].mesh)->devices[0];
-      SimTime gd = device_gaps(&gp, &k, d, group);
-      result = MAX(result, fill[r] + work[d] + gd + drain[r]);
-      result = MAX(result, gd + stream_collectives(&gp, d, group));
-    }
-    for (int t = 0; t < nt; t++) g_array_unref(b.users[t]);
-    g_free(b.users);
+  sb->device = g_new(int, P);
+  sb->gap = g_new0(SimTime, P);
+  gboolean gaps = !options || !options->step_collectives;
+  for (int r = 0; r < P; r++) {
+    sb->device[r] = -1;
+    if (!gaps || r >= k->nchunks || k->first[r] < 0) continue;
+    int d = sb->device[r] = mdl_strategy_mesh(strategy, strategy->configs[k->first[r]].mesh)->devices[0];
+    sb->gap[r] = device_gaps(&sb->gaps, k, d, sb->group);
+    result = MAX(result, fill[r] + work[d] + sb->gap[r] + drain[r]);
   }
-  g_free(fill);
-  g_free(drain);
-  chunks_clear(&k);
-  g_free(work);
-  g_free(per_mesh);
-  g_free(fwd);
-  g_free(bwd);
-  g_free(group);
-  g_free(b.sample_tdim);
+  sb->chain = result;
+  return sb;
+}
+
+SimTime sim_bounder_chain(const SimBounder *sb) {
+  return sb->chain;
+}
+
+SimTime sim_bounder_bound(SimBounder *sb) {
+  Builder *b = &sb->b;
+  if (!b->users) { /* per tensor: the ops that read it, as the builder's */
+    int nt = mdl_graph_num_tensors(b->g);
+    b->users = g_new(GArray *, nt);
+    for (int t = 0; t < nt; t++) b->users[t] = g_array_new(FALSE, FALSE, sizeof(int));
+    for (int o = 0; o < b->nops; o++) {
+      const MdlOp *op = mdl_graph_op(b->g, o);
+      for (int i = 0; i < op->ninputs; i++) g_array_append_val(b->users[op->inputs[i].tensor], o);
+    }
+  }
+  SimTime result = sb->chain;
+  for (int r = 0; r < sb->nranks; r++)
+    if (sb->device[r] >= 0)
+      result = MAX(result, sb->gap[r] + stream_collectives(&sb->gaps, sb->device[r], sb->group));
   return result;
+}
+
+void sim_bounder_free(SimBounder *sb) {
+  if (!sb) return;
+  Builder *b = &sb->b;
+  if (b->users) {
+    for (int t = 0; t < mdl_graph_num_tensors(b->g); t++) g_array_unref(b->users[t]);
+    g_free(b->users);
+  }
+  chunks_clear(&sb->k);
+  g_free(sb->device);
+  g_free(sb->gap);
+  g_free(sb->group);
+  g_free(b->sample_tdim);
+  g_free(sb);
 }
 
 SimTime sim_compute_bound(const MdlGraph *graph, const MdlStrategy *strategy,
                           const DevCluster *cluster, const CmParams *params) {
-  return bound(graph, strategy, cluster, params, FALSE);
+  SimOptions step = {0};
+  step.step_collectives = TRUE; /* no gaps */
+  SimBounder *sb = sim_bounder_new(graph, strategy, cluster, params, &step);
+  SimTime result = sb->chain;
+  sim_bounder_free(sb);
+  return result;
 }
 
 SimTime sim_iteration_bound(const MdlGraph *graph, const MdlStrategy *strategy,
                             const DevCluster *cluster, const CmParams *params,
                             const SimOptions *options) {
-  return bound(graph, strategy, cluster, params, !options || !options->step_collectives);
+  SimBounder *sb = sim_bounder_new(graph, strategy, cluster, params, options);
+  SimTime result = sim_bounder_bound(sb);
+  sim_bounder_free(sb);
+  return result;
 }
