@@ -199,10 +199,12 @@ static int mesh_index_of(const MdlMesh *mesh, int d) {
 
 /* Collectives on device @d's communication stream besides the gaps' (sim_bound.h,
  * "Communication stream"): ZeRO-3's parameter all-gathers (sb_parameter_gathers_segment) and
- * the gradient synchronization of every bucket (sb_add_gradient_sync_and_optimizer). */
-static SimTime stream_collectives(Gaps *g, int d, const int *group) {
+ * the gradient synchronization of every bucket (sb_add_gradient_sync_and_optimizer). ZeRO 1
+ * and 2's parameter all-gathers of the buckets, included, also go to @gathers. */
+static SimTime stream_collectives(Gaps *g, int d, const int *group, SimTime *gathers) {
   const Builder *b = g->b;
   SimTime sum = 0;
+  *gathers = 0;
   int nmeshes = (int)b->s->meshes->len;
   g_autofree int *index = g_new(int, nmeshes); /* d's mesh index per mesh */
   for (int m = 0; m < nmeshes; m++) index[m] = mesh_index_of(mdl_strategy_mesh(b->s, m), d);
@@ -244,11 +246,11 @@ static SimTime stream_collectives(Gaps *g, int d, const int *group) {
     /* Reduce-scatters: once (stage 1) or per microbatch (2, 3); the parameters' all-gather
      * after the step or ahead of the forward (1, 2). */
     sum += (SimTime)(zero >= 2 ? b->M : 1) * collective_time(g, it->m, it->mask, base, CM_REDUCE_SCATTER, bytes);
-    if (zero <= 2) sum += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, bytes);
+    if (zero <= 2) *gathers += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, bytes);
   }
   g_array_unref(buckets);
   g_array_unref(items);
-  return sum;
+  return sum + *gathers;
 }
 
 /* Sum of @d over the ops of chunk @c with index <= @last. */
@@ -267,6 +269,9 @@ struct SimBounder {
   int nranks;
   int *device;       /* per rank: the first device of its first chunk, -1: none */
   SimTime *gap;      /* per rank: that device's gaps */
+  SimTime *done;     /* per rank: fill + work + gaps of that device (its last compute task's
+                        end cannot come earlier) */
+  gboolean *params;  /* per rank: that device holds weights (it steps an optimizer) */
   SimTime chain;     /* the compute chain's bound (sim_compute_bound's, with the gaps) */
 };
 
@@ -337,13 +342,21 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
    * and drain where they apply (0 elsewhere). */
   sb->device = g_new(int, P);
   sb->gap = g_new0(SimTime, P);
+  sb->done = g_new0(SimTime, P);
+  sb->params = g_new0(gboolean, P);
   gboolean gaps = !options || !options->step_collectives;
   for (int r = 0; r < P; r++) {
     sb->device[r] = -1;
     if (!gaps || r >= k->nchunks || k->first[r] < 0) continue;
     int d = sb->device[r] = mdl_strategy_mesh(strategy, strategy->configs[k->first[r]].mesh)->devices[0];
     sb->gap[r] = device_gaps(&sb->gaps, k, d, sb->group);
-    result = MAX(result, fill[r] + work[d] + sb->gap[r] + drain[r]);
+    sb->done[r] = fill[r] + work[d] + sb->gap[r];
+    result = MAX(result, sb->done[r] + drain[r]);
+    for (int o = 0; o < b->nops && !sb->params[r]; o++) {
+      const MdlOp *op = mdl_graph_op(graph, o);
+      if (mesh_index_of(mesh_of(b, o), d) < 0) continue;
+      for (int i = 0; i < op->ninputs; i++) sb->params[r] |= mdl_graph_tensor(graph, op->inputs[i].tensor)->is_weight;
+    }
   }
   sb->chain = result;
   return sb;
@@ -365,9 +378,15 @@ SimTime sim_bounder_bound(SimBounder *sb) {
     }
   }
   SimTime result = sb->chain;
-  for (int r = 0; r < sb->nranks; r++)
-    if (sb->device[r] >= 0)
-      result = MAX(result, sb->gap[r] + stream_collectives(&sb->gaps, sb->device[r], sb->group));
+  /* ZeRO 1 and 2 gather the updated parameters after the optimizer step, which follows the
+   * device's last compute task (not with overlap_param_gather: ahead of the forward). */
+  gboolean tail = (b->s->zero_stage == 1 || b->s->zero_stage == 2) && !b->s->overlap_param_gather;
+  for (int r = 0; r < sb->nranks; r++) {
+    if (sb->device[r] < 0) continue;
+    SimTime gathers;
+    result = MAX(result, sb->gap[r] + stream_collectives(&sb->gaps, sb->device[r], sb->group, &gathers));
+    if (tail && sb->params[r]) result = MAX(result, sb->done[r] + gathers);
+  }
   return result;
 }
 
@@ -381,6 +400,8 @@ void sim_bounder_free(SimBounder *sb) {
   chunks_clear(&sb->k);
   g_free(sb->device);
   g_free(sb->gap);
+  g_free(sb->done);
+  g_free(sb->params);
   g_free(sb->group);
   g_free(b->sample_tdim);
   g_free(sb);
