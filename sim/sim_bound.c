@@ -81,6 +81,7 @@ typedef struct {
   const Builder *b;
   GapMemo memo[GAP_MEMO];
   int nmemo, next;
+  GArray *items, *buckets; /* the gradient syncs (sb_sync_items, sb_sync_buckets), once */
 } Gaps;
 
 static SimTime collective_time(Gaps *g, int mesh_index, unsigned mask, int base, CmCollective coll,
@@ -227,9 +228,12 @@ static SimTime stream_collectives(Gaps *g, int d, const int *group, SimTime *gat
       sum += uses * collective_time(g, m, mask, group_base(mesh, mask, idx), CM_ALL_GATHER, bytes);
     }
   }
-  GArray *items = sb_sync_items(b, NULL);
-  GArray *buckets = sb_sync_buckets(b, items);
-  const SyncItem *all = (const SyncItem *)items->data;
+  if (!g->items) { /* neither the ZeRO stage nor overlap_param_gather changes them */
+    g->items = sb_sync_items(b, NULL);
+    g->buckets = sb_sync_buckets(b, g->items);
+  }
+  const GArray *buckets = g->buckets;
+  const SyncItem *all = (const SyncItem *)g->items->data;
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
     const SyncItem *it = all + range[0];
@@ -248,8 +252,6 @@ static SimTime stream_collectives(Gaps *g, int d, const int *group, SimTime *gat
     sum += (SimTime)(zero >= 2 ? b->M : 1) * collective_time(g, it->m, it->mask, base, CM_REDUCE_SCATTER, bytes);
     if (zero <= 2) *gathers += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, bytes);
   }
-  g_array_unref(buckets);
-  g_array_unref(items);
   return sum + *gathers;
 }
 
@@ -396,6 +398,10 @@ void sim_bounder_free(SimBounder *sb) {
   if (b->users) {
     for (int t = 0; t < mdl_graph_num_tensors(b->g); t++) g_array_unref(b->users[t]);
     g_free(b->users);
+  }
+  if (sb->gaps.items) {
+    g_array_unref(sb->gaps.items);
+    g_array_unref(sb->gaps.buckets);
   }
   chunks_clear(&sb->k);
   g_free(sb->device);
