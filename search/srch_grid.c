@@ -177,17 +177,12 @@ static gboolean before_deadline(const SrchWorker *w) {
 /* The screening's strategy: rebuilt only when a field other than the recomputation, the ZeRO
  * stage and overlap_param_gather changes (mdl_strategy_megatron copies those three into the
  * strategy, and only validates their ranges, which points() respects), and its bound in parts
- * (sim_bounder_new): the compute chain, which neither ZeRO nor overlap_param_gather changes
- * (sb_op_durations reads neither), kept for the last recomputation, and the whole bound, whose
- * communication streams read the ZeRO stage, kept for the last (recomputation, ZeRO stage). */
+ * (sim_bounder_new, which recomputes only what those three change). */
 typedef struct {
   MdlStrategy *s;
   MdlMegatronConfig key;
   gboolean built;
   SimBounder *bounder;
-  MdlRecompute bound_recompute;
-  int bound_zero;          /* -1: no bound for this bounder yet */
-  SimTime bound;
 } Screen;
 
 static void screen_clear_bound(Screen *sc) {
@@ -219,17 +214,8 @@ static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMe
 }
 
 static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
-  if (!sc->bounder || sc->bound_recompute != sc->s->recompute) {
-    screen_clear_bound(sc);
-    sc->bounder = sim_bounder_new(w->graph, sc->s, w->cluster, w->params, &w->options->sim);
-    sc->bound_recompute = sc->s->recompute;
-    sc->bound_zero = -1;
-  }
-  if (sc->bound_zero != sc->s->zero_stage) {
-    sc->bound = sim_bounder_bound(sc->bounder);
-    sc->bound_zero = sc->s->zero_stage;
-  }
-  return sc->bound;
+  if (!sc->bounder) sc->bounder = sim_bounder_new(w->graph, sc->s, w->cluster, w->params, &w->options->sim);
+  return sim_bounder_bound(sc->bounder);
 }
 
 /* Grid point @index built, when it fits in memory (the simulator's fits_memory rule; caller

@@ -140,12 +140,18 @@ static SimTime conversion_time(Gaps *g, int mesh_index, MdlLayout from, MdlLayou
   return sum;
 }
 
-/* The gaps of one microbatch's units of a chunk (@ops: its ops in index order, all on one
- * mesh) on the device at mesh index @idx: forward (F(p) -> F(o)), recomputed forward
- * (R(p) -> R(o), same group) and backward (B(o) -> B(p), no recomputed forwards between). */
-static SimTime chunk_gaps(Gaps *g, const int *ops, int count, int idx, const int *group) {
+/* One pair of consecutive ops p, o of a chunk with a gap on some device: the forward
+ * conversion's time (F(p) -> F(o), and R(p) -> R(o) when both are recomputed in one group) and
+ * the backward's (B(o) -> B(p), when no recomputed forwards sit between them). */
+typedef struct {
+  int p, o;
+  SimTime fwd, bwd;
+} GapPair;
+
+/* Appends to @pairs the pairs of a chunk (@ops: its ops in index order, all on one mesh) with
+ * a gap on the device at mesh index @idx (sim_bound.h, "Gaps"). */
+static void chunk_gaps(Gaps *g, const int *ops, int count, int idx, GArray *pairs) {
   const Builder *b = g->b;
-  SimTime sum = 0;
   for (int j = 1; j < count; j++) {
     int p = ops[j - 1], o = ops[j], m = cfg(b, o)->mesh;
     const MdlOp *op = mdl_graph_op(b->g, o), *pop = mdl_graph_op(b->g, p);
@@ -155,7 +161,7 @@ static SimTime chunk_gaps(Gaps *g, const int *ops, int count, int idx, const int
     MdlLayout need_grad = out; /* what B(p) needs: dY, Partial sums reduced */
     for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
       if (need_grad.axis[a] == MDL_LAYOUT_PARTIAL) need_grad.axis[a] = MDL_LAYOUT_BROADCAST;
-    SimTime fwd = 0, bwd = 0;
+    GapPair pair = {p, o, 0, 0};
     gboolean first = TRUE;
     for (int k = 0; k < op->ninputs; k++) {
       int t = op->inputs[k].tensor;
@@ -164,31 +170,37 @@ static SimTime chunk_gaps(Gaps *g, const int *ops, int count, int idx, const int
       first = FALSE;
       if (sb_overlapped_input(b, o, k)) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      fwd = MAX(fwd, conversion_time(g, m, out, need, t, idx));
-      if (leader) bwd = conversion_time(g, m, sb_input_grad_layout(b, o, k), need_grad, t, idx);
+      pair.fwd = MAX(pair.fwd, conversion_time(g, m, out, need, t, idx));
+      if (leader) pair.bwd = conversion_time(g, m, sb_input_grad_layout(b, o, k), need_grad, t, idx);
     }
-    sum += fwd;
-    if (group[o] >= 0 && group[o] == group[p]) sum += fwd;    /* R(p), R(o) */
-    if (group[p] < 0 || group[p] == group[o]) sum += bwd;     /* B(o), B(p) */
+    if (pair.fwd || pair.bwd) g_array_append_val(pairs, pair);
   }
-  return sum;
 }
 
-/* Gaps of every unit of device @d: M times its chunks' per-microbatch gaps (chunks spread over
- * several meshes count none). */
-static SimTime device_gaps(Gaps *g, const Chunks *k, int d, const int *group) {
+/* The pairs with a gap on device @d (whose mesh index per mesh is @index) over its chunks
+ * (chunks spread over several meshes count none). */
+static GArray *device_pairs(Gaps *g, const Chunks *k, const int *index) {
   const Builder *b = g->b;
-  SimTime per_mb = 0;
+  GArray *pairs = g_array_new(FALSE, FALSE, sizeof(GapPair));
   for (int c = 0; c < k->nchunks; c++) {
     if (k->first[c] < 0 || !k->chunk_uniform[c]) continue;
-    const MdlMesh *mesh = mesh_of(b, k->first[c]);
-    int idx = -1;
-    for (int i = 0; i < mesh->ndevices && idx < 0; i++)
-      if (mesh->devices[i] == d) idx = i;
-    if (idx >= 0)
-      per_mb += chunk_gaps(g, k->ops + k->begin[c], k->begin[c + 1] - k->begin[c], idx, group);
+    int idx = index[cfg(b, k->first[c])->mesh];
+    if (idx >= 0) chunk_gaps(g, k->ops + k->begin[c], k->begin[c + 1] - k->begin[c], idx, pairs);
   }
-  return per_mb * (SimTime)b->M;
+  return pairs;
+}
+
+/* The gaps of every unit on a device: M times its pairs' per-microbatch gaps under the
+ * recomputation groups @group. */
+static SimTime device_gaps(const GArray *pairs, const int *group, int M) {
+  SimTime per_mb = 0;
+  for (guint i = 0; i < pairs->len; i++) {
+    const GapPair *q = &g_array_index(pairs, GapPair, i);
+    per_mb += q->fwd;
+    if (group[q->o] >= 0 && group[q->o] == group[q->p]) per_mb += q->fwd; /* R(p), R(o) */
+    if (group[q->p] < 0 || group[q->p] == group[q->o]) per_mb += q->bwd;  /* B(o), B(p) */
+  }
+  return per_mb * (SimTime)M;
 }
 
 /* Mesh index of device @d in @mesh; -1: not in it. */
@@ -198,17 +210,14 @@ static int mesh_index_of(const MdlMesh *mesh, int d) {
   return -1;
 }
 
-/* Collectives on device @d's communication stream besides the gaps' (sim_bound.h,
+/* Collectives on a device's communication stream (@index: its mesh index per mesh) besides the gaps' (sim_bound.h,
  * "Communication stream"): ZeRO-3's parameter all-gathers (sb_parameter_gathers_segment) and
  * the gradient synchronization of every bucket (sb_add_gradient_sync_and_optimizer). ZeRO 1
  * and 2's parameter all-gathers of the buckets, included, also go to @gathers. */
-static SimTime stream_collectives(Gaps *g, int d, const int *group, SimTime *gathers) {
+static SimTime stream_collectives(Gaps *g, const int *index, const int *group, SimTime *gathers) {
   const Builder *b = g->b;
   SimTime sum = 0;
   *gathers = 0;
-  int nmeshes = (int)b->s->meshes->len;
-  g_autofree int *index = g_new(int, nmeshes); /* d's mesh index per mesh */
-  for (int m = 0; m < nmeshes; m++) index[m] = mesh_index_of(mdl_strategy_mesh(b->s, m), d);
   int zero = b->s->zero_stage;
   for (int o = 0; zero >= 3 && o < b->nops; o++) {
     const MdlOp *op = mdl_graph_op(b->g, o);
@@ -267,15 +276,63 @@ struct SimBounder {
   Builder b;
   Chunks k;
   Gaps gaps;
+  int nranks, ndev, nmeshes;
+  SimTime *fwd, *bwd, *wgt;  /* per op, one microbatch (sb_op_durations) */
+  SimTime *fill, *drain;     /* per rank (0 where they do not apply) */
+  int *device;               /* per rank: the first device of its first chunk, -1: none */
+  int **index;               /* per rank: that device's mesh index per mesh (-1: not in it) */
+  GArray **pairs;            /* per rank: its device's GapPairs */
+  gboolean *params;          /* per rank: its device holds weights (steps an optimizer) */
+  /* For the strategy's recomputation as of the last refresh: */
+  gboolean refreshed;
+  MdlRecompute recompute;
   int *group;
-  int nranks;
-  int *device;       /* per rank: the first device of its first chunk, -1: none */
-  SimTime *gap;      /* per rank: that device's gaps */
-  SimTime *done;     /* per rank: fill + work + gaps of that device (its last compute task's
-                        end cannot come earlier) */
-  gboolean *params;  /* per rank: that device holds weights (it steps an optimizer) */
-  SimTime chain;     /* the compute chain's bound (sim_compute_bound's, with the gaps) */
+  SimTime *gap, *done;       /* per rank: its device's gaps; fill + work + gaps */
+  SimTime chain;             /* the compute chain's bound */
+  /* The whole bound for (recompute, zero_stage, overlap_param_gather) as of the last call: */
+  gboolean bounded;
+  int zero, overlap_gather;
+  SimTime bound;
 };
+
+/* The recomputation-dependent parts: groups, work per device, gaps, the chain bound. */
+static void refresh(SimBounder *sb) {
+  Builder *b = &sb->b;
+  const MdlStrategy *s = b->s;
+  if (sb->refreshed && sb->recompute == s->recompute) return;
+  sb->refreshed = TRUE;
+  sb->recompute = s->recompute;
+  sb->bounded = FALSE;
+  g_free(sb->group);
+  sb->group = mdl_strategy_recompute_groups(s, b->g);
+  g_autofree SimTime *per_mesh = g_new0(SimTime, sb->nmeshes);
+  for (int o = 0; o < b->nops; o++) {
+    SimTime one = sb->fwd[o] + sb->bwd[o] + sb->wgt[o] + (sb->group[o] >= 0 ? sb->fwd[o] : 0);
+    per_mesh[s->configs[o].mesh] += one * (SimTime)b->M;
+  }
+  g_autofree SimTime *work = g_new0(SimTime, sb->ndev);
+  for (int m = 0; m < sb->nmeshes; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(s, m);
+    for (int i = 0; i < mesh->ndevices; i++) work[mesh->devices[i]] += per_mesh[m];
+  }
+  SimTime result = 0;
+  for (int d = 0; d < sb->ndev; d++) result = MAX(result, work[d]);
+  /* Fill and drain along the ranks' first chunks, for every device of each. */
+  for (int r = 0; r < sb->nranks; r++) {
+    if (!sb->fill[r] && !sb->drain[r]) continue;
+    const MdlMesh *mesh = mdl_strategy_mesh(s, s->configs[sb->k.first[r]].mesh);
+    for (int i = 0; i < mesh->ndevices; i++)
+      result = MAX(result, sb->fill[r] + work[mesh->devices[i]] + sb->drain[r]);
+  }
+  /* Gaps: for the first device of each rank's first chunk. */
+  for (int r = 0; r < sb->nranks; r++) {
+    if (sb->device[r] < 0) continue;
+    sb->gap[r] = device_gaps(sb->pairs[r], sb->group, b->M);
+    sb->done[r] = sb->fill[r] + work[sb->device[r]] + sb->gap[r];
+    result = MAX(result, sb->done[r] + sb->drain[r]);
+  }
+  sb->chain = result;
+}
 
 SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
                             const DevCluster *cluster, const CmParams *params,
@@ -291,29 +348,20 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
   b->dtype_bytes = dev_dtype_bytes(strategy->dtype);
   b->sample_tdim = mdl_tensor_sample_dims(graph);
   sb->gaps.b = b;
-  sb->group = mdl_strategy_recompute_groups(strategy, graph);
-  int nmeshes = (int)strategy->meshes->len, ndev = dev_cluster_num_devices(cluster);
-  g_autofree SimTime *per_mesh = g_new0(SimTime, nmeshes);
-  g_autofree SimTime *fwd = g_new(SimTime, b->nops);
-  g_autofree SimTime *bwd = g_new(SimTime, b->nops);
+  sb->nmeshes = (int)strategy->meshes->len;
+  sb->ndev = dev_cluster_num_devices(cluster);
+  sb->fwd = g_new(SimTime, b->nops);
+  sb->bwd = g_new(SimTime, b->nops);
+  sb->wgt = g_new(SimTime, b->nops);
   for (int o = 0; o < b->nops; o++) {
-    SimTime w;
-    sb_op_durations(b, o, &fwd[o], &bwd[o], &w);
-    SimTime one = fwd[o] + bwd[o] + (sb_has_weight_task(b, o) ? w : 0) + (sb->group[o] >= 0 ? fwd[o] : 0);
-    per_mesh[strategy->configs[o].mesh] += one * (SimTime)b->M;
+    sb_op_durations(b, o, &sb->fwd[o], &sb->bwd[o], &sb->wgt[o]);
+    if (!sb_has_weight_task(b, o)) sb->wgt[o] = 0;
   }
-  g_autofree SimTime *work = g_new0(SimTime, ndev);
-  for (int m = 0; m < nmeshes; m++) {
-    const MdlMesh *mesh = mdl_strategy_mesh(strategy, m);
-    for (int i = 0; i < mesh->ndevices; i++) work[mesh->devices[i]] += per_mesh[m];
-  }
-  SimTime result = 0;
-  for (int d = 0; d < ndev; d++) result = MAX(result, work[d]);
   int P = sb->nranks = mdl_strategy_num_ranks(strategy);
   Chunks *k = &sb->k;
   chunks_init(k, graph, strategy);
-  g_autofree SimTime *fill = g_new0(SimTime, P);
-  g_autofree SimTime *drain = g_new0(SimTime, P);
+  sb->fill = g_new0(SimTime, P);
+  sb->drain = g_new0(SimTime, P);
   /* Fill and drain along the ranks' first chunks (not under weight delay, whose W units
    * move behind the last backward). */
   if (P > 1 && !strategy->weight_delay && k->uniform && k->nchunks >= P) {
@@ -331,45 +379,51 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
     }
     for (int r = 1; r < P; r++)
       if (first_ok[r] && first_ok[r - 1] && k->link[r] >= 0)
-        fill[r] = fill[r - 1] + prefix(strategy, b->nops, fwd, r - 1, k->link[r]);
+        sb->fill[r] = sb->fill[r - 1] + prefix(strategy, b->nops, sb->fwd, r - 1, k->link[r]);
     for (int r = 0; r < P; r++) {
       if (last_mb[r] < 0 || k->first[r] < 0) continue;
-      for (int c = r; c >= 1 && k->link[c] >= 0; c--) drain[r] += prefix(strategy, b->nops, bwd, c - 1, k->link[c]);
-      const MdlMesh *mesh = mdl_strategy_mesh(strategy, strategy->configs[k->first[r]].mesh);
-      for (int i = 0; i < mesh->ndevices; i++)
-        result = MAX(result, fill[r] + work[mesh->devices[i]] + drain[r]);
+      for (int c = r; c >= 1 && k->link[c] >= 0; c--)
+        sb->drain[r] += prefix(strategy, b->nops, sb->bwd, c - 1, k->link[c]);
     }
   }
-  /* Gaps: for the first device of each rank's first chunk, its work, its gaps, and the fill
-   * and drain where they apply (0 elsewhere). */
+  /* The ranks' devices: mesh indices, gap pairs, whether they hold weights. */
+  g_autofree gboolean *weights = g_new0(gboolean, sb->nmeshes); /* per mesh: an op with weights */
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    for (int i = 0; i < op->ninputs; i++)
+      weights[strategy->configs[o].mesh] |= mdl_graph_tensor(graph, op->inputs[i].tensor)->is_weight;
+  }
   sb->device = g_new(int, P);
+  sb->index = g_new0(int *, P);
+  sb->pairs = g_new0(GArray *, P);
+  sb->params = g_new0(gboolean, P);
   sb->gap = g_new0(SimTime, P);
   sb->done = g_new0(SimTime, P);
-  sb->params = g_new0(gboolean, P);
   gboolean gaps = !options || !options->step_collectives;
   for (int r = 0; r < P; r++) {
     sb->device[r] = -1;
     if (!gaps || r >= k->nchunks || k->first[r] < 0) continue;
     int d = sb->device[r] = mdl_strategy_mesh(strategy, strategy->configs[k->first[r]].mesh)->devices[0];
-    sb->gap[r] = device_gaps(&sb->gaps, k, d, sb->group);
-    sb->done[r] = fill[r] + work[d] + sb->gap[r];
-    result = MAX(result, sb->done[r] + drain[r]);
-    for (int o = 0; o < b->nops && !sb->params[r]; o++) {
-      const MdlOp *op = mdl_graph_op(graph, o);
-      if (mesh_index_of(mesh_of(b, o), d) < 0) continue;
-      for (int i = 0; i < op->ninputs; i++) sb->params[r] |= mdl_graph_tensor(graph, op->inputs[i].tensor)->is_weight;
+    sb->index[r] = g_new(int, sb->nmeshes);
+    for (int m = 0; m < sb->nmeshes; m++) {
+      sb->index[r][m] = mesh_index_of(mdl_strategy_mesh(strategy, m), d);
+      sb->params[r] |= weights[m] && sb->index[r][m] >= 0;
     }
+    sb->pairs[r] = device_pairs(&sb->gaps, k, sb->index[r]);
   }
-  sb->chain = result;
   return sb;
 }
 
-SimTime sim_bounder_chain(const SimBounder *sb) {
+SimTime sim_bounder_chain(SimBounder *sb) {
+  refresh(sb);
   return sb->chain;
 }
 
 SimTime sim_bounder_bound(SimBounder *sb) {
   Builder *b = &sb->b;
+  refresh(sb);
+  if (sb->bounded && sb->zero == b->s->zero_stage && sb->overlap_gather == b->s->overlap_param_gather)
+    return sb->bound;
   if (!b->users) { /* per tensor: the ops that read it, as the builder's */
     int nt = mdl_graph_num_tensors(b->g);
     b->users = g_new(GArray *, nt);
@@ -386,9 +440,13 @@ SimTime sim_bounder_bound(SimBounder *sb) {
   for (int r = 0; r < sb->nranks; r++) {
     if (sb->device[r] < 0) continue;
     SimTime gathers;
-    result = MAX(result, sb->gap[r] + stream_collectives(&sb->gaps, sb->device[r], sb->group, &gathers));
+    result = MAX(result, sb->gap[r] + stream_collectives(&sb->gaps, sb->index[r], sb->group, &gathers));
     if (tail && sb->params[r]) result = MAX(result, sb->done[r] + gathers);
   }
+  sb->bounded = TRUE;
+  sb->zero = b->s->zero_stage;
+  sb->overlap_gather = b->s->overlap_param_gather;
+  sb->bound = result;
   return result;
 }
 
@@ -403,11 +461,22 @@ void sim_bounder_free(SimBounder *sb) {
     g_array_unref(sb->gaps.items);
     g_array_unref(sb->gaps.buckets);
   }
+  for (int r = 0; r < sb->nranks; r++) {
+    g_free(sb->index[r]);
+    if (sb->pairs[r]) g_array_unref(sb->pairs[r]);
+  }
   chunks_clear(&sb->k);
+  g_free(sb->index);
+  g_free(sb->pairs);
+  g_free(sb->fwd);
+  g_free(sb->bwd);
+  g_free(sb->wgt);
+  g_free(sb->fill);
+  g_free(sb->drain);
   g_free(sb->device);
+  g_free(sb->params);
   g_free(sb->gap);
   g_free(sb->done);
-  g_free(sb->params);
   g_free(sb->group);
   g_free(b->sample_tdim);
   g_free(sb);
@@ -418,7 +487,7 @@ SimTime sim_compute_bound(const MdlGraph *graph, const MdlStrategy *strategy,
   SimOptions step = {0};
   step.step_collectives = TRUE; /* no gaps */
   SimBounder *sb = sim_bounder_new(graph, strategy, cluster, params, &step);
-  SimTime result = sb->chain;
+  SimTime result = sim_bounder_chain(sb);
   sim_bounder_free(sb);
   return result;
 }

@@ -68,17 +68,18 @@ SimTime sim_iteration_bound(const MdlGraph *graph, const MdlStrategy *strategy,
                             const DevCluster *cluster, const CmParams *params,
                             const SimOptions *options);
 
-/* The bound in parts, for a search that varies the ZeRO stage (and overlap_param_gather) of
- * one strategy in place: sim_bounder_new computes what those leave alone (the compute chain
- * with its gaps, sim_bounder_chain); sim_bounder_bound adds the communication streams for the
- * strategy's zero_stage as it is at the call, and equals sim_iteration_bound's result for it.
- * @strategy and the rest are borrowed: they must outlive the bounder, and nothing but
- * zero_stage and overlap_param_gather may change in between. */
+/* The bound in parts, for a search that varies the recomputation, the ZeRO stage and
+ * overlap_param_gather of one strategy in place: sim_bounder_new computes what those leave
+ * alone (kernel durations, fill and drain, the gaps' collectives); sim_bounder_chain gives the
+ * compute chain's bound and sim_bounder_bound the whole bound for the strategy's fields as
+ * they are at the call (each equal to sim_iteration_bound's for them; recomputed only when
+ * they changed). @strategy and the rest are borrowed: they must outlive the bounder, and
+ * nothing but those three fields may change in between. */
 typedef struct SimBounder SimBounder;
 SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
                             const DevCluster *cluster, const CmParams *params,
                             const SimOptions *options);
-SimTime sim_bounder_chain(const SimBounder *bounder);
+SimTime sim_bounder_chain(SimBounder *bounder);
 SimTime sim_bounder_bound(SimBounder *bounder);
 void sim_bounder_free(SimBounder *bounder);
 

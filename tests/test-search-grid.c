@@ -73,6 +73,40 @@ static void test_bound_below_simulation(void) {
   g_assert_cmpint(check_bounds(GPT4, "dgx-a100:nodes=2,gpus_per_node=4", 5), >, 0);
 }
 
+/* A bounder reused across the recomputation, ZeRO stage and overlap_param_gather of one
+ * strategy (as the grid's screen reuses it) gives every point the bound a fresh one gives. */
+static void test_bounder_reuse(void) {
+  Case c;
+  case_init(&c, GPT4, "dgx-a100:nodes=2,gpus_per_node=4");
+  GArray *points = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  MdlStrategy *s = NULL;
+  SimBounder *bounder = NULL;
+  int checked = 0;
+  for (guint i = 0; i < points->len; i++) {
+    const MdlMegatronConfig *cfg = &g_array_index(points, MdlMegatronConfig, i);
+    if (!s || cfg->zero_stage + cfg->recompute + cfg->overlap_param_gather == 0) { /* a new base point */
+      sim_bounder_free(bounder);
+      mdl_strategy_free(s);
+      s = mdl_strategy_megatron(c.graph, c.cluster, cfg, NULL);
+      g_assert_nonnull(s);
+      bounder = sim_bounder_new(c.graph, s, c.cluster, &c.params, NULL);
+    }
+    s->zero_stage = cfg->zero_stage;
+    s->recompute = cfg->recompute;
+    s->overlap_param_gather = cfg->overlap_param_gather;
+    MdlStrategy *fresh = mdl_strategy_megatron(c.graph, c.cluster, cfg, NULL);
+    g_assert_cmpuint(sim_bounder_bound(bounder), ==, sim_iteration_bound(c.graph, fresh, c.cluster, &c.params, NULL));
+    g_assert_cmpuint(sim_bounder_chain(bounder), <=, sim_bounder_bound(bounder));
+    mdl_strategy_free(fresh);
+    checked++;
+  }
+  g_assert_cmpint(checked, >, 1000);
+  sim_bounder_free(bounder);
+  mdl_strategy_free(s);
+  g_array_free(points, TRUE);
+  case_clear(&c);
+}
+
 /* The full space holds the classic grid and its variants: recomputation, sp (tp > 1 only),
  * ZeRO 0..3, vp beyond 8 where the layers allow. */
 static void test_full_space_contents(void) {
@@ -210,6 +244,7 @@ static void test_reproducible(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/search-grid/bound-below-simulation", test_bound_below_simulation);
+  g_test_add_func("/search-grid/bounder-reuse", test_bounder_reuse);
   g_test_add_func("/search-grid/full-space-contents", test_full_space_contents);
   g_test_add_func("/search-grid/full-space-fp8", test_full_space_fp8);
   g_test_add_func("/search-grid/exhaustive-matches-brute-force", test_exhaustive_matches_brute_force);
