@@ -289,10 +289,10 @@ struct SimBounder {
   int *group;
   SimTime *gap, *done;       /* per rank: its device's gaps; fill + work + gaps */
   SimTime chain;             /* the compute chain's bound */
-  /* The whole bound for (recompute, zero_stage, overlap_param_gather) as of the last call: */
-  gboolean bounded;
-  int zero, overlap_gather;
-  SimTime bound;
+  /* Per ZeRO stage, for the recomputation as of the last refresh: the communication streams'
+   * bound and the all-gather tail's (sim_bounder_bound). */
+  gboolean streamed[4];
+  SimTime stream[4], tail[4];
 };
 
 /* The recomputation-dependent parts: groups, work per device, gaps, the chain bound. */
@@ -302,7 +302,7 @@ static void refresh(SimBounder *sb) {
   if (sb->refreshed && sb->recompute == s->recompute) return;
   sb->refreshed = TRUE;
   sb->recompute = s->recompute;
-  sb->bounded = FALSE;
+  memset(sb->streamed, 0, sizeof sb->streamed);
   g_free(sb->group);
   sb->group = mdl_strategy_recompute_groups(s, b->g);
   g_autofree SimTime *per_mesh = g_new0(SimTime, sb->nmeshes);
@@ -422,32 +422,31 @@ SimTime sim_bounder_chain(SimBounder *sb) {
 SimTime sim_bounder_bound(SimBounder *sb) {
   Builder *b = &sb->b;
   refresh(sb);
-  if (sb->bounded && sb->zero == b->s->zero_stage && sb->overlap_gather == b->s->overlap_param_gather)
-    return sb->bound;
-  if (!b->users) { /* per tensor: the ops that read it, as the builder's */
-    int nt = mdl_graph_num_tensors(b->g);
-    b->users = g_new(GArray *, nt);
-    for (int t = 0; t < nt; t++) b->users[t] = g_array_new(FALSE, FALSE, sizeof(int));
-    for (int o = 0; o < b->nops; o++) {
-      const MdlOp *op = mdl_graph_op(b->g, o);
-      for (int i = 0; i < op->ninputs; i++) g_array_append_val(b->users[op->inputs[i].tensor], o);
+  int zero = b->s->zero_stage;
+  g_return_val_if_fail(zero >= 0 && zero <= 3, sb->chain);
+  if (!sb->streamed[zero]) {
+    if (!b->users) { /* per tensor: the ops that read it, as the builder's */
+      int nt = mdl_graph_num_tensors(b->g);
+      b->users = g_new(GArray *, nt);
+      for (int t = 0; t < nt; t++) b->users[t] = g_array_new(FALSE, FALSE, sizeof(int));
+      for (int o = 0; o < b->nops; o++) {
+        const MdlOp *op = mdl_graph_op(b->g, o);
+        for (int i = 0; i < op->ninputs; i++) g_array_append_val(b->users[op->inputs[i].tensor], o);
+      }
     }
+    sb->stream[zero] = sb->tail[zero] = 0;
+    for (int r = 0; r < sb->nranks; r++) {
+      if (sb->device[r] < 0) continue;
+      SimTime gathers;
+      sb->stream[zero] = MAX(sb->stream[zero], sb->gap[r] + stream_collectives(&sb->gaps, sb->index[r], sb->group, &gathers));
+      if (sb->params[r]) sb->tail[zero] = MAX(sb->tail[zero], sb->done[r] + gathers);
+    }
+    sb->streamed[zero] = TRUE;
   }
-  SimTime result = sb->chain;
   /* ZeRO 1 and 2 gather the updated parameters after the optimizer step, which follows the
    * device's last compute task (not with overlap_param_gather: ahead of the forward). */
-  gboolean tail = (b->s->zero_stage == 1 || b->s->zero_stage == 2) && !b->s->overlap_param_gather;
-  for (int r = 0; r < sb->nranks; r++) {
-    if (sb->device[r] < 0) continue;
-    SimTime gathers;
-    result = MAX(result, sb->gap[r] + stream_collectives(&sb->gaps, sb->index[r], sb->group, &gathers));
-    if (tail && sb->params[r]) result = MAX(result, sb->done[r] + gathers);
-  }
-  sb->bounded = TRUE;
-  sb->zero = b->s->zero_stage;
-  sb->overlap_gather = b->s->overlap_param_gather;
-  sb->bound = result;
-  return result;
+  gboolean tail = (zero == 1 || zero == 2) && !b->s->overlap_param_gather;
+  return MAX(MAX(sb->chain, sb->stream[zero]), tail ? sb->tail[zero] : 0);
 }
 
 void sim_bounder_free(SimBounder *sb) {
