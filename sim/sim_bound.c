@@ -66,42 +66,43 @@ static void chunks_clear(Chunks *k) {
 }
 
 
-/* A few collective times already computed in this bound (the layers of a model repeat the
- * same collectives on the same groups): keyed by everything cm_group_collective_time reads
- * that varies here. */
-#define GAP_MEMO 32
+/* Collective times already computed in this bound (the layers of a model repeat the same
+ * collectives on the same groups): a direct-mapped cache keyed by everything
+ * cm_group_collective_time reads that varies here. */
+#define GAP_MEMO_BITS 9
+#define GAP_MEMO (1 << GAP_MEMO_BITS)
 typedef struct {
   int mesh, base, coll;
   unsigned mask;
   double bytes;
   SimTime time;
+  gboolean used;
 } GapMemo;
 
 typedef struct {
   const Builder *b;
   GapMemo memo[GAP_MEMO];
-  int nmemo, next;
   GArray *items, *buckets; /* the gradient syncs (sb_sync_items, sb_sync_buckets), once */
 } Gaps;
 
 static SimTime collective_time(Gaps *g, int mesh_index, unsigned mask, int base, CmCollective coll,
                                double bytes) {
-  for (int i = 0; i < g->nmemo; i++) {
-    const GapMemo *m = &g->memo[i];
-    if (m->mesh == mesh_index && m->mask == mask && m->base == base && m->coll == (int)coll &&
-        m->bytes == bytes)
-      return m->time;
-  }
+  guint64 bits;
+  memcpy(&bits, &bytes, sizeof bits);
+  guint64 h = ((guint64)mesh_index * 0x9E3779B97F4A7C15u) ^ ((guint64)mask << 7) ^
+              ((guint64)base * 0xC2B2AE3D27D4EB4Fu) ^ ((guint64)coll << 3) ^ (bits * 0x165667B19E3779F9u);
+  h ^= bits >> 32;
+  GapMemo *slot = &g->memo[((h ^ (h >> 31)) * 0x9E3779B97F4A7C15u) >> (64 - GAP_MEMO_BITS)];
+  if (slot->used && slot->mesh == mesh_index && slot->mask == mask && slot->base == base &&
+      slot->coll == (int)coll && slot->bytes == bytes)
+    return slot->time;
   const MdlMesh *mesh = mdl_strategy_mesh(g->b->s, mesh_index);
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
   int p = sb_group_members(mesh, mask, base, members);
   for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
   SimTime t = sim_time_from_seconds(cm_group_collective_time(g->b->p, g->b->c, coll, devices, p, bytes));
-  GapMemo *slot = &g->memo[g->next];
-  g->next = (g->next + 1) % GAP_MEMO;
-  g->nmemo = MIN(g->nmemo + 1, GAP_MEMO);
-  *slot = (GapMemo){mesh_index, base, (int)coll, mask, bytes, t};
+  *slot = (GapMemo){mesh_index, base, (int)coll, mask, bytes, t, TRUE};
   return t;
 }
 
