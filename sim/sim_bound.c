@@ -220,22 +220,25 @@ static SimTime stream_collectives(Gaps *g, const int *index, const int *group, S
   SimTime sum = 0;
   *gathers = 0;
   int zero = b->s->zero_stage;
-  for (int o = 0; zero >= 3 && o < b->nops; o++) {
-    const MdlOp *op = mdl_graph_op(b->g, o);
-    const MdlMesh *mesh = mesh_of(b, o);
-    int m = cfg(b, o)->mesh, idx = index[m];
-    for (int k = 0; idx >= 0 && k < op->ninputs; k++) {
-      int w = op->inputs[k].tensor, first;
-      if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-      gboolean again = FALSE; /* gathered once per op */
-      for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == w;
+  /* ZeRO-3: per weight, each op that reads it (once however often it reads it) gathers it
+   * over the axes it is replicated on, in that op's layout. */
+  for (int w = 0; zero >= 3 && w < mdl_graph_num_tensors(b->g); w++) {
+    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+    const GArray *users = b->users[w];
+    for (guint u = 0; u < users->len; u++) {
+      int o = g_array_index(users, int, u), m = cfg(b, o)->mesh, first;
+      if ((u > 0 && g_array_index(users, int, u - 1) == o) || index[m] < 0) continue;
       MdlLayout layout;
       unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
-      if (again || !mask) continue;
+      const MdlOp *op = mdl_graph_op(b->g, o);
+      int k = 0;
+      while (op->inputs[k].tensor != w) k++;
+      const MdlMesh *mesh = mesh_of(b, o);
       MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      double bytes = mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes;
       SimTime uses = (SimTime)b->M * (group[o] >= 0 ? 3 : 2); /* F, B and, recomputed, R */
-      sum += uses * collective_time(g, m, mask, group_base(mesh, mask, idx), CM_ALL_GATHER, bytes);
+      if (mask)
+        sum += uses * collective_time(g, m, mask, group_base(mesh, mask, index[m]), CM_ALL_GATHER,
+                                      mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes);
     }
   }
   if (!g->items) { /* neither the ZeRO stage nor overlap_param_gather changes them */
@@ -339,15 +342,10 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
                             const DevCluster *cluster, const CmParams *params,
                             const SimOptions *options) {
   SimBounder *sb = g_new0(SimBounder, 1);
-  Builder *b = &sb->b;
-  b->g = graph;
-  b->s = strategy;
-  b->c = cluster;
-  b->p = params;
-  b->nops = mdl_graph_num_ops(graph);
-  b->M = strategy->num_microbatches;
-  b->dtype_bytes = dev_dtype_bytes(strategy->dtype);
-  b->sample_tdim = mdl_tensor_sample_dims(graph);
+  Builder *b = &sb->b; /* the fields sb_op_durations and the layouts read */
+  *b = (Builder){.g = graph, .s = strategy, .c = cluster, .p = params, .nops = mdl_graph_num_ops(graph),
+                 .M = strategy->num_microbatches, .dtype_bytes = dev_dtype_bytes(strategy->dtype),
+                 .sample_tdim = mdl_tensor_sample_dims(graph)};
   sb->gaps.b = b;
   sb->nmeshes = (int)strategy->meshes->len;
   sb->ndev = dev_cluster_num_devices(cluster);
