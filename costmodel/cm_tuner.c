@@ -10,8 +10,10 @@
 static void nccl_estimate(const DevCluster *cluster, CmCollectiveEstimate *e) {
   CmNcclHardware hw;
   cm_nccl_hardware(cluster, &hw);
-  /* Every candidate's best protocol, and the fastest pair as cm_nccl_tune picks it (the same
-   * order: ring, tree, NVLS, NVLS-tree; strictly faster wins). */
+  /* The choice is NCCL's: its tuner's formula (cm_nccl_time), the fastest pair as
+   * cm_nccl_tune picks it (the same order: ring, tree, NVLS, NVLS-tree; strictly faster
+   * wins). The times are what the kernels take (cm_nccl_exec_time): each candidate's is that
+   * of the protocol the tuner gives it. */
   static const CmAlgorithm order[] = {CM_ALGO_RING, CM_ALGO_TREE, CM_ALGO_NVLS, CM_ALGO_NVLS_TREE};
   CmAlgorithm algorithm = CM_ALGO_RING;
   CmProtocol protocol = CM_PROTO_SIMPLE;
@@ -19,15 +21,18 @@ static void nccl_estimate(const DevCluster *cluster, CmCollectiveEstimate *e) {
   for (gsize i = 0; i < G_N_ELEMENTS(order); i++) {
     CmAlgorithm a = order[i];
     if (!cm_algorithm_is_candidate(e->kind, a)) continue;
+    double best_a = INFINITY;
     for (int p = 0; p < CM_PROTO_COUNT; p++) {
       double t = cm_nccl_time(e->kind, a, (CmProtocol)p, &e->shape, &hw, e->bytes, NULL);
-      if (isnan(t)) continue;
-      if (isnan(e->candidates[a]) || t < e->candidates[a]) e->candidates[a] = t;
+      if (isnan(t) || !(t < best_a)) continue;
+      best_a = t;
+      e->candidates[a] = cm_nccl_exec_time(e->kind, a, (CmProtocol)p, &e->shape, &hw, e->bytes, NULL);
       if (t < best) best = t, algorithm = a, protocol = (CmProtocol)p;
     }
   }
   CmNcclCost cost = {0};
-  double t = cm_nccl_time(e->kind, algorithm, protocol, &e->shape, &hw, e->bytes, &cost);
+  cm_nccl_time(e->kind, algorithm, protocol, &e->shape, &hw, e->bytes, &cost);
+  double t = cm_nccl_exec_time(e->kind, algorithm, protocol, &e->shape, &hw, e->bytes, NULL);
   e->algorithm = algorithm;
   e->protocol = (int)protocol;
   e->channels = cost.channels;
