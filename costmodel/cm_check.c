@@ -115,14 +115,15 @@ GPtrArray *cm_curves_load(const char *path, GError **error) {
   return curves;
 }
 
-const char *cm_curve_cluster_spec(const CmCurve *curve) {
+char *cm_curve_cluster_spec(const CmCurve *curve) {
   static const struct {
     const char *needle;
     const char *spec;
   } map[] = {{"A100", "dgx-a100"}, {"H200", "dgx-h200"}, {"H100", "dgx-h100"},
              {"B200", "dgx-b200"}};
   for (gsize i = 0; i < G_N_ELEMENTS(map); i++)
-    if (strstr(curve->system, map[i].needle)) return map[i].spec;
+    if (strstr(curve->system, map[i].needle))
+      return curve->nodes > 1 ? g_strdup_printf("%s:nodes=%d", map[i].spec, curve->nodes) : g_strdup(map[i].spec);
   return NULL;
 }
 

@@ -216,12 +216,16 @@ static const CurveBounds bounds[] = {
     {"AWS p6-b200.48xlarge: 8x B200", -1, 0.22, 0.08, 0.21, 0.12},
     {"NVLink5 (nccl-tests, NCCL 2.27.7); algo=Ring", CM_ALGO_RING, 0.06, -1, -1, -1},
     {"NVLink5 (nccl-tests, NCCL 2.27.7); algo=NVLS", CM_ALGO_NVLS, 0.09, -1, -1, -1},
+    /* Added after the NVLS pipeline was written (network/benchmarks/README.md, 0cc3de5). */
+    {"4 nodes x 8 B200", -1, 0.23, 0.07, 0.20, 0.12},
+    {"all_reduce_bench.py default timing", -1, 0.10, 0.03, 0.08, 0.08},
+    {"nccl-tests all_reduce_perf built against NCCL 2.30.7", -1, 0.09, 0.02, 0.10, 0.08},
 };
 
 static void test_public_curve(gconstpointer data) {
   const CurveBounds *b = data;
   const CmCurve *curve = curve_with(b->needle, b->algorithm);
-  const char *spec = cm_curve_cluster_spec(curve);
+  g_autofree char *spec = cm_curve_cluster_spec(curve);
   g_assert_nonnull(spec);
   DevCluster *c = preset(spec);
   CmErrorStats m, h, x;
