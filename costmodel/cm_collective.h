@@ -98,7 +98,7 @@ typedef struct {
 
 typedef enum {
   CM_TIME_MODEL,             /* the chosen algorithm under the link figures */
-  CM_TIME_CALIBRATION_TABLE, /* log-log interpolation of measured bus bandwidth */
+  CM_TIME_CALIBRATION_TABLE, /* between two measured sizes: the line through them */
   CM_TIME_CALIBRATION_FIT,   /* fitted alpha-beta of the collective and link class (no table
                                 for the rank and host count) */
   CM_TIME_CALIBRATION_ASYMPTOTE, /* above the table's sizes: its bandwidth asymptote */

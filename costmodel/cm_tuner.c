@@ -95,11 +95,16 @@ static CmCollectiveEstimate model_estimate(const DevCluster *cluster, CmCollecti
   return e;
 }
 
-/* The model's cost per byte at its peak bandwidth (a size of 2^50 bytes, where latency is
- * nothing): a calibration's asymptote may not undercut it. */
-static double peak_seconds_per_byte(const DevCluster *cluster, const CmCollectiveEstimate *e) {
-  const double huge = 1125899906842624.0;
-  return model_estimate(cluster, e->kind, &e->shape, huge).model_time_s / huge;
+/* The model's time of one collective at another size, for a calibration's asymptote. */
+typedef struct {
+  const DevCluster *cluster;
+  CmCollective kind;
+  const CmGroupShape *shape;
+} ModelCurve;
+
+static double model_time_at(double bytes, gpointer data) {
+  const ModelCurve *m = data;
+  return model_estimate(m->cluster, m->kind, m->shape, bytes).model_time_s;
 }
 
 CmCollectiveEstimate cm_collective_estimate(const DevCluster *cluster, CmCollective kind,
@@ -112,9 +117,10 @@ CmCollectiveEstimate cm_collective_estimate(const DevCluster *cluster, CmCollect
   cm_group_shape(cluster, devices, n, &shape);
   e = model_estimate(cluster, kind, &shape, bytes);
   CmCalibratedTime calibrated;
+  ModelCurve curve = {cluster, kind, &shape};
   if (calibration && n > 1 &&
-      cm_calibration_time_bounded(calibration, kind, n, shape.hosts, bytes,
-                                  peak_seconds_per_byte(cluster, &e), &calibrated)) {
+      cm_calibration_time_model(calibration, kind, n, shape.hosts, bytes, model_time_at, &curve,
+                                &calibrated)) {
     e.time_s = calibrated.time_s;
     e.source = calibrated.source;
   }
