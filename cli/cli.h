@@ -37,7 +37,7 @@ int cli_bench_store(int repeat);
 /* `stratsim bench --suite table4`: FlexFlow Table 4, search time full vs delta. */
 int cli_bench_table4(void);
 /* `bench --suite megatron`: per-component errors on Korthikanti et al. Table 5 (@data_dir:
- * the validation data folder, NULL: tests/data/validation). */
+ * the validation data folder, NULL: cli_validation_dir()). */
 int cli_bench_megatron(const char *data_dir);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
