@@ -22,8 +22,8 @@
  *  - src/transport/nvls.cc: nvlsChannels NVLS_NCHANNELS_SM90 16, NVLS_NCHANNELS_SM100_NVL 24
  *    (one NVLink domain), NVLS_NCHANNELS_SM100 32 (several hosts); enqueue.cc getAlgoInfo
  *    runs NVLS on comm->nvlsChannels, never fewer ("NVLS should not need more than 16
- *    channels to get peak BW"). nHeads: one per GPU of the host (nvls.cc, nHeads =
- *    localRanks).
+ *    channels to get peak BW"). nHeads: one NVLS head per GPU of the host (src/graph/connect.cc
+ *    connectNvls sets channel->nvls.nHeads from the NVLS graph's heads, one per local GPU).
  *
  * Not modelled, and why: the ring and tree (all_reduce.h runRing, runTreeSplit). Every rank
  * of a ring sends its own chunk at step 0 and each later step waits only on the previous
