@@ -58,13 +58,14 @@ static double table_interpolate(const CmCalibrationTable *t, double factor, doub
   return lo_t + x * (hi_t - lo_t);
 }
 
-/* The marginal seconds per byte above the table. With the model's @floor (its cost per byte at
- * peak bandwidth) that floor: the measured top sizes of a sweep still carry latency and
- * protocol ramps that a slope through them extrapolates (on the public 8-GPU curves a
- * two-point slope was off by 23-34% on average at 4x, the floor by 10-12%,
- * tests/test-nccl.c). Without one, the least-squares slope over the sizes within a factor 4
- * of the largest. Either way at most the largest size's average seconds per byte, so the bus
- * bandwidth never falls below the largest measured one. */
+/* The marginal seconds per byte from the largest measured size to @bytes. With the @model
+ * (cm_calibration_time_model): what the model's time grows by over those bytes, at least its
+ * peak cost per byte (@floor). With only the @floor (its cost per byte at peak bandwidth) that
+ * floor: the measured top sizes of a sweep still carry latency and protocol ramps that a slope
+ * through them extrapolates (on the public 8-GPU curves a two-point slope was off by 23-34% on
+ * average at 4x, the floor by 10-12%, tests/test-nccl.c). With neither, the least-squares
+ * slope over the sizes within a factor 4 of the largest. Always at most the largest size's
+ * average seconds per byte, so the bus bandwidth never falls below the largest measured one. */
 static double top_marginal(const CmCalibrationTable *t, double factor, double floor, double bytes,
                            CmModelTimeFn model, gpointer data) {
   int last = t->npoints - 1;
