@@ -143,6 +143,24 @@ static void test_same_time(gconstpointer data) {
   dev_cluster_free(c);
 }
 
+/* Simulate's collective tasks carry the NVLS pipeline fill too: an 8xH100 tensor-parallel
+ * all-reduce of 32 MiB costs the same in both, above the tuner's own figure. */
+static void test_same_time_nvls(void) {
+  DevCluster *c = preset("dgx-h100");
+  CmParams params;
+  cm_params_default(&params);
+  int devices[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  CmCollectiveEstimate e = cm_collective_estimate(c, CM_ALL_REDUCE, devices, 8, 32 * MIB, NULL);
+  double sim = cm_group_collective_time(&params, c, CM_ALL_REDUCE, devices, 8, 32 * MIB);
+  g_assert_cmpmem(&sim, sizeof sim, &e.time_s, sizeof e.time_s);
+  g_assert_cmpint(e.algorithm, ==, CM_ALGO_NVLS);
+  CmNcclHardware hw;
+  cm_nccl_hardware(c, &hw);
+  double tuner = cm_nccl_time(CM_ALL_REDUCE, CM_ALGO_NVLS, CM_PROTO_SIMPLE, &e.shape, &hw, 32 * MIB, NULL);
+  g_assert_cmpfloat(sim, >, tuner * 1.1);
+  dev_cluster_free(c);
+}
+
 /* End to end: a data-parallel run's gradient all-reduce task over @data ranks lasts what the
  * estimate says (the 10^6-rank case is /nccl/same-time: building a run that size is minutes). */
 static void test_simulate_task(gconstpointer data) {
@@ -317,6 +335,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/nccl/same-time/16", GINT_TO_POINTER(16), test_same_time);
   g_test_add_data_func("/nccl/same-time/1024", GINT_TO_POINTER(1024), test_same_time);
   g_test_add_data_func("/nccl/same-time/1000000", GINT_TO_POINTER(1000000), test_same_time);
+  g_test_add_func("/nccl/same-time/nvls", test_same_time_nvls);
   g_test_add_data_func("/nccl/simulate-task/16", GINT_TO_POINTER(16), test_simulate_task);
   g_test_add_data_func("/nccl/simulate-task/1024", GINT_TO_POINTER(1024), test_simulate_task);
   g_test_add_func("/nccl/calibration/asymptote", test_asymptote_never_below);
