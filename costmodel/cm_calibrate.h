@@ -152,12 +152,18 @@ gboolean cm_calibration_time(const CmCalibration *calibration, CmCollective kind
 gboolean cm_calibration_time_bounded(const CmCalibration *calibration, CmCollective kind,
                                      int ranks, int nodes, double bytes, double floor,
                                      CmCalibratedTime *out);
-/* The model's time of the collective being looked up at @bytes. */
-typedef double (*CmModelTimeFn)(double bytes, gpointer data);
-/* The same, with the model itself: above the table the extra bytes cost what the model's time
- * grows by from the largest measured size to @bytes (@model(bytes) - @model(largest)), at
- * least its peak cost per byte (@model at 2^50 bytes over 2^50) and at most the largest
- * size's average; cm_collective_estimate passes its model. */
+/* The model's time of the collective being looked up over @ranks ranks on @hosts hosts (of the
+ * caller's cluster, ranks spread evenly) at @bytes; NAN where it has none. */
+typedef double (*CmModelTimeFn)(int ranks, int hosts, double bytes, gpointer data);
+/* The same, with the model itself:
+ *   - above a table the extra bytes cost what the model's time grows by from the largest
+ *     measured size to @bytes, at least its peak cost per byte (its time at 2^50 bytes over
+ *     2^50) and at most the largest size's average;
+ *   - without a table for (@ranks, @nodes), the time the nearest table of the collective on the
+ *     same link class gives (nearest in log ranks, then log hosts) scaled by the model's ratio
+ *     of the two shapes (CM_TIME_CALIBRATION_SCALED), before the fit; never across link
+ *     classes (cm_calibrate_lookup.c says why).
+ * cm_collective_estimate passes its model. */
 gboolean cm_calibration_time_model(const CmCalibration *calibration, CmCollective kind, int ranks,
                                    int nodes, double bytes, CmModelTimeFn model, gpointer data,
                                    CmCalibratedTime *out);

@@ -95,16 +95,24 @@ static CmCollectiveEstimate model_estimate(const DevCluster *cluster, CmCollecti
   return e;
 }
 
-/* The model's time of one collective at another size, for a calibration's asymptote. */
+/* The model's time of one collective at another size or shape, for a calibration
+ * (cm_calibration_time_model): the group's own shape at its rank and host count, else ranks
+ * spread evenly over hosts of this cluster (NAN where they do not fit on its hosts). */
 typedef struct {
   const DevCluster *cluster;
   CmCollective kind;
   const CmGroupShape *shape;
 } ModelCurve;
 
-static double model_time_at(double bytes, gpointer data) {
+static double model_time_at(int ranks, int hosts, double bytes, gpointer data) {
   const ModelCurve *m = data;
-  return model_estimate(m->cluster, m->kind, m->shape, bytes).model_time_s;
+  CmGroupShape shape = *m->shape;
+  if (ranks != shape.ranks || hosts != shape.hosts) {
+    int per = hosts > 0 ? ranks / hosts : 0;
+    if (per < 1 || per * hosts != ranks || per > m->cluster->gpus_per_node) return NAN;
+    shape = (CmGroupShape){ranks, hosts, per, per};
+  }
+  return model_estimate(m->cluster, m->kind, &shape, bytes).model_time_s;
 }
 
 CmCollectiveEstimate cm_collective_estimate(const DevCluster *cluster, CmCollective kind,

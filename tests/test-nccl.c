@@ -275,18 +275,18 @@ static void test_public_curve(gconstpointer data) {
 /* Models of the collective for the asymptote: peak 1e-11 s/byte (their cost per byte at 2^50
  * bytes); ramp_model is 5e-12 s/byte dearer below 128 MiB, dip_model that much cheaper,
  * steep_model 1e-9 s/byte throughout. */
-static double ramp_model(double bytes, gpointer data) {
-  (void)data;
+static double ramp_model(int ranks, int hosts, double bytes, gpointer data) {
+  (void)ranks, (void)hosts, (void)data;
   return 10e-6 + bytes * 1e-11 + MIN(bytes, 128 * MIB) * 5e-12;
 }
 
-static double dip_model(double bytes, gpointer data) {
-  (void)data;
+static double dip_model(int ranks, int hosts, double bytes, gpointer data) {
+  (void)ranks, (void)hosts, (void)data;
   return 10e-6 + bytes * 1e-11 - MIN(bytes, 128 * MIB) * 5e-12;
 }
 
-static double steep_model(double bytes, gpointer data) {
-  (void)data;
+static double steep_model(int ranks, int hosts, double bytes, gpointer data) {
+  (void)ranks, (void)hosts, (void)data;
   return bytes * 1e-9;
 }
 
@@ -308,7 +308,7 @@ static void test_asymptote_never_below(void) {
   /* With the model itself: the extra bytes cost what the model's time grows by ... */
   g_assert_true(cm_calibration_time_model(cal, CM_ALL_REDUCE, 8, 1, 256 * MIB, ramp_model, NULL, &t));
   g_assert_cmpint(t.source, ==, CM_TIME_CALIBRATION_ASYMPTOTE);
-  CLOSE(t.time_s, 1000e-6 + ramp_model(256 * MIB, NULL) - ramp_model(64 * MIB, NULL));
+  CLOSE(t.time_s, 1000e-6 + ramp_model(8, 1, 256 * MIB, NULL) - ramp_model(8, 1, 64 * MIB, NULL));
   /* ... never less per byte than the model's peak, never more than the largest measured
    * size's average (1000 us / 64 MiB). */
   g_assert_true(cm_calibration_time_model(cal, CM_ALL_REDUCE, 8, 1, 128 * MIB, dip_model, NULL, &t));
