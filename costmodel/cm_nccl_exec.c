@@ -17,8 +17,9 @@
  *    (NCCL_NVLS_CHUNKSIZE, default 128 KiB, src/transport/nvls.cc) and, with
  *    concurrentOps = nChannels * nHeads, drops to 64 KiB when nBytes < 64 x concurrentOps x
  *    chunkSize, to 32 KiB when nBytes < 8 x concurrentOps x chunkSize, to 16 KiB when
- *    nBytes < 2 x concurrentOps x chunkSize (NCCL 2.19 and later; 2.18 used 32x for the
- *    first threshold).
+ *    nBytes < 2 x concurrentOps x chunkSize (the current calcCollChunking; the older
+ *    computeColl of NVIDIA/nccl 5d3ab08 capped at 128 KiB and used 32x for the first
+ *    threshold).
  *  - src/transport/nvls.cc: nvlsChannels NVLS_NCHANNELS_SM90 16, NVLS_NCHANNELS_SM100_NVL 24
  *    (one NVLink domain), NVLS_NCHANNELS_SM100 32 (several hosts); enqueue.cc getAlgoInfo
  *    runs NVLS on comm->nvlsChannels, never fewer ("NVLS should not need more than 16
