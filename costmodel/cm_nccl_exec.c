@@ -29,10 +29,11 @@
  * Not modelled, and why: the ring and tree (all_reduce.h runRing, runTreeSplit). Every rank
  * of a ring sends its own chunk at step 0 and each later step waits only on the previous
  * rank's previous step, so the ranks advance in lock-step and the ring has no fill beyond the
- * per-step latency the tuner already charges (hwLat x 2(n-1)); chunks beyond one loop
- * (nChannels x nranks x 2 MiB for Simple: ALLREDUCE_CHUNKSTEPS 4 x 512 KiB steps of the
- * 4 MiB buffer over NCCL_STEPS 8) only reach sizes where the per-step latency is < 1% of the
- * time. NVLS-tree across hosts chains more stages through the network proxy; its chunk rules
+ * per-step latency the tuner already charges (hwLat x 2(n-1)); the steps of further loops
+ * (beyond nChannels x nranks x 2 MiB for Simple: ALLREDUCE_CHUNKSTEPS 4 x 512 KiB steps of
+ * the 4 MiB buffer over NCCL_STEPS 8) synchronise while the previous slice's data is still
+ * moving (up to NCCL_STEPS steps in flight), and there a 1 MiB slice takes 50-100 us a
+ * channel against a few us of step latency. NVLS-tree across hosts chains more stages through the network proxy; its chunk rules
  * (NVLSTREE_MAX_CHUNKSIZE, per-SM100 tuning) were not checked against a curve, so it keeps
  * the tuner's time. */
 #include "costmodel/cm_nccl.h"
