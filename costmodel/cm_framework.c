@@ -102,3 +102,16 @@ double cm_framework_host_time(const CmFramework *f, const MdlOp *op, CmHostPhase
   double per = phase == CM_HOST_FORWARD ? f->forward_launch_s : f->backward_launch_s;
   return cm_framework_kernels(f, op, phase) * per;
 }
+
+/* Megatron-LM, megatron/arguments.py (NVIDIA/Megatron-LM, 2022 and since: megatron/training/
+ * arguments.py): "bfloat16 requires gradient accumulation and all-reduce to be done in fp32", so
+ * --bf16 forces accumulate_allreduce_grads_in_fp32 and the DistributedDataParallel grad buffer
+ * (param.main_grad, one contiguous buffer per dtype) is torch.float: 4 bytes per parameter; the
+ * bf16 .grad the autograd engine produces is added into it and freed (or never materialized under
+ * gradient-accumulation fusion, where the dW GEMM writes main_grad). fp16 keeps the default
+ * (accumulate_allreduce_grads_in_fp32 off): a 16-bit buffer. */
+double cm_framework_grad_bytes(MdlFramework kind, DevDtype dtype) {
+  gboolean megatron = kind == MDL_FRAMEWORK_MEGATRON_LM || kind == MDL_FRAMEWORK_CUDA_GRAPHS;
+  if (megatron && dtype == DEV_DTYPE_BF16) return 4.0;
+  return dev_dtype_bytes(dtype);
+}

@@ -8,6 +8,7 @@
 
 #include <glib.h>
 #include "model/mdl_graph.h"
+#include "devices/dev_cluster.h"
 #include "model/mdl_strategy.h"
 
 G_BEGIN_DECLS
@@ -40,6 +41,11 @@ typedef enum {
 int cm_framework_kernels(const CmFramework *framework, const MdlOp *op, CmHostPhase phase);
 /* Their host time in seconds. */
 double cm_framework_host_time(const CmFramework *framework, const MdlOp *op, CmHostPhase phase);
+
+/* Bytes per parameter of the gradient buffer @framework keeps for weights of @dtype: Megatron-LM
+ * (and its CUDA-graph replay) accumulates bf16 models' gradients in an fp32 main_grad buffer,
+ * 4 bytes; every other case keeps gradients in the weights' dtype. Source: cm_framework.c. */
+double cm_framework_grad_bytes(MdlFramework kind, DevDtype dtype);
 
 G_END_DECLS
 
