@@ -50,7 +50,39 @@
  *    graph, not its kernels; NVIDIA Developer Blog, "Getting Started with CUDA Graphs", 2019):
  *    0 host time per kernel.
  * Convolutions and pooling (not in transformers): cuDNN forward 1, backward data + filter 2
- * (1 weight) for every framework; pooling 1 and 1. */
+ * (1 weight) for every framework; pooling 1 and 1.
+ *
+ * Memory traffic of the memory-bound ops (CmOpTraffic: passes over output-sized activations of
+ * e bytes, + 1 byte per element for a dropout keep mask), from the code each framework runs;
+ * the roofline's default (the op's operands, forward; twice that, backward) is what "none"
+ * keeps:
+ *  - megatron-lm (NVIDIA/Megatron-LM megatron/model/transformer.py, CoreAttention.forward,
+ *    ParallelMLP, bias_dropout_add_fused_train; the 2022 code Korthikanti et al. ran and e.g.
+ *    commit 00baee46 have the same kernels; megatron/model/fused_layer_norm.py):
+ *    layernorm (apex fused_layer_norm_cuda): forward reads x, writes y: 2; backward
+ *    cuComputePartGradGammaBeta reads dY and x, cuComputeGradInput reads dY and x and writes
+ *    dX: 5.
+ *    softmax with attention dropout: FusedScaleMaskSoftmax (scaled_upper_triang_masked_softmax)
+ *    reads the scores and writes the probabilities, then self.attention_dropout, a separate
+ *    torch.nn.Dropout kernel, reads them and writes its output and the mask: 4 + mask;
+ *    backward: the dropout's masked scale (reads dY and the mask, writes dX) and the fused
+ *    softmax backward (reads dY and the saved probabilities, writes dX): 5 + mask.
+ *    dropout-add (bias_dropout_add_fused_train, one TorchScript/nvfuser kernel): reads x and
+ *    the residual, writes the sum and the mask: 3 + mask; backward: the dropout's masked scale
+ *    (dY, mask -> dX: 2 + mask), the skipped bias's gradient summed over the tokens (reads dX:
+ *    1, counted as its own reduction), and the autograd engine's sum of the two gradients
+ *    reaching the residual's input (this add's dY and the next layernorm's dX: reads 2, writes
+ *    1): 6 + mask.
+ *    activation (bias_gelu, @torch.jit.script): reads x, writes y: 2; backward
+ *    GeLUFunction.backward's bias_gelu_back reads dY and x, writes dX, the bias gradient sums
+ *    dX: 4.
+ *  - megatron-deepspeed and cuda-graphs: Megatron's kernels, the same traffic.
+ *  - pytorch-eager (unfused torch.nn, bias inside addmm): layernorm 2 and 5 (native
+ *    layer_norm_backward reads dY and x twice, for dX and for gamma/beta); softmax: causal
+ *    masked_fill (2), softmax (2), dropout (2 + mask): 6 + mask; backward dropout (2 + mask),
+ *    softmax (3), masked_fill (2): 7 + mask. dropout-add: dropout (2 + mask) then add (3):
+ *    5 + mask; backward dropout (2 + mask) and the gradient sum at the residual fork (3):
+ *    5 + mask. activation (GeLU): 2 and 3. */
 #include "costmodel/cm_framework.h"
 
 #define HOST_FORWARD_S (259.1e-6 / 18)
@@ -65,17 +97,24 @@
    CNN_KERNELS, [MDL_OP_ELEMENTWISE] = {1, 1, 0}, [MDL_OP_LAYERNORM] = {1, ln_bwd, ln_wgt},       \
    [MDL_OP_SOFTMAX] = {2, 2, 0}, [MDL_OP_EMBEDDING] = {7, emb_bwd, emb_bwd},                     \
    [MDL_OP_LOSS] = {14, 4, 0}}
+/* Activation passes forward and backward, mask (the header comment). */
+#define MEGATRON_TRAFFIC                                                                        \
+  {[CM_TRAFFIC_LAYERNORM] = {2, 5, 0}, [CM_TRAFFIC_SOFTMAX] = {4, 5, 1},                        \
+   [CM_TRAFFIC_DROPOUT_ADD] = {3, 6, 1}, [CM_TRAFFIC_ACTIVATION] = {2, 4, 0}}
 static const CmFramework frameworks[] = {
   {MDL_FRAMEWORK_MEGATRON_LM, HOST_FORWARD_S,
-   HOST_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(3, 2, 3, 2, 5)},
+   HOST_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(3, 2, 3, 2, 5), MEGATRON_TRAFFIC},
   {MDL_FRAMEWORK_MEGATRON_DEEPSPEED, HOST_FORWARD_S,
-   HOST_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(5, 4, 5, 4, 6)},
+   HOST_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(5, 4, 5, 4, 6), MEGATRON_TRAFFIC},
   {MDL_FRAMEWORK_PYTORCH_EAGER, HOST_FORWARD_S,
    HOST_BACKWARD_S, LAUNCH_QUEUE,
    {[MDL_OP_MATMUL] = {1, 5, 4}, [MDL_OP_BATCH_MATMUL] = {2, 3, 0}, CNN_KERNELS,
     [MDL_OP_ELEMENTWISE] = {2, 2, 0}, [MDL_OP_LAYERNORM] = {1, 4, 3},
-    [MDL_OP_SOFTMAX] = {3, 3, 0}, [MDL_OP_EMBEDDING] = {1, 3, 3}, [MDL_OP_LOSS] = {2, 2, 0}}},
-  {MDL_FRAMEWORK_CUDA_GRAPHS, 0, 0, LAUNCH_QUEUE, MEGATRON_KERNELS(3, 2, 3, 2, 5)},
+    [MDL_OP_SOFTMAX] = {3, 3, 0}, [MDL_OP_EMBEDDING] = {1, 3, 3}, [MDL_OP_LOSS] = {2, 2, 0}},
+   {[CM_TRAFFIC_LAYERNORM] = {2, 5, 0}, [CM_TRAFFIC_SOFTMAX] = {6, 7, 1},
+    [CM_TRAFFIC_DROPOUT_ADD] = {5, 5, 1}, [CM_TRAFFIC_ACTIVATION] = {2, 3, 0}}},
+  {MDL_FRAMEWORK_CUDA_GRAPHS, 0, 0, LAUNCH_QUEUE, MEGATRON_KERNELS(3, 2, 3, 2, 5),
+   MEGATRON_TRAFFIC},
 };
 
 const CmFramework *cm_framework_get(MdlFramework kind) {
@@ -101,6 +140,33 @@ int cm_framework_kernels(const CmFramework *f, const MdlOp *op, CmHostPhase phas
 double cm_framework_host_time(const CmFramework *f, const MdlOp *op, CmHostPhase phase) {
   double per = phase == CM_HOST_FORWARD ? f->forward_launch_s : f->backward_launch_s;
   return cm_framework_kernels(f, op, phase) * per;
+}
+
+/* The class of memory-bound @op, or CM_TRAFFIC_COUNT when no profile lists it: softmax and
+ * dropout-add only with their dropout (the figures count its kernel and mask); an
+ * elementwise op of two or more inputs without dropout (concatenations, normalizations of
+ * CNNs) keeps the roofline. */
+static CmTrafficClass traffic_class(const MdlOp *op) {
+  switch (op->kind) {
+  case MDL_OP_LAYERNORM: return CM_TRAFFIC_LAYERNORM;
+  case MDL_OP_SOFTMAX: return op->dropout ? CM_TRAFFIC_SOFTMAX : CM_TRAFFIC_COUNT;
+  case MDL_OP_ELEMENTWISE:
+    if (op->dropout && op->unsaved_inputs) return CM_TRAFFIC_DROPOUT_ADD;
+    return !op->dropout && op->ninputs == 1 ? CM_TRAFFIC_ACTIVATION : CM_TRAFFIC_COUNT;
+  default: return CM_TRAFFIC_COUNT;
+  }
+}
+
+gboolean cm_framework_traffic(const CmFramework *f, const MdlOp *op, double out_elems,
+                              double elem_bytes, double *forward, double *backward) {
+  g_return_val_if_fail(op && forward && backward, FALSE);
+  CmTrafficClass c = traffic_class(op);
+  if (!f || c == CM_TRAFFIC_COUNT) return FALSE;
+  const CmOpTraffic *t = &f->traffic[c];
+  if (t->forward == 0 && t->backward == 0) return FALSE;
+  *forward = out_elems * (t->forward * elem_bytes + t->mask);
+  *backward = out_elems * (t->backward * elem_bytes + t->mask);
+  return TRUE;
 }
 
 /* Megatron-LM, megatron/arguments.py (NVIDIA/Megatron-LM, 2022 and since: megatron/training/

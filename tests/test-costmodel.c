@@ -189,14 +189,17 @@ static void test_gemm_table(void) {
   g_assert_cmpfloat(sum / rows, <, 0.10);
 }
 
-/* The Adam step's bytes per parameter (cm_compute.c's derivation): 28 for the fused kernel over
- * fp32 grad, param, m, v; 6 more to copy fp32 main params into 16-bit model params. */
+/* The optimizer step's bytes per parameter (cm_compute.c's derivation): FusedAdam 28 over fp32
+ * grad, param, m, v; the grad norm 4; zeroing the grad buffer 4 (fp32 main_grad); 16-bit
+ * models copy the main params into theirs (6), fp16 also casts and unscales the grads (14) on
+ * a 2-byte buffer. Removing any pass fails one of these. */
 static void test_adam_bytes(void) {
-  g_assert_cmpfloat(cm_adam_bytes_per_param(DEV_DTYPE_FP32), ==, 28);
-  g_assert_cmpfloat(cm_adam_bytes_per_param(DEV_DTYPE_BF16), ==, 34);
+  g_assert_cmpfloat(cm_adam_bytes_per_param(DEV_DTYPE_FP32), ==, 28 + 4 + 4);
+  g_assert_cmpfloat(cm_adam_bytes_per_param(DEV_DTYPE_BF16), ==, 28 + 4 + 6 + 4);
+  g_assert_cmpfloat(cm_adam_bytes_per_param(DEV_DTYPE_FP16), ==, 28 + 4 + 6 + 2 + 6 + 8);
   CmParams p;
   cm_params_default(&p);
-  g_assert_cmpfloat(p.optimizer_bytes_per_param, ==, 34);
+  g_assert_cmpfloat(p.optimizer_bytes_per_param, ==, 42);
 }
 
 /* GEMM views of a GPT layer's contractions. */
