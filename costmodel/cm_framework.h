@@ -43,6 +43,8 @@ typedef struct {
   double backward_launch_s;  /* host time per backward kernel (autograd engine) */
   int queue_depth;           /* kernels the host may enqueue ahead of the GPU */
   CmOpKernels kernels[MDL_OP_KIND_COUNT];
+  CmOpKernels class_kernels[CM_TRAFFIC_COUNT]; /* a memory-bound class's own counts, where
+                                                  listed (else its op kind's) */
   CmOpTraffic traffic[CM_TRAFFIC_COUNT];
 } CmFramework;
 

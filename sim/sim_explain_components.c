@@ -8,6 +8,9 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "costmodel/cm_framework.h"
 
 typedef struct {
   int nlayers;
@@ -64,6 +67,30 @@ static void components_init(Components *c, const SimRun *run) {
   c->comm_busy_s = g->spans->len ? -1 : sim_time_seconds(comm) / used;
 }
 
+/* What the host launches for one microbatch of the first layer (ops named "layer0.*") under
+ * the run's framework: kernels and host seconds, forward and backward. FALSE without a host
+ * stream or a layer. */
+typedef struct {
+  int forward, backward;
+  double forward_s, backward_s;
+} LayerLaunches;
+
+static gboolean layer_launches(const SimRun *run, LayerLaunches *out) {
+  const CmFramework *f = cm_framework_get(run->strategy->framework);
+  memset(out, 0, sizeof *out);
+  gboolean any = FALSE;
+  for (int o = 0; f && o < mdl_graph_num_ops(run->graph); o++) {
+    const MdlOp *op = mdl_graph_op(run->graph, o);
+    if (layer_of(op->name) != 0) continue;
+    any = TRUE;
+    out->forward += cm_framework_kernels(f, op, CM_HOST_FORWARD);
+    out->backward += cm_framework_kernels(f, op, CM_HOST_BACKWARD);
+    out->forward_s += cm_framework_host_time(f, op, CM_HOST_FORWARD);
+    out->backward_s += cm_framework_host_time(f, op, CM_HOST_BACKWARD);
+  }
+  return any;
+}
+
 cJSON *sim_components_json(const SimRun *run) {
   Components c;
   components_init(&c, run);
@@ -82,6 +109,14 @@ cJSON *sim_components_json(const SimRun *run) {
   cJSON *layers = cJSON_AddArrayToObject(o, "layer_compute_s");
   for (int l = 0; l < c.nlayers; l++) cJSON_AddItemToArray(layers, cJSON_CreateNumber(c.layer_s[l]));
   cJSON_AddNumberToObject(o, "other_compute_s", c.other_s);
+  LayerLaunches k;
+  if (layer_launches(run, &k)) {
+    cJSON *l = cJSON_AddObjectToObject(o, "layer0_launches");
+    cJSON_AddNumberToObject(l, "forward_kernels", k.forward);
+    cJSON_AddNumberToObject(l, "backward_kernels", k.backward);
+    cJSON_AddNumberToObject(l, "forward_host_s", k.forward_s);
+    cJSON_AddNumberToObject(l, "backward_host_s", k.backward_s);
+  }
   g_free(c.layer_s);
   return o;
 }
@@ -113,5 +148,11 @@ void sim_components_print(const SimRun *run, FILE *out, int max_rows) {
       fprintf(out, "    layer%-4d %.6g s\n", l, c.layer_s[l]);
     if (c.nlayers > max_rows) fprintf(out, "    ... %d more (--json lists all)\n", c.nlayers - max_rows);
   }
+  LayerLaunches k;
+  if (layer_launches(run, &k))
+    fprintf(out, "  host per microbatch of layer0 (%s, costmodel/FRAMEWORKS.md): %d kernels forward, "
+                 "%d backward; %.4g us + %.4g us of host time\n",
+            mdl_framework_name(run->strategy->framework), k.forward, k.backward,
+            1e6 * k.forward_s, 1e6 * k.backward_s);
   g_free(c.layer_s);
 }
