@@ -15,14 +15,22 @@ static char *data(const char *name) {
   return g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation", name, NULL);
 }
 
-static void test_table5(void) {
+/* The rows of megatron_public.csv measuring @metric (@count of them) and the A100 curve. */
+static GPtrArray *load(const char *metric, guint count, GArray **curve) {
   g_autofree char *rows_path = data("megatron_public.csv"), *curve_path = data("nccl_a100.csv");
   GError *error = NULL;
-  g_autoptr(GPtrArray) rows = val_megatron_rows_load(rows_path, "iteration_seconds", &error);
+  GPtrArray *rows = val_megatron_rows_load(rows_path, metric, &error);
   g_assert_no_error(error);
-  g_assert_cmpuint(rows->len, ==, 8);
-  g_autoptr(GArray) curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
+  g_assert_cmpuint(rows->len, ==, count);
+  *curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
   g_assert_no_error(error);
+  return rows;
+}
+
+static void test_table5(void) {
+  GError *error = NULL;
+  g_autoptr(GArray) curve = NULL;
+  g_autoptr(GPtrArray) rows = load("iteration_seconds", 8, &curve);
   double e2e = 0;
   for (guint i = 0; i < rows->len; i++) {
     const ValMegatronRow *r = g_ptr_array_index(rows, i);
@@ -49,11 +57,9 @@ static void test_table5(void) {
  * TFLOP/s from the predicted iteration); the error goes to the log (the bench prints all).
  * Removing the dp, fp16 or interleave fields, or a term of Eq. 3, fails it. */
 static void test_table1(void) {
-  g_autofree char *rows_path = data("megatron_public.csv"), *curve_path = data("nccl_a100.csv");
   GError *error = NULL;
-  g_autoptr(GPtrArray) rows = val_megatron_rows_load(rows_path, "tflops_per_gpu", &error);
-  g_assert_no_error(error);
-  g_assert_cmpuint(rows->len, ==, 10);
+  g_autoptr(GArray) curve = NULL;
+  g_autoptr(GPtrArray) rows = load("tflops_per_gpu", 10, &curve);
   const ValMegatronRow *r = g_ptr_array_index(rows, 0);
   g_assert_cmpstr(r->model, ==, "GPT 1.7B");
   g_assert_cmpint(r->dp, ==, 32);
@@ -66,8 +72,6 @@ static void test_table1(void) {
   const ValMegatronRow *r76 = g_ptr_array_index(rows, 5);
   g_assert_cmpint(r76->interleaved, ==, 3);
   g_assert_cmpint(r76->gpus, ==, r76->tp * r76->pp * r76->dp);
-  g_autoptr(GArray) curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
-  g_assert_no_error(error);
   ValComponents c;
   g_assert_true(val_megatron_components(r, curve, &c, &error));
   g_assert_no_error(error);
