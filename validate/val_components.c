@@ -9,7 +9,11 @@
  *    adds one forward, selective recomputation the attention core's 4 b s^2 h (Korthikanti,
  *    section 5). Divided over the t ranks and run at the maximum achievable matmul rate measured
  *    on A100 SXM, 267.9 TFLOP/s (S. Bekman, ml-engineering, MAMF table; the same source as
- *    costmodel/cm_gemm.c: the check is of FLOPs, shapes and quantization, not of the peak).
+ *    costmodel/cm_gemm.c: the check is of FLOPs, shapes and quantization, not of the peak);
+ *    the attention core's batched GEMMs no faster than their b (a/t) s^2 score matrix moves at
+ *    the datasheet HBM peak (2039 GB/s, a bound independent of the simulator's 0.8), and on a
+ *    single stage the LM head's 6 b s h V / t (Narayanan et al. 2021, Eq. 3's V/(16 l h)
+ *    term).
  *  - Tensor-parallel communication (Korthikanti et al. 2022, section 4.2 and Fig. 5): per layer
  *    and microbatch, without sequence parallelism 2 all-reduces forward and 2 backward of the
  *    b s h activations (2 bytes each), 2 more when the forward is recomputed; with sequence
@@ -35,6 +39,7 @@
 #include "util/util_csv.h"
 
 #define MAMF_A100_FLOPS 267.9e12
+#define HBM_A100_BPS 2039e9 /* A100 SXM4 80GB datasheet (NVIDIA A100 Tensor Core GPU datasheet) */
 #define DEFAULT_VOCAB 51200
 
 static void row_free(gpointer data) {
@@ -183,11 +188,22 @@ static void reference(const ValMegatronRow *r, const GArray *curve, const SesSes
                       ValComponents *out) {
   double b = r->micro_batch, s = r->seq, h = r->hidden, t = r->tp;
   double m = (double)r->global_batch / (r->micro_batch * r->dp), layers = (double)r->layers / r->pp;
-  double fwd = 24 * b * s * h * h + 4 * b * s * s * h;
-  double extra = r->recompute == MDL_RECOMPUTE_FULL        ? fwd
-                 : r->recompute == MDL_RECOMPUTE_SELECTIVE ? 4 * b * s * s * h
-                                                           : 0;
-  out->gemm_ref_s = m * layers * (3 * fwd + extra) / t / MAMF_A100_FLOPS;
+  /* Per layer and microbatch: the weight GEMMs' 24 b s h^2 FLOPs a forward at the MAMF rate;
+   * the attention core's two batched GEMMs (QK^T, PV: 2 b s^2 h FLOPs each) each at least
+   * the time its b (a/t) s^2 score matrix (2 bytes an element, written by QK^T, read by PV)
+   * takes at the HBM peak: with a head dim of 96 or 128 their 2 x dh FLOPs per 2-byte
+   * element sit under the A100's ridge point. The backward runs 2 of each kind per forward
+   * GEMM (dX, dW / dQ, dK, dS, dV), full recomputation one more forward, selective one more
+   * attention core. */
+  double dense_fwd = 24 * b * s * h * h / t / MAMF_A100_FLOPS;
+  double core_gemm = MAX(2 * b * s * s * h / t / MAMF_A100_FLOPS,
+                         2 * b * ((double)r->heads / t) * s * s / HBM_A100_BPS);
+  double dense_runs = 3 + (r->recompute == MDL_RECOMPUTE_FULL);
+  double core_runs = 6 + 2 * (r->recompute != MDL_RECOMPUTE_NONE);
+  /* The LM head (tied, vocab-parallel) on the last stage, when GPU 0 holds it (pp = 1):
+   * forward, dX and dW, 2 b s h V / t FLOPs each; outside the recomputed layers. */
+  double head = r->pp == 1 ? 3 * 2 * b * s * h * r->vocab / t / MAMF_A100_FLOPS : 0;
+  out->gemm_ref_s = m * (layers * (dense_runs * dense_fwd + core_runs * core_gemm) + head);
   int ar, ag, rs;
   layer_collectives(r, &ar, &ag, &rs);
   double n = 2 * b * s * h; /* bf16 activations */
