@@ -188,11 +188,13 @@ double cm_framework_host_time(const CmFramework *f, const MdlOp *op, CmHostPhase
   return cm_framework_kernels(f, op, phase) * per;
 }
 
-gboolean cm_framework_traffic(const CmFramework *f, const MdlOp *op, double out_elems,
-                              double elem_bytes, double *forward, double *backward) {
+gboolean cm_framework_traffic(const CmFramework *f, const MdlOp *op, double in_elems,
+                              double out_elems, double elem_bytes, double *forward,
+                              double *backward) {
   g_return_val_if_fail(op && forward && backward, FALSE);
   CmTrafficClass c = traffic_class(op);
   if (!f || c == CM_TRAFFIC_COUNT) return FALSE;
+  if (c == CM_TRAFFIC_ACTIVATION && in_elems != out_elems) return FALSE; /* e.g. SwiGLU */
   const CmOpTraffic *t = &f->traffic[c];
   if (t->forward == 0 && t->backward == 0) return FALSE;
   *forward = out_elems * (t->forward * elem_bytes + t->mask);

@@ -64,12 +64,15 @@ int cm_framework_kernels(const CmFramework *framework, const MdlOp *op, CmHostPh
 double cm_framework_host_time(const CmFramework *framework, const MdlOp *op, CmHostPhase phase);
 
 /* Bytes the kernels of @op move under @framework when @op is a memory-bound op the profile
- * lists (a layernorm, a softmax with dropout, a dropout-add, a one-input activation): @forward
- * and @backward (its whole backward) for @out_elems output elements of @elem_bytes each.
- * FALSE, leaving both untouched, for any other op or a NULL @framework: the caller keeps the
- * roofline's operand bytes. Figures and sources: cm_framework.c. */
-gboolean cm_framework_traffic(const CmFramework *framework, const MdlOp *op, double out_elems,
-                              double elem_bytes, double *forward, double *backward);
+ * lists (a layernorm, a softmax with dropout, a dropout-add, a one-input activation as wide as
+ * its output: @in_elems, its inputs' elements, equal to @out_elems): @forward and @backward
+ * (its whole backward) for @out_elems output elements of @elem_bytes each. FALSE, leaving both
+ * untouched, for any other op (a gated activation reading 2f to write f, ...) or a NULL
+ * @framework: the caller keeps the roofline's operand bytes. Figures and sources:
+ * cm_framework.c. */
+gboolean cm_framework_traffic(const CmFramework *framework, const MdlOp *op, double in_elems,
+                              double out_elems, double elem_bytes, double *forward,
+                              double *backward);
 
 /* Bytes per parameter of the gradient buffer @framework keeps for weights of @dtype: Megatron-LM
  * (and its CUDA-graph replay) accumulates bf16 models' gradients in an fp32 main_grad buffer,

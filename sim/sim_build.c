@@ -61,7 +61,8 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
   /* The framework's own kernels for memory-bound ops (an unfused attention dropout, a fused
    * bias-dropout-add, ...) move their own traffic (cm_framework_traffic). */
   double traffic_fwd, traffic_bwd;
-  gboolean traffic = cm_framework_traffic(cm_framework_get(b->s->framework), op, out_elems,
+  gboolean traffic = cm_framework_traffic(cm_framework_get(b->s->framework), op,
+                                          bytes / b->dtype_bytes - out_elems, out_elems,
                                           b->dtype_bytes, &traffic_fwd, &traffic_bwd);
   double fwd_s = cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale,
                                          traffic ? traffic_fwd : bytes, gemm ? &fs : NULL,

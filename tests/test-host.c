@@ -207,12 +207,16 @@ static void test_framework_traffic(void) {
     MdlOp op = {.kind = units[i].kind, .dropout = units[i].dropout, .ninputs = units[i].ninputs,
                 .unsaved_inputs = units[i].unsaved};
     double fwd = -1, bwd = -1;
-    gboolean listed = cm_framework_traffic(f, &op, 1000, 2, &fwd, &bwd);
+    gboolean listed = cm_framework_traffic(f, &op, 1000 * units[i].ninputs, 1000, 2, &fwd, &bwd);
     g_assert_cmpint(listed, ==, units[i].fwd >= 0);
     g_assert_cmpfloat(fwd, ==, units[i].fwd < 0 ? -1 : 1000 * units[i].fwd);
     g_assert_cmpfloat(bwd, ==, units[i].bwd < 0 ? -1 : 1000 * units[i].bwd);
-    g_assert_false(cm_framework_traffic(NULL, &op, 1000, 2, &fwd, &bwd));
+    g_assert_false(cm_framework_traffic(NULL, &op, 1000 * units[i].ninputs, 1000, 2, &fwd, &bwd));
   }
+  /* A gated activation reading twice its output (SwiGLU) keeps the roofline. */
+  MdlOp swiglu = {.kind = MDL_OP_ELEMENTWISE, .ninputs = 1};
+  double fwd = -1, bwd = -1;
+  g_assert_false(cm_framework_traffic(f, &swiglu, 2000, 1000, 2, &fwd, &bwd));
 }
 
 /* Symmetry folds replicas with their host streams: the same prediction as the expanded graph,
