@@ -140,14 +140,14 @@ double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind k
          cm_gemm_min_kernel_s(params, device) + params->kernel_overhead_s;
 }
 
-static gboolean is_contraction(MdlOpKind kind) {
+gboolean cm_gemm_kind(MdlOpKind kind) {
   return kind == MDL_OP_MATMUL || kind == MDL_OP_BATCH_MATMUL || kind == MDL_OP_CONV2D;
 }
 
 double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                        DevDtype dtype, double flops, double bytes) {
   double rate;
-  if (is_contraction(kind)) {
+  if (cm_gemm_kind(kind)) {
     double peak = device->peak_flops[dtype];
     /* tf32 is a matmul mode: devices without it run fp32 GEMMs. */
     if (peak <= 0 && dtype == DEV_DTYPE_TF32) peak = device->peak_flops[DEV_DTYPE_FP32];

@@ -87,6 +87,8 @@ void cm_params_default(CmParams *params);
  * vector rate. */
 double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                        DevDtype dtype, double flops, double bytes);
+/* Whether ops of @kind run as GEMMs on the tensor cores (matmul, batch matmul, convolution). */
+gboolean cm_gemm_kind(MdlOpKind kind);
 
 /* HBM bytes per parameter of Megatron-LM's optimizer step for a model of @dtype: the fused
  * multi-tensor Adam (apex FusedAdam over fp32 grad, param, m, v), the grad-norm reduction, the

@@ -138,6 +138,14 @@ static void test_small_gpt(void) {
   g_assert_nonnull(k);
   g_assert_cmpint(cJSON_GetObjectItem(k, "forward_kernels")->valueint, ==, 13);
   g_assert_cmpint(cJSON_GetObjectItem(k, "backward_kernels")->valueint, ==, 40);
+  /* Compute by kind adds up: GEMMs, memory-bound kernels, the optimizer step. */
+  double gemm = cJSON_GetObjectItem(json, "gemm_compute_s")->valuedouble;
+  double mem = cJSON_GetObjectItem(json, "memory_bound_compute_s")->valuedouble;
+  double opt = cJSON_GetObjectItem(json, "optimizer_s")->valuedouble;
+  g_assert_cmpfloat(gemm, >, 0);
+  g_assert_cmpfloat(mem, >, 0);
+  g_assert_cmpfloat(opt, >, 0);
+  g_assert_cmpfloat(fabs(gemm + mem + opt - p->compute_s), <=, 1e-9 * p->compute_s);
   cJSON_Delete(json);
   test_run_free(a);
   test_run_free(b);
