@@ -58,11 +58,19 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
     xs = (CmGemmShape){fs.m, fs.k, fs.n, fs.batch};
     ws = (CmGemmShape){fs.k, fs.n, fs.m, fs.batch};
   }
-  double fwd_s = cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale, bytes,
-                                         gemm ? &fs : NULL, out_elems, FALSE, 1.0);
+  /* The framework's own kernels for memory-bound ops (an unfused attention dropout, a fused
+   * bias-dropout-add, ...) move their own traffic (cm_framework_traffic). */
+  double traffic_fwd, traffic_bwd;
+  gboolean traffic = cm_framework_traffic(cm_framework_get(b->s->framework), op,
+                                          bytes / b->dtype_bytes - out_elems, out_elems,
+                                          b->dtype_bytes, &traffic_fwd, &traffic_bwd);
+  double fwd_s = cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale,
+                                         traffic ? traffic_fwd : bytes, gemm ? &fs : NULL,
+                                         out_elems, FALSE, 1.0);
   /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic, split
    * between the dX and dW kernels by their share of the work. */
   double bflops = mdl_op_backward_flops(b->g, op) * scale, bbytes = 2 * bytes;
+  if (traffic) bbytes = traffic_bwd;
   double share = cm_weight_grad_share(b->g, op);
   double dx = share < 1 ? cm_kernel_time_profiled(b->p, dev, op->kind, dt, bflops * (1 - share),
                                                   bbytes * (1 - share), gemm ? &xs : NULL,
