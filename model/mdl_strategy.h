@@ -117,6 +117,11 @@ typedef struct {
   gboolean overlap_param_gather; /* ZeRO 1-2: the parameter all-gathers run ahead of the
                                     forward that needs them (Megatron-Core's distributed
                                     optimizer, --overlap-param-gather), not after the step */
+  gboolean fsdp_prefetch;    /* ZeRO-3 / FSDP (default TRUE; FALSE only under zero=3): the next
+                                FSDP unit's all-gather runs while the current unit computes
+                                (PyTorch FSDP's forward prefetch and BACKWARD_PRE); FALSE: each
+                                unit's gather starts when the unit before it has computed
+                                (mdl_strategy_fsdp_units, sim/sim_build_sync.c) */
 } MdlStrategy;
 
 /* The strategy in one line (caller g_frees): the degrees a builder used ("dp=2 tp=8 pp=1, 4
@@ -142,7 +147,7 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
  * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,overlap_param_gather=0|1][,tp_overlap=0|1]
- * [,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
+ * [,fsdp_prefetch=0|1][,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
  * schedule=interleaved and the reverse (MDL_ERROR_STRATEGY). Validates before returning. Free
@@ -172,6 +177,7 @@ typedef struct {
   gboolean overlap_param_gather; /* needs zero=1 or 2 */
   gboolean tp_overlap;       /* needs sp=1 */
   MdlFramework framework;
+  gboolean no_fsdp_prefetch; /* fsdp_prefetch=0: needs zero=3 */
 } MdlMegatronConfig;
 
 /* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each pipeline
@@ -254,6 +260,15 @@ static inline gboolean mdl_strategy_recomputes(const MdlStrategy *s, const MdlOp
  * one layer and one stage; a group re-runs its forwards, in order, before the backward of its
  * last op. Returns per op its group (0, 1, ...; -1: not recomputed); caller g_free()s. */
 int *mdl_strategy_recompute_groups(const MdlStrategy *s, const MdlGraph *graph);
+
+/* FSDP units under ZeRO-3 (PyTorch FSDP wraps each transformer layer as one unit, Megatron-Core's
+ * FSDP each layer module): maximal runs of consecutive ops (graph order) of one layer, one stage
+ * and one mesh; ops outside layers (layer < 0: embeddings, the final norm and head) form a unit
+ * per run between layers. One unit's weights are all-gathered together before its forward and
+ * again before its backward (or its recomputed forward), and their gradients reduce-scattered
+ * together after its backward. Returns per op its unit (0, 1, ... ascending in graph order);
+ * caller g_free()s. */
+int *mdl_strategy_fsdp_units(const MdlStrategy *s, const MdlGraph *graph);
 
 /* The mesh axes on which weight operand @opd of @op is replicated while @op splits them:
  * data-parallel replicas of the weight, whose gradients are all-reduced over those axes

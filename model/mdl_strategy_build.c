@@ -177,6 +177,11 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
                 cfg->zero_stage);
     return NULL;
   }
+  if (cfg->no_fsdp_prefetch && cfg->zero_stage != 3) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: fsdp_prefetch=0 needs FSDP (zero=3, got zero=%d)", cfg->zero_stage);
+    return NULL;
+  }
   if (cfg->sequence_parallel && cfg->tp < 2) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "megatron: sp=1 needs tensor parallelism (tp > 1, got tp=%d)", cfg->tp);
@@ -198,6 +203,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->framework = cfg->framework;
   s->overlap_param_gather = cfg->overlap_param_gather;
   s->tp_overlap = cfg->tp_overlap;
+  s->fsdp_prefetch = !cfg->no_fsdp_prefetch;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -321,13 +327,15 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
                     "strategy %s: recompute=%s must be none, selective or full", family, value);
         return FALSE;
       }
-    } else if (strcmp(key, "overlap_param_gather") == 0 || strcmp(key, "tp_overlap") == 0) {
+    } else if (strcmp(key, "overlap_param_gather") == 0 || strcmp(key, "tp_overlap") == 0 ||
+               strcmp(key, "fsdp_prefetch") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s must be 0 or 1",
                     family, key, value);
         return FALSE;
       }
-      *(key[0] == 't' ? &cfg->tp_overlap : &cfg->overlap_param_gather) = value[0] == '1';
+      if (key[0] == 'f') cfg->no_fsdp_prefetch = value[0] == '0';
+      else *(key[0] == 't' ? &cfg->tp_overlap : &cfg->overlap_param_gather) = value[0] == '1';
     } else if (strcmp(key, "sp") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: sp=%s must be 0 or 1",
@@ -352,7 +360,7 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
                   "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather, "
-                  "tp_overlap, framework)",
+                  "tp_overlap, fsdp_prefetch, framework)",
                   family, key);
       return FALSE;
     }
