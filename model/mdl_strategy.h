@@ -111,6 +111,7 @@ typedef struct {
   /* For reporting: the degrees a builder used (0 when the strategy came from JSON). */
   int dp, tp, pp, vp, microbatch_size;
   int cp, ep;                /* context and expert parallelism (0 from JSON, 1: none) */
+  int etp;                   /* expert tensor parallelism (0 from JSON; = tp unless set) */
   gboolean tp_overlap;       /* tensor-parallel collectives next to a GEMM overlap it
                                 (Megatron-Core's --tp-comm-overlap; needs sequence_parallel):
                                 sim/sim_build_comm.c */
@@ -146,7 +147,7 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
- * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,overlap_param_gather=0|1][,tp_overlap=0|1]
+ * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,etp=T][,overlap_param_gather=0|1][,tp_overlap=0|1]
  * [,fsdp_prefetch=0|1][,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
@@ -174,6 +175,9 @@ typedef struct {
   gboolean sequence_parallel; /* needs tp > 1 */
   int cp;                    /* context parallelism: the sequence split over cp ranks; 0 or 1: none */
   int ep;                    /* expert parallelism, folded over dp x cp; 0 or 1: none */
+  int etp;                   /* expert tensor parallelism (Megatron-Core's
+                                --expert-tensor-parallel-size): divides tp, and ep is a multiple
+                                of tp/etp; 0: tp */
   gboolean overlap_param_gather; /* needs zero=1 or 2 */
   gboolean tp_overlap;       /* needs sp=1 */
   MdlFramework framework;

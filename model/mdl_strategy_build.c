@@ -99,6 +99,12 @@ static gboolean check_cp_ep(const MdlGraph *graph, const MdlMegatronConfig *cfg,
                 (gint64)graph->seq);
     return FALSE;
   }
+  if (cfg->etp > 0 && cfg->etp != cfg->tp && ep == 1) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: etp=%d differs from tp=%d but ep=1: expert tensor parallelism is "
+                "set apart from tp only with expert parallelism", cfg->etp, cfg->tp);
+    return FALSE;
+  }
   if (ep == 1) return TRUE;
   int64_t experts = 0;
   if (!mdl_graph_num_experts(graph, &experts)) {
@@ -214,6 +220,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->microbatch_size = cfg->microbatch_size;
   s->cp = cp;
   s->ep = ep;
+  s->etp = cfg->etp > 0 ? cfg->etp : cfg->tp;
   MdlRankAxes axes;
   if (!mdl_megatron_axes(cfg, &axes, error)) {
     mdl_strategy_free(s);
@@ -235,7 +242,8 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
       mdl_strategy_free(s);
       return NULL;
     }
-    sequence_split |= cfg->sequence_parallel && op->tp_dim < 0 && c->split[axes.tp_axis] >= 0;
+    for (int a = axes.tp_axis; a < axes.ndims; a++)
+      sequence_split |= cfg->sequence_parallel && op->tp_dim < 0 && c->split[a] >= 0;
   }
   if (cfg->sequence_parallel && !sequence_split) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
@@ -284,6 +292,7 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     else if (strcmp(key, "vp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->virtual_stages, error);
     else if (strcmp(key, "cp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->cp, error);
     else if (strcmp(key, "ep") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->ep, error);
+    else if (strcmp(key, "etp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->etp, error);
     else if (strcmp(key, "bucket_mb") == 0) {
       char *end = NULL;
       double v = g_ascii_strtod(value, &end);
@@ -359,8 +368,8 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     } else {
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
-                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather, "
-                  "tp_overlap, fsdp_prefetch, framework)",
+                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, etp, "
+                  "overlap_param_gather, tp_overlap, fsdp_prefetch, framework)",
                   family, key);
       return FALSE;
     }
@@ -432,9 +441,10 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
     return NULL;
   }
   if (!parse_megatron_kv(family, params, &cfg, &dp_given, error)) return NULL;
-  if (strcmp(family, "dp") == 0 && (cfg.tp != 1 || cfg.pp != 1 || cfg.cp > 1 || cfg.ep > 1)) {
+  if (strcmp(family, "dp") == 0 &&
+      (cfg.tp != 1 || cfg.pp != 1 || cfg.cp > 1 || cfg.ep > 1 || cfg.etp > 1)) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                "strategy dp: tp, pp, cp and ep must be 1 (use megatron:tp=..,pp=..)");
+                "strategy dp: tp, pp, cp, ep and etp must be 1 (use megatron:tp=..,pp=..)");
     return NULL;
   }
   if (!dp_given) cfg.dp = MAX(1, dev_cluster_num_devices(cluster) / (cfg.tp * cfg.pp * MAX(cfg.cp, 1)));

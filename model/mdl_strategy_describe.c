@@ -18,9 +18,11 @@ char *mdl_strategy_describe(const MdlStrategy *s, const MdlGraph *graph) {
   /* FSDP without prefetch changes the timeline; say so (the default, prefetch, is not named). */
   const char *fsdp = s->zero_stage == 3 && !s->fsdp_prefetch ? ", FSDP without prefetch" : "";
   if (s->dp > 0) {
-    g_string_append_printf(d, "dp=%d tp=%d pp=%d, %d microbatch%s of %d%s", s->dp, s->tp, s->pp,
-                           s->num_microbatches, s->num_microbatches == 1 ? "" : "es",
-                           s->microbatch_size, fsdp);
+    g_string_append_printf(d, "dp=%d tp=%d pp=%d", s->dp, s->tp, s->pp);
+    /* Expert tensor parallelism apart from tp (the default, etp = tp, is not named). */
+    if (s->etp > 0 && s->etp != s->tp) g_string_append_printf(d, " etp=%d", s->etp);
+    g_string_append_printf(d, ", %d microbatch%s of %d%s", s->num_microbatches,
+                           s->num_microbatches == 1 ? "" : "es", s->microbatch_size, fsdp);
     return g_string_free(d, FALSE);
   }
   guint n = s->meshes->len;
