@@ -73,6 +73,20 @@ typedef enum {
   MDL_FRAMEWORK_COUNT
 } MdlFramework;
 
+/* Megatron-Core's MoE token dispatchers (--moe-token-dispatcher-type; megatron/core/
+ * transformer/moe/token_dispatcher.py): how tokens reach the experts of an ep group. */
+typedef enum {
+  MDL_DISPATCHER_ALLTOALL,   /* the default: an all-to-all each way (MoEAlltoAllTokenDispatcher) */
+  MDL_DISPATCHER_ALLGATHER,  /* every rank all-gathers the group's tokens and routing weights,
+                                keeps its experts' tokens, and the outputs are reduce-scattered
+                                back (MoEAllGatherTokenDispatcher) */
+  MDL_DISPATCHER_COUNT
+} MdlDispatcher;
+
+/* "alltoall", "allgather"; parse returns FALSE for anything else. */
+const char *mdl_dispatcher_name(MdlDispatcher dispatcher);
+gboolean mdl_dispatcher_parse(const char *text, MdlDispatcher *out);
+
 const char *mdl_framework_name(MdlFramework framework);
 /* "megatron-lm", "megatron-deepspeed", "pytorch-eager", "cuda-graphs", "none"; FALSE else. */
 gboolean mdl_framework_parse(const char *text, MdlFramework *out);
@@ -112,6 +126,8 @@ typedef struct {
   int dp, tp, pp, vp, microbatch_size;
   int cp, ep;                /* context and expert parallelism (0 from JSON, 1: none) */
   int etp;                   /* expert tensor parallelism (0 from JSON; = tp unless set) */
+  MdlDispatcher dispatcher;  /* the builder's token dispatcher (the splits carry it: JSON holds
+                                the layouts, not this field) */
   gboolean tp_overlap;       /* tensor-parallel collectives next to a GEMM overlap it
                                 (Megatron-Core's --tp-comm-overlap; needs sequence_parallel):
                                 sim/sim_build_comm.c */
@@ -147,7 +163,7 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
- * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,etp=T][,overlap_param_gather=0|1][,tp_overlap=0|1]
+ * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,etp=T][,dispatcher=alltoall|allgather][,overlap_param_gather=0|1][,tp_overlap=0|1]
  * [,fsdp_prefetch=0|1][,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
@@ -178,6 +194,7 @@ typedef struct {
   int etp;                   /* expert tensor parallelism (Megatron-Core's
                                 --expert-tensor-parallel-size): divides tp, and ep is a multiple
                                 of tp/etp; 0: tp */
+  MdlDispatcher dispatcher;  /* the MoE token dispatcher (default alltoall) */
   gboolean overlap_param_gather; /* needs zero=1 or 2 */
   gboolean tp_overlap;       /* needs sp=1 */
   MdlFramework framework;

@@ -44,6 +44,21 @@ int mdl_op_token_dim(const MdlOp *op) {
   return -1;
 }
 
+static const char *const dispatcher_names[MDL_DISPATCHER_COUNT] = {"alltoall", "allgather"};
+
+const char *mdl_dispatcher_name(MdlDispatcher dispatcher) {
+  return (unsigned)dispatcher < MDL_DISPATCHER_COUNT ? dispatcher_names[dispatcher] : "?";
+}
+
+gboolean mdl_dispatcher_parse(const char *text, MdlDispatcher *out) {
+  for (int i = 0; text && i < MDL_DISPATCHER_COUNT; i++)
+    if (strcmp(text, dispatcher_names[i]) == 0) {
+      *out = (MdlDispatcher)i;
+      return TRUE;
+    }
+  return FALSE;
+}
+
 int mdl_op_expert_dim(const MdlOp *op) {
   int d = mdl_op_find_dim(op, "e");
   return d >= 0 && op->dims[d].splittable ? d : -1;
@@ -137,6 +152,8 @@ gboolean mdl_megatron_axes(const MdlMegatronConfig *cfg, MdlRankAxes *ax, GError
 gboolean mdl_megatron_op_splits(const MdlOp *op, const MdlRankAxes *ax,
                                 const MdlMegatronConfig *cfg, int8_t *split, GError **error) {
   int expert = mdl_op_expert_dim(op), token = mdl_op_token_dim(op);
+  /* The token dispatch and combine split the experts only under the all-gather dispatcher. */
+  if (op->gather && cfg->dispatcher != MDL_DISPATCHER_ALLGATHER) expert = -1;
   for (int a = 0; a < MDL_MAX_MESH_AXES; a++) split[a] = -1;
   for (int a = 0; a < ax->ndims; a++) {
     if (ax->shape[a] == 1) continue;

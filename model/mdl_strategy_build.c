@@ -105,6 +105,12 @@ static gboolean check_cp_ep(const MdlGraph *graph, const MdlMegatronConfig *cfg,
                 "set apart from tp only with expert parallelism", cfg->etp, cfg->tp);
     return FALSE;
   }
+  if (cfg->dispatcher != MDL_DISPATCHER_ALLTOALL && ep == 1) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: dispatcher=%s needs expert parallelism (ep > 1)",
+                mdl_dispatcher_name(cfg->dispatcher));
+    return FALSE;
+  }
   if (ep == 1) return TRUE;
   int64_t experts = 0;
   if (!mdl_graph_num_experts(graph, &experts)) {
@@ -221,6 +227,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->cp = cp;
   s->ep = ep;
   s->etp = cfg->etp > 0 ? cfg->etp : cfg->tp;
+  s->dispatcher = cfg->dispatcher;
   MdlRankAxes axes;
   if (!mdl_megatron_axes(cfg, &axes, error)) {
     mdl_strategy_free(s);
@@ -352,6 +359,12 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
         return FALSE;
       }
       cfg->sequence_parallel = value[0] == '1';
+    } else if (strcmp(key, "dispatcher") == 0) {
+      if (!mdl_dispatcher_parse(value, &cfg->dispatcher)) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                    "strategy %s: dispatcher=%s must be alltoall or allgather", family, value);
+        return FALSE;
+      }
     } else if (strcmp(key, "framework") == 0) {
       if (!mdl_framework_parse(value, &cfg->framework)) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
@@ -369,7 +382,7 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
                   "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, etp, "
-                  "overlap_param_gather, tp_overlap, fsdp_prefetch, framework)",
+                  "dispatcher, overlap_param_gather, tp_overlap, fsdp_prefetch, framework)",
                   family, key);
       return FALSE;
     }

@@ -2,7 +2,9 @@
  * tp (Megatron-Core's --expert-tensor-parallel-size, `etp=`): the expert groups as Megatron-Core
  * builds them (parallel_state.py: the expert RankGenerator lays out etp-ep-edp-pp over the same
  * ranks as the dense tp-cp-dp-pp), the expert weights' memory, the one-line errors, describe and
- * the strategy JSON. */
+ * the strategy JSON; and the all-gather token dispatcher (--moe-token-dispatcher-type allgather,
+ * `dispatcher=`): its collectives, their bytes as token_dispatcher.py's, each the cost model's
+ * formula. */
 #include <glib.h>
 #include <string.h>
 
@@ -159,11 +161,105 @@ static void test_describe_json(void) {
   dev_cluster_free(c);
 }
 
+/* One MoE block after an elementwise op (so that its input has a producer, as the layer norm
+ * before a real MoE MLP is): x -> pre -> MoE MLP. */
+static MdlGraph *moe_after_op(int64_t b, int64_t seq, int64_t h, const MdlMoeConfig *moe) {
+  MdlGraph *g = mdl_graph_new("moe-block", "moe", b);
+  g->default_dtype = DEV_DTYPE_BF16;
+  g->num_layers = 1;
+  g->seq = seq;
+  int x = mdl_zoo_activation(g, "x", 3, b, seq, h);
+  mdl_graph_tensor(g, x)->is_input = TRUE;
+  MdlZooSeq site = {.g = g, .b = b, .s = seq, .h = h, .layer = 0, .prefix = "layer0."};
+  int pre = mdl_zoo_seq_pointwise(&site, "pre", x, -1, "h", h, 1.0, 0);
+  mdl_zoo_moe_mlp(&site, moe, pre, pre);
+  GError *error = NULL;
+  g_assert_true(mdl_graph_validate(g, &error));
+  g_assert_no_error(error);
+  return g;
+}
+
+/* The all-gather dispatcher on 4 expert ranks (dp=4, ep=4, 2 samples of 256 tokens a rank,
+ * overlap off): MoEAllGatherTokenDispatcher all-gathers the hidden states over the tp x ep group,
+ * [(S/TP) B, H] -> [(S/TP) B TP EP, H] (token_permutation), and reduce-scatters the un-permuted
+ * expert outputs back (token_unpermutation): each moves EP S B H elements a rank; the backward
+ * runs the reverse pair. The routing weights reach the rank of each expert as an all-to-all of
+ * the logits (Megatron-Core all-gathers them whole: H/E times smaller than the tokens, left
+ * out). Every collective is the formula's time, and with overlap off the exposed communication
+ * is their sum. */
+static void test_allgather_dispatcher(void) {
+  DevCluster *c = h100(1);
+  MdlMoeConfig moe = small_moe;
+  moe.shared_ffn = 0;
+  int64_t b = 8, seq = 256, h = 512, local_b = 2, ep = 4;
+  MdlGraph *g = moe_after_op(b, seq, h, &moe);
+  MdlStrategy *st = parse_or_die("megatron:dp=4,ep=4,mb=2,overlap=0,dispatcher=allgather", g, c);
+  g_assert_cmpint(st->dispatcher, ==, MDL_DISPATCHER_ALLGATHER);
+  CmParams params;
+  cm_params_default(&params);
+  GError *error = NULL;
+  SimRun *run = sim_run_new(g, st, c, &params, &error);
+  g_assert_no_error(error);
+  double tokens = (double)(ep * local_b * seq * h) * 2; /* bf16 */
+  double ag = 0, rs = 0, a2a = 0, ar = 0;
+  g_assert_cmpint(check_collectives(run, c, "all_gather", 4, tokens, &ag), ==, 2);
+  g_assert_cmpint(check_collectives(run, c, "reduce_scatter", 4, tokens, &rs), ==, 2);
+  g_assert_cmpint(check_collectives(run, c, "all_to_all", 4, 2.0 * local_b * seq * moe.experts, &a2a), ==, 2);
+  g_assert_cmpint(check_collectives(run, c, "all_reduce", 4, 2.0 * h * moe.experts, &ar), ==, 1);
+  double sum = ag + rs + a2a + ar;
+  g_assert_cmpfloat_with_epsilon(sim_run_prediction(run)->comm_exposed_s, sum, 1e-9 * sum);
+  /* The all-to-all dispatcher of the same layout moves the token buffers instead. */
+  MdlStrategy *a2a_st = parse_or_die("megatron:dp=4,ep=4,mb=2,overlap=0", g, c);
+  SimRun *a2a_run = sim_run_new(g, a2a_st, c, &params, &error);
+  g_assert_no_error(error);
+  double buffers = 2.0 * local_b * moe.experts * mdl_moe_capacity(&moe, seq) * h, t = 0;
+  g_assert_cmpint(check_collectives(a2a_run, c, "all_to_all", 4, buffers, &t), ==, 4);
+  g_assert_cmpint(check_collectives(a2a_run, c, "all_gather", 4, tokens, &t), ==, 0);
+  g_test_message("exposed communication: allgather %.1f us, alltoall %.1f us", sum * 1e6,
+                 sim_run_prediction(a2a_run)->comm_exposed_s * 1e6);
+  sim_run_free(a2a_run);
+  mdl_strategy_free(a2a_st);
+  sim_run_free(run);
+  mdl_strategy_free(st);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* The key's errors, describe, and the JSON (the layouts carry the dispatcher). */
+static void test_dispatcher_key(void) {
+  expect_error("megatron:dp=4,ep=4,dispatcher=ring", "dispatcher=ring must be alltoall or allgather");
+  expect_error("megatron:dp=4,dispatcher=allgather", "dispatcher=allgather needs expert parallelism");
+  DevCluster *c = h100(1);
+  MdlGraph *g = moe_graph(16, 64, 128, &small_moe);
+  MdlStrategy *s = parse_or_die("megatron:dp=8,ep=4,dispatcher=allgather", g, c);
+  g_autofree char *d = mdl_strategy_describe(s, g);
+  g_assert_nonnull(strstr(d, " dispatcher=allgather,"));
+  int dispatch = find_op(g, "layer0.moe_dispatch"), combine = find_op(g, "layer0.moe_combine");
+  g_assert_cmpuint(split_axes(g, s, dispatch, "e"), !=, 0);
+  g_assert_cmpuint(split_axes(g, s, combine, "e"), !=, 0);
+  g_autofree char *json = mdl_strategy_to_json(s, g);
+  GError *error = NULL;
+  MdlStrategy *back = mdl_strategy_from_json(json, "test", g, c, &error);
+  g_assert_no_error(error);
+  g_assert_cmpmem(s->configs, sizeof(MdlOpConfig) * (gsize)s->num_ops, back->configs,
+                  sizeof(MdlOpConfig) * (gsize)back->num_ops);
+  mdl_strategy_free(back);
+  mdl_strategy_free(s);
+  s = parse_or_die("megatron:dp=8,ep=4", g, c); /* alltoall: dispatch and combine by sample */
+  g_assert_cmpuint(split_axes(g, s, dispatch, "e"), ==, 0);
+  g_assert_cmpuint(split_axes(g, s, combine, "e"), ==, 0);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/expert/etp/groups", test_groups);
   g_test_add_func("/expert/etp/memory", test_memory);
   g_test_add_func("/expert/etp/errors", test_errors);
   g_test_add_func("/expert/etp/describe-json", test_describe_json);
+  g_test_add_func("/expert/dispatcher/allgather-time", test_allgather_dispatcher);
+  g_test_add_func("/expert/dispatcher/key", test_dispatcher_key);
   return g_test_run();
 }
