@@ -128,6 +128,8 @@ typedef struct {
   int etp;                   /* expert tensor parallelism (0 from JSON; = tp unless set) */
   MdlDispatcher dispatcher;  /* the builder's token dispatcher (the splits carry it: JSON holds
                                 the layouts, not this field) */
+  int first_layers, last_layers; /* the builder's uneven pipeline (0: even; JSON holds every
+                                    op's stage, not these) */
   gboolean tp_overlap;       /* tensor-parallel collectives next to a GEMM overlap it
                                 (Megatron-Core's --tp-comm-overlap; needs sequence_parallel):
                                 sim/sim_build_comm.c */
@@ -163,7 +165,7 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
- * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,etp=T][,dispatcher=alltoall|allgather][,overlap_param_gather=0|1][,tp_overlap=0|1]
+ * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,etp=T][,dispatcher=alltoall|allgather][,first_layers=F][,last_layers=L][,overlap_param_gather=0|1][,tp_overlap=0|1]
  * [,fsdp_prefetch=0|1][,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
@@ -195,6 +197,10 @@ typedef struct {
                                 --expert-tensor-parallel-size): divides tp, and ep is a multiple
                                 of tp/etp; 0: tp */
   MdlDispatcher dispatcher;  /* the MoE token dispatcher (default alltoall) */
+  int first_layers;          /* layers of the first pipeline chunk (Megatron-Core's
+                                --decoder-first-pipeline-num-layers); 0: an even split */
+  int last_layers;           /* layers of the last chunk (--decoder-last-pipeline-num-layers);
+                                the chunks between split the rest evenly */
   gboolean overlap_param_gather; /* needs zero=1 or 2 */
   gboolean tp_overlap;       /* needs sp=1 */
   MdlFramework framework;

@@ -23,12 +23,47 @@
  * words it after the spec the user wrote (batch_splits). */
 #define BATCH_SPLIT_PREFIX "megatron: dp*mb = "
 
+/* The chunk of each layer under Megatron-Core's uneven pipeline (--decoder-first-pipeline-
+ * num-layers F, --decoder-last-pipeline-num-layers La; megatron/core/transformer/
+ * transformer_block.py get_num_layers_to_build and transformer_layer.py's layer offset): the
+ * first chunk (chunk 0, on rank 0) takes F layers, the last chunk (pp*vp - 1, on the last rank)
+ * La, and the chunks between them split the rest evenly. 0: that end is not set apart. */
+static gboolean uneven_layer_chunks(const MdlGraph *graph, int chunks, int first, int last,
+                                    int *chunk_of_layer, GError **error) {
+  int layers = graph->num_layers;
+  if (layers <= 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: first_layers/last_layers need a model with layers; model %s has none",
+                graph->name);
+    return FALSE;
+  }
+  if (chunks < 2) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: first_layers/last_layers need pipeline parallelism (pp > 1)");
+    return FALSE;
+  }
+  int middle = chunks - (first > 0) - (last > 0), rest = layers - first - last;
+  if (rest < middle || (middle == 0 && rest != 0) || (middle > 0 && rest % middle != 0)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: the %d layers left of model %s's %d after first_layers=%d and "
+                "last_layers=%d do not split evenly over the other %d pipeline chunks",
+                rest, graph->name, layers, first, last, middle);
+    return FALSE;
+  }
+  int per = middle > 0 ? rest / middle : 0;
+  for (int l = 0; l < layers; l++)
+    chunk_of_layer[l] = l < first            ? 0
+                        : l >= layers - last ? chunks - 1
+                                             : (first > 0) + (l - first) / per;
+  return TRUE;
+}
+
 /* Stage (model chunk) of each op for pp ranks of vp chunks each: equal numbers of layers per
- * chunk (Megatron requires pp * vp | layers); ops before the first layer go to chunk 0, after
- * the last to the last chunk. Models without layers are cut where cumulative forward FLOPs
- * cross i/(pp*vp) of the total. */
-static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int *stage_of,
-                              GError **error) {
+ * chunk (Megatron requires pp * vp | layers), or with @first / @last the uneven split above;
+ * ops before the first layer go to chunk 0, after the last to the last chunk. Models without
+ * layers are cut where cumulative forward FLOPs cross i/(pp*vp) of the total. */
+static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int first, int last,
+                              int *stage_of, GError **error) {
   int n = mdl_graph_num_ops(graph);
   if ((gint64)ranks * vp > n) { /* checked in 64 bits: vp alone may be up to 1e9 */
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
@@ -37,6 +72,17 @@ static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int *sta
     return FALSE;
   }
   int pp = ranks * vp; /* chunks */
+  if (first > 0 || last > 0) {
+    g_autofree int *chunk_of_layer = g_new(int, MAX(graph->num_layers, 1));
+    if (!uneven_layer_chunks(graph, pp, first, last, chunk_of_layer, error)) return FALSE;
+    gboolean seen_layer = FALSE;
+    for (int o = 0; o < n; o++) {
+      int layer = mdl_graph_op(graph, o)->layer;
+      seen_layer |= layer >= 0;
+      stage_of[o] = layer >= 0 ? chunk_of_layer[layer] : seen_layer ? pp - 1 : 0;
+    }
+    return TRUE;
+  }
   if (pp == 1) {
     memset(stage_of, 0, sizeof(int) * (gsize)n);
     return TRUE;
@@ -201,7 +247,8 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   }
   int n = mdl_graph_num_ops(graph);
   g_autofree int *stage_of = g_new(int, n);
-  if (!assign_stages(graph, cfg->pp, vp, stage_of, error)) return NULL;
+  if (!assign_stages(graph, cfg->pp, vp, cfg->first_layers, cfg->last_layers, stage_of, error))
+    return NULL;
 
   MdlStrategy *s = mdl_strategy_new_empty(n);
   s->num_stages = cfg->pp * vp;
@@ -228,6 +275,8 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->ep = ep;
   s->etp = cfg->etp > 0 ? cfg->etp : cfg->tp;
   s->dispatcher = cfg->dispatcher;
+  s->first_layers = cfg->first_layers;
+  s->last_layers = cfg->last_layers;
   MdlRankAxes axes;
   if (!mdl_megatron_axes(cfg, &axes, error)) {
     mdl_strategy_free(s);
@@ -300,6 +349,8 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     else if (strcmp(key, "cp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->cp, error);
     else if (strcmp(key, "ep") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->ep, error);
     else if (strcmp(key, "etp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->etp, error);
+    else if (strcmp(key, "first_layers") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->first_layers, error);
+    else if (strcmp(key, "last_layers") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->last_layers, error);
     else if (strcmp(key, "bucket_mb") == 0) {
       char *end = NULL;
       double v = g_ascii_strtod(value, &end);
@@ -382,7 +433,7 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
                   "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, etp, "
-                  "dispatcher, overlap_param_gather, tp_overlap, fsdp_prefetch, framework)",
+                  "dispatcher, first_layers, last_layers, overlap_param_gather, tp_overlap, fsdp_prefetch, framework)",
                   family, key);
       return FALSE;
     }
