@@ -10,6 +10,7 @@
 
 #include "model/mdl_strategy-int.h"
 #include "test-moe-util.h"
+#include "test-util.h"
 
 static MdlStrategy *parse_or_die(const char *spec, const MdlGraph *g, const DevCluster *c) {
   GError *error = NULL;
@@ -117,12 +118,7 @@ static void test_memory(void) {
 static void expect_error(const char *spec, const char *needle) {
   DevCluster *c = h100(2);
   MdlGraph *g = moe_graph(16, 64, 128, &small_moe);
-  GError *error = NULL;
-  g_assert_null(mdl_strategy_parse_spec(spec, g, c, &error));
-  g_assert_nonnull(error);
-  if (!strstr(error->message, needle)) g_error("'%s' lacks '%s'", error->message, needle);
-  g_assert_null(strchr(error->message, '\n'));
-  g_error_free(error);
+  test_assert_strategy_error(g, c, spec, -1, needle);
   mdl_graph_free(g);
   dev_cluster_free(c);
 }
@@ -161,23 +157,6 @@ static void test_describe_json(void) {
   dev_cluster_free(c);
 }
 
-/* One MoE block after an elementwise op (so that its input has a producer, as the layer norm
- * before a real MoE MLP is): x -> pre -> MoE MLP. */
-static MdlGraph *moe_after_op(int64_t b, int64_t seq, int64_t h, const MdlMoeConfig *moe) {
-  MdlGraph *g = mdl_graph_new("moe-block", "moe", b);
-  g->default_dtype = DEV_DTYPE_BF16;
-  g->num_layers = 1;
-  g->seq = seq;
-  int x = mdl_zoo_activation(g, "x", 3, b, seq, h);
-  mdl_graph_tensor(g, x)->is_input = TRUE;
-  MdlZooSeq site = {.g = g, .b = b, .s = seq, .h = h, .layer = 0, .prefix = "layer0."};
-  int pre = mdl_zoo_seq_pointwise(&site, "pre", x, -1, "h", h, 1.0, 0);
-  mdl_zoo_moe_mlp(&site, moe, pre, pre);
-  GError *error = NULL;
-  g_assert_true(mdl_graph_validate(g, &error));
-  g_assert_no_error(error);
-  return g;
-}
 
 /* The all-gather dispatcher on 4 expert ranks (dp=4, ep=4, 2 samples of 256 tokens a rank,
  * overlap off): MoEAllGatherTokenDispatcher all-gathers the hidden states over the tp x ep group,
@@ -192,7 +171,7 @@ static void test_allgather_dispatcher(void) {
   MdlMoeConfig moe = small_moe;
   moe.shared_ffn = 0;
   int64_t b = 8, seq = 256, h = 512, local_b = 2, ep = 4;
-  MdlGraph *g = moe_after_op(b, seq, h, &moe);
+  MdlGraph *g = moe_graph_after_op(b, seq, h, &moe, TRUE);
   MdlStrategy *st = parse_or_die("megatron:dp=4,ep=4,mb=2,overlap=0,dispatcher=allgather", g, c);
   g_assert_cmpint(st->dispatcher, ==, MDL_DISPATCHER_ALLGATHER);
   CmParams params;

@@ -12,8 +12,11 @@
 #include "model/mdl_zoo_moe.h"
 #include "sim/sim.h"
 
-/* A graph holding one MoE MLP block over a data input x [b,s,h] (its own residual). */
-static inline MdlGraph *moe_graph(int64_t b, int64_t s, int64_t h, const MdlMoeConfig *moe) {
+/* A graph holding one MoE MLP block over a data input x [b,s,h] (its own residual), or with
+ * @after_op over an elementwise op of x (so that the block's input has a producer, as the norm
+ * before a real MoE MLP is). */
+static inline MdlGraph *moe_graph_after_op(int64_t b, int64_t s, int64_t h, const MdlMoeConfig *moe,
+                                           gboolean after_op) {
   MdlGraph *g = mdl_graph_new("moe-block", "moe", b);
   g->default_dtype = DEV_DTYPE_BF16;
   g->num_layers = 1;
@@ -21,11 +24,16 @@ static inline MdlGraph *moe_graph(int64_t b, int64_t s, int64_t h, const MdlMoeC
   int x = mdl_zoo_activation(g, "x", 3, b, s, h);
   mdl_graph_tensor(g, x)->is_input = TRUE;
   MdlZooSeq site = {.g = g, .b = b, .s = s, .h = h, .layer = 0, .prefix = "layer0."};
+  if (after_op) x = mdl_zoo_seq_pointwise(&site, "pre", x, -1, "h", h, 1.0, 0);
   mdl_zoo_moe_mlp(&site, moe, x, x);
   GError *error = NULL;
   g_assert_true(mdl_graph_validate(g, &error));
   g_assert_no_error(error);
   return g;
+}
+
+static inline MdlGraph *moe_graph(int64_t b, int64_t s, int64_t h, const MdlMoeConfig *moe) {
+  return moe_graph_after_op(b, s, h, moe, FALSE);
 }
 
 static const MdlMoeConfig small_moe G_GNUC_UNUSED = {.experts = 8, .top_k = 2, .expert_ffn = 512,

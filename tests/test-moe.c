@@ -14,6 +14,7 @@
 #include "search/srch-int.h"
 #include "sim/sim.h"
 #include "test-moe-util.h"
+#include "test-util.h"
 
 static void test_capacity(void) {
   MdlMoeConfig m = small_moe;
@@ -105,12 +106,7 @@ static void expect_error(const char *model, const char *spec, const char *needle
   GError *error = NULL;
   MdlGraph *g = model ? mdl_graph_parse_spec(model, &error) : moe_graph(48, 96, 128, &small_moe);
   g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
-  g_assert_null(s);
-  g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
-  if (!strstr(error->message, needle)) g_error("'%s' lacks '%s'", error->message, needle);
-  g_assert_null(strchr(error->message, '\n'));
-  g_error_free(error);
+  test_assert_strategy_error(g, c, spec, MDL_ERROR_STRATEGY, needle);
   mdl_graph_free(g);
   dev_cluster_free(c);
 }

@@ -70,12 +70,7 @@ static void test_assign(void) {
 static void expect_error(const char *model, const char *spec, const char *needle) {
   DevCluster *c = cluster_or_die("dgx-a100");
   MdlGraph *g = test_parse_model(model);
-  GError *error = NULL;
-  g_assert_null(mdl_strategy_parse_spec(spec, g, c, &error));
-  g_assert_nonnull(error);
-  if (!strstr(error->message, needle)) g_error("'%s' lacks '%s'", error->message, needle);
-  g_assert_null(strchr(error->message, '\n'));
-  g_error_free(error);
+  test_assert_strategy_error(g, c, spec, -1, needle);
   mdl_graph_free(g);
   dev_cluster_free(c);
 }
