@@ -22,6 +22,7 @@ static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsign
     if (!sb_is_group_base(mesh, mask, base)) continue;
     int p = sb_group_members(mesh, mask, base, members);
     for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
+    if (b->step && !sim_network_group_foldable(b->c, devices, p)) return FALSE;
     CmLinkCost c = cm_group_link(b->c, devices, p);
     /* NCCL's model (cm_tuner.h) costs a group by its shape: hosts and members per host. */
     CmGroupShape g;
@@ -88,11 +89,16 @@ static gboolean meshes_disjoint(const Builder *b) {
 /* Mask of the axes of mesh @m whose replicas may be folded: all axes of size > 1, when the
  * groups the simulation forms on it (along each single axis for resharding, over the gradient
  * sync masks) have uniform costs; otherwise none. */
-static unsigned symmetric_axes(const Builder *b, int m, const int *ops, int nops) {
-  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+static unsigned full_mask(const MdlMesh *mesh) {
   unsigned all = 0;
   for (int a = 0; a < mesh->ndims; a++)
     if (mesh->shape[a] > 1) all |= 1u << a;
+  return all;
+}
+
+static unsigned symmetric_axes(const Builder *b, int m, const int *ops, int nops) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+  unsigned all = full_mask(mesh);
   for (int a = 0; a < mesh->ndims; a++)
     if ((all & (1u << a)) && !uniform_group_cost(b, mesh, 1u << a)) return 0;
   /* Each mask is checked once (a check walks the whole mesh; there are at most 2^4 masks and
@@ -122,11 +128,11 @@ void sb_choose_representatives(Builder *b, gboolean allow) {
   b->rep_idx = g_new0(int *, nm);
   b->rep_pos = g_new0(int *, nm);
   b->rep_of = g_new0(int *, nm);
-  /* Step mode is always expanded: collectives of different axes (and stage-to-stage sends)
-   * contend for a device's ports and NICs, and with only a representative's transfers built
-   * the receiving sides' contention is not mirrored (a replica's ingress port is used by its
-   * neighbours' transfers, which are not simulated). */
-  b->symmetric = allow && !b->step && meshes_disjoint(b) && uniform_transfers(b);
+  /* Step mode folds under sim_network.h's conditions, and only when every mesh folds all its
+   * axes: a stage-to-stage transfer between a folded and an expanded mesh would book replicas'
+   * sends on the representative's egress. */
+  b->symmetric = allow && (!b->step || sim_network_foldable(b->c, b->s->overlap)) &&
+                 meshes_disjoint(b) && uniform_transfers(b);
   /* The ops of each mesh (CSR), for symmetric_axes. */
   g_autofree int *begin = g_new0(int, nm + 1);
   g_autofree int *ops = g_new(int, MAX(b->nops, 1));
@@ -134,9 +140,14 @@ void sb_choose_representatives(Builder *b, gboolean allow) {
   for (int m = 0; m < nm; m++) begin[m + 1] += begin[m];
   g_autofree int *fill = g_memdup2(begin, sizeof(int) * (gsize)nm);
   for (int o = 0; o < b->nops; o++) ops[fill[cfg(b, o)->mesh]++] = o;
+  g_autofree unsigned *masks = g_new0(unsigned, nm);
+  for (int m = 0; m < nm && b->symmetric; m++) {
+    masks[m] = symmetric_axes(b, m, ops + begin[m], begin[m + 1] - begin[m]);
+    if (b->step && masks[m] != full_mask(mdl_strategy_mesh(b->s, m))) b->symmetric = FALSE;
+  }
   for (int m = 0; m < nm; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
-    unsigned mask = b->symmetric ? symmetric_axes(b, m, ops + begin[m], begin[m + 1] - begin[m]) : 0;
+    unsigned mask = b->symmetric ? masks[m] : 0;
     int stride[MDL_MAX_MESH_AXES];
     sb_mesh_strides(mesh, stride);
     b->rep_idx[m] = g_new(int, mesh->ndevices);

@@ -20,6 +20,20 @@ gboolean sim_network_supports(CmCollective kind) {
          kind == CM_ALL_TO_ALL || kind == CM_SEND_RECV;
 }
 
+gboolean sim_network_foldable(const DevCluster *c, gboolean overlap) {
+  return overlap && c->nics_per_node >= c->gpus_per_node;
+}
+
+gboolean sim_network_group_foldable(const DevCluster *c, const int *devices, int p) {
+  int hosts = 1;
+  for (int i = 1; i < p; i++) {
+    int node = dev_cluster_node_of(c, devices[i]), seen = 0;
+    for (int j = 0; j < i; j++) seen += dev_cluster_node_of(c, devices[j]) == node;
+    hosts += seen == 0;
+  }
+  return hosts == 1 || hosts == p;
+}
+
 typedef struct {
   SimTaskGraph *g;
   const DevCluster *c;
@@ -29,20 +43,22 @@ typedef struct {
   const CmNcclRingSteps *ring; /* NCCL's ring figures, or NULL: the links' own */
 } Expander;
 
-/* One transfer of @bytes from device @src to @dst after the tasks in @deps. */
-static uint32_t transfer(const Expander *x, int src, int dst, double bytes, const uint32_t *deps,
-                         int ndeps) {
+/* One transfer of @bytes from device @src to @dst after the tasks in @deps, timed by the link
+ * between them; its receiving side (ingress port or NIC, compute stream) is @dst's, or under
+ * symmetry @sink's: the representative whose replica @dst is (sim_network_expand). */
+static uint32_t transfer(const Expander *x, int src, int dst, int sink, double bytes,
+                         const uint32_t *deps, int ndeps) {
   const DevCluster *c = x->c;
   gboolean same_host = dev_cluster_node_of(c, src) == dev_cluster_node_of(c, dst);
   const DevLink *link = &c->link[same_host ? DEV_LINK_INTRA : DEV_LINK_INTER];
   double bw = same_host ? link->bandwidth : link->bandwidth / c->oversubscription;
-  uint32_t res[4] = {0, 0, sim_resource_compute(src), sim_resource_compute(dst)};
+  uint32_t res[4] = {0, 0, sim_resource_compute(src), sim_resource_compute(sink)};
   if (same_host) {
     res[0] = port_out(x->n, src);
-    res[1] = port_out(x->n, dst) + 1;
+    res[1] = port_out(x->n, sink) + 1;
   } else {
     res[0] = nic_out(c, x->n, src);
-    res[1] = nic_out(c, x->n, dst) + 1;
+    res[1] = nic_out(c, x->n, sink) + 1;
   }
   SimTask t = *x->proto;
   t.role = SIM_ROLE_TRANSFER;
@@ -54,7 +70,7 @@ static uint32_t transfer(const Expander *x, int src, int dst, double bytes, cons
     bw *= x->ring->efficiency[t.link];
   }
   t.duration = sim_time_from_seconds(latency + bytes / bw);
-  uint32_t id = sim_task_graph_add(x->g, &t, res, x->block_compute ? 4 : 2);
+  uint32_t id = sim_task_graph_add(x->g, &t, res, x->block_compute ? (sink == src ? 3 : 4) : 2);
   for (int i = 0; i < ndeps; i++)
     if (i == 0 || deps[i] != deps[i - 1]) sim_task_graph_edge(x->g, deps[i], id);
   return id;
@@ -99,14 +115,18 @@ SimCollectiveSpan sim_network_expand(SimTaskGraph *g, const DevCluster *c, const
   g_autofree uint32_t *last_send = g_new(uint32_t, p), *last_recv = g_new(uint32_t, p);
   for (int i = 0; i < p; i++) last_send[i] = last_recv[i] = span.gate;
   if (kind == CM_SEND_RECV) {
-    uint32_t t = transfer(&x, devices[0], devices[1], chunk, &span.gate, 1);
+    uint32_t t = transfer(&x, devices[0], devices[1], devices[1], chunk, &span.gate, 1);
     last_send[0] = last_recv[1] = t;
   } else if (nsim == 1 && p > 1) {
-    /* Symmetric: the representative's successor receives as it sends; each step after the
-     * previous one. */
+    /* Symmetric: every member sends and receives as the representative does, each step after
+     * the previous one (the chunk it forwards arrived at the same time as its own step ended).
+     * The member a transfer reaches is a replica of the representative: the representative's
+     * ingress receives it, in place of the transfer its predecessor sends it, which is not
+     * built (sim_network_group_foldable). */
     for (int s = 0; s < steps; s++) {
       int dst = kind == CM_ALL_TO_ALL ? (rep + s + 1) % p : (rep + 1) % p;
-      last_send[rep] = transfer(&x, devices[rep], devices[dst], chunk, &last_send[rep], 1);
+      last_send[rep] =
+          transfer(&x, devices[rep], devices[dst], devices[rep], chunk, &last_send[rep], 1);
     }
     last_recv[rep] = last_send[rep];
   } else {
@@ -117,7 +137,7 @@ SimCollectiveSpan sim_network_expand(SimTaskGraph *g, const DevCluster *c, const
         /* A ring step forwards the chunk received at the previous step; all-to-all rounds
          * only follow the sender's previous round. */
         uint32_t deps[2] = {last_send[i], kind == CM_ALL_TO_ALL ? last_send[i] : last_recv[i]};
-        sent[i] = transfer(&x, devices[i], devices[dst], chunk, deps, 2);
+        sent[i] = transfer(&x, devices[i], devices[dst], devices[dst], chunk, deps, 2);
       }
       for (int i = 0; i < p; i++) {
         int dst = kind == CM_ALL_TO_ALL ? (i + s + 1) % p : (i + 1) % p;

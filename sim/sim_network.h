@@ -35,6 +35,25 @@ int sim_network_num_resources(const DevCluster *cluster);
 /* Whether @kind has a step-expanded algorithm (else it stays one task). */
 gboolean sim_network_supports(CmCollective kind);
 
+/* Symmetry in step mode (sim_build_symmetry.c folds a mesh's replicas only when these hold).
+ * Folding simulates one member of each group, the representative: its transfers are built and
+ * the transfers that reach it are not; they are mirrored by the representative's own, whose
+ * receiving side is booked on the representative (the member they reach is its replica, and a
+ * replica's ingress serves at the times the representative's egress does). That is exact when
+ * permuting replicas maps resources to resources and every transfer to one of the same length:
+ * - sim_network_foldable: every GPU has a NIC of its own (@c's nics_per_node >=
+ *   gpus_per_node; a shared NIC would queue replicas' transfers together, which are not all
+ *   built), and collectives overlap computation (@overlap: without it a ring's transfers hold
+ *   the sender's and the receiver's compute streams, so the members' steps queue one behind the
+ *   other and the members' timelines differ);
+ * - sim_network_group_foldable: the group of @p @devices sits on one host or on @p hosts, so
+ *   each member's transfers cross the same kind of link (a ring of 2 hosts x 2 GPUs alternates
+ *   NVLink and NIC steps, and its members differ).
+ * Gates, joins and whole-collective tasks follow the task mode's symmetry (sim_build_symmetry.c).
+ * The test /network/fold-exact checks folded against expanded runs bit for bit. */
+gboolean sim_network_foldable(const DevCluster *cluster, gboolean overlap);
+gboolean sim_network_group_foldable(const DevCluster *cluster, const int *devices, int p);
+
 typedef struct {
   uint32_t gate;   /* add edges from the inputs to this task */
   uint32_t join;   /* the collective is done when this task is */
@@ -43,8 +62,8 @@ typedef struct {
 /* Expands one collective over the @p @devices of a group (ring order = array order), @bytes as
  * in cm_collective_time. @simulated marks the members that are simulated: all of them, or
  * exactly one (symmetry: every member then runs the same timeline, so only its transfers are
- * built, each step after its previous one; exact for one collective on its own, as the bench's
- * 1024-GPU ring: the simulator's step mode expands every member). @proto gives the metadata
+ * built, each step after its previous one, received on the representative's own ingress; exact
+ * under the conditions above). @proto gives the metadata
  * copied to every task.
  * @block_compute: transfers also hold the sender's and receiver's compute streams (no overlap
  * of communication with computation). @ring (nullable): NCCL's ring figures for the

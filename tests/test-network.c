@@ -1,5 +1,6 @@
 /* Tests of step-expanded collectives and link contention (sim/sim_network.h): closed forms on
- * uncontended links, queueing on a shared NIC, oversubscription, and symmetric == expanded. */
+ * uncontended links, queueing on a shared NIC, oversubscription, and folded (symmetric) ==
+ * expanded bit for bit where step mode folds replicas. */
 #include <glib.h>
 #include <math.h>
 #include <string.h>
@@ -139,40 +140,109 @@ static void test_oversubscription(void) {
 
 typedef struct {
   const char *model, *cluster, *strategy;
+  gboolean folds;     /* sim_network.h's conditions hold: replicas are simulated once */
+  unsigned needs;     /* step-expanded collectives the case must hold (1 << CmCollective) */
 } Case;
 
+#define GPT4 "gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16"
+#define GPT8 "gpt:layers=8,hidden=1024,heads=16,seq=256,vocab=4096,batch=16"
+#define MOE "mixtral-8x7b:layers=2,hidden=512,heads=8,kv_heads=8,seq=256,batch=16,experts=8,moe_ffn=512,ffn=1024,vocab=4096"
+#define AR (1u << CM_ALL_REDUCE)
+#define SR (1u << CM_SEND_RECV)
+#define A2A (1u << CM_ALL_TO_ALL)
+
 static const Case cases[] = {
-    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", "dgx-a100:nodes=2", "megatron:tp=8,dp=2,mb=2"},
-    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", "dgx-a100:nodes=2", "megatron:tp=4,pp=2,dp=2,mb=2"},
-    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=32", "dgx-h100:nodes=4", "megatron:tp=8,pp=2,dp=2,mb=2,schedule=gpipe"},
-    {"mlp:layers=4,hidden=1024,batch=64", "flexflow-p100", "megatron:tp=4,dp=4,mb=4"},
-    {"vgg13:batch=32", "aws-p3.8xlarge", "dp"},
-    {"mlp:layers=4,hidden=512,batch=64", "dgx-a100:nodes=1,gpus_per_node=64", "megatron:tp=8,dp=8,mb=8"},
-    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", "dgx-a100:nodes=2", "megatron:tp=8,dp=2,mb=2,sp=1,zero=3,recompute=full"},
-    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=16", "dgx-a100:nodes=2", "megatron:tp=4,pp=2,dp=2,mb=2,zero=2,recompute=selective"},
-    {"mlp:layers=4,hidden=1024,batch=64", "flexflow-p100", "megatron:tp=4,dp=4,mb=4,zero=1"},
+    {GPT4, "dgx-a100:nodes=2", "megatron:tp=8,dp=2,mb=2", TRUE, AR},
+    {GPT4, "dgx-a100:nodes=2", "megatron:tp=4,pp=2,dp=2,mb=2", TRUE, AR | SR},
+    {"gpt:layers=4,hidden=1024,heads=16,seq=256,vocab=4096,batch=32", "dgx-h100:nodes=4", "megatron:tp=8,pp=2,dp=2,mb=2,schedule=gpipe", TRUE, AR | SR},
+    /* one NIC for 4 GPUs: replicas' transfers share it */
+    {"mlp:layers=4,hidden=1024,batch=64", "flexflow-p100", "megatron:tp=4,dp=4,mb=4", FALSE, AR},
+    {"vgg13:batch=32", "aws-p3.8xlarge", "dp", FALSE, AR},
+    {"mlp:layers=4,hidden=512,batch=64", "dgx-a100:nodes=1,gpus_per_node=64", "megatron:tp=8,dp=8,mb=8", FALSE, AR},
+    {GPT4, "dgx-a100:nodes=2", "megatron:tp=8,dp=2,mb=2,sp=1,zero=3,recompute=full", FALSE, 0},
+    {GPT4, "dgx-a100:nodes=2", "megatron:tp=4,pp=2,dp=2,mb=2,zero=2,recompute=selective", TRUE, AR | SR},
+    {"mlp:layers=4,hidden=1024,batch=64", "flexflow-p100", "megatron:tp=4,dp=4,mb=4,zero=1", FALSE, 0},
+    /* the README example's shape, oversubscribed: tp rings on NVLink, dp and pp on NICs */
+    {GPT4, "dgx-a100:nodes=4,oversubscription=2", "megatron:tp=8,pp=2,dp=2,mb=1", TRUE, AR | SR},
+    {GPT4, "dgx-a100:nodes=4,oversubscription=3", "megatron:tp=4,pp=4,dp=2,mb=1", TRUE, AR | SR},
+    /* a pipeline inside one host: stage-to-stage sends reach a representative's ingress port
+     * while its tensor-parallel ring receives there (booking the ring's receiving side on the
+     * representative's successor instead moved the breakdown) */
+    {GPT4, "dgx-a100", "megatron:tp=2,pp=4,mb=1", TRUE, AR | SR},
+    {GPT8, "dgx-a100", "megatron:tp=2,pp=4,mb=1,vp=2,schedule=interleaved", TRUE, AR | SR},
+    {GPT4, "dgx-a100", "megatron:tp=2,pp=2,dp=2,mb=1,sp=1", TRUE,
+     SR | (1u << CM_ALL_GATHER) | (1u << CM_REDUCE_SCATTER)},
+    /* rings with one member per host: every step crosses a NIC */
+    {GPT4, "dgx-a100:nodes=4,gpus_per_node=1,nics_per_node=1", "megatron:tp=4,mb=2", TRUE, AR},
+    {GPT4, "dgx-a100:nodes=4,gpus_per_node=2,nics_per_node=2,oversubscription=2", "megatron:tp=2,pp=2,dp=2,mb=1", TRUE, AR | SR},
+    {GPT8, "dgx-a100:nodes=4,oversubscription=4", "megatron:tp=8,dp=4,mb=1,zero=3", TRUE, 0},
+    /* a ring over 2 hosts x 8 GPUs alternates NVLink and NIC steps: expanded */
+    {GPT8, "dgx-a100:nodes=2", "dp", FALSE, AR},
+    {GPT8, "dgx-h100:nodes=2", "megatron:tp=8,dp=2,mb=2,overlap=0", FALSE, AR},
+    /* expert parallelism: the token dispatch's all-to-all */
+    {MOE, "dgx-a100:nodes=4,gpus_per_node=2,nics_per_node=2", "megatron:ep=4,dp=4,tp=2,mb=2", TRUE, A2A},
+    {MOE, "dgx-a100:nodes=4,gpus_per_node=1,nics_per_node=1", "megatron:ep=4,dp=4,mb=2", TRUE, A2A},
+    {MOE, "dgx-a100:nodes=2,oversubscription=2", "megatron:ep=2,dp=4,pp=2,tp=2,mb=1", TRUE, A2A | SR},
 };
 
-/* Step mode always simulates every GPU: a replica's ingress port and NIC carry its neighbours'
- * transfers, which a representative-only graph would not build. The default run therefore
- * equals the expanded one. */
-static void test_symmetric_step(gconstpointer data) {
+/* Step-expanded collectives of each kind in @run (1 << CmCollective of their gates). */
+static unsigned expanded_kinds(const SimRun *run) {
+  const SimTaskGraph *tg = sim_run_task_graph(run);
+  unsigned kinds = 0;
+  for (uint32_t k = 0; k < sim_task_graph_num_spans(tg); k++) {
+    uint32_t gate_id, join_id;
+    sim_task_graph_span(tg, k, &gate_id, &join_id);
+    SimTaskInfo gate;
+    sim_run_task(run, gate_id, &gate);
+    kinds |= 1u << gate.collective;
+  }
+  return kinds;
+}
+
+#define ASSERT_SAME(field) \
+  g_assert_cmpmem(&sim_run_prediction(sym)->field, sizeof(double), &sim_run_prediction(full)->field, sizeof(double))
+
+/* Step mode folds replicas only where that is exact (sim_network.h): the default run's
+ * prediction equals the expanded one's bit for bit, folded or not. */
+static void test_fold_exact(gconstpointer data) {
   const Case *k = data;
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec(k->cluster, &error);
+  g_assert_no_error(error);
   MdlGraph *g = mdl_graph_parse_spec(k->model, &error);
   g_assert_no_error(error);
   MdlStrategy *s = mdl_strategy_parse_spec(k->strategy, g, c, &error);
   g_assert_no_error(error);
   SimRun *sym = run_mode(g, s, c, TRUE, FALSE), *full = run_mode(g, s, c, TRUE, TRUE);
-  g_assert_cmpmem(&sim_run_prediction(sym)->iteration_time_s, sizeof(double), &sim_run_prediction(full)->iteration_time_s, sizeof(double));
-  g_assert_cmpmem(&sim_run_prediction(sym)->comm_exposed_s, sizeof(double), &sim_run_prediction(full)->comm_exposed_s, sizeof(double));
-  g_assert_cmpmem(&sim_run_prediction(sym)->bubble_s, sizeof(double), &sim_run_prediction(full)->bubble_s, sizeof(double));
-  g_assert_false(sim_run_prediction(sym)->symmetric);
+  ASSERT_SAME(iteration_time_s);
+  ASSERT_SAME(compute_s);
+  ASSERT_SAME(comm_exposed_s);
+  ASSERT_SAME(host_bound_s);
+  ASSERT_SAME(bubble_s);
+  g_assert_cmpint(sim_run_prediction(sym)->symmetric, ==, k->folds);
+  g_assert_cmpuint(expanded_kinds(full) & k->needs, ==, k->needs);
+  g_assert_cmpuint(expanded_kinds(sym), ==, expanded_kinds(full));
+  if (k->folds) g_assert_cmpuint(sim_run_num_tasks(sym), <, sim_run_num_tasks(full));
   sim_run_free(sym);
   sim_run_free(full);
   mdl_strategy_free(s);
   mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* The conditions themselves: hosts of a group, NIC sharing, overlap. */
+static void test_foldable(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100:nodes=4", &error);
+  g_assert_no_error(error);
+  const int one_host[4] = {0, 1, 2, 3}, four_hosts[4] = {0, 8, 16, 24}, mixed[4] = {0, 1, 8, 9};
+  g_assert_true(sim_network_group_foldable(c, one_host, 4));
+  g_assert_true(sim_network_group_foldable(c, four_hosts, 4));
+  g_assert_false(sim_network_group_foldable(c, mixed, 4));
+  g_assert_true(sim_network_foldable(c, TRUE));
+  g_assert_false(sim_network_foldable(c, FALSE));
+  c->nics_per_node = 4;
+  g_assert_false(sim_network_foldable(c, TRUE));
   dev_cluster_free(c);
 }
 
@@ -181,9 +251,10 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/network/ring-closed-form", test_ring_closed_form);
   g_test_add_func("/sim/network/shared-nic", test_shared_nic);
   g_test_add_func("/sim/network/oversubscription", test_oversubscription);
+  g_test_add_func("/sim/network/foldable", test_foldable);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
-    g_autofree char *path = g_strdup_printf("/sim/network/symmetric-step/%zu", i);
-    g_test_add_data_func(path, &cases[i], test_symmetric_step);
+    g_autofree char *path = g_strdup_printf("/sim/network/fold-exact/%zu", i);
+    g_test_add_data_func(path, &cases[i], test_fold_exact);
   }
   return g_test_run();
 }
