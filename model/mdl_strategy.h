@@ -197,10 +197,11 @@ typedef struct {
                                 --expert-tensor-parallel-size): divides tp, and ep is a multiple
                                 of tp/etp; 0: tp */
   MdlDispatcher dispatcher;  /* the MoE token dispatcher (default alltoall) */
-  int first_layers;          /* layers of the first pipeline chunk (Megatron-Core's
+  int first_layers;          /* layers of pipeline rank 0 (Megatron-Core's
                                 --decoder-first-pipeline-num-layers); 0: an even split */
-  int last_layers;           /* layers of the last chunk (--decoder-last-pipeline-num-layers);
-                                the chunks between split the rest evenly */
+  int last_layers;           /* layers of the last rank (--decoder-last-pipeline-num-layers);
+                                the ranks between split the rest evenly, and with vp each rank's
+                                layers split evenly over its chunks */
   gboolean overlap_param_gather; /* needs zero=1 or 2 */
   gboolean tp_overlap;       /* needs sp=1 */
   MdlFramework framework;

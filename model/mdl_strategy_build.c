@@ -24,12 +24,15 @@
 #define BATCH_SPLIT_PREFIX "megatron: dp*mb = "
 
 /* The chunk of each layer under Megatron-Core's uneven pipeline (--decoder-first-pipeline-
- * num-layers F, --decoder-last-pipeline-num-layers La; megatron/core/transformer/
- * transformer_block.py get_num_layers_to_build and transformer_layer.py's layer offset): the
- * first chunk (chunk 0, on rank 0) takes F layers, the last chunk (pp*vp - 1, on the last rank)
- * La, and the chunks between them split the rest evenly. 0: that end is not set apart. */
-static gboolean uneven_layer_chunks(const MdlGraph *graph, int chunks, int first, int last,
-                                    int *chunk_of_layer, GError **error) {
+ * num-layers F, --decoder-last-pipeline-num-layers La; TransformerConfig's
+ * num_layers_in_first/last_pipeline_stage, used by get_transformer_layer_offset in
+ * megatron/core/transformer/transformer_layer.py): pipeline rank 0 holds F layers, the last rank
+ * La, and the ranks between split the rest evenly (0: that end is not set apart, its rank is a
+ * middle one). With vp virtual stages each rank's layers are split evenly over its vp chunks,
+ * and the chunks run in Megatron's order, chunk c = v*pp + r on rank r: each virtual round
+ * v holds F/vp layers on rank 0, then the middle ranks', then La/vp on the last rank. */
+static gboolean uneven_layer_chunks(const MdlGraph *graph, int ranks, int vp, int first,
+                                    int last, int *chunk_of_layer, GError **error) {
   int layers = graph->num_layers;
   if (layers <= 0) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
@@ -37,29 +40,41 @@ static gboolean uneven_layer_chunks(const MdlGraph *graph, int chunks, int first
                 graph->name);
     return FALSE;
   }
-  if (chunks < 2) {
+  if (ranks < 2) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "megatron: first_layers/last_layers need pipeline parallelism (pp > 1)");
     return FALSE;
   }
-  int middle = chunks - (first > 0) - (last > 0), rest = layers - first - last;
-  if (rest < middle || (middle == 0 && rest != 0) || (middle > 0 && rest % middle != 0)) {
+  if (first % vp != 0 || last % vp != 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: first_layers=%d and last_layers=%d must be multiples of vp=%d (each "
+                "rank's layers are split evenly over its virtual stages)", first, last, vp);
+    return FALSE;
+  }
+  int middle = ranks - (first > 0) - (last > 0), rest = layers - first - last;
+  if (rest < middle * vp || (middle == 0 && rest != 0) ||
+      (middle > 0 && rest % (middle * vp) != 0)) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "megatron: the %d layers left of model %s's %d after first_layers=%d and "
                 "last_layers=%d do not split evenly over the other %d pipeline chunks",
-                rest, graph->name, layers, first, last, middle);
+                rest, graph->name, layers, first, last, middle * vp);
     return FALSE;
   }
-  int per = middle > 0 ? rest / middle : 0;
-  for (int l = 0; l < layers; l++)
-    chunk_of_layer[l] = l < first            ? 0
-                        : l >= layers - last ? chunks - 1
-                                             : (first > 0) + (l - first) / per;
+  int l = 0;
+  for (int c = 0; c < ranks * vp; c++) {
+    int r = c % ranks;
+    int count = r == 0 && first > 0           ? first / vp
+                : r == ranks - 1 && last > 0 ? last / vp
+                                             : rest / (middle * vp);
+    for (int i = 0; i < count; i++) chunk_of_layer[l++] = c;
+  }
+  g_assert(l == layers);
   return TRUE;
 }
 
 /* Stage (model chunk) of each op for pp ranks of vp chunks each: equal numbers of layers per
- * chunk (Megatron requires pp * vp | layers), or with @first / @last the uneven split above;
+ * chunk (Megatron requires pp * vp | layers), or with @first / @last (the layers of ranks 0
+ * and pp - 1) the uneven split above;
  * ops before the first layer go to chunk 0, after the last to the last chunk. Models without
  * layers are cut where cumulative forward FLOPs cross i/(pp*vp) of the total. */
 static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int first, int last,
@@ -74,7 +89,8 @@ static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int firs
   int pp = ranks * vp; /* chunks */
   if (first > 0 || last > 0) {
     g_autofree int *chunk_of_layer = g_new(int, MAX(graph->num_layers, 1));
-    if (!uneven_layer_chunks(graph, pp, first, last, chunk_of_layer, error)) return FALSE;
+    if (!uneven_layer_chunks(graph, ranks, vp, first, last, chunk_of_layer, error))
+      return FALSE;
     gboolean seen_layer = FALSE;
     for (int o = 0; o < n; o++) {
       int layer = mdl_graph_op(graph, o)->layer;

@@ -58,9 +58,11 @@ static void test_assign(void) {
   s = parse_or_die("megatron:pp=3,dp=2,mb=1,first_layers=4", g, c);
   check_chunks(g, s, (const int[]){0, 0, 0, 0, 1, 1, 1, 2, 2, 2});
   mdl_strategy_free(s);
-  /* Interleaved: 4 chunks on 2 ranks, the first chunk (rank 0) and the last (rank 1) uneven. */
-  s = parse_or_die("megatron:pp=2,dp=4,mb=1,schedule=interleaved,vp=2,first_layers=1,last_layers=3", g, c);
-  check_chunks(g, s, (const int[]){0, 1, 1, 1, 2, 2, 2, 3, 3, 3});
+  /* Interleaved (Megatron-Core's order): rank 0 holds 4 layers, 2 in each of its chunks 0 and
+   * 2; rank 1 holds 6, 3 in each of chunks 1 and 3. */
+  s = parse_or_die("megatron:pp=2,dp=4,mb=1,schedule=interleaved,vp=2,first_layers=4,last_layers=6", g, c);
+  check_chunks(g, s, (const int[]){0, 0, 1, 1, 1, 2, 2, 3, 3, 3});
+  g_assert_cmpint(mdl_strategy_rank_of_stage(s, 2), ==, 0);
   g_assert_cmpint(mdl_strategy_rank_of_stage(s, 3), ==, 1);
   mdl_strategy_free(s);
   mdl_graph_free(g);
@@ -81,6 +83,8 @@ static void test_errors(void) {
                "do not split evenly over the other 3 pipeline chunks");
   expect_error(GPT10, "megatron:pp=3,dp=2,mb=1,first_layers=4,last_layers=6", "the 0 layers left");
   expect_error(GPT10, "megatron:pp=1,dp=8,first_layers=2", "need pipeline parallelism (pp > 1)");
+  expect_error(GPT10, "megatron:pp=2,dp=4,mb=1,schedule=interleaved,vp=2,first_layers=3",
+               "first_layers=3 and last_layers=0 must be multiples of vp=2");
   expect_error(GPT10, "megatron:pp=4,dp=2,first_layers=0", "first_layers=0");
   expect_error(GPT10, "megatron:pp=4,dp=2,last_layers=x", "last_layers=x");
   expect_error("alexnet", "megatron:pp=2,dp=4,first_layers=1", "need a model with layers; model alexnet");
