@@ -18,6 +18,7 @@ static int compare_spans(const void *pa, const void *pb) {
 
 /* The total length of the union of @n spans (sorted in place). */
 static SimTime union_length(Span *spans, guint n) {
+  if (n == 0) return 0; /* an empty GArray's data is NULL: no qsort on it */
   qsort(spans, n, sizeof(Span), compare_spans);
   SimTime total = 0, end = 0;
   for (guint i = 0; i < n; i++) {
@@ -28,21 +29,24 @@ static SimTime union_length(Span *spans, guint n) {
   return total;
 }
 
-/* The busy time of device @d's compute stream (@both: or its communication stream). */
-static SimTime busy(const SimRun *run, int d, gboolean both, GArray *spans) {
-  g_array_set_size(spans, 0);
-  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
-    SimTaskInfo t;
-    sim_run_task(run, i, &t);
-    gboolean mine = FALSE;
-    for (int r = 0; r < t.nres && !mine; r++)
-      mine = t.resources[r] == sim_resource_compute(d) ||
-             (both && t.resources[r] == sim_resource_comm(d));
-    if (!mine || t.end <= t.start) continue;
-    Span s = {t.start, t.end};
-    g_array_append_val(spans, s);
+/* Adds task @t's interval to the spans of the stage whose device's stream it occupies:
+ * @compute[k] gets those on the compute stream, @either[k] those on either stream. */
+static void add_spans(const SimTaskInfo *t, const int *stage_of_device, int ndev,
+                      GArray **compute, GArray **either) {
+  if (t->end <= t->start) return;
+  Span span = {t->start, t->end};
+  int done = -1; /* a task on both streams of one device counts once in @either */
+  for (int r = 0; r < t->nres; r++) {
+    uint32_t res = t->resources[r];
+    int d = (int)(res / 2);
+    if (d >= ndev || stage_of_device[d] < 0) continue;
+    int k = stage_of_device[d];
+    if (res == sim_resource_compute(d)) g_array_append_val(compute[k], span);
+    if ((res == sim_resource_compute(d) || res == sim_resource_comm(d)) && done != d) {
+      g_array_append_val(either[k], span);
+      done = d;
+    }
   }
-  return union_length((Span *)spans->data, spans->len);
 }
 
 SimStage *sim_run_stages(const SimRun *run, int *n) {
@@ -58,9 +62,9 @@ SimStage *sim_run_stages(const SimRun *run, int *n) {
     if (t.device >= 0 && t.device < ndev) has_tasks[t.device] = TRUE;
   }
   g_autofree CmMemory *mem = cm_memory_per_device(g, s, sim_run_cluster(run));
-  GArray *spans = g_array_new(FALSE, FALSE, sizeof(Span));
   GHashTable *layers = g_hash_table_new(g_direct_hash, g_direct_equal);
-  double iteration = sim_run_prediction(run)->iteration_time_s;
+  g_autofree int *stage_of_device = g_new(int, ndev);
+  for (int d = 0; d < ndev; d++) stage_of_device[d] = -1;
   for (int r = 0; r < ranks; r++) {
     SimStage *st = &out[r];
     st->rank = r;
@@ -75,16 +79,38 @@ SimStage *sim_run_stages(const SimRun *run, int *n) {
       if (layer >= 0) g_hash_table_add(layers, GINT_TO_POINTER(layer + 1));
     }
     st->layers = (int)g_hash_table_size(layers);
-    if (st->device < 0) continue;
-    SimTime compute = busy(run, st->device, FALSE, spans);
-    SimTime either = busy(run, st->device, TRUE, spans);
-    st->compute_s = sim_time_seconds(compute);
-    st->comm_s = sim_time_seconds(either - compute);
-    st->idle_s = MAX(0.0, iteration - sim_time_seconds(either));
-    st->memory_bytes = mem[st->device].total;
+    if (st->device >= 0 && stage_of_device[st->device] < 0) stage_of_device[st->device] = r;
   }
   g_hash_table_unref(layers);
-  g_array_unref(spans);
+  GArray **compute = g_new(GArray *, ranks), **either = g_new(GArray *, ranks);
+  for (int r = 0; r < ranks; r++) {
+    compute[r] = g_array_new(FALSE, FALSE, sizeof(Span));
+    either[r] = g_array_new(FALSE, FALSE, sizeof(Span));
+  }
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t;
+    sim_run_task(run, i, &t);
+    add_spans(&t, stage_of_device, ndev, compute, either);
+  }
+  double iteration = sim_run_prediction(run)->iteration_time_s;
+  for (int r = 0; r < ranks; r++) {
+    SimStage *st = &out[r];
+    int k = st->device >= 0 ? stage_of_device[st->device] : -1; /* ranks may share a device */
+    if (k >= 0) {
+      SimTime busy = union_length((Span *)compute[k]->data, compute[k]->len);
+      SimTime busy_either = union_length((Span *)either[k]->data, either[k]->len);
+      st->compute_s = sim_time_seconds(busy);
+      st->comm_s = sim_time_seconds(busy_either - busy);
+      st->idle_s = MAX(0.0, iteration - sim_time_seconds(busy_either));
+      st->memory_bytes = mem[st->device].total;
+    }
+  }
+  for (int r = 0; r < ranks; r++) {
+    g_array_unref(compute[r]);
+    g_array_unref(either[r]);
+  }
+  g_free(compute);
+  g_free(either);
   *n = ranks;
   return out;
 }
