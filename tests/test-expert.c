@@ -82,6 +82,32 @@ static void check_groups(const char *spec, int tp, int etp, int ep) {
   dev_cluster_free(c);
 }
 
+/* The grouped expert GEMM's shard per GPU: E/ep experts, its output features (2f, SwiGLU's
+ * gate and up) cut by etp, every token of the rank's expert-data-parallel replica. */
+static void test_gemm_shard(void) {
+  DevCluster *c = h100(2);
+  MdlGraph *g = moe_graph(16, 64, 128, &small_moe);
+  int fc1 = find_op(g, "layer0.expert_fc1");
+  const MdlOp *op = mdl_graph_op(g, fc1);
+  struct { const char *spec; int ep, etp; } cases[] = {
+    {"megatron:dp=4,tp=4,ep=4", 4, 4},
+    {"megatron:dp=4,tp=4,ep=4,etp=2", 4, 2},
+    {"megatron:dp=4,tp=4,ep=8,etp=1", 8, 1},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    MdlStrategy *s = parse_or_die(cases[i].spec, g, c);
+    const MdlMesh *mesh = mdl_strategy_mesh(s, 0);
+    int e = mdl_op_find_dim(op, "e"), n = mdl_op_find_dim(op, "n");
+    g_assert_cmpfloat(mdl_config_local_dim(op, e, &s->configs[fc1], mesh, s->num_microbatches), ==,
+                      8.0 / cases[i].ep);
+    g_assert_cmpfloat(mdl_config_local_dim(op, n, &s->configs[fc1], mesh, s->num_microbatches), ==,
+                      2.0 * 512 / cases[i].etp);
+    mdl_strategy_free(s);
+  }
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 static void test_groups(void) {
   check_groups("megatron:dp=4,tp=4,ep=4", 4, 4, 4);         /* etp = tp, as before */
   check_groups("megatron:dp=4,tp=4,ep=8,etp=1", 4, 1, 8);   /* mesh (2, 2, 4) */
@@ -236,6 +262,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/expert/etp/groups", test_groups);
   g_test_add_func("/expert/etp/memory", test_memory);
+  g_test_add_func("/expert/etp/gemm-shard", test_gemm_shard);
   g_test_add_func("/expert/etp/errors", test_errors);
   g_test_add_func("/expert/etp/describe-json", test_describe_json);
   g_test_add_func("/expert/dispatcher/allgather-time", test_allgather_dispatcher);
