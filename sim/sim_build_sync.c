@@ -116,8 +116,9 @@ static uint32_t block_start(const Builder *b, uint32_t t) {
  * before it starts (the task before that block ends), so that the gather runs while that block
  * computes (PyTorch FSDP: forward prefetch, and backward_prefetch=BACKWARD_PRE, which issues
  * the next unit's all-gather before the current unit's gradient computation,
- * https://pytorch.org/docs/stable/fsdp.html; FSDP2 and Megatron-Core's FSDP prefetch one unit
- * ahead the same way); without, when the block before it has computed (backward_prefetch=None:
+ * https://pytorch.org/docs/stable/fsdp.html and notes/fsdp.html; Megatron-Core's Megatron-FSDP,
+ * megatron/core/distributed/fsdp/src/megatron_fsdp, groups parameters by fsdp_unit_modules and
+ * with overlap_param_gather overlaps the all-gathers with the forward compute); without, when the block before it has computed (backward_prefetch=None:
  * "no overlap"), so the gather is exposed. NO_TASK: nothing before it. */
 static uint32_t fsdp_issue_point(const Builder *b, uint32_t start) {
   uint32_t prev = b->chain_prev[start];
