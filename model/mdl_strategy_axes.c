@@ -165,6 +165,10 @@ gboolean mdl_megatron_op_splits(const MdlOp *op, const MdlRankAxes *ax,
       int seq = mdl_op_find_dim(op, "s");
       if (seq >= 0 && op->dims[seq].role == MDL_ROLE_ATTRIBUTE && op->dims[seq].splittable)
         d = seq;
+      /* The token dispatch keeps the sequence split: each tensor-parallel rank routes its own
+       * S/TP tokens (Megatron-Core requires sequence parallelism for MoE with tp > 1; its
+       * dispatchers start from [S/TP*B, H], token_dispatcher.py). */
+      else if (op->gather) d = token;
     }
     if (d < 0 && ax->in_cp[a]) {
       g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,

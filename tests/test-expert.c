@@ -258,6 +258,47 @@ static void test_dispatcher_key(void) {
   dev_cluster_free(c);
 }
 
+/* Under sequence parallelism each tensor-parallel rank routes its own S/TP tokens: the dispatch
+ * splits its token dim c on the tp axis, so the forward all-to-all of the dispatched buffers
+ * moves b x E x (c/tp) x h a rank, and the tensor-parallel all-gather follows it (Megatron-Core's
+ * alltoall dispatcher: permute, A2A(EP), AG(TP)). */
+static void test_sp_dispatch(void) {
+  DevCluster *c = h100(1);
+  MdlMoeConfig moe = small_moe;
+  moe.shared_ffn = 0;
+  int64_t b = 8, seq = 256, h = 512, local_b = 2, tp = 2;
+  MdlGraph *g = moe_graph_after_op(b, seq, h, &moe, TRUE);
+  MdlStrategy *st = parse_or_die("megatron:dp=4,tp=2,ep=2,mb=2,sp=1", g, c);
+  int dispatch = find_op(g, "layer0.moe_dispatch");
+  const MdlMesh *mesh = mdl_strategy_mesh(st, 0);
+  g_assert_cmpuint(split_axes(g, st, dispatch, "c"), ==, 1u << (mesh->ndims - 1));
+  CmParams params;
+  cm_params_default(&params);
+  GError *error = NULL;
+  SimRun *run = sim_run_new(g, st, c, &params, &error);
+  g_assert_no_error(error);
+  int out = mdl_graph_op(g, dispatch)->output.tensor, a2a = 0, ag = 0;
+  double buffer = 2.0 * local_b * moe.experts * mdl_moe_capacity(&moe, seq) / tp * h;
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t;
+    sim_run_task(run, i, &t);
+    if (t.kind != SIM_TASK_COMM || t.phase != SIM_PHASE_FORWARD || t.tensor != out) continue;
+    if (t.collective == CM_ALL_TO_ALL) {
+      a2a++;
+      g_assert_cmpfloat(t.bytes, ==, buffer);
+    } else if (t.collective == CM_ALL_GATHER) { /* its gathered size: every tp rank's tokens */
+      ag++;
+      g_assert_cmpfloat(t.bytes, ==, buffer * tp);
+    }
+  }
+  g_assert_cmpint(a2a, >, 0);
+  g_assert_cmpint(ag, >, 0);
+  sim_run_free(run);
+  mdl_strategy_free(st);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/expert/etp/groups", test_groups);
@@ -267,5 +308,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/expert/etp/describe-json", test_describe_json);
   g_test_add_func("/expert/dispatcher/allgather-time", test_allgather_dispatcher);
   g_test_add_func("/expert/dispatcher/key", test_dispatcher_key);
+  g_test_add_func("/expert/dispatcher/sp-tokens", test_sp_dispatch);
   return g_test_run();
 }
