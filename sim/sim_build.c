@@ -272,7 +272,6 @@ int sb_pass_segments(const Builder *b, SbPass pass) {
   case SB_PASS_RECOMPUTE: return mdl_graph_num_tensors(b->g);
   case SB_PASS_REGATHER: return b->nops;
   case SB_PASS_PARAM_FORWARD:
-  case SB_PASS_PARAM_RECOMPUTE:
   case SB_PASS_PARAM_BACKWARD: return zero3 ? b->nops : 0;
   case SB_PASS_SYNC: return 1;
   default: g_assert_not_reached();
@@ -285,12 +284,11 @@ void sb_run_segment(Builder *b, SbPass pass, int index) {
                                                                         : SIM_PHASE_BACKWARD;
   switch (pass) {
   case SB_PASS_FORWARD: sb_forward_segment(b, index); break;
-  case SB_PASS_PARAM_FORWARD: sb_parameter_gathers_segment(b, SB_USE_FORWARD, index); break;
+  case SB_PASS_PARAM_FORWARD: sb_parameter_gathers_segment(b, FALSE, index); break;
   case SB_PASS_BACKWARD: sb_backward_segment(b, index); break;
   case SB_PASS_RECOMPUTE: sb_recompute_segment(b, index); break;
   case SB_PASS_REGATHER: sb_regathers_segment(b, index); break;
-  case SB_PASS_PARAM_RECOMPUTE: sb_parameter_gathers_segment(b, SB_USE_RECOMPUTE, index); break;
-  case SB_PASS_PARAM_BACKWARD: sb_parameter_gathers_segment(b, SB_USE_BACKWARD, index); break;
+  case SB_PASS_PARAM_BACKWARD: sb_parameter_gathers_segment(b, TRUE, index); break;
   case SB_PASS_SYNC: sb_add_gradient_sync_and_optimizer(b, b->last_compute); break;
   default: g_assert_not_reached();
   }
@@ -355,6 +353,7 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
   b->wgt_base = g_new(uint32_t, b->nops);
   b->rec_base = g_new(uint32_t, b->nops);
   b->group = mdl_strategy_recompute_groups(strategy, graph);
+  b->fsdp_unit = strategy->zero_stage >= 3 ? mdl_strategy_fsdp_units(strategy, graph) : NULL;
   b->grads_done_b = g_new0(int, strategy->num_stages);
   b->grads_done_w = g_new0(int, strategy->num_stages);
   b->sample_tdim = g_new(int, nt);
@@ -412,6 +411,7 @@ void sb_builder_clear(Builder *b) {
   g_free(b->chain_next);
   g_free(b->rec_base);
   g_free(b->group);
+  g_free(b->fsdp_unit);
   g_free(b->users);
   sb_free_representatives(b);
   g_hash_table_unref(b->plans);
