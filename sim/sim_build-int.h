@@ -52,6 +52,8 @@ typedef struct {
   uint32_t *rec_base;       /* per op: R tasks (its forward re-run before its backward under
                                recomputation); NO_TASK: not recomputed */
   int *group;               /* per op: recomputation group (mdl_strategy_recompute_groups) */
+  int *fsdp_unit;           /* per op under ZeRO-3: its FSDP unit (mdl_strategy_fsdp_units);
+                               NULL otherwise */
   uint32_t *chain_prev;     /* per compute task: the compute task before it in its device's
                                program (NO_TASK: the first); compute tasks have the lowest ids */
   uint32_t *chain_next;     /* per compute task: the one after it (NO_TASK: the last) */
@@ -98,12 +100,12 @@ typedef struct {
  * a segment whose ops kept their configs is copied, with its task ids shifted. */
 typedef enum {
   SB_PASS_FORWARD,           /* per tensor (sb_forward_segment) */
-  SB_PASS_PARAM_FORWARD,     /* per op, ZeRO-3 (sb_parameter_gathers_segment) */
+  SB_PASS_PARAM_FORWARD,     /* per op, ZeRO-3: the FSDP unit the op opens (empty for the
+                                other ops of a unit; sb_parameter_gathers_segment) */
   SB_PASS_BACKWARD,          /* per tensor (sb_backward_segment) */
   SB_PASS_RECOMPUTE,         /* per tensor (sb_recompute_segment) */
   SB_PASS_REGATHER,          /* per op (sb_regathers_segment) */
-  SB_PASS_PARAM_RECOMPUTE,   /* per op, ZeRO-3 */
-  SB_PASS_PARAM_BACKWARD,    /* per op, ZeRO-3 */
+  SB_PASS_PARAM_BACKWARD,    /* per op, ZeRO-3 (feeds the recomputed forwards too) */
   SB_PASS_SYNC,              /* one: sb_add_gradient_sync_and_optimizer */
   SB_PASS_COUNT
 } SbPass;
@@ -221,9 +223,21 @@ void sb_regathers_segment(Builder *b, int o);
 void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute);
 void sb_choose_representatives(Builder *b, gboolean allow);
 void sb_free_representatives(Builder *b);
-/* The compute tasks a ZeRO-3 parameter all-gather feeds. */
-typedef enum { SB_USE_FORWARD, SB_USE_RECOMPUTE, SB_USE_BACKWARD } SbWeightUse;
-void sb_parameter_gathers_segment(Builder *b, SbWeightUse use, int o);
+/* ZeRO-3 / FSDP (sim_build_sync.c): the parameter all-gathers of the FSDP unit op @o opens
+ * (b->fsdp_unit; nothing when @o does not open one), per microbatch, before the unit's forward
+ * or (@backward) before its first backward-pass task (its recomputed forward or backward). */
+void sb_parameter_gathers_segment(Builder *b, gboolean backward, int o);
+/* One all-gather of an FSDP unit: its weights on the unit's mesh that share one replica mask
+ * (those its gradient is reduced over), @bytes their sum per device once gathered, @w the
+ * first of them (what the task names). */
+typedef struct {
+  unsigned mask;
+  int w;
+  double bytes;
+} SbUnitGather;
+/* The all-gathers (SbUnitGather) of the unit op @o opens, in order of first use; empty when
+ * @o is not the first op of its unit. Clears @out first. */
+void sb_unit_gathers(const Builder *b, int o, GArray *out);
 void sb_crossmesh_cache_free(gpointer data);
 guint sb_crossmesh_cache_hash(gconstpointer key);
 gboolean sb_crossmesh_cache_equal(gconstpointer a, gconstpointer b);

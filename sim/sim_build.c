@@ -58,11 +58,19 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
     xs = (CmGemmShape){fs.m, fs.k, fs.n, fs.batch};
     ws = (CmGemmShape){fs.k, fs.n, fs.m, fs.batch};
   }
-  double fwd_s = cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale, bytes,
-                                         gemm ? &fs : NULL, out_elems, FALSE, 1.0);
+  /* The framework's own kernels for memory-bound ops (an unfused attention dropout, a fused
+   * bias-dropout-add, ...) move their own traffic (cm_framework_traffic). */
+  double traffic_fwd, traffic_bwd;
+  gboolean traffic = cm_framework_traffic(cm_framework_get(b->s->framework), op,
+                                          bytes / b->dtype_bytes - out_elems, out_elems,
+                                          b->dtype_bytes, &traffic_fwd, &traffic_bwd);
+  double fwd_s = cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale,
+                                         traffic ? traffic_fwd : bytes, gemm ? &fs : NULL,
+                                         out_elems, FALSE, 1.0);
   /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic, split
    * between the dX and dW kernels by their share of the work. */
   double bflops = mdl_op_backward_flops(b->g, op) * scale, bbytes = 2 * bytes;
+  if (traffic) bbytes = traffic_bwd;
   double share = cm_weight_grad_share(b->g, op);
   double dx = share < 1 ? cm_kernel_time_profiled(b->p, dev, op->kind, dt, bflops * (1 - share),
                                                   bbytes * (1 - share), gemm ? &xs : NULL,
@@ -264,7 +272,6 @@ int sb_pass_segments(const Builder *b, SbPass pass) {
   case SB_PASS_RECOMPUTE: return mdl_graph_num_tensors(b->g);
   case SB_PASS_REGATHER: return b->nops;
   case SB_PASS_PARAM_FORWARD:
-  case SB_PASS_PARAM_RECOMPUTE:
   case SB_PASS_PARAM_BACKWARD: return zero3 ? b->nops : 0;
   case SB_PASS_SYNC: return 1;
   default: g_assert_not_reached();
@@ -277,12 +284,11 @@ void sb_run_segment(Builder *b, SbPass pass, int index) {
                                                                         : SIM_PHASE_BACKWARD;
   switch (pass) {
   case SB_PASS_FORWARD: sb_forward_segment(b, index); break;
-  case SB_PASS_PARAM_FORWARD: sb_parameter_gathers_segment(b, SB_USE_FORWARD, index); break;
+  case SB_PASS_PARAM_FORWARD: sb_parameter_gathers_segment(b, FALSE, index); break;
   case SB_PASS_BACKWARD: sb_backward_segment(b, index); break;
   case SB_PASS_RECOMPUTE: sb_recompute_segment(b, index); break;
   case SB_PASS_REGATHER: sb_regathers_segment(b, index); break;
-  case SB_PASS_PARAM_RECOMPUTE: sb_parameter_gathers_segment(b, SB_USE_RECOMPUTE, index); break;
-  case SB_PASS_PARAM_BACKWARD: sb_parameter_gathers_segment(b, SB_USE_BACKWARD, index); break;
+  case SB_PASS_PARAM_BACKWARD: sb_parameter_gathers_segment(b, TRUE, index); break;
   case SB_PASS_SYNC: sb_add_gradient_sync_and_optimizer(b, b->last_compute); break;
   default: g_assert_not_reached();
   }
@@ -347,6 +353,7 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
   b->wgt_base = g_new(uint32_t, b->nops);
   b->rec_base = g_new(uint32_t, b->nops);
   b->group = mdl_strategy_recompute_groups(strategy, graph);
+  b->fsdp_unit = strategy->zero_stage >= 3 ? mdl_strategy_fsdp_units(strategy, graph) : NULL;
   b->grads_done_b = g_new0(int, strategy->num_stages);
   b->grads_done_w = g_new0(int, strategy->num_stages);
   b->sample_tdim = g_new(int, nt);
@@ -404,6 +411,7 @@ void sb_builder_clear(Builder *b) {
   g_free(b->chain_next);
   g_free(b->rec_base);
   g_free(b->group);
+  g_free(b->fsdp_unit);
   g_free(b->users);
   sb_free_representatives(b);
   g_hash_table_unref(b->plans);

@@ -144,6 +144,20 @@ static inline void test_assert_model_error(const char *spec, int code, const cha
   g_clear_error(&error);
 }
 
+/* Parsing strategy @spec for @g on @c fails with MDL_ERROR @code (-1: any) and a one-line
+ * message holding @needle, or the test fails. */
+static inline void test_assert_strategy_error(const MdlGraph *g, const DevCluster *c,
+                                              const char *spec, int code, const char *needle) {
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
+  g_assert_null(s);
+  g_assert_nonnull(error);
+  if (code >= 0) g_assert_error(error, MDL_ERROR, code);
+  if (!strstr(error->message, needle)) g_error("%s: '%s' lacks '%s'", spec, error->message, needle);
+  g_assert_null(strchr(error->message, '\n'));
+  g_error_free(error);
+}
+
 /* Simulates @g on @c under strategy @spec with the default cost parameters, or the test fails;
  * the strategy goes to @strategy (caller frees both). */
 static inline SimRun *test_simulate(const MdlGraph *g, const DevCluster *c, const char *spec,
