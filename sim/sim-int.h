@@ -75,7 +75,9 @@ struct SimRun {
 
 /* sim_build_with_options, or with @for_merge the graph chain merging (sim_merge.c) reads: no
  * CSR (it reads the edge list in any order) and the host stream not materialized (see
- * SimTaskGraph.host_duration). */
+ * SimTaskGraph.host_duration); unless the launches look too slow for merging to hold (a
+ * host-bound run: sb_host_bound), where the full graph is built. Which one came back: a graph
+ * for merging has no CSR (succ_offsets NULL). */
 SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *strategy,
                                    const DevCluster *cluster, const CmParams *params,
                                    const SimOptions *options, gboolean for_merge, GError **error);

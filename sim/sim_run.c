@@ -225,7 +225,7 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
   SimTime makespan = 0;
   SimBreakdownSums sums = {0};
   uint32_t reduced = 0;
-  gboolean merged = !schedule && options->prediction_only &&
+  gboolean merged = !schedule && options->prediction_only && !tasks->succ_offsets &&
                     sim_merge_predict(tasks, &makespan, &sums, &reduced);
   /* Not merged: a graph built for merging (unfinished, without its host stream and program
    * order edges) is rebuilt in full. */
