@@ -8,6 +8,7 @@
 
 #include "sim/sim.h"
 #include "sim/sim_crossmesh.h"
+#include "search/srch-int.h" /* the full Megatron space */
 #include "sim/sim-int.h" /* white-box: sim_merge_predict on a full graph */
 #include "test-util.h"
 
@@ -116,6 +117,47 @@ static void test_models(void) {
   step_mode = FALSE;
 }
 
+/* Every 7th point of the full Megatron space (schedules, vp, recomputation, sp, ZeRO) of a
+ * 16-layer GPT on two DGX A100, a fifth of them under weight delay: merged == full, and the
+ * reduction applies to most. */
+static void test_space(void) {
+  GError *error = NULL;
+  const char *gpt = "gpt:layers=16,hidden=2048,heads=16,seq=1024,vocab=32000,batch=64";
+  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
+  MdlGraph *g = mdl_graph_parse_spec(gpt, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  GArray *points = srch_grid_full_points(g, c, DEV_DTYPE_BF16);
+  int checked = 0, merged = 0;
+  for (guint i = 0; i < points->len; i += 7) {
+    MdlMegatronConfig cfg = g_array_index(points, MdlMegatronConfig, i);
+    cfg.weight_delay = (i / 7) % 5 == 0 && cfg.schedule != MDL_SCHEDULE_INTERLEAVED;
+    MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
+    if (!s) { /* weight delay is refused with some schedules */
+      g_clear_error(&error);
+      continue;
+    }
+    SimOptions full_options = {0}, merged_options = {.prediction_only = TRUE};
+    SimRun *a = sim_run_new_with_options(g, s, c, &params, &full_options, &error);
+    g_assert_no_error(error);
+    SimRun *b = sim_run_new_with_options(g, s, c, &params, &merged_options, &error);
+    g_assert_no_error(error);
+    assert_same_prediction(sim_run_prediction(a), sim_run_prediction(b));
+    merged += sim_run_prediction(b)->merged_tasks > 0;
+    checked++;
+    sim_run_free(a);
+    sim_run_free(b);
+    mdl_strategy_free(s);
+  }
+  g_test_message("%d points checked, %d merged", checked, merged);
+  g_assert_cmpint(checked, >, 50);
+  g_assert_cmpint(merged, >, checked / 2);
+  g_array_free(points, TRUE);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* The merged symmetric run gives the full expanded run's iteration, as symmetry promises. */
 static void test_symmetric_vs_expanded(void) {
   const char *spec = "megatron:tp=2,pp=4,dp=2,mb=2,schedule=interleaved,vp=2";
@@ -206,6 +248,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/merge/identical-expanded", test_identical_expanded);
   g_test_add_func("/merge/symmetric-vs-expanded", test_symmetric_vs_expanded);
   g_test_add_func("/merge/models", test_models);
+  g_test_add_func("/merge/space", test_space);
   g_test_add_func("/merge/fallback", test_fallback);
   g_test_add_func("/merge/full-graph", test_full_graph);
   g_test_add_func("/merge/no-schedule", test_no_schedule);
