@@ -307,7 +307,11 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
     uint32_t id = m->gid[spans[k]];
     g_array_append_val(rg->spans, id);
   }
-  /* Edges: the chain between groups, then every kept edge (into heads, out of tails). */
+  /* Edges: the chain between groups, then every kept edge (into heads, out of tails); room
+   * for as many as the graph has, reserved at once. */
+  guint most = 2 * (ng + (g->succ_offsets ? g->succ_offsets[m->n] : g->edges->len / 2));
+  g_array_set_size(rg->edges, most);
+  g_array_set_size(rg->edges, 0);
   for (uint32_t k = 1; k < m->C; k++)
     if ((m->pflags[k] & HEAD) && m->prev[m->prog[k]] != NONE)
       sim_task_graph_edge(rg, m->pgid[k - 1], m->pgid[k]);
