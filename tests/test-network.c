@@ -21,15 +21,20 @@ static SimRun *run_mode(const MdlGraph *g, const MdlStrategy *s, const DevCluste
   return run;
 }
 
+/* The gate of step-expanded collective @k of @run into @gate; returns its join's id. */
+static uint32_t span_gate(const SimRun *run, uint32_t k, SimTaskInfo *gate) {
+  uint32_t gate_id, join_id;
+  sim_task_graph_span(sim_run_task_graph(run), k, &gate_id, &join_id);
+  sim_run_task(run, gate_id, gate);
+  return join_id;
+}
+
 /* Longest gate-to-join span of a gradient all-reduce in the run. */
 static SimTime grad_sync_span(const SimRun *run) {
-  const SimTaskGraph *tg = sim_run_task_graph(run);
   SimTime longest = 0;
-  for (uint32_t k = 0; k < sim_task_graph_num_spans(tg); k++) {
-    uint32_t gate_id, join_id;
-    sim_task_graph_span(tg, k, &gate_id, &join_id);
+  for (uint32_t k = 0; k < sim_task_graph_num_spans(sim_run_task_graph(run)); k++) {
     SimTaskInfo gate;
-    sim_run_task(run, gate_id, &gate);
+    uint32_t join_id = span_gate(run, k, &gate);
     if (gate.kind != SIM_TASK_GRAD_SYNC) continue;
     SimTime span = sim_schedule_start(sim_run_schedule(run), join_id) - gate.start;
     longest = MAX(longest, span);
@@ -187,13 +192,10 @@ static const Case cases[] = {
 
 /* Step-expanded collectives of each kind in @run (1 << CmCollective of their gates). */
 static unsigned expanded_kinds(const SimRun *run) {
-  const SimTaskGraph *tg = sim_run_task_graph(run);
   unsigned kinds = 0;
-  for (uint32_t k = 0; k < sim_task_graph_num_spans(tg); k++) {
-    uint32_t gate_id, join_id;
-    sim_task_graph_span(tg, k, &gate_id, &join_id);
+  for (uint32_t k = 0; k < sim_task_graph_num_spans(sim_run_task_graph(run)); k++) {
     SimTaskInfo gate;
-    sim_run_task(run, gate_id, &gate);
+    span_gate(run, k, &gate);
     kinds |= 1u << gate.collective;
   }
   return kinds;
