@@ -40,7 +40,7 @@ int cli_bench_table4(void);
  * time, peak memory, folded against expanded (cli_bench_step.c). */
 int cli_bench_step(void);
 /* `bench --suite megatron`: per-component errors on Korthikanti et al. Table 5 (@data_dir:
- * the validation data folder, NULL: tests/data/validation). */
+ * the validation data folder, NULL: cli_validation_dir()). */
 int cli_bench_megatron(const char *data_dir);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */

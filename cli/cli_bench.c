@@ -112,7 +112,7 @@ int cli_bench(int argc, char **argv) {
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy (default megatron:tp=8,pp=4,dp=2,mb=1)", "S"},
       {"repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "engine runs (default 5)", "N"},
       {"suite", 0, 0, G_OPTION_ARG_STRING, &suite, "engine, gpt3, allreduce, delta, store, table4, search, collectives, megatron, step or all (default; store, table4, search, collectives, megatron and step only by name)", "NAME"},
-      {"data", 0, 0, G_OPTION_ARG_FILENAME, &data_dir, "megatron suite: the validation data folder (default tests/data/validation)", "DIR"},
+      {"data", 0, 0, G_OPTION_ARG_FILENAME, &data_dir, "megatron suite: the validation data folder (default: the checkout's tests/data/validation)", "DIR"},
       {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &search_seconds, "search suite: each algorithm's time budget (default 20)", "S"},
       {NULL}};
   if (!cli_parse_options("bench", "Benchmarks the task-graph builder and the event engine.",

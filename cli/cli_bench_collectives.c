@@ -1,6 +1,7 @@
 /* cli/bench_collectives — published collective curves against the model and calibration. */
 #include "cli/cli.h"
 #include "cli/cli_bench_collectives.h"
+#include "cli/cli_outputs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -28,7 +29,9 @@ static void print_stats(const char *what, const CmErrorStats *s) {
 
 int cli_bench_collectives(const char *path) {
   GError *error = NULL;
-  if (!path) path = "tests/data/validation/nccl_public.csv";
+  g_autofree char *dir = path ? NULL : cli_validation_dir();
+  g_autofree char *found = path ? NULL : g_build_filename(dir, "nccl_public.csv", NULL);
+  if (!path) path = found;
   g_autoptr(GPtrArray) curves = cm_curves_load(path, &error);
   if (!curves) return cli_fail(error, cli_status_for(error));
   printf("bench: collectives against %s: relative error of time; model at sizes >= 1 MiB, "

@@ -4,8 +4,8 @@
 #ifndef STRATSIM_CLI_BENCH_COLLECTIVES_H
 #define STRATSIM_CLI_BENCH_COLLECTIVES_H
 
-/* Prints, per curve of @path (NULL: tests/data/validation/nccl_public.csv under the current
- * directory) and over all of them, the model's error at sizes >= 1 MiB, the held-out error of
+/* Prints, per curve of @path (NULL: nccl_public.csv in cli_validation_dir()) and over all of
+ * them, the model's error at sizes >= 1 MiB, the held-out error of
  * a calibration fitted to every other size, and the error at 4x the largest fitted size.
  * Returns a CLI exit status. */
 int cli_bench_collectives(const char *path);

@@ -3,6 +3,7 @@
  * and its GEMM compute and tensor-parallel communication against the analytical breakdown of
  * validate/val_components.h. Prints; asserts nothing. */
 #include "cli/cli.h"
+#include "cli/cli_outputs.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +13,8 @@
 static double err_pct(double model, double ref) { return ref > 0 ? 100 * (model / ref - 1) : 0; }
 
 int cli_bench_megatron(const char *data_dir) {
-  const char *dir = data_dir ? data_dir : "tests/data/validation";
+  g_autofree char *found = data_dir ? NULL : cli_validation_dir();
+  const char *dir = data_dir ? data_dir : found;
   g_autofree char *rows_path = g_build_filename(dir, "megatron_public.csv", NULL);
   g_autofree char *curve_path = g_build_filename(dir, "nccl_a100.csv", NULL);
   GError *error = NULL;

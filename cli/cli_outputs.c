@@ -84,3 +84,22 @@ char *cli_results_path(const char *name) {
   g_autofree char *dir = env && *env ? g_strdup(env) : find_results_dir();
   return name ? g_build_filename(dir, name, NULL) : g_steal_pointer(&dir);
 }
+
+/* The nearest directory from the current one up holding tests/data/validation/README.md, else
+ * the source tree this binary was built from, else the relative path (cli_outputs.h). */
+char *cli_validation_dir(void) {
+  g_autofree char *dir = g_get_current_dir();
+  for (;;) {
+    g_autofree char *readme = g_build_filename(dir, "tests", "data", "validation", "README.md", NULL);
+    if (g_file_test(readme, G_FILE_TEST_IS_REGULAR)) return g_path_get_dirname(readme);
+    char *up = g_path_get_dirname(dir);
+    gboolean top = g_strcmp0(up, dir) == 0;
+    g_free(dir);
+    dir = up;
+    if (top) break;
+  }
+  g_autofree char *built = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation", NULL);
+  g_autofree char *readme = g_build_filename(built, "README.md", NULL);
+  if (g_file_test(readme, G_FILE_TEST_IS_REGULAR)) return g_steal_pointer(&built);
+  return g_build_filename("tests", "data", "validation", NULL);
+}

@@ -23,4 +23,10 @@ gboolean cli_output_dir_ok(const char *option, const char *dir, GError **error);
  * of the checkout writes to the checkout's results/, not a new results/ beside it. */
 char *cli_results_path(const char *name);
 
+/* The published measurements `bench --suite megatron|collectives` read by default: the
+ * checkout's tests/data/validation found from the current directory up (so the suites run from
+ * build/ or any folder of a checkout), else that of the source tree the binary was built from.
+ * Caller g_free()s. */
+char *cli_validation_dir(void);
+
 #endif

@@ -2,8 +2,11 @@
 #include "results/res_db-int.h"
 #include "costmodel/cm_profile.h"
 
+#include <errno.h>
+#include <glib/gstdio.h>
 #include <sqlite3.h>
 #include <string.h>
+#include <unistd.h>
 
 G_DEFINE_QUARK(res-error-quark, res_error)
 
@@ -308,6 +311,33 @@ static gboolean set_wal(ResDb *db, GError **error) {
   }
 }
 
+static ResDb *open_file(const char *path, gboolean no_checkpoint, GError **error);
+
+/* Makes a new database at @path whole or not at all (a process killed while creating it leaves
+ * no half-made file that a later read-only open could not read): the schema is written into a
+ * temporary file beside it, checkpointed into that file, and the file linked to @path, which
+ * fails harmlessly when another process made @path meanwhile (its database is then used).
+ * TRUE when @path exists afterwards. A process killed here leaves only its temporary
+ * PATH.new-PID-TIME, which nothing reads. */
+static gboolean create_whole(const char *path, GError **error) {
+  g_autofree char *tmp = g_strdup_printf("%s.new-%d-%" G_GINT64_FORMAT, path, (int)getpid(),
+                                         g_get_monotonic_time());
+  ResDb *db = open_file(tmp, FALSE, error);
+  gboolean ok = db && exec(db, "PRAGMA wal_checkpoint(TRUNCATE);", RES_ERROR_OPEN, error);
+  res_db_close(db); /* the last connection: the WAL is checkpointed and removed */
+  if (ok && link(tmp, path) != 0 && errno != EEXIST) {
+    g_set_error(error, RES_ERROR, RES_ERROR_OPEN, "cannot create database %s: %s", path,
+                g_strerror(errno));
+    ok = FALSE;
+  }
+  static const char *const made[] = {"", "-wal", "-shm"};
+  for (gsize i = 0; i < G_N_ELEMENTS(made); i++) {
+    g_autofree char *f = g_strconcat(tmp, made[i], NULL);
+    g_unlink(f);
+  }
+  return ok;
+}
+
 ResDb *res_db_open(const char *path, GError **error) {
   g_autofree char *dir = g_path_get_dirname(path);
   if (g_mkdir_with_parents(dir, 0755) != 0) {
@@ -315,6 +345,13 @@ ResDb *res_db_open(const char *path, GError **error) {
                 dir, path);
     return NULL;
   }
+  if (!g_file_test(path, G_FILE_TEST_EXISTS) && !create_whole(path, error)) return NULL;
+  return open_file(path, TRUE, error);
+}
+
+/* Opens (creating when missing) and migrates the database at @path in WAL mode; @no_checkpoint:
+ * the WAL stays when the connection closes (see below). */
+static ResDb *open_file(const char *path, gboolean no_checkpoint, GError **error) {
   ResDb *db = g_new0(ResDb, 1);
   db->path = g_strdup(path);
   if (sqlite3_open_v2(path, &db->sql, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
@@ -332,7 +369,7 @@ ResDb *res_db_open(const char *path, GError **error) {
    * checkpoint (four syncs, the WAL deleted and made again next run): the WAL stays instead and
    * SQLite's automatic checkpoint (every 1000 pages) moves it into the file, so the database is
    * the file with its -wal beside it (copy it with `sqlite3 DB ".backup COPY"`). */
-  sqlite3_db_config(db->sql, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+  if (no_checkpoint) sqlite3_db_config(db->sql, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
   /* journal_mode=WAL reads the file header: a file that is not a database fails here. */
   if (!set_wal(db, error) || !exec(db, "PRAGMA synchronous=NORMAL;", RES_ERROR_OPEN, error) ||
       !exec(db, "PRAGMA foreign_keys=ON;", RES_ERROR_OPEN, error) ||

@@ -117,9 +117,33 @@ static double y_of(const ScnScenario *sc, const ResPoint *p) {
                                                             : p->samples_per_s;
 }
 
+/* "best over tp, ep (pp=1)" from a label template that starts with its placeholder,
+ * "tp={tp} pp=1 ep={ep}": the swept variables, then the words without a placeholder. */
+static char *best_over(const char *label_template) {
+  GString *vars = g_string_new(NULL), *fixed = g_string_new(NULL);
+  g_auto(GStrv) words = g_strsplit(label_template, " ", -1);
+  for (char **w = words; *w; w++) {
+    for (const char *open = strchr(*w, '{'); open; open = strchr(open + 1, '{')) {
+      const char *close = strchr(open, '}');
+      if (!close) break;
+      g_string_append_printf(vars, "%s%.*s", vars->len ? ", " : "", (int)(close - open - 1), open + 1);
+    }
+  }
+  /* A word without a placeholder stays, unless it names one ("seed {seed}"). */
+  g_auto(GStrv) names = g_strsplit(vars->str, ", ", -1);
+  for (char **w = words; *w; w++)
+    if (**w && !strchr(*w, '{') && !g_strv_contains((const char *const *)names, *w))
+      g_string_append_printf(fixed, "%s%s", fixed->len ? " " : "", *w);
+  char *name = fixed->len ? g_strdup_printf("best over %s (%s)", vars->str, fixed->str)
+                          : g_strdup_printf("best over %s", vars->str);
+  g_string_free(vars, TRUE);
+  g_string_free(fixed, TRUE);
+  return name;
+}
+
 /* "best Megatron" from the label template "Megatron tp={tp}": the text before the first
  * placeholder, less the "key=" that introduces it. */
-static char *best_name(const char *label_template) {
+char *scn_chart_best_name(const char *label_template) {
   const char *brace = strchr(label_template, '{');
   if (!brace) return g_strdup_printf("best %s", label_template);
   g_autofree char *head = g_strndup(label_template, (gsize)(brace - label_template));
@@ -142,7 +166,7 @@ static char *best_name(const char *label_template) {
     head[strlen(head) - 1] = '\0';
     g_strchomp(head);
   }
-  return *head ? g_strdup_printf("best %s", head) : g_strdup_printf("best %s", label_template);
+  return *head ? g_strdup_printf("best %s", head) : best_over(label_template);
 }
 
 static gboolean chart_throughput(const ScnResults *r, const char *dir, unsigned formats,
@@ -268,7 +292,7 @@ static gboolean chart_throughput(const ScnResults *r, const char *dir, unsigned 
     }
     g_array_sort_with_data(members, compare_x, xs);
     const ScnTemplate *ts = g_ptr_array_index(sc->strategies, first->strategy_entry);
-    g_autofree char *bname = best_name(ts->label);
+    g_autofree char *bname = scn_chart_best_name(ts->label);
     GString *name = g_string_new(bname);
     if (sc->models->len > 1) g_string_append_printf(name, ", %s", first->model_label);
     if (sc->clusters->len > 1) g_string_append_printf(name, ", %s", first->cluster_label);

@@ -33,6 +33,11 @@ typedef struct {
   guint images;            /* images gnuplot drew */
 } ScnChartOutcome;
 
+/* The throughput chart's name for the best point of a strategy entry, from its label template:
+ * "best Megatron" from "Megatron tp={tp}", "best over tp, ep (pp=1)" from "tp={tp} pp=1 ep={ep}"
+ * (no placeholder is left unfilled). Caller g_free()s. */
+char *scn_chart_best_name(const char *label_template);
+
 void scn_chart_outcome_init(ScnChartOutcome *outcome);
 void scn_chart_outcome_clear(ScnChartOutcome *outcome);
 

@@ -276,6 +276,21 @@ static void test_results_dir(void) {
   g_assert_true(g_file_test(moved, G_FILE_TEST_IS_REGULAR));
 }
 
+/* `bench --suite collectives|megatron` run from a folder outside any checkout read the published
+ * measurements of the source tree the binary was built from (they used to need the checkout
+ * root as the current directory). */
+static void test_bench_data_found(void) {
+  static const char *const suites[] = {"collectives", "megatron"};
+  for (gsize i = 0; i < G_N_ELEMENTS(suites); i++) {
+    g_autofree char *args = g_strdup_printf("bench --suite %s", suites[i]);
+    TestCliResult r = test_cli_run(tmpdir, args);
+    g_assert_cmpint(r.status, ==, 0);
+    g_assert_nonnull(strstr(r.out, "tests/data/validation/"));
+    g_assert_nonnull(strstr(r.out, "mean"));
+    test_cli_result_clear(&r);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   /* one-line stderr is asserted: no progress lines on a slow machine (test-progress has them) */
@@ -294,6 +309,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/newuser/simulate/hardware-flops", test_hardware_flops);
   g_test_add_func("/newuser/explain/layouts", test_explain_layouts);
   g_test_add_func("/newuser/results-dir", test_results_dir);
+  g_test_add_func("/newuser/bench/data-found", test_bench_data_found);
   int status = g_test_run();
   test_remove_tree(tmpdir);
   g_free(tmpdir);

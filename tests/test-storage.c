@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "results/res_db.h"
 #include "test-cli-util.h"
@@ -76,6 +77,43 @@ static void test_concurrent_writers(void) {
     g_assert_cmpint(test_db_query_int(db, "PRAGMA user_version"), ==, RES_SCHEMA_VERSION);
     g_assert_cmpint(db_check(db), ==, 0);
   }
+}
+
+/* --- a database killed while it is being created ---------------------------------------------- */
+
+/* res_db_open on a new path in a child killed after a random 0-30 ms (creating the schema takes
+ * about 10): afterwards the path is either absent or a whole database of the current schema that a
+ * read-only open (--no-store) reads. (A killed creation's temporary DB.new-PID-TIME stays.) */
+static void test_create_killed(void) {
+  GRand *rand = g_rand_new_with_seed(11);
+  int absent = 0, whole = 0;
+  for (int round = 0; round < 40; round++) {
+    g_autofree char *name = g_strdup_printf("create-killed-%d.db", round);
+    g_autofree char *db = tmp_path(name);
+    pid_t pid = fork();
+    g_assert_cmpint(pid, >=, 0);
+    if (pid == 0) {
+      ResDb *d = res_db_open(db, NULL);
+      res_db_close(d);
+      _exit(d ? 0 : 1);
+    }
+    g_usleep((gulong)g_rand_int_range(rand, 0, 30000));
+    kill(pid, SIGKILL);
+    int status = 0;
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    if (!g_file_test(db, G_FILE_TEST_EXISTS)) {
+      absent++;
+      continue;
+    }
+    whole++;
+    GError *error = NULL;
+    ResDb *ro = res_db_open_read_only(db, &error);
+    g_assert_no_error(error);
+    res_db_close(ro);
+    g_assert_cmpint(test_db_query_int(db, "PRAGMA user_version"), ==, RES_SCHEMA_VERSION);
+  }
+  g_test_message("40 creations killed: %d left no file, %d a whole database", absent, whole);
+  g_rand_free(rand);
 }
 
 /* --- a search killed at random moments ------------------------------------------------------- */
@@ -400,6 +438,7 @@ int main(int argc, char **argv) {
   tmpdir = g_dir_make_tmp("stratsim-storage-XXXXXX", NULL);
   g_assert_nonnull(tmpdir);
   g_test_add_func("/results/storage/concurrent-writers", test_concurrent_writers);
+  g_test_add_func("/results/storage/create-killed", test_create_killed);
   static const guint32 seeds[] = {1, 2};
   for (gsize i = 0; i < G_N_ELEMENTS(seeds); i++) {
     g_autofree char *path = g_strdup_printf("/results/storage/search-kill/seed:%u", seeds[i]);

@@ -479,6 +479,21 @@ static char *read_file(const char *dir, const char *name) {
   return text;
 }
 
+static void test_chart_best_name(void) {
+  static const char *const cases[][2] = {
+      {"Megatron tp={tp} mb={mb}", "best Megatron"},
+      {"seed {seed}", "best over seed"},
+      {"tp={tp} pp=1 ep={ep}", "best over tp, ep (pp=1)"},
+      {"tp={tp} pp={pp} cp={cp} {dtype}", "best over tp, pp, cp, dtype"},
+      {"data parallel", "best data parallel"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *name = scn_chart_best_name(cases[i][0]);
+    g_assert_cmpstr(name, ==, cases[i][1]);
+    g_assert_null(strchr(name, '{'));
+  }
+}
+
 static void test_chart_files(void) {
   ResDb *db = NULL;
   ScnResults *r = swept_small("charts.db", &db);
@@ -632,6 +647,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/scn/shipped/autoddl-fig9", test_shipped_autoddl);
   g_test_add_func("/scn/report/formats", test_report_formats);
   g_test_add_func("/scn/chart/files", test_chart_files);
+  g_test_add_func("/scn/chart/best-name", test_chart_best_name);
   g_test_add_func("/scn/cli/sweep-report-plot", test_cli_sweep_report_plot);
   int status = g_test_run();
   test_remove_tree(tmpdir);
