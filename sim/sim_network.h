@@ -50,7 +50,13 @@ gboolean sim_network_supports(CmCollective kind);
  *   each member's transfers cross the same kind of link (a ring of 2 hosts x 2 GPUs alternates
  *   NVLink and NIC steps, and its members differ).
  * Gates, joins and whole-collective tasks follow the task mode's symmetry (sim_build_symmetry.c).
- * The test /network/fold-exact checks folded against expanded runs bit for bit. */
+ * Ties: the engine serves equal ready times by task id. A collective's transfers occupy an ids'
+ * range of their own, and the transfers a replica's ingress receives belong to the same
+ * collective as the representative's transfer that mirrors them, so against any other task
+ * they compare as it does; within a collective a port serves one transfer per step, each after
+ * the previous. The queue at every port is the same folded or expanded. Tests
+ * /sim/network/fold-exact and /sim/network/fold-random check folded against expanded runs bit
+ * for bit. */
 gboolean sim_network_foldable(const DevCluster *cluster, gboolean overlap);
 gboolean sim_network_group_foldable(const DevCluster *cluster, const int *devices, int p);
 
