@@ -48,7 +48,9 @@ gboolean sim_network_supports(CmCollective kind);
  *   other and the members' timelines differ);
  * - sim_network_group_foldable: the group of @p @devices sits on one host or on @p hosts, so
  *   each member's transfers cross the same kind of link (a ring of 2 hosts x 2 GPUs alternates
- *   NVLink and NIC steps, and its members differ).
+ *   NVLink and NIC steps, and its members differ). A mesh axis whose groups fail this stays
+ *   expanded while the others fold, when no gradient sync group spans both kinds of axes and
+ *   every mesh folds the same axes (sim_build_symmetry.c).
  * Gates, joins and whole-collective tasks follow the task mode's symmetry (sim_build_symmetry.c).
  * Ties: the engine serves equal ready times by task id. A collective's transfers occupy an ids'
  * range of their own, and the transfers a replica's ingress receives belong to the same

@@ -181,6 +181,13 @@ static const Case cases[] = {
     {GPT4, "dgx-a100:nodes=4,gpus_per_node=1,nics_per_node=1", "megatron:tp=4,mb=2", TRUE, AR},
     {GPT4, "dgx-a100:nodes=4,gpus_per_node=2,nics_per_node=2,oversubscription=2", "megatron:tp=2,pp=2,dp=2,mb=1", TRUE, AR | SR},
     {GPT8, "dgx-a100:nodes=4,oversubscription=4", "megatron:tp=8,dp=4,mb=1,zero=3", TRUE, 0},
+    /* partly folded: tensor-parallel groups on one host fold, data-parallel rings over 2 hosts
+     * x 4 or 2 x 2 GPUs (or a 16-GPU tensor-parallel ring over 2 hosts) stay expanded */
+    {GPT4, "dgx-a100:nodes=2", "megatron:tp=4,dp=4,mb=2", TRUE, AR},
+    {GPT4, "dgx-a100:nodes=2", "megatron:tp=2,dp=8,mb=2", TRUE, AR},
+    {GPT4, "dgx-a100:nodes=4", "megatron:tp=16,dp=2,mb=2", TRUE, AR},
+    {GPT8, "dgx-a100:nodes=4,oversubscription=2", "megatron:tp=4,pp=2,dp=4,mb=1,schedule=interleaved,vp=2", TRUE, AR | SR},
+    {MOE, "dgx-a100:nodes=2", "megatron:ep=4,dp=4,tp=4,mb=2", TRUE, A2A},
     /* a ring over 2 hosts x 8 GPUs alternates NVLink and NIC steps: expanded */
     {GPT8, "dgx-a100:nodes=2", "dp", FALSE, AR},
     {GPT8, "dgx-h100:nodes=2", "megatron:tp=8,dp=2,mb=2,overlap=0", FALSE, AR},
@@ -285,6 +292,7 @@ static void test_fold_random(gconstpointer data) {
 }
 
 static const Case random_cases[] = {
+    {GPT4, "dgx-a100:nodes=2", "megatron:tp=4,dp=4,mb=2", TRUE, 0},
     {GPT4, "dgx-a100:nodes=2,gpus_per_node=4,nics_per_node=4", "megatron:tp=2,pp=2,dp=2,mb=2", TRUE, 0},
     {GPT4, "dgx-a100", "megatron:tp=4,dp=2,mb=2", TRUE, 0},
     {MOE, "dgx-a100:nodes=4,gpus_per_node=2,nics_per_node=2,oversubscription=2", "megatron:ep=4,dp=4,tp=2,mb=2", TRUE, 0},
