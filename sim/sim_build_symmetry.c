@@ -12,9 +12,14 @@
  * the whole group's time. Meshes that share devices (FlexFlow-style per-op placements) are
  * always expanded. */
 
-static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsigned mask) {
+/* In step mode (sim_network.h) the groups must also fold, or, for an axis left @expanded while
+ * others fold, be alike: the folding permutes replicas along the other axes, which must map
+ * each of these groups to one whose links are the same. */
+static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsigned mask,
+                                   gboolean expanded) {
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
+  g_autofree int *first_devices = g_new(int, mesh->ndevices);
   CmLinkCost first = {0};
   CmGroupShape first_shape = {0};
   gboolean have = FALSE;
@@ -22,7 +27,10 @@ static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsign
     if (!sb_is_group_base(mesh, mask, base)) continue;
     int p = sb_group_members(mesh, mask, base, members);
     for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
-    if (b->step && !sim_network_group_foldable(b->c, devices, p)) return FALSE;
+    if (b->step && (expanded ? have && !sim_network_groups_alike(b->c, first_devices, devices, p)
+                             : !sim_network_group_foldable(b->c, devices, p)))
+      return FALSE;
+    if (!have) memcpy(first_devices, devices, sizeof(int) * (gsize)p);
     CmLinkCost c = cm_group_link(b->c, devices, p);
     /* NCCL's model (cm_tuner.h) costs a group by its shape: hosts and members per host. */
     CmGroupShape g;
@@ -99,8 +107,8 @@ static unsigned symmetric_axes(const Builder *b, int m, const int *ops, int nops
    * every gradient sync group lies within the folded axes or outside them (a group across both
    * would have some simulated members, neither one nor all). */
   for (int a = 0; a < mesh->ndims; a++)
-    if ((all & (1u << a)) && !uniform_group_cost(b, mesh, 1u << a)) {
-      if (!b->step) return 0;
+    if ((all & (1u << a)) && !uniform_group_cost(b, mesh, 1u << a, FALSE)) {
+      if (!b->step || !uniform_group_cost(b, mesh, 1u << a, TRUE)) return 0;
       fold &= ~(1u << a);
     }
   /* Each mask is checked once (a check walks the whole mesh; there are at most 2^4 masks and
@@ -118,7 +126,7 @@ static unsigned symmetric_axes(const Builder *b, int m, const int *ops, int nops
       unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
       if (!mask || (uniform & (1u << mask))) continue;
       gboolean expanded = b->step && !(mask & fold);
-      if (!expanded && ((mask & ~fold) || !uniform_group_cost(b, mesh, mask))) return 0;
+      if ((!expanded && (mask & ~fold)) || !uniform_group_cost(b, mesh, mask, expanded)) return 0;
       uniform |= 1u << mask;
     }
   }

@@ -298,6 +298,27 @@ static const Case random_cases[] = {
     {MOE, "dgx-a100:nodes=4,gpus_per_node=2,nics_per_node=2,oversubscription=2", "megatron:ep=4,dp=4,tp=2,mb=2", TRUE, 0},
 };
 
+/* A placement whose data-parallel rings differ: 4 hosts of 2 GPUs, mesh [dp 4, tp 2], tensor-
+ * parallel pairs on 2 hosts each (they would fold), data-parallel column 0 on hosts
+ * {0, 0, 1, 1} (NVLink and NIC steps) and column 1 on {2, 3, 2, 3} (NIC steps only). Folding
+ * the tensor-parallel axis would simulate column 0 only; the step mode keeps it expanded. */
+static void test_fold_unlike(void) {
+  DevCluster *c = test_cluster(4, 2, 150.0, 3.4, 100, 9.6);
+  c->nics_per_node = 2;
+  MdlGraph *g = test_chain_graph(2, 4096, 8);
+  const char *json = "{\"num_microbatches\": 2, \"meshes\": [{\"shape\": [4, 2], "
+                     "\"devices\": [0, 4, 1, 6, 2, 5, 3, 7]}],"
+                     " \"default\": {\"mesh\": 0, \"split\": [\"b\", \"n\"]}}";
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_from_json(json, "inline", g, c, &error);
+  g_assert_no_error(error);
+  Parsed p = {c, g, s};
+  SimRun *sym = run_both(&p, NULL);
+  g_assert_false(sim_run_prediction(sym)->symmetric);
+  sim_run_free(sym);
+  parsed_clear(&p);
+}
+
 /* The conditions themselves: hosts of a group, NIC sharing, overlap. */
 static void test_foldable(void) {
   GError *error = NULL;
@@ -307,6 +328,9 @@ static void test_foldable(void) {
   g_assert_true(sim_network_group_foldable(c, one_host, 4));
   g_assert_true(sim_network_group_foldable(c, four_hosts, 4));
   g_assert_false(sim_network_group_foldable(c, mixed, 4));
+  const int mixed2[4] = {16, 17, 24, 25}, alternating[4] = {0, 8, 1, 9};
+  g_assert_true(sim_network_groups_alike(c, mixed, mixed2, 4));
+  g_assert_false(sim_network_groups_alike(c, mixed, alternating, 4));
   g_assert_true(sim_network_foldable(c, TRUE));
   g_assert_false(sim_network_foldable(c, FALSE));
   c->nics_per_node = 4;
@@ -320,6 +344,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/network/shared-nic", test_shared_nic);
   g_test_add_func("/sim/network/oversubscription", test_oversubscription);
   g_test_add_func("/sim/network/foldable", test_foldable);
+  g_test_add_func("/sim/network/fold-unlike", test_fold_unlike);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *path = g_strdup_printf("/sim/network/fold-exact/%zu", i);
     g_test_add_data_func(path, &cases[i], test_fold_exact);
