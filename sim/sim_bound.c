@@ -211,37 +211,26 @@ static int mesh_index_of(const MdlMesh *mesh, int d) {
   return -1;
 }
 
-/* Collectives on a device's communication stream (@index: its mesh index per mesh) besides the gaps' (sim_bound.h,
- * "Communication stream"): ZeRO-3's parameter all-gathers (sb_parameter_gathers_segment) and
- * the gradient synchronization of every bucket (sb_add_gradient_sync_and_optimizer). ZeRO 1
- * and 2's parameter all-gathers of the buckets, included, also go to @gathers. */
-static SimTime stream_collectives(Gaps *g, const int *index, const int *group, SimTime *gathers) {
+/* Collectives on a device's communication stream besides the gaps' (sim_bound.h,
+ * "Communication stream"), summed by kind over its groups: the gradient synchronization of
+ * every bucket (sb_add_gradient_sync_and_optimizer) as one all-reduce, reduce-scatter and
+ * all-gather each, and ZeRO-3's parameter all-gathers (sb_parameter_gathers_segment) per op,
+ * one gather's time. None depends on the recomputation or the ZeRO stage. */
+typedef struct {
+  gboolean synced, gathered;
+  SimTime all_reduce, reduce_scatter, all_gather;
+  GArray *gathers;   /* ZeRO-3: OpGather per op and weight */
+} Stream;
+
+typedef struct {
+  int op;
+  SimTime time;
+} OpGather;
+
+/* The gradient syncs of the device whose mesh index per mesh is @index. */
+static void stream_syncs(Gaps *g, const int *index, Stream *st) {
   const Builder *b = g->b;
-  SimTime sum = 0;
-  *gathers = 0;
-  int zero = b->s->zero_stage;
-  /* ZeRO-3: per weight, each op that reads it (once however often it reads it) gathers it
-   * over the axes it is replicated on, in that op's layout. */
-  for (int w = 0; zero >= 3 && w < mdl_graph_num_tensors(b->g); w++) {
-    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-    const GArray *users = b->users[w];
-    for (guint u = 0; u < users->len; u++) {
-      int o = g_array_index(users, int, u), m = cfg(b, o)->mesh, first;
-      if ((u > 0 && g_array_index(users, int, u - 1) == o) || index[m] < 0) continue;
-      MdlLayout layout;
-      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
-      const MdlOp *op = mdl_graph_op(b->g, o);
-      int k = 0;
-      while (op->inputs[k].tensor != w) k++;
-      const MdlMesh *mesh = mesh_of(b, o);
-      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      SimTime uses = (SimTime)b->M * (group[o] >= 0 ? 3 : 2); /* F, B and, recomputed, R */
-      if (mask)
-        sum += uses * collective_time(g, m, mask, group_base(mesh, mask, index[m]), CM_ALL_GATHER,
-                                      mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes);
-    }
-  }
-  if (!g->items) { /* neither the ZeRO stage nor overlap_param_gather changes them */
+  if (!g->items) {
     g->items = sb_sync_items(b, NULL);
     g->buckets = sb_sync_buckets(b, g->items);
   }
@@ -250,22 +239,57 @@ static SimTime stream_collectives(Gaps *g, const int *index, const int *group, S
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
     const SyncItem *it = all + range[0];
-    const MdlMesh *mesh = mdl_strategy_mesh(b->s, it->m);
     int idx = index[it->m];
     if (idx < 0) continue;
     double bytes = 0;
     for (guint i = range[0]; i < range[1]; i++) bytes += all[i].bytes;
-    int base = group_base(mesh, it->mask, idx);
-    if (zero == 0) {
-      sum += collective_time(g, it->m, it->mask, base, CM_ALL_REDUCE, bytes);
-      continue;
-    }
-    /* Reduce-scatters: once (stage 1) or per microbatch (2, 3); the parameters' all-gather
-     * after the step or ahead of the forward (1, 2). */
-    sum += (SimTime)(zero >= 2 ? b->M : 1) * collective_time(g, it->m, it->mask, base, CM_REDUCE_SCATTER, bytes);
-    if (zero <= 2) *gathers += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, bytes);
+    int base = group_base(mdl_strategy_mesh(b->s, it->m), it->mask, idx);
+    st->all_reduce += collective_time(g, it->m, it->mask, base, CM_ALL_REDUCE, bytes);
+    st->reduce_scatter += collective_time(g, it->m, it->mask, base, CM_REDUCE_SCATTER, bytes);
+    st->all_gather += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, bytes);
   }
-  return sum + *gathers;
+  st->synced = TRUE;
+}
+
+/* ZeRO-3: per weight, each op that reads it (once however often it reads it) gathers it
+ * over the axes it is replicated on, in that op's layout. */
+static void stream_gathers(Gaps *g, const int *index, Stream *st) {
+  const Builder *b = g->b;
+  st->gathers = g_array_new(FALSE, FALSE, sizeof(OpGather));
+  for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
+    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+    const GArray *users = b->users[w];
+    for (guint u = 0; u < users->len; u++) {
+      int o = g_array_index(users, int, u), m = cfg(b, o)->mesh, first;
+      if ((u > 0 && g_array_index(users, int, u - 1) == o) || index[m] < 0) continue;
+      MdlLayout layout;
+      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
+      if (!mask) continue;
+      const MdlOp *op = mdl_graph_op(b->g, o);
+      int k = 0;
+      while (op->inputs[k].tensor != w) k++;
+      const MdlMesh *mesh = mesh_of(b, o);
+      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      double bytes = mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes;
+      OpGather one = {o, collective_time(g, m, mask, group_base(mesh, mask, index[m]), CM_ALL_GATHER, bytes)};
+      g_array_append_val(st->gathers, one);
+    }
+  }
+  st->gathered = TRUE;
+}
+
+/* The stream's collectives under ZeRO stage @zero and recomputation groups @group; the
+ * parameter all-gathers of ZeRO 1 and 2 also go to @gathers. */
+static SimTime stream_collectives(const Stream *st, int zero, const int *group, int M, SimTime *gathers) {
+  *gathers = zero == 1 || zero == 2 ? st->all_gather : 0;
+  if (zero == 0) return st->all_reduce;
+  /* Reduce-scatters: once (stage 1) or per microbatch (2, 3). */
+  SimTime sum = (zero >= 2 ? (SimTime)M : 1) * st->reduce_scatter + *gathers;
+  for (guint i = 0; zero >= 3 && i < st->gathers->len; i++) {
+    const OpGather *q = &g_array_index(st->gathers, OpGather, i);
+    sum += (SimTime)M * (group[q->op] >= 0 ? 3 : 2) * q->time; /* F, B and, recomputed, R */
+  }
+  return sum;
 }
 
 /* Sum of @d over the ops of chunk @c with index <= @last. */
@@ -287,6 +311,7 @@ struct SimBounder {
   int **index;               /* per rank: that device's mesh index per mesh (-1: not in it) */
   GArray **pairs;            /* per rank: its device's GapPairs */
   gboolean *params;          /* per rank: its device holds weights (steps an optimizer) */
+  Stream *streams;           /* per rank: its device's communication stream */
   /* For the strategy's recomputation as of the last refresh: */
   gboolean refreshed;
   MdlRecompute recompute;
@@ -396,6 +421,7 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
   sb->index = g_new0(int *, P);
   sb->pairs = g_new0(GArray *, P);
   sb->params = g_new0(gboolean, P);
+  sb->streams = g_new0(Stream, P);
   sb->gap = g_new0(SimTime, P);
   sb->done = g_new0(SimTime, P);
   gboolean gaps = !options || !options->step_collectives;
@@ -436,8 +462,11 @@ SimTime sim_bounder_bound(SimBounder *sb) {
     sb->stream[zero] = sb->tail[zero] = 0;
     for (int r = 0; r < sb->nranks; r++) {
       if (sb->device[r] < 0) continue;
+      Stream *st = &sb->streams[r];
+      if (!st->synced) stream_syncs(&sb->gaps, sb->index[r], st);
+      if (zero >= 3 && !st->gathered) stream_gathers(&sb->gaps, sb->index[r], st);
       SimTime gathers;
-      sb->stream[zero] = MAX(sb->stream[zero], sb->gap[r] + stream_collectives(&sb->gaps, sb->index[r], sb->group, &gathers));
+      sb->stream[zero] = MAX(sb->stream[zero], sb->gap[r] + stream_collectives(st, zero, sb->group, b->M, &gathers));
       if (sb->params[r]) sb->tail[zero] = MAX(sb->tail[zero], sb->done[r] + gathers);
     }
     sb->streamed[zero] = TRUE;
@@ -460,6 +489,7 @@ void sim_bounder_free(SimBounder *sb) {
     g_array_unref(sb->gaps.buckets);
   }
   for (int r = 0; r < sb->nranks; r++) {
+    if (sb->streams[r].gathers) g_array_unref(sb->streams[r].gathers);
     g_free(sb->index[r]);
     if (sb->pairs[r]) g_array_unref(sb->pairs[r]);
   }
@@ -473,6 +503,7 @@ void sim_bounder_free(SimBounder *sb) {
   g_free(sb->drain);
   g_free(sb->device);
   g_free(sb->params);
+  g_free(sb->streams);
   g_free(sb->gap);
   g_free(sb->done);
   g_free(sb->group);
