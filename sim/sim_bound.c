@@ -1,5 +1,6 @@
-/* sim/bound — the lower bound of sim_bound.h: compute-stream work plus pipeline fill and
- * drain (the argument is in the header). */
+/* sim/bound — the lower bounds of sim_bound.h: compute-stream work plus pipeline fill and
+ * drain, the communication gaps of the compute chain, the communication streams and the
+ * ZeRO 1/2 all-gather tail (the arguments are in the header and search/SEARCH.md). */
 #include "sim/sim_bound.h"
 
 #include "sim/sim_build-int.h"
@@ -64,7 +65,6 @@ static void chunks_clear(Chunks *k) {
   g_free(k->first);
   g_free(k->link);
 }
-
 
 /* Collective times already computed in this bound (the layers of a model repeat the same
  * collectives on the same groups): a direct-mapped cache keyed by everything
