@@ -2,14 +2,16 @@
  * communication buffers.
  *
  * Model states (Rajbhandari et al. 2020, ZeRO, section 3.1 and 5): weights and gradients in the
- * compute dtype; Adam keeps m and v in fp32 and, under 16-bit mixed precision, an fp32 master
+ * compute dtype (but Megatron-LM accumulates bf16 models' gradients in an fp32 main_grad buffer:
+ * 4 bytes, cm_framework_grad_bytes); Adam keeps m and v in fp32 and, under 16-bit mixed precision, an fp32 master
  * copy: (2 + 2 + K) bytes per parameter with K = 12 for fp16/bf16 (4 + 4 + 8 for fp32). ZeRO
  * partitions them over the Nd data-parallel replicas of each weight (the mesh axes
  * mdl_operand_replica_axes gives): stage 1 the K term, stage 2 also the gradients, stage 3 also
  * the weights, so a replicated parameter costs 2 + 2 + K/Nd, 2 + (2 + K)/Nd and (2 + 2 + K)/Nd
- * bytes (the paper's Figure 1). Stage 3 gathers each op's weights around its use: the buffers
- * hold the full weights of the two largest such ops of the device (the op computing and the one
- * being prefetched, sim/sim_build.c issues a gather one compute task ahead).
+ * bytes (the paper's Figure 1). Stage 3 (FSDP) gathers each FSDP unit's weights
+ * (mdl_strategy_fsdp_units: a layer) around its use: the buffers hold the full weights of the
+ * two largest units of the device (the unit computing and the one being prefetched,
+ * sim/sim_build_sync.c), or of the largest one without prefetch (fsdp_prefetch=0).
  * Activations (Korthikanti et al. 2022, section 4): each op keeps, for its backward, its
  * non-weight inputs (the local slice in the op's layout, one copy per tensor per device; under
  * sequence parallelism the gathered inputs as their shards: mdl_saved_input_layout) except
@@ -26,6 +28,7 @@
 #include <string.h>
 
 #include "costmodel/cm_backward.h"
+#include "costmodel/cm_framework.h"
 
 /* Multiplier of one microbatch's saved inputs of an op of chunk @stage: the activation sets
  * its rank r (of P) holds at the peak of its program, M microbatches (closed forms of the
@@ -69,7 +72,7 @@ static gboolean first_time(GHashTable *seen, int tensor, int mesh, int nmeshes) 
   return TRUE;
 }
 
-/* Per device, the two largest per-op gathered weights (ZeRO-3 buffers). */
+/* Per device, the two largest per-unit gathered weights (ZeRO-3 buffers). */
 static void keep_two_largest(double *first, double *second, double v) {
   if (v > *first) {
     *second = *first;
@@ -134,6 +137,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   GArray **classes = device_classes(s, ndev, cls, &ncls);
   CmMemory *mem = g_new0(CmMemory, ncls); /* per class until the end */
   double wbytes = dev_dtype_bytes(s->dtype);
+  double gbytes = cm_framework_grad_bytes(s->framework, s->dtype); /* fp32 main_grad */
   double opt_bytes = s->dtype == DEV_DTYPE_FP32 || s->dtype == DEV_DTYPE_TF32 ? 8.0 : 12.0;
   int nmeshes = (int)s->meshes->len;
   GHashTable *seen_w = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -148,6 +152,9 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   g_autofree double *group_bytes = g_new0(double, ncls);  /* the current group's dropped bytes */
   g_autofree double *largest_group = g_new0(double, ncls);
   g_autofree double *gathered = g_new0(double, 2 * (gsize)ncls); /* two largest per class */
+  g_autofree int *unit = s->zero_stage >= 3 ? mdl_strategy_fsdp_units(s, graph) : NULL;
+  GHashTable *in_unit = g_hash_table_new(g_direct_hash, g_direct_equal); /* weights gathered */
+  double unit_gathered = 0;
   /* FP8 (cm_fp8.c): Transformer Engine keeps an FP8 GEMM's input for the backward as its fp8
    * copy, 1 byte an element; a tensor every reader of which is such a GEMM is saved so. */
   g_autofree gboolean *fp8_saved = g_new(gboolean, mdl_graph_num_tensors(graph));
@@ -182,7 +189,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
       for (int d = 0; d < ncls; d++) largest_group[d] = MAX(largest_group[d], group_bytes[d]);
       memset(group_bytes, 0, sizeof(double) * (gsize)ncls);
     }
-    double op_gathered = 0;
+    if (unit && (o == 0 || unit[o - 1] != unit[o])) g_hash_table_remove_all(in_unit);
     for (int k = 0; k < op->ninputs; k++) {
       const MdlOperand *opd = &op->inputs[k];
       const MdlTensor *t = mdl_graph_tensor(graph, opd->tensor);
@@ -194,9 +201,9 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
         double nd = 1;
         for (int a = 0; a < mesh->ndims; a++)
           if (mask & (1u << a)) nd *= mesh->shape[a];
-        gboolean again = FALSE; /* one op reading a weight twice gathers it once */
-        for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == opd->tensor;
-        if (s->zero_stage >= 3 && nd > 1 && !again) op_gathered += elems * wbytes;
+        /* A weight read twice within one unit is gathered once. */
+        if (unit && nd > 1 && g_hash_table_add(in_unit, GINT_TO_POINTER(opd->tensor + 1)))
+          unit_gathered += elems * wbytes;
         if (!first_time(seen_w, opd->tensor, c->mesh, nmeshes)) continue;
         /* FP8: the cached fp8 weight and its transpose (cm_fp8.c), 2 bytes a parameter; under
          * ZeRO-3 the weights are gathered per use and no copy of all of them stays. */
@@ -204,7 +211,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
         for (guint i = 0; i < mc->len; i++) {
           CmMemory *m = &mem[g_array_index(mc, int, i)];
           m->weights += elems * wbytes / (s->zero_stage >= 3 ? nd : 1) + fp8_copy;
-          m->gradients += elems * wbytes / (s->zero_stage >= 2 ? nd : 1);
+          m->gradients += elems * gbytes / (s->zero_stage >= 2 ? nd : 1);
           m->optimizer += elems * opt_bytes / (s->zero_stage >= 1 ? nd : 1);
         }
         continue;
@@ -239,12 +246,15 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
         else mem[g_array_index(mc, int, i)].activations += bytes * mult;
       }
     }
-    if (op_gathered > 0)
-      for (guint i = 0; i < mc->len; i++) {
+    if (unit && (o == nops - 1 || unit[o + 1] != unit[o])) { /* the unit ends */
+      for (guint i = 0; unit_gathered > 0 && i < mc->len; i++) {
         int d = g_array_index(mc, int, i);
-        keep_two_largest(&gathered[2 * d], &gathered[2 * d + 1], op_gathered);
+        keep_two_largest(&gathered[2 * d], &gathered[2 * d + 1], unit_gathered);
       }
+      unit_gathered = 0;
+    }
   }
+  g_hash_table_unref(in_unit);
   g_hash_table_unref(seen_w);
   g_hash_table_unref(seen_a);
   g_hash_table_unref(seen_r);
@@ -253,7 +263,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   for (int d = 0; d < ncls; d++) {
     CmMemory *m = &mem[d];
     m->activations += MAX(largest_group[d], group_bytes[d]);
-    m->buffers = gathered[2 * d] + gathered[2 * d + 1];
+    m->buffers = gathered[2 * d] + (s->fsdp_prefetch ? gathered[2 * d + 1] : 0);
     m->total = m->weights + m->gradients + m->optimizer + m->activations + m->buffers;
   }
   for (guint m = 0; m < s->meshes->len; m++) g_array_unref(classes[m]);

@@ -108,18 +108,26 @@ static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype
       for (int cp = 1; cp <= MIN(max_cp, n / tp / pp); cp++) {
         if ((n / tp / pp) % cp) continue;
         int dp = n / tp / pp / cp;
-        for (int ep = 1; ep <= (experts > 0 ? dp * cp : 1); ep++) {
-          if ((dp * cp) % ep || (experts > 0 && experts % ep)) continue;
-          MdlMegatronConfig cfg;
-          memset(&cfg, 0, sizeof cfg); /* padding too: the screening compares whole structs */
-          cfg.tp = tp;
-          cfg.pp = pp;
-          cfg.dp = dp;
-          cfg.cp = cp;
-          cfg.ep = ep;
-          cfg.schedule = MDL_SCHEDULE_1F1B;
-          cfg.dtype = dtype;
-          add_schedules(out, graph, cluster, &cfg, full);
+        /* Expert tensor parallelism: etp = tp, or (MoE models with tp > 1) etp = 1, the experts
+         * whole on each rank and the tp ranks inside the ep group (Megatron-Core's
+         * --expert-tensor-parallel-size 1, what its MoE guides use with tp > 1). */
+        for (int etp_one = 0; etp_one < (experts > 0 && tp > 1 ? 2 : 1); etp_one++) {
+          int outer = etp_one ? tp : 1; /* tp / etp: the tp ranks inside the ep group */
+          for (int ep = outer; ep <= (experts > 0 ? dp * cp * outer : 1); ep += outer) {
+            if ((dp * cp * outer) % ep || (experts > 0 && experts % ep)) continue;
+            if (etp_one && ep == 1) continue;
+            MdlMegatronConfig cfg;
+            memset(&cfg, 0, sizeof cfg); /* padding too: the screening compares whole structs */
+            cfg.tp = tp;
+            cfg.pp = pp;
+            cfg.dp = dp;
+            cfg.cp = cp;
+            cfg.ep = ep;
+            cfg.etp = etp_one ? 1 : 0;
+            cfg.schedule = MDL_SCHEDULE_1F1B;
+            cfg.dtype = dtype;
+            add_schedules(out, graph, cluster, &cfg, full);
+          }
         }
       }
     }
@@ -150,6 +158,7 @@ char *srch_grid_describe(const MdlMegatronConfig *c) {
   if (c->virtual_stages > 1) g_string_append_printf(out, " vp=%d", c->virtual_stages);
   if (c->cp > 1) g_string_append_printf(out, " cp=%d", c->cp);
   if (c->ep > 1) g_string_append_printf(out, " ep=%d", c->ep);
+  if (c->etp > 0 && c->etp != c->tp) g_string_append_printf(out, " etp=%d", c->etp);
   if (c->recompute != MDL_RECOMPUTE_NONE)
     g_string_append_printf(out, " recompute=%s", mdl_recompute_name(c->recompute));
   if (c->sequence_parallel) g_string_append(out, " sp");

@@ -194,9 +194,10 @@ static void test_zero_gradient_sync(void) {
   dev_cluster_free(c);
 }
 
-/* ZeRO-3: every forward and backward use of a weight is preceded by an all-gather of it over
- * the data-parallel group, per microbatch (no caching across microbatches); recomputation adds
- * one more before each recomputed forward. */
+/* ZeRO-3: every FSDP unit (here a layer of one matmul) is all-gathered over the data-parallel
+ * group before its forward and again before its backward, per microbatch (no caching across
+ * microbatches); under recomputation the backward's gather also feeds the recomputed forward,
+ * which runs inside the unit's backward (FSDP with activation checkpointing). */
 static void test_zero3_parameter_gathers(void) {
   DevCluster *c = test_cluster(1, 4, 150.0, 3.4, 100, 9.6);
   MdlGraph *g = test_chain_graph(4, 1024, 64);
@@ -207,8 +208,7 @@ static void test_zero3_parameter_gathers(void) {
     g_assert_cmpint(s->num_microbatches, ==, M);
     SimRun *run = run_or_die(g, s, c, TRUE);
     g_assert_cmpint(count_tasks(run, SIM_TASK_COMM, CM_ALL_GATHER, SIM_PHASE_FORWARD), ==, L * M);
-    g_assert_cmpint(count_tasks(run, SIM_TASK_COMM, CM_ALL_GATHER, SIM_PHASE_BACKWARD), ==,
-                    (recompute ? 2 : 1) * L * M);
+    g_assert_cmpint(count_tasks(run, SIM_TASK_COMM, CM_ALL_GATHER, SIM_PHASE_BACKWARD), ==, L * M);
     /* Each gather moves the layer's whole fp16 weight and ends before the use starts. */
     for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
       SimTaskInfo t_info;
@@ -223,6 +223,10 @@ static void test_zero3_parameter_gathers(void) {
         SimTaskKind use = t->phase == SIM_PHASE_FORWARD ? SIM_TASK_FORWARD : SIM_TASK_BACKWARD;
         uint32_t u = find_compute(run, use, t->op, t->microbatch, dev);
         g_assert_cmpuint(sim_schedule_start(sim_run_schedule(run), u), >=, end);
+        if (recompute && use == SIM_TASK_BACKWARD) {
+          u = find_compute(run, SIM_TASK_RECOMPUTE, t->op, t->microbatch, dev);
+          g_assert_cmpuint(sim_schedule_start(sim_run_schedule(run), u), >=, end);
+        }
       }
     }
     sim_run_free(run);
@@ -493,6 +497,36 @@ static void test_formats(void) {
   dev_cluster_free(c);
 }
 
+/* Megatron-LM accumulates a bf16 model's gradients in an fp32 main_grad buffer
+ * (accumulate_allreduce_grads_in_fp32, forced by --bf16: cm_framework_grad_bytes): 4 bytes per
+ * parameter under megatron-lm, 2 with fp16 or without Megatron's buffer (framework none). */
+static void test_megatron_fp32_grads(void) {
+  DevCluster *c = test_cluster(1, 8, 150, 3.4, 100, 9.6);
+  MdlGraph *g = test_chain_graph(4, 1024, 64);
+  static const struct {
+    DevDtype dtype;
+    MdlFramework framework;
+    double grad_bytes;
+  } cases[] = {{DEV_DTYPE_BF16, MDL_FRAMEWORK_MEGATRON_LM, 4},
+               {DEV_DTYPE_BF16, MDL_FRAMEWORK_NONE, 2},
+               {DEV_DTYPE_FP16, MDL_FRAMEWORK_MEGATRON_LM, 2}};
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    MdlMegatronConfig cfg = {.tp = 2, .pp = 1, .dp = 4, .microbatch_size = 8,
+                             .schedule = MDL_SCHEDULE_1F1B, .dtype = cases[i].dtype};
+    GError *error = NULL;
+    MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
+    g_assert_no_error(error);
+    s->framework = cases[i].framework;
+    g_autofree CmMemory *mem = cm_memory_per_device(g, s, c);
+    double psi = 4.0 * 1024 * 1024 / 2;
+    g_assert_cmpfloat(mem[0].gradients, ==, cases[i].grad_bytes * psi);
+    g_assert_cmpfloat(mem[0].weights, ==, 2 * psi);
+    mdl_strategy_free(s);
+  }
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(zero_cases); i++) {
@@ -513,5 +547,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/memory/fits/zero", test_fits_zero);
   g_test_add_func("/memory/fits/boundary", test_fits_boundary);
   g_test_add_func("/memory/formats", test_formats);
+  g_test_add_func("/memory/megatron-fp32-grads", test_megatron_fp32_grads);
   return g_test_run();
 }
