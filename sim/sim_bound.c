@@ -3,6 +3,7 @@
  * ZeRO 1/2 all-gather tail (the arguments are in the header and search/SEARCH.md). */
 #include "sim/sim_bound.h"
 
+#include "costmodel/cm_framework.h"
 #include "sim/sim_build-int.h"
 #include "sim/sim_schedule.h"
 
@@ -83,6 +84,7 @@ typedef struct {
   const Builder *b;
   GapMemo memo[GAP_MEMO];
   GArray *items, *buckets; /* the gradient syncs (sb_sync_items, sb_sync_buckets), once */
+  GArray *unit_buckets;    /* ZeRO-3's: one per FSDP unit */
 } Gaps;
 
 static SimTime collective_time(Gaps *g, int mesh_index, unsigned mask, int base, CmCollective coll,
@@ -214,28 +216,21 @@ static int mesh_index_of(const MdlMesh *mesh, int d) {
 /* Collectives on a device's communication stream besides the gaps' (sim_bound.h,
  * "Communication stream"), summed by kind over its groups: the gradient synchronization of
  * every bucket (sb_add_gradient_sync_and_optimizer) as one all-reduce, reduce-scatter and
- * all-gather each, and ZeRO-3's parameter all-gathers (sb_parameter_gathers_segment) per op,
- * one gather's time. None depends on the recomputation or the ZeRO stage. */
+ * all-gather each; under ZeRO-3 (FSDP: one bucket per FSDP unit) the reduce-scatters again and
+ * the units' parameter all-gathers (sb_parameter_gathers_segment), one forward and one
+ * backward gather each per microbatch. None depends on the recomputation. */
 typedef struct {
-  gboolean synced, gathered;
+  gboolean synced, sharded;
   SimTime all_reduce, reduce_scatter, all_gather;
-  GArray *gathers;   /* ZeRO-3: OpGather per op and weight */
+  SimTime unit_reduce_scatter, unit_gathers; /* ZeRO-3: per microbatch */
 } Stream;
 
-typedef struct {
-  int op;
-  SimTime time;
-} OpGather;
-
-/* The gradient syncs of the device whose mesh index per mesh is @index. */
-static void stream_syncs(Gaps *g, const int *index, Stream *st) {
-  const Builder *b = g->b;
-  if (!g->items) {
-    g->items = sb_sync_items(b, NULL);
-    g->buckets = sb_sync_buckets(b, g->items);
-  }
-  const GArray *buckets = g->buckets;
-  const SyncItem *all = (const SyncItem *)g->items->data;
+/* Sums the collectives of @buckets over @items of the device whose mesh index per mesh is
+ * @index, @coll each. */
+static SimTime bucket_collectives(Gaps *g, const GArray *items, const GArray *buckets, const int *index,
+                                  CmCollective coll) {
+  const SyncItem *all = (const SyncItem *)items->data;
+  SimTime sum = 0;
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
     const SyncItem *it = all + range[0];
@@ -243,53 +238,61 @@ static void stream_syncs(Gaps *g, const int *index, Stream *st) {
     if (idx < 0) continue;
     double bytes = 0;
     for (guint i = range[0]; i < range[1]; i++) bytes += all[i].bytes;
-    int base = group_base(mdl_strategy_mesh(b->s, it->m), it->mask, idx);
-    st->all_reduce += collective_time(g, it->m, it->mask, base, CM_ALL_REDUCE, bytes);
-    st->reduce_scatter += collective_time(g, it->m, it->mask, base, CM_REDUCE_SCATTER, bytes);
-    st->all_gather += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, bytes);
+    sum += collective_time(g, it->m, it->mask, group_base(mdl_strategy_mesh(g->b->s, it->m), it->mask, idx), coll, bytes);
   }
+  return sum;
+}
+
+/* The gradient syncs of ZeRO 0-2 of the device whose mesh index per mesh is @index. */
+static void stream_syncs(Gaps *g, const int *index, Stream *st) {
+  Builder *b = (Builder *)g->b;
+  if (!g->items) {
+    int *units = b->fsdp_unit;
+    b->fsdp_unit = NULL; /* the DDP buckets (ZeRO-3's are per FSDP unit) */
+    g->items = sb_sync_items(b, NULL);
+    g->buckets = sb_sync_buckets(b, g->items);
+    b->fsdp_unit = units;
+  }
+  st->all_reduce = bucket_collectives(g, g->items, g->buckets, index, CM_ALL_REDUCE);
+  st->reduce_scatter = bucket_collectives(g, g->items, g->buckets, index, CM_REDUCE_SCATTER);
+  st->all_gather = bucket_collectives(g, g->items, g->buckets, index, CM_ALL_GATHER);
   st->synced = TRUE;
 }
 
-/* ZeRO-3: per weight, each op that reads it (once however often it reads it) gathers it
- * over the axes it is replicated on, in that op's layout. */
-static void stream_gathers(Gaps *g, const int *index, Stream *st) {
-  const Builder *b = g->b;
-  st->gathers = g_array_new(FALSE, FALSE, sizeof(OpGather));
-  for (int w = 0; w < mdl_graph_num_tensors(b->g); w++) {
-    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-    const GArray *users = b->users[w];
-    for (guint u = 0; u < users->len; u++) {
-      int o = g_array_index(users, int, u), m = cfg(b, o)->mesh, first;
-      if ((u > 0 && g_array_index(users, int, u - 1) == o) || index[m] < 0) continue;
-      MdlLayout layout;
-      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
-      if (!mask) continue;
-      const MdlOp *op = mdl_graph_op(b->g, o);
-      int k = 0;
-      while (op->inputs[k].tensor != w) k++;
-      const MdlMesh *mesh = mesh_of(b, o);
-      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      double bytes = mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes;
-      OpGather one = {o, collective_time(g, m, mask, group_base(mesh, mask, index[m]), CM_ALL_GATHER, bytes)};
-      g_array_append_val(st->gathers, one);
+/* ZeRO-3 (FSDP) of the same device: the reduce-scatters of its per-unit buckets and the
+ * all-gathers of the units it runs (sb_unit_gathers). */
+static void stream_shards(Gaps *g, const int *index, Stream *st) {
+  Builder *b = (Builder *)g->b;
+  if (!b->fsdp_unit) {
+    b->fsdp_unit = mdl_strategy_fsdp_units(b->s, b->g);
+    g->unit_buckets = sb_sync_buckets(b, g->items);
+  }
+  st->unit_reduce_scatter = bucket_collectives(g, g->items, g->unit_buckets, index, CM_REDUCE_SCATTER);
+  GArray *gathers = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));
+  for (int o = 0; o < b->nops; o++) {
+    int m = cfg(b, o)->mesh;
+    if (index[m] < 0) continue;
+    sb_unit_gathers(b, o, gathers);
+    const MdlMesh *mesh = mesh_of(b, o);
+    for (guint i = 0; i < gathers->len; i++) {
+      const SbUnitGather *q = &g_array_index(gathers, SbUnitGather, i);
+      st->unit_gathers += 2 * collective_time(g, m, q->mask, group_base(mesh, q->mask, index[m]), CM_ALL_GATHER, q->bytes);
     }
   }
-  st->gathered = TRUE;
+  g_array_unref(gathers);
+  st->sharded = TRUE;
 }
 
-/* The stream's collectives under ZeRO stage @zero and recomputation groups @group; the
- * parameter all-gathers of ZeRO 1 and 2 also go to @gathers. */
-static SimTime stream_collectives(const Stream *st, int zero, const int *group, int M, SimTime *gathers) {
+/* The stream's collectives under ZeRO stage @zero; the parameter all-gathers of ZeRO 1 and 2
+ * (after the step, or ahead of the forward) also go to @gathers. */
+static SimTime stream_collectives(const Stream *st, int zero, int M, SimTime *gathers) {
   *gathers = zero == 1 || zero == 2 ? st->all_gather : 0;
-  if (zero == 0) return st->all_reduce;
-  /* Reduce-scatters: once (stage 1) or per microbatch (2, 3). */
-  SimTime sum = (zero >= 2 ? (SimTime)M : 1) * st->reduce_scatter + *gathers;
-  for (guint i = 0; zero >= 3 && i < st->gathers->len; i++) {
-    const OpGather *q = &g_array_index(st->gathers, OpGather, i);
-    sum += (SimTime)M * (group[q->op] >= 0 ? 3 : 2) * q->time; /* F, B and, recomputed, R */
+  switch (zero) {
+  case 0: return st->all_reduce;
+  case 1: return st->reduce_scatter + *gathers;  /* reduce-scatters once */
+  case 2: return (SimTime)M * st->reduce_scatter + *gathers; /* every microbatch */
+  default: return (SimTime)M * (st->unit_reduce_scatter + st->unit_gathers);
   }
-  return sum;
 }
 
 /* Sum of @d over the ops of chunk @c with index <= @last. */
@@ -306,6 +309,9 @@ struct SimBounder {
   Gaps gaps;
   int nranks, ndev, nmeshes;
   SimTime *fwd, *bwd, *wgt;  /* per op, one microbatch (sb_op_durations) */
+  SimTime *host_fwd, *host_bwd; /* per op, one microbatch: the host's time to launch its
+                                forward (or recomputed forward), and its backward (B and W);
+                                NULL without a host (framework none) */
   SimTime *fill, *drain;     /* per rank (0 where they do not apply) */
   int *device;               /* per rank: the first device of its first chunk, -1: none */
   int **index;               /* per rank: that device's mesh index per mesh (-1: not in it) */
@@ -346,6 +352,21 @@ static void refresh(SimBounder *sb) {
   }
   SimTime result = 0;
   for (int d = 0; d < sb->ndev; d++) result = MAX(result, work[d]);
+  /* The host: a device's launches run one at a time on its host resource, each before its
+   * kernel, so its last kernel starts after all of them. */
+  if (sb->host_fwd) {
+    g_autofree SimTime *host_mesh = g_new0(SimTime, sb->nmeshes);
+    for (int o = 0; o < b->nops; o++) {
+      SimTime one = sb->host_fwd[o] + sb->host_bwd[o] + (sb->group[o] >= 0 ? sb->host_fwd[o] : 0);
+      host_mesh[s->configs[o].mesh] += one * (SimTime)b->M;
+    }
+    g_autofree SimTime *host = g_new0(SimTime, sb->ndev);
+    for (int m = 0; m < sb->nmeshes; m++) {
+      const MdlMesh *mesh = mdl_strategy_mesh(s, m);
+      for (int i = 0; i < mesh->ndevices; i++) host[mesh->devices[i]] += host_mesh[m];
+    }
+    for (int d = 0; d < sb->ndev; d++) result = MAX(result, host[d]);
+  }
   /* Fill and drain along the ranks' first chunks, for every device of each. */
   for (int r = 0; r < sb->nranks; r++) {
     if (!sb->fill[r] && !sb->drain[r]) continue;
@@ -380,6 +401,19 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
   for (int o = 0; o < b->nops; o++) {
     sb_op_durations(b, o, &sb->fwd[o], &sb->bwd[o], &sb->wgt[o]);
     if (!sb_has_weight_task(b, o)) sb->wgt[o] = 0;
+  }
+  const CmFramework *f = cm_framework_get(strategy->framework);
+  if (f) { /* the host tasks' durations, as sim_build_host.c gives them */
+    sb->host_fwd = g_new(SimTime, b->nops);
+    sb->host_bwd = g_new(SimTime, b->nops);
+    for (int o = 0; o < b->nops; o++) {
+      const MdlOp *op = mdl_graph_op(graph, o);
+      sb->host_fwd[o] = sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_FORWARD));
+      sb->host_bwd[o] = strategy->weight_delay
+                            ? sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD_INPUT)) +
+                                  (sb_has_weight_task(b, o) ? sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD_WEIGHT)) : 0)
+                            : sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD));
+    }
   }
   int P = sb->nranks = mdl_strategy_num_ranks(strategy);
   Chunks *k = &sb->k;
@@ -464,9 +498,9 @@ SimTime sim_bounder_bound(SimBounder *sb) {
       if (sb->device[r] < 0) continue;
       Stream *st = &sb->streams[r];
       if (!st->synced) stream_syncs(&sb->gaps, sb->index[r], st);
-      if (zero >= 3 && !st->gathered) stream_gathers(&sb->gaps, sb->index[r], st);
+      if (zero >= 3 && !st->sharded) stream_shards(&sb->gaps, sb->index[r], st);
       SimTime gathers;
-      sb->stream[zero] = MAX(sb->stream[zero], sb->gap[r] + stream_collectives(st, zero, sb->group, b->M, &gathers));
+      sb->stream[zero] = MAX(sb->stream[zero], sb->gap[r] + stream_collectives(st, zero, b->M, &gathers));
       if (sb->params[r]) sb->tail[zero] = MAX(sb->tail[zero], sb->done[r] + gathers);
     }
     sb->streamed[zero] = TRUE;
@@ -488,8 +522,9 @@ void sim_bounder_free(SimBounder *sb) {
     g_array_unref(sb->gaps.items);
     g_array_unref(sb->gaps.buckets);
   }
+  if (sb->gaps.unit_buckets) g_array_unref(sb->gaps.unit_buckets);
+  g_free(b->fsdp_unit);
   for (int r = 0; r < sb->nranks; r++) {
-    if (sb->streams[r].gathers) g_array_unref(sb->streams[r].gathers);
     g_free(sb->index[r]);
     if (sb->pairs[r]) g_array_unref(sb->pairs[r]);
   }
@@ -499,6 +534,8 @@ void sim_bounder_free(SimBounder *sb) {
   g_free(sb->fwd);
   g_free(sb->bwd);
   g_free(sb->wgt);
+  g_free(sb->host_fwd);
+  g_free(sb->host_bwd);
   g_free(sb->fill);
   g_free(sb->drain);
   g_free(sb->device);
