@@ -7,6 +7,7 @@
 
 #include "session/ses_session.h"
 #include "sim/sim.h"
+#include "sim/sim_stages.h"
 
 int cli_explain(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
@@ -68,6 +69,7 @@ int cli_explain(int argc, char **argv) {
     printf("%s\n", text);
   } else {
     sim_explain_print(run, stdout, rows);
+    if (mdl_strategy_num_ranks(sim_run_strategy(run)) > 1) sim_stages_print(run, stdout);
   }
 out:
   sim_run_free(run);

@@ -8,9 +8,10 @@
  * partitions them over the Nd data-parallel replicas of each weight (the mesh axes
  * mdl_operand_replica_axes gives): stage 1 the K term, stage 2 also the gradients, stage 3 also
  * the weights, so a replicated parameter costs 2 + 2 + K/Nd, 2 + (2 + K)/Nd and (2 + 2 + K)/Nd
- * bytes (the paper's Figure 1). Stage 3 gathers each op's weights around its use: the buffers
- * hold the full weights of the two largest such ops of the device (the op computing and the one
- * being prefetched, sim/sim_build.c issues a gather one compute task ahead).
+ * bytes (the paper's Figure 1). Stage 3 (FSDP) gathers each FSDP unit's weights
+ * (mdl_strategy_fsdp_units: a layer) around its use: the buffers hold the full weights of the
+ * two largest units of the device (the unit computing and the one being prefetched,
+ * sim/sim_build_sync.c), or of the largest one without prefetch (fsdp_prefetch=0).
  * Activations (Korthikanti et al. 2022, section 4): each op keeps, for its backward, its
  * non-weight inputs (the local slice in the op's layout, one copy per tensor per device; under
  * sequence parallelism the gathered inputs as their shards: mdl_saved_input_layout) except
@@ -71,7 +72,7 @@ static gboolean first_time(GHashTable *seen, int tensor, int mesh, int nmeshes) 
   return TRUE;
 }
 
-/* Per device, the two largest per-op gathered weights (ZeRO-3 buffers). */
+/* Per device, the two largest per-unit gathered weights (ZeRO-3 buffers). */
 static void keep_two_largest(double *first, double *second, double v) {
   if (v > *first) {
     *second = *first;
@@ -151,6 +152,9 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   g_autofree double *group_bytes = g_new0(double, ncls);  /* the current group's dropped bytes */
   g_autofree double *largest_group = g_new0(double, ncls);
   g_autofree double *gathered = g_new0(double, 2 * (gsize)ncls); /* two largest per class */
+  g_autofree int *unit = s->zero_stage >= 3 ? mdl_strategy_fsdp_units(s, graph) : NULL;
+  GHashTable *in_unit = g_hash_table_new(g_direct_hash, g_direct_equal); /* weights gathered */
+  double unit_gathered = 0;
   /* FP8 (cm_fp8.c): Transformer Engine keeps an FP8 GEMM's input for the backward as its fp8
    * copy, 1 byte an element; a tensor every reader of which is such a GEMM is saved so. */
   g_autofree gboolean *fp8_saved = g_new(gboolean, mdl_graph_num_tensors(graph));
@@ -185,7 +189,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
       for (int d = 0; d < ncls; d++) largest_group[d] = MAX(largest_group[d], group_bytes[d]);
       memset(group_bytes, 0, sizeof(double) * (gsize)ncls);
     }
-    double op_gathered = 0;
+    if (unit && (o == 0 || unit[o - 1] != unit[o])) g_hash_table_remove_all(in_unit);
     for (int k = 0; k < op->ninputs; k++) {
       const MdlOperand *opd = &op->inputs[k];
       const MdlTensor *t = mdl_graph_tensor(graph, opd->tensor);
@@ -197,9 +201,9 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
         double nd = 1;
         for (int a = 0; a < mesh->ndims; a++)
           if (mask & (1u << a)) nd *= mesh->shape[a];
-        gboolean again = FALSE; /* one op reading a weight twice gathers it once */
-        for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == opd->tensor;
-        if (s->zero_stage >= 3 && nd > 1 && !again) op_gathered += elems * wbytes;
+        /* A weight read twice within one unit is gathered once. */
+        if (unit && nd > 1 && g_hash_table_add(in_unit, GINT_TO_POINTER(opd->tensor + 1)))
+          unit_gathered += elems * wbytes;
         if (!first_time(seen_w, opd->tensor, c->mesh, nmeshes)) continue;
         /* FP8: the cached fp8 weight and its transpose (cm_fp8.c), 2 bytes a parameter; under
          * ZeRO-3 the weights are gathered per use and no copy of all of them stays. */
@@ -242,12 +246,15 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
         else mem[g_array_index(mc, int, i)].activations += bytes * mult;
       }
     }
-    if (op_gathered > 0)
-      for (guint i = 0; i < mc->len; i++) {
+    if (unit && (o == nops - 1 || unit[o + 1] != unit[o])) { /* the unit ends */
+      for (guint i = 0; unit_gathered > 0 && i < mc->len; i++) {
         int d = g_array_index(mc, int, i);
-        keep_two_largest(&gathered[2 * d], &gathered[2 * d + 1], op_gathered);
+        keep_two_largest(&gathered[2 * d], &gathered[2 * d + 1], unit_gathered);
       }
+      unit_gathered = 0;
+    }
   }
+  g_hash_table_unref(in_unit);
   g_hash_table_unref(seen_w);
   g_hash_table_unref(seen_a);
   g_hash_table_unref(seen_r);
@@ -256,7 +263,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   for (int d = 0; d < ncls; d++) {
     CmMemory *m = &mem[d];
     m->activations += MAX(largest_group[d], group_bytes[d]);
-    m->buffers = gathered[2 * d] + gathered[2 * d + 1];
+    m->buffers = gathered[2 * d] + (s->fsdp_prefetch ? gathered[2 * d + 1] : 0);
     m->total = m->weights + m->gradients + m->optimizer + m->activations + m->buffers;
   }
   for (guint m = 0; m < s->meshes->len; m++) g_array_unref(classes[m]);

@@ -16,17 +16,21 @@ gboolean mdl_strategy_parse_count(const char *family, const char *key, const cha
                                   GError **error);
 
 /* The mesh of one Megatron pipeline rank (mdl_strategy_axes.c): the data axes, outermost
- * first, then the tp axis; in_cp / in_ep: the axis lies inside a context- / expert-parallel
- * group. */
+ * first, then the tensor-parallel axes (one, or with etp < tp two: tp/etp and etp); in_cp /
+ * in_ep / in_tp / in_etp: the axis lies inside a context- / expert- / tensor- / expert-tensor-
+ * parallel group. */
+enum { AXIS_CP = 1, AXIS_EP = 2, AXIS_TP = 4, AXIS_ETP = 8 };
 typedef struct {
   int ndims;
   int shape[MDL_MAX_MESH_AXES];
   uint8_t in_cp[MDL_MAX_MESH_AXES], in_ep[MDL_MAX_MESH_AXES];
-  int tp_axis;
+  uint8_t in_tp[MDL_MAX_MESH_AXES], in_etp[MDL_MAX_MESH_AXES];
+  int tp_axis;               /* the first tensor-parallel axis */
 } MdlRankAxes;
 
-/* The axes for @cfg's dp, cp, ep and tp (Megatron-Core's order, see mdl_strategy_axes.c);
- * MDL_ERROR_STRATEGY when ep does not divide dp*cp, or neither of ep and cp divides the other. */
+/* The axes for @cfg's dp, cp, ep, tp and etp (Megatron-Core's order, see mdl_strategy_axes.c);
+ * MDL_ERROR_STRATEGY when etp does not divide tp, ep is not a multiple of tp/etp, ep/(tp/etp)
+ * does not divide dp*cp, or neither of that and cp divides the other. */
 gboolean mdl_megatron_axes(const MdlMegatronConfig *cfg, MdlRankAxes *axes, GError **error);
 /* The split of @op on every axis of @axes (-1 past them); MDL_ERROR_STRATEGY naming the op
  * when a cp axis finds no sequence dim in it. */

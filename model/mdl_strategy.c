@@ -75,6 +75,18 @@ int *mdl_strategy_recompute_groups(const MdlStrategy *s, const MdlGraph *graph) 
   return group;
 }
 
+int *mdl_strategy_fsdp_units(const MdlStrategy *s, const MdlGraph *graph) {
+  int n = mdl_graph_num_ops(graph), units = 0;
+  int *unit = g_new(int, n > 0 ? n : 1);
+  for (int o = 0; o < n; o++) {
+    const MdlOpConfig *c = &s->configs[o], *p = o > 0 ? &s->configs[o - 1] : NULL;
+    gboolean same = p && mdl_graph_op(graph, o - 1)->layer == mdl_graph_op(graph, o)->layer &&
+                    p->stage == c->stage && p->mesh == c->mesh;
+    unit[o] = same ? unit[o - 1] : units++;
+  }
+  return unit;
+}
+
 unsigned mdl_operand_replica_axes(const MdlOp *op, const MdlOperand *opd,
                                   const MdlOpConfig *config, const MdlMesh *mesh) {
   MdlLayout l = mdl_layout_of_operand(op, opd, FALSE, config, mesh);
@@ -124,6 +136,7 @@ MdlStrategy *mdl_strategy_new_empty(int num_ops) {
   s->virtual_stages = 1;
   s->bucket_bytes = 25.0 * 1024 * 1024;
   s->overlap = TRUE;
+  s->fsdp_prefetch = TRUE;
   return s;
 }
 
@@ -160,7 +173,7 @@ gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy
       a->zero_stage != b->zero_stage || a->recompute != b->recompute ||
       a->sequence_parallel != b->sequence_parallel || a->framework != b->framework ||
       a->overlap_param_gather != b->overlap_param_gather || a->tp_overlap != b->tp_overlap ||
-      a->meshes->len != b->meshes->len)
+      a->fsdp_prefetch != b->fsdp_prefetch || a->meshes->len != b->meshes->len)
     return FALSE;
   for (guint m = 0; m < a->meshes->len; m++) {
     const MdlMesh *x = mdl_strategy_mesh(a, (int)m), *y = mdl_strategy_mesh(b, (int)m);
@@ -444,6 +457,11 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "overlap_param_gather needs the distributed optimizer (zero=1 or 2, got zero=%d)",
                 s->zero_stage);
+    return FALSE;
+  }
+  if (!s->fsdp_prefetch && s->zero_stage != 3) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "fsdp_prefetch=0 needs FSDP (zero=3, got zero=%d)", s->zero_stage);
     return FALSE;
   }
   if ((unsigned)s->recompute >= MDL_RECOMPUTE_COUNT) {

@@ -73,6 +73,20 @@ typedef enum {
   MDL_FRAMEWORK_COUNT
 } MdlFramework;
 
+/* Megatron-Core's MoE token dispatchers (--moe-token-dispatcher-type; megatron/core/
+ * transformer/moe/token_dispatcher.py): how tokens reach the experts of an ep group. */
+typedef enum {
+  MDL_DISPATCHER_ALLTOALL,   /* the default: an all-to-all each way (MoEAlltoAllTokenDispatcher) */
+  MDL_DISPATCHER_ALLGATHER,  /* every rank all-gathers the group's tokens and routing weights,
+                                keeps its experts' tokens, and the outputs are reduce-scattered
+                                back (MoEAllGatherTokenDispatcher) */
+  MDL_DISPATCHER_COUNT
+} MdlDispatcher;
+
+/* "alltoall", "allgather"; parse returns FALSE for anything else. */
+const char *mdl_dispatcher_name(MdlDispatcher dispatcher);
+gboolean mdl_dispatcher_parse(const char *text, MdlDispatcher *out);
+
 const char *mdl_framework_name(MdlFramework framework);
 /* "megatron-lm", "megatron-deepspeed", "pytorch-eager", "cuda-graphs", "none"; FALSE else. */
 gboolean mdl_framework_parse(const char *text, MdlFramework *out);
@@ -111,12 +125,22 @@ typedef struct {
   /* For reporting: the degrees a builder used (0 when the strategy came from JSON). */
   int dp, tp, pp, vp, microbatch_size;
   int cp, ep;                /* context and expert parallelism (0 from JSON, 1: none) */
+  int etp;                   /* expert tensor parallelism (0 from JSON; = tp unless set) */
+  MdlDispatcher dispatcher;  /* the builder's token dispatcher (the splits carry it: JSON holds
+                                the layouts, not this field) */
+  int first_layers, last_layers; /* the builder's uneven pipeline (0: even; JSON holds every
+                                    op's stage, not these) */
   gboolean tp_overlap;       /* tensor-parallel collectives next to a GEMM overlap it
                                 (Megatron-Core's --tp-comm-overlap; needs sequence_parallel):
                                 sim/sim_build_comm.c */
   gboolean overlap_param_gather; /* ZeRO 1-2: the parameter all-gathers run ahead of the
                                     forward that needs them (Megatron-Core's distributed
                                     optimizer, --overlap-param-gather), not after the step */
+  gboolean fsdp_prefetch;    /* ZeRO-3 / FSDP (default TRUE; FALSE only under zero=3): the next
+                                FSDP unit's all-gather runs while the current unit computes
+                                (PyTorch FSDP's forward prefetch and BACKWARD_PRE); FALSE: each
+                                unit's gather starts when the unit before it has computed
+                                (mdl_strategy_fsdp_units, sim/sim_build_sync.c) */
 } MdlStrategy;
 
 /* The strategy in one line (caller g_frees): the degrees a builder used ("dp=2 tp=8 pp=1, 4
@@ -141,8 +165,8 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
- * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,overlap_param_gather=0|1][,tp_overlap=0|1]
- * [,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
+ * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,etp=T][,dispatcher=alltoall|allgather][,first_layers=F][,last_layers=L][,overlap_param_gather=0|1][,tp_overlap=0|1]
+ * [,fsdp_prefetch=0|1][,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
  * schedule=interleaved and the reverse (MDL_ERROR_STRATEGY). Validates before returning. Free
@@ -169,9 +193,19 @@ typedef struct {
   gboolean sequence_parallel; /* needs tp > 1 */
   int cp;                    /* context parallelism: the sequence split over cp ranks; 0 or 1: none */
   int ep;                    /* expert parallelism, folded over dp x cp; 0 or 1: none */
+  int etp;                   /* expert tensor parallelism (Megatron-Core's
+                                --expert-tensor-parallel-size): divides tp, and ep is a multiple
+                                of tp/etp; 0: tp */
+  MdlDispatcher dispatcher;  /* the MoE token dispatcher (default alltoall) */
+  int first_layers;          /* layers of pipeline rank 0 (Megatron-Core's
+                                --decoder-first-pipeline-num-layers); 0: an even split */
+  int last_layers;           /* layers of the last rank (--decoder-last-pipeline-num-layers);
+                                the ranks between split the rest evenly, and with vp each rank's
+                                layers split evenly over its chunks */
   gboolean overlap_param_gather; /* needs zero=1 or 2 */
   gboolean tp_overlap;       /* needs sp=1 */
   MdlFramework framework;
+  gboolean no_fsdp_prefetch; /* fsdp_prefetch=0: needs zero=3 */
 } MdlMegatronConfig;
 
 /* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each pipeline
@@ -254,6 +288,15 @@ static inline gboolean mdl_strategy_recomputes(const MdlStrategy *s, const MdlOp
  * one layer and one stage; a group re-runs its forwards, in order, before the backward of its
  * last op. Returns per op its group (0, 1, ...; -1: not recomputed); caller g_free()s. */
 int *mdl_strategy_recompute_groups(const MdlStrategy *s, const MdlGraph *graph);
+
+/* FSDP units under ZeRO-3 (PyTorch FSDP wraps each transformer layer as one unit, Megatron-Core's
+ * FSDP each layer module): maximal runs of consecutive ops (graph order) of one layer, one stage
+ * and one mesh; ops outside layers (layer < 0: embeddings, the final norm and head) form a unit
+ * per run between layers. One unit's weights are all-gathered together before its forward and
+ * again before its backward (or its recomputed forward), and their gradients reduce-scattered
+ * together after its backward. Returns per op its unit (0, 1, ... ascending in graph order);
+ * caller g_free()s. */
+int *mdl_strategy_fsdp_units(const MdlStrategy *s, const MdlGraph *graph);
 
 /* The mesh axes on which weight operand @opd of @op is replicated while @op splits them:
  * data-parallel replicas of the weight, whose gradients are all-reduced over those axes

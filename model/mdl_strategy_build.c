@@ -23,12 +23,62 @@
  * words it after the spec the user wrote (batch_splits). */
 #define BATCH_SPLIT_PREFIX "megatron: dp*mb = "
 
+/* The chunk of each layer under Megatron-Core's uneven pipeline (--decoder-first-pipeline-
+ * num-layers F, --decoder-last-pipeline-num-layers La; TransformerConfig's
+ * num_layers_in_first/last_pipeline_stage, used by get_transformer_layer_offset in
+ * megatron/core/transformer/transformer_layer.py): pipeline rank 0 holds F layers, the last rank
+ * La, and the ranks between split the rest evenly (0: that end is not set apart, its rank is a
+ * middle one). With vp virtual stages each rank's layers are split evenly over its vp chunks,
+ * and the chunks run in Megatron's order, chunk c = v*pp + r on rank r: each virtual round
+ * v holds F/vp layers on rank 0, then the middle ranks', then La/vp on the last rank. */
+static gboolean uneven_layer_chunks(const MdlGraph *graph, int ranks, int vp, int first,
+                                    int last, int *chunk_of_layer, GError **error) {
+  int layers = graph->num_layers;
+  if (layers <= 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: first_layers/last_layers need a model with layers; model %s has none",
+                graph->name);
+    return FALSE;
+  }
+  if (ranks < 2) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: first_layers/last_layers need pipeline parallelism (pp > 1)");
+    return FALSE;
+  }
+  if (first % vp != 0 || last % vp != 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: first_layers=%d and last_layers=%d must be multiples of vp=%d (each "
+                "rank's layers are split evenly over its virtual stages)", first, last, vp);
+    return FALSE;
+  }
+  int middle = ranks - (first > 0) - (last > 0), rest = layers - first - last;
+  if (rest < middle * vp || (middle == 0 && rest != 0) ||
+      (middle > 0 && rest % (middle * vp) != 0)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: the %d layers left of model %s's %d after first_layers=%d and "
+                "last_layers=%d do not split evenly over the other %d pipeline chunks",
+                rest, graph->name, layers, first, last, middle * vp);
+    return FALSE;
+  }
+  int l = 0;
+  for (int c = 0; c < ranks * vp; c++) {
+    int r = c % ranks;
+    int count = r == 0 && first > 0           ? first / vp
+                : r == ranks - 1 && last > 0 ? last / vp
+                                             : rest / (middle * vp);
+    for (int i = 0; i < count; i++) chunk_of_layer[l++] = c;
+  }
+  g_assert(l == layers);
+  return TRUE;
+}
+
 /* Stage (model chunk) of each op for pp ranks of vp chunks each: equal numbers of layers per
- * chunk (Megatron requires pp * vp | layers); ops before the first layer go to chunk 0, after
- * the last to the last chunk. Models without layers are cut where cumulative forward FLOPs
- * cross i/(pp*vp) of the total. */
-static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int *stage_of,
-                              GError **error) {
+ * chunk (Megatron requires pp * vp | layers), or with @first / @last (the layers of ranks 0
+ * and pp - 1) the uneven split above;
+ * ops before the first layer go to chunk 0, after the last to the last chunk. Models without
+ * layers are cut where cumulative forward FLOPs cross i/(pp*vp) of the total. */
+static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int first, int last,
+                              int *stage_of, GError **error) {
   int n = mdl_graph_num_ops(graph);
   if ((gint64)ranks * vp > n) { /* checked in 64 bits: vp alone may be up to 1e9 */
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
@@ -37,6 +87,18 @@ static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int *sta
     return FALSE;
   }
   int pp = ranks * vp; /* chunks */
+  if (first > 0 || last > 0) {
+    g_autofree int *chunk_of_layer = g_new(int, MAX(graph->num_layers, 1));
+    if (!uneven_layer_chunks(graph, ranks, vp, first, last, chunk_of_layer, error))
+      return FALSE;
+    gboolean seen_layer = FALSE;
+    for (int o = 0; o < n; o++) {
+      int layer = mdl_graph_op(graph, o)->layer;
+      seen_layer |= layer >= 0;
+      stage_of[o] = layer >= 0 ? chunk_of_layer[layer] : seen_layer ? pp - 1 : 0;
+    }
+    return TRUE;
+  }
   if (pp == 1) {
     memset(stage_of, 0, sizeof(int) * (gsize)n);
     return TRUE;
@@ -97,6 +159,18 @@ static gboolean check_cp_ep(const MdlGraph *graph, const MdlMegatronConfig *cfg,
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "megatron: cp=%d must divide the model's sequence length %" G_GINT64_FORMAT, cp,
                 (gint64)graph->seq);
+    return FALSE;
+  }
+  if (cfg->etp > 0 && cfg->etp != cfg->tp && ep == 1) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: etp=%d differs from tp=%d but ep=1: expert tensor parallelism is "
+                "set apart from tp only with expert parallelism", cfg->etp, cfg->tp);
+    return FALSE;
+  }
+  if (cfg->dispatcher != MDL_DISPATCHER_ALLTOALL && ep == 1) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: dispatcher=%s needs expert parallelism (ep > 1)",
+                mdl_dispatcher_name(cfg->dispatcher));
     return FALSE;
   }
   if (ep == 1) return TRUE;
@@ -177,6 +251,11 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
                 cfg->zero_stage);
     return NULL;
   }
+  if (cfg->no_fsdp_prefetch && cfg->zero_stage != 3) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: fsdp_prefetch=0 needs FSDP (zero=3, got zero=%d)", cfg->zero_stage);
+    return NULL;
+  }
   if (cfg->sequence_parallel && cfg->tp < 2) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "megatron: sp=1 needs tensor parallelism (tp > 1, got tp=%d)", cfg->tp);
@@ -184,7 +263,8 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   }
   int n = mdl_graph_num_ops(graph);
   g_autofree int *stage_of = g_new(int, n);
-  if (!assign_stages(graph, cfg->pp, vp, stage_of, error)) return NULL;
+  if (!assign_stages(graph, cfg->pp, vp, cfg->first_layers, cfg->last_layers, stage_of, error))
+    return NULL;
 
   MdlStrategy *s = mdl_strategy_new_empty(n);
   s->num_stages = cfg->pp * vp;
@@ -198,6 +278,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->framework = cfg->framework;
   s->overlap_param_gather = cfg->overlap_param_gather;
   s->tp_overlap = cfg->tp_overlap;
+  s->fsdp_prefetch = !cfg->no_fsdp_prefetch;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -208,6 +289,10 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->microbatch_size = cfg->microbatch_size;
   s->cp = cp;
   s->ep = ep;
+  s->etp = cfg->etp > 0 ? cfg->etp : cfg->tp;
+  s->dispatcher = cfg->dispatcher;
+  s->first_layers = cfg->first_layers;
+  s->last_layers = cfg->last_layers;
   MdlRankAxes axes;
   if (!mdl_megatron_axes(cfg, &axes, error)) {
     mdl_strategy_free(s);
@@ -229,7 +314,8 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
       mdl_strategy_free(s);
       return NULL;
     }
-    sequence_split |= cfg->sequence_parallel && op->tp_dim < 0 && c->split[axes.tp_axis] >= 0;
+    for (int a = axes.tp_axis; a < axes.ndims; a++)
+      sequence_split |= cfg->sequence_parallel && op->tp_dim < 0 && c->split[a] >= 0;
   }
   if (cfg->sequence_parallel && !sequence_split) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
@@ -278,6 +364,9 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     else if (strcmp(key, "vp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->virtual_stages, error);
     else if (strcmp(key, "cp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->cp, error);
     else if (strcmp(key, "ep") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->ep, error);
+    else if (strcmp(key, "etp") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->etp, error);
+    else if (strcmp(key, "first_layers") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->first_layers, error);
+    else if (strcmp(key, "last_layers") == 0) ok = mdl_strategy_parse_count(family, key, value, &cfg->last_layers, error);
     else if (strcmp(key, "bucket_mb") == 0) {
       char *end = NULL;
       double v = g_ascii_strtod(value, &end);
@@ -321,13 +410,15 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
                     "strategy %s: recompute=%s must be none, selective or full", family, value);
         return FALSE;
       }
-    } else if (strcmp(key, "overlap_param_gather") == 0 || strcmp(key, "tp_overlap") == 0) {
+    } else if (strcmp(key, "overlap_param_gather") == 0 || strcmp(key, "tp_overlap") == 0 ||
+               strcmp(key, "fsdp_prefetch") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s must be 0 or 1",
                     family, key, value);
         return FALSE;
       }
-      *(key[0] == 't' ? &cfg->tp_overlap : &cfg->overlap_param_gather) = value[0] == '1';
+      if (key[0] == 'f') cfg->no_fsdp_prefetch = value[0] == '0';
+      else *(key[0] == 't' ? &cfg->tp_overlap : &cfg->overlap_param_gather) = value[0] == '1';
     } else if (strcmp(key, "sp") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: sp=%s must be 0 or 1",
@@ -335,6 +426,12 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
         return FALSE;
       }
       cfg->sequence_parallel = value[0] == '1';
+    } else if (strcmp(key, "dispatcher") == 0) {
+      if (!mdl_dispatcher_parse(value, &cfg->dispatcher)) {
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
+                    "strategy %s: dispatcher=%s must be alltoall or allgather", family, value);
+        return FALSE;
+      }
     } else if (strcmp(key, "framework") == 0) {
       if (!mdl_framework_parse(value, &cfg->framework)) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
@@ -351,8 +448,8 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
     } else {
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
-                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, overlap_param_gather, "
-                  "tp_overlap, framework)",
+                  "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, etp, "
+                  "dispatcher, first_layers, last_layers, overlap_param_gather, tp_overlap, fsdp_prefetch, framework)",
                   family, key);
       return FALSE;
     }
@@ -424,9 +521,10 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
     return NULL;
   }
   if (!parse_megatron_kv(family, params, &cfg, &dp_given, error)) return NULL;
-  if (strcmp(family, "dp") == 0 && (cfg.tp != 1 || cfg.pp != 1 || cfg.cp > 1 || cfg.ep > 1)) {
+  if (strcmp(family, "dp") == 0 &&
+      (cfg.tp != 1 || cfg.pp != 1 || cfg.cp > 1 || cfg.ep > 1 || cfg.etp > 1)) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
-                "strategy dp: tp, pp, cp and ep must be 1 (use megatron:tp=..,pp=..)");
+                "strategy dp: tp, pp, cp, ep and etp must be 1 (use megatron:tp=..,pp=..)");
     return NULL;
   }
   if (!dp_given) cfg.dp = MAX(1, dev_cluster_num_devices(cluster) / (cfg.tp * cfg.pp * MAX(cfg.cp, 1)));

@@ -14,11 +14,21 @@ static void append_shape(GString *s, const MdlMesh *mesh) {
 
 char *mdl_strategy_describe(const MdlStrategy *s, const MdlGraph *graph) {
   g_return_val_if_fail(s != NULL && graph != NULL, NULL);
-  if (s->dp > 0)
-    return g_strdup_printf("dp=%d tp=%d pp=%d, %d microbatch%s of %d", s->dp, s->tp, s->pp,
-                           s->num_microbatches, s->num_microbatches == 1 ? "" : "es",
-                           s->microbatch_size);
   GString *d = g_string_new(NULL);
+  /* FSDP without prefetch changes the timeline; say so (the default, prefetch, is not named). */
+  const char *fsdp = s->zero_stage == 3 && !s->fsdp_prefetch ? ", FSDP without prefetch" : "";
+  if (s->dp > 0) {
+    g_string_append_printf(d, "dp=%d tp=%d pp=%d", s->dp, s->tp, s->pp);
+    /* Expert tensor parallelism apart from tp (the default, etp = tp, is not named). */
+    if (s->etp > 0 && s->etp != s->tp) g_string_append_printf(d, " etp=%d", s->etp);
+    if (s->first_layers > 0) g_string_append_printf(d, " first_layers=%d", s->first_layers);
+    if (s->last_layers > 0) g_string_append_printf(d, " last_layers=%d", s->last_layers);
+    if (s->dispatcher != MDL_DISPATCHER_ALLTOALL) /* the default is not named */
+      g_string_append_printf(d, " dispatcher=%s", mdl_dispatcher_name(s->dispatcher));
+    g_string_append_printf(d, ", %d microbatch%s of %d%s", s->num_microbatches,
+                           s->num_microbatches == 1 ? "" : "es", s->microbatch_size, fsdp);
+    return g_string_free(d, FALSE);
+  }
   guint n = s->meshes->len;
   g_string_append_printf(d, "%u mesh%s (", n, n == 1 ? "" : "es");
   /* Meshes of one shape are listed once with a count: a pipeline of 64 stages is one item. */
@@ -39,8 +49,8 @@ char *mdl_strategy_describe(const MdlStrategy *s, const MdlGraph *graph) {
   }
   gint64 samples = s->num_microbatches > 0 ? graph->batch / s->num_microbatches : graph->batch;
   g_string_append_printf(d, "), %d pipeline stage%s, %d microbatch%s of %" G_GINT64_FORMAT
-                         " samples", s->num_stages, s->num_stages == 1 ? "" : "s",
-                         s->num_microbatches, s->num_microbatches == 1 ? "" : "es", samples);
+                         " samples%s", s->num_stages, s->num_stages == 1 ? "" : "s",
+                         s->num_microbatches, s->num_microbatches == 1 ? "" : "es", samples, fsdp);
   return g_string_free(d, FALSE);
 }
 

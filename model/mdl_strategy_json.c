@@ -3,7 +3,8 @@
  *   {"format": "stratsim-strategy-1", "name": ..., "dtype": "bf16", "schedule": "1f1b",
  *    "num_microbatches": M, "num_stages": P, "virtual_stages": V, "weight_delay": false,
  *    "bucket_mb": 25, "overlap": true, "zero": 0, "recompute": "none",
- *    "sequence_parallel": false, "framework": "megatron-lm",
+ *    "sequence_parallel": false, "framework": "megatron-lm", ("fsdp_prefetch": false: written
+ *    only then, zero=3),
  *    "meshes": [{"shape": [2, 8], "devices": [0, 1, ...]}],
  *    "default": {"mesh": 0, "stage": 0, "split": ["@sample", "@tp"]},      (optional)
  *    "ops": [{"op": "layer0.qkv", "mesh": 0, "stage": 0, "split": ["b", "n"]}, ...]}
@@ -48,6 +49,7 @@ char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
   cJSON_AddBoolToObject(root, "sequence_parallel", s->sequence_parallel);
   if (s->overlap_param_gather) cJSON_AddTrueToObject(root, "overlap_param_gather");
   if (s->tp_overlap) cJSON_AddTrueToObject(root, "tp_overlap");
+  if (!s->fsdp_prefetch) cJSON_AddFalseToObject(root, "fsdp_prefetch");
   cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
   for (guint m = 0; m < s->meshes->len; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
@@ -237,6 +239,8 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
   if (!get_bool(root, "overlap_param_gather", &s->overlap_param_gather, origin, error)) goto err;
   s->tp_overlap = FALSE;
   if (!get_bool(root, "tp_overlap", &s->tp_overlap, origin, error)) goto err;
+  s->fsdp_prefetch = TRUE;
+  if (!get_bool(root, "fsdp_prefetch", &s->fsdp_prefetch, origin, error)) goto err;
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "bucket_mb");
   if (bucket) {
     double v = cJSON_GetNumberValue(bucket);

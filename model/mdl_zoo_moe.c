@@ -8,8 +8,10 @@
  *   router       logits [b,s,E] = x [b,s,h] . W [h,E]; softmax and top-k folded in (E values a
  *                token); replicated on the tensor-parallel axis, as Megatron-Core's router is.
  *   moe_dispatch the permutation of the tokens (and their routing weights) into per-expert
- *                buffers [b,E,c,h]: 1 FLOP (a copy) per buffer element. Its e dim is not
- *                splittable: a rank fills every expert's buffer from its own tokens; its c dim
+ *                buffers [b,E,c,h]: 1 FLOP (a copy) per buffer element. Under the all-to-all
+ *                dispatcher a rank fills every expert's buffer from its own tokens (e not
+ *                split); under the all-gather dispatcher it fills its own experts' buffers from
+ *                the tokens of the whole ep group (e split, model/mdl_strategy_axes.c); its c dim
  *                reads the sequence in proportion (c tokens of an expert's buffer come from the
  *                matching share of the s tokens), so context parallelism splits it like s.
  *   expert_fc1   grouped GEMM: [b,E,c,h] . W [E,h,2f] (SwiGLU gate and up projections of every
@@ -18,8 +20,11 @@
  *   expert_act   SwiGLU, silu(gate) * up: [b,E,c,2f] -> [b,E,c,f].
  *   expert_fc2   grouped GEMM [b,E,c,f] . W [E,f,h], row parallel.
  *   moe_combine  the un-permutation and the routing-weighted sum of each token's k expert
- *                outputs, plus the shared experts' output and the residual: [b,s,h], 2k + 2
- *                FLOPs an element; it reads the experts' outputs in the token layout.
+ *                outputs: [b,s,h], 2k FLOPs an element (over the e x s buffer elements, 2k/E
+ *                each); e is a reduction dim: split (all-gather dispatcher) its output holds
+ *                partial sums over the rank's experts, reduce-scattered to the tokens' ranks.
+ *   moe_residual dropout and the residual add (and the shared experts' output): [b,s,h], 2
+ *                FLOPs an element, as Megatron-Core adds them after the MoE layer.
  *   shared_fc1, shared_act, shared_fc2: the shared experts, one dense SwiGLU MLP of width
  *                shared_ffn (DeepSeek-V2/V3, Qwen-MoE), column then row parallel.
  * Under expert parallelism (model/mdl_strategy_axes.c) the dispatch output, split by sample or
@@ -123,7 +128,7 @@ int mdl_zoo_moe_mlp(MdlZooSeq *site, const MdlMoeConfig *moe, int x, int residua
                                       site->b, E, c, site->h);
   mdl_zoo_op_init(&op, name, MDL_OP_ELEMENTWISE, site->layer);
   mdl_zoo_dim(&op, "b", site->b, MDL_ROLE_SAMPLE, TRUE);
-  mdl_zoo_dim(&op, "e", E, MDL_ROLE_ATTRIBUTE, FALSE);
+  mdl_zoo_dim(&op, "e", E, MDL_ROLE_ATTRIBUTE, TRUE);
   mdl_zoo_dim(&op, "c", c, MDL_ROLE_ATTRIBUTE, TRUE);
   mdl_zoo_dim(&op, "h", site->h, MDL_ROLE_ATTRIBUTE, TRUE);
   op.unsaved_inputs = 0x3; /* a permutation: its backward un-permutes dY */
@@ -145,20 +150,32 @@ int mdl_zoo_moe_mlp(MdlZooSeq *site, const MdlMoeConfig *moe, int x, int residua
     shared = mdl_zoo_seq_linear(site, "shared_fc2", s_act, fs, site->h, TRUE);
   }
 
-  int y = mdl_zoo_activation(site->g, op_name(site, "moe_combine", "", name), 3, site->b,
+  int combined = mdl_zoo_activation(site->g, op_name(site, "moe_combine", "", name), 3,
+                                    site->b, site->s, site->h);
+  mdl_zoo_op_init(&op, name, MDL_OP_ELEMENTWISE, site->layer);
+  mdl_zoo_dim(&op, "b", site->b, MDL_ROLE_SAMPLE, TRUE);
+  mdl_zoo_dim(&op, "e", E, MDL_ROLE_REDUCTION, TRUE);
+  mdl_zoo_dim(&op, "s", site->s, MDL_ROLE_ATTRIBUTE, TRUE);
+  mdl_zoo_dim(&op, "h", site->h, MDL_ROLE_ATTRIBUTE, TRUE);
+  /* 2k FLOPs a token element (the weighted sum), over the b x E x s x h points. */
+  op.flops_per_element = 2.0 * (double)moe->top_k / (double)E;
+  op.gather = TRUE;
+  /* It keeps the experts' outputs (the routing weights' gradient reads them). */
+  mdl_zoo_input(&op, down, "b,e,s,h");
+  mdl_zoo_output(&op, combined, "b,s,h");
+  mdl_graph_add_op(site->g, &op);
+
+  int y = mdl_zoo_activation(site->g, op_name(site, "moe_residual", "", name), 3, site->b,
                              site->s, site->h);
   mdl_zoo_op_init(&op, name, MDL_OP_ELEMENTWISE, site->layer);
   mdl_zoo_dim(&op, "b", site->b, MDL_ROLE_SAMPLE, TRUE);
   mdl_zoo_dim(&op, "s", site->s, MDL_ROLE_ATTRIBUTE, TRUE);
   mdl_zoo_dim(&op, "h", site->h, MDL_ROLE_ATTRIBUTE, TRUE);
-  op.flops_per_element = 2.0 * (double)moe->top_k + 2.0; /* weighted sum, dropout, add */
-  op.gather = TRUE;
+  op.flops_per_element = 2.0; /* dropout, add */
   op.dropout = TRUE;
-  /* It keeps the experts' outputs (the routing weights' gradient reads them), not the
-   * shared experts' output or the residual (added). */
-  mdl_zoo_input(&op, down, "b,-,s,h");
+  mdl_zoo_input(&op, combined, "b,s,h");
   mdl_zoo_input(&op, residual, "b,s,h");
-  op.unsaved_inputs = 0x2;
+  op.unsaved_inputs = 0x3; /* additions */
   if (shared >= 0) {
     mdl_zoo_input(&op, shared, "b,s,h");
     op.unsaved_inputs |= 0x4;

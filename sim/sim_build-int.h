@@ -21,8 +21,21 @@
 typedef struct {
   int mesh;
   MdlLayout layout;
-  uint32_t *ready;          /* M x mesh size: task each device waits for, per microbatch */
+  uint32_t *ready;          /* M x the mesh's representatives (nrep): task each simulated
+                               device waits for, per microbatch */
 } Conversion;
+
+/* A collective's cost as sb_add_comm_task computed it, kept for the next identical call (the
+ * same group and size recur for every microbatch): the cost model is a pure function of
+ * these, so reusing it is exact. */
+#define SB_MEMO_DEVICES 16
+typedef struct {
+  int coll, p;              /* p = 0: empty */
+  double bytes;
+  SimTime duration;
+  uint8_t link;
+  int devices[SB_MEMO_DEVICES];
+} SbCostMemo;
 
 typedef struct {
   const MdlGraph *g;
@@ -39,6 +52,8 @@ typedef struct {
   uint32_t *rec_base;       /* per op: R tasks (its forward re-run before its backward under
                                recomputation); NO_TASK: not recomputed */
   int *group;               /* per op: recomputation group (mdl_strategy_recompute_groups) */
+  int *fsdp_unit;           /* per op under ZeRO-3: its FSDP unit (mdl_strategy_fsdp_units);
+                               NULL otherwise */
   uint32_t *chain_prev;     /* per compute task: the compute task before it in its device's
                                program (NO_TASK: the first); compute tasks have the lowest ids */
   uint32_t *chain_next;     /* per compute task: the one after it (NO_TASK: the last) */
@@ -65,6 +80,14 @@ typedef struct {
   uint32_t *last_compute;   /* per device: its last compute task in program order */
   GArray *marks;            /* SbMark before each segment and at the end, when recording
                                (delta simulation), else NULL */
+  GArray **sim_groups;      /* per mesh x axis (MDL_MAX_MESH_AXES per mesh): bases of the groups
+                               along the axis with a simulated member (int), built on first use
+                               by sb_convert_on_mesh; NULL until then */
+  gboolean for_merge;       /* a graph for chain merging only (sim_build_unfinished): the host
+                               stream as durations and queue pairs (SimTaskGraph.host_duration),
+                               no program-order edges (chain_prev stands for them) */
+  SbCostMemo memo[4];       /* the last collectives' costs (sb_add_comm_task), round robin */
+  int memo_next;
 } Builder;
 
 /* Delta simulation (sim_delta.c) sees the build as the compute tasks (ids 0..n-1: per phase,
@@ -77,12 +100,12 @@ typedef struct {
  * a segment whose ops kept their configs is copied, with its task ids shifted. */
 typedef enum {
   SB_PASS_FORWARD,           /* per tensor (sb_forward_segment) */
-  SB_PASS_PARAM_FORWARD,     /* per op, ZeRO-3 (sb_parameter_gathers_segment) */
+  SB_PASS_PARAM_FORWARD,     /* per op, ZeRO-3: the FSDP unit the op opens (empty for the
+                                other ops of a unit; sb_parameter_gathers_segment) */
   SB_PASS_BACKWARD,          /* per tensor (sb_backward_segment) */
   SB_PASS_RECOMPUTE,         /* per tensor (sb_recompute_segment) */
   SB_PASS_REGATHER,          /* per op (sb_regathers_segment) */
-  SB_PASS_PARAM_RECOMPUTE,   /* per op, ZeRO-3 */
-  SB_PASS_PARAM_BACKWARD,    /* per op, ZeRO-3 */
+  SB_PASS_PARAM_BACKWARD,    /* per op, ZeRO-3 (feeds the recomputed forwards too) */
   SB_PASS_SYNC,              /* one: sb_add_gradient_sync_and_optimizer */
   SB_PASS_COUNT
 } SbPass;
@@ -187,6 +210,8 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
                             int t, int op, int mb, uint32_t *ready);
 void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready);
+/* The forward conversion of tensor @t for @consumer: per microbatch mb and representative r of
+ * the consumer's mesh, the task the data waits for at [mb * nrep + r] (NO_TASK: none). */
 const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
                                           gboolean recomputed);
 void sb_forward_segment(Builder *b, int t);
@@ -198,9 +223,21 @@ void sb_regathers_segment(Builder *b, int o);
 void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute);
 void sb_choose_representatives(Builder *b, gboolean allow);
 void sb_free_representatives(Builder *b);
-/* The compute tasks a ZeRO-3 parameter all-gather feeds. */
-typedef enum { SB_USE_FORWARD, SB_USE_RECOMPUTE, SB_USE_BACKWARD } SbWeightUse;
-void sb_parameter_gathers_segment(Builder *b, SbWeightUse use, int o);
+/* ZeRO-3 / FSDP (sim_build_sync.c): the parameter all-gathers of the FSDP unit op @o opens
+ * (b->fsdp_unit; nothing when @o does not open one), per microbatch, before the unit's forward
+ * or (@backward) before its first backward-pass task (its recomputed forward or backward). */
+void sb_parameter_gathers_segment(Builder *b, gboolean backward, int o);
+/* One all-gather of an FSDP unit: its weights on the unit's mesh that share one replica mask
+ * (those its gradient is reduced over), @bytes their sum per device once gathered, @w the
+ * first of them (what the task names). */
+typedef struct {
+  unsigned mask;
+  int w;
+  double bytes;
+} SbUnitGather;
+/* The all-gathers (SbUnitGather) of the unit op @o opens, in order of first use; empty when
+ * @o is not the first op of its unit. Clears @out first. */
+void sb_unit_gathers(const Builder *b, int o, GArray *out);
 void sb_crossmesh_cache_free(gpointer data);
 guint sb_crossmesh_cache_hash(gconstpointer key);
 gboolean sb_crossmesh_cache_equal(gconstpointer a, gconstpointer b);

@@ -171,26 +171,21 @@ static gboolean dependencies(Estimator *e, guint64 *total) {
   return TRUE;
 }
 
-/* Per microbatch: ZeRO-3's parameter all-gathers before F, R and B (sb_add_parameter_gathers). */
+/* Per microbatch: ZeRO-3's parameter all-gathers, per FSDP unit before its forward and before
+ * its backward (sb_parameter_gathers_segment). */
 static guint64 parameter_gathers(const Estimator *e) {
   const Builder *b = e->b;
   guint64 n = 0;
+  GArray *gathers = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));
   for (int o = 0; o < b->nops; o++) {
-    const MdlOp *op = mdl_graph_op(b->g, o);
-    int m = cfg(b, o)->mesh, uses = b->group[o] >= 0 ? 3 : 2;
-    for (int k = 0; k < op->ninputs; k++) {
-      int w = op->inputs[k].tensor, first;
-      if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-      gboolean again = FALSE;
-      for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == w;
-      MdlLayout layout;
-      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
-      if (again || !mask) continue;
+    sb_unit_gathers(b, o, gathers);
+    for (guint k = 0; k < gathers->len; k++) {
       int p, nsim;
-      guint64 g = groups(e, m, mask, &p, &nsim);
-      n += (guint64)uses * g * collective_tasks(b, CM_ALL_GATHER, p, nsim);
+      guint64 g = groups(e, cfg(b, o)->mesh, g_array_index(gathers, SbUnitGather, k).mask, &p, &nsim);
+      n += 2 * g * collective_tasks(b, CM_ALL_GATHER, p, nsim);
     }
   }
+  g_array_unref(gathers);
   return n;
 }
 

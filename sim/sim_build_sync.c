@@ -60,50 +60,114 @@ void sb_regathers_segment(Builder *b, int o) {
   }
 }
 
-/* ZeRO-3 (Rajbhandari et al. 2020, section 5.3): every use of a partitioned weight all-gathers
- * it over its data-parallel replicas first, per microbatch and without caching: before the
- * forward F (phase forward), and before the recomputed forward R and the backward B (phase
- * backward; W computes dW = X^T dY without the weight). @use says which tasks. */
-void sb_parameter_gathers_segment(Builder *b, SbWeightUse use, int o) {
-  const MdlOp *op = mdl_graph_op(b->g, o);
+/* Whether weight operand @k of op @u was read by an earlier operand of the unit's ops
+ * @first..@u (a weight read twice within a unit is gathered once). */
+static gboolean read_earlier_in_unit(const Builder *b, int first, int u, int k) {
+  int w = mdl_graph_op(b->g, u)->inputs[k].tensor;
+  for (int o = first; o <= u; o++) {
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    for (int j = 0; j < (o == u ? k : op->ninputs); j++)
+      if (op->inputs[j].tensor == w) return TRUE;
+  }
+  return FALSE;
+}
+
+void sb_unit_gathers(const Builder *b, int o, GArray *out) {
+  g_array_set_size(out, 0);
+  if (o > 0 && b->fsdp_unit[o - 1] == b->fsdp_unit[o]) return;
   const MdlMesh *mesh = mesh_of(b, o);
   int m = cfg(b, o)->mesh;
-  if (use == SB_USE_RECOMPUTE && b->rec_base[o] == NO_TASK) return;
+  for (int u = o; u < b->nops && b->fsdp_unit[u] == b->fsdp_unit[o]; u++) {
+    const MdlOp *op = mdl_graph_op(b->g, u);
+    for (int k = 0; k < op->ninputs; k++) {
+      int w = op->inputs[k].tensor, first;
+      if (!mdl_graph_tensor(b->g, w)->is_weight || read_earlier_in_unit(b, o, u, k)) continue;
+      MdlLayout layout;
+      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
+      if (!mask) continue; /* not replicated: nothing to gather */
+      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, u), mesh);
+      double bytes = mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes;
+      guint g = 0;
+      while (g < out->len && g_array_index(out, SbUnitGather, g).mask != mask) g++;
+      if (g == out->len) {
+        SbUnitGather add = {mask, w, 0};
+        g_array_append_val(out, add);
+      }
+      g_array_index(out, SbUnitGather, g).bytes += bytes;
+    }
+  }
+}
+
+/* Whether compute tasks @t and @u are of one block: the same FSDP unit, microbatch and pass
+ * (forward F; or backward: R, B and W). */
+static gboolean same_block(const Builder *b, uint32_t t, uint32_t u) {
+  const SimTask *x = &g_array_index(b->tg->tasks, SimTask, t);
+  const SimTask *y = &g_array_index(b->tg->tasks, SimTask, u);
+  return b->fsdp_unit[x->op] == b->fsdp_unit[y->op] && x->microbatch == y->microbatch &&
+         (x->kind == SIM_TASK_FORWARD) == (y->kind == SIM_TASK_FORWARD);
+}
+
+/* The first compute task, in its device's program, of the block holding @t. */
+static uint32_t block_start(const Builder *b, uint32_t t) {
+  for (uint32_t p = b->chain_prev[t]; p != NO_TASK && same_block(b, p, t); p = b->chain_prev[p])
+    t = p;
+  return t;
+}
+
+/* Where the gather of the block starting at @start is issued: with prefetch, when the block
+ * before it starts (the task before that block ends), so that the gather runs while that block
+ * computes (PyTorch FSDP: forward prefetch, and backward_prefetch=BACKWARD_PRE, which issues
+ * the next unit's all-gather before the current unit's gradient computation,
+ * https://pytorch.org/docs/stable/fsdp.html and notes/fsdp.html; Megatron-Core's Megatron-FSDP,
+ * megatron/core/distributed/fsdp/src/megatron_fsdp, groups parameters by fsdp_unit_modules and
+ * with overlap_param_gather overlaps the all-gathers with the forward compute); without, when the block before it has computed (backward_prefetch=None:
+ * "no overlap"), so the gather is exposed. NO_TASK: nothing before it. */
+static uint32_t fsdp_issue_point(const Builder *b, uint32_t start) {
+  uint32_t prev = b->chain_prev[start];
+  if (!b->s->fsdp_prefetch || prev == NO_TASK) return prev;
+  return b->chain_prev[block_start(b, prev)];
+}
+
+/* ZeRO-3 (Rajbhandari et al. 2020, section 5.3) as FSDP runs it (Zhao et al. 2023, "PyTorch
+ * FSDP", section 3): the weights of one FSDP unit (a layer) are all-gathered together over their
+ * data-parallel replicas before the unit's forward and again before its backward, per
+ * microbatch, and freed after each (reshard after forward); the backward's gather also feeds the
+ * unit's recomputed forward, which runs inside its backward (activation checkpointing inside an
+ * FSDP unit). W computes dW = X^T dY without the weight, so only the block's start waits. */
+void sb_parameter_gathers_segment(Builder *b, gboolean backward, int o) {
+  GArray *gathers = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));
+  sb_unit_gathers(b, o, gathers);
+  const MdlMesh *mesh = mesh_of(b, o);
+  int m = cfg(b, o)->mesh, last = o;
+  while (last + 1 < b->nops && b->fsdp_unit[last + 1] == b->fsdp_unit[o]) last++;
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
   g_autofree int *sim = g_new(int, mesh->ndevices);
   g_autofree uint32_t *deps = g_new(uint32_t, mesh->ndevices);
   g_autofree uint32_t *users = g_new(uint32_t, mesh->ndevices);
-  for (int k = 0; k < op->ninputs; k++) {
-    int w = op->inputs[k].tensor, first;
-    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-    gboolean again = FALSE; /* the same weight read twice by one op is gathered once */
-    for (int j = 0; j < k; j++) again |= op->inputs[j].tensor == w;
-    MdlLayout layout;
-    unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
-    if (again || !mask) continue;
-    MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-    double bytes = mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes;
+  for (guint g = 0; g < gathers->len; g++) {
+    const SbUnitGather *gather = &g_array_index(gathers, SbUnitGather, g);
     for (int mb = 0; mb < b->M; mb++)
       for (int base = 0; base < mesh->ndevices; base++) {
-        if (!sb_is_group_base(mesh, mask, base)) continue;
-        int p = sb_group_members(mesh, mask, base, members), nsim = 0;
+        if (!sb_is_group_base(mesh, gather->mask, base)) continue;
+        int p = sb_group_members(mesh, gather->mask, base, members), nsim = 0;
         for (int i = 0; i < p; i++) {
           devices[i] = mesh->devices[members[i]];
           if (b->rep_pos[m][members[i]] < 0) continue;
-          users[nsim] = use == SB_USE_FORWARD     ? task_fwd(b, o, mb, members[i])
-                        : use == SB_USE_RECOMPUTE ? task_rec(b, o, mb, members[i])
-                                                  : task_bwd(b, o, mb, members[i]);
-          deps[nsim] = issue_point(b, users[nsim]);
+          /* The unit's backward starts with its last op's B (or the R before it). */
+          uint32_t any = backward ? task_bwd(b, last, mb, members[i]) : task_fwd(b, o, mb, members[i]);
+          users[nsim] = block_start(b, any);
+          deps[nsim] = fsdp_issue_point(b, users[nsim]);
           sim[nsim++] = devices[i];
         }
         if (nsim == 0) continue;
         SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_COMM, CM_ALL_GATHER, devices, p, sim,
-                                               nsim, bytes, o, w, mb);
+                                                  nsim, gather->bytes, o, gather->w, mb);
         sb_edges_from_distinct(b, deps, nsim, span.gate);
         for (int i = 0; i < nsim; i++) sim_task_graph_edge(b->tg, span.join, users[i]);
       }
   }
+  g_array_unref(gathers);
 }
 
 static int compare_ints(const void *pa, const void *pb) {
@@ -226,9 +290,13 @@ GArray *sb_sync_buckets(const Builder *b, const GArray *items) {
     double filled = 0;
     /* Fill a bucket up to the cap (a weight larger than the cap gets one of its own). */
     while (j < items->len && all[j].m == all[i].m && all[j].mask == all[i].mask) {
+      /* FSDP (ZeRO-3): one bucket per unit, its gradients reduce-scattered together once its
+       * backward is done (PyTorch FSDP's post-backward hook reduce-scatters the unit's flat
+       * gradient; Zhao et al. 2023, section 3), whatever the bucket cap. */
+      if (b->fsdp_unit && b->fsdp_unit[all[j].ready] != b->fsdp_unit[all[i].ready]) break;
       filled += all[j].bytes;
       j++;
-      if (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes) break;
+      if (!b->fsdp_unit && (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes)) break;
     }
     guint range[2] = {i, j};
     g_array_append_val(buckets, range);
@@ -250,9 +318,9 @@ GArray *sb_sync_buckets(const Builder *b, const GArray *items) {
  * gradient shard, so each microbatch's bucket is reduce-scattered as its backward completes
  * (DeepSpeed's gradient hooks reduce every micro-step) and the parameters are all-gathered
  * after the step: with one microbatch, the all-reduce becomes a reduce-scatter and an
- * all-gather of the same bytes, 2 Psi (the survey's Table IV). Stage 3 reduce-scatters as
- * stage 2 and gathers parameters where they are used (sb_add_parameter_gathers), not after the
- * step. Stage 1's reduce-scatter of a bucket starts as soon as its last gradients are ready,
+ * all-gather of the same bytes, 2 Psi (the survey's Table IV). Stage 3 (FSDP) reduce-scatters
+ * each microbatch as stage 2 does, one bucket per FSDP unit, and gathers parameters where they
+ * are used (sb_parameter_gathers_segment), not after the step. Stage 1's reduce-scatter of a bucket starts as soon as its last gradients are ready,
  * overlapping the rest of the backward (Megatron-Core's distributed optimizer with
  * --overlap-grad-reduce); with overlap_param_gather its all-gathers move ahead of the forward. */
 void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute) {

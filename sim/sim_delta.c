@@ -32,6 +32,7 @@ SimDelta *sim_delta_new(const MdlGraph *graph, const DevCluster *cluster, const 
   d->cluster = cluster;
   d->params = params;
   d->options = *options;
+  d->options.prediction_only = FALSE; /* delta simulation re-times from a full schedule */
   d->tensor_affected = g_new0(guint8, MAX(mdl_graph_num_tensors(graph), 1));
   d->op_affected = g_new0(guint8, MAX(mdl_graph_num_ops(graph), 1));
   d->changed = g_new(int, MAX(mdl_graph_num_ops(graph), 1));
@@ -196,6 +197,15 @@ static void unmark_affected(SimDelta *d, int n) {
   }
 }
 
+/* Under ZeRO-3 a parameter segment holds the gathers of the FSDP unit its op opens
+ * (sb_parameter_gathers_segment): it is rebuilt when any op of the unit is affected. */
+static gboolean unit_affected(const SimDelta *d, int o) {
+  const int *unit = d->b.fsdp_unit;
+  for (int u = o; u < d->b.nops && unit[u] == unit[o]; u++)
+    if (d->op_affected[u]) return TRUE;
+  return FALSE;
+}
+
 /* Marks compute task @v dirty (delta.c's resume point). */
 static inline void dirty_compute(guint8 *dirty, uint32_t v, uint32_t ncompute) {
   if (v < ncompute) dirty[v] = 1;
@@ -344,8 +354,10 @@ static DeltaOutcome simulate_delta(SimDelta *d, const MdlStrategy *strategy, GEr
     for (int i = 0; i < count; i++, seg++) {
       SbMark mark = sb_mark(b);
       g_array_append_val(marks, mark);
+      gboolean param = pass == SB_PASS_PARAM_FORWARD || pass == SB_PASS_PARAM_BACKWARD;
       gboolean redo = pass == SB_PASS_SYNC ? weight
                       : per_tensor         ? d->tensor_affected[i]
+                      : param              ? unit_affected(d, i)
                                            : d->op_affected[i];
       if (redo) {
         for (uint32_t x = old_marks[seg].task; x < old_marks[seg + 1].task; x++)

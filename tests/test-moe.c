@@ -13,25 +13,8 @@
 #include "model/mdl_zoo_moe.h"
 #include "search/srch-int.h"
 #include "sim/sim.h"
-
-/* A graph holding one MoE MLP block over a data input x [b,s,h] (its own residual). */
-static MdlGraph *moe_graph(int64_t b, int64_t s, int64_t h, const MdlMoeConfig *moe) {
-  MdlGraph *g = mdl_graph_new("moe-block", "moe", b);
-  g->default_dtype = DEV_DTYPE_BF16;
-  g->num_layers = 1;
-  g->seq = s;
-  int x = mdl_zoo_activation(g, "x", 3, b, s, h);
-  mdl_graph_tensor(g, x)->is_input = TRUE;
-  MdlZooSeq site = {.g = g, .b = b, .s = s, .h = h, .layer = 0, .prefix = "layer0."};
-  mdl_zoo_moe_mlp(&site, moe, x, x);
-  GError *error = NULL;
-  g_assert_true(mdl_graph_validate(g, &error));
-  g_assert_no_error(error);
-  return g;
-}
-
-static const MdlMoeConfig small_moe = {.experts = 8, .top_k = 2, .expert_ffn = 512,
-                                       .shared_ffn = 256};
+#include "test-moe-util.h"
+#include "test-util.h"
 
 static void test_capacity(void) {
   MdlMoeConfig m = small_moe;
@@ -80,14 +63,6 @@ static void test_block_params(void) {
   mdl_graph_free(g);
 }
 
-static DevCluster *h100(int nodes) {
-  GError *error = NULL;
-  g_autofree char *spec = g_strdup_printf("dgx-h100:nodes=%d", nodes);
-  DevCluster *c = dev_cluster_parse_spec(spec, &error);
-  g_assert_no_error(error);
-  return c;
-}
-
 /* The mesh shape of the first pipeline rank for @spec. */
 static void check_mesh(const MdlGraph *g, const DevCluster *c, const char *spec, int ndims,
                        const int *shape) {
@@ -131,12 +106,7 @@ static void expect_error(const char *model, const char *spec, const char *needle
   GError *error = NULL;
   MdlGraph *g = model ? mdl_graph_parse_spec(model, &error) : moe_graph(48, 96, 128, &small_moe);
   g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
-  g_assert_null(s);
-  g_assert_error(error, MDL_ERROR, MDL_ERROR_STRATEGY);
-  if (!strstr(error->message, needle)) g_error("'%s' lacks '%s'", error->message, needle);
-  g_assert_null(strchr(error->message, '\n'));
-  g_error_free(error);
+  test_assert_strategy_error(g, c, spec, MDL_ERROR_STRATEGY, needle);
   mdl_graph_free(g);
   dev_cluster_free(c);
 }
@@ -149,37 +119,6 @@ static void test_errors(void) {
   expect_error(NULL, "megatron:dp=4,cp=8", "tp*cp*pp*dp = 32 devices");
   expect_error("gpt:layers=2,hidden=256,heads=4,seq=128,vocab=1024,batch=8", "megatron:dp=2,ep=2",
                "ep=2 needs a model with experts");
-}
-
-/* Every collective of @kind on device 0 in @run's explain JSON: its bytes are @bytes and its
- * time the cost model's formula for them on devices 0..@p-1; returns their count. */
-static int check_collectives(const SimRun *run, const DevCluster *c, const char *kind, int p,
-                             double bytes, double *total) {
-  g_autofree char *text = sim_explain_json(run);
-  cJSON *root = cJSON_Parse(text);
-  cJSON *dev = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "communication"), 0), *e;
-  g_assert_cmpint((int)cJSON_GetObjectItem(dev, "device")->valuedouble, ==, 0);
-  CmParams params;
-  cm_params_default(&params);
-  int devices[64];
-  for (int i = 0; i < p; i++) devices[i] = i;
-  CmCollective k;
-  g_assert_true(cm_collective_parse(kind, &k));
-  double formula = cm_group_collective_time(&params, c, k, devices, p, bytes);
-  int count = 0;
-  *total = 0;
-  cJSON_ArrayForEach(e, cJSON_GetObjectItem(dev, "collectives")) {
-    if (strcmp(cJSON_GetObjectItem(e, "kind")->valuestring, kind) != 0) continue;
-    g_assert_cmpint((int)cJSON_GetObjectItem(e, "group_size")->valuedouble, ==, p);
-    g_assert_cmpfloat(cJSON_GetObjectItem(e, "bytes_per_device")->valuedouble, ==, bytes);
-    double t = cJSON_GetObjectItem(e, "time_s")->valuedouble;
-    g_assert_cmpfloat_with_epsilon(t, formula, 1e-12 + 1e-6 * formula);
-    int n = (int)cJSON_GetObjectItem(e, "count")->valuedouble;
-    count += n;
-    *total += t * n;
-  }
-  cJSON_Delete(root);
-  return count;
 }
 
 /* EP all-to-all: 4 experts ranks, one microbatch; the dispatch and the combine each move a
@@ -415,18 +354,26 @@ static void test_ep_zero(void) {
   dev_cluster_free(c);
 }
 
-/* The Megatron grid: ep for models with experts, cp for sequences of 8K tokens or more; the
- * points of a dense model of a shorter sequence are the grid it had before. */
+/* The Megatron grid: ep (and etp = 1 beside etp = tp) for models with experts, cp for sequences
+ * of 8K tokens or more; the points of a dense model of a shorter sequence are the grid it had
+ * before. */
 static void count_grid(const MdlGraph *g, const DevCluster *c, int *cp_points, int *ep_points,
                        int *all) {
   GArray *points = srch_grid_points(g, c, DEV_DTYPE_BF16);
+  int etp_points = 0;
   *cp_points = *ep_points = 0;
   for (guint i = 0; i < points->len; i++) {
     const MdlMegatronConfig *p = &g_array_index(points, MdlMegatronConfig, i);
     *cp_points += p->cp > 1;
     *ep_points += p->ep > 1;
-    g_assert_cmpint((p->dp * MAX(p->cp, 1)) % MAX(p->ep, 1), ==, 0);
+    /* With etp < tp the tp/etp outer tensor-parallel ranks are inside the ep group. */
+    int outer = p->etp > 0 ? p->tp / p->etp : 1;
+    g_assert_cmpint(MAX(p->ep, 1) % outer, ==, 0);
+    g_assert_cmpint((p->dp * MAX(p->cp, 1)) % (MAX(p->ep, 1) / outer), ==, 0);
+    if (outer > 1) etp_points++;
   }
+  if (*ep_points == 0) g_assert_cmpint(etp_points, ==, 0);
+  else g_assert_cmpint(etp_points, >, 0); /* the MoE grids hold etp=1 points (tp > 1 fits) */
   *all = (int)points->len;
   g_array_unref(points);
 }

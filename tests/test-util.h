@@ -18,10 +18,11 @@ static inline MdlStrategy *test_no_host(MdlStrategy *strategy) {
   return strategy;
 }
 
-/* Simulates @model on @cluster under the strategy @spec with the default costs (@expanded: no
- * symmetry); aborts the test on an error. Free with test_run_free, which frees the inputs too. */
-static inline SimRun *test_simulate_specs(const char *model, const char *cluster, const char *spec,
-                                          gboolean expanded) {
+/* Simulates @model on @cluster under the strategy @spec with the default costs and @options
+ * (test_simulate_specs: @expanded, no symmetry); aborts the test on an error. Free with
+ * test_run_free, which frees the inputs too. */
+static inline SimRun *test_simulate_options(const char *model, const char *cluster,
+                                            const char *spec, const SimOptions *options) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec(cluster, &error);
   g_assert_no_error(error);
@@ -31,10 +32,15 @@ static inline SimRun *test_simulate_specs(const char *model, const char *cluster
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
-  SimOptions options = {.no_symmetry = expanded};
-  SimRun *run = sim_run_new_with_options(g, s, c, &params, &options, &error);
+  SimRun *run = sim_run_new_with_options(g, s, c, &params, options, &error);
   g_assert_no_error(error);
   return run;
+}
+
+static inline SimRun *test_simulate_specs(const char *model, const char *cluster, const char *spec,
+                                          gboolean expanded) {
+  SimOptions options = {.no_symmetry = expanded};
+  return test_simulate_options(model, cluster, spec, &options);
 }
 
 static inline void test_run_free(SimRun *run) {
@@ -136,6 +142,20 @@ static inline void test_assert_model_error(const char *spec, int code, const cha
     g_error("%s: \"%s\" lacks \"%s\" / \"%s\"", spec, error->message, needle,
             needle2 ? needle2 : "");
   g_clear_error(&error);
+}
+
+/* Parsing strategy @spec for @g on @c fails with MDL_ERROR @code (-1: any) and a one-line
+ * message holding @needle, or the test fails. */
+static inline void test_assert_strategy_error(const MdlGraph *g, const DevCluster *c,
+                                              const char *spec, int code, const char *needle) {
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_parse_spec(spec, g, c, &error);
+  g_assert_null(s);
+  g_assert_nonnull(error);
+  if (code >= 0) g_assert_error(error, MDL_ERROR, code);
+  if (!strstr(error->message, needle)) g_error("%s: '%s' lacks '%s'", spec, error->message, needle);
+  g_assert_null(strchr(error->message, '\n'));
+  g_error_free(error);
 }
 
 /* Simulates @g on @c under strategy @spec with the default cost parameters, or the test fails;
