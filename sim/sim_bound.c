@@ -263,7 +263,8 @@ static SimTime stream_collectives(Gaps *g, const int *index, const int *group, S
     /* Reduce-scatters: once (stage 1) or per microbatch (2, 3); the parameters' all-gather
      * after the step or ahead of the forward (1, 2). */
     sum += (SimTime)(zero >= 2 ? b->M : 1) * collective_time(g, it->m, it->mask, base, CM_REDUCE_SCATTER, bytes);
-    if (zero <= 2) *gathers += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, bytes);
+    if (zero <= 2)
+      *gathers += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, sb_param_bytes(b, bytes));
   }
   return sum + *gathers;
 }

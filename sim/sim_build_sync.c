@@ -189,6 +189,10 @@ static int compare_sync_items(const void *pa, const void *pb) {
  * parameter all-gather follows), or with @prefetch by nothing, the first microbatch's forwards
  * of the bucket's weights waiting for it instead (the parameter all-gather overlapped with the
  * forward pass). With @syncs, the joins go there as (task, device) pairs. */
+double sb_param_bytes(const Builder *b, double grad_bytes) {
+  return grad_bytes * b->dtype_bytes / cm_framework_grad_bytes(b->s->framework, b->s->dtype);
+}
+
 static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective coll, int mb,
                        const uint32_t *after, gboolean prefetch, GArray *syncs) {
   int m = items[0].m;
@@ -196,6 +200,7 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
   double bytes = 0;
   for (int k = 0; k < n; k++) bytes += items[k].bytes;
+  if (coll == CM_ALL_GATHER) bytes = sb_param_bytes(b, bytes); /* the parameters */
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
   g_autofree int *sim = g_new(int, mesh->ndevices);
