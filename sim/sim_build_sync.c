@@ -360,7 +360,7 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
   for (int d = 0; d < ndev; d++) {
     opt[d] = NO_TASK;
     if (local_params[d] <= 0) continue;
-    t.duration = sim_time_from_seconds(cm_optimizer_time(b->p, &b->c->device, local_params[d]));
+    t.duration = sim_time_from_seconds(cm_optimizer_time(b->p, &b->c->device, b->s->dtype, local_params[d]));
     uint32_t r = sim_resource_compute(d);
     opt[d] = sim_task_graph_add(b->tg, &t, &r, 1);
     if (last_compute[d] != NO_TASK) sim_task_graph_edge(b->tg, last_compute[d], opt[d]);
