@@ -83,6 +83,7 @@ typedef struct {
   const Builder *b;
   GapMemo memo[GAP_MEMO];
   GArray *items, *buckets; /* the gradient syncs (sb_sync_items, sb_sync_buckets), once */
+  GArray *unit_buckets;     /* the buckets under ZeRO-3: one per FSDP unit and replica mask */
 } Gaps;
 
 static SimTime collective_time(Gaps *g, int mesh_index, unsigned mask, int base, CmCollective coll,
@@ -220,32 +221,30 @@ static SimTime stream_collectives(Gaps *g, const int *index, const int *group, S
   SimTime sum = 0;
   *gathers = 0;
   int zero = b->s->zero_stage;
-  /* ZeRO-3: per weight, each op that reads it (once however often it reads it) gathers it
-   * over the axes it is replicated on, in that op's layout. */
-  for (int w = 0; zero >= 3 && w < mdl_graph_num_tensors(b->g); w++) {
-    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-    const GArray *users = b->users[w];
-    for (guint u = 0; u < users->len; u++) {
-      int o = g_array_index(users, int, u), m = cfg(b, o)->mesh, first;
-      if ((u > 0 && g_array_index(users, int, u - 1) == o) || index[m] < 0) continue;
-      MdlLayout layout;
-      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
-      const MdlOp *op = mdl_graph_op(b->g, o);
-      int k = 0;
-      while (op->inputs[k].tensor != w) k++;
+  /* ZeRO-3 as FSDP (sb_parameter_gathers_segment): per unit, one all-gather per replica mask of
+   * its weights (sb_unit_gathers) before its forward and one before its backward, per
+   * microbatch. */
+  if (zero >= 3) {
+    GArray *unit = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));
+    for (int o = 0; o < b->nops; o++) {
+      int m = cfg(b, o)->mesh;
+      if ((o > 0 && b->fsdp_unit[o - 1] == b->fsdp_unit[o]) || index[m] < 0) continue;
+      sb_unit_gathers(b, o, unit);
       const MdlMesh *mesh = mesh_of(b, o);
-      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      SimTime uses = (SimTime)b->M * (group[o] >= 0 ? 3 : 2); /* F, B and, recomputed, R */
-      if (mask)
-        sum += uses * collective_time(g, m, mask, group_base(mesh, mask, index[m]), CM_ALL_GATHER,
-                                      mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes);
+      for (guint k = 0; k < unit->len; k++) {
+        const SbUnitGather *ug = &g_array_index(unit, SbUnitGather, k);
+        sum += (SimTime)(2 * b->M) * collective_time(g, m, ug->mask, group_base(mesh, ug->mask, index[m]),
+                                                      CM_ALL_GATHER, ug->bytes);
+      }
     }
+    g_array_unref(unit);
   }
-  if (!g->items) { /* neither the ZeRO stage nor overlap_param_gather changes them */
-    g->items = sb_sync_items(b, NULL);
-    g->buckets = sb_sync_buckets(b, g->items);
-  }
-  const GArray *buckets = g->buckets;
+  /* The items: whatever the ZeRO stage and overlap_param_gather; the buckets: per FSDP unit
+   * under ZeRO-3 (b->fsdp_unit set), else up to the bucket cap. */
+  if (!g->items) g->items = sb_sync_items(b, NULL);
+  GArray **cache = zero >= 3 ? &g->unit_buckets : &g->buckets;
+  if (!*cache) *cache = sb_sync_buckets(b, g->items);
+  const GArray *buckets = *cache;
   const SyncItem *all = (const SyncItem *)g->items->data;
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
@@ -279,6 +278,7 @@ static SimTime prefix(const MdlStrategy *s, int nops, const SimTime *d, int c, i
 
 struct SimBounder {
   Builder b;
+  int *units;               /* per op: its FSDP unit (mdl_strategy_fsdp_units), made at ZeRO-3 */
   Chunks k;
   Gaps gaps;
   int nranks, ndev, nmeshes;
@@ -434,6 +434,8 @@ SimTime sim_bounder_bound(SimBounder *sb) {
         for (int i = 0; i < op->ninputs; i++) g_array_append_val(b->users[op->inputs[i].tensor], o);
       }
     }
+    if (zero >= 3 && !sb->units) sb->units = mdl_strategy_fsdp_units(b->s, b->g);
+    b->fsdp_unit = zero >= 3 ? sb->units : NULL; /* what the builder's bucketing reads */
     sb->stream[zero] = sb->tail[zero] = 0;
     for (int r = 0; r < sb->nranks; r++) {
       if (sb->device[r] < 0) continue;
@@ -452,14 +454,14 @@ SimTime sim_bounder_bound(SimBounder *sb) {
 void sim_bounder_free(SimBounder *sb) {
   if (!sb) return;
   Builder *b = &sb->b;
+  g_free(sb->units);
   if (b->users) {
     for (int t = 0; t < mdl_graph_num_tensors(b->g); t++) g_array_unref(b->users[t]);
     g_free(b->users);
   }
-  if (sb->gaps.items) {
-    g_array_unref(sb->gaps.items);
-    g_array_unref(sb->gaps.buckets);
-  }
+  if (sb->gaps.items) g_array_unref(sb->gaps.items);
+  if (sb->gaps.buckets) g_array_unref(sb->gaps.buckets);
+  if (sb->gaps.unit_buckets) g_array_unref(sb->gaps.unit_buckets);
   for (int r = 0; r < sb->nranks; r++) {
     g_free(sb->index[r]);
     if (sb->pairs[r]) g_array_unref(sb->pairs[r]);
