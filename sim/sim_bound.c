@@ -238,6 +238,7 @@ static SimTime bucket_collectives(Gaps *g, const GArray *items, const GArray *bu
     if (idx < 0) continue;
     double bytes = 0;
     for (guint i = range[0]; i < range[1]; i++) bytes += all[i].bytes;
+    if (coll == CM_ALL_GATHER) bytes = sb_param_bytes(g->b, bytes); /* the parameters (add_bucket) */
     sum += collective_time(g, it->m, it->mask, group_base(mdl_strategy_mesh(g->b->s, it->m), it->mask, idx), coll, bytes);
   }
   return sum;

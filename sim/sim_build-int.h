@@ -262,8 +262,11 @@ typedef struct {
   int first;        /* first op using it there */
   int ready;        /* smallest index of its ops there: its gradient completes when that op's
                        backward does, and backward runs in reverse op order */
-  double bytes;     /* per device */
+  double bytes;     /* per device: its gradient (cm_framework_grad_bytes per element) */
 } SyncItem;
+/* Bytes of the parameters whose gradients are @grad_bytes (ZeRO 1/2's all-gather after the
+ * step moves the model's parameters, not the fp32 gradients Megatron-LM reduces). */
+double sb_param_bytes(const Builder *b, double grad_bytes);
 /* The gradient syncs (SyncItem) of every weight on every mesh where it is replicated, in
  * bucket order; with @local_params (per device, zeroed) also adds each simulated device's
  * parameters its optimizer steps. Caller g_array_unref()s. */
