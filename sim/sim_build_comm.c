@@ -93,9 +93,14 @@ void sb_edges_from_distinct(Builder *b, const uint32_t *deps, int n, uint32_t to
 }
 
 /* Converts tensor @t from @from to @to on one mesh; @ready holds per mesh index the task the
- * data waits for and is updated in place. Axes are converted in order, each by one collective
- * per group along the axis; the message size n follows AutoDDL Table 2 (the larger of the
- * per-device sizes before and after the step). */
+ * data waits for and is updated in place. Each axis is converted by one collective per group
+ * along it; the message size n follows AutoDDL Table 2 (the larger of the per-device sizes
+ * before and after the step). The steps run so that the data is smallest when it moves: first
+ * the free ones (Broadcast to a Split slice or to Partial), then the reductions of partial sums
+ * (all-reduce, reduce-scatter), then the all-to-alls, then the all-gathers; axes in order
+ * within each. (So a row-parallel expert GEMM's output, partial over tp and split by expert,
+ * is reduce-scattered over tp before its all-to-all over ep, as Megatron-Core's
+ * token_unpermutation runs RS(TP) before A2A(EP).) */
 void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to,
                             int t, int op, int mb, uint32_t *ready) {
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
@@ -108,9 +113,13 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
   int *members = heap ? heap : stack, *devices = members + mesh->ndevices,
       *sim = devices + mesh->ndevices;
   uint32_t *deps = heap_deps ? heap_deps : stack_deps;
-  for (int a = 0; a < mesh->ndims; a++) {
+  for (int step = 0; step < 4 * mesh->ndims; step++) {
+    int a = step % mesh->ndims, pass = step / mesh->ndims;
     int src = from.axis[a], dst = to.axis[a];
     if (src == dst || mesh->shape[a] == 1) continue;
+    int kind = src < 0 && src != MDL_LAYOUT_PARTIAL ? 0 : src == MDL_LAYOUT_PARTIAL ? 1
+               : dst >= 0 ? 2 : 3;
+    if (kind != pass) continue;
     CmCollective coll;
     if (src == MDL_LAYOUT_PARTIAL) coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER;
     else if (src >= 0) coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_GATHER : CM_ALL_TO_ALL;
