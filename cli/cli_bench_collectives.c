@@ -40,7 +40,7 @@ int cli_bench_collectives(const char *path) {
   Total model = {0}, held = {0}, extra = {0};
   for (guint i = 0; i < curves->len; i++) {
     const CmCurve *c = g_ptr_array_index(curves, i);
-    const char *spec = cm_curve_cluster_spec(c);
+    g_autofree char *spec = cm_curve_cluster_spec(c);
     DevCluster *cluster = spec ? dev_cluster_parse_spec(spec, NULL) : NULL;
     CmErrorStats m = {0}, h = {0}, x = {0};
     if (cluster) cm_check_model(c, cluster, MIB, &m);

@@ -4,7 +4,8 @@
  *      Calculon's analytical model (Isaev et al. 2023: about 45 Megatron configurations per
  *      second per core);
  *  (b) the full Megatron space, configuration-count matched against Calculon: Megatron-5B on
- *      64 A100s exhaustively, GPT-3 175B on 1024 A100s under a budget of 200 simulations;
+ *      64 A100s and GPT-3 175B on 1024 A100s exhaustively, then GPT-3 175B under a budget of
+ *      200 simulations;
  *  (c) per algorithm, under one time budget on two threads, the wall time until its best is
  *      within 1% of the best any algorithm found, on GPT-3 2.7B over 64 A100s and VGG13 over
  *      32 P100s (FlexFlow's P100 cluster scaled to 8 hosts).
@@ -123,11 +124,11 @@ static int bench_rates(SimProgress *progress) {
 /* (b) The full Megatron space (srch_grid.c), configuration-count matched against Calculon's
  * llm-optimal-execution (search/SEARCH.md gives the Calculon commands): Megatron-5B (Calculon's
  * models/megatron-5B.json: 24 blocks, hidden 4096, 32 heads, seq 2048; vocabulary 51200 here)
- * on 64 A100s, batch 512, searched exhaustively; then GPT-3 175B on 1024 A100s (batch 1536)
- * under an evaluation budget of 200 simulations, which the classic grid precedes in full.
- * Configurations per second per core: the space's configurations (every one screened for
- * memory, pruned by the bound or simulated) over the process's CPU seconds, and over wall
- * seconds x threads (the same when the cores are free). */
+ * on 64 A100s, batch 512, and GPT-3 175B on 1024 A100s (batch 1536), searched exhaustively;
+ * then GPT-3 175B under an evaluation budget of 200 simulations, which the classic grid
+ * precedes in full. Configurations per second per core: the space's configurations covered
+ * (over memory, pruned by the bound or simulated) over the process's CPU seconds, and over
+ * wall seconds x threads (the same when the cores are free). */
 static int bench_space(const char *model, const char *cluster, guint64 budget,
                        SimProgress *progress) {
   GError *error = NULL;
@@ -148,11 +149,14 @@ static int bench_space(const char *model, const char *cluster, guint64 budget,
     return cli_fail(error, cli_status_for(error));
   }
   double covered = srch_result_covered_share(r) * (double)r->space_points;
-  say("bench: search space  %s on %s, two threads, budget %" G_GUINT64_FORMAT " simulations: %" G_GUINT64_FORMAT
+  char how[64];
+  if (budget >= r->space_points) g_snprintf(how, sizeof how, "exhaustive");
+  else g_snprintf(how, sizeof how, "budget %" G_GUINT64_FORMAT " simulations", budget);
+  say("bench: search space  %s on %s, two threads, %s: %" G_GUINT64_FORMAT
       " configurations, %.1f%% covered (%" G_GUINT64_FORMAT " simulated, %" G_GUINT64_FORMAT " over memory, %"
       G_GUINT64_FORMAT " pruned by the bound; classic grid first: %" G_GUINT64_FORMAT " simulated)%s in %.2f s "
       "wall, %.2f s CPU: %.0f configurations/s/core by CPU (%.1fx Calculon), %.0f by wall x threads (%.1fx)\n",
-      model, cluster, budget, r->space_points, 100 * srch_result_covered_share(r), r->simulated, r->over_memory,
+      model, cluster, how, r->space_points, 100 * srch_result_covered_share(r), r->simulated, r->over_memory,
       r->pruned, r->baseline_evaluations, r->complete ? ", the whole space" : "", r->elapsed_s, cpu,
       cpu > 0 ? covered / cpu : 0, cpu > 0 ? covered / cpu / CALCULON_CONFIGS_PER_S_PER_CORE : 0,
       covered / (r->elapsed_s * 2), covered / (r->elapsed_s * 2) / CALCULON_CONFIGS_PER_S_PER_CORE);
@@ -221,6 +225,8 @@ int cli_bench_search(double seconds) {
   if (status == CLI_EXIT_OK)
     status = bench_space("gpt:layers=24,hidden=4096,heads=32,seq=2048,vocab=51200,batch=512", "dgx-a100:nodes=8",
                          1000000, progress);
+  if (status == CLI_EXIT_OK)
+    status = bench_space("gpt3-175b:batch=1536", "dgx-a100:nodes=128", 1000000, progress);
   if (status == CLI_EXIT_OK)
     status = bench_space("gpt3-175b:batch=1536", "dgx-a100:nodes=128", 200, progress);
   if (status == CLI_EXIT_OK)

@@ -66,7 +66,7 @@ static void print_text(const SrchResult *r, const SrchOptions *o, const MdlGraph
   if (r->pruned)
     printf(", %" G_GUINT64_FORMAT " %s", r->pruned,
            r->ran == SRCH_ALGO_DP ? "pipelines skipped: the grid's even cut, or weights that fit no cut"
-           : r->ran == SRCH_ALGO_GRID ? "fitting points whose compute bound exceeds the best"
+           : r->ran == SRCH_ALGO_GRID ? "points whose lower bound exceeds the best"
                                    : "subtrees cut by the bound");
   printf(") in %.3f s (%.0f evaluations/s)%s\n", r->elapsed_s,
          r->elapsed_s > 0 ? (r->evaluations + r->baseline_evaluations) / r->elapsed_s : 0,

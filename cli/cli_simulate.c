@@ -104,7 +104,10 @@ int cli_simulate(int argc, char **argv) {
   if (!cli_parse_options("simulate", "Simulates one training iteration.", entries, &argc, &argv))
     return CLI_EXIT_BAD_INPUT;
   if (!cli_parse_collective_mode("simulate", collectives, &step)) return CLI_EXIT_BAD_INPUT;
-  SimOptions options = {.no_symmetry = no_symmetry, .step_collectives = step};
+  /* Without a trace only the prediction is wanted: chain merging may time it (sim_merge.c,
+   * bit for bit the full engine's answer). */
+  SimOptions options = {.no_symmetry = no_symmetry, .step_collectives = step,
+                        .prediction_only = trace == NULL};
   if (!cli_parse_crossmesh("simulate", crossmesh_method, crossmesh_order, &options.crossmesh,
                            &options.crossmesh_method, &options.crossmesh_order))
     return CLI_EXIT_BAD_INPUT;

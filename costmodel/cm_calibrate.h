@@ -5,8 +5,8 @@
  * print it) or from the runner's measurements JSON (costmodel/CALIBRATION.md). A calibration
  * keeps, per collective and link class, alpha and beta fitted by least squares weighted by
  * 1/t^2 (AutoDDL Sec. 3.2 with relative-error weights), and, per (collective, ranks, hosts),
- * the measured bus bandwidth against size. It predicts by log-log interpolation of that table
- * inside the measured sizes, along its bandwidth asymptote above them and its latency regime
+ * the measured bus bandwidth against size. It predicts by a line (time against size) through
+ * the two nearest measured sizes inside them, along its bandwidth asymptote above them and its latency regime
  * below them, and by the fitted alpha-beta for rank counts without a table (FIELD-NOTES,
  * "Collective calibration": one alpha + n beta line misses held-out sizes by 15-70%, the
  * weighted fit by 7-14%, the interpolated table by 4-8%). Fitting and storing are
@@ -137,8 +137,8 @@ typedef struct {
 } CmCalibratedTime;
 
 /* The calibrated time of @kind over @ranks ranks on @nodes hosts, @bytes bytes, from the
- * table of that (collective, ranks, hosts) when there is one: interpolated in log-log space
- * inside its measured sizes (CM_TIME_CALIBRATION_TABLE), along its bandwidth asymptote above
+ * table of that (collective, ranks, hosts) when there is one: on the line through the measured
+ * sizes either side inside them (CM_TIME_CALIBRATION_TABLE), along its bandwidth asymptote above
  * them (CM_TIME_CALIBRATION_ASYMPTOTE: never a lower bus bandwidth than the largest measured
  * size's), in its latency regime below them (CM_TIME_CALIBRATION_LATENCY); else steps alpha +
  * factor n beta from the fit of the collective and its link class (INTER when @nodes > 1,
@@ -152,6 +152,21 @@ gboolean cm_calibration_time(const CmCalibration *calibration, CmCollective kind
 gboolean cm_calibration_time_bounded(const CmCalibration *calibration, CmCollective kind,
                                      int ranks, int nodes, double bytes, double floor,
                                      CmCalibratedTime *out);
+/* The model's time of the collective being looked up over @ranks ranks on @hosts hosts (of the
+ * caller's cluster, ranks spread evenly) at @bytes; NAN where it has none. */
+typedef double (*CmModelTimeFn)(int ranks, int hosts, double bytes, gpointer data);
+/* The same, with the model itself:
+ *   - above a table the extra bytes cost what the model's time grows by from the largest
+ *     measured size to @bytes, at least its peak cost per byte (its time at 2^50 bytes over
+ *     2^50) and at most the largest size's average;
+ *   - without a table for (@ranks, @nodes), the time the nearest table of the collective on the
+ *     same link class gives (nearest in log ranks, then log hosts) scaled by the model's ratio
+ *     of the two shapes (CM_TIME_CALIBRATION_SCALED), before the fit; never across link
+ *     classes (cm_calibrate_lookup.c says why).
+ * cm_collective_estimate passes its model. */
+gboolean cm_calibration_time_model(const CmCalibration *calibration, CmCollective kind, int ranks,
+                                   int nodes, double bytes, CmModelTimeFn model, gpointer data,
+                                   CmCalibratedTime *out);
 
 /* Why @calibration may not apply to @cluster: NULL when the cluster it was measured on (its
  * stored spec, parsed again) has the same GPU, GPUs per host, intra-host link and inter-host

@@ -115,14 +115,21 @@ GPtrArray *cm_curves_load(const char *path, GError **error) {
   return curves;
 }
 
-const char *cm_curve_cluster_spec(const CmCurve *curve) {
+char *cm_curve_cluster_spec(const CmCurve *curve) {
   static const struct {
     const char *needle;
     const char *spec;
-  } map[] = {{"A100", "dgx-a100"}, {"H200", "dgx-h200"}, {"H100", "dgx-h100"},
-             {"B200", "dgx-b200"}};
-  for (gsize i = 0; i < G_N_ELEMENTS(map); i++)
-    if (strstr(curve->system, map[i].needle)) return map[i].spec;
+  } map[] = {/* Google Cloud A3 Mega: 8 H100 on NVSwitch, 1,600 Gb/s of GPU-to-GPU networking over
+              * 8 NICs (cloud.google.com/compute/docs/gpus/gpu-network-bandwidth): 200 Gb/s
+              * each. Its GPUDirect-TCPXO latency is not described (the preset's is NCCL's NET
+              * hwLat). */
+             {"A3 Mega", "dgx-h100:inter_bw_Gbps=200"},
+             {"A100", "dgx-a100"}, {"H200", "dgx-h200"}, {"H100", "dgx-h100"}, {"B200", "dgx-b200"}};
+  for (gsize i = 0; i < G_N_ELEMENTS(map); i++) {
+    if (!strstr(curve->system, map[i].needle)) continue;
+    if (curve->nodes <= 1) return g_strdup(map[i].spec);
+    return g_strdup_printf("%s%snodes=%d", map[i].spec, strchr(map[i].spec, ':') ? "," : ":", curve->nodes);
+  }
   return NULL;
 }
 

@@ -36,9 +36,10 @@ void cm_curve_free(CmCurve *curve);
  * file order (g_ptr_array_unref frees them) or NULL with CM_ERROR_PARSE naming the line. */
 GPtrArray *cm_curves_load(const char *path, GError **error);
 
-/* The stratsim cluster spec the curve's system corresponds to ("dgx-a100", ...), or NULL when
- * stratsim has no preset for it. Static storage. */
-const char *cm_curve_cluster_spec(const CmCurve *curve);
+/* The stratsim cluster spec the curve's system corresponds to ("dgx-a100", "dgx-b200:nodes=4"
+ * for a curve over 4 hosts, ...), or NULL when stratsim has no preset for it. Free with
+ * g_free. */
+char *cm_curve_cluster_spec(const CmCurve *curve);
 
 typedef struct {
   int points;

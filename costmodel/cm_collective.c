@@ -103,10 +103,11 @@ const char *cm_algorithm_name(CmAlgorithm algorithm) {
 }
 
 static const char *const time_source_names[] = {"model", "calibration-table", "calibration-fit",
-                                                "calibration-asymptote", "calibration-latency"};
+                                                "calibration-asymptote", "calibration-latency",
+                                                "calibration-scaled"};
 
 const char *cm_time_source_name(CmTimeSource source) {
-  g_return_val_if_fail(source <= CM_TIME_CALIBRATION_LATENCY, "?");
+  g_return_val_if_fail(source <= CM_TIME_CALIBRATION_SCALED, "?");
   return time_source_names[source];
 }
 

@@ -98,11 +98,14 @@ typedef struct {
 
 typedef enum {
   CM_TIME_MODEL,             /* the chosen algorithm under the link figures */
-  CM_TIME_CALIBRATION_TABLE, /* log-log interpolation of measured bus bandwidth */
+  CM_TIME_CALIBRATION_TABLE, /* between two measured sizes: the line through them */
   CM_TIME_CALIBRATION_FIT,   /* fitted alpha-beta of the collective and link class (no table
-                                for the rank and host count) */
+                                for the rank and host count, and none of that link class to
+                                scale, or no model to scale it with) */
   CM_TIME_CALIBRATION_ASYMPTOTE, /* above the table's sizes: its bandwidth asymptote */
   CM_TIME_CALIBRATION_LATENCY,   /* below the table's sizes: its latency regime */
+  CM_TIME_CALIBRATION_SCALED,    /* another rank/host count's table on the same link class,
+                                    scaled by the model's ratio of the two shapes */
 } CmTimeSource;
 
 const char *cm_time_source_name(CmTimeSource source);

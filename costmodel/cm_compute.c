@@ -140,14 +140,14 @@ double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind k
          cm_gemm_min_kernel_s(params, device) + params->kernel_overhead_s;
 }
 
-static gboolean is_contraction(MdlOpKind kind) {
+gboolean cm_gemm_kind(MdlOpKind kind) {
   return kind == MDL_OP_MATMUL || kind == MDL_OP_BATCH_MATMUL || kind == MDL_OP_CONV2D;
 }
 
 double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                        DevDtype dtype, double flops, double bytes) {
   double rate;
-  if (is_contraction(kind)) {
+  if (cm_gemm_kind(kind)) {
     double peak = device->peak_flops[dtype];
     /* tf32 is a matmul mode: devices without it run fp32 GEMMs. */
     if (peak <= 0 && dtype == DEV_DTYPE_TF32) peak = device->peak_flops[DEV_DTYPE_FP32];
@@ -160,19 +160,33 @@ double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind 
   return t_flops > t_bytes ? t_flops : t_bytes;
 }
 
-/* Megatron-LM's mixed-precision optimizer (megatron/core/optimizer/optimizer.py,
- * Float16OptimizerWithFloat16Params) steps fp32 main params with fp32 main grads (the grad
- * buffer accumulates in fp32: accumulate_allreduce_grads_in_fp32) through apex's FusedAdam:
- * one multi_tensor_apply launch per chunk of tensor lists of depth 4 (apex
- * csrc/multi_tensor_adam.cu, AdamFunctor: g, p, m, v loaded; p, m, v stored), 16 bytes read and
- * 12 written per parameter; then _copy_main_params_to_model_params runs multi_tensor_scale from
- * the fp32 main params into the 16-bit model params: 4 read, 2 written. The fp32 path has no
- * copy. Loss-scale unscaling and the grad-norm reduction also stream the grads (4 bytes each);
- * they are separate kernels, not charged here. */
+/* The optimizer step of Megatron-LM's training step (megatron/training.py train_step and
+ * megatron/optimizer/optimizer.py, Float16OptimizerWithFloat16Params / FP32Optimizer; the same
+ * in megatron/core/optimizer/optimizer.py), HBM bytes per local parameter, pass by pass:
+ *  - FusedAdam (apex csrc/multi_tensor_adam.cu, AdamFunctor over tensor lists of depth 4): the
+ *    fp32 main grad, main param, m and v loaded (16), param, m, v stored (12): 28.
+ *  - clip_grad_norm (megatron/optimizer/clip_grads.py, --clip-grad 1.0 by default):
+ *    multi_tensor_l2norm reads the fp32 grads: 4. (The multi_tensor_scale that clips them runs
+ *    only when the norm exceeds the threshold: data dependent, not charged.)
+ *  - 16-bit models: _copy_main_params_to_model_params, multi_tensor_scale from the fp32 main
+ *    params into the model's: 4 read + 2 written.
+ *  - the next iteration's model_chunk.zero_grad_buffer() (train_step's first statement) writes
+ *    the grad buffer: 4 bytes (fp32 main_grad, bf16 and fp32 models: cm_framework_grad_bytes),
+ *    2 for fp16.
+ *  - fp16 only: _copy_model_grads_to_main_grads casts the fp16 main_grad to fp32 (2 read, 4
+ *    written) and _unscale_main_grads_and_check_for_nan reads and writes them (8); bf16 runs
+ *    with no grad scaler (get_megatron_optimizer: grad_scaler None unless --fp16 or
+ *    --loss-scale) and no cast (main_grad is already fp32).
+ * bf16: 28 + 4 + 6 + 4 = 42; fp32: 28 + 4 + 4 = 36; fp16: 28 + 4 + 6 + 2 + 6 + 8 = 54. FP8
+ * runs keep bf16 params (Transformer Engine): the bf16 figure. Each pass is its own kernel(s)
+ * at the memory efficiency below; the issue's "about half of 54 ms" for 22B/tp=8 has no pass
+ * structure behind it that we could find (cited sources above give 42 B, ~71 ms there). */
 double cm_adam_bytes_per_param(DevDtype dtype) {
-  double adam = 4 * 4 + 3 * 4;
-  double copy = dev_dtype_bytes(dtype) < 4 ? 4 + dev_dtype_bytes(dtype) : 0;
-  return adam + copy;
+  double adam = 4 * 4 + 3 * 4, norm = 4;
+  if (dtype == DEV_DTYPE_FP32 || dtype == DEV_DTYPE_TF32) return adam + norm + 4;
+  double copy = 4 + 2, zero = dtype == DEV_DTYPE_FP16 ? 2 : 4;
+  double fp16_grads = dtype == DEV_DTYPE_FP16 ? (2 + 4) + 8 : 0;
+  return adam + norm + copy + zero + fp16_grads;
 }
 
 double cm_optimizer_time(const CmParams *params, const DevKind *device, double params_local) {

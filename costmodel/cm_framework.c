@@ -12,33 +12,53 @@
  * 245.3 / 43 = 5.7 us per backward kernel (the autograd engine runs in C++). This agrees with
  * the issue's "10-30 us of CPU time per kernel in PyTorch-based frameworks" and the
  * FIELD-NOTES' "~10 us per op"; single eager ops in the same run measure 1.3-7.8 us forward
- * (costmodel/FRAMEWORKS.md), the rest is module and Python overhead. The per-kernel figures
- * are used for every PyTorch-based framework: Megatron's fused kernels cut the launches per
- * layer, not the host work per launch.
+ * (costmodel/FRAMEWORKS.md), the rest is module and Python overhead. These are the
+ * pytorch-eager figures.
+ * Megatron-LM and Megatron-DeepSpeed (the same model code): the same script's MegatronBlock,
+ * a Megatron-LM layer's host-side structure at tp=1 (its autograd Functions for the
+ * tensor-parallel linears with gradient-accumulation fusion, apex-style fused layernorm and
+ * upper-triangular softmax Functions, the RNG tracker's fork around the attention dropout,
+ * the TorchScript bias-dropout-add and bias-GeLU fusions, the DDP main_grad hooks), 12 layers,
+ * b=1, s=4, h=16, run 2026-11-24 on the same machine (--repeats 100 --chain 50): 347.0 us
+ * forward and 378.7 us backward per layer (the plain block in that run: 231.1 and 224.2), over
+ * the 13 and 40 kernels such a layer launches on a GPU (below): 26.7 us per forward kernel,
+ * 9.5 us per backward kernel. Fewer, fused kernels, but more Python per kernel.
  * Launch queue: the host runs ahead of the GPU until 1024 launches are pending in the stream
  * (the CUDA driver's per-stream pushbuffer depth, as reported on the NVIDIA Developer Forums,
  * "cudaLaunchKernel blocks after ~1024 pending launches"; an approximate, undocumented figure).
  *
  * Kernels per op (the op kinds of model/mdl_graph.h; a GPT layer's ops: model/mdl_zoo_gpt.c):
- *  - megatron-lm (NVIDIA/Megatron-LM, megatron/model/transformer.py with its fused kernels):
- *    matmul: one GEMM forward (the bias is skipped and fused into the next op, skip_bias_add);
- *    backward dX GEMM, dW GEMM accumulated into main_grad (fused_weight_gradient_mlp_cuda)
- *    and the bias gradient reduction: 3, of which 2 weight. batch matmul (baddbmm, bmm): 1 and
- *    2. softmax: FusedScaleMaskSoftmax (scaled_upper_triang_masked_softmax_cuda) + attention
- *    dropout: 2 and 2. layernorm: apex FusedLayerNormAffineFunction, 1 forward, backward
- *    cuComputeGradInput + cuComputePartGradGammaBeta + cuComputeGradGammaBeta: 3, 2 weight.
- *    elementwise (bias_gelu and bias_dropout_add fusions, the position-embedding add): 1 and
- *    1. embedding (VocabParallelEmbedding): range mask (2 compares, or), shift, masked_fill,
- *    lookup, output masked_fill: 7; backward embedding_dense_backward (sort, segment sums,
- *    scatter: ~4) + the mask: 5, all weight. loss (vocab_parallel_cross_entropy): max, shift,
- *    range mask (3), masked target, gather, masked_fill, exp, sum, log, subtract, mean,
- *    scale: ~14 forward; backward softmax recovery, one-hot subtract, scale: ~4.
+ *  - megatron-lm (NVIDIA/Megatron-LM megatron/model/transformer.py with its fused kernels,
+ *    megatron/core/tensor_parallel/layers.py, megatron/model/distributed.py; commit 00baee46,
+ *    whose layer runs the kernels of the 2022 code): matmul: one GEMM forward (the bias is
+ *    skipped and fused into the next op, skip_bias_add; the QKV projection alone adds its bias
+ *    in a second kernel, one in four matmuls of a layer: not counted); backward dX GEMM, dW
+ *    GEMM accumulated into main_grad (gradient-accumulation fusion,
+ *    fused_weight_gradient_mlp_cuda), the bias gradient reduction and the DDP param hook's
+ *    param.main_grad.add_(param.grad) for the bias (every parameter whose .grad the fused
+ *    GEMM does not bypass): 4, of which 3 weight. batch matmul (baddbmm, bmm): 1 and 2 (the
+ *    context's permute(...).contiguous() copy, 1 and 1 on one of the two: not counted).
+ *    softmax: FusedScaleMaskSoftmax (scaled_upper_triang_masked_softmax_cuda) + the separate
+ *    attention dropout: 2 and 2. layernorm: apex FusedLayerNormAffineFunction, 1 forward,
+ *    backward cuComputeGradInput + cuComputePartGradGammaBeta + cuComputeGradGammaBeta and the
+ *    main_grad adds of gamma and beta: 5, 4 weight. Elementwise by class: dropout-add
+ *    (bias_dropout_add_fused_train) 1 forward, backward the dropout's masked scale, the
+ *    skipped bias's gradient sum and the autograd engine's sum of the two gradients at the
+ *    residual fork: 3; activation (bias_gelu) 1, backward bias_gelu_back + the bias gradient
+ *    sum: 2; any other elementwise (the position-embedding add) 1 and 1. embedding
+ *    (VocabParallelEmbedding): range mask (2 compares, or), shift, masked_fill, lookup,
+ *    output masked_fill: 7; backward embedding_dense_backward (sort, segment sums, scatter:
+ *    ~4) + the mask + the main_grad add: 6, all weight. loss (vocab_parallel_cross_entropy):
+ *    max, shift, range mask (3), masked target, gather, masked_fill, exp, sum, log, subtract,
+ *    mean, scale: ~14 forward; backward softmax recovery, one-hot subtract, scale: ~4.
+ *    A GPT layer: 13 kernels forward, 40 backward.
  *  - megatron-deepspeed (microsoft/Megatron-DeepSpeed: the same model code and kernels under
  *    the DeepSpeed engine): DeepSpeed's ZeRO stage 1/2 optimizer registers a hook on every
  *    parameter's gradient (deepspeed/runtime/zero/stage_1_and_2.py,
  *    create_reduce_and_remove_grad_hooks -> reduce_ready_partitions_and_remove_grads) that
  *    copies it into the reduction bucket: one more kernel (and its host time) per weight tensor
- *    in backward: matmul +2 (weight, bias), layernorm +2 (gamma, beta), embedding +1.
+ *    in backward, in place of Megatron's main_grad adds: matmul 3 + 2 (weight, bias), layernorm
+ *    3 + 2 (gamma, beta), embedding 5 + 1; the elementwise classes as megatron-lm.
  *  - pytorch-eager (plain torch.nn modules, unfused, as nanoGPT without flash attention or
  *    HF GPT-2 eager): matmul: addmm 1; backward dX, dW, bias sum + AccumulateGrad adds of
  *    weight and bias (gradient accumulation over microbatches): 5, 4 weight. batch matmul:
@@ -50,32 +70,79 @@
  *    graph, not its kernels; NVIDIA Developer Blog, "Getting Started with CUDA Graphs", 2019):
  *    0 host time per kernel.
  * Convolutions and pooling (not in transformers): cuDNN forward 1, backward data + filter 2
- * (1 weight) for every framework; pooling 1 and 1. */
+ * (1 weight) for every framework; pooling 1 and 1.
+ *
+ * Memory traffic of the memory-bound ops (CmOpTraffic: passes over output-sized activations of
+ * e bytes, + 1 byte per element for a dropout keep mask), from the code each framework runs;
+ * the roofline's default (the op's operands, forward; twice that, backward) is what "none"
+ * keeps:
+ *  - megatron-lm (NVIDIA/Megatron-LM megatron/model/transformer.py, CoreAttention.forward,
+ *    ParallelMLP, bias_dropout_add_fused_train; the 2022 code Korthikanti et al. ran and e.g.
+ *    commit 00baee46 have the same kernels; megatron/model/fused_layer_norm.py):
+ *    layernorm (apex fused_layer_norm_cuda): forward reads x, writes y: 2; backward
+ *    cuComputePartGradGammaBeta reads dY and x, cuComputeGradInput reads dY and x and writes
+ *    dX: 5.
+ *    softmax with attention dropout: FusedScaleMaskSoftmax (scaled_upper_triang_masked_softmax)
+ *    reads the scores and writes the probabilities, then self.attention_dropout, a separate
+ *    torch.nn.Dropout kernel, reads them and writes its output and the mask: 4 + mask;
+ *    backward: the dropout's masked scale (reads dY and the mask, writes dX) and the fused
+ *    softmax backward (reads dY and the saved probabilities, writes dX): 5 + mask.
+ *    dropout-add (bias_dropout_add_fused_train, one TorchScript/nvfuser kernel): reads x and
+ *    the residual, writes the sum and the mask: 3 + mask; backward: the dropout's masked scale
+ *    (dY, mask -> dX: 2 + mask), the skipped bias's gradient summed over the tokens (reads dX:
+ *    1, counted as its own reduction), and the autograd engine's sum of the two gradients
+ *    reaching the residual's input (this add's dY and the next layernorm's dX: reads 2, writes
+ *    1): 6 + mask.
+ *    activation (bias_gelu, @torch.jit.script): reads x, writes y: 2; backward
+ *    GeLUFunction.backward's bias_gelu_back reads dY and x, writes dX, the bias gradient sums
+ *    dX: 4.
+ *  - megatron-deepspeed and cuda-graphs: Megatron's kernels, the same traffic.
+ *  - pytorch-eager (unfused torch.nn, bias inside addmm): layernorm 2 and 5 (native
+ *    layer_norm_backward reads dY and x twice, for dX and for gamma/beta); softmax: causal
+ *    masked_fill (2), softmax (2), dropout (2 + mask): 6 + mask; backward dropout (2 + mask),
+ *    softmax (3), masked_fill (2): 7 + mask. dropout-add: dropout (2 + mask) then add (3):
+ *    5 + mask; backward dropout (2 + mask) and the gradient sum at the residual fork (3):
+ *    5 + mask. activation (GeLU): 2 and 3. */
 #include "costmodel/cm_framework.h"
 
 #define HOST_FORWARD_S (259.1e-6 / 18)
 #define HOST_BACKWARD_S (245.3e-6 / 43)
+#define HOST_MEGATRON_FORWARD_S (347.0e-6 / 13)
+#define HOST_MEGATRON_BACKWARD_S (378.7e-6 / 40)
 #define LAUNCH_QUEUE 1024
 
 /* Kernel counts per op kind; a kind not listed (added to the IR later) launches one kernel
  * forward and two backward (cm_framework_kernels). */
 #define CNN_KERNELS [MDL_OP_CONV2D] = {1, 2, 1}, [MDL_OP_POOL2D] = {1, 1, 0}
+/* Megatron's elementwise fusions by class (the header comment): dropout-add, bias-GeLU. */
+#define MEGATRON_CLASS_KERNELS                                                                  \
+  {[CM_TRAFFIC_DROPOUT_ADD] = {1, 3, 0}, [CM_TRAFFIC_ACTIVATION] = {1, 2, 0}}
 #define MEGATRON_KERNELS(matmul_bwd, matmul_wgt, ln_bwd, ln_wgt, emb_bwd)                      \
   {[MDL_OP_MATMUL] = {1, matmul_bwd, matmul_wgt}, [MDL_OP_BATCH_MATMUL] = {1, 2, 0},             \
    CNN_KERNELS, [MDL_OP_ELEMENTWISE] = {1, 1, 0}, [MDL_OP_LAYERNORM] = {1, ln_bwd, ln_wgt},       \
    [MDL_OP_SOFTMAX] = {2, 2, 0}, [MDL_OP_EMBEDDING] = {7, emb_bwd, emb_bwd},                     \
    [MDL_OP_LOSS] = {14, 4, 0}}
+/* Activation passes forward and backward, mask (the header comment). */
+#define MEGATRON_TRAFFIC                                                                        \
+  {[CM_TRAFFIC_LAYERNORM] = {2, 5, 0}, [CM_TRAFFIC_SOFTMAX] = {4, 5, 1},                        \
+   [CM_TRAFFIC_DROPOUT_ADD] = {3, 6, 1}, [CM_TRAFFIC_ACTIVATION] = {2, 4, 0}}
 static const CmFramework frameworks[] = {
-  {MDL_FRAMEWORK_MEGATRON_LM, HOST_FORWARD_S,
-   HOST_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(3, 2, 3, 2, 5)},
-  {MDL_FRAMEWORK_MEGATRON_DEEPSPEED, HOST_FORWARD_S,
-   HOST_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(5, 4, 5, 4, 6)},
+  {MDL_FRAMEWORK_MEGATRON_LM, HOST_MEGATRON_FORWARD_S,
+   HOST_MEGATRON_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(4, 3, 5, 4, 6),
+   MEGATRON_CLASS_KERNELS, MEGATRON_TRAFFIC},
+  {MDL_FRAMEWORK_MEGATRON_DEEPSPEED, HOST_MEGATRON_FORWARD_S,
+   HOST_MEGATRON_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(5, 4, 5, 4, 6), MEGATRON_CLASS_KERNELS,
+   MEGATRON_TRAFFIC},
   {MDL_FRAMEWORK_PYTORCH_EAGER, HOST_FORWARD_S,
    HOST_BACKWARD_S, LAUNCH_QUEUE,
    {[MDL_OP_MATMUL] = {1, 5, 4}, [MDL_OP_BATCH_MATMUL] = {2, 3, 0}, CNN_KERNELS,
     [MDL_OP_ELEMENTWISE] = {2, 2, 0}, [MDL_OP_LAYERNORM] = {1, 4, 3},
-    [MDL_OP_SOFTMAX] = {3, 3, 0}, [MDL_OP_EMBEDDING] = {1, 3, 3}, [MDL_OP_LOSS] = {2, 2, 0}}},
-  {MDL_FRAMEWORK_CUDA_GRAPHS, 0, 0, LAUNCH_QUEUE, MEGATRON_KERNELS(3, 2, 3, 2, 5)},
+    [MDL_OP_SOFTMAX] = {3, 3, 0}, [MDL_OP_EMBEDDING] = {1, 3, 3}, [MDL_OP_LOSS] = {2, 2, 0}},
+   {{0}},
+   {[CM_TRAFFIC_LAYERNORM] = {2, 5, 0}, [CM_TRAFFIC_SOFTMAX] = {6, 7, 1},
+    [CM_TRAFFIC_DROPOUT_ADD] = {5, 5, 1}, [CM_TRAFFIC_ACTIVATION] = {2, 3, 0}}},
+  {MDL_FRAMEWORK_CUDA_GRAPHS, 0, 0, LAUNCH_QUEUE, MEGATRON_KERNELS(4, 3, 5, 4, 6),
+   MEGATRON_CLASS_KERNELS, MEGATRON_TRAFFIC},
 };
 
 const CmFramework *cm_framework_get(MdlFramework kind) {
@@ -84,10 +151,28 @@ const CmFramework *cm_framework_get(MdlFramework kind) {
   return NULL;
 }
 
+/* The class of memory-bound @op, or CM_TRAFFIC_COUNT when no profile lists it: softmax and
+ * dropout-add only with their dropout (the figures count its kernel and mask); an
+ * elementwise op of two or more inputs without dropout (concatenations, normalizations of
+ * CNNs) keeps the roofline. */
+static CmTrafficClass traffic_class(const MdlOp *op) {
+  switch (op->kind) {
+  case MDL_OP_LAYERNORM: return CM_TRAFFIC_LAYERNORM;
+  case MDL_OP_SOFTMAX: return op->dropout ? CM_TRAFFIC_SOFTMAX : CM_TRAFFIC_COUNT;
+  case MDL_OP_ELEMENTWISE:
+    if (op->dropout && op->unsaved_inputs) return CM_TRAFFIC_DROPOUT_ADD;
+    return !op->dropout && op->ninputs == 1 ? CM_TRAFFIC_ACTIVATION : CM_TRAFFIC_COUNT;
+  default: return CM_TRAFFIC_COUNT;
+  }
+}
+
 int cm_framework_kernels(const CmFramework *f, const MdlOp *op, CmHostPhase phase) {
   g_return_val_if_fail(f && op && op->kind < MDL_OP_KIND_COUNT, 0);
   static const CmOpKernels unlisted = {1, 2, 0};
+  CmTrafficClass c = traffic_class(op);
   const CmOpKernels *k = &f->kernels[op->kind];
+  if (c != CM_TRAFFIC_COUNT && (f->class_kernels[c].forward || f->class_kernels[c].backward))
+    k = &f->class_kernels[c];
   if (k->forward == 0 && k->backward == 0) k = &unlisted;
   switch (phase) {
   case CM_HOST_FORWARD: return k->forward;
@@ -101,4 +186,31 @@ int cm_framework_kernels(const CmFramework *f, const MdlOp *op, CmHostPhase phas
 double cm_framework_host_time(const CmFramework *f, const MdlOp *op, CmHostPhase phase) {
   double per = phase == CM_HOST_FORWARD ? f->forward_launch_s : f->backward_launch_s;
   return cm_framework_kernels(f, op, phase) * per;
+}
+
+gboolean cm_framework_traffic(const CmFramework *f, const MdlOp *op, double in_elems,
+                              double out_elems, double elem_bytes, double *forward,
+                              double *backward) {
+  g_return_val_if_fail(op && forward && backward, FALSE);
+  CmTrafficClass c = traffic_class(op);
+  if (!f || c == CM_TRAFFIC_COUNT) return FALSE;
+  if (c == CM_TRAFFIC_ACTIVATION && in_elems != out_elems) return FALSE; /* e.g. SwiGLU */
+  const CmOpTraffic *t = &f->traffic[c];
+  if (t->forward == 0 && t->backward == 0) return FALSE;
+  *forward = out_elems * (t->forward * elem_bytes + t->mask);
+  *backward = out_elems * (t->backward * elem_bytes + t->mask);
+  return TRUE;
+}
+
+/* Megatron-LM, megatron/arguments.py (NVIDIA/Megatron-LM, 2022 and since: megatron/training/
+ * arguments.py): "bfloat16 requires gradient accumulation and all-reduce to be done in fp32", so
+ * --bf16 forces accumulate_allreduce_grads_in_fp32 and the DistributedDataParallel grad buffer
+ * (param.main_grad, one contiguous buffer per dtype) is torch.float: 4 bytes per parameter; the
+ * bf16 .grad the autograd engine produces is added into it and freed (or never materialized under
+ * gradient-accumulation fusion, where the dW GEMM writes main_grad). fp16 keeps the default
+ * (accumulate_allreduce_grads_in_fp32 off): a 16-bit buffer. */
+double cm_framework_grad_bytes(MdlFramework kind, DevDtype dtype) {
+  gboolean megatron = kind == MDL_FRAMEWORK_MEGATRON_LM || kind == MDL_FRAMEWORK_CUDA_GRAPHS;
+  if (megatron && dtype == DEV_DTYPE_BF16) return 4.0;
+  return dev_dtype_bytes(dtype);
 }

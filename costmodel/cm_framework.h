@@ -8,6 +8,7 @@
 
 #include <glib.h>
 #include "model/mdl_graph.h"
+#include "devices/dev_cluster.h"
 #include "model/mdl_strategy.h"
 
 G_BEGIN_DECLS
@@ -18,12 +19,33 @@ typedef struct {
   guint8 weight;     /* of which weight-gradient kernels (the W task under weight delay) */
 } CmOpKernels;
 
+/* The memory-bound ops whose kernels a framework splits or fuses in its own way. */
+typedef enum {
+  CM_TRAFFIC_LAYERNORM,
+  CM_TRAFFIC_SOFTMAX,          /* softmax with its attention dropout (op->dropout) */
+  CM_TRAFFIC_DROPOUT_ADD,      /* elementwise, dropout on a residual add (op->dropout) */
+  CM_TRAFFIC_ACTIVATION,       /* elementwise, one input, no dropout (bias + GeLU) */
+  CM_TRAFFIC_COUNT
+} CmTrafficClass;
+
+/* What the kernels of one memory-bound op move, per output element: passes over output-sized
+ * activations (each a read or a write of one element) and the dropout keep mask's byte. All
+ * zero: not listed (the roofline's operand bytes apply). */
+typedef struct {
+  guint8 forward;    /* activation passes of its forward kernels */
+  guint8 backward;   /* of its whole backward */
+  guint8 mask;       /* 1: a keep mask written forward and read backward */
+} CmOpTraffic;
+
 typedef struct {
   MdlFramework kind;
   double forward_launch_s;   /* host time per forward kernel */
   double backward_launch_s;  /* host time per backward kernel (autograd engine) */
   int queue_depth;           /* kernels the host may enqueue ahead of the GPU */
   CmOpKernels kernels[MDL_OP_KIND_COUNT];
+  CmOpKernels class_kernels[CM_TRAFFIC_COUNT]; /* a memory-bound class's own counts, where
+                                                  listed (else its op kind's) */
+  CmOpTraffic traffic[CM_TRAFFIC_COUNT];
 } CmFramework;
 
 /* The profile of @kind, or NULL for MDL_FRAMEWORK_NONE (no host stream). Static data. */
@@ -40,6 +62,22 @@ typedef enum {
 int cm_framework_kernels(const CmFramework *framework, const MdlOp *op, CmHostPhase phase);
 /* Their host time in seconds. */
 double cm_framework_host_time(const CmFramework *framework, const MdlOp *op, CmHostPhase phase);
+
+/* Bytes the kernels of @op move under @framework when @op is a memory-bound op the profile
+ * lists (a layernorm, a softmax with dropout, a dropout-add, a one-input activation as wide as
+ * its output: @in_elems, its inputs' elements, equal to @out_elems): @forward and @backward
+ * (its whole backward) for @out_elems output elements of @elem_bytes each. FALSE, leaving both
+ * untouched, for any other op (a gated activation reading 2f to write f, ...) or a NULL
+ * @framework: the caller keeps the roofline's operand bytes. Figures and sources:
+ * cm_framework.c. */
+gboolean cm_framework_traffic(const CmFramework *framework, const MdlOp *op, double in_elems,
+                              double out_elems, double elem_bytes, double *forward,
+                              double *backward);
+
+/* Bytes per parameter of the gradient buffer @framework keeps for weights of @dtype: Megatron-LM
+ * (and its CUDA-graph replay) accumulates bf16 models' gradients in an fp32 main_grad buffer,
+ * 4 bytes; every other case keeps gradients in the weights' dtype. Source: cm_framework.c. */
+double cm_framework_grad_bytes(MdlFramework kind, DevDtype dtype);
 
 G_END_DECLS
 

@@ -2,7 +2,8 @@
  * communication buffers.
  *
  * Model states (Rajbhandari et al. 2020, ZeRO, section 3.1 and 5): weights and gradients in the
- * compute dtype; Adam keeps m and v in fp32 and, under 16-bit mixed precision, an fp32 master
+ * compute dtype (but Megatron-LM accumulates bf16 models' gradients in an fp32 main_grad buffer:
+ * 4 bytes, cm_framework_grad_bytes); Adam keeps m and v in fp32 and, under 16-bit mixed precision, an fp32 master
  * copy: (2 + 2 + K) bytes per parameter with K = 12 for fp16/bf16 (4 + 4 + 8 for fp32). ZeRO
  * partitions them over the Nd data-parallel replicas of each weight (the mesh axes
  * mdl_operand_replica_axes gives): stage 1 the K term, stage 2 also the gradients, stage 3 also
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #include "costmodel/cm_backward.h"
+#include "costmodel/cm_framework.h"
 
 /* Multiplier of one microbatch's saved inputs of an op of chunk @stage: the activation sets
  * its rank r (of P) holds at the peak of its program, M microbatches (closed forms of the
@@ -135,6 +137,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   GArray **classes = device_classes(s, ndev, cls, &ncls);
   CmMemory *mem = g_new0(CmMemory, ncls); /* per class until the end */
   double wbytes = dev_dtype_bytes(s->dtype);
+  double gbytes = cm_framework_grad_bytes(s->framework, s->dtype); /* fp32 main_grad */
   double opt_bytes = s->dtype == DEV_DTYPE_FP32 || s->dtype == DEV_DTYPE_TF32 ? 8.0 : 12.0;
   int nmeshes = (int)s->meshes->len;
   GHashTable *seen_w = g_hash_table_new(g_direct_hash, g_direct_equal);
@@ -208,7 +211,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
         for (guint i = 0; i < mc->len; i++) {
           CmMemory *m = &mem[g_array_index(mc, int, i)];
           m->weights += elems * wbytes / (s->zero_stage >= 3 ? nd : 1) + fp8_copy;
-          m->gradients += elems * wbytes / (s->zero_stage >= 2 ? nd : 1);
+          m->gradients += elems * gbytes / (s->zero_stage >= 2 ? nd : 1);
           m->optimizer += elems * opt_bytes / (s->zero_stage >= 1 ? nd : 1);
         }
         continue;

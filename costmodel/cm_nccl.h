@@ -71,6 +71,24 @@ gboolean cm_nccl_covers(CmCollective kind);
 double cm_nccl_tune(CmCollective kind, const CmGroupShape *shape, const CmNcclHardware *hw,
                     double bytes, CmAlgorithm *algorithm, CmProtocol *protocol, CmNcclCost *cost);
 
+/* What NCCL's kernels take for (@algorithm, @protocol), chosen by the tuner's formula above:
+ * cm_nccl_time plus the fill of the kernel's step pipeline where it has one beyond the tuner's
+ * latency (cm_nccl_exec.c says which, with NCCL's source for every constant): a pipeline of
+ * `stages` stages over K chunk steps takes K + stages - 1 step times. NAN where cm_nccl_time
+ * is. Fills @exec when given. */
+typedef struct {
+  double tuner_s;     /* cm_nccl_time */
+  double fill_s;      /* (stages - 1) step times; 0 where not modelled */
+  int stages;         /* pipeline stages (1: no fill) */
+  int concurrent_ops; /* chunks in flight per step (channels x heads) */
+  double chunk_bytes; /* NCCL's chunk size at this size */
+  double time_s;      /* tuner_s + fill_s */
+} CmNcclExec;
+
+double cm_nccl_exec_time(CmCollective kind, CmAlgorithm algorithm, CmProtocol protocol,
+                         const CmGroupShape *shape, const CmNcclHardware *hw, double bytes,
+                         CmNcclExec *exec);
+
 /* The ring of @kind over @shape as steps, for the step-expanded mode (sim/sim_network.c):
  * the protocol the tuner would give the ring at this size, the latency paid once (NCCL's
  * baseLat), each step's latency on each link class, and the fraction of a link's line rate a

@@ -10,8 +10,10 @@
 static void nccl_estimate(const DevCluster *cluster, CmCollectiveEstimate *e) {
   CmNcclHardware hw;
   cm_nccl_hardware(cluster, &hw);
-  /* Every candidate's best protocol, and the fastest pair as cm_nccl_tune picks it (the same
-   * order: ring, tree, NVLS, NVLS-tree; strictly faster wins). */
+  /* The choice is NCCL's: its tuner's formula (cm_nccl_time), the fastest pair as
+   * cm_nccl_tune picks it (the same order: ring, tree, NVLS, NVLS-tree; strictly faster
+   * wins). The times are what the kernels take (cm_nccl_exec_time): each candidate's is that
+   * of the protocol the tuner gives it. */
   static const CmAlgorithm order[] = {CM_ALGO_RING, CM_ALGO_TREE, CM_ALGO_NVLS, CM_ALGO_NVLS_TREE};
   CmAlgorithm algorithm = CM_ALGO_RING;
   CmProtocol protocol = CM_PROTO_SIMPLE;
@@ -19,15 +21,18 @@ static void nccl_estimate(const DevCluster *cluster, CmCollectiveEstimate *e) {
   for (gsize i = 0; i < G_N_ELEMENTS(order); i++) {
     CmAlgorithm a = order[i];
     if (!cm_algorithm_is_candidate(e->kind, a)) continue;
+    double best_a = INFINITY;
     for (int p = 0; p < CM_PROTO_COUNT; p++) {
       double t = cm_nccl_time(e->kind, a, (CmProtocol)p, &e->shape, &hw, e->bytes, NULL);
-      if (isnan(t)) continue;
-      if (isnan(e->candidates[a]) || t < e->candidates[a]) e->candidates[a] = t;
+      if (isnan(t) || !(t < best_a)) continue;
+      best_a = t;
+      e->candidates[a] = cm_nccl_exec_time(e->kind, a, (CmProtocol)p, &e->shape, &hw, e->bytes, NULL);
       if (t < best) best = t, algorithm = a, protocol = (CmProtocol)p;
     }
   }
   CmNcclCost cost = {0};
-  double t = cm_nccl_time(e->kind, algorithm, protocol, &e->shape, &hw, e->bytes, &cost);
+  cm_nccl_time(e->kind, algorithm, protocol, &e->shape, &hw, e->bytes, &cost);
+  double t = cm_nccl_exec_time(e->kind, algorithm, protocol, &e->shape, &hw, e->bytes, NULL);
   e->algorithm = algorithm;
   e->protocol = (int)protocol;
   e->channels = cost.channels;
@@ -90,11 +95,24 @@ static CmCollectiveEstimate model_estimate(const DevCluster *cluster, CmCollecti
   return e;
 }
 
-/* The model's cost per byte at its peak bandwidth (a size of 2^50 bytes, where latency is
- * nothing): a calibration's asymptote may not undercut it. */
-static double peak_seconds_per_byte(const DevCluster *cluster, const CmCollectiveEstimate *e) {
-  const double huge = 1125899906842624.0;
-  return model_estimate(cluster, e->kind, &e->shape, huge).model_time_s / huge;
+/* The model's time of one collective at another size or shape, for a calibration
+ * (cm_calibration_time_model): the group's own shape at its rank and host count, else ranks
+ * spread evenly over hosts of this cluster (NAN where they do not fit on its hosts). */
+typedef struct {
+  const DevCluster *cluster;
+  CmCollective kind;
+  const CmGroupShape *shape;
+} ModelCurve;
+
+static double model_time_at(int ranks, int hosts, double bytes, gpointer data) {
+  const ModelCurve *m = data;
+  CmGroupShape shape = *m->shape;
+  if (ranks != shape.ranks || hosts != shape.hosts) {
+    int per = hosts > 0 ? ranks / hosts : 0;
+    if (per < 1 || per * hosts != ranks || per > m->cluster->gpus_per_node) return NAN;
+    shape = (CmGroupShape){ranks, hosts, per, per};
+  }
+  return model_estimate(m->cluster, m->kind, &shape, bytes).model_time_s;
 }
 
 CmCollectiveEstimate cm_collective_estimate(const DevCluster *cluster, CmCollective kind,
@@ -107,9 +125,10 @@ CmCollectiveEstimate cm_collective_estimate(const DevCluster *cluster, CmCollect
   cm_group_shape(cluster, devices, n, &shape);
   e = model_estimate(cluster, kind, &shape, bytes);
   CmCalibratedTime calibrated;
+  ModelCurve curve = {cluster, kind, &shape};
   if (calibration && n > 1 &&
-      cm_calibration_time_bounded(calibration, kind, n, shape.hosts, bytes,
-                                  peak_seconds_per_byte(cluster, &e), &calibrated)) {
+      cm_calibration_time_model(calibration, kind, n, shape.hosts, bytes, model_time_at, &curve,
+                                &calibrated)) {
     e.time_s = calibrated.time_s;
     e.source = calibrated.source;
   }

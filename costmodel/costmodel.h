@@ -87,10 +87,13 @@ void cm_params_default(CmParams *params);
  * vector rate. */
 double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                        DevDtype dtype, double flops, double bytes);
+/* Whether ops of @kind run as GEMMs on the tensor cores (matmul, batch matmul, convolution). */
+gboolean cm_gemm_kind(MdlOpKind kind);
 
-/* HBM bytes per parameter of Megatron's fused multi-tensor Adam step (apex FusedAdam, one
- * multi_tensor_apply kernel over fp32 grad, param, m, v) and, when the model's @dtype is 16-bit,
- * the copy of the fp32 main params into the model's params (derivation in cm_compute.c). */
+/* HBM bytes per parameter of Megatron-LM's optimizer step for a model of @dtype: the fused
+ * multi-tensor Adam (apex FusedAdam over fp32 grad, param, m, v), the grad-norm reduction, the
+ * copy of the fp32 main params into 16-bit model params, the grad buffer's zeroing and, for
+ * fp16, the grads' cast and unscale (derivation in cm_compute.c): bf16 42, fp32 36, fp16 54. */
 double cm_adam_bytes_per_param(DevDtype dtype);
 
 /* FP8 (costmodel/cm_fp8.c, Transformer Engine's recipe). Whether @op runs its GEMMs in FP8

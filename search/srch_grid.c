@@ -185,16 +185,19 @@ static gboolean before_deadline(const SrchWorker *w) {
 
 /* The screening's strategy: rebuilt only when a field other than the recomputation, the ZeRO
  * stage and overlap_param_gather changes (mdl_strategy_megatron copies those three into the
- * strategy, and only validates their ranges, which points() respects), and the bound, which
- * neither ZeRO nor overlap_param_gather changes (sb_op_durations reads neither), kept for the
- * last recomputation. */
+ * strategy, and only validates their ranges, which points() respects), and its bound in parts
+ * (sim_bounder_new, which recomputes only what those three change). */
 typedef struct {
   MdlStrategy *s;
   MdlMegatronConfig key;
-  gboolean built, bounded;
-  MdlRecompute bound_recompute;
-  SimTime bound;
+  gboolean built;
+  SimBounder *bounder;
 } Screen;
+
+static void screen_clear_bound(Screen *sc) {
+  sim_bounder_free(sc->bounder);
+  sc->bounder = NULL;
+}
 
 static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMegatronConfig *cfg) {
   MdlMegatronConfig key;
@@ -205,11 +208,11 @@ static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMe
   /* Whole-struct comparison (fields added later count too); points() zeroes padding. */
   gboolean same = sc->built && memcmp(&key, &sc->key, sizeof key) == 0;
   if (!same) {
+    screen_clear_bound(sc);
     mdl_strategy_free(sc->s);
     sc->s = mdl_strategy_megatron(w->graph, w->cluster, &key, NULL);
     sc->key = key;
     sc->built = TRUE;
-    sc->bounded = FALSE;
   }
   if (sc->s) {
     sc->s->zero_stage = cfg->zero_stage;
@@ -220,12 +223,21 @@ static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMe
 }
 
 static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
-  if (!sc->bounded || sc->bound_recompute != sc->s->recompute) {
-    sc->bound = sim_compute_bound(w->graph, sc->s, w->cluster, w->params);
-    sc->bound_recompute = sc->s->recompute;
-    sc->bounded = TRUE;
+  if (!sc->bounder) sc->bounder = sim_bounder_new(w->graph, sc->s, w->cluster, w->params, &w->options->sim);
+  return sim_bounder_bound(sc->bounder);
+}
+
+/* Grid point @index built, when it fits in memory (the simulator's fits_memory rule; caller
+ * frees); NULL, counted as over memory (or failed, where the builder refuses it), when not. */
+static MdlStrategy *fitting(SrchWorker *w, guint index) {
+  MdlStrategy *s = mdl_strategy_megatron(w->graph, w->cluster, &g_array_index(w->grid, MdlMegatronConfig, index), NULL);
+  if (!s) w->failed++;
+  else if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) {
+    w->over_memory++;
+    mdl_strategy_free(s);
+    s = NULL;
   }
-  return sc->bound;
+  return s;
 }
 
 void srch_grid_worker(SrchWorker *w) {
@@ -233,7 +245,8 @@ void srch_grid_worker(SrchWorker *w) {
   Screen sc;
   memset(&sc, 0, sizeof sc);
   guint i;
-  /* Screening: the builder, the memory rule, the bound. */
+  /* Screening: the builder and the bound (the memory rule waits until a point's bound is
+   * below the best: a point pruned by its bound needs no memory check). */
   for (i = (guint)w->index; i < w->grid->len && before_deadline(w); i += (guint)w->nworkers) {
     const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
     MdlStrategy *s = screen_strategy(&sc, w, cfg);
@@ -241,13 +254,10 @@ void srch_grid_worker(SrchWorker *w) {
       w->failed++;
       continue;
     }
-    if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) { /* the simulator's fits_memory rule */
-      w->over_memory++;
-    } else {
-      Candidate c = {screen_bound(&sc, w), i};
-      g_array_append_val(cands, c);
-    }
+    Candidate c = {screen_bound(&sc, w), i};
+    g_array_append_val(cands, c);
   }
+  screen_clear_bound(&sc);
   mdl_strategy_free(sc.s);
   gboolean screened = i >= w->grid->len;
   if (cands->len) qsort(cands->data, cands->len, sizeof(Candidate), compare_candidates);
@@ -260,17 +270,15 @@ void srch_grid_worker(SrchWorker *w) {
       break;
     }
     if (!srch_worker_has_budget(w)) break;
-    GError *error = NULL;
-    MdlStrategy *s = mdl_strategy_megatron(w->graph, w->cluster,
-                                           &g_array_index(w->grid, MdlMegatronConfig, c->index), &error);
-    if (!s) {
-      w->failed++;
-      g_clear_error(&error);
-      continue;
-    }
+    MdlStrategy *s = fitting(w, c->index);
+    if (!s) continue;
     srch_worker_eval_strategy(w, s, (int)c->index);
     mdl_strategy_free(s);
   }
+  /* Out of budget: the points left are screened for memory still, so that the share covered
+   * counts those that could not be a result anyway. */
+  for (guint left = k; left < cands->len && before_deadline(w); left++)
+    mdl_strategy_free(fitting(w, g_array_index(cands, Candidate, left).index));
   w->complete = screened && k >= cands->len;
   g_array_free(cands, TRUE);
 }

@@ -39,6 +39,17 @@ struct SimTaskGraph {
   uint32_t num_compute;
   uint32_t host_base;
   uint32_t host_resource_base;
+  /* Per compute task (num_compute entries): the compute task before it in its device's program
+   * (UINT32_MAX for the first), as the builder chained them; NULL where the graph was not built
+   * by sim_build (delta simulation's copies, white-box graphs): sim_merge then does not apply. */
+  uint32_t *chain_prev;
+  /* A graph built for chain merging only (sim_build_unfinished with @for_merge): its host
+   * stream is not materialized; per compute task its launch's duration (host_duration, NULL
+   * without a host stream) and the launch queue's edges as (q, c) pairs, q -> h(c)
+   * (host_queue). host_base is then UINT32_MAX and the graph has num_compute fewer tasks than
+   * the full one; its program-order edges are left out too (chain_prev has them). */
+  SimTime *host_duration;
+  GArray *host_queue;
 };
 
 /* The timeline the engine computes. */
@@ -61,6 +72,13 @@ struct SimRun {
   char *calibration;          /* name of the calibration the costs came from, or NULL; owned */
   int profiled_kernels;       /* measured kernel times available to the cost model */
 };
+
+/* sim_build_with_options, or with @for_merge the graph chain merging (sim_merge.c) reads: no
+ * CSR (it reads the edge list in any order) and the host stream not materialized (see
+ * SimTaskGraph.host_duration). */
+SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *strategy,
+                                   const DevCluster *cluster, const CmParams *params,
+                                   const SimOptions *options, gboolean for_merge, GError **error);
 
 /* Building a graph (sim_build*.c, sim_network.c, sim_crossmesh*.c, white-box tests). */
 SimTaskGraph *sim_task_graph_new(int num_devices);
@@ -93,6 +111,30 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
 SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old,
                                const uint32_t *new_of_old, SimTime from, uint32_t *kept,
                                GError **error);
+
+/* The engine with a release time per task (@release: graph-sized, or NULL for none): a task
+ * becomes ready no earlier than its release. sim_engine_run is this with no releases. */
+SimSchedule *sim_engine_run_released(const SimTaskGraph *graph, const SimTime *release,
+                                     GError **error);
+
+/* The breakdown's sums over a finished schedule (sim_run.c): per device the compute stream's
+ * busy time, the communication not under compute and the host waits not under communication
+ * (@host_iv/@host_off: sim_host_wait_intervals' layout), summed over the @used devices that
+ * have tasks on their compute or communication streams. */
+typedef struct {
+  SimTime compute, exposed, host;
+  int used;
+} SimBreakdownSums;
+void sim_breakdown_sums(const SimTaskGraph *graph, const SimSchedule *schedule,
+                        const SimTime *host_iv, const guint *host_off, SimBreakdownSums *out);
+
+/* Chain merging (sim_merge.c): the makespan and breakdown sums of @graph's schedule, computed
+ * on a reduced graph (compute chains merged, the host stream timed outside the engine), bit
+ * for bit those of sim_engine_run + sim_breakdown_sums on @graph. FALSE where the reduction
+ * does not apply or its check fails (the caller then runs the full engine); @error only for a
+ * dependency cycle. */
+gboolean sim_merge_predict(const SimTaskGraph *graph, SimTime *makespan, SimBreakdownSums *out,
+                           uint32_t *reduced_tasks, gboolean *applied, GError **error);
 
 /* Per device (CSR: @offsets_out gets num_devices + 1 entries, caller frees), the intervals in
  * which its compute stream was idle because the host had not yet launched its next compute

@@ -163,6 +163,11 @@ typedef struct {
   gboolean crossmesh;
   int crossmesh_method;      /* SimCrossMeshMethod (sim_crossmesh.h), when crossmesh is set */
   int crossmesh_order;       /* SimCrossMeshOrder, when crossmesh is set */
+  /* Only the prediction is wanted: no per-task output (trace, timeline, explain, delta), so
+   * the run may be timed on a graph with its compute chains merged (sim_merge.c, exact: the
+   * same prediction bit for bit); the run then has no schedule (sim_run_schedule is NULL and
+   * the per-task accessors refuse). */
+  gboolean prediction_only;
   struct SimProgress *progress; /* nullable, borrowed: the run's phases are reported there
                                    (sim/sim_progress.h); nothing computed depends on it */
 } SimOptions;
@@ -238,6 +243,8 @@ typedef struct {
   int crossmesh_method, crossmesh_order; /* SimCrossMeshMethod and SimCrossMeshOrder */
   uint64_t tasks;
   uint64_t events;
+  uint64_t merged_tasks;      /* SimOptions.prediction_only: the tasks of the reduced graph the
+                                 engine timed (sim_merge.c); 0 when the full graph was timed */
   double build_wall_s;        /* wall-clock time to build the task graph */
   double sim_wall_s;          /* wall-clock time of build + engine + stats */
 } SimPrediction;

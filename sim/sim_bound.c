@@ -10,7 +10,10 @@ typedef struct {
   int *first;        /* per chunk: its lowest op index (its first forward task), -1: none */
   int *link;         /* per chunk c >= 1: the highest-index op of chunk c - 1 whose output the
                         first op of c reads, -1: none */
-  gboolean uniform;  /* every op of a chunk is on its first op's mesh */
+  gboolean uniform;  /* every op of every chunk is on its chunk's first op's mesh */
+  gboolean *chunk_uniform; /* per chunk: its ops are on one mesh */
+  int *ops, *begin;  /* ops grouped by chunk in index order: chunk c's are ops[begin[c] ..
+                        begin[c + 1] - 1] (ops outside every chunk left out) */
 } Chunks;
 
 static void chunks_init(Chunks *k, const MdlGraph *graph, const MdlStrategy *s) {
@@ -19,15 +22,29 @@ static void chunks_init(Chunks *k, const MdlGraph *graph, const MdlStrategy *s) 
   k->first = g_new(int, k->nchunks);
   k->link = g_new(int, k->nchunks);
   k->uniform = TRUE;
-  for (int c = 0; c < k->nchunks; c++) k->first[c] = k->link[c] = -1;
+  k->chunk_uniform = g_new(gboolean, k->nchunks);
+  k->ops = g_new(int, nops);
+  k->begin = g_new0(int, k->nchunks + 1);
+  for (int c = 0; c < k->nchunks; c++) {
+    k->first[c] = k->link[c] = -1;
+    k->chunk_uniform[c] = TRUE;
+  }
   for (int o = 0; o < nops; o++) {
     int c = s->configs[o].stage;
     if (c < 0 || c >= k->nchunks) {
       k->uniform = FALSE;
       continue;
     }
+    k->begin[c + 1]++;
     if (k->first[c] < 0) k->first[c] = o;
-    else k->uniform &= s->configs[o].mesh == s->configs[k->first[c]].mesh;
+    else k->chunk_uniform[c] &= s->configs[o].mesh == s->configs[k->first[c]].mesh;
+    k->uniform &= k->chunk_uniform[c];
+  }
+  for (int c = 0; c < k->nchunks; c++) k->begin[c + 1] += k->begin[c];
+  g_autofree int *fill = g_memdup2(k->begin, sizeof(int) * (gsize)k->nchunks);
+  for (int o = 0; o < nops; o++) {
+    int c = s->configs[o].stage;
+    if (c >= 0 && c < k->nchunks) k->ops[fill[c]++] = o;
   }
   for (int c = 1; c < k->nchunks; c++) {
     if (k->first[c] < 0) continue;
@@ -41,8 +58,214 @@ static void chunks_init(Chunks *k, const MdlGraph *graph, const MdlStrategy *s) 
 }
 
 static void chunks_clear(Chunks *k) {
+  g_free(k->chunk_uniform);
+  g_free(k->ops);
+  g_free(k->begin);
   g_free(k->first);
   g_free(k->link);
+}
+
+
+/* Collective times already computed in this bound (the layers of a model repeat the same
+ * collectives on the same groups): a direct-mapped cache keyed by everything
+ * cm_group_collective_time reads that varies here. */
+#define GAP_MEMO_BITS 9
+#define GAP_MEMO (1 << GAP_MEMO_BITS)
+typedef struct {
+  int mesh, base, coll;
+  unsigned mask;
+  double bytes;
+  SimTime time;
+  gboolean used;
+} GapMemo;
+
+typedef struct {
+  const Builder *b;
+  GapMemo memo[GAP_MEMO];
+  GArray *items, *buckets; /* the gradient syncs (sb_sync_items, sb_sync_buckets), once */
+} Gaps;
+
+static SimTime collective_time(Gaps *g, int mesh_index, unsigned mask, int base, CmCollective coll,
+                               double bytes) {
+  guint64 bits;
+  memcpy(&bits, &bytes, sizeof bits);
+  guint64 h = ((guint64)mesh_index * 0x9E3779B97F4A7C15u) ^ ((guint64)mask << 7) ^
+              ((guint64)base * 0xC2B2AE3D27D4EB4Fu) ^ ((guint64)coll << 3) ^ (bits * 0x165667B19E3779F9u);
+  h ^= bits >> 32;
+  GapMemo *slot = &g->memo[((h ^ (h >> 31)) * 0x9E3779B97F4A7C15u) >> (64 - GAP_MEMO_BITS)];
+  if (slot->used && slot->mesh == mesh_index && slot->mask == mask && slot->base == base &&
+      slot->coll == (int)coll && slot->bytes == bytes)
+    return slot->time;
+  const MdlMesh *mesh = mdl_strategy_mesh(g->b->s, mesh_index);
+  g_autofree int *members = g_new(int, mesh->ndevices);
+  g_autofree int *devices = g_new(int, mesh->ndevices);
+  int p = sb_group_members(mesh, mask, base, members);
+  for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
+  SimTime t = sim_time_from_seconds(cm_group_collective_time(g->b->p, g->b->c, coll, devices, p, bytes));
+  *slot = (GapMemo){mesh_index, base, (int)coll, mask, bytes, t, TRUE};
+  return t;
+}
+
+/* The base (sb_group_members) of the group over the axes in @mask through mesh index @idx. */
+static int group_base(const MdlMesh *mesh, unsigned mask, int idx) {
+  int stride[MDL_MAX_MESH_AXES];
+  sb_mesh_strides(mesh, stride);
+  int base = idx;
+  for (int a = 0; a < mesh->ndims; a++)
+    if (mask & (1u << a)) base -= ((idx / stride[a]) % mesh->shape[a]) * stride[a];
+  return base;
+}
+
+/* Time of converting tensor @t from @from to @to on mesh @mesh_index for the device at mesh
+ * index @idx: the collectives of its groups, axis by axis, timed as sb_convert_on_mesh times
+ * them (the same collective per layout change, the same bytes, the same cost function). */
+static SimTime conversion_time(Gaps *g, int mesh_index, MdlLayout from, MdlLayout to, int t, int idx) {
+  const Builder *b = g->b;
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
+  SimTime sum = 0;
+  for (int a = 0; a < mesh->ndims; a++) {
+    int src = from.axis[a], dst = to.axis[a];
+    if (src == dst || mesh->shape[a] == 1) continue;
+    if (src != MDL_LAYOUT_PARTIAL && src < 0) { /* Broadcast to Split or Partial: free */
+      from.axis[a] = (int8_t)dst;
+      continue;
+    }
+    CmCollective coll = src == MDL_LAYOUT_PARTIAL ? (dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER)
+                                                  : (dst == MDL_LAYOUT_BROADCAST ? CM_ALL_GATHER : CM_ALL_TO_ALL);
+    double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
+    from.axis[a] = (int8_t)dst;
+    double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
+    sum += collective_time(g, mesh_index, 1u << a, group_base(mesh, 1u << a, idx), coll,
+                           MAX(before, after) * b->dtype_bytes);
+  }
+  return sum;
+}
+
+/* One pair of consecutive ops p, o of a chunk with a gap on some device: the forward
+ * conversion's time (F(p) -> F(o), and R(p) -> R(o) when both are recomputed in one group) and
+ * the backward's (B(o) -> B(p), when no recomputed forwards sit between them). */
+typedef struct {
+  int p, o;
+  SimTime fwd, bwd;
+} GapPair;
+
+/* Appends to @pairs the pairs of a chunk (@ops: its ops in index order, all on one mesh) with
+ * a gap on the device at mesh index @idx (sim_bound.h, "Gaps"). */
+static void chunk_gaps(Gaps *g, const int *ops, int count, int idx, GArray *pairs) {
+  const Builder *b = g->b;
+  for (int j = 1; j < count; j++) {
+    int p = ops[j - 1], o = ops[j], m = cfg(b, o)->mesh;
+    const MdlOp *op = mdl_graph_op(b->g, o), *pop = mdl_graph_op(b->g, p);
+    if (sb_overlapped_output(b, p)) continue; /* its reduce-scatter starts with its GEMM */
+    const MdlMesh *mesh = mesh_of(b, o);
+    MdlLayout out = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh);
+    MdlLayout need_grad = out; /* what B(p) needs: dY, Partial sums reduced */
+    for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
+      if (need_grad.axis[a] == MDL_LAYOUT_PARTIAL) need_grad.axis[a] = MDL_LAYOUT_BROADCAST;
+    GapPair pair = {p, o, 0, 0};
+    gboolean first = TRUE;
+    for (int k = 0; k < op->ninputs; k++) {
+      int t = op->inputs[k].tensor;
+      if (t != pop->output.tensor) continue;
+      gboolean leader = first; /* the lowest reader of t in the stage: it reshards dY */
+      first = FALSE;
+      if (sb_overlapped_input(b, o, k)) continue;
+      MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      pair.fwd = MAX(pair.fwd, conversion_time(g, m, out, need, t, idx));
+      if (leader) pair.bwd = conversion_time(g, m, sb_input_grad_layout(b, o, k), need_grad, t, idx);
+    }
+    if (pair.fwd || pair.bwd) g_array_append_val(pairs, pair);
+  }
+}
+
+/* The pairs with a gap on device @d (whose mesh index per mesh is @index) over its chunks
+ * (chunks spread over several meshes count none). */
+static GArray *device_pairs(Gaps *g, const Chunks *k, const int *index) {
+  const Builder *b = g->b;
+  GArray *pairs = g_array_new(FALSE, FALSE, sizeof(GapPair));
+  for (int c = 0; c < k->nchunks; c++) {
+    if (k->first[c] < 0 || !k->chunk_uniform[c]) continue;
+    int idx = index[cfg(b, k->first[c])->mesh];
+    if (idx >= 0) chunk_gaps(g, k->ops + k->begin[c], k->begin[c + 1] - k->begin[c], idx, pairs);
+  }
+  return pairs;
+}
+
+/* The gaps of every unit on a device: M times its pairs' per-microbatch gaps under the
+ * recomputation groups @group. */
+static SimTime device_gaps(const GArray *pairs, const int *group, int M) {
+  SimTime per_mb = 0;
+  for (guint i = 0; i < pairs->len; i++) {
+    const GapPair *q = &g_array_index(pairs, GapPair, i);
+    per_mb += q->fwd;
+    if (group[q->o] >= 0 && group[q->o] == group[q->p]) per_mb += q->fwd; /* R(p), R(o) */
+    if (group[q->p] < 0 || group[q->p] == group[q->o]) per_mb += q->bwd;  /* B(o), B(p) */
+  }
+  return per_mb * (SimTime)M;
+}
+
+/* Mesh index of device @d in @mesh; -1: not in it. */
+static int mesh_index_of(const MdlMesh *mesh, int d) {
+  for (int i = 0; i < mesh->ndevices; i++)
+    if (mesh->devices[i] == d) return i;
+  return -1;
+}
+
+/* Collectives on a device's communication stream (@index: its mesh index per mesh) besides the gaps' (sim_bound.h,
+ * "Communication stream"): ZeRO-3's parameter all-gathers (sb_parameter_gathers_segment) and
+ * the gradient synchronization of every bucket (sb_add_gradient_sync_and_optimizer). ZeRO 1
+ * and 2's parameter all-gathers of the buckets, included, also go to @gathers. */
+static SimTime stream_collectives(Gaps *g, const int *index, const int *group, SimTime *gathers) {
+  const Builder *b = g->b;
+  SimTime sum = 0;
+  *gathers = 0;
+  int zero = b->s->zero_stage;
+  /* ZeRO-3: per weight, each op that reads it (once however often it reads it) gathers it
+   * over the axes it is replicated on, in that op's layout. */
+  for (int w = 0; zero >= 3 && w < mdl_graph_num_tensors(b->g); w++) {
+    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
+    const GArray *users = b->users[w];
+    for (guint u = 0; u < users->len; u++) {
+      int o = g_array_index(users, int, u), m = cfg(b, o)->mesh, first;
+      if ((u > 0 && g_array_index(users, int, u - 1) == o) || index[m] < 0) continue;
+      MdlLayout layout;
+      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
+      const MdlOp *op = mdl_graph_op(b->g, o);
+      int k = 0;
+      while (op->inputs[k].tensor != w) k++;
+      const MdlMesh *mesh = mesh_of(b, o);
+      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+      SimTime uses = (SimTime)b->M * (group[o] >= 0 ? 3 : 2); /* F, B and, recomputed, R */
+      if (mask)
+        sum += uses * collective_time(g, m, mask, group_base(mesh, mask, index[m]), CM_ALL_GATHER,
+                                      mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes);
+    }
+  }
+  if (!g->items) { /* neither the ZeRO stage nor overlap_param_gather changes them */
+    g->items = sb_sync_items(b, NULL);
+    g->buckets = sb_sync_buckets(b, g->items);
+  }
+  const GArray *buckets = g->buckets;
+  const SyncItem *all = (const SyncItem *)g->items->data;
+  for (guint k = 0; k < buckets->len; k++) {
+    const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
+    const SyncItem *it = all + range[0];
+    const MdlMesh *mesh = mdl_strategy_mesh(b->s, it->m);
+    int idx = index[it->m];
+    if (idx < 0) continue;
+    double bytes = 0;
+    for (guint i = range[0]; i < range[1]; i++) bytes += all[i].bytes;
+    int base = group_base(mesh, it->mask, idx);
+    if (zero == 0) {
+      sum += collective_time(g, it->m, it->mask, base, CM_ALL_REDUCE, bytes);
+      continue;
+    }
+    /* Reduce-scatters: once (stage 1) or per microbatch (2, 3); the parameters' all-gather
+     * after the step or ahead of the forward (1, 2). */
+    sum += (SimTime)(zero >= 2 ? b->M : 1) * collective_time(g, it->m, it->mask, base, CM_REDUCE_SCATTER, bytes);
+    if (zero <= 2) *gathers += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, bytes);
+  }
+  return sum + *gathers;
 }
 
 /* Sum of @d over the ops of chunk @c with index <= @last. */
@@ -53,75 +276,225 @@ static SimTime prefix(const MdlStrategy *s, int nops, const SimTime *d, int c, i
   return sum;
 }
 
-SimTime sim_compute_bound(const MdlGraph *graph, const MdlStrategy *strategy,
-                          const DevCluster *cluster, const CmParams *params) {
+struct SimBounder {
   Builder b;
-  memset(&b, 0, sizeof b);
-  b.g = graph;
-  b.s = strategy;
-  b.c = cluster;
-  b.p = params;
-  b.nops = mdl_graph_num_ops(graph);
-  b.M = strategy->num_microbatches;
-  b.dtype_bytes = dev_dtype_bytes(strategy->dtype);
-  b.sample_tdim = mdl_tensor_sample_dims(graph);
-  int *group = mdl_strategy_recompute_groups(strategy, graph);
-  int nmeshes = (int)strategy->meshes->len, ndev = dev_cluster_num_devices(cluster);
-  SimTime *per_mesh = g_new0(SimTime, nmeshes);
-  SimTime *fwd = g_new(SimTime, b.nops), *bwd = g_new(SimTime, b.nops);
-  for (int o = 0; o < b.nops; o++) {
-    SimTime w;
-    sb_op_durations(&b, o, &fwd[o], &bwd[o], &w);
-    SimTime one = fwd[o] + bwd[o] + (sb_has_weight_task(&b, o) ? w : 0) + (group[o] >= 0 ? fwd[o] : 0);
-    per_mesh[strategy->configs[o].mesh] += one * (SimTime)b.M;
+  Chunks k;
+  Gaps gaps;
+  int nranks, ndev, nmeshes;
+  SimTime *fwd, *bwd, *wgt;  /* per op, one microbatch (sb_op_durations) */
+  SimTime *fill, *drain;     /* per rank (0 where they do not apply) */
+  int *device;               /* per rank: the first device of its first chunk, -1: none */
+  int **index;               /* per rank: that device's mesh index per mesh (-1: not in it) */
+  GArray **pairs;            /* per rank: its device's GapPairs */
+  gboolean *params;          /* per rank: its device holds weights (steps an optimizer) */
+  /* For the strategy's recomputation as of the last refresh: */
+  gboolean refreshed;
+  MdlRecompute recompute;
+  int *group;
+  SimTime *gap, *done;       /* per rank: its device's gaps; fill + work + gaps */
+  SimTime chain;             /* the compute chain's bound */
+  /* Per ZeRO stage, for the recomputation as of the last refresh: the communication streams'
+   * bound and the all-gather tail's (sim_bounder_bound). */
+  gboolean streamed[4];
+  SimTime stream[4], tail[4];
+};
+
+/* The recomputation-dependent parts: groups, work per device, gaps, the chain bound. */
+static void refresh(SimBounder *sb) {
+  Builder *b = &sb->b;
+  const MdlStrategy *s = b->s;
+  if (sb->refreshed && sb->recompute == s->recompute) return;
+  sb->refreshed = TRUE;
+  sb->recompute = s->recompute;
+  memset(sb->streamed, 0, sizeof sb->streamed);
+  g_free(sb->group);
+  sb->group = mdl_strategy_recompute_groups(s, b->g);
+  g_autofree SimTime *per_mesh = g_new0(SimTime, sb->nmeshes);
+  for (int o = 0; o < b->nops; o++) {
+    SimTime one = sb->fwd[o] + sb->bwd[o] + sb->wgt[o] + (sb->group[o] >= 0 ? sb->fwd[o] : 0);
+    per_mesh[s->configs[o].mesh] += one * (SimTime)b->M;
   }
-  SimTime *work = g_new0(SimTime, ndev);
-  for (int m = 0; m < nmeshes; m++) {
-    const MdlMesh *mesh = mdl_strategy_mesh(strategy, m);
+  g_autofree SimTime *work = g_new0(SimTime, sb->ndev);
+  for (int m = 0; m < sb->nmeshes; m++) {
+    const MdlMesh *mesh = mdl_strategy_mesh(s, m);
     for (int i = 0; i < mesh->ndevices; i++) work[mesh->devices[i]] += per_mesh[m];
   }
-  SimTime bound = 0;
-  for (int d = 0; d < ndev; d++) bound = MAX(bound, work[d]);
+  SimTime result = 0;
+  for (int d = 0; d < sb->ndev; d++) result = MAX(result, work[d]);
+  /* Fill and drain along the ranks' first chunks, for every device of each. */
+  for (int r = 0; r < sb->nranks; r++) {
+    if (!sb->fill[r] && !sb->drain[r]) continue;
+    const MdlMesh *mesh = mdl_strategy_mesh(s, s->configs[sb->k.first[r]].mesh);
+    for (int i = 0; i < mesh->ndevices; i++)
+      result = MAX(result, sb->fill[r] + work[mesh->devices[i]] + sb->drain[r]);
+  }
+  /* Gaps: for the first device of each rank's first chunk. */
+  for (int r = 0; r < sb->nranks; r++) {
+    if (sb->device[r] < 0) continue;
+    sb->gap[r] = device_gaps(sb->pairs[r], sb->group, b->M);
+    sb->done[r] = sb->fill[r] + work[sb->device[r]] + sb->gap[r];
+    result = MAX(result, sb->done[r] + sb->drain[r]);
+  }
+  sb->chain = result;
+}
+
+SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
+                            const DevCluster *cluster, const CmParams *params,
+                            const SimOptions *options) {
+  SimBounder *sb = g_new0(SimBounder, 1);
+  Builder *b = &sb->b; /* the fields sb_op_durations and the layouts read */
+  *b = (Builder){.g = graph, .s = strategy, .c = cluster, .p = params, .nops = mdl_graph_num_ops(graph),
+                 .M = strategy->num_microbatches, .dtype_bytes = dev_dtype_bytes(strategy->dtype),
+                 .sample_tdim = mdl_tensor_sample_dims(graph)};
+  sb->gaps.b = b;
+  sb->nmeshes = (int)strategy->meshes->len;
+  sb->ndev = dev_cluster_num_devices(cluster);
+  sb->fwd = g_new(SimTime, b->nops);
+  sb->bwd = g_new(SimTime, b->nops);
+  sb->wgt = g_new(SimTime, b->nops);
+  for (int o = 0; o < b->nops; o++) {
+    sb_op_durations(b, o, &sb->fwd[o], &sb->bwd[o], &sb->wgt[o]);
+    if (!sb_has_weight_task(b, o)) sb->wgt[o] = 0;
+  }
+  int P = sb->nranks = mdl_strategy_num_ranks(strategy);
+  Chunks *k = &sb->k;
+  chunks_init(k, graph, strategy);
+  sb->fill = g_new0(SimTime, P);
+  sb->drain = g_new0(SimTime, P);
   /* Fill and drain along the ranks' first chunks (not under weight delay, whose W units
    * move behind the last backward). */
-  int P = mdl_strategy_num_ranks(strategy);
-  Chunks k;
-  chunks_init(&k, graph, strategy);
-  if (P > 1 && !strategy->weight_delay && k.uniform && k.nchunks >= P) {
-    SimTime *fill = g_new0(SimTime, P), *drain = g_new0(SimTime, P);
-    int *last_mb = g_new(int, P);
-    gboolean *first_ok = g_new0(gboolean, P);
+  if (P > 1 && !strategy->weight_delay && k->uniform && k->nchunks >= P) {
+    g_autofree int *last_mb = g_new(int, P);
+    g_autofree gboolean *first_ok = g_new0(gboolean, P);
     for (int r = 0; r < P; r++) {
       int n = 0;
       SimUnit *units = sim_pipeline_units(strategy, r, &n);
       first_ok[r] = n > 0 && units[0].phase == SIM_UNIT_FORWARD && units[0].chunk == r &&
-                    units[0].microbatch == 0 && k.first[r] >= 0;
+                    units[0].microbatch == 0 && k->first[r] >= 0;
       last_mb[r] = n > 0 && units[n - 1].phase == SIM_UNIT_BACKWARD && units[n - 1].chunk == r
                        ? units[n - 1].microbatch
                        : -1;
       g_free(units);
     }
     for (int r = 1; r < P; r++)
-      if (first_ok[r] && first_ok[r - 1] && k.link[r] >= 0)
-        fill[r] = fill[r - 1] + prefix(strategy, b.nops, fwd, r - 1, k.link[r]);
+      if (first_ok[r] && first_ok[r - 1] && k->link[r] >= 0)
+        sb->fill[r] = sb->fill[r - 1] + prefix(strategy, b->nops, sb->fwd, r - 1, k->link[r]);
     for (int r = 0; r < P; r++) {
-      if (last_mb[r] < 0 || k.first[r] < 0) continue;
-      for (int c = r; c >= 1 && k.link[c] >= 0; c--) drain[r] += prefix(strategy, b.nops, bwd, c - 1, k.link[c]);
-      const MdlMesh *mesh = mdl_strategy_mesh(strategy, strategy->configs[k.first[r]].mesh);
-      for (int i = 0; i < mesh->ndevices; i++)
-        bound = MAX(bound, fill[r] + work[mesh->devices[i]] + drain[r]);
+      if (last_mb[r] < 0 || k->first[r] < 0) continue;
+      for (int c = r; c >= 1 && k->link[c] >= 0; c--)
+        sb->drain[r] += prefix(strategy, b->nops, sb->bwd, c - 1, k->link[c]);
     }
-    g_free(fill);
-    g_free(drain);
-    g_free(last_mb);
-    g_free(first_ok);
   }
-  chunks_clear(&k);
-  g_free(work);
-  g_free(per_mesh);
-  g_free(fwd);
-  g_free(bwd);
-  g_free(group);
-  g_free(b.sample_tdim);
-  return bound;
+  /* The ranks' devices: mesh indices, gap pairs, whether they hold weights. */
+  g_autofree gboolean *weights = g_new0(gboolean, sb->nmeshes); /* per mesh: an op with weights */
+  for (int o = 0; o < b->nops; o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    for (int i = 0; i < op->ninputs; i++)
+      weights[strategy->configs[o].mesh] |= mdl_graph_tensor(graph, op->inputs[i].tensor)->is_weight;
+  }
+  sb->device = g_new(int, P);
+  sb->index = g_new0(int *, P);
+  sb->pairs = g_new0(GArray *, P);
+  sb->params = g_new0(gboolean, P);
+  sb->gap = g_new0(SimTime, P);
+  sb->done = g_new0(SimTime, P);
+  gboolean gaps = !options || !options->step_collectives;
+  for (int r = 0; r < P; r++) {
+    sb->device[r] = -1;
+    if (!gaps || r >= k->nchunks || k->first[r] < 0) continue;
+    int d = sb->device[r] = mdl_strategy_mesh(strategy, strategy->configs[k->first[r]].mesh)->devices[0];
+    sb->index[r] = g_new(int, sb->nmeshes);
+    for (int m = 0; m < sb->nmeshes; m++) {
+      sb->index[r][m] = mesh_index_of(mdl_strategy_mesh(strategy, m), d);
+      sb->params[r] |= weights[m] && sb->index[r][m] >= 0;
+    }
+    sb->pairs[r] = device_pairs(&sb->gaps, k, sb->index[r]);
+  }
+  return sb;
+}
+
+SimTime sim_bounder_chain(SimBounder *sb) {
+  refresh(sb);
+  return sb->chain;
+}
+
+SimTime sim_bounder_bound(SimBounder *sb) {
+  Builder *b = &sb->b;
+  refresh(sb);
+  int zero = b->s->zero_stage;
+  g_return_val_if_fail(zero >= 0 && zero <= 3, sb->chain);
+  if (!sb->streamed[zero]) {
+    if (!b->users) { /* per tensor: the ops that read it, as the builder's */
+      int nt = mdl_graph_num_tensors(b->g);
+      b->users = g_new(GArray *, nt);
+      for (int t = 0; t < nt; t++) b->users[t] = g_array_new(FALSE, FALSE, sizeof(int));
+      for (int o = 0; o < b->nops; o++) {
+        const MdlOp *op = mdl_graph_op(b->g, o);
+        for (int i = 0; i < op->ninputs; i++) g_array_append_val(b->users[op->inputs[i].tensor], o);
+      }
+    }
+    sb->stream[zero] = sb->tail[zero] = 0;
+    for (int r = 0; r < sb->nranks; r++) {
+      if (sb->device[r] < 0) continue;
+      SimTime gathers;
+      sb->stream[zero] = MAX(sb->stream[zero], sb->gap[r] + stream_collectives(&sb->gaps, sb->index[r], sb->group, &gathers));
+      if (sb->params[r]) sb->tail[zero] = MAX(sb->tail[zero], sb->done[r] + gathers);
+    }
+    sb->streamed[zero] = TRUE;
+  }
+  /* ZeRO 1 and 2 gather the updated parameters after the optimizer step, which follows the
+   * device's last compute task (not with overlap_param_gather: ahead of the forward). */
+  gboolean tail = (zero == 1 || zero == 2) && !b->s->overlap_param_gather;
+  return MAX(MAX(sb->chain, sb->stream[zero]), tail ? sb->tail[zero] : 0);
+}
+
+void sim_bounder_free(SimBounder *sb) {
+  if (!sb) return;
+  Builder *b = &sb->b;
+  if (b->users) {
+    for (int t = 0; t < mdl_graph_num_tensors(b->g); t++) g_array_unref(b->users[t]);
+    g_free(b->users);
+  }
+  if (sb->gaps.items) {
+    g_array_unref(sb->gaps.items);
+    g_array_unref(sb->gaps.buckets);
+  }
+  for (int r = 0; r < sb->nranks; r++) {
+    g_free(sb->index[r]);
+    if (sb->pairs[r]) g_array_unref(sb->pairs[r]);
+  }
+  chunks_clear(&sb->k);
+  g_free(sb->index);
+  g_free(sb->pairs);
+  g_free(sb->fwd);
+  g_free(sb->bwd);
+  g_free(sb->wgt);
+  g_free(sb->fill);
+  g_free(sb->drain);
+  g_free(sb->device);
+  g_free(sb->params);
+  g_free(sb->gap);
+  g_free(sb->done);
+  g_free(sb->group);
+  g_free(b->sample_tdim);
+  g_free(sb);
+}
+
+SimTime sim_compute_bound(const MdlGraph *graph, const MdlStrategy *strategy,
+                          const DevCluster *cluster, const CmParams *params) {
+  SimOptions step = {0};
+  step.step_collectives = TRUE; /* no gaps */
+  SimBounder *sb = sim_bounder_new(graph, strategy, cluster, params, &step);
+  SimTime result = sim_bounder_chain(sb);
+  sim_bounder_free(sb);
+  return result;
+}
+
+SimTime sim_iteration_bound(const MdlGraph *graph, const MdlStrategy *strategy,
+                            const DevCluster *cluster, const CmParams *params,
+                            const SimOptions *options) {
+  SimBounder *sb = sim_bounder_new(graph, strategy, cluster, params, options);
+  SimTime result = sim_bounder_bound(sb);
+  sim_bounder_free(sb);
+  return result;
 }

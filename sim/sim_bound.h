@@ -27,7 +27,24 @@
  * and the bound is the max of these and of W_d over all devices: integer picosecond sums
  * of the builder's own durations, compared exactly. Symmetry does not change it (replicas
  * carry their representatives' durations). Chunks whose ops straddle meshes, or pipelines
- * whose programs start or end otherwise, get W_d alone. tests/test-search-grid.c checks the
+ * whose programs start or end otherwise, get W_d alone.
+ *
+ * Gaps (sim_iteration_bound). Within one unit the chain holds consecutive tasks a -> b whose
+ * data path runs through collectives: F(p) -> F(o) where o, the op after p in the chunk,
+ * reads p's output in another layout on the same mesh (sb_forward_segment: the conversion's
+ * collectives per axis, each waiting for the previous one of the device's groups, the first
+ * for F(p) on every member, the device included; F(o) waits for the last); R(p) -> R(o) in a
+ * recomputation group (the same conversion of the recomputed value, sb_recompute_segment);
+ * B(o) -> B(p) when no recomputed forwards sit between them (o's gradient for p's output,
+ * resharded by o, the lowest reader in the stage, sb_backward_segment). A collective starts
+ * after its inputs end, so b starts at least the durations of the device's collectives on
+ * that path after a ends: the gap. Every microbatch has one forward and one backward unit of
+ * each chunk, so from its first task's start to its last task's end device d spends at least
+ * W_d + M * sum over its chunks of the per-unit gaps, and the bound takes, for the first
+ * device of each rank's first chunk, fill + that + drain. Durations are
+ * cm_group_collective_time of the same collective, group and bytes as sb_convert_on_mesh, in
+ * integer picoseconds. Overlapped conversions (tp_overlap, ring attention) and step-expanded
+ * collectives (timed by their transfers) count no gap. tests/test-search-grid.c checks the
  * bound against the simulation on every schedule, recomputation, sp, ZeRO stage and weight
  * delay. */
 #ifndef STRATSIM_SIM_BOUND_H
@@ -42,6 +59,29 @@ G_BEGIN_DECLS
  * meshes' devices and one schedule per pipeline rank. */
 SimTime sim_compute_bound(const MdlGraph *graph, const MdlStrategy *strategy,
                           const DevCluster *cluster, const CmParams *params);
+
+/* The bound above plus the gaps (header comment, "Gaps") for a run with @options (NULL: the
+ * defaults): the communication between consecutive compute tasks of a device that the
+ * second must wait for. Never below sim_compute_bound. Step-expanded collectives
+ * (options->step_collectives) time collectives otherwise: no gaps then. */
+SimTime sim_iteration_bound(const MdlGraph *graph, const MdlStrategy *strategy,
+                            const DevCluster *cluster, const CmParams *params,
+                            const SimOptions *options);
+
+/* The bound in parts, for a search that varies the recomputation, the ZeRO stage and
+ * overlap_param_gather of one strategy in place: sim_bounder_new computes what those leave
+ * alone (kernel durations, fill and drain, the gaps' collectives); sim_bounder_chain gives the
+ * compute chain's bound and sim_bounder_bound the whole bound for the strategy's fields as
+ * they are at the call (each equal to sim_iteration_bound's for them; recomputed only when
+ * they changed). @strategy and the rest are borrowed: they must outlive the bounder, and
+ * nothing but those three fields may change in between. */
+typedef struct SimBounder SimBounder;
+SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
+                            const DevCluster *cluster, const CmParams *params,
+                            const SimOptions *options);
+SimTime sim_bounder_chain(SimBounder *bounder);
+SimTime sim_bounder_bound(SimBounder *bounder);
+void sim_bounder_free(SimBounder *bounder);
 
 G_END_DECLS
 

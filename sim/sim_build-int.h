@@ -21,8 +21,21 @@
 typedef struct {
   int mesh;
   MdlLayout layout;
-  uint32_t *ready;          /* M x mesh size: task each device waits for, per microbatch */
+  uint32_t *ready;          /* M x the mesh's representatives (nrep): task each simulated
+                               device waits for, per microbatch */
 } Conversion;
+
+/* A collective's cost as sb_add_comm_task computed it, kept for the next identical call (the
+ * same group and size recur for every microbatch): the cost model is a pure function of
+ * these, so reusing it is exact. */
+#define SB_MEMO_DEVICES 16
+typedef struct {
+  int coll, p;              /* p = 0: empty */
+  double bytes;
+  SimTime duration;
+  uint8_t link;
+  int devices[SB_MEMO_DEVICES];
+} SbCostMemo;
 
 typedef struct {
   const MdlGraph *g;
@@ -67,6 +80,14 @@ typedef struct {
   uint32_t *last_compute;   /* per device: its last compute task in program order */
   GArray *marks;            /* SbMark before each segment and at the end, when recording
                                (delta simulation), else NULL */
+  GArray **sim_groups;      /* per mesh x axis (MDL_MAX_MESH_AXES per mesh): bases of the groups
+                               along the axis with a simulated member (int), built on first use
+                               by sb_convert_on_mesh; NULL until then */
+  gboolean for_merge;       /* a graph for chain merging only (sim_build_unfinished): the host
+                               stream as durations and queue pairs (SimTaskGraph.host_duration),
+                               no program-order edges (chain_prev stands for them) */
+  SbCostMemo memo[4];       /* the last collectives' costs (sb_add_comm_task), round robin */
+  int memo_next;
 } Builder;
 
 /* Delta simulation (sim_delta.c) sees the build as the compute tasks (ids 0..n-1: per phase,
@@ -189,6 +210,8 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
                             int t, int op, int mb, uint32_t *ready);
 void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready);
+/* The forward conversion of tensor @t for @consumer: per microbatch mb and representative r of
+ * the consumer's mesh, the task the data waits for at [mb * nrep + r] (NO_TASK: none). */
 const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
                                           gboolean recomputed);
 void sb_forward_segment(Builder *b, int t);

@@ -23,6 +23,8 @@
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
+#include "costmodel/cm_framework.h"
+
 static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand *opd,
                             gboolean is_output, const MdlOpConfig *c, const MdlMesh *mesh) {
   MdlLayout layout = mdl_layout_of_operand(op, opd, is_output, c, mesh);
@@ -56,11 +58,19 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
     xs = (CmGemmShape){fs.m, fs.k, fs.n, fs.batch};
     ws = (CmGemmShape){fs.k, fs.n, fs.m, fs.batch};
   }
-  double fwd_s = cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale, bytes,
-                                         gemm ? &fs : NULL, out_elems, FALSE, 1.0);
+  /* The framework's own kernels for memory-bound ops (an unfused attention dropout, a fused
+   * bias-dropout-add, ...) move their own traffic (cm_framework_traffic). */
+  double traffic_fwd, traffic_bwd;
+  gboolean traffic = cm_framework_traffic(cm_framework_get(b->s->framework), op,
+                                          bytes / b->dtype_bytes - out_elems, out_elems,
+                                          b->dtype_bytes, &traffic_fwd, &traffic_bwd);
+  double fwd_s = cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale,
+                                         traffic ? traffic_fwd : bytes, gemm ? &fs : NULL,
+                                         out_elems, FALSE, 1.0);
   /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic, split
    * between the dX and dW kernels by their share of the work. */
   double bflops = mdl_op_backward_flops(b->g, op) * scale, bbytes = 2 * bytes;
+  if (traffic) bbytes = traffic_bwd;
   double share = cm_weight_grad_share(b->g, op);
   double dx = share < 1 ? cm_kernel_time_profiled(b->p, dev, op->kind, dt, bflops * (1 - share),
                                                   bbytes * (1 - share), gemm ? &xs : NULL,
@@ -121,12 +131,21 @@ static void add_compute_tasks(Builder *b) {
       t.duration = durations[phase == 3 ? 0 : phase]; /* a recomputation re-runs the forward */
       t.op = o;
       bases[phase][o] = sim_task_graph_size(b->tg);
-      int m = cfg(b, o)->mesh;
+      /* M x nrep tasks with one resource each, written in place */
+      int m = cfg(b, o)->mesh, nrep = b->nrep[m];
+      guint n0 = b->tg->tasks->len, r0 = b->tg->task_resources->len, count = (guint)(b->M * nrep);
+      g_array_set_size(b->tg->tasks, n0 + count);
+      g_array_set_size(b->tg->task_resources, r0 + count);
+      SimTask *tasks = (SimTask *)b->tg->tasks->data + n0;
+      uint32_t *res = (uint32_t *)b->tg->task_resources->data + r0;
+      t.nres = 1;
       for (int mb = 0; mb < b->M; mb++) {
         t.microbatch = mb;
-        for (int r = 0; r < b->nrep[m]; r++) {
-          uint32_t res = sim_resource_compute(mesh->devices[b->rep_idx[m][r]]);
-          sim_task_graph_add(b->tg, &t, &res, 1);
+        for (int r = 0; r < nrep; r++) {
+          guint k = (guint)(mb * nrep + r);
+          t.res_begin = r0 + k;
+          tasks[k] = t;
+          res[k] = sim_resource_compute(mesh->devices[b->rep_idx[m][r]]);
         }
       }
     }
@@ -143,7 +162,7 @@ static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
     int d = mesh->devices[b->rep_idx[m][r]];
     b->chain_prev[t] = prev[d];
     if (prev[d] != NO_TASK) b->chain_next[prev[d]] = t;
-    if (prev[d] != NO_TASK) sim_task_graph_edge(b->tg, prev[d], t);
+    if (prev[d] != NO_TASK && !b->for_merge) sim_task_graph_edge(b->tg, prev[d], t);
     prev[d] = t;
   }
 }
@@ -215,7 +234,7 @@ void sb_recompute_segment(Builder *b, int t) {
       for (int mb = 0; mb < b->M; mb++)
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
-          uint32_t dep = ready[mb * mesh->ndevices + i];
+          uint32_t dep = ready[mb * b->nrep[m] + r];
           if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, task_rec(b, o, mb, i));
         }
     }
@@ -236,6 +255,9 @@ void sb_build_compute(Builder *b) {
     b->chain_prev[i] = b->chain_next[i] = NO_TASK;
   b->last_compute = chain_compute(b);
   sb_add_host_tasks(b);
+  /* the program order, for chain merging (sim_merge.c) */
+  g_free(b->tg->chain_prev);
+  b->tg->chain_prev = g_memdup2(b->chain_prev, sizeof(uint32_t) * (b->tg->num_compute + 1));
 }
 
 gboolean sb_pass_per_tensor(SbPass pass) {
@@ -401,6 +423,9 @@ void sb_builder_clear(Builder *b) {
   g_free(b->grads_done_w);
   g_free(b->last_compute);
   if (b->marks) g_array_unref(b->marks);
+  for (guint i = 0; b->sim_groups && i < b->s->meshes->len * MDL_MAX_MESH_AXES; i++)
+    if (b->sim_groups[i]) g_array_unref(b->sim_groups[i]);
+  g_free(b->sim_groups);
 }
 
 gboolean sim_build_estimate(const MdlGraph *graph, const MdlStrategy *strategy,
@@ -415,9 +440,16 @@ gboolean sim_build_estimate(const MdlGraph *graph, const MdlStrategy *strategy,
   return ok;
 }
 
-SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *strategy,
-                                     const DevCluster *cluster, const CmParams *params,
-                                     const SimOptions *options, GError **error) {
+/* Allocates room for @n elements in @array (empty) without touching it. */
+static void reserve(GArray *array, guint64 n) {
+  if (n > G_MAXUINT / 2) return; /* over the limits: grows as it goes */
+  g_array_set_size(array, (guint)n);
+  g_array_set_size(array, 0);
+}
+
+SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *strategy,
+                                   const DevCluster *cluster, const CmParams *params,
+                                   const SimOptions *options, gboolean for_merge, GError **error) {
   Builder b;
   SimEstimate estimate;
   /* The size first: a graph over the limits is refused before it takes the memory. */
@@ -427,10 +459,25 @@ SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *s
     sb_builder_clear(&b);
     return NULL;
   }
+  /* The arrays at their final size at once (the estimate bounds the tasks; a task has about
+   * 2.3 edges in the transformer graphs measured): no copy on growth. Pages are touched only
+   * as they fill. */
+  b.for_merge = for_merge;
+  guint64 ntasks = MAX(estimate.tasks, 1) +
+                   (cm_framework_get(strategy->framework) && !for_merge ? estimate.compute_tasks : 0);
+  reserve(b.tg->tasks, ntasks);
+  reserve(b.tg->task_resources, ntasks);
+  reserve(b.tg->edges, 5 * ntasks);
   sb_build_compute(&b);
   sb_build_segments(&b);
-  sim_task_graph_finish(b.tg);
+  if (!for_merge) sim_task_graph_finish(b.tg);
   SimTaskGraph *tg = b.tg;
   sb_builder_clear(&b);
   return tg;
+}
+
+SimTaskGraph *sim_build_with_options(const MdlGraph *graph, const MdlStrategy *strategy,
+                                     const DevCluster *cluster, const CmParams *params,
+                                     const SimOptions *options, GError **error) {
+  return sim_build_unfinished(graph, strategy, cluster, params, options, FALSE, error);
 }

@@ -41,6 +41,29 @@ gboolean sb_is_group_base(const MdlMesh *mesh, unsigned mask, int idx) {
   return TRUE;
 }
 
+/* The duration and link class of a collective (sb_add_comm_task), from the builder's memo
+ * when the same collective was just costed. */
+static SimTime comm_duration(Builder *b, CmCollective coll, const int *devices, int p,
+                             double bytes, uint8_t *link) {
+  for (int k = 0; k < (int)G_N_ELEMENTS(b->memo); k++) {
+    const SbCostMemo *m = &b->memo[k];
+    if (m->p == p && m->coll == (int)coll && m->bytes == bytes &&
+        memcmp(m->devices, devices, sizeof(int) * (gsize)p) == 0) {
+      *link = m->link;
+      return m->duration;
+    }
+  }
+  *link = (uint8_t)cm_group_link(b->c, devices, p).link;
+  SimTime d = sim_time_from_seconds(cm_group_collective_time(b->p, b->c, coll, devices, p, bytes));
+  if (p <= SB_MEMO_DEVICES) {
+    SbCostMemo *m = &b->memo[b->memo_next];
+    b->memo_next = (b->memo_next + 1) % (int)G_N_ELEMENTS(b->memo);
+    *m = (SbCostMemo){.coll = (int)coll, .p = p, .bytes = bytes, .duration = d, .link = *link};
+    memcpy(m->devices, devices, sizeof(int) * (gsize)p);
+  }
+  return d;
+}
+
 /* A collective over the @p @devices of a group (its cost), occupying the communication
  * streams of the @nsim of them that are simulated (@sim_devices): one task timed by the
  * alpha-beta formula, or (step mode) its transfers on link resources between a gate and a
@@ -54,7 +77,6 @@ SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective co
   uint32_t *res = nres <= 64 ? stack_res : g_new(uint32_t, nres);
   for (int i = 0; i < nsim; i++) res[i] = sim_resource_comm(sim_devices[i]);
   for (int i = nsim; i < nres; i++) res[i] = sim_resource_compute(sim_devices[i - nsim]);
-  CmLinkCost link = cm_group_link(b->c, devices, p);
   SimTask t = {0};
   t.kind = (uint8_t)kind;
   t.collective = (uint8_t)coll;
@@ -63,9 +85,9 @@ SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective co
   t.microbatch = mb;
   t.bytes = (float)bytes;
   t.group_size = (uint32_t)p;
-  t.link = (uint8_t)link.link;
   t.phase = (uint8_t)b->phase;
   if (b->step && sim_network_supports(coll)) {
+    t.link = (uint8_t)cm_group_link(b->c, devices, p).link;
     if (res != stack_res) g_free(res);
     g_autofree gboolean *simulated = g_new0(gboolean, p);
     for (int i = 0; i < p; i++)
@@ -77,7 +99,7 @@ SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective co
     return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes, !b->s->overlap,
                               nccl ? &ring : NULL);
   }
-  t.duration = sim_time_from_seconds(cm_group_collective_time(b->p, b->c, coll, devices, p, bytes));
+  t.duration = comm_duration(b, coll, devices, p, bytes, &t.link);
   uint32_t id = sim_task_graph_add(b->tg, &t, res, nres);
   if (res != stack_res) g_free(res);
   return (SimCollectiveSpan){id, id};
@@ -90,6 +112,25 @@ void sb_edges_from_distinct(Builder *b, const uint32_t *deps, int n, uint32_t to
     for (int j = 0; j < i && !dup; j++) dup = deps[j] == deps[i];
     if (!dup && deps[i] != NO_TASK) sim_task_graph_edge(b->tg, deps[i], to);
   }
+}
+
+/* The bases of the groups along axis @a of mesh @m that have a simulated member (the others
+ * are replicas' groups, which no task represents), computed once per builder. */
+static const GArray *simulated_groups(Builder *b, int m, int a) {
+  if (!b->sim_groups) b->sim_groups = g_new0(GArray *, b->s->meshes->len * MDL_MAX_MESH_AXES);
+  GArray **slot = &b->sim_groups[m * MDL_MAX_MESH_AXES + a];
+  if (*slot) return *slot;
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+  *slot = g_array_new(FALSE, FALSE, sizeof(int));
+  g_autofree int *members = g_new(int, mesh->ndevices);
+  for (int base = 0; base < mesh->ndevices; base++) {
+    if (!sb_is_group_base(mesh, 1u << a, base)) continue;
+    int p = sb_group_members(mesh, 1u << a, base, members);
+    gboolean simulated = FALSE;
+    for (int i = 0; i < p && !simulated; i++) simulated = b->rep_pos[m][members[i]] >= 0;
+    if (simulated) g_array_append_val(*slot, base);
+  }
+  return *slot;
 }
 
 /* Converts tensor @t from @from to @to on one mesh; @ready holds per mesh index the task the
@@ -131,8 +172,9 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
     from.axis[a] = (int8_t)dst;
     double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
     double bytes = MAX(before, after) * b->dtype_bytes;
-    for (int base = 0; base < mesh->ndevices; base++) {
-      if (!sb_is_group_base(mesh, 1u << a, base)) continue;
+    const GArray *bases = simulated_groups(b, mesh_index, a);
+    for (guint g = 0; g < bases->len; g++) {
+      int base = g_array_index(bases, int, g);
       int p = sb_group_members(mesh, 1u << a, base, members), nsim = 0;
       for (int i = 0; i < p; i++) {
         devices[i] = mesh->devices[members[i]];
@@ -292,18 +334,22 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   Conversion *cv = g_new(Conversion, 1);
   cv->mesh = mesh;
   cv->layout = layout;
-  cv->ready = g_new(uint32_t, (gsize)b->M * dn);
+  int nrep = b->nrep[mesh];
+  cv->ready = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
   g_autofree uint32_t *src = g_new(uint32_t, sn);
+  g_autofree uint32_t *dst = g_new(uint32_t, dn);
   gboolean ahead = !recomputed && mesh == cfg(b, p)->mesh && sb_overlapped_output(b, p);
+  int pm = cfg(b, p)->mesh;
+  for (int i = 0; i < sn; i++) src[i] = NO_TASK; /* replicas: no task (representatives below) */
   for (int mb = 0; mb < b->M; mb++) {
-    for (int i = 0; i < sn; i++) {
-      src[i] = b->rep_pos[cfg(b, p)->mesh][i] < 0 ? NO_TASK
-               : recomputed                       ? task_rec(b, p, mb, i)
-                                                  : task_fwd(b, p, mb, i);
-      if (ahead && src[i] != NO_TASK && b->chain_prev[src[i]] != NO_TASK)
+    for (int r = 0; r < b->nrep[pm]; r++) {
+      int i = b->rep_idx[pm][r];
+      src[i] = recomputed ? task_rec(b, p, mb, i) : task_fwd(b, p, mb, i);
+      if (ahead && b->chain_prev[src[i]] != NO_TASK)
         src[i] = b->chain_prev[src[i]]; /* tp_overlap: the reduce-scatter starts with the GEMM */
     }
-    sb_convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, cv->ready + mb * dn);
+    sb_convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, dst);
+    for (int r = 0; r < nrep; r++) cv->ready[mb * nrep + r] = dst[b->rep_idx[mesh][r]];
   }
   g_ptr_array_add(list, cv);
   return cv->ready;
@@ -358,7 +404,7 @@ void sb_forward_segment(Builder *b, int t) {
       for (int mb = 0; mb < b->M; mb++)
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
-          uint32_t dep = ready[mb * mesh->ndevices + i], use = task_fwd(b, o, mb, i);
+          uint32_t dep = ready[mb * b->nrep[m] + r], use = task_fwd(b, o, mb, i);
           if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
           if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, use);
         }
@@ -444,16 +490,19 @@ void sb_backward_segment(Builder *b, int t) {
       g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
       gboolean ring = sb_overlapped_input(b, o, k);
       gboolean ahead = cfg(b, p)->mesh == cfg(b, o)->mesh && sb_overlapped_output(b, p);
+      int om = cfg(b, o)->mesh, pm = cfg(b, p)->mesh;
+      for (int i = 0; i < mesh->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
       for (int mb = 0; mb < b->M; mb++) {
-        for (int i = 0; i < mesh->ndevices; i++) {
-          src[i] = b->rep_pos[cfg(b, o)->mesh][i] >= 0 ? task_bwd(b, o, mb, i) : NO_TASK;
+        for (int r = 0; r < b->nrep[om]; r++) {
+          int i = b->rep_idx[om][r];
+          src[i] = task_bwd(b, o, mb, i);
           /* Overlapped: the gradients' collective starts with the reader's backward. */
-          if (ring && src[i] != NO_TASK && b->chain_prev[src[i]] != NO_TASK)
-            src[i] = b->chain_prev[src[i]];
+          if (ring && b->chain_prev[src[i]] != NO_TASK) src[i] = b->chain_prev[src[i]];
         }
-        sb_convert(b, cfg(b, o)->mesh, from, src, cfg(b, p)->mesh, need, t, o, mb, dst);
-        for (int j = 0; j < pmesh->ndevices; j++) {
-          if (dst[j] == NO_TASK || b->rep_pos[cfg(b, p)->mesh][j] < 0) continue;
+        sb_convert(b, om, from, src, pm, need, t, o, mb, dst);
+        for (int r = 0; r < b->nrep[pm]; r++) {
+          int j = b->rep_idx[pm][r];
+          if (dst[j] == NO_TASK) continue;
           uint32_t use = task_bwd(b, p, mb, j);
           if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
           sim_task_graph_edge(b->tg, dst[j], use);

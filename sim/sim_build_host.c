@@ -45,7 +45,12 @@ static void add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *pr
       q++;
       advanced = TRUE;
     }
-    if (advanced) sim_task_graph_edge(b->tg, prog[q - 1], b->tg->host_base + prog[p]);
+    if (advanced && b->for_merge) {
+      uint32_t pair[2] = {prog[q - 1], prog[p]};
+      g_array_append_vals(b->tg->host_queue, pair, 2);
+    } else if (advanced) {
+      sim_task_graph_edge(b->tg, prog[q - 1], b->tg->host_base + prog[p]);
+    }
     launched += k;
   }
 }
@@ -59,20 +64,52 @@ void sb_add_host_tasks(Builder *b) {
   tg->host_base = n;
   tg->host_resource_base = (uint32_t)tg->num_resources;
   tg->num_resources += tg->num_devices;
+  /* Kernels and host time per op and phase, once (every microbatch and device launches the
+   * same). */
+  enum { PHASES = CM_HOST_BACKWARD_WEIGHT + 1 };
+  g_autofree int *op_kernels = g_new(int, (gsize)b->nops * PHASES);
+  g_autofree SimTime *op_time = g_new(SimTime, (gsize)b->nops * PHASES);
+  for (int o = 0; o < b->nops; o++)
+    for (int ph = 0; ph < PHASES; ph++) {
+      const MdlOp *op = mdl_graph_op(b->g, o);
+      op_kernels[o * PHASES + ph] = cm_framework_kernels(f, op, (CmHostPhase)ph);
+      op_time[o * PHASES + ph] = sim_time_from_seconds(cm_framework_host_time(f, op, (CmHostPhase)ph));
+    }
   g_autofree int *kernels = g_new(int, n ? n : 1);
-  for (uint32_t c = 0; c < n; c++) {
-    SimTask t = *sim_task_graph_task(tg, c);
-    const MdlOp *op = mdl_graph_op(b->g, t.op);
-    CmHostPhase phase = host_phase(b, &t);
-    kernels[c] = cm_framework_kernels(f, op, phase);
-    t.kind = SIM_TASK_HOST;
-    t.duration = sim_time_from_seconds(cm_framework_host_time(f, op, phase));
-    /* its compute stream is 2d; read before adding (the array may move) */
-    uint32_t r = tg->host_resource_base + g_array_index(tg->task_resources, uint32_t, t.res_begin) / 2;
-    uint32_t h = sim_task_graph_add(tg, &t, &r, 1);
-    g_assert(h == tg->host_base + c);
-    sim_task_graph_edge(tg, h, c);
-    if (b->chain_prev[c] != NO_TASK) sim_task_graph_edge(tg, tg->host_base + b->chain_prev[c], h);
+  SimTask *tasks = (SimTask *)tg->tasks->data;
+  if (b->for_merge) { /* durations and queue pairs only (sim-int.h) */
+    tg->host_base = UINT32_MAX;
+    tg->num_resources -= tg->num_devices;
+    tg->host_duration = g_new(SimTime, n ? n : 1);
+    tg->host_queue = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    for (uint32_t c = 0; c < n; c++) {
+      int k = tasks[c].op * PHASES + (int)host_phase(b, &tasks[c]);
+      kernels[c] = op_kernels[k];
+      tg->host_duration[c] = op_time[k];
+    }
+  } else {
+    /* The host tasks in one block (ids host_base + c, one resource each), then their edges. */
+    guint res0 = tg->task_resources->len;
+    g_array_set_size(tg->tasks, 2 * n);
+    g_array_set_size(tg->task_resources, res0 + n);
+    tasks = (SimTask *)tg->tasks->data;
+    uint32_t *res = (uint32_t *)tg->task_resources->data;
+    for (uint32_t c = 0; c < n; c++) {
+      SimTask t = tasks[c];
+      int k = t.op * PHASES + (int)host_phase(b, &t);
+      kernels[c] = op_kernels[k];
+      t.kind = SIM_TASK_HOST;
+      t.duration = op_time[k];
+      t.res_begin = res0 + c;
+      t.nres = 1;
+      res[res0 + c] = tg->host_resource_base + res[tasks[c].res_begin] / 2; /* stream 2d */
+      tasks[n + c] = t;
+    }
+    for (uint32_t c = 0; c < n; c++) {
+      uint32_t h = tg->host_base + c;
+      sim_task_graph_edge(tg, h, c);
+      if (b->chain_prev[c] != NO_TASK) sim_task_graph_edge(tg, tg->host_base + b->chain_prev[c], h);
+    }
   }
   /* Each device's program, from its last compute task back along chain_prev. */
   g_autofree uint32_t *prog = g_new(uint32_t, n ? n : 1);

@@ -4,6 +4,8 @@
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
+#include "costmodel/cm_framework.h"
+
 /* The mesh axes over which weight @w's gradient is all-reduced on mesh @m: those it is
  * replicated on (Broadcast) while an op using it there splits them. @first gets the first such
  * op (-1: no op uses @w on @m) and @layout the weight's layout there. */
@@ -270,7 +272,8 @@ GArray *sb_sync_items(const Builder *b, double *local_params) {
         int o = g_array_index(users, int, u);
         if (cfg(b, o)->mesh == m && o < it.ready) it.ready = o;
       }
-      it.bytes = elems * b->dtype_bytes;
+      /* Megatron-LM reduces a bf16 model's gradients in fp32 (cm_framework_grad_bytes). */
+      it.bytes = elems * cm_framework_grad_bytes(b->s->framework, b->s->dtype);
       g_array_append_val(items, it);
     }
   }

@@ -32,6 +32,7 @@ SimDelta *sim_delta_new(const MdlGraph *graph, const DevCluster *cluster, const 
   d->cluster = cluster;
   d->params = params;
   d->options = *options;
+  d->options.prediction_only = FALSE; /* delta simulation re-times from a full schedule */
   d->tensor_affected = g_new0(guint8, MAX(mdl_graph_num_tensors(graph), 1));
   d->op_affected = g_new0(guint8, MAX(mdl_graph_num_ops(graph), 1));
   d->changed = g_new(int, MAX(mdl_graph_num_ops(graph), 1));

@@ -112,13 +112,19 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
   return s;
 }
 
-SimSchedule *sim_engine_run(const SimTaskGraph *g, GError **error) {
+SimSchedule *sim_engine_run_released(const SimTaskGraph *g, const SimTime *release,
+                                     GError **error) {
   g_return_val_if_fail(g->succ_offsets != NULL, NULL);
   Engine e;
   engine_init(&e, g);
+  if (release) memcpy(e.s->ready, release, sizeof(SimTime) * g->tasks->len);
   for (uint32_t i = 0; i < g->tasks->len; i++)
-    if (e.remaining[i] == 0) heap_push(e.heap, &e.heap_size, (HeapEntry){0, i});
+    if (e.remaining[i] == 0) heap_push(e.heap, &e.heap_size, (HeapEntry){e.s->ready[i], i});
   return engine_finish(&e, error);
+}
+
+SimSchedule *sim_engine_run(const SimTaskGraph *g, GError **error) {
+  return sim_engine_run_released(g, NULL, error);
 }
 
 /* Resuming (delta simulation): the old run's pops before @from are the new run's first pops,

@@ -8,11 +8,16 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "costmodel/cm_framework.h"
 
 typedef struct {
   int nlayers;
   double *layer_s;        /* compute per layer (ops named "layerN.*"), mean per GPU */
   double other_s;         /* compute of the other ops and the optimizer step */
+  double gemm_s;          /* contractions (GEMMs, batched GEMMs, convolutions), every op */
+  double optimizer_s;     /* the optimizer step */
   double comm_busy_s;     /* communication streams busy, mean per GPU; < 0 in step mode */
 } Components;
 
@@ -35,7 +40,7 @@ static void components_init(Components *c, const SimRun *run) {
     c->nlayers = MAX(c->nlayers, layer[o] + 1);
   }
   g_autofree SimTime *per_layer = g_new0(SimTime, c->nlayers ? c->nlayers : 1);
-  SimTime other = 0, comm = 0;
+  SimTime other = 0, comm = 0, gemm = 0, optimizer = 0;
   const uint32_t *res = (const uint32_t *)g->task_resources->data;
   uint32_t streams = 2 * (uint32_t)g->num_devices;
   for (uint32_t i = 0; i < g->tasks->len; i++) {
@@ -47,8 +52,12 @@ static void components_init(Components *c, const SimRun *run) {
     case SIM_TASK_RECOMPUTE:
       if (layer[t->op] >= 0) per_layer[layer[t->op]] += t->duration;
       else other += t->duration;
+      if (cm_gemm_kind(mdl_graph_op(graph, t->op)->kind)) gemm += t->duration;
       break;
-    case SIM_TASK_OPTIMIZER: other += t->duration; break;
+    case SIM_TASK_OPTIMIZER:
+      other += t->duration;
+      optimizer += t->duration;
+      break;
     case SIM_TASK_COMM:
     case SIM_TASK_GRAD_SYNC:
       for (uint16_t r = 0; r < t->nres; r++)
@@ -61,7 +70,33 @@ static void components_init(Components *c, const SimRun *run) {
   c->layer_s = g_new(double, c->nlayers ? c->nlayers : 1);
   for (int l = 0; l < c->nlayers; l++) c->layer_s[l] = sim_time_seconds(per_layer[l]) / used;
   c->other_s = sim_time_seconds(other) / used;
+  c->gemm_s = sim_time_seconds(gemm) / used;
+  c->optimizer_s = sim_time_seconds(optimizer) / used;
   c->comm_busy_s = g->spans->len ? -1 : sim_time_seconds(comm) / used;
+}
+
+/* What the host launches for one microbatch of the first layer (ops named "layer0.*") under
+ * the run's framework: kernels and host seconds, forward and backward. FALSE without a host
+ * stream or a layer. */
+typedef struct {
+  int forward, backward;
+  double forward_s, backward_s;
+} LayerLaunches;
+
+static gboolean layer_launches(const SimRun *run, LayerLaunches *out) {
+  const CmFramework *f = cm_framework_get(run->strategy->framework);
+  memset(out, 0, sizeof *out);
+  gboolean any = FALSE;
+  for (int o = 0; f && o < mdl_graph_num_ops(run->graph); o++) {
+    const MdlOp *op = mdl_graph_op(run->graph, o);
+    if (layer_of(op->name) != 0) continue;
+    any = TRUE;
+    out->forward += cm_framework_kernels(f, op, CM_HOST_FORWARD);
+    out->backward += cm_framework_kernels(f, op, CM_HOST_BACKWARD);
+    out->forward_s += cm_framework_host_time(f, op, CM_HOST_FORWARD);
+    out->backward_s += cm_framework_host_time(f, op, CM_HOST_BACKWARD);
+  }
+  return any;
 }
 
 cJSON *sim_components_json(const SimRun *run) {
@@ -82,6 +117,17 @@ cJSON *sim_components_json(const SimRun *run) {
   cJSON *layers = cJSON_AddArrayToObject(o, "layer_compute_s");
   for (int l = 0; l < c.nlayers; l++) cJSON_AddItemToArray(layers, cJSON_CreateNumber(c.layer_s[l]));
   cJSON_AddNumberToObject(o, "other_compute_s", c.other_s);
+  cJSON_AddNumberToObject(o, "gemm_compute_s", c.gemm_s);
+  cJSON_AddNumberToObject(o, "memory_bound_compute_s", p->compute_s - c.gemm_s - c.optimizer_s);
+  cJSON_AddNumberToObject(o, "optimizer_s", c.optimizer_s);
+  LayerLaunches k;
+  if (layer_launches(run, &k)) {
+    cJSON *l = cJSON_AddObjectToObject(o, "layer0_launches");
+    cJSON_AddNumberToObject(l, "forward_kernels", k.forward);
+    cJSON_AddNumberToObject(l, "backward_kernels", k.backward);
+    cJSON_AddNumberToObject(l, "forward_host_s", k.forward_s);
+    cJSON_AddNumberToObject(l, "backward_host_s", k.backward_s);
+  }
   g_free(c.layer_s);
   return o;
 }
@@ -100,6 +146,8 @@ void sim_components_print(const SimRun *run, FILE *out, int max_rows) {
     fprintf(out, "; communication hidden under compute %.6g s",
             MAX(0, c.comm_busy_s - p->comm_exposed_s));
   fputc('\n', out);
+  fprintf(out, "  compute by kind: GEMMs %.6g s, memory-bound kernels %.6g s, optimizer step %.6g s\n",
+          c.gemm_s, p->compute_s - c.gemm_s - c.optimizer_s, c.optimizer_s);
   if (c.nlayers > 0) {
     double lo = c.layer_s[0], hi = c.layer_s[0], sum = 0;
     for (int l = 0; l < c.nlayers; l++) {
@@ -113,5 +161,11 @@ void sim_components_print(const SimRun *run, FILE *out, int max_rows) {
       fprintf(out, "    layer%-4d %.6g s\n", l, c.layer_s[l]);
     if (c.nlayers > max_rows) fprintf(out, "    ... %d more (--json lists all)\n", c.nlayers - max_rows);
   }
+  LayerLaunches k;
+  if (layer_launches(run, &k))
+    fprintf(out, "  host per microbatch of layer0 (%s, costmodel/FRAMEWORKS.md): %d kernels forward, "
+                 "%d backward; %.4g us + %.4g us of host time\n",
+            mdl_framework_name(run->strategy->framework), k.forward, k.backward,
+            1e6 * k.forward_s, 1e6 * k.backward_s);
   g_free(c.layer_s);
 }

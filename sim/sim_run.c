@@ -65,9 +65,7 @@ static guint merge_intervals(Interval *iv, guint n) {
 /* Communication intervals of every device in step-expanded mode: a collective occupies its
  * members from its gate's start to its join's start; concurrent ones overlap and merge.
  * Returns per device a sorted disjoint list (CSR: @offsets has devices + 1 entries). */
-static Interval *span_intervals(const SimRun *run, guint **offsets_out) {
-  const SimTaskGraph *g = run->tasks;
-  const SimSchedule *s = run->schedule;
+static Interval *span_intervals(const SimTaskGraph *g, const SimSchedule *s, guint **offsets_out) {
   const uint32_t *res = (const uint32_t *)g->task_resources->data;
   const uint32_t *spans = (const uint32_t *)g->spans->data;
   guint nspans = g->spans->len / 2, n = (guint)g->num_devices;
@@ -97,9 +95,8 @@ static Interval *span_intervals(const SimRun *run, guint **offsets_out) {
   return iv;
 }
 
-static void compute_breakdown(SimRun *run) {
-  const SimTaskGraph *g = run->tasks;
-  const SimSchedule *s = run->schedule;
+void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
+                        const guint *host_off, SimBreakdownSums *out) {
   int nres = g->num_resources;
   /* Intervals per resource in start order: the engine's start order is per-resource order. */
   g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
@@ -127,10 +124,8 @@ static void compute_breakdown(SimRun *run) {
    * (n*v/n == v in IEEE arithmetic), so symmetric and expanded runs agree bit for bit. */
   SimTime compute = 0, exposed = 0, host = 0;
   int used = 0;
-  g_autofree guint *host_off = NULL;
-  g_autofree SimTime *host_iv = sim_host_wait_intervals(g, s, &host_off);
   g_autofree guint *span_off = NULL;
-  g_autofree Interval *span_iv = g->spans->len ? span_intervals(run, &span_off) : NULL;
+  g_autofree Interval *span_iv = g->spans->len ? span_intervals(g, s, &span_off) : NULL;
   for (int d = 0; d < g->num_devices; d++) {
     guint c0 = count[2 * d], c1 = fill[2 * d], m0 = count[2 * d + 1], m1 = fill[2 * d + 1];
     if (count[2 * d + 1] == count[2 * d] && count[2 * d + 2] == count[2 * d + 1]) continue;
@@ -155,6 +150,13 @@ static void compute_breakdown(SimRun *run) {
                            iv + m0, m1 - m0);
     }
   }
+  *out = (SimBreakdownSums){compute, exposed, host, used};
+}
+
+/* The prediction's breakdown from the sums (means over the devices used). */
+static void set_breakdown(SimRun *run, const SimBreakdownSums *sums) {
+  SimTime compute = sums->compute, exposed = sums->exposed, host = sums->host;
+  int used = sums->used;
   SimPrediction *p = &run->prediction;
   p->simulated_gpus = used;
   p->compute_s = used ? (double)compute / used / SIM_PS_PER_SECOND : 0;
@@ -202,7 +204,8 @@ SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strat
   gint64 t0 = g_get_monotonic_time();
   sim_progress_set(options->progress, "building the task graph of %s on %d GPUs", graph->name,
                    dev_cluster_num_devices(cluster));
-  SimTaskGraph *tasks = sim_build_with_options(graph, strategy, cluster, params, options, error);
+  SimTaskGraph *tasks = sim_build_unfinished(graph, strategy, cluster, params, options,
+                                             options->prediction_only, error);
   if (!tasks) return NULL;
   sim_progress_set(options->progress, "running the engine over %u tasks",
                    sim_task_graph_size(tasks));
@@ -214,8 +217,27 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
                            const DevCluster *cluster, const CmParams *params,
                            const SimOptions *options, SimTaskGraph *tasks,
                            SimSchedule *schedule, gint64 t0, gint64 t1, GError **error) {
-  if (!schedule) schedule = sim_engine_run(tasks, error);
-  if (!schedule) {
+  /* Prediction only: chain merging (sim_merge.c) where it applies, else the full engine. */
+  SimTime makespan = 0;
+  SimBreakdownSums sums = {0};
+  gboolean merged = FALSE;
+  uint32_t reduced = 0;
+  if (!schedule && options->prediction_only &&
+      !sim_merge_predict(tasks, &makespan, &sums, &reduced, &merged, error) && !merged &&
+      error && *error) {
+    sim_task_graph_free(tasks);
+    return NULL;
+  }
+  /* Not merged: a graph built for merging (unfinished, without its host stream and program
+   * order edges) is rebuilt in full. */
+  if (!schedule && !merged && !tasks->succ_offsets) {
+    SimTaskGraph *full = sim_build_with_options(graph, strategy, cluster, params, options, error);
+    sim_task_graph_free(tasks);
+    if (!full) return NULL;
+    tasks = full;
+  }
+  if (!schedule && !merged) schedule = sim_engine_run(tasks, error);
+  if (!schedule && !merged) {
     sim_task_graph_free(tasks);
     return NULL;
   }
@@ -228,16 +250,23 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
   run->calibration = params->calibration ? g_strdup(cm_calibration_name(params->calibration)) : NULL;
   run->profiled_kernels = params->profiles ? (int)cm_profiles_size(params->profiles) : 0;
   SimPrediction *p = &run->prediction;
-  p->iteration_time_s = sim_time_seconds(schedule->makespan);
-  p->tasks = sim_task_graph_size(tasks);
-  p->events = schedule->events;
+  p->iteration_time_s = sim_time_seconds(merged ? makespan : schedule->makespan);
+  /* the full graph's tasks (with its host stream); the full engine pops every task once */
+  p->tasks = sim_task_graph_size(tasks) + (tasks->host_duration ? tasks->num_compute : 0);
+  p->events = merged ? p->tasks : schedule->events;
+  p->merged_tasks = reduced;
   p->symmetric = tasks->symmetric;
   p->step_collectives = options->step_collectives;
   p->crossmesh = options->crossmesh;
   p->crossmesh_method = options->crossmesh_method;
   p->crossmesh_order = options->crossmesh_order;
   p->num_gpus = strategy_devices(strategy, cluster);
-  compute_breakdown(run);
+  if (!merged) {
+    g_autofree guint *host_off = NULL;
+    g_autofree SimTime *host_iv = sim_host_wait_intervals(tasks, schedule, &host_off);
+    sim_breakdown_sums(tasks, schedule, host_iv, host_off, &sums);
+  }
+  set_breakdown(run, &sums);
   compute_memory(run);
   if (p->iteration_time_s > 0) {
     p->samples_per_s = (double)graph->batch / p->iteration_time_s;
@@ -349,6 +378,7 @@ const SimSchedule *sim_run_schedule(const SimRun *run) { return run->schedule; }
 uint32_t sim_run_num_tasks(const SimRun *run) { return sim_task_graph_size(run->tasks); }
 
 void sim_run_task(const SimRun *run, uint32_t id, SimTaskInfo *out) {
+  g_return_if_fail(run->schedule != NULL); /* a prediction-only run has no schedule */
   sim_task_graph_get(run->tasks, id, out);
   out->start = run->schedule->start[id];
   out->end = out->start + out->duration;
@@ -360,7 +390,7 @@ void sim_timeline_init(SimTimeline *it, const SimRun *run) {
 }
 
 gboolean sim_timeline_next(SimTimeline *it, SimTaskInfo *out) {
-  if (it->next >= it->run->schedule->num_tasks) return FALSE;
+  if (!it->run->schedule || it->next >= it->run->schedule->num_tasks) return FALSE;
   sim_run_task(it->run, it->run->schedule->order[it->next++], out);
   return TRUE;
 }

@@ -261,9 +261,9 @@ static void test_strided_share_nics(void) {
   dev_cluster_free(c);
 }
 
-/* With a calibration: its table inside the measured sizes, its asymptote above them, its fit
- * for another rank count of the same link class, the model's algorithm either way; without a
- * matching entry, the model. */
+/* With a calibration: its table inside the measured sizes, its asymptote above them, for
+ * another rank count of the same link class its table scaled by the model's ratio of the two
+ * shapes, the model's algorithm either way; without a matching entry, the model. */
 static void test_estimate_calibrated(void) {
   DevCluster *c = cluster_4x4();
   int all[16];
@@ -285,7 +285,13 @@ static void test_estimate_calibrated(void) {
   g_assert_cmpint(e.source, ==, CM_TIME_CALIBRATION_ASYMPTOTE);
   g_assert_cmpfloat(64 * MIB / e.time_s, >=, 16 * MIB / 500e-6); /* never below the top busbw */
   e = cm_collective_estimate(c, CM_ALL_REDUCE, all, 8, 4 * MIB, cal); /* 8 ranks on 2 hosts */
-  g_assert_cmpint(e.source, ==, CM_TIME_CALIBRATION_FIT);
+  g_assert_cmpint(e.source, ==, CM_TIME_CALIBRATION_SCALED);
+  CmCollectiveEstimate model8 = cm_collective_estimate(c, CM_ALL_REDUCE, all, 8, 4 * MIB, NULL);
+  CLOSE(e.time_s, 200e-6 * model8.time_s / plain.time_s);
+  /* Without the model (the calibration alone) the fit of the link class answers. */
+  CmCalibratedTime ct;
+  g_assert_true(cm_calibration_time(cal, CM_ALL_REDUCE, 8, 2, 4 * MIB, &ct));
+  g_assert_cmpint(ct.source, ==, CM_TIME_CALIBRATION_FIT);
   e = cm_collective_estimate(c, CM_ALL_GATHER, all, 16, 4 * MIB, cal);
   g_assert_cmpint(e.source, ==, CM_TIME_MODEL);
   e = cm_collective_estimate(c, CM_ALL_REDUCE, all, 4, 4 * MIB, cal); /* one host: intra, no fit */

@@ -15,14 +15,22 @@ static char *data(const char *name) {
   return g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation", name, NULL);
 }
 
-static void test_table5(void) {
+/* The rows of megatron_public.csv measuring @metric (@count of them) and the A100 curve. */
+static GPtrArray *load(const char *metric, guint count, GArray **curve) {
   g_autofree char *rows_path = data("megatron_public.csv"), *curve_path = data("nccl_a100.csv");
   GError *error = NULL;
-  g_autoptr(GPtrArray) rows = val_megatron_rows_load(rows_path, &error);
+  GPtrArray *rows = val_megatron_rows_load(rows_path, metric, &error);
   g_assert_no_error(error);
-  g_assert_cmpuint(rows->len, ==, 8);
-  g_autoptr(GArray) curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
+  g_assert_cmpuint(rows->len, ==, count);
+  *curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
   g_assert_no_error(error);
+  return rows;
+}
+
+static void test_table5(void) {
+  GError *error = NULL;
+  g_autoptr(GArray) curve = NULL;
+  g_autoptr(GPtrArray) rows = load("iteration_seconds", 8, &curve);
   double e2e = 0;
   for (guint i = 0; i < rows->len; i++) {
     const ValMegatronRow *r = g_ptr_array_index(rows, i);
@@ -36,11 +44,47 @@ static void test_table5(void) {
                    100 * (c.predicted_s / c.measured_s - 1), c.gemm_ref_s, c.gemm_sim_s,
                    100 * (c.gemm_sim_s / c.gemm_ref_s - 1), c.comm_ref_s, c.comm_sim_s,
                    100 * (c.comm_sim_s / c.comm_ref_s - 1), c.comm_model_s);
-    g_assert_cmpfloat(fabs(c.gemm_sim_s / c.gemm_ref_s - 1), <, 0.12);
+    /* Within 8% (issue 14: 10%) of the FLOPs at MAMF, the attention core at the HBM peak. */
+    g_assert_cmpfloat(fabs(c.gemm_sim_s / c.gemm_ref_s - 1), <, 0.08);
     g_assert_cmpfloat(fabs(c.comm_sim_s / c.comm_model_s - 1), <, 0.06);
     e2e += fabs(c.predicted_s / c.measured_s - 1);
   }
   g_test_message("end-to-end mean |error| %.1f%%", 100 * e2e / rows->len);
+}
+
+/* Narayanan et al. 2021 Table 1 rows: loaded with their data-parallel degree and fp16; Eq. 3's
+ * FLOPs (96 B s l h^2 (1 + s/6h + V/16lh)) against the 1.7B row worked by hand; the smallest
+ * row simulated (its GEMM compute against the FLOP count at the measured rate, the predicted
+ * TFLOP/s from the predicted iteration); the error goes to the log (the bench prints all).
+ * Removing the dp, fp16 or interleave fields, or a term of Eq. 3, fails it. */
+static void test_table1(void) {
+  GError *error = NULL;
+  g_autoptr(GArray) curve = NULL;
+  g_autoptr(GPtrArray) rows = load("tflops_per_gpu", 10, &curve);
+  const ValMegatronRow *r = g_ptr_array_index(rows, 0);
+  g_assert_cmpstr(r->model, ==, "GPT 1.7B");
+  g_assert_cmpint(r->dp, ==, 32);
+  g_assert_true(r->fp16);
+  g_assert_cmpfloat(r->measured_tflops, ==, 137);
+  /* 96 x 512 x 2048 x 24 x 2304^2 x (1 + 2048/13824 + 51200/884736) */
+  double by_hand = 96.0 * 512 * 2048 * 24 * 2304.0 * 2304 *
+                   (1 + 2048.0 / (6 * 2304) + 51200.0 / (16 * 24 * 2304));
+  g_assert_cmpfloat_with_epsilon(val_megatron_flops(r), by_hand, 1e-9 * by_hand);
+  const ValMegatronRow *r76 = g_ptr_array_index(rows, 5);
+  g_assert_cmpint(r76->interleaved, ==, 3);
+  g_assert_cmpint(r76->gpus, ==, r76->tp * r76->pp * r76->dp);
+  ValComponents c;
+  g_assert_true(val_megatron_components(r, curve, &c, &error));
+  g_assert_no_error(error);
+  g_assert_cmpfloat_with_epsilon(c.predicted_tflops, by_hand / (c.predicted_s * 32) / 1e12, 1e-9);
+  /* At least the FLOPs at the measured peak; above it by the LM head (~5% here, outside the
+   * reference) and the attention GEMMs, whose head dim 96 puts them under the A100's ridge
+   * point (2 x 96 FLOPs per 2-byte score written: memory bound). */
+  g_assert_cmpfloat(c.gemm_sim_s, >=, c.gemm_ref_s);
+  g_assert_cmpfloat(c.gemm_sim_s, <, 1.25 * c.gemm_ref_s);
+  g_test_message("%s: %.1f TFLOP/s per GPU measured, %.1f predicted (%+.1f%%)", r->model,
+                 c.measured_tflops, c.predicted_tflops,
+                 100 * (c.predicted_tflops / c.measured_tflops - 1));
 }
 
 /* The curve interpolates in log-log space and scales proportionally beyond its ends. */
@@ -62,6 +106,7 @@ static void test_curve(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/components/table5", test_table5);
+  g_test_add_func("/validate/components/table1", test_table1);
   g_test_add_func("/validate/components/curve", test_curve);
   return g_test_run();
 }

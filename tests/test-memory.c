@@ -497,6 +497,36 @@ static void test_formats(void) {
   dev_cluster_free(c);
 }
 
+/* Megatron-LM accumulates a bf16 model's gradients in an fp32 main_grad buffer
+ * (accumulate_allreduce_grads_in_fp32, forced by --bf16: cm_framework_grad_bytes): 4 bytes per
+ * parameter under megatron-lm, 2 with fp16 or without Megatron's buffer (framework none). */
+static void test_megatron_fp32_grads(void) {
+  DevCluster *c = test_cluster(1, 8, 150, 3.4, 100, 9.6);
+  MdlGraph *g = test_chain_graph(4, 1024, 64);
+  static const struct {
+    DevDtype dtype;
+    MdlFramework framework;
+    double grad_bytes;
+  } cases[] = {{DEV_DTYPE_BF16, MDL_FRAMEWORK_MEGATRON_LM, 4},
+               {DEV_DTYPE_BF16, MDL_FRAMEWORK_NONE, 2},
+               {DEV_DTYPE_FP16, MDL_FRAMEWORK_MEGATRON_LM, 2}};
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    MdlMegatronConfig cfg = {.tp = 2, .pp = 1, .dp = 4, .microbatch_size = 8,
+                             .schedule = MDL_SCHEDULE_1F1B, .dtype = cases[i].dtype};
+    GError *error = NULL;
+    MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
+    g_assert_no_error(error);
+    s->framework = cases[i].framework;
+    g_autofree CmMemory *mem = cm_memory_per_device(g, s, c);
+    double psi = 4.0 * 1024 * 1024 / 2;
+    g_assert_cmpfloat(mem[0].gradients, ==, cases[i].grad_bytes * psi);
+    g_assert_cmpfloat(mem[0].weights, ==, 2 * psi);
+    mdl_strategy_free(s);
+  }
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(zero_cases); i++) {
@@ -517,5 +547,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/memory/fits/zero", test_fits_zero);
   g_test_add_func("/memory/fits/boundary", test_fits_boundary);
   g_test_add_func("/memory/formats", test_formats);
+  g_test_add_func("/memory/megatron-fp32-grads", test_megatron_fp32_grads);
   return g_test_run();
 }

@@ -24,17 +24,19 @@ static SrchResult *search(const Case *c, SrchAlgo algo, guint64 budget, gboolean
   return r;
 }
 
-/* The bound holds on every point of the full space, of every schedule, recomputation, sp
- * and ZeRO stage, and under weight delay; it is positive. */
-static void test_bound_below_simulation(void) {
+/* Both bounds hold on every @stride-th point of the full space on @cluster, of every
+ * schedule, recomputation, sp and ZeRO stage, and under weight delay: the compute bound is
+ * positive, the iteration bound (with the communication gaps) is at least the compute bound
+ * and never above the simulated iteration. Returns how many points the gaps raised. */
+static int check_bounds(const char *model, const char *cluster, guint stride) {
   Case c;
-  case_init(&c, GPT4, GPT4_CLUSTER);
+  case_init(&c, model, cluster);
   GArray *points = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
   g_assert_cmpuint(points->len, >, 100);
-  int checked = 0, tight = 0;
-  for (guint i = 0; i < points->len; i += 3) { /* a third of them: every variant appears */
+  int checked = 0, tight = 0, raised = 0;
+  for (guint i = 0; i < points->len; i += stride) { /* every variant appears */
     MdlMegatronConfig cfg = g_array_index(points, MdlMegatronConfig, i);
-    cfg.weight_delay = (i / 3) % 5 == 0 && cfg.schedule != MDL_SCHEDULE_INTERLEAVED;
+    cfg.weight_delay = (i / stride) % 5 == 0 && cfg.schedule != MDL_SCHEDULE_INTERLEAVED;
     GError *error = NULL;
     MdlStrategy *s = mdl_strategy_megatron(c.graph, c.cluster, &cfg, &error);
     if (!s) { /* weight delay is refused with some schedules */
@@ -42,18 +44,65 @@ static void test_bound_below_simulation(void) {
       continue;
     }
     SimTime bound = sim_compute_bound(c.graph, s, c.cluster, &c.params);
+    SimTime gaps = sim_iteration_bound(c.graph, s, c.cluster, &c.params, NULL);
     SimRun *run = sim_run_new(c.graph, s, c.cluster, &c.params, &error);
     g_assert_no_error(error);
+    double time = sim_run_prediction(run)->iteration_time_s;
     g_assert_cmpuint(bound, >, 0);
-    g_assert_cmpfloat(sim_time_seconds(bound), <=, sim_run_prediction(run)->iteration_time_s);
-    tight += sim_time_seconds(bound) > 0.5 * sim_run_prediction(run)->iteration_time_s;
+    g_assert_cmpuint(gaps, >=, bound);
+    g_assert_cmpfloat(sim_time_seconds(gaps), <=, time);
+    tight += sim_time_seconds(bound) > 0.5 * time;
+    raised += gaps > bound;
     checked++;
     sim_run_free(run);
     mdl_strategy_free(s);
   }
-  g_test_message("%d strategies checked, bound above half the iteration on %d", checked, tight);
+  g_test_message("%s on %s: %d strategies checked, compute bound above half the iteration on %d, "
+                 "raised by the gaps on %d", model, cluster, checked, tight, raised);
   g_assert_cmpint(checked, >, 50);
   g_assert_cmpint(tight, >, 0);
+  g_array_free(points, TRUE);
+  case_clear(&c);
+  return raised;
+}
+
+/* On one host (tensor parallelism over NVSwitch) and on two hosts of four GPUs (tensor
+ * parallelism of 8 across InfiniBand); the gaps raise the bound somewhere on each. */
+static void test_bound_below_simulation(void) {
+  g_assert_cmpint(check_bounds(GPT4, GPT4_CLUSTER, 3), >, 0);
+  g_assert_cmpint(check_bounds(GPT4, "dgx-a100:nodes=2,gpus_per_node=4", 5), >, 0);
+}
+
+/* A bounder reused across the recomputation, ZeRO stage and overlap_param_gather of one
+ * strategy (as the grid's screen reuses it) gives every point the bound a fresh one gives. */
+static void test_bounder_reuse(void) {
+  Case c;
+  case_init(&c, GPT4, "dgx-a100:nodes=2,gpus_per_node=4");
+  GArray *points = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  MdlStrategy *s = NULL;
+  SimBounder *bounder = NULL;
+  int checked = 0;
+  for (guint i = 0; i < points->len; i++) {
+    const MdlMegatronConfig *cfg = &g_array_index(points, MdlMegatronConfig, i);
+    if (!s || cfg->zero_stage + cfg->recompute + cfg->overlap_param_gather == 0) { /* a new base point */
+      sim_bounder_free(bounder);
+      mdl_strategy_free(s);
+      s = mdl_strategy_megatron(c.graph, c.cluster, cfg, NULL);
+      g_assert_nonnull(s);
+      bounder = sim_bounder_new(c.graph, s, c.cluster, &c.params, NULL);
+    }
+    s->zero_stage = cfg->zero_stage;
+    s->recompute = cfg->recompute;
+    s->overlap_param_gather = cfg->overlap_param_gather;
+    MdlStrategy *fresh = mdl_strategy_megatron(c.graph, c.cluster, cfg, NULL);
+    g_assert_cmpuint(sim_bounder_bound(bounder), ==, sim_iteration_bound(c.graph, fresh, c.cluster, &c.params, NULL));
+    g_assert_cmpuint(sim_bounder_chain(bounder), <=, sim_bounder_bound(bounder));
+    mdl_strategy_free(fresh);
+    checked++;
+  }
+  g_assert_cmpint(checked, >, 1000);
+  sim_bounder_free(bounder);
+  mdl_strategy_free(s);
   g_array_free(points, TRUE);
   case_clear(&c);
 }
@@ -195,6 +244,7 @@ static void test_reproducible(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/search-grid/bound-below-simulation", test_bound_below_simulation);
+  g_test_add_func("/search-grid/bounder-reuse", test_bounder_reuse);
   g_test_add_func("/search-grid/full-space-contents", test_full_space_contents);
   g_test_add_func("/search-grid/full-space-fp8", test_full_space_fp8);
   g_test_add_func("/search-grid/exhaustive-matches-brute-force", test_exhaustive_matches_brute_force);

@@ -18,10 +18,11 @@ static inline MdlStrategy *test_no_host(MdlStrategy *strategy) {
   return strategy;
 }
 
-/* Simulates @model on @cluster under the strategy @spec with the default costs (@expanded: no
- * symmetry); aborts the test on an error. Free with test_run_free, which frees the inputs too. */
-static inline SimRun *test_simulate_specs(const char *model, const char *cluster, const char *spec,
-                                          gboolean expanded) {
+/* Simulates @model on @cluster under the strategy @spec with the default costs and @options
+ * (test_simulate_specs: @expanded, no symmetry); aborts the test on an error. Free with
+ * test_run_free, which frees the inputs too. */
+static inline SimRun *test_simulate_options(const char *model, const char *cluster,
+                                            const char *spec, const SimOptions *options) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec(cluster, &error);
   g_assert_no_error(error);
@@ -31,10 +32,15 @@ static inline SimRun *test_simulate_specs(const char *model, const char *cluster
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
-  SimOptions options = {.no_symmetry = expanded};
-  SimRun *run = sim_run_new_with_options(g, s, c, &params, &options, &error);
+  SimRun *run = sim_run_new_with_options(g, s, c, &params, options, &error);
   g_assert_no_error(error);
   return run;
+}
+
+static inline SimRun *test_simulate_specs(const char *model, const char *cluster, const char *spec,
+                                          gboolean expanded) {
+  SimOptions options = {.no_symmetry = expanded};
+  return test_simulate_options(model, cluster, spec, &options);
 }
 
 static inline void test_run_free(SimRun *run) {

@@ -1,15 +1,19 @@
 /* validate/components — see val_components.h.
  *
- * The analytical breakdown, for GPU 0 (first pipeline stage, first tensor-parallel rank) over
- * one iteration of m = global_batch / micro_batch microbatches, b = micro_batch, s = seq,
- * h = hidden, t = tp, L/p layers on the stage (dp = 1 in every row):
+ * The analytical breakdown, for GPU 0 (first pipeline stage, first tensor-parallel rank, first
+ * data-parallel replica) over one iteration of m = global_batch / (micro_batch x dp)
+ * microbatches, b = micro_batch, s = seq, h = hidden, t = tp, L/p layers on the stage:
  *  - GEMM compute: a layer's forward does 24 b s h^2 + 4 b s^2 h FLOPs (QKV, projection and
  *    the two MLP GEMMs; the attention scores and context), its backward twice that
  *    (Korthikanti et al. 2022, section 5 / Narayanan et al. 2021, Eq. 3); full recomputation
  *    adds one forward, selective recomputation the attention core's 4 b s^2 h (Korthikanti,
  *    section 5). Divided over the t ranks and run at the maximum achievable matmul rate measured
  *    on A100 SXM, 267.9 TFLOP/s (S. Bekman, ml-engineering, MAMF table; the same source as
- *    costmodel/cm_gemm.c: the check is of FLOPs, shapes and quantization, not of the peak).
+ *    costmodel/cm_gemm.c: the check is of FLOPs, shapes and quantization, not of the peak);
+ *    the attention core's batched GEMMs no faster than their b (a/t) s^2 score matrix moves at
+ *    the datasheet HBM peak (2039 GB/s, a bound independent of the simulator's 0.8), and on a
+ *    single stage the LM head's 6 b s h V / t (Narayanan et al. 2021, Eq. 3's V/(16 l h)
+ *    term).
  *  - Tensor-parallel communication (Korthikanti et al. 2022, section 4.2 and Fig. 5): per layer
  *    and microbatch, without sequence parallelism 2 all-reduces forward and 2 backward of the
  *    b s h activations (2 bytes each), 2 more when the forward is recomputed; with sequence
@@ -35,6 +39,7 @@
 #include "util/util_csv.h"
 
 #define MAMF_A100_FLOPS 267.9e12
+#define HBM_A100_BPS 2039e9 /* A100 SXM4 80GB datasheet (NVIDIA A100 Tensor Core GPU datasheet) */
 #define DEFAULT_VOCAB 51200
 
 static void row_free(gpointer data) {
@@ -63,7 +68,7 @@ static gboolean int_field(const UtilCsv *csv, guint i, const char *name, int lo,
   return TRUE;
 }
 
-GPtrArray *val_megatron_rows_load(const char *path, GError **error) {
+GPtrArray *val_megatron_rows_load(const char *path, const char *metric_name, GError **error) {
   UtilCsv *csv = util_csv_read(path, error);
   if (!csv) return NULL;
   GPtrArray *rows = g_ptr_array_new_with_free_func(row_free);
@@ -76,11 +81,10 @@ GPtrArray *val_megatron_rows_load(const char *path, GError **error) {
     goto err;
   }
   for (guint i = 0; i < csv->rows->len; i++) {
-    if (strcmp(util_csv_field(csv, i, metric), "iteration_seconds") != 0) continue;
+    if (strcmp(util_csv_field(csv, i, metric), metric_name) != 0) continue;
     ValMegatronRow *r = g_new0(ValMegatronRow, 1);
     g_ptr_array_add(rows, r);
     r->model = g_strdup(util_csv_field(csv, i, model));
-    int dp = 0;
     if (!int_field(csv, i, "layers", 1, -1, &r->layers, path, error) ||
         !int_field(csv, i, "hidden", 1, -1, &r->hidden, path, error) ||
         !int_field(csv, i, "heads", 1, -1, &r->heads, path, error) ||
@@ -90,20 +94,26 @@ GPtrArray *val_megatron_rows_load(const char *path, GError **error) {
         !int_field(csv, i, "micro_batch", 1, -1, &r->micro_batch, path, error) ||
         !int_field(csv, i, "tp", 1, -1, &r->tp, path, error) ||
         !int_field(csv, i, "pp", 1, -1, &r->pp, path, error) ||
-        !int_field(csv, i, "dp", 1, -1, &dp, path, error) ||
+        !int_field(csv, i, "dp", 1, -1, &r->dp, path, error) ||
         !int_field(csv, i, "gpus", 1, -1, &r->gpus, path, error) ||
         !int_field(csv, i, "interleaved_stages", 1, 1, &r->interleaved, path, error))
       goto err;
     const char *recompute = util_csv_field(csv, i, rec), *v = util_csv_field(csv, i, value);
     char *end = NULL;
-    r->measured_s = g_ascii_strtod(v, &end);
-    if (dp != 1 || r->gpus != r->tp * r->pp || !mdl_recompute_parse(recompute, &r->recompute) ||
-        !(*v && !*end && r->measured_s > 0)) {
-      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s data row %u: needs dp = 1, gpus = tp x "
-                  "pp, recompute none|selective|full and a positive measured_value", path, i + 1);
+    double measured = g_ascii_strtod(v, &end);
+    if (r->gpus != r->tp * r->pp * r->dp || !mdl_recompute_parse(recompute, &r->recompute) ||
+        !(*v && !*end && measured > 0) || r->global_batch % (r->micro_batch * r->dp) != 0) {
+      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s data row %u: needs gpus = tp x pp x dp, "
+                  "a global_batch divisible by micro_batch x dp, recompute none|selective|full "
+                  "and a positive measured_value", path, i + 1);
       goto err;
     }
+    if (strcmp(metric_name, "tflops_per_gpu") == 0) r->measured_tflops = measured;
+    else r->measured_s = measured;
     r->sequence_parallel = strcmp(util_csv_field(csv, i, sp), "y") == 0;
+    /* Narayanan et al.'s runs trained in fp16 (their source column: CONFIG.sh's --fp16). */
+    int source = util_csv_column(csv, "source");
+    r->fp16 = source >= 0 && strstr(util_csv_field(csv, i, source), "fp16") != NULL;
   }
   util_csv_free(csv);
   return rows;
@@ -155,6 +165,11 @@ double val_curve_time(const GArray *curve, double bytes) {
   return exp(y0 + (y1 - y0) * (log(bytes) - x0) / (x1 - x0));
 }
 
+double val_megatron_flops(const ValMegatronRow *r) {
+  double B = r->global_batch, s = r->seq, l = r->layers, h = r->hidden, V = r->vocab;
+  return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h));
+}
+
 /* Collectives per layer and microbatch on a tensor-parallel rank (the header comment). */
 static void layer_collectives(const ValMegatronRow *r, int *all_reduce, int *all_gather,
                               int *reduce_scatter) {
@@ -172,12 +187,23 @@ static void layer_collectives(const ValMegatronRow *r, int *all_reduce, int *all
 static void reference(const ValMegatronRow *r, const GArray *curve, const SesSession *session,
                       ValComponents *out) {
   double b = r->micro_batch, s = r->seq, h = r->hidden, t = r->tp;
-  double m = (double)r->global_batch / r->micro_batch, layers = (double)r->layers / r->pp;
-  double fwd = 24 * b * s * h * h + 4 * b * s * s * h;
-  double extra = r->recompute == MDL_RECOMPUTE_FULL        ? fwd
-                 : r->recompute == MDL_RECOMPUTE_SELECTIVE ? 4 * b * s * s * h
-                                                           : 0;
-  out->gemm_ref_s = m * layers * (3 * fwd + extra) / t / MAMF_A100_FLOPS;
+  double m = (double)r->global_batch / (r->micro_batch * r->dp), layers = (double)r->layers / r->pp;
+  /* Per layer and microbatch: the weight GEMMs' 24 b s h^2 FLOPs a forward at the MAMF rate;
+   * the attention core's two batched GEMMs (QK^T, PV: 2 b s^2 h FLOPs each) each at least
+   * the time its b (a/t) s^2 score matrix (2 bytes an element, written by QK^T, read by PV)
+   * takes at the HBM peak: with a head dim of 96 or 128 their 2 x dh FLOPs per 2-byte
+   * element sit under the A100's ridge point. The backward runs 2 of each kind per forward
+   * GEMM (dX, dW / dQ, dK, dS, dV), full recomputation one more forward, selective one more
+   * attention core. */
+  double dense_fwd = 24 * b * s * h * h / t / MAMF_A100_FLOPS;
+  double core_gemm = MAX(2 * b * s * s * h / t / MAMF_A100_FLOPS,
+                         2 * b * ((double)r->heads / t) * s * s / HBM_A100_BPS);
+  double dense_runs = 3 + (r->recompute == MDL_RECOMPUTE_FULL);
+  double core_runs = 6 + 2 * (r->recompute != MDL_RECOMPUTE_NONE);
+  /* The LM head (tied, vocab-parallel) on the last stage, when GPU 0 holds it (pp = 1):
+   * forward, dX and dW, 2 b s h V / t FLOPs each; outside the recomputed layers. */
+  double head = r->pp == 1 ? 3 * 2 * b * s * h * r->vocab / t / MAMF_A100_FLOPS : 0;
+  out->gemm_ref_s = m * (layers * (dense_runs * dense_fwd + core_runs * core_gemm) + head);
   int ar, ag, rs;
   layer_collectives(r, &ar, &ag, &rs);
   double n = 2 * b * s * h; /* bf16 activations */
@@ -246,8 +272,9 @@ gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, V
                                     ? g_strdup_printf(",schedule=interleaved,vp=%d", r->interleaved)
                                     : g_strdup("");
   g_autofree char *strategy = g_strdup_printf(
-      "megatron:tp=%d,pp=%d,dp=1,mb=%d,recompute=%s%s%s", r->tp, r->pp, r->micro_batch,
-      mdl_recompute_name(r->recompute), r->sequence_parallel ? ",sp=1" : "", interleave);
+      "megatron:tp=%d,pp=%d,dp=%d,mb=%d,recompute=%s%s%s%s", r->tp, r->pp, r->dp, r->micro_batch,
+      mdl_recompute_name(r->recompute), r->sequence_parallel ? ",sp=1" : "", interleave,
+      r->fp16 ? ",dtype=fp16" : "");
   SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy};
   SesSession *session = ses_session_new_from_specs(&specs, error);
   if (!session) return FALSE;
@@ -259,6 +286,8 @@ gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, V
   memset(out, 0, sizeof *out);
   out->measured_s = r->measured_s;
   out->predicted_s = sim_run_prediction(run)->iteration_time_s;
+  out->measured_tflops = r->measured_tflops;
+  out->predicted_tflops = val_megatron_flops(r) / (out->predicted_s * r->gpus) / 1e12;
   out->host_bound_s = sim_run_prediction(run)->host_bound_s;
   reference(r, curve, session, out);
   simulated(run, r, out);

@@ -13,20 +13,29 @@
 
 G_BEGIN_DECLS
 
-/* One published run (a row of tests/data/validation/megatron_public.csv with measured_metric
- * iteration_seconds): a GPT trained with Megatron-LM, data parallelism 1. */
+/* One published run (a row of tests/data/validation/megatron_public.csv): a GPT trained with
+ * Megatron-LM. Korthikanti et al. 2022 Table 5 rows measure the iteration (data parallelism
+ * 1); Narayanan et al. 2021 Table 1 rows the achieved TFLOP/s per GPU. */
 typedef struct {
   char *model;              /* "Megatron 22B" */
-  int layers, hidden, heads, seq, vocab, global_batch, micro_batch, tp, pp, gpus, interleaved;
+  int layers, hidden, heads, seq, vocab, global_batch, micro_batch, tp, pp, dp, gpus, interleaved;
   MdlRecompute recompute;
   gboolean sequence_parallel;
-  double measured_s;        /* iteration seconds */
+  gboolean fp16;            /* the run trained in fp16 (Narayanan's rows, per their source
+                               column); else bf16 */
+  double measured_s;        /* iteration seconds (iteration_seconds rows; 0 else) */
+  double measured_tflops;   /* TFLOP/s per GPU (tflops_per_gpu rows; 0 else) */
 } ValMegatronRow;
 
-/* The rows of @path whose measured_metric is iteration_seconds (a missing vocab is 51200, the
- * vocabulary Narayanan et al. and Calculon use). GPtrArray of ValMegatronRow (owned: unref
- * frees); NULL with @error naming the file and the field. */
-GPtrArray *val_megatron_rows_load(const char *path, GError **error);
+/* The rows of @path whose measured_metric is @metric ("iteration_seconds" or
+ * "tflops_per_gpu"; a missing vocab is 51200, the vocabulary Narayanan et al. and Calculon
+ * use). GPtrArray of ValMegatronRow (owned: unref frees); NULL with @error naming the file and
+ * the field. */
+GPtrArray *val_megatron_rows_load(const char *path, const char *metric, GError **error);
+
+/* Model FLOPs of one iteration of @row as Narayanan et al. 2021 count them to report TFLOP/s
+ * (their Eq. 3, with activation recomputation: 96 B s l h^2 (1 + s/(6h) + V/(16 l h))). */
+double val_megatron_flops(const ValMegatronRow *row);
 
 /* A measured all-reduce curve: the rows of an nccl_public.csv-format file for @ranks ranks whose
  * gpu_system contains @system ("A100"), as (size_bytes, time_s) pairs sorted by size. */
@@ -36,7 +45,10 @@ GArray *val_allreduce_curve_load(const char *path, const char *system, int ranks
 double val_curve_time(const GArray *curve, double bytes);
 
 typedef struct {
-  double measured_s, predicted_s;     /* iteration: the paper's, the simulator's */
+  double measured_s, predicted_s;     /* iteration: the paper's (0 for a TFLOP/s row), the
+                                         simulator's */
+  double measured_tflops, predicted_tflops; /* per GPU: val_megatron_flops over the iteration
+                                               and the GPUs */
   double gemm_ref_s, gemm_sim_s;      /* GPU 0's GEMM compute per iteration */
   double other_sim_s;                 /* GPU 0's other compute (memory-bound kernels) */
   double comm_ref_s, comm_sim_s;      /* GPU 0's tensor-parallel collectives per iteration */
@@ -45,8 +57,8 @@ typedef struct {
   double host_bound_s;                /* the simulator's host-bound time */
 } ValComponents;
 
-/* Simulates @row on DGX A100 nodes (dgx-a100 preset) and fills @out; FALSE with @error when the
- * strategy is invalid. */
+/* Simulates @row on DGX A100 nodes (dgx-a100 preset) and fills @out (references for GPU 0 of
+ * its first data-parallel replica); FALSE with @error when the strategy is invalid. */
 gboolean val_megatron_components(const ValMegatronRow *row, const GArray *curve,
                                  ValComponents *out, GError **error);
 

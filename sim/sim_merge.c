@@ -1,0 +1,387 @@
+/* sim/merge — chain merging: a run's prediction timed on a reduced graph, bit for bit.
+ *
+ * Why it is exact. A device's compute stream (resource 2d) serves only that device's compute
+ * tasks, chained in program order by the builder (chain_prev), and possibly its optimizer step
+ * after the last of them; the applicability check below refuses anything else (collectives
+ * that hold compute streams without overlap, step-expanded spans, graphs not from sim_build).
+ * So a compute task's start equals its ready time (its chain predecessor has ended, and nothing
+ * else can hold the stream), and a compute task c whose predecessors are only its chain
+ * predecessor, earlier compute tasks of its own device (ended before the chain predecessor) and
+ * its host launch h(c) starts at max(end(chain_prev), end(h(c))). If moreover h(c) has ended by
+ * then ("the launch is not late"), c starts exactly when chain_prev ends. A maximal run of such
+ * tasks whose inner members have no successor off the device's compute chain (other than launch
+ * queue edges into the host stream) is a group: it runs back to back from its head's start, so
+ * it is replaced by one task lasting the sum of its members' durations (integer picoseconds:
+ * the sum is exact, and member i starts at the group's start plus the durations before it).
+ * Edges into the head and out of the tail are kept; edges into inner members are implied by the
+ * chain; edges out of inner members go to the same device's later compute tasks (implied too).
+ *
+ * The host stream (sim_build_host.c) is not in the reduced graph: a host resource serves only
+ * its device's launches, in program order, so h(c) starts at max(end(h(chain_prev)), end of the
+ * compute tasks c's launch queue waits for) and its end is computed after the engine, in one
+ * pass per device, from the compute tasks' (exact) ends. The engine's result equals the full
+ * one when every launch left out was not late: each device's first launch is given as a release
+ * time on its first task (it has no predecessor: it ends at its own duration), and for every
+ * other compute task the pass checks end(h(c)) <= its ready time in the reduced run. A launch
+ * that was late makes the check fail and the caller runs the full engine: the result is never
+ * an approximation. A host task ends no later than its kernel starts, so the makespan is the
+ * reduced graph's.
+ *
+ * Tie-breaks: the engine pops equal ready times by task id. Reduced ids keep the original
+ * relative order (groups by their head's id, all below the other tasks, as compute ids are),
+ * zero-duration compute tasks stay alone (their successors become ready at their pop time)
+ * and, where such a task's launch lasts zero too, the launch must have ended before its other
+ * dependencies (else the task would be pushed at a different point of that time's pops), so a task pushed earlier in the reduced
+ * run than in the full one (a group's successors at the group's pop, a kernel at its last
+ * predecessor's rather than its launch's pop) is pushed before its ready time comes in both,
+ * or pops at that time without pushing anything due then: the pops at each time, in order,
+ * are the same. Only compute streams, whose order is fixed by the chain, see merged tasks.
+ *
+ * The breakdown (sim_breakdown_sums) then runs on the reduced schedule: a group's busy
+ * interval is the union of its members' (they touch), so busy time and the measure of
+ * communication not under compute are the same integers; the host waits come from the pass.
+ * tests/test-sim-merge.c checks merged against full predictions over a set of strategies. */
+#include "sim/sim-int.h"
+
+#include <string.h>
+
+#define NONE UINT32_MAX
+
+enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4 };
+
+typedef struct {
+  const SimTaskGraph *g;
+  const SimTask *tasks;
+  const uint32_t *res;
+  const uint32_t *prev;  /* g->chain_prev */
+  uint32_t n, C, hb;     /* tasks, compute tasks, host base (NONE: no host stream) */
+  uint32_t *dev;         /* per compute task: its device */
+  uint32_t *pos;         /* per compute task: its position in prog */
+  uint32_t *prog;        /* the compute tasks in program order, device after device */
+  uint32_t *dbeg;        /* per device: where its program starts in prog (nd + 1 entries) */
+  uint32_t *first;       /* per device: its first compute task (NONE: none) */
+  uint32_t *last;        /* per device: its last compute task */
+  uint32_t *next;        /* per compute task: the one after it in the program */
+  uint8_t *flags;        /* per task */
+  uint32_t *gid;         /* per non-host task: its task in the reduced graph */
+  /* Per position in prog (sequential passes instead of chasing the chain again): */
+  uint32_t *pgid;        /* its group's task in the reduced graph */
+  SimTime *poff;         /* its start within its group */
+  SimTime *pdur;         /* its duration */
+  SimTime *phd;          /* its launch's duration (with a host stream) */
+  uint8_t *pflags;       /* its flags */
+  const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
+  GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
+  uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
+  SimTaskGraph *rg;      /* the reduced graph, while its edges are added */
+} Merge;
+
+static inline gboolean is_host(const Merge *m, uint32_t v) {
+  return m->hb != NONE && v >= m->hb && v < m->hb + m->C;
+}
+
+static gboolean compute_kind(uint8_t kind) {
+  return kind == SIM_TASK_FORWARD || kind == SIM_TASK_BACKWARD ||
+         kind == SIM_TASK_BACKWARD_WEIGHT || kind == SIM_TASK_RECOMPUTE;
+}
+
+/* The tasks' side of the applicability check; programs, first and last tasks. */
+static gboolean check_tasks(Merge *m) {
+  const SimTaskGraph *g = m->g;
+  uint32_t nd = (uint32_t)g->num_devices;
+  for (uint32_t d = 0; d < nd; d++) m->first[d] = m->last[d] = NONE;
+  for (uint32_t c = 0; c < m->C; c++) m->next[c] = NONE;
+  for (uint32_t c = 0; c < m->C; c++) {
+    const SimTask *t = &m->tasks[c];
+    uint32_t r = m->res[t->res_begin];
+    if (t->nres != 1 || r >= 2 * nd || r % 2 || !compute_kind(t->kind)) return FALSE;
+    m->dev[c] = r / 2;
+    uint32_t p = m->prev[c];
+    if (p == NONE) {
+      if (m->first[r / 2] != NONE) return FALSE; /* two programs on one stream */
+      m->first[r / 2] = c;
+      m->flags[c] |= HEAD;
+    } else if (p >= m->C || m->next[p] != NONE) {
+      return FALSE;
+    } else {
+      m->next[p] = c;
+    }
+    if (t->duration == 0) m->flags[c] |= HEAD | TAIL; /* alone (see the tie-breaks) */
+  }
+  uint32_t walked = 0;
+  for (uint32_t d = 0; d < nd; d++) {
+    m->dbeg[d] = walked;
+    for (uint32_t c = m->first[d]; c != NONE; c = m->next[c]) {
+      if (m->dev[c] != d || walked == m->C) return FALSE;
+      m->prog[walked] = c;
+      m->pos[c] = walked++;
+      m->last[d] = c;
+    }
+  }
+  m->dbeg[nd] = walked;
+  if (walked != m->C) return FALSE; /* a chain without a first task: a cycle */
+  for (uint32_t t = m->C; t < m->n; t++) {
+    const SimTask *task = &m->tasks[t];
+    if (is_host(m, t)) {
+      if (task->nres != 1) return FALSE;
+      continue;
+    }
+    for (uint16_t k = 0; k < task->nres; k++) {
+      uint32_t r = m->res[task->res_begin + k];
+      if (m->hb != NONE && r >= g->host_resource_base && r < g->host_resource_base + nd)
+        return FALSE;
+      /* only an optimizer step after the device's last compute task may share its stream */
+      if (r < 2 * nd && r % 2 == 0 && task->kind != SIM_TASK_OPTIMIZER) return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* Calls @visit on every edge (u, v), from the CSR of a finished graph or the edge list of an
+ * unfinished one (sim_build_unfinished); stops at the first FALSE. */
+typedef gboolean (*EdgeVisit)(Merge *m, uint32_t u, uint32_t v);
+static inline gboolean each_edge(Merge *m, EdgeVisit visit) {
+  const SimTaskGraph *g = m->g;
+  if (g->succ_offsets) {
+    for (uint32_t u = 0; u < m->n; u++)
+      for (uint32_t k = g->succ_offsets[u]; k < g->succ_offsets[u + 1]; k++)
+        if (!visit(m, u, g->succ[k])) return FALSE;
+    return TRUE;
+  }
+  const uint32_t *e = (const uint32_t *)g->edges->data;
+  for (guint k = 0; k < g->edges->len / 2; k++)
+    if (!visit(m, e[2 * k], e[2 * k + 1])) return FALSE;
+  return TRUE;
+}
+
+/* The edges' side: heads, tails, launch-queue edges; FALSE where an edge breaks the rules. */
+static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
+  gboolean uc = u < m->C;
+  if (is_host(m, u)) { /* the host chain, and each launch before its kernel */
+    if (is_host(m, v) ? m->prev[v - m->hb] != u - m->hb : v != u - m->hb) return FALSE;
+    if (is_host(m, v)) m->host_chain++;
+    else m->launches++;
+  } else if (is_host(m, v)) {
+    if (!uc) return FALSE;
+    uint32_t pair[2] = {u, v - m->hb};
+    g_array_append_vals(m->queue, pair, 2);
+  } else if (v < m->C) {
+    if (uc && m->dev[u] == m->dev[v])
+      return m->pos[u] < m->pos[v]; /* the chain or implied by it; else a cycle (the full
+                                       engine reports it) */
+    m->flags[v] |= HEAD;
+    if (uc) m->flags[u] |= TAIL;
+  } else if (uc) {
+    m->flags[u] |= TAIL;
+    const SimTask *t = &m->tasks[v];
+    if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[m->dev[u]])
+      for (uint16_t r = 0; r < t->nres; r++)
+        if (m->res[t->res_begin + r] == 2 * m->dev[u]) m->flags[v] |= AFTER_LAST;
+  }
+  return TRUE;
+}
+
+static gboolean check_edges(Merge *m) {
+  uint32_t nd = (uint32_t)m->g->num_devices, chained = 0;
+  for (uint32_t c = 0; c < m->C; c++) chained += m->prev[c] != NONE;
+  if (!each_edge(m, check_edge)) return FALSE;
+  uint32_t host_chain = m->host_chain, launches = m->launches;
+  /* every launch before its kernel, the host issuing the program in order (one edge each) */
+  if (m->hb != NONE && (launches != m->C || host_chain != chained)) return FALSE;
+  if (m->hb != NONE) { /* the launches' durations, as a graph for merging has them */
+    SimTime *hdur = g_new(SimTime, m->C ? m->C : 1);
+    for (uint32_t c = 0; c < m->C; c++) hdur[c] = m->tasks[m->hb + c].duration;
+    m->hdur = hdur;
+  }
+  for (uint32_t t = m->C; t < m->n; t++) {
+    const SimTask *task = &m->tasks[t];
+    if (is_host(m, t)) continue;
+    for (uint16_t k = 0; k < task->nres; k++) {
+      uint32_t r = m->res[task->res_begin + k];
+      if (r < 2 * nd && r % 2 == 0 && m->last[r / 2] != NONE && !(m->flags[t] & AFTER_LAST))
+        return FALSE;
+    }
+  }
+  return TRUE;
+}
+
+/* An edge of the reduced graph: into a head or out of a tail (those into inner members and
+ * between a device's compute tasks are implied by the chain); none to or from the host. */
+static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
+  if (m->gid[u] != NONE && m->gid[v] != NONE && !(u < m->C && v < m->C && m->dev[u] == m->dev[v]))
+    sim_task_graph_edge(m->rg, m->gid[u], m->gid[v]);
+  return TRUE;
+}
+
+/* Groups and the reduced graph; @release gets each device's first launch. */
+static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
+  const SimTaskGraph *g = m->g;
+  uint32_t nd = (uint32_t)g->num_devices, ng = 0;
+  /* heads after tails, in program order; then groups numbered by their head's id */
+  uint8_t before = 0;
+  for (uint32_t k = 0; k < m->C; k++) {
+    uint32_t c = m->prog[k];
+    if (m->prev[c] != NONE && (before & TAIL)) m->flags[c] |= HEAD;
+    before = m->flags[c];
+  }
+  for (uint32_t c = 0; c < m->C; c++) m->gid[c] = m->flags[c] & HEAD ? ng++ : NONE;
+  /* positions: group, offset, durations; a tail's group by its id too (for its edges; inner
+   * members keep NONE: their edges are implied by the chain) */
+  g_autofree SimTime *gdur = g_new0(SimTime, ng + 1);
+  for (uint32_t k = 0, gi = 0; k < m->C; k++) {
+    uint32_t c = m->prog[k];
+    uint8_t f = m->flags[c];
+    m->pflags[k] = f;
+    m->pdur[k] = m->tasks[c].duration;
+    if (m->hdur) m->phd[k] = m->hdur[c];
+    if (f & HEAD) {
+      gi = m->gid[c];
+      m->poff[k] = 0;
+    } else {
+      m->poff[k] = m->poff[k - 1] + m->pdur[k - 1];
+      if (f & TAIL) m->gid[c] = gi;
+    }
+    m->pgid[k] = gi;
+    gdur[gi] = m->poff[k] + m->pdur[k];
+  }
+  uint32_t R = ng;
+  for (uint32_t t = m->C; t < m->n; t++) m->gid[t] = is_host(m, t) ? NONE : R++;
+  SimTaskGraph *rg = sim_task_graph_new(g->num_devices);
+  rg->num_resources = g->num_resources;
+  rg->symmetric = g->symmetric;
+  rg->simulated_devices = g->simulated_devices;
+  g_array_set_size(rg->tasks, R);
+  SimTask *rt = (SimTask *)rg->tasks->data;
+  g_array_set_size(rg->task_resources, R);
+  uint32_t *rr = (uint32_t *)rg->task_resources->data;
+  for (uint32_t c = 0; c < m->C; c++) {
+    if (!(m->flags[c] & HEAD)) continue;
+    uint32_t i = m->gid[c];
+    rt[i] = m->tasks[c];
+    rt[i].duration = gdur[i];
+    rt[i].res_begin = i;
+    rr[i] = m->res[m->tasks[c].res_begin];
+  }
+  for (uint32_t t = m->C; t < m->n; t++) {
+    if (m->gid[t] == NONE) continue;
+    const SimTask *task = &m->tasks[t];
+    rt[m->gid[t]] = *task;
+    rt[m->gid[t]].res_begin = rg->task_resources->len;
+    g_array_append_vals(rg->task_resources, m->res + task->res_begin, task->nres);
+  }
+  /* Edges: the chain between groups, then every kept edge (into heads, out of tails). */
+  for (uint32_t k = 1; k < m->C; k++)
+    if ((m->pflags[k] & HEAD) && m->prev[m->prog[k]] != NONE)
+      sim_task_graph_edge(rg, m->pgid[k - 1], m->pgid[k]);
+  m->rg = rg;
+  each_edge(m, keep_edge);
+  sim_task_graph_finish(rg);
+  SimTime *release = g_new0(SimTime, R ? R : 1);
+  if (m->hdur)
+    for (uint32_t d = 0; d < nd; d++)
+      if (m->first[d] != NONE) release[m->pgid[m->pos[m->first[d]]]] = m->hdur[m->first[d]];
+  *release_out = release;
+  return rg;
+}
+
+/* The host stream over the reduced schedule @s: checks that no launch left out was late and
+ * fills the host-wait intervals (sim_host_wait_intervals' layout). FALSE when a check fails. */
+static gboolean time_host(const Merge *m, const SimSchedule *s, const SimTime *release,
+                          GArray *iv, guint *off) {
+  uint32_t nd = (uint32_t)m->g->num_devices;
+  g_autofree SimTime *qwait = g_new0(SimTime, m->C ? m->C : 1); /* per position */
+  const uint32_t *q = (const uint32_t *)m->queue->data;
+  for (guint k = 0; k < m->queue->len / 2; k++) {
+    uint32_t a = m->pos[q[2 * k]], c = m->pos[q[2 * k + 1]];
+    SimTime end = s->start[m->pgid[a]] + m->poff[a] + m->pdur[a];
+    if (end > qwait[c]) qwait[c] = end;
+  }
+  for (uint32_t d = 0; d < nd; d++) {
+    off[d] = iv->len / 2;
+    SimTime host_end = 0, prev_end = 0;
+    for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
+      uint32_t gi = m->pgid[k];
+      SimTime start = s->start[gi] + m->poff[k];
+      SimTime dh = m->phd[k], launched = MAX(host_end, qwait[k]) + dh;
+      gboolean head = (m->pflags[k] & HEAD) != 0;
+      SimTime ready = head ? s->ready[gi] : start;
+      if (head && release[gi] ? launched != release[gi] : launched > ready)
+        return FALSE; /* a late launch: the reduced graph does not apply */
+      if (dh == 0 && m->pdur[k] == 0 && launched >= ready)
+        return FALSE; /* an instant launch at its instant kernel's time (the tie-breaks) */
+      SimTime wait_end = MIN(launched, start);
+      if (wait_end > prev_end) {
+        SimTime pair[2] = {prev_end, wait_end};
+        g_array_append_vals(iv, pair, 2);
+      }
+      SimTime end = start + m->pdur[k];
+      if (end > prev_end) prev_end = end;
+      host_end = launched;
+    }
+  }
+  off[nd] = iv->len / 2;
+  return TRUE;
+}
+
+gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdownSums *out,
+                           uint32_t *reduced_tasks, gboolean *applied, GError **error) {
+  (void)error; /* a cycle is left to the full engine, which reports it */
+  *applied = FALSE;
+  if (!g->chain_prev || (!g->succ_offsets && !g->edges) || g->spans->len) return FALSE;
+  Merge m = {.g = g, .tasks = (const SimTask *)g->tasks->data,
+             .res = (const uint32_t *)g->task_resources->data, .prev = g->chain_prev,
+             .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
+  uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1;
+  m.dev = g_new(uint32_t, C1);
+  m.pos = g_new(uint32_t, C1);
+  m.next = g_new(uint32_t, C1);
+  m.prog = g_new(uint32_t, C1);
+  m.dbeg = g_new(uint32_t, nd + 1);
+  m.pgid = g_new(uint32_t, C1);
+  m.poff = g_new(SimTime, C1);
+  m.pdur = g_new(SimTime, C1);
+  m.phd = g_new(SimTime, C1);
+  m.pflags = g_new(uint8_t, C1);
+  m.first = g_new(uint32_t, nd + 1);
+  m.last = g_new(uint32_t, nd + 1);
+  m.flags = g_new0(uint8_t, m.n ? m.n : 1);
+  m.gid = g_new(uint32_t, m.n ? m.n : 1);
+  /* the host stream: given (a graph built for merging) or read from the host tasks */
+  m.hdur = g->host_duration;
+  m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  gboolean ok = check_tasks(&m) && check_edges(&m);
+  if (ok) {
+    SimTime *release = NULL;
+    SimTaskGraph *rg = reduce(&m, &release);
+    SimSchedule *s = sim_engine_run_released(rg, release, NULL);
+    g_autoptr(GArray) iv = g_array_sized_new(FALSE, FALSE, sizeof(SimTime), 2);
+    g_autofree guint *off = g_new0(guint, nd + 1);
+    ok = s && (!m.hdur || time_host(&m, s, release, iv, off));
+    if (ok) {
+      sim_breakdown_sums(rg, s, (const SimTime *)iv->data, off, out);
+      *makespan = s->makespan;
+      *reduced_tasks = rg->tasks->len;
+      *applied = TRUE;
+    }
+    sim_schedule_free(s);
+    sim_task_graph_free(rg);
+    g_free(release);
+  }
+  g_free(m.dev);
+  g_free(m.pos);
+  g_free(m.next);
+  g_free(m.prog);
+  g_free(m.dbeg);
+  g_free(m.pgid);
+  g_free(m.poff);
+  g_free(m.pdur);
+  g_free(m.phd);
+  g_free(m.pflags);
+  g_free(m.first);
+  g_free(m.last);
+  g_free(m.flags);
+  g_free(m.gid);
+  if (m.hdur != g->host_duration) g_free((SimTime *)m.hdur);
+  g_array_unref(m.queue);
+  return ok;
+}

@@ -1,0 +1,186 @@
+/* Tests of chain merging (sim/sim_merge.c): a prediction-only run, timed on the graph with its
+ * compute chains merged and its host stream outside the engine, gives the full engine's
+ * prediction bit for bit over schedules, frameworks (with and without a host stream), memory
+ * options and symmetry on and off; where the reduction does not apply (collectives holding the
+ * compute streams, late launches) the full engine runs and the answer is the same. */
+#include <glib.h>
+#include <string.h>
+
+#include "sim/sim.h"
+#include "sim/sim-int.h" /* white-box: sim_merge_predict on a full graph */
+#include "test-util.h"
+
+static const char *model = "gpt3-1.3b:batch=64";
+static const char *cluster = "dgx-a100:nodes=2";
+
+static gboolean step_mode; /* --collectives step for the runs below */
+
+static SimRun *simulate(const char *m, const char *spec, gboolean expanded, gboolean merged) {
+  SimOptions options = {.no_symmetry = expanded, .prediction_only = merged,
+                        .step_collectives = step_mode};
+  return test_simulate_options(m, cluster, spec, &options);
+}
+
+/* Every figure the prediction reports, bit for bit. */
+static void assert_same_prediction(const SimPrediction *a, const SimPrediction *b) {
+  const double fa[] = {a->iteration_time_s, a->compute_s, a->comm_exposed_s, a->host_bound_s,
+                       a->bubble_s, a->samples_per_s, a->tflops_per_gpu, a->mfu,
+                       a->peak_memory_bytes};
+  const double fb[] = {b->iteration_time_s, b->compute_s, b->comm_exposed_s, b->host_bound_s,
+                       b->bubble_s, b->samples_per_s, b->tflops_per_gpu, b->mfu,
+                       b->peak_memory_bytes};
+  for (gsize i = 0; i < G_N_ELEMENTS(fa); i++) {
+    if (memcmp(&fa[i], &fb[i], sizeof(double)) != 0)
+      g_error("figure %" G_GSIZE_FORMAT ": full %.17g, merged %.17g", i, fa[i], fb[i]);
+  }
+  g_assert_cmpint(a->simulated_gpus, ==, b->simulated_gpus);
+  g_assert_cmpuint(a->tasks, ==, b->tasks);
+  g_assert_cmpuint(a->events, ==, b->events);
+}
+
+/* Full and merged runs of @spec (@expanded: symmetry off); @merges: whether the reduction must
+ * apply (a reduced graph with fewer tasks) or must fall back to the full engine. */
+static void check(const char *m, const char *spec, gboolean expanded, gboolean merges) {
+  SimRun *full = simulate(m, spec, expanded, FALSE);
+  SimRun *merged = simulate(m, spec, expanded, TRUE);
+  const SimPrediction *a = sim_run_prediction(full), *b = sim_run_prediction(merged);
+  if (g_test_verbose())
+    g_printerr("%s%s: %" G_GUINT64_FORMAT " tasks, %" G_GUINT64_FORMAT " merged\n", spec,
+               expanded ? " (expanded)" : "", b->tasks, b->merged_tasks);
+  assert_same_prediction(a, b);
+  g_assert_cmpuint(a->merged_tasks, ==, 0);
+  if (merges) {
+    g_assert_cmpuint(b->merged_tasks, >, 0);
+    g_assert_cmpuint(b->merged_tasks, <, b->tasks);
+    g_assert_null(sim_run_schedule(merged));
+  } else {
+    g_assert_cmpuint(b->merged_tasks, ==, 0);
+    g_assert_nonnull(sim_run_schedule(merged));
+  }
+  test_run_free(full);
+  test_run_free(merged);
+}
+
+static const char *const merging[] = {
+    "megatron:tp=2,pp=4,dp=2,mb=2,schedule=1f1b",
+    "megatron:tp=2,pp=4,dp=2,mb=2,schedule=interleaved,vp=2",
+    "megatron:tp=2,pp=4,dp=2,mb=2,schedule=gpipe",
+    "megatron:tp=2,pp=4,dp=2,mb=2,schedule=eager1f1b",
+    "megatron:tp=2,pp=4,dp=2,mb=2,wdelay=1",
+    "megatron:tp=2,pp=4,dp=2,mb=2,framework=none",
+    "megatron:tp=2,pp=4,dp=2,mb=2,schedule=interleaved,vp=2,framework=none",
+    "megatron:tp=2,pp=4,dp=2,mb=2,framework=pytorch-eager",
+    "megatron:tp=2,pp=4,dp=2,mb=2,framework=megatron-deepspeed",
+    "megatron:tp=2,pp=4,dp=2,mb=2,framework=cuda-graphs",
+    "megatron:tp=2,pp=4,dp=2,mb=2,sp=1",
+    "megatron:tp=2,pp=4,dp=2,mb=2,sp=1,tp_overlap=1",
+    "megatron:tp=2,pp=4,dp=2,mb=2,recompute=selective",
+    "megatron:tp=2,pp=4,dp=2,mb=2,schedule=interleaved,vp=2,recompute=full",
+    "megatron:tp=2,pp=4,dp=2,mb=2,zero=1",
+    "megatron:tp=2,pp=4,dp=2,mb=2,zero=1,overlap_param_gather=1",
+    "megatron:tp=2,pp=4,dp=2,mb=2,zero=2",
+    "megatron:tp=2,pp=4,dp=2,mb=2,zero=3",
+    "megatron:tp=4,pp=1,dp=4,mb=4",
+    "megatron:tp=1,pp=2,dp=8,mb=1,schedule=1f1b,sp=0,recompute=selective,zero=1",
+};
+
+static void test_identical_symmetric(void) {
+  for (gsize i = 0; i < G_N_ELEMENTS(merging); i++) check(model, merging[i], FALSE, TRUE);
+}
+
+static void test_identical_expanded(void) {
+  for (gsize i = 0; i < G_N_ELEMENTS(merging); i += 3) check(model, merging[i], TRUE, TRUE);
+}
+
+/* The merged symmetric run gives the full expanded run's iteration, as symmetry promises. */
+static void test_symmetric_vs_expanded(void) {
+  const char *spec = "megatron:tp=2,pp=4,dp=2,mb=2,schedule=interleaved,vp=2";
+  SimRun *full = simulate(model, spec, TRUE, FALSE);
+  SimRun *merged = simulate(model, spec, FALSE, TRUE);
+  g_assert_cmpuint(sim_run_prediction(merged)->merged_tasks, >, 0);
+  g_assert_true(sim_run_prediction(full)->iteration_time_s ==
+                sim_run_prediction(merged)->iteration_time_s);
+  g_assert_true(sim_run_prediction(full)->bubble_s == sim_run_prediction(merged)->bubble_s);
+  test_run_free(full);
+  test_run_free(merged);
+}
+
+/* Where the reduction does not hold the full engine runs: collectives holding the compute
+ * streams (overlap=0), step-expanded collectives; a host-bound model whose launches are late
+ * (the check after the reduced run fails). */
+static void test_fallback(void) {
+  check(model, "megatron:tp=2,pp=4,dp=2,mb=2,overlap=0", FALSE, FALSE);
+  check(model, "megatron:tp=2,pp=4,dp=2,mb=2,overlap=0,framework=none", FALSE, FALSE);
+  check(model, "megatron:tp=2,pp=4,dp=2,mb=2,overlap=0", TRUE, FALSE);
+  const char *tiny = "gpt:layers=4,hidden=256,heads=4,seq=128,vocab=1000,batch=32";
+  check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=pytorch-eager", FALSE, FALSE);
+  /* step-expanded collectives (spans on link resources) */
+  step_mode = TRUE;
+  check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=none", FALSE, FALSE);
+  step_mode = FALSE;
+  /* the same model without a host stream merges */
+  check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=none", FALSE, TRUE);
+}
+
+/* On a full graph (host tasks materialized, CSR built) the reduction reads the host stream from
+ * its tasks and gives the full engine's makespan and breakdown sums exactly. */
+static void test_full_graph(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
+  MdlGraph *g = mdl_graph_parse_spec(model, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  for (gsize i = 0; i < G_N_ELEMENTS(merging); i += 2) {
+    MdlStrategy *s = mdl_strategy_parse_spec(merging[i], g, c, &error);
+    g_assert_no_error(error);
+    SimOptions options = {0};
+    SimTaskGraph *tg = sim_build_with_options(g, s, c, &params, &options, &error);
+    g_assert_no_error(error);
+    SimSchedule *sched = sim_engine_run(tg, &error);
+    g_assert_no_error(error);
+    g_autofree guint *host_off = NULL;
+    g_autofree SimTime *host_iv = sim_host_wait_intervals(tg, sched, &host_off);
+    SimBreakdownSums full, merged;
+    sim_breakdown_sums(tg, sched, host_iv, host_off, &full);
+    SimTime makespan = 0;
+    uint32_t reduced = 0;
+    gboolean applied = FALSE;
+    g_assert_true(sim_merge_predict(tg, &makespan, &merged, &reduced, &applied, &error));
+    g_assert_no_error(error);
+    g_assert_true(applied);
+    g_assert_cmpuint(reduced, <, sim_task_graph_size(tg));
+    g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
+    g_assert_cmpuint(merged.compute, ==, full.compute);
+    g_assert_cmpuint(merged.exposed, ==, full.exposed);
+    g_assert_cmpuint(merged.host, ==, full.host);
+    g_assert_cmpint(merged.used, ==, full.used);
+    sim_schedule_free(sched);
+    sim_task_graph_free(tg);
+    mdl_strategy_free(s);
+  }
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* A prediction-only run has no schedule: the per-task accessors yield nothing. */
+static void test_no_schedule(void) {
+  SimRun *run = simulate(model, merging[0], FALSE, TRUE);
+  g_assert_null(sim_run_schedule(run));
+  SimTimeline it;
+  SimTaskInfo info;
+  sim_timeline_init(&it, run);
+  g_assert_false(sim_timeline_next(&it, &info));
+  test_run_free(run);
+}
+
+int main(int argc, char **argv) {
+  g_test_init(&argc, &argv, NULL);
+  g_test_add_func("/merge/identical-symmetric", test_identical_symmetric);
+  g_test_add_func("/merge/identical-expanded", test_identical_expanded);
+  g_test_add_func("/merge/symmetric-vs-expanded", test_symmetric_vs_expanded);
+  g_test_add_func("/merge/fallback", test_fallback);
+  g_test_add_func("/merge/full-graph", test_full_graph);
+  g_test_add_func("/merge/no-schedule", test_no_schedule);
+  return g_test_run();
+}
