@@ -82,7 +82,9 @@ typedef struct {
 typedef struct {
   const Builder *b;
   GapMemo memo[GAP_MEMO];
-  GArray *items, *buckets; /* the gradient syncs (sb_sync_items, sb_sync_buckets), once */
+  GArray *items;           /* the gradient syncs (sb_sync_items), once */
+  GArray *buckets[2];      /* their buckets (sb_sync_buckets) below ZeRO-3 and under it (one per
+                              FSDP unit), each once */
 } Gaps;
 
 static SimTime collective_time(Gaps *g, int mesh_index, unsigned mask, int base, CmCollective coll,
@@ -117,26 +119,18 @@ static int group_base(const MdlMesh *mesh, unsigned mask, int idx) {
 }
 
 /* Time of converting tensor @t from @from to @to on mesh @mesh_index for the device at mesh
- * index @idx: the collectives of its groups, axis by axis, timed as sb_convert_on_mesh times
- * them (the same collective per layout change, the same bytes, the same cost function). */
+ * index @idx: the collectives of its groups, in sb_convert_on_mesh's steps (sb_conversion_steps:
+ * the same collectives, order and bytes), timed by the same cost function. */
 static SimTime conversion_time(Gaps *g, int mesh_index, MdlLayout from, MdlLayout to, int t, int idx) {
   const Builder *b = g->b;
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
+  SbConversionStep steps[MDL_MAX_MESH_AXES];
+  int n = sb_conversion_steps(b, mesh_index, from, to, t, steps);
   SimTime sum = 0;
-  for (int a = 0; a < mesh->ndims; a++) {
-    int src = from.axis[a], dst = to.axis[a];
-    if (src == dst || mesh->shape[a] == 1) continue;
-    if (src != MDL_LAYOUT_PARTIAL && src < 0) { /* Broadcast to Split or Partial: free */
-      from.axis[a] = (int8_t)dst;
-      continue;
-    }
-    CmCollective coll = src == MDL_LAYOUT_PARTIAL ? (dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER)
-                                                  : (dst == MDL_LAYOUT_BROADCAST ? CM_ALL_GATHER : CM_ALL_TO_ALL);
-    double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
-    from.axis[a] = (int8_t)dst;
-    double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
-    sum += collective_time(g, mesh_index, 1u << a, group_base(mesh, 1u << a, idx), coll,
-                           MAX(before, after) * b->dtype_bytes);
+  for (int k = 0; k < n; k++) {
+    unsigned mask = 1u << steps[k].axis;
+    sum += collective_time(g, mesh_index, mask, group_base(mesh, mask, idx), steps[k].coll,
+                           steps[k].elements * b->dtype_bytes);
   }
   return sum;
 }
@@ -220,32 +214,26 @@ static SimTime stream_collectives(Gaps *g, const int *index, const int *group, S
   SimTime sum = 0;
   *gathers = 0;
   int zero = b->s->zero_stage;
-  /* ZeRO-3: per weight, each op that reads it (once however often it reads it) gathers it
-   * over the axes it is replicated on, in that op's layout. */
-  for (int w = 0; zero >= 3 && w < mdl_graph_num_tensors(b->g); w++) {
-    if (!mdl_graph_tensor(b->g, w)->is_weight) continue;
-    const GArray *users = b->users[w];
-    for (guint u = 0; u < users->len; u++) {
-      int o = g_array_index(users, int, u), m = cfg(b, o)->mesh, first;
-      if ((u > 0 && g_array_index(users, int, u - 1) == o) || index[m] < 0) continue;
-      MdlLayout layout;
-      unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
-      const MdlOp *op = mdl_graph_op(b->g, o);
-      int k = 0;
-      while (op->inputs[k].tensor != w) k++;
+  /* ZeRO-3: each FSDP unit's gathers (sb_unit_gathers), before its forward and before its
+   * backward (which also feeds its recomputed forward), per microbatch. */
+  if (zero >= 3) {
+    GArray *unit_gathers = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));
+    for (int o = 0; o < b->nops; o++) {
+      int m = cfg(b, o)->mesh;
+      if (index[m] < 0) continue;
+      sb_unit_gathers(b, o, unit_gathers);
       const MdlMesh *mesh = mesh_of(b, o);
-      MdlLayout mine = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      SimTime uses = (SimTime)b->M * (group[o] >= 0 ? 3 : 2); /* F, B and, recomputed, R */
-      if (mask)
-        sum += uses * collective_time(g, m, mask, group_base(mesh, mask, index[m]), CM_ALL_GATHER,
-                                      mdl_layout_local_elements(b->g, w, -1, &mine, mesh, 1) * b->dtype_bytes);
+      for (guint k = 0; k < unit_gathers->len; k++) {
+        const SbUnitGather *ug = &g_array_index(unit_gathers, SbUnitGather, k);
+        sum += (SimTime)b->M * 2 *
+               collective_time(g, m, ug->mask, group_base(mesh, ug->mask, index[m]), CM_ALL_GATHER, ug->bytes);
+      }
     }
+    g_array_unref(unit_gathers);
   }
-  if (!g->items) { /* neither the ZeRO stage nor overlap_param_gather changes them */
-    g->items = sb_sync_items(b, NULL);
-    g->buckets = sb_sync_buckets(b, g->items);
-  }
-  const GArray *buckets = g->buckets;
+  if (!g->items) g->items = sb_sync_items(b, NULL); /* the ZeRO stage leaves them alone */
+  if (!g->buckets[zero >= 3]) g->buckets[zero >= 3] = sb_sync_buckets(b, g->items);
+  const GArray *buckets = g->buckets[zero >= 3];
   const SyncItem *all = (const SyncItem *)g->items->data;
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
@@ -345,7 +333,8 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
   Builder *b = &sb->b; /* the fields sb_op_durations and the layouts read */
   *b = (Builder){.g = graph, .s = strategy, .c = cluster, .p = params, .nops = mdl_graph_num_ops(graph),
                  .M = strategy->num_microbatches, .dtype_bytes = dev_dtype_bytes(strategy->dtype),
-                 .sample_tdim = mdl_tensor_sample_dims(graph)};
+                 .sample_tdim = mdl_tensor_sample_dims(graph),
+                 .fsdp_unit = mdl_strategy_fsdp_units(strategy, graph)};
   sb->gaps.b = b;
   sb->nmeshes = (int)strategy->meshes->len;
   sb->ndev = dev_cluster_num_devices(cluster);
@@ -455,10 +444,10 @@ void sim_bounder_free(SimBounder *sb) {
     for (int t = 0; t < mdl_graph_num_tensors(b->g); t++) g_array_unref(b->users[t]);
     g_free(b->users);
   }
-  if (sb->gaps.items) {
-    g_array_unref(sb->gaps.items);
-    g_array_unref(sb->gaps.buckets);
-  }
+  if (sb->gaps.items) g_array_unref(sb->gaps.items);
+  for (int z = 0; z < 2; z++)
+    if (sb->gaps.buckets[z]) g_array_unref(sb->gaps.buckets[z]);
+  g_free(b->fsdp_unit);
   for (int r = 0; r < sb->nranks; r++) {
     g_free(sb->index[r]);
     if (sb->pairs[r]) g_array_unref(sb->pairs[r]);
