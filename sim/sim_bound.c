@@ -82,9 +82,8 @@ typedef struct {
 typedef struct {
   const Builder *b;
   GapMemo memo[GAP_MEMO];
-  GArray *items;           /* the gradient syncs (sb_sync_items), once */
-  GArray *buckets[2];      /* their buckets (sb_sync_buckets) below ZeRO-3 and under it (one per
-                              FSDP unit), each once */
+  GArray *items, *buckets; /* the gradient syncs (sb_sync_items, sb_sync_buckets), once */
+  GArray *unit_buckets;     /* the buckets under ZeRO-3: one per FSDP unit and replica mask */
 } Gaps;
 
 static SimTime collective_time(Gaps *g, int mesh_index, unsigned mask, int base, CmCollective coll,
@@ -214,26 +213,30 @@ static SimTime stream_collectives(Gaps *g, const int *index, const int *group, S
   SimTime sum = 0;
   *gathers = 0;
   int zero = b->s->zero_stage;
-  /* ZeRO-3: each FSDP unit's gathers (sb_unit_gathers), before its forward and before its
-   * backward (which also feeds its recomputed forward), per microbatch. */
+  /* ZeRO-3 as FSDP (sb_parameter_gathers_segment): per unit, one all-gather per replica mask of
+   * its weights (sb_unit_gathers) before its forward and one before its backward, per
+   * microbatch. */
   if (zero >= 3) {
-    GArray *unit_gathers = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));
+    GArray *unit = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));
     for (int o = 0; o < b->nops; o++) {
       int m = cfg(b, o)->mesh;
-      if (index[m] < 0) continue;
-      sb_unit_gathers(b, o, unit_gathers);
+      if ((o > 0 && b->fsdp_unit[o - 1] == b->fsdp_unit[o]) || index[m] < 0) continue;
+      sb_unit_gathers(b, o, unit);
       const MdlMesh *mesh = mesh_of(b, o);
-      for (guint k = 0; k < unit_gathers->len; k++) {
-        const SbUnitGather *ug = &g_array_index(unit_gathers, SbUnitGather, k);
-        sum += (SimTime)b->M * 2 *
-               collective_time(g, m, ug->mask, group_base(mesh, ug->mask, index[m]), CM_ALL_GATHER, ug->bytes);
+      for (guint k = 0; k < unit->len; k++) {
+        const SbUnitGather *ug = &g_array_index(unit, SbUnitGather, k);
+        sum += (SimTime)(2 * b->M) * collective_time(g, m, ug->mask, group_base(mesh, ug->mask, index[m]),
+                                                      CM_ALL_GATHER, ug->bytes);
       }
     }
-    g_array_unref(unit_gathers);
+    g_array_unref(unit);
   }
-  if (!g->items) g->items = sb_sync_items(b, NULL); /* the ZeRO stage leaves them alone */
-  if (!g->buckets[zero >= 3]) g->buckets[zero >= 3] = sb_sync_buckets(b, g->items);
-  const GArray *buckets = g->buckets[zero >= 3];
+  /* The items: whatever the ZeRO stage and overlap_param_gather; the buckets: per FSDP unit
+   * under ZeRO-3 (b->fsdp_unit set), else up to the bucket cap. */
+  if (!g->items) g->items = sb_sync_items(b, NULL);
+  GArray **cache = zero >= 3 ? &g->unit_buckets : &g->buckets;
+  if (!*cache) *cache = sb_sync_buckets(b, g->items);
+  const GArray *buckets = *cache;
   const SyncItem *all = (const SyncItem *)g->items->data;
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
@@ -266,6 +269,7 @@ static SimTime prefix(const MdlStrategy *s, int nops, const SimTime *d, int c, i
 
 struct SimBounder {
   Builder b;
+  int *units;               /* per op: its FSDP unit (mdl_strategy_fsdp_units), made at ZeRO-3 */
   Chunks k;
   Gaps gaps;
   int nranks, ndev, nmeshes;
@@ -333,8 +337,7 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
   Builder *b = &sb->b; /* the fields sb_op_durations and the layouts read */
   *b = (Builder){.g = graph, .s = strategy, .c = cluster, .p = params, .nops = mdl_graph_num_ops(graph),
                  .M = strategy->num_microbatches, .dtype_bytes = dev_dtype_bytes(strategy->dtype),
-                 .sample_tdim = mdl_tensor_sample_dims(graph),
-                 .fsdp_unit = mdl_strategy_fsdp_units(strategy, graph)};
+                 .sample_tdim = mdl_tensor_sample_dims(graph)};
   sb->gaps.b = b;
   sb->nmeshes = (int)strategy->meshes->len;
   sb->ndev = dev_cluster_num_devices(cluster);
@@ -422,6 +425,8 @@ SimTime sim_bounder_bound(SimBounder *sb) {
         for (int i = 0; i < op->ninputs; i++) g_array_append_val(b->users[op->inputs[i].tensor], o);
       }
     }
+    if (zero >= 3 && !sb->units) sb->units = mdl_strategy_fsdp_units(b->s, b->g);
+    b->fsdp_unit = zero >= 3 ? sb->units : NULL; /* what the builder's bucketing reads */
     sb->stream[zero] = sb->tail[zero] = 0;
     for (int r = 0; r < sb->nranks; r++) {
       if (sb->device[r] < 0) continue;
@@ -440,14 +445,14 @@ SimTime sim_bounder_bound(SimBounder *sb) {
 void sim_bounder_free(SimBounder *sb) {
   if (!sb) return;
   Builder *b = &sb->b;
+  g_free(sb->units);
   if (b->users) {
     for (int t = 0; t < mdl_graph_num_tensors(b->g); t++) g_array_unref(b->users[t]);
     g_free(b->users);
   }
   if (sb->gaps.items) g_array_unref(sb->gaps.items);
-  for (int z = 0; z < 2; z++)
-    if (sb->gaps.buckets[z]) g_array_unref(sb->gaps.buckets[z]);
-  g_free(b->fsdp_unit);
+  if (sb->gaps.buckets) g_array_unref(sb->gaps.buckets);
+  if (sb->gaps.unit_buckets) g_array_unref(sb->gaps.unit_buckets);
   for (int r = 0; r < sb->nranks; r++) {
     g_free(sb->index[r]);
     if (sb->pairs[r]) g_array_unref(sb->pairs[r]);
