@@ -290,6 +290,7 @@ GArray *sb_sync_items(const Builder *b, double *local_params) {
 GArray *sb_sync_buckets(const Builder *b, const GArray *items) {
   const SyncItem *all = (const SyncItem *)items->data;
   GArray *buckets = g_array_new(FALSE, FALSE, sizeof(guint) * 2); /* [begin, end) in items */
+  gboolean fsdp = b->s->zero_stage >= 3;
   for (guint i = 0; i < items->len;) {
     guint j = i;
     double filled = 0;
@@ -298,10 +299,10 @@ GArray *sb_sync_buckets(const Builder *b, const GArray *items) {
       /* FSDP (ZeRO-3): one bucket per unit, its gradients reduce-scattered together once its
        * backward is done (PyTorch FSDP's post-backward hook reduce-scatters the unit's flat
        * gradient; Zhao et al. 2023, section 3), whatever the bucket cap. */
-      if (b->fsdp_unit && b->fsdp_unit[all[j].ready] != b->fsdp_unit[all[i].ready]) break;
+      if (fsdp && b->fsdp_unit[all[j].ready] != b->fsdp_unit[all[i].ready]) break;
       filled += all[j].bytes;
       j++;
-      if (!b->fsdp_unit && (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes)) break;
+      if (!fsdp && (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes)) break;
     }
     guint range[2] = {i, j};
     g_array_append_val(buckets, range);
