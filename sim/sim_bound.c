@@ -1,7 +1,9 @@
-/* sim/bound — the lower bound of sim_bound.h: compute-stream work plus pipeline fill and
- * drain (the argument is in the header). */
+/* sim/bound — the lower bounds of sim_bound.h: compute-stream work plus pipeline fill and
+ * drain, the communication gaps of the compute chain, the communication streams and the
+ * ZeRO 1/2 all-gather tail (the arguments are in the header and search/SEARCH.md). */
 #include "sim/sim_bound.h"
 
+#include "costmodel/cm_framework.h"
 #include "sim/sim_build-int.h"
 #include "sim/sim_schedule.h"
 
@@ -65,7 +67,6 @@ static void chunks_clear(Chunks *k) {
   g_free(k->link);
 }
 
-
 /* Collective times already computed in this bound (the layers of a model repeat the same
  * collectives on the same groups): a direct-mapped cache keyed by everything
  * cm_group_collective_time reads that varies here. */
@@ -83,7 +84,7 @@ typedef struct {
   const Builder *b;
   GapMemo memo[GAP_MEMO];
   GArray *items, *buckets; /* the gradient syncs (sb_sync_items, sb_sync_buckets), once */
-  GArray *unit_buckets;     /* the buckets under ZeRO-3: one per FSDP unit and replica mask */
+  GArray *unit_buckets;    /* ZeRO-3's: one per FSDP unit */
 } Gaps;
 
 static SimTime collective_time(Gaps *g, int mesh_index, unsigned mask, int base, CmCollective coll,
@@ -118,26 +119,18 @@ static int group_base(const MdlMesh *mesh, unsigned mask, int idx) {
 }
 
 /* Time of converting tensor @t from @from to @to on mesh @mesh_index for the device at mesh
- * index @idx: the collectives of its groups, axis by axis, timed as sb_convert_on_mesh times
- * them (the same collective per layout change, the same bytes, the same cost function). */
+ * index @idx: the collectives of its groups, in sb_convert_on_mesh's steps (sb_conversion_steps:
+ * the same collectives, order and bytes), timed by the same cost function. */
 static SimTime conversion_time(Gaps *g, int mesh_index, MdlLayout from, MdlLayout to, int t, int idx) {
   const Builder *b = g->b;
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
+  SbConversionStep steps[MDL_MAX_MESH_AXES];
+  int n = sb_conversion_steps(b, mesh_index, from, to, t, steps);
   SimTime sum = 0;
-  for (int a = 0; a < mesh->ndims; a++) {
-    int src = from.axis[a], dst = to.axis[a];
-    if (src == dst || mesh->shape[a] == 1) continue;
-    if (src != MDL_LAYOUT_PARTIAL && src < 0) { /* Broadcast to Split or Partial: free */
-      from.axis[a] = (int8_t)dst;
-      continue;
-    }
-    CmCollective coll = src == MDL_LAYOUT_PARTIAL ? (dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER)
-                                                  : (dst == MDL_LAYOUT_BROADCAST ? CM_ALL_GATHER : CM_ALL_TO_ALL);
-    double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
-    from.axis[a] = (int8_t)dst;
-    double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
-    sum += collective_time(g, mesh_index, 1u << a, group_base(mesh, 1u << a, idx), coll,
-                           MAX(before, after) * b->dtype_bytes);
+  for (int k = 0; k < n; k++) {
+    unsigned mask = 1u << steps[k].axis;
+    sum += collective_time(g, mesh_index, mask, group_base(mesh, mask, idx), steps[k].coll,
+                           steps[k].elements * b->dtype_bytes);
   }
   return sum;
 }
@@ -212,59 +205,87 @@ static int mesh_index_of(const MdlMesh *mesh, int d) {
   return -1;
 }
 
-/* Collectives on a device's communication stream (@index: its mesh index per mesh) besides the gaps' (sim_bound.h,
- * "Communication stream"): ZeRO-3's parameter all-gathers (sb_parameter_gathers_segment) and
- * the gradient synchronization of every bucket (sb_add_gradient_sync_and_optimizer). ZeRO 1
- * and 2's parameter all-gathers of the buckets, included, also go to @gathers. */
-static SimTime stream_collectives(Gaps *g, const int *index, const int *group, SimTime *gathers) {
-  const Builder *b = g->b;
+/* Collectives on a device's communication stream besides the gaps' (sim_bound.h,
+ * "Communication stream"), summed by kind over its groups: the gradient synchronization of
+ * every bucket (sb_add_gradient_sync_and_optimizer) as one all-reduce, reduce-scatter and
+ * all-gather each; under ZeRO-3 (FSDP: one bucket per FSDP unit) the reduce-scatters again and
+ * the units' parameter all-gathers (sb_parameter_gathers_segment), one forward and one
+ * backward gather each per microbatch. None depends on the recomputation. */
+typedef struct {
+  gboolean synced, sharded;
+  SimTime all_reduce, reduce_scatter, all_gather;
+  SimTime unit_reduce_scatter, unit_gathers; /* ZeRO-3: per microbatch */
+} Stream;
+
+/* Sums the collectives of @buckets over @items of the device whose mesh index per mesh is
+ * @index, @coll each. */
+static SimTime bucket_collectives(Gaps *g, const GArray *items, const GArray *buckets, const int *index,
+                                  CmCollective coll) {
+  const SyncItem *all = (const SyncItem *)items->data;
   SimTime sum = 0;
-  *gathers = 0;
-  int zero = b->s->zero_stage;
-  /* ZeRO-3 as FSDP (sb_parameter_gathers_segment): per unit, one all-gather per replica mask of
-   * its weights (sb_unit_gathers) before its forward and one before its backward, per
-   * microbatch. */
-  if (zero >= 3) {
-    GArray *unit = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));
-    for (int o = 0; o < b->nops; o++) {
-      int m = cfg(b, o)->mesh;
-      if ((o > 0 && b->fsdp_unit[o - 1] == b->fsdp_unit[o]) || index[m] < 0) continue;
-      sb_unit_gathers(b, o, unit);
-      const MdlMesh *mesh = mesh_of(b, o);
-      for (guint k = 0; k < unit->len; k++) {
-        const SbUnitGather *ug = &g_array_index(unit, SbUnitGather, k);
-        sum += (SimTime)(2 * b->M) * collective_time(g, m, ug->mask, group_base(mesh, ug->mask, index[m]),
-                                                      CM_ALL_GATHER, ug->bytes);
-      }
-    }
-    g_array_unref(unit);
-  }
-  /* The items: whatever the ZeRO stage and overlap_param_gather; the buckets: per FSDP unit
-   * under ZeRO-3 (b->fsdp_unit set), else up to the bucket cap. */
-  if (!g->items) g->items = sb_sync_items(b, NULL);
-  GArray **cache = zero >= 3 ? &g->unit_buckets : &g->buckets;
-  if (!*cache) *cache = sb_sync_buckets(b, g->items);
-  const GArray *buckets = *cache;
-  const SyncItem *all = (const SyncItem *)g->items->data;
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
     const SyncItem *it = all + range[0];
-    const MdlMesh *mesh = mdl_strategy_mesh(b->s, it->m);
     int idx = index[it->m];
     if (idx < 0) continue;
     double bytes = 0;
     for (guint i = range[0]; i < range[1]; i++) bytes += all[i].bytes;
-    int base = group_base(mesh, it->mask, idx);
-    if (zero == 0) {
-      sum += collective_time(g, it->m, it->mask, base, CM_ALL_REDUCE, bytes);
-      continue;
-    }
-    /* Reduce-scatters: once (stage 1) or per microbatch (2, 3); the parameters' all-gather
-     * after the step or ahead of the forward (1, 2). */
-    sum += (SimTime)(zero >= 2 ? b->M : 1) * collective_time(g, it->m, it->mask, base, CM_REDUCE_SCATTER, bytes);
-    if (zero <= 2) *gathers += collective_time(g, it->m, it->mask, base, CM_ALL_GATHER, bytes);
+    if (coll == CM_ALL_GATHER) bytes = sb_param_bytes(g->b, bytes); /* the parameters (add_bucket) */
+    sum += collective_time(g, it->m, it->mask, group_base(mdl_strategy_mesh(g->b->s, it->m), it->mask, idx), coll, bytes);
   }
-  return sum + *gathers;
+  return sum;
+}
+
+/* The gradient syncs of ZeRO 0-2 of the device whose mesh index per mesh is @index. */
+static void stream_syncs(Gaps *g, const int *index, Stream *st) {
+  Builder *b = (Builder *)g->b;
+  if (!g->items) {
+    int *units = b->fsdp_unit;
+    b->fsdp_unit = NULL; /* the DDP buckets (ZeRO-3's are per FSDP unit) */
+    g->items = sb_sync_items(b, NULL);
+    g->buckets = sb_sync_buckets(b, g->items);
+    b->fsdp_unit = units;
+  }
+  st->all_reduce = bucket_collectives(g, g->items, g->buckets, index, CM_ALL_REDUCE);
+  st->reduce_scatter = bucket_collectives(g, g->items, g->buckets, index, CM_REDUCE_SCATTER);
+  st->all_gather = bucket_collectives(g, g->items, g->buckets, index, CM_ALL_GATHER);
+  st->synced = TRUE;
+}
+
+/* ZeRO-3 (FSDP) of the same device: the reduce-scatters of its per-unit buckets and the
+ * all-gathers of the units it runs (sb_unit_gathers). */
+static void stream_shards(Gaps *g, const int *index, Stream *st) {
+  Builder *b = (Builder *)g->b;
+  if (!b->fsdp_unit) {
+    b->fsdp_unit = mdl_strategy_fsdp_units(b->s, b->g);
+    g->unit_buckets = sb_sync_buckets(b, g->items);
+  }
+  st->unit_reduce_scatter = bucket_collectives(g, g->items, g->unit_buckets, index, CM_REDUCE_SCATTER);
+  GArray *gathers = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));
+  for (int o = 0; o < b->nops; o++) {
+    int m = cfg(b, o)->mesh;
+    if (index[m] < 0) continue;
+    sb_unit_gathers(b, o, gathers);
+    const MdlMesh *mesh = mesh_of(b, o);
+    for (guint i = 0; i < gathers->len; i++) {
+      const SbUnitGather *q = &g_array_index(gathers, SbUnitGather, i);
+      st->unit_gathers += 2 * collective_time(g, m, q->mask, group_base(mesh, q->mask, index[m]), CM_ALL_GATHER, q->bytes);
+    }
+  }
+  g_array_unref(gathers);
+  st->sharded = TRUE;
+}
+
+/* The stream's collectives under ZeRO stage @zero; the parameter all-gathers of ZeRO 1 and 2
+ * (after the step, or ahead of the forward) also go to @gathers. */
+static SimTime stream_collectives(const Stream *st, int zero, int M, SimTime *gathers) {
+  *gathers = zero == 1 || zero == 2 ? st->all_gather : 0;
+  switch (zero) {
+  case 0: return st->all_reduce;
+  case 1: return st->reduce_scatter + *gathers;  /* reduce-scatters once */
+  case 2: return (SimTime)M * st->reduce_scatter + *gathers; /* every microbatch */
+  default: return (SimTime)M * (st->unit_reduce_scatter + st->unit_gathers);
+  }
 }
 
 /* Sum of @d over the ops of chunk @c with index <= @last. */
@@ -277,16 +298,19 @@ static SimTime prefix(const MdlStrategy *s, int nops, const SimTime *d, int c, i
 
 struct SimBounder {
   Builder b;
-  int *units;               /* per op: its FSDP unit (mdl_strategy_fsdp_units), made at ZeRO-3 */
   Chunks k;
   Gaps gaps;
   int nranks, ndev, nmeshes;
   SimTime *fwd, *bwd, *wgt;  /* per op, one microbatch (sb_op_durations) */
+  SimTime *host_fwd, *host_bwd; /* per op, one microbatch: the host's time to launch its
+                                forward (or recomputed forward), and its backward (B and W);
+                                NULL without a host (framework none) */
   SimTime *fill, *drain;     /* per rank (0 where they do not apply) */
   int *device;               /* per rank: the first device of its first chunk, -1: none */
   int **index;               /* per rank: that device's mesh index per mesh (-1: not in it) */
   GArray **pairs;            /* per rank: its device's GapPairs */
   gboolean *params;          /* per rank: its device holds weights (steps an optimizer) */
+  Stream *streams;           /* per rank: its device's communication stream */
   /* For the strategy's recomputation as of the last refresh: */
   gboolean refreshed;
   MdlRecompute recompute;
@@ -321,6 +345,21 @@ static void refresh(SimBounder *sb) {
   }
   SimTime result = 0;
   for (int d = 0; d < sb->ndev; d++) result = MAX(result, work[d]);
+  /* The host: a device's launches run one at a time on its host resource, each before its
+   * kernel, so its last kernel starts after all of them. */
+  if (sb->host_fwd) {
+    g_autofree SimTime *host_mesh = g_new0(SimTime, sb->nmeshes);
+    for (int o = 0; o < b->nops; o++) {
+      SimTime one = sb->host_fwd[o] + sb->host_bwd[o] + (sb->group[o] >= 0 ? sb->host_fwd[o] : 0);
+      host_mesh[s->configs[o].mesh] += one * (SimTime)b->M;
+    }
+    g_autofree SimTime *host = g_new0(SimTime, sb->ndev);
+    for (int m = 0; m < sb->nmeshes; m++) {
+      const MdlMesh *mesh = mdl_strategy_mesh(s, m);
+      for (int i = 0; i < mesh->ndevices; i++) host[mesh->devices[i]] += host_mesh[m];
+    }
+    for (int d = 0; d < sb->ndev; d++) result = MAX(result, host[d]);
+  }
   /* Fill and drain along the ranks' first chunks, for every device of each. */
   for (int r = 0; r < sb->nranks; r++) {
     if (!sb->fill[r] && !sb->drain[r]) continue;
@@ -355,6 +394,19 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
   for (int o = 0; o < b->nops; o++) {
     sb_op_durations(b, o, &sb->fwd[o], &sb->bwd[o], &sb->wgt[o]);
     if (!sb_has_weight_task(b, o)) sb->wgt[o] = 0;
+  }
+  const CmFramework *f = cm_framework_get(strategy->framework);
+  if (f) { /* the host tasks' durations, as sim_build_host.c gives them */
+    sb->host_fwd = g_new(SimTime, b->nops);
+    sb->host_bwd = g_new(SimTime, b->nops);
+    for (int o = 0; o < b->nops; o++) {
+      const MdlOp *op = mdl_graph_op(graph, o);
+      sb->host_fwd[o] = sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_FORWARD));
+      sb->host_bwd[o] = strategy->weight_delay
+                            ? sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD_INPUT)) +
+                                  (sb_has_weight_task(b, o) ? sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD_WEIGHT)) : 0)
+                            : sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD));
+    }
   }
   int P = sb->nranks = mdl_strategy_num_ranks(strategy);
   Chunks *k = &sb->k;
@@ -396,6 +448,7 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
   sb->index = g_new0(int *, P);
   sb->pairs = g_new0(GArray *, P);
   sb->params = g_new0(gboolean, P);
+  sb->streams = g_new0(Stream, P);
   sb->gap = g_new0(SimTime, P);
   sb->done = g_new0(SimTime, P);
   gboolean gaps = !options || !options->step_collectives;
@@ -433,13 +486,14 @@ SimTime sim_bounder_bound(SimBounder *sb) {
         for (int i = 0; i < op->ninputs; i++) g_array_append_val(b->users[op->inputs[i].tensor], o);
       }
     }
-    if (zero >= 3 && !sb->units) sb->units = mdl_strategy_fsdp_units(b->s, b->g);
-    b->fsdp_unit = zero >= 3 ? sb->units : NULL; /* what the builder's bucketing reads */
     sb->stream[zero] = sb->tail[zero] = 0;
     for (int r = 0; r < sb->nranks; r++) {
       if (sb->device[r] < 0) continue;
+      Stream *st = &sb->streams[r];
+      if (!st->synced) stream_syncs(&sb->gaps, sb->index[r], st);
+      if (zero >= 3 && !st->sharded) stream_shards(&sb->gaps, sb->index[r], st);
       SimTime gathers;
-      sb->stream[zero] = MAX(sb->stream[zero], sb->gap[r] + stream_collectives(&sb->gaps, sb->index[r], sb->group, &gathers));
+      sb->stream[zero] = MAX(sb->stream[zero], sb->gap[r] + stream_collectives(st, zero, b->M, &gathers));
       if (sb->params[r]) sb->tail[zero] = MAX(sb->tail[zero], sb->done[r] + gathers);
     }
     sb->streamed[zero] = TRUE;
@@ -453,14 +507,16 @@ SimTime sim_bounder_bound(SimBounder *sb) {
 void sim_bounder_free(SimBounder *sb) {
   if (!sb) return;
   Builder *b = &sb->b;
-  g_free(sb->units);
   if (b->users) {
     for (int t = 0; t < mdl_graph_num_tensors(b->g); t++) g_array_unref(b->users[t]);
     g_free(b->users);
   }
-  if (sb->gaps.items) g_array_unref(sb->gaps.items);
-  if (sb->gaps.buckets) g_array_unref(sb->gaps.buckets);
+  if (sb->gaps.items) {
+    g_array_unref(sb->gaps.items);
+    g_array_unref(sb->gaps.buckets);
+  }
   if (sb->gaps.unit_buckets) g_array_unref(sb->gaps.unit_buckets);
+  g_free(b->fsdp_unit);
   for (int r = 0; r < sb->nranks; r++) {
     g_free(sb->index[r]);
     if (sb->pairs[r]) g_array_unref(sb->pairs[r]);
@@ -471,10 +527,13 @@ void sim_bounder_free(SimBounder *sb) {
   g_free(sb->fwd);
   g_free(sb->bwd);
   g_free(sb->wgt);
+  g_free(sb->host_fwd);
+  g_free(sb->host_bwd);
   g_free(sb->fill);
   g_free(sb->drain);
   g_free(sb->device);
   g_free(sb->params);
+  g_free(sb->streams);
   g_free(sb->gap);
   g_free(sb->done);
   g_free(sb->group);

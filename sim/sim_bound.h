@@ -44,7 +44,22 @@
  * device of each rank's first chunk, fill + that + drain. Durations are
  * cm_group_collective_time of the same collective, group and bytes as sb_convert_on_mesh, in
  * integer picoseconds. Overlapped conversions (tp_overlap, ring attention) and step-expanded
- * collectives (timed by their transfers) count no gap. tests/test-search-grid.c checks the
+ * collectives (timed by their transfers) count no gap.
+ *
+ * Host (a framework with host costs, sim_build_host.c): every compute task has a launch on its
+ * device's host resource, which runs them one at a time, and the task waits for its launch; so
+ * the last compute task starts after the sum of the device's launch times (forward, recomputed
+ * forward, backward; B and W under weight delay, per microbatch).
+ *
+ * Communication stream. Every collective holds the communication stream of each member, one
+ * collective at a time, so a device's collectives take at least their summed durations: the
+ * gaps' collectives, and the gradient synchronization (sb_add_gradient_sync_and_optimizer):
+ * per DDP bucket an all-reduce (ZeRO 0), a reduce-scatter once (1) or per microbatch (2) and a
+ * parameter all-gather (1, 2); under ZeRO-3 (FSDP) a reduce-scatter per FSDP unit and
+ * microbatch and the unit's parameter all-gathers before its forward and its backward, per
+ * microbatch (sb_unit_gathers). ZeRO 1/2 without overlap_param_gather: those all-gathers wait
+ * for the optimizer step, which waits for the device's last compute task, so fill + work + gaps
+ * + the all-gathers bounds the iteration too. tests/test-search-grid.c checks the
  * bound against the simulation on every schedule, recomputation, sp, ZeRO stage and weight
  * delay. */
 #ifndef STRATSIM_SIM_BOUND_H
@@ -54,9 +69,10 @@
 
 G_BEGIN_DECLS
 
-/* The bound above for @strategy (validated by the caller: mdl_strategy_megatron's output or
- * mdl_strategy_validate's), in picoseconds. Costs a few passes over the ops, one over the
- * meshes' devices and one schedule per pipeline rank. */
+/* The bound above without communication (work, fill and drain, the host) for @strategy
+ * (validated by the caller: mdl_strategy_megatron's output or mdl_strategy_validate's), in
+ * picoseconds. Costs a few passes over the ops, one over the meshes' devices and one schedule
+ * per pipeline rank. */
 SimTime sim_compute_bound(const MdlGraph *graph, const MdlStrategy *strategy,
                           const DevCluster *cluster, const CmParams *params);
 

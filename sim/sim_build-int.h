@@ -52,8 +52,8 @@ typedef struct {
   uint32_t *rec_base;       /* per op: R tasks (its forward re-run before its backward under
                                recomputation); NO_TASK: not recomputed */
   int *group;               /* per op: recomputation group (mdl_strategy_recompute_groups) */
-  int *fsdp_unit;           /* per op under ZeRO-3: its FSDP unit (mdl_strategy_fsdp_units);
-                               NULL otherwise */
+  int *fsdp_unit;           /* per op: its FSDP unit (mdl_strategy_fsdp_units), used under
+                               ZeRO-3 only */
   uint32_t *chain_prev;     /* per compute task: the compute task before it in its device's
                                program (NO_TASK: the first); compute tasks have the lowest ids */
   uint32_t *chain_next;     /* per compute task: the one after it (NO_TASK: the last) */
@@ -214,6 +214,19 @@ SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective co
 void sb_edges_from_distinct(Builder *b, const uint32_t *deps, int n, uint32_t to);
 void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to,
                             int t, int op, int mb, uint32_t *ready);
+/* One collective step of a conversion on a mesh: axis @axis changes by @coll, which moves
+ * @elements per device (the larger of the sizes before and after it, AutoDDL Table 2). */
+typedef struct {
+  int axis;
+  CmCollective coll;
+  double elements;
+} SbConversionStep;
+/* The collective steps of converting tensor @t from @from to @to on mesh @mesh_index, in the
+ * order sb_convert_on_mesh runs them (its comment); the free steps (a local slice) are applied
+ * but not listed. Returns their count (at most MDL_MAX_MESH_AXES). The simulator, its task
+ * estimate and the search's bound (sim/sim_bound.c) all enumerate conversions through it. */
+int sb_conversion_steps(const Builder *b, int mesh_index, MdlLayout from, MdlLayout to, int t,
+                        SbConversionStep *steps);
 void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready);
 /* The forward conversion of tensor @t for @consumer: per microbatch mb and representative r of
@@ -268,8 +281,11 @@ typedef struct {
   int first;        /* first op using it there */
   int ready;        /* smallest index of its ops there: its gradient completes when that op's
                        backward does, and backward runs in reverse op order */
-  double bytes;     /* per device */
+  double bytes;     /* per device: its gradient (cm_framework_grad_bytes per element) */
 } SyncItem;
+/* Bytes of the parameters whose gradients are @grad_bytes (ZeRO 1/2's all-gather after the
+ * step moves the model's parameters, not the fp32 gradients Megatron-LM reduces). */
+double sb_param_bytes(const Builder *b, double grad_bytes);
 /* The gradient syncs (SyncItem) of every weight on every mesh where it is replicated, in
  * bucket order; with @local_params (per device, zeroed) also adds each simulated device's
  * parameters its optimizer steps. Caller g_array_unref()s. */

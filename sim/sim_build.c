@@ -355,7 +355,7 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
   b->wgt_base = g_new(uint32_t, b->nops);
   b->rec_base = g_new(uint32_t, b->nops);
   b->group = mdl_strategy_recompute_groups(strategy, graph);
-  b->fsdp_unit = strategy->zero_stage >= 3 ? mdl_strategy_fsdp_units(strategy, graph) : NULL;
+  b->fsdp_unit = mdl_strategy_fsdp_units(strategy, graph);
   b->grads_done_b = g_new0(int, strategy->num_stages);
   b->grads_done_w = g_new0(int, strategy->num_stages);
   b->sample_tdim = g_new(int, nt);

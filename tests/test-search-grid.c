@@ -149,9 +149,9 @@ static void test_full_space_fp8(void) {
 
 /* Exhaustive with both prunings = brute force: simulating every point of the space finds no
  * better iteration than the search's best, and the search covered the whole space. */
-static void test_exhaustive_matches_brute_force(void) {
+static void check_brute_force(const char *model, const char *cluster) {
   Case c;
-  case_init(&c, GPT4, GPT4_CLUSTER);
+  case_init(&c, model, cluster);
   SrchResult *r = search(&c, SRCH_ALGO_GRID, 1000000, FALSE);
   g_assert_true(r->complete);
   g_assert_nonnull(r->best);
@@ -169,14 +169,24 @@ static void test_exhaustive_matches_brute_force(void) {
     sim_run_free(run);
     mdl_strategy_free(s);
   }
-  g_test_message("space %u points: %" G_GUINT64_FORMAT " simulated, %" G_GUINT64_FORMAT
+  g_test_message("%s on %s: space %u points: %" G_GUINT64_FORMAT " simulated, %" G_GUINT64_FORMAT
                  " over memory, %" G_GUINT64_FORMAT " pruned; best %.9g s (brute force %.9g s)",
-                 points->len, r->simulated, r->over_memory, r->pruned, r->best_time_s, best);
+                 model, cluster, points->len, r->simulated, r->over_memory, r->pruned, r->best_time_s, best);
   g_assert_cmpfloat(r->best_time_s, ==, best);
   g_assert_cmpuint(r->pruned, >, 0); /* the bound did cut */
   g_array_free(points, TRUE);
   srch_result_free(r);
   case_clear(&c);
+}
+
+/* On one host; on two hosts of four GPUs (tensor and pipeline parallelism across
+ * InfiniBand); and a model whose weights put part of the space over memory (the memory rule
+ * runs in bound order, after the bound). */
+static void test_exhaustive_matches_brute_force(void) {
+  check_brute_force(GPT4, GPT4_CLUSTER);
+  check_brute_force(GPT4, "dgx-a100:nodes=2,gpus_per_node=4");
+  check_brute_force("gpt:layers=8,hidden=8192,heads=64,seq=1024,vocab=32000,batch=16",
+                    "dgx-a100:nodes=2,gpus_per_node=4");
 }
 
 /* Whatever the budget, the classic grid runs first and in full: its best is the Megatron
