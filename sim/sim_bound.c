@@ -240,11 +240,8 @@ static SimTime bucket_collectives(Gaps *g, const GArray *items, const GArray *bu
 static void stream_syncs(Gaps *g, const int *index, Stream *st) {
   Builder *b = (Builder *)g->b;
   if (!g->items) {
-    int *units = b->fsdp_unit;
-    b->fsdp_unit = NULL; /* the DDP buckets (ZeRO-3's are per FSDP unit) */
     g->items = sb_sync_items(b, NULL);
-    g->buckets = sb_sync_buckets(b, g->items);
-    b->fsdp_unit = units;
+    g->buckets = sb_sync_buckets(b, g->items, FALSE); /* DDP's (ZeRO-3's are per FSDP unit) */
   }
   st->all_reduce = bucket_collectives(g, g->items, g->buckets, index, CM_ALL_REDUCE);
   st->reduce_scatter = bucket_collectives(g, g->items, g->buckets, index, CM_REDUCE_SCATTER);
@@ -258,7 +255,7 @@ static void stream_shards(Gaps *g, const int *index, Stream *st) {
   Builder *b = (Builder *)g->b;
   if (!b->fsdp_unit) {
     b->fsdp_unit = mdl_strategy_fsdp_units(b->s, b->g);
-    g->unit_buckets = sb_sync_buckets(b, g->items);
+    g->unit_buckets = sb_sync_buckets(b, g->items, TRUE);
   }
   st->unit_reduce_scatter = bucket_collectives(g, g->items, g->unit_buckets, index, CM_REDUCE_SCATTER);
   GArray *gathers = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));

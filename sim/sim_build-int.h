@@ -290,8 +290,9 @@ double sb_param_bytes(const Builder *b, double grad_bytes);
  * bucket order; with @local_params (per device, zeroed) also adds each simulated device's
  * parameters its optimizer steps. Caller g_array_unref()s. */
 GArray *sb_sync_items(const Builder *b, double *local_params);
-/* The DDP buckets over sorted @items: [begin, end) pairs of guint. Caller g_array_unref()s. */
-GArray *sb_sync_buckets(const Builder *b, const GArray *items);
+/* The buckets over sorted @items: [begin, end) pairs of guint; @per_unit: one per FSDP unit
+ * (ZeRO-3, b->fsdp_unit), else DDP's up to the bucket cap. Caller g_array_unref()s. */
+GArray *sb_sync_buckets(const Builder *b, const GArray *items, gboolean per_unit);
 
 /* Builder entries that no task carries: compute tasks' op x microbatch x mesh index, summed
  * (sim_build_estimate.c). */

@@ -287,10 +287,10 @@ GArray *sb_sync_items(const Builder *b, double *local_params) {
   return items;
 }
 
-GArray *sb_sync_buckets(const Builder *b, const GArray *items) {
+GArray *sb_sync_buckets(const Builder *b, const GArray *items, gboolean per_unit) {
   const SyncItem *all = (const SyncItem *)items->data;
   GArray *buckets = g_array_new(FALSE, FALSE, sizeof(guint) * 2); /* [begin, end) in items */
-  gboolean fsdp = b->s->zero_stage >= 3;
+  gboolean fsdp = per_unit;
   for (guint i = 0; i < items->len;) {
     guint j = i;
     double filled = 0;
@@ -335,7 +335,7 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
   GArray *syncs = g_array_new(FALSE, FALSE, sizeof(uint32_t) * 2); /* (task, device) */
   GArray *items = sb_sync_items(b, local_params);
   const SyncItem *all = (const SyncItem *)items->data;
-  GArray *buckets = sb_sync_buckets(b, items);
+  GArray *buckets = sb_sync_buckets(b, items, b->s->zero_stage >= 3);
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
     guint i = range[0], j = range[1];
