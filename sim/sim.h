@@ -173,12 +173,20 @@ typedef struct {
 } SimOptions;
 
 /* Limits on one simulation (README, "Limits"), checked before the task graph is allocated.
- * A task costs about 92 bytes at the peak of a run with its resources, edges (a list while
- * building, then CSR) and schedule entries (measured: 2.75 GB for the 29.8 M tasks of GPT-3
- * 175B on 1024 GPUs expanded, 8.4 s): 10^8 tasks are about 9 GB and half a minute. A device
- * slot is one entry of an op x microbatch x mesh-device array the builder keeps (data
- * readiness per mesh index) and the memory model walks even for replicas symmetry does not
- * simulate (measured ~8.5 bytes and ~35 ns each: 10^9 slots are about 8.5 GB). */
+ * A task costs about 102 bytes at the peak of a run with its resources, edges (a list while
+ * building, then CSR) and schedule entries (measured 2026-11-24, `bench --suite gpt3`: 5.96 GB
+ * max RSS and 17.8 s for the 58.2 M tasks of GPT-3 175B on 1024 GPUs expanded): 10^8 tasks
+ * are about 10 GB and half a minute or more. A device slot is one (op, microbatch, mesh
+ * device) of the strategy. The builder no longer keeps an array of them: a forward
+ * conversion's readiness is kept per microbatch and representative (M x nrep,
+ * sb_forward_conversion in sim_build_comm.c), and the per-mesh-index arrays of a conversion
+ * (sb_convert_on_mesh's @ready) live for one microbatch's call. So under symmetry a slot now
+ * costs next to nothing (measured: mlp:layers=100,hidden=256 at 512 microbatches of 1,
+ * dp=8 on 8 A100s against dp=1024 on 1024: 101 ops, 5.3 x 10^7 slots more, both 0.13 s
+ * wall, 28.6 against 28.8 MB max RSS); the ~8.5 bytes and ~35 ns a slot once cost, on which
+ * the limit and its error message's "about 8.5 GB" rest, were measured with per-mesh-index
+ * readiness. The limit still bounds an expanded build, whose representatives are every mesh
+ * device. */
 #define SIM_MAX_TASKS UINT64_C(100000000)
 #define SIM_MAX_DEVICE_SLOTS UINT64_C(1000000000)
 
