@@ -138,6 +138,12 @@ void sb_build_compute(Builder *b);
 /* The host stream (sim_build_host.c): one host task per compute task, after them, in program
  * order; nothing under MDL_FRAMEWORK_NONE. Called by sb_build_compute. */
 void sb_add_host_tasks(Builder *b);
+/* Whether, on some simulated device, launching its compute tasks takes the host longer than
+ * the kernels take the GPU: the host cannot keep up, launches gate kernels throughout, and
+ * chain merging (which needs them ahead) would fall back after a wasted try. A guess that
+ * only picks the faster of two exact paths (measured: runs that merged had ratios up to 0.82,
+ * every one above 1 fell back); needs the compute tasks built. */
+gboolean sb_host_bound(const Builder *b);
 void sb_build_segments(Builder *b);
 
 /* A cross-mesh resharding plan for moving tensor t between two (mesh, layout)s. */

@@ -287,7 +287,11 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready) {
   const MdlMesh *sm = mdl_strategy_mesh(b->s, src_mesh);
   const MdlMesh *dm = mdl_strategy_mesh(b->s, dst_mesh);
-  g_autofree uint32_t *ready = g_memdup2(src_ready, sizeof(uint32_t) * (gsize)sm->ndevices);
+  /* a copy to update: on the stack for meshes of up to 256 devices (once per microbatch) */
+  uint32_t stack_ready[256];
+  g_autofree uint32_t *heap_ready = sm->ndevices > 256 ? g_new(uint32_t, sm->ndevices) : NULL;
+  uint32_t *ready = heap_ready ? heap_ready : stack_ready;
+  memcpy(ready, src_ready, sizeof(uint32_t) * (gsize)sm->ndevices);
   gboolean same_shape = sm->ndims == dm->ndims &&
                         memcmp(sm->shape, dm->shape, sizeof(int) * (gsize)sm->ndims) == 0;
   if (src_mesh == dst_mesh) {
