@@ -19,6 +19,7 @@ static int bench_tflops(const char *rows_path, const GArray *curve) {
   GError *error = NULL;
   g_autoptr(GPtrArray) rows = val_megatron_rows_load(rows_path, "tflops_per_gpu", &error);
   if (!rows) return cli_fail(error, cli_status_for(error));
+  if (rows->len == 0) return CLI_EXIT_OK; /* a data set without Narayanan's rows */
   printf("bench: megatron-tflops  %u rows (Narayanan et al. 2021 Table 1, fp16, full "
          "recomputation): TFLOP/s per GPU = Eq. 3 FLOPs / (iteration x GPUs)\n", rows->len);
   printf("bench: megatron-tflops  %-9s %5s %3s %3s %3s %3s | %7s %7s %7s | %8s %8s %8s %7s\n",
@@ -76,6 +77,6 @@ int cli_bench_megatron(const char *data_dir) {
   printf("bench: megatron  end-to-end mean |error| %.1f%%; GEMM compute max |error| %.1f%%; "
          "tensor-parallel communication mean |error| %.1f%% (times: seconds per iteration on GPU "
          "0; comm mdl = the same collectives at the simulator's own collective cost)\n",
-         sum_e2e / rows->len, max_gemm, sum_comm / rows->len);
+         sum_e2e / MAX(rows->len, 1), max_gemm, sum_comm / MAX(rows->len, 1));
   return bench_tflops(rows_path, curve);
 }

@@ -189,7 +189,13 @@ double cm_adam_bytes_per_param(DevDtype dtype) {
   return adam + norm + copy + zero + fp16_grads;
 }
 
-double cm_optimizer_time(const CmParams *params, const DevKind *device, double params_local) {
-  return params_local * params->optimizer_bytes_per_param /
+double cm_optimizer_bytes(const CmParams *params, DevDtype dtype) {
+  return params->optimizer_bytes_per_param * cm_adam_bytes_per_param(dtype) /
+         cm_adam_bytes_per_param(DEV_DTYPE_BF16);
+}
+
+double cm_optimizer_time(const CmParams *params, const DevKind *device, DevDtype dtype,
+                         double params_local) {
+  return params_local * cm_optimizer_bytes(params, dtype) /
          (device->hbm_bandwidth * params->memory_efficiency);
 }

@@ -96,13 +96,23 @@
  *    activation (bias_gelu, @torch.jit.script): reads x, writes y: 2; backward
  *    GeLUFunction.backward's bias_gelu_back reads dY and x, writes dX, the bias gradient sums
  *    dX: 4.
+ *    loss (per logit element; megatron/model/gpt_model.py post_language_model_processing
+ *    casts the logits with output.float() unless --fp16-lm-cross-entropy, then
+ *    megatron/core/tensor_parallel/cross_entropy.py _VocabParallelCrossEntropy): the cast
+ *    reads e and writes 4, max reads 4, the max subtraction reads and writes 4, exp in place
+ *    4 + 4, the sum reads 4, the division in place 4 + 4 (the softmax kept for the backward):
+ *    1 pass + 9 fp32 passes = e + 36; backward grad_input.mul_ 4 + 4 in place (the target
+ *    correction touches one element a row), the cast back reads 4 and writes e: 1 + 3 fp32.
  *  - megatron-deepspeed and cuda-graphs: Megatron's kernels, the same traffic.
  *  - pytorch-eager (unfused torch.nn, bias inside addmm): layernorm 2 and 5 (native
  *    layer_norm_backward reads dY and x twice, for dX and for gamma/beta); softmax: causal
  *    masked_fill (2), softmax (2), dropout (2 + mask): 6 + mask; backward dropout (2 + mask),
  *    softmax (3), masked_fill (2): 7 + mask. dropout-add: dropout (2 + mask) then add (3):
  *    5 + mask; backward dropout (2 + mask) and the gradient sum at the residual fork (3):
- *    5 + mask. activation (GeLU): 2 and 3. */
+ *    5 + mask. activation (GeLU): 2 and 3. loss (F.cross_entropy under autocast: log_softmax
+ *    runs in fp32): cast (e read, 4 written), log_softmax (4 + 4): 1 + 3 fp32; backward
+ *    nll_loss_backward writes a dense fp32 gradient (4), log_softmax_backward reads it and
+ *    the output and writes (12), the cast back (4 read, e written): 1 + 5 fp32. */
 #include "costmodel/cm_framework.h"
 
 #define HOST_FORWARD_S (259.1e-6 / 18)
@@ -124,8 +134,9 @@
    [MDL_OP_LOSS] = {14, 4, 0}}
 /* Activation passes forward and backward, mask (the header comment). */
 #define MEGATRON_TRAFFIC                                                                        \
-  {[CM_TRAFFIC_LAYERNORM] = {2, 5, 0}, [CM_TRAFFIC_SOFTMAX] = {4, 5, 1},                        \
-   [CM_TRAFFIC_DROPOUT_ADD] = {3, 6, 1}, [CM_TRAFFIC_ACTIVATION] = {2, 4, 0}}
+  {[CM_TRAFFIC_LAYERNORM] = {2, 5, 0, 0, 0}, [CM_TRAFFIC_SOFTMAX] = {4, 5, 1, 0, 0},            \
+   [CM_TRAFFIC_DROPOUT_ADD] = {3, 6, 1, 0, 0}, [CM_TRAFFIC_ACTIVATION] = {2, 4, 0, 0, 0},       \
+   [CM_TRAFFIC_LOSS] = {1, 1, 0, 9, 3}}
 static const CmFramework frameworks[] = {
   {MDL_FRAMEWORK_MEGATRON_LM, HOST_MEGATRON_FORWARD_S,
    HOST_MEGATRON_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(4, 3, 5, 4, 6),
@@ -139,8 +150,9 @@ static const CmFramework frameworks[] = {
     [MDL_OP_ELEMENTWISE] = {2, 2, 0}, [MDL_OP_LAYERNORM] = {1, 4, 3},
     [MDL_OP_SOFTMAX] = {3, 3, 0}, [MDL_OP_EMBEDDING] = {1, 3, 3}, [MDL_OP_LOSS] = {2, 2, 0}},
    {{0}},
-   {[CM_TRAFFIC_LAYERNORM] = {2, 5, 0}, [CM_TRAFFIC_SOFTMAX] = {6, 7, 1},
-    [CM_TRAFFIC_DROPOUT_ADD] = {5, 5, 1}, [CM_TRAFFIC_ACTIVATION] = {2, 3, 0}}},
+   {[CM_TRAFFIC_LAYERNORM] = {2, 5, 0, 0, 0}, [CM_TRAFFIC_SOFTMAX] = {6, 7, 1, 0, 0},
+    [CM_TRAFFIC_DROPOUT_ADD] = {5, 5, 1, 0, 0}, [CM_TRAFFIC_ACTIVATION] = {2, 3, 0, 0, 0},
+    [CM_TRAFFIC_LOSS] = {1, 1, 0, 3, 5}}},
   {MDL_FRAMEWORK_CUDA_GRAPHS, 0, 0, LAUNCH_QUEUE, MEGATRON_KERNELS(4, 3, 5, 4, 6),
    MEGATRON_CLASS_KERNELS, MEGATRON_TRAFFIC},
 };
@@ -162,6 +174,7 @@ static CmTrafficClass traffic_class(const MdlOp *op) {
   case MDL_OP_ELEMENTWISE:
     if (op->dropout && op->unsaved_inputs) return CM_TRAFFIC_DROPOUT_ADD;
     return !op->dropout && op->ninputs == 1 ? CM_TRAFFIC_ACTIVATION : CM_TRAFFIC_COUNT;
+  case MDL_OP_LOSS: return CM_TRAFFIC_LOSS;
   default: return CM_TRAFFIC_COUNT;
   }
 }
@@ -197,8 +210,9 @@ gboolean cm_framework_traffic(const CmFramework *f, const MdlOp *op, double in_e
   if (c == CM_TRAFFIC_ACTIVATION && in_elems != out_elems) return FALSE; /* e.g. SwiGLU */
   const CmOpTraffic *t = &f->traffic[c];
   if (t->forward == 0 && t->backward == 0) return FALSE;
-  *forward = out_elems * (t->forward * elem_bytes + t->mask);
-  *backward = out_elems * (t->backward * elem_bytes + t->mask);
+  double n = c == CM_TRAFFIC_LOSS ? in_elems : out_elems;
+  *forward = n * (t->forward * elem_bytes + t->forward_fp32 * 4.0 + t->mask);
+  *backward = n * (t->backward * elem_bytes + t->backward_fp32 * 4.0 + t->mask);
   return TRUE;
 }
 

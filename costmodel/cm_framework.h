@@ -25,16 +25,19 @@ typedef enum {
   CM_TRAFFIC_SOFTMAX,          /* softmax with its attention dropout (op->dropout) */
   CM_TRAFFIC_DROPOUT_ADD,      /* elementwise, dropout on a residual add (op->dropout) */
   CM_TRAFFIC_ACTIVATION,       /* elementwise, one input, no dropout (bias + GeLU) */
+  CM_TRAFFIC_LOSS,             /* the cross-entropy loss, per logit (input) element */
   CM_TRAFFIC_COUNT
 } CmTrafficClass;
 
-/* What the kernels of one memory-bound op move, per output element: passes over output-sized
- * activations (each a read or a write of one element) and the dropout keep mask's byte. All
- * zero: not listed (the roofline's operand bytes apply). */
+/* What the kernels of one memory-bound op move, per output element (per input element for the
+ * loss: the logits): passes over activations of that size (each a read or a write of one
+ * element), passes over fp32 copies, and the dropout keep mask's byte. All zero: not listed
+ * (the roofline's operand bytes apply). */
 typedef struct {
   guint8 forward;    /* activation passes of its forward kernels */
   guint8 backward;   /* of its whole backward */
   guint8 mask;       /* 1: a keep mask written forward and read backward */
+  guint8 forward_fp32, backward_fp32; /* passes over fp32 copies (4 bytes an element) */
 } CmOpTraffic;
 
 typedef struct {
@@ -66,7 +69,8 @@ double cm_framework_host_time(const CmFramework *framework, const MdlOp *op, CmH
 /* Bytes the kernels of @op move under @framework when @op is a memory-bound op the profile
  * lists (a layernorm, a softmax with dropout, a dropout-add, a one-input activation as wide as
  * its output: @in_elems, its inputs' elements, equal to @out_elems): @forward and @backward
- * (its whole backward) for @out_elems output elements of @elem_bytes each. FALSE, leaving both
+ * (its whole backward) for @out_elems output elements (@in_elems for a loss) of @elem_bytes
+ * each. FALSE, leaving both
  * untouched, for any other op (a gated activation reading 2f to write f, ...) or a NULL
  * @framework: the caller keeps the roofline's operand bytes. Figures and sources:
  * cm_framework.c. */

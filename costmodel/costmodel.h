@@ -21,8 +21,9 @@ typedef struct {
                                 TRUE); FALSE: matmul_efficiency everywhere, no kernel floor */
   double vector_efficiency;  /* fraction of vector FLOP/s elementwise kernels reach */
   double memory_efficiency;  /* fraction of HBM bandwidth streaming kernels reach */
-  double optimizer_bytes_per_param; /* HBM traffic of one Adam step per local parameter
-                                       (cm_adam_bytes_per_param) */
+  double optimizer_bytes_per_param; /* HBM traffic of one optimizer step per local parameter
+                                       of a bf16 model (cm_adam_bytes_per_param); other
+                                       dtypes scale by cm_adam_bytes_per_param's ratio */
   double kernel_overhead_s;  /* added to every compute kernel: launch and scheduling gap */
   int gemm_tile_m, gemm_tile_n; /* output tile of one thread block (tile/wave quantization);
                                    0 (default): the library's choice among its tile shapes,
@@ -109,8 +110,13 @@ DevDtype cm_op_dtype(const MdlOp *op, DevDtype dtype);
  * copy and its transpose): memory bound, plus the kernel overhead; 0 for none. */
 double cm_fp8_cast_time(const CmParams *params, const DevKind *device, double elements);
 
-/* Optimizer (Adam) step over @params_local parameters on one device: memory bound. */
-double cm_optimizer_time(const CmParams *params, const DevKind *device, double params_local);
+/* Optimizer step bytes per parameter for a model of @dtype: params->optimizer_bytes_per_param
+ * (stated for bf16) times cm_adam_bytes_per_param(@dtype) / cm_adam_bytes_per_param(bf16). */
+double cm_optimizer_bytes(const CmParams *params, DevDtype dtype);
+/* Optimizer (Adam) step over @params_local parameters of a @dtype model on one device: memory
+ * bound. */
+double cm_optimizer_time(const CmParams *params, const DevKind *device, DevDtype dtype,
+                         double params_local);
 
 typedef enum {
   CM_ALL_REDUCE,

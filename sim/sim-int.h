@@ -75,7 +75,9 @@ struct SimRun {
 
 /* sim_build_with_options, or with @for_merge the graph chain merging (sim_merge.c) reads: no
  * CSR (it reads the edge list in any order) and the host stream not materialized (see
- * SimTaskGraph.host_duration). */
+ * SimTaskGraph.host_duration); unless the launches look too slow for merging to hold (a
+ * host-bound run: sb_host_bound), where the full graph is built. Which one came back: a graph
+ * for merging has no CSR (succ_offsets NULL). */
 SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *strategy,
                                    const DevCluster *cluster, const CmParams *params,
                                    const SimOptions *options, gboolean for_merge, GError **error);
@@ -130,11 +132,11 @@ void sim_breakdown_sums(const SimTaskGraph *graph, const SimSchedule *schedule,
 
 /* Chain merging (sim_merge.c): the makespan and breakdown sums of @graph's schedule, computed
  * on a reduced graph (compute chains merged, the host stream timed outside the engine), bit
- * for bit those of sim_engine_run + sim_breakdown_sums on @graph. FALSE where the reduction
- * does not apply or its check fails (the caller then runs the full engine); @error only for a
- * dependency cycle. */
+ * for bit those of sim_engine_run + sim_breakdown_sums on @graph; @reduced_tasks gets the
+ * reduced graph's size. FALSE where the reduction does not apply or its check fails (the
+ * caller then runs the full engine, which also reports a dependency cycle). */
 gboolean sim_merge_predict(const SimTaskGraph *graph, SimTime *makespan, SimBreakdownSums *out,
-                           uint32_t *reduced_tasks, gboolean *applied, GError **error);
+                           uint32_t *reduced_tasks);
 
 /* Per device (CSR: @offsets_out gets num_devices + 1 entries, caller frees), the intervals in
  * which its compute stream was idle because the host had not yet launched its next compute

@@ -165,8 +165,8 @@ typedef struct {
   int crossmesh_order;       /* SimCrossMeshOrder, when crossmesh is set */
   /* Only the prediction is wanted: no per-task output (trace, timeline, explain, delta), so
    * the run may be timed on a graph with its compute chains merged (sim_merge.c, exact: the
-   * same prediction bit for bit); the run then has no schedule (sim_run_schedule is NULL and
-   * the per-task accessors refuse). */
+   * same prediction bit for bit). Where it was (SimPrediction.merged_tasks > 0) the run has no
+   * schedule: sim_run_schedule is NULL, the timeline is empty and sim_run_task refuses. */
   gboolean prediction_only;
   struct SimProgress *progress; /* nullable, borrowed: the run's phases are reported there
                                    (sim/sim_progress.h); nothing computed depends on it */

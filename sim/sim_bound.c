@@ -119,26 +119,18 @@ static int group_base(const MdlMesh *mesh, unsigned mask, int idx) {
 }
 
 /* Time of converting tensor @t from @from to @to on mesh @mesh_index for the device at mesh
- * index @idx: the collectives of its groups, axis by axis, timed as sb_convert_on_mesh times
- * them (the same collective per layout change, the same bytes, the same cost function). */
+ * index @idx: the collectives of its groups, in sb_convert_on_mesh's steps (sb_conversion_steps:
+ * the same collectives, order and bytes), timed by the same cost function. */
 static SimTime conversion_time(Gaps *g, int mesh_index, MdlLayout from, MdlLayout to, int t, int idx) {
   const Builder *b = g->b;
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
+  SbConversionStep steps[MDL_MAX_MESH_AXES];
+  int n = sb_conversion_steps(b, mesh_index, from, to, t, steps);
   SimTime sum = 0;
-  for (int a = 0; a < mesh->ndims; a++) {
-    int src = from.axis[a], dst = to.axis[a];
-    if (src == dst || mesh->shape[a] == 1) continue;
-    if (src != MDL_LAYOUT_PARTIAL && src < 0) { /* Broadcast to Split or Partial: free */
-      from.axis[a] = (int8_t)dst;
-      continue;
-    }
-    CmCollective coll = src == MDL_LAYOUT_PARTIAL ? (dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER)
-                                                  : (dst == MDL_LAYOUT_BROADCAST ? CM_ALL_GATHER : CM_ALL_TO_ALL);
-    double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
-    from.axis[a] = (int8_t)dst;
-    double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
-    sum += collective_time(g, mesh_index, 1u << a, group_base(mesh, 1u << a, idx), coll,
-                           MAX(before, after) * b->dtype_bytes);
+  for (int k = 0; k < n; k++) {
+    unsigned mask = 1u << steps[k].axis;
+    sum += collective_time(g, mesh_index, mask, group_base(mesh, mask, idx), steps[k].coll,
+                           steps[k].elements * b->dtype_bytes);
   }
   return sum;
 }
@@ -238,6 +230,7 @@ static SimTime bucket_collectives(Gaps *g, const GArray *items, const GArray *bu
     if (idx < 0) continue;
     double bytes = 0;
     for (guint i = range[0]; i < range[1]; i++) bytes += all[i].bytes;
+    if (coll == CM_ALL_GATHER) bytes = sb_param_bytes(g->b, bytes); /* the parameters (add_bucket) */
     sum += collective_time(g, it->m, it->mask, group_base(mdl_strategy_mesh(g->b->s, it->m), it->mask, idx), coll, bytes);
   }
   return sum;
@@ -247,11 +240,8 @@ static SimTime bucket_collectives(Gaps *g, const GArray *items, const GArray *bu
 static void stream_syncs(Gaps *g, const int *index, Stream *st) {
   Builder *b = (Builder *)g->b;
   if (!g->items) {
-    int *units = b->fsdp_unit;
-    b->fsdp_unit = NULL; /* the DDP buckets (ZeRO-3's are per FSDP unit) */
     g->items = sb_sync_items(b, NULL);
-    g->buckets = sb_sync_buckets(b, g->items);
-    b->fsdp_unit = units;
+    g->buckets = sb_sync_buckets(b, g->items, FALSE); /* DDP's (ZeRO-3's are per FSDP unit) */
   }
   st->all_reduce = bucket_collectives(g, g->items, g->buckets, index, CM_ALL_REDUCE);
   st->reduce_scatter = bucket_collectives(g, g->items, g->buckets, index, CM_REDUCE_SCATTER);
@@ -265,7 +255,7 @@ static void stream_shards(Gaps *g, const int *index, Stream *st) {
   Builder *b = (Builder *)g->b;
   if (!b->fsdp_unit) {
     b->fsdp_unit = mdl_strategy_fsdp_units(b->s, b->g);
-    g->unit_buckets = sb_sync_buckets(b, g->items);
+    g->unit_buckets = sb_sync_buckets(b, g->items, TRUE);
   }
   st->unit_reduce_scatter = bucket_collectives(g, g->items, g->unit_buckets, index, CM_REDUCE_SCATTER);
   GArray *gathers = g_array_new(FALSE, FALSE, sizeof(SbUnitGather));

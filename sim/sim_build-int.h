@@ -52,8 +52,8 @@ typedef struct {
   uint32_t *rec_base;       /* per op: R tasks (its forward re-run before its backward under
                                recomputation); NO_TASK: not recomputed */
   int *group;               /* per op: recomputation group (mdl_strategy_recompute_groups) */
-  int *fsdp_unit;           /* per op under ZeRO-3: its FSDP unit (mdl_strategy_fsdp_units);
-                               NULL otherwise */
+  int *fsdp_unit;           /* per op: its FSDP unit (mdl_strategy_fsdp_units), used under
+                               ZeRO-3 only */
   uint32_t *chain_prev;     /* per compute task: the compute task before it in its device's
                                program (NO_TASK: the first); compute tasks have the lowest ids */
   uint32_t *chain_next;     /* per compute task: the one after it (NO_TASK: the last) */
@@ -138,6 +138,12 @@ void sb_build_compute(Builder *b);
 /* The host stream (sim_build_host.c): one host task per compute task, after them, in program
  * order; nothing under MDL_FRAMEWORK_NONE. Called by sb_build_compute. */
 void sb_add_host_tasks(Builder *b);
+/* Whether, on some simulated device, launching its compute tasks takes the host longer than
+ * the kernels take the GPU: the host cannot keep up, launches gate kernels throughout, and
+ * chain merging (which needs them ahead) would fall back after a wasted try. A guess that
+ * only picks the faster of two exact paths (measured: runs that merged had ratios up to 0.82,
+ * every one above 1 fell back); needs the compute tasks built. */
+gboolean sb_host_bound(const Builder *b);
 void sb_build_segments(Builder *b);
 
 /* A cross-mesh resharding plan for moving tensor t between two (mesh, layout)s. */
@@ -208,6 +214,19 @@ SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective co
 void sb_edges_from_distinct(Builder *b, const uint32_t *deps, int n, uint32_t to);
 void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to,
                             int t, int op, int mb, uint32_t *ready);
+/* One collective step of a conversion on a mesh: axis @axis changes by @coll, which moves
+ * @elements per device (the larger of the sizes before and after it, AutoDDL Table 2). */
+typedef struct {
+  int axis;
+  CmCollective coll;
+  double elements;
+} SbConversionStep;
+/* The collective steps of converting tensor @t from @from to @to on mesh @mesh_index, in the
+ * order sb_convert_on_mesh runs them (its comment); the free steps (a local slice) are applied
+ * but not listed. Returns their count (at most MDL_MAX_MESH_AXES). The simulator, its task
+ * estimate and the search's bound (sim/sim_bound.c) all enumerate conversions through it. */
+int sb_conversion_steps(const Builder *b, int mesh_index, MdlLayout from, MdlLayout to, int t,
+                        SbConversionStep *steps);
 void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready);
 /* The forward conversion of tensor @t for @consumer: per microbatch mb and representative r of
@@ -262,14 +281,18 @@ typedef struct {
   int first;        /* first op using it there */
   int ready;        /* smallest index of its ops there: its gradient completes when that op's
                        backward does, and backward runs in reverse op order */
-  double bytes;     /* per device */
+  double bytes;     /* per device: its gradient (cm_framework_grad_bytes per element) */
 } SyncItem;
+/* Bytes of the parameters whose gradients are @grad_bytes (ZeRO 1/2's all-gather after the
+ * step moves the model's parameters, not the fp32 gradients Megatron-LM reduces). */
+double sb_param_bytes(const Builder *b, double grad_bytes);
 /* The gradient syncs (SyncItem) of every weight on every mesh where it is replicated, in
  * bucket order; with @local_params (per device, zeroed) also adds each simulated device's
  * parameters its optimizer steps. Caller g_array_unref()s. */
 GArray *sb_sync_items(const Builder *b, double *local_params);
-/* The DDP buckets over sorted @items: [begin, end) pairs of guint. Caller g_array_unref()s. */
-GArray *sb_sync_buckets(const Builder *b, const GArray *items);
+/* The buckets over sorted @items: [begin, end) pairs of guint; @per_unit: one per FSDP unit
+ * (ZeRO-3, b->fsdp_unit), else DDP's up to the bucket cap. Caller g_array_unref()s. */
+GArray *sb_sync_buckets(const Builder *b, const GArray *items, gboolean per_unit);
 
 /* Builder entries that no task carries: compute tasks' op x microbatch x mesh index, summed
  * (sim_build_estimate.c). */

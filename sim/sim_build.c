@@ -249,6 +249,8 @@ static void conversion_free(gpointer data) {
 
 void sb_build_compute(Builder *b) {
   add_compute_tasks(b);
+  /* a graph for merging only where merging is likely to hold (sim_build_unfinished) */
+  if (b->for_merge && sb_host_bound(b)) b->for_merge = FALSE;
   b->chain_prev = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
   b->chain_next = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
   for (uint32_t i = 0; i < sim_task_graph_size(b->tg); i++)
@@ -353,7 +355,7 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
   b->wgt_base = g_new(uint32_t, b->nops);
   b->rec_base = g_new(uint32_t, b->nops);
   b->group = mdl_strategy_recompute_groups(strategy, graph);
-  b->fsdp_unit = strategy->zero_stage >= 3 ? mdl_strategy_fsdp_units(strategy, graph) : NULL;
+  b->fsdp_unit = mdl_strategy_fsdp_units(strategy, graph);
   b->grads_done_b = g_new0(int, strategy->num_stages);
   b->grads_done_w = g_new0(int, strategy->num_stages);
   b->sample_tdim = g_new(int, nt);
@@ -470,7 +472,7 @@ SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *str
   reserve(b.tg->edges, 5 * ntasks);
   sb_build_compute(&b);
   sb_build_segments(&b);
-  if (!for_merge) sim_task_graph_finish(b.tg);
+  if (!b.for_merge) sim_task_graph_finish(b.tg); /* a full graph (sb_build_compute) */
   SimTaskGraph *tg = b.tg;
   sb_builder_clear(&b);
   return tg;

@@ -134,9 +134,41 @@ static const GArray *simulated_groups(Builder *b, int m, int a) {
 }
 
 /* Converts tensor @t from @from to @to on one mesh; @ready holds per mesh index the task the
- * data waits for and is updated in place. Axes are converted in order, each by one collective
- * per group along the axis; the message size n follows AutoDDL Table 2 (the larger of the
- * per-device sizes before and after the step). */
+ * data waits for and is updated in place. Each axis is converted by one collective per group
+ * along it; the message size n follows AutoDDL Table 2 (the larger of the per-device sizes
+ * before and after the step). The steps run so that the data is smallest when it moves: first
+ * the free ones (Broadcast to a Split slice or to Partial), then the reductions of partial sums
+ * (all-reduce, reduce-scatter), then the all-to-alls, then the all-gathers; axes in order
+ * within each. (So a row-parallel expert GEMM's output, partial over tp and split by expert,
+ * is reduce-scattered over tp before its all-to-all over ep, as Megatron-Core's
+ * token_unpermutation runs RS(TP) before A2A(EP).) */
+int sb_conversion_steps(const Builder *b, int mesh_index, MdlLayout from, MdlLayout to, int t,
+                        SbConversionStep *steps) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
+  int n = 0;
+  for (int step = 0; step < 4 * mesh->ndims; step++) {
+    int a = step % mesh->ndims, pass = step / mesh->ndims;
+    int src = from.axis[a], dst = to.axis[a];
+    if (src == dst || mesh->shape[a] == 1) continue;
+    /* Pass 0: Broadcast to Split (a local slice) or to Partial (keep one copy), free; 1: partial
+     * sums reduced; 2: all-to-all; 3: all-gather. */
+    int kind = src == MDL_LAYOUT_PARTIAL ? 1 : src < 0 ? 0 : dst >= 0 ? 2 : 3;
+    if (kind != pass) continue;
+    if (kind == 0) {
+      from.axis[a] = (int8_t)dst;
+      continue;
+    }
+    CmCollective coll = kind == 1 ? (dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER)
+                        : kind == 2 ? CM_ALL_TO_ALL
+                                    : CM_ALL_GATHER;
+    double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
+    from.axis[a] = (int8_t)dst;
+    double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
+    steps[n++] = (SbConversionStep){a, coll, MAX(before, after)};
+  }
+  return n;
+}
+
 void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to,
                             int t, int op, int mb, uint32_t *ready) {
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
@@ -149,20 +181,11 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
   int *members = heap ? heap : stack, *devices = members + mesh->ndevices,
       *sim = devices + mesh->ndevices;
   uint32_t *deps = heap_deps ? heap_deps : stack_deps;
-  for (int a = 0; a < mesh->ndims; a++) {
-    int src = from.axis[a], dst = to.axis[a];
-    if (src == dst || mesh->shape[a] == 1) continue;
-    CmCollective coll;
-    if (src == MDL_LAYOUT_PARTIAL) coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER;
-    else if (src >= 0) coll = dst == MDL_LAYOUT_BROADCAST ? CM_ALL_GATHER : CM_ALL_TO_ALL;
-    else { /* Broadcast to Split (a local slice) or to Partial (keep one copy): free. */
-      from.axis[a] = (int8_t)dst;
-      continue;
-    }
-    double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
-    from.axis[a] = (int8_t)dst;
-    double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
-    double bytes = MAX(before, after) * b->dtype_bytes;
+  SbConversionStep steps[MDL_MAX_MESH_AXES];
+  int nsteps = sb_conversion_steps(b, mesh_index, from, to, t, steps);
+  for (int k = 0; k < nsteps; k++) {
+    int a = steps[k].axis;
+    double bytes = steps[k].elements * b->dtype_bytes;
     const GArray *bases = simulated_groups(b, mesh_index, a);
     for (guint g = 0; g < bases->len; g++) {
       int base = g_array_index(bases, int, g);
@@ -174,7 +197,8 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
         sim[nsim++] = devices[i];
       }
       if (nsim == 0) continue; /* a replica group: its twin through a representative runs */
-      SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, coll, devices, p, sim, nsim, bytes, op, t, mb);
+      SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, steps[k].coll, devices, p, sim,
+                                                nsim, bytes, op, t, mb);
       sb_edges_from_distinct(b, deps, nsim, task.gate);
       for (int i = 0; i < p; i++) ready[members[i]] = task.join;
     }
@@ -263,7 +287,11 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready) {
   const MdlMesh *sm = mdl_strategy_mesh(b->s, src_mesh);
   const MdlMesh *dm = mdl_strategy_mesh(b->s, dst_mesh);
-  g_autofree uint32_t *ready = g_memdup2(src_ready, sizeof(uint32_t) * (gsize)sm->ndevices);
+  /* a copy to update: on the stack for meshes of up to 256 devices (once per microbatch) */
+  uint32_t stack_ready[256];
+  g_autofree uint32_t *heap_ready = sm->ndevices > 256 ? g_new(uint32_t, sm->ndevices) : NULL;
+  uint32_t *ready = heap_ready ? heap_ready : stack_ready;
+  memcpy(ready, src_ready, sizeof(uint32_t) * (gsize)sm->ndevices);
   gboolean same_shape = sm->ndims == dm->ndims &&
                         memcmp(sm->shape, dm->shape, sizeof(int) * (gsize)sm->ndims) == 0;
   if (src_mesh == dst_mesh) {

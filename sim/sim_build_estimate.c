@@ -193,7 +193,7 @@ static guint64 parameter_gathers(const Estimator *e) {
 static guint64 gradient_sync(const Estimator *e) {
   const Builder *b = e->b;
   GArray *items = sb_sync_items(b, NULL);
-  GArray *buckets = sb_sync_buckets(b, items);
+  GArray *buckets = sb_sync_buckets(b, items, b->s->zero_stage >= 3);
   const SyncItem *all = (const SyncItem *)items->data;
   guint64 n = 0;
   for (guint k = 0; k < buckets->len; k++) {

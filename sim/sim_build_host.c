@@ -55,6 +55,37 @@ static void add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *pr
   }
 }
 
+/* Kernels and host time per op and phase (index op * PHASES + phase), once: every microbatch
+ * and device launches the same. */
+enum { PHASES = CM_HOST_BACKWARD_WEIGHT + 1 };
+static void host_tables(const Builder *b, const CmFramework *f, int *op_kernels, SimTime *op_time) {
+  for (int o = 0; o < b->nops; o++)
+    for (int ph = 0; ph < PHASES; ph++) {
+      const MdlOp *op = mdl_graph_op(b->g, o);
+      if (op_kernels) op_kernels[o * PHASES + ph] = cm_framework_kernels(f, op, (CmHostPhase)ph);
+      op_time[o * PHASES + ph] = sim_time_from_seconds(cm_framework_host_time(f, op, (CmHostPhase)ph));
+    }
+}
+
+gboolean sb_host_bound(const Builder *b) {
+  const CmFramework *f = cm_framework_get(b->s->framework);
+  if (!f) return FALSE;
+  g_autofree SimTime *op_time = g_new(SimTime, (gsize)b->nops * PHASES);
+  host_tables(b, f, NULL, op_time);
+  const SimTaskGraph *tg = b->tg;
+  g_autofree SimTime *busy = g_new0(SimTime, 2 * (gsize)tg->num_devices); /* kernels, launches */
+  const SimTask *tasks = (const SimTask *)tg->tasks->data;
+  const uint32_t *res = (const uint32_t *)tg->task_resources->data;
+  for (uint32_t c = 0; c < tg->tasks->len; c++) {
+    uint32_t d = res[tasks[c].res_begin] / 2;
+    busy[2 * d] += tasks[c].duration;
+    busy[2 * d + 1] += op_time[tasks[c].op * PHASES + (int)host_phase(b, &tasks[c])];
+  }
+  for (int d = 0; d < tg->num_devices; d++)
+    if (busy[2 * d + 1] > busy[2 * d]) return TRUE; /* the host cannot keep up */
+  return FALSE;
+}
+
 void sb_add_host_tasks(Builder *b) {
   const CmFramework *f = cm_framework_get(b->s->framework);
   SimTaskGraph *tg = b->tg;
@@ -64,24 +95,16 @@ void sb_add_host_tasks(Builder *b) {
   tg->host_base = n;
   tg->host_resource_base = (uint32_t)tg->num_resources;
   tg->num_resources += tg->num_devices;
-  /* Kernels and host time per op and phase, once (every microbatch and device launches the
-   * same). */
-  enum { PHASES = CM_HOST_BACKWARD_WEIGHT + 1 };
   g_autofree int *op_kernels = g_new(int, (gsize)b->nops * PHASES);
   g_autofree SimTime *op_time = g_new(SimTime, (gsize)b->nops * PHASES);
-  for (int o = 0; o < b->nops; o++)
-    for (int ph = 0; ph < PHASES; ph++) {
-      const MdlOp *op = mdl_graph_op(b->g, o);
-      op_kernels[o * PHASES + ph] = cm_framework_kernels(f, op, (CmHostPhase)ph);
-      op_time[o * PHASES + ph] = sim_time_from_seconds(cm_framework_host_time(f, op, (CmHostPhase)ph));
-    }
+  host_tables(b, f, op_kernels, op_time);
   g_autofree int *kernels = g_new(int, n ? n : 1);
   SimTask *tasks = (SimTask *)tg->tasks->data;
   if (b->for_merge) { /* durations and queue pairs only (sim-int.h) */
     tg->host_base = UINT32_MAX;
     tg->num_resources -= tg->num_devices;
     tg->host_duration = g_new(SimTime, n ? n : 1);
-    tg->host_queue = g_array_new(FALSE, FALSE, sizeof(uint32_t));
+    tg->host_queue = g_array_sized_new(FALSE, FALSE, sizeof(uint32_t), 2 * (n ? n : 1));
     for (uint32_t c = 0; c < n; c++) {
       int k = tasks[c].op * PHASES + (int)host_phase(b, &tasks[c]);
       kernels[c] = op_kernels[k];

@@ -12,9 +12,14 @@
  * the whole group's time. Meshes that share devices (FlexFlow-style per-op placements) are
  * always expanded. */
 
-static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsigned mask) {
+/* In step mode (sim_network.h) the groups must also fold, or, for an axis left @expanded while
+ * others fold, be alike: the folding permutes replicas along the other axes, which must map
+ * each of these groups to one whose links are the same. */
+static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsigned mask,
+                                   gboolean expanded) {
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
+  g_autofree int *first_devices = g_new(int, mesh->ndevices);
   CmLinkCost first = {0};
   CmGroupShape first_shape = {0};
   gboolean have = FALSE;
@@ -22,7 +27,10 @@ static gboolean uniform_group_cost(const Builder *b, const MdlMesh *mesh, unsign
     if (!sb_is_group_base(mesh, mask, base)) continue;
     int p = sb_group_members(mesh, mask, base, members);
     for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
-    if (b->step && !sim_network_group_foldable(b->c, devices, p)) return FALSE;
+    if (b->step && (expanded ? have && !sim_network_groups_alike(b->c, first_devices, devices, p)
+                             : !sim_network_group_foldable(b->c, devices, p)))
+      return FALSE;
+    if (!have) memcpy(first_devices, devices, sizeof(int) * (gsize)p);
     CmLinkCost c = cm_group_link(b->c, devices, p);
     /* NCCL's model (cm_tuner.h) costs a group by its shape: hosts and members per host. */
     CmGroupShape g;
@@ -89,18 +97,20 @@ static gboolean meshes_disjoint(const Builder *b) {
 /* Mask of the axes of mesh @m whose replicas may be folded: all axes of size > 1, when the
  * groups the simulation forms on it (along each single axis for resharding, over the gradient
  * sync masks) have uniform costs; otherwise none. */
-static unsigned full_mask(const MdlMesh *mesh) {
+static unsigned symmetric_axes(const Builder *b, int m, const int *ops, int nops) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
   unsigned all = 0;
   for (int a = 0; a < mesh->ndims; a++)
     if (mesh->shape[a] > 1) all |= 1u << a;
-  return all;
-}
-
-static unsigned symmetric_axes(const Builder *b, int m, const int *ops, int nops) {
-  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
-  unsigned all = full_mask(mesh);
+  unsigned fold = all;
+  /* Step mode folds the axes whose groups fold (sim_network.h) and expands the others, when
+   * every gradient sync group lies within the folded axes or outside them (a group across both
+   * would have some simulated members, neither one nor all). */
   for (int a = 0; a < mesh->ndims; a++)
-    if ((all & (1u << a)) && !uniform_group_cost(b, mesh, 1u << a)) return 0;
+    if ((all & (1u << a)) && !uniform_group_cost(b, mesh, 1u << a, FALSE)) {
+      if (!b->step || !uniform_group_cost(b, mesh, 1u << a, TRUE)) return 0;
+      fold &= ~(1u << a);
+    }
   /* Each mask is checked once (a check walks the whole mesh; there are at most 2^4 masks and
    * possibly millions of weights). */
   guint32 uniform = 0;
@@ -115,11 +125,17 @@ static unsigned symmetric_axes(const Builder *b, int m, const int *ops, int nops
       MdlLayout layout;
       unsigned mask = sb_grad_sync_mask(b, w, m, &first, &layout);
       if (!mask || (uniform & (1u << mask))) continue;
-      if (!uniform_group_cost(b, mesh, mask)) return 0;
+      gboolean expanded = b->step && !(mask & fold);
+      if ((!expanded && (mask & ~fold)) || !uniform_group_cost(b, mesh, mask, expanded)) return 0;
       uniform |= 1u << mask;
     }
   }
-  return all;
+  return fold;
+}
+
+static gboolean same_shape(const Builder *b, int m1, int m2) {
+  const MdlMesh *x = mdl_strategy_mesh(b->s, m1), *y = mdl_strategy_mesh(b->s, m2);
+  return x->ndims == y->ndims && memcmp(x->shape, y->shape, sizeof(int) * (gsize)x->ndims) == 0;
 }
 
 void sb_choose_representatives(Builder *b, gboolean allow) {
@@ -128,9 +144,9 @@ void sb_choose_representatives(Builder *b, gboolean allow) {
   b->rep_idx = g_new0(int *, nm);
   b->rep_pos = g_new0(int *, nm);
   b->rep_of = g_new0(int *, nm);
-  /* Step mode folds under sim_network.h's conditions, and only when every mesh folds all its
-   * axes: a stage-to-stage transfer between a folded and an expanded mesh would book replicas'
-   * sends on the representative's egress. */
+  /* Step mode folds under sim_network.h's conditions, and only when every mesh folds the same
+   * axes of the same shape: a stage-to-stage transfer from a folded to an expanded mesh would
+   * book replicas' sends on the representative's egress. */
   b->symmetric = allow && (!b->step || sim_network_foldable(b->c, b->s->overlap)) &&
                  meshes_disjoint(b) && uniform_transfers(b);
   /* The ops of each mesh (CSR), for symmetric_axes. */
@@ -141,10 +157,13 @@ void sb_choose_representatives(Builder *b, gboolean allow) {
   g_autofree int *fill = g_memdup2(begin, sizeof(int) * (gsize)nm);
   for (int o = 0; o < b->nops; o++) ops[fill[cfg(b, o)->mesh]++] = o;
   g_autofree unsigned *masks = g_new0(unsigned, nm);
+  unsigned any = 0;
   for (int m = 0; m < nm && b->symmetric; m++) {
     masks[m] = symmetric_axes(b, m, ops + begin[m], begin[m + 1] - begin[m]);
-    if (b->step && masks[m] != full_mask(mdl_strategy_mesh(b->s, m))) b->symmetric = FALSE;
+    any |= masks[m];
+    if (b->step && m > 0 && (masks[m] != masks[0] || !same_shape(b, 0, m))) b->symmetric = FALSE;
   }
+  if (b->step && !any) b->symmetric = FALSE; /* nothing folds: say so */
   for (int m = 0; m < nm; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
     unsigned mask = b->symmetric ? masks[m] : 0;

@@ -189,6 +189,10 @@ static int compare_sync_items(const void *pa, const void *pb) {
  * parameter all-gather follows), or with @prefetch by nothing, the first microbatch's forwards
  * of the bucket's weights waiting for it instead (the parameter all-gather overlapped with the
  * forward pass). With @syncs, the joins go there as (task, device) pairs. */
+double sb_param_bytes(const Builder *b, double grad_bytes) {
+  return grad_bytes * b->dtype_bytes / cm_framework_grad_bytes(b->s->framework, b->s->dtype);
+}
+
 static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective coll, int mb,
                        const uint32_t *after, gboolean prefetch, GArray *syncs) {
   int m = items[0].m;
@@ -196,6 +200,7 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
   double bytes = 0;
   for (int k = 0; k < n; k++) bytes += items[k].bytes;
+  if (coll == CM_ALL_GATHER) bytes = sb_param_bytes(b, bytes); /* the parameters */
   g_autofree int *members = g_new(int, mesh->ndevices);
   g_autofree int *devices = g_new(int, mesh->ndevices);
   g_autofree int *sim = g_new(int, mesh->ndevices);
@@ -282,9 +287,10 @@ GArray *sb_sync_items(const Builder *b, double *local_params) {
   return items;
 }
 
-GArray *sb_sync_buckets(const Builder *b, const GArray *items) {
+GArray *sb_sync_buckets(const Builder *b, const GArray *items, gboolean per_unit) {
   const SyncItem *all = (const SyncItem *)items->data;
   GArray *buckets = g_array_new(FALSE, FALSE, sizeof(guint) * 2); /* [begin, end) in items */
+  gboolean fsdp = per_unit;
   for (guint i = 0; i < items->len;) {
     guint j = i;
     double filled = 0;
@@ -293,10 +299,10 @@ GArray *sb_sync_buckets(const Builder *b, const GArray *items) {
       /* FSDP (ZeRO-3): one bucket per unit, its gradients reduce-scattered together once its
        * backward is done (PyTorch FSDP's post-backward hook reduce-scatters the unit's flat
        * gradient; Zhao et al. 2023, section 3), whatever the bucket cap. */
-      if (b->fsdp_unit && b->fsdp_unit[all[j].ready] != b->fsdp_unit[all[i].ready]) break;
+      if (fsdp && b->fsdp_unit[all[j].ready] != b->fsdp_unit[all[i].ready]) break;
       filled += all[j].bytes;
       j++;
-      if (!b->fsdp_unit && (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes)) break;
+      if (!fsdp && (b->s->bucket_bytes <= 0 || filled >= b->s->bucket_bytes)) break;
     }
     guint range[2] = {i, j};
     g_array_append_val(buckets, range);
@@ -329,7 +335,7 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
   GArray *syncs = g_array_new(FALSE, FALSE, sizeof(uint32_t) * 2); /* (task, device) */
   GArray *items = sb_sync_items(b, local_params);
   const SyncItem *all = (const SyncItem *)items->data;
-  GArray *buckets = sb_sync_buckets(b, items);
+  GArray *buckets = sb_sync_buckets(b, items, b->s->zero_stage >= 3);
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
     guint i = range[0], j = range[1];
@@ -355,7 +361,7 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
   for (int d = 0; d < ndev; d++) {
     opt[d] = NO_TASK;
     if (local_params[d] <= 0) continue;
-    t.duration = sim_time_from_seconds(cm_optimizer_time(b->p, &b->c->device, local_params[d]));
+    t.duration = sim_time_from_seconds(cm_optimizer_time(b->p, &b->c->device, b->s->dtype, local_params[d]));
     uint32_t r = sim_resource_compute(d);
     opt[d] = sim_task_graph_add(b->tg, &t, &r, 1);
     if (last_compute[d] != NO_TASK) sim_task_graph_edge(b->tg, last_compute[d], opt[d]);

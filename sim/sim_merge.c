@@ -3,44 +3,55 @@
  * Why it is exact. A device's compute stream (resource 2d) serves only that device's compute
  * tasks, chained in program order by the builder (chain_prev), and possibly its optimizer step
  * after the last of them; the applicability check below refuses anything else (collectives
- * that hold compute streams without overlap, step-expanded spans, graphs not from sim_build).
+ * that hold compute streams without overlap, graphs not from sim_build; step-expanded
+ * collectives' transfers hold link resources only, and their spans are kept).
  * So a compute task's start equals its ready time (its chain predecessor has ended, and nothing
  * else can hold the stream), and a compute task c whose predecessors are only its chain
  * predecessor, earlier compute tasks of its own device (ended before the chain predecessor) and
  * its host launch h(c) starts at max(end(chain_prev), end(h(c))). If moreover h(c) has ended by
  * then ("the launch is not late"), c starts exactly when chain_prev ends. A maximal run of such
- * tasks whose inner members have no successor off the device's compute chain (other than launch
- * queue edges into the host stream) is a group: it runs back to back from its head's start, so
- * it is replaced by one task lasting the sum of its members' durations (integer picoseconds:
- * the sum is exact, and member i starts at the group's start plus the durations before it).
- * Edges into the head and out of the tail are kept; edges into inner members are implied by the
- * chain; edges out of inner members go to the same device's later compute tasks (implied too).
+ * tasks whose members before the last have no successor off the device's compute chain (other
+ * than launch queue edges into the host stream) is a group: it runs back to back from its
+ * head's start, so it is replaced by one task lasting the sum of its members' durations
+ * (integer picoseconds: the sum is exact, and member i starts at the group's start plus the
+ * durations before it). Edges out of a tail into a head (or into or out of tasks that are not
+ * compute) are kept; the others join members that last more than zero (zero-duration compute
+ * tasks are groups of their own): an edge into one is implied by the chain, and one out of one
+ * ends before its target's chain predecessor pops, so it never decides when its target is
+ * ready or pushed.
  *
- * The host stream (sim_build_host.c) is not in the reduced graph: a host resource serves only
- * its device's launches, in program order, so h(c) starts at max(end(h(chain_prev)), end of the
+ * The host stream (sim_build_host.c) is not in the reduced graph (a graph built for merging
+ * does not even materialize it: SimTaskGraph.host_duration): a host resource serves only its
+ * device's launches, in program order, so h(c) starts at max(end(h(chain_prev)), end of the
  * compute tasks c's launch queue waits for) and its end is computed after the engine, in one
- * pass per device, from the compute tasks' (exact) ends. The engine's result equals the full
- * one when every launch left out was not late: each device's first launch is given as a release
- * time on its first task (it has no predecessor: it ends at its own duration), and for every
- * other compute task the pass checks end(h(c)) <= its ready time in the reduced run. A launch
- * that was late makes the check fail and the caller runs the full engine: the result is never
- * an approximation. A host task ends no later than its kernel starts, so the makespan is the
+ * pass per device, from the compute tasks' (exact) ends. A launch that gates its kernel (ends
+ * after the kernel's other dependencies: "late") is given to the reduced run as a release time
+ * of that kernel, which then heads its group; each device's first launch is one from the start
+ * (it has no predecessor: it ends at its own duration). The pass checks that every compute
+ * task's ready time, max(dependencies, launch end), is the one the reduced run used,
+ * max(dependencies, release). Where it is not, the releases are corrected and the reduced graph
+ * timed again; once it is, the reduced run is the full one: both engines pop the same tasks in
+ * the same order at the same times, the launches' ends being what the full run computes from
+ * the same earlier ends. After MERGE_ROUNDS runs, or with many launches late (a host-bound run,
+ * where merging saves little), the caller runs the full engine: the result is never an
+ * approximation. A host task ends no later than its kernel starts, so the makespan is the
  * reduced graph's.
  *
  * Tie-breaks: the engine pops equal ready times by task id. Reduced ids keep the original
  * relative order (groups by their head's id, all below the other tasks, as compute ids are),
  * zero-duration compute tasks stay alone (their successors become ready at their pop time)
  * and, where such a task's launch lasts zero too, the launch must have ended before its other
- * dependencies (else the task would be pushed at a different point of that time's pops), so a task pushed earlier in the reduced
- * run than in the full one (a group's successors at the group's pop, a kernel at its last
- * predecessor's rather than its launch's pop) is pushed before its ready time comes in both,
- * or pops at that time without pushing anything due then: the pops at each time, in order,
- * are the same. Only compute streams, whose order is fixed by the chain, see merged tasks.
+ * dependencies (else the task would be pushed at a different point of that time's pops). So a
+ * task pushed earlier in the reduced run than in the full one (a group's successors at the
+ * group's pop, a kernel at its last predecessor's rather than its launch's pop) is pushed
+ * before its ready time comes in both, or pops at that time without pushing anything due then:
+ * the pops at each time, in order, are the same. Only compute streams, whose order is fixed by
+ * the chain, see merged tasks.
  *
  * The breakdown (sim_breakdown_sums) then runs on the reduced schedule: a group's busy
  * interval is the union of its members' (they touch), so busy time and the measure of
  * communication not under compute are the same integers; the host waits come from the pass.
- * tests/test-sim-merge.c checks merged against full predictions over a set of strategies. */
+ * tests/test-merge.c checks merged against full predictions over a set of strategies. */
 #include "sim/sim-int.h"
 
 #include <string.h>
@@ -48,6 +59,9 @@
 #define NONE UINT32_MAX
 
 enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4 };
+
+/* Reduced runs at most (each after the late launches the previous one found). */
+#define MERGE_ROUNDS 4
 
 typedef struct {
   const SimTaskGraph *g;
@@ -63,7 +77,8 @@ typedef struct {
   uint32_t *last;        /* per device: its last compute task */
   uint32_t *next;        /* per compute task: the one after it in the program */
   uint8_t *flags;        /* per task */
-  uint32_t *gid;         /* per non-host task: its task in the reduced graph */
+  uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
+                            heads and tails only, NONE for inner members) */
   /* Per position in prog (sequential passes instead of chasing the chain again): */
   uint32_t *pgid;        /* its group's task in the reduced graph */
   SimTime *poff;         /* its start within its group */
@@ -71,6 +86,9 @@ typedef struct {
   SimTime *phd;          /* its launch's duration (with a host stream) */
   uint8_t *pflags;       /* its flags */
   const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
+  SimTime *rel;          /* per compute task: its launch's end where it gates the task (a late
+                            launch: the task heads a group released then), else 0 */
+  uint8_t *base;         /* per compute task: its flags from the graph, before releases */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
   SimTaskGraph *rg;      /* the reduced graph, while its edges are added */
@@ -205,18 +223,27 @@ static gboolean check_edges(Merge *m) {
   return TRUE;
 }
 
-/* An edge of the reduced graph: into a head or out of a tail (those into inner members and
- * between a device's compute tasks are implied by the chain); none to or from the host. */
+/* An edge of the reduced graph: every edge out of a tail (or a task that is not compute) into
+ * a head (or a task that is not compute); one between two compute tasks of a device is then
+ * implied by the chain but kept (a zero-duration tail's pop may be what makes the head ready,
+ * as in the full run). Other members last more than zero: an edge out of one ends before the
+ * chain predecessor of its target pops; an edge into one is implied by the chain. The host
+ * stream is timed apart. */
 static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
-  if (m->gid[u] != NONE && m->gid[v] != NONE && !(u < m->C && v < m->C && m->dev[u] == m->dev[v]))
+  if (m->gid[u] != NONE && m->gid[v] != NONE && (u >= m->C || (m->flags[u] & TAIL)) &&
+      (v >= m->C || (m->flags[v] & HEAD)))
     sim_task_graph_edge(m->rg, m->gid[u], m->gid[v]);
   return TRUE;
 }
 
-/* Groups and the reduced graph; @release gets each device's first launch. */
+/* Groups and the reduced graph; @release gets each group's release (its head's). */
 static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   const SimTaskGraph *g = m->g;
-  uint32_t nd = (uint32_t)g->num_devices, ng = 0;
+  uint32_t ng = 0;
+  /* the graph's flags; a released task heads its group */
+  memcpy(m->flags, m->base, m->C);
+  for (uint32_t c = 0; m->rel && c < m->C; c++)
+    if (m->rel[c]) m->flags[c] |= HEAD;
   /* heads after tails, in program order; then groups numbered by their head's id */
   uint8_t before = 0;
   for (uint32_t k = 0; k < m->C; k++) {
@@ -230,6 +257,11 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   g_autofree SimTime *gdur = g_new0(SimTime, ng + 1);
   for (uint32_t k = 0, gi = 0; k < m->C; k++) {
     uint32_t c = m->prog[k];
+    if (k + 16 < m->C) { /* program order is scattered in ids: fetch ahead */
+      __builtin_prefetch(&m->tasks[m->prog[k + 16]]);
+      __builtin_prefetch(&m->flags[m->prog[k + 16]]);
+      if (m->hdur) __builtin_prefetch(&m->hdur[m->prog[k + 16]]);
+    }
     uint8_t f = m->flags[c];
     m->pflags[k] = f;
     m->pdur[k] = m->tasks[c].duration;
@@ -269,7 +301,17 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
     rt[m->gid[t]].res_begin = rg->task_resources->len;
     g_array_append_vals(rg->task_resources, m->res + task->res_begin, task->nres);
   }
-  /* Edges: the chain between groups, then every kept edge (into heads, out of tails). */
+  /* Step-expanded collectives' spans (gate and join are communication tasks: kept). */
+  const uint32_t *spans = (const uint32_t *)g->spans->data;
+  for (guint k = 0; k < g->spans->len; k++) {
+    uint32_t id = m->gid[spans[k]];
+    g_array_append_val(rg->spans, id);
+  }
+  /* Edges: the chain between groups, then every kept edge (into heads, out of tails); room
+   * for as many as the graph has, reserved at once. */
+  guint most = 2 * (ng + (g->succ_offsets ? g->succ_offsets[m->n] : g->edges->len / 2));
+  g_array_set_size(rg->edges, most);
+  g_array_set_size(rg->edges, 0);
   for (uint32_t k = 1; k < m->C; k++)
     if ((m->pflags[k] & HEAD) && m->prev[m->prog[k]] != NONE)
       sim_task_graph_edge(rg, m->pgid[k - 1], m->pgid[k]);
@@ -277,17 +319,32 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   each_edge(m, keep_edge);
   sim_task_graph_finish(rg);
   SimTime *release = g_new0(SimTime, R ? R : 1);
-  if (m->hdur)
-    for (uint32_t d = 0; d < nd; d++)
-      if (m->first[d] != NONE) release[m->pgid[m->pos[m->first[d]]]] = m->hdur[m->first[d]];
+  for (uint32_t c = 0; m->rel && c < m->C; c++)
+    if (m->rel[c]) release[m->gid[c]] = m->rel[c];
   *release_out = release;
   return rg;
 }
 
-/* The host stream over the reduced schedule @s: checks that no launch left out was late and
- * fills the host-wait intervals (sim_host_wait_intervals' layout). FALSE when a check fails. */
-static gboolean time_host(const Merge *m, const SimSchedule *s, const SimTime *release,
-                          GArray *iv, guint *off) {
+/* Per task of the reduced graph @rg timed as @s: when its last dependency ended, releases
+ * aside (the ready time the full run gives it where its launch does not gate it). */
+static SimTime *dependencies_ready(const SimTaskGraph *rg, const SimSchedule *s) {
+  uint32_t n = rg->tasks->len;
+  const SimTask *t = (const SimTask *)rg->tasks->data;
+  SimTime *nr = g_new0(SimTime, n ? n : 1);
+  for (uint32_t u = 0; u < n; u++)
+    for (uint32_t k = rg->succ_offsets[u]; k < rg->succ_offsets[u + 1]; k++)
+      nr[rg->succ[k]] = MAX(nr[rg->succ[k]], s->start[u] + t[u].duration);
+  return nr;
+}
+
+/* The host stream over the reduced schedule @s (@nr: dependencies_ready): each launch's end,
+ * from its device's previous launch and the launch queue. The schedule is the full run's when
+ * every compute task's ready time, max(its dependencies, its launch), is what the reduced run
+ * gave it, max(its dependencies, its release): returns 0 then, with the host-wait intervals
+ * in @iv/@off (sim_host_wait_intervals' layout). Otherwise the releases are set to the launches
+ * that gate their tasks and the count of changes returned (the caller runs again), or -1
+ * where the tie-breaks forbid (an instant launch gating an instant kernel). */
+static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv, guint *off) {
   uint32_t nd = (uint32_t)m->g->num_devices;
   g_autofree SimTime *qwait = g_new0(SimTime, m->C ? m->C : 1); /* per position */
   const uint32_t *q = (const uint32_t *)m->queue->data;
@@ -296,19 +353,23 @@ static gboolean time_host(const Merge *m, const SimSchedule *s, const SimTime *r
     SimTime end = s->start[m->pgid[a]] + m->poff[a] + m->pdur[a];
     if (end > qwait[c]) qwait[c] = end;
   }
+  gint64 changes = 0;
+  g_array_set_size(iv, 0);
   for (uint32_t d = 0; d < nd; d++) {
     off[d] = iv->len / 2;
     SimTime host_end = 0, prev_end = 0;
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
-      uint32_t gi = m->pgid[k];
+      uint32_t gi = m->pgid[k], c = m->prog[k];
       SimTime start = s->start[gi] + m->poff[k];
       SimTime dh = m->phd[k], launched = MAX(host_end, qwait[k]) + dh;
-      gboolean head = (m->pflags[k] & HEAD) != 0;
-      SimTime ready = head ? s->ready[gi] : start;
-      if (head && release[gi] ? launched != release[gi] : launched > ready)
-        return FALSE; /* a late launch: the reduced graph does not apply */
-      if (dh == 0 && m->pdur[k] == 0 && launched >= ready)
-        return FALSE; /* an instant launch at its instant kernel's time (the tie-breaks) */
+      /* a head's dependencies are its group's; an inner member's, its predecessor's end */
+      SimTime deps = m->pflags[k] & HEAD ? nr[gi] : start, rel = m->rel[c];
+      if (dh == 0 && m->pdur[k] == 0 && launched >= deps)
+        return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
+      if (MAX(deps, rel) != MAX(deps, launched)) {
+        m->rel[c] = launched > deps ? launched : 0;
+        changes++;
+      }
       SimTime wait_end = MIN(launched, start);
       if (wait_end > prev_end) {
         SimTime pair[2] = {prev_end, wait_end};
@@ -320,14 +381,13 @@ static gboolean time_host(const Merge *m, const SimSchedule *s, const SimTime *r
     }
   }
   off[nd] = iv->len / 2;
-  return TRUE;
+  return changes;
 }
 
 gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdownSums *out,
-                           uint32_t *reduced_tasks, gboolean *applied, GError **error) {
-  (void)error; /* a cycle is left to the full engine, which reports it */
-  *applied = FALSE;
-  if (!g->chain_prev || (!g->succ_offsets && !g->edges) || g->spans->len) return FALSE;
+                           uint32_t *reduced_tasks) {
+  gboolean applied = FALSE;
+  if (!g->chain_prev || (!g->succ_offsets && !g->edges)) return FALSE;
   Merge m = {.g = g, .tasks = (const SimTask *)g->tasks->data,
              .res = (const uint32_t *)g->task_resources->data, .prev = g->chain_prev,
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
@@ -350,23 +410,40 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.hdur = g->host_duration;
   m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
   gboolean ok = check_tasks(&m) && check_edges(&m);
-  if (ok) {
+  if (ok && m.hdur) { /* each device's first launch gates its first task */
+    m.rel = g_new0(SimTime, C1);
+    for (uint32_t d = 0; d < nd; d++)
+      if (m.first[d] != NONE) m.rel[m.first[d]] = m.hdur[m.first[d]];
+  }
+  m.base = ok ? g_memdup2(m.flags, C1) : NULL;
+  /* Late launches become releases and the reduced graph is timed again, a few times at most:
+   * where many launches are late (a host-bound run) the full engine is as fast. */
+  for (int round = 0; ok && round < MERGE_ROUNDS; round++) {
     SimTime *release = NULL;
     SimTaskGraph *rg = reduce(&m, &release);
     SimSchedule *s = sim_engine_run_released(rg, release, NULL);
     g_autoptr(GArray) iv = g_array_sized_new(FALSE, FALSE, sizeof(SimTime), 2);
     g_autofree guint *off = g_new0(guint, nd + 1);
-    ok = s && (!m.hdur || time_host(&m, s, release, iv, off));
-    if (ok) {
+    gint64 changes = 0;
+    if (s && m.hdur) {
+      g_autofree SimTime *nr = dependencies_ready(rg, s);
+      changes = time_host(&m, s, nr, iv, off);
+    }
+    ok = s && changes >= 0 && changes <= m.C / 16 + 1;
+    if (ok && changes == 0) {
       sim_breakdown_sums(rg, s, (const SimTime *)iv->data, off, out);
       *makespan = s->makespan;
       *reduced_tasks = rg->tasks->len;
-      *applied = TRUE;
+      applied = TRUE;
     }
     sim_schedule_free(s);
     sim_task_graph_free(rg);
     g_free(release);
+    if (applied) break;
   }
+  ok = applied;
+  g_free(m.rel);
+  g_free(m.base);
   g_free(m.dev);
   g_free(m.pos);
   g_free(m.next);

@@ -34,6 +34,15 @@ gboolean sim_network_group_foldable(const DevCluster *c, const int *devices, int
   return hosts == 1 || hosts == p;
 }
 
+gboolean sim_network_groups_alike(const DevCluster *c, const int *a, const int *b, int p) {
+  for (int i = 0; i < p; i++)
+    for (int j = i + 1; j < p; j++)
+      if ((dev_cluster_node_of(c, a[i]) == dev_cluster_node_of(c, a[j])) !=
+          (dev_cluster_node_of(c, b[i]) == dev_cluster_node_of(c, b[j])))
+        return FALSE;
+  return TRUE;
+}
+
 typedef struct {
   SimTaskGraph *g;
   const DevCluster *c;

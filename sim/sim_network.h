@@ -48,11 +48,23 @@ gboolean sim_network_supports(CmCollective kind);
  *   other and the members' timelines differ);
  * - sim_network_group_foldable: the group of @p @devices sits on one host or on @p hosts, so
  *   each member's transfers cross the same kind of link (a ring of 2 hosts x 2 GPUs alternates
- *   NVLink and NIC steps, and its members differ).
+ *   NVLink and NIC steps, and its members differ). A mesh axis whose groups fail this stays
+ *   expanded while the others fold, when no gradient sync group spans both kinds of axes,
+ *   every mesh folds the same axes (sim_build_symmetry.c) and its groups are alike
+ *   (sim_network_groups_alike: member i and member j share a host in one group exactly when
+ *   they do in the other, so the permutation of replicas maps every transfer to one over the
+ *   same kind of link).
  * Gates, joins and whole-collective tasks follow the task mode's symmetry (sim_build_symmetry.c).
- * The test /network/fold-exact checks folded against expanded runs bit for bit. */
+ * Ties: the engine serves equal ready times by task id. A collective's transfers occupy an ids'
+ * range of their own, and the transfers a replica's ingress receives belong to the same
+ * collective as the representative's transfer that mirrors them, so against any other task
+ * they compare as it does; within a collective a port serves one transfer per step, each after
+ * the previous. The queue at every port is the same folded or expanded. Tests
+ * /sim/network/fold-exact and /sim/network/fold-random check folded against expanded runs bit
+ * for bit. */
 gboolean sim_network_foldable(const DevCluster *cluster, gboolean overlap);
 gboolean sim_network_group_foldable(const DevCluster *cluster, const int *devices, int p);
+gboolean sim_network_groups_alike(const DevCluster *cluster, const int *a, const int *b, int p);
 
 typedef struct {
   uint32_t gate;   /* add edges from the inputs to this task */

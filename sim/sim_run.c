@@ -101,8 +101,8 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   /* Intervals per resource in start order: the engine's start order is per-resource order. */
   g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
   const uint32_t *res = (const uint32_t *)g->task_resources->data;
-  for (uint32_t k = 0; k < s->num_tasks; k++) {
-    const SimTask *t = sim_task_graph_task(g, s->order[k]);
+  for (uint32_t id = 0; id < s->num_tasks; id++) { /* counts: any order */
+    const SimTask *t = sim_task_graph_task(g, id);
     for (uint16_t r = 0; r < t->nres; r++) count[res[t->res_begin + r] + 1]++;
   }
   for (int r = 0; r < nres; r++) count[r + 1] += count[r];
@@ -110,6 +110,10 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   g_autofree guint *fill = g_memdup2(count, sizeof(guint) * ((gsize)nres + 1));
   for (uint32_t k = 0; k < s->num_tasks; k++) {
     uint32_t id = s->order[k];
+    if (k + 16 < s->num_tasks) { /* the order is scattered in ids: fetch ahead */
+      __builtin_prefetch(sim_task_graph_task(g, s->order[k + 16]));
+      __builtin_prefetch(&s->start[s->order[k + 16]]);
+    }
     const SimTask *t = sim_task_graph_task(g, id);
     if (t->duration == 0) continue;
     gboolean is_comm = t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC;
@@ -220,14 +224,9 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
   /* Prediction only: chain merging (sim_merge.c) where it applies, else the full engine. */
   SimTime makespan = 0;
   SimBreakdownSums sums = {0};
-  gboolean merged = FALSE;
   uint32_t reduced = 0;
-  if (!schedule && options->prediction_only &&
-      !sim_merge_predict(tasks, &makespan, &sums, &reduced, &merged, error) && !merged &&
-      error && *error) {
-    sim_task_graph_free(tasks);
-    return NULL;
-  }
+  gboolean merged = !schedule && options->prediction_only && !tasks->succ_offsets &&
+                    sim_merge_predict(tasks, &makespan, &sums, &reduced);
   /* Not merged: a graph built for merging (unfinished, without its host stream and program
    * order edges) is rebuilt in full. */
   if (!schedule && !merged && !tasks->succ_offsets) {

@@ -200,6 +200,12 @@ static void test_adam_bytes(void) {
   CmParams p;
   cm_params_default(&p);
   g_assert_cmpfloat(p.optimizer_bytes_per_param, ==, 42);
+  /* The step the simulator charges follows the strategy's dtype. */
+  g_assert_cmpfloat(cm_optimizer_bytes(&p, DEV_DTYPE_BF16), ==, 42);
+  g_assert_cmpfloat(cm_optimizer_bytes(&p, DEV_DTYPE_FP32), ==, 36);
+  g_assert_cmpfloat(cm_optimizer_bytes(&p, DEV_DTYPE_FP16), ==, 54);
+  p.optimizer_bytes_per_param = 0; /* off stays off */
+  g_assert_cmpfloat(cm_optimizer_bytes(&p, DEV_DTYPE_FP16), ==, 0);
 }
 
 /* GEMM views of a GPT layer's contractions. */

@@ -265,7 +265,8 @@ static void test_dispatcher_key(void) {
 /* Under sequence parallelism each tensor-parallel rank routes its own S/TP tokens: the dispatch
  * splits its token dim c on the tp axis, so the forward all-to-all of the dispatched buffers
  * moves b x E x (c/tp) x h a rank, and the tensor-parallel all-gather follows it (Megatron-Core's
- * alltoall dispatcher: permute, A2A(EP), AG(TP)). */
+ * alltoall dispatcher: permute, A2A(EP), AG(TP)); the way back reduce-scatters over tp before
+ * its all-to-all (RS(TP), A2A(EP)). */
 static void test_sp_dispatch(void) {
   DevCluster *c = h100(1);
   MdlMoeConfig moe = small_moe;
@@ -297,6 +298,26 @@ static void test_sp_dispatch(void) {
   }
   g_assert_cmpint(a2a, >, 0);
   g_assert_cmpint(ag, >, 0);
+  /* The combine's read of the row-parallel expert GEMM's output (partial over tp, split by
+   * expert): reduce-scattered over tp first, then the all-to-all moves the 1/tp shard
+   * (Megatron-Core's token_unpermutation: RS(TP), then A2A(EP)). */
+  int down = mdl_graph_op(g, find_op(g, "layer0.expert_fc2"))->output.tensor, rs = 0;
+  a2a = 0;
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t;
+    sim_run_task(run, i, &t);
+    if (t.kind != SIM_TASK_COMM || t.phase != SIM_PHASE_FORWARD || t.tensor != down) continue;
+    if (t.collective == CM_REDUCE_SCATTER) {
+      g_assert_cmpint(a2a, ==, 0); /* built (and run) before the all-to-all */
+      rs++;
+      g_assert_cmpfloat(t.bytes, ==, buffer * tp);
+    } else if (t.collective == CM_ALL_TO_ALL) {
+      a2a++;
+      g_assert_cmpfloat(t.bytes, ==, buffer);
+    }
+  }
+  g_assert_cmpint(rs, >, 0);
+  g_assert_cmpint(a2a, >, 0);
   sim_run_free(run);
   mdl_strategy_free(st);
   mdl_graph_free(g);

@@ -209,7 +209,9 @@ static void test_framework_traffic(void) {
   } units[] = {{MDL_OP_LAYERNORM, FALSE, 2, 0, 4, 10},        {MDL_OP_SOFTMAX, TRUE, 1, 0, 9, 11},
                {MDL_OP_SOFTMAX, FALSE, 1, 0, -1, -1},         {MDL_OP_ELEMENTWISE, TRUE, 2, 1, 7, 13},
                {MDL_OP_ELEMENTWISE, FALSE, 1, 0, 4, 8},       {MDL_OP_ELEMENTWISE, FALSE, 2, 0, -1, -1},
-               {MDL_OP_MATMUL, FALSE, 2, 0, -1, -1}};
+               {MDL_OP_MATMUL, FALSE, 2, 0, -1, -1},
+               /* per input element (2000 of them): e + 9 fp32 passes, e + 3 fp32 passes */
+               {MDL_OP_LOSS, FALSE, 2, 0, 2 * 38, 2 * 14}};
   const CmFramework *f = cm_framework_get(MDL_FRAMEWORK_MEGATRON_LM);
   for (guint i = 0; i < G_N_ELEMENTS(units); i++) {
     MdlOp op = {.kind = units[i].kind, .dropout = units[i].dropout, .ninputs = units[i].ninputs,

@@ -146,7 +146,7 @@ static void test_zero_gradient_sync(void) {
         CmParams p;
         cm_params_default(&p);
         double params = 4.0 * 1024 * 1024 / (stage >= 1 ? 4 : 1);
-        g_assert_cmpuint(t->duration, ==, sim_time_from_seconds(cm_optimizer_time(&p, &c->device, params)));
+        g_assert_cmpuint(t->duration, ==, sim_time_from_seconds(cm_optimizer_time(&p, &c->device, s->dtype, params)));
       }
       if (t->kind != SIM_TASK_GRAD_SYNC) continue;
       g_assert_cmpfloat(t->bytes, ==, grad_bytes);

@@ -21,15 +21,20 @@ static SimRun *run_mode(const MdlGraph *g, const MdlStrategy *s, const DevCluste
   return run;
 }
 
+/* The gate of step-expanded collective @k of @run into @gate; returns its join's id. */
+static uint32_t span_gate(const SimRun *run, uint32_t k, SimTaskInfo *gate) {
+  uint32_t gate_id, join_id;
+  sim_task_graph_span(sim_run_task_graph(run), k, &gate_id, &join_id);
+  sim_run_task(run, gate_id, gate);
+  return join_id;
+}
+
 /* Longest gate-to-join span of a gradient all-reduce in the run. */
 static SimTime grad_sync_span(const SimRun *run) {
-  const SimTaskGraph *tg = sim_run_task_graph(run);
   SimTime longest = 0;
-  for (uint32_t k = 0; k < sim_task_graph_num_spans(tg); k++) {
-    uint32_t gate_id, join_id;
-    sim_task_graph_span(tg, k, &gate_id, &join_id);
+  for (uint32_t k = 0; k < sim_task_graph_num_spans(sim_run_task_graph(run)); k++) {
     SimTaskInfo gate;
-    sim_run_task(run, gate_id, &gate);
+    uint32_t join_id = span_gate(run, k, &gate);
     if (gate.kind != SIM_TASK_GRAD_SYNC) continue;
     SimTime span = sim_schedule_start(sim_run_schedule(run), join_id) - gate.start;
     longest = MAX(longest, span);
@@ -176,6 +181,13 @@ static const Case cases[] = {
     {GPT4, "dgx-a100:nodes=4,gpus_per_node=1,nics_per_node=1", "megatron:tp=4,mb=2", TRUE, AR},
     {GPT4, "dgx-a100:nodes=4,gpus_per_node=2,nics_per_node=2,oversubscription=2", "megatron:tp=2,pp=2,dp=2,mb=1", TRUE, AR | SR},
     {GPT8, "dgx-a100:nodes=4,oversubscription=4", "megatron:tp=8,dp=4,mb=1,zero=3", TRUE, 0},
+    /* partly folded: tensor-parallel groups on one host fold, data-parallel rings over 2 hosts
+     * x 4 or 2 x 2 GPUs (or a 16-GPU tensor-parallel ring over 2 hosts) stay expanded */
+    {GPT4, "dgx-a100:nodes=2", "megatron:tp=4,dp=4,mb=2", TRUE, AR},
+    {GPT4, "dgx-a100:nodes=2", "megatron:tp=2,dp=8,mb=2", TRUE, AR},
+    {GPT4, "dgx-a100:nodes=4", "megatron:tp=16,dp=2,mb=2", TRUE, AR},
+    {GPT8, "dgx-a100:nodes=4,oversubscription=2", "megatron:tp=4,pp=2,dp=4,mb=1,schedule=interleaved,vp=2", TRUE, AR | SR},
+    {MOE, "dgx-a100:nodes=2", "megatron:ep=4,dp=4,tp=4,mb=2", TRUE, A2A},
     /* a ring over 2 hosts x 8 GPUs alternates NVLink and NIC steps: expanded */
     {GPT8, "dgx-a100:nodes=2", "dp", FALSE, AR},
     {GPT8, "dgx-h100:nodes=2", "megatron:tp=8,dp=2,mb=2,overlap=0", FALSE, AR},
@@ -187,47 +199,124 @@ static const Case cases[] = {
 
 /* Step-expanded collectives of each kind in @run (1 << CmCollective of their gates). */
 static unsigned expanded_kinds(const SimRun *run) {
-  const SimTaskGraph *tg = sim_run_task_graph(run);
   unsigned kinds = 0;
-  for (uint32_t k = 0; k < sim_task_graph_num_spans(tg); k++) {
-    uint32_t gate_id, join_id;
-    sim_task_graph_span(tg, k, &gate_id, &join_id);
+  for (uint32_t k = 0; k < sim_task_graph_num_spans(sim_run_task_graph(run)); k++) {
     SimTaskInfo gate;
-    sim_run_task(run, gate_id, &gate);
+    span_gate(run, k, &gate);
     kinds |= 1u << gate.collective;
   }
   return kinds;
 }
 
-#define ASSERT_SAME(field) \
-  g_assert_cmpmem(&sim_run_prediction(sym)->field, sizeof(double), &sim_run_prediction(full)->field, sizeof(double))
+/* A case's cluster, model and strategy. */
+typedef struct {
+  DevCluster *c;
+  MdlGraph *g;
+  MdlStrategy *s;
+} Parsed;
+
+static Parsed parse_case(const Case *k) {
+  GError *error = NULL;
+  Parsed p = {dev_cluster_parse_spec(k->cluster, &error), NULL, NULL};
+  g_assert_no_error(error);
+  p.g = mdl_graph_parse_spec(k->model, &error);
+  g_assert_no_error(error);
+  p.s = mdl_strategy_parse_spec(k->strategy, p.g, p.c, &error);
+  g_assert_no_error(error);
+  return p;
+}
+
+static void parsed_clear(Parsed *p) {
+  mdl_strategy_free(p->s);
+  mdl_graph_free(p->g);
+  dev_cluster_free(p->c);
+}
+
+/* Runs @p folded (by default) and expanded, asserts their predictions are equal bit for bit;
+ * returns the folded run (the expanded one in @full_out when non-NULL, else freed). */
+static SimRun *run_both(const Parsed *p, SimRun **full_out) {
+  SimRun *sym = run_mode(p->g, p->s, p->c, TRUE, FALSE), *full = run_mode(p->g, p->s, p->c, TRUE, TRUE);
+  const SimPrediction *a = sim_run_prediction(sym), *b = sim_run_prediction(full);
+  const double x[5] = {a->iteration_time_s, a->compute_s, a->comm_exposed_s, a->host_bound_s, a->bubble_s};
+  const double y[5] = {b->iteration_time_s, b->compute_s, b->comm_exposed_s, b->host_bound_s, b->bubble_s};
+  g_assert_cmpmem(x, sizeof x, y, sizeof y);
+  if (full_out) *full_out = full;
+  else sim_run_free(full);
+  return sym;
+}
 
 /* Step mode folds replicas only where that is exact (sim_network.h): the default run's
  * prediction equals the expanded one's bit for bit, folded or not. */
 static void test_fold_exact(gconstpointer data) {
   const Case *k = data;
-  GError *error = NULL;
-  DevCluster *c = dev_cluster_parse_spec(k->cluster, &error);
-  g_assert_no_error(error);
-  MdlGraph *g = mdl_graph_parse_spec(k->model, &error);
-  g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec(k->strategy, g, c, &error);
-  g_assert_no_error(error);
-  SimRun *sym = run_mode(g, s, c, TRUE, FALSE), *full = run_mode(g, s, c, TRUE, TRUE);
-  ASSERT_SAME(iteration_time_s);
-  ASSERT_SAME(compute_s);
-  ASSERT_SAME(comm_exposed_s);
-  ASSERT_SAME(host_bound_s);
-  ASSERT_SAME(bubble_s);
+  Parsed p = parse_case(k);
+  SimRun *full, *sym = run_both(&p, &full);
   g_assert_cmpint(sim_run_prediction(sym)->symmetric, ==, k->folds);
   g_assert_cmpuint(expanded_kinds(full) & k->needs, ==, k->needs);
   g_assert_cmpuint(expanded_kinds(sym), ==, expanded_kinds(full));
   if (k->folds) g_assert_cmpuint(sim_run_num_tasks(sym), <, sim_run_num_tasks(full));
   sim_run_free(sym);
   sim_run_free(full);
-  mdl_strategy_free(s);
-  mdl_graph_free(g);
-  dev_cluster_free(c);
+  parsed_clear(&p);
+}
+
+/* Random layouts (resharding all-to-alls, all-gathers and reduce-scatters on any axis): each
+ * round re-splits one op on every axis of its mesh at random, keeps it if it validates, and
+ * compares the folded run with the expanded one. */
+static void test_fold_random(gconstpointer data) {
+  Parsed p = parse_case(data);
+  MdlStrategy *s = p.s;
+  GRand *rand = g_rand_new_with_seed(16);
+  int folded = 0, rounds = 0;
+  for (int attempt = 0; attempt < 400 && rounds < 24; attempt++) {
+    int o = g_rand_int_range(rand, 0, s->num_ops);
+    MdlOpConfig before = s->configs[o];
+    const MdlMesh *mesh = mdl_strategy_mesh(s, before.mesh);
+    for (int a = 0; a < mesh->ndims; a++)
+      s->configs[o].split[a] = (int8_t)g_rand_int_range(rand, -1, mdl_graph_op(p.g, o)->ndims);
+    GError *error = NULL;
+    if (!mdl_strategy_validate(s, p.g, p.c, &error)) {
+      g_clear_error(&error);
+      s->configs[o] = before;
+      continue;
+    }
+    rounds++;
+    SimRun *sym = run_both(&p, NULL);
+    folded += sim_run_prediction(sym)->symmetric;
+    sim_run_free(sym);
+  }
+  g_test_message("%d of %d random layouts folded", folded, rounds);
+  g_assert_cmpint(folded, >, 0);
+  g_rand_free(rand);
+  parsed_clear(&p);
+}
+
+static const Case random_cases[] = {
+    {GPT4, "dgx-a100:nodes=2", "megatron:tp=4,dp=4,mb=2", TRUE, 0},
+    {GPT4, "dgx-a100:nodes=2,gpus_per_node=4,nics_per_node=4", "megatron:tp=2,pp=2,dp=2,mb=2", TRUE, 0},
+    {GPT4, "dgx-a100", "megatron:tp=4,dp=2,mb=2", TRUE, 0},
+    {MOE, "dgx-a100:nodes=4,gpus_per_node=2,nics_per_node=2,oversubscription=2", "megatron:ep=4,dp=4,tp=2,mb=2", TRUE, 0},
+};
+
+/* A placement whose data-parallel rings differ: 4 hosts of 2 GPUs, mesh [dp 4, tp 2], tensor-
+ * parallel pairs on 2 hosts each (they would fold), data-parallel column 0 on hosts
+ * {0, 0, 1, 1} (NVLink and NIC steps) and column 1 on {2, 3, 2, 3} (NIC steps only). Folding
+ * the tensor-parallel axis would simulate column 0 only; the step mode keeps it expanded. */
+static void test_fold_unlike(void) {
+  DevCluster *c = test_cluster(4, 2, 150.0, 3.4, 100, 9.6);
+  c->nics_per_node = 2;
+  MdlGraph *g = test_chain_graph(2, 4096, 8);
+  const char *json = "{\"num_microbatches\": 2, \"meshes\": [{\"shape\": [4, 2], "
+                     "\"devices\": [0, 4, 1, 6, 2, 5, 3, 7]}],"
+                     " \"default\": {\"mesh\": 0, \"split\": [\"b\", \"n\"]}}";
+  GError *error = NULL;
+  MdlStrategy *s = mdl_strategy_from_json(json, "inline", g, c, &error);
+  g_assert_no_error(error);
+  Parsed p = {c, g, s};
+  SimRun *sym = run_both(&p, NULL);
+  g_assert_false(sim_run_prediction(sym)->symmetric);
+  sim_run_free(sym);
+  parsed_clear(&p);
 }
 
 /* The conditions themselves: hosts of a group, NIC sharing, overlap. */
@@ -239,6 +328,9 @@ static void test_foldable(void) {
   g_assert_true(sim_network_group_foldable(c, one_host, 4));
   g_assert_true(sim_network_group_foldable(c, four_hosts, 4));
   g_assert_false(sim_network_group_foldable(c, mixed, 4));
+  const int mixed2[4] = {16, 17, 24, 25}, alternating[4] = {0, 8, 1, 9};
+  g_assert_true(sim_network_groups_alike(c, mixed, mixed2, 4));
+  g_assert_false(sim_network_groups_alike(c, mixed, alternating, 4));
   g_assert_true(sim_network_foldable(c, TRUE));
   g_assert_false(sim_network_foldable(c, FALSE));
   c->nics_per_node = 4;
@@ -252,9 +344,14 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/network/shared-nic", test_shared_nic);
   g_test_add_func("/sim/network/oversubscription", test_oversubscription);
   g_test_add_func("/sim/network/foldable", test_foldable);
+  g_test_add_func("/sim/network/fold-unlike", test_fold_unlike);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *path = g_strdup_printf("/sim/network/fold-exact/%zu", i);
     g_test_add_data_func(path, &cases[i], test_fold_exact);
+  }
+  for (gsize i = 0; i < G_N_ELEMENTS(random_cases); i++) {
+    g_autofree char *path = g_strdup_printf("/sim/network/fold-random/%zu", i);
+    g_test_add_data_func(path, &random_cases[i], test_fold_random);
   }
   return g_test_run();
 }

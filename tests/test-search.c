@@ -753,7 +753,10 @@ static void test_cli_round_trip_dp(void) {
   double t = cJSON_GetObjectItem(best, "iteration_time_s")->valuedouble;
   const char *found_by = cJSON_GetStringValue(cJSON_GetObjectItem(best, "found_by"));
   g_test_message("dp winner %.9g s, %s", t, found_by);
-  g_assert_true(g_str_has_prefix(found_by, "dp stage cuts"));
+  /* --algo dp also runs the Megatron grid; with Megatron-LM's loss traffic on the last stage
+   * an even 4-stage pipeline from the grid can win: either way a pipeline. */
+  g_assert_true(g_str_has_prefix(found_by, "dp stage cuts") ||
+                g_str_has_prefix(found_by, "megatron grid"));
   cJSON *strategy = cJSON_GetObjectItem(best, "strategy");
   g_assert_cmpint(cJSON_GetObjectItem(strategy, "num_stages")->valueint, >, 1);
   cJSON_Delete(j);

@@ -267,7 +267,7 @@ static void add_compute_steps(Plan *pl, uint32_t t, int device) {
     /* Memory bound (cm_optimizer_time): the bytes its time stands for. */
     double bytes = seconds * pl->c->device.hbm_bandwidth * pl->p->memory_efficiency;
     cJSON *step = new_step(pl, t, device, "compute", "elementwise", "optimizer step");
-    cJSON_AddNumberToObject(step, "elements", whole(bytes / pl->p->optimizer_bytes_per_param));
+    cJSON_AddNumberToObject(step, "elements", whole(bytes / cm_optimizer_bytes(pl->p, pl->s->dtype)));
     cJSON_AddNumberToObject(step, "bytes", whole(bytes));
     finish_step(step, pl->dtype, deps, seconds);
     pl->sum.elementwise++;
