@@ -15,11 +15,12 @@
  * distributed optimizer) and, under ZeRO 1 and 2, the overlapped parameter all-gather. Points
  * the builder refuses (tp not dividing the heads, pp not dividing the layers, ...) are left out.
  *
- * The driver: each worker takes its points round robin and screens them (build, the
- * simulator's own memory rule cm_memory_per_device, the compute-stream bound
- * sim_compute_bound), then simulates the fitting ones in increasing order of the bound and
- * stops where the bound exceeds its best: every later point has a larger bound, hence a
- * longer iteration. Screening is not an evaluation; a simulation is. */
+ * The driver: each worker takes its points round robin and screens them (build, the lower
+ * bound sim_iteration_bound through a SimBounder per built strategy), then, in increasing
+ * order of the bound, checks the simulator's own memory rule (cm_memory_per_device) and
+ * simulates the fitting ones, and stops where the bound exceeds its best: every later point
+ * has a larger bound, hence a longer iteration. Screening is not an evaluation; a simulation
+ * is. */
 #include "search/srch-int.h"
 
 #include <math.h>
