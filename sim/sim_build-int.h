@@ -294,8 +294,10 @@ GArray *sb_sync_items(const Builder *b, double *local_params);
  * (ZeRO-3, b->fsdp_unit), else DDP's up to the bucket cap. Caller g_array_unref()s. */
 GArray *sb_sync_buckets(const Builder *b, const GArray *items, gboolean per_unit);
 
-/* Builder entries that no task carries: compute tasks' op x microbatch x mesh index, summed
- * (sim_build_estimate.c). */
+/* The strategy's device slots: op x microbatch x mesh device, summed (sim_build_estimate.c;
+ * checked against SIM_MAX_DEVICE_SLOTS, sim.h). The builder keeps per-microbatch entries only
+ * for the representatives (a forward conversion's readiness is M x nrep, sim_build_comm.c), so
+ * under symmetry the replicas' slots cost next to nothing; an expanded build pays for all. */
 guint64 sb_device_slots(const MdlGraph *graph, const MdlStrategy *strategy);
 /* Fills @out's task counts from the representatives chosen; plans every cross-mesh move (into
  * the builder's cache), FALSE with @error when one cannot be planned. */
