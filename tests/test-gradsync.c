@@ -2,10 +2,12 @@
  * JSON round trip, and the timeline: without overlap no gradient collective starts before the
  * last backward task (B or W) of every device it runs on has ended (Megatron-LM's default DDP,
  * finish_grad_sync after the whole backward), and the iteration is no shorter than the overlapped
- * one's where only the gradient sync communicates (plain data parallelism). */
+ * one's where only the gradient sync communicates (plain data parallelism); the pruning bound
+ * stays below the iteration. */
 #include <glib.h>
 #include <string.h>
 
+#include "sim/sim_bound.h"
 #include "test-util.h"
 
 #define SMALL_GPT "gpt:layers=4,hidden=1024,heads=16,seq=512,vocab=8192,batch=32"
@@ -112,6 +114,14 @@ static SimTime check_gating(const char *spec, gboolean expect_after, int *syncs)
   if (expect_after) g_assert_cmpint(early, ==, 0);
   else g_assert_cmpint(early, >, 0);
   SimTime iteration = sim_time_from_seconds(sim_run_prediction(run)->iteration_time_s);
+  /* The pruning bound (sim/sim_bound.h) stays a lower bound: gating later only delays. */
+  CmParams params;
+  cm_params_default(&params);
+  SimOptions options = {.no_symmetry = TRUE};
+  SimTime bound = sim_iteration_bound(sim_run_graph(run), sim_run_strategy(run),
+                                      sim_run_cluster(run), &params, &options);
+  g_assert_cmpuint(bound, >, 0);
+  g_assert_cmpuint(bound, <=, sim_schedule_makespan(sim_run_schedule(run)));
   test_run_free(run);
   return iteration;
 }
