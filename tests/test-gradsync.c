@@ -20,6 +20,21 @@ static MdlStrategy *parse_or_die(const char *spec, const MdlGraph *g, const DevC
   return s;
 }
 
+/* @json with @from replaced by @to (of its length) is refused with a message holding @needle. */
+static void json_refused(const char *json, const char *from, const char *to, const MdlGraph *g,
+                         const DevCluster *c, const char *needle) {
+  g_autofree char *edited = g_strdup(json);
+  char *at = strstr(edited, from);
+  g_assert_nonnull(at);
+  g_assert_cmpuint(strlen(to), ==, strlen(from));
+  memcpy(at, to, strlen(to));
+  GError *error = NULL;
+  g_assert_null(mdl_strategy_from_json(edited, "test", g, c, &error));
+  g_assert_nonnull(error);
+  g_assert_nonnull(strstr(error->message, needle));
+  g_error_free(error);
+}
+
 /* The key: parsed (default on), refused with one-line errors, named by describe only when off,
  * written to JSON only when off and read back, refused by JSON under zero 2 as by the spec. */
 static void test_strategy_key(void) {
@@ -58,22 +73,10 @@ static void test_strategy_key(void) {
   g_assert_no_error(error);
   g_assert_true(back_on->overlap_grad_reduce);
   mdl_strategy_free(back_on);
-  /* JSON: a non-boolean value, and zero 2, are refused. */
-  g_autofree char *zero2 = g_strdup(json_off);
-  char *z = strstr(zero2, "\"zero\":\t1");
-  g_assert_nonnull(z);
-  z[8] = '2';
-  g_assert_null(mdl_strategy_from_json(zero2, "test", g, c, &error));
-  g_assert_nonnull(error);
-  g_assert_nonnull(strstr(error->message, "overlap_grad_reduce=0 needs zero=0 or 1"));
-  g_clear_error(&error);
-  g_autofree char *number = g_strdup(json_off);
-  char *f = strstr(number, "\"overlap_grad_reduce\":\tfalse");
-  memcpy(f + strlen("\"overlap_grad_reduce\":\t"), "1    ", 5);
-  g_assert_null(mdl_strategy_from_json(number, "test", g, c, &error));
-  g_assert_nonnull(error);
-  g_assert_nonnull(strstr(error->message, "overlap_grad_reduce"));
-  g_clear_error(&error);
+  /* JSON: zero 2, and a non-boolean value, are refused. */
+  json_refused(json_off, "\"zero\":\t1", "\"zero\":\t2", g, c, "overlap_grad_reduce=0 needs zero=0 or 1");
+  json_refused(json_off, "\"overlap_grad_reduce\":\tfalse", "\"overlap_grad_reduce\":\t1    ", g, c,
+               "overlap_grad_reduce");
   mdl_strategy_free(on);
   mdl_strategy_free(on1);
   mdl_strategy_free(off);
