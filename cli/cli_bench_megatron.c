@@ -14,14 +14,18 @@
 static double err_pct(double model, double ref) { return ref > 0 ? 100 * (model / ref - 1) : 0; }
 
 /* Narayanan et al. 2021 Table 1: achieved TFLOP/s per GPU (their Eq. 3 FLOPs over the
- * iteration), the simulator's against the published. */
+ * iteration), the simulator's against the published. Their code (Megatron-LM commit 6985e58,
+ * examples/sc21) all-reduced the gradients after the whole backward (megatron/training.py
+ * train_step: allreduce_gradients() after forward_backward_func), so val_megatron_components
+ * simulates these rows with overlap_grad_reduce=0 (ValMegatronRow.grad_reduce_after_backward). */
 static int bench_tflops(const char *rows_path, const GArray *curve) {
   GError *error = NULL;
   g_autoptr(GPtrArray) rows = val_megatron_rows_load(rows_path, "tflops_per_gpu", &error);
   if (!rows) return cli_fail(error, cli_status_for(error));
   if (rows->len == 0) return CLI_EXIT_OK; /* a data set without Narayanan's rows */
   printf("bench: megatron-tflops  %u rows (Narayanan et al. 2021 Table 1, fp16, full "
-         "recomputation): TFLOP/s per GPU = Eq. 3 FLOPs / (iteration x GPUs)\n", rows->len);
+         "recomputation, gradients all-reduced after the backward): TFLOP/s per GPU = Eq. 3 "
+         "FLOPs / (iteration x GPUs)\n", rows->len);
   printf("bench: megatron-tflops  %-9s %5s %3s %3s %3s %3s | %7s %7s %7s | %8s %8s %8s %7s\n",
          "model", "gpus", "tp", "pp", "dp", "vp", "meas", "pred", "err", "pred s", "gemm sim",
          "other", "host");

@@ -137,6 +137,7 @@ MdlStrategy *mdl_strategy_new_empty(int num_ops) {
   s->bucket_bytes = 25.0 * 1024 * 1024;
   s->overlap = TRUE;
   s->fsdp_prefetch = TRUE;
+  s->overlap_grad_reduce = TRUE;
   return s;
 }
 
@@ -173,7 +174,8 @@ gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy
       a->zero_stage != b->zero_stage || a->recompute != b->recompute ||
       a->sequence_parallel != b->sequence_parallel || a->framework != b->framework ||
       a->overlap_param_gather != b->overlap_param_gather || a->tp_overlap != b->tp_overlap ||
-      a->fsdp_prefetch != b->fsdp_prefetch || a->meshes->len != b->meshes->len)
+      a->fsdp_prefetch != b->fsdp_prefetch || a->overlap_grad_reduce != b->overlap_grad_reduce ||
+      a->meshes->len != b->meshes->len)
     return FALSE;
   for (guint m = 0; m < a->meshes->len; m++) {
     const MdlMesh *x = mdl_strategy_mesh(a, (int)m), *y = mdl_strategy_mesh(b, (int)m);
@@ -462,6 +464,12 @@ gboolean mdl_strategy_validate(const MdlStrategy *s, const MdlGraph *graph,
   if (!s->fsdp_prefetch && s->zero_stage != 3) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "fsdp_prefetch=0 needs FSDP (zero=3, got zero=%d)", s->zero_stage);
+    return FALSE;
+  }
+  if (!s->overlap_grad_reduce && s->zero_stage > 1) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "overlap_grad_reduce=0 needs zero=0 or 1 (got zero=%d: stages 2 and 3 reduce "
+                "every microbatch)", s->zero_stage);
     return FALSE;
   }
   if ((unsigned)s->recompute >= MDL_RECOMPUTE_COUNT) {

@@ -141,6 +141,12 @@ typedef struct {
                                 (PyTorch FSDP's forward prefetch and BACKWARD_PRE); FALSE: each
                                 unit's gather starts when the unit before it has computed
                                 (mdl_strategy_fsdp_units, sim/sim_build_sync.c) */
+  gboolean overlap_grad_reduce; /* ZeRO 0-1 (default TRUE; FALSE only under zero 0 or 1): each
+                                   gradient bucket's all-reduce (reduce-scatter) starts once its
+                                   gradients are complete, overlapping the rest of the backward
+                                   (Megatron-Core's --overlap-grad-reduce); FALSE: every bucket
+                                   waits for its device's last backward task (Megatron-LM's
+                                   default DDP, finish_grad_sync after the whole backward) */
 } MdlStrategy;
 
 /* The strategy in one line (caller g_frees): the degrees a builder used ("dp=2 tp=8 pp=1, 4
@@ -166,7 +172,7 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
  * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,etp=T][,dispatcher=alltoall|allgather][,first_layers=F][,last_layers=L][,overlap_param_gather=0|1][,tp_overlap=0|1]
- * [,fsdp_prefetch=0|1][,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
+ * [,fsdp_prefetch=0|1][,overlap_grad_reduce=0|1][,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
  * schedule=interleaved and the reverse (MDL_ERROR_STRATEGY). Validates before returning. Free
@@ -206,6 +212,7 @@ typedef struct {
   gboolean tp_overlap;       /* needs sp=1 */
   MdlFramework framework;
   gboolean no_fsdp_prefetch; /* fsdp_prefetch=0: needs zero=3 */
+  gboolean no_overlap_grad_reduce; /* overlap_grad_reduce=0: needs zero=0 or 1 */
 } MdlMegatronConfig;
 
 /* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each pipeline

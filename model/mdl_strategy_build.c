@@ -256,6 +256,11 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
                 "megatron: fsdp_prefetch=0 needs FSDP (zero=3, got zero=%d)", cfg->zero_stage);
     return NULL;
   }
+  if (cfg->no_overlap_grad_reduce && cfg->zero_stage > 1) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: overlap_grad_reduce=0 needs zero=0 or 1 (got zero=%d)", cfg->zero_stage);
+    return NULL;
+  }
   if (cfg->sequence_parallel && cfg->tp < 2) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "megatron: sp=1 needs tensor parallelism (tp > 1, got tp=%d)", cfg->tp);
@@ -279,6 +284,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->overlap_param_gather = cfg->overlap_param_gather;
   s->tp_overlap = cfg->tp_overlap;
   s->fsdp_prefetch = !cfg->no_fsdp_prefetch;
+  s->overlap_grad_reduce = !cfg->no_overlap_grad_reduce;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -411,13 +417,14 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
         return FALSE;
       }
     } else if (strcmp(key, "overlap_param_gather") == 0 || strcmp(key, "tp_overlap") == 0 ||
-               strcmp(key, "fsdp_prefetch") == 0) {
+               strcmp(key, "fsdp_prefetch") == 0 || strcmp(key, "overlap_grad_reduce") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s must be 0 or 1",
                     family, key, value);
         return FALSE;
       }
       if (key[0] == 'f') cfg->no_fsdp_prefetch = value[0] == '0';
+      else if (strcmp(key, "overlap_grad_reduce") == 0) cfg->no_overlap_grad_reduce = value[0] == '0';
       else *(key[0] == 't' ? &cfg->tp_overlap : &cfg->overlap_param_gather) = value[0] == '1';
     } else if (strcmp(key, "sp") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
@@ -449,7 +456,8 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
                   "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, etp, "
-                  "dispatcher, first_layers, last_layers, overlap_param_gather, tp_overlap, fsdp_prefetch, framework)",
+                  "dispatcher, first_layers, last_layers, overlap_param_gather, tp_overlap, fsdp_prefetch, "
+                  "overlap_grad_reduce, framework)",
                   family, key);
       return FALSE;
     }

@@ -16,7 +16,9 @@ char *mdl_strategy_describe(const MdlStrategy *s, const MdlGraph *graph) {
   g_return_val_if_fail(s != NULL && graph != NULL, NULL);
   GString *d = g_string_new(NULL);
   /* FSDP without prefetch changes the timeline; say so (the default, prefetch, is not named). */
-  const char *fsdp = s->zero_stage == 3 && !s->fsdp_prefetch ? ", FSDP without prefetch" : "";
+  const char *fsdp = s->zero_stage == 3 && !s->fsdp_prefetch ? ", FSDP without prefetch"
+                     : !s->overlap_grad_reduce ? ", gradients reduced after the backward"
+                                               : "";
   if (s->dp > 0) {
     g_string_append_printf(d, "dp=%d tp=%d pp=%d", s->dp, s->tp, s->pp);
     /* Expert tensor parallelism apart from tp (the default, etp = tp, is not named). */

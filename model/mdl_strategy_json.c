@@ -4,7 +4,7 @@
  *    "num_microbatches": M, "num_stages": P, "virtual_stages": V, "weight_delay": false,
  *    "bucket_mb": 25, "overlap": true, "zero": 0, "recompute": "none",
  *    "sequence_parallel": false, "framework": "megatron-lm", ("fsdp_prefetch": false: written
- *    only then, zero=3),
+ *    only then, zero=3), ("overlap_grad_reduce": false: written only then, zero 0 or 1),
  *    "meshes": [{"shape": [2, 8], "devices": [0, 1, ...]}],
  *    "default": {"mesh": 0, "stage": 0, "split": ["@sample", "@tp"]},      (optional)
  *    "ops": [{"op": "layer0.qkv", "mesh": 0, "stage": 0, "split": ["b", "n"]}, ...]}
@@ -50,6 +50,7 @@ char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
   if (s->overlap_param_gather) cJSON_AddTrueToObject(root, "overlap_param_gather");
   if (s->tp_overlap) cJSON_AddTrueToObject(root, "tp_overlap");
   if (!s->fsdp_prefetch) cJSON_AddFalseToObject(root, "fsdp_prefetch");
+  if (!s->overlap_grad_reduce) cJSON_AddFalseToObject(root, "overlap_grad_reduce");
   cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
   for (guint m = 0; m < s->meshes->len; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
@@ -241,6 +242,8 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
   if (!get_bool(root, "tp_overlap", &s->tp_overlap, origin, error)) goto err;
   s->fsdp_prefetch = TRUE;
   if (!get_bool(root, "fsdp_prefetch", &s->fsdp_prefetch, origin, error)) goto err;
+  s->overlap_grad_reduce = TRUE;
+  if (!get_bool(root, "overlap_grad_reduce", &s->overlap_grad_reduce, origin, error)) goto err;
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "bucket_mb");
   if (bucket) {
     double v = cJSON_GetNumberValue(bucket);

@@ -78,8 +78,13 @@ static double evaluate(SrchWorker *w, const MdlStrategy *s) {
   const SimPrediction *p = NULL;
   if (w->delta) { /* from the worker's last candidate: one op changed, usually */
     if (sim_delta_simulate(w->delta, s, &error)) p = sim_run_prediction(sim_delta_run(w->delta));
-  } else if ((run = sim_run_new_with_options(w->graph, s, w->cluster, w->params, &w->options->sim, &error))) {
-    p = sim_run_prediction(run);
+  } else {
+    /* Only the prediction is read: the run may merge compute chains (sim_merge.c; the same
+     * prediction bit for bit, test-merge). */
+    SimOptions only = w->options->sim;
+    only.prediction_only = TRUE;
+    if ((run = sim_run_new_with_options(w->graph, s, w->cluster, w->params, &only, &error)))
+      p = sim_run_prediction(run);
   }
   if (!p) {
     g_debug("search: the simulator refused a strategy: %s", error->message);

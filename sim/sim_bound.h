@@ -59,7 +59,9 @@
  * microbatch and the unit's parameter all-gathers before its forward and its backward, per
  * microbatch (sb_unit_gathers). ZeRO 1/2 without overlap_param_gather: those all-gathers wait
  * for the optimizer step, which waits for the device's last compute task, so fill + work + gaps
- * + the all-gathers bounds the iteration too. tests/test-search-grid.c checks the
+ * + the all-gathers bounds the iteration too. overlap_grad_reduce=0 only gates the gradient
+ * syncs later (after the device's last backward task): every argument here still holds, the
+ * bound is not tightened for it (tests/test-gradsync.c). tests/test-search-grid.c checks the
  * bound against the simulation on every schedule, recomputation, sp, ZeRO stage and weight
  * delay. */
 #ifndef STRATSIM_SIM_BOUND_H

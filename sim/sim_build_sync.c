@@ -186,7 +186,7 @@ static int compare_sync_items(const void *pa, const void *pb) {
 /* One collective @coll per group over the mesh axes of @items[0].mask for the bucket
  * @items[0..n): gated by the bucket's gradients of microbatch @mb (-1: complete, after the last
  * microbatch) or, with @after, by those tasks per device (the optimizer steps, which ZeRO's
- * parameter all-gather follows), or with @prefetch by nothing, the first microbatch's forwards
+ * parameter all-gather follows; without overlap_grad_reduce, each device's last backward task), or with @prefetch by nothing, the first microbatch's forwards
  * of the bucket's weights waiting for it instead (the parameter all-gather overlapped with the
  * forward pass). With @syncs, the joins go there as (task, device) pairs. */
 double sb_param_bytes(const Builder *b, double grad_bytes) {
@@ -328,7 +328,9 @@ GArray *sb_sync_buckets(const Builder *b, const GArray *items, gboolean per_unit
  * each microbatch as stage 2 does, one bucket per FSDP unit, and gathers parameters where they
  * are used (sb_parameter_gathers_segment), not after the step. Stage 1's reduce-scatter of a bucket starts as soon as its last gradients are ready,
  * overlapping the rest of the backward (Megatron-Core's distributed optimizer with
- * --overlap-grad-reduce); with overlap_param_gather its all-gathers move ahead of the forward. */
+ * --overlap-grad-reduce); with overlap_param_gather its all-gathers move ahead of the forward.
+ * Without overlap_grad_reduce (ZeRO 0-1 only) every bucket's collective starts after the
+ * device's last backward task instead. */
 void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute) {
   int ndev = b->tg->num_devices;
   g_autofree double *local_params = g_new0(double, ndev);
@@ -336,6 +338,10 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
   GArray *items = sb_sync_items(b, local_params);
   const SyncItem *all = (const SyncItem *)items->data;
   GArray *buckets = sb_sync_buckets(b, items, b->s->zero_stage >= 3);
+  /* Without overlap_grad_reduce (Megatron-LM's default DDP: finish_grad_sync runs after
+   * forward_backward_func; the 2021 code's allreduce_gradients after the backward) every bucket
+   * waits for its device's last compute task, the iteration's last backward (B or W) task. */
+  const uint32_t *after_backward = b->s->overlap_grad_reduce ? NULL : last_compute;
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
     guint i = range[0], j = range[1];
@@ -347,10 +353,9 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
     if (b->s->zero_stage >= 2)
       for (int mb = 0; mb < b->M; mb++)
         add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, mb, NULL, FALSE, syncs);
-    else if (b->s->zero_stage == 1)
-      add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, -1, NULL, FALSE, syncs);
     else
-      add_bucket(b, all + i, (int)(j - i), CM_ALL_REDUCE, -1, NULL, FALSE, syncs);
+      add_bucket(b, all + i, (int)(j - i), b->s->zero_stage == 1 ? CM_REDUCE_SCATTER : CM_ALL_REDUCE,
+                 -1, after_backward, FALSE, syncs);
   }
   g_autofree uint32_t *opt = g_new(uint32_t, ndev);
   SimTask t = {0};

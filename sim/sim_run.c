@@ -322,6 +322,7 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall) {
   cJSON_AddStringToObject(st, "dtype", dev_dtype_name(s->dtype));
   cJSON_AddStringToObject(st, "framework", mdl_framework_name(s->framework));
   if (!s->fsdp_prefetch) cJSON_AddFalseToObject(st, "fsdp_prefetch"); /* only when off */
+  if (!s->overlap_grad_reduce) cJSON_AddFalseToObject(st, "overlap_grad_reduce"); /* likewise */
   cJSON_AddNumberToObject(root, "num_gpus", p->num_gpus);
   cJSON_AddNumberToObject(root, "iteration_time_s", p->iteration_time_s);
   cJSON_AddNumberToObject(root, "samples_per_s", p->samples_per_s);

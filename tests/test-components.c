@@ -34,6 +34,7 @@ static void test_table5(void) {
   double e2e = 0;
   for (guint i = 0; i < rows->len; i++) {
     const ValMegatronRow *r = g_ptr_array_index(rows, i);
+    g_assert_false(r->grad_reduce_after_backward); /* dp=1: simulated as before */
     ValComponents c;
     g_assert_true(val_megatron_components(r, curve, &c, &error));
     g_assert_no_error(error);
@@ -65,6 +66,9 @@ static void test_table1(void) {
   g_assert_cmpstr(r->model, ==, "GPT 1.7B");
   g_assert_cmpint(r->dp, ==, 32);
   g_assert_true(r->fp16);
+  /* Every Table 1 row ran Megatron-LM 6985e58: gradients all-reduced after the backward. */
+  for (guint i = 0; i < rows->len; i++)
+    g_assert_true(((const ValMegatronRow *)g_ptr_array_index(rows, i))->grad_reduce_after_backward);
   g_assert_cmpfloat(r->measured_tflops, ==, 137);
   /* 96 x 512 x 2048 x 24 x 2304^2 x (1 + 2048/13824 + 51200/884736) */
   double by_hand = 96.0 * 512 * 2048 * 24 * 2304.0 * 2304 *

@@ -86,6 +86,8 @@ static const char *const merging[] = {
     "megatron:tp=2,pp=4,dp=2,mb=2,zero=3",
     "megatron:tp=4,pp=1,dp=4,mb=4",
     "megatron:tp=1,pp=2,dp=8,mb=1,schedule=1f1b,sp=0,recompute=selective,zero=1",
+    "megatron:tp=2,pp=4,dp=2,mb=2,overlap_grad_reduce=0",
+    "megatron:tp=2,pp=4,dp=2,mb=2,wdelay=1,zero=1,overlap_grad_reduce=0",
 };
 
 static void test_identical_symmetric(void) {

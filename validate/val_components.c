@@ -114,6 +114,12 @@ GPtrArray *val_megatron_rows_load(const char *path, const char *metric_name, GEr
     /* Narayanan et al.'s runs trained in fp16 (their source column: CONFIG.sh's --fp16). */
     int source = util_csv_column(csv, "source");
     r->fp16 = source >= 0 && strstr(util_csv_field(csv, i, source), "fp16") != NULL;
+    /* That code (megatron/training.py train_step, DDP_impl 'local' by default) calls each model
+     * chunk's allreduce_gradients() after forward_backward_func returns: no bucket starts during
+     * the backward. Megatron-Core's --overlap-grad-reduce (DistributedDataParallelConfig
+     * overlap_grad_reduce, default False) came later; Korthikanti's rows have dp=1 (no sync). */
+    r->grad_reduce_after_backward =
+        source >= 0 && strstr(util_csv_field(csv, i, source), "commit 6985e58") != NULL;
   }
   util_csv_free(csv);
   return rows;
@@ -272,9 +278,10 @@ gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, V
                                     ? g_strdup_printf(",schedule=interleaved,vp=%d", r->interleaved)
                                     : g_strdup("");
   g_autofree char *strategy = g_strdup_printf(
-      "megatron:tp=%d,pp=%d,dp=%d,mb=%d,recompute=%s%s%s%s", r->tp, r->pp, r->dp, r->micro_batch,
-      mdl_recompute_name(r->recompute), r->sequence_parallel ? ",sp=1" : "", interleave,
-      r->fp16 ? ",dtype=fp16" : "");
+      "megatron:tp=%d,pp=%d,dp=%d,mb=%d,recompute=%s%s%s%s%s", r->tp, r->pp, r->dp,
+      r->micro_batch, mdl_recompute_name(r->recompute), r->sequence_parallel ? ",sp=1" : "",
+      interleave, r->fp16 ? ",dtype=fp16" : "",
+      r->grad_reduce_after_backward ? ",overlap_grad_reduce=0" : "");
   SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy};
   SesSession *session = ses_session_new_from_specs(&specs, error);
   if (!session) return FALSE;

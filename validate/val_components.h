@@ -23,6 +23,10 @@ typedef struct {
   gboolean sequence_parallel;
   gboolean fp16;            /* the run trained in fp16 (Narayanan's rows, per their source
                                column); else bf16 */
+  gboolean grad_reduce_after_backward; /* the run's code all-reduced the gradients after the
+                                          whole backward (Narayanan's rows: Megatron-LM commit
+                                          6985e58, per their source column): simulated with
+                                          overlap_grad_reduce=0 */
   double measured_s;        /* iteration seconds (iteration_seconds rows; 0 else) */
   double measured_tflops;   /* TFLOP/s per GPU (tflops_per_gpu rows; 0 else) */
 } ValMegatronRow;
