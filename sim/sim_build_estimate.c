@@ -274,7 +274,8 @@ gboolean sim_estimate_check(const SimEstimate *e, GError **error) {
                 (guint64)SIM_MAX_TASKS,
                 e->symmetric ? ""
                              : ", or let symmetry fold the replicas where links allow (no "
-                               "--no-symmetry, --collectives task)");
+                               "--no-symmetry; step mode folds only with a NIC per GPU and "
+                               "overlap on, --collectives task always)");
     return FALSE;
   }
   return TRUE;
