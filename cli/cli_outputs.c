@@ -63,20 +63,28 @@ gboolean cli_output_dir_ok(const char *option, const char *dir, GError **error) 
   return writable_dir(option, dir, existing, error);
 }
 
-/* The nearest directory from the current one up whose results/ qualifies (cli_outputs.h). */
-static char *find_results_dir(void) {
+/* The nearest directory from the current one up that holds one of @files (paths relative to
+ * it, each a regular file); NULL when none does. */
+static char *nearest_dir_with(const char *const *files) {
   g_autofree char *dir = g_get_current_dir();
   for (;;) {
-    g_autofree char *source = g_build_filename(dir, "results", "res_db.c", NULL);
-    g_autofree char *db = g_build_filename(dir, "results", "stratsim.db", NULL);
-    if (g_file_test(source, G_FILE_TEST_IS_REGULAR) || g_file_test(db, G_FILE_TEST_IS_REGULAR))
-      return g_build_filename(dir, "results", NULL);
+    for (const char *const *f = files; *f; f++) {
+      g_autofree char *path = g_build_filename(dir, *f, NULL);
+      if (g_file_test(path, G_FILE_TEST_IS_REGULAR)) return g_steal_pointer(&dir);
+    }
     char *up = g_path_get_dirname(dir);
     gboolean top = g_strcmp0(up, dir) == 0;
     g_free(dir);
     dir = up;
-    if (top) return g_strdup("results");
+    if (top) return NULL;
   }
+}
+
+/* The nearest directory from the current one up whose results/ qualifies (cli_outputs.h). */
+static char *find_results_dir(void) {
+  static const char *const marks[] = {"results/res_db.c", "results/stratsim.db", NULL};
+  g_autofree char *top = nearest_dir_with(marks);
+  return top ? g_build_filename(top, "results", NULL) : g_strdup("results");
 }
 
 char *cli_results_path(const char *name) {
@@ -88,16 +96,9 @@ char *cli_results_path(const char *name) {
 /* The nearest directory from the current one up holding tests/data/validation/README.md, else
  * the source tree this binary was built from, else the relative path (cli_outputs.h). */
 char *cli_validation_dir(void) {
-  g_autofree char *dir = g_get_current_dir();
-  for (;;) {
-    g_autofree char *readme = g_build_filename(dir, "tests", "data", "validation", "README.md", NULL);
-    if (g_file_test(readme, G_FILE_TEST_IS_REGULAR)) return g_path_get_dirname(readme);
-    char *up = g_path_get_dirname(dir);
-    gboolean top = g_strcmp0(up, dir) == 0;
-    g_free(dir);
-    dir = up;
-    if (top) break;
-  }
+  static const char *const marks[] = {"tests/data/validation/README.md", NULL};
+  g_autofree char *top = nearest_dir_with(marks);
+  if (top) return g_build_filename(top, "tests", "data", "validation", NULL);
   g_autofree char *built = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation", NULL);
   g_autofree char *readme = g_build_filename(built, "README.md", NULL);
   if (g_file_test(readme, G_FILE_TEST_IS_REGULAR)) return g_steal_pointer(&built);
