@@ -72,9 +72,16 @@ double srch_worker_eval_point(SrchWorker *w, const int *point, int chain);
 /* Cost of @strategy, which the caller owns, as above (never cached); @label is the grid index
  * or -1. */
 double srch_worker_eval_strategy(SrchWorker *w, MdlStrategy *strategy, int grid_index);
+/* The same for a strategy the caller has just found within the device's memory with
+ * srch_peak_memory (the rule evaluate applies): that check is not repeated. */
+double srch_worker_eval_fitting(SrchWorker *w, MdlStrategy *strategy, int grid_index);
 /* The highest cm_memory_per_device total over the devices: the simulator's fits_memory rule
  * compares it with the device's memory. */
 double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster);
+/* Tunes the C library's allocator for a search's pattern (a large task graph built and freed
+ * per simulation): freed memory stays in the process (glibc; elsewhere nothing). Affects the
+ * whole process; results are unchanged. */
+void srch_keep_freed_memory(void);
 /* Number of distinct points the cache holds. */
 guint64 srch_worker_cached(const SrchWorker *w);
 /* Whether a cached driver should stop: its cache holds the whole space, or it has taken

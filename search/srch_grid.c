@@ -184,14 +184,54 @@ static gboolean before_deadline(const SrchWorker *w) {
   return !w->deadline_us || g_get_monotonic_time() < w->deadline_us;
 }
 
-/* The screening's strategy: rebuilt only when a field other than the recomputation, the ZeRO
- * stage and overlap_param_gather changes (mdl_strategy_megatron copies those three into the
- * strategy, and only validates their ranges, which points() respects), and its bound in parts
- * (sim_bounder_new, which recomputes only what those three change). */
+/* A grid point's strategy, rebuilt only when a field other than the recomputation, the ZeRO
+ * stage and overlap_param_gather changes (its shape): mdl_strategy_megatron copies those three
+ * into the strategy and only validates their ranges, which points() respects, so setting them
+ * in place gives the strategy a fresh build would (the same fields, the same prediction:
+ * /search-grid/exhaustive-matches-brute-force simulates fresh builds). */
 typedef struct {
   MdlStrategy *s;
   MdlMegatronConfig key;
   gboolean built;
+} Shape;
+
+static MdlMegatronConfig shape_key(const MdlMegatronConfig *cfg) {
+  MdlMegatronConfig key;
+  memcpy(&key, cfg, sizeof key);
+  key.zero_stage = 0;
+  key.recompute = MDL_RECOMPUTE_NONE;
+  key.overlap_param_gather = FALSE;
+  return key;
+}
+
+/* Whether @sh holds the shape of @key (whole-struct comparison: fields added later count too;
+ * points() zeroes padding). */
+static gboolean shape_holds(const Shape *sh, const MdlMegatronConfig *key) {
+  return sh->built && memcmp(key, &sh->key, sizeof *key) == 0;
+}
+
+/* Builds @key's shape into @sh (NULL where the builder refuses it). */
+static void shape_build(Shape *sh, const SrchWorker *w, const MdlMegatronConfig *key) {
+  mdl_strategy_free(sh->s);
+  sh->s = mdl_strategy_megatron(w->graph, w->cluster, key, NULL);
+  sh->key = *key;
+  sh->built = TRUE;
+}
+
+/* @sh's strategy with @cfg's recomputation, ZeRO stage and overlap_param_gather. */
+static MdlStrategy *shape_set(Shape *sh, const MdlMegatronConfig *cfg) {
+  if (sh->s) {
+    sh->s->zero_stage = cfg->zero_stage;
+    sh->s->recompute = cfg->recompute;
+    sh->s->overlap_param_gather = cfg->overlap_param_gather;
+  }
+  return sh->s;
+}
+
+/* The screening's strategy (one shape at a time: points() lists a shape's variants together)
+ * and its bound in parts (sim_bounder_new, which recomputes only what those three change). */
+typedef struct {
+  Shape shape;
   SimBounder *bounder;
 } Screen;
 
@@ -201,41 +241,48 @@ static void screen_clear_bound(Screen *sc) {
 }
 
 static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMegatronConfig *cfg) {
-  MdlMegatronConfig key;
-  memcpy(&key, cfg, sizeof key);
-  key.zero_stage = 0;
-  key.recompute = MDL_RECOMPUTE_NONE;
-  key.overlap_param_gather = FALSE;
-  /* Whole-struct comparison (fields added later count too); points() zeroes padding. */
-  gboolean same = sc->built && memcmp(&key, &sc->key, sizeof key) == 0;
-  if (!same) {
+  MdlMegatronConfig key = shape_key(cfg);
+  if (!shape_holds(&sc->shape, &key)) {
     screen_clear_bound(sc);
-    mdl_strategy_free(sc->s);
-    sc->s = mdl_strategy_megatron(w->graph, w->cluster, &key, NULL);
-    sc->key = key;
-    sc->built = TRUE;
+    shape_build(&sc->shape, w, &key);
   }
-  if (sc->s) {
-    sc->s->zero_stage = cfg->zero_stage;
-    sc->s->recompute = cfg->recompute;
-    sc->s->overlap_param_gather = cfg->overlap_param_gather;
-  }
-  return sc->s;
+  return shape_set(&sc->shape, cfg);
 }
 
 static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
-  if (!sc->bounder) sc->bounder = sim_bounder_new(w->graph, sc->s, w->cluster, w->params, &w->options->sim);
+  if (!sc->bounder) sc->bounder = sim_bounder_new(w->graph, sc->shape.s, w->cluster, w->params, &w->options->sim);
   return sim_bounder_bound(sc->bounder);
 }
 
-/* Grid point @index built, when it fits in memory (the simulator's fits_memory rule; caller
- * frees); NULL, counted as over memory (or failed, where the builder refuses it), when not. */
-static MdlStrategy *fitting(SrchWorker *w, guint index) {
-  MdlStrategy *s = mdl_strategy_megatron(w->graph, w->cluster, &g_array_index(w->grid, MdlMegatronConfig, index), NULL);
+/* The simulations' strategies: in bound order a shape's variants come close together (a ZeRO
+ * 1 and 2 pair often has one bound), so the last few shapes are kept. */
+#define RECENT_SHAPES 8
+typedef struct {
+  Shape shapes[RECENT_SHAPES];
+  guint next; /* the one replaced next */
+} Recent;
+
+static void recent_clear(Recent *rc) {
+  for (int i = 0; i < RECENT_SHAPES; i++) mdl_strategy_free(rc->shapes[i].s);
+}
+
+/* Grid point @index's strategy, when it fits in memory (the simulator's fits_memory rule;
+ * owned by @rc, valid until the next call); NULL, counted as over memory (or failed, where the
+ * builder refuses it), when not. */
+static MdlStrategy *fitting(SrchWorker *w, Recent *rc, guint index) {
+  const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, index);
+  MdlMegatronConfig key = shape_key(cfg);
+  Shape *sh = NULL;
+  for (int i = 0; i < RECENT_SHAPES && !sh; i++)
+    if (shape_holds(&rc->shapes[i], &key)) sh = &rc->shapes[i];
+  if (!sh) {
+    sh = &rc->shapes[rc->next++ % RECENT_SHAPES];
+    shape_build(sh, w, &key);
+  }
+  MdlStrategy *s = shape_set(sh, cfg);
   if (!s) w->failed++;
   else if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) {
     w->over_memory++;
-    mdl_strategy_free(s);
     s = NULL;
   }
   return s;
@@ -259,7 +306,9 @@ void srch_grid_worker(SrchWorker *w) {
     g_array_append_val(cands, c);
   }
   screen_clear_bound(&sc);
-  mdl_strategy_free(sc.s);
+  mdl_strategy_free(sc.shape.s);
+  Recent rc;
+  memset(&rc, 0, sizeof rc);
   gboolean screened = i >= w->grid->len;
   if (cands->len) qsort(cands->data, cands->len, sizeof(Candidate), compare_candidates);
   guint k;
@@ -271,15 +320,14 @@ void srch_grid_worker(SrchWorker *w) {
       break;
     }
     if (!srch_worker_has_budget(w)) break;
-    MdlStrategy *s = fitting(w, c->index);
-    if (!s) continue;
-    srch_worker_eval_strategy(w, s, (int)c->index);
-    mdl_strategy_free(s);
+    MdlStrategy *s = fitting(w, &rc, c->index);
+    if (s) srch_worker_eval_fitting(w, s, (int)c->index);
   }
   /* Out of budget: the points left are screened for memory still, so that the share covered
    * counts those that could not be a result anyway. */
   for (guint left = k; left < cands->len && before_deadline(w); left++)
-    mdl_strategy_free(fitting(w, g_array_index(cands, Candidate, left).index));
+    fitting(w, &rc, g_array_index(cands, Candidate, left).index);
+  recent_clear(&rc);
   w->complete = screened && k >= cands->len;
   g_array_free(cands, TRUE);
 }

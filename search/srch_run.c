@@ -439,6 +439,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
                 dev_cluster_num_devices(cluster), slots, (guint64)SIM_MAX_DEVICE_SLOTS);
     return NULL;
   }
+  srch_keep_freed_memory();
   gint64 start = g_get_monotonic_time();
   SrchSpace *space = NULL;
   GArray *grid = NULL;
