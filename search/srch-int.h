@@ -58,6 +58,7 @@ struct SrchWorker {
   MdlStrategy *best_strategy; /* dp driver: the winner as built (owned) */
   char *best_detail;         /* dp driver: its configuration and cut (owned) */
   GArray *curve;             /* SrchCurvePoint, local evaluation indices */
+  double screen_cpu_s, memory_cpu_s, simulate_cpu_s; /* grid driver: thread CPU time per step */
   gboolean complete;
   GError *error;
 };
@@ -82,6 +83,9 @@ double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCl
  * per simulation): freed memory stays in the process (glibc; elsewhere nothing). Affects the
  * whole process; results are unchanged. */
 void srch_keep_freed_memory(void);
+/* The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID; 0 where there is none):
+ * for measurements only, never for a decision. */
+double srch_thread_cpu_s(void);
 /* Number of distinct points the cache holds. */
 guint64 srch_worker_cached(const SrchWorker *w);
 /* Whether a cached driver should stop: its cache holds the whole space, or it has taken

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <string.h>
+#include <time.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -159,4 +160,12 @@ void srch_keep_freed_memory(void) {
   mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
+}
+
+double srch_thread_cpu_s(void) {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+#endif
+  return 0;
 }

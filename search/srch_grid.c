@@ -293,6 +293,7 @@ void srch_grid_worker(SrchWorker *w) {
   Screen sc;
   memset(&sc, 0, sizeof sc);
   guint i;
+  double cpu = srch_thread_cpu_s();
   /* Screening: the builder and the bound (the memory rule waits until a point's bound is
    * below the best: a point pruned by its bound needs no memory check). */
   for (i = (guint)w->index; i < w->grid->len && before_deadline(w); i += (guint)w->nworkers) {
@@ -309,6 +310,9 @@ void srch_grid_worker(SrchWorker *w) {
   mdl_strategy_free(sc.shape.s);
   Recent rc;
   memset(&rc, 0, sizeof rc);
+  double now = srch_thread_cpu_s();
+  w->screen_cpu_s += now - cpu;
+  cpu = now;
   gboolean screened = i >= w->grid->len;
   if (cands->len) qsort(cands->data, cands->len, sizeof(Candidate), compare_candidates);
   guint k;
@@ -321,13 +325,21 @@ void srch_grid_worker(SrchWorker *w) {
     }
     if (!srch_worker_has_budget(w)) break;
     MdlStrategy *s = fitting(w, &rc, c->index);
-    if (s) srch_worker_eval_fitting(w, s, (int)c->index);
+    now = srch_thread_cpu_s();
+    w->memory_cpu_s += now - cpu;
+    cpu = now;
+    if (!s) continue;
+    srch_worker_eval_fitting(w, s, (int)c->index);
+    now = srch_thread_cpu_s();
+    w->simulate_cpu_s += now - cpu;
+    cpu = now;
   }
   /* Out of budget: the points left are screened for memory still, so that the share covered
    * counts those that could not be a result anyway. */
   for (guint left = k; left < cands->len && before_deadline(w); left++)
     fitting(w, &rc, g_array_index(cands, Candidate, left).index);
   recent_clear(&rc);
+  w->memory_cpu_s += srch_thread_cpu_s() - cpu;
   w->complete = screened && k >= cands->len;
   g_array_free(cands, TRUE);
 }

@@ -577,6 +577,9 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
       for (int i = 0; i < phase.n; i++) {
         const SrchWorker *w = &phase.workers[i];
         r->space_covered += w->evaluations + w->over_memory + w->pruned;
+        r->screen_cpu_s += w->screen_cpu_s;
+        r->memory_cpu_s += w->memory_cpu_s;
+        r->simulate_cpu_s += w->simulate_cpu_s;
       }
       const SrchWorker *best = phase_merge(&phase, r, TRUE);
       phase_timeline(&phase, r, start);

@@ -153,6 +153,10 @@ typedef struct {
                                configurations of that space; 0 otherwise */
   guint64 space_covered;    /* of those, simulated, refused, over memory or pruned by the bound */
   double elapsed_s;
+  /* The full Megatron space's CPU seconds (every worker's thread CPU time, summed) in its three
+   * steps: screening (build and lower bound of every point), the memory rule (points reached
+   * in bound order) and simulations. Measurements for benchmarks: not in the text or JSON. */
+  double screen_cpu_s, memory_cpu_s, simulate_cpu_s;
   GArray *curve;            /* SrchCurvePoint, where the best improved */
   GArray *timeline;         /* SrchCurvePoint in wall-clock order since the search began, over
                                every phase that can supply the winner (auto and dp: the grid

@@ -74,7 +74,10 @@ static void test_bound_below_simulation(void) {
 }
 
 /* A bounder reused across the recomputation, ZeRO stage and overlap_param_gather of one
- * strategy (as the grid's screen reuses it) gives every point the bound a fresh one gives. */
+ * strategy (as the grid's screen reuses it) gives every point the bound a fresh one gives; and
+ * the strategy with those three fields set in place (as the grid's simulations reuse it) is
+ * the fresh build: the same strategy JSON, and on every 37th point the same simulated
+ * iteration, bit for bit. */
 static void test_bounder_reuse(void) {
   Case c;
   case_init(&c, GPT4, "dgx-a100:nodes=2,gpus_per_node=4");
@@ -97,6 +100,20 @@ static void test_bounder_reuse(void) {
     MdlStrategy *fresh = mdl_strategy_megatron(c.graph, c.cluster, cfg, NULL);
     g_assert_cmpuint(sim_bounder_bound(bounder), ==, sim_iteration_bound(c.graph, fresh, c.cluster, &c.params, NULL));
     g_assert_cmpuint(sim_bounder_chain(bounder), <=, sim_bounder_bound(bounder));
+    g_autofree char *reused_json = mdl_strategy_to_json(s, c.graph);
+    g_autofree char *fresh_json = mdl_strategy_to_json(fresh, c.graph);
+    g_assert_cmpstr(reused_json, ==, fresh_json);
+    if (i % 37 == 0) {
+      GError *error = NULL;
+      SimRun *reused_run = sim_run_new(c.graph, s, c.cluster, &c.params, &error);
+      g_assert_no_error(error);
+      SimRun *fresh_run = sim_run_new(c.graph, fresh, c.cluster, &c.params, &error);
+      g_assert_no_error(error);
+      g_assert_cmpfloat(sim_run_prediction(reused_run)->iteration_time_s, ==,
+                        sim_run_prediction(fresh_run)->iteration_time_s);
+      sim_run_free(reused_run);
+      sim_run_free(fresh_run);
+    }
     mdl_strategy_free(fresh);
     checked++;
   }
