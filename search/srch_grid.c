@@ -180,6 +180,11 @@ static int compare_candidates(const void *a, const void *b) {
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
+static gint compare_indices(gconstpointer a, gconstpointer b) {
+  guint x = *(const guint *)a, y = *(const guint *)b;
+  return x < y ? -1 : x > y;
+}
+
 static gboolean before_deadline(const SrchWorker *w) {
   return !w->deadline_us || g_get_monotonic_time() < w->deadline_us;
 }
@@ -335,9 +340,13 @@ void srch_grid_worker(SrchWorker *w) {
     cpu = now;
   }
   /* Out of budget: the points left are screened for memory still, so that the share covered
-   * counts those that could not be a result anyway. */
-  for (guint left = k; left < cands->len && before_deadline(w); left++)
-    fitting(w, &rc, g_array_index(cands, Candidate, left).index);
+   * counts those that could not be a result anyway; in grid order, where a shape's variants
+   * follow one another and each shape is built once. */
+  GArray *left = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint j = k; j < cands->len; j++) g_array_append_val(left, g_array_index(cands, Candidate, j).index);
+  g_array_sort(left, compare_indices);
+  for (guint j = 0; j < left->len && before_deadline(w); j++) fitting(w, &rc, g_array_index(left, guint, j));
+  g_array_free(left, TRUE);
   recent_clear(&rc);
   w->memory_cpu_s += srch_thread_cpu_s() - cpu;
   w->complete = screened && k >= cands->len;
