@@ -260,15 +260,24 @@ static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
 }
 
 /* The simulations' strategies: in bound order a shape's variants come close together (a ZeRO
- * 1 and 2 pair often has one bound), so the last few shapes are kept. */
+ * 1 and 2 pair often has one bound), so the last few shapes are kept, each with the peak memory
+ * of the (ZeRO stage, recomputation) variants checked so far. cm_memory_per_device does not read
+ * overlap_param_gather (when the all-gathers run does not change what is held), so a ZeRO 1 or 2
+ * point's peak serves its twin with the other overlap_param_gather:
+ * /search-grid/memory-ignores-overlap-param-gather checks it on every such pair of a space. */
 #define RECENT_SHAPES 8
 typedef struct {
-  Shape shapes[RECENT_SHAPES];
+  Shape shape;
+  double peak[4][MDL_RECOMPUTE_COUNT]; /* by ZeRO stage and recomputation; < 0: not yet */
+} Checked;
+
+typedef struct {
+  Checked shapes[RECENT_SHAPES];
   guint next; /* the one replaced next */
 } Recent;
 
 static void recent_clear(Recent *rc) {
-  for (int i = 0; i < RECENT_SHAPES; i++) mdl_strategy_free(rc->shapes[i].s);
+  for (int i = 0; i < RECENT_SHAPES; i++) mdl_strategy_free(rc->shapes[i].shape.s);
 }
 
 /* Grid point @index's strategy, when it fits in memory (the simulator's fits_memory rule;
@@ -277,18 +286,25 @@ static void recent_clear(Recent *rc) {
 static MdlStrategy *fitting(SrchWorker *w, Recent *rc, guint index) {
   const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, index);
   MdlMegatronConfig key = shape_key(cfg);
-  Shape *sh = NULL;
-  for (int i = 0; i < RECENT_SHAPES && !sh; i++)
-    if (shape_holds(&rc->shapes[i], &key)) sh = &rc->shapes[i];
-  if (!sh) {
-    sh = &rc->shapes[rc->next++ % RECENT_SHAPES];
-    shape_build(sh, w, &key);
+  Checked *ch = NULL;
+  for (int i = 0; i < RECENT_SHAPES && !ch; i++)
+    if (shape_holds(&rc->shapes[i].shape, &key)) ch = &rc->shapes[i];
+  if (!ch) {
+    ch = &rc->shapes[rc->next++ % RECENT_SHAPES];
+    shape_build(&ch->shape, w, &key);
+    for (int z = 0; z < 4; z++)
+      for (int r = 0; r < MDL_RECOMPUTE_COUNT; r++) ch->peak[z][r] = -1;
   }
-  MdlStrategy *s = shape_set(sh, cfg);
-  if (!s) w->failed++;
-  else if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) {
+  MdlStrategy *s = shape_set(&ch->shape, cfg);
+  if (!s) {
+    w->failed++;
+    return NULL;
+  }
+  double *peak = &ch->peak[cfg->zero_stage][cfg->recompute]; /* points() keeps both in range */
+  if (*peak < 0) *peak = srch_peak_memory(w->graph, s, w->cluster);
+  if (*peak > w->cluster->device.memory_bytes) {
     w->over_memory++;
-    s = NULL;
+    return NULL;
   }
   return s;
 }

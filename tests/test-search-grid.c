@@ -124,6 +124,35 @@ static void test_bounder_reuse(void) {
   case_clear(&c);
 }
 
+/* The grid's memory screening checks a ZeRO 1 or 2 point once for both values of
+ * overlap_param_gather (srch_grid.c): the simulator's memory rule gives both the same peak on
+ * every device, on every such pair of a space with pipelines, sp and every recomputation. */
+static void test_memory_ignores_overlap_param_gather(void) {
+  Case c;
+  case_init(&c, GPT4, "dgx-a100:nodes=2,gpus_per_node=4");
+  GArray *points = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  int pairs = 0, ndev = dev_cluster_num_devices(c.cluster);
+  for (guint i = 0; i < points->len; i++) {
+    MdlMegatronConfig cfg = g_array_index(points, MdlMegatronConfig, i);
+    if (!cfg.overlap_param_gather) continue;
+    MdlStrategy *with = mdl_strategy_megatron(c.graph, c.cluster, &cfg, NULL);
+    cfg.overlap_param_gather = FALSE;
+    MdlStrategy *without = mdl_strategy_megatron(c.graph, c.cluster, &cfg, NULL);
+    g_assert_nonnull(with);
+    g_assert_nonnull(without);
+    CmMemory *a = cm_memory_per_device(c.graph, with, c.cluster), *b = cm_memory_per_device(c.graph, without, c.cluster);
+    for (int d = 0; d < ndev; d++) g_assert_cmpfloat(a[d].total, ==, b[d].total);
+    g_free(a);
+    g_free(b);
+    mdl_strategy_free(with);
+    mdl_strategy_free(without);
+    pairs++;
+  }
+  g_assert_cmpint(pairs, >, 500);
+  g_array_free(points, TRUE);
+  case_clear(&c);
+}
+
 /* The full space holds the classic grid and its variants: recomputation, sp (tp > 1 only),
  * ZeRO 0..3, vp beyond 8 where the layers allow. */
 static void test_full_space_contents(void) {
@@ -272,6 +301,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/search-grid/bound-below-simulation", test_bound_below_simulation);
   g_test_add_func("/search-grid/bounder-reuse", test_bounder_reuse);
+  g_test_add_func("/search-grid/memory-ignores-overlap-param-gather", test_memory_ignores_overlap_param_gather);
   g_test_add_func("/search-grid/full-space-contents", test_full_space_contents);
   g_test_add_func("/search-grid/full-space-fp8", test_full_space_fp8);
   g_test_add_func("/search-grid/exhaustive-matches-brute-force", test_exhaustive_matches_brute_force);
