@@ -208,9 +208,11 @@ static inline uint32_t task_grads_done(const Builder *b, int op, int i) {
 void sb_mesh_strides(const MdlMesh *mesh, int *stride);
 int sb_group_members(const MdlMesh *mesh, unsigned mask, int base, int *out);
 gboolean sb_is_group_base(const MdlMesh *mesh, unsigned mask, int idx);
-SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll,
-                                       const int *devices, int p, const int *sim_devices, int nsim,
-                                       double bytes, int op, int tensor, int mb);
+/* A collective over the @p @devices of a group on their stream @stream (sim_build_comm.c). */
+SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, SimStream stream,
+                                   CmCollective coll, const int *devices, int p,
+                                   const int *sim_devices, int nsim, double bytes, int op,
+                                   int tensor, int mb);
 void sb_edges_from_distinct(Builder *b, const uint32_t *deps, int n, uint32_t to);
 void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to,
                             int t, int op, int mb, uint32_t *ready);

@@ -64,18 +64,19 @@ static SimTime comm_duration(Builder *b, CmCollective coll, const int *devices, 
   return d;
 }
 
-/* A collective over the @p @devices of a group (its cost), occupying the communication
- * streams of the @nsim of them that are simulated (@sim_devices): one task timed by the
- * alpha-beta formula, or (step mode) its transfers on link resources between a gate and a
- * join. Inputs connect to .gate, consumers wait for .join. */
-SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll,
-                                       const int *devices, int p, const int *sim_devices, int nsim,
-                                       double bytes, int op, int tensor, int mb) {
+/* A collective over the @p @devices of a group (its cost), occupying stream @stream of the
+ * @nsim of them that are simulated (@sim_devices): one task timed by the alpha-beta formula,
+ * or (step mode) its transfers on link resources between a gate and a join. Inputs connect to
+ * .gate, consumers wait for .join. */
+SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, SimStream stream,
+                                   CmCollective coll, const int *devices, int p,
+                                   const int *sim_devices, int nsim, double bytes, int op,
+                                   int tensor, int mb) {
   /* Without overlap a collective also holds its members' compute streams. */
   int nres = b->s->overlap ? nsim : 2 * nsim;
   uint32_t stack_res[64];
   uint32_t *res = nres <= 64 ? stack_res : g_new(uint32_t, nres);
-  for (int i = 0; i < nsim; i++) res[i] = sim_resource_comm(sim_devices[i]);
+  for (int i = 0; i < nsim; i++) res[i] = sim_resource_stream(sim_devices[i], stream);
   for (int i = nsim; i < nres; i++) res[i] = sim_resource_compute(sim_devices[i - nsim]);
   SimTask t = {0};
   t.kind = (uint8_t)kind;
@@ -97,7 +98,7 @@ SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective co
     cm_group_shape(b->c, devices, p, &shape);
     gboolean nccl = cm_nccl_ring_steps(coll, &shape, b->c, bytes, &ring);
     return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes, !b->s->overlap,
-                              nccl ? &ring : NULL);
+                              stream, nccl ? &ring : NULL);
   }
   t.duration = comm_duration(b, coll, devices, p, bytes, &t.link);
   uint32_t id = sim_task_graph_add(b->tg, &t, res, nres);
@@ -197,8 +198,8 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
         sim[nsim++] = devices[i];
       }
       if (nsim == 0) continue; /* a replica group: its twin through a representative runs */
-      SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, steps[k].coll, devices, p, sim,
-                                                nsim, bytes, op, t, mb);
+      SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, SIM_STREAM_COMM, steps[k].coll,
+                                                devices, p, sim, nsim, bytes, op, t, mb);
       sb_edges_from_distinct(b, deps, nsim, task.gate);
       for (int i = 0; i < p; i++) ready[members[i]] = task.join;
     }
@@ -328,7 +329,8 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
       dst_ready[j] = ready[i];
       continue;
     }
-    SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, CM_SEND_RECV, pair, 2, pair, 2, bytes, op, t, mb);
+    SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, SIM_STREAM_P2P, CM_SEND_RECV, pair,
+                                              2, pair, 2, bytes, op, t, mb);
     if (ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], task.gate);
     dst_ready[j] = task.join;
   }

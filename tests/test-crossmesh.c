@@ -729,8 +729,8 @@ static void test_emit(void) {
   int nd = dev_cluster_num_devices(c);
   /* sim_network.h's layout: 16 GPUs' ports, then 4 hosts x 1 NIC x 2 sides. */
   g_assert_cmpint(sim_crossmesh_extra_resources(c), ==, 2 * nd + 8);
-  g_assert_cmpint(2 * nd + sim_crossmesh_extra_resources(c), ==, sim_network_num_resources(c));
-  g_assert_cmpuint(sim_crossmesh_resource_nic(c, 3, 0, TRUE), ==, 4 * nd + 7);
+  g_assert_cmpint((int)sim_stream_resources(nd) + sim_crossmesh_extra_resources(c), ==, sim_network_num_resources(c));
+  g_assert_cmpuint(sim_crossmesh_resource_nic(c, 3, 0, TRUE), ==, SIM_STREAMS * nd + 2 * nd + 7);
   SimTaskGraph *g = sim_task_graph_new(nd);
   g->num_resources += sim_crossmesh_extra_resources(c);
   SimTask t = {0};
@@ -761,7 +761,7 @@ static void test_emit(void) {
     for (int k = 0; k < task->nres; k++) {
       uint32_t r = g_array_index(g->task_resources, uint32_t, task->res_begin + k);
       g_assert_cmpuint(r, <, (uint32_t)g->num_resources);
-      saw_nic |= r >= (uint32_t)(4 * nd);
+      saw_nic |= r >= (uint32_t)(SIM_STREAMS * nd + 2 * nd);
     }
   }
   g_assert_true(saw_nic);
