@@ -259,6 +259,19 @@ typedef struct {
 /* The all-gathers (SbUnitGather) of the unit op @o opens, in order of first use; empty when
  * @o is not the first op of its unit. Clears @out first. */
 void sb_unit_gathers(const Builder *b, int o, GArray *out);
+/* Megatron-LM's scatter/gather optimization of pipeline transfers (Narayanan et al. 2021,
+ * "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", section
+ * 4.1 and Fig. 9; Megatron-LM's p2p_communication.py, scatter_gather_tensors_in_pipeline, on
+ * by default, off under sequence parallelism): where a tensor moved between two stage meshes
+ * is replicated over the tensor-parallel ranks on both sides, each of the t sender/receiver
+ * pairs sends 1/t of it (its own NIC: t times less over the inter-stage links), and the t
+ * receivers all-gather the slices over their own link (NVLink), on their TP stream. For a
+ * device-aligned move (sb_aligned_move) from layout @start (partial sums reduced) to @to:
+ * the axis of the destination mesh it scatters over, or -1 where it does not apply (another
+ * framework than megatron-lm, a device that is its own counterpart, no replicated axis or
+ * more than one). */
+int sb_scatter_gather_axis(const Builder *b, int src_mesh, MdlLayout start, int dst_mesh,
+                           MdlLayout to);
 void sb_crossmesh_cache_free(gpointer data);
 guint sb_crossmesh_cache_hash(gconstpointer key);
 gboolean sb_crossmesh_cache_equal(gconstpointer a, gconstpointer b);

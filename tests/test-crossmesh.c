@@ -840,6 +840,9 @@ typedef struct {
   MdlStrategy *strategy;
 } MoveSetup;
 
+/* The paper's system (Alpa) moves whole tiles between stages: framework none, so neither
+ * Megatron-LM's scatter/gather of pipeline transfers (sb_scatter_gather_axis) nor a host
+ * applies. */
 static MoveSetup move_setup(const char *send_split) {
   MoveSetup m;
   GError *error = NULL;
@@ -847,7 +850,8 @@ static MoveSetup move_setup(const char *send_split) {
   m.graph = mdl_graph_from_json(move_model, "move", &error);
   g_assert_no_error(error);
   g_autofree char *json = g_strdup_printf(
-      "{\"num_microbatches\": 1, \"meshes\": [{\"shape\": [2, 4], \"devices\": [0, 1, 2, 3, 4, 5, 6, 7]},"
+      "{\"num_microbatches\": 1, \"framework\": \"none\","
+      " \"meshes\": [{\"shape\": [2, 4], \"devices\": [0, 1, 2, 3, 4, 5, 6, 7]},"
       " {\"shape\": [2, 4], \"devices\": [8, 9, 10, 11, 12, 13, 14, 15]}],"
       " \"ops\": [{\"op\": \"send\", \"mesh\": 0, \"stage\": 0, \"split\": [\"%s\", null]},"
       " {\"op\": \"recv\", \"mesh\": 1, \"stage\": 1, \"split\": [\"b\", null]}]}", send_split);

@@ -266,6 +266,68 @@ static void test_link_sharing(void) {
   dev_cluster_free(c);
 }
 
+/* Send/recv bytes of the moves between stages of @spec (sum), and the all-gathers of tensors
+ * from another stage (count, and their bytes summed); every such all-gather on the comm
+ * stream, of @tp members, gated by the sends of its microbatch and tensor. */
+static void stage_moves(const char *spec, int tp, double *send_bytes, int *gathers,
+                        double *gather_bytes) {
+  SimRun *run = test_simulate_specs(PIPE_GPT, PIPE_CLUSTER, spec, FALSE);
+  const MdlGraph *g = sim_run_graph(run);
+  const MdlStrategy *s = sim_run_strategy(run);
+  *send_bytes = *gather_bytes = 0;
+  *gathers = 0;
+  for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
+    SimTaskInfo t;
+    sim_run_task(run, i, &t);
+    if (t.kind != SIM_TASK_COMM || t.tensor < 0 || t.op < 0) continue;
+    int producer = mdl_graph_tensor(g, t.tensor)->producer;
+    if (producer < 0 || s->configs[producer].stage == s->configs[t.op].stage) continue;
+    if (t.collective == CM_SEND_RECV) *send_bytes += t.bytes;
+    if (t.collective != CM_ALL_GATHER) continue;
+    (*gathers)++;
+    *gather_bytes += t.bytes;
+    g_assert_cmpint((int)t.group_size, ==, tp);
+    g_assert_cmpint(sim_resource_stream_of(t.resources[0]), ==, SIM_STREAM_COMM);
+    /* Its predecessors: the sends of the same tensor and microbatch. */
+    for (uint32_t j = 0; j < sim_run_num_tasks(run); j++) {
+      uint32_t n;
+      const uint32_t *succ = sim_task_graph_successors(sim_run_task_graph(run), j, &n);
+      for (uint32_t k = 0; k < n; k++) {
+        if (succ[k] != i) continue;
+        SimTaskInfo pred;
+        sim_run_task(run, j, &pred);
+        g_assert_cmpint(pred.collective, ==, CM_SEND_RECV);
+        g_assert_cmpint(pred.tensor, ==, t.tensor);
+        g_assert_cmpint(pred.microbatch, ==, t.microbatch);
+        g_assert_cmpfloat_with_epsilon((double)pred.bytes * tp, t.bytes, 1e-6 * t.bytes);
+      }
+    }
+  }
+  test_run_free(run);
+}
+
+/* Megatron-LM's scatter/gather of pipeline transfers (Narayanan et al. 2021 section 4.1): with
+ * activations replicated over tp ranks, each pair sends 1/tp of the tensor and the receivers
+ * all-gather it on their TP stream; not under sequence parallelism (the activation is already
+ * split over the tp ranks) nor without Megatron-LM (framework none sends whole tensors). */
+static void test_scatter_gather(void) {
+  const char *spec = "megatron:tp=2,pp=2,dp=2,mb=1";
+  double sent, whole, gathered, sp_sent, sp_gathered;
+  int gathers, none_gathers, sp_gathers;
+  stage_moves(spec, 2, &sent, &gathers, &gathered);
+  g_autofree char *none = g_strdup_printf("%s,framework=none", spec);
+  double none_gathered;
+  stage_moves(none, 2, &whole, &none_gathers, &none_gathered);
+  g_autofree char *sp = g_strdup_printf("%s,sp=1", spec);
+  stage_moves(sp, 2, &sp_sent, &sp_gathers, &sp_gathered);
+  g_assert_cmpint(gathers, >, 0);
+  g_assert_cmpfloat_with_epsilon(sent * 2, whole, 1e-9 * whole); /* half of it a pair */
+  g_assert_cmpfloat_with_epsilon(gathered, whole, 1e-9 * whole); /* the whole on each side */
+  g_assert_cmpint(none_gathers, ==, 0);
+  g_assert_cmpint(sp_gathers, ==, 0);
+  g_assert_cmpfloat_with_epsilon(sp_sent * 2, whole, 1e-9 * whole); /* already split */
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/streams/classes", test_classes);
@@ -274,5 +336,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/streams/breakdown", test_breakdown);
   g_test_add_func("/sim/streams/bound", test_bound);
   g_test_add_func("/sim/streams/link-sharing", test_link_sharing);
+  g_test_add_func("/sim/streams/scatter-gather", test_scatter_gather);
   return g_test_run();
 }
