@@ -48,10 +48,9 @@ static int compare_interval(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->end > y->end) - (x->end < y->end);
 }
 
-/* Sorts and merges @n intervals in place; returns how many remain (disjoint, sorted). */
-static guint merge_intervals(Interval *iv, guint n) {
+/* Coalesces @n intervals sorted by start in place; returns how many remain (disjoint). */
+static guint coalesce_intervals(Interval *iv, guint n) {
   if (n == 0) return 0;
-  qsort(iv, n, sizeof(Interval), compare_interval);
   guint out = 0;
   for (guint i = 1; i < n; i++) {
     if (iv[i].start <= iv[out].end) {
@@ -61,6 +60,31 @@ static guint merge_intervals(Interval *iv, guint n) {
     }
   }
   return out + 1;
+}
+
+/* Sorts and merges @n intervals in place; returns how many remain (disjoint, sorted). */
+static guint merge_intervals(Interval *iv, guint n) {
+  if (n > 1) qsort(iv, n, sizeof(Interval), compare_interval);
+  return coalesce_intervals(iv, n);
+}
+
+/* The union of @nlists lists of intervals, each sorted by start (a stream's tasks in the
+ * engine's start order, step mode's merged spans), into @out (room for all of them; @scratch
+ * as much): merged pairwise by start in linear time, then coalesced. Returns its length. */
+static guint union_sorted(const Interval *const *lists, const guint *lengths, int nlists,
+                          Interval *out, Interval *scratch) {
+  guint n = 0;
+  for (int k = 0; k < nlists; k++) {
+    const Interval *b = lists[k];
+    guint nb = lengths[k], i = 0, j = 0, m = 0;
+    if (nb == 0) continue;
+    memcpy(scratch, out, n * sizeof(Interval));
+    while (i < n && j < nb) out[m++] = scratch[i].start <= b[j].start ? scratch[i++] : b[j++];
+    while (i < n) out[m++] = scratch[i++];
+    while (j < nb) out[m++] = b[j++];
+    n = m;
+  }
+  return coalesce_intervals(out, n);
 }
 
 /* Communication intervals of every device in step-expanded mode: a collective occupies its
@@ -144,6 +168,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   /* The union of a device's communication streams (and step mode's spans), when more than
    * one of them is busy: one scratch list, as long as the longest device's. */
   g_autofree Interval *both = NULL;
+  Interval *scratch = NULL;
   for (int d = 0; d < g->num_devices; d++) {
     uint32_t c = sim_resource_compute(d);
     if (count[c] == count[c + SIM_STREAMS]) continue; /* no task on any of its streams */
@@ -151,14 +176,14 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
     const Interval *cv = iv + count[c];
     guint nc = fill[c] - count[c];
     compute += measure(cv, nc);
-    guint ns = span_iv ? span_off[d + 1] - span_off[d] : 0, lists = ns > 0, total = ns;
+    guint ns = span_iv ? span_off[d + 1] - span_off[d] : 0, busy = ns > 0;
     uint32_t only = c;
     for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++)
-      if (fill[r] > count[r]) lists++, total += fill[r] - count[r], only = r;
+      if (fill[r] > count[r]) busy++, only = r;
     /* Communication intervals of one stream are disjoint and in start order already. */
     const Interval *mv = iv + count[only];
-    guint nm = lists == 1 && ns == 0 ? fill[only] - count[only] : 0;
-    if (lists > 1 || ns > 0) {
+    guint nm = busy == 1 && ns == 0 ? fill[only] - count[only] : 0;
+    if (busy > 1 || ns > 0) {
       if (!both) {
         guint most = 0;
         for (int e = 0; e < g->num_devices; e++) {
@@ -166,16 +191,19 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
           guint n = (fill[ce + SIM_STREAMS - 1] - count[ce + 1]) + (span_iv ? span_off[e + 1] - span_off[e] : 0);
           most = MAX(most, n);
         }
-        both = g_new(Interval, most + 1);
+        both = g_new(Interval, 2 * (gsize)most + 2); /* the union, then the scratch */
+        scratch = both + most + 1;
       }
-      guint nb = 0;
+      const Interval *lists[SIM_STREAMS];
+      guint lengths[SIM_STREAMS], nlists = 0;
       for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++) {
-        memcpy(both + nb, iv + count[r], (fill[r] - count[r]) * sizeof(Interval));
-        nb += fill[r] - count[r];
+        lists[nlists] = iv + count[r];
+        lengths[nlists++] = fill[r] - count[r];
       }
-      if (ns) memcpy(both + nb, span_iv + span_off[d], ns * sizeof(Interval));
+      lists[nlists] = span_iv ? span_iv + span_off[d] : NULL;
+      lengths[nlists++] = ns;
       mv = both;
-      nm = merge_intervals(both, total);
+      nm = union_sorted(lists, lengths, (int)nlists, both, scratch);
     }
     comm += measure(mv, nm);
     exposed += exposed_time(mv, nm, cv, nc);
