@@ -48,9 +48,10 @@ static int compare_interval(const void *a, const void *b) {
   return x->start < y->start ? -1 : x->start > y->start ? 1 : (x->end > y->end) - (x->end < y->end);
 }
 
-/* Coalesces @n intervals sorted by start in place; returns how many remain (disjoint). */
-static guint coalesce_intervals(Interval *iv, guint n) {
+/* Sorts and merges @n intervals in place; returns how many remain (disjoint, sorted). */
+static guint merge_intervals(Interval *iv, guint n) {
   if (n == 0) return 0;
+  qsort(iv, n, sizeof(Interval), compare_interval);
   guint out = 0;
   for (guint i = 1; i < n; i++) {
     if (iv[i].start <= iv[out].end) {
@@ -62,29 +63,26 @@ static guint coalesce_intervals(Interval *iv, guint n) {
   return out + 1;
 }
 
-/* Sorts and merges @n intervals in place; returns how many remain (disjoint, sorted). */
-static guint merge_intervals(Interval *iv, guint n) {
-  if (n > 1) qsort(iv, n, sizeof(Interval), compare_interval);
-  return coalesce_intervals(iv, n);
-}
-
-/* The union of @nlists lists of intervals, each sorted by start (a stream's tasks in the
- * engine's start order, step mode's merged spans), into @out (room for all of them; @scratch
- * as much): merged pairwise by start in linear time, then coalesced. Returns its length. */
+/* The union of @nlists (at most SIM_STREAMS) lists of intervals, each sorted by start (a
+ * stream's tasks in the engine's start order, step mode's merged spans), into @out (room for
+ * all of them): one pass taking the earliest start among the lists' heads, coalescing as it
+ * goes. Returns its length (disjoint, sorted). */
 static guint union_sorted(const Interval *const *lists, const guint *lengths, int nlists,
-                          Interval *out, Interval *scratch) {
-  guint n = 0;
-  for (int k = 0; k < nlists; k++) {
-    const Interval *b = lists[k];
-    guint nb = lengths[k], i = 0, j = 0, m = 0;
-    if (nb == 0) continue;
-    memcpy(scratch, out, n * sizeof(Interval));
-    while (i < n && j < nb) out[m++] = scratch[i].start <= b[j].start ? scratch[i++] : b[j++];
-    while (i < n) out[m++] = scratch[i++];
-    while (j < nb) out[m++] = b[j++];
-    n = m;
+                          Interval *out) {
+  guint pos[SIM_STREAMS] = {0}, n = 0;
+  for (;;) {
+    int best = -1;
+    for (int k = 0; k < nlists; k++)
+      if (pos[k] < lengths[k] && (best < 0 || lists[k][pos[k]].start < lists[best][pos[best]].start))
+        best = k;
+    if (best < 0) return n;
+    Interval x = lists[best][pos[best]++];
+    if (n > 0 && x.start <= out[n - 1].end) {
+      if (x.end > out[n - 1].end) out[n - 1].end = x.end;
+    } else {
+      out[n++] = x;
+    }
   }
-  return coalesce_intervals(out, n);
 }
 
 /* Communication intervals of every device in step-expanded mode: a collective occupies its
@@ -168,7 +166,6 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   /* The union of a device's communication streams (and step mode's spans), when more than
    * one of them is busy: one scratch list, as long as the longest device's. */
   g_autofree Interval *both = NULL;
-  Interval *scratch = NULL;
   for (int d = 0; d < g->num_devices; d++) {
     uint32_t c = sim_resource_compute(d);
     if (count[c] == count[c + SIM_STREAMS]) continue; /* no task on any of its streams */
@@ -191,8 +188,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
           guint n = (fill[ce + SIM_STREAMS - 1] - count[ce + 1]) + (span_iv ? span_off[e + 1] - span_off[e] : 0);
           most = MAX(most, n);
         }
-        both = g_new(Interval, 2 * (gsize)most + 2); /* the union, then the scratch */
-        scratch = both + most + 1;
+        both = g_new(Interval, (gsize)most + 1);
       }
       const Interval *lists[SIM_STREAMS];
       guint lengths[SIM_STREAMS], nlists = 0;
@@ -203,7 +199,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
       lists[nlists] = span_iv ? span_iv + span_off[d] : NULL;
       lengths[nlists++] = ns;
       mv = both;
-      nm = union_sorted(lists, lengths, (int)nlists, both, scratch);
+      nm = union_sorted(lists, lengths, (int)nlists, both);
     }
     comm += measure(mv, nm);
     exposed += exposed_time(mv, nm, cv, nc);
