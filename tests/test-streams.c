@@ -5,7 +5,9 @@
  * streams and the figures still add up; the pruning bound stays below the simulation; and
  * the approximation of task mode (streams on one link do not share its bandwidth) against
  * step mode (they do, transfer by transfer), quantified. */
+#include <cjson/cJSON.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -328,6 +330,51 @@ static void test_scatter_gather(void) {
   g_assert_cmpfloat_with_epsilon(sp_sent * 2, whole, 1e-9 * whole); /* already split */
 }
 
+/* The trace has one thread per stream (tid = SimStream, named by sim_stream_name; the host
+ * after them), and each collective's slice on its stream's thread: send/recv on p2p, gradient
+ * syncs on dp, tensor-parallel collectives on comm. */
+static void test_trace_threads(void) {
+  SimRun *run = test_simulate_specs(PIPE_GPT, PIPE_CLUSTER, TP_SPEC, FALSE);
+  g_autofree char *dir = g_dir_make_tmp("streams-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename(dir, "trace.json", NULL);
+  GError *error = NULL;
+  g_assert_true(sim_trace_write(run, path, &error));
+  g_assert_no_error(error);
+  g_autofree char *text = NULL;
+  g_assert_true(g_file_get_contents(path, &text, NULL, NULL));
+  cJSON *root = cJSON_Parse(text);
+  g_assert_nonnull(root);
+  int names[SIM_STREAMS + 1] = {0}, on[SIM_STREAMS] = {0};
+  const cJSON *e;
+  cJSON_ArrayForEach(e, cJSON_GetObjectItem(root, "traceEvents")) {
+    const char *ph = cJSON_GetObjectItem(e, "ph")->valuestring;
+    int pid = cJSON_GetObjectItem(e, "pid")->valueint;
+    const cJSON *tid = cJSON_GetObjectItem(e, "tid");
+    if (pid != 0 || !tid) continue; /* GPU 0's threads */
+    if (strcmp(ph, "M") == 0) {
+      const char *name = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "args"), "name")->valuestring;
+      g_assert_cmpint(tid->valueint, <=, SIM_STREAMS);
+      g_assert_cmpstr(name, ==, tid->valueint < SIM_STREAMS ? sim_stream_name((SimStream)tid->valueint) : "host");
+      names[tid->valueint]++;
+      continue;
+    }
+    const char *cat = cJSON_GetObjectItem(e, "cat")->valuestring;
+    const char *name = cJSON_GetObjectItem(e, "name")->valuestring;
+    SimStream want = SIM_STREAM_COMPUTE;
+    if (strcmp(cat, "grad_sync") == 0) want = SIM_STREAM_DP;
+    else if (strcmp(cat, "comm") == 0) want = g_str_has_prefix(name, "send_recv") ? SIM_STREAM_P2P : SIM_STREAM_COMM;
+    else if (strcmp(cat, "host") == 0) continue;
+    g_assert_cmpint(tid->valueint, ==, want);
+    on[want]++;
+  }
+  for (int k = 0; k <= SIM_STREAMS; k++) g_assert_cmpint(names[k], ==, 1);
+  for (int k = 0; k < SIM_STREAMS; k++) g_assert_cmpint(on[k], >, 0);
+  cJSON_Delete(root);
+  g_unlink(path);
+  g_rmdir(dir);
+  test_run_free(run);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/streams/classes", test_classes);
@@ -337,5 +384,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/streams/bound", test_bound);
   g_test_add_func("/sim/streams/link-sharing", test_link_sharing);
   g_test_add_func("/sim/streams/scatter-gather", test_scatter_gather);
+  g_test_add_func("/sim/streams/trace-threads", test_trace_threads);
   return g_test_run();
 }
