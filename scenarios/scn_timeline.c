@@ -1,7 +1,8 @@
 /* scenarios/timeline — a Gantt chart of one simulated iteration (scn_chart.h), drawn like the
  * cross-mesh resharding paper's Fig. 4: one row per pipeline stage's GPU, boxes numbered by
  * microbatch. Here every simulated GPU has one row per stream (sim.h's SimStream: compute,
- * then the TP/CP/EP collectives, pipeline p2p and data-parallel communication streams); a run of tasks of one kind and microbatch that follow each other on a row
+ * then the TP/CP/EP collectives, pipeline p2p and data-parallel communication streams); a
+ * run of tasks of one kind and microbatch that follow each other on a row
  * with gaps under 0.2% of the iteration is drawn as one box, so a stage's forward of a
  * microbatch is one box however many kernels it has. Step-expanded collectives are drawn from
  * their gate to their join on the members' rows of their stream, as in the Perfetto trace. */

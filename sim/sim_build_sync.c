@@ -216,8 +216,8 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
       sim[nsim++] = devices[i];
     }
     if (nsim == 0) continue;
-    SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_GRAD_SYNC, SIM_STREAM_DP, coll, devices, p, sim, nsim,
-                                           bytes, items[0].first, items[0].w, mb);
+    SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_GRAD_SYNC, SIM_STREAM_DP, coll, devices,
+                                              p, sim, nsim, bytes, items[0].first, items[0].w, mb);
     for (int i = 0; after && i < nsim; i++)
       if (after[sim[i]] != NO_TASK) sim_task_graph_edge(b->tg, after[sim[i]], span.gate);
     for (int k = 0; !after && k < n; k++) {

@@ -150,7 +150,8 @@ SimCrossMeshStats sim_crossmesh_plan_stats(const SimCrossMeshPlan *plan);
 /* Resources: the task graph's sim_stream_resources(num_devices) device streams, then
  * sim_network.h's link resources (GPU ports, NICs). A graph that receives cross-mesh tasks
  * must have num_resources >= sim_network_num_resources(cluster) =
- * sim_stream_resources(num_devices) + sim_crossmesh_extra_resources(cluster): enlarge graph->num_resources after
+ * sim_stream_resources(num_devices) + sim_crossmesh_extra_resources(cluster): enlarge
+ * graph->num_resources after
  * sim_task_graph_new (step-expanded graphs already have them). */
 int sim_crossmesh_extra_resources(const DevCluster *cluster);
 /* NIC @nic (0..nics_per_node-1) of @host, its egress side or (@ingress) its ingress side. */

@@ -214,7 +214,8 @@ static cJSON *collectives_json(const SimRun *run, const GArray *devs) {
     g_autoptr(GPtrArray) entries = device_collectives(run, d, TRUE, busy);
     cJSON *dj = cJSON_CreateObject();
     cJSON_AddNumberToObject(dj, "device", d);
-    cJSON_AddNumberToObject(dj, "comm_time_s", sim_time_seconds(busy[SIM_STREAM_COMM] + busy[SIM_STREAM_P2P] + busy[SIM_STREAM_DP]));
+    SimTime all = busy[SIM_STREAM_COMM] + busy[SIM_STREAM_P2P] + busy[SIM_STREAM_DP];
+    cJSON_AddNumberToObject(dj, "comm_time_s", sim_time_seconds(all));
     cJSON *per = cJSON_AddObjectToObject(dj, "stream_time_s");
     for (int st = SIM_STREAM_COMM; st < SIM_STREAMS; st++)
       cJSON_AddNumberToObject(per, sim_stream_name((SimStream)st), sim_time_seconds(busy[st]));

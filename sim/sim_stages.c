@@ -1,6 +1,7 @@
 /* sim/stages — see sim_stages.h. Busy times are unions of the task intervals on a device's
- * streams, compute and communication (integer picoseconds, summed exactly); the device is the first of the rank's
- * mesh that holds tasks, so symmetric and expanded runs report the same figures. */
+ * streams, compute and communication (integer picoseconds, summed exactly); the device is the
+ * first of the rank's mesh that holds tasks, so symmetric and expanded runs report the same
+ * figures. */
 #include "sim/sim_stages.h"
 
 #include <stdlib.h>
