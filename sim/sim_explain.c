@@ -19,14 +19,17 @@
 static const char *const phase_names[] = {"forward", "backward", "iteration"};
 static const char *const link_names[DEV_LINK_COUNT] = {"intra", "inter"};
 
+/* The hash table's key is the entry itself (its key and stream: the fields the functions
+ * below compare). */
 typedef struct {
   SimTaskInfo key;     /* first instance; step mode: duration 0 (spans vary with contention) */
   SimTime total;       /* summed time of all instances */
   guint count;
   guint tensors;       /* distinct tensors folded into the entry (text view) */
   int32_t last_tensor;
-  SimStream stream;    /* the device's stream it runs on (its first instance's) */
+  SimStream stream;    /* the device's stream it runs on */
 } CollectiveEntry;
+G_STATIC_ASSERT(G_STRUCT_OFFSET(CollectiveEntry, key) == 0); /* an entry is read as its key */
 
 static guint entry_hash(gconstpointer key) {
   const SimTaskInfo *t = key;
@@ -39,7 +42,8 @@ static guint entry_hash(gconstpointer key) {
 
 static gboolean entry_equal_shape(gconstpointer a, gconstpointer b) {
   const SimTaskInfo *x = a, *y = b;
-  return x->kind == y->kind && x->phase == y->phase && x->collective == y->collective &&
+  return ((const CollectiveEntry *)a)->stream == ((const CollectiveEntry *)b)->stream &&
+         x->kind == y->kind && x->phase == y->phase && x->collective == y->collective &&
          x->group_size == y->group_size && x->bytes == y->bytes && x->link == y->link &&
          x->duration == y->duration;
 }
@@ -120,8 +124,8 @@ static GPtrArray *device_collectives(const SimRun *run, int device, gboolean by_
       time = sim_schedule_start(sim_run_schedule(run), join) - t->start;
     }
     busy[stream] += time;
-    SimTaskInfo probe = *t;
-    if (t->role == SIM_ROLE_GATE) probe.duration = 0;
+    CollectiveEntry probe = {.key = *t, .stream = stream};
+    if (t->role == SIM_ROLE_GATE) probe.key.duration = 0;
     CollectiveEntry *e = g_hash_table_lookup(index, &probe);
     if (!e) {
       e = g_new0(CollectiveEntry, 1);
@@ -129,7 +133,7 @@ static GPtrArray *device_collectives(const SimRun *run, int device, gboolean by_
       if (t->role == SIM_ROLE_GATE) e->key.duration = 0;
       e->last_tensor = -1;
       e->stream = stream;
-      g_hash_table_insert(index, &e->key, e);
+      g_hash_table_insert(index, e, e);
       g_ptr_array_add(entries, e);
     }
     e->count++;
