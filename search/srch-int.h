@@ -111,6 +111,9 @@ GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDt
  * recomputation (none, selective, full), sequence parallelism off and (tp > 1, where the model
  * has such ops) on, and ZeRO stages 0..3. */
 GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
+/* The same, with @tp_overlap every sp point also with tp_overlap (SrchOptions.tp_overlap). */
+GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
+                                   gboolean tp_overlap);
 /* The dp driver's groups: every (tp, pp >= 2, dp, microbatch size) with tp * pp * dp =
  * devices whose one-stage configuration (pp = 1) the Megatron builder accepts and pp <= the
  * pipeline units; each group stands for SRCH_DP_SCHEDULES points (1F1B, GPipe, eager-1F1B). */

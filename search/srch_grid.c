@@ -11,8 +11,10 @@
  * ep dividing dp * cp and the experts) for models with experts. The full space
  * (srch_grid_full_points) adds fp8 on devices with FP8 tensor cores (bf16 runs), vp up to layers / pp, recomputation none / selective / full
  * (Korthikanti et al. 2022, section 5), sequence parallelism (ibid., 4.2.2; where tp > 1 and the
- * model has such ops), ZeRO stages 0-3 (Rajbhandari et al. 2020; stage 1 is Megatron's
- * distributed optimizer) and, under ZeRO 1 and 2, the overlapped parameter all-gather. Points
+ * model has such ops; on request, SrchOptions.tp_overlap, with the tensor-parallel communication
+ * overlapped with the GEMMs, Megatron-Core's --tp-comm-overlap), ZeRO stages 0-3 (Rajbhandari et
+ * al. 2020; stage 1 is Megatron's distributed optimizer) and, under ZeRO 1 and 2, the overlapped
+ * parameter all-gather. Points
  * the builder refuses (tp not dividing the heads, pp not dividing the layers, ...) are left out.
  *
  * The driver: each worker takes its points round robin and screens them (build, the lower
@@ -43,7 +45,7 @@ static gboolean builds(const MdlGraph *graph, const DevCluster *cluster, const M
 /* Appends @cfg when the builder accepts it; with @full also its memory and sp variants (the
  * builder's checks on those: zero 0..3, sp needs tp > 1 and ops with a sequence dim). */
 static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                      const MdlMegatronConfig *base, gboolean full) {
+                      const MdlMegatronConfig *base, gboolean full, gboolean tp_overlap) {
   if (!builds(graph, cluster, base)) return;
   if (!full) {
     g_array_append_vals(points, base, 1);
@@ -53,23 +55,30 @@ static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *c
   memcpy(&cfg, base, sizeof cfg);
   cfg.sequence_parallel = TRUE;
   int nsp = base->tp > 1 && builds(graph, cluster, &cfg) ? 2 : 1;
-  /* sp outermost: the screening rebuilds a strategy only when tp, pp, dp, mb, schedule, vp or
-   * sp change (recomputation and ZeRO are fields it sets in place, srch_grid_worker). */
+  /* With @tp_overlap, under sp the tensor-parallel collectives next to a GEMM may also overlap
+   * it (Megatron-Core's --tp-comm-overlap, tp_overlap=1: model/STRATEGY.md). */
+  cfg.tp_overlap = TRUE;
+  int ntpo = tp_overlap && nsp == 2 && builds(graph, cluster, &cfg) ? 2 : 1;
+  /* sp and tp_overlap outermost: the screening rebuilds a strategy only when tp, pp, dp, mb,
+   * schedule, vp, sp or tp_overlap change (recomputation and ZeRO are fields it sets in place,
+   * srch_grid_worker). */
   for (int q = 0; q < nsp; q++)
-    for (int r = 0; r < 3; r++)
-      for (int z = 0; z <= 3; z++)
-        for (int g = 0; g < (z == 1 || z == 2 ? 2 : 1); g++) {
-          cfg.recompute = (MdlRecompute)r;
-          cfg.sequence_parallel = q;
-          cfg.zero_stage = z;
-          cfg.overlap_param_gather = g;
-          g_array_append_vals(points, &cfg, 1);
-        }
+    for (int t = 0; t < (q ? ntpo : 1); t++)
+      for (int r = 0; r < 3; r++)
+        for (int z = 0; z <= 3; z++)
+          for (int g = 0; g < (z == 1 || z == 2 ? 2 : 1); g++) {
+            cfg.recompute = (MdlRecompute)r;
+            cfg.sequence_parallel = q;
+            cfg.tp_overlap = t;
+            cfg.zero_stage = z;
+            cfg.overlap_param_gather = g;
+            g_array_append_vals(points, &cfg, 1);
+          }
 }
 
 /* Every microbatch size and schedule of @base's degrees. */
 static void add_schedules(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                          const MdlMegatronConfig *base, gboolean full) {
+                          const MdlMegatronConfig *base, gboolean full, gboolean tp_overlap) {
   static const MdlSchedule pipelined[] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_EAGER_1F1B};
   int dp = base->dp, pp = base->pp;
   if (graph->batch % dp) return;
@@ -84,19 +93,20 @@ static void add_schedules(GArray *points, const MdlGraph *graph, const DevCluste
     for (guint k = 0; k < (pp > 1 ? G_N_ELEMENTS(pipelined) : 1); k++) {
       cfg.schedule = pipelined[k];
       cfg.virtual_stages = 1;
-      add_point(points, graph, cluster, &cfg, full);
+      add_point(points, graph, cluster, &cfg, full, tp_overlap);
     }
     if (pp < 2 || microbatches % pp || graph->num_layers <= 0) continue;
     for (int vp = 2; vp <= max_vp; vp++) {
       if (graph->num_layers % (pp * vp)) continue;
       cfg.schedule = MDL_SCHEDULE_INTERLEAVED;
       cfg.virtual_stages = vp;
-      add_point(points, graph, cluster, &cfg, full);
+      add_point(points, graph, cluster, &cfg, full, tp_overlap);
     }
   }
 }
 
-static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full) {
+static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full,
+                      gboolean tp_overlap) {
   int n = dev_cluster_num_devices(cluster);
   GArray *out = g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
   int64_t experts = 0;
@@ -127,7 +137,7 @@ static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype
             cfg.etp = etp_one ? 1 : 0;
             cfg.schedule = MDL_SCHEDULE_1F1B;
             cfg.dtype = dtype;
-            add_schedules(out, graph, cluster, &cfg, full);
+            add_schedules(out, graph, cluster, &cfg, full, tp_overlap);
           }
         }
       }
@@ -137,15 +147,20 @@ static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype
 }
 
 GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
-  return points(graph, cluster, dtype, FALSE);
+  return points(graph, cluster, dtype, FALSE, FALSE);
 }
 
 GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
-  GArray *out = points(graph, cluster, dtype, TRUE);
+  return srch_grid_full_points_with(graph, cluster, dtype, FALSE);
+}
+
+GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
+                                   gboolean tp_overlap) {
+  GArray *out = points(graph, cluster, dtype, TRUE, tp_overlap);
   /* A bf16 run may also train in FP8 (Transformer Engine's recipe: the layers' GEMMs at the
    * FP8 peak, costmodel/cm_fp8.c) where the device has FP8 tensor cores (a peak in its preset). */
   if (dtype == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP8] > 0) {
-    GArray *fp8 = points(graph, cluster, DEV_DTYPE_FP8, TRUE);
+    GArray *fp8 = points(graph, cluster, DEV_DTYPE_FP8, TRUE, tp_overlap);
     g_array_append_vals(out, fp8->data, fp8->len);
     g_array_free(fp8, TRUE);
   }
@@ -163,6 +178,7 @@ char *srch_grid_describe(const MdlMegatronConfig *c) {
   if (c->recompute != MDL_RECOMPUTE_NONE)
     g_string_append_printf(out, " recompute=%s", mdl_recompute_name(c->recompute));
   if (c->sequence_parallel) g_string_append(out, " sp");
+  if (c->tp_overlap) g_string_append(out, " tp_overlap");
   if (c->zero_stage) g_string_append_printf(out, " zero=%d", c->zero_stage);
   if (c->overlap_param_gather) g_string_append(out, " overlap_param_gather");
   if (c->dtype == DEV_DTYPE_FP8) g_string_append(out, " fp8");

@@ -494,6 +494,9 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     r->space_description = g_strdup(o->algo == SRCH_ALGO_DP
                                         ? "the Megatron grid (dp, tp, pp, microbatch size, schedule, vp), "
                                           "then its pipelines with stage cuts by dynamic programming"
+                                        : o->tp_overlap
+                                        ? "the full Megatron space (dp, tp, pp, microbatch size, schedule, "
+                                          "vp up to layers/pp, recompute none/selective/full, sp, tp_overlap, zero 0-3)"
                                         : "the full Megatron space (dp, tp, pp, microbatch size, schedule, "
                                           "vp up to layers/pp, recompute none/selective/full, sp, zero 0-3)");
   }
@@ -564,7 +567,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   gboolean split = o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_CD;
   guint64 full_evaluations = split ? (o->budget.evaluations + 1) / 2 : o->budget.evaluations;
   if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split) {
-    GArray *full = srch_grid_full_points(graph, cluster, dtype);
+    GArray *full = srch_grid_full_points_with(graph, cluster, dtype, o->tp_overlap);
     r->space_points = full->len;
     SrchBudget budget = o->budget;
     budget.evaluations = full_evaluations;

@@ -103,6 +103,11 @@ typedef struct {
                                from the worker's last candidate, sim/sim_delta.h; the same
                                answers, bit for bit) */
   gboolean no_baselines;    /* skip the baselines (tests that only need a driver) */
+  gboolean tp_overlap;      /* the full Megatron space also tries every sp point with its
+                               tensor-parallel collectives overlapped with the GEMMs (tp_overlap,
+                               Megatron-Core's --tp-comm-overlap): half as many configurations
+                               again on GPT-3 175B, and many more simulations, the bound crediting
+                               the overlap in full (search/SEARCH.md) */
   int rank, nranks;         /* this process's share of a search spread over nranks processes
                                (mpirun): it runs global workers rank * threads .. + threads - 1
                                of nranks * threads; nranks 0 or 1: the whole search */
