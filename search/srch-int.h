@@ -37,6 +37,9 @@ struct SrchWorker {
   const CmParams *params;
   const SrchOptions *options;
   const GArray *grid;        /* MdlMegatronConfig, for the grid and dp drivers */
+  SimTime *bounds;           /* grid drivers: per grid index its lower bound, SRCH_UNSCREENED or
+                                SRCH_REFUSED; written by srch_grid_screen_worker (each worker
+                                its own indices), read by srch_grid_worker; NULL: none */
   SrchShared *shared;
   int index, nworkers;
   guint64 budget_evaluations; /* 0: none */
@@ -100,6 +103,14 @@ void srch_cd_worker(SrchWorker *w);
 void srch_random_worker(SrchWorker *w);
 void srch_exhaustive_worker(SrchWorker *w);
 void srch_grid_worker(SrchWorker *w);
+/* The grid driver's screening alone: the lower bound of each of the worker's points into
+ * w->bounds (SRCH_REFUSED where the builder refuses it), until the deadline. */
+void srch_grid_screen_worker(SrchWorker *w);
+#define SRCH_UNSCREENED ((SimTime)-1)
+#define SRCH_REFUSED ((SimTime)-2)
+/* Per point of @points, its bound in @full_bounds where @full (the full space @full_bounds was
+ * screened for) holds the same configuration, else SRCH_UNSCREENED; caller g_free()s. */
+SimTime *srch_grid_bounds_from(const GArray *points, const GArray *full, const SimTime *full_bounds);
 void srch_dp_worker(SrchWorker *w);
 
 /* The Megatron grid for @graph on all devices of @cluster: every (tp, pp, dp) with

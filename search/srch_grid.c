@@ -325,6 +325,45 @@ static MdlStrategy *fitting(SrchWorker *w, Recent *rc, guint index) {
   return s;
 }
 
+void srch_grid_screen_worker(SrchWorker *w) {
+  double cpu = srch_thread_cpu_s();
+  Screen sc;
+  memset(&sc, 0, sizeof sc);
+  for (guint i = (guint)w->index; i < w->grid->len && before_deadline(w); i += (guint)w->nworkers) {
+    const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
+    w->bounds[i] = screen_strategy(&sc, w, cfg) ? screen_bound(&sc, w) : SRCH_REFUSED;
+  }
+  screen_clear_bound(&sc);
+  mdl_strategy_free(sc.shape.s);
+  w->screen_cpu_s += srch_thread_cpu_s() - cpu;
+  w->complete = TRUE;
+}
+
+/* Configurations as hash keys (whole structs: points() zeroes padding). */
+static guint config_hash(gconstpointer key) {
+  const unsigned char *k = key;
+  guint h = 2166136261u; /* FNV-1a */
+  for (gsize i = 0; i < sizeof(MdlMegatronConfig); i++) h = (h ^ k[i]) * 16777619u;
+  return h;
+}
+
+static gboolean config_equal(gconstpointer a, gconstpointer b) {
+  return memcmp(a, b, sizeof(MdlMegatronConfig)) == 0;
+}
+
+SimTime *srch_grid_bounds_from(const GArray *points, const GArray *full, const SimTime *full_bounds) {
+  GHashTable *index = g_hash_table_new(config_hash, config_equal); /* config -> full index + 1 */
+  for (guint i = 0; i < full->len; i++)
+    g_hash_table_insert(index, &g_array_index(full, MdlMegatronConfig, i), GUINT_TO_POINTER(i + 1));
+  SimTime *out = g_new(SimTime, points->len ? points->len : 1);
+  for (guint j = 0; j < points->len; j++) {
+    guint k = GPOINTER_TO_UINT(g_hash_table_lookup(index, &g_array_index(points, MdlMegatronConfig, j)));
+    out[j] = k ? full_bounds[k - 1] : SRCH_UNSCREENED;
+  }
+  g_hash_table_unref(index);
+  return out;
+}
+
 void srch_grid_worker(SrchWorker *w) {
   GArray *cands = g_array_new(FALSE, FALSE, sizeof(Candidate));
   Screen sc;
@@ -334,13 +373,16 @@ void srch_grid_worker(SrchWorker *w) {
   /* Screening: the builder and the bound (the memory rule waits until a point's bound is
    * below the best: a point pruned by its bound needs no memory check). */
   for (i = (guint)w->index; i < w->grid->len && before_deadline(w); i += (guint)w->nworkers) {
-    const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
-    MdlStrategy *s = screen_strategy(&sc, w, cfg);
-    if (!s) { /* srch_grid_points kept only what the builder accepts */
+    SimTime bound = w->bounds ? w->bounds[i] : SRCH_UNSCREENED; /* screened before the phase */
+    if (bound == SRCH_UNSCREENED) {
+      const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
+      bound = screen_strategy(&sc, w, cfg) ? screen_bound(&sc, w) : SRCH_REFUSED;
+    }
+    if (bound == SRCH_REFUSED) { /* srch_grid_points kept only what the builder accepts */
       w->failed++;
       continue;
     }
-    Candidate c = {screen_bound(&sc, w), i};
+    Candidate c = {bound, i};
     g_array_append_val(cands, c);
   }
   screen_clear_bound(&sc);

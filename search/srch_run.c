@@ -58,9 +58,9 @@ static void report(Phase *p) {
 
 /* Runs @driver on o->threads workers; the caller merges and frees with phase_clear. */
 static gboolean phase_run(Phase *p, const char *name, SrchDriverFunc driver, const SrchSpace *space,
-                          const GArray *grid, const MdlGraph *graph, const DevCluster *cluster,
-                          const CmParams *params, const SrchOptions *o, SrchBudget budget,
-                          GError **error) {
+                          const GArray *grid, SimTime *bounds, const MdlGraph *graph,
+                          const DevCluster *cluster, const CmParams *params, const SrchOptions *o,
+                          SrchBudget budget, GError **error) {
   memset(p, 0, sizeof *p);
   p->phase = name;
   p->options = o;
@@ -84,6 +84,7 @@ static gboolean phase_run(Phase *p, const char *name, SrchDriverFunc driver, con
     w->params = params;
     w->options = o;
     w->grid = grid;
+    w->bounds = bounds;
     w->shared = &p->shared;
     w->index = p->first + i;
     w->nworkers = p->total;
@@ -442,7 +443,8 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   srch_keep_freed_memory();
   gint64 start = g_get_monotonic_time();
   SrchSpace *space = NULL;
-  GArray *grid = NULL;
+  GArray *grid = NULL, *full = NULL; /* the classic grid, the full Megatron space */
+  SimTime *full_bounds = NULL;        /* the full space's screening (srch_grid_screen_worker) */
   Phase phase = {0};
   SrchResult *r = g_new0(SrchResult, 1);
   r->algo = o->algo;
@@ -512,13 +514,30 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     MdlStrategy *trick = weird_trick(graph, cluster, dtype, &detail);
     set_baseline(&r->baselines[2], "one weird trick", detail, trick, graph, cluster, params, o);
   }
+  /* The full Megatron space (below) is screened first, so that the classic grid, whose points
+   * are full-space points, reads their bounds instead of building them again (not under a time
+   * budget: there each phase screens within its own share of the time, as it did). */
+  gboolean split = o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_CD;
+  if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split)
+    full = srch_grid_full_points_with(graph, cluster, dtype, o->tp_overlap);
+  if (full && o->budget.seconds <= 0) {
+    full_bounds = g_new(SimTime, full->len ? full->len : 1);
+    for (guint i = 0; i < full->len; i++) full_bounds[i] = SRCH_UNSCREENED;
+    SrchBudget unlimited = {0};
+    if (!phase_run(&phase, "megatron space screening", srch_grid_screen_worker, NULL, full, full_bounds,
+                   graph, cluster, params, o, unlimited, error))
+      goto fail;
+    for (int i = 0; i < phase.n; i++) r->screen_cpu_s += phase.workers[i].screen_cpu_s;
+    phase_clear(&phase);
+  }
   if (need_grid) {
     /* The classic grid first, whatever the budget (a baseline no search may miss: its memory
      * screening and bound pruning keep it to a few simulations, srch_grid.c). */
     grid = srch_grid_points(graph, cluster, dtype);
     SrchBudget unlimited = {0};
-    if (!phase_run(&phase, "megatron grid", srch_grid_worker, NULL, grid, graph, cluster, params,
-                   o, unlimited, error))
+    g_autofree SimTime *grid_bounds = full_bounds ? srch_grid_bounds_from(grid, full, full_bounds) : NULL;
+    if (!phase_run(&phase, "megatron grid", srch_grid_worker, NULL, grid, grid_bounds, graph, cluster,
+                   params, o, unlimited, error))
       goto fail;
     const SrchWorker *best = phase_merge(&phase, r, (r->ran == SRCH_ALGO_GRID && o->algo != SRCH_ALGO_GRID) ||
                                                         r->ran == SRCH_ALGO_DP);
@@ -564,18 +583,16 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
    * budget) or where the per-op space is too large for the budget to cover (coordinate
    * descent: each family gets half the evaluations, the space a quarter of the time). The
    * winner is the better of it and the classic grid. */
-  gboolean split = o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_CD;
   guint64 full_evaluations = split ? (o->budget.evaluations + 1) / 2 : o->budget.evaluations;
-  if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split) {
-    GArray *full = srch_grid_full_points_with(graph, cluster, dtype, o->tp_overlap);
+  if (full) {
     r->space_points = full->len;
     SrchBudget budget = o->budget;
     budget.evaluations = full_evaluations;
     if (budget.seconds > 0)
       budget.seconds = split ? o->budget.seconds / 4
                              : MAX(o->budget.seconds - (g_get_monotonic_time() - start) / 1e6, o->budget.seconds / 4);
-    gboolean ok = phase_run(&phase, "megatron space", srch_grid_worker, NULL, full, graph, cluster,
-                            params, o, budget, error);
+    gboolean ok = phase_run(&phase, "megatron space", srch_grid_worker, NULL, full, full_bounds, graph,
+                            cluster, params, o, budget, error);
     if (ok) {
       for (int i = 0; i < phase.n; i++) {
         const SrchWorker *w = &phase.workers[i];
@@ -598,7 +615,6 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
       }
     }
     phase_clear(&phase);
-    g_array_free(full, TRUE);
     if (!ok) goto fail;
   }
 
@@ -613,7 +629,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
                                                             : o->budget.seconds / 4;
     }
     gboolean ok = groups->len == 0 ||
-                  phase_run(&phase, "dp", srch_dp_worker, NULL, groups, graph, cluster, params, o,
+                  phase_run(&phase, "dp", srch_dp_worker, NULL, groups, NULL, graph, cluster, params, o,
                             dp_budget, error);
     if (ok && groups->len > 0) {
       const SrchWorker *best = phase_merge(&phase, r, o->algo == SRCH_ALGO_DP);
@@ -642,7 +658,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     if (split && o->budget.evaluations) budget.evaluations = MAX(o->budget.evaluations - full_evaluations, 1);
     if (budget.seconds > 0)
       budget.seconds = MAX(o->budget.seconds - (g_get_monotonic_time() - start) / 1e6, o->budget.seconds / 4);
-    if (!phase_run(&phase, srch_algo_name(r->ran), driver_of(r->ran), space, NULL, graph, cluster,
+    if (!phase_run(&phase, srch_algo_name(r->ran), driver_of(r->ran), space, NULL, NULL, graph, cluster,
                    params, o, budget, error))
       goto fail;
     const SrchWorker *best = phase_merge(&phase, r, TRUE);
@@ -674,11 +690,15 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   }
   r->elapsed_s = (g_get_monotonic_time() - start) / 1e6;
   if (grid) g_array_free(grid, TRUE);
+  if (full) g_array_free(full, TRUE);
+  g_free(full_bounds);
   srch_space_free(space);
   return r;
 fail:
   phase_clear(&phase);
   if (grid) g_array_free(grid, TRUE);
+  if (full) g_array_free(full, TRUE);
+  g_free(full_bounds);
   srch_space_free(space);
   srch_result_free(r);
   return NULL;

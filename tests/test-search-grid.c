@@ -159,6 +159,29 @@ static void test_memory_ignores_overlap_param_gather(void) {
   case_clear(&c);
 }
 
+/* Every classic grid point is a full-space point, byte for byte (padding included): the grid
+ * search reads the classic points' bounds from the full space's screening by configuration. */
+static void test_classic_bounds_from_full(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER); /* one host: tp up to 8 */
+  GArray *full = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  GArray *classic = srch_grid_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  SimTime *index = g_new(SimTime, full->len);
+  for (guint i = 0; i < full->len; i++) index[i] = (SimTime)i; /* each point's own index */
+  SimTime *found = srch_grid_bounds_from(classic, full, index);
+  g_assert_cmpuint(classic->len, >, 50);
+  for (guint j = 0; j < classic->len; j++) {
+    g_assert_true(found[j] != SRCH_UNSCREENED);
+    g_assert_cmpmem(&g_array_index(classic, MdlMegatronConfig, j), sizeof(MdlMegatronConfig),
+                    &g_array_index(full, MdlMegatronConfig, (guint)found[j]), sizeof(MdlMegatronConfig));
+  }
+  g_free(found);
+  g_free(index);
+  g_array_free(classic, TRUE);
+  g_array_free(full, TRUE);
+  case_clear(&c);
+}
+
 /* The full space holds the classic grid and its variants: recomputation, sp (tp > 1 only),
  * ZeRO 0..3, vp beyond 8 where the layers allow. */
 static void test_full_space_contents(void) {
@@ -335,6 +358,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/search-grid/bounder-reuse", test_bounder_reuse);
   g_test_add_func("/search-grid/memory-ignores-overlap-param-gather", test_memory_ignores_overlap_param_gather);
   g_test_add_func("/search-grid/full-space-contents", test_full_space_contents);
+  g_test_add_func("/search-grid/classic-bounds-from-full", test_classic_bounds_from_full);
   g_test_add_func("/search-grid/full-space-fp8", test_full_space_fp8);
   g_test_add_func("/search-grid/full-space-tp-overlap", test_full_space_tp_overlap);
   g_test_add_func("/search-grid/exhaustive-matches-brute-force", test_exhaustive_matches_brute_force);
