@@ -240,24 +240,31 @@ static void test_gemm_measured(void) {
   g_clear_error(&error);
 }
 
+/* @file of the H100 measurements folder (tests/data/gpu/h100-sxm-2026-11-24), read; the H100
+ * device kind and the default parameters into @k and @p. */
+static UtilCsv *h100_csv(const char *file, DevKind *k, CmParams *p) {
+  g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "gpu",
+                                           "h100-sxm-2026-11-24", file, NULL);
+  GError *error = NULL;
+  UtilCsv *csv = util_csv_read(path, &error);
+  g_assert_no_error(error);
+  g_assert_true(dev_kind_lookup("h100-sxm", k, &error));
+  cm_params_default(p);
+  return csv;
+}
+
 /* The optimizer step against its passes measured on an H100 with PyTorch's fused multi-tensor
  * kernels (tests/data/gpu/h100-sxm-2026-11-24/optimizer.csv, validate/torch_optimizer_bench.py):
  * per parameter count, the four passes' sum (fused AdamW 28 B, grad L2 norm 4, fp32->bf16 copy
  * 6, grad zeroing 4: cm_adam_bytes_per_param's bf16 passes) within 10% of cm_optimizer_time,
  * and each pass within 10% of its bytes at the model's memory rate. */
 static void test_optimizer_measured(void) {
-  g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "gpu",
-                                           "h100-sxm-2026-11-24", "optimizer.csv", NULL);
-  GError *error = NULL;
-  UtilCsv *csv = util_csv_read(path, &error);
-  g_assert_no_error(error);
+  DevKind k;
+  CmParams p;
+  UtilCsv *csv = h100_csv("optimizer.csv", &k, &p);
   int cp = util_csv_column(csv, "params"), ct = util_csv_column(csv, "time_us"),
       cb = util_csv_column(csv, "bytes_per_param"), cn = util_csv_column(csv, "pass");
   g_assert_true(cp >= 0 && ct >= 0 && cb >= 0 && cn >= 0);
-  DevKind k;
-  g_assert_true(dev_kind_lookup("h100-sxm", &k, &error));
-  CmParams p;
-  cm_params_default(&p);
   double rate = k.hbm_bandwidth * p.memory_efficiency;
   g_autoptr(GHashTable) sums = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
   for (guint i = 0; i < csv->rows->len; i++) {
@@ -299,18 +306,12 @@ static void test_optimizer_measured(void) {
  * rows of at least 64 MiB within 25% on average (15.3% when written: elementwise kernels
  * run above the model's 0.80 of HBM, norms and softmax below), each row in the log. */
 static void test_memory_bound_measured(void) {
-  g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "gpu",
-                                           "h100-sxm-2026-11-24", "kernels.csv", NULL);
-  GError *error = NULL;
-  UtilCsv *csv = util_csv_read(path, &error);
-  g_assert_no_error(error);
+  DevKind k;
+  CmParams p;
+  UtilCsv *csv = h100_csv("kernels.csv", &k, &p);
   int co = util_csv_column(csv, "op"), cb = util_csv_column(csv, "bytes"),
       ct = util_csv_column(csv, "time_us");
   g_assert_true(co >= 0 && cb >= 0 && ct >= 0);
-  DevKind k;
-  g_assert_true(dev_kind_lookup("h100-sxm", &k, &error));
-  CmParams p;
-  cm_params_default(&p);
   double sum = 0;
   int n = 0;
   for (guint i = 0; i < csv->rows->len; i++) {
