@@ -119,11 +119,11 @@ char *cm_curve_cluster_spec(const CmCurve *curve) {
   static const struct {
     const char *needle;
     const char *spec;
-  } map[] = {/* Google Cloud A3 Mega: 8 H100 on NVSwitch, 1,600 Gb/s of GPU-to-GPU networking over
-              * 8 NICs (cloud.google.com/compute/docs/gpus/gpu-network-bandwidth): 200 Gb/s
-              * each. Its GPUDirect-TCPXO latency is not described (the preset's is NCCL's NET
-              * hwLat). */
-             {"A3 Mega", "dgx-h100:inter_bw_Gbps=200"},
+  } map[] = {/* The networks the multi-host curves ran on have presets of their own: Google
+              * Cloud A3 Mega (GPUDirect-TCPXO, 8 x 200 Gb/s) and AWS p6-b200 (EFAv4,
+              * 8 x 400 Gb/s; the same author's "P6-B200 1-node vs 4-node" table, network/README.md
+              * of stas00/ml-engineering, places the 4 x 8 B200 sweep there). */
+             {"A3 Mega", "gcp-a3-mega"}, {"p6-b200", "aws-p6-b200"}, {"4 nodes x 8 B200", "aws-p6-b200"},
              {"A100", "dgx-a100"}, {"H200", "dgx-h200"}, {"H100", "dgx-h100"}, {"B200", "dgx-b200"}};
   for (gsize i = 0; i < G_N_ELEMENTS(map); i++) {
     if (!strstr(curve->system, map[i].needle)) continue;
