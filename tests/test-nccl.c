@@ -173,6 +173,32 @@ static void test_same_time(gconstpointer data) {
   dev_cluster_free(c);
 }
 
+/* On a network whose plugin reports a latency (aws-p5: 75 us) simulate and `stratsim
+ * collective` still agree, at 16 and 1024 ranks and on data-parallel (one GPU per host)
+ * groups, and NCCL's pick is the tuner's with that latency. */
+static void test_same_time_efa(void) {
+  DevCluster *c = preset("aws-p5:nodes=128");
+  CmParams params;
+  cm_params_default(&params);
+  int sizes[] = {16, 1024};
+  g_autofree int *devices = g_new(int, 1024);
+  for (gsize k = 0; k < G_N_ELEMENTS(sizes); k++) {
+    for (int stride = 1; stride <= 8; stride += 7) {
+      int n = stride == 1 ? sizes[k] : sizes[k] / 8;
+      for (int i = 0; i < n; i++) devices[i] = i * stride;
+      CmCollectiveEstimate e = cm_collective_estimate(c, CM_ALL_REDUCE, devices, n, 32 * MIB, NULL);
+      double sim = cm_group_collective_time(&params, c, CM_ALL_REDUCE, devices, n, 32 * MIB);
+      g_assert_cmpmem(&sim, sizeof sim, &e.time_s, sizeof e.time_s);
+      CmNcclHardware hw;
+      cm_nccl_hardware(c, &hw);
+      CmAlgorithm algorithm;
+      cm_nccl_tune(CM_ALL_REDUCE, &e.shape, &hw, 32 * MIB, &algorithm, NULL, NULL);
+      g_assert_cmpint(e.algorithm, ==, algorithm);
+    }
+  }
+  dev_cluster_free(c);
+}
+
 /* Simulate's collective tasks carry the NVLS pipeline fill too: an 8xH100 tensor-parallel
  * all-reduce of 32 MiB costs the same in both, above the tuner's own figure. */
 static void test_same_time_nvls(void) {
@@ -380,6 +406,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/nccl/same-time/1024", GINT_TO_POINTER(1024), test_same_time);
   g_test_add_data_func("/nccl/same-time/1000000", GINT_TO_POINTER(1000000), test_same_time);
   g_test_add_func("/nccl/same-time/nvls", test_same_time_nvls);
+  g_test_add_func("/nccl/same-time/efa", test_same_time_efa);
   g_test_add_data_func("/nccl/simulate-task/16", GINT_TO_POINTER(16), test_simulate_task);
   g_test_add_data_func("/nccl/simulate-task/1024", GINT_TO_POINTER(1024), test_simulate_task);
   g_test_add_func("/nccl/calibration/asymptote", test_asymptote_never_below);
