@@ -213,7 +213,7 @@ static const PresetFigures preset_figures[] = {
     {"a2-megagpu-16g", "a100-40gb", 1, 16, 1, "nvswitch", 300, 3.4, "ethernet", 100, 9.6},
     {"aws-p3.8xlarge", "v100", 1, 4, 1, "nvlink", 50, 3.4, "ethernet", 10, 9.6},
     {"aws-p4d", "a100-40gb", 1, 8, 4, "nvswitch", 300, 3.4, "efa", 100, 9.6},
-    {"aws-p5", "h100-sxm", 1, 8, 32, "nvswitch", 450, 3.4, "efa", 100, 9.6},
+    {"aws-p5", "h100-sxm", 1, 8, 8, "nvswitch", 450, 3.4, "efa", 400, 9.6},
     {"aws-p6-b200", "b200", 1, 8, 8, "nvswitch", 900, 3.4, "efa", 400, 9.6},
     {"dgx-a100", "a100-80gb", 1, 8, 8, "nvswitch", 300, 3.4, "infiniband", 200, 9.6},
     {"dgx-b200", "b200", 1, 8, 8, "nvswitch", 900, 3.4, "infiniband", 400, 9.6},
