@@ -317,6 +317,23 @@ static const CurveBounds bounds[] = {
     {"nccl-tests all_gather_perf -g 1, 16 ranks", -1, 0.17, 0.01, 0.03, 0.05},
 };
 
+/* Each public curve runs on a preset of the hardware it was measured on: the multi-host
+ * ones on their networks' presets (EFA, TCPXO), hosts as measured. */
+static void test_curve_clusters(void) {
+  const struct {
+    const char *needle, *spec;
+  } want[] = {{"8x A100 single node", "dgx-a100"},
+              {"AWS p6-b200.48xlarge: 8x B200", "aws-p6-b200"},
+              {"4 nodes x 8 B200", "aws-p6-b200:nodes=4"},
+              {"Google Cloud A3 Mega", "gcp-a3-mega:nodes=2"},
+              {"4x H100 80GB HBM3 (one VM", "dgx-h100"},
+              {"nccl-tests all_reduce_perf built against NCCL 2.30.7", "dgx-h200"}};
+  for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
+    g_autofree char *spec = cm_curve_cluster_spec(curve_with(want[i].needle, -1));
+    g_assert_cmpstr(spec, ==, want[i].spec);
+  }
+}
+
 static void test_public_curve(gconstpointer data) {
   const CurveBounds *b = data;
   const CmCurve *curve = curve_with(b->needle, b->algorithm);
@@ -410,6 +427,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/nccl/simulate-task/16", GINT_TO_POINTER(16), test_simulate_task);
   g_test_add_data_func("/nccl/simulate-task/1024", GINT_TO_POINTER(1024), test_simulate_task);
   g_test_add_func("/nccl/calibration/asymptote", test_asymptote_never_below);
+  g_test_add_func("/nccl/public/clusters", test_curve_clusters);
   for (gsize i = 0; i < G_N_ELEMENTS(bounds); i++) {
     g_autofree char *path = g_strdup_printf("/nccl/public/%zu", i);
     g_test_add_data_func(path, &bounds[i], test_public_curve);
