@@ -152,16 +152,28 @@ static void stats_finish(CmErrorStats *s) {
   else s->mean = s->max = NAN;
 }
 
-void cm_check_model(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
-                    CmErrorStats *out) {
-  memset(out, 0, sizeof *out);
+void cm_check_model_errors(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                           double *errors) {
   g_autofree int *devices = curve_devices(curve, cluster);
   for (guint i = 0; i < curve->bytes->len; i++) {
-    double bytes = g_array_index(curve->bytes, double, i);
+    double bytes = g_array_index(curve->bytes, double, i), measured = g_array_index(curve->time_s, double, i);
+    errors[i] = NAN;
     if (bytes < min_bytes) continue;
     CmCollectiveEstimate e = cm_collective_estimate(cluster, curve->kind, devices, curve->ranks, bytes, NULL);
     double t = curve->algorithm >= 0 ? e.candidates[curve->algorithm] : e.time_s;
-    if (!isnan(t)) stats_add(out, t, g_array_index(curve->time_s, double, i));
+    errors[i] = (t - measured) / measured;
+  }
+}
+
+void cm_check_model(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                    CmErrorStats *out) {
+  memset(out, 0, sizeof *out);
+  g_autofree double *errors = g_new(double, curve->bytes->len);
+  cm_check_model_errors(curve, cluster, min_bytes, errors);
+  for (guint i = 0; i < curve->bytes->len; i++) {
+    if (isnan(errors[i])) continue;
+    double measured = g_array_index(curve->time_s, double, i);
+    stats_add(out, measured * (1 + errors[i]), measured);
   }
   stats_finish(out);
 }
