@@ -58,7 +58,7 @@
 
 #define NONE UINT32_MAX
 
-enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4 };
+enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8 };
 
 /* Reduced runs at most (each after the late launches the previous one found). */
 #define MERGE_ROUNDS 4
@@ -79,16 +79,18 @@ typedef struct {
   uint8_t *flags;        /* per task */
   uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
                             heads and tails only, NONE for inner members) */
-  /* Per position in prog (sequential passes instead of chasing the chain again): */
+  /* Per position in prog (sequential passes instead of chasing the chain again; gathered once
+   * by program_arrays, as compute ids are scattered in program order): */
   uint32_t *pgid;        /* its group's task in the reduced graph */
   SimTime *poff;         /* its start within its group */
   SimTime *pdur;         /* its duration */
   SimTime *phd;          /* its launch's duration (with a host stream) */
   uint8_t *pflags;       /* its flags */
+  uint8_t *pbase;        /* its flags from the graph, before releases; CHAINED where it has a
+                            chain predecessor */
+  SimTime *rel;          /* its launch's end where it gates the task (a late launch: the task
+                            heads a group released then), else 0 */
   const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
-  SimTime *rel;          /* per compute task: its launch's end where it gates the task (a late
-                            launch: the task heads a group released then), else 0 */
-  uint8_t *base;         /* per compute task: its flags from the graph, before releases */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
   SimTaskGraph *rg;      /* the reduced graph, while its edges are added */
@@ -223,6 +225,18 @@ static gboolean check_edges(Merge *m) {
   return TRUE;
 }
 
+/* The per-position arrays that do not change between rounds: durations, launch durations,
+ * the graph's flags. One pass in id order (the tasks are read as they lie; the writes
+ * scatter). */
+static void program_arrays(Merge *m) {
+  for (uint32_t c = 0; c < m->C; c++) {
+    uint32_t k = m->pos[c];
+    m->pdur[k] = m->tasks[c].duration;
+    m->phd[k] = m->hdur ? m->hdur[c] : 0;
+    m->pbase[k] = (uint8_t)(m->flags[c] | (m->prev[c] != NONE ? CHAINED : 0));
+  }
+}
+
 /* An edge of the reduced graph: every edge out of a tail (or a task that is not compute) into
  * a head (or a task that is not compute); one between two compute tasks of a device is then
  * implied by the chain but kept (a zero-duration tail's pop may be what makes the head ready,
@@ -240,32 +254,22 @@ static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
 static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   const SimTaskGraph *g = m->g;
   uint32_t ng = 0;
-  /* the graph's flags; a released task heads its group */
-  memcpy(m->flags, m->base, m->C);
-  for (uint32_t c = 0; m->rel && c < m->C; c++)
-    if (m->rel[c]) m->flags[c] |= HEAD;
-  /* heads after tails, in program order; then groups numbered by their head's id */
+  /* the graph's flags; a released task heads its group, so does one after a tail (in program
+   * order); then groups numbered by their head's id */
   uint8_t before = 0;
   for (uint32_t k = 0; k < m->C; k++) {
-    uint32_t c = m->prog[k];
-    if (m->prev[c] != NONE && (before & TAIL)) m->flags[c] |= HEAD;
-    before = m->flags[c];
+    uint8_t f = m->pbase[k];
+    if ((m->rel && m->rel[k]) || ((f & CHAINED) && (before & TAIL))) f |= HEAD;
+    m->pflags[k] = before = f;
+    m->flags[m->prog[k]] = f;
   }
   for (uint32_t c = 0; c < m->C; c++) m->gid[c] = m->flags[c] & HEAD ? ng++ : NONE;
-  /* positions: group, offset, durations; a tail's group by its id too (for its edges; inner
-   * members keep NONE: their edges are implied by the chain) */
+  /* positions: group, offset; a tail's group by its id too (for its edges; inner members keep
+   * NONE: their edges are implied by the chain) */
   g_autofree SimTime *gdur = g_new0(SimTime, ng + 1);
   for (uint32_t k = 0, gi = 0; k < m->C; k++) {
+    uint8_t f = m->pflags[k];
     uint32_t c = m->prog[k];
-    if (k + 16 < m->C) { /* program order is scattered in ids: fetch ahead */
-      __builtin_prefetch(&m->tasks[m->prog[k + 16]]);
-      __builtin_prefetch(&m->flags[m->prog[k + 16]]);
-      if (m->hdur) __builtin_prefetch(&m->hdur[m->prog[k + 16]]);
-    }
-    uint8_t f = m->flags[c];
-    m->pflags[k] = f;
-    m->pdur[k] = m->tasks[c].duration;
-    if (m->hdur) m->phd[k] = m->hdur[c];
     if (f & HEAD) {
       gi = m->gid[c];
       m->poff[k] = 0;
@@ -313,14 +317,14 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   g_array_set_size(rg->edges, most);
   g_array_set_size(rg->edges, 0);
   for (uint32_t k = 1; k < m->C; k++)
-    if ((m->pflags[k] & HEAD) && m->prev[m->prog[k]] != NONE)
+    if ((m->pflags[k] & HEAD) && (m->pflags[k] & CHAINED))
       sim_task_graph_edge(rg, m->pgid[k - 1], m->pgid[k]);
   m->rg = rg;
   each_edge(m, keep_edge);
   sim_task_graph_finish(rg);
   SimTime *release = g_new0(SimTime, R ? R : 1);
-  for (uint32_t c = 0; m->rel && c < m->C; c++)
-    if (m->rel[c]) release[m->gid[c]] = m->rel[c];
+  for (uint32_t k = 0; m->rel && k < m->C; k++)
+    if (m->rel[k]) release[m->pgid[k]] = m->rel[k];
   *release_out = release;
   return rg;
 }
@@ -359,15 +363,15 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
     off[d] = iv->len / 2;
     SimTime host_end = 0, prev_end = 0;
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
-      uint32_t gi = m->pgid[k], c = m->prog[k];
+      uint32_t gi = m->pgid[k];
       SimTime start = s->start[gi] + m->poff[k];
       SimTime dh = m->phd[k], launched = MAX(host_end, qwait[k]) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
-      SimTime deps = m->pflags[k] & HEAD ? nr[gi] : start, rel = m->rel[c];
+      SimTime deps = m->pflags[k] & HEAD ? nr[gi] : start, rel = m->rel[k];
       if (dh == 0 && m->pdur[k] == 0 && launched >= deps)
         return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
       if (MAX(deps, rel) != MAX(deps, launched)) {
-        m->rel[c] = launched > deps ? launched : 0;
+        m->rel[k] = launched > deps ? launched : 0;
         changes++;
       }
       SimTime wait_end = MIN(launched, start);
@@ -402,6 +406,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.pdur = g_new(SimTime, C1);
   m.phd = g_new(SimTime, C1);
   m.pflags = g_new(uint8_t, C1);
+  m.pbase = g_new(uint8_t, C1);
   m.first = g_new(uint32_t, nd + 1);
   m.last = g_new(uint32_t, nd + 1);
   m.flags = g_new0(uint8_t, m.n ? m.n : 1);
@@ -413,9 +418,9 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   if (ok && m.hdur) { /* each device's first launch gates its first task */
     m.rel = g_new0(SimTime, C1);
     for (uint32_t d = 0; d < nd; d++)
-      if (m.first[d] != NONE) m.rel[m.first[d]] = m.hdur[m.first[d]];
+      if (m.first[d] != NONE) m.rel[m.dbeg[d]] = m.hdur[m.first[d]];
   }
-  m.base = ok ? g_memdup2(m.flags, C1) : NULL;
+  if (ok) program_arrays(&m);
   /* Late launches become releases and the reduced graph is timed again, a few times at most:
    * where many launches are late (a host-bound run) the full engine is as fast. */
   for (int round = 0; ok && round < MERGE_ROUNDS; round++) {
@@ -443,7 +448,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   }
   ok = applied;
   g_free(m.rel);
-  g_free(m.base);
+  g_free(m.pbase);
   g_free(m.dev);
   g_free(m.pos);
   g_free(m.next);
