@@ -446,6 +446,7 @@ gboolean sim_build_estimate(const MdlGraph *graph, const MdlStrategy *strategy,
 static void reserve(GArray *array, guint64 n) {
   if (n > G_MAXUINT / 2) return; /* over the limits: grows as it goes */
   g_array_set_size(array, (guint)n);
+  sim_huge_pages(array->data, (gsize)n * g_array_get_element_size(array));
   g_array_set_size(array, 0);
 }
 

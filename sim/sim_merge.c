@@ -63,6 +63,13 @@ enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8 };
 /* Reduced runs at most (each after the late launches the previous one found). */
 #define MERGE_ROUNDS 4
 
+/* The next @bytes of an arena at *@fill, 64-byte aligned (a cache line). */
+static void *take(char **fill, gsize bytes) {
+  void *p = *fill;
+  *fill += (bytes + 63) & ~(gsize)63;
+  return p;
+}
+
 typedef struct {
   const SimTaskGraph *g;
   const SimTask *tasks;
@@ -201,15 +208,14 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
   return TRUE;
 }
 
-static gboolean check_edges(Merge *m) {
+static gboolean check_edges(Merge *m, SimTime *hdur) {
   uint32_t nd = (uint32_t)m->g->num_devices, chained = 0;
   for (uint32_t c = 0; c < m->C; c++) chained += m->prev[c] != NONE;
   if (!each_edge(m, check_edge)) return FALSE;
   uint32_t host_chain = m->host_chain, launches = m->launches;
   /* every launch before its kernel, the host issuing the program in order (one edge each) */
   if (m->hb != NONE && (launches != m->C || host_chain != chained)) return FALSE;
-  if (m->hb != NONE) { /* the launches' durations, as a graph for merging has them */
-    SimTime *hdur = g_new(SimTime, m->C ? m->C : 1);
+  if (m->hb != NONE) { /* the launches' durations (in @hdur), as a graph for merging has them */
     for (uint32_t c = 0; c < m->C; c++) hdur[c] = m->tasks[m->hb + c].duration;
     m->hdur = hdur;
   }
@@ -287,6 +293,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   rg->symmetric = g->symmetric;
   rg->simulated_devices = g->simulated_devices;
   g_array_set_size(rg->tasks, R);
+  sim_huge_pages(rg->tasks->data, sizeof(SimTask) * (gsize)R);
   SimTask *rt = (SimTask *)rg->tasks->data;
   g_array_set_size(rg->task_resources, R);
   uint32_t *rr = (uint32_t *)rg->task_resources->data;
@@ -315,6 +322,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
    * for as many as the graph has, reserved at once. */
   guint most = 2 * (ng + (g->succ_offsets ? g->succ_offsets[m->n] : g->edges->len / 2));
   g_array_set_size(rg->edges, most);
+  sim_huge_pages(rg->edges->data, sizeof(uint32_t) * (gsize)most);
   g_array_set_size(rg->edges, 0);
   for (uint32_t k = 1; k < m->C; k++)
     if ((m->pflags[k] & HEAD) && (m->pflags[k] & CHAINED))
@@ -395,28 +403,38 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   Merge m = {.g = g, .tasks = (const SimTask *)g->tasks->data,
              .res = (const uint32_t *)g->task_resources->data, .prev = g->chain_prev,
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
-  uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1;
-  m.dev = g_new(uint32_t, C1);
-  m.pos = g_new(uint32_t, C1);
-  m.next = g_new(uint32_t, C1);
-  m.prog = g_new(uint32_t, C1);
-  m.dbeg = g_new(uint32_t, nd + 1);
-  m.pgid = g_new(uint32_t, C1);
-  m.poff = g_new(SimTime, C1);
-  m.pdur = g_new(SimTime, C1);
-  m.phd = g_new(SimTime, C1);
-  m.pflags = g_new(uint8_t, C1);
-  m.pbase = g_new(uint8_t, C1);
-  m.first = g_new(uint32_t, nd + 1);
-  m.last = g_new(uint32_t, nd + 1);
-  m.flags = g_new0(uint8_t, m.n ? m.n : 1);
-  m.gid = g_new(uint32_t, m.n ? m.n : 1);
+  uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
+  /* the per-task arrays in one allocation (on huge pages where the system has them) */
+  gsize per_compute = 5 * sizeof(uint32_t) + 5 * sizeof(SimTime) + 2;
+  gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + sizeof(uint32_t)) +
+                32 * 64; /* alignment */
+  char *arena = g_malloc(bytes), *fill = arena;
+  sim_huge_pages(arena, bytes);
+#define TAKE(type, count) ((type *)take(&fill, sizeof(type) * (gsize)(count)))
+  m.dev = TAKE(uint32_t, C1);
+  m.pos = TAKE(uint32_t, C1);
+  m.next = TAKE(uint32_t, C1);
+  m.prog = TAKE(uint32_t, C1);
+  m.pgid = TAKE(uint32_t, C1);
+  m.poff = TAKE(SimTime, C1);
+  m.pdur = TAKE(SimTime, C1);
+  m.phd = TAKE(SimTime, C1);
+  SimTime *hdur = TAKE(SimTime, C1), *rel = TAKE(SimTime, C1);
+  m.pflags = TAKE(uint8_t, C1);
+  m.pbase = TAKE(uint8_t, C1);
+  m.dbeg = TAKE(uint32_t, nd + 1);
+  m.first = TAKE(uint32_t, nd + 1);
+  m.last = TAKE(uint32_t, nd + 1);
+  m.flags = memset(TAKE(uint8_t, n1), 0, n1);
+  m.gid = TAKE(uint32_t, n1);
+#undef TAKE
+  g_assert(fill <= arena + bytes);
   /* the host stream: given (a graph built for merging) or read from the host tasks */
   m.hdur = g->host_duration;
   m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
-  gboolean ok = check_tasks(&m) && check_edges(&m);
+  gboolean ok = check_tasks(&m) && check_edges(&m, hdur);
   if (ok && m.hdur) { /* each device's first launch gates its first task */
-    m.rel = g_new0(SimTime, C1);
+    m.rel = memset(rel, 0, sizeof(SimTime) * C1);
     for (uint32_t d = 0; d < nd; d++)
       if (m.first[d] != NONE) m.rel[m.dbeg[d]] = m.hdur[m.first[d]];
   }
@@ -447,23 +465,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     if (applied) break;
   }
   ok = applied;
-  g_free(m.rel);
-  g_free(m.pbase);
-  g_free(m.dev);
-  g_free(m.pos);
-  g_free(m.next);
-  g_free(m.prog);
-  g_free(m.dbeg);
-  g_free(m.pgid);
-  g_free(m.poff);
-  g_free(m.pdur);
-  g_free(m.phd);
-  g_free(m.pflags);
-  g_free(m.first);
-  g_free(m.last);
-  g_free(m.flags);
-  g_free(m.gid);
-  if (m.hdur != g->host_duration) g_free((SimTime *)m.hdur);
+  g_free(arena);
   g_array_unref(m.queue);
   return ok;
 }
