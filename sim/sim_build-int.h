@@ -88,6 +88,7 @@ typedef struct {
                                no program-order edges (chain_prev stands for them) */
   SbCostMemo memo[4];       /* the last collectives' costs (sb_add_comm_task), round robin */
   int memo_next;
+  gboolean no_replay;       /* SimOptions.build_each_microbatch (sim_build_replay.c) */
 } Builder;
 
 /* Delta simulation (sim_delta.c) sees the build as the compute tasks (ids 0..n-1: per phase,
@@ -114,6 +115,32 @@ typedef enum {
 typedef struct {
   uint32_t task, res, edge, span; /* edge and span count uint32_t entries (pairs: 2 each) */
 } SbMark;
+
+/* One microbatch's conversion recorded to be replayed for the next ones (sim_build_replay.c):
+ * its marks, its input at the @nin mesh indices @in (the representatives of the source mesh:
+ * the task each waits for; every other entry of an input is NO_TASK, the caller's guarantee)
+ * with, per entry, the first entry equal to it, its edges, and its output at the @nout mesh
+ * indices @out (the only entries of an output the caller reads), encoded against its own
+ * tasks and its input. */
+typedef struct {
+  gboolean off, recorded;
+  SbMark begin, end;
+  const int *in, *out;     /* borrowed */
+  int nin, nout;
+  uint32_t *input, *first, *output; /* per entry of @in, of @in, of @out */
+  GArray *edges;
+} SbReplay;
+void sb_replay_init(SbReplay *r, const Builder *b, const int *in, int nin, const int *out,
+                    int nout);
+void sb_replay_clear(SbReplay *r);
+/* Emits microbatch @mb's conversion of @input (per source mesh index) as a copy of the recorded
+ * one and fills @output's entries at the indices @out; FALSE (nothing emitted) where there is no recording or
+ * @input does not repeat its pattern: the caller builds it, then records it. */
+gboolean sb_replay(Builder *b, const SbReplay *r, const uint32_t *input, int mb,
+                   uint32_t *output);
+/* Records the conversion just built from @begin (sb_mark before it) for microbatch @mb. */
+void sb_replay_record(Builder *b, SbReplay *r, SbMark begin, const uint32_t *input, int mb,
+                      const uint32_t *output);
 
 /* Segments of @pass (0 where it does not apply); whether a pass is per tensor. */
 int sb_pass_segments(const Builder *b, SbPass pass);

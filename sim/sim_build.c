@@ -380,6 +380,7 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
     }
   }
   b->step = options->step_collectives;
+  b->no_replay = options->build_each_microbatch;
   sim_crossmesh_options_init(&b->crossmesh);
   b->crossmesh_all = options->crossmesh;
   if (options->crossmesh) {
