@@ -251,10 +251,14 @@ void sb_build_compute(Builder *b) {
   add_compute_tasks(b);
   /* a graph for merging only where merging is likely to hold (sim_build_unfinished) */
   if (b->for_merge && sb_host_bound(b)) b->for_merge = FALSE;
-  b->chain_prev = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
-  b->chain_next = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
-  for (uint32_t i = 0; i < sim_task_graph_size(b->tg); i++)
-    b->chain_prev[i] = b->chain_next[i] = NO_TASK;
+  gsize bytes = sizeof(uint32_t) * ((gsize)sim_task_graph_size(b->tg) + 1);
+  b->chain_prev = g_malloc(bytes);
+  b->chain_next = g_malloc(bytes);
+  sim_huge_pages(b->chain_prev, bytes);
+  sim_huge_pages(b->chain_next, bytes);
+  G_STATIC_ASSERT(NO_TASK == 0xFFFFFFFFu); /* every byte 0xFF */
+  memset(b->chain_prev, 0xFF, bytes);
+  memset(b->chain_next, 0xFF, bytes);
   b->last_compute = chain_compute(b);
   sb_add_host_tasks(b);
   /* the program order, for chain merging (sim_merge.c) */

@@ -305,12 +305,19 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
     rt[i].res_begin = i;
     rr[i] = m->res[m->tasks[c].res_begin];
   }
+  guint nr = R; /* the other tasks' resources: counted, then copied in place */
+  for (uint32_t t = m->C; t < m->n; t++)
+    if (m->gid[t] != NONE) nr += m->tasks[t].nres;
+  g_array_set_size(rg->task_resources, nr);
+  rr = (uint32_t *)rg->task_resources->data;
+  nr = R;
   for (uint32_t t = m->C; t < m->n; t++) {
     if (m->gid[t] == NONE) continue;
     const SimTask *task = &m->tasks[t];
     rt[m->gid[t]] = *task;
-    rt[m->gid[t]].res_begin = rg->task_resources->len;
-    g_array_append_vals(rg->task_resources, m->res + task->res_begin, task->nres);
+    rt[m->gid[t]].res_begin = nr;
+    memcpy(rr + nr, m->res + task->res_begin, sizeof(uint32_t) * task->nres);
+    nr += task->nres;
   }
   /* Step-expanded collectives' spans (gate and join are communication tasks: kept). */
   const uint32_t *spans = (const uint32_t *)g->spans->data;
