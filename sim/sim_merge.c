@@ -100,7 +100,8 @@ typedef struct {
   const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
-  SimTaskGraph *rg;      /* the reduced graph, while its edges are added */
+  uint32_t *redges;      /* the reduced graph's edge list, while its edges are added */
+  guint nredges;
 } Merge;
 
 static inline gboolean is_host(const Merge *m, uint32_t v) {
@@ -251,8 +252,10 @@ static void program_arrays(Merge *m) {
  * stream is timed apart. */
 static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
   if (m->gid[u] != NONE && m->gid[v] != NONE && (u >= m->C || (m->flags[u] & TAIL)) &&
-      (v >= m->C || (m->flags[v] & HEAD)))
-    sim_task_graph_edge(m->rg, m->gid[u], m->gid[v]);
+      (v >= m->C || (m->flags[v] & HEAD))) {
+    m->redges[m->nredges++] = m->gid[u];
+    m->redges[m->nredges++] = m->gid[v];
+  }
   return TRUE;
 }
 
@@ -330,12 +333,16 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   guint most = 2 * (ng + (g->succ_offsets ? g->succ_offsets[m->n] : g->edges->len / 2));
   g_array_set_size(rg->edges, most);
   sim_huge_pages(rg->edges->data, sizeof(uint32_t) * (gsize)most);
-  g_array_set_size(rg->edges, 0);
+  m->redges = (uint32_t *)rg->edges->data; /* written in place, then sized */
+  m->nredges = 0;
   for (uint32_t k = 1; k < m->C; k++)
-    if ((m->pflags[k] & HEAD) && (m->pflags[k] & CHAINED))
-      sim_task_graph_edge(rg, m->pgid[k - 1], m->pgid[k]);
-  m->rg = rg;
+    if ((m->pflags[k] & HEAD) && (m->pflags[k] & CHAINED)) {
+      m->redges[m->nredges++] = m->pgid[k - 1];
+      m->redges[m->nredges++] = m->pgid[k];
+    }
   each_edge(m, keep_edge);
+  g_assert(m->nredges <= most);
+  g_array_set_size(rg->edges, m->nredges);
   sim_task_graph_finish(rg);
   SimTime *release = g_new0(SimTime, R ? R : 1);
   for (uint32_t k = 0; m->rel && k < m->C; k++)
