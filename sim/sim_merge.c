@@ -58,7 +58,7 @@
 
 #define NONE UINT32_MAX
 
-enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8 };
+enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8, RELEASED = 16 };
 
 /* Reduced runs at most (each after the late launches the previous one found). */
 #define MERGE_ROUNDS 4
@@ -82,7 +82,8 @@ typedef struct {
   uint32_t *dbeg;        /* per device: where its program starts in prog (nd + 1 entries) */
   uint32_t *first;       /* per device: its first compute task (NONE: none) */
   uint32_t *last;        /* per device: its last compute task */
-  uint32_t *next;        /* per compute task: the one after it in the program */
+  uint32_t *next;        /* per compute task: the one after it in the program (check_tasks
+                            only: shares pgid's memory) */
   uint8_t *flags;        /* per task */
   uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
                             heads and tails only, NONE for inner members) */
@@ -93,12 +94,14 @@ typedef struct {
   SimTime *pdur;         /* its duration */
   SimTime *phd;          /* its launch's duration (with a host stream) */
   uint8_t *pflags;       /* its flags */
-  uint8_t *pbase;        /* its flags from the graph, before releases; CHAINED where it has a
-                            chain predecessor */
+  uint8_t *pbase;        /* its flags from the graph; CHAINED where it has a chain
+                            predecessor, RELEASED where it has a release */
   SimTime *rel;          /* its launch's end where it gates the task (a late launch: the task
-                            heads a group released then), else 0 */
+                            heads a group released then); read only where RELEASED (the rest
+                            of the array is never touched) */
   const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
+  uint32_t *qpos;        /* the same as pairs of positions, sorted by c's (program_arrays) */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
   uint32_t *redges;      /* the reduced graph's edge list, while its edges are added */
   guint nredges;
@@ -235,6 +238,11 @@ static gboolean check_edges(Merge *m, SimTime *hdur) {
 /* The per-position arrays that do not change between rounds: durations, launch durations,
  * the graph's flags. One pass in id order (the tasks are read as they lie; the writes
  * scatter). */
+static int compare_pairs(const void *a, const void *b) {
+  const uint32_t *x = a, *y = b;
+  return x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : (x[0] > y[0]) - (x[0] < y[0]);
+}
+
 static void program_arrays(Merge *m) {
   for (uint32_t c = 0; c < m->C; c++) {
     uint32_t k = m->pos[c];
@@ -242,6 +250,18 @@ static void program_arrays(Merge *m) {
     m->phd[k] = m->hdur ? m->hdur[c] : 0;
     m->pbase[k] = (uint8_t)(m->flags[c] | (m->prev[c] != NONE ? CHAINED : 0));
   }
+  /* the launch queue by position (a graph for merging lists it so already; a full graph's
+   * comes in edge order) */
+  guint nq = m->queue->len / 2;
+  const uint32_t *q = (const uint32_t *)m->queue->data;
+  m->qpos = g_new(uint32_t, 2 * (gsize)nq + 1);
+  gboolean sorted = TRUE;
+  for (guint i = 0; i < nq; i++) {
+    m->qpos[2 * i] = m->pos[q[2 * i]];
+    m->qpos[2 * i + 1] = m->pos[q[2 * i + 1]];
+    sorted = sorted && (i == 0 || compare_pairs(&m->qpos[2 * i - 2], &m->qpos[2 * i]) <= 0);
+  }
+  if (!sorted) qsort(m->qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
 }
 
 /* An edge of the reduced graph: every edge out of a tail (or a task that is not compute) into
@@ -268,7 +288,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   uint8_t before = 0;
   for (uint32_t k = 0; k < m->C; k++) {
     uint8_t f = m->pbase[k];
-    if ((m->rel && m->rel[k]) || ((f & CHAINED) && (before & TAIL))) f |= HEAD;
+    if ((f & RELEASED) || ((f & CHAINED) && (before & TAIL))) f |= HEAD;
     m->pflags[k] = before = f;
     m->flags[m->prog[k]] = f;
   }
@@ -345,8 +365,8 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   g_array_set_size(rg->edges, m->nredges);
   sim_task_graph_finish(rg);
   SimTime *release = g_new0(SimTime, R ? R : 1);
-  for (uint32_t k = 0; m->rel && k < m->C; k++)
-    if (m->rel[k]) release[m->pgid[k]] = m->rel[k];
+  for (uint32_t k = 0; k < m->C; k++)
+    if (m->pflags[k] & RELEASED) release[m->pgid[k]] = m->rel[k];
   *release_out = release;
   return rg;
 }
@@ -372,13 +392,8 @@ static SimTime *dependencies_ready(const SimTaskGraph *rg, const SimSchedule *s)
  * where the tie-breaks forbid (an instant launch gating an instant kernel). */
 static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv, guint *off) {
   uint32_t nd = (uint32_t)m->g->num_devices;
-  g_autofree SimTime *qwait = g_new0(SimTime, m->C ? m->C : 1); /* per position */
-  const uint32_t *q = (const uint32_t *)m->queue->data;
-  for (guint k = 0; k < m->queue->len / 2; k++) {
-    uint32_t a = m->pos[q[2 * k]], c = m->pos[q[2 * k + 1]];
-    SimTime end = s->start[m->pgid[a]] + m->poff[a] + m->pdur[a];
-    if (end > qwait[c]) qwait[c] = end;
-  }
+  const uint32_t *q = m->qpos;
+  guint nq = m->queue->len / 2, qi = 0;
   gint64 changes = 0;
   g_array_set_size(iv, 0);
   for (uint32_t d = 0; d < nd; d++) {
@@ -386,14 +401,20 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
     SimTime host_end = 0, prev_end = 0;
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
       uint32_t gi = m->pgid[k];
-      SimTime start = s->start[gi] + m->poff[k];
-      SimTime dh = m->phd[k], launched = MAX(host_end, qwait[k]) + dh;
+      SimTime start = s->start[gi] + m->poff[k], qwait = 0;
+      for (; qi < nq && q[2 * qi + 1] == k; qi++) { /* the compute tasks its queue waits for */
+        uint32_t a = q[2 * qi];
+        qwait = MAX(qwait, s->start[m->pgid[a]] + m->poff[a] + m->pdur[a]);
+      }
+      SimTime dh = m->phd[k], launched = MAX(host_end, qwait) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
-      SimTime deps = m->pflags[k] & HEAD ? nr[gi] : start, rel = m->rel[k];
+      SimTime deps = m->pflags[k] & HEAD ? nr[gi] : start;
+      SimTime rel = m->pbase[k] & RELEASED ? m->rel[k] : 0;
       if (dh == 0 && m->pdur[k] == 0 && launched >= deps)
         return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
       if (MAX(deps, rel) != MAX(deps, launched)) {
         m->rel[k] = launched > deps ? launched : 0;
+        m->pbase[k] = (uint8_t)(m->rel[k] ? m->pbase[k] | RELEASED : m->pbase[k] & ~RELEASED);
         changes++;
       }
       SimTime wait_end = MIN(launched, start);
@@ -419,7 +440,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
   /* the per-task arrays in one allocation (on huge pages where the system has them) */
-  gsize per_compute = 5 * sizeof(uint32_t) + 5 * sizeof(SimTime) + 2;
+  gsize per_compute = 4 * sizeof(uint32_t) + 5 * sizeof(SimTime) + 2;
   gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + sizeof(uint32_t)) +
                 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
@@ -427,9 +448,9 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
 #define TAKE(type, count) ((type *)take(&fill, sizeof(type) * (gsize)(count)))
   m.dev = TAKE(uint32_t, C1);
   m.pos = TAKE(uint32_t, C1);
-  m.next = TAKE(uint32_t, C1);
   m.prog = TAKE(uint32_t, C1);
   m.pgid = TAKE(uint32_t, C1);
+  m.next = m.pgid; /* the chains' links, dead once the programs are walked */
   m.poff = TAKE(SimTime, C1);
   m.pdur = TAKE(SimTime, C1);
   m.phd = TAKE(SimTime, C1);
@@ -447,12 +468,15 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.hdur = g->host_duration;
   m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
   gboolean ok = check_tasks(&m) && check_edges(&m, hdur);
-  if (ok && m.hdur) { /* each device's first launch gates its first task */
-    m.rel = memset(rel, 0, sizeof(SimTime) * C1);
-    for (uint32_t d = 0; d < nd; d++)
-      if (m.first[d] != NONE) m.rel[m.dbeg[d]] = m.hdur[m.first[d]];
-  }
   if (ok) program_arrays(&m);
+  if (ok && m.hdur) { /* each device's first launch gates its first task */
+    m.rel = rel;
+    for (uint32_t d = 0; d < nd; d++)
+      if (m.first[d] != NONE && m.hdur[m.first[d]]) {
+        m.rel[m.dbeg[d]] = m.hdur[m.first[d]];
+        m.pbase[m.dbeg[d]] |= RELEASED;
+      }
+  }
   /* Late launches become releases and the reduced graph is timed again, a few times at most:
    * where many launches are late (a host-bound run) the full engine is as fast. */
   for (int round = 0; ok && round < MERGE_ROUNDS; round++) {
@@ -481,5 +505,6 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   ok = applied;
   g_free(arena);
   g_array_unref(m.queue);
+  g_free(m.qpos);
   return ok;
 }
