@@ -68,34 +68,24 @@ static const Case cases[] = {
     {"u-transformer:batch=256", "dp", 0},
 };
 
-static SimTaskGraph *build(const Case *k, gboolean each) {
-  GError *error = NULL;
-  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
-  g_assert_no_error(error);
-  MdlGraph *g = mdl_graph_parse_spec(k->model, &error);
-  g_assert_no_error(error);
-  MdlStrategy *s = mdl_strategy_parse_spec(k->strategy, g, c, &error);
-  g_assert_no_error(error);
-  CmParams params;
-  cm_params_default(&params);
+/* A run of @k (the full engine, so its graph is the finished one); @each: every microbatch
+ * built in full. */
+static SimRun *run(const Case *k, gboolean each) {
   SimOptions options = {.no_symmetry = (k->flags & EXPANDED) != 0,
                         .step_collectives = (k->flags & STEP) != 0,
                         .crossmesh = (k->flags & CROSSMESH) != 0,
                         .crossmesh_method = SIM_CROSSMESH_BROADCAST, .build_each_microbatch = each};
-  SimTaskGraph *tg = sim_build_with_options(g, s, c, &params, &options, &error);
-  g_assert_no_error(error);
-  mdl_strategy_free(s);
-  mdl_graph_free(g);
-  dev_cluster_free(c);
-  return tg;
+  return test_simulate_options(k->model, cluster, k->strategy, &options);
 }
 
 static void test_same_graph(gconstpointer data) {
   const Case *k = data;
-  SimTaskGraph *replayed = build(k, FALSE), *each = build(k, TRUE);
-  assert_same_graph(replayed, each);
-  sim_task_graph_free(replayed);
-  sim_task_graph_free(each);
+  SimRun *replayed = run(k, FALSE), *each = run(k, TRUE);
+  assert_same_graph(sim_run_task_graph(replayed), sim_run_task_graph(each));
+  g_assert_true(sim_run_prediction(replayed)->iteration_time_s ==
+                sim_run_prediction(each)->iteration_time_s);
+  test_run_free(replayed);
+  test_run_free(each);
 }
 
 int main(int argc, char **argv) {
