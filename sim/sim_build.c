@@ -119,11 +119,13 @@ static void add_compute_tasks(Builder *b) {
   uint32_t *bases[4] = {b->fwd_base, b->bwd_base, b->wgt_base, b->rec_base};
   SimTask t = {0};
   t.tensor = -1;
+  g_autofree SimTime *op_durations = g_new(SimTime, 3 * (gsize)b->nops); /* once per op */
+  for (int o = 0; o < b->nops; o++)
+    sb_op_durations(b, o, &op_durations[3 * o], &op_durations[3 * o + 1], &op_durations[3 * o + 2]);
   for (int phase = 0; phase < 4; phase++) {
     for (int o = 0; o < b->nops; o++) {
       const MdlMesh *mesh = mesh_of(b, o);
-      SimTime durations[3];
-      sb_op_durations(b, o, &durations[0], &durations[1], &durations[2]);
+      const SimTime *durations = &op_durations[3 * o];
       bases[phase][o] = NO_TASK;
       if (phase == 2 && !sb_has_weight_task(b, o)) continue; /* its dW, if any, is in B */
       if (phase == 3 && b->group[o] < 0) continue;
