@@ -47,7 +47,8 @@ struct SimTaskGraph {
    * stream is not materialized; per compute task its launch's duration (host_duration, NULL
    * without a host stream) and the launch queue's edges as (q, c) pairs, q -> h(c)
    * (host_queue). host_base is then UINT32_MAX and the graph has num_compute fewer tasks than
-   * the full one; its program-order edges are left out too (chain_prev has them). */
+   * the full one; its program-order edges are left out too (chain_prev has them), and so are
+   * data edges that repeat them (from a compute task's chain predecessor: sb_data_edge). */
   SimTime *host_duration;
   GArray *host_queue;
 };

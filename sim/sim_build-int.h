@@ -206,6 +206,11 @@ static inline uint32_t task_rec(const Builder *b, int op, int mb, int i) {
   int m = b->s->configs[op].mesh;
   return b->rec_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
 }
+/* A data dependency into a compute task (a reader waits for what it reads). In a graph for
+ * merging (b->for_merge) one from @to's chain predecessor is left out: it repeats the program
+ * order, which such a graph keeps as chain_prev only (sim_merge.c: the reduced run is the same
+ * without it; most of a transformer's data edges are these, from one op to the next). */
+void sb_data_edge(Builder *b, uint32_t from, uint32_t to);
 /* Where a collective that compute task @t waits for is issued: when the compute task two
  * before @t in its device's program ends, so that it runs while the one just before computes
  * (a one-task prefetch, as DeepSpeed's ZeRO-3 prefetches the next module's parameters and

@@ -169,6 +169,11 @@ static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
   }
 }
 
+void sb_data_edge(Builder *b, uint32_t from, uint32_t to) {
+  if (b->for_merge && to < b->tg->num_compute && b->chain_prev[to] == from) return;
+  sim_task_graph_edge(b->tg, from, to);
+}
+
 /* Chains every device's compute tasks in program order: per pipeline rank its schedule units
  * (sim_pipeline_units), per unit the chunk's ops forward (F) or in reverse (B, W); before the
  * backward of the last op of a recomputation group (met first in reverse), the group's
@@ -237,7 +242,7 @@ void sb_recompute_segment(Builder *b, int t) {
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
           uint32_t dep = ready[mb * b->nrep[m] + r];
-          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, task_rec(b, o, mb, i));
+          if (dep != NO_TASK) sb_data_edge(b, dep, task_rec(b, o, mb, i));
         }
     }
   }

@@ -438,7 +438,7 @@ void sb_forward_segment(Builder *b, int t) {
           int i = b->rep_idx[m][r];
           uint32_t dep = ready[mb * b->nrep[m] + r], use = task_fwd(b, o, mb, i);
           if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, use);
+          if (dep != NO_TASK) sb_data_edge(b, dep, use);
         }
     }
   }
@@ -539,7 +539,7 @@ void sb_backward_segment(Builder *b, int t) {
           if (dst[j] == NO_TASK) continue;
           uint32_t use = task_bwd(b, p, mb, j);
           if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          sim_task_graph_edge(b->tg, dst[j], use);
+          sb_data_edge(b, dst[j], use);
         }
       }
       sb_replay_clear(&replay);
