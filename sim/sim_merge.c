@@ -90,7 +90,7 @@ typedef struct {
   /* Per position in prog (sequential passes instead of chasing the chain again; gathered once
    * by program_arrays, as compute ids are scattered in program order): */
   uint32_t *pgid;        /* its group's task in the reduced graph */
-  SimTime *poff;         /* its start within its group */
+  SimTime *poff;         /* its start within its group (reduce; before: durations by id) */
   SimTime *pdur;         /* its duration */
   SimTime *phd;          /* its launch's duration (with a host stream) */
   uint8_t *pflags;       /* its flags */
@@ -138,6 +138,7 @@ static gboolean check_tasks(Merge *m) {
       m->next[p] = c;
     }
     if (t->duration == 0) m->flags[c] |= HEAD | TAIL; /* alone (see the tie-breaks) */
+    m->poff[c] = t->duration; /* by id, until program_arrays */
   }
   uint32_t walked = 0;
   for (uint32_t d = 0; d < nd; d++) {
@@ -235,18 +236,19 @@ static gboolean check_edges(Merge *m, SimTime *hdur) {
   return TRUE;
 }
 
-/* The per-position arrays that do not change between rounds: durations, launch durations,
- * the graph's flags. One pass in id order (the tasks are read as they lie; the writes
- * scatter). */
+/* Orders (a, c) pairs by c, then a. */
 static int compare_pairs(const void *a, const void *b) {
   const uint32_t *x = a, *y = b;
   return x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : (x[0] > y[0]) - (x[0] < y[0]);
 }
 
+/* The per-position arrays that do not change between rounds: durations (check_tasks left
+ * them by id in poff: the tasks are read once), launch durations, the graph's flags, the
+ * launch queue. One pass in id order (the writes scatter). */
 static void program_arrays(Merge *m) {
   for (uint32_t c = 0; c < m->C; c++) {
     uint32_t k = m->pos[c];
-    m->pdur[k] = m->tasks[c].duration;
+    m->pdur[k] = m->poff[c];
     m->phd[k] = m->hdur ? m->hdur[c] : 0;
     m->pbase[k] = (uint8_t)(m->flags[c] | (m->prev[c] != NONE ? CHAINED : 0));
   }
