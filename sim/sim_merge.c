@@ -442,7 +442,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
   /* the per-task arrays in one allocation (on huge pages where the system has them) */
-  gsize per_compute = 4 * sizeof(uint32_t) + 5 * sizeof(SimTime) + 2;
+  gsize per_compute = 4 * sizeof(uint32_t) + 4 * sizeof(SimTime) + 2;
   gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + sizeof(uint32_t)) +
                 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
@@ -456,7 +456,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.poff = TAKE(SimTime, C1);
   m.pdur = TAKE(SimTime, C1);
   m.phd = TAKE(SimTime, C1);
-  SimTime *hdur = TAKE(SimTime, C1), *rel = TAKE(SimTime, C1);
+  SimTime *hdur = TAKE(SimTime, C1);
   m.pflags = TAKE(uint8_t, C1);
   m.pbase = TAKE(uint8_t, C1);
   m.dbeg = TAKE(uint32_t, nd + 1);
@@ -472,7 +472,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   gboolean ok = check_tasks(&m) && check_edges(&m, hdur);
   if (ok) program_arrays(&m);
   if (ok && m.hdur) { /* each device's first launch gates its first task */
-    m.rel = rel;
+    m.rel = g_new(SimTime, C1); /* touched in a few places: small pages (not the arena's) */
     for (uint32_t d = 0; d < nd; d++)
       if (m.first[d] != NONE && m.hdur[m.first[d]]) {
         m.rel[m.dbeg[d]] = m.hdur[m.first[d]];
@@ -506,6 +506,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   }
   ok = applied;
   g_free(arena);
+  g_free(m.rel);
   g_array_unref(m.queue);
   g_free(m.qpos);
   return ok;
