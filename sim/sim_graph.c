@@ -10,11 +10,18 @@
 #include <sys/mman.h>
 #endif
 
+/* Arrays larger than this stay on small pages: huge pages for a multi-gigabyte expanded
+ * graph cost the kernel more than they save (bench --suite gpt3's expanded 58.2 M tasks,
+ * measured 2026-11-24 on a loaded machine: 4.1 s of system time on small pages, 12.7 s with
+ * every array on huge pages, 6.2 s with arrays up to 128 MiB on them, 4.2-4.4 s up to 64 MiB,
+ * which still covers every array of a symmetric 175B prediction). */
+#define SIM_HUGE_PAGES_MAX ((gsize)64 << 20)
+
 void sim_huge_pages(void *data, gsize bytes) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   const guintptr huge = 2u << 20;
   guintptr begin = ((guintptr)data + huge - 1) & ~(huge - 1), end = ((guintptr)data + bytes) & ~(huge - 1);
-  if (end > begin) madvise((void *)begin, end - begin, MADV_HUGEPAGE);
+  if (end > begin && bytes <= SIM_HUGE_PAGES_MAX) madvise((void *)begin, end - begin, MADV_HUGEPAGE);
 #else
   (void)data;
   (void)bytes;
