@@ -6,6 +6,7 @@
 #ifndef STRATSIM_SIM_BUILD_INT_H
 #define STRATSIM_SIM_BUILD_INT_H
 
+#include "sim/sim-int.h"
 #include "sim/sim.h"
 #include "sim/sim_crossmesh.h"
 #include "sim/sim_network.h"
@@ -210,7 +211,23 @@ static inline uint32_t task_rec(const Builder *b, int op, int mb, int i) {
  * merging (b->for_merge) one from @to's chain predecessor is left out: it repeats the program
  * order, which such a graph keeps as chain_prev only (sim_merge.c: the reduced run is the same
  * without it; most of a transformer's data edges are these, from one op to the next). */
-void sb_data_edge(Builder *b, uint32_t from, uint32_t to);
+static inline gboolean sb_repeats_chain(const Builder *b, uint32_t from, uint32_t to) {
+  return b->for_merge && to < b->tg->num_compute && b->chain_prev[to] == from;
+}
+static inline void sb_data_edge(Builder *b, uint32_t from, uint32_t to) {
+  if (!sb_repeats_chain(b, from, to)) sim_task_graph_edge(b->tg, from, to);
+}
+/* Room for @n more edges at the end of the graph's edge list, to be written as (from, to)
+ * pairs at the returned pointer and committed by sb_edges_end with the pointer past the last
+ * one written (one resize for a loop's edges instead of an append each). */
+static inline uint32_t *sb_edges_begin(Builder *b, guint n) {
+  guint len = b->tg->edges->len;
+  g_array_set_size(b->tg->edges, len + 2 * n);
+  return (uint32_t *)b->tg->edges->data + len;
+}
+static inline void sb_edges_end(Builder *b, const uint32_t *end) {
+  g_array_set_size(b->tg->edges, (guint)(end - (const uint32_t *)b->tg->edges->data));
+}
 /* Where a collective that compute task @t waits for is issued: when the compute task two
  * before @t in its device's program ends, so that it runs while the one just before computes
  * (a one-task prefetch, as DeepSpeed's ZeRO-3 prefetches the next module's parameters and

@@ -169,11 +169,6 @@ static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
   }
 }
 
-void sb_data_edge(Builder *b, uint32_t from, uint32_t to) {
-  if (b->for_merge && to < b->tg->num_compute && b->chain_prev[to] == from) return;
-  sim_task_graph_edge(b->tg, from, to);
-}
-
 /* Chains every device's compute tasks in program order: per pipeline rank its schedule units
  * (sim_pipeline_units), per unit the chunk's ops forward (F) or in reverse (B, W); before the
  * backward of the last op of a recomputation group (met first in reverse), the group's

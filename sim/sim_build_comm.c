@@ -433,13 +433,17 @@ void sb_forward_segment(Builder *b, int t) {
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = sb_forward_conversion(b, t, o, need, FALSE);
       gboolean ring = sb_overlapped_input(b, o, k);
+      uint32_t *e = sb_edges_begin(b, (guint)b->M * (guint)b->nrep[m]);
       for (int mb = 0; mb < b->M; mb++)
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
           uint32_t dep = ready[mb * b->nrep[m] + r], use = task_fwd(b, o, mb, i);
           if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          if (dep != NO_TASK) sb_data_edge(b, dep, use);
+          if (dep == NO_TASK || sb_repeats_chain(b, dep, use)) continue;
+          *e++ = dep;
+          *e++ = use;
         }
+      sb_edges_end(b, e);
     }
   }
 }
