@@ -7,8 +7,8 @@
  * positions of its output; only the ids differ (appended after what is built so far) and the
  * tasks' microbatch. So after one microbatch is built, recorded as offsets into its own tasks
  * and indices into its input, the next ones are copied: the arrays grow exactly as building
- * them would have made them grow, in the same order (the edge list's order is the successor
- * lists' order, which the engine's tie-breaks see). Replaying needs the new input to repeat the
+ * them would have made them grow, edges in the same order too (the graph is the same byte for
+ * byte, which tests/test-replay.c checks). Replaying needs the new input to repeat the
  * recorded one's pattern (the same positions empty, equal and distinct: deduplicated edges
  * and passed-through entries depend on it); where it does not, the microbatch is built and
  * recorded in turn. A recording is refused where its tasks name another microbatch or an edge
