@@ -19,7 +19,7 @@ SimTime *sim_host_wait_intervals(const SimTaskGraph *g, const SimSchedule *s, gu
       uint32_t c = s->order[k];
       if (c >= g->num_compute) continue;
       const SimTask *t = sim_task_graph_task(g, c);
-      guint d = res[t->res_begin] / 2;
+      guint d = (guint)sim_resource_device(res[t->res_begin]);
       uint32_t h = g->host_base + c;
       SimTime launched = s->start[h] + sim_task_graph_task(g, h)->duration;
       SimTime idle_from = prev_end[d], start = s->start[c];
