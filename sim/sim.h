@@ -206,6 +206,9 @@ typedef struct {
    * same prediction bit for bit). Where it was (SimPrediction.merged_tasks > 0) the run has no
    * schedule: sim_run_schedule is NULL, the timeline is empty and sim_run_task refuses. */
   gboolean prediction_only;
+  /* Testing: build every microbatch's resharding in full instead of replaying the first
+   * one's (sim_build_replay.c); the graph is the same either way, byte for byte. */
+  gboolean build_each_microbatch;
   struct SimProgress *progress; /* nullable, borrowed: the run's phases are reported there
                                    (sim/sim_progress.h); nothing computed depends on it */
 } SimOptions;
