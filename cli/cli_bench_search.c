@@ -160,6 +160,21 @@ static int bench_space(const char *model, const char *cluster, guint64 budget,
       r->pruned, r->baseline_evaluations, r->complete ? ", the whole space" : "", r->elapsed_s, cpu,
       cpu > 0 ? covered / cpu : 0, cpu > 0 ? covered / cpu / CALCULON_CONFIGS_PER_S_PER_CORE : 0,
       covered / (r->elapsed_s * 2), covered / (r->elapsed_s * 2) / CALCULON_CONFIGS_PER_S_PER_CORE);
+  /* How the configurations are counted, and where the CPU went. Calculon's "Total executions"
+   * counts every execution its loops enumerate, feasible or not ("Bad executions": those its
+   * model rejects, memory included), and its "Calculation rate" divides them by the wall time
+   * (calculon/llm/optimal_execution.py): here every configuration of the space counts once,
+   * whether a simulation, the memory rule or the lower bound (time >= bound > best: it cannot
+   * win) decided it. */
+  double other = cpu - r->screen_cpu_s - r->memory_cpu_s - r->simulate_cpu_s;
+  say("bench: search space  counted as Calculon counts executions: each of the %" G_GUINT64_FORMAT
+      " configurations once, decided by a simulation, the memory rule or the lower bound; CPU: screening "
+      "(build and bound of every point) %.2f s, memory rule %.2f s, %" G_GUINT64_FORMAT " simulations %.2f s "
+      "(%.1f ms each), classic grid first and the rest %.2f s; Calculon at %.0f/s/core would take %.0f core-s for "
+      "as many\n",
+      r->space_points, r->screen_cpu_s, r->memory_cpu_s, r->simulated, r->simulate_cpu_s,
+      r->simulated ? 1e3 * r->simulate_cpu_s / (double)r->simulated : 0, other, CALCULON_CONFIGS_PER_S_PER_CORE,
+      (double)r->space_points / CALCULON_CONFIGS_PER_S_PER_CORE);
   say("bench: search space  best %.6g s (%s); classic grid's best %.6g s (%s)\n", r->best_time_s,
       r->best_origin ? r->best_origin : "none", r->baselines[1].iteration_time_s, r->baselines[1].detail);
   srch_result_free(r);

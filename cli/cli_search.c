@@ -158,6 +158,7 @@ static int search_main(int argc, char **argv) {
   g_autofree char *out_path = NULL, *db_path = NULL, *vars_text = NULL, *dims_text = NULL;
   g_autofree char *dtype_text = NULL, *collectives = NULL, *calibration_name = NULL;
   g_autofree char *crossmesh_method = NULL, *crossmesh_order = NULL;
+  gboolean tp_overlap = FALSE;
   gboolean json = FALSE, no_delta = FALSE, no_symmetry = FALSE, no_profiles = FALSE, followers = FALSE;
   gboolean no_store = FALSE;
   gint64 seed = 1;
@@ -188,6 +189,7 @@ static int search_main(int argc, char **argv) {
       {"no-profiles", 0, 0, G_OPTION_ARG_NONE, &no_profiles, "ignore measured kernel times (roofline only)", NULL},
       {"calibration", 0, 0, G_OPTION_ARG_STRING, &calibration_name, "collective costs from calibration NAME in the database", "NAME"},
       {"no-symmetry", 0, 0, G_OPTION_ARG_NONE, &no_symmetry, "simulate every GPU of every candidate (slow)", NULL},
+      {"tp-overlap", 0, 0, G_OPTION_ARG_NONE, &tp_overlap, "the full Megatron space (grid, auto) also tries tp_overlap under sp (Megatron-Core's --tp-comm-overlap; many more simulations)", NULL},
       {"no-delta", 0, 0, G_OPTION_ARG_NONE, &no_delta, "simulate every candidate in full (default: delta simulation from the last one; same answers)", NULL},
       {NULL}};
   if (!cli_parse_options("search", "Searches parallelization strategies; compares the winner with "
@@ -239,6 +241,7 @@ static int search_main(int argc, char **argv) {
   if (!cli_parse_collective_mode("search", collectives, &step)) return CLI_EXIT_BAD_INPUT;
   o.sim.no_symmetry = no_symmetry;
   o.no_delta = no_delta;
+  o.tp_overlap = tp_overlap;
   o.sim.step_collectives = step;
   if (!cli_parse_crossmesh("search", crossmesh_method, crossmesh_order, &o.sim.crossmesh,
                            &o.sim.crossmesh_method, &o.sim.crossmesh_order))

@@ -58,6 +58,7 @@ struct SrchWorker {
   MdlStrategy *best_strategy; /* dp driver: the winner as built (owned) */
   char *best_detail;         /* dp driver: its configuration and cut (owned) */
   GArray *curve;             /* SrchCurvePoint, local evaluation indices */
+  double screen_cpu_s, memory_cpu_s, simulate_cpu_s; /* grid driver: thread CPU time per step */
   gboolean complete;
   GError *error;
 };
@@ -72,9 +73,19 @@ double srch_worker_eval_point(SrchWorker *w, const int *point, int chain);
 /* Cost of @strategy, which the caller owns, as above (never cached); @label is the grid index
  * or -1. */
 double srch_worker_eval_strategy(SrchWorker *w, MdlStrategy *strategy, int grid_index);
+/* The same for a strategy the caller has just found within the device's memory with
+ * srch_peak_memory (the rule evaluate applies): that check is not repeated. */
+double srch_worker_eval_fitting(SrchWorker *w, MdlStrategy *strategy, int grid_index);
 /* The highest cm_memory_per_device total over the devices: the simulator's fits_memory rule
  * compares it with the device's memory. */
 double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster);
+/* Tunes the C library's allocator for a search's pattern (a large task graph built and freed
+ * per simulation): freed memory stays in the process (glibc; elsewhere nothing). Affects the
+ * whole process; results are unchanged. */
+void srch_keep_freed_memory(void);
+/* The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID; 0 where there is none):
+ * for measurements only, never for a decision. */
+double srch_thread_cpu_s(void);
 /* Number of distinct points the cache holds. */
 guint64 srch_worker_cached(const SrchWorker *w);
 /* Whether a cached driver should stop: its cache holds the whole space, or it has taken
@@ -100,6 +111,9 @@ GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDt
  * recomputation (none, selective, full), sequence parallelism off and (tp > 1, where the model
  * has such ops) on, and ZeRO stages 0..3. */
 GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
+/* The same, with @tp_overlap every sp point also with tp_overlap (SrchOptions.tp_overlap). */
+GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
+                                   gboolean tp_overlap);
 /* The dp driver's groups: every (tp, pp >= 2, dp, microbatch size) with tp * pp * dp =
  * devices whose one-stage configuration (pp = 1) the Megatron builder accepts and pp <= the
  * pipeline units; each group stands for SRCH_DP_SCHEDULES points (1F1B, GPipe, eager-1F1B). */

@@ -11,8 +11,10 @@
  * ep dividing dp * cp and the experts) for models with experts. The full space
  * (srch_grid_full_points) adds fp8 on devices with FP8 tensor cores (bf16 runs), vp up to layers / pp, recomputation none / selective / full
  * (Korthikanti et al. 2022, section 5), sequence parallelism (ibid., 4.2.2; where tp > 1 and the
- * model has such ops), ZeRO stages 0-3 (Rajbhandari et al. 2020; stage 1 is Megatron's
- * distributed optimizer) and, under ZeRO 1 and 2, the overlapped parameter all-gather. Points
+ * model has such ops; on request, SrchOptions.tp_overlap, with the tensor-parallel communication
+ * overlapped with the GEMMs, Megatron-Core's --tp-comm-overlap), ZeRO stages 0-3 (Rajbhandari et
+ * al. 2020; stage 1 is Megatron's distributed optimizer) and, under ZeRO 1 and 2, the overlapped
+ * parameter all-gather. Points
  * the builder refuses (tp not dividing the heads, pp not dividing the layers, ...) are left out.
  *
  * The driver: each worker takes its points round robin and screens them (build, the lower
@@ -43,7 +45,7 @@ static gboolean builds(const MdlGraph *graph, const DevCluster *cluster, const M
 /* Appends @cfg when the builder accepts it; with @full also its memory and sp variants (the
  * builder's checks on those: zero 0..3, sp needs tp > 1 and ops with a sequence dim). */
 static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                      const MdlMegatronConfig *base, gboolean full) {
+                      const MdlMegatronConfig *base, gboolean full, gboolean tp_overlap) {
   if (!builds(graph, cluster, base)) return;
   if (!full) {
     g_array_append_vals(points, base, 1);
@@ -53,23 +55,30 @@ static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *c
   memcpy(&cfg, base, sizeof cfg);
   cfg.sequence_parallel = TRUE;
   int nsp = base->tp > 1 && builds(graph, cluster, &cfg) ? 2 : 1;
-  /* sp outermost: the screening rebuilds a strategy only when tp, pp, dp, mb, schedule, vp or
-   * sp change (recomputation and ZeRO are fields it sets in place, srch_grid_worker). */
+  /* With @tp_overlap, under sp the tensor-parallel collectives next to a GEMM may also overlap
+   * it (Megatron-Core's --tp-comm-overlap, tp_overlap=1: model/STRATEGY.md). */
+  cfg.tp_overlap = TRUE;
+  int ntpo = tp_overlap && nsp == 2 && builds(graph, cluster, &cfg) ? 2 : 1;
+  /* sp and tp_overlap outermost: the screening rebuilds a strategy only when tp, pp, dp, mb,
+   * schedule, vp, sp or tp_overlap change (recomputation and ZeRO are fields it sets in place,
+   * srch_grid_worker). */
   for (int q = 0; q < nsp; q++)
-    for (int r = 0; r < 3; r++)
-      for (int z = 0; z <= 3; z++)
-        for (int g = 0; g < (z == 1 || z == 2 ? 2 : 1); g++) {
-          cfg.recompute = (MdlRecompute)r;
-          cfg.sequence_parallel = q;
-          cfg.zero_stage = z;
-          cfg.overlap_param_gather = g;
-          g_array_append_vals(points, &cfg, 1);
-        }
+    for (int t = 0; t < (q ? ntpo : 1); t++)
+      for (int r = 0; r < 3; r++)
+        for (int z = 0; z <= 3; z++)
+          for (int g = 0; g < (z == 1 || z == 2 ? 2 : 1); g++) {
+            cfg.recompute = (MdlRecompute)r;
+            cfg.sequence_parallel = q;
+            cfg.tp_overlap = t;
+            cfg.zero_stage = z;
+            cfg.overlap_param_gather = g;
+            g_array_append_vals(points, &cfg, 1);
+          }
 }
 
 /* Every microbatch size and schedule of @base's degrees. */
 static void add_schedules(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                          const MdlMegatronConfig *base, gboolean full) {
+                          const MdlMegatronConfig *base, gboolean full, gboolean tp_overlap) {
   static const MdlSchedule pipelined[] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_EAGER_1F1B};
   int dp = base->dp, pp = base->pp;
   if (graph->batch % dp) return;
@@ -84,19 +93,20 @@ static void add_schedules(GArray *points, const MdlGraph *graph, const DevCluste
     for (guint k = 0; k < (pp > 1 ? G_N_ELEMENTS(pipelined) : 1); k++) {
       cfg.schedule = pipelined[k];
       cfg.virtual_stages = 1;
-      add_point(points, graph, cluster, &cfg, full);
+      add_point(points, graph, cluster, &cfg, full, tp_overlap);
     }
     if (pp < 2 || microbatches % pp || graph->num_layers <= 0) continue;
     for (int vp = 2; vp <= max_vp; vp++) {
       if (graph->num_layers % (pp * vp)) continue;
       cfg.schedule = MDL_SCHEDULE_INTERLEAVED;
       cfg.virtual_stages = vp;
-      add_point(points, graph, cluster, &cfg, full);
+      add_point(points, graph, cluster, &cfg, full, tp_overlap);
     }
   }
 }
 
-static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full) {
+static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full,
+                      gboolean tp_overlap) {
   int n = dev_cluster_num_devices(cluster);
   GArray *out = g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
   int64_t experts = 0;
@@ -127,7 +137,7 @@ static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype
             cfg.etp = etp_one ? 1 : 0;
             cfg.schedule = MDL_SCHEDULE_1F1B;
             cfg.dtype = dtype;
-            add_schedules(out, graph, cluster, &cfg, full);
+            add_schedules(out, graph, cluster, &cfg, full, tp_overlap);
           }
         }
       }
@@ -137,15 +147,20 @@ static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype
 }
 
 GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
-  return points(graph, cluster, dtype, FALSE);
+  return points(graph, cluster, dtype, FALSE, FALSE);
 }
 
 GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
-  GArray *out = points(graph, cluster, dtype, TRUE);
+  return srch_grid_full_points_with(graph, cluster, dtype, FALSE);
+}
+
+GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
+                                   gboolean tp_overlap) {
+  GArray *out = points(graph, cluster, dtype, TRUE, tp_overlap);
   /* A bf16 run may also train in FP8 (Transformer Engine's recipe: the layers' GEMMs at the
    * FP8 peak, costmodel/cm_fp8.c) where the device has FP8 tensor cores (a peak in its preset). */
   if (dtype == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP8] > 0) {
-    GArray *fp8 = points(graph, cluster, DEV_DTYPE_FP8, TRUE);
+    GArray *fp8 = points(graph, cluster, DEV_DTYPE_FP8, TRUE, tp_overlap);
     g_array_append_vals(out, fp8->data, fp8->len);
     g_array_free(fp8, TRUE);
   }
@@ -163,6 +178,7 @@ char *srch_grid_describe(const MdlMegatronConfig *c) {
   if (c->recompute != MDL_RECOMPUTE_NONE)
     g_string_append_printf(out, " recompute=%s", mdl_recompute_name(c->recompute));
   if (c->sequence_parallel) g_string_append(out, " sp");
+  if (c->tp_overlap) g_string_append(out, " tp_overlap");
   if (c->zero_stage) g_string_append_printf(out, " zero=%d", c->zero_stage);
   if (c->overlap_param_gather) g_string_append(out, " overlap_param_gather");
   if (c->dtype == DEV_DTYPE_FP8) g_string_append(out, " fp8");
@@ -180,18 +196,63 @@ static int compare_candidates(const void *a, const void *b) {
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
+static gint compare_indices(gconstpointer a, gconstpointer b) {
+  guint x = *(const guint *)a, y = *(const guint *)b;
+  return x < y ? -1 : x > y;
+}
+
 static gboolean before_deadline(const SrchWorker *w) {
   return !w->deadline_us || g_get_monotonic_time() < w->deadline_us;
 }
 
-/* The screening's strategy: rebuilt only when a field other than the recomputation, the ZeRO
- * stage and overlap_param_gather changes (mdl_strategy_megatron copies those three into the
- * strategy, and only validates their ranges, which points() respects), and its bound in parts
- * (sim_bounder_new, which recomputes only what those three change). */
+/* A grid point's strategy, rebuilt only when a field other than the recomputation, the ZeRO
+ * stage and overlap_param_gather changes (its shape): mdl_strategy_megatron copies those three
+ * into the strategy and only validates their ranges, which points() respects, so setting them
+ * in place gives the strategy a fresh build would (the same fields, the same prediction:
+ * /search-grid/exhaustive-matches-brute-force simulates fresh builds). */
 typedef struct {
   MdlStrategy *s;
   MdlMegatronConfig key;
   gboolean built;
+} Shape;
+
+static MdlMegatronConfig shape_key(const MdlMegatronConfig *cfg) {
+  MdlMegatronConfig key;
+  memcpy(&key, cfg, sizeof key);
+  key.zero_stage = 0;
+  key.recompute = MDL_RECOMPUTE_NONE;
+  key.overlap_param_gather = FALSE;
+  return key;
+}
+
+/* Whether @sh holds the shape of @key (whole-struct comparison: fields added later count too;
+ * points() zeroes padding). */
+static gboolean shape_holds(const Shape *sh, const MdlMegatronConfig *key) {
+  return sh->built && memcmp(key, &sh->key, sizeof *key) == 0;
+}
+
+/* Builds @key's shape into @sh (NULL where the builder refuses it). */
+static void shape_build(Shape *sh, const SrchWorker *w, const MdlMegatronConfig *key) {
+  mdl_strategy_free(sh->s);
+  sh->s = mdl_strategy_megatron(w->graph, w->cluster, key, NULL);
+  sh->key = *key;
+  sh->built = TRUE;
+}
+
+/* @sh's strategy with @cfg's recomputation, ZeRO stage and overlap_param_gather. */
+static MdlStrategy *shape_set(Shape *sh, const MdlMegatronConfig *cfg) {
+  if (sh->s) {
+    sh->s->zero_stage = cfg->zero_stage;
+    sh->s->recompute = cfg->recompute;
+    sh->s->overlap_param_gather = cfg->overlap_param_gather;
+  }
+  return sh->s;
+}
+
+/* The screening's strategy (one shape at a time: points() lists a shape's variants together)
+ * and its bound in parts (sim_bounder_new, which recomputes only what those three change). */
+typedef struct {
+  Shape shape;
   SimBounder *bounder;
 } Screen;
 
@@ -201,42 +262,65 @@ static void screen_clear_bound(Screen *sc) {
 }
 
 static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMegatronConfig *cfg) {
-  MdlMegatronConfig key;
-  memcpy(&key, cfg, sizeof key);
-  key.zero_stage = 0;
-  key.recompute = MDL_RECOMPUTE_NONE;
-  key.overlap_param_gather = FALSE;
-  /* Whole-struct comparison (fields added later count too); points() zeroes padding. */
-  gboolean same = sc->built && memcmp(&key, &sc->key, sizeof key) == 0;
-  if (!same) {
+  MdlMegatronConfig key = shape_key(cfg);
+  if (!shape_holds(&sc->shape, &key)) {
     screen_clear_bound(sc);
-    mdl_strategy_free(sc->s);
-    sc->s = mdl_strategy_megatron(w->graph, w->cluster, &key, NULL);
-    sc->key = key;
-    sc->built = TRUE;
+    shape_build(&sc->shape, w, &key);
   }
-  if (sc->s) {
-    sc->s->zero_stage = cfg->zero_stage;
-    sc->s->recompute = cfg->recompute;
-    sc->s->overlap_param_gather = cfg->overlap_param_gather;
-  }
-  return sc->s;
+  return shape_set(&sc->shape, cfg);
 }
 
 static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
-  if (!sc->bounder) sc->bounder = sim_bounder_new(w->graph, sc->s, w->cluster, w->params, &w->options->sim);
+  if (!sc->bounder) sc->bounder = sim_bounder_new(w->graph, sc->shape.s, w->cluster, w->params, &w->options->sim);
   return sim_bounder_bound(sc->bounder);
 }
 
-/* Grid point @index built, when it fits in memory (the simulator's fits_memory rule; caller
- * frees); NULL, counted as over memory (or failed, where the builder refuses it), when not. */
-static MdlStrategy *fitting(SrchWorker *w, guint index) {
-  MdlStrategy *s = mdl_strategy_megatron(w->graph, w->cluster, &g_array_index(w->grid, MdlMegatronConfig, index), NULL);
-  if (!s) w->failed++;
-  else if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) {
+/* The simulations' strategies: in bound order a shape's variants come close together (a ZeRO
+ * 1 and 2 pair often has one bound), so the last few shapes are kept, each with the peak memory
+ * of the (ZeRO stage, recomputation) variants checked so far. cm_memory_per_device does not read
+ * overlap_param_gather (when the all-gathers run does not change what is held), so a ZeRO 1 or 2
+ * point's peak serves its twin with the other overlap_param_gather:
+ * /search-grid/memory-ignores-overlap-param-gather checks it on every such pair of a space. */
+#define RECENT_SHAPES 8
+typedef struct {
+  Shape shape;
+  double peak[4][MDL_RECOMPUTE_COUNT]; /* by ZeRO stage and recomputation; < 0: not yet */
+} Checked;
+
+typedef struct {
+  Checked shapes[RECENT_SHAPES];
+  guint next; /* the one replaced next */
+} Recent;
+
+static void recent_clear(Recent *rc) {
+  for (int i = 0; i < RECENT_SHAPES; i++) mdl_strategy_free(rc->shapes[i].shape.s);
+}
+
+/* Grid point @index's strategy, when it fits in memory (the simulator's fits_memory rule;
+ * owned by @rc, valid until the next call); NULL, counted as over memory (or failed, where the
+ * builder refuses it), when not. */
+static MdlStrategy *fitting(SrchWorker *w, Recent *rc, guint index) {
+  const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, index);
+  MdlMegatronConfig key = shape_key(cfg);
+  Checked *ch = NULL;
+  for (int i = 0; i < RECENT_SHAPES && !ch; i++)
+    if (shape_holds(&rc->shapes[i].shape, &key)) ch = &rc->shapes[i];
+  if (!ch) {
+    ch = &rc->shapes[rc->next++ % RECENT_SHAPES];
+    shape_build(&ch->shape, w, &key);
+    for (int z = 0; z < 4; z++)
+      for (int r = 0; r < MDL_RECOMPUTE_COUNT; r++) ch->peak[z][r] = -1;
+  }
+  MdlStrategy *s = shape_set(&ch->shape, cfg);
+  if (!s) {
+    w->failed++;
+    return NULL;
+  }
+  double *peak = &ch->peak[cfg->zero_stage][cfg->recompute]; /* points() keeps both in range */
+  if (*peak < 0) *peak = srch_peak_memory(w->graph, s, w->cluster);
+  if (*peak > w->cluster->device.memory_bytes) {
     w->over_memory++;
-    mdl_strategy_free(s);
-    s = NULL;
+    return NULL;
   }
   return s;
 }
@@ -246,6 +330,7 @@ void srch_grid_worker(SrchWorker *w) {
   Screen sc;
   memset(&sc, 0, sizeof sc);
   guint i;
+  double cpu = srch_thread_cpu_s();
   /* Screening: the builder and the bound (the memory rule waits until a point's bound is
    * below the best: a point pruned by its bound needs no memory check). */
   for (i = (guint)w->index; i < w->grid->len && before_deadline(w); i += (guint)w->nworkers) {
@@ -259,7 +344,12 @@ void srch_grid_worker(SrchWorker *w) {
     g_array_append_val(cands, c);
   }
   screen_clear_bound(&sc);
-  mdl_strategy_free(sc.s);
+  mdl_strategy_free(sc.shape.s);
+  Recent rc;
+  memset(&rc, 0, sizeof rc);
+  double now = srch_thread_cpu_s();
+  w->screen_cpu_s += now - cpu;
+  cpu = now;
   gboolean screened = i >= w->grid->len;
   if (cands->len) qsort(cands->data, cands->len, sizeof(Candidate), compare_candidates);
   guint k;
@@ -271,15 +361,26 @@ void srch_grid_worker(SrchWorker *w) {
       break;
     }
     if (!srch_worker_has_budget(w)) break;
-    MdlStrategy *s = fitting(w, c->index);
+    MdlStrategy *s = fitting(w, &rc, c->index);
+    now = srch_thread_cpu_s();
+    w->memory_cpu_s += now - cpu;
+    cpu = now;
     if (!s) continue;
-    srch_worker_eval_strategy(w, s, (int)c->index);
-    mdl_strategy_free(s);
+    srch_worker_eval_fitting(w, s, (int)c->index);
+    now = srch_thread_cpu_s();
+    w->simulate_cpu_s += now - cpu;
+    cpu = now;
   }
   /* Out of budget: the points left are screened for memory still, so that the share covered
-   * counts those that could not be a result anyway. */
-  for (guint left = k; left < cands->len && before_deadline(w); left++)
-    mdl_strategy_free(fitting(w, g_array_index(cands, Candidate, left).index));
+   * counts those that could not be a result anyway; in grid order, where a shape's variants
+   * follow one another and each shape is built once. */
+  GArray *left = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint j = k; j < cands->len; j++) g_array_append_val(left, g_array_index(cands, Candidate, j).index);
+  g_array_sort(left, compare_indices);
+  for (guint j = 0; j < left->len && before_deadline(w); j++) fitting(w, &rc, g_array_index(left, guint, j));
+  g_array_free(left, TRUE);
+  recent_clear(&rc);
+  w->memory_cpu_s += srch_thread_cpu_s() - cpu;
   w->complete = screened && k >= cands->len;
   g_array_free(cands, TRUE);
 }

@@ -439,6 +439,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
                 dev_cluster_num_devices(cluster), slots, (guint64)SIM_MAX_DEVICE_SLOTS);
     return NULL;
   }
+  srch_keep_freed_memory();
   gint64 start = g_get_monotonic_time();
   SrchSpace *space = NULL;
   GArray *grid = NULL;
@@ -493,6 +494,9 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     r->space_description = g_strdup(o->algo == SRCH_ALGO_DP
                                         ? "the Megatron grid (dp, tp, pp, microbatch size, schedule, vp), "
                                           "then its pipelines with stage cuts by dynamic programming"
+                                        : o->tp_overlap
+                                        ? "the full Megatron space (dp, tp, pp, microbatch size, schedule, "
+                                          "vp up to layers/pp, recompute none/selective/full, sp, tp_overlap, zero 0-3)"
                                         : "the full Megatron space (dp, tp, pp, microbatch size, schedule, "
                                           "vp up to layers/pp, recompute none/selective/full, sp, zero 0-3)");
   }
@@ -563,7 +567,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   gboolean split = o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_CD;
   guint64 full_evaluations = split ? (o->budget.evaluations + 1) / 2 : o->budget.evaluations;
   if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split) {
-    GArray *full = srch_grid_full_points(graph, cluster, dtype);
+    GArray *full = srch_grid_full_points_with(graph, cluster, dtype, o->tp_overlap);
     r->space_points = full->len;
     SrchBudget budget = o->budget;
     budget.evaluations = full_evaluations;
@@ -576,6 +580,9 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
       for (int i = 0; i < phase.n; i++) {
         const SrchWorker *w = &phase.workers[i];
         r->space_covered += w->evaluations + w->over_memory + w->pruned;
+        r->screen_cpu_s += w->screen_cpu_s;
+        r->memory_cpu_s += w->memory_cpu_s;
+        r->simulate_cpu_s += w->simulate_cpu_s;
       }
       const SrchWorker *best = phase_merge(&phase, r, TRUE);
       phase_timeline(&phase, r, start);

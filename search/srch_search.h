@@ -103,6 +103,11 @@ typedef struct {
                                from the worker's last candidate, sim/sim_delta.h; the same
                                answers, bit for bit) */
   gboolean no_baselines;    /* skip the baselines (tests that only need a driver) */
+  gboolean tp_overlap;      /* the full Megatron space also tries every sp point with its
+                               tensor-parallel collectives overlapped with the GEMMs (tp_overlap,
+                               Megatron-Core's --tp-comm-overlap): half as many configurations
+                               again on GPT-3 175B, and many more simulations, the bound crediting
+                               the overlap in full (search/SEARCH.md) */
   int rank, nranks;         /* this process's share of a search spread over nranks processes
                                (mpirun): it runs global workers rank * threads .. + threads - 1
                                of nranks * threads; nranks 0 or 1: the whole search */
@@ -153,6 +158,10 @@ typedef struct {
                                configurations of that space; 0 otherwise */
   guint64 space_covered;    /* of those, simulated, refused, over memory or pruned by the bound */
   double elapsed_s;
+  /* The full Megatron space's CPU seconds (every worker's thread CPU time, summed) in its three
+   * steps: screening (build and lower bound of every point), the memory rule (points reached
+   * in bound order) and simulations. Measurements for benchmarks: not in the text or JSON. */
+  double screen_cpu_s, memory_cpu_s, simulate_cpu_s;
   GArray *curve;            /* SrchCurvePoint, where the best improved */
   GArray *timeline;         /* SrchCurvePoint in wall-clock order since the search began, over
                                every phase that can supply the winner (auto and dp: the grid

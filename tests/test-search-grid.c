@@ -10,18 +10,24 @@
 #include "sim/sim_bound.h"
 #include "test-search-util.h"
 
-static SrchResult *search(const Case *c, SrchAlgo algo, guint64 budget, gboolean baselines) {
+static SrchResult *search_with(const Case *c, SrchAlgo algo, guint64 budget, gboolean baselines,
+                               gboolean tp_overlap) {
   SrchOptions o;
   srch_options_default(&o);
   o.algo = algo;
   o.budget.evaluations = budget;
   o.threads = 2;
   o.no_baselines = !baselines;
+  o.tp_overlap = tp_overlap;
   GError *error = NULL;
   SrchResult *r = srch_run(c->graph, c->cluster, &c->params, &o, &error);
   g_assert_no_error(error);
   g_assert_nonnull(r);
   return r;
+}
+
+static SrchResult *search(const Case *c, SrchAlgo algo, guint64 budget, gboolean baselines) {
+  return search_with(c, algo, budget, baselines, FALSE);
 }
 
 /* Both bounds hold on every @stride-th point of the full space on @cluster, of every
@@ -74,7 +80,10 @@ static void test_bound_below_simulation(void) {
 }
 
 /* A bounder reused across the recomputation, ZeRO stage and overlap_param_gather of one
- * strategy (as the grid's screen reuses it) gives every point the bound a fresh one gives. */
+ * strategy (as the grid's screen reuses it) gives every point the bound a fresh one gives; and
+ * the strategy with those three fields set in place (as the grid's simulations reuse it) is
+ * the fresh build: the same strategy JSON, and on every 37th point the same simulated
+ * iteration, bit for bit. */
 static void test_bounder_reuse(void) {
   Case c;
   case_init(&c, GPT4, "dgx-a100:nodes=2,gpus_per_node=4");
@@ -97,12 +106,55 @@ static void test_bounder_reuse(void) {
     MdlStrategy *fresh = mdl_strategy_megatron(c.graph, c.cluster, cfg, NULL);
     g_assert_cmpuint(sim_bounder_bound(bounder), ==, sim_iteration_bound(c.graph, fresh, c.cluster, &c.params, NULL));
     g_assert_cmpuint(sim_bounder_chain(bounder), <=, sim_bounder_bound(bounder));
+    g_autofree char *reused_json = mdl_strategy_to_json(s, c.graph);
+    g_autofree char *fresh_json = mdl_strategy_to_json(fresh, c.graph);
+    g_assert_cmpstr(reused_json, ==, fresh_json);
+    if (i % 37 == 0) {
+      GError *error = NULL;
+      SimRun *reused_run = sim_run_new(c.graph, s, c.cluster, &c.params, &error);
+      g_assert_no_error(error);
+      SimRun *fresh_run = sim_run_new(c.graph, fresh, c.cluster, &c.params, &error);
+      g_assert_no_error(error);
+      g_assert_cmpfloat(sim_run_prediction(reused_run)->iteration_time_s, ==,
+                        sim_run_prediction(fresh_run)->iteration_time_s);
+      sim_run_free(reused_run);
+      sim_run_free(fresh_run);
+    }
     mdl_strategy_free(fresh);
     checked++;
   }
   g_assert_cmpint(checked, >, 1000);
   sim_bounder_free(bounder);
   mdl_strategy_free(s);
+  g_array_free(points, TRUE);
+  case_clear(&c);
+}
+
+/* The grid's memory screening checks a ZeRO 1 or 2 point once for both values of
+ * overlap_param_gather (srch_grid.c): the simulator's memory rule gives both the same peak on
+ * every device, on every such pair of a space with pipelines, sp and every recomputation. */
+static void test_memory_ignores_overlap_param_gather(void) {
+  Case c;
+  case_init(&c, GPT4, "dgx-a100:nodes=2,gpus_per_node=4");
+  GArray *points = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  int pairs = 0, ndev = dev_cluster_num_devices(c.cluster);
+  for (guint i = 0; i < points->len; i++) {
+    MdlMegatronConfig cfg = g_array_index(points, MdlMegatronConfig, i);
+    if (!cfg.overlap_param_gather) continue;
+    MdlStrategy *with = mdl_strategy_megatron(c.graph, c.cluster, &cfg, NULL);
+    cfg.overlap_param_gather = FALSE;
+    MdlStrategy *without = mdl_strategy_megatron(c.graph, c.cluster, &cfg, NULL);
+    g_assert_nonnull(with);
+    g_assert_nonnull(without);
+    CmMemory *a = cm_memory_per_device(c.graph, with, c.cluster), *b = cm_memory_per_device(c.graph, without, c.cluster);
+    for (int d = 0; d < ndev; d++) g_assert_cmpfloat(a[d].total, ==, b[d].total);
+    g_free(a);
+    g_free(b);
+    mdl_strategy_free(with);
+    mdl_strategy_free(without);
+    pairs++;
+  }
+  g_assert_cmpint(pairs, >, 500);
   g_array_free(points, TRUE);
   case_clear(&c);
 }
@@ -149,14 +201,14 @@ static void test_full_space_fp8(void) {
 
 /* Exhaustive with both prunings = brute force: simulating every point of the space finds no
  * better iteration than the search's best, and the search covered the whole space. */
-static void check_brute_force(const char *model, const char *cluster) {
+static void check_brute_force(const char *model, const char *cluster, gboolean tp_overlap) {
   Case c;
   case_init(&c, model, cluster);
-  SrchResult *r = search(&c, SRCH_ALGO_GRID, 1000000, FALSE);
+  SrchResult *r = search_with(&c, SRCH_ALGO_GRID, 1000000, FALSE, tp_overlap);
   g_assert_true(r->complete);
   g_assert_nonnull(r->best);
   g_assert_cmpfloat(srch_result_covered_share(r), ==, 1.0);
-  GArray *points = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  GArray *points = srch_grid_full_points_with(c.graph, c.cluster, DEV_DTYPE_BF16, tp_overlap);
   g_assert_cmpuint(r->space_points, ==, points->len);
   double best = INFINITY;
   for (guint i = 0; i < points->len; i++) {
@@ -183,10 +235,36 @@ static void check_brute_force(const char *model, const char *cluster) {
  * InfiniBand); and a model whose weights put part of the space over memory (the memory rule
  * runs in bound order, after the bound). */
 static void test_exhaustive_matches_brute_force(void) {
-  check_brute_force(GPT4, GPT4_CLUSTER);
-  check_brute_force(GPT4, "dgx-a100:nodes=2,gpus_per_node=4");
+  check_brute_force(GPT4, GPT4_CLUSTER, FALSE);
+  check_brute_force(GPT4, "dgx-a100:nodes=2,gpus_per_node=4", FALSE);
   check_brute_force("gpt:layers=8,hidden=8192,heads=64,seq=1024,vocab=32000,batch=16",
-                    "dgx-a100:nodes=2,gpus_per_node=4");
+                    "dgx-a100:nodes=2,gpus_per_node=4", FALSE);
+}
+
+/* On request (SrchOptions.tp_overlap) the full space holds every sp point once more with
+ * tp_overlap, and otherwise none; the exhaustive search over it still equals brute force. */
+static void test_full_space_tp_overlap(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  GArray *plain = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  GArray *with = srch_grid_full_points_with(c.graph, c.cluster, DEV_DTYPE_BF16, TRUE);
+  guint sp = 0, overlapped = 0;
+  for (guint i = 0; i < plain->len; i++) {
+    sp += g_array_index(plain, MdlMegatronConfig, i).sequence_parallel;
+    g_assert_false(g_array_index(plain, MdlMegatronConfig, i).tp_overlap);
+  }
+  for (guint i = 0; i < with->len; i++) {
+    const MdlMegatronConfig *p = &g_array_index(with, MdlMegatronConfig, i);
+    overlapped += p->tp_overlap;
+    g_assert_true(!p->tp_overlap || p->sequence_parallel);
+  }
+  g_assert_cmpuint(sp, >, 0);
+  g_assert_cmpuint(overlapped, ==, sp);
+  g_assert_cmpuint(with->len, ==, plain->len + sp);
+  g_array_free(plain, TRUE);
+  g_array_free(with, TRUE);
+  case_clear(&c);
+  check_brute_force(GPT4, GPT4_CLUSTER, TRUE);
 }
 
 /* Whatever the budget, the classic grid runs first and in full: its best is the Megatron
@@ -255,8 +333,10 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/search-grid/bound-below-simulation", test_bound_below_simulation);
   g_test_add_func("/search-grid/bounder-reuse", test_bounder_reuse);
+  g_test_add_func("/search-grid/memory-ignores-overlap-param-gather", test_memory_ignores_overlap_param_gather);
   g_test_add_func("/search-grid/full-space-contents", test_full_space_contents);
   g_test_add_func("/search-grid/full-space-fp8", test_full_space_fp8);
+  g_test_add_func("/search-grid/full-space-tp-overlap", test_full_space_tp_overlap);
   g_test_add_func("/search-grid/exhaustive-matches-brute-force", test_exhaustive_matches_brute_force);
   g_test_add_func("/search-grid/budget-keeps-grid-baseline", test_budget_keeps_grid_baseline);
   g_test_add_func("/search-grid/auto-shares-budget", test_auto_shares_budget);
