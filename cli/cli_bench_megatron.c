@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "validate/val_components.h"
+#include "validate/val_layers.h"
 
 static double err_pct(double model, double ref) { return ref > 0 ? 100 * (model / ref - 1) : 0; }
 
@@ -42,6 +43,34 @@ static int bench_tflops(const char *rows_path, const GArray *curve) {
            c.host_bound_s);
   }
   printf("bench: megatron-tflops  mean |error| %.1f%% over %u rows\n", sum / rows->len, rows->len);
+  return CLI_EXIT_OK;
+}
+
+/* Korthikanti et al. 2022 Table 4: one layer of the 22B model, forward and backward (with
+ * recomputation), measured against the simulated steady-state layer period (val_layers.h). */
+static int bench_layers(const char *path) {
+  GError *error = NULL;
+  g_autoptr(GPtrArray) rows = val_layer_rows_load(path, &error);
+  if (!rows) return cli_fail(error, cli_status_for(error));
+  printf("bench: megatron-layer  %u rows of %s (Korthikanti et al. 2022 Table 4: one layer of "
+         "the 22B model, tp=8, micro-batch 4; simulated: GPU 0's period of the middle layer)\n",
+         rows->len, path);
+  printf("bench: megatron-layer  %-24s | %7s %7s %7s | %7s %7s %7s | %7s %7s %7s\n", "experiment",
+         "fwd ms", "sim", "err", "bwd ms", "sim", "err", "sum ms", "sim", "err");
+  double sum = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const ValLayerRow *r = g_ptr_array_index(rows, i);
+    double f, b;
+    if (!val_layer_times(r, &f, &b, &error)) return cli_fail(error, cli_status_for(error));
+    double e = err_pct(f + b, r->forward_s + r->backward_s);
+    sum += fabs(e);
+    printf("bench: megatron-layer  %-24s | %7.2f %7.2f %+6.1f%% | %7.2f %7.2f %+6.1f%% | %7.2f "
+           "%7.2f %+6.1f%%\n", r->experiment, 1e3 * r->forward_s, 1e3 * f, err_pct(f, r->forward_s),
+           1e3 * r->backward_s, 1e3 * b, err_pct(b, r->backward_s), 1e3 * (r->forward_s + r->backward_s),
+           1e3 * (f + b), e);
+  }
+  printf("bench: megatron-layer  forward + backward mean |error| %.1f%% over %u rows\n",
+         sum / MAX(rows->len, 1), rows->len);
   return CLI_EXIT_OK;
 }
 
@@ -82,5 +111,8 @@ int cli_bench_megatron(const char *data_dir) {
          "tensor-parallel communication mean |error| %.1f%% (times: seconds per iteration on GPU "
          "0; comm mdl = the same collectives at the simulator's own collective cost)\n",
          sum_e2e / MAX(rows->len, 1), max_gemm, sum_comm / MAX(rows->len, 1));
-  return bench_tflops(rows_path, curve);
+  int status = bench_tflops(rows_path, curve);
+  if (status != CLI_EXIT_OK) return status;
+  g_autofree char *layers_path = g_build_filename(dir, "korthikanti_table4.csv", NULL);
+  return bench_layers(layers_path);
 }

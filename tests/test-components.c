@@ -7,9 +7,13 @@
  * log (`stratsim bench --suite megatron` prints them too); their accuracy depends on the
  * collective model (issue 14, items 1-2). */
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <math.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "validate/val_components.h"
+#include "validate/val_layers.h"
 
 static char *data(const char *name) {
   return g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation", name, NULL);
@@ -107,10 +111,56 @@ static void test_curve(void) {
   g_clear_error(&error);
 }
 
+/* Korthikanti et al. 2022 Table 4 (korthikanti_table4.csv): one layer of the 22B model. The
+ * simulated periods behave as the layer's structure says they must: the full recomputation's
+ * backward is the plain backward plus one recomputed forward (its kernels and its two
+ * all-reduces: the forward period, within 2%), selective recomputation adds less than that,
+ * and sequence parallelism shortens the forward (layer-norms and dropouts on 1/t of the
+ * tokens). Errors against the measured times go to the log (`stratsim bench --suite
+ * megatron`, megatron-layer rows). */
+static void test_table4(void) {
+  g_autofree char *path = data("korthikanti_table4.csv");
+  GError *error = NULL;
+  g_autoptr(GPtrArray) rows = val_layer_rows_load(path, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rows->len, ==, 5);
+  double fwd[5], bwd[5];
+  for (guint i = 0; i < rows->len; i++) {
+    const ValLayerRow *r = g_ptr_array_index(rows, i);
+    g_assert_true(val_layer_times(r, &fwd[i], &bwd[i], &error));
+    g_assert_no_error(error);
+    g_test_message("%s: forward %.3g ms (measured %.3g), backward %.3g ms (measured %.3g)",
+                   r->experiment, 1e3 * fwd[i], 1e3 * r->forward_s, 1e3 * bwd[i],
+                   1e3 * r->backward_s);
+    g_assert_cmpfloat(fwd[i], >, 0);
+    g_assert_cmpfloat(bwd[i], >, fwd[i]);
+  }
+  /* rows: none, SP, full, selective, selective + SP */
+  g_assert_cmpfloat(fabs(bwd[2] - bwd[0] - fwd[0]), <, 0.02 * fwd[0]);
+  g_assert_cmpfloat(bwd[3], >, bwd[0]);
+  g_assert_cmpfloat(bwd[3] - bwd[0], <, 0.5 * fwd[0]);
+  g_assert_cmpfloat(fwd[1], <, fwd[0]);
+  g_assert_cmpfloat(fwd[4], ==, fwd[1]); /* selective recomputation leaves the forward alone */
+  /* A bad field is named. */
+  g_autofree char *bad = NULL;
+  int fd = g_file_open_tmp("table4-XXXXXX.csv", &bad, &error);
+  g_assert_no_error(error);
+  close(fd);
+  g_assert_true(g_file_set_contents(bad, "experiment,layers,hidden,heads,seq_len,vocab,micro_batch,"
+                                    "tp,recompute,sequence_parallel,forward_ms,backward_ms\n"
+                                    "x,48,6144,64,2048,51200,4,8,full,n,fast,19.5\n", -1, &error));
+  g_assert_null(val_layer_rows_load(bad, &error));
+  g_assert_nonnull(error);
+  g_assert_nonnull(strstr(error->message, "forward_ms"));
+  g_clear_error(&error);
+  g_unlink(bad);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/components/table5", test_table5);
   g_test_add_func("/validate/components/table1", test_table1);
   g_test_add_func("/validate/components/curve", test_curve);
+  g_test_add_func("/validate/components/table4", test_table4);
   return g_test_run();
 }
