@@ -38,7 +38,6 @@
 #include "sim/sim.h"
 #include "util/util_csv.h"
 
-#define MAMF_A100_FLOPS 267.9e12
 #define HBM_A100_BPS 2039e9 /* A100 SXM4 80GB datasheet (NVIDIA A100 Tensor Core GPU datasheet) */
 #define DEFAULT_VOCAB 51200
 
@@ -201,14 +200,14 @@ static void reference(const ValMegatronRow *r, const GArray *curve, const SesSes
    * element sit under the A100's ridge point. The backward runs 2 of each kind per forward
    * GEMM (dX, dW / dQ, dK, dS, dV), full recomputation one more forward, selective one more
    * attention core. */
-  double dense_fwd = 24 * b * s * h * h / t / MAMF_A100_FLOPS;
-  double core_gemm = MAX(2 * b * s * s * h / t / MAMF_A100_FLOPS,
+  double dense_fwd = 24 * b * s * h * h / t / VAL_MAMF_A100_FLOPS;
+  double core_gemm = MAX(2 * b * s * s * h / t / VAL_MAMF_A100_FLOPS,
                          2 * b * ((double)r->heads / t) * s * s / HBM_A100_BPS);
   double dense_runs = 3 + (r->recompute == MDL_RECOMPUTE_FULL);
   double core_runs = 6 + 2 * (r->recompute != MDL_RECOMPUTE_NONE);
   /* The LM head (tied, vocab-parallel) on the last stage, when GPU 0 holds it (pp = 1):
    * forward, dX and dW, 2 b s h V / t FLOPs each; outside the recomputed layers. */
-  double head = r->pp == 1 ? 3 * 2 * b * s * h * r->vocab / t / MAMF_A100_FLOPS : 0;
+  double head = r->pp == 1 ? 3 * 2 * b * s * h * r->vocab / t / VAL_MAMF_A100_FLOPS : 0;
   out->gemm_ref_s = m * (layers * (dense_runs * dense_fwd + core_runs * core_gemm) + head);
   int ar, ag, rs;
   layer_collectives(r, &ar, &ag, &rs);
@@ -236,7 +235,7 @@ static void simulated(const SimRun *run, const ValMegatronRow *r, ValComponents 
   SimTimeline it;
   SimTaskInfo t;
   sim_timeline_init(&it, run);
-  SimTime gemm = 0, other = 0, comm = 0;
+  SimTime gemm = 0, other = 0, comm = 0, p2p = 0, optimizer = 0;
   while (sim_timeline_next(&it, &t)) {
     gboolean on0 = FALSE, comm0 = FALSE;
     for (int k = 0; k < t.nres; k++) {
@@ -254,7 +253,11 @@ static void simulated(const SimRun *run, const ValMegatronRow *r, ValComponents 
       else other += t.duration;
       break;
     }
+    case SIM_TASK_OPTIMIZER:
+      if (on0) optimizer += t.duration;
+      break;
     case SIM_TASK_COMM:
+      if (comm0 && t.collective == CM_SEND_RECV) p2p += t.duration;
       if (comm0 && (int)t.group_size == r->tp &&
           (t.collective == CM_ALL_REDUCE || t.collective == CM_ALL_GATHER ||
            t.collective == CM_REDUCE_SCATTER))
@@ -266,6 +269,8 @@ static void simulated(const SimRun *run, const ValMegatronRow *r, ValComponents 
   out->gemm_sim_s = sim_time_seconds(gemm);
   out->other_sim_s = sim_time_seconds(other);
   out->comm_sim_s = sim_time_seconds(comm);
+  out->p2p_sim_s = sim_time_seconds(p2p);
+  out->optimizer_sim_s = sim_time_seconds(optimizer);
 }
 
 gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, ValComponents *out,
@@ -296,6 +301,8 @@ gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, V
   out->measured_tflops = r->measured_tflops;
   out->predicted_tflops = val_megatron_flops(r) / (out->predicted_s * r->gpus) / 1e12;
   out->host_bound_s = sim_run_prediction(run)->host_bound_s;
+  out->bubble_sim_s = sim_run_prediction(run)->bubble_s;
+  out->exposed_sim_s = sim_run_prediction(run)->comm_exposed_s;
   reference(r, curve, session, out);
   simulated(run, r, out);
   sim_run_free(run);

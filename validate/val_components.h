@@ -13,6 +13,10 @@
 
 G_BEGIN_DECLS
 
+/* The maximum achievable matmul rate measured on A100 SXM (S. Bekman, ml-engineering, MAMF
+ * table): the GEMM reference's rate (val_components.c). */
+#define VAL_MAMF_A100_FLOPS 267.9e12
+
 /* One published run (a row of tests/data/validation/megatron_public.csv): a GPT trained with
  * Megatron-LM. Korthikanti et al. 2022 Table 5 rows measure the iteration (data parallelism
  * 1); Narayanan et al. 2021 Table 1 rows the achieved TFLOP/s per GPU. */
@@ -59,6 +63,10 @@ typedef struct {
   double comm_model_s;                /* the analytical count timed with the simulator's own
                                          collective cost (checks counting and sizes) */
   double host_bound_s;                /* the simulator's host-bound time */
+  double bubble_sim_s;                /* the simulator's bubble (mean per GPU) */
+  double exposed_sim_s;               /* the simulator's exposed communication (mean per GPU) */
+  double p2p_sim_s;                   /* GPU 0's pipeline sends and receives, busy time */
+  double optimizer_sim_s;             /* GPU 0's optimizer step */
 } ValComponents;
 
 /* Simulates @row on DGX A100 nodes (dgx-a100 preset) and fills @out (references for GPU 0 of
