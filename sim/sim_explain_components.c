@@ -99,6 +99,30 @@ static gboolean layer_launches(const SimRun *run, LayerLaunches *out) {
   return any;
 }
 
+/* The host's part of the breakdown beyond the launches: the synchronizations inside the
+ * optimizer step (cm_framework_step_syncs, sb_add_optimizer_step) and the host time after each
+ * (the scalar's copy and the next launch); and the pipeline's ideal bubble, (p - 1) / (v m) of
+ * the busy time (Narayanan et al. 2021, section 2.2), beside the simulated one, whose excess is
+ * stage imbalance and waiting on pipeline transfers. */
+typedef struct {
+  int step_syncs;
+  double sync_s;            /* host seconds after each */
+  double ideal_bubble_fraction; /* 0 without a pipeline */
+  double ideal_bubble_s;    /* of (iteration - bubble) */
+} HostAndBubble;
+
+static void host_and_bubble(const SimRun *run, HostAndBubble *out) {
+  const CmFramework *f = cm_framework_get(run->strategy->framework);
+  double before[CM_MAX_STEP_SYNCS];
+  out->step_syncs = cm_framework_step_syncs(f, run->strategy->dtype, before);
+  out->sync_s = f && out->step_syncs ? cm_framework_sync_s(f) : 0;
+  const MdlStrategy *s = run->strategy;
+  int v = MAX(s->virtual_stages, 1), p = s->num_stages / v, m = MAX(s->num_microbatches, 1);
+  out->ideal_bubble_fraction = p > 1 ? (double)(p - 1) / ((double)v * m) : 0;
+  const SimPrediction *pr = &run->prediction;
+  out->ideal_bubble_s = out->ideal_bubble_fraction * (pr->iteration_time_s - pr->bubble_s);
+}
+
 cJSON *sim_components_json(const SimRun *run) {
   Components c;
   components_init(&c, run);
@@ -120,6 +144,12 @@ cJSON *sim_components_json(const SimRun *run) {
   cJSON_AddNumberToObject(o, "gemm_compute_s", c.gemm_s);
   cJSON_AddNumberToObject(o, "memory_bound_compute_s", p->compute_s - c.gemm_s - c.optimizer_s);
   cJSON_AddNumberToObject(o, "optimizer_s", c.optimizer_s);
+  HostAndBubble hb;
+  host_and_bubble(run, &hb);
+  cJSON_AddNumberToObject(o, "optimizer_host_syncs", hb.step_syncs);
+  cJSON_AddNumberToObject(o, "optimizer_host_sync_s", hb.sync_s);
+  cJSON_AddNumberToObject(o, "ideal_bubble_fraction", hb.ideal_bubble_fraction);
+  cJSON_AddNumberToObject(o, "ideal_bubble_s", hb.ideal_bubble_s);
   LayerLaunches k;
   if (layer_launches(run, &k)) {
     cJSON *l = cJSON_AddObjectToObject(o, "layer0_launches");
@@ -161,6 +191,17 @@ void sim_components_print(const SimRun *run, FILE *out, int max_rows) {
       fprintf(out, "    layer%-4d %.6g s\n", l, c.layer_s[l]);
     if (c.nlayers > max_rows) fprintf(out, "    ... %d more (--json lists all)\n", c.nlayers - max_rows);
   }
+  HostAndBubble hb;
+  host_and_bubble(run, &hb);
+  if (hb.step_syncs > 0)
+    fprintf(out, "  host synchronizations in the optimizer step: %d (%s), each then %.4g us of "
+                 "host time before the step's next kernel (costmodel/FRAMEWORKS.md)\n",
+            hb.step_syncs, hb.step_syncs > 1 ? "fp16 found-inf .item(), grad-norm .item()"
+                                             : "grad-norm .item()", 1e6 * hb.sync_s);
+  if (hb.ideal_bubble_fraction > 0)
+    fprintf(out, "  bubble %.6g s; the schedule's ideal (p-1)/(v m) = %.2f%% of the busy time "
+                 "would be %.6g s (the rest: stage imbalance, waiting on pipeline transfers)\n",
+            p->bubble_s, 100 * hb.ideal_bubble_fraction, hb.ideal_bubble_s);
   LayerLaunches k;
   if (layer_launches(run, &k))
     fprintf(out, "  host per microbatch of layer0 (%s, costmodel/FRAMEWORKS.md): %d kernels forward, "

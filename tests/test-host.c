@@ -329,6 +329,37 @@ static void test_step_time(void) {
   test_run_free(a);
 }
 
+/* explain's host and bubble lines (sim_explain_components.c): the optimizer step's
+ * synchronizations per framework and dtype, and the pipeline's ideal bubble (p-1)/(v m) of the
+ * busy time beside the simulated one. */
+static void test_explain_lines(void) {
+  static const struct {
+    const char *spec;
+    int syncs;
+    double ideal; /* (p-1)/(v m) */
+  } cases[] = {{"megatron:pp=2,dp=4,mb=1", 1, 1.0 / 4}, /* 16 samples: m = 4 a replica */
+               {"megatron:pp=2,dp=4,mb=1,dtype=fp16", 2, 1.0 / 4},
+               {"megatron:pp=2,dp=2,tp=2,mb=1,schedule=interleaved,vp=2", 1, 1.0 / (2 * 8)},
+               {"megatron:dp=8,mb=1,framework=pytorch-eager", 0, 0},
+               {"megatron:dp=8,mb=1,framework=none", 0, 0}};
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    SimRun *run = test_simulate_specs("gpt:layers=4,hidden=256,heads=4,seq=64,vocab=1024,batch=16",
+                                      "dgx-a100", cases[i].spec, FALSE);
+    cJSON *json = sim_components_json(run);
+    g_assert_cmpint(cJSON_GetObjectItem(json, "optimizer_host_syncs")->valueint, ==, cases[i].syncs);
+    double sync = cJSON_GetObjectItem(json, "optimizer_host_sync_s")->valuedouble;
+    if (cases[i].syncs) g_assert_cmpfloat(fabs(sync - (6e-6 + 347.0e-6 / 13)), <, 1e-12);
+    else g_assert_cmpfloat(sync, ==, 0);
+    double f = cJSON_GetObjectItem(json, "ideal_bubble_fraction")->valuedouble;
+    g_assert_cmpfloat(fabs(f - cases[i].ideal), <, 1e-12);
+    const SimPrediction *p = &run->prediction;
+    g_assert_cmpfloat(fabs(cJSON_GetObjectItem(json, "ideal_bubble_s")->valuedouble -
+                           f * (p->iteration_time_s - p->bubble_s)), <, 1e-12);
+    cJSON_Delete(json);
+    test_run_free(run);
+  }
+}
+
 /* An unknown framework is a one-line parse error naming it. */
 static void test_bad_framework(void) {
   GError *error = NULL;
@@ -355,5 +386,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/host/bad-framework", test_bad_framework);
   g_test_add_func("/sim/host/step-syncs", test_step_syncs);
   g_test_add_func("/sim/host/step-time", test_step_time);
+  g_test_add_func("/sim/host/explain-lines", test_explain_lines);
   return g_test_run();
 }
