@@ -21,14 +21,6 @@ typedef struct {
   double comm_busy_s;     /* communication streams busy, mean per GPU; < 0 in step mode */
 } Components;
 
-/* The layer index of an op named "layerN.<name>", or -1. */
-static int layer_of(const char *name) {
-  if (!g_str_has_prefix(name, "layer")) return -1;
-  char *end = NULL;
-  long n = strtol(name + 5, &end, 10);
-  return end != name + 5 && *end == '.' && n >= 0 && n < G_MAXINT ? (int)n : -1;
-}
-
 static void components_init(Components *c, const SimRun *run) {
   const SimTaskGraph *g = run->tasks;
   const MdlGraph *graph = run->graph;
@@ -36,7 +28,7 @@ static void components_init(Components *c, const SimRun *run) {
   g_autofree int *layer = g_new(int, nops ? nops : 1);
   c->nlayers = 0;
   for (int o = 0; o < nops; o++) {
-    layer[o] = layer_of(mdl_graph_op(graph, o)->name);
+    layer[o] = mdl_op_layer(mdl_graph_op(graph, o)->name);
     c->nlayers = MAX(c->nlayers, layer[o] + 1);
   }
   g_autofree SimTime *per_layer = g_new0(SimTime, c->nlayers ? c->nlayers : 1);
@@ -89,7 +81,7 @@ static gboolean layer_launches(const SimRun *run, LayerLaunches *out) {
   gboolean any = FALSE;
   for (int o = 0; f && o < mdl_graph_num_ops(run->graph); o++) {
     const MdlOp *op = mdl_graph_op(run->graph, o);
-    if (layer_of(op->name) != 0) continue;
+    if (mdl_op_layer(op->name) != 0) continue;
     any = TRUE;
     out->forward += cm_framework_kernels(f, op, CM_HOST_FORWARD);
     out->backward += cm_framework_kernels(f, op, CM_HOST_BACKWARD);

@@ -273,6 +273,19 @@ static void simulated(const SimRun *run, const ValMegatronRow *r, ValComponents 
   out->optimizer_sim_s = sim_time_seconds(optimizer);
 }
 
+SimRun *val_simulate_specs(const char *model, const char *cluster, const char *strategy,
+                           SesSession **session, GError **error) {
+  SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy};
+  *session = ses_session_new_from_specs(&specs, error);
+  if (!*session) return NULL;
+  SimRun *run = ses_session_simulate(*session, error);
+  if (!run) {
+    ses_session_free(*session);
+    *session = NULL;
+  }
+  return run;
+}
+
 gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, ValComponents *out,
                                  GError **error) {
   g_autofree char *model = g_strdup_printf("gpt:layers=%d,hidden=%d,heads=%d,seq=%d,vocab=%d,batch=%d",
@@ -287,14 +300,9 @@ gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, V
       r->micro_batch, mdl_recompute_name(r->recompute), r->sequence_parallel ? ",sp=1" : "",
       interleave, r->fp16 ? ",dtype=fp16" : "",
       r->grad_reduce_after_backward ? ",overlap_grad_reduce=0" : "");
-  SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy};
-  SesSession *session = ses_session_new_from_specs(&specs, error);
-  if (!session) return FALSE;
-  SimRun *run = ses_session_simulate(session, error);
-  if (!run) {
-    ses_session_free(session);
-    return FALSE;
-  }
+  SesSession *session = NULL;
+  SimRun *run = val_simulate_specs(model, cluster, strategy, &session, error);
+  if (!run) return FALSE;
   memset(out, 0, sizeof *out);
   out->measured_s = r->measured_s;
   out->predicted_s = sim_run_prediction(run)->iteration_time_s;

@@ -10,6 +10,8 @@
 
 #include <glib.h>
 #include "model/mdl_strategy.h"
+#include "session/ses_session.h"
+#include "sim/sim.h"
 
 G_BEGIN_DECLS
 
@@ -44,6 +46,11 @@ GPtrArray *val_megatron_rows_load(const char *path, const char *metric, GError *
 /* Model FLOPs of one iteration of @row as Narayanan et al. 2021 count them to report TFLOP/s
  * (their Eq. 3, with activation recomputation: 96 B s l h^2 (1 + s/(6h) + V/(16 l h))). */
 double val_megatron_flops(const ValMegatronRow *row);
+
+/* Simulates @model on @cluster under @strategy (spec strings) in a session of their own; the
+ * run, its session in @session (free the run, then the session), or NULL with @error. */
+SimRun *val_simulate_specs(const char *model, const char *cluster, const char *strategy,
+                           SesSession **session, GError **error);
 
 /* A measured all-reduce curve: the rows of an nccl_public.csv-format file for @ranks ranks whose
  * gpu_system contains @system ("A100"), as (size_bytes, time_s) pairs sorted by size. */

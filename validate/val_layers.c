@@ -1,6 +1,8 @@
 /* validate/layers — see val_layers.h. */
 #include "validate/val_layers.h"
 
+#include "validate/val_components.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,57 +33,51 @@ static gboolean number_field(const UtilCsv *csv, guint i, const char *name, gboo
   return TRUE;
 }
 
+/* Row @i of @csv into @r; FALSE with @error naming the field. */
+static gboolean parse_row(const UtilCsv *csv, guint i, ValLayerRow *r, const char *path,
+                          GError **error) {
+  static const char *ints[] = {"layers", "hidden", "heads", "seq_len", "vocab", "micro_batch", "tp"};
+  r->experiment = g_strdup(util_csv_field(csv, i, util_csv_column(csv, "experiment")));
+  int *fields[] = {&r->layers, &r->hidden, &r->heads, &r->seq, &r->vocab, &r->micro_batch, &r->tp};
+  for (guint k = 0; k < G_N_ELEMENTS(ints); k++) {
+    double x;
+    if (!number_field(csv, i, ints[k], TRUE, &x, path, error)) return FALSE;
+    *fields[k] = (int)x;
+  }
+  double fwd, bwd;
+  if (!number_field(csv, i, "forward_ms", FALSE, &fwd, path, error) ||
+      !number_field(csv, i, "backward_ms", FALSE, &bwd, path, error))
+    return FALSE;
+  r->forward_s = fwd * 1e-3;
+  r->backward_s = bwd * 1e-3;
+  const char *s = util_csv_field(csv, i, util_csv_column(csv, "sequence_parallel"));
+  if (!mdl_recompute_parse(util_csv_field(csv, i, util_csv_column(csv, "recompute")), &r->recompute) ||
+      (strcmp(s, "y") != 0 && strcmp(s, "n") != 0) || r->layers < 3) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s data row %u: needs recompute "
+                "none|selective|full, sequence_parallel y|n and at least 3 layers", path, i + 1);
+    return FALSE;
+  }
+  r->sequence_parallel = strcmp(s, "y") == 0;
+  return TRUE;
+}
+
 GPtrArray *val_layer_rows_load(const char *path, GError **error) {
   UtilCsv *csv = util_csv_read(path, error);
   if (!csv) return NULL;
   GPtrArray *rows = g_ptr_array_new_with_free_func(row_free);
-  static const char *ints[] = {"layers", "hidden", "heads", "seq_len", "vocab", "micro_batch", "tp"};
-  int exp = util_csv_column(csv, "experiment"), rec = util_csv_column(csv, "recompute");
-  int sp = util_csv_column(csv, "sequence_parallel");
-  if (exp < 0 || rec < 0 || sp < 0) {
+  gboolean ok = util_csv_column(csv, "experiment") >= 0 && util_csv_column(csv, "recompute") >= 0 &&
+                util_csv_column(csv, "sequence_parallel") >= 0;
+  if (!ok)
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,
                 "%s: missing one of the columns experiment, recompute, sequence_parallel", path);
-    goto err;
-  }
-  for (guint i = 0; i < csv->rows->len; i++) {
+  for (guint i = 0; ok && i < csv->rows->len; i++) {
     ValLayerRow *r = g_new0(ValLayerRow, 1);
     g_ptr_array_add(rows, r);
-    r->experiment = g_strdup(util_csv_field(csv, i, exp));
-    int *fields[] = {&r->layers, &r->hidden, &r->heads, &r->seq, &r->vocab, &r->micro_batch, &r->tp};
-    for (guint k = 0; k < G_N_ELEMENTS(ints); k++) {
-      double x;
-      if (!number_field(csv, i, ints[k], TRUE, &x, path, error)) goto err;
-      *fields[k] = (int)x;
-    }
-    double fwd, bwd;
-    if (!number_field(csv, i, "forward_ms", FALSE, &fwd, path, error) ||
-        !number_field(csv, i, "backward_ms", FALSE, &bwd, path, error))
-      goto err;
-    r->forward_s = fwd * 1e-3;
-    r->backward_s = bwd * 1e-3;
-    const char *s = util_csv_field(csv, i, sp);
-    if (!mdl_recompute_parse(util_csv_field(csv, i, rec), &r->recompute) ||
-        (strcmp(s, "y") != 0 && strcmp(s, "n") != 0) || r->layers < 3) {
-      g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s data row %u: needs recompute "
-                  "none|selective|full, sequence_parallel y|n and at least 3 layers", path, i + 1);
-      goto err;
-    }
-    r->sequence_parallel = strcmp(s, "y") == 0;
+    ok = parse_row(csv, i, r, path, error);
   }
   util_csv_free(csv);
+  if (!ok) g_clear_pointer(&rows, g_ptr_array_unref);
   return rows;
-err:
-  g_ptr_array_unref(rows);
-  util_csv_free(csv);
-  return NULL;
-}
-
-/* The layer index of an op named "layerN.<name>", or -1. */
-static int layer_of(const char *name) {
-  if (!g_str_has_prefix(name, "layer")) return -1;
-  char *end = NULL;
-  long n = strtol(name + 5, &end, 10);
-  return end != name + 5 && *end == '.' && n >= 0 && n < G_MAXINT ? (int)n : -1;
 }
 
 gboolean val_layer_times(const ValLayerRow *r, double *forward_s, double *backward_s,
@@ -93,14 +89,9 @@ gboolean val_layer_times(const ValLayerRow *r, double *forward_s, double *backwa
   g_autofree char *strategy = g_strdup_printf("megatron:tp=%d,pp=1,dp=1,mb=%d,recompute=%s%s",
                                               r->tp, r->micro_batch, mdl_recompute_name(r->recompute),
                                               r->sequence_parallel ? ",sp=1" : "");
-  SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy};
-  SesSession *session = ses_session_new_from_specs(&specs, error);
-  if (!session) return FALSE;
-  SimRun *run = ses_session_simulate(session, error);
-  if (!run) {
-    ses_session_free(session);
-    return FALSE;
-  }
+  SesSession *session = NULL;
+  SimRun *run = val_simulate_specs(model, cluster, strategy, &session, error);
+  if (!run) return FALSE;
   /* First start on GPU 0's compute stream per layer k-1, k, k+1: forward, backward pass. */
   int k = r->layers / 2;
   SimTime first_fwd[3], first_bwd[3];
@@ -111,7 +102,7 @@ gboolean val_layer_times(const ValLayerRow *r, double *forward_s, double *backwa
   sim_timeline_init(&it, run);
   while (sim_timeline_next(&it, &t)) {
     if (t.op < 0 || t.nres < 1 || t.resources[0] != sim_resource_compute(0)) continue;
-    int l = layer_of(mdl_graph_op(g, t.op)->name) - (k - 1);
+    int l = mdl_op_layer(mdl_graph_op(g, t.op)->name) - (k - 1);
     if (l < 0 || l > 2) continue;
     SimTime *first = t.kind == SIM_TASK_FORWARD ? first_fwd : first_bwd;
     if (t.kind == SIM_TASK_FORWARD || t.kind == SIM_TASK_RECOMPUTE ||
