@@ -144,11 +144,24 @@ static void test_table4(void) {
   g_autoptr(GPtrArray) rows = val_layer_rows_load(path, &error);
   g_assert_no_error(error);
   g_assert_cmpuint(rows->len, ==, 5);
-  double fwd[5], bwd[5];
+  g_autofree char *curve_path = data("nccl_a100.csv");
+  g_autoptr(GArray) curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
+  g_assert_no_error(error);
+  double fwd[5], bwd[5], ref0 = 0;
   for (guint i = 0; i < rows->len; i++) {
     const ValLayerRow *r = g_ptr_array_index(rows, i);
-    g_assert_true(val_layer_times(r, &fwd[i], &bwd[i], &error));
+    ValLayerTimes t;
+    g_assert_true(val_layer_times(r, curve, &t, &error));
     g_assert_no_error(error);
+    fwd[i] = t.forward_s;
+    bwd[i] = t.backward_s;
+    /* The forward's collectives: two all-reduces, or with sequence parallelism two
+     * all-gathers and two reduce-scatters of the same activations (each half an all-reduce
+     * on the reference side): the same reference either way, inside the forward period. */
+    g_assert_cmpfloat(t.forward_comm_s, >, 0);
+    g_assert_cmpfloat(t.forward_comm_s, <, t.forward_s);
+    if (i == 0) ref0 = t.forward_comm_ref_s;
+    g_assert_cmpfloat(fabs(t.forward_comm_ref_s / ref0 - 1), <, 1e-9);
     g_test_message("%s: forward %.3g ms (measured %.3g), backward %.3g ms (measured %.3g)",
                    r->experiment, 1e3 * fwd[i], 1e3 * r->forward_s, 1e3 * bwd[i],
                    1e3 * r->backward_s);

@@ -80,7 +80,29 @@ GPtrArray *val_layer_rows_load(const char *path, GError **error) {
   return rows;
 }
 
-gboolean val_layer_times(const ValLayerRow *r, double *forward_s, double *backward_s,
+/* The tensor-parallel collectives GPU 0 runs with phase forward and a start in [@from, @to):
+ * their simulated time, and the same collectives on the measured all-reduce @curve (an
+ * all-gather or reduce-scatter as half the all-reduce of its bytes, as val_components.c). */
+static void forward_collectives(const SimRun *run, int tp, SimTime from, SimTime to,
+                                const GArray *curve, double *sim_s, double *ref_s) {
+  SimTimeline it;
+  SimTaskInfo t;
+  SimTime sum = 0;
+  *ref_s = 0;
+  sim_timeline_init(&it, run);
+  while (sim_timeline_next(&it, &t)) {
+    gboolean tp_collective = t.collective == CM_ALL_REDUCE || t.collective == CM_ALL_GATHER ||
+                             t.collective == CM_REDUCE_SCATTER;
+    if (t.kind != SIM_TASK_COMM || t.phase != SIM_PHASE_FORWARD || t.device != 0 ||
+        (int)t.group_size != tp || !tp_collective || t.start < from || t.start >= to)
+      continue;
+    sum += t.duration;
+    *ref_s += val_curve_time(curve, t.bytes) * (t.collective == CM_ALL_REDUCE ? 1 : 0.5);
+  }
+  *sim_s = sim_time_seconds(sum);
+}
+
+gboolean val_layer_times(const ValLayerRow *r, const GArray *curve, ValLayerTimes *out,
                          GError **error) {
   g_autofree char *model = g_strdup_printf("gpt:layers=%d,hidden=%d,heads=%d,seq=%d,vocab=%d,batch=%d",
                                            r->layers, r->hidden, r->heads, r->seq, r->vocab,
@@ -109,8 +131,10 @@ gboolean val_layer_times(const ValLayerRow *r, double *forward_s, double *backwa
         t.kind == SIM_TASK_BACKWARD || t.kind == SIM_TASK_BACKWARD_WEIGHT)
       first[l] = MIN(first[l], t.start);
   }
-  *forward_s = sim_time_seconds(first_fwd[2] - first_fwd[1]);
-  *backward_s = sim_time_seconds(first_bwd[0] - first_bwd[1]);
+  out->forward_s = sim_time_seconds(first_fwd[2] - first_fwd[1]);
+  out->backward_s = sim_time_seconds(first_bwd[0] - first_bwd[1]);
+  forward_collectives(run, r->tp, first_fwd[1], first_fwd[2], curve, &out->forward_comm_s,
+                      &out->forward_comm_ref_s);
   sim_run_free(run);
   ses_session_free(session);
   return TRUE;

@@ -23,14 +23,22 @@ typedef struct {
  * the file, the row and the field. */
 GPtrArray *val_layer_rows_load(const char *path, GError **error);
 
+typedef struct {
+  double forward_s, backward_s;  /* the simulated layer periods */
+  double forward_comm_s;         /* the tensor-parallel collectives inside the forward period */
+  double forward_comm_ref_s;     /* the same collectives on the measured all-reduce curve */
+} ValLayerTimes;
+
 /* Simulates @row's model (one microbatch of micro_batch samples, tp ranks, no pipeline, no data
  * parallelism, on one DGX A100) and measures on GPU 0 the steady-state period of one layer, the
  * middle one k = layers / 2: forward, from the start of layer k's first forward task to layer
  * k+1's; backward, from the start of layer k's first backward-pass task (its recomputed
  * forward, if any) to layer k-1's. Periods, so each includes the layer's exposed
- * communication and any idle time, as a measurement around one layer's calls does. FALSE with
- * @error when the strategy is invalid. */
-gboolean val_layer_times(const ValLayerRow *row, double *forward_s, double *backward_s,
+ * communication and any idle time, as a measurement around one layer's calls does. The
+ * forward's tensor-parallel collectives (Megatron's forward waits for each) are also timed on
+ * @curve (val_allreduce_curve_load), so that forward_s - forward_comm_s + forward_comm_ref_s is
+ * the forward with measured collectives. FALSE with @error when the strategy is invalid. */
+gboolean val_layer_times(const ValLayerRow *row, const GArray *curve, ValLayerTimes *out,
                          GError **error);
 
 G_END_DECLS
