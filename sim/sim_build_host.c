@@ -11,10 +11,14 @@
  *    first position in the program with (kernels launched before c) - (kernels of tasks up to
  *    q) + k <= queue_depth. Only edges where q advances are added (later ones are implied by
  *    the host chain).
- * Iteration boundaries are synchronization points (the loss's .item(), the optimizer's
- * grad-norm .item() in Megatron): the simulated iteration starts with host and GPU idle at 0.
- * Collective launches (NCCL kernels) and the optimizer's few multi-tensor launches are not
- * charged to the host.
+ * Iteration boundaries are synchronization points: the simulated iteration starts with host and
+ * GPU idle at 0. In Megatron-LM the first microbatch's get_batch -> tensor_parallel.broadcast_data
+ * reads the broadcast sizes back with sizes_cuda.cpu() (megatron/core/tensor_parallel/data.py
+ * _build_key_size_numel_dictionaries), which waits for the previous step's kernels; the loss is
+ * read (.item()) only every --log-interval iterations (training.py training_log). The optimizer
+ * step's own synchronizations are sb_add_optimizer_step's (below). Collective launches (NCCL
+ * kernels) and the optimizer's later multi-tensor launches are not charged to the host, nor
+ * are the later microbatches' get_batch synchronizations on the first and last stages.
  * Host tasks take ids right after the compute tasks (graph->host_base + c) and depend only on
  * the compute tasks' program and op kinds, never on splits: delta simulation copies them with
  * the compute block (sim_build-int.h), and under symmetry they exist for representatives only,
