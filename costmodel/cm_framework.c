@@ -233,7 +233,9 @@ gboolean cm_framework_traffic(const CmFramework *f, const MdlOp *op, double in_e
  *  - clip_grad_norm_fp32 (megatron/optimizer/clip_grads.py, --clip-grad 1.0 by default):
  *    multi_tensor_l2norm over the fp32 grads (4 bytes), an all-reduce of the norm over the
  *    model-parallel group, then total_norm.item() before the clip and FusedAdam are launched.
- *    DeepSpeed's engine reads its global norm the same way (megatron-deepspeed); CUDA-graph
+ *    DeepSpeed reads its global norm the same way (megatron-deepspeed: deepspeed/runtime/zero/
+ *    stage_1_and_2.py get_grad_norm_direct all-reduces total_norm_cuda, then
+ *    total_norm_cuda[0].item()); CUDA-graph
  *    runs replay the forward and backward only, the optimizer stays eager (cuda-graphs). Plain
  *    PyTorch's torch.nn.utils.clip_grad_norm_ computes the clip coefficient on the device (no
  *    .item()): pytorch-eager has no norm sync. */
