@@ -147,6 +147,11 @@ gboolean sim_merge_predict(const SimTaskGraph *graph, SimTime *makespan, SimBrea
  * stream. Caller frees the array (sim_host.c). */
 SimTime *sim_host_wait_intervals(const SimTaskGraph *graph, const SimSchedule *schedule,
                                  guint **offsets_out);
+/* Per compute task of @graph (num_compute entries), how long its stream sat idle right before
+ * it waiting for its launch (the intervals of sim_host_wait_intervals, by the task they end
+ * at; communication running meanwhile not subtracted). Zeros without a host stream. Caller
+ * frees (sim_host.c). */
+SimTime *sim_host_task_waits(const SimTaskGraph *graph, const SimSchedule *schedule);
 /* @iv/@off (sim_host_wait_intervals' layout, for @graph's compute tasks) with the host waits
  * inside each device's optimizer step added after its own: the intervals in which its compute
  * stream sat idle while the host, back from a synchronization (sb_add_optimizer_step), had not

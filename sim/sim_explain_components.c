@@ -115,6 +115,25 @@ static void host_and_bubble(const SimRun *run, HostAndBubble *out) {
   out->ideal_bubble_s = out->ideal_bubble_fraction * (pr->iteration_time_s - pr->bubble_s);
 }
 
+/* Per layer (ops named "layerN.*"), the time its kernels' streams sat idle waiting for their
+ * launches (sim_host_task_waits: communication meanwhile not subtracted, unlike the
+ * breakdown's host-bound time), mean per GPU; NULL without a host stream, a layer or a schedule
+ * (a prediction-only run). Caller frees. */
+static double *layer_host_waits(const SimRun *run, int nlayers) {
+  const SimTaskGraph *g = run->tasks;
+  if (nlayers == 0 || !run->schedule || g->host_base == UINT32_MAX) return NULL;
+  g_autofree SimTime *wait = sim_host_task_waits(g, run->schedule);
+  g_autofree SimTime *per_layer = g_new0(SimTime, nlayers);
+  for (uint32_t c = 0; c < g->num_compute; c++) {
+    int l = mdl_op_layer(mdl_graph_op(run->graph, sim_task_graph_task(g, c)->op)->name);
+    if (l >= 0 && l < nlayers) per_layer[l] += wait[c];
+  }
+  double used = MAX(run->prediction.simulated_gpus, 1);
+  double *out = g_new(double, nlayers);
+  for (int l = 0; l < nlayers; l++) out[l] = sim_time_seconds(per_layer[l]) / used;
+  return out;
+}
+
 cJSON *sim_components_json(const SimRun *run) {
   Components c;
   components_init(&c, run);
@@ -132,6 +151,11 @@ cJSON *sim_components_json(const SimRun *run) {
   cJSON_AddStringToObject(o, "framework", mdl_framework_name(run->strategy->framework));
   cJSON *layers = cJSON_AddArrayToObject(o, "layer_compute_s");
   for (int l = 0; l < c.nlayers; l++) cJSON_AddItemToArray(layers, cJSON_CreateNumber(c.layer_s[l]));
+  g_autofree double *waits = layer_host_waits(run, c.nlayers);
+  if (waits) {
+    cJSON *w = cJSON_AddArrayToObject(o, "layer_host_wait_s");
+    for (int l = 0; l < c.nlayers; l++) cJSON_AddItemToArray(w, cJSON_CreateNumber(waits[l]));
+  }
   cJSON_AddNumberToObject(o, "other_compute_s", c.other_s);
   cJSON_AddNumberToObject(o, "gemm_compute_s", c.gemm_s);
   cJSON_AddNumberToObject(o, "memory_bound_compute_s", p->compute_s - c.gemm_s - c.optimizer_s);
@@ -182,6 +206,17 @@ void sim_components_print(const SimRun *run, FILE *out, int max_rows) {
     for (int l = 0; l < c.nlayers && l < max_rows; l++)
       fprintf(out, "    layer%-4d %.6g s\n", l, c.layer_s[l]);
     if (c.nlayers > max_rows) fprintf(out, "    ... %d more (--json lists all)\n", c.nlayers - max_rows);
+  }
+  g_autofree double *waits = layer_host_waits(run, c.nlayers);
+  if (waits) {
+    double lo = waits[0], hi = waits[0], sum = 0;
+    for (int l = 0; l < c.nlayers; l++) {
+      lo = MIN(lo, waits[l]);
+      hi = MAX(hi, waits[l]);
+      sum += waits[l];
+    }
+    fprintf(out, "  waiting on the host before each layer's kernels: min %.6g s, mean %.6g s, max "
+                 "%.6g s (--json: layer_host_wait_s)\n", lo, sum / c.nlayers, hi);
   }
   HostAndBubble hb;
   host_and_bubble(run, &hb);

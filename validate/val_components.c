@@ -273,6 +273,13 @@ static void simulated(const SimRun *run, const ValMegatronRow *r, ValComponents 
   out->optimizer_sim_s = sim_time_seconds(optimizer);
 }
 
+char *val_gpt_spec(int layers, int hidden, int heads, int seq, int vocab, int batch) {
+  return g_strdup_printf("gpt:layers=%d,hidden=%d,heads=%d,seq=%d,vocab=%d,batch=%d", layers,
+                         hidden, heads, seq, vocab, batch);
+}
+
+char *val_dgx_a100_spec(int gpus) { return g_strdup_printf("dgx-a100:nodes=%d", (gpus + 7) / 8); }
+
 SimRun *val_simulate_specs(const char *model, const char *cluster, const char *strategy,
                            SesSession **session, GError **error) {
   SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy};
@@ -288,10 +295,9 @@ SimRun *val_simulate_specs(const char *model, const char *cluster, const char *s
 
 gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, ValComponents *out,
                                  GError **error) {
-  g_autofree char *model = g_strdup_printf("gpt:layers=%d,hidden=%d,heads=%d,seq=%d,vocab=%d,batch=%d",
-                                           r->layers, r->hidden, r->heads, r->seq, r->vocab,
-                                           r->global_batch);
-  g_autofree char *cluster = g_strdup_printf("dgx-a100:nodes=%d", (r->gpus + 7) / 8);
+  g_autofree char *model = val_gpt_spec(r->layers, r->hidden, r->heads, r->seq, r->vocab,
+                                        r->global_batch);
+  g_autofree char *cluster = val_dgx_a100_spec(r->gpus);
   g_autofree char *interleave = r->interleaved > 1
                                     ? g_strdup_printf(",schedule=interleaved,vp=%d", r->interleaved)
                                     : g_strdup("");

@@ -47,6 +47,11 @@ GPtrArray *val_megatron_rows_load(const char *path, const char *metric, GError *
  * (their Eq. 3, with activation recomputation: 96 B s l h^2 (1 + s/(6h) + V/(16 l h))). */
 double val_megatron_flops(const ValMegatronRow *row);
 
+/* The spec strings of a GPT of @layers x @hidden (@heads heads, sequence @seq, vocabulary
+ * @vocab, global batch @batch) and of the DGX A100 nodes holding @gpus GPUs. Caller frees. */
+char *val_gpt_spec(int layers, int hidden, int heads, int seq, int vocab, int batch);
+char *val_dgx_a100_spec(int gpus);
+
 /* Simulates @model on @cluster under @strategy (spec strings) in a session of their own; the
  * run, its session in @session (free the run, then the session), or NULL with @error. */
 SimRun *val_simulate_specs(const char *model, const char *cluster, const char *strategy,

@@ -104,10 +104,9 @@ static void forward_collectives(const SimRun *run, int tp, SimTime from, SimTime
 
 gboolean val_layer_times(const ValLayerRow *r, const GArray *curve, ValLayerTimes *out,
                          GError **error) {
-  g_autofree char *model = g_strdup_printf("gpt:layers=%d,hidden=%d,heads=%d,seq=%d,vocab=%d,batch=%d",
-                                           r->layers, r->hidden, r->heads, r->seq, r->vocab,
-                                           r->micro_batch);
-  g_autofree char *cluster = g_strdup_printf("dgx-a100:nodes=%d", (r->tp + 7) / 8);
+  g_autofree char *model = val_gpt_spec(r->layers, r->hidden, r->heads, r->seq, r->vocab,
+                                        r->micro_batch);
+  g_autofree char *cluster = val_dgx_a100_spec(r->tp);
   g_autofree char *strategy = g_strdup_printf("megatron:tp=%d,pp=1,dp=1,mb=%d,recompute=%s%s",
                                               r->tp, r->micro_batch, mdl_recompute_name(r->recompute),
                                               r->sequence_parallel ? ",sp=1" : "");
