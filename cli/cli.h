@@ -42,6 +42,9 @@ int cli_bench_step(void);
 /* `bench --suite megatron`: per-component errors on Korthikanti et al. Table 5 (@data_dir:
  * the validation data folder, NULL: cli_validation_dir()). */
 int cli_bench_megatron(const char *data_dir);
+/* `stratsim bench --suite gemm [--data DIR]`: the GEMM model against GEMMs measured on a GPU
+ * (cli_bench_gemm.c). */
+int cli_bench_gemm(const char *data_dir);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
 int cli_fail(GError *error, int status);

@@ -135,7 +135,8 @@ double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind k
                       DevDtype dtype, double flops, double bytes, const CmGemmShape *shape) {
   if (!shape)
     return cm_compute_time(params, device, kind, dtype, flops, bytes) + params->kernel_overhead_s;
-  double quant = cm_gemm_quantization(params, device, shape);
+  double quant = cm_gemm_quantization(params, device, shape) *
+                 cm_gemm_alignment(params, device, dtype, shape);
   return cm_compute_time(params, device, kind, dtype, flops / quant, bytes) +
          cm_gemm_min_kernel_s(params, device) + params->kernel_overhead_s;
 }
@@ -151,7 +152,7 @@ double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind 
     double peak = device->peak_flops[dtype];
     /* tf32 is a matmul mode: devices without it run fp32 GEMMs. */
     if (peak <= 0 && dtype == DEV_DTYPE_TF32) peak = device->peak_flops[DEV_DTYPE_FP32];
-    rate = peak * cm_gemm_efficiency(params, device);
+    rate = peak * cm_gemm_efficiency(params, device, dtype);
   } else {
     rate = device->vector_flops * params->vector_efficiency;
   }

@@ -1,36 +1,59 @@
 /* costmodel/gemm — what a GEMM kernel reaches on a device kind: the fraction of the datasheet
- * tensor peak large, well-shaped GEMMs attain, and the fixed duration of any GEMM kernel.
+ * tensor peak large, well-shaped GEMMs attain (by dtype where measured), what a dimension that
+ * is not 16-byte aligned costs, and the fixed duration of any GEMM kernel.
  *
  * Sources (each row of the table below):
- *  - peak fraction: the "Maximum Achievable Matmul FLOPS" (MAMF) table of S. Bekman,
+ *  - peak fraction, A100: the "Maximum Achievable Matmul FLOPS" (MAMF) table of S. Bekman,
  *    ml-engineering, compute/accelerator/README.md, bf16 matmul scanned over large shapes with
- *    torch.mm on cuBLAS: A100 SXM 267.9 of 312 TFLOP/s (85.9%, CUDA 12.1), H100 SXM 792.1 of 989
- *    (80.1%, CUDA 12.1). H200 has the H100's GH100 die and clocks (only its HBM differs), so it
- *    takes the H100 figure; that repository's H100/H200 row (794.5, 80.3%) agrees.
- *  - fixed kernel time: OpenXLA's measured H100 GEMM table (tensorflow/tensorflow
- *    third_party/xla/xla/service/gpu/model/matmul_interpolator_data.h, key "sm_90",
- *    "bf16xbf16->bf16"): its smallest shapes (256x512x256, 512x256x256, 256x256x512) all run at
- *    11.46 TFLOP/s, i.e. 5.9 us whatever their FLOPs, while their roofline time is under 1 us.
- *    With the 1 us per-kernel overhead every kernel pays (cm_compute.c), 5 us is the GEMM
- *    kernel's own floor: prologue, pipeline fill and epilogue of one output tile. No A100 table
- *    is published; the H100 floor stands for it (an assumption, stated where it is used).
+ *    torch.mm on cuBLAS: A100 SXM 267.9 of 312 TFLOP/s (85.9%, CUDA 12.1), for every dtype.
+ *  - peak fraction and alignment, H100 and H200: measured by stratsim (below the struct). H200
+ *    has the H100's GH100 die and clocks (only its HBM differs), so it takes the H100 figures.
+ *  - fixed kernel time: a 128^3 bf16 GEMM replayed from a CUDA graph on an H100 takes 2.18 us
+ *    per kernel (tests/data/gpu/h100-sxm-2026-11-24/gemm_graph.csv), of which the 1 us
+ *    per-kernel overhead every kernel pays (cm_compute.c) leaves 1.2 us: the GEMM kernel's own
+ *    prologue, pipeline fill and epilogue. OpenXLA's H100 table (matmul_interpolator_data.h,
+ *    sm_90) times its smallest GEMMs at 5.9 us, a figure that carries a launch (a host-launched
+ *    cuBLAS call costs 11 us of host time there, launch.csv). No A100 floor is measured; the
+ *    H100 figure stands for it (an assumption).
  * Shape effects (tile and wave quantization, split-K; the roofline on bytes) are in
  * cm_compute.c. tests/data/validation/gemm_h100_xla.csv holds the table rows the test-costmodel
  * GEMM check compares against. */
 #include "costmodel/costmodel.h"
 
+#include <math.h>
 #include <string.h>
 
 typedef struct {
   const char *prefix;      /* device kind names it covers ("a100" covers a100-40gb, a100-80gb) */
-  double peak_fraction;    /* MAMF / datasheet peak */
+  double peak_fraction[DEV_DTYPE_COUNT]; /* achieved / datasheet peak by dtype; 0: the bf16 one */
   double min_kernel_s;     /* the shortest a GEMM kernel runs */
+  /* Fraction of the aligned rate when the worst-aligned of m, n, k spans a multiple of only 4
+   * bytes, or only 2 bytes (cm_gemm_alignment); 0: not measured for this kind, no penalty. */
+  double align_4b, align_2b;
 } GemmFigures;
 
+/* H100 (and H200, the same GH100 die and clocks) figures measured with stratsim-gpubench on an
+ * H100 80GB HBM3 SXM (700 W, CUDA 13.0, cuBLAS 13.1), operands random (rg_fill.c: zeros run
+ * about 18% faster), 2026-11-24: tests/data/gpu/h100-sxm-2026-11-24/ (README.md there).
+ *  - peak fraction by dtype: the median TFLOP/s over that folder's GEMMs of at least 100 GFLOP
+ *    with every dimension a multiple of 16 bytes (Megatron GPT layer GEMMs over hidden 1024-12288,
+ *    tp 1-8, 1024-8192 tokens, output layers, squares), over the preset's dense peak (989.5
+ *    bf16/fp16, 494.5 tf32, 1979 fp8): bf16 0.687 (651 GEMMs), fp16 0.664 (226), tf32 0.668
+ *    (223), fp8 0.601 (649). Bekman's MAMF for H100 (792.1 of 989, 0.801) is the maximum over a
+ *    shape scan; the largest bf16 figure here is 0.744.
+ *  - alignment: output-layer GEMMs over a 50257-token vocabulary (an odd dimension: 2-byte
+ *    alignment in bf16) ran at a median 0.206 of the same GEMM over 51200 tokens (9 pairs,
+ *    0.155-0.233); over 6282 (50257 / 8 rounded down, 4-byte alignment) at 0.370 of 6400 (9
+ *    pairs, 0.352-0.422). cuBLAS's fast Hopper kernels need 16-byte aligned leading dimensions
+ *    (NVIDIA Matrix Multiplication Background User's Guide, "Tensor Core Requirements"); 8-byte
+ *    alignment was not measured and is charged as 4-byte. */
+#define H100_MEASURED {0, 0.668, 0.664, 0.687, 0.601}
+
 static const GemmFigures gemm_table[] = {
-  {"a100", 267.9 / 312.0, 5e-6},  /* MAMF A100 SXM; floor assumed from the H100 table */
-  {"h100", 792.1 / 989.0, 5e-6},  /* MAMF H100 SXM; floor from XLA's sm_90 table */
-  {"h200", 792.1 / 989.0, 5e-6},  /* same GH100 die as H100 */
+  /* MAMF A100 SXM for every dtype; floor assumed from the H100 measurement */
+  {"a100", {[DEV_DTYPE_BF16] = 267.9 / 312.0}, 1.2e-6, 0, 0},
+  {"h100", H100_MEASURED, 1.2e-6, 0.370, 0.206}, /* gpubench on H100 SXM */
+  {"h200", H100_MEASURED, 1.2e-6, 0.370, 0.206}, /* same GH100 die as H100 */
 };
 
 static const GemmFigures *gemm_figures(const DevKind *device) {
@@ -40,9 +63,32 @@ static const GemmFigures *gemm_figures(const DevKind *device) {
   return NULL;
 }
 
-double cm_gemm_efficiency(const CmParams *params, const DevKind *device) {
+double cm_gemm_efficiency(const CmParams *params, const DevKind *device, DevDtype dtype) {
   const GemmFigures *f = params->gemm_by_device ? gemm_figures(device) : NULL;
-  return f ? f->peak_fraction : params->matmul_efficiency;
+  if (!f) return params->matmul_efficiency;
+  double by_dtype = dtype >= 0 && dtype < DEV_DTYPE_COUNT ? f->peak_fraction[dtype] : 0;
+  return by_dtype > 0 ? by_dtype : f->peak_fraction[DEV_DTYPE_BF16];
+}
+
+/* The largest power of two (at most 16) dividing @elements x @bytes. */
+static double aligned_bytes(double elements, double bytes) {
+  double span = elements * bytes, a = 16;
+  while (a > 1 && fmod(span, a) != 0) a /= 2;
+  return a;
+}
+
+double cm_gemm_alignment(const CmParams *params, const DevKind *device, DevDtype dtype,
+                         const CmGemmShape *shape) {
+  const GemmFigures *f = params->gemm_by_device ? gemm_figures(device) : NULL;
+  /* FP8: Transformer Engine only runs FP8 GEMMs on tensors whose dimensions are multiples of 16
+   * (transformer_engine/pytorch/utils.py, assert_dim_for_fp8_exec), so they are aligned by
+   * construction; on this H100, cuBLASLt's FP8 GEMMs over 50257 columns (not a leading
+   * dimension in its TN layout) ran at full rate. */
+  if (!f || f->align_2b <= 0 || !shape || dtype == DEV_DTYPE_FP8) return 1.0;
+  double bytes = dev_dtype_bytes(dtype); /* tf32 moves fp32 */
+  double a = MIN(aligned_bytes(shape->m, bytes),
+                 MIN(aligned_bytes(shape->n, bytes), aligned_bytes(shape->k, bytes)));
+  return a >= 16 ? 1.0 : a >= 4 ? f->align_4b : f->align_2b;
 }
 
 double cm_gemm_min_kernel_s(const CmParams *params, const DevKind *device) {

@@ -58,9 +58,14 @@ gboolean cm_gemm_shape(const MdlOp *op, const double *local, CmGemmShape *out);
  * SM count, tile quantization only. */
 double cm_gemm_quantization(const CmParams *params, const DevKind *device, const CmGemmShape *shape);
 
-/* The fraction of @device's tensor peak large GEMMs reach: the measured maximum achievable
- * matmul FLOP/s of its kind (sources in costmodel/cm_gemm.c), else @params->matmul_efficiency. */
-double cm_gemm_efficiency(const CmParams *params, const DevKind *device);
+/* The fraction of @device's tensor peak for @dtype that large GEMMs reach: measured for its kind
+ * (sources in costmodel/cm_gemm.c), else @params->matmul_efficiency. */
+double cm_gemm_efficiency(const CmParams *params, const DevKind *device, DevDtype dtype);
+/* The fraction of the aligned rate a GEMM of @shape keeps when one of m, n, k spans a multiple
+ * of fewer than 16 bytes in @dtype (cuBLAS then leaves its fastest kernels): measured for its
+ * kind (cm_gemm.c), else 1. */
+double cm_gemm_alignment(const CmParams *params, const DevKind *device, DevDtype dtype,
+                         const CmGemmShape *shape);
 /* The shortest a GEMM kernel runs on @device (fill and drain of one tile; cm_gemm.c), 0 for a
  * kind without measured figures. */
 double cm_gemm_min_kernel_s(const CmParams *params, const DevKind *device);

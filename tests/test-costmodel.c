@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "costmodel/costmodel.h"
+#include "validate/val_gemm.h"
 #include "model/mdl_strategy.h"
 #include "util/util_csv.h"
 #include "test-util.h"
@@ -134,7 +135,7 @@ static void test_gemm_quantization(void) {
   double flops = 2.0 * 1536 * 1153 * 4096;
   g_assert_cmpfloat_with_epsilon(
       cm_kernel_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, 0, &over),
-      flops / expected / (k.peak_flops[DEV_DTYPE_BF16] * cm_gemm_efficiency(&p, &k)) +
+      flops / expected / (k.peak_flops[DEV_DTYPE_BF16] * cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16)) +
           cm_gemm_min_kernel_s(&p, &k) + p.kernel_overhead_s, 1e-15);
   /* Unknown SM count: tile quantization only. */
   k.sm_count = 0;
@@ -145,9 +146,13 @@ static void test_gemm_quantization(void) {
 }
 
 /* GEMM TFLOP/s by shape against published measurements (tests/data/validation/
- * gemm_public.csv: OpenXLA's H100 table, the MAMF maxima of A100 and H100): mean relative error
- * under 10%, and within 15% on every shape of at least 2 GFLOP that fills the SMs. The rows
- * and the model's figures go to the test log (g_test_message). */
+ * gemm_public.csv: OpenXLA's H100 table, the MAMF maxima of A100 and H100). The model's H100
+ * figures come from stratsim's own measurements (test_gemm_measured); these tables were taken
+ * another way: XLA's smallest shapes all take 5.9 us, where a CUDA graph replay on an H100 times
+ * the same kernels at about 2.2 us (tests/data/gpu/h100-sxm-2026-11-24/gemm_graph.csv), so its
+ * times carry a launch cost; and large GEMMs run about 18% faster on zeros than on random data
+ * (gemm_zeros.csv beside it), which neither table states. So only GEMMs of at least 30 GFLOP are
+ * held, within 20%; every row and the model's figure go to the test log (g_test_message). */
 static void test_gemm_table(void) {
   g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation",
                                            "gemm_public.csv", NULL);
@@ -178,7 +183,8 @@ static void test_gemm_table(void) {
     /* Split-K shapes (fewer output tiles than SMs) are charged no partial-sum traffic and run
      * up to 40% fast here: reported in the log, held only by the mean. */
     gboolean split_k = ceil(s.m / 128) * ceil(s.n / 128) * s.batch < k.sm_count;
-    if (flops >= 2e9 && !split_k) g_assert_cmpfloat(err, <, 0.15);
+    (void)split_k;
+    if (flops >= 30e9) g_assert_cmpfloat(err, <, 0.20);
     sum += err;
     dev_kind_clear(&k);
   }
@@ -186,7 +192,52 @@ static void test_gemm_table(void) {
   util_csv_free(csv);
   g_assert_cmpuint(rows, >=, 20);
   g_test_message("mean |error| %.1f%% over %u shapes", 100 * sum / rows, rows);
-  g_assert_cmpfloat(sum / rows, <, 0.10);
+}
+
+/* The mean |error| of @rows' predicted kernel times with dtype @dtype and at least @min_flops
+ * (log: count and mean). */
+static double measured_error(GPtrArray *rows, DevDtype dtype, double min_flops, const char *what) {
+  double sum = 0;
+  guint n = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const ValGemmRow *r = g_ptr_array_index(rows, i);
+    if (r->dtype != dtype || r->flops < min_flops) continue;
+    sum += fabs(r->predicted_s / r->measured_s - 1);
+    n++;
+  }
+  g_assert_cmpuint(n, >=, 20);
+  g_test_message("%s: %s, %u GEMMs of at least %g GFLOP: mean |error| %.1f%%", what,
+                 dev_dtype_name(dtype), n, min_flops / 1e9, 100 * sum / n);
+  return sum / n;
+}
+
+/* The GEMM model against stratsim-gpubench's measurements on an H100 (tests/data/gpu/
+ * h100-sxm-2026-11-24, random operands): back to back from the host (gemm.csv) every bf16 and
+ * fp8 GEMM within 12% on average and those of at least 10 GFLOP within 6% (bf16) and 8% (fp8)
+ * (measured 7.3 / 10.9%, 4.1 / 6.3% when written); the kernels alone
+ * (gemm_graph.csv, up to 20 GFLOP) within 15%. The MAMF-based figures the model had before
+ * (0.80 of peak for every dtype, a 5 us floor) give 12.4% / 18.9% on gemm.csv. */
+static void test_gemm_measured(void) {
+  g_autofree char *dir = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "gpu",
+                                          "h100-sxm-2026-11-24", NULL);
+  CmParams p;
+  cm_params_default(&p);
+  GError *error = NULL;
+  g_autoptr(GPtrArray) stream = val_gemm_rows_load(dir, "gemm.csv", &p, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(measured_error(stream, DEV_DTYPE_BF16, 0, "gemm.csv"), <, 0.12);
+  g_assert_cmpfloat(measured_error(stream, DEV_DTYPE_FP8, 0, "gemm.csv"), <, 0.12);
+  g_assert_cmpfloat(measured_error(stream, DEV_DTYPE_BF16, 10e9, "gemm.csv"), <, 0.06);
+  g_assert_cmpfloat(measured_error(stream, DEV_DTYPE_FP8, 10e9, "gemm.csv"), <, 0.08);
+  g_autoptr(GPtrArray) graph = val_gemm_rows_load(dir, "gemm_graph.csv", &p, NULL, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat(measured_error(graph, DEV_DTYPE_BF16, 0, "gemm_graph.csv"), <, 0.15);
+  g_assert_cmpfloat(measured_error(graph, DEV_DTYPE_FP8, 0, "gemm_graph.csv"), <, 0.15);
+  /* A bad folder is an error naming the file. */
+  g_assert_null(val_gemm_rows_load("/nonexistent", "gemm.csv", &p, NULL, &error));
+  g_assert_nonnull(error);
+  g_assert_nonnull(strstr(error->message, "env.csv"));
+  g_clear_error(&error);
 }
 
 /* The optimizer step's bytes per parameter (cm_compute.c's derivation): FusedAdam 28 over fp32
@@ -259,6 +310,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/costmodel/compute/gemm-quantization", test_gemm_quantization);
   g_test_add_func("/costmodel/compute/gemm-shape", test_gemm_shape);
   g_test_add_func("/costmodel/compute/gemm-table", test_gemm_table);
+  g_test_add_func("/costmodel/compute/gemm-measured-h100", test_gemm_measured);
   g_test_add_func("/costmodel/compute/adam-bytes", test_adam_bytes);
   g_test_add_func("/costmodel/memory/gpt3-1.3b-tp8", test_memory_gpt);
   return g_test_run();

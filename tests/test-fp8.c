@@ -95,10 +95,17 @@ static void test_cast_time(void) {
   double want = 4 * n / (c->device.hbm_bandwidth * p.memory_efficiency) + p.kernel_overhead_s;
   g_assert_cmpfloat(cm_fp8_cast_time(&p, &c->device, n), ==, want);
   g_assert_cmpfloat(cm_fp8_cast_time(&p, &c->device, 0), ==, 0);
-  /* The fp8 peak is twice bf16's on H100: a compute-bound GEMM takes half the time. */
+  /* The fp8 peak is twice bf16's on H100, but measured fp8 GEMMs reach a smaller share of it
+   * (cm_gemm.c: 0.601 against 0.687): a compute-bound GEMM takes 0.687 / (2 x 0.601) of the
+   * bf16 time, not half. */
   double f = 1e15;
-  g_assert_cmpfloat(cm_compute_time(&p, &c->device, MDL_OP_MATMUL, DEV_DTYPE_FP8, f, 0) * 2, ==,
-                    cm_compute_time(&p, &c->device, MDL_OP_MATMUL, DEV_DTYPE_BF16, f, 0));
+  double fp8 = cm_compute_time(&p, &c->device, MDL_OP_MATMUL, DEV_DTYPE_FP8, f, 0);
+  double bf16 = cm_compute_time(&p, &c->device, MDL_OP_MATMUL, DEV_DTYPE_BF16, f, 0);
+  g_assert_cmpfloat_with_epsilon(fp8 / bf16,
+                                 cm_gemm_efficiency(&p, &c->device, DEV_DTYPE_BF16) /
+                                     (2 * cm_gemm_efficiency(&p, &c->device, DEV_DTYPE_FP8)),
+                                 1e-9);
+  g_assert_cmpfloat(fp8 / bf16, >, 0.5);
   dev_cluster_free(c);
 }
 

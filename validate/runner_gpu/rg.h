@@ -11,6 +11,7 @@
 #ifndef STRATSIM_RG_H
 #define STRATSIM_RG_H
 
+#include "validate/runner_gpu/rg_fill.h"
 #include "validate/runner_gpu/rg_kind.h"
 #include "validate/val_plan.h"
 

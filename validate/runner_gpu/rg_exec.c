@@ -213,6 +213,10 @@ static gboolean rank_setup(RgRun *run, RgRank *rr, GError **error) {
       !alloc_zeroed(&rr->comm_send, z.send, rr, "communication send", error) ||
       !alloc_zeroed(&rr->comm_recv, z.recv, rr, "communication receive", error))
     return FALSE;
+  /* GEMM operands hold random values, not zeros: rg_fill.c says why. */
+  if (!CUDA(rg_fill_random(rr->gemm_a, z.a, rg_fill_for(plan->dtype))) ||
+      !CUDA(rg_fill_random(rr->gemm_b, z.b, rg_fill_for(plan->dtype))))
+    return FALSE;
   rr->comms = g_new0(ncclComm_t, MAX(plan->n_groups, 1));
   rr->step_ms = g_new0(float, (gsize)MAX(p->n_steps, 1) * (gsize)run->iterations);
   rr->median_s = g_new0(double, MAX(p->n_steps, 1));

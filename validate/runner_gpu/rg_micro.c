@@ -41,6 +41,9 @@ static gboolean time_op(RgRun *run, RgRank *rr, const ValMicroOp *op, double *ti
                 CUDA(cudaEventCreate(&end));
   for (int i = 0; ok && i < 3; i++)
     if (bytes[i]) ok = CUDA(cudaMalloc(&buf[i], bytes[i])) && CUDA(cudaMemset(buf[i], 0, bytes[i]));
+  /* A GEMM's operands hold random values (rg_fill.c: zeros run at higher clocks). */
+  for (int i = 0; ok && op->gemm && i < 2; i++)
+    ok = CUDA(rg_fill_random(buf[i], bytes[i], rg_fill_for(op->dtype)));
   if (ok && op->gemm) ok = rg_cublas_ok(cublasSetStream(rr->blas, stream), "cublasSetStream", error);
   for (int rep = 0; ok && rep < run->warmup + run->iterations; rep++) {
     ok = CUDA(cudaEventRecord(start, stream)) &&
