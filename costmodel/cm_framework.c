@@ -120,10 +120,13 @@
 #define HOST_MEGATRON_FORWARD_S (347.0e-6 / 13)
 #define HOST_MEGATRON_BACKWARD_S (378.7e-6 / 40)
 #define LAUNCH_QUEUE 1024
-/* The device-to-host copy of one scalar (a .item()): 5-7 us per cudaMemcpyAsync call measured
- * by Wu et al. 2026 (DualPath, arXiv 2602.21548, section 5.2, submitting single small copies);
- * the middle, 6 us. */
-#define HOST_SCALAR_COPY_S 6e-6
+/* A synchronization inside the step, from the GPU finishing what it waits for to the host's
+ * next launch: launch.csv's launch-sync-roundtrip, the host time of a kernel launch followed by
+ * cudaStreamSynchronize, 10.04 us (the launch alone 4.32 us), measured on one H100 SXM in a VM
+ * with 16 vCPUs of an Intel Xeon (tests/data/gpu/h100-sxm-2026-11-24). A .item() also copies
+ * its scalar to the host: 5-7 us per small cudaMemcpyAsync call measured by Wu et al. 2026
+ * (DualPath, arXiv 2602.21548, section 5.2), mostly issued before the GPU finishes; not added. */
+#define HOST_SYNC_ROUNDTRIP_S 10.04e-6
 
 /* Kernel counts per op kind; a kind not listed (added to the IR later) launches one kernel
  * forward and two backward (cm_framework_kernels). */
@@ -250,7 +253,7 @@ int cm_framework_step_syncs(const CmFramework *f, DevDtype dtype, double *bytes_
 
 double cm_framework_sync_s(const CmFramework *f) {
   g_return_val_if_fail(f, 0);
-  return HOST_SCALAR_COPY_S + f->forward_launch_s;
+  return HOST_SYNC_ROUNDTRIP_S;
 }
 
 /* Megatron-LM, megatron/arguments.py (NVIDIA/Megatron-LM, 2022 and since: megatron/training/

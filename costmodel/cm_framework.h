@@ -89,9 +89,8 @@ gboolean cm_framework_traffic(const CmFramework *framework, const MdlOp *op, dou
  * Returns their count: 0 for a NULL @framework. Sources: cm_framework.c. */
 #define CM_MAX_STEP_SYNCS 2
 int cm_framework_step_syncs(const CmFramework *framework, DevDtype dtype, double *bytes_before);
-/* Host seconds from the GPU finishing the work a synchronization waits for to the host
- * launching its next kernel: the scalar's device-to-host copy returning, then one launch at
- * the framework's per-kernel forward (Python-side) time. Source: cm_framework.c. */
+/* Host seconds from the GPU finishing the work a synchronization waits for to the host's
+ * next launch (a measured launch + cudaStreamSynchronize round trip). Source: cm_framework.c. */
 double cm_framework_sync_s(const CmFramework *framework);
 
 /* Bytes per parameter of the gradient buffer @framework keeps for weights of @dtype: Megatron-LM
