@@ -1,10 +1,11 @@
 /* scenarios/timeline — a Gantt chart of one simulated iteration (scn_chart.h), drawn like the
  * cross-mesh resharding paper's Fig. 4: one row per pipeline stage's GPU, boxes numbered by
- * microbatch. Here every simulated GPU has a compute row and a communication row (the two
- * streams of sim.h); a run of tasks of one kind and microbatch that follow each other on a row
+ * microbatch. Here every simulated GPU has one row per stream (sim.h's SimStream: compute,
+ * then the TP/CP/EP collectives, pipeline p2p and data-parallel communication streams); a
+ * run of tasks of one kind and microbatch that follow each other on a row
  * with gaps under 0.2% of the iteration is drawn as one box, so a stage's forward of a
  * microbatch is one box however many kernels it has. Step-expanded collectives are drawn from
- * their gate to their join on the members' communication rows, as in the Perfetto trace. */
+ * their gate to their join on the members' rows of their stream, as in the Perfetto trace. */
 #include "scenarios/scn_chart.h"
 
 #include <math.h>
@@ -58,25 +59,25 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
   const SimSchedule *s = sim_run_schedule(run);
   int ndev = sim_task_graph_num_devices(g);
   uint32_t ntasks = sim_run_num_tasks(run);
-  uint32_t streams = 2 * (uint32_t)ndev;
+  uint32_t streams = sim_stream_resources(ndev);
   SimTaskInfo t;
-  /* Devices with tasks, the first max_devices of them get rows 2k (compute), 2k+1 (comm). */
+  /* Devices with tasks, the first max_devices of them get rows SIM_STREAMS k + stream. */
   g_autofree int *row_of = g_new(int, ndev + 1);
-  g_autofree int *device_of_row = g_new0(int, 2 * (gsize)max_devices + 2);
+  g_autofree int *device_of_row = g_new0(int, SIM_STREAMS * ((gsize)max_devices + 1));
   int used = 0, shown = 0;
   for (int d = 0; d < ndev; d++) row_of[d] = -1;
   g_autofree gboolean *has = g_new0(gboolean, ndev + 1);
   for (uint32_t i = 0; i < ntasks; i++) {
     sim_run_task(run, i, &t);
     for (int r = 0; r < t.nres; r++)
-      if (t.resources[r] < streams) has[t.resources[r] / 2] = TRUE;
+      if (t.resources[r] < streams) has[sim_resource_device(t.resources[r])] = TRUE;
   }
   for (int d = 0; d < ndev; d++) {
     if (!has[d]) continue;
     used++;
     if (shown < max_devices) {
-      row_of[d] = 2 * shown;
-      device_of_row[2 * shown] = device_of_row[2 * shown + 1] = d;
+      row_of[d] = SIM_STREAMS * shown;
+      for (int k = 0; k < SIM_STREAMS; k++) device_of_row[SIM_STREAMS * shown + k] = d;
       shown++;
     }
   }
@@ -86,9 +87,9 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
     if (t.role != SIM_ROLE_WHOLE || t.duration == 0) continue;
     for (int r = 0; r < t.nres; r++) {
       uint32_t resource = t.resources[r];
-      if (resource >= streams || row_of[resource / 2] < 0) continue; /* link ports, NICs */
-      Box b = {t.start, t.end, row_of[resource / 2] + (int)(resource % 2), t.microbatch,
-               category_of(&t)};
+      if (resource >= streams || row_of[sim_resource_device(resource)] < 0) continue; /* links */
+      Box b = {t.start, t.end, row_of[sim_resource_device(resource)] + (int)sim_resource_stream_of(resource),
+               t.microbatch, category_of(&t)};
       g_array_append_val(boxes, b);
     }
   }
@@ -100,8 +101,9 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
     if (end <= begin) continue;
     for (int r = 0; r < t.nres; r++) {
       uint32_t resource = t.resources[r];
-      if (resource >= streams || row_of[resource / 2] < 0) continue;
-      Box b = {begin, end, row_of[resource / 2] + 1, t.microbatch, category_of(&t)};
+      if (resource >= streams || row_of[sim_resource_device(resource)] < 0) continue;
+      Box b = {begin, end, row_of[sim_resource_device(resource)] + (int)sim_resource_stream_of(resource),
+               t.microbatch, category_of(&t)};
       g_array_append_val(boxes, b);
     }
   }
@@ -158,7 +160,7 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
     labels++;
   }
   if (!labels) g_string_append(data, "NaN NaN \"\"\n");
-  int rows = 2 * shown;
+  int rows = SIM_STREAMS * shown;
   int height = 190 + 34 * rows, width = 1300;
   g_autofree char *epilogue = NULL;
   g_autofree char *terminal = util_gnuplot_terminal(base, formats, width, height, &epilogue);
@@ -179,7 +181,7 @@ gboolean scn_timeline_write(const SimRun *run, const char *dir, const char *base
   g_string_append(plot, "set ytics (");
   for (int r = 0; r < rows; r++)
     g_string_append_printf(plot, "%s'GPU %d %s' %d", r ? ", " : "", device_of_row[r],
-                           r % 2 ? "comm" : "compute", r);
+                           sim_stream_name((SimStream)(r % SIM_STREAMS)), r);
   g_string_append(plot, ") nomirror\nset grid xtics\nset border 3\nset xtics nomirror\n"
                         "set key bmargin center horizontal\nset bmargin 7\n");
   g_string_append(plot, "plot ");

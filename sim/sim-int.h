@@ -30,7 +30,8 @@ struct SimTaskGraph {
   uint32_t *succ;
   uint32_t *indegree;
   int num_devices;
-  int num_resources;       /* 2 * num_devices, more with link resources (sim_network.h) */
+  int num_resources;       /* SIM_STREAMS * num_devices, more with link resources
+                              (sim_network.h) and host streams */
   gboolean symmetric;      /* replicas folded into representatives (see sim_build) */
   int simulated_devices;   /* devices that have tasks */
   /* The host stream (sim_build_host.c): compute task i < num_compute is launched by host task
@@ -123,10 +124,11 @@ SimSchedule *sim_engine_run_released(const SimTaskGraph *graph, const SimTime *r
 
 /* The breakdown's sums over a finished schedule (sim_run.c): per device the compute stream's
  * busy time, the communication not under compute and the host waits not under communication
- * (@host_iv/@host_off: sim_host_wait_intervals' layout), summed over the @used devices that
- * have tasks on their compute or communication streams. */
+ * (@host_iv/@host_off: sim_host_wait_intervals' layout), and the communication's own measure
+ * (@comm), communication being the union of its communication streams' busy intervals;
+ * summed over the @used devices that have tasks on their streams. */
 typedef struct {
-  SimTime compute, exposed, host;
+  SimTime compute, exposed, host, comm;
   int used;
 } SimBreakdownSums;
 void sim_breakdown_sums(const SimTaskGraph *graph, const SimSchedule *schedule,

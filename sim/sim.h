@@ -1,9 +1,14 @@
 /* sim — the task graph, the event engine, and one simulated training iteration.
  *
  * Time is simulated in integer picoseconds (SimTime): sums are exact and runs reproduce bit for
- * bit. Resources: every device has a compute stream (resource 2d) and a communication stream
- * (2d+1). A task occupies one or more resources (a collective occupies the communication stream
- * of every member) for its duration. The engine is FlexFlow's Algorithm 1: a priority queue of
+ * bit. Resources: every device has SIM_STREAMS streams, resources SIM_STREAMS * d + SimStream:
+ * its compute stream and three communication streams, one per class of communicator, as
+ * Megatron-Core runs them (SimStream below). A task occupies one or more resources (a
+ * collective occupies its class's stream of every member) for its duration. Streams of one
+ * device share its links: in step mode (sim_network.h) transfers of every stream queue on the
+ * link resources; in task mode a collective is one task timed alone, so collectives of two
+ * streams that run at once on the same link each get the link's full bandwidth (optimistic;
+ * sim/STREAMS.md quantifies it). The engine is FlexFlow's Algorithm 1: a priority queue of
  * ready tasks ordered by (ready time, task id); a popped task starts at max(ready time, the time
  * each of its resources frees up) — FIFO per resource by ready time, ties by task id.
  * Program order on a compute stream (the pipeline schedule, ops in topological order) is
@@ -94,9 +99,9 @@ typedef struct {
   float bytes;             /* per-device bytes of a communication task */
   uint32_t group_size;     /* devices in the collective (under symmetry more than nres) */
   SimTime duration;
-  const uint32_t *resources; /* the resources it occupies: 2d and 2d+1 are device d's compute
-                                and communication streams, the rest link resources and
-                                (sim_task_graph_host_device) host streams */
+  const uint32_t *resources; /* the resources it occupies: below sim_stream_resources(devices)
+                                device streams (sim_resource_stream), the rest link resources
+                                and (sim_task_graph_host_device) host streams */
   int nres;
   int device;              /* the device of its first stream resource (a collective's first
                               member; a host launch's device), -1 for a task on link resources
@@ -134,8 +139,41 @@ gboolean sim_task_graph_host_device(const SimTaskGraph *graph, uint32_t resource
  * (one per microbatch and simulated device), both zeroed first. */
 void sim_task_graph_op_compute(const SimTaskGraph *graph, int nops, guint64 *sum,
                                guint64 *forwards);
-static inline uint32_t sim_resource_compute(int device) { return (uint32_t)device * 2; }
-static inline uint32_t sim_resource_comm(int device) { return (uint32_t)device * 2 + 1; }
+
+/* A device's streams (sim/STREAMS.md). Megatron-Core gives each process group its own NCCL
+ * communicator, and NCCL runs each communicator's kernels on the stream they are issued to:
+ * tensor-, sequence-, context- and expert-parallel collectives on the one that runs with the
+ * layer's compute; pipeline send/recv as batched isend/irecv on their own
+ * (pipeline_parallel/p2p_communication.py); the overlapped data-parallel gradient
+ * reduce-scatter or all-reduce and the distributed optimizer's parameter all-gathers as async
+ * ops of the data-parallel group (distributed/param_and_grad_buffer.py). One stream per class:
+ * a collective of one class never queues behind one of another. */
+typedef enum {
+  SIM_STREAM_COMPUTE,    /* kernels (forward, backward, recompute, optimizer) */
+  SIM_STREAM_COMM,       /* collectives resharding on one mesh: TP/SP/CP/EP */
+  SIM_STREAM_P2P,        /* moves between meshes: pipeline send/recv, cross-mesh resharding */
+  SIM_STREAM_DP,         /* gradient sync, ZeRO parameter all-gathers (SIM_TASK_GRAD_SYNC and
+                            ZeRO-3's per-unit gathers) */
+  SIM_STREAMS            /* streams per device */
+} SimStream;
+/* Short name of a stream for traces and tables: "compute", "comm", "p2p", "dp". */
+const char *sim_stream_name(SimStream stream);
+/* Stream resources come first: [0, sim_stream_resources(devices)). */
+static inline uint32_t sim_stream_resources(int devices) { return (uint32_t)devices * SIM_STREAMS; }
+static inline uint32_t sim_resource_stream(int device, SimStream stream) {
+  return (uint32_t)device * SIM_STREAMS + (uint32_t)stream;
+}
+static inline uint32_t sim_resource_compute(int device) {
+  return sim_resource_stream(device, SIM_STREAM_COMPUTE);
+}
+static inline uint32_t sim_resource_comm(int device) {
+  return sim_resource_stream(device, SIM_STREAM_COMM);
+}
+/* Device and stream of a stream resource (@resource < sim_stream_resources(devices)). */
+static inline int sim_resource_device(uint32_t resource) { return (int)(resource / SIM_STREAMS); }
+static inline SimStream sim_resource_stream_of(uint32_t resource) {
+  return (SimStream)(resource % SIM_STREAMS);
+}
 
 /* Runs the engine over a finished task graph; returns FALSE with @error set (SIM_ERROR_CYCLE)
  * if the graph has a cycle (tasks left unscheduled). Free the result with sim_schedule_free. */
@@ -235,10 +273,13 @@ typedef struct {
   double hardware_tflops_per_gpu; /* hardware FLOPs per second per GPU: the recomputed forwards
                                      counted too (Korthikanti et al. 2022 print both) */
   double compute_s;           /* mean over used devices of compute-stream busy time */
-  double comm_exposed_s;      /* mean communication time not hidden under compute */
+  double comm_exposed_s;      /* mean communication time not hidden under compute:
+                                 communication is the union of a device's communication
+                                 streams (SIM_STREAM_COMM, P2P, DP) */
+  double comm_busy_s;         /* mean time some communication stream is busy (the union) */
   double host_bound_s;        /* mean time the compute stream waits for the host to launch its
                                  next kernel, no communication running (host-bound time) */
-  double bubble_s;            /* the rest: neither stream busy (pipeline bubbles, waits) */
+  double bubble_s;            /* the rest: no stream busy (pipeline bubbles, waits) */
   double peak_memory_bytes;
   int peak_memory_device;
   CmMemory peak_memory;       /* the breakdown on that device */
@@ -307,8 +348,8 @@ char *sim_prediction_to_json(const SimRun *run, gboolean with_wall);
 gboolean sim_trace_write(const SimRun *run, const char *path, GError **error);
 
 /* `stratsim explain`: ops with their layouts and kernel times, per representative device the
- * collectives its communication stream runs (grouped, with counts; their total is the
- * device's communication time in the simulation), and memory per device. JSON: caller frees
+ * collectives its communication streams run (grouped, with counts and stream; their total per
+ * stream is that stream's busy time in the simulation), and memory per device. JSON: caller frees
  * with g_free. Text: at most @max_rows collective rows per device. */
 char *sim_explain_json(const SimRun *run);
 void sim_explain_print(const SimRun *run, FILE *out, int max_rows);

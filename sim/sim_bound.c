@@ -205,8 +205,8 @@ static int mesh_index_of(const MdlMesh *mesh, int d) {
   return -1;
 }
 
-/* Collectives on a device's communication stream besides the gaps' (sim_bound.h,
- * "Communication stream"), summed by kind over its groups: the gradient synchronization of
+/* Collectives on a device's data-parallel stream (sim_bound.h, "Communication streams"),
+ * summed by kind over its groups: the gradient synchronization of
  * every bucket (sb_add_gradient_sync_and_optimizer) as one all-reduce, reduce-scatter and
  * all-gather each; under ZeRO-3 (FSDP: one bucket per FSDP unit) the reduce-scatters again and
  * the units' parameter all-gathers (sb_parameter_gathers_segment), one forward and one
@@ -307,7 +307,7 @@ struct SimBounder {
   int **index;               /* per rank: that device's mesh index per mesh (-1: not in it) */
   GArray **pairs;            /* per rank: its device's GapPairs */
   gboolean *params;          /* per rank: its device holds weights (steps an optimizer) */
-  Stream *streams;           /* per rank: its device's communication stream */
+  Stream *streams;           /* per rank: its device's data-parallel stream */
   /* For the strategy's recomputation as of the last refresh: */
   gboolean refreshed;
   MdlRecompute recompute;
@@ -490,7 +490,8 @@ SimTime sim_bounder_bound(SimBounder *sb) {
       if (!st->synced) stream_syncs(&sb->gaps, sb->index[r], st);
       if (zero >= 3 && !st->sharded) stream_shards(&sb->gaps, sb->index[r], st);
       SimTime gathers;
-      sb->stream[zero] = MAX(sb->stream[zero], sb->gap[r] + stream_collectives(st, zero, b->M, &gathers));
+      /* The data-parallel stream alone: the gaps' collectives run on another stream. */
+      sb->stream[zero] = MAX(sb->stream[zero], stream_collectives(st, zero, b->M, &gathers));
       if (sb->params[r]) sb->tail[zero] = MAX(sb->tail[zero], sb->done[r] + gathers);
     }
     sb->streamed[zero] = TRUE;

@@ -1,9 +1,9 @@
 /* sim/bound — a lower bound on the simulated iteration time that needs no task graph.
  *
  * Work. The engine (sim_engine.c) starts a task at the max of its ready time and the time each
- * of its resources frees up, so the tasks on one device's compute stream (resource 2d) run one
- * after another. Every op has, per microbatch and device of its mesh, a forward and a backward
- * task (under weight delay a W task for ops with a weight gradient; under recomputation an R
+ * of its resources frees up, so the tasks on one device's compute stream
+ * (sim_resource_compute) run one after another. Every op has, per microbatch and device of
+ * its mesh, a forward and a backward task (under weight delay a W task for ops with a weight gradient; under recomputation an R
  * task of the forward's duration: sim_build.c add_compute_tasks), of the durations
  * sb_op_durations gives, the function the builder calls. All of a device's compute tasks are
  * chained in program order (sim_build.c chain_compute), so from the start of its first one to
@@ -51,9 +51,12 @@
  * the last compute task starts after the sum of the device's launch times (forward, recomputed
  * forward, backward; B and W under weight delay, per microbatch).
  *
- * Communication stream. Every collective holds the communication stream of each member, one
- * collective at a time, so a device's collectives take at least their summed durations: the
- * gaps' collectives, and the gradient synchronization (sb_add_gradient_sync_and_optimizer):
+ * Communication streams. Every collective holds its class's stream (sim.h's SimStream) of
+ * each member, one collective at a time, so the collectives of one stream of a device take at
+ * least their summed durations; streams run at once, so the bound takes the largest stream,
+ * never the sum over streams. The gaps' collectives are on SIM_STREAM_COMM (already in the
+ * chain's term); on SIM_STREAM_DP the gradient synchronization
+ * (sb_add_gradient_sync_and_optimizer):
  * per DDP bucket an all-reduce (ZeRO 0), a reduce-scatter once (1) or per microbatch (2) and a
  * parameter all-gather (1, 2); under ZeRO-3 (FSDP) a reduce-scatter per FSDP unit and
  * microbatch and the unit's parameter all-gathers before its forward and its backward, per

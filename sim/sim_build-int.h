@@ -216,9 +216,11 @@ static inline uint32_t task_grads_done(const Builder *b, int op, int i) {
 void sb_mesh_strides(const MdlMesh *mesh, int *stride);
 int sb_group_members(const MdlMesh *mesh, unsigned mask, int base, int *out);
 gboolean sb_is_group_base(const MdlMesh *mesh, unsigned mask, int idx);
-SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll,
-                                       const int *devices, int p, const int *sim_devices, int nsim,
-                                       double bytes, int op, int tensor, int mb);
+/* A collective over the @p @devices of a group on their stream @stream (sim_build_comm.c). */
+SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, SimStream stream,
+                                   CmCollective coll, const int *devices, int p,
+                                   const int *sim_devices, int nsim, double bytes, int op,
+                                   int tensor, int mb);
 void sb_edges_from_distinct(Builder *b, const uint32_t *deps, int n, uint32_t to);
 void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to,
                             int t, int op, int mb, uint32_t *ready);
@@ -265,6 +267,19 @@ typedef struct {
 /* The all-gathers (SbUnitGather) of the unit op @o opens, in order of first use; empty when
  * @o is not the first op of its unit. Clears @out first. */
 void sb_unit_gathers(const Builder *b, int o, GArray *out);
+/* Megatron-LM's scatter/gather optimization of pipeline transfers (Narayanan et al. 2021,
+ * "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", section
+ * 4.1 and Fig. 9; Megatron-LM's p2p_communication.py, scatter_gather_tensors_in_pipeline, on
+ * by default, off under sequence parallelism): where a tensor moved between two stage meshes
+ * is replicated over the tensor-parallel ranks on both sides, each of the t sender/receiver
+ * pairs sends 1/t of it (its own NIC: t times less over the inter-stage links), and the t
+ * receivers all-gather the slices over their own link (NVLink), on their TP stream. For a
+ * device-aligned move (sb_aligned_move) from layout @start (partial sums reduced) to @to:
+ * the axis of the destination mesh it scatters over, or -1 where it does not apply (another
+ * framework than megatron-lm, a device that is its own counterpart, no replicated axis or
+ * more than one). */
+int sb_scatter_gather_axis(const Builder *b, int src_mesh, MdlLayout start, int dst_mesh,
+                           MdlLayout to);
 void sb_crossmesh_cache_free(gpointer data);
 guint sb_crossmesh_cache_hash(gconstpointer key);
 gboolean sb_crossmesh_cache_equal(gconstpointer a, gconstpointer b);

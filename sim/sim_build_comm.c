@@ -64,18 +64,19 @@ static SimTime comm_duration(Builder *b, CmCollective coll, const int *devices, 
   return d;
 }
 
-/* A collective over the @p @devices of a group (its cost), occupying the communication
- * streams of the @nsim of them that are simulated (@sim_devices): one task timed by the
- * alpha-beta formula, or (step mode) its transfers on link resources between a gate and a
- * join. Inputs connect to .gate, consumers wait for .join. */
-SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective coll,
-                                       const int *devices, int p, const int *sim_devices, int nsim,
-                                       double bytes, int op, int tensor, int mb) {
+/* A collective over the @p @devices of a group (its cost), occupying stream @stream of the
+ * @nsim of them that are simulated (@sim_devices): one task timed by the alpha-beta formula,
+ * or (step mode) its transfers on link resources between a gate and a join. Inputs connect to
+ * .gate, consumers wait for .join. */
+SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, SimStream stream,
+                                   CmCollective coll, const int *devices, int p,
+                                   const int *sim_devices, int nsim, double bytes, int op,
+                                   int tensor, int mb) {
   /* Without overlap a collective also holds its members' compute streams. */
   int nres = b->s->overlap ? nsim : 2 * nsim;
   uint32_t stack_res[64];
   uint32_t *res = nres <= 64 ? stack_res : g_new(uint32_t, nres);
-  for (int i = 0; i < nsim; i++) res[i] = sim_resource_comm(sim_devices[i]);
+  for (int i = 0; i < nsim; i++) res[i] = sim_resource_stream(sim_devices[i], stream);
   for (int i = nsim; i < nres; i++) res[i] = sim_resource_compute(sim_devices[i - nsim]);
   SimTask t = {0};
   t.kind = (uint8_t)kind;
@@ -97,7 +98,7 @@ SimCollectiveSpan sb_add_comm_task(Builder *b, SimTaskKind kind, CmCollective co
     cm_group_shape(b->c, devices, p, &shape);
     gboolean nccl = cm_nccl_ring_steps(coll, &shape, b->c, bytes, &ring);
     return sim_network_expand(b->tg, b->c, &t, coll, devices, p, simulated, bytes, !b->s->overlap,
-                              nccl ? &ring : NULL);
+                              stream, nccl ? &ring : NULL);
   }
   t.duration = comm_duration(b, coll, devices, p, bytes, &t.link);
   uint32_t id = sim_task_graph_add(b->tg, &t, res, nres);
@@ -197,8 +198,8 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
         sim[nsim++] = devices[i];
       }
       if (nsim == 0) continue; /* a replica group: its twin through a representative runs */
-      SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, steps[k].coll, devices, p, sim,
-                                                nsim, bytes, op, t, mb);
+      SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, SIM_STREAM_COMM, steps[k].coll,
+                                                devices, p, sim, nsim, bytes, op, t, mb);
       sb_edges_from_distinct(b, deps, nsim, task.gate);
       for (int i = 0; i < p; i++) ready[members[i]] = task.join;
     }
@@ -228,6 +229,58 @@ gboolean sb_aligned_move(const Builder *b, int src_mesh, MdlLayout from, int dst
   for (int a = 0; a < sm->ndims; a++)
     if (sm->shape[a] > 1 && r.axis[a] != to.axis[a]) return FALSE;
   return TRUE;
+}
+
+int sb_scatter_gather_axis(const Builder *b, int src_mesh, MdlLayout start, int dst_mesh,
+                           MdlLayout to) {
+  if (b->s->framework != MDL_FRAMEWORK_MEGATRON_LM) return -1;
+  const MdlMesh *sm = mdl_strategy_mesh(b->s, src_mesh), *dm = mdl_strategy_mesh(b->s, dst_mesh);
+  for (int i = 0; i < dm->ndevices; i++)
+    if (sm->devices[i] == dm->devices[i]) return -1; /* a local copy: nothing crosses a link */
+  int axis = -1;
+  for (int a = 0; a < dm->ndims; a++) {
+    if (dm->shape[a] <= 1 || to.axis[a] != MDL_LAYOUT_BROADCAST || start.axis[a] != MDL_LAYOUT_BROADCAST)
+      continue;
+    if (axis >= 0) return -1; /* replicated over two axes: not Megatron's case */
+    axis = a;
+  }
+  return axis;
+}
+
+/* The receivers' all-gathers of a scattered move (sb_scatter_gather_axis): per group along
+ * @axis of @mesh with a simulated member, once every member's slice (@dst_ready) has arrived;
+ * @bytes: the whole tensor per device. @dst_ready then holds the all-gathers. */
+static void gather_scattered(Builder *b, int mesh_index, int axis, double bytes, int op, int t,
+                             int mb, uint32_t *dst_ready) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
+  int stack_members[64], stack_devices[64], stack_sim[64];
+  uint32_t stack_deps[64];
+  gboolean heap = mesh->ndevices > 64;
+  int *members = heap ? g_new(int, mesh->ndevices) : stack_members;
+  int *devices = heap ? g_new(int, mesh->ndevices) : stack_devices;
+  int *sim = heap ? g_new(int, mesh->ndevices) : stack_sim;
+  uint32_t *deps = heap ? g_new(uint32_t, mesh->ndevices) : stack_deps;
+  const GArray *bases = simulated_groups(b, mesh_index, axis);
+  for (guint g = 0; g < bases->len; g++) {
+    int p = sb_group_members(mesh, 1u << axis, g_array_index(bases, int, g), members), nsim = 0;
+    for (int i = 0; i < p; i++) {
+      devices[i] = mesh->devices[members[i]];
+      if (b->rep_pos[mesh_index][members[i]] < 0) continue;
+      deps[nsim] = dst_ready[members[i]];
+      sim[nsim++] = devices[i];
+    }
+    SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, SIM_STREAM_COMM, CM_ALL_GATHER,
+                                              devices, p, sim, nsim, bytes, op, t, mb);
+    sb_edges_from_distinct(b, deps, nsim, task.gate);
+    for (int i = 0; i < p; i++)
+      if (b->rep_pos[mesh_index][members[i]] >= 0) dst_ready[members[i]] = task.join;
+  }
+  if (heap) {
+    g_free(members);
+    g_free(devices);
+    g_free(sim);
+    g_free(deps);
+  }
 }
 
 /* The cross-mesh plan (cross-mesh resharding paper, sections 3.1-3.2: unit tasks, broadcast,
@@ -318,6 +371,8 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
     return;
   }
   double bytes = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &to, dm, b->M) * b->dtype_bytes;
+  int scatter = sb_scatter_gather_axis(b, src_mesh, start, dst_mesh, to);
+  double sent = scatter >= 0 ? bytes / dm->shape[scatter] : bytes; /* one slice a pair */
   for (int j = 0; j < dm->ndevices; j++) {
     dst_ready[j] = NO_TASK;
     if (b->rep_pos[dst_mesh][j] < 0) continue;
@@ -328,10 +383,12 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
       dst_ready[j] = ready[i];
       continue;
     }
-    SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, CM_SEND_RECV, pair, 2, pair, 2, bytes, op, t, mb);
+    SimCollectiveSpan task = sb_add_comm_task(b, SIM_TASK_COMM, SIM_STREAM_P2P, CM_SEND_RECV, pair,
+                                              2, pair, 2, sent, op, t, mb);
     if (ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], task.gate);
     dst_ready[j] = task.join;
   }
+  if (scatter >= 0) gather_scattered(b, dst_mesh, scatter, bytes, op, t, mb, dst_ready);
 }
 
 /* The forward conversion of tensor @t to (@mesh, @layout), built once and shared by every

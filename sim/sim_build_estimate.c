@@ -109,8 +109,15 @@ static gboolean convert(Estimator *e, int t, int src_mesh, MdlLayout from, int d
   MdlLayout start = sb_reduced(from);
   *n = on_mesh(e, src_mesh, from, start);
   if (sb_aligned_move(e->b, src_mesh, from, dst_mesh, to)) {
-    /* One send/recv per simulated destination (none where it is its own source). */
+    /* One send/recv per simulated destination (none where it is its own source), and the
+     * all-gathers of a scattered move. */
     *n += (guint64)e->b->nrep[dst_mesh] * collective_tasks(e->b, CM_SEND_RECV, 2, 2);
+    int axis = sb_scatter_gather_axis(e->b, src_mesh, start, dst_mesh, to);
+    if (axis >= 0) {
+      int p, nsim;
+      guint64 g = groups(e, dst_mesh, 1u << axis, &p, &nsim);
+      *n += g * collective_tasks(e->b, CM_ALL_GATHER, p, nsim);
+    }
     return TRUE;
   }
   const SimCrossMeshPlan *plan =

@@ -81,7 +81,7 @@ gboolean sb_host_bound(const Builder *b) {
   const SimTask *tasks = (const SimTask *)tg->tasks->data;
   const uint32_t *res = (const uint32_t *)tg->task_resources->data;
   for (uint32_t c = 0; c < tg->tasks->len; c++) {
-    uint32_t d = res[tasks[c].res_begin] / 2;
+    uint32_t d = (uint32_t)sim_resource_device(res[tasks[c].res_begin]);
     busy[2 * d] += tasks[c].duration;
     busy[2 * d + 1] += op_time[tasks[c].op * PHASES + (int)host_phase(b, &tasks[c])];
   }
@@ -129,7 +129,7 @@ void sb_add_host_tasks(Builder *b) {
       t.duration = op_time[k];
       t.res_begin = res0 + c;
       t.nres = 1;
-      res[res0 + c] = tg->host_resource_base + res[tasks[c].res_begin] / 2; /* stream 2d */
+      res[res0 + c] = tg->host_resource_base + (uint32_t)sim_resource_device(res[tasks[c].res_begin]);
       tasks[n + c] = t;
     }
     for (uint32_t c = 0; c < n; c++) {

@@ -161,8 +161,9 @@ void sb_parameter_gathers_segment(Builder *b, gboolean backward, int o) {
           sim[nsim++] = devices[i];
         }
         if (nsim == 0) continue;
-        SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_COMM, CM_ALL_GATHER, devices, p, sim,
-                                                  nsim, gather->bytes, o, gather->w, mb);
+        SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_COMM, SIM_STREAM_DP, CM_ALL_GATHER,
+                                                  devices, p, sim, nsim, gather->bytes, o,
+                                                  gather->w, mb);
         sb_edges_from_distinct(b, deps, nsim, span.gate);
         for (int i = 0; i < nsim; i++) sim_task_graph_edge(b->tg, span.join, users[i]);
       }
@@ -215,8 +216,8 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
       sim[nsim++] = devices[i];
     }
     if (nsim == 0) continue;
-    SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_GRAD_SYNC, coll, devices, p, sim, nsim,
-                                           bytes, items[0].first, items[0].w, mb);
+    SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_GRAD_SYNC, SIM_STREAM_DP, coll, devices,
+                                              p, sim, nsim, bytes, items[0].first, items[0].w, mb);
     for (int i = 0; after && i < nsim; i++)
       if (after[sim[i]] != NO_TASK) sim_task_graph_edge(b->tg, after[sim[i]], span.gate);
     for (int k = 0; !after && k < n; k++) {

@@ -519,11 +519,11 @@ const uint32_t *sim_crossmesh_plan_order(const SimCrossMeshPlan *p) { return p->
 double sim_crossmesh_plan_cost(const SimCrossMeshPlan *p) { return p->cost; }
 
 int sim_crossmesh_extra_resources(const DevCluster *cluster) {
-  return sim_network_num_resources(cluster) - 2 * dev_cluster_num_devices(cluster);
+  return sim_network_num_resources(cluster) - (int)sim_stream_resources(dev_cluster_num_devices(cluster));
 }
 
 uint32_t sim_crossmesh_resource_nic(const DevCluster *cluster, int host, int nic,
                                     gboolean ingress) {
-  return (uint32_t)(4 * dev_cluster_num_devices(cluster) +
-                    2 * (host * cluster->nics_per_node + nic) + (ingress ? 1 : 0));
+  return sim_network_nic_base(dev_cluster_num_devices(cluster)) +
+         (uint32_t)(2 * (host * cluster->nics_per_node + nic) + (ingress ? 1 : 0));
 }

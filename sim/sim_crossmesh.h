@@ -147,10 +147,11 @@ typedef struct {
 
 SimCrossMeshStats sim_crossmesh_plan_stats(const SimCrossMeshPlan *plan);
 
-/* Resources: the task graph's 2 * num_devices device streams, then sim_network.h's link
- * resources (GPU ports from 2 * num_devices, NICs from 4 * num_devices). A graph that receives
- * cross-mesh tasks must have num_resources >= sim_network_num_resources(cluster) =
- * 2 * num_devices + sim_crossmesh_extra_resources(cluster): enlarge graph->num_resources after
+/* Resources: the task graph's sim_stream_resources(num_devices) device streams, then
+ * sim_network.h's link resources (GPU ports, NICs). A graph that receives cross-mesh tasks
+ * must have num_resources >= sim_network_num_resources(cluster) =
+ * sim_stream_resources(num_devices) + sim_crossmesh_extra_resources(cluster): enlarge
+ * graph->num_resources after
  * sim_task_graph_new (step-expanded graphs already have them). */
 int sim_crossmesh_extra_resources(const DevCluster *cluster);
 /* NIC @nic (0..nics_per_node-1) of @host, its egress side or (@ingress) its ingress side. */
@@ -159,7 +160,7 @@ uint32_t sim_crossmesh_resource_nic(const DevCluster *cluster, int host, int nic
 
 /* Adds the plan's tasks to @graph (not yet finished; built for the plan's cluster, resources
  * enlarged as above): per unit, in the plan's order, its transfers and collectives on the
- * communication streams (sim_resource_comm) of the devices involved and the link resources
+ * pipeline streams (SIM_STREAM_P2P) of the devices involved and the link resources
  * (GPU ports, NICs) they use. Edges: every task that reads the sender's data waits for
  * @src_ready[source mesh index of the sender] (NULL, or SIM_CROSSMESH_NO_TASK entries: ready at
  * once); a unit's all-gather waits for its scatter; tasks on the same NIC follow the plan's

@@ -135,16 +135,17 @@ static void add_resource(GArray *out, uint32_t r) {
   g_array_append_val(out, r);
 }
 
-/* Link resources, in sim_network.h's layout (N devices): ports from 2N (2N + 2d out, +1 in),
- * NICs from 4N (4N + 2 (host * nics + k) egress, +1 ingress). */
+/* Link resources, in sim_network.h's layout (N devices): ports from sim_network_port_base
+ * (+ 2d out, +1 in), NICs from sim_network_nic_base (+ 2 (host * nics + k) egress, +1
+ * ingress). */
 static inline uint32_t port(const SimCrossMeshPlan *p, int device, gboolean in) {
-  return (uint32_t)(2 * p->num_devices + 2 * device + (in ? 1 : 0));
+  return sim_network_port_base(p->num_devices) + (uint32_t)(2 * device + (in ? 1 : 0));
 }
 
 static void add_host_nics(const SimCrossMeshPlan *p, GArray *out, int host, gboolean ingress) {
   for (int k = 0; k < p->nics_per_node; k++)
-    add_resource(out, (uint32_t)(4 * p->num_devices + 2 * (host * p->nics_per_node + k) +
-                                 (ingress ? 1 : 0)));
+    add_resource(out, sim_network_nic_base(p->num_devices) +
+                          (uint32_t)(2 * (host * p->nics_per_node + k) + (ingress ? 1 : 0)));
 }
 
 static void add_hop(const SimCrossMeshPlan *p, GArray *out, int from, int to) {
@@ -159,13 +160,13 @@ static void add_hop(const SimCrossMeshPlan *p, GArray *out, int from, int to) {
 }
 
 gboolean cmx_resource_is_nic(const SimCrossMeshPlan *p, uint32_t resource) {
-  return resource >= (uint32_t)(4 * p->num_devices);
+  return resource >= sim_network_nic_base(p->num_devices);
 }
 
 void cmx_step_resources(const SimCrossMeshPlan *p, const CmxStep *s, const int *members,
                         GArray *out) {
   const int *m = members + s->member_begin;
-  for (int i = 0; i < s->nmembers; i++) add_resource(out, sim_resource_comm(m[i]));
+  for (int i = 0; i < s->nmembers; i++) add_resource(out, sim_resource_stream(m[i], SIM_STREAM_P2P));
   if (s->kind == CMX_STEP_ALL_GATHER) {
     /* The ring, members in order and back to the first. */
     for (int i = 0; i < s->nmembers; i++) add_hop(p, out, m[i], m[(i + 1) % s->nmembers]);
@@ -248,7 +249,7 @@ uint32_t sim_crossmesh_emit(const SimCrossMeshPlan *p, SimTaskGraph *graph, cons
   g_return_val_if_fail(p && graph && dst_ready && graph->edges, 0);
   g_return_val_if_fail(graph->num_devices == p->num_devices, 0);
   int nics = 2 * p->nodes * p->nics_per_node;
-  g_return_val_if_fail(graph->num_resources >= 4 * p->num_devices + nics, 0);
+  g_return_val_if_fail(graph->num_resources >= (int)sim_network_nic_base(p->num_devices) + nics, 0);
   uint32_t first_task = sim_task_graph_size(graph);
   SimTask proto;
   if (tag) {
@@ -303,7 +304,7 @@ uint32_t sim_crossmesh_emit(const SimCrossMeshPlan *p, SimTaskGraph *graph, cons
       for (guint r = 0; r < res->len; r++) {
         uint32_t rid = g_array_index(res, uint32_t, r);
         if (!cmx_resource_is_nic(p, rid)) continue;
-        uint32_t *last = &nic_last[rid - 4 * p->num_devices];
+        uint32_t *last = &nic_last[rid - sim_network_nic_base(p->num_devices)];
         add_edge_once(graph, preds, *last, id);
         *last = id;
       }
@@ -339,7 +340,7 @@ uint32_t sim_crossmesh_emit(const SimCrossMeshPlan *p, SimTaskGraph *graph, cons
     t.bytes = 0;
     t.group_size = 1;
     t.role = SIM_ROLE_JOIN;  /* a zero-time marker: traces and explain skip it */
-    uint32_t comm = sim_resource_comm(p->dst_devices[i]);
+    uint32_t comm = sim_resource_stream(p->dst_devices[i], SIM_STREAM_P2P);
     uint32_t join = sim_task_graph_add(graph, &t, &comm, 1);
     g_array_set_size(preds, 0);
     if (p->dst_local[i] >= 0 && src_ready)
@@ -393,7 +394,7 @@ SimCrossMeshStats sim_crossmesh_plan_stats(const SimCrossMeshPlan *p) {
 
 double sim_crossmesh_estimate(const SimCrossMeshPlan *p) {
   SimTaskGraph *g = sim_task_graph_new(p->num_devices);
-  g->num_resources = 4 * p->num_devices + 2 * p->nodes * p->nics_per_node;
+  g->num_resources = (int)sim_network_nic_base(p->num_devices) + 2 * p->nodes * p->nics_per_node;
   g_autofree uint32_t *dst_ready = g_new(uint32_t, p->dst_ndevices);
   sim_crossmesh_emit(p, g, NULL, NULL, dst_ready);
   sim_task_graph_finish(g);

@@ -3,9 +3,10 @@
  * Everything here is read off the task graph the engine simulated, so what explain lists is
  * exactly what the engine charged: for every op its mesh, split dims, the SBP layout of each
  * operand and its kernel times; for every tensor the layout its producer leaves; for one
- * representative device per mesh every collective on its communication stream, grouped by
- * (pass, kind, tensor, group size, bytes, link, time) with the number of times it runs per
- * iteration — their sum is that device's communication-stream time in the simulation; and per
+ * representative device per mesh every collective on its communication streams (SimStream:
+ * TP/CP/EP collectives, pipeline p2p, data-parallel sync), grouped by (pass, kind, tensor,
+ * group size, bytes, link, time) with the number of times it runs per iteration — their sum
+ * per stream is that stream's busy time in the simulation; and per
  * device memory by category. Communication buffers are not modelled yet (issue 3 adds them). */
 /* Reads the run through sim.h's read API only (SimTaskInfo, spans, schedule accessors). */
 #include "sim/sim.h"
@@ -18,13 +19,17 @@
 static const char *const phase_names[] = {"forward", "backward", "iteration"};
 static const char *const link_names[DEV_LINK_COUNT] = {"intra", "inter"};
 
+/* The hash table's key is the entry itself (its key and stream: the fields the functions
+ * below compare). */
 typedef struct {
   SimTaskInfo key;     /* first instance; step mode: duration 0 (spans vary with contention) */
   SimTime total;       /* summed time of all instances */
   guint count;
   guint tensors;       /* distinct tensors folded into the entry (text view) */
   int32_t last_tensor;
+  SimStream stream;    /* the device's stream it runs on */
 } CollectiveEntry;
+G_STATIC_ASSERT(G_STRUCT_OFFSET(CollectiveEntry, key) == 0); /* an entry is read as its key */
 
 static guint entry_hash(gconstpointer key) {
   const SimTaskInfo *t = key;
@@ -37,7 +42,8 @@ static guint entry_hash(gconstpointer key) {
 
 static gboolean entry_equal_shape(gconstpointer a, gconstpointer b) {
   const SimTaskInfo *x = a, *y = b;
-  return x->kind == y->kind && x->phase == y->phase && x->collective == y->collective &&
+  return ((const CollectiveEntry *)a)->stream == ((const CollectiveEntry *)b)->stream &&
+         x->kind == y->kind && x->phase == y->phase && x->collective == y->collective &&
          x->group_size == y->group_size && x->bytes == y->bytes && x->link == y->link &&
          x->duration == y->duration;
 }
@@ -66,7 +72,7 @@ static GArray *representative_devices(const SimRun *run) {
     for (int r = 0; r < t.nres; r++) {
       uint32_t id = t.resources[r];
       /* Streams only: link resources (ports, NICs: sim_network.h) are numbered after them. */
-      if (id < 2 * (uint32_t)ndev) has_task[id / 2] = TRUE;
+      if (id < sim_stream_resources(ndev)) has_task[sim_resource_device(id)] = TRUE;
     }
   }
   for (guint m = 0; m < strategy->meshes->len; m++) {
@@ -83,15 +89,15 @@ static GArray *representative_devices(const SimRun *run) {
   return devs;
 }
 
-/* Collectives on @device's communication stream, grouped by everything (@by_tensor) or by all
- * but the tensor they move. */
+/* Collectives on @device's communication streams (all three: SimStream), grouped by everything
+ * (@by_tensor) or by all but the tensor they move; @busy gets their summed time, which counts
+ * concurrent collectives of two streams twice. */
 static GPtrArray *device_collectives(const SimRun *run, int device, gboolean by_tensor,
-                                     SimTime *busy) {
+                                     SimTime busy[SIM_STREAMS]) {
   const SimTaskGraph *g = sim_run_task_graph(run);
   GHashTable *index = by_tensor ? g_hash_table_new(entry_hash, entry_equal)
                                 : g_hash_table_new(entry_hash_shape, entry_equal_shape);
   GPtrArray *entries = g_ptr_array_new_with_free_func(g_free);
-  uint32_t comm = sim_resource_comm(device);
   /* Step mode: a collective's time is its gate-to-join span in the timeline. */
   g_autoptr(GHashTable) join_of = g_hash_table_new(g_direct_hash, g_direct_equal);
   for (uint32_t k = 0; k < sim_task_graph_num_spans(g); k++) {
@@ -101,29 +107,33 @@ static GPtrArray *device_collectives(const SimRun *run, int device, gboolean by_
   }
   SimTaskInfo info;
   const SimTaskInfo *t = &info;
-  *busy = 0;
+  memset(busy, 0, sizeof(SimTime) * SIM_STREAMS);
+  uint32_t first = sim_resource_compute(device);
   for (uint32_t i = 0; i < sim_task_graph_size(g); i++) {
     sim_run_task(run, i, &info);
     if (t->kind != SIM_TASK_COMM && t->kind != SIM_TASK_GRAD_SYNC) continue;
     if (t->role == SIM_ROLE_TRANSFER || t->role == SIM_ROLE_JOIN) continue;
-    gboolean mine = FALSE;
-    for (int r = 0; r < t->nres && !mine; r++) mine = t->resources[r] == comm;
-    if (!mine) continue;
+    SimStream stream = SIM_STREAM_COMPUTE; /* none yet */
+    for (int r = 0; r < t->nres && stream == SIM_STREAM_COMPUTE; r++)
+      if (t->resources[r] > first && t->resources[r] < first + SIM_STREAMS)
+        stream = sim_resource_stream_of(t->resources[r]);
+    if (stream == SIM_STREAM_COMPUTE) continue; /* not on a communication stream of @device */
     SimTime time = t->duration;
     if (t->role == SIM_ROLE_GATE) {
       uint32_t join = GPOINTER_TO_UINT(g_hash_table_lookup(join_of, GUINT_TO_POINTER(i + 1))) - 1;
       time = sim_schedule_start(sim_run_schedule(run), join) - t->start;
     }
-    *busy += time;
-    SimTaskInfo probe = *t;
-    if (t->role == SIM_ROLE_GATE) probe.duration = 0;
+    busy[stream] += time;
+    CollectiveEntry probe = {.key = *t, .stream = stream};
+    if (t->role == SIM_ROLE_GATE) probe.key.duration = 0;
     CollectiveEntry *e = g_hash_table_lookup(index, &probe);
     if (!e) {
       e = g_new0(CollectiveEntry, 1);
       e->key = *t;
       if (t->role == SIM_ROLE_GATE) e->key.duration = 0;
       e->last_tensor = -1;
-      g_hash_table_insert(index, &e->key, e);
+      e->stream = stream;
+      g_hash_table_insert(index, e, e);
       g_ptr_array_add(entries, e);
     }
     e->count++;
@@ -204,11 +214,15 @@ static cJSON *collectives_json(const SimRun *run, const GArray *devs) {
   cJSON *arr = cJSON_CreateArray();
   for (guint k = 0; k < devs->len; k++) {
     int d = g_array_index(devs, int, k);
-    SimTime busy;
-    g_autoptr(GPtrArray) entries = device_collectives(run, d, TRUE, &busy);
+    SimTime busy[SIM_STREAMS];
+    g_autoptr(GPtrArray) entries = device_collectives(run, d, TRUE, busy);
     cJSON *dj = cJSON_CreateObject();
     cJSON_AddNumberToObject(dj, "device", d);
-    cJSON_AddNumberToObject(dj, "comm_time_s", sim_time_seconds(busy));
+    SimTime all = busy[SIM_STREAM_COMM] + busy[SIM_STREAM_P2P] + busy[SIM_STREAM_DP];
+    cJSON_AddNumberToObject(dj, "comm_time_s", sim_time_seconds(all));
+    cJSON *per = cJSON_AddObjectToObject(dj, "stream_time_s");
+    for (int st = SIM_STREAM_COMM; st < SIM_STREAMS; st++)
+      cJSON_AddNumberToObject(per, sim_stream_name((SimStream)st), sim_time_seconds(busy[st]));
     cJSON *list = cJSON_AddArrayToObject(dj, "collectives");
     for (guint i = 0; i < entries->len; i++) {
       const CollectiveEntry *e = g_ptr_array_index(entries, i);
@@ -221,6 +235,7 @@ static cJSON *collectives_json(const SimRun *run, const GArray *devs) {
       cJSON_AddNumberToObject(cj, "group_size", t->group_size);
       cJSON_AddNumberToObject(cj, "bytes_per_device", (double)t->bytes);
       cJSON_AddStringToObject(cj, "link", link_names[t->link]);
+      cJSON_AddStringToObject(cj, "stream", sim_stream_name(e->stream));
       /* Task mode: every instance takes the same time. Step mode: the mean span. */
       cJSON_AddNumberToObject(cj, "time_s", sim_time_seconds(e->total) / e->count);
       cJSON_AddNumberToObject(cj, "count", e->count);
@@ -371,23 +386,25 @@ void sim_explain_print(const SimRun *run, FILE *out, int max_rows) {
   g_autoptr(GArray) devs = representative_devices(run);
   for (guint k = 0; k < devs->len; k++) {
     int d = g_array_index(devs, int, k);
-    SimTime busy;
-    g_autoptr(GPtrArray) entries = device_collectives(run, d, FALSE, &busy);
+    SimTime busy[SIM_STREAMS];
+    g_autoptr(GPtrArray) entries = device_collectives(run, d, FALSE, busy);
     g_ptr_array_sort(entries, compare_total);
-    fprintf(out, "\nGPU %d: communication stream busy %.6g s in %u kinds of collective\n", d,
-            sim_time_seconds(busy), entries->len);
-    fprintf(out, "  %-9s %-14s %-24s %5s %12s %5s %11s %7s %10s\n", "pass", "collective",
-            "tensor (first)", "group", "bytes/dev", "link", "time", "count", "total");
+    fprintf(out, "\nGPU %d: communication streams busy: comm (TP/CP/EP) %.6g s, p2p %.6g s, dp "
+                 "%.6g s; %u kinds of collective\n", d, sim_time_seconds(busy[SIM_STREAM_COMM]),
+            sim_time_seconds(busy[SIM_STREAM_P2P]), sim_time_seconds(busy[SIM_STREAM_DP]),
+            entries->len);
+    fprintf(out, "  %-9s %-14s %-24s %5s %12s %5s %6s %11s %7s %10s\n", "pass", "collective",
+            "tensor (first)", "group", "bytes/dev", "link", "stream", "time", "count", "total");
     for (guint i = 0; i < entries->len && (int)i < max_rows; i++) {
       const CollectiveEntry *e = g_ptr_array_index(entries, i);
       const SimTaskInfo *t = &e->key;
       g_autofree char *tensor = e->tensors > 1
           ? g_strdup_printf("%s +%u", mdl_graph_tensor(sim_run_graph(run), t->tensor)->name, e->tensors - 1)
           : g_strdup(mdl_graph_tensor(sim_run_graph(run), t->tensor)->name);
-      fprintf(out, "  %-9s %-14s %-24.24s %5u %12.0f %5s %9.3f us %7u %8.4f s\n",
+      fprintf(out, "  %-9s %-14s %-24.24s %5u %12.0f %5s %6s %9.3f us %7u %8.4f s\n",
               t->kind == SIM_TASK_GRAD_SYNC ? "grad-sync" : phase_names[t->phase],
               cm_collective_name((CmCollective)t->collective), tensor, t->group_size, (double)t->bytes,
-              link_names[t->link], sim_time_seconds(e->total) / e->count * 1e6, e->count,
+              link_names[t->link], sim_stream_name(e->stream), sim_time_seconds(e->total) / e->count * 1e6, e->count,
               sim_time_seconds(e->total));
     }
     if ((int)entries->len > max_rows) fprintf(out, "  ... %u more (--json lists all)\n", entries->len - max_rows);

@@ -18,7 +18,7 @@ typedef struct {
   double other_s;         /* compute of the other ops and the optimizer step */
   double gemm_s;          /* contractions (GEMMs, batched GEMMs, convolutions), every op */
   double optimizer_s;     /* the optimizer step */
-  double comm_busy_s;     /* communication streams busy, mean per GPU; < 0 in step mode */
+  double comm_busy_s;     /* communication streams busy (their union), mean per GPU */
 } Components;
 
 static void components_init(Components *c, const SimRun *run) {
@@ -32,9 +32,7 @@ static void components_init(Components *c, const SimRun *run) {
     c->nlayers = MAX(c->nlayers, layer[o] + 1);
   }
   g_autofree SimTime *per_layer = g_new0(SimTime, c->nlayers ? c->nlayers : 1);
-  SimTime other = 0, comm = 0, gemm = 0, optimizer = 0;
-  const uint32_t *res = (const uint32_t *)g->task_resources->data;
-  uint32_t streams = 2 * (uint32_t)g->num_devices;
+  SimTime other = 0, gemm = 0, optimizer = 0;
   for (uint32_t i = 0; i < g->tasks->len; i++) {
     const SimTask *t = sim_task_graph_task(g, i);
     switch ((SimTaskKind)t->kind) {
@@ -50,11 +48,6 @@ static void components_init(Components *c, const SimRun *run) {
       other += t->duration;
       optimizer += t->duration;
       break;
-    case SIM_TASK_COMM:
-    case SIM_TASK_GRAD_SYNC:
-      for (uint16_t r = 0; r < t->nres; r++)
-        if (res[t->res_begin + r] < streams && res[t->res_begin + r] % 2 == 1) comm += t->duration;
-      break;
     default: break;
     }
   }
@@ -64,7 +57,7 @@ static void components_init(Components *c, const SimRun *run) {
   c->other_s = sim_time_seconds(other) / used;
   c->gemm_s = sim_time_seconds(gemm) / used;
   c->optimizer_s = sim_time_seconds(optimizer) / used;
-  c->comm_busy_s = g->spans->len ? -1 : sim_time_seconds(comm) / used;
+  c->comm_busy_s = run->prediction.comm_busy_s;
 }
 
 /* What the host launches for one microbatch of the first layer (ops named "layer0.*") under
@@ -142,10 +135,7 @@ cJSON *sim_components_json(const SimRun *run) {
   cJSON_AddNumberToObject(o, "iteration_s", p->iteration_time_s);
   cJSON_AddNumberToObject(o, "compute_s", p->compute_s);
   cJSON_AddNumberToObject(o, "comm_exposed_s", p->comm_exposed_s);
-  if (c.comm_busy_s >= 0)
-    cJSON_AddNumberToObject(o, "comm_overlapped_s", MAX(0, c.comm_busy_s - p->comm_exposed_s));
-  else
-    cJSON_AddNullToObject(o, "comm_overlapped_s"); /* step mode: transfers on link resources */
+  cJSON_AddNumberToObject(o, "comm_overlapped_s", MAX(0, c.comm_busy_s - p->comm_exposed_s));
   cJSON_AddNumberToObject(o, "host_bound_s", p->host_bound_s);
   cJSON_AddNumberToObject(o, "bubble_s", p->bubble_s);
   cJSON_AddStringToObject(o, "framework", mdl_framework_name(run->strategy->framework));
@@ -188,9 +178,8 @@ void sim_components_print(const SimRun *run, FILE *out, int max_rows) {
           mdl_framework_name(run->strategy->framework), p->compute_s, 100 * p->compute_s / t,
           p->comm_exposed_s, 100 * p->comm_exposed_s / t, p->host_bound_s,
           100 * p->host_bound_s / t, p->bubble_s, 100 * p->bubble_s / t);
-  if (c.comm_busy_s >= 0)
-    fprintf(out, "; communication hidden under compute %.6g s",
-            MAX(0, c.comm_busy_s - p->comm_exposed_s));
+  fprintf(out, "; communication hidden under compute %.6g s",
+          MAX(0, c.comm_busy_s - p->comm_exposed_s));
   fputc('\n', out);
   fprintf(out, "  compute by kind: GEMMs %.6g s, memory-bound kernels %.6g s, optimizer step %.6g s\n",
           c.gemm_s, p->compute_s - c.gemm_s - c.optimizer_s, c.optimizer_s);

@@ -17,6 +17,13 @@ static const char *const kind_names[SIM_TASK_KIND_COUNT] = {
     "forward", "backward", "comm", "grad_sync", "optimizer", "backward_weight", "recompute",
     "host"};
 
+static const char *const stream_names[SIM_STREAMS] = {"compute", "comm", "p2p", "dp"};
+
+const char *sim_stream_name(SimStream stream) {
+  g_return_val_if_fail(stream < SIM_STREAMS, "?");
+  return stream_names[stream];
+}
+
 const char *sim_task_kind_name(SimTaskKind kind) {
   g_return_val_if_fail(kind < SIM_TASK_KIND_COUNT, "?");
   return kind_names[kind];
@@ -29,7 +36,7 @@ SimTaskGraph *sim_task_graph_new(int num_devices) {
   g->edges = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   g->spans = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   g->num_devices = num_devices;
-  g->num_resources = 2 * num_devices;
+  g->num_resources = (int)sim_stream_resources(num_devices);
   g->host_base = UINT32_MAX;
   return g;
 }
@@ -112,7 +119,8 @@ void sim_task_graph_get(const SimTaskGraph *g, uint32_t id, SimTaskInfo *out) {
                        .resources = (const uint32_t *)g->task_resources->data + t->res_begin,
                        .nres = t->nres, .device = -1};
   for (int r = 0; r < out->nres && out->device < 0; r++)
-    if (out->resources[r] < 2 * (uint32_t)g->num_devices) out->device = (int)(out->resources[r] / 2);
+    if (out->resources[r] < sim_stream_resources(g->num_devices))
+      out->device = sim_resource_device(out->resources[r]);
     else sim_task_graph_host_device(g, out->resources[r], &out->device); /* a host launch */
 }
 

@@ -15,7 +15,7 @@ static void each_wait(const SimTaskGraph *g, const SimSchedule *s, WaitVisit vis
     uint32_t c = s->order[k];
     if (c >= g->num_compute) continue;
     const SimTask *t = sim_task_graph_task(g, c);
-    guint d = res[t->res_begin] / 2;
+    guint d = (guint)sim_resource_device(res[t->res_begin]);
     uint32_t h = g->host_base + c;
     SimTime launched = s->start[h] + sim_task_graph_task(g, h)->duration;
     SimTime idle_from = prev_end[d], start = s->start[c];
@@ -90,8 +90,10 @@ SimTime *sim_host_with_step_waits(const SimTaskGraph *g, const SimSchedule *s, c
       SimTime end = s->start[id] + t->duration;
       for (uint16_t r = 0; r < t->nres; r++) {
         uint32_t stream = res[t->res_begin + r];
-        if (stream >= 2 * n || stream % 2) continue;
-        guint d = stream / 2;
+        if (stream >= sim_stream_resources((int)n) ||
+            sim_resource_stream_of(stream) != SIM_STREAM_COMPUTE)
+          continue;
+        guint d = (guint)sim_resource_device(stream);
         const SimTask *h = id > 0 ? sim_task_graph_task(g, id - 1) : NULL;
         if (t->kind == SIM_TASK_OPTIMIZER && h && h->kind == SIM_TASK_HOST && h->nres == 0) {
           SimTime from = MAX(prev_end[d], s->start[id - 1]);

@@ -1,6 +1,6 @@
 /* sim/merge — chain merging: a run's prediction timed on a reduced graph, bit for bit.
  *
- * Why it is exact. A device's compute stream (resource 2d) serves only that device's compute
+ * Why it is exact. A device's compute stream (sim_resource_compute) serves only that device's compute
  * tasks, chained in program order by the builder (chain_prev), and possibly its optimizer step
  * after the last of them; the applicability check below refuses anything else (collectives
  * that hold compute streams without overlap, graphs not from sim_build; step-expanded
@@ -98,6 +98,11 @@ static inline gboolean is_host(const Merge *m, uint32_t v) {
   return m->hb != NONE && v >= m->hb && v < m->hb + m->C;
 }
 
+/* Whether resource @r is the compute stream of one of @nd devices. */
+static gboolean compute_stream(uint32_t nd, uint32_t r) {
+  return r < sim_stream_resources((int)nd) && sim_resource_stream_of(r) == SIM_STREAM_COMPUTE;
+}
+
 static gboolean compute_kind(uint8_t kind) {
   return kind == SIM_TASK_FORWARD || kind == SIM_TASK_BACKWARD ||
          kind == SIM_TASK_BACKWARD_WEIGHT || kind == SIM_TASK_RECOMPUTE;
@@ -112,12 +117,12 @@ static gboolean check_tasks(Merge *m) {
   for (uint32_t c = 0; c < m->C; c++) {
     const SimTask *t = &m->tasks[c];
     uint32_t r = m->res[t->res_begin];
-    if (t->nres != 1 || r >= 2 * nd || r % 2 || !compute_kind(t->kind)) return FALSE;
-    m->dev[c] = r / 2;
+    if (t->nres != 1 || !compute_stream(nd, r) || !compute_kind(t->kind)) return FALSE;
+    m->dev[c] = (uint32_t)sim_resource_device(r);
     uint32_t p = m->prev[c];
     if (p == NONE) {
-      if (m->first[r / 2] != NONE) return FALSE; /* two programs on one stream */
-      m->first[r / 2] = c;
+      if (m->first[m->dev[c]] != NONE) return FALSE; /* two programs on one stream */
+      m->first[m->dev[c]] = c;
       m->flags[c] |= HEAD;
     } else if (p >= m->C || m->next[p] != NONE) {
       return FALSE;
@@ -149,7 +154,7 @@ static gboolean check_tasks(Merge *m) {
       if (m->hb != NONE && r >= g->host_resource_base && r < g->host_resource_base + nd)
         return FALSE;
       /* only an optimizer step after the device's last compute task may share its stream */
-      if (r < 2 * nd && r % 2 == 0 && task->kind != SIM_TASK_OPTIMIZER) return FALSE;
+      if (compute_stream(nd, r) && task->kind != SIM_TASK_OPTIMIZER) return FALSE;
     }
   }
   return TRUE;
@@ -194,7 +199,7 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
     const SimTask *t = &m->tasks[v];
     if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[m->dev[u]])
       for (uint16_t r = 0; r < t->nres; r++)
-        if (m->res[t->res_begin + r] == 2 * m->dev[u]) m->flags[v] |= AFTER_LAST;
+        if (m->res[t->res_begin + r] == sim_resource_compute((int)m->dev[u])) m->flags[v] |= AFTER_LAST;
   }
   return TRUE;
 }
@@ -216,7 +221,7 @@ static gboolean check_edges(Merge *m) {
     if (is_host(m, t)) continue;
     for (uint16_t k = 0; k < task->nres; k++) {
       uint32_t r = m->res[task->res_begin + k];
-      if (r < 2 * nd && r % 2 == 0 && m->last[r / 2] != NONE && !(m->flags[t] & AFTER_LAST))
+      if (compute_stream(nd, r) && m->last[sim_resource_device(r)] != NONE && !(m->flags[t] & AFTER_LAST))
         return FALSE;
     }
   }

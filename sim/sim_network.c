@@ -4,15 +4,15 @@
 
 int sim_network_num_resources(const DevCluster *c) {
   int n = dev_cluster_num_devices(c);
-  return 4 * n + 2 * c->nodes * c->nics_per_node;
+  return (int)sim_network_nic_base(n) + 2 * c->nodes * c->nics_per_node;
 }
 
-static inline uint32_t port_out(int n, int d) { return (uint32_t)(2 * n + 2 * d); }
+static inline uint32_t port_out(int n, int d) { return sim_network_port_base(n) + (uint32_t)(2 * d); }
 
 static inline uint32_t nic_out(const DevCluster *c, int n, int d) {
   int node = d / c->gpus_per_node;
   int k = (d % c->gpus_per_node) * c->nics_per_node / c->gpus_per_node;
-  return (uint32_t)(4 * n + 2 * (node * c->nics_per_node + k));
+  return sim_network_nic_base(n) + (uint32_t)(2 * (node * c->nics_per_node + k));
 }
 
 gboolean sim_network_supports(CmCollective kind) {
@@ -49,6 +49,7 @@ typedef struct {
   const SimTask *proto;
   int n;
   gboolean block_compute;
+  SimStream stream;            /* the members' stream the gate and join occupy */
   const CmNcclRingSteps *ring; /* NCCL's ring figures, or NULL: the links' own */
 } Expander;
 
@@ -91,7 +92,7 @@ static uint32_t marker(const Expander *x, SimTaskRole role, const int *devices, 
   uint32_t *res = p <= 64 ? stack : g_new(uint32_t, p);
   int nres = 0;
   for (int i = 0; i < p; i++)
-    if (simulated[i]) res[nres++] = sim_resource_comm(devices[i]);
+    if (simulated[i]) res[nres++] = sim_resource_stream(devices[i], x->stream);
   SimTask t = *x->proto;
   t.role = (uint8_t)role;
   t.duration = sim_time_from_seconds(seconds);
@@ -103,8 +104,9 @@ static uint32_t marker(const Expander *x, SimTaskRole role, const int *devices, 
 SimCollectiveSpan sim_network_expand(SimTaskGraph *g, const DevCluster *c, const SimTask *proto,
                                      CmCollective kind, const int *devices, int p,
                                      const gboolean *simulated, double bytes,
-                                     gboolean block_compute, const CmNcclRingSteps *ring) {
-  Expander x = {g, c, proto, dev_cluster_num_devices(c), block_compute, ring};
+                                     gboolean block_compute, SimStream stream,
+                                     const CmNcclRingSteps *ring) {
+  Expander x = {g, c, proto, dev_cluster_num_devices(c), block_compute, stream, ring};
   SimCollectiveSpan span;
   /* NCCL's base latency, paid once per collective, on the gate. */
   span.gate = marker(&x, SIM_ROLE_GATE, devices, p, simulated, ring ? ring->base_latency_s : 0.0);
@@ -169,12 +171,13 @@ SimCollectiveSpan sim_network_expand(SimTaskGraph *g, const DevCluster *c, const
 
 char *sim_network_resource_name(const DevCluster *c, uint32_t r) {
   int n = dev_cluster_num_devices(c);
-  if (r < (uint32_t)(2 * n)) return g_strdup_printf("GPU %u %s", r / 2, r % 2 ? "comm" : "compute");
-  if (r < (uint32_t)(4 * n)) {
-    uint32_t k = r - 2 * (uint32_t)n;
+  if (r < sim_network_port_base(n))
+    return g_strdup_printf("GPU %d %s", sim_resource_device(r), sim_stream_name(sim_resource_stream_of(r)));
+  if (r < sim_network_nic_base(n)) {
+    uint32_t k = r - sim_network_port_base(n);
     return g_strdup_printf("GPU %u port %s", k / 2, k % 2 ? "in" : "out");
   }
-  uint32_t k = r - 4 * (uint32_t)n, nic = k / 2;
+  uint32_t k = r - sim_network_nic_base(n), nic = k / 2;
   return g_strdup_printf("node %u NIC %u %s", nic / (uint32_t)c->nics_per_node,
                          nic % (uint32_t)c->nics_per_node, k % 2 ? "in" : "out");
 }
@@ -193,7 +196,8 @@ SimTaskGraph *sim_network_collective_graph(const DevCluster *c, CmCollective kin
   CmNcclRingSteps ring;
   cm_group_shape(c, devices, p, &shape);
   gboolean nccl = cm_nccl_ring_steps(kind, &shape, c, bytes, &ring);
-  sim_network_expand(g, c, &proto, kind, devices, p, simulated, bytes, FALSE, nccl ? &ring : NULL);
+  sim_network_expand(g, c, &proto, kind, devices, p, simulated, bytes, FALSE,
+                     kind == CM_SEND_RECV ? SIM_STREAM_P2P : SIM_STREAM_COMM, nccl ? &ring : NULL);
   sim_task_graph_finish(g);
   return g;
 }

@@ -3,8 +3,10 @@
  * Resources beyond the per-device streams (sim.h): every GPU has an outgoing and an incoming
  * link port (NVLink/NVSwitch/PCIe, full duplex), every host nics_per_node NICs with an egress
  * and an ingress side; GPU d uses NIC (d mod gpus_per_node) * nics / gpus_per_node of its host
- * (GPU-NIC affinity as in DGX systems). Layout, N = devices: [0, 2N) streams,
- * [2N, 4N) ports (2N + 2d out, +1 in), [4N, 4N + 2 * nodes * nics) NICs.
+ * (GPU-NIC affinity as in DGX systems). Layout, N = devices, S = SIM_STREAMS: [0, SN) streams,
+ * [SN, SN + 2N) ports (SN + 2d out, +1 in), [SN + 2N, SN + 2N + 2 * nodes * nics) NICs.
+ * Every stream's transfers queue on the same ports and NICs: concurrent collectives of
+ * different streams (a gradient bucket and a pipeline send) share a link transfer by transfer.
  *
  * Step-expanded mode turns a collective into its algorithm's transfers: ring all-reduce
  * 2(p-1) steps, ring all-gather and reduce-scatter p-1 steps, of n/p bytes from each member to
@@ -20,7 +22,8 @@
  * step to picoseconds; across hosts the step mode sees each NIC on its own (and leaves out
  * NCCL's ring plateau factor), so it differs from the task mode there.
  * Collectives are bracketed by zero-duration gate and join tasks on the members'
- * communication streams: the gate waits for the inputs, the join is the completion. */
+ * communication streams (their class's SimStream): the gate waits for the inputs, the join is
+ * the completion. */
 #ifndef STRATSIM_SIM_NETWORK_H
 #define STRATSIM_SIM_NETWORK_H
 
@@ -31,6 +34,11 @@ G_BEGIN_DECLS
 
 /* Resources a task graph needs in step-expanded mode. */
 int sim_network_num_resources(const DevCluster *cluster);
+/* Where the link resources of a cluster of @devices start: GPU ports, then NICs. */
+static inline uint32_t sim_network_port_base(int devices) { return sim_stream_resources(devices); }
+static inline uint32_t sim_network_nic_base(int devices) {
+  return sim_stream_resources(devices) + 2 * (uint32_t)devices;
+}
 
 /* Whether @kind has a step-expanded algorithm (else it stays one task). */
 gboolean sim_network_supports(CmCollective kind);
@@ -78,13 +86,15 @@ typedef struct {
  * under the conditions above). @proto gives the metadata
  * copied to every task.
  * @block_compute: transfers also hold the sender's and receiver's compute streams (no overlap
- * of communication with computation). @ring (nullable): NCCL's ring figures for the
+ * of communication with computation). @stream: the members' stream the gate and join hold.
+ * @ring (nullable): NCCL's ring figures for the
  * collective; NULL times transfers by the links' own latency and bandwidth (all-to-all,
  * send/recv). */
 SimCollectiveSpan sim_network_expand(SimTaskGraph *graph, const DevCluster *cluster,
                                      const SimTask *proto, CmCollective kind, const int *devices,
                                      int p, const gboolean *simulated, double bytes,
-                                     gboolean block_compute, const CmNcclRingSteps *ring);
+                                     gboolean block_compute, SimStream stream,
+                                     const CmNcclRingSteps *ring);
 
 /* The task graph of one collective alone, step-expanded over the @p @devices (ring order) on
  * @cluster's link resources, @simulated as sim_network_expand (all, or one representative),
@@ -94,7 +104,7 @@ SimTaskGraph *sim_network_collective_graph(const DevCluster *cluster, CmCollecti
                                            const int *devices, int p, const gboolean *simulated,
                                            double bytes);
 
-/* Names a link resource (>= 2 * devices) for traces: "GPU 3 port out", "node 1 NIC 0 in". */
+/* Names a resource (a device stream or a link resource) for traces: "GPU 3 port out", "node 1 NIC 0 in". */
 char *sim_network_resource_name(const DevCluster *cluster, uint32_t resource);
 
 G_END_DECLS

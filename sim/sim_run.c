@@ -1,7 +1,8 @@
 /* sim/run — one simulated iteration end to end: build, engine, breakdown, memory, JSON.
  *
  * Breakdown per device over [0, makespan]: compute = busy time of its compute stream;
- * exposed communication = time its communication stream is busy while its compute stream is
+ * exposed communication = time some communication stream of it (the union of its
+ * SIM_STREAM_COMM, P2P and DP streams' busy intervals) is busy while its compute stream is
  * idle; host-bound = time its compute stream waits for the host to launch the next kernel and
  * no communication runs (sim_host_wait_intervals); bubble = the rest (pipeline fill and drain,
  * waiting on other devices). Reported figures are means over the devices the strategy uses,
@@ -62,6 +63,28 @@ static guint merge_intervals(Interval *iv, guint n) {
   return out + 1;
 }
 
+/* The union of @nlists (at most SIM_STREAMS) lists of intervals, each sorted by start (a
+ * stream's tasks in the engine's start order, step mode's merged spans), into @out (room for
+ * all of them): one pass taking the earliest start among the lists' heads, coalescing as it
+ * goes. Returns its length (disjoint, sorted). */
+static guint union_sorted(const Interval *const *lists, const guint *lengths, int nlists,
+                          Interval *out) {
+  guint pos[SIM_STREAMS] = {0}, n = 0;
+  for (;;) {
+    int best = -1;
+    for (int k = 0; k < nlists; k++)
+      if (pos[k] < lengths[k] && (best < 0 || lists[k][pos[k]].start < lists[best][pos[best]].start))
+        best = k;
+    if (best < 0) return n;
+    Interval x = lists[best][pos[best]++];
+    if (n > 0 && x.start <= out[n - 1].end) {
+      if (x.end > out[n - 1].end) out[n - 1].end = x.end;
+    } else {
+      out[n++] = x;
+    }
+  }
+}
+
 /* Communication intervals of every device in step-expanded mode: a collective occupies its
  * members from its gate's start to its join's start; concurrent ones overlap and merge.
  * Returns per device a sorted disjoint list (CSR: @offsets has devices + 1 entries). */
@@ -72,7 +95,8 @@ static Interval *span_intervals(const SimTaskGraph *g, const SimSchedule *s, gui
   guint *offsets = g_new0(guint, n + 1);
   for (guint k = 0; k < nspans; k++) {
     const SimTask *gate = sim_task_graph_task(g, spans[2 * k]);
-    for (uint16_t r = 0; r < gate->nres; r++) offsets[res[gate->res_begin + r] / 2 + 1]++;
+    for (uint16_t r = 0; r < gate->nres; r++)
+      offsets[sim_resource_device(res[gate->res_begin + r]) + 1]++;
   }
   for (guint d = 0; d < n; d++) offsets[d + 1] += offsets[d];
   Interval *iv = g_new(Interval, offsets[n] ? offsets[n] : 1);
@@ -80,7 +104,8 @@ static Interval *span_intervals(const SimTaskGraph *g, const SimSchedule *s, gui
   for (guint k = 0; k < nspans; k++) {
     const SimTask *gate = sim_task_graph_task(g, spans[2 * k]);
     Interval span = {s->start[spans[2 * k]], s->start[spans[2 * k + 1]]};
-    for (uint16_t r = 0; r < gate->nres; r++) iv[fill[res[gate->res_begin + r] / 2]++] = span;
+    for (uint16_t r = 0; r < gate->nres; r++)
+      iv[fill[sim_resource_device(res[gate->res_begin + r])]++] = span;
   }
   /* Merge each device's list, then pack. */
   guint out = 0;
@@ -93,6 +118,12 @@ static Interval *span_intervals(const SimTaskGraph *g, const SimSchedule *s, gui
   offsets[n] = out;
   *offsets_out = offsets;
   return iv;
+}
+
+static SimTime measure(const Interval *iv, guint n) {
+  SimTime sum = 0;
+  for (guint i = 0; i < n; i++) sum += iv[i].end - iv[i].start;
+  return sum;
 }
 
 void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
@@ -113,6 +144,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   for (int r = 0; r < nres; r++) count[r + 1] += count[r];
   g_autofree Interval *iv = g_new(Interval, count[nres] ? count[nres] : 1);
   g_autofree guint *fill = g_memdup2(count, sizeof(guint) * ((gsize)nres + 1));
+  uint32_t streams = sim_stream_resources(g->num_devices);
   for (uint32_t k = 0; k < s->num_tasks; k++) {
     uint32_t id = s->order[k];
     if (k + 16 < s->num_tasks) { /* the order is scattered in ids: fetch ahead */
@@ -125,41 +157,60 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
     for (uint16_t r = 0; r < t->nres; r++) {
       uint32_t resource = res[t->res_begin + r];
       /* Without overlap collectives also hold compute streams: they are not compute. */
-      if (is_comm && resource < 2 * (uint32_t)g->num_devices && resource % 2 == 0) continue;
+      if (is_comm && resource < streams && sim_resource_stream_of(resource) == SIM_STREAM_COMPUTE)
+        continue;
       iv[fill[resource]++] = (Interval){s->start[id], s->start[id] + t->duration};
     }
   }
   /* Sums in integer picoseconds, divided once: identical replicas give exactly their own value
    * (n*v/n == v in IEEE arithmetic), so symmetric and expanded runs agree bit for bit. */
-  SimTime compute = 0, exposed = 0, host = 0;
+  SimTime compute = 0, exposed = 0, host = 0, comm = 0;
   int used = 0;
   g_autofree guint *span_off = NULL;
   g_autofree Interval *span_iv = g->spans->len ? span_intervals(g, s, &span_off) : NULL;
+  /* The union of a device's communication streams (and step mode's spans), when more than
+   * one of them is busy: one scratch list, as long as the longest device's. */
+  g_autofree Interval *both = NULL;
   for (int d = 0; d < g->num_devices; d++) {
-    guint c0 = count[2 * d], c1 = fill[2 * d], m0 = count[2 * d + 1], m1 = fill[2 * d + 1];
-    if (count[2 * d + 1] == count[2 * d] && count[2 * d + 2] == count[2 * d + 1]) continue;
+    uint32_t c = sim_resource_compute(d);
+    if (count[c] == count[c + SIM_STREAMS]) continue; /* no task on any of its streams */
     used++;
-    SimTime busy = 0;
-    for (guint i = c0; i < c1; i++) busy += iv[i].end - iv[i].start;
-    compute += busy;
-    if (span_iv) {
-      /* Step mode: whole collectives that stayed one task and the spans of expanded ones. */
-      guint ns = span_off[d + 1] - span_off[d];
-      g_autofree Interval *both = g_new(Interval, (m1 - m0) + ns + 1);
-      memcpy(both, iv + m0, (m1 - m0) * sizeof(Interval));
-      memcpy(both + (m1 - m0), span_iv + span_off[d], ns * sizeof(Interval));
-      guint nb = merge_intervals(both, (m1 - m0) + ns);
-      exposed += exposed_time(both, nb, iv + c0, c1 - c0);
-      host += exposed_time((const Interval *)host_iv + host_off[d], host_off[d + 1] - host_off[d],
-                           both, nb);
-    } else {
-      exposed += exposed_time(iv + m0, m1 - m0, iv + c0, c1 - c0);
-      /* Communication intervals of one stream are disjoint and in start order already. */
-      host += exposed_time((const Interval *)host_iv + host_off[d], host_off[d + 1] - host_off[d],
-                           iv + m0, m1 - m0);
+    const Interval *cv = iv + count[c];
+    guint nc = fill[c] - count[c];
+    compute += measure(cv, nc);
+    guint ns = span_iv ? span_off[d + 1] - span_off[d] : 0, busy = ns > 0;
+    uint32_t only = c;
+    for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++)
+      if (fill[r] > count[r]) busy++, only = r;
+    /* Communication intervals of one stream are disjoint and in start order already. */
+    const Interval *mv = iv + count[only];
+    guint nm = busy == 1 && ns == 0 ? fill[only] - count[only] : 0;
+    if (busy > 1 || ns > 0) {
+      if (!both) {
+        guint most = 0;
+        for (int e = 0; e < g->num_devices; e++) {
+          uint32_t ce = sim_resource_compute(e);
+          guint n = (fill[ce + SIM_STREAMS - 1] - count[ce + 1]) + (span_iv ? span_off[e + 1] - span_off[e] : 0);
+          most = MAX(most, n);
+        }
+        both = g_new(Interval, (gsize)most + 1);
+      }
+      const Interval *lists[SIM_STREAMS];
+      guint lengths[SIM_STREAMS], nlists = 0;
+      for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++) {
+        lists[nlists] = iv + count[r];
+        lengths[nlists++] = fill[r] - count[r];
+      }
+      lists[nlists] = span_iv ? span_iv + span_off[d] : NULL;
+      lengths[nlists++] = ns;
+      mv = both;
+      nm = union_sorted(lists, lengths, (int)nlists, both);
     }
+    comm += measure(mv, nm);
+    exposed += exposed_time(mv, nm, cv, nc);
+    host += exposed_time((const Interval *)host_iv + host_off[d], host_off[d + 1] - host_off[d], mv, nm);
   }
-  *out = (SimBreakdownSums){compute, exposed, host, used};
+  *out = (SimBreakdownSums){compute, exposed, host, comm, used};
 }
 
 /* The prediction's breakdown from the sums (means over the devices used). */
@@ -168,6 +219,7 @@ static void set_breakdown(SimRun *run, const SimBreakdownSums *sums) {
   int used = sums->used;
   SimPrediction *p = &run->prediction;
   p->simulated_gpus = used;
+  p->comm_busy_s = used ? (double)sums->comm / used / SIM_PS_PER_SECOND : 0;
   p->compute_s = used ? (double)compute / used / SIM_PS_PER_SECOND : 0;
   p->comm_exposed_s = used ? (double)exposed / used / SIM_PS_PER_SECOND : 0;
   p->host_bound_s = used ? (double)host / used / SIM_PS_PER_SECOND : 0;

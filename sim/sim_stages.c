@@ -1,6 +1,7 @@
 /* sim/stages — see sim_stages.h. Busy times are unions of the task intervals on a device's
- * two streams (integer picoseconds, summed exactly); the device is the first of the rank's
- * mesh that holds tasks, so symmetric and expanded runs report the same figures. */
+ * streams, compute and communication (integer picoseconds, summed exactly); the device is the
+ * first of the rank's mesh that holds tasks, so symmetric and expanded runs report the same
+ * figures. */
 #include "sim/sim_stages.h"
 
 #include <stdlib.h>
@@ -35,14 +36,15 @@ static void add_spans(const SimTaskInfo *t, const int *stage_of_device, int ndev
                       GArray **compute, GArray **either) {
   if (t->end <= t->start) return;
   Span span = {t->start, t->end};
-  int done = -1; /* a task on both streams of one device counts once in @either */
+  int done = -1; /* a task on several streams of one device counts once in @either */
   for (int r = 0; r < t->nres; r++) {
     uint32_t res = t->resources[r];
-    int d = (int)(res / 2);
-    if (d >= ndev || stage_of_device[d] < 0) continue;
+    if (res >= sim_stream_resources(ndev)) continue; /* link resources, host streams */
+    int d = sim_resource_device(res);
+    if (stage_of_device[d] < 0) continue;
     int k = stage_of_device[d];
     if (res == sim_resource_compute(d)) g_array_append_val(compute[k], span);
-    if ((res == sim_resource_compute(d) || res == sim_resource_comm(d)) && done != d) {
+    if (done != d) {
       g_array_append_val(either[k], span);
       done = d;
     }
@@ -119,7 +121,7 @@ void sim_stages_print(const SimRun *run, FILE *out) {
   int n;
   g_autofree SimStage *st = sim_run_stages(run, &n);
   fprintf(out, "\npipeline ranks: on each rank's first simulated GPU, compute, communication while "
-               "the compute stream is idle, and idle (neither stream busy: the pipeline bubble "
+               "the compute stream is idle, and idle (no stream busy: the pipeline bubble "
                "and host waits), with its peak memory\n");
   fprintf(out, "  rank    GPU  layers    compute s       comm s       idle s   memory GiB\n");
   for (int r = 0; r < n; r++)

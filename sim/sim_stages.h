@@ -16,7 +16,7 @@ typedef struct {
   int device;             /* the rank's first device with tasks (the simulated one) */
   int layers;             /* distinct layers of the rank's chunks */
   double compute_s;       /* its compute stream busy */
-  double comm_s;          /* its communication stream busy while the compute stream is not */
+  double comm_s;          /* its communication streams busy while the compute stream is not */
   double idle_s;          /* neither busy: the iteration's rest (pipeline bubble, host waits) */
   double memory_bytes;    /* its peak memory (cm_memory_per_device) */
 } SimStage;

@@ -1,6 +1,7 @@
 /* sim/trace — Chrome trace-event JSON of a simulated iteration (opens in Perfetto and
- * chrome://tracing). One process per device ("GPU d (node n)"), thread 0 its compute stream,
- * thread 1 its communication stream; complete events ("ph":"X") in microseconds. Written by
+ * chrome://tracing). One process per device ("GPU d (node n)"), one thread per stream (tid =
+ * SimStream: 0 compute, 1 comm for TP/CP/EP collectives, 2 p2p, 3 dp; the host stream 4);
+ * complete events ("ph":"X") in microseconds. Written by
  * streaming fprintf: traces of millions of tasks never sit in memory as a JSON tree.
  * Pipeline schedules read off the compute rows: a compute slice is named by its phase (F
  * forward, B backward or its dX part, W the delayed weight gradients, R a recomputed forward),
@@ -102,7 +103,7 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
   const SimTaskInfo *t = &info;
   fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
   gboolean first = TRUE;
-  uint32_t streams = 2 * (uint32_t)ndev;
+  uint32_t streams = sim_stream_resources(ndev);
   int host_probe;
   gboolean host = sim_task_graph_host_device(g, (uint32_t)nres - 1, &host_probe); /* host streams last */
   g_autofree gboolean *used = g_new0(gboolean, ndev ? ndev : 1);
@@ -112,7 +113,7 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
     for (int r = 0; r < t->nres; r++) {
       uint32_t resource = t->resources[r];
       int device;
-      if (resource < streams) used[resource / 2] = TRUE;
+      if (resource < streams) used[sim_resource_device(resource)] = TRUE;
       else if (sim_task_graph_host_device(g, resource, &device)) used[device] = TRUE;
       else link_used[resource] = TRUE;
     }
@@ -140,13 +141,15 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
     fprintf(f,
             "%s{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"GPU %d "
             "(node %d)\"}},\n"
-            "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}},\n"
-            "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"compute\"}},\n"
-            "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"comm\"}}",
-            first ? "" : ",\n", d, d, dev_cluster_node_of(cluster, d), d, d, d, d);
+            "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
+            first ? "" : ",\n", d, d, dev_cluster_node_of(cluster, d), d, d);
+    /* One thread per stream (tid = SimStream), the host stream after them. */
+    for (int k = 0; k < SIM_STREAMS; k++)
+      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":"
+                 "{\"name\":\"%s\"}}", d, k, sim_stream_name((SimStream)k));
     if (host)
-      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":2,\"args\":"
-                 "{\"name\":\"host\"}}", d);
+      fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":"
+                 "{\"name\":\"host\"}}", d, SIM_STREAMS);
     first = FALSE;
   }
   for (uint32_t i = 0; i < ntasks; i++) {
@@ -154,10 +157,10 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
     if (t->role == SIM_ROLE_GATE || t->role == SIM_ROLE_JOIN) continue; /* markers, 0 long */
     for (int r = 0; r < t->nres; r++) {
       uint32_t resource = t->resources[r];
-      uint32_t pid = resource < streams ? resource / 2 : (uint32_t)ndev;
-      uint32_t tid = resource < streams ? resource % 2 : resource - streams;
+      uint32_t pid = resource < streams ? (uint32_t)sim_resource_device(resource) : (uint32_t)ndev;
+      uint32_t tid = resource < streams ? (uint32_t)sim_resource_stream_of(resource) : resource - streams;
       int device;
-      if (sim_task_graph_host_device(g, resource, &device)) pid = (uint32_t)device, tid = 2;
+      if (sim_task_graph_host_device(g, resource, &device)) pid = (uint32_t)device, tid = SIM_STREAMS;
       fprintf(f, "%s{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
               first ? "" : ",\n", pid, tid, (double)t->start / 1e6,
               (double)t->duration / 1e6);
@@ -176,7 +179,7 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
     }
   }
   /* A step-expanded collective occupies its members' communication streams from its gate to
-   * its join: one slice per member, as NCCL's kernel on the communication stream. */
+   * its join: one slice per member, as NCCL's kernel on its stream. */
   for (uint32_t k = 0; k < sim_task_graph_num_spans(g); k++) {
     uint32_t gate_id, join_id;
     sim_task_graph_span(g, k, &gate_id, &join_id);
@@ -184,8 +187,9 @@ gboolean sim_trace_write(const SimRun *run, const char *path, GError **error) {
     const SimTaskInfo *gate = &info;
     SimTime begin = gate->start, end = sim_schedule_start(s, join_id);
     for (int r = 0; r < gate->nres; r++) {
-      fprintf(f, "%s{\"ph\":\"X\",\"pid\":%u,\"tid\":1,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
-              first ? "" : ",\n", gate->resources[r] / 2, (double)begin / 1e6,
+      fprintf(f, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.6f,\"dur\":%.6f,\"name\":\"",
+              first ? "" : ",\n", sim_resource_device(gate->resources[r]),
+              (int)sim_resource_stream_of(gate->resources[r]), (double)begin / 1e6,
               (double)(end - begin) / 1e6);
       first = FALSE;
       task_name(run, gate, f);

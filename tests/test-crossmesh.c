@@ -729,8 +729,8 @@ static void test_emit(void) {
   int nd = dev_cluster_num_devices(c);
   /* sim_network.h's layout: 16 GPUs' ports, then 4 hosts x 1 NIC x 2 sides. */
   g_assert_cmpint(sim_crossmesh_extra_resources(c), ==, 2 * nd + 8);
-  g_assert_cmpint(2 * nd + sim_crossmesh_extra_resources(c), ==, sim_network_num_resources(c));
-  g_assert_cmpuint(sim_crossmesh_resource_nic(c, 3, 0, TRUE), ==, 4 * nd + 7);
+  g_assert_cmpint((int)sim_stream_resources(nd) + sim_crossmesh_extra_resources(c), ==, sim_network_num_resources(c));
+  g_assert_cmpuint(sim_crossmesh_resource_nic(c, 3, 0, TRUE), ==, SIM_STREAMS * nd + 2 * nd + 7);
   SimTaskGraph *g = sim_task_graph_new(nd);
   g->num_resources += sim_crossmesh_extra_resources(c);
   SimTask t = {0};
@@ -761,7 +761,7 @@ static void test_emit(void) {
     for (int k = 0; k < task->nres; k++) {
       uint32_t r = g_array_index(g->task_resources, uint32_t, task->res_begin + k);
       g_assert_cmpuint(r, <, (uint32_t)g->num_resources);
-      saw_nic |= r >= (uint32_t)(4 * nd);
+      saw_nic |= r >= (uint32_t)(SIM_STREAMS * nd + 2 * nd);
     }
   }
   g_assert_true(saw_nic);
@@ -840,6 +840,9 @@ typedef struct {
   MdlStrategy *strategy;
 } MoveSetup;
 
+/* The paper's system (Alpa) moves whole tiles between stages: framework none, so neither
+ * Megatron-LM's scatter/gather of pipeline transfers (sb_scatter_gather_axis) nor a host
+ * applies. */
 static MoveSetup move_setup(const char *send_split) {
   MoveSetup m;
   GError *error = NULL;
@@ -847,7 +850,8 @@ static MoveSetup move_setup(const char *send_split) {
   m.graph = mdl_graph_from_json(move_model, "move", &error);
   g_assert_no_error(error);
   g_autofree char *json = g_strdup_printf(
-      "{\"num_microbatches\": 1, \"meshes\": [{\"shape\": [2, 4], \"devices\": [0, 1, 2, 3, 4, 5, 6, 7]},"
+      "{\"num_microbatches\": 1, \"framework\": \"none\","
+      " \"meshes\": [{\"shape\": [2, 4], \"devices\": [0, 1, 2, 3, 4, 5, 6, 7]},"
       " {\"shape\": [2, 4], \"devices\": [8, 9, 10, 11, 12, 13, 14, 15]}],"
       " \"ops\": [{\"op\": \"send\", \"mesh\": 0, \"stage\": 0, \"split\": [\"%s\", null]},"
       " {\"op\": \"recv\", \"mesh\": 1, \"stage\": 1, \"split\": [\"b\", null]}]}", send_split);

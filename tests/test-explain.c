@@ -1,5 +1,5 @@
 /* Tests of `explain`: the collectives it lists are the ones the engine simulates (their times
- * add up to each device's communication-stream time), layouts and memory are reported. */
+ * add up to each device's communication streams' time), layouts and memory are reported. */
 #include <cjson/cJSON.h>
 #include <glib.h>
 #include <math.h>
@@ -9,15 +9,15 @@
 #include "sim/sim.h"
 #include "test-util.h"
 
-/* Busy time of @device's communication stream, straight from the task graph. */
-static double comm_busy(const SimRun *run, int device) {
+/* Busy time of @device's stream @stream, straight from the task graph. */
+static double stream_busy(const SimRun *run, int device, SimStream stream) {
   SimTime busy = 0;
   for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
     SimTaskInfo t_info;
     sim_run_task(run, i, &t_info);
     const SimTaskInfo *t = &t_info;
     for (uint16_t r = 0; r < t->nres; r++)
-      if (t->resources[r] == sim_resource_comm(device)) busy += t->duration;
+      if (t->resources[r] == sim_resource_stream(device, stream)) busy += t->duration;
   }
   return sim_time_seconds(busy);
 }
@@ -49,9 +49,18 @@ static void check_case(const char *model, const char *cluster, const char *strat
       double n = cJSON_GetObjectItem(e, "count")->valuedouble;
       g_assert_cmpfloat(cJSON_GetObjectItem(e, "group_size")->valuedouble, >=, 2);
       g_assert_true(cJSON_IsString(cJSON_GetObjectItem(e, "link")));
+      g_assert_true(cJSON_IsString(cJSON_GetObjectItem(e, "stream")));
       listed += t * n;
     }
-    double engine = comm_busy(run, d);
+    /* Per stream, and their sum: the three communication streams of sim.h. */
+    double engine = 0;
+    cJSON *per = cJSON_GetObjectItem(dev, "stream_time_s");
+    for (int k = SIM_STREAM_COMM; k < SIM_STREAMS; k++) {
+      double mine = stream_busy(run, d, (SimStream)k);
+      double shown = cJSON_GetObjectItem(per, sim_stream_name((SimStream)k))->valuedouble;
+      g_assert_cmpfloat_with_epsilon(shown, mine, 1e-12 * mine + 1e-15);
+      engine += mine;
+    }
     g_assert_cmpfloat(engine, >, 0);
     g_assert_cmpfloat_with_epsilon(reported, engine, 1e-12 * engine + 1e-15);
     g_assert_cmpfloat_with_epsilon(listed, engine, 1e-9 * engine);

@@ -205,7 +205,9 @@ static SimTime check_forward(const MdlGraph *g, const DevCluster *c, const char 
       compute += t.duration;
     }
     SimTime start = end_prev;
-    uint32_t gi = find_task(run, SIM_TASK_COMM, first, 0, SIM_PHASE_FORWARD, sim_resource_comm(0));
+    /* ZeRO-3's gathers run on the data-parallel stream (sim.h's SimStream). */
+    uint32_t gi = find_task(run, SIM_TASK_COMM, first, 0, SIM_PHASE_FORWARD,
+                            sim_resource_stream(0, SIM_STREAM_DP));
     g_assert_cmpuint(gi, !=, UINT32_MAX);
     SimTaskInfo gt;
     sim_run_task(run, gi, &gt);

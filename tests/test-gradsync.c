@@ -109,8 +109,9 @@ static SimTime check_gating(const char *spec, gboolean expect_after, int *syncs)
     (*syncs)++;
     for (int r = 0; r < t.nres; r++) {
       uint32_t res = t.resources[r];
-      if (res >= 2u * (uint32_t)ndev || res % 2 == 0) continue; /* not a communication stream */
-      early += t.start < last_backward[res / 2];
+      if (res >= sim_stream_resources(ndev) || sim_resource_stream_of(res) != SIM_STREAM_DP)
+        continue; /* not a data-parallel stream */
+      early += t.start < last_backward[sim_resource_device(res)];
     }
   }
   g_assert_cmpint(*syncs, >, 0);

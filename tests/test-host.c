@@ -302,7 +302,7 @@ static void check_step(const char *spec, int nsync, double host_bound) {
       g_assert_cmpuint(s->start[id + 1], >=, s->start[id] + t->duration);
     }
     if (t->kind != SIM_TASK_OPTIMIZER) continue;
-    int d = (int)res[t->res_begin] / 2;
+    int d = sim_resource_device(res[t->res_begin]);
     phases[d]++;
     phase_sum[d] += t->duration;
     phase_end[d] = MAX(phase_end[d], s->start[id] + t->duration);

@@ -313,7 +313,7 @@ static void test_recompute_gpt(void) {
       int first_bwd = -1;
       for (int o = 0; o < mdl_graph_num_ops(g); o++)
         if (strcmp(mdl_graph_op(g, o)->name, name) == 0) first_bwd = o;
-      int dev = (int)t->resources[0] / 2;
+      int dev = sim_resource_device(t->resources[0]);
       uint32_t bw = find_compute(run, SIM_TASK_BACKWARD, first_bwd, t->microbatch, dev);
       if (m == 2) g_assert_cmpuint(sim_schedule_start(sim_run_schedule(run), i) + t->duration, <=, sim_schedule_start(sim_run_schedule(run), bw));
     }

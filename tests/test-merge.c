@@ -29,10 +29,10 @@ static SimRun *simulate(const char *m, const char *spec, gboolean expanded, gboo
 static void assert_same_prediction(const SimPrediction *a, const SimPrediction *b) {
   const double fa[] = {a->iteration_time_s, a->compute_s, a->comm_exposed_s, a->host_bound_s,
                        a->bubble_s, a->samples_per_s, a->tflops_per_gpu, a->mfu,
-                       a->peak_memory_bytes};
+                       a->peak_memory_bytes, a->comm_busy_s};
   const double fb[] = {b->iteration_time_s, b->compute_s, b->comm_exposed_s, b->host_bound_s,
                        b->bubble_s, b->samples_per_s, b->tflops_per_gpu, b->mfu,
-                       b->peak_memory_bytes};
+                       b->peak_memory_bytes, b->comm_busy_s};
   for (gsize i = 0; i < G_N_ELEMENTS(fa); i++) {
     if (memcmp(&fa[i], &fb[i], sizeof(double)) != 0)
       g_error("figure %" G_GSIZE_FORMAT ": full %.17g, merged %.17g", i, fa[i], fb[i]);

@@ -200,7 +200,10 @@ static Volume device_volume(const SimRun *run, int device, int tensor) {
     g_assert_cmpint(t->role, ==, SIM_ROLE_WHOLE);
     if (tensor >= 0 && t->tensor != tensor) continue;
     gboolean mine = FALSE;
-    for (uint16_t r = 0; r < t->nres && !mine; r++) mine = t->resources[r] == sim_resource_comm(device);
+    for (uint16_t r = 0; r < t->nres && !mine; r++) /* any of its communication streams */
+      mine = t->resources[r] != sim_resource_compute(device) &&
+             t->resources[r] / SIM_STREAMS == (uint32_t)device &&
+             t->resources[r] < sim_stream_resources(sim_task_graph_num_devices(sim_run_task_graph(run)));
     if (!mine) continue;
     double x = per_device_elements((CmCollective)t->collective, (int)t->group_size, t->bytes / elem);
     if (t->kind == SIM_TASK_GRAD_SYNC) v.grad_sync += x;

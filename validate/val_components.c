@@ -256,13 +256,21 @@ static void simulated(const SimRun *run, const ValMegatronRow *r, ValComponents 
     case SIM_TASK_OPTIMIZER:
       if (on0) optimizer += t.duration;
       break;
-    case SIM_TASK_COMM:
-      if (comm0 && t.collective == CM_SEND_RECV) p2p += t.duration;
-      if (comm0 && (int)t.group_size == r->tp &&
+    case SIM_TASK_COMM: {
+      /* GPU 0's pipeline transfers, whatever stream they run on */
+      if (t.device == 0 && t.collective == CM_SEND_RECV) p2p += t.duration;
+      /* Not the receivers' all-gather of a pipeline transfer (Megatron-LM's scatter/gather,
+       * sim_build-int.h sb_scatter_gather_axis): its tensor comes from another stage. */
+      const MdlStrategy *s = sim_run_strategy(run);
+      int producer = t.tensor >= 0 ? mdl_graph_tensor(g, t.tensor)->producer : -1;
+      gboolean pipeline = t.collective == CM_ALL_GATHER && producer >= 0 && t.op >= 0 &&
+                          s->configs[producer].stage != s->configs[t.op].stage;
+      if (comm0 && !pipeline && (int)t.group_size == r->tp &&
           (t.collective == CM_ALL_REDUCE || t.collective == CM_ALL_GATHER ||
            t.collective == CM_REDUCE_SCATTER))
         comm += t.duration;
       break;
+    }
     default: break;
     }
   }

@@ -97,12 +97,17 @@ static void build_predecessors(Plan *pl) {
   }
 }
 
-/* Devices whose communication streams task @t occupies, in its resource order. */
+/* Devices whose communication streams task @t occupies, in its resource order. The
+ * simulator's three communication streams per device (sim.h's SimStream: TP/CP/EP
+ * collectives, pipeline p2p, data-parallel sync) all map onto the plan's one
+ * VAL_STREAM_COMM: a runner issues them in the plan's order on one stream, so where the
+ * simulator overlaps two classes the runner serializes them. */
 static int comm_members(const Plan *pl, const SimTaskInfo *t, int *out) {
   const uint32_t *res = t->resources;
   int n = 0;
   for (int r = 0; r < t->nres; r++)
-    if (res[r] < 2 * (uint32_t)pl->ndev && res[r] % 2 == 1) out[n++] = (int)(res[r] / 2);
+    if (res[r] < sim_stream_resources(pl->ndev) && sim_resource_stream_of(res[r]) != SIM_STREAM_COMPUTE)
+      out[n++] = sim_resource_device(res[r]);
   return n;
 }
 
@@ -475,8 +480,8 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
       add_comm_steps(&pl, t);
     } else {
       uint32_t r = task->resources[0];
-      g_assert(r < 2 * (uint32_t)pl.ndev && r % 2 == 0);
-      add_compute_steps(&pl, t, (int)(r / 2));
+      g_assert(r < sim_stream_resources(pl.ndev) && sim_resource_stream_of(r) == SIM_STREAM_COMPUTE);
+      add_compute_steps(&pl, t, sim_resource_device(r));
     }
   }
   /* Ranks: every device up to the last one with steps. */
