@@ -240,6 +240,59 @@ static void test_gemm_measured(void) {
   g_clear_error(&error);
 }
 
+/* The optimizer step against its passes measured on an H100 with PyTorch's fused multi-tensor
+ * kernels (tests/data/gpu/h100-sxm-2026-11-24/optimizer.csv, validate/torch_optimizer_bench.py):
+ * per parameter count, the four passes' sum (fused AdamW 28 B, grad L2 norm 4, fp32->bf16 copy
+ * 6, grad zeroing 4: cm_adam_bytes_per_param's bf16 passes) within 10% of cm_optimizer_time,
+ * and each pass within 10% of its bytes at the model's memory rate. */
+static void test_optimizer_measured(void) {
+  g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "gpu",
+                                           "h100-sxm-2026-11-24", "optimizer.csv", NULL);
+  GError *error = NULL;
+  UtilCsv *csv = util_csv_read(path, &error);
+  g_assert_no_error(error);
+  int cp = util_csv_column(csv, "params"), ct = util_csv_column(csv, "time_us"),
+      cb = util_csv_column(csv, "bytes_per_param"), cn = util_csv_column(csv, "pass");
+  g_assert_true(cp >= 0 && ct >= 0 && cb >= 0 && cn >= 0);
+  DevKind k;
+  g_assert_true(dev_kind_lookup("h100-sxm", &k, &error));
+  CmParams p;
+  cm_params_default(&p);
+  double rate = k.hbm_bandwidth * p.memory_efficiency;
+  g_autoptr(GHashTable) sums = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (guint i = 0; i < csv->rows->len; i++) {
+    double n = g_ascii_strtod(util_csv_field(csv, i, cp), NULL);
+    double t = g_ascii_strtod(util_csv_field(csv, i, ct), NULL) * 1e-6;
+    double b = g_ascii_strtod(util_csv_field(csv, i, cb), NULL);
+    double model = n * b / rate;
+    g_test_message("%s over %.0f params: measured %.1f us, model %.1f us (%+.1f%%)",
+                   util_csv_field(csv, i, cn), n, t * 1e6, model * 1e6, 100 * (model / t - 1));
+    g_assert_cmpfloat(fabs(model / t - 1), <, 0.10);
+    double *sum = g_hash_table_lookup(sums, util_csv_field(csv, i, cp));
+    if (!sum) {
+      sum = g_new0(double, 2);
+      g_hash_table_insert(sums, g_strdup(util_csv_field(csv, i, cp)), sum);
+    }
+    sum[0] += t;
+    sum[1] += b;
+  }
+  g_assert_cmpuint(g_hash_table_size(sums), >=, 2);
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, sums);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    const double *sum = value;
+    double n = g_ascii_strtod(key, NULL);
+    g_assert_cmpfloat(sum[1], ==, cm_adam_bytes_per_param(DEV_DTYPE_BF16));
+    double model = cm_optimizer_time(&p, &k, DEV_DTYPE_BF16, n);
+    g_test_message("optimizer step over %.0f params: measured %.2f ms, model %.2f ms (%+.1f%%)", n,
+                   sum[0] * 1e3, model * 1e3, 100 * (model / sum[0] - 1));
+    g_assert_cmpfloat(fabs(model / sum[0] - 1), <, 0.10);
+  }
+  util_csv_free(csv);
+  dev_kind_clear(&k);
+}
+
 /* The optimizer step's bytes per parameter (cm_compute.c's derivation): FusedAdam 28 over fp32
  * grad, param, m, v; the grad norm 4; zeroing the grad buffer 4 (fp32 main_grad); 16-bit
  * models copy the main params into theirs (6), fp16 also casts and unscales the grads (14) on
@@ -312,6 +365,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/costmodel/compute/gemm-table", test_gemm_table);
   g_test_add_func("/costmodel/compute/gemm-measured-h100", test_gemm_measured);
   g_test_add_func("/costmodel/compute/adam-bytes", test_adam_bytes);
+  g_test_add_func("/costmodel/compute/optimizer-measured-h100", test_optimizer_measured);
   g_test_add_func("/costmodel/memory/gpt3-1.3b-tp8", test_memory_gpt);
   return g_test_run();
 }
