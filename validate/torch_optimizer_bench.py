@@ -12,29 +12,19 @@ bytes_per_param (the pass's nominal traffic), achieved_GBps.
 usage: torch_optimizer_bench.py [--hidden H] [--layers L] [--repeats R]
 """
 import argparse
-import statistics
+
+import os
+import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_kernels_bench import timed  # noqa: E402
 
 
 def layer_shapes(h):
     return [(3 * h, h), (3 * h,), (h, h), (h,), (4 * h, h), (4 * h,), (h, 4 * h), (h,),
             (h,), (h,), (h,), (h,)]
-
-
-def timed(fn, repeats):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(3):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(samples)
 
 
 def main():
@@ -67,7 +57,7 @@ def main():
              args.layers))
     print("pass,params,tensors,time_us,bytes_per_param,achieved_GBps")
     for name, fn, b in passes:
-        t = timed(fn, args.repeats)
+        t = timed(fn, args.repeats, calls=1)
         print("%s,%d,%d,%.1f,%d,%.1f" % (name, n, len(params), t, b, b * n / (t * 1e-6) / 1e9))
 
 
