@@ -86,7 +86,9 @@ SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *str
 
 /* Building a graph (sim_build*.c, sim_network.c, sim_crossmesh*.c, white-box tests). */
 SimTaskGraph *sim_task_graph_new(int num_devices);
-/* Adds a task on @nres resources (copied); returns its id. */
+/* Adds a task on @nres resources (copied); returns its id. A task on none (@nres 0) is a pure
+ * delay: it waits for its dependencies, lasts its duration and holds nothing (the host's
+ * waits inside the optimizer step, sim_build_host.c). */
 uint32_t sim_task_graph_add(SimTaskGraph *graph, const SimTask *task, const uint32_t *resources,
                             int nres);
 static inline void sim_task_graph_edge(SimTaskGraph *g, uint32_t from, uint32_t to) {
@@ -153,6 +155,17 @@ gboolean sim_merge_predict(const SimTaskGraph *graph, SimTime *makespan, SimBrea
  * stream. Caller frees the array (sim_host.c). */
 SimTime *sim_host_wait_intervals(const SimTaskGraph *graph, const SimSchedule *schedule,
                                  guint **offsets_out);
+/* Per compute task of @graph (num_compute entries), how long its stream sat idle right before
+ * it waiting for its launch (the intervals of sim_host_wait_intervals, by the task they end
+ * at; communication running meanwhile not subtracted). Zeros without a host stream. Caller
+ * frees (sim_host.c). */
+SimTime *sim_host_task_waits(const SimTaskGraph *graph, const SimSchedule *schedule);
+/* @iv/@off (sim_host_wait_intervals' layout, for @graph's compute tasks) with the host waits
+ * inside each device's optimizer step added after its own: the intervals in which its compute
+ * stream sat idle while the host, back from a synchronization (sb_add_optimizer_step), had not
+ * yet launched the step's next kernels. Same layout; caller frees both (sim_host.c). */
+SimTime *sim_host_with_step_waits(const SimTaskGraph *graph, const SimSchedule *schedule,
+                                  const SimTime *iv, const guint *off, guint **offsets_out);
 
 /* `explain`'s components (sim_explain_components.c): the breakdown with compute per layer and
  * the communication hidden under compute, as a JSON object (caller owns) and as text. */

@@ -105,7 +105,8 @@ typedef struct {
   int nres;
   int device;              /* the device of its first stream resource (a collective's first
                               member; a host launch's device), -1 for a task on link resources
-                              only (a transfer) */
+                              only (a transfer) or on none (the host's waits inside the
+                              optimizer step) */
   SimTime start, end;      /* read from a run (sim_run_task, SimTimeline): when it ran;
                               from a bare graph: 0 */
 } SimTaskInfo;

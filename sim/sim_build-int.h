@@ -173,6 +173,14 @@ void sb_add_host_tasks(Builder *b);
  * every one above 1 fell back); needs the compute tasks built. */
 gboolean sb_host_bound(const Builder *b);
 void sb_build_segments(Builder *b);
+/* The optimizer step on each device d with @local_params[d] > 0 parameters, after its last
+ * compute task (@last_compute): its kernels, and with a host stream the host synchronizations
+ * inside it (cm_framework_step_syncs) cutting them into phases: each phase's end joins every
+ * simulated device's (the scalar's all-reduce over the model-parallel ranks), then a host task
+ * (no resource) waits out the scalar's copy and the next launch (cm_framework_sync_s) before
+ * the next phase. @first[d] and @last[d] get its first and last phase (NO_TASK: none). */
+void sb_add_optimizer_step(Builder *b, const uint32_t *last_compute, const double *local_params,
+                           uint32_t *first, uint32_t *last);
 
 /* A cross-mesh resharding plan for moving tensor t between two (mesh, layout)s. */
 typedef struct {

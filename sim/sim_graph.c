@@ -81,11 +81,11 @@ void sim_task_graph_free(SimTaskGraph *g) {
 
 uint32_t sim_task_graph_add(SimTaskGraph *g, const SimTask *task, const uint32_t *resources,
                             int nres) {
-  g_return_val_if_fail(nres >= 1 && nres <= UINT16_MAX, UINT32_MAX);
+  g_return_val_if_fail(nres >= 0 && nres <= UINT16_MAX && (resources || !nres), UINT32_MAX);
   SimTask t = *task;
   t.res_begin = g->task_resources->len;
   t.nres = (uint16_t)nres;
-  g_array_append_vals(g->task_resources, resources, (guint)nres);
+  if (nres) g_array_append_vals(g->task_resources, resources, (guint)nres);
   g_array_append_val(g->tasks, t);
   return g->tasks->len - 1;
 }
