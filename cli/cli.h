@@ -39,6 +39,14 @@ int cli_bench_table4(void);
 /* `stratsim bench --suite step`: step-expanded collectives at the README's scale: tasks, wall
  * time, peak memory, folded against expanded (cli_bench_step.c). */
 int cli_bench_step(void);
+/* `stratsim bench --suite predict`: the GPT-3 175B iteration on 1024 A100s and neighbouring
+ * strategies as prediction-only runs (issue 16, item 2): build and simulate milliseconds over
+ * @repeat runs, tasks before and after chain merging, peak memory (cli_bench_predict.c). */
+int cli_bench_predict(int repeat);
+/* The process's peak resident memory in bytes (Linux /proc/self/status VmHWM), after
+ * resetting it with /proc/self/clear_refs (proc(5): writing 5 resets the peak RSS) when
+ * @reset (returns 0 then); -1 where /proc does not tell (cli_bench_step.c). */
+double cli_peak_rss(gboolean reset);
 /* `bench --suite megatron`: per-component errors on Korthikanti et al. Table 5 (@data_dir:
  * the validation data folder, NULL: cli_validation_dir()). */
 int cli_bench_megatron(const char *data_dir);

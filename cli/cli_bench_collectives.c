@@ -27,6 +27,21 @@ static void print_stats(const char *what, const CmErrorStats *s) {
   else printf("  %s %5.1f%% mean %5.1f%% max (%d)", what, 100 * s->mean, 100 * s->max, s->points);
 }
 
+/* The model's signed error at each size checked: where along the curve it is too fast (-) or
+ * too slow (+). */
+static void print_by_size(const CmCurve *c, const DevCluster *cluster) {
+  g_autofree double *errors = g_new(double, c->bytes->len);
+  cm_check_model_errors(c, cluster, MIB, errors);
+  printf("bench:     model by size:");
+  for (guint i = 0; i < c->bytes->len; i++) {
+    if (isnan(errors[i])) continue;
+    double mib = g_array_index(c->bytes, double, i) / MIB;
+    if (mib >= 1024) printf(" %gG %+.0f%%", mib / 1024, 100 * errors[i]);
+    else printf(" %gM %+.0f%%", mib, 100 * errors[i]);
+  }
+  printf("\n");
+}
+
 int cli_bench_collectives(const char *path) {
   GError *error = NULL;
   g_autofree char *dir = path ? NULL : cli_validation_dir();
@@ -54,6 +69,7 @@ int cli_bench_collectives(const char *path) {
     print_stats("held-out", &h);
     print_stats("4x", &x);
     printf("\n");
+    if (cluster && m.points > 1) print_by_size(c, cluster);
     total_add(&model, &m);
     total_add(&held, &h);
     total_add(&extra, &x);

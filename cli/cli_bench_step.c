@@ -12,10 +12,7 @@
 #include "session/ses_session.h"
 #include "sim/sim.h"
 
-/* The process's peak resident memory in bytes (Linux /proc/self/status VmHWM), after
- * resetting it with /proc/self/clear_refs (proc(5): writing 5 resets the peak RSS) when
- * @reset; -1 where /proc does not tell. */
-static double peak_rss(gboolean reset) {
+double cli_peak_rss(gboolean reset) {
   if (reset) {
     FILE *f = fopen("/proc/self/clear_refs", "w");
     if (f) {
@@ -41,7 +38,7 @@ static double run_one(const char *model, const char *cluster, const char *strate
                     .options = {.step_collectives = TRUE, .no_symmetry = expanded}};
   SesSession *session = ses_session_new_from_specs(&specs, error);
   if (!session) return -1;
-  peak_rss(TRUE);
+  cli_peak_rss(TRUE);
   gint64 a = g_get_monotonic_time();
   SimRun *run = ses_session_simulate(session, error);
   gint64 b = g_get_monotonic_time();
@@ -49,7 +46,7 @@ static double run_one(const char *model, const char *cluster, const char *strate
     ses_session_free(session);
     return -1;
   }
-  double peak = peak_rss(FALSE);
+  double peak = cli_peak_rss(FALSE);
   const SimPrediction *pr = sim_run_prediction(run);
   double iteration = pr->iteration_time_s;
   printf("bench: step   %s %s: %-8s %9" G_GUINT64_FORMAT " tasks, %2d GPUs simulated: %.3f s "

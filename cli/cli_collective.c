@@ -54,8 +54,14 @@ static void print_bytes(double b) {
   else printf("%.0f B", b);
 }
 
+/* The network plugin's reported latency when it entered NCCL's choice (a covered collective
+ * across hosts on a cluster that sets one), else 0. */
+static double plugin_latency(const CmCollectiveEstimate *e, const DevCluster *cluster) {
+  return e->shape.hosts > 1 && cm_nccl_covers(e->kind) ? cluster->net_latency : 0.0;
+}
+
 static void print_text(const CmCollectiveEstimate *e, const char *cluster_spec,
-                       const char *calibration) {
+                       const char *calibration, double net_latency) {
   const char *links[DEV_LINK_COUNT] = {"intra-host", "inter-host"};
   printf("stratsim collective: %s of ", cm_collective_name(e->kind));
   print_bytes(e->bytes);
@@ -77,6 +83,9 @@ static void print_text(const CmCollectiveEstimate *e, const char *cluster_spec,
     printf(";");
   }
   printf("\n");
+  if (net_latency > 0)
+    printf("  network      the NIC plugin reports %.4g us a network step: NCCL's tuner counts it in "
+           "its pick, the time does not\n", net_latency * 1e6);
   for (int i = 0; e->nphases > 1 && i < e->nphases; i++) {
     const CmCollectivePhase *ph = &e->phases[i];
     printf("  phase %d      %s (%s) over %d ranks, %s, ", i + 1, cm_collective_name(ph->kind),
@@ -96,7 +105,7 @@ static void print_text(const CmCollectiveEstimate *e, const char *cluster_spec,
 }
 
 static char *estimate_json(const CmCollectiveEstimate *e, const char *cluster_spec,
-                           const char *calibration) {
+                           const char *calibration, double net_latency) {
   const char *links[DEV_LINK_COUNT] = {"intra", "inter"};
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "kind", cm_collective_name(e->kind));
@@ -117,6 +126,7 @@ static char *estimate_json(const CmCollectiveEstimate *e, const char *cluster_sp
   cJSON_AddNumberToObject(j, "busbw_GBps", e->busbw / 1e9);
   if (calibration) cJSON_AddStringToObject(j, "calibration", calibration);
   else cJSON_AddNullToObject(j, "calibration");
+  if (net_latency > 0) cJSON_AddNumberToObject(j, "nccl_net_latency_s", net_latency);
   cJSON *steps = cJSON_AddObjectToObject(j, "steps");
   for (int l = 0; l < DEV_LINK_COUNT; l++) cJSON_AddNumberToObject(steps, links[l], e->steps[l]);
   cJSON *phases = cJSON_AddArrayToObject(j, "phases");
@@ -209,10 +219,10 @@ int cli_collective(int argc, char **argv) {
   for (int i = 0; i < ranks; i++) devices[i] = i;
   CmCollectiveEstimate e = cm_collective_estimate(cluster, kind, devices, ranks, bytes, calibration);
   if (json) {
-    g_autofree char *text = estimate_json(&e, cluster_spec, calibration_name);
+    g_autofree char *text = estimate_json(&e, cluster_spec, calibration_name, plugin_latency(&e, cluster));
     printf("%s\n", text);
   } else {
-    print_text(&e, cluster_spec, calibration_name);
+    print_text(&e, cluster_spec, calibration_name, plugin_latency(&e, cluster));
   }
 out:
   g_free(devices);

@@ -119,11 +119,11 @@ char *cm_curve_cluster_spec(const CmCurve *curve) {
   static const struct {
     const char *needle;
     const char *spec;
-  } map[] = {/* Google Cloud A3 Mega: 8 H100 on NVSwitch, 1,600 Gb/s of GPU-to-GPU networking over
-              * 8 NICs (cloud.google.com/compute/docs/gpus/gpu-network-bandwidth): 200 Gb/s
-              * each. Its GPUDirect-TCPXO latency is not described (the preset's is NCCL's NET
-              * hwLat). */
-             {"A3 Mega", "dgx-h100:inter_bw_Gbps=200"},
+  } map[] = {/* The networks the multi-host curves ran on have presets of their own: Google
+              * Cloud A3 Mega (GPUDirect-TCPXO, 8 x 200 Gb/s) and AWS p6-b200 (EFAv4,
+              * 8 x 400 Gb/s; the same author's "P6-B200 1-node vs 4-node" table, network/README.md
+              * of stas00/ml-engineering, places the 4 x 8 B200 sweep there). */
+             {"A3 Mega", "gcp-a3-mega"}, {"p6-b200", "aws-p6-b200"}, {"4 nodes x 8 B200", "aws-p6-b200"},
              {"A100", "dgx-a100"}, {"H200", "dgx-h200"}, {"H100", "dgx-h100"}, {"B200", "dgx-b200"}};
   for (gsize i = 0; i < G_N_ELEMENTS(map); i++) {
     if (!strstr(curve->system, map[i].needle)) continue;
@@ -152,16 +152,28 @@ static void stats_finish(CmErrorStats *s) {
   else s->mean = s->max = NAN;
 }
 
-void cm_check_model(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
-                    CmErrorStats *out) {
-  memset(out, 0, sizeof *out);
+void cm_check_model_errors(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                           double *errors) {
   g_autofree int *devices = curve_devices(curve, cluster);
   for (guint i = 0; i < curve->bytes->len; i++) {
-    double bytes = g_array_index(curve->bytes, double, i);
+    double bytes = g_array_index(curve->bytes, double, i), measured = g_array_index(curve->time_s, double, i);
+    errors[i] = NAN;
     if (bytes < min_bytes) continue;
     CmCollectiveEstimate e = cm_collective_estimate(cluster, curve->kind, devices, curve->ranks, bytes, NULL);
     double t = curve->algorithm >= 0 ? e.candidates[curve->algorithm] : e.time_s;
-    if (!isnan(t)) stats_add(out, t, g_array_index(curve->time_s, double, i));
+    errors[i] = (t - measured) / measured;
+  }
+}
+
+void cm_check_model(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                    CmErrorStats *out) {
+  memset(out, 0, sizeof *out);
+  g_autofree double *errors = g_new(double, curve->bytes->len);
+  cm_check_model_errors(curve, cluster, min_bytes, errors);
+  for (guint i = 0; i < curve->bytes->len; i++) {
+    if (isnan(errors[i])) continue;
+    double measured = g_array_index(curve->time_s, double, i);
+    stats_add(out, measured * (1 + errors[i]), measured);
   }
   stats_finish(out);
 }

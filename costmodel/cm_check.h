@@ -51,6 +51,12 @@ typedef struct {
 void cm_check_model(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
                     CmErrorStats *out);
 
+/* The model's signed relative error (predicted - measured) / measured at each size of @curve
+ * into @errors (curve->bytes->len entries): NAN below @min_bytes or where the model has no
+ * time for the curve's algorithm. */
+void cm_check_model_errors(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                           double *errors);
+
 /* Held-out error of a calibration fitted to every other size >= @min_bytes (FALSE when the
  * curve has fewer than four such sizes). With @cluster (nullable) the prediction is
  * cm_collective_estimate's, as `stratsim collective --calibration` gives it; without, the

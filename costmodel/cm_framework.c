@@ -120,6 +120,13 @@
 #define HOST_MEGATRON_FORWARD_S (347.0e-6 / 13)
 #define HOST_MEGATRON_BACKWARD_S (378.7e-6 / 40)
 #define LAUNCH_QUEUE 1024
+/* A synchronization inside the step, from the GPU finishing what it waits for to the host's
+ * next launch: launch.csv's launch-sync-roundtrip, the host time of a kernel launch followed by
+ * cudaStreamSynchronize, 10.04 us (the launch alone 4.32 us), measured on one H100 SXM in a VM
+ * with 16 vCPUs of an Intel Xeon (tests/data/gpu/h100-sxm-2026-11-24). A .item() also copies
+ * its scalar to the host: 5-7 us per small cudaMemcpyAsync call measured by Wu et al. 2026
+ * (DualPath, arXiv 2602.21548, section 5.2), mostly issued before the GPU finishes; not added. */
+#define HOST_SYNC_ROUNDTRIP_S 10.04e-6
 
 /* Kernel counts per op kind; a kind not listed (added to the IR later) launches one kernel
  * forward and two backward (cm_framework_kernels). */
@@ -139,13 +146,13 @@
    [CM_TRAFFIC_LOSS] = {1, 1, 0, 9, 3}}
 static const CmFramework frameworks[] = {
   {MDL_FRAMEWORK_MEGATRON_LM, HOST_MEGATRON_FORWARD_S,
-   HOST_MEGATRON_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(4, 3, 5, 4, 6),
+   HOST_MEGATRON_BACKWARD_S, LAUNCH_QUEUE, TRUE, MEGATRON_KERNELS(4, 3, 5, 4, 6),
    MEGATRON_CLASS_KERNELS, MEGATRON_TRAFFIC},
   {MDL_FRAMEWORK_MEGATRON_DEEPSPEED, HOST_MEGATRON_FORWARD_S,
-   HOST_MEGATRON_BACKWARD_S, LAUNCH_QUEUE, MEGATRON_KERNELS(5, 4, 5, 4, 6), MEGATRON_CLASS_KERNELS,
+   HOST_MEGATRON_BACKWARD_S, LAUNCH_QUEUE, TRUE, MEGATRON_KERNELS(5, 4, 5, 4, 6), MEGATRON_CLASS_KERNELS,
    MEGATRON_TRAFFIC},
   {MDL_FRAMEWORK_PYTORCH_EAGER, HOST_FORWARD_S,
-   HOST_BACKWARD_S, LAUNCH_QUEUE,
+   HOST_BACKWARD_S, LAUNCH_QUEUE, FALSE,
    {[MDL_OP_MATMUL] = {1, 5, 4}, [MDL_OP_BATCH_MATMUL] = {2, 3, 0}, CNN_KERNELS,
     [MDL_OP_ELEMENTWISE] = {2, 2, 0}, [MDL_OP_LAYERNORM] = {1, 4, 3},
     [MDL_OP_SOFTMAX] = {3, 3, 0}, [MDL_OP_EMBEDDING] = {1, 3, 3}, [MDL_OP_LOSS] = {2, 2, 0}},
@@ -153,7 +160,7 @@ static const CmFramework frameworks[] = {
    {[CM_TRAFFIC_LAYERNORM] = {2, 5, 0, 0, 0}, [CM_TRAFFIC_SOFTMAX] = {6, 7, 1, 0, 0},
     [CM_TRAFFIC_DROPOUT_ADD] = {5, 5, 1, 0, 0}, [CM_TRAFFIC_ACTIVATION] = {2, 3, 0, 0, 0},
     [CM_TRAFFIC_LOSS] = {1, 1, 0, 3, 5}}},
-  {MDL_FRAMEWORK_CUDA_GRAPHS, 0, 0, LAUNCH_QUEUE, MEGATRON_KERNELS(4, 3, 5, 4, 6),
+  {MDL_FRAMEWORK_CUDA_GRAPHS, 0, 0, LAUNCH_QUEUE, TRUE, MEGATRON_KERNELS(4, 3, 5, 4, 6),
    MEGATRON_CLASS_KERNELS, MEGATRON_TRAFFIC},
 };
 
@@ -214,6 +221,39 @@ gboolean cm_framework_traffic(const CmFramework *f, const MdlOp *op, double in_e
   *forward = n * (t->forward * elem_bytes + t->forward_fp32 * 4.0 + t->mask);
   *backward = n * (t->backward * elem_bytes + t->backward_fp32 * 4.0 + t->mask);
   return TRUE;
+}
+
+/* The optimizer step's host synchronizations (cm_framework.h). Megatron-LM's train_step ->
+ * optimizer.step() (megatron/optimizer/optimizer.py, MixedPrecisionOptimizer.step; the same in
+ * megatron/core/optimizer/optimizer.py):
+ *  - fp16 only (a grad scaler: --fp16 or --loss-scale): _unscale_main_grads_and_check_for_nan
+ *    runs torch._amp_foreach_non_finite_check_and_unscale_, all-reduces found_inf (MAX) over
+ *    the model-parallel group and reads found_inf.item() before anything else is launched.
+ *    The kernels before it: the cast of the fp16 grads into fp32 main grads (2 read, 4
+ *    written) and the unscale (8): 14 bytes per parameter (cm_adam_bytes_per_param's fp16
+ *    terms, cm_compute.c). PyTorch's GradScaler does the same (scaler.step reads
+ *    found_inf.item() before optimizer.step): pytorch-eager has it too.
+ *  - clip_grad_norm_fp32 (megatron/optimizer/clip_grads.py, --clip-grad 1.0 by default):
+ *    multi_tensor_l2norm over the fp32 grads (4 bytes), an all-reduce of the norm over the
+ *    model-parallel group, then total_norm.item() before the clip and FusedAdam are launched.
+ *    DeepSpeed reads its global norm the same way (megatron-deepspeed: deepspeed/runtime/zero/
+ *    stage_1_and_2.py get_grad_norm_direct all-reduces total_norm_cuda, then
+ *    total_norm_cuda[0].item()); CUDA-graph
+ *    runs replay the forward and backward only, the optimizer stays eager (cuda-graphs). Plain
+ *    PyTorch's torch.nn.utils.clip_grad_norm_ computes the clip coefficient on the device (no
+ *    .item()): pytorch-eager has no norm sync. */
+int cm_framework_step_syncs(const CmFramework *f, DevDtype dtype, double *bytes_before) {
+  g_return_val_if_fail(bytes_before, 0);
+  int n = 0;
+  if (!f) return 0;
+  if (dtype == DEV_DTYPE_FP16) bytes_before[n++] = (2 + 4) + 8;
+  if (f->grad_norm_sync) bytes_before[n++] = 4;
+  return n;
+}
+
+double cm_framework_sync_s(const CmFramework *f) {
+  g_return_val_if_fail(f, 0);
+  return HOST_SYNC_ROUNDTRIP_S;
 }
 
 /* Megatron-LM, megatron/arguments.py (NVIDIA/Megatron-LM, 2022 and since: megatron/training/

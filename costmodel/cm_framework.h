@@ -45,6 +45,8 @@ typedef struct {
   double forward_launch_s;   /* host time per forward kernel */
   double backward_launch_s;  /* host time per backward kernel (autograd engine) */
   int queue_depth;           /* kernels the host may enqueue ahead of the GPU */
+  gboolean grad_norm_sync;   /* the optimizer step reads the gradient norm on the host (a
+                                .item(): Megatron's clip_grad_norm_fp32) */
   CmOpKernels kernels[MDL_OP_KIND_COUNT];
   CmOpKernels class_kernels[CM_TRAFFIC_COUNT]; /* a memory-bound class's own counts, where
                                                   listed (else its op kind's) */
@@ -77,6 +79,19 @@ double cm_framework_host_time(const CmFramework *framework, const MdlOp *op, CmH
 gboolean cm_framework_traffic(const CmFramework *framework, const MdlOp *op, double in_elems,
                               double out_elems, double elem_bytes, double *forward,
                               double *backward);
+
+/* The host synchronizations inside @framework's optimizer step for a model of @dtype, in
+ * order (at most CM_MAX_STEP_SYNCS): for each, the HBM bytes per parameter the step's kernels
+ * move before it (since the previous one) are stored in @bytes_before; the step's remaining
+ * bytes (of cm_adam_bytes_per_param) run after the last. At each, a scalar the GPU computed
+ * (fp16: the found-inf flag; then the gradient norm) is all-reduced over the model-parallel
+ * ranks and copied to the host, which waits for it before it launches the step's next kernels.
+ * Returns their count: 0 for a NULL @framework. Sources: cm_framework.c. */
+#define CM_MAX_STEP_SYNCS 2
+int cm_framework_step_syncs(const CmFramework *framework, DevDtype dtype, double *bytes_before);
+/* Host seconds from the GPU finishing the work a synchronization waits for to the host's
+ * next launch (a measured launch + cudaStreamSynchronize round trip). Source: cm_framework.c. */
+double cm_framework_sync_s(const CmFramework *framework);
 
 /* Bytes per parameter of the gradient buffer @framework keeps for weights of @dtype: Megatron-LM
  * (and its CUDA-graph replay) accumulates bf16 models' gradients in an fp32 main_grad buffer,

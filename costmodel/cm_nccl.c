@@ -115,6 +115,7 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   hw->nic_bw_per_gpu = f.nic_bw_per_gpu;
   double oversubscription = cluster->oversubscription >= 1.0 ? cluster->oversubscription : 1.0;
   hw->nic_bw = cluster->link[DEV_LINK_INTER].bandwidth / oversubscription;
+  hw->net_latency_us = cluster->net_latency * 1e6;
 }
 
 gboolean cm_nccl_covers(CmCollective kind) {
@@ -196,11 +197,13 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   double ratio = ring ? (double)ranks / nsteps : (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) ? 5.0 / 6.0 : 0.5;
   double algbw = bus * ratio;
 
-  /* Latency (us). The NIC's own extra latency (graphs[a]->latencyInter) is 0 here: stratsim's
-   * clusters do not describe it. */
+  /* Latency (us). tuning.cc: interLat = hwLat[NET] + graphs[a]->latencyInter, the latency the
+   * network plugin reports (search.cc copies it from the NET node the graph leaves by), and
+   * once more for Simple ("the flush extra latency"). 0 on clusters that do not set it. */
   int intra_hw = hw->nvlink ? HW_NVLINK : HW_PCI;
   double lat = base_lat_us[r][p];
-  double intra_lat = hw_lat_us[intra_hw][r][p], inter_lat = hw_lat_us[HW_NET][r][p];
+  double intra_lat = hw_lat_us[intra_hw][r][p];
+  double inter_lat = hw_lat_us[HW_NET][r][p] + hw->net_latency_us * (p == CM_PROTO_SIMPLE ? 2 : 1);
   if (ring && (kind == CM_BROADCAST || kind == CM_REDUCE)) {
     /* graphs[a]->sameChannels assumed: one hop's latency (NCCL's pipelined ring). */
     lat += hw_lat_us[nodes == 1 ? intra_hw : HW_NET][r][p];
@@ -259,16 +262,18 @@ gboolean cm_nccl_ring_steps(CmCollective kind, const CmGroupShape *shape,
   CmNcclHardware hw;
   cm_nccl_hardware(cluster, &hw);
   double best = INFINITY;
-  CmNcclCost chosen = {0};
   for (int p = 0; p < CM_PROTO_COUNT; p++) {
-    CmNcclCost c;
-    double t = cm_nccl_time(kind, CM_ALGO_RING, (CmProtocol)p, shape, &hw, bytes, &c);
+    double t = cm_nccl_time(kind, CM_ALGO_RING, (CmProtocol)p, shape, &hw, bytes, NULL);
     if (isnan(t) || !(t < best)) continue;
     best = t;
-    chosen = c;
     out->protocol = (CmProtocol)p;
   }
   if (isinf(best)) return FALSE;
+  /* The steps take what the kernels take: the plugin's latency steers the choice only
+   * (cm_nccl_exec_time). */
+  CmNcclCost chosen = {0};
+  hw.net_latency_us = 0.0;
+  cm_nccl_time(kind, CM_ALGO_RING, out->protocol, shape, &hw, bytes, &chosen);
   int r = row_of(CM_ALGO_RING), intra_hw = hw.nvlink ? HW_NVLINK : HW_PCI;
   out->base_latency_s = base_lat_us[r][out->protocol] * 1e-6;
   out->step_latency_s[DEV_LINK_INTRA] = hw_lat_us[intra_hw][r][out->protocol] * 1e-6;

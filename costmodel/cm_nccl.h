@@ -9,8 +9,9 @@
  * correction factors and the ring plateau factor), and src/graph/topo.h (per-link NVLink
  * bandwidth NCCL assumes: SM70/SM80 20.0, SM90 20.6, SM100 40.1 GB/s; PCI_BW 12.0 for PCIe
  * Gen3 x16). Where NCCL reads something from the machine that a stratsim cluster does not
- * say (the topology search's channel count, the CPU vendor, the NIC's extra latency), the
- * choice made is written next to it in cm_nccl.c.
+ * say (the topology search's channel count, the CPU vendor), the choice made is written next
+ * to it in cm_nccl.c. The NIC's extra latency (latencyInter) is the cluster's net_latency: what
+ * the network plugin reports (aws-ofi-nccl on EFA instances; 0 for NCCL's InfiniBand).
  *
  * Sizes follow cm_collective.h (nccl-tests' size column), times in seconds, bandwidths in
  * bytes/s. Pure functions: no globals. */
@@ -39,6 +40,8 @@ typedef struct {
   double intra_channel_bw; /* bytes/s of one channel on them (one NVLink's NCCL figure) */
   double nic_bw;         /* bytes/s of one NIC (after the fabric's oversubscription) */
   double nic_bw_per_gpu; /* a GPU's share of its host's NICs (cm_link_figures) */
+  double net_latency_us; /* the network plugin's reported latency, NCCL's latencyInter (us;
+                            DevCluster.net_latency) */
 } CmNcclHardware;
 
 void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw);
@@ -72,12 +75,13 @@ double cm_nccl_tune(CmCollective kind, const CmGroupShape *shape, const CmNcclHa
                     double bytes, CmAlgorithm *algorithm, CmProtocol *protocol, CmNcclCost *cost);
 
 /* What NCCL's kernels take for (@algorithm, @protocol), chosen by the tuner's formula above:
- * cm_nccl_time plus the fill of the kernel's step pipeline where it has one beyond the tuner's
+ * cm_nccl_time without the network plugin's latency (@hw->net_latency_us: a tuning input,
+ * cm_nccl_exec.c) plus the fill of the kernel's step pipeline where it has one beyond the tuner's
  * latency (cm_nccl_exec.c says which, with NCCL's source for every constant): a pipeline of
  * `stages` stages over K chunk steps takes K + stages - 1 step times. NAN where cm_nccl_time
  * is. Fills @exec when given. */
 typedef struct {
-  double tuner_s;     /* cm_nccl_time */
+  double tuner_s;     /* cm_nccl_time, net_latency_us left out */
   double fill_s;      /* (stages - 1) step times; 0 where not modelled */
   int stages;         /* pipeline stages (1: no fill) */
   int concurrent_ops; /* chunks in flight per step (channels x heads) */

@@ -1,7 +1,8 @@
 /* devices/cluster — a cluster from JSON in the preset format (devices/presets/NAME.json):
  *   {"name", "description", "device": KIND or {inline device}, "nodes", "gpus_per_node",
  *    "intra": {"kind", "bandwidth_GBps", "latency_us", "source"},
- *    "inter": {"kind", "bandwidth_Gbps", "nics_per_node", "latency_us", "source"},
+ *    "inter": {"kind", "bandwidth_Gbps", "nics_per_node", "latency_us", "source",
+ *              optional "oversubscription", optional "nccl_latency_us"},
  *    "sources": {...}}
  * Units are converted to SI on the way in (GB/s x1e9, Gb/s x1e9/8, us x1e-6); every figure is
  * range-checked, so a DevCluster that exists is valid: counts >= 1, bandwidths > 0 and finite,
@@ -75,6 +76,20 @@ static gboolean read_oversubscription(const cJSON *root, const char *where, doub
   return dev_check_oversubscription(what, v, out, error);
 }
 
+/* Optional "inter.nccl_latency_us": the NCCL network plugin's reported latency; 0 when
+ * absent. */
+static gboolean read_net_latency(const cJSON *root, const char *where, double *out, GError **error) {
+  const cJSON *inter = cJSON_GetObjectItemCaseSensitive(root, "inter");
+  *out = 0.0;
+  if (!cJSON_GetObjectItemCaseSensitive(inter, "nccl_latency_us")) return TRUE;
+  double v;
+  if (!dev_json_number(inter, "inter", "nccl_latency_us", where, &v, error)) return FALSE;
+  g_autofree char *what = g_strdup_printf("%s: field 'inter.nccl_latency_us'", where);
+  if (!dev_check_latency(what, v, v * DEV_US_TO_S, error)) return FALSE;
+  *out = v * DEV_US_TO_S;
+  return TRUE;
+}
+
 DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GError **error) {
   g_return_val_if_fail(json_text != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -103,6 +118,7 @@ DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GEr
       !read_count(cJSON_GetObjectItemCaseSensitive(root, "inter"), "inter", "nics_per_node", where,
                   &c->nics_per_node, error) ||
       !read_oversubscription(root, where, &c->oversubscription, error) ||
+      !read_net_latency(root, where, &c->net_latency, error) ||
       !dev_check_devices(where, c->nodes, c->gpus_per_node, error))
     goto err;
   cJSON_Delete(root);

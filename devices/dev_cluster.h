@@ -71,13 +71,19 @@ typedef struct {
   double oversubscription; /* inter-host fabric: host bandwidth / bisection share (>= 1; 1 =
                               non-blocking fat tree). Applied to NIC transfers in the
                               step-expanded collective mode. */
+  double net_latency;      /* seconds: the extra latency per inter-host hop the NCCL network
+                              plugin reports (ncclNetProperties.latency, which NCCL's topology
+                              search copies into each graph's latencyInter, src/graph/search.cc,
+                              and its tuner adds to every network step, src/graph/tuning.cc);
+                              0 where the plugin reports none (NCCL's own InfiniBand and socket
+                              transports: "props->latency = 0; // Not set") */
   DevLink link[DEV_LINK_COUNT];
 } DevCluster;
 
 /* Parses a cluster spec: `PRESET[:key=value,...]` or a path to a cluster JSON file
  * (anything containing '/' or ending in ".json"). Override keys: nodes, gpus_per_node,
  * nics_per_node, device, intra_bw_GBps, intra_latency_us, inter_bw_Gbps, inter_latency_us,
- * oversubscription.
+ * oversubscription, inter_nccl_latency_us.
  * A path may take overrides too: `dir/file.json:nodes=2`. A cluster read from a file is
  * named by its path. Returns a new cluster (free with dev_cluster_free) or NULL with @error
  * set: DEV_ERROR_UNKNOWN_PRESET (the message lists the presets), DEV_ERROR_UNKNOWN_DEVICE,

@@ -3,7 +3,8 @@
  *   {"name", "description", "nodes", "gpus_per_node", "nics_per_node", "num_devices",
  *    "device": {"name", "description", "peak_flops": {"fp32", "tf32", "fp16", "bf16"},
  *               "vector_flops", "memory_bytes", "hbm_bandwidth_Bps"},
- *    "intra": {"kind", "bandwidth_Bps", "latency_s"}, "inter": {...}}
+ *    "intra": {"kind", "bandwidth_Bps", "latency_s"}, "inter": {..., "nccl_latency_s" where
+ *    the cluster sets one}}
  * It records what a run used; it is not the preset input format. */
 #include "devices/dev_cluster-int.h"
 
@@ -41,7 +42,10 @@ char *dev_cluster_to_json(const DevCluster *cluster) {
   cJSON_AddNumberToObject(root, "num_devices", dev_cluster_num_devices(cluster));
   cJSON_AddItemToObject(root, "device", kind_to_json(&cluster->device));
   cJSON_AddItemToObject(root, "intra", link_to_json(&cluster->link[DEV_LINK_INTRA]));
-  cJSON_AddItemToObject(root, "inter", link_to_json(&cluster->link[DEV_LINK_INTER]));
+  cJSON *inter = link_to_json(&cluster->link[DEV_LINK_INTER]);
+  /* Only where set, so records of clusters without it keep their bytes. */
+  if (cluster->net_latency > 0) cJSON_AddNumberToObject(inter, "nccl_latency_s", cluster->net_latency);
+  cJSON_AddItemToObject(root, "inter", inter);
   char *printed = cJSON_Print(root);
   cJSON_Delete(root);
   g_assert(printed != NULL); /* cJSON fails only when out of memory */

@@ -13,7 +13,8 @@ typedef enum {
   OVERRIDE_DEVICE,
   OVERRIDE_BANDWIDTH,
   OVERRIDE_LATENCY,
-  OVERRIDE_RATIO
+  OVERRIDE_RATIO,
+  OVERRIDE_NET_LATENCY
 } OverrideType;
 
 typedef struct {
@@ -33,6 +34,7 @@ static const Override overrides[] = {
     {"inter_bw_Gbps", OVERRIDE_BANDWIDTH, DEV_LINK_INTER, DEV_GBITPS_TO_BPS},
     {"inter_latency_us", OVERRIDE_LATENCY, DEV_LINK_INTER, DEV_US_TO_S},
     {"oversubscription", OVERRIDE_RATIO, DEV_LINK_INTER, 1},
+    {"inter_nccl_latency_us", OVERRIDE_NET_LATENCY, DEV_LINK_INTER, DEV_US_TO_S},
 };
 
 static char *override_keys(void) {
@@ -98,6 +100,10 @@ gboolean dev_cluster_set(DevCluster *cluster, const char *key, const char *value
     return TRUE;
   case OVERRIDE_RATIO:
     return dev_check_oversubscription(what, raw, &cluster->oversubscription, error);
+  case OVERRIDE_NET_LATENCY:
+    if (!dev_check_latency(what, raw, raw * o->scale, error)) return FALSE;
+    cluster->net_latency = raw * o->scale;
+    return TRUE;
   default:
     g_return_val_if_reached(FALSE);
   }

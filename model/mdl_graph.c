@@ -25,6 +25,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 G_DEFINE_QUARK(mdl-error-quark, mdl_error)
@@ -212,6 +213,13 @@ double mdl_tensor_elements(const MdlGraph *graph, int t) {
   double n = 1.0;
   for (int i = 0; i < tensor->ndims; i++) n *= (double)tensor->shape[i];
   return n;
+}
+
+int mdl_op_layer(const char *name) {
+  if (!name || !g_str_has_prefix(name, "layer")) return -1;
+  char *end = NULL;
+  long n = strtol(name + 5, &end, 10);
+  return end != name + 5 && *end == '.' && n >= 0 && n < G_MAXINT ? (int)n : -1;
 }
 
 double mdl_graph_num_params(const MdlGraph *graph) {

@@ -157,6 +157,10 @@ static inline MdlTensor *mdl_graph_tensor(const MdlGraph *g, int i) { return &g_
 static inline int mdl_graph_num_ops(const MdlGraph *g) { return (int)g->ops->len; }
 static inline int mdl_graph_num_tensors(const MdlGraph *g) { return (int)g->tensors->len; }
 
+/* The transformer layer an op belongs to by its name, "layerN.<name>" (the zoo's GPT and llama
+ * builders name their ops so): N, or -1 for any other name. */
+int mdl_op_layer(const char *name);
+
 /* Finds an op dim by name; -1 if absent. */
 int mdl_op_find_dim(const MdlOp *op, const char *name);
 /* Index of the op's SAMPLE dim, -1 if none. */

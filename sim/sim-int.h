@@ -48,7 +48,8 @@ struct SimTaskGraph {
    * stream is not materialized; per compute task its launch's duration (host_duration, NULL
    * without a host stream) and the launch queue's edges as (q, c) pairs, q -> h(c)
    * (host_queue). host_base is then UINT32_MAX and the graph has num_compute fewer tasks than
-   * the full one; its program-order edges are left out too (chain_prev has them). */
+   * the full one; its program-order edges are left out too (chain_prev has them), and so are
+   * data edges that repeat them (from a compute task's chain predecessor: sb_data_edge). */
   SimTime *host_duration;
   GArray *host_queue;
 };
@@ -85,13 +86,20 @@ SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *str
 
 /* Building a graph (sim_build*.c, sim_network.c, sim_crossmesh*.c, white-box tests). */
 SimTaskGraph *sim_task_graph_new(int num_devices);
-/* Adds a task on @nres resources (copied); returns its id. */
+/* Adds a task on @nres resources (copied); returns its id. A task on none (@nres 0) is a pure
+ * delay: it waits for its dependencies, lasts its duration and holds nothing (the host's
+ * waits inside the optimizer step, sim_build_host.c). */
 uint32_t sim_task_graph_add(SimTaskGraph *graph, const SimTask *task, const uint32_t *resources,
                             int nres);
 static inline void sim_task_graph_edge(SimTaskGraph *g, uint32_t from, uint32_t to) {
   uint32_t pair[2] = {from, to};
   g_array_append_vals(g->edges, pair, 2);
 }
+/* Asks the kernel to back the 2 MiB-aligned part of [@data, @data + @bytes) with huge pages
+ * (Linux madvise MADV_HUGEPAGE; nothing elsewhere): a graph's arrays of millions of tasks then
+ * fault in 512 times fewer pages, and the engine's scattered reads miss the TLB less. A hint
+ * only: the contents and the results are the same either way. */
+void sim_huge_pages(void *data, gsize bytes);
 /* Builds the successor lists (CSR) and in-degrees from the edges; drops the edge list. */
 void sim_task_graph_finish(SimTaskGraph *graph);
 static inline SimTask *sim_task_graph_task(const SimTaskGraph *g, uint32_t i) {
@@ -147,6 +155,17 @@ gboolean sim_merge_predict(const SimTaskGraph *graph, SimTime *makespan, SimBrea
  * stream. Caller frees the array (sim_host.c). */
 SimTime *sim_host_wait_intervals(const SimTaskGraph *graph, const SimSchedule *schedule,
                                  guint **offsets_out);
+/* Per compute task of @graph (num_compute entries), how long its stream sat idle right before
+ * it waiting for its launch (the intervals of sim_host_wait_intervals, by the task they end
+ * at; communication running meanwhile not subtracted). Zeros without a host stream. Caller
+ * frees (sim_host.c). */
+SimTime *sim_host_task_waits(const SimTaskGraph *graph, const SimSchedule *schedule);
+/* @iv/@off (sim_host_wait_intervals' layout, for @graph's compute tasks) with the host waits
+ * inside each device's optimizer step added after its own: the intervals in which its compute
+ * stream sat idle while the host, back from a synchronization (sb_add_optimizer_step), had not
+ * yet launched the step's next kernels. Same layout; caller frees both (sim_host.c). */
+SimTime *sim_host_with_step_waits(const SimTaskGraph *graph, const SimSchedule *schedule,
+                                  const SimTime *iv, const guint *off, guint **offsets_out);
 
 /* `explain`'s components (sim_explain_components.c): the breakdown with compute per layer and
  * the communication hidden under compute, as a JSON object (caller owns) and as text. */

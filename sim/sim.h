@@ -105,7 +105,8 @@ typedef struct {
   int nres;
   int device;              /* the device of its first stream resource (a collective's first
                               member; a host launch's device), -1 for a task on link resources
-                              only (a transfer) */
+                              only (a transfer) or on none (the host's waits inside the
+                              optimizer step) */
   SimTime start, end;      /* read from a run (sim_run_task, SimTimeline): when it ran;
                               from a bare graph: 0 */
 } SimTaskInfo;
@@ -206,6 +207,9 @@ typedef struct {
    * same prediction bit for bit). Where it was (SimPrediction.merged_tasks > 0) the run has no
    * schedule: sim_run_schedule is NULL, the timeline is empty and sim_run_task refuses. */
   gboolean prediction_only;
+  /* Testing: build every microbatch's resharding in full instead of replaying the first
+   * one's (sim_build_replay.c); the graph is the same either way, byte for byte. */
+  gboolean build_each_microbatch;
   struct SimProgress *progress; /* nullable, borrowed: the run's phases are reported there
                                    (sim/sim_progress.h); nothing computed depends on it */
 } SimOptions;

@@ -6,6 +6,7 @@
 #ifndef STRATSIM_SIM_BUILD_INT_H
 #define STRATSIM_SIM_BUILD_INT_H
 
+#include "sim/sim-int.h"
 #include "sim/sim.h"
 #include "sim/sim_crossmesh.h"
 #include "sim/sim_network.h"
@@ -88,6 +89,7 @@ typedef struct {
                                no program-order edges (chain_prev stands for them) */
   SbCostMemo memo[4];       /* the last collectives' costs (sb_add_comm_task), round robin */
   int memo_next;
+  gboolean no_replay;       /* SimOptions.build_each_microbatch (sim_build_replay.c) */
 } Builder;
 
 /* Delta simulation (sim_delta.c) sees the build as the compute tasks (ids 0..n-1: per phase,
@@ -114,6 +116,32 @@ typedef enum {
 typedef struct {
   uint32_t task, res, edge, span; /* edge and span count uint32_t entries (pairs: 2 each) */
 } SbMark;
+
+/* One microbatch's conversion recorded to be replayed for the next ones (sim_build_replay.c):
+ * its marks, its input at the @nin mesh indices @in (the representatives of the source mesh:
+ * the task each waits for; every other entry of an input is NO_TASK, the caller's guarantee)
+ * with, per entry, the first entry equal to it, its edges, and its output at the @nout mesh
+ * indices @out (the only entries of an output the caller reads), encoded against its own
+ * tasks and its input. */
+typedef struct {
+  gboolean off, recorded;
+  SbMark begin, end;
+  const int *in, *out;     /* borrowed */
+  int nin, nout;
+  uint32_t *input, *first, *output; /* per entry of @in, of @in, of @out */
+  GArray *edges;
+} SbReplay;
+void sb_replay_init(SbReplay *r, const Builder *b, const int *in, int nin, const int *out,
+                    int nout);
+void sb_replay_clear(SbReplay *r);
+/* Emits microbatch @mb's conversion of @input (per source mesh index) as a copy of the recorded
+ * one and fills @output's entries at the indices @out; FALSE (nothing emitted) where there is no recording or
+ * @input does not repeat its pattern: the caller builds it, then records it. */
+gboolean sb_replay(Builder *b, const SbReplay *r, const uint32_t *input, int mb,
+                   uint32_t *output);
+/* Records the conversion just built from @begin (sb_mark before it) for microbatch @mb. */
+void sb_replay_record(Builder *b, SbReplay *r, SbMark begin, const uint32_t *input, int mb,
+                      const uint32_t *output);
 
 /* Segments of @pass (0 where it does not apply); whether a pass is per tensor. */
 int sb_pass_segments(const Builder *b, SbPass pass);
@@ -145,6 +173,14 @@ void sb_add_host_tasks(Builder *b);
  * every one above 1 fell back); needs the compute tasks built. */
 gboolean sb_host_bound(const Builder *b);
 void sb_build_segments(Builder *b);
+/* The optimizer step on each device d with @local_params[d] > 0 parameters, after its last
+ * compute task (@last_compute): its kernels, and with a host stream the host synchronizations
+ * inside it (cm_framework_step_syncs) cutting them into phases: each phase's end joins every
+ * simulated device's (the scalar's all-reduce over the model-parallel ranks), then a host task
+ * (no resource) waits out the scalar's copy and the next launch (cm_framework_sync_s) before
+ * the next phase. @first[d] and @last[d] get its first and last phase (NO_TASK: none). */
+void sb_add_optimizer_step(Builder *b, const uint32_t *last_compute, const double *local_params,
+                           uint32_t *first, uint32_t *last);
 
 /* A cross-mesh resharding plan for moving tensor t between two (mesh, layout)s. */
 typedef struct {
@@ -178,6 +214,27 @@ static inline uint32_t task_wgt(const Builder *b, int op, int mb, int i) {
 static inline uint32_t task_rec(const Builder *b, int op, int mb, int i) {
   int m = b->s->configs[op].mesh;
   return b->rec_base[op] + (uint32_t)(mb * b->nrep[m] + b->rep_pos[m][i]);
+}
+/* A data dependency into a compute task (a reader waits for what it reads). In a graph for
+ * merging (b->for_merge) one from @to's chain predecessor is left out: it repeats the program
+ * order, which such a graph keeps as chain_prev only (sim_merge.c: the reduced run is the same
+ * without it; most of a transformer's data edges are these, from one op to the next). */
+static inline gboolean sb_repeats_chain(const Builder *b, uint32_t from, uint32_t to) {
+  return b->for_merge && to < b->tg->num_compute && b->chain_prev[to] == from;
+}
+static inline void sb_data_edge(Builder *b, uint32_t from, uint32_t to) {
+  if (!sb_repeats_chain(b, from, to)) sim_task_graph_edge(b->tg, from, to);
+}
+/* Room for @n more edges at the end of the graph's edge list, to be written as (from, to)
+ * pairs at the returned pointer and committed by sb_edges_end with the pointer past the last
+ * one written (one resize for a loop's edges instead of an append each). */
+static inline uint32_t *sb_edges_begin(Builder *b, guint n) {
+  guint len = b->tg->edges->len;
+  g_array_set_size(b->tg->edges, len + 2 * n);
+  return (uint32_t *)b->tg->edges->data + len;
+}
+static inline void sb_edges_end(Builder *b, const uint32_t *end) {
+  g_array_set_size(b->tg->edges, (guint)(end - (const uint32_t *)b->tg->edges->data));
 }
 /* Where a collective that compute task @t waits for is issued: when the compute task two
  * before @t in its device's program ends, so that it runs while the one just before computes

@@ -119,11 +119,13 @@ static void add_compute_tasks(Builder *b) {
   uint32_t *bases[4] = {b->fwd_base, b->bwd_base, b->wgt_base, b->rec_base};
   SimTask t = {0};
   t.tensor = -1;
+  g_autofree SimTime *op_durations = g_new(SimTime, 3 * (gsize)b->nops); /* once per op */
+  for (int o = 0; o < b->nops; o++)
+    sb_op_durations(b, o, &op_durations[3 * o], &op_durations[3 * o + 1], &op_durations[3 * o + 2]);
   for (int phase = 0; phase < 4; phase++) {
     for (int o = 0; o < b->nops; o++) {
       const MdlMesh *mesh = mesh_of(b, o);
-      SimTime durations[3];
-      sb_op_durations(b, o, &durations[0], &durations[1], &durations[2]);
+      const SimTime *durations = &op_durations[3 * o];
       bases[phase][o] = NO_TASK;
       if (phase == 2 && !sb_has_weight_task(b, o)) continue; /* its dW, if any, is in B */
       if (phase == 3 && b->group[o] < 0) continue;
@@ -235,7 +237,7 @@ void sb_recompute_segment(Builder *b, int t) {
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
           uint32_t dep = ready[mb * b->nrep[m] + r];
-          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, task_rec(b, o, mb, i));
+          if (dep != NO_TASK) sb_data_edge(b, dep, task_rec(b, o, mb, i));
         }
     }
   }
@@ -251,10 +253,14 @@ void sb_build_compute(Builder *b) {
   add_compute_tasks(b);
   /* a graph for merging only where merging is likely to hold (sim_build_unfinished) */
   if (b->for_merge && sb_host_bound(b)) b->for_merge = FALSE;
-  b->chain_prev = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
-  b->chain_next = g_new(uint32_t, sim_task_graph_size(b->tg) + 1);
-  for (uint32_t i = 0; i < sim_task_graph_size(b->tg); i++)
-    b->chain_prev[i] = b->chain_next[i] = NO_TASK;
+  gsize bytes = sizeof(uint32_t) * ((gsize)sim_task_graph_size(b->tg) + 1);
+  b->chain_prev = g_malloc(bytes);
+  b->chain_next = g_malloc(bytes);
+  sim_huge_pages(b->chain_prev, bytes);
+  sim_huge_pages(b->chain_next, bytes);
+  G_STATIC_ASSERT(NO_TASK == 0xFFFFFFFFu); /* every byte 0xFF */
+  memset(b->chain_prev, 0xFF, bytes);
+  memset(b->chain_next, 0xFF, bytes);
   b->last_compute = chain_compute(b);
   sb_add_host_tasks(b);
   /* the program order, for chain merging (sim_merge.c) */
@@ -380,6 +386,7 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
     }
   }
   b->step = options->step_collectives;
+  b->no_replay = options->build_each_microbatch;
   sim_crossmesh_options_init(&b->crossmesh);
   b->crossmesh_all = options->crossmesh;
   if (options->crossmesh) {
@@ -446,6 +453,7 @@ gboolean sim_build_estimate(const MdlGraph *graph, const MdlStrategy *strategy,
 static void reserve(GArray *array, guint64 n) {
   if (n > G_MAXUINT / 2) return; /* over the limits: grows as it goes */
   g_array_set_size(array, (guint)n);
+  sim_huge_pages(array->data, (gsize)n * g_array_get_element_size(array));
   g_array_set_size(array, 0);
 }
 

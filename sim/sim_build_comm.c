@@ -391,6 +391,16 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
   if (scatter >= 0) gather_scattered(b, dst_mesh, scatter, bytes, op, t, mb, dst_ready);
 }
 
+/* sb_convert for microbatch @mb: a copy of the one @replay recorded, or built and recorded. */
+static void convert_microbatch(Builder *b, SbReplay *replay, int src_mesh, MdlLayout from,
+                               const uint32_t *src_ready, int dst_mesh, MdlLayout to, int t,
+                               int op, int mb, uint32_t *dst_ready) {
+  if (sb_replay(b, replay, src_ready, mb, dst_ready)) return;
+  SbMark begin = sb_mark(b);
+  sb_convert(b, src_mesh, from, src_ready, dst_mesh, to, t, op, mb, dst_ready);
+  sb_replay_record(b, replay, begin, src_ready, mb, dst_ready);
+}
+
 /* The forward conversion of tensor @t to (@mesh, @layout), built once and shared by every
  * consumer that needs the same layout; @recomputed: of the value its producer's recomputation
  * (R) gives, which a recomputed consumer reads (the forward's resharding collectives run again,
@@ -417,6 +427,8 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   gboolean ahead = !recomputed && mesh == cfg(b, p)->mesh && sb_overlapped_output(b, p);
   int pm = cfg(b, p)->mesh;
   for (int i = 0; i < sn; i++) src[i] = NO_TASK; /* replicas: no task (representatives below) */
+  SbReplay replay;
+  sb_replay_init(&replay, b, b->rep_idx[pm], b->nrep[pm], b->rep_idx[mesh], nrep);
   for (int mb = 0; mb < b->M; mb++) {
     for (int r = 0; r < b->nrep[pm]; r++) {
       int i = b->rep_idx[pm][r];
@@ -424,9 +436,10 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
       if (ahead && b->chain_prev[src[i]] != NO_TASK)
         src[i] = b->chain_prev[src[i]]; /* tp_overlap: the reduce-scatter starts with the GEMM */
     }
-    sb_convert(b, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, dst);
+    convert_microbatch(b, &replay, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, dst);
     for (int r = 0; r < nrep; r++) cv->ready[mb * nrep + r] = dst[b->rep_idx[mesh][r]];
   }
+  sb_replay_clear(&replay);
   g_ptr_array_add(list, cv);
   return cv->ready;
 }
@@ -477,13 +490,17 @@ void sb_forward_segment(Builder *b, int t) {
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = sb_forward_conversion(b, t, o, need, FALSE);
       gboolean ring = sb_overlapped_input(b, o, k);
+      uint32_t *e = sb_edges_begin(b, (guint)b->M * (guint)b->nrep[m]);
       for (int mb = 0; mb < b->M; mb++)
         for (int r = 0; r < b->nrep[m]; r++) {
           int i = b->rep_idx[m][r];
           uint32_t dep = ready[mb * b->nrep[m] + r], use = task_fwd(b, o, mb, i);
           if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          if (dep != NO_TASK) sim_task_graph_edge(b->tg, dep, use);
+          if (dep == NO_TASK || sb_repeats_chain(b, dep, use)) continue;
+          *e++ = dep;
+          *e++ = use;
         }
+      sb_edges_end(b, e);
     }
   }
 }
@@ -568,6 +585,8 @@ void sb_backward_segment(Builder *b, int t) {
       gboolean ahead = cfg(b, p)->mesh == cfg(b, o)->mesh && sb_overlapped_output(b, p);
       int om = cfg(b, o)->mesh, pm = cfg(b, p)->mesh;
       for (int i = 0; i < mesh->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
+      SbReplay replay;
+      sb_replay_init(&replay, b, b->rep_idx[om], b->nrep[om], b->rep_idx[pm], b->nrep[pm]);
       for (int mb = 0; mb < b->M; mb++) {
         for (int r = 0; r < b->nrep[om]; r++) {
           int i = b->rep_idx[om][r];
@@ -575,15 +594,16 @@ void sb_backward_segment(Builder *b, int t) {
           /* Overlapped: the gradients' collective starts with the reader's backward. */
           if (ring && b->chain_prev[src[i]] != NO_TASK) src[i] = b->chain_prev[src[i]];
         }
-        sb_convert(b, om, from, src, pm, need, t, o, mb, dst);
+        convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
         for (int r = 0; r < b->nrep[pm]; r++) {
           int j = b->rep_idx[pm][r];
           if (dst[j] == NO_TASK) continue;
           uint32_t use = task_bwd(b, p, mb, j);
           if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          sim_task_graph_edge(b->tg, dst[j], use);
+          sb_data_edge(b, dst[j], use);
         }
       }
+      sb_replay_clear(&replay);
     }
   }
 }

@@ -17,6 +17,8 @@
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
+#include "costmodel/cm_framework.h"
+
 /* One forward conversion the builder shares among readers: (tensor, mesh, layout). */
 typedef struct {
   int t, mesh;
@@ -249,6 +251,12 @@ gboolean sb_estimate_tasks(Builder *b, SimEstimate *out, GError **error) {
     guint64 optimizer = 0;
     for (int m = 0; m < nm; m++) optimizer += (guint64)b->nrep[m];
     optimizer = MIN(optimizer, (guint64)b->tg->num_devices);
+    /* each synchronization inside the step: a join, and per device a wait and a phase
+     * (sb_add_optimizer_step) */
+    double before[CM_MAX_STEP_SYNCS];
+    guint64 syncs = (guint64)cm_framework_step_syncs(cm_framework_get(b->s->framework),
+                                                     b->s->dtype, before);
+    optimizer += syncs * (2 * optimizer + 1);
     out->compute_tasks = compute;
     guint64 host = b->s->framework == MDL_FRAMEWORK_NONE ? 0 : compute; /* one launch each */
     out->tasks = compute + host + per_microbatch * (guint64)b->M + gradient_sync(&e) + optimizer;

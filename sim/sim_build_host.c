@@ -11,10 +11,14 @@
  *    first position in the program with (kernels launched before c) - (kernels of tasks up to
  *    q) + k <= queue_depth. Only edges where q advances are added (later ones are implied by
  *    the host chain).
- * Iteration boundaries are synchronization points (the loss's .item(), the optimizer's
- * grad-norm .item() in Megatron): the simulated iteration starts with host and GPU idle at 0.
- * Collective launches (NCCL kernels) and the optimizer's few multi-tensor launches are not
- * charged to the host.
+ * Iteration boundaries are synchronization points: the simulated iteration starts with host and
+ * GPU idle at 0. In Megatron-LM the first microbatch's get_batch -> tensor_parallel.broadcast_data
+ * reads the broadcast sizes back with sizes_cuda.cpu() (megatron/core/tensor_parallel/data.py
+ * _build_key_size_numel_dictionaries), which waits for the previous step's kernels; the loss is
+ * read (.item()) only every --log-interval iterations (training.py training_log). The optimizer
+ * step's own synchronizations are sb_add_optimizer_step's (below). Collective launches (NCCL
+ * kernels) and the optimizer's later multi-tensor launches are not charged to the host, nor
+ * are the later microbatches' get_batch synchronizations on the first and last stages.
  * Host tasks take ids right after the compute tasks (graph->host_base + c) and depend only on
  * the compute tasks' program and op kinds, never on splits: delta simulation copies them with
  * the compute block (sim_build-int.h), and under symmetry they exist for representatives only,
@@ -145,5 +149,72 @@ void sb_add_host_tasks(Builder *b) {
       prog[len - 1 - i] = x;
     }
     add_queue_edges(b, f, prog, len, kernels);
+  }
+}
+
+/* The optimizer step and the host synchronizations inside it (sim_build-int.h). The step's
+ * GPU time (cm_optimizer_time) is cut into phases in proportion to the bytes its kernels move
+ * before each synchronization (cm_framework_step_syncs: of cm_adam_bytes_per_param); every
+ * phase runs on the device's compute stream after its last compute task. At a
+ * synchronization, the scalar the phase computed (found-inf flag, gradient norm) is
+ * all-reduced over the model-parallel ranks; transitively (their gradients were all-reduced
+ * over their data-parallel peers first) that waits for every rank, so each simulated device's
+ * phase joins one zero-time task (the all-reduce's own few microseconds of latency are not
+ * charged). Then the host, blocked in .item() until that point, waits for the scalar's copy
+ * and launches the next kernel (cm_framework_sync_s): a host task on no resource (the host
+ * stream has nothing else left to launch this iteration; its launches all precede the
+ * synchronization in program order), immediately before the phase it gates (id order is what
+ * sim_host_with_step_waits reads). The later launches of a phase are taken to keep ahead of its
+ * kernels: a multi-tensor launch covers up to 320 chunks of 65536 elements (apex
+ * csrc/multi_tensor_apply.cuh depth_to_max_blocks, apex/multi_tensor_apply chunk 2048 * 32),
+ * hundreds of microseconds of HBM traffic against one launch's tens. */
+void sb_add_optimizer_step(Builder *b, const uint32_t *last_compute, const double *local_params,
+                           uint32_t *first, uint32_t *last) {
+  int ndev = b->tg->num_devices;
+  const CmFramework *f = cm_framework_get(b->s->framework);
+  double before[CM_MAX_STEP_SYNCS];
+  int nsync = cm_framework_step_syncs(f, b->s->dtype, before);
+  double step_bytes = cm_adam_bytes_per_param(b->s->dtype);
+  SimTime sync = nsync ? sim_time_from_seconds(cm_framework_sync_s(f)) : 0;
+  g_autofree SimTime *full = g_new(SimTime, ndev); /* per device: the step's GPU time */
+  g_autofree SimTime *left = g_new(SimTime, ndev); /* of which not yet placed */
+  SimTask t = {.kind = SIM_TASK_OPTIMIZER, .op = -1, .tensor = -1, .microbatch = -1};
+  SimTask wait = t;
+  wait.kind = SIM_TASK_HOST;
+  for (int d = 0; d < ndev; d++) {
+    first[d] = last[d] = NO_TASK;
+    full[d] = local_params[d] > 0 ? sim_time_from_seconds(cm_optimizer_time(
+                                        b->p, &b->c->device, b->s->dtype, local_params[d]))
+                                  : 0;
+    left[d] = full[d];
+  }
+  for (int k = 0; k <= nsync; k++) {
+    uint32_t join = NO_TASK;
+    if (k > 0) {
+      wait.duration = 0;
+      join = sim_task_graph_add(b->tg, &wait, NULL, 0);
+      for (int d = 0; d < ndev; d++)
+        if (last[d] != NO_TASK) sim_task_graph_edge(b->tg, last[d], join);
+    }
+    for (int d = 0; d < ndev; d++) {
+      if (local_params[d] <= 0) continue;
+      uint32_t host = NO_TASK;
+      if (k > 0) {
+        wait.duration = sync;
+        host = sim_task_graph_add(b->tg, &wait, NULL, 0);
+        sim_task_graph_edge(b->tg, join, host);
+      }
+      t.duration = k < nsync ? (SimTime)((double)full[d] * before[k] / step_bytes) : left[d];
+      left[d] -= t.duration;
+      uint32_t r = sim_resource_compute(d);
+      uint32_t phase = sim_task_graph_add(b->tg, &t, &r, 1);
+      if (host != NO_TASK) sim_task_graph_edge(b->tg, host, phase);
+      /* after the last compute task (chain merging wants that edge on every task sharing the
+       * compute stream) and the previous phase */
+      if (last_compute[d] != NO_TASK) sim_task_graph_edge(b->tg, last_compute[d], phase);
+      if (last[d] != NO_TASK) sim_task_graph_edge(b->tg, last[d], phase);
+      if (first[d] == NO_TASK) first[d] = phase;
+      last[d] = phase;
+    }
   }
 }

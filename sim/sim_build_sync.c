@@ -358,23 +358,14 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
       add_bucket(b, all + i, (int)(j - i), b->s->zero_stage == 1 ? CM_REDUCE_SCATTER : CM_ALL_REDUCE,
                  -1, after_backward, FALSE, syncs);
   }
+  /* The optimizer step: its first kernels wait for the synced gradients, the all-gathers after
+   * it for its last (sim_build_host.c: the host synchronizations inside it). */
   g_autofree uint32_t *opt = g_new(uint32_t, ndev);
-  SimTask t = {0};
-  t.kind = SIM_TASK_OPTIMIZER;
-  t.op = -1;
-  t.tensor = -1;
-  t.microbatch = -1;
-  for (int d = 0; d < ndev; d++) {
-    opt[d] = NO_TASK;
-    if (local_params[d] <= 0) continue;
-    t.duration = sim_time_from_seconds(cm_optimizer_time(b->p, &b->c->device, b->s->dtype, local_params[d]));
-    uint32_t r = sim_resource_compute(d);
-    opt[d] = sim_task_graph_add(b->tg, &t, &r, 1);
-    if (last_compute[d] != NO_TASK) sim_task_graph_edge(b->tg, last_compute[d], opt[d]);
-  }
+  g_autofree uint32_t *opt_first = g_new(uint32_t, ndev);
+  sb_add_optimizer_step(b, last_compute, local_params, opt_first, opt);
   for (guint i = 0; i < syncs->len; i++) {
     const uint32_t *pair = (const uint32_t *)(syncs->data + i * sizeof(uint32_t) * 2);
-    sim_task_graph_edge(b->tg, pair[0], opt[pair[1]]);
+    sim_task_graph_edge(b->tg, pair[0], opt_first[pair[1]]);
   }
   g_array_unref(syncs);
   /* Megatron-Core's --overlap-param-gather: the all-gather of the parameters the previous

@@ -21,14 +21,6 @@ typedef struct {
   double comm_busy_s;     /* communication streams busy (their union), mean per GPU */
 } Components;
 
-/* The layer index of an op named "layerN.<name>", or -1. */
-static int layer_of(const char *name) {
-  if (!g_str_has_prefix(name, "layer")) return -1;
-  char *end = NULL;
-  long n = strtol(name + 5, &end, 10);
-  return end != name + 5 && *end == '.' && n >= 0 && n < G_MAXINT ? (int)n : -1;
-}
-
 static void components_init(Components *c, const SimRun *run) {
   const SimTaskGraph *g = run->tasks;
   const MdlGraph *graph = run->graph;
@@ -36,7 +28,7 @@ static void components_init(Components *c, const SimRun *run) {
   g_autofree int *layer = g_new(int, nops ? nops : 1);
   c->nlayers = 0;
   for (int o = 0; o < nops; o++) {
-    layer[o] = layer_of(mdl_graph_op(graph, o)->name);
+    layer[o] = mdl_op_layer(mdl_graph_op(graph, o)->name);
     c->nlayers = MAX(c->nlayers, layer[o] + 1);
   }
   g_autofree SimTime *per_layer = g_new0(SimTime, c->nlayers ? c->nlayers : 1);
@@ -82,7 +74,7 @@ static gboolean layer_launches(const SimRun *run, LayerLaunches *out) {
   gboolean any = FALSE;
   for (int o = 0; f && o < mdl_graph_num_ops(run->graph); o++) {
     const MdlOp *op = mdl_graph_op(run->graph, o);
-    if (layer_of(op->name) != 0) continue;
+    if (mdl_op_layer(op->name) != 0) continue;
     any = TRUE;
     out->forward += cm_framework_kernels(f, op, CM_HOST_FORWARD);
     out->backward += cm_framework_kernels(f, op, CM_HOST_BACKWARD);
@@ -90,6 +82,49 @@ static gboolean layer_launches(const SimRun *run, LayerLaunches *out) {
     out->backward_s += cm_framework_host_time(f, op, CM_HOST_BACKWARD);
   }
   return any;
+}
+
+/* The host's part of the breakdown beyond the launches: the synchronizations inside the
+ * optimizer step (cm_framework_step_syncs, sb_add_optimizer_step) and the host time after each
+ * (the scalar's copy and the next launch); and the pipeline's ideal bubble, (p - 1) / (v m) of
+ * the busy time (Narayanan et al. 2021, section 2.2), beside the simulated one, whose excess is
+ * stage imbalance and waiting on pipeline transfers. */
+typedef struct {
+  int step_syncs;
+  double sync_s;            /* host seconds after each */
+  double ideal_bubble_fraction; /* 0 without a pipeline */
+  double ideal_bubble_s;    /* of (iteration - bubble) */
+} HostAndBubble;
+
+static void host_and_bubble(const SimRun *run, HostAndBubble *out) {
+  const CmFramework *f = cm_framework_get(run->strategy->framework);
+  double before[CM_MAX_STEP_SYNCS];
+  out->step_syncs = cm_framework_step_syncs(f, run->strategy->dtype, before);
+  out->sync_s = f && out->step_syncs ? cm_framework_sync_s(f) : 0;
+  const MdlStrategy *s = run->strategy;
+  int v = MAX(s->virtual_stages, 1), p = s->num_stages / v, m = MAX(s->num_microbatches, 1);
+  out->ideal_bubble_fraction = p > 1 ? (double)(p - 1) / ((double)v * m) : 0;
+  const SimPrediction *pr = &run->prediction;
+  out->ideal_bubble_s = out->ideal_bubble_fraction * (pr->iteration_time_s - pr->bubble_s);
+}
+
+/* Per layer (ops named "layerN.*"), the time its kernels' streams sat idle waiting for their
+ * launches (sim_host_task_waits: communication meanwhile not subtracted, unlike the
+ * breakdown's host-bound time), mean per GPU; NULL without a host stream, a layer or a schedule
+ * (a prediction-only run). Caller frees. */
+static double *layer_host_waits(const SimRun *run, int nlayers) {
+  const SimTaskGraph *g = run->tasks;
+  if (nlayers == 0 || !run->schedule || g->host_base == UINT32_MAX) return NULL;
+  g_autofree SimTime *wait = sim_host_task_waits(g, run->schedule);
+  g_autofree SimTime *per_layer = g_new0(SimTime, nlayers);
+  for (uint32_t c = 0; c < g->num_compute; c++) {
+    int l = mdl_op_layer(mdl_graph_op(run->graph, sim_task_graph_task(g, c)->op)->name);
+    if (l >= 0 && l < nlayers) per_layer[l] += wait[c];
+  }
+  double used = MAX(run->prediction.simulated_gpus, 1);
+  double *out = g_new(double, nlayers);
+  for (int l = 0; l < nlayers; l++) out[l] = sim_time_seconds(per_layer[l]) / used;
+  return out;
 }
 
 cJSON *sim_components_json(const SimRun *run) {
@@ -106,10 +141,21 @@ cJSON *sim_components_json(const SimRun *run) {
   cJSON_AddStringToObject(o, "framework", mdl_framework_name(run->strategy->framework));
   cJSON *layers = cJSON_AddArrayToObject(o, "layer_compute_s");
   for (int l = 0; l < c.nlayers; l++) cJSON_AddItemToArray(layers, cJSON_CreateNumber(c.layer_s[l]));
+  g_autofree double *waits = layer_host_waits(run, c.nlayers);
+  if (waits) {
+    cJSON *w = cJSON_AddArrayToObject(o, "layer_host_wait_s");
+    for (int l = 0; l < c.nlayers; l++) cJSON_AddItemToArray(w, cJSON_CreateNumber(waits[l]));
+  }
   cJSON_AddNumberToObject(o, "other_compute_s", c.other_s);
   cJSON_AddNumberToObject(o, "gemm_compute_s", c.gemm_s);
   cJSON_AddNumberToObject(o, "memory_bound_compute_s", p->compute_s - c.gemm_s - c.optimizer_s);
   cJSON_AddNumberToObject(o, "optimizer_s", c.optimizer_s);
+  HostAndBubble hb;
+  host_and_bubble(run, &hb);
+  cJSON_AddNumberToObject(o, "optimizer_host_syncs", hb.step_syncs);
+  cJSON_AddNumberToObject(o, "optimizer_host_sync_s", hb.sync_s);
+  cJSON_AddNumberToObject(o, "ideal_bubble_fraction", hb.ideal_bubble_fraction);
+  cJSON_AddNumberToObject(o, "ideal_bubble_s", hb.ideal_bubble_s);
   LayerLaunches k;
   if (layer_launches(run, &k)) {
     cJSON *l = cJSON_AddObjectToObject(o, "layer0_launches");
@@ -150,6 +196,28 @@ void sim_components_print(const SimRun *run, FILE *out, int max_rows) {
       fprintf(out, "    layer%-4d %.6g s\n", l, c.layer_s[l]);
     if (c.nlayers > max_rows) fprintf(out, "    ... %d more (--json lists all)\n", c.nlayers - max_rows);
   }
+  g_autofree double *waits = layer_host_waits(run, c.nlayers);
+  if (waits) {
+    double lo = waits[0], hi = waits[0], sum = 0;
+    for (int l = 0; l < c.nlayers; l++) {
+      lo = MIN(lo, waits[l]);
+      hi = MAX(hi, waits[l]);
+      sum += waits[l];
+    }
+    fprintf(out, "  waiting on the host before each layer's kernels: min %.6g s, mean %.6g s, max "
+                 "%.6g s (--json: layer_host_wait_s)\n", lo, sum / c.nlayers, hi);
+  }
+  HostAndBubble hb;
+  host_and_bubble(run, &hb);
+  if (hb.step_syncs > 0)
+    fprintf(out, "  host synchronizations in the optimizer step: %d (%s), each then %.4g us of "
+                 "host time before the step's next kernel (costmodel/FRAMEWORKS.md)\n",
+            hb.step_syncs, hb.step_syncs > 1 ? "fp16 found-inf .item(), grad-norm .item()"
+                                             : "grad-norm .item()", 1e6 * hb.sync_s);
+  if (hb.ideal_bubble_fraction > 0)
+    fprintf(out, "  bubble %.6g s; the schedule's ideal (p-1)/(v m) = %.2f%% of the busy time "
+                 "would be %.6g s (the rest: stage imbalance, waiting on pipeline transfers)\n",
+            p->bubble_s, 100 * hb.ideal_bubble_fraction, hb.ideal_bubble_s);
   LayerLaunches k;
   if (layer_launches(run, &k))
     fprintf(out, "  host per microbatch of layer0 (%s, costmodel/FRAMEWORKS.md): %d kernels forward, "

@@ -58,10 +58,17 @@
 
 #define NONE UINT32_MAX
 
-enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4 };
+enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8, RELEASED = 16 };
 
 /* Reduced runs at most (each after the late launches the previous one found). */
 #define MERGE_ROUNDS 4
+
+/* The next @bytes of an arena at *@fill, 64-byte aligned (a cache line). */
+static void *take(char **fill, gsize bytes) {
+  void *p = *fill;
+  *fill += (bytes + 63) & ~(gsize)63;
+  return p;
+}
 
 typedef struct {
   const SimTaskGraph *g;
@@ -75,23 +82,29 @@ typedef struct {
   uint32_t *dbeg;        /* per device: where its program starts in prog (nd + 1 entries) */
   uint32_t *first;       /* per device: its first compute task (NONE: none) */
   uint32_t *last;        /* per device: its last compute task */
-  uint32_t *next;        /* per compute task: the one after it in the program */
+  uint32_t *next;        /* per compute task: the one after it in the program (check_tasks
+                            only: shares pgid's memory) */
   uint8_t *flags;        /* per task */
   uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
                             heads and tails only, NONE for inner members) */
-  /* Per position in prog (sequential passes instead of chasing the chain again): */
+  /* Per position in prog (sequential passes instead of chasing the chain again; gathered once
+   * by program_arrays, as compute ids are scattered in program order): */
   uint32_t *pgid;        /* its group's task in the reduced graph */
-  SimTime *poff;         /* its start within its group */
+  SimTime *poff;         /* its start within its group (reduce; before: durations by id) */
   SimTime *pdur;         /* its duration */
   SimTime *phd;          /* its launch's duration (with a host stream) */
   uint8_t *pflags;       /* its flags */
+  uint8_t *pbase;        /* its flags from the graph; CHAINED where it has a chain
+                            predecessor, RELEASED where it has a release */
+  SimTime *rel;          /* its launch's end where it gates the task (a late launch: the task
+                            heads a group released then); read only where RELEASED (the rest
+                            of the array is never touched) */
   const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
-  SimTime *rel;          /* per compute task: its launch's end where it gates the task (a late
-                            launch: the task heads a group released then), else 0 */
-  uint8_t *base;         /* per compute task: its flags from the graph, before releases */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
+  uint32_t *qpos;        /* the same as pairs of positions, sorted by c's (program_arrays) */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
-  SimTaskGraph *rg;      /* the reduced graph, while its edges are added */
+  uint32_t *redges;      /* the reduced graph's edge list, while its edges are added */
+  guint nredges;
 } Merge;
 
 static inline gboolean is_host(const Merge *m, uint32_t v) {
@@ -130,6 +143,7 @@ static gboolean check_tasks(Merge *m) {
       m->next[p] = c;
     }
     if (t->duration == 0) m->flags[c] |= HEAD | TAIL; /* alone (see the tie-breaks) */
+    m->poff[c] = t->duration; /* by id, until program_arrays */
   }
   uint32_t walked = 0;
   for (uint32_t d = 0; d < nd; d++) {
@@ -204,15 +218,14 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
   return TRUE;
 }
 
-static gboolean check_edges(Merge *m) {
+static gboolean check_edges(Merge *m, SimTime *hdur) {
   uint32_t nd = (uint32_t)m->g->num_devices, chained = 0;
   for (uint32_t c = 0; c < m->C; c++) chained += m->prev[c] != NONE;
   if (!each_edge(m, check_edge)) return FALSE;
   uint32_t host_chain = m->host_chain, launches = m->launches;
   /* every launch before its kernel, the host issuing the program in order (one edge each) */
   if (m->hb != NONE && (launches != m->C || host_chain != chained)) return FALSE;
-  if (m->hb != NONE) { /* the launches' durations, as a graph for merging has them */
-    SimTime *hdur = g_new(SimTime, m->C ? m->C : 1);
+  if (m->hb != NONE) { /* the launches' durations (in @hdur), as a graph for merging has them */
     for (uint32_t c = 0; c < m->C; c++) hdur[c] = m->tasks[m->hb + c].duration;
     m->hdur = hdur;
   }
@@ -228,6 +241,36 @@ static gboolean check_edges(Merge *m) {
   return TRUE;
 }
 
+/* Orders (a, c) pairs by c, then a. */
+static int compare_pairs(const void *a, const void *b) {
+  const uint32_t *x = a, *y = b;
+  return x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* The per-position arrays that do not change between rounds: durations (check_tasks left
+ * them by id in poff: the tasks are read once), launch durations, the graph's flags, the
+ * launch queue. One pass in id order (the writes scatter). */
+static void program_arrays(Merge *m) {
+  for (uint32_t c = 0; c < m->C; c++) {
+    uint32_t k = m->pos[c];
+    m->pdur[k] = m->poff[c];
+    m->phd[k] = m->hdur ? m->hdur[c] : 0;
+    m->pbase[k] = (uint8_t)(m->flags[c] | (m->prev[c] != NONE ? CHAINED : 0));
+  }
+  /* the launch queue by position (a graph for merging lists it so already; a full graph's
+   * comes in edge order) */
+  guint nq = m->queue->len / 2;
+  const uint32_t *q = (const uint32_t *)m->queue->data;
+  m->qpos = g_new(uint32_t, 2 * (gsize)nq + 1);
+  gboolean sorted = TRUE;
+  for (guint i = 0; i < nq; i++) {
+    m->qpos[2 * i] = m->pos[q[2 * i]];
+    m->qpos[2 * i + 1] = m->pos[q[2 * i + 1]];
+    sorted = sorted && (i == 0 || compare_pairs(&m->qpos[2 * i - 2], &m->qpos[2 * i]) <= 0);
+  }
+  if (!sorted) qsort(m->qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
+}
+
 /* An edge of the reduced graph: every edge out of a tail (or a task that is not compute) into
  * a head (or a task that is not compute); one between two compute tasks of a device is then
  * implied by the chain but kept (a zero-duration tail's pop may be what makes the head ready,
@@ -236,8 +279,10 @@ static gboolean check_edges(Merge *m) {
  * stream is timed apart. */
 static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
   if (m->gid[u] != NONE && m->gid[v] != NONE && (u >= m->C || (m->flags[u] & TAIL)) &&
-      (v >= m->C || (m->flags[v] & HEAD)))
-    sim_task_graph_edge(m->rg, m->gid[u], m->gid[v]);
+      (v >= m->C || (m->flags[v] & HEAD))) {
+    m->redges[m->nredges++] = m->gid[u];
+    m->redges[m->nredges++] = m->gid[v];
+  }
   return TRUE;
 }
 
@@ -245,32 +290,22 @@ static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
 static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   const SimTaskGraph *g = m->g;
   uint32_t ng = 0;
-  /* the graph's flags; a released task heads its group */
-  memcpy(m->flags, m->base, m->C);
-  for (uint32_t c = 0; m->rel && c < m->C; c++)
-    if (m->rel[c]) m->flags[c] |= HEAD;
-  /* heads after tails, in program order; then groups numbered by their head's id */
+  /* the graph's flags; a released task heads its group, so does one after a tail (in program
+   * order); then groups numbered by their head's id */
   uint8_t before = 0;
   for (uint32_t k = 0; k < m->C; k++) {
-    uint32_t c = m->prog[k];
-    if (m->prev[c] != NONE && (before & TAIL)) m->flags[c] |= HEAD;
-    before = m->flags[c];
+    uint8_t f = m->pbase[k];
+    if ((f & RELEASED) || ((f & CHAINED) && (before & TAIL))) f |= HEAD;
+    m->pflags[k] = before = f;
+    m->flags[m->prog[k]] = f;
   }
   for (uint32_t c = 0; c < m->C; c++) m->gid[c] = m->flags[c] & HEAD ? ng++ : NONE;
-  /* positions: group, offset, durations; a tail's group by its id too (for its edges; inner
-   * members keep NONE: their edges are implied by the chain) */
+  /* positions: group, offset; a tail's group by its id too (for its edges; inner members keep
+   * NONE: their edges are implied by the chain) */
   g_autofree SimTime *gdur = g_new0(SimTime, ng + 1);
   for (uint32_t k = 0, gi = 0; k < m->C; k++) {
+    uint8_t f = m->pflags[k];
     uint32_t c = m->prog[k];
-    if (k + 16 < m->C) { /* program order is scattered in ids: fetch ahead */
-      __builtin_prefetch(&m->tasks[m->prog[k + 16]]);
-      __builtin_prefetch(&m->flags[m->prog[k + 16]]);
-      if (m->hdur) __builtin_prefetch(&m->hdur[m->prog[k + 16]]);
-    }
-    uint8_t f = m->flags[c];
-    m->pflags[k] = f;
-    m->pdur[k] = m->tasks[c].duration;
-    if (m->hdur) m->phd[k] = m->hdur[c];
     if (f & HEAD) {
       gi = m->gid[c];
       m->poff[k] = 0;
@@ -288,6 +323,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   rg->symmetric = g->symmetric;
   rg->simulated_devices = g->simulated_devices;
   g_array_set_size(rg->tasks, R);
+  sim_huge_pages(rg->tasks->data, sizeof(SimTask) * (gsize)R);
   SimTask *rt = (SimTask *)rg->tasks->data;
   g_array_set_size(rg->task_resources, R);
   uint32_t *rr = (uint32_t *)rg->task_resources->data;
@@ -299,12 +335,19 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
     rt[i].res_begin = i;
     rr[i] = m->res[m->tasks[c].res_begin];
   }
+  guint nr = R; /* the other tasks' resources: counted, then copied in place */
+  for (uint32_t t = m->C; t < m->n; t++)
+    if (m->gid[t] != NONE) nr += m->tasks[t].nres;
+  g_array_set_size(rg->task_resources, nr);
+  rr = (uint32_t *)rg->task_resources->data;
+  nr = R;
   for (uint32_t t = m->C; t < m->n; t++) {
     if (m->gid[t] == NONE) continue;
     const SimTask *task = &m->tasks[t];
     rt[m->gid[t]] = *task;
-    rt[m->gid[t]].res_begin = rg->task_resources->len;
-    g_array_append_vals(rg->task_resources, m->res + task->res_begin, task->nres);
+    rt[m->gid[t]].res_begin = nr;
+    memcpy(rr + nr, m->res + task->res_begin, sizeof(uint32_t) * task->nres);
+    nr += task->nres;
   }
   /* Step-expanded collectives' spans (gate and join are communication tasks: kept). */
   const uint32_t *spans = (const uint32_t *)g->spans->data;
@@ -316,16 +359,21 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
    * for as many as the graph has, reserved at once. */
   guint most = 2 * (ng + (g->succ_offsets ? g->succ_offsets[m->n] : g->edges->len / 2));
   g_array_set_size(rg->edges, most);
-  g_array_set_size(rg->edges, 0);
+  sim_huge_pages(rg->edges->data, sizeof(uint32_t) * (gsize)most);
+  m->redges = (uint32_t *)rg->edges->data; /* written in place, then sized */
+  m->nredges = 0;
   for (uint32_t k = 1; k < m->C; k++)
-    if ((m->pflags[k] & HEAD) && m->prev[m->prog[k]] != NONE)
-      sim_task_graph_edge(rg, m->pgid[k - 1], m->pgid[k]);
-  m->rg = rg;
+    if ((m->pflags[k] & HEAD) && (m->pflags[k] & CHAINED)) {
+      m->redges[m->nredges++] = m->pgid[k - 1];
+      m->redges[m->nredges++] = m->pgid[k];
+    }
   each_edge(m, keep_edge);
+  g_assert(m->nredges <= most);
+  g_array_set_size(rg->edges, m->nredges);
   sim_task_graph_finish(rg);
   SimTime *release = g_new0(SimTime, R ? R : 1);
-  for (uint32_t c = 0; m->rel && c < m->C; c++)
-    if (m->rel[c]) release[m->gid[c]] = m->rel[c];
+  for (uint32_t k = 0; k < m->C; k++)
+    if (m->pflags[k] & RELEASED) release[m->pgid[k]] = m->rel[k];
   *release_out = release;
   return rg;
 }
@@ -351,28 +399,29 @@ static SimTime *dependencies_ready(const SimTaskGraph *rg, const SimSchedule *s)
  * where the tie-breaks forbid (an instant launch gating an instant kernel). */
 static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv, guint *off) {
   uint32_t nd = (uint32_t)m->g->num_devices;
-  g_autofree SimTime *qwait = g_new0(SimTime, m->C ? m->C : 1); /* per position */
-  const uint32_t *q = (const uint32_t *)m->queue->data;
-  for (guint k = 0; k < m->queue->len / 2; k++) {
-    uint32_t a = m->pos[q[2 * k]], c = m->pos[q[2 * k + 1]];
-    SimTime end = s->start[m->pgid[a]] + m->poff[a] + m->pdur[a];
-    if (end > qwait[c]) qwait[c] = end;
-  }
+  const uint32_t *q = m->qpos;
+  guint nq = m->queue->len / 2, qi = 0;
   gint64 changes = 0;
   g_array_set_size(iv, 0);
   for (uint32_t d = 0; d < nd; d++) {
     off[d] = iv->len / 2;
     SimTime host_end = 0, prev_end = 0;
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
-      uint32_t gi = m->pgid[k], c = m->prog[k];
-      SimTime start = s->start[gi] + m->poff[k];
-      SimTime dh = m->phd[k], launched = MAX(host_end, qwait[k]) + dh;
+      uint32_t gi = m->pgid[k];
+      SimTime start = s->start[gi] + m->poff[k], qwait = 0;
+      for (; qi < nq && q[2 * qi + 1] == k; qi++) { /* the compute tasks its queue waits for */
+        uint32_t a = q[2 * qi];
+        qwait = MAX(qwait, s->start[m->pgid[a]] + m->poff[a] + m->pdur[a]);
+      }
+      SimTime dh = m->phd[k], launched = MAX(host_end, qwait) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
-      SimTime deps = m->pflags[k] & HEAD ? nr[gi] : start, rel = m->rel[c];
+      SimTime deps = m->pflags[k] & HEAD ? nr[gi] : start;
+      SimTime rel = m->pbase[k] & RELEASED ? m->rel[k] : 0;
       if (dh == 0 && m->pdur[k] == 0 && launched >= deps)
         return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
       if (MAX(deps, rel) != MAX(deps, launched)) {
-        m->rel[c] = launched > deps ? launched : 0;
+        m->rel[k] = launched > deps ? launched : 0;
+        m->pbase[k] = (uint8_t)(m->rel[k] ? m->pbase[k] | RELEASED : m->pbase[k] & ~RELEASED);
         changes++;
       }
       SimTime wait_end = MIN(launched, start);
@@ -396,31 +445,45 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   Merge m = {.g = g, .tasks = (const SimTask *)g->tasks->data,
              .res = (const uint32_t *)g->task_resources->data, .prev = g->chain_prev,
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
-  uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1;
-  m.dev = g_new(uint32_t, C1);
-  m.pos = g_new(uint32_t, C1);
-  m.next = g_new(uint32_t, C1);
-  m.prog = g_new(uint32_t, C1);
-  m.dbeg = g_new(uint32_t, nd + 1);
-  m.pgid = g_new(uint32_t, C1);
-  m.poff = g_new(SimTime, C1);
-  m.pdur = g_new(SimTime, C1);
-  m.phd = g_new(SimTime, C1);
-  m.pflags = g_new(uint8_t, C1);
-  m.first = g_new(uint32_t, nd + 1);
-  m.last = g_new(uint32_t, nd + 1);
-  m.flags = g_new0(uint8_t, m.n ? m.n : 1);
-  m.gid = g_new(uint32_t, m.n ? m.n : 1);
+  uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
+  /* the per-task arrays in one allocation (on huge pages where the system has them) */
+  gsize per_compute = 4 * sizeof(uint32_t) + 4 * sizeof(SimTime) + 2;
+  gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + sizeof(uint32_t)) +
+                32 * 64; /* alignment */
+  char *arena = g_malloc(bytes), *fill = arena;
+  sim_huge_pages(arena, bytes);
+#define TAKE(type, count) ((type *)take(&fill, sizeof(type) * (gsize)(count)))
+  m.dev = TAKE(uint32_t, C1);
+  m.pos = TAKE(uint32_t, C1);
+  m.prog = TAKE(uint32_t, C1);
+  m.pgid = TAKE(uint32_t, C1);
+  m.next = m.pgid; /* the chains' links, dead once the programs are walked */
+  m.poff = TAKE(SimTime, C1);
+  m.pdur = TAKE(SimTime, C1);
+  m.phd = TAKE(SimTime, C1);
+  SimTime *hdur = TAKE(SimTime, C1);
+  m.pflags = TAKE(uint8_t, C1);
+  m.pbase = TAKE(uint8_t, C1);
+  m.dbeg = TAKE(uint32_t, nd + 1);
+  m.first = TAKE(uint32_t, nd + 1);
+  m.last = TAKE(uint32_t, nd + 1);
+  m.flags = memset(TAKE(uint8_t, n1), 0, n1);
+  m.gid = TAKE(uint32_t, n1);
+#undef TAKE
+  g_assert(fill <= arena + bytes);
   /* the host stream: given (a graph built for merging) or read from the host tasks */
   m.hdur = g->host_duration;
   m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
-  gboolean ok = check_tasks(&m) && check_edges(&m);
+  gboolean ok = check_tasks(&m) && check_edges(&m, hdur);
+  if (ok) program_arrays(&m);
   if (ok && m.hdur) { /* each device's first launch gates its first task */
-    m.rel = g_new0(SimTime, C1);
+    m.rel = g_new(SimTime, C1); /* touched in a few places: small pages (not the arena's) */
     for (uint32_t d = 0; d < nd; d++)
-      if (m.first[d] != NONE) m.rel[m.first[d]] = m.hdur[m.first[d]];
+      if (m.first[d] != NONE && m.hdur[m.first[d]]) {
+        m.rel[m.dbeg[d]] = m.hdur[m.first[d]];
+        m.pbase[m.dbeg[d]] |= RELEASED;
+      }
   }
-  m.base = ok ? g_memdup2(m.flags, C1) : NULL;
   /* Late launches become releases and the reduced graph is timed again, a few times at most:
    * where many launches are late (a host-bound run) the full engine is as fast. */
   for (int round = 0; ok && round < MERGE_ROUNDS; round++) {
@@ -447,23 +510,9 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     if (applied) break;
   }
   ok = applied;
+  g_free(arena);
   g_free(m.rel);
-  g_free(m.base);
-  g_free(m.dev);
-  g_free(m.pos);
-  g_free(m.next);
-  g_free(m.prog);
-  g_free(m.dbeg);
-  g_free(m.pgid);
-  g_free(m.poff);
-  g_free(m.pdur);
-  g_free(m.phd);
-  g_free(m.pflags);
-  g_free(m.first);
-  g_free(m.last);
-  g_free(m.flags);
-  g_free(m.gid);
-  if (m.hdur != g->host_duration) g_free((SimTime *)m.hdur);
   g_array_unref(m.queue);
+  g_free(m.qpos);
   return ok;
 }

@@ -129,6 +129,11 @@ static SimTime measure(const Interval *iv, guint n) {
 void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
                         const guint *host_off, SimBreakdownSums *out) {
   int nres = g->num_resources;
+  /* the host waits inside the optimizer step after the compute launches' (sim_host.c) */
+  g_autofree guint *step_off = NULL;
+  g_autofree SimTime *step_iv = sim_host_with_step_waits(g, s, host_iv, host_off, &step_off);
+  host_iv = step_iv;
+  host_off = step_off;
   /* Intervals per resource in start order: the engine's start order is per-resource order. */
   g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
   const uint32_t *res = (const uint32_t *)g->task_resources->data;

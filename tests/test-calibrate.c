@@ -605,6 +605,30 @@ static void test_simulate_with_calibration(void) {
   g_array_unref(m);
 }
 
+/* A calibration warns when used on another cluster than it was measured on; the network
+ * plugin's reported latency is part of the inter-host network (aws-p5 with and without it). */
+static void test_cluster_mismatch(void) {
+  CmMeasurement m[2] = {{CM_ALL_REDUCE, 16, 2, 1 << 20, 300e-6}, {CM_ALL_REDUCE, 16, 2, 1 << 24, 900e-6}};
+  GError *error = NULL;
+  CmCalibration *cal = cm_calibration_fit("efa", "aws-p5:nodes=2", m, 2, &error);
+  g_assert_no_error(error);
+  const struct {
+    const char *spec, *want; /* NULL: no warning */
+  } cases[] = {{"aws-p5:nodes=4", NULL},
+               {"aws-p5:nodes=2,inter_nccl_latency_us=0", "inter-host network"},
+               {"dgx-h100:nodes=2", "inter-host network"},
+               {"aws-p4d:nodes=2", "GPU"}};
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    DevCluster *c = dev_cluster_parse_spec(cases[i].spec, &error);
+    g_assert_no_error(error);
+    g_autofree char *warning = cm_calibration_cluster_mismatch(cal, c);
+    if (!cases[i].want) g_assert_null(warning);
+    else g_assert_nonnull(strstr(warning ? warning : "", cases[i].want));
+    dev_cluster_free(c);
+  }
+  cm_calibration_free(cal);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   GError *error = NULL;
@@ -622,6 +646,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/calibrate/fit/relative-weights", test_fit_relative_weights);
   g_test_add_func("/calibrate/fit/bad", test_fit_bad);
   g_test_add_func("/calibrate/table", test_table);
+  g_test_add_func("/calibrate/cluster-mismatch", test_cluster_mismatch);
   for (gsize i = 0; i < G_N_ELEMENTS(held_out_cases); i++) {
     const HeldOut *h = &held_out_cases[i];
     g_autofree char *p = g_strdup_printf("/calibrate/synthetic/held-out/%s%s", h->fit_file,

@@ -360,7 +360,20 @@ static void test_cli_collective(void) {
   g_assert_cmpint(r.status, ==, 0);
   g_assert_nonnull(strstr(r.out, "algorithm    ring"));
   g_assert_nonnull(strstr(r.out, "busbw"));
+  g_assert_null(strstr(r.out, "NIC plugin")); /* none on DGX's InfiniBand */
   test_cli_result_clear(&r);
+  /* Across EFA hosts the plugin's reported latency is said, in text and JSON; inside one host,
+   * or on a network that reports none, it is not. */
+  r = run_cli("collective --kind all_reduce --bytes 1M --ranks 32 --cluster aws-p6-b200:nodes=4");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "the NIC plugin reports 35 us a network step"));
+  test_cli_result_clear(&r);
+  j = run_json("collective --kind all_reduce --bytes 1M --ranks 32 --cluster aws-p6-b200:nodes=4 --json");
+  CLOSE(num(j, "nccl_net_latency_s"), 35e-6);
+  cJSON_Delete(j);
+  j = run_json("collective --kind all_reduce --bytes 1M --ranks 8 --cluster aws-p6-b200:nodes=4 --json");
+  g_assert_null(cJSON_GetObjectItem(j, "nccl_net_latency_s"));
+  cJSON_Delete(j);
 }
 
 typedef struct {

@@ -7,9 +7,14 @@
  * log (`stratsim bench --suite megatron` prints them too); their accuracy depends on the
  * collective model (issue 14, items 1-2). */
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <math.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "validate/val_components.h"
+#include "validate/val_layers.h"
+#include "validate/val_pipeline.h"
 
 static char *data(const char *name) {
   return g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation", name, NULL);
@@ -31,7 +36,7 @@ static void test_table5(void) {
   GError *error = NULL;
   g_autoptr(GArray) curve = NULL;
   g_autoptr(GPtrArray) rows = load("iteration_seconds", 8, &curve);
-  double e2e = 0;
+  double e2e = 0, p2p_full = 0;
   for (guint i = 0; i < rows->len; i++) {
     const ValMegatronRow *r = g_ptr_array_index(rows, i);
     g_assert_false(r->grad_reduce_after_backward); /* dp=1: simulated as before */
@@ -49,6 +54,25 @@ static void test_table5(void) {
     g_assert_cmpfloat(fabs(c.gemm_sim_s / c.gemm_ref_s - 1), <, 0.08);
     g_assert_cmpfloat(fabs(c.comm_sim_s / c.comm_model_s - 1), <, 0.06);
     e2e += fabs(c.predicted_s / c.measured_s - 1);
+    /* The analytical iteration (val_pipeline.h): its terms add up; the bubble is
+     * (p-1)/(v m); a single stage has no pipeline exchanges; the hidden communication is
+     * part of the counted one; the scatter-gather leaves sequence-parallel rows with smaller
+     * exchanges than their full-recomputation twins (same p, v, m). */
+    ValPipelineRef a;
+    val_megatron_pipeline_reference(r, curve, &c, &a);
+    double m = (double)r->global_batch / (r->micro_batch * r->dp);
+    g_assert_cmpfloat(a.bubble_fraction, ==, (r->pp - 1) / (r->interleaved * m));
+    g_assert_cmpfloat(fabs(a.e2e_ref_s - a.busy_ref_s * (1 + a.bubble_fraction)), <, 1e-12 * a.e2e_ref_s);
+    g_assert_cmpfloat(a.hidden_ref_s, >, 0);
+    g_assert_cmpfloat(a.hidden_ref_s, <, c.comm_ref_s);
+    g_assert_cmpint(a.p2p_ref_s > 0, ==, r->pp > 1);
+    g_test_message("  analytical iteration %.3f s (%+.1f%%), exposed communication %.3f ref, "
+                   "%.3f sim, bubble %.3f ref, %.3f sim", a.e2e_ref_s,
+                   100 * (a.e2e_ref_s / c.measured_s - 1),
+                   c.comm_ref_s - a.hidden_ref_s + a.p2p_ref_s, c.exposed_sim_s, a.bubble_ref_s,
+                   c.bubble_sim_s);
+    if (i % 2 == 1 && r->pp > 1) g_assert_cmpfloat(a.p2p_ref_s, <, p2p_full);
+    p2p_full = a.p2p_ref_s;
   }
   g_test_message("end-to-end mean |error| %.1f%%", 100 * e2e / rows->len);
 }
@@ -107,10 +131,69 @@ static void test_curve(void) {
   g_clear_error(&error);
 }
 
+/* Korthikanti et al. 2022 Table 4 (korthikanti_table4.csv): one layer of the 22B model. The
+ * simulated periods behave as the layer's structure says they must: the full recomputation's
+ * backward is the plain backward plus one recomputed forward (its kernels and its two
+ * all-reduces: the forward period, within 2%), selective recomputation adds less than that,
+ * and sequence parallelism shortens the forward (layer-norms and dropouts on 1/t of the
+ * tokens). Errors against the measured times go to the log (`stratsim bench --suite
+ * megatron`, megatron-layer rows). */
+static void test_table4(void) {
+  g_autofree char *path = data("korthikanti_table4.csv");
+  GError *error = NULL;
+  g_autoptr(GPtrArray) rows = val_layer_rows_load(path, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rows->len, ==, 5);
+  g_autofree char *curve_path = data("nccl_a100.csv");
+  g_autoptr(GArray) curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
+  g_assert_no_error(error);
+  double fwd[5], bwd[5], ref0 = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const ValLayerRow *r = g_ptr_array_index(rows, i);
+    ValLayerTimes t;
+    g_assert_true(val_layer_times(r, curve, &t, &error));
+    g_assert_no_error(error);
+    fwd[i] = t.forward_s;
+    bwd[i] = t.backward_s;
+    /* The forward's collectives: two all-reduces, or with sequence parallelism two
+     * all-gathers and two reduce-scatters of the same activations (each half an all-reduce
+     * on the reference side): the same reference either way, inside the forward period. */
+    g_assert_cmpfloat(t.forward_comm_s, >, 0);
+    g_assert_cmpfloat(t.forward_comm_s, <, t.forward_s);
+    if (i == 0) ref0 = t.forward_comm_ref_s;
+    g_assert_cmpfloat(fabs(t.forward_comm_ref_s / ref0 - 1), <, 1e-9);
+    g_test_message("%s: forward %.3g ms (measured %.3g), backward %.3g ms (measured %.3g)",
+                   r->experiment, 1e3 * fwd[i], 1e3 * r->forward_s, 1e3 * bwd[i],
+                   1e3 * r->backward_s);
+    g_assert_cmpfloat(fwd[i], >, 0);
+    g_assert_cmpfloat(bwd[i], >, fwd[i]);
+  }
+  /* rows: none, SP, full, selective, selective + SP */
+  g_assert_cmpfloat(fabs(bwd[2] - bwd[0] - fwd[0]), <, 0.02 * fwd[0]);
+  g_assert_cmpfloat(bwd[3], >, bwd[0]);
+  g_assert_cmpfloat(bwd[3] - bwd[0], <, 0.5 * fwd[0]);
+  g_assert_cmpfloat(fwd[1], <, fwd[0]);
+  g_assert_cmpfloat(fwd[4], ==, fwd[1]); /* selective recomputation leaves the forward alone */
+  /* A bad field is named. */
+  g_autofree char *bad = NULL;
+  int fd = g_file_open_tmp("table4-XXXXXX.csv", &bad, &error);
+  g_assert_no_error(error);
+  close(fd);
+  g_assert_true(g_file_set_contents(bad, "experiment,layers,hidden,heads,seq_len,vocab,micro_batch,"
+                                    "tp,recompute,sequence_parallel,forward_ms,backward_ms\n"
+                                    "x,48,6144,64,2048,51200,4,8,full,n,fast,19.5\n", -1, &error));
+  g_assert_null(val_layer_rows_load(bad, &error));
+  g_assert_nonnull(error);
+  g_assert_nonnull(strstr(error->message, "forward_ms"));
+  g_clear_error(&error);
+  g_unlink(bad);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/components/table5", test_table5);
   g_test_add_func("/validate/components/table1", test_table1);
   g_test_add_func("/validate/components/curve", test_curve);
+  g_test_add_func("/validate/components/table4", test_table4);
   return g_test_run();
 }

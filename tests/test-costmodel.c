@@ -240,6 +240,97 @@ static void test_gemm_measured(void) {
   g_clear_error(&error);
 }
 
+/* @file of the H100 measurements folder (tests/data/gpu/h100-sxm-2026-11-24), read; the H100
+ * device kind and the default parameters into @k and @p. */
+static UtilCsv *h100_csv(const char *file, DevKind *k, CmParams *p) {
+  g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "gpu",
+                                           "h100-sxm-2026-11-24", file, NULL);
+  GError *error = NULL;
+  UtilCsv *csv = util_csv_read(path, &error);
+  g_assert_no_error(error);
+  g_assert_true(dev_kind_lookup("h100-sxm", k, &error));
+  cm_params_default(p);
+  return csv;
+}
+
+/* The optimizer step against its passes measured on an H100 with PyTorch's fused multi-tensor
+ * kernels (tests/data/gpu/h100-sxm-2026-11-24/optimizer.csv, validate/torch_optimizer_bench.py):
+ * per parameter count, the four passes' sum (fused AdamW 28 B, grad L2 norm 4, fp32->bf16 copy
+ * 6, grad zeroing 4: cm_adam_bytes_per_param's bf16 passes) within 10% of cm_optimizer_time,
+ * and each pass within 10% of its bytes at the model's memory rate. */
+static void test_optimizer_measured(void) {
+  DevKind k;
+  CmParams p;
+  UtilCsv *csv = h100_csv("optimizer.csv", &k, &p);
+  int cp = util_csv_column(csv, "params"), ct = util_csv_column(csv, "time_us"),
+      cb = util_csv_column(csv, "bytes_per_param"), cn = util_csv_column(csv, "pass");
+  g_assert_true(cp >= 0 && ct >= 0 && cb >= 0 && cn >= 0);
+  double rate = k.hbm_bandwidth * p.memory_efficiency;
+  g_autoptr(GHashTable) sums = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+  for (guint i = 0; i < csv->rows->len; i++) {
+    double n = g_ascii_strtod(util_csv_field(csv, i, cp), NULL);
+    double t = g_ascii_strtod(util_csv_field(csv, i, ct), NULL) * 1e-6;
+    double b = g_ascii_strtod(util_csv_field(csv, i, cb), NULL);
+    double model = n * b / rate;
+    g_test_message("%s over %.0f params: measured %.1f us, model %.1f us (%+.1f%%)",
+                   util_csv_field(csv, i, cn), n, t * 1e6, model * 1e6, 100 * (model / t - 1));
+    g_assert_cmpfloat(fabs(model / t - 1), <, 0.10);
+    double *sum = g_hash_table_lookup(sums, util_csv_field(csv, i, cp));
+    if (!sum) {
+      sum = g_new0(double, 2);
+      g_hash_table_insert(sums, g_strdup(util_csv_field(csv, i, cp)), sum);
+    }
+    sum[0] += t;
+    sum[1] += b;
+  }
+  g_assert_cmpuint(g_hash_table_size(sums), >=, 2);
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, sums);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    const double *sum = value;
+    double n = g_ascii_strtod(key, NULL);
+    g_assert_cmpfloat(sum[1], ==, cm_adam_bytes_per_param(DEV_DTYPE_BF16));
+    double model = cm_optimizer_time(&p, &k, DEV_DTYPE_BF16, n);
+    g_test_message("optimizer step over %.0f params: measured %.2f ms, model %.2f ms (%+.1f%%)", n,
+                   sum[0] * 1e3, model * 1e3, 100 * (model / sum[0] - 1));
+    g_assert_cmpfloat(fabs(model / sum[0] - 1), <, 0.10);
+  }
+  util_csv_free(csv);
+  dev_kind_clear(&k);
+}
+
+/* Memory-bound kernels measured on an H100 (tests/data/gpu/h100-sxm-2026-11-24/kernels.csv:
+ * PyTorch's bf16 layer norm, add, GELU, dropout, softmax) against the model's roofline on
+ * their nominal bytes (cm_compute_time of a non-GEMM kind plus the per-kernel overhead): the
+ * rows of at least 64 MiB within 25% on average (15.3% when written: elementwise kernels
+ * run above the model's 0.80 of HBM, norms and softmax below), each row in the log. */
+static void test_memory_bound_measured(void) {
+  DevKind k;
+  CmParams p;
+  UtilCsv *csv = h100_csv("kernels.csv", &k, &p);
+  int co = util_csv_column(csv, "op"), cb = util_csv_column(csv, "bytes"),
+      ct = util_csv_column(csv, "time_us");
+  g_assert_true(co >= 0 && cb >= 0 && ct >= 0);
+  double sum = 0;
+  int n = 0;
+  for (guint i = 0; i < csv->rows->len; i++) {
+    double bytes = g_ascii_strtod(util_csv_field(csv, i, cb), NULL);
+    double t = g_ascii_strtod(util_csv_field(csv, i, ct), NULL) * 1e-6;
+    double model = cm_kernel_time(&p, &k, MDL_OP_ELEMENTWISE, DEV_DTYPE_BF16, 0, bytes, NULL);
+    g_test_message("%s %.0f bytes: measured %.1f us, model %.1f us (%+.1f%%)",
+                   util_csv_field(csv, i, co), bytes, t * 1e6, model * 1e6, 100 * (model / t - 1));
+    if (bytes < 64.0 * 1024 * 1024) continue;
+    sum += fabs(model / t - 1);
+    n++;
+  }
+  g_assert_cmpint(n, >=, 8);
+  g_test_message("mean |error| %.1f%% over %d kernels of at least 64 MiB", 100 * sum / n, n);
+  g_assert_cmpfloat(sum / n, <, 0.25);
+  util_csv_free(csv);
+  dev_kind_clear(&k);
+}
+
 /* The optimizer step's bytes per parameter (cm_compute.c's derivation): FusedAdam 28 over fp32
  * grad, param, m, v; the grad norm 4; zeroing the grad buffer 4 (fp32 main_grad); 16-bit
  * models copy the main params into theirs (6), fp16 also casts and unscales the grads (14) on
@@ -312,6 +403,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/costmodel/compute/gemm-table", test_gemm_table);
   g_test_add_func("/costmodel/compute/gemm-measured-h100", test_gemm_measured);
   g_test_add_func("/costmodel/compute/adam-bytes", test_adam_bytes);
+  g_test_add_func("/costmodel/compute/optimizer-measured-h100", test_optimizer_measured);
+  g_test_add_func("/costmodel/compute/memory-bound-measured-h100", test_memory_bound_measured);
   g_test_add_func("/costmodel/memory/gpt3-1.3b-tp8", test_memory_gpt);
   return g_test_run();
 }

@@ -45,7 +45,7 @@ static gpointer names_thread(gpointer data) {
 static void test_names_threads(void) {
   GThread *threads[8];
   for (int i = 0; i < 8; i++) threads[i] = g_thread_new("names", names_thread, NULL);
-  for (int i = 0; i < 8; i++) g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(threads[i])), ==, 1011);
+  for (int i = 0; i < 8; i++) g_assert_cmpint(GPOINTER_TO_INT(g_thread_join(threads[i])), ==, 1015);
   g_assert_true(dev_kind_names() == dev_kind_names());
   g_assert_true(dev_preset_names() == dev_preset_names());
 }
@@ -53,8 +53,9 @@ static void test_names_threads(void) {
 static const char *const expected_kinds[] = {"a100-40gb", "a100-80gb", "b200", "gb200", "h100-sxm", "h200",
                                              "k80",       "p100",      "p100-pcie", "v100", NULL};
 static const char *const expected_presets[] = {
-    "a2-megagpu-16g", "aws-p3.8xlarge", "dgx-a100", "dgx-b200", "dgx-h100", "dgx-h200",
-    "flexflow-k80", "flexflow-p100",  "gb200-nvl72", "h200", "piz-daint", NULL};
+    "a2-megagpu-16g", "aws-p3.8xlarge", "aws-p4d", "aws-p5", "aws-p6-b200", "dgx-a100", "dgx-b200",
+    "dgx-h100", "dgx-h200", "flexflow-k80", "flexflow-p100",  "gb200-nvl72", "gcp-a3-mega", "h200",
+    "piz-daint", NULL};
 
 static void test_names(void) {
   const char *const *kinds = dev_kind_names();
@@ -193,7 +194,7 @@ static void test_sources(void) {
     }
     cJSON_Delete(root);
   }
-  g_assert_cmpint(files, ==, 12);
+  g_assert_cmpint(files, ==, 16);
   g_assert_cmpint(kinds, ==, 10);
 }
 
@@ -211,6 +212,9 @@ typedef struct {
 static const PresetFigures preset_figures[] = {
     {"a2-megagpu-16g", "a100-40gb", 1, 16, 1, "nvswitch", 300, 3.4, "ethernet", 100, 9.6},
     {"aws-p3.8xlarge", "v100", 1, 4, 1, "nvlink", 50, 3.4, "ethernet", 10, 9.6},
+    {"aws-p4d", "a100-40gb", 1, 8, 4, "nvswitch", 300, 3.4, "efa", 100, 9.6},
+    {"aws-p5", "h100-sxm", 1, 8, 8, "nvswitch", 450, 3.4, "efa", 400, 9.6},
+    {"aws-p6-b200", "b200", 1, 8, 8, "nvswitch", 900, 3.4, "efa", 400, 9.6},
     {"dgx-a100", "a100-80gb", 1, 8, 8, "nvswitch", 300, 3.4, "infiniband", 200, 9.6},
     {"dgx-b200", "b200", 1, 8, 8, "nvswitch", 900, 3.4, "infiniband", 400, 9.6},
     {"dgx-h100", "h100-sxm", 1, 8, 8, "nvswitch", 450, 3.4, "infiniband", 400, 9.6},
@@ -218,6 +222,7 @@ static const PresetFigures preset_figures[] = {
     {"flexflow-k80", "k80", 16, 4, 1, "pcie", 15.75, 5.7, "infiniband", 56, 9.6},
     {"flexflow-p100", "p100", 4, 4, 1, "nvlink", 20, 3.4, "infiniband", 100, 9.6},
     {"gb200-nvl72", "gb200", 1, 72, 72, "nvswitch", 900, 3.4, "infiniband", 400, 9.6},
+    {"gcp-a3-mega", "h100-sxm", 1, 8, 8, "nvswitch", 450, 3.4, "tcpxo", 200, 9.6},
     {"h200", "h200", 1, 1, 1, "nvlink", 450, 3.4, "infiniband", 400, 9.6},
     {"piz-daint", "p100-pcie", 16, 1, 1, "pcie", 15.75, 5.7, "aries", 80, 9.6},
 };
@@ -349,6 +354,8 @@ static const BadSpec bad_specs[] = {
     {"dgx-a100:intra_latency_us=-1", DEV_ERROR_INVALID, "'intra_latency_us'", NULL},
     {"dgx-a100:inter_latency_us=NaN", DEV_ERROR_INVALID, "'inter_latency_us'", NULL},
     {"dgx-a100:inter_latency_us=1e9", DEV_ERROR_INVALID, "'inter_latency_us'", "absurd"},
+    {"aws-p5:inter_nccl_latency_us=-1", DEV_ERROR_INVALID, "'inter_nccl_latency_us'", NULL},
+    {"aws-p5:inter_nccl_latency_us=inf", DEV_ERROR_INVALID, "'inter_nccl_latency_us'", NULL},
     {"/nonexistent/dir/cluster.json", DEV_ERROR_PARSE, "/nonexistent/dir/cluster.json", NULL},
     {"missing-file.json", DEV_ERROR_PARSE, "missing-file.json", NULL},
     {"/nonexistent/c.json:nodes=2", DEV_ERROR_PARSE, "'/nonexistent/c.json'", NULL},
@@ -468,6 +475,8 @@ static const BadJson bad_jsons[] = {
     {"inter.nics_per_node", "0", DEV_ERROR_INVALID, "'inter.nics_per_node'"},
     {"inter.latency_us", "null", DEV_ERROR_PARSE, "'inter.latency_us'"},
     {"inter.latency_us", "2e6", DEV_ERROR_INVALID, "absurd"},
+    {"inter.nccl_latency_us", "\"fast\"", DEV_ERROR_PARSE, "'inter.nccl_latency_us'"},
+    {"inter.nccl_latency_us", "-75", DEV_ERROR_INVALID, "'inter.nccl_latency_us'"},
     {"name", "7", DEV_ERROR_PARSE, "'name'"},
 };
 
@@ -631,6 +640,26 @@ static void test_oversubscription(void) {
   }
 }
 
+/* The NCCL network plugin's reported latency: 0 where a preset does not give one (NCCL's own
+ * InfiniBand), aws-ofi-nccl's figures on the EFA presets, an override, and the JSON record only
+ * where set (bad values: bad_specs, bad_jsons). */
+static void test_net_latency(void) {
+  const struct {
+    const char *spec;
+    double us;
+  } cases[] = {{"dgx-h100", 0}, {"gcp-a3-mega", 0}, {"aws-p4d", 75}, {"aws-p5", 75},
+               {"aws-p6-b200", 35}, {"dgx-h100:inter_nccl_latency_us=20", 20}};
+  GError *error = NULL;
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    DevCluster *c = dev_cluster_parse_spec(cases[i].spec, &error);
+    g_assert_no_error(error);
+    assert_close(c->net_latency + 1.0, cases[i].us * 1e-6 + 1.0);
+    g_autofree char *json = dev_cluster_to_json(c);
+    g_assert_true((strstr(json, "nccl_latency_s") != NULL) == (cases[i].us > 0));
+    dev_cluster_free(c);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   GError *error = NULL;
@@ -666,6 +695,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/devices/file/round-trip", test_file_round_trip);
   g_test_add_func("/devices/to-json", test_to_json);
   g_test_add_func("/devices/oversubscription", test_oversubscription);
+  g_test_add_func("/devices/net-latency", test_net_latency);
   int status = g_test_run();
   g_autofree char *rm = g_strdup_printf("rm -rf '%s'", tmpdir);
   if (system(rm) != 0) g_warning("could not remove %s", tmpdir);

@@ -34,7 +34,7 @@ static void test_launch_order(void) {
       g_assert_cmpint(ht->kind, ==, SIM_TASK_HOST);
       g_assert_cmpint(ht->op, ==, t->op);
       g_assert_cmpuint(s->start[id], >=, s->start[h] + ht->duration);
-    } else if (t->kind == SIM_TASK_HOST) {
+    } else if (t->kind == SIM_TASK_HOST && t->nres > 0) { /* (nres 0: the step's waits) */
       uint32_t r = res[t->res_begin];
       g_assert_cmpuint(r, >=, g->host_resource_base);
       int d = (int)(r - g->host_resource_base);
@@ -48,10 +48,11 @@ static void test_launch_order(void) {
 
 /* The host runs ahead of a slow GPU by at most the launch queue: whenever a launch starts, the
  * kernels launched before it and not yet finished, plus its own, fit in queue_depth. A chain
- * of large layers (GPU-bound) with many microbatches launches far more than 1024 kernels. */
+ * of large layers (GPU-bound: 137 GFLOP GEMMs, each longer than its launch) with 64
+ * microbatches launches far more than 1024 kernels. */
 static void test_launch_queue(void) {
-  SimRun *run = test_simulate_specs("mlp:layers=16,hidden=4096,batch=512",
-                                    "dgx-a100:gpus_per_node=1", "megatron:dp=1,mb=8", FALSE);
+  SimRun *run = test_simulate_specs("mlp:layers=16,hidden=8192,batch=65536",
+                                    "dgx-a100:gpus_per_node=1", "megatron:dp=1,mb=1024", FALSE);
   const SimTaskGraph *g = run->tasks;
   const SimSchedule *s = run->schedule;
   const CmFramework *f = cm_framework_get(MDL_FRAMEWORK_MEGATRON_LM);
@@ -105,7 +106,9 @@ static void test_host_bound(void) {
                    1e3 * p->host_bound_s, 1e3 * p->bubble_s);
     g_assert_cmpfloat(fabs(p->compute_s + p->comm_exposed_s + p->host_bound_s + p->bubble_s - t[i]),
                       <=, 1e-9 * t[i]);
-    if (i < 2) g_assert_cmpfloat(p->host_bound_s, ==, 0);
+    if (i == 0) g_assert_cmpfloat(p->host_bound_s, ==, 0);
+    /* cuda-graphs: only the step's grad-norm synchronization (10.04 us) */
+    if (i == 1) g_assert_cmpfloat(fabs(p->host_bound_s - 10.04e-6), <, 1e-12);
     if (i >= 2) g_assert_cmpfloat(p->host_bound_s, >, 0.1 * t[i]);
     test_run_free(run);
   }
@@ -131,7 +134,7 @@ static void test_small_gpt(void) {
                  1e3 * p->iteration_time_s, 1e3 * p->host_bound_s,
                  1e3 * b->prediction.iteration_time_s);
   g_assert_cmpfloat(p->host_bound_s, >, 0.02 * p->iteration_time_s);
-  g_assert_cmpfloat(b->prediction.host_bound_s, ==, 0);
+  g_assert_cmpfloat(fabs(b->prediction.host_bound_s - 10.04e-6), <, 1e-12); /* the step sync only */
   g_assert_cmpfloat(p->iteration_time_s, >, b->prediction.iteration_time_s);
   cJSON *json = sim_components_json(a);
   cJSON *k = cJSON_GetObjectItem(json, "layer0_launches");
@@ -146,6 +149,25 @@ static void test_small_gpt(void) {
   g_assert_cmpfloat(mem, >, 0);
   g_assert_cmpfloat(opt, >, 0);
   g_assert_cmpfloat(fabs(gemm + mem + opt - p->compute_s), <=, 1e-9 * p->compute_s);
+  /* Every layer's forward waits on the host (its 347 us of launches against about 290 us of
+   * kernels); the per-layer waits are host-bound time, or exposed communication where a
+   * gradient all-reduce runs meanwhile (the breakdown counts that as communication), and make
+   * most of the host-bound time. cuda-graphs: none. */
+  cJSON *waits = cJSON_GetObjectItem(json, "layer_host_wait_s");
+  g_assert_cmpint(cJSON_GetArraySize(waits), ==, 12);
+  double sum = 0;
+  for (int l = 0; l < 12; l++) {
+    double w = cJSON_GetArrayItem(waits, l)->valuedouble;
+    g_assert_cmpfloat(w, >, 0);
+    sum += w;
+  }
+  g_assert_cmpfloat(sum, <=, (p->host_bound_s + p->comm_exposed_s) * (1 + 1e-12));
+  g_assert_cmpfloat(sum, >=, 0.5 * p->host_bound_s);
+  cJSON_Delete(json);
+  json = sim_components_json(b);
+  waits = cJSON_GetObjectItem(json, "layer_host_wait_s");
+  for (int l = 0; l < cJSON_GetArraySize(waits); l++)
+    g_assert_cmpfloat(cJSON_GetArrayItem(waits, l)->valuedouble, ==, 0);
   cJSON_Delete(json);
   test_run_free(a);
   test_run_free(b);
@@ -247,6 +269,117 @@ static void test_symmetry(void) {
   }
 }
 
+/* The host synchronizations inside the optimizer step (sb_add_optimizer_step): per device the
+ * step runs as nsync + 1 phases on its compute stream, summing to the step's GPU time; at each
+ * synchronization the host cannot run ahead: its wait task starts no earlier than every
+ * simulated device's previous phase ends (the scalar's all-reduce), the next phase starts no
+ * earlier than the wait ends (a measured launch + synchronize round trip). Under cuda-graphs
+ * (no host time per launch) the GPU-bound run's host-bound time is exactly those: 10.04 us per
+ * synchronization, one for bf16 (the grad norm), two for fp16 (found-inf first); plain
+ * PyTorch (clip_grad_norm_ on the device) has none for bf16. */
+static void check_step(const char *spec, int nsync, double host_bound) {
+  SimRun *run = test_simulate_specs(small_gpt, "dgx-a100", spec, TRUE);
+  const SimTaskGraph *g = run->tasks;
+  const SimSchedule *s = run->schedule;
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  g_autofree int *phases = g_new0(int, g->num_devices);
+  g_autofree SimTime *phase_sum = g_new0(SimTime, g->num_devices);
+  g_autofree SimTime *phase_end = g_new0(SimTime, g->num_devices); /* latest phase end */
+  SimTime all_ended = 0; /* every device's latest phase end at the last join */
+  int waits = 0;
+  for (uint32_t id = 0; id < sim_task_graph_size(g); id++) {
+    const SimTask *t = sim_task_graph_task(g, id);
+    if (t->kind == SIM_TASK_HOST && t->nres == 0 && t->duration == 0) { /* the join */
+      all_ended = 0;
+      for (int d = 0; d < g->num_devices; d++) all_ended = MAX(all_ended, phase_end[d]);
+    }
+    if (t->kind == SIM_TASK_HOST && t->nres == 0 && t->duration > 0) {
+      waits++;
+      g_assert_cmpuint(all_ended, >, 0);
+      g_assert_cmpuint(s->start[id], >=, all_ended); /* cannot run ahead past the sync */
+      const SimTask *next = sim_task_graph_task(g, id + 1);
+      g_assert_cmpint(next->kind, ==, SIM_TASK_OPTIMIZER);
+      g_assert_cmpuint(s->start[id + 1], >=, s->start[id] + t->duration);
+    }
+    if (t->kind != SIM_TASK_OPTIMIZER) continue;
+    int d = sim_resource_device(res[t->res_begin]);
+    phases[d]++;
+    phase_sum[d] += t->duration;
+    phase_end[d] = MAX(phase_end[d], s->start[id] + t->duration);
+  }
+  CmParams p;
+  cm_params_default(&p);
+  g_assert_cmpint(waits, ==, nsync * g->num_devices);
+  for (int d = 0; d < g->num_devices; d++) {
+    g_assert_cmpint(phases[d], ==, nsync + 1);
+    g_assert_cmpuint(phase_sum[d], >, 0);
+  }
+  g_test_message("%s: host-bound %.4g us", spec, 1e6 * run->prediction.host_bound_s);
+  if (host_bound >= 0) g_assert_cmpfloat(fabs(run->prediction.host_bound_s - host_bound), <, 1e-12);
+  test_run_free(run);
+}
+
+static void test_step_syncs(void) {
+  check_step("megatron:tp=2,dp=4,mb=2,framework=cuda-graphs", 1, 10.04e-6);
+  check_step("megatron:tp=2,dp=4,mb=2,framework=cuda-graphs,dtype=fp16", 2, 2 * 10.04e-6);
+  check_step("megatron:pp=2,dp=4,mb=2,framework=megatron-lm", 1, -1);
+  check_step("megatron:tp=2,dp=4,mb=2,framework=pytorch-eager", 0, -1);
+  check_step("megatron:tp=2,dp=4,mb=2,framework=none", 0, 0);
+}
+
+/* The step's phases add up to the step's GPU time (cm_optimizer_time) to the picosecond: the
+ * synchronizations cut it, they do not change it. */
+static void test_step_time(void) {
+  SimRun *a = test_simulate_specs(small_gpt, "dgx-a100", "megatron:dp=8,mb=2,framework=cuda-graphs",
+                                  TRUE);
+  CmParams p;
+  cm_params_default(&p);
+  const SimTaskGraph *g = a->tasks;
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  SimTime sum = 0;
+  for (uint32_t id = 0; id < sim_task_graph_size(g); id++) {
+    const SimTask *t = sim_task_graph_task(g, id);
+    if (t->kind == SIM_TASK_OPTIMIZER && res[t->res_begin] == sim_resource_compute(0))
+      sum += t->duration;
+  }
+  double params = mdl_graph_num_params(a->graph); /* dp=8: every GPU steps all of them */
+  SimTime full = sim_time_from_seconds(cm_optimizer_time(&p, &a->cluster->device, DEV_DTYPE_BF16,
+                                                         params));
+  g_assert_cmpuint(sum, ==, full);
+  test_run_free(a);
+}
+
+/* explain's host and bubble lines (sim_explain_components.c): the optimizer step's
+ * synchronizations per framework and dtype, and the pipeline's ideal bubble (p-1)/(v m) of the
+ * busy time beside the simulated one. */
+static void test_explain_lines(void) {
+  static const struct {
+    const char *spec;
+    int syncs;
+    double ideal; /* (p-1)/(v m) */
+  } cases[] = {{"megatron:pp=2,dp=4,mb=1", 1, 1.0 / 4}, /* 16 samples: m = 4 a replica */
+               {"megatron:pp=2,dp=4,mb=1,dtype=fp16", 2, 1.0 / 4},
+               {"megatron:pp=2,dp=2,tp=2,mb=1,schedule=interleaved,vp=2", 1, 1.0 / (2 * 8)},
+               {"megatron:dp=8,mb=1,framework=pytorch-eager", 0, 0},
+               {"megatron:dp=8,mb=1,framework=none", 0, 0}};
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    SimRun *run = test_simulate_specs("gpt:layers=4,hidden=256,heads=4,seq=64,vocab=1024,batch=16",
+                                      "dgx-a100", cases[i].spec, FALSE);
+    cJSON *json = sim_components_json(run);
+    g_assert_cmpint(cJSON_GetObjectItem(json, "optimizer_host_syncs")->valueint, ==, cases[i].syncs);
+    double sync = cJSON_GetObjectItem(json, "optimizer_host_sync_s")->valuedouble;
+    if (cases[i].syncs) g_assert_cmpfloat(fabs(sync - 10.04e-6), <, 1e-12);
+    else g_assert_cmpfloat(sync, ==, 0);
+    double f = cJSON_GetObjectItem(json, "ideal_bubble_fraction")->valuedouble;
+    g_assert_cmpfloat(fabs(f - cases[i].ideal), <, 1e-12);
+    const SimPrediction *p = &run->prediction;
+    g_assert_cmpfloat(fabs(cJSON_GetObjectItem(json, "ideal_bubble_s")->valuedouble -
+                           f * (p->iteration_time_s - p->bubble_s)), <, 1e-12);
+    cJSON_Delete(json);
+    test_run_free(run);
+  }
+}
+
 /* An unknown framework is a one-line parse error naming it. */
 static void test_bad_framework(void) {
   GError *error = NULL;
@@ -271,5 +404,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/host/framework-traffic", test_framework_traffic);
   g_test_add_func("/sim/host/small-gpt", test_small_gpt);
   g_test_add_func("/sim/host/bad-framework", test_bad_framework);
+  g_test_add_func("/sim/host/step-syncs", test_step_syncs);
+  g_test_add_func("/sim/host/step-time", test_step_time);
+  g_test_add_func("/sim/host/explain-lines", test_explain_lines);
   return g_test_run();
 }

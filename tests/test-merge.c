@@ -99,7 +99,8 @@ static void test_identical_expanded(void) {
 }
 
 /* Other models: grouped-query attention with context parallelism (ring attention), MoE with
- * expert parallelism (all-to-all dispatch), a U-Net under data parallelism; every move between
+ * expert parallelism (all-to-all dispatch), a U-Net under data parallelism, these options
+ * combined with the memory options and fp8; every move between
  * meshes planned as cross-mesh resharding (SimOptions.crossmesh); step-expanded collectives. */
 static void test_models(void) {
   check("llama3-8b:batch=16", "megatron:tp=2,pp=2,dp=2,cp=2,mb=1", FALSE, TRUE);
@@ -107,6 +108,19 @@ static void test_models(void) {
         TRUE);
   check("qwen1.5-moe-a2.7b:batch=32", "megatron:tp=1,pp=2,dp=8,ep=4,mb=1", FALSE, TRUE);
   check("u-transformer:batch=2048", "dp", FALSE, TRUE);
+  /* options combined: MoE under interleaving with recomputation, sequence parallelism and the
+   * distributed optimizer; context parallelism with ZeRO-3 and full recomputation; fp8 */
+  check("qwen1.5-moe-a2.7b:batch=32",
+        "megatron:tp=2,pp=2,dp=4,ep=4,mb=1,schedule=interleaved,vp=2,recompute=selective,sp=1,zero=1",
+        FALSE, TRUE);
+  check("qwen1.5-moe-a2.7b:batch=32", "megatron:tp=1,pp=2,dp=8,ep=4,mb=1,recompute=full", TRUE,
+        TRUE);
+  check("llama3-8b:batch=16", "megatron:tp=2,pp=2,dp=2,cp=2,mb=1,sp=1,recompute=full,zero=3",
+        FALSE, TRUE);
+  cluster = "dgx-h100:nodes=2"; /* fp8 GEMMs need a device with them */
+  check("llama3-8b:batch=16", "megatron:tp=2,pp=2,dp=4,mb=1,dtype=fp8,schedule=interleaved,vp=2",
+        FALSE, TRUE);
+  cluster = "dgx-a100:nodes=2";
   crossmesh_mode = TRUE;
   check(model, "megatron:tp=2,pp=4,dp=2,mb=2", FALSE, TRUE);
   crossmesh_mode = FALSE;

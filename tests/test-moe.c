@@ -404,7 +404,7 @@ static void test_grid(void) {
 /* Issue 15's acceptance, on the classic Megatron grid (no ZeRO): on mixtral-8x7b over 64 H100s
  * the best point with expert parallelism beats the best dense-style (ep = 1) point, because
  * without sharded optimizer state no ep = 1 point fits at tp = 1. (The full space, with ZeRO-3,
- * finds an ep = 8 point too since the communication streams, sim/STREAMS.md:
+ * narrowly finds an ep > 1 point too since the communication streams, sim/STREAMS.md:
  * scenarios/mixtral-ep/README.md.) Batch 64
  * keeps the grid small; points over memory are left out, as the search leaves them out. */
 static void test_mixtral_ep_wins(void) {

@@ -38,7 +38,6 @@
 #include "sim/sim.h"
 #include "util/util_csv.h"
 
-#define MAMF_A100_FLOPS 267.9e12
 #define HBM_A100_BPS 2039e9 /* A100 SXM4 80GB datasheet (NVIDIA A100 Tensor Core GPU datasheet) */
 #define DEFAULT_VOCAB 51200
 
@@ -201,14 +200,14 @@ static void reference(const ValMegatronRow *r, const GArray *curve, const SesSes
    * element sit under the A100's ridge point. The backward runs 2 of each kind per forward
    * GEMM (dX, dW / dQ, dK, dS, dV), full recomputation one more forward, selective one more
    * attention core. */
-  double dense_fwd = 24 * b * s * h * h / t / MAMF_A100_FLOPS;
-  double core_gemm = MAX(2 * b * s * s * h / t / MAMF_A100_FLOPS,
+  double dense_fwd = 24 * b * s * h * h / t / VAL_MAMF_A100_FLOPS;
+  double core_gemm = MAX(2 * b * s * s * h / t / VAL_MAMF_A100_FLOPS,
                          2 * b * ((double)r->heads / t) * s * s / HBM_A100_BPS);
   double dense_runs = 3 + (r->recompute == MDL_RECOMPUTE_FULL);
   double core_runs = 6 + 2 * (r->recompute != MDL_RECOMPUTE_NONE);
   /* The LM head (tied, vocab-parallel) on the last stage, when GPU 0 holds it (pp = 1):
    * forward, dX and dW, 2 b s h V / t FLOPs each; outside the recomputed layers. */
-  double head = r->pp == 1 ? 3 * 2 * b * s * h * r->vocab / t / MAMF_A100_FLOPS : 0;
+  double head = r->pp == 1 ? 3 * 2 * b * s * h * r->vocab / t / VAL_MAMF_A100_FLOPS : 0;
   out->gemm_ref_s = m * (layers * (dense_runs * dense_fwd + core_runs * core_gemm) + head);
   int ar, ag, rs;
   layer_collectives(r, &ar, &ag, &rs);
@@ -236,7 +235,7 @@ static void simulated(const SimRun *run, const ValMegatronRow *r, ValComponents 
   SimTimeline it;
   SimTaskInfo t;
   sim_timeline_init(&it, run);
-  SimTime gemm = 0, other = 0, comm = 0;
+  SimTime gemm = 0, other = 0, comm = 0, p2p = 0, optimizer = 0;
   while (sim_timeline_next(&it, &t)) {
     gboolean on0 = FALSE, comm0 = FALSE;
     for (int k = 0; k < t.nres; k++) {
@@ -254,7 +253,12 @@ static void simulated(const SimRun *run, const ValMegatronRow *r, ValComponents 
       else other += t.duration;
       break;
     }
+    case SIM_TASK_OPTIMIZER:
+      if (on0) optimizer += t.duration;
+      break;
     case SIM_TASK_COMM: {
+      /* GPU 0's pipeline transfers, whatever stream they run on */
+      if (t.device == 0 && t.collective == CM_SEND_RECV) p2p += t.duration;
       /* Not the receivers' all-gather of a pipeline transfer (Megatron-LM's scatter/gather,
        * sim_build-int.h sb_scatter_gather_axis): its tensor comes from another stage. */
       const MdlStrategy *s = sim_run_strategy(run);
@@ -273,14 +277,35 @@ static void simulated(const SimRun *run, const ValMegatronRow *r, ValComponents 
   out->gemm_sim_s = sim_time_seconds(gemm);
   out->other_sim_s = sim_time_seconds(other);
   out->comm_sim_s = sim_time_seconds(comm);
+  out->p2p_sim_s = sim_time_seconds(p2p);
+  out->optimizer_sim_s = sim_time_seconds(optimizer);
+}
+
+char *val_gpt_spec(int layers, int hidden, int heads, int seq, int vocab, int batch) {
+  return g_strdup_printf("gpt:layers=%d,hidden=%d,heads=%d,seq=%d,vocab=%d,batch=%d", layers,
+                         hidden, heads, seq, vocab, batch);
+}
+
+char *val_dgx_a100_spec(int gpus) { return g_strdup_printf("dgx-a100:nodes=%d", (gpus + 7) / 8); }
+
+SimRun *val_simulate_specs(const char *model, const char *cluster, const char *strategy,
+                           SesSession **session, GError **error) {
+  SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy};
+  *session = ses_session_new_from_specs(&specs, error);
+  if (!*session) return NULL;
+  SimRun *run = ses_session_simulate(*session, error);
+  if (!run) {
+    ses_session_free(*session);
+    *session = NULL;
+  }
+  return run;
 }
 
 gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, ValComponents *out,
                                  GError **error) {
-  g_autofree char *model = g_strdup_printf("gpt:layers=%d,hidden=%d,heads=%d,seq=%d,vocab=%d,batch=%d",
-                                           r->layers, r->hidden, r->heads, r->seq, r->vocab,
-                                           r->global_batch);
-  g_autofree char *cluster = g_strdup_printf("dgx-a100:nodes=%d", (r->gpus + 7) / 8);
+  g_autofree char *model = val_gpt_spec(r->layers, r->hidden, r->heads, r->seq, r->vocab,
+                                        r->global_batch);
+  g_autofree char *cluster = val_dgx_a100_spec(r->gpus);
   g_autofree char *interleave = r->interleaved > 1
                                     ? g_strdup_printf(",schedule=interleaved,vp=%d", r->interleaved)
                                     : g_strdup("");
@@ -289,20 +314,17 @@ gboolean val_megatron_components(const ValMegatronRow *r, const GArray *curve, V
       r->micro_batch, mdl_recompute_name(r->recompute), r->sequence_parallel ? ",sp=1" : "",
       interleave, r->fp16 ? ",dtype=fp16" : "",
       r->grad_reduce_after_backward ? ",overlap_grad_reduce=0" : "");
-  SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy};
-  SesSession *session = ses_session_new_from_specs(&specs, error);
-  if (!session) return FALSE;
-  SimRun *run = ses_session_simulate(session, error);
-  if (!run) {
-    ses_session_free(session);
-    return FALSE;
-  }
+  SesSession *session = NULL;
+  SimRun *run = val_simulate_specs(model, cluster, strategy, &session, error);
+  if (!run) return FALSE;
   memset(out, 0, sizeof *out);
   out->measured_s = r->measured_s;
   out->predicted_s = sim_run_prediction(run)->iteration_time_s;
   out->measured_tflops = r->measured_tflops;
   out->predicted_tflops = val_megatron_flops(r) / (out->predicted_s * r->gpus) / 1e12;
   out->host_bound_s = sim_run_prediction(run)->host_bound_s;
+  out->bubble_sim_s = sim_run_prediction(run)->bubble_s;
+  out->exposed_sim_s = sim_run_prediction(run)->comm_exposed_s;
   reference(r, curve, session, out);
   simulated(run, r, out);
   sim_run_free(run);

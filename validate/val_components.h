@@ -10,8 +10,14 @@
 
 #include <glib.h>
 #include "model/mdl_strategy.h"
+#include "session/ses_session.h"
+#include "sim/sim.h"
 
 G_BEGIN_DECLS
+
+/* The maximum achievable matmul rate measured on A100 SXM (S. Bekman, ml-engineering, MAMF
+ * table): the GEMM reference's rate (val_components.c). */
+#define VAL_MAMF_A100_FLOPS 267.9e12
 
 /* One published run (a row of tests/data/validation/megatron_public.csv): a GPT trained with
  * Megatron-LM. Korthikanti et al. 2022 Table 5 rows measure the iteration (data parallelism
@@ -41,6 +47,16 @@ GPtrArray *val_megatron_rows_load(const char *path, const char *metric, GError *
  * (their Eq. 3, with activation recomputation: 96 B s l h^2 (1 + s/(6h) + V/(16 l h))). */
 double val_megatron_flops(const ValMegatronRow *row);
 
+/* The spec strings of a GPT of @layers x @hidden (@heads heads, sequence @seq, vocabulary
+ * @vocab, global batch @batch) and of the DGX A100 nodes holding @gpus GPUs. Caller frees. */
+char *val_gpt_spec(int layers, int hidden, int heads, int seq, int vocab, int batch);
+char *val_dgx_a100_spec(int gpus);
+
+/* Simulates @model on @cluster under @strategy (spec strings) in a session of their own; the
+ * run, its session in @session (free the run, then the session), or NULL with @error. */
+SimRun *val_simulate_specs(const char *model, const char *cluster, const char *strategy,
+                           SesSession **session, GError **error);
+
 /* A measured all-reduce curve: the rows of an nccl_public.csv-format file for @ranks ranks whose
  * gpu_system contains @system ("A100"), as (size_bytes, time_s) pairs sorted by size. */
 GArray *val_allreduce_curve_load(const char *path, const char *system, int ranks, GError **error);
@@ -59,6 +75,10 @@ typedef struct {
   double comm_model_s;                /* the analytical count timed with the simulator's own
                                          collective cost (checks counting and sizes) */
   double host_bound_s;                /* the simulator's host-bound time */
+  double bubble_sim_s;                /* the simulator's bubble (mean per GPU) */
+  double exposed_sim_s;               /* the simulator's exposed communication (mean per GPU) */
+  double p2p_sim_s;                   /* GPU 0's pipeline sends and receives, busy time */
+  double optimizer_sim_s;             /* GPU 0's optimizer step */
 } ValComponents;
 
 /* Simulates @row on DGX A100 nodes (dgx-a100 preset) and fills @out (references for GPU 0 of

@@ -1,0 +1,75 @@
+/* cli/bench_predict — `stratsim bench --suite predict [--repeat N]`: how long one prediction of
+ * a GPT-3 175B iteration on 1024 A100s takes (issue 16, item 2: the target is 10 ms on one
+ * core). Megatron-LM's configuration (Narayanan et al. 2021, Table 1: tp=8, pp=16, dp=8,
+ * micro-batch 1, interleaved with 2 chunks per rank here) and neighbouring points of the search
+ * space, each as the search evaluates it: symmetry and prediction only (chain merging,
+ * sim/sim_merge.c). Per strategy: the task graph's build and the rest of the run (merging, the
+ * engine over the reduced graph, breakdown, memory) in milliseconds, median and best of N runs
+ * in one process (the first run, which also pays the page faults of a fresh process, is shown
+ * apart), the tasks before and after merging, and the peak resident memory over the runs.
+ * Measures; asserts nothing. */
+#include "cli/cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "session/ses_session.h"
+#include "sim/sim.h"
+
+static int compare_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* @repeat prediction-only runs of @strategy; prints one line. */
+static int bench_one(const char *model, const char *cluster, const char *strategy, int repeat) {
+  GError *error = NULL;
+  SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy,
+                    .options = {.prediction_only = TRUE}};
+  SesSession *session = ses_session_new_from_specs(&specs, &error);
+  if (!session) return cli_fail(error, cli_status_for(error));
+  g_autofree double *build = g_new(double, repeat);
+  g_autofree double *rest = g_new(double, repeat);
+  SimPrediction first = {0};
+  cli_peak_rss(TRUE);
+  for (int r = 0; r < repeat; r++) {
+    SimRun *run = ses_session_simulate(session, &error);
+    if (!run) {
+      ses_session_free(session);
+      return cli_fail(error, cli_status_for(error));
+    }
+    const SimPrediction *p = sim_run_prediction(run);
+    if (r == 0) first = *p;
+    build[r] = p->build_wall_s * 1e3;
+    rest[r] = (p->sim_wall_s - p->build_wall_s) * 1e3;
+    sim_run_free(run);
+  }
+  double peak = cli_peak_rss(FALSE);
+  double build0 = build[0], rest0 = rest[0];
+  qsort(build, (size_t)repeat, sizeof(double), compare_double);
+  qsort(rest, (size_t)repeat, sizeof(double), compare_double);
+  printf("bench: predict %s: build %.1f ms, simulate %.1f ms (median of %d; best %.1f + %.1f; "
+         "first %.1f + %.1f), %" G_GUINT64_FORMAT " tasks, %" G_GUINT64_FORMAT
+         " after merging, peak RSS %.0f MB; iteration %.9g s\n",
+         strategy, build[repeat / 2], rest[repeat / 2], repeat, build[0], rest[0], build0, rest0,
+         first.tasks, first.merged_tasks, peak / 1e6, first.iteration_time_s);
+  ses_session_free(session);
+  return CLI_EXIT_OK;
+}
+
+int cli_bench_predict(int repeat) {
+  const char *model = "gpt3-175b:batch=1536", *cluster = "dgx-a100:nodes=128";
+  static const char *const strategies[] = {
+      "megatron:tp=8,pp=16,dp=8,mb=1,schedule=interleaved,vp=2", /* Narayanan et al. Table 1 */
+      "megatron:tp=8,pp=16,dp=8,mb=1,schedule=1f1b",
+      "megatron:tp=8,pp=16,dp=8,mb=1,schedule=interleaved,vp=2,recompute=selective,sp=1",
+      "megatron:tp=8,pp=8,dp=16,mb=1,schedule=interleaved,vp=4,zero=1",
+  };
+  printf("bench: predict %s on %s, prediction only with symmetry (milliseconds: build + "
+         "simulate = merging, engine, breakdown and memory)\n", model, cluster);
+  for (gsize i = 0; i < G_N_ELEMENTS(strategies); i++) {
+    int status = bench_one(model, cluster, strategies[i], repeat);
+    if (status != CLI_EXIT_OK) return status;
+  }
+  return CLI_EXIT_OK;
+}
