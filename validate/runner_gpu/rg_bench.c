@@ -38,6 +38,8 @@ typedef struct {
   gboolean quick;
   gboolean graph;     /* time GEMMs replayed from a CUDA graph: device time, no host launch cost */
   double max_gflop;   /* skip GEMMs above this (0: none skipped) */
+  const char *filter; /* only GEMMs whose label contains this (NULL: all) */
+  gboolean all_nn;    /* run every GEMM as NN (stratsim-runner's layout) instead of its own */
 } Bench;
 
 static void die_cuda(cudaError_t s, const char *what) {
@@ -192,6 +194,12 @@ static void bench_gemm(Bench *bn, const Shape *s, Dtype d) {
   size_t need_c = (size_t)s->m * s->n * s->batch * (d == DT_FP8 ? 2 : e);
   if (need_a > bn->buffer_bytes || need_b > bn->buffer_bytes || need_c > bn->buffer_bytes) return;
   if (bn->max_gflop > 0 && 2.0 * s->m * s->n * (double)s->k * s->batch > bn->max_gflop * 1e9) return;
+  if (bn->filter && !strstr(s->what, bn->filter)) return;
+  Shape nn = *s;
+  if (bn->all_nn && d != DT_FP8) {
+    nn.ta = nn.tb = 'N';
+    s = &nn;
+  }
   LtPlan lt = {0};
   if (d == DT_FP8 && (s->batch != 1 || !lt_plan(bn, s, &lt))) {
     lt_free(&lt);
@@ -454,7 +462,8 @@ static FILE *open_out(const char *dir, const char *name) {
 
 int main(int argc, char **argv) {
   const char *dir = NULL, *only = NULL;
-  gboolean quick = FALSE, graph = FALSE;
+  gboolean quick = FALSE, graph = FALSE, all_nn = FALSE;
+  const char *filter = NULL;
   double max_gflop = 0;
   int repeats = 5;
   GOptionEntry entries[] = {
@@ -464,6 +473,8 @@ int main(int argc, char **argv) {
       {"repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "timed repetitions per figure (median)", "N"},
       {"graph", 0, 0, G_OPTION_ARG_NONE, &graph, "gemm: replay the calls from a CUDA graph (device time only)", NULL},
       {"max-gflop", 0, 0, G_OPTION_ARG_DOUBLE, &max_gflop, "gemm: only GEMMs of at most this many GFLOP", "G"},
+      {"filter", 0, 0, G_OPTION_ARG_STRING, &filter, "gemm: only GEMMs whose label contains TEXT", "TEXT"},
+      {"nn", 0, 0, G_OPTION_ARG_NONE, &all_nn, "gemm: every GEMM as NN (stratsim-runner's layout)", NULL},
       {NULL}};
   GOptionContext *ctx = g_option_context_new("- stratsim's GPU micro-benchmarks");
   g_option_context_add_main_entries(ctx, entries, NULL);
@@ -483,7 +494,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "stratsim-gpubench: no CUDA device visible\n");
     return 1;
   }
-  Bench bn = {.repeats = repeats, .quick = quick, .graph = graph, .max_gflop = max_gflop};
+  Bench bn = {.repeats = repeats, .quick = quick, .graph = graph, .max_gflop = max_gflop,
+           .filter = filter, .all_nn = all_nn};
   CK(cudaSetDevice(0));
   CK(cudaStreamCreateWithFlags(&bn.stream, cudaStreamNonBlocking));
   BK(cublasCreate(&bn.blas));
@@ -516,7 +528,7 @@ int main(int argc, char **argv) {
     fclose(bn.out);
   }
   if (!only || !strcmp(only, "gemm")) {
-    bn.out = open_out(dir, graph ? "gemm_graph.csv" : "gemm.csv");
+    bn.out = open_out(dir, graph ? "gemm_graph.csv" : all_nn ? "gemm_nn.csv" : "gemm.csv");
     fprintf(bn.out, "shape,dtype,batch,m,n,k,trans,calls,time_us,tflops\n");
     GArray *shapes = shapes_gpt(quick);
     static const Dtype all[] = {DT_BF16, DT_FP8, DT_FP16, DT_TF32};
