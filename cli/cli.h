@@ -41,8 +41,9 @@ int cli_bench_table4(void);
 int cli_bench_step(void);
 /* `stratsim bench --suite predict`: the GPT-3 175B iteration on 1024 A100s and neighbouring
  * strategies as prediction-only runs (issue 16, item 2): build and simulate milliseconds over
- * @repeat runs, tasks before and after chain merging, peak memory (cli_bench_predict.c). */
-int cli_bench_predict(int repeat);
+ * @repeat runs, tasks before and after chain merging, peak memory (cli_bench_predict.c). With
+ * @strategy (and optionally @model, @cluster: default the 175B case) that one point only. */
+int cli_bench_predict(int repeat, const char *model, const char *cluster, const char *strategy);
 /* The process's peak resident memory in bytes (Linux /proc/self/status VmHWM), after
  * resetting it with /proc/self/clear_refs (proc(5): writing 5 resets the peak RSS) when
  * @reset (returns 0 then); -1 where /proc does not tell (cli_bench_step.c). */

@@ -150,7 +150,8 @@ int cli_bench(int argc, char **argv) {
     if (g_strcmp0(suite, "megatron") == 0) return cli_bench_megatron(data_dir);
     if (g_strcmp0(suite, "gemm") == 0) return cli_bench_gemm(data_dir);
     if (g_strcmp0(suite, "step") == 0) return cli_bench_step();
-    if (g_strcmp0(suite, "predict") == 0) return cli_bench_predict(repeat);
+    if (g_strcmp0(suite, "predict") == 0)
+      return cli_bench_predict(repeat, model_spec, cluster_spec, strategy_spec);
     return g_strcmp0(suite, "gpt3") == 0 ? bench_gpt3() : bench_allreduce();
   }
   if (!model_spec) model_spec = g_strdup("gpt3-6.7b:batch=256");

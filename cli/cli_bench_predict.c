@@ -7,7 +7,7 @@
  * engine over the reduced graph, breakdown, memory) in milliseconds, median and best of N runs
  * in one process (the first run, which also pays the page faults of a fresh process, is shown
  * apart), the tasks before and after merging, and the peak resident memory over the runs.
- * Measures; asserts nothing. */
+ * --strategy (and --model, --cluster) benches one point instead. Measures; asserts nothing. */
 #include "cli/cli.h"
 
 #include <stdio.h>
@@ -57,8 +57,10 @@ static int bench_one(const char *model, const char *cluster, const char *strateg
   return CLI_EXIT_OK;
 }
 
-int cli_bench_predict(int repeat) {
-  const char *model = "gpt3-175b:batch=1536", *cluster = "dgx-a100:nodes=128";
+int cli_bench_predict(int repeat, const char *model_spec, const char *cluster_spec,
+                      const char *strategy) {
+  const char *model = model_spec ? model_spec : "gpt3-175b:batch=1536";
+  const char *cluster = cluster_spec ? cluster_spec : "dgx-a100:nodes=128";
   static const char *const strategies[] = {
       "megatron:tp=8,pp=16,dp=8,mb=1,schedule=interleaved,vp=2", /* Narayanan et al. Table 1 */
       "megatron:tp=8,pp=16,dp=8,mb=1,schedule=1f1b",
@@ -67,6 +69,7 @@ int cli_bench_predict(int repeat) {
   };
   printf("bench: predict %s on %s, prediction only with symmetry (milliseconds: build + "
          "simulate = merging, engine, breakdown and memory)\n", model, cluster);
+  if (strategy) return bench_one(model, cluster, strategy, repeat);
   for (gsize i = 0; i < G_N_ELEMENTS(strategies); i++) {
     int status = bench_one(model, cluster, strategies[i], repeat);
     if (status != CLI_EXIT_OK) return status;

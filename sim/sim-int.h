@@ -160,12 +160,14 @@ SimTime *sim_host_wait_intervals(const SimTaskGraph *graph, const SimSchedule *s
  * at; communication running meanwhile not subtracted). Zeros without a host stream. Caller
  * frees (sim_host.c). */
 SimTime *sim_host_task_waits(const SimTaskGraph *graph, const SimSchedule *schedule);
-/* @iv/@off (sim_host_wait_intervals' layout, for @graph's compute tasks) with the host waits
- * inside each device's optimizer step added after its own: the intervals in which its compute
- * stream sat idle while the host, back from a synchronization (sb_add_optimizer_step), had not
- * yet launched the step's next kernels. Same layout; caller frees both (sim_host.c). */
-SimTime *sim_host_with_step_waits(const SimTaskGraph *graph, const SimSchedule *schedule,
-                                  const SimTime *iv, const guint *off, guint **offsets_out);
+/* The host wait inside a device's optimizer step before task @id, popped on that device's
+ * compute stream after the stream's earlier tasks (in the engine's order) ended by @prev_end:
+ * the interval [*@from, *@to) in which the stream sat idle while the host, back from a
+ * synchronization (sb_add_optimizer_step), had not yet launched @id. FALSE where @id is not
+ * such a phase or the interval is empty (sim_host.c). The breakdown adds these after each
+ * device's compute-launch waits (they end before its last compute task does). */
+gboolean sim_host_step_wait(const SimTaskGraph *graph, const SimSchedule *schedule, uint32_t id,
+                            SimTime prev_end, SimTime *from, SimTime *to);
 
 /* `explain`'s components (sim_explain_components.c): the breakdown with compute per layer and
  * the communication hidden under compute, as a JSON object (caller owns) and as text. */

@@ -164,7 +164,7 @@ void sb_add_host_tasks(Builder *b) {
  * and launches the next kernel (cm_framework_sync_s): a host task on no resource (the host
  * stream has nothing else left to launch this iteration; its launches all precede the
  * synchronization in program order), immediately before the phase it gates (id order is what
- * sim_host_with_step_waits reads). The later launches of a phase are taken to keep ahead of its
+ * sim_host_step_wait reads). The later launches of a phase are taken to keep ahead of its
  * kernels: a multi-tensor launch covers up to 320 chunks of 65536 elements (apex
  * csrc/multi_tensor_apply.cuh depth_to_max_blocks, apex/multi_tensor_apply chunk 2048 * 32),
  * hundreds of microseconds of HBM traffic against one launch's tens. */

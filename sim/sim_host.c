@@ -71,54 +71,14 @@ SimTime *sim_host_task_waits(const SimTaskGraph *g, const SimSchedule *s) {
  * a host task on no resource is gated by that task (sb_add_optimizer_step); its compute stream
  * waits on the host from the later of its previous task's end and the host task's start (before
  * that it waits for the other ranks: communication or bubble) to the earlier of the host task's
- * end and the phase's start. Two passes: count, then fill; each device's compute-launch waits
- * first (they end before its last compute task does), then these. */
-SimTime *sim_host_with_step_waits(const SimTaskGraph *g, const SimSchedule *s, const SimTime *iv,
-                                  const guint *off, guint **offsets_out) {
-  guint n = (guint)g->num_devices;
-  guint *offsets = g_new0(guint, n + 1);
-  *offsets_out = offsets;
-  const uint32_t *res = (const uint32_t *)g->task_resources->data;
-  g_autofree SimTime *prev_end = g_new(SimTime, n ? n : 1);
-  g_autofree guint *fill = g_new0(guint, n + 1);
-  SimTime *out = NULL;
-  for (int pass = 0; pass < 2; pass++) {
-    memset(prev_end, 0, sizeof(SimTime) * n);
-    for (uint32_t k = 0; k < s->num_tasks; k++) {
-      uint32_t id = s->order[k];
-      const SimTask *t = sim_task_graph_task(g, id);
-      SimTime end = s->start[id] + t->duration;
-      for (uint16_t r = 0; r < t->nres; r++) {
-        uint32_t stream = res[t->res_begin + r];
-        if (stream >= sim_stream_resources((int)n) ||
-            sim_resource_stream_of(stream) != SIM_STREAM_COMPUTE)
-          continue;
-        guint d = (guint)sim_resource_device(stream);
-        const SimTask *h = id > 0 ? sim_task_graph_task(g, id - 1) : NULL;
-        if (t->kind == SIM_TASK_OPTIMIZER && h && h->kind == SIM_TASK_HOST && h->nres == 0) {
-          SimTime from = MAX(prev_end[d], s->start[id - 1]);
-          SimTime to = MIN(s->start[id - 1] + h->duration, s->start[id]);
-          if (to > from && pass) {
-            out[2 * fill[d]] = from;
-            out[2 * fill[d] + 1] = to;
-            fill[d]++;
-          } else if (to > from) {
-            offsets[d + 1]++;
-          }
-        }
-        if (end > prev_end[d]) prev_end[d] = end;
-      }
-    }
-    if (!pass) {
-      for (guint d = 0; d < n; d++) {
-        offsets[d + 1] += offsets[d] + (off[d + 1] - off[d]);
-        /* the compute-launch waits first */
-        fill[d] = offsets[d] + (off[d + 1] - off[d]);
-      }
-      out = g_new(SimTime, 2 * (gsize)offsets[n] + 1);
-      for (guint d = 0; d < n; d++)
-        memcpy(out + 2 * offsets[d], iv + 2 * off[d], sizeof(SimTime) * 2 * (off[d + 1] - off[d]));
-    }
-  }
-  return out;
+ * end and the phase's start. */
+gboolean sim_host_step_wait(const SimTaskGraph *g, const SimSchedule *s, uint32_t id,
+                            SimTime prev_end, SimTime *from, SimTime *to) {
+  const SimTask *t = sim_task_graph_task(g, id);
+  const SimTask *h = id > 0 ? sim_task_graph_task(g, id - 1) : NULL;
+  if (t->kind != SIM_TASK_OPTIMIZER || !h || h->kind != SIM_TASK_HOST || h->nres != 0)
+    return FALSE;
+  *from = MAX(prev_end, s->start[id - 1]);
+  *to = MIN(s->start[id - 1] + h->duration, s->start[id]);
+  return *to > *from;
 }

@@ -126,14 +126,34 @@ static SimTime measure(const Interval *iv, guint n) {
   return sum;
 }
 
+/* A host wait inside a device's optimizer step (sim_host_step_wait). */
+typedef struct {
+  guint device;
+  Interval wait;
+} StepWait;
+
+/* @iv/@off (sim_host_wait_intervals' layout) with each device's @steps (in engine order)
+ * after its own; a new array and its offsets (*@off_out), caller frees both. */
+static SimTime *with_step_waits(int ndev, const SimTime *iv, const guint *off, const GArray *steps,
+                                guint **off_out) {
+  guint n = (guint)ndev, *offsets = g_new0(guint, n + 1);
+  const StepWait *w = (const StepWait *)steps->data;
+  for (guint k = 0; k < steps->len; k++) offsets[w[k].device + 1]++;
+  for (guint d = 0; d < n; d++) offsets[d + 1] += offsets[d] + (off[d + 1] - off[d]);
+  Interval *out = g_new(Interval, (gsize)offsets[n] + 1);
+  g_autofree guint *fill = g_new(guint, n + 1);
+  for (guint d = 0; d < n; d++) { /* the compute-launch waits first */
+    memcpy(out + offsets[d], iv + 2 * off[d], sizeof(Interval) * (off[d + 1] - off[d]));
+    fill[d] = offsets[d] + (off[d + 1] - off[d]);
+  }
+  for (guint k = 0; k < steps->len; k++) out[fill[w[k].device]++] = w[k].wait;
+  *off_out = offsets;
+  return (SimTime *)out;
+}
+
 void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
                         const guint *host_off, SimBreakdownSums *out) {
   int nres = g->num_resources;
-  /* the host waits inside the optimizer step after the compute launches' (sim_host.c) */
-  g_autofree guint *step_off = NULL;
-  g_autofree SimTime *step_iv = sim_host_with_step_waits(g, s, host_iv, host_off, &step_off);
-  host_iv = step_iv;
-  host_off = step_off;
   /* Intervals per resource in start order: the engine's start order is per-resource order. */
   g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
   const uint32_t *res = (const uint32_t *)g->task_resources->data;
@@ -145,6 +165,10 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   g_autofree Interval *iv = g_new(Interval, count[nres] ? count[nres] : 1);
   g_autofree guint *fill = g_memdup2(count, sizeof(guint) * ((gsize)nres + 1));
   uint32_t streams = sim_stream_resources(g->num_devices);
+  /* In the same pass, the host waits inside the optimizer steps (sim_host_step_wait), from
+   * each compute stream's last end so far: (device, interval) in engine order. */
+  g_autofree SimTime *prev_end = g_new0(SimTime, (gsize)g->num_devices + 1);
+  g_autoptr(GArray) steps = g_array_new(FALSE, FALSE, sizeof(StepWait));
   for (uint32_t k = 0; k < s->num_tasks; k++) {
     uint32_t id = s->order[k];
     if (k + 16 < s->num_tasks) { /* the order is scattered in ids: fetch ahead */
@@ -152,16 +176,25 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
       __builtin_prefetch(&s->start[s->order[k + 16]]);
     }
     const SimTask *t = sim_task_graph_task(g, id);
-    if (t->duration == 0) continue;
+    SimTime start = s->start[id], end = start + t->duration;
     gboolean is_comm = t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC;
     for (uint16_t r = 0; r < t->nres; r++) {
       uint32_t resource = res[t->res_begin + r];
-      /* Without overlap collectives also hold compute streams: they are not compute. */
-      if (is_comm && resource < streams && sim_resource_stream_of(resource) == SIM_STREAM_COMPUTE)
-        continue;
-      iv[fill[resource]++] = (Interval){s->start[id], s->start[id] + t->duration};
+      if (resource < streams && sim_resource_stream_of(resource) == SIM_STREAM_COMPUTE) {
+        guint d = (guint)sim_resource_device(resource);
+        StepWait w = {d, {0, 0}};
+        if (t->kind == SIM_TASK_OPTIMIZER &&
+            sim_host_step_wait(g, s, id, prev_end[d], &w.wait.start, &w.wait.end))
+          g_array_append_val(steps, w);
+        if (end > prev_end[d]) prev_end[d] = end;
+        /* Without overlap collectives also hold compute streams: they are not compute. */
+        if (is_comm) continue;
+      }
+      if (t->duration) iv[fill[resource]++] = (Interval){start, end};
     }
   }
+  g_autofree guint *all_off = NULL;
+  g_autofree SimTime *all_iv = with_step_waits(g->num_devices, host_iv, host_off, steps, &all_off);
   /* Sums in integer picoseconds, divided once: identical replicas give exactly their own value
    * (n*v/n == v in IEEE arithmetic), so symmetric and expanded runs agree bit for bit. */
   SimTime compute = 0, exposed = 0, host = 0, comm = 0;
@@ -208,7 +241,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
     }
     comm += measure(mv, nm);
     exposed += exposed_time(mv, nm, cv, nc);
-    host += exposed_time((const Interval *)host_iv + host_off[d], host_off[d + 1] - host_off[d], mv, nm);
+    host += exposed_time((const Interval *)all_iv + all_off[d], all_off[d + 1] - all_off[d], mv, nm);
   }
   *out = (SimBreakdownSums){compute, exposed, host, comm, used};
 }
