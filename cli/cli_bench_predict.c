@@ -3,16 +3,17 @@
  * core). Megatron-LM's configuration (Narayanan et al. 2021, Table 1: tp=8, pp=16, dp=8,
  * micro-batch 1, interleaved with 2 chunks per rank here) and neighbouring points of the search
  * space, each as the search evaluates it: symmetry and prediction only (chain merging,
- * sim/sim_merge.c). Per strategy: the task graph's build and the rest of the run (merging, the
+ * sim/sim_merge.c), the allocator keeping freed memory (srch_keep_freed_memory). Per strategy: the task graph's build and the rest of the run (merging, the
  * engine over the reduced graph, breakdown, memory) in milliseconds, median and best of N runs
  * in one process (the first run, which also pays the page faults of a fresh process, is shown
- * apart), the tasks before and after merging, and the peak resident memory over the runs.
+ * apart), the thread's CPU time per run (median, best, first), the tasks before and after merging, and the peak resident memory over the runs.
  * --strategy (and --model, --cluster) benches one point instead. Measures; asserts nothing. */
 #include "cli/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "search/srch-int.h" /* srch_keep_freed_memory, srch_thread_cpu_s: as the search runs */
 #include "session/ses_session.h"
 #include "sim/sim.h"
 
@@ -30,10 +31,13 @@ static int bench_one(const char *model, const char *cluster, const char *strateg
   if (!session) return cli_fail(error, cli_status_for(error));
   g_autofree double *build = g_new(double, repeat);
   g_autofree double *rest = g_new(double, repeat);
+  g_autofree double *cpu = g_new(double, repeat);
   SimPrediction first = {0};
   cli_peak_rss(TRUE);
   for (int r = 0; r < repeat; r++) {
+    double cpu0 = srch_thread_cpu_s();
     SimRun *run = ses_session_simulate(session, &error);
+    cpu[r] = (srch_thread_cpu_s() - cpu0) * 1e3;
     if (!run) {
       ses_session_free(session);
       return cli_fail(error, cli_status_for(error));
@@ -45,14 +49,16 @@ static int bench_one(const char *model, const char *cluster, const char *strateg
     sim_run_free(run);
   }
   double peak = cli_peak_rss(FALSE);
-  double build0 = build[0], rest0 = rest[0];
+  double build0 = build[0], rest0 = rest[0], cpu0 = cpu[0];
   qsort(build, (size_t)repeat, sizeof(double), compare_double);
   qsort(rest, (size_t)repeat, sizeof(double), compare_double);
+  qsort(cpu, (size_t)repeat, sizeof(double), compare_double);
   printf("bench: predict %s: build %.1f ms, simulate %.1f ms (median of %d; best %.1f + %.1f; "
-         "first %.1f + %.1f), %" G_GUINT64_FORMAT " tasks, %" G_GUINT64_FORMAT
-         " after merging, peak RSS %.0f MB; iteration %.9g s\n",
+         "first %.1f + %.1f), CPU %.1f ms (median; best %.1f, first %.1f), %" G_GUINT64_FORMAT
+         " tasks, %" G_GUINT64_FORMAT " after merging, peak RSS %.0f MB; iteration %.9g s\n",
          strategy, build[repeat / 2], rest[repeat / 2], repeat, build[0], rest[0], build0, rest0,
-         first.tasks, first.merged_tasks, peak / 1e6, first.iteration_time_s);
+         cpu[repeat / 2], cpu[0], cpu0, first.tasks, first.merged_tasks, peak / 1e6,
+         first.iteration_time_s);
   ses_session_free(session);
   return CLI_EXIT_OK;
 }
@@ -68,7 +74,9 @@ int cli_bench_predict(int repeat, const char *model_spec, const char *cluster_sp
       "megatron:tp=8,pp=8,dp=16,mb=1,schedule=interleaved,vp=4,zero=1",
   };
   printf("bench: predict %s on %s, prediction only with symmetry (milliseconds: build + "
-         "simulate = merging, engine, breakdown and memory)\n", model, cluster);
+         "simulate = merging, engine, breakdown and memory; CPU: the thread's CPU time, which a "
+         "loaded machine inflates less than the wall clock)\n", model, cluster);
+  srch_keep_freed_memory(); /* the search's allocator settings (srch_eval.c) */
   if (strategy) return bench_one(model, cluster, strategy, repeat);
   for (gsize i = 0; i < G_N_ELEMENTS(strategies); i++) {
     int status = bench_one(model, cluster, strategies[i], repeat);
