@@ -1,6 +1,6 @@
 /* cli/bench_bridge — `stratsim bench --suite bridge [--data DIR]`: the published Megatron-Bridge /
  * NeMo pre-training throughputs of tests/data/validation/megatron_bridge_llama.csv (Llama 3 8B
- * and 70B on DGX H100 and GB200, FP8 recipes, each row cited there), each simulated in its
+ * and 70B and Llama 3.1 405B on DGX H100, DGX B200 and GB200, FP8 recipes, each row cited there), each simulated in its
  * published layout, tokens per second per GPU against the table's, with the prediction's
  * compute, exposed communication, host-bound time and bubble. Nothing in the cost model was
  * fitted to these rows: they are an end-to-end check on data the calibration has not seen (the
@@ -27,11 +27,16 @@
 typedef struct {
   const char *name;     /* the table's model column */
   const char *spec;     /* the zoo model */
+  gboolean accounted;   /* the recipe counts the embedding and the loss as pipeline layers */
 } BridgeModel;
 
+/* Megatron-Bridge's Llama 3.1 405B recipes set account_for_embedding_in_pipeline_split and
+ * account_for_loss_in_pipeline_split ("Large model specific pipeline split configurations",
+ * src/megatron/bridge/recipes/llama/llama3.py): 126 + 2 layers over pp x vp chunks. */
 static const BridgeModel bridge_models[] = {
-  {"LLAMA3_8B", "llama3-8b"},
-  {"LLAMA3_70B", "llama3-70b"},
+  {"LLAMA3_8B", "llama3-8b", FALSE},
+  {"LLAMA3_70B", "llama3-70b", FALSE},
+  {"LLAMA3.1_405B", "llama3.1-405b", TRUE},
 };
 
 static gboolean int_column(const UtilCsv *csv, guint row, const char *name, int *out,
@@ -50,11 +55,16 @@ static gboolean int_column(const UtilCsv *csv, guint row, const char *name, int 
   return TRUE;
 }
 
-/* The cluster of @gpus of the table's system: DGX H100 hosts of 8, or one GB200 NVL72 NVLink
- * domain holding all of them (the rows have at most 72). NULL: a system with no preset. */
+/* The cluster of @gpus of the table's system: DGX H100 or DGX B200 hosts of 8; GB200: one NVL72
+ * NVLink domain holding all of them when they fit in one (<= 72), else racks of 64 (16 of the 18
+ * compute trays, an assumption: the table does not say how its 128 GPUs sit). NULL: a system
+ * with no preset. */
 static char *bridge_cluster(const char *system, int gpus) {
   if (strcmp(system, "DGX-H100") == 0 && gpus % 8 == 0) return g_strdup_printf("dgx-h100:nodes=%d", gpus / 8);
+  if (strcmp(system, "DGX-B200") == 0 && gpus % 8 == 0) return g_strdup_printf("dgx-b200:nodes=%d", gpus / 8);
   if (strcmp(system, "DGX-GB200") == 0 && gpus <= 72) return g_strdup_printf("gb200-nvl72:gpus_per_node=%d", gpus);
+  if (strcmp(system, "DGX-GB200") == 0 && gpus % 64 == 0)
+    return g_strdup_printf("gb200-nvl72:nodes=%d,gpus_per_node=64", gpus / 64);
   return NULL;
 }
 
@@ -87,12 +97,13 @@ static gboolean bridge_row(const UtilCsv *csv, guint i, BridgeRow *r, const char
   return TRUE;
 }
 
-static char *bridge_strategy(const BridgeRow *r, gboolean fp8) {
+static char *bridge_strategy(const BridgeRow *r, gboolean fp8, gboolean accounted) {
   int cp = MAX(r->cp, 1), dp = r->gpus / (r->tp * r->pp * cp);
   GString *s = g_string_new(NULL);
   g_string_append_printf(s, "megatron:tp=%d,pp=%d,cp=%d,dp=%d,mb=%d", r->tp, r->pp, cp, dp, r->mbs);
   if (r->tp > 1) g_string_append(s, ",sp=1");
   if (r->vp > 1) g_string_append_printf(s, ",schedule=interleaved,vp=%d", r->vp);
+  if (accounted && r->pp > 1) g_string_append(s, ",account_embedding=1,account_loss=1");
   g_string_append(s, r->fsdp > 0 ? ",zero=3" : ",zero=1,overlap_param_gather=1");
   if (fp8) g_string_append(s, ",dtype=fp8");
   return g_string_free(s, FALSE);
@@ -128,9 +139,10 @@ int cli_bench_bridge(const char *data_dir) {
       status = cli_fail(error, cli_status_for(error));
       break;
     }
-    const char *zoo = NULL;
+    const BridgeModel *bm = NULL;
     for (guint k = 0; k < G_N_ELEMENTS(bridge_models); k++)
-      if (strcmp(model, bridge_models[k].name) == 0) zoo = bridge_models[k].spec;
+      if (strcmp(model, bridge_models[k].name) == 0) bm = &bridge_models[k];
+    const char *zoo = bm ? bm->spec : NULL;
     g_autofree char *cluster = bridge_cluster(system, r.gpus);
     if (!zoo || !cluster) {
       printf("bench: bridge  %-10s %-9s %-6s %4d: skipped (no zoo model or cluster preset for it)\n",
@@ -139,7 +151,7 @@ int cli_bench_bridge(const char *data_dir) {
     }
     gboolean fp8 = strstr(precision, "FP8") != NULL;
     g_autofree char *model_spec = g_strdup_printf("%s:batch=%d,seq=%d", zoo, r.gbs, r.seq);
-    g_autofree char *strategy = bridge_strategy(&r, fp8);
+    g_autofree char *strategy = bridge_strategy(&r, fp8, bm->accounted);
     SesSpecs specs = {.model = model_spec, .cluster = cluster, .strategy = strategy,
                       .options = {.prediction_only = TRUE}};
     SesSession *session = ses_session_new_from_specs(&specs, &error);
