@@ -156,8 +156,13 @@ void srch_keep_freed_memory(void) {
    * page-faulted its arrays in anew (mallopt(3)). Measured on GPT-3 175B / 1024 A100s
    * (--algo grid, one thread, perf stat): 2.36 M page faults and 53.5 s task clock before,
    * 1.34 M and 47.7 s with these two settings. 32 MiB is the highest threshold mallopt accepts
-   * on 64-bit (HEAP_MAX_SIZE / 2). The heap keeps its peak size until the process ends. */
+   * on 64-bit (HEAP_MAX_SIZE / 2). The heap keeps its peak size until the process ends.
+   * Blocks of 32 MiB and more were still mmap()ed afresh per simulation (a GArray grows to a
+   * power of two: the 175B task array is exactly 32 MiB), so M_MMAP_MAX 0 serves every block
+   * from the heap: bench --suite predict on the 175B point, thread CPU per prediction, median
+   * of 21, three pairs: 81.6/61.4/60.5 -> 58.2/57.8/55.9 ms (2026-11-25, loaded machine). */
   mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
 }
