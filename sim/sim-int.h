@@ -57,7 +57,9 @@ struct SimTaskGraph {
 /* The timeline the engine computes. */
 struct SimSchedule {
   SimTime *start;          /* per task */
-  SimTime *ready;          /* per task: when its last dependency ended (its pop time) */
+  SimTime *ready;          /* per task: when its last dependency ended (its pop time; with
+                              releases, sim_engine_run_released, it pops at the later of this
+                              and its release) */
   uint32_t *order;         /* task ids in the order the engine started them */
   SimTime makespan;
   uint64_t events;         /* priority-queue pops */
@@ -124,7 +126,8 @@ SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old
                                GError **error);
 
 /* The engine with a release time per task (@release: graph-sized, or NULL for none): a task
- * becomes ready no earlier than its release. sim_engine_run is this with no releases. */
+ * becomes ready no earlier than its release (SimSchedule.ready keeps its dependencies' end).
+ * sim_engine_run is this with no releases. */
 SimSchedule *sim_engine_run_released(const SimTaskGraph *graph, const SimTime *release,
                                      GError **error);
 

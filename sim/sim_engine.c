@@ -52,6 +52,7 @@ typedef struct {
   uint32_t *remaining;
   SimTime *free_at;
   HeapEntry *heap;
+  const SimTime *release; /* per task, or NULL (sim_engine_run_released) */
   uint32_t heap_size, done;
 } Engine;
 
@@ -75,6 +76,7 @@ static void engine_init(Engine *e, const SimTaskGraph *g) {
   e->free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1);
   e->heap_size = 0;
   e->done = 0;
+  e->release = NULL;
 }
 
 /* Pops until the heap is empty; returns the schedule, or NULL with @error on a cycle. */
@@ -87,6 +89,7 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
   SimTime *ready = s->ready, *free_at = e->free_at;
   uint32_t *remaining = e->remaining;
   HeapEntry *heap = e->heap;
+  const SimTime *release = e->release;
   uint32_t heap_size = e->heap_size, done = e->done;
   while (heap_size > 0) {
     HeapEntry top = heap_pop(heap, &heap_size);
@@ -104,7 +107,8 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
       uint32_t v = g->succ[k];
       if (end > ready[v]) ready[v] = end;
       if (--remaining[v] == 0) {
-        heap_push(heap, &heap_size, (HeapEntry){ready[v], v});
+        SimTime at = release && release[v] > ready[v] ? release[v] : ready[v];
+        heap_push(heap, &heap_size, (HeapEntry){at, v});
         /* it pops later: its task, resources and successors are fetched meanwhile (ids are
          * scattered in time order, so these are cache misses otherwise) */
         __builtin_prefetch(&tasks[v]);
@@ -130,9 +134,9 @@ SimSchedule *sim_engine_run_released(const SimTaskGraph *g, const SimTime *relea
   g_return_val_if_fail(g->succ_offsets != NULL, NULL);
   Engine e;
   engine_init(&e, g);
-  if (release) memcpy(e.s->ready, release, sizeof(SimTime) * g->tasks->len);
+  e.release = release;
   for (uint32_t i = 0; i < g->tasks->len; i++)
-    if (e.remaining[i] == 0) heap_push(e.heap, &e.heap_size, (HeapEntry){e.s->ready[i], i});
+    if (e.remaining[i] == 0) heap_push(e.heap, &e.heap_size, (HeapEntry){release ? release[i] : 0, i});
   return engine_finish(&e, error);
 }
 

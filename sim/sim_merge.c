@@ -378,19 +378,8 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
   return rg;
 }
 
-/* Per task of the reduced graph @rg timed as @s: when its last dependency ended, releases
- * aside (the ready time the full run gives it where its launch does not gate it). */
-static SimTime *dependencies_ready(const SimTaskGraph *rg, const SimSchedule *s) {
-  uint32_t n = rg->tasks->len;
-  const SimTask *t = (const SimTask *)rg->tasks->data;
-  SimTime *nr = g_new0(SimTime, n ? n : 1);
-  for (uint32_t u = 0; u < n; u++)
-    for (uint32_t k = rg->succ_offsets[u]; k < rg->succ_offsets[u + 1]; k++)
-      nr[rg->succ[k]] = MAX(nr[rg->succ[k]], s->start[u] + t[u].duration);
-  return nr;
-}
-
-/* The host stream over the reduced schedule @s (@nr: dependencies_ready): each launch's end,
+/* The host stream over the reduced schedule @s (@nr: per task of the reduced graph, when its
+ * last dependency ended, releases aside: SimSchedule.ready): each launch's end,
  * from its device's previous launch and the launch queue. The schedule is the full run's when
  * every compute task's ready time, max(its dependencies, its launch), is what the reduced run
  * gave it, max(its dependencies, its release): returns 0 then, with the host-wait intervals
@@ -494,8 +483,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     g_autofree guint *off = g_new0(guint, nd + 1);
     gint64 changes = 0;
     if (s && m.hdur) {
-      g_autofree SimTime *nr = dependencies_ready(rg, s);
-      changes = time_host(&m, s, nr, iv, off);
+      changes = time_host(&m, s, s->ready, iv, off);
     }
     ok = s && changes >= 0 && changes <= m.C / 16 + 1;
     if (ok && changes == 0) {
