@@ -187,6 +187,32 @@ static void test_symmetric_vs_expanded(void) {
   test_run_free(merged);
 }
 
+/* The points `bench --suite predict` times (issue 16: GPT-3 175B on 1024 A100s), merged against
+ * the full engine on the same symmetric graph, every figure bit for bit. Whether the reduction
+ * applies depends on the host profile (a host-bound run falls back to the full engine), so only
+ * the answer is asserted. */
+static void test_bench_points(void) {
+  static const char *const points[] = {
+      "megatron:tp=8,pp=16,dp=8,mb=1,schedule=interleaved,vp=2",
+      "megatron:tp=8,pp=16,dp=8,mb=1,schedule=1f1b",
+      "megatron:tp=8,pp=16,dp=8,mb=1,schedule=interleaved,vp=2,recompute=selective,sp=1",
+      "megatron:tp=8,pp=8,dp=16,mb=1,schedule=interleaved,vp=4,zero=1",
+  };
+  const char *saved = cluster;
+  cluster = "dgx-a100:nodes=128";
+  for (gsize i = 0; i < G_N_ELEMENTS(points); i++) {
+    SimRun *full = simulate("gpt3-175b:batch=1536", points[i], FALSE, FALSE);
+    SimRun *merged = simulate("gpt3-175b:batch=1536", points[i], FALSE, TRUE);
+    if (g_test_verbose())
+      g_printerr("%s: %" G_GUINT64_FORMAT " tasks, %" G_GUINT64_FORMAT " merged\n", points[i],
+                 sim_run_prediction(merged)->tasks, sim_run_prediction(merged)->merged_tasks);
+    assert_same_prediction(sim_run_prediction(full), sim_run_prediction(merged));
+    test_run_free(full);
+    test_run_free(merged);
+  }
+  cluster = saved;
+}
+
 /* Where the reduction does not hold the full engine runs: collectives holding the compute
  * streams (overlap=0, as tasks or step-expanded); a host-bound model whose launches are mostly
  * late. Where a few launches are late the reduced graph is timed again with them as releases
@@ -266,6 +292,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/merge/models", test_models);
   g_test_add_func("/merge/space", test_space);
   g_test_add_func("/merge/fallback", test_fallback);
+  g_test_add_func("/merge/bench-points", test_bench_points);
   g_test_add_func("/merge/full-graph", test_full_graph);
   g_test_add_func("/merge/no-schedule", test_no_schedule);
   return g_test_run();
