@@ -125,13 +125,27 @@ SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old
                                const uint32_t *new_of_old, SimTime from, uint32_t *kept,
                                GError **error);
 
-/* The engine with a release time per task (@release: graph-sized, or NULL for none): a task
- * becomes ready no earlier than its release (SimSchedule.ready keeps its dependencies' end).
- * sim_engine_run is this with no releases. */
-SimSchedule *sim_engine_run_released(const SimTaskGraph *graph, const SimTime *release,
-                                     GError **error);
+/* Collectives folded into compute chains (sim_merge.c): a chain task c with folded collectives
+ * x1, x2, ... runs its first compute stretch (its duration), then x1 as an ordinary task (it
+ * is popped when the stretch has ended, under its own id, and starts when its resources are
+ * free too), then the compute stretch after x1 (after[x1]), then x2, ...; c's successors see
+ * c end with its last stretch. A folded collective has no edges and is never pushed otherwise.
+ * Per task (graph-sized; UINT32_MAX: none): */
+typedef struct {
+  const uint32_t *next;  /* a chain's first folded collective; a folded collective's next */
+  const uint32_t *owner; /* a folded collective's chain */
+  const SimTime *after;  /* a folded collective's compute stretch after it */
+} SimFolds;
 
-/* The breakdown's sums over a finished schedule (sim_run.c): per device the compute stream's
+/* The engine with a release time per task (@release: graph-sized, or NULL for none): a task
+ * becomes ready no earlier than its release (SimSchedule.ready keeps its dependencies' end);
+ * with @folds (or NULL), chains run their folded collectives (SimFolds). sim_engine_run is
+ * this with neither. */
+SimSchedule *sim_engine_run_released(const SimTaskGraph *graph, const SimTime *release,
+                                     const SimFolds *folds, GError **error);
+
+/* The breakdown's sums over a finished schedule (sim_run.c; with @folds, or NULL, those the
+ * engine ran: a chain's compute stretches, see SimFolds): per device the compute stream's
  * busy time, the communication not under compute and the host waits not under communication
  * (@host_iv/@host_off: sim_host_wait_intervals' layout), and the communication's own measure
  * (@comm), communication being the union of its communication streams' busy intervals;
@@ -141,7 +155,8 @@ typedef struct {
   int used;
 } SimBreakdownSums;
 void sim_breakdown_sums(const SimTaskGraph *graph, const SimSchedule *schedule,
-                        const SimTime *host_iv, const guint *host_off, SimBreakdownSums *out);
+                        const SimTime *host_iv, const guint *host_off, const SimFolds *folds,
+                        SimBreakdownSums *out);
 
 /* Chain merging (sim_merge.c): the makespan and breakdown sums of @graph's schedule, computed
  * on a reduced graph (compute chains merged, the host stream timed outside the engine), bit

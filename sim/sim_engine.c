@@ -53,6 +53,7 @@ typedef struct {
   SimTime *free_at;
   HeapEntry *heap;
   const SimTime *release; /* per task, or NULL (sim_engine_run_released) */
+  const SimFolds *folds;  /* or NULL (sim_engine_run_released) */
   uint32_t heap_size, done;
 } Engine;
 
@@ -77,6 +78,7 @@ static void engine_init(Engine *e, const SimTaskGraph *g) {
   e->heap_size = 0;
   e->done = 0;
   e->release = NULL;
+  e->folds = NULL;
 }
 
 /* Pops until the heap is empty; returns the schedule, or NULL with @error on a cycle. */
@@ -90,6 +92,7 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
   uint32_t *remaining = e->remaining;
   HeapEntry *heap = e->heap;
   const SimTime *release = e->release;
+  const SimFolds *folds = e->folds;
   uint32_t heap_size = e->heap_size, done = e->done;
   while (heap_size > 0) {
     HeapEntry top = heap_pop(heap, &heap_size);
@@ -102,8 +105,18 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
     for (uint16_t k = 0; k < t->nres; k++) free_at[r[k]] = end;
     s->start[top.task] = start;
     s->order[done++] = top.task;
+    uint32_t id = top.task;
+    if (folds) { /* a chain goes on at its next folded collective, then ends (SimFolds) */
+      uint32_t chain = folds->owner[id] != UINT32_MAX ? folds->owner[id] : id;
+      if (chain != id) end += folds->after[id];
+      if (folds->next[id] != UINT32_MAX) {
+        heap_push(heap, &heap_size, (HeapEntry){end, folds->next[id]});
+        continue;
+      }
+      id = chain; /* it ends: its successors */
+    }
     if (end > s->makespan) s->makespan = end;
-    for (uint32_t k = g->succ_offsets[top.task]; k < g->succ_offsets[top.task + 1]; k++) {
+    for (uint32_t k = g->succ_offsets[id]; k < g->succ_offsets[id + 1]; k++) {
       uint32_t v = g->succ[k];
       if (end > ready[v]) ready[v] = end;
       if (--remaining[v] == 0) {
@@ -130,18 +143,20 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
 }
 
 SimSchedule *sim_engine_run_released(const SimTaskGraph *g, const SimTime *release,
-                                     GError **error) {
+                                     const SimFolds *folds, GError **error) {
   g_return_val_if_fail(g->succ_offsets != NULL, NULL);
   Engine e;
   engine_init(&e, g);
   e.release = release;
+  e.folds = folds;
   for (uint32_t i = 0; i < g->tasks->len; i++)
-    if (e.remaining[i] == 0) heap_push(e.heap, &e.heap_size, (HeapEntry){release ? release[i] : 0, i});
+    if (e.remaining[i] == 0 && !(folds && folds->owner[i] != UINT32_MAX))
+      heap_push(e.heap, &e.heap_size, (HeapEntry){release ? release[i] : 0, i});
   return engine_finish(&e, error);
 }
 
 SimSchedule *sim_engine_run(const SimTaskGraph *g, GError **error) {
-  return sim_engine_run_released(g, NULL, error);
+  return sim_engine_run_released(g, NULL, NULL, error);
 }
 
 /* Resuming (delta simulation): the old run's pops before @from are the new run's first pops,

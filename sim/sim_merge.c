@@ -48,17 +48,24 @@
  * the pops at each time, in order, are the same. Only compute streams, whose order is fixed by
  * the chain, see merged tasks.
  *
+ * Collectives between two members of a chain are folded into it (fold_collectives, SimFolds):
+ * the group pops once more per folded collective, at the collective's own time and id, instead
+ * of the collective and the group after it popping apart.
+ *
  * The breakdown (sim_breakdown_sums) then runs on the reduced schedule: a group's busy
- * interval is the union of its members' (they touch), so busy time and the measure of
- * communication not under compute are the same integers; the host waits come from the pass.
- * tests/test-merge.c checks merged against full predictions over a set of strategies. */
+ * intervals (its stretches between folded collectives) are the union of its members' (they
+ * touch), so busy time and the measure of communication not under compute are the same
+ * integers; the host waits come from the pass. tests/test-merge.c checks merged against full
+ * predictions over a set of strategies, the Megatron space and the 175B bench points. */
 #include "sim/sim-int.h"
 
 #include <string.h>
 
 #define NONE UINT32_MAX
 
-enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8, RELEASED = 16 };
+/* CAND, BAD, FOLD: collectives that may be folded into a compute chain (fold_collectives). */
+enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8, RELEASED = 16, CAND = 32, BAD = 64,
+       FOLD = 128 };
 
 /* Reduced runs at most (each after the late launches the previous one found). */
 #define MERGE_ROUNDS 4
@@ -105,6 +112,15 @@ typedef struct {
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
   uint32_t *redges;      /* the reduced graph's edge list, while its edges are added */
   guint nredges;
+  /* Folded collectives (fold_collectives): */
+  uint32_t *xp, *xs;     /* per task from C, a candidate's: its predecessors' last position,
+                            its successors' first (NONE: none) */
+  uint32_t *xdev;        /* per task from C, a candidate's: its stream's device */
+  uint32_t *xat;         /* per position: the collective folded right before it (NONE) */
+  SimTime *pxd;          /* per position: that collective's duration (0: none) */
+  SimTime *pst;          /* per position: its start in the reduced run (time_host) */
+  uint32_t *cedges;      /* the candidates' edges (u, v), their flags deferred */
+  guint ncedges;         /* entries (2 per edge) */
 } Merge;
 
 static inline gboolean is_host(const Merge *m, uint32_t v) {
@@ -191,6 +207,86 @@ static inline gboolean each_edge(Merge *m, EdgeVisit visit) {
   return TRUE;
 }
 
+/* Folding collectives. A collective X on one communication stream of a device (a symmetric
+ * graph's tensor-parallel all-reduce, say) whose predecessors are all compute tasks of that
+ * device, the last p in program order, and whose successors are all compute tasks of that
+ * device, the first the one after p (s), becomes ready when p ends, and s when X ends (nothing
+ * else can hold s's stream). Its stream is shared (with the all-gathers after pipeline
+ * receives), so when X starts is the engine's to say: X leaves the graph's edges and joins
+ * p's group as its next folded collective (SimFolds): the group runs up to p, X pops at p's
+ * end under its own id (the order of equal times is the full run's) and starts when its stream
+ * is free, the group goes on from X's end, and its successors see it end after its last
+ * stretch. A group pops once per folded collective instead of twice (X and the group after
+ * it). Not folded: X after a tail (p has successors off the chain: they need p's own end), a
+ * collective lasting zero, two collectives between p and s, and anything under step mode.
+ * Candidates' edges wait in cedges until the decision; an unfolded candidate's then make
+ * heads and tails as any other's. */
+static void find_candidates(Merge *m) {
+  uint32_t streams = sim_stream_resources(m->g->num_devices);
+  if (m->g->spans->len) return;
+  for (uint32_t t = m->C; t < m->n; t++) {
+    const SimTask *task = &m->tasks[t];
+    uint32_t r = task->nres == 1 ? m->res[task->res_begin] : NONE;
+    if (!is_host(m, t) && task->kind == SIM_TASK_COMM && task->duration > 0 && r < streams &&
+        sim_resource_stream_of(r) != SIM_STREAM_COMPUTE) {
+      m->flags[t] |= CAND;
+      m->xp[t - m->C] = m->xs[t - m->C] = NONE;
+      m->xdev[t - m->C] = (uint32_t)sim_resource_device(r);
+    }
+  }
+}
+
+/* Edge (@u, @v) of candidate @x with compute task @c, kept for later; the last position of
+ * @x's predecessors (@at: xp) or the first of its successors (xs). */
+static gboolean candidate_edge(Merge *m, uint32_t u, uint32_t v, uint32_t c, uint32_t x,
+                               uint32_t *at) {
+  uint32_t *a = &at[x - m->C];
+  m->cedges[m->ncedges++] = u;
+  m->cedges[m->ncedges++] = v;
+  if (m->xdev[x - m->C] != m->dev[c]) m->flags[x] |= BAD;
+  else if (at == m->xp) *a = *a == NONE ? m->pos[c] : MAX(*a, m->pos[c]);
+  else *a = MIN(*a, m->pos[c]);
+  return TRUE;
+}
+
+/* Which candidates fold (the rules above); the flags of the others' edges. */
+static void fold_collectives(Merge *m) {
+  uint32_t C = m->C;
+  memset(m->xat, 0xFF, sizeof(uint32_t) * C);
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t t = C; t < m->n; t++) {
+      uint8_t f = m->flags[t];
+      if ((f & (CAND | BAD)) != CAND) continue;
+      uint32_t p = m->xp[t - C], sp = m->xs[t - C];
+      if (p == NONE || sp == NONE || sp != p + 1) continue;
+      if (pass == 0) m->xat[sp] = m->xat[sp] == NONE ? t : NONE - 1; /* two: neither */
+      else if (m->xat[sp] == t) m->flags[t] |= FOLD;
+    }
+  /* the unfolded candidates' edges make heads and tails; a collective folded after a tail
+   * unfolds (its predecessors become tails: again until none does) */
+  for (gboolean changed = TRUE; changed;) {
+    const uint32_t *e = m->cedges;
+    for (guint k = 0; k < m->ncedges / 2; k++) {
+      uint32_t u = e[2 * k], v = e[2 * k + 1];
+      if (u < C && !(m->flags[v] & FOLD)) m->flags[u] |= TAIL;
+      if (v < C && !(m->flags[u] & FOLD)) m->flags[v] |= HEAD;
+    }
+    changed = FALSE;
+    for (uint32_t t = C; t < m->n; t++)
+      if ((m->flags[t] & FOLD) && (m->flags[m->prog[m->xp[t - C]]] & TAIL)) {
+        m->flags[t] &= (uint8_t)~FOLD;
+        changed = TRUE;
+      }
+  }
+  memset(m->pxd, 0, sizeof(SimTime) * C);
+  for (uint32_t t = C; t < m->n; t++) { /* xat keeps the folded ones only */
+    if (!(m->flags[t] & CAND) || m->xs[t - C] == NONE) continue;
+    uint32_t sp = m->xs[t - C];
+    if (m->flags[t] & FOLD) m->pxd[sp] = m->tasks[t].duration;
+    else if (m->xat[sp] == t || m->xat[sp] == NONE - 1) m->xat[sp] = NONE;
+  }
+}
+
 /* The edges' side: heads, tails, launch-queue edges; FALSE where an edge breaks the rules. */
 static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
   gboolean uc = u < m->C;
@@ -206,14 +302,19 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
     if (uc && m->dev[u] == m->dev[v])
       return m->pos[u] < m->pos[v]; /* the chain or implied by it; else a cycle (the full
                                        engine reports it) */
+    if (!uc && (m->flags[u] & CAND)) return candidate_edge(m, u, v, v, u, m->xs);
     m->flags[v] |= HEAD;
     if (uc) m->flags[u] |= TAIL;
   } else if (uc) {
+    if (m->flags[v] & CAND) return candidate_edge(m, u, v, u, v, m->xp);
     m->flags[u] |= TAIL;
     const SimTask *t = &m->tasks[v];
     if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[m->dev[u]])
       for (uint16_t r = 0; r < t->nres; r++)
         if (m->res[t->res_begin + r] == sim_resource_compute((int)m->dev[u])) m->flags[v] |= AFTER_LAST;
+  } else { /* between two tasks that are not compute: neither is between two chain members */
+    m->flags[u] |= m->flags[u] & CAND ? BAD : 0;
+    m->flags[v] |= m->flags[v] & CAND ? BAD : 0;
   }
   return TRUE;
 }
@@ -278,7 +379,8 @@ static void program_arrays(Merge *m) {
  * chain predecessor of its target pops; an edge into one is implied by the chain. The host
  * stream is timed apart. */
 static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
-  if (m->gid[u] != NONE && m->gid[v] != NONE && (u >= m->C || (m->flags[u] & TAIL)) &&
+  if (m->gid[u] != NONE && m->gid[v] != NONE && !((m->flags[u] | m->flags[v]) & FOLD) &&
+      (u >= m->C || (m->flags[u] & TAIL)) &&
       (v >= m->C || (m->flags[v] & HEAD))) {
     m->redges[m->nredges++] = m->gid[u];
     m->redges[m->nredges++] = m->gid[v];
@@ -287,7 +389,7 @@ static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
 }
 
 /* Groups and the reduced graph; @release gets each group's release (its head's). */
-static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
+static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   const SimTaskGraph *g = m->g;
   uint32_t ng = 0;
   /* the graph's flags; a released task heads its group, so does one after a tail (in program
@@ -300,24 +402,37 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out) {
     m->flags[m->prog[k]] = f;
   }
   for (uint32_t c = 0; c < m->C; c++) m->gid[c] = m->flags[c] & HEAD ? ng++ : NONE;
-  /* positions: group, offset; a tail's group by its id too (for its edges; inner members keep
-   * NONE: their edges are implied by the chain) */
-  g_autofree SimTime *gdur = g_new0(SimTime, ng + 1);
-  for (uint32_t k = 0, gi = 0; k < m->C; k++) {
+  uint32_t R = ng;
+  for (uint32_t t = m->C; t < m->n; t++) m->gid[t] = is_host(m, t) ? NONE : R++;
+  /* positions: group, offset within its stretch (from the group's start or a folded
+   * collective's end); a tail's group by its id too (for its edges; inner members keep NONE:
+   * their edges are implied by the chain); the folded collectives chained per group (SimFolds),
+   * each stretch's duration by its owner (the group's first, a collective's after it) */
+  uint32_t *fnext = g_new(uint32_t, (gsize)R + 1), *fowner = g_new(uint32_t, (gsize)R + 1);
+  memset(fnext, 0xFF, sizeof(uint32_t) * ((gsize)R + 1));
+  memset(fowner, 0xFF, sizeof(uint32_t) * ((gsize)R + 1));
+  SimTime *gdur = g_new0(SimTime, (gsize)R + 1);
+  for (uint32_t k = 0, gi = 0, last = NONE, stretch = 0; k < m->C; k++) {
     uint8_t f = m->pflags[k];
     uint32_t c = m->prog[k];
+    if (m->pxd[k]) { /* a collective folded before it: its group's next */
+      uint32_t x = m->gid[m->xat[k]];
+      fnext[last] = x;
+      fowner[x] = gi;
+      last = stretch = x;
+      m->poff[k] = 0;
+    }
     if (f & HEAD) {
-      gi = m->gid[c];
+      gi = last = stretch = m->gid[c];
       m->poff[k] = 0;
     } else {
-      m->poff[k] = m->poff[k - 1] + m->pdur[k - 1];
+      if (!m->pxd[k]) m->poff[k] = m->poff[k - 1] + m->pdur[k - 1];
       if (f & TAIL) m->gid[c] = gi;
     }
     m->pgid[k] = gi;
-    gdur[gi] = m->poff[k] + m->pdur[k];
+    gdur[stretch] = m->poff[k] + m->pdur[k];
   }
-  uint32_t R = ng;
-  for (uint32_t t = m->C; t < m->n; t++) m->gid[t] = is_host(m, t) ? NONE : R++;
+  *folds = (SimFolds){fnext, fowner, gdur};
   SimTaskGraph *rg = sim_task_graph_new(g->num_devices);
   rg->num_resources = g->num_resources;
   rg->symmetric = g->symmetric;
@@ -395,12 +510,15 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
   for (uint32_t d = 0; d < nd; d++) {
     off[d] = iv->len / 2;
     SimTime host_end = 0, prev_end = 0;
+    SimTime base = 0; /* its stretch's start: the group's, or the folded collective's end */
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
       uint32_t gi = m->pgid[k];
-      SimTime start = s->start[gi] + m->poff[k], qwait = 0;
+      if (m->pflags[k] & HEAD) base = s->start[gi];
+      else if (m->pxd[k]) base = s->start[m->gid[m->xat[k]]] + m->pxd[k];
+      SimTime start = m->pst[k] = base + m->poff[k], qwait = 0;
       for (; qi < nq && q[2 * qi + 1] == k; qi++) { /* the compute tasks its queue waits for */
         uint32_t a = q[2 * qi];
-        qwait = MAX(qwait, s->start[m->pgid[a]] + m->poff[a] + m->pdur[a]);
+        qwait = MAX(qwait, m->pst[a] + m->pdur[a]);
       }
       SimTime dh = m->phd[k], launched = MAX(host_end, qwait) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
@@ -436,8 +554,8 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
   /* the per-task arrays in one allocation (on huge pages where the system has them) */
-  gsize per_compute = 4 * sizeof(uint32_t) + 4 * sizeof(SimTime) + 2;
-  gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + sizeof(uint32_t)) +
+  gsize per_compute = 5 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 2;
+  gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + 4 * sizeof(uint32_t)) +
                 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
   sim_huge_pages(arena, bytes);
@@ -458,12 +576,24 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.last = TAKE(uint32_t, nd + 1);
   m.flags = memset(TAKE(uint8_t, n1), 0, n1);
   m.gid = TAKE(uint32_t, n1);
+  m.xat = TAKE(uint32_t, C1);
+  m.pxd = TAKE(SimTime, C1);
+  m.pst = TAKE(SimTime, C1);
+  m.xp = TAKE(uint32_t, n1);
+  m.xs = TAKE(uint32_t, n1);
+  m.xdev = TAKE(uint32_t, n1);
 #undef TAKE
   g_assert(fill <= arena + bytes);
   /* the host stream: given (a graph built for merging) or read from the host tasks */
   m.hdur = g->host_duration;
   m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
-  gboolean ok = check_tasks(&m) && check_edges(&m, hdur);
+  /* room for every edge (pages touched only as they fill) */
+  gsize most_edges = g->succ_offsets ? g->succ_offsets[m.n] : g->edges->len / 2;
+  m.cedges = g_new(uint32_t, 2 * most_edges + 2);
+  gboolean ok = check_tasks(&m);
+  if (ok) find_candidates(&m);
+  ok = ok && check_edges(&m, hdur);
+  if (ok) fold_collectives(&m);
   if (ok) program_arrays(&m);
   if (ok && m.hdur) { /* each device's first launch gates its first task */
     m.rel = g_new(SimTime, C1); /* touched in a few places: small pages (not the arena's) */
@@ -477,8 +607,9 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
    * where many launches are late (a host-bound run) the full engine is as fast. */
   for (int round = 0; ok && round < MERGE_ROUNDS; round++) {
     SimTime *release = NULL;
-    SimTaskGraph *rg = reduce(&m, &release);
-    SimSchedule *s = sim_engine_run_released(rg, release, NULL);
+    SimFolds folds;
+    SimTaskGraph *rg = reduce(&m, &release, &folds);
+    SimSchedule *s = sim_engine_run_released(rg, release, &folds, NULL);
     g_autoptr(GArray) iv = g_array_sized_new(FALSE, FALSE, sizeof(SimTime), 2);
     g_autofree guint *off = g_new0(guint, nd + 1);
     gint64 changes = 0;
@@ -487,7 +618,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     }
     ok = s && changes >= 0 && changes <= m.C / 16 + 1;
     if (ok && changes == 0) {
-      sim_breakdown_sums(rg, s, (const SimTime *)iv->data, off, out);
+      sim_breakdown_sums(rg, s, (const SimTime *)iv->data, off, &folds, out);
       *makespan = s->makespan;
       *reduced_tasks = rg->tasks->len;
       applied = TRUE;
@@ -495,6 +626,9 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     sim_schedule_free(s);
     sim_task_graph_free(rg);
     g_free(release);
+    g_free((gpointer)folds.next);
+    g_free((gpointer)folds.owner);
+    g_free((gpointer)folds.after);
     if (applied) break;
   }
   ok = applied;
@@ -502,5 +636,6 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_free(m.rel);
   g_array_unref(m.queue);
   g_free(m.qpos);
+  g_free(m.cedges);
   return ok;
 }

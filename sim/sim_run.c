@@ -152,7 +152,7 @@ static SimTime *with_step_waits(int ndev, const SimTime *iv, const guint *off, c
 }
 
 void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
-                        const guint *host_off, SimBreakdownSums *out) {
+                        const guint *host_off, const SimFolds *folds, SimBreakdownSums *out) {
   int nres = g->num_resources;
   /* Intervals per resource in start order: the engine's start order is per-resource order. */
   g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
@@ -160,6 +160,8 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   for (uint32_t id = 0; id < s->num_tasks; id++) { /* counts: any order */
     const SimTask *t = sim_task_graph_task(g, id);
     for (uint16_t r = 0; r < t->nres; r++) count[res[t->res_begin + r] + 1]++;
+    if (folds && folds->owner[id] != UINT32_MAX && folds->after[id]) /* the stretch after it */
+      count[sim_resource_compute(sim_resource_device(res[t->res_begin])) + 1]++;
   }
   for (int r = 0; r < nres; r++) count[r + 1] += count[r];
   g_autofree Interval *iv = g_new(Interval, count[nres] ? count[nres] : 1);
@@ -177,6 +179,15 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
     }
     const SimTask *t = sim_task_graph_task(g, id);
     SimTime start = s->start[id], end = start + t->duration;
+    /* A collective folded into a compute chain (SimFolds): the chain's next compute stretch
+     * runs from its end on the device's compute stream (popped in time order like the rest:
+     * the stream's list stays in start order); the chain task itself is its first stretch. */
+    if (folds && folds->owner[id] != UINT32_MAX && folds->after[id]) {
+      guint d = (guint)sim_resource_device(res[t->res_begin]);
+      uint32_t compute = sim_resource_compute((int)d);
+      iv[fill[compute]++] = (Interval){end, end + folds->after[id]};
+      prev_end[d] = MAX(prev_end[d], end + folds->after[id]);
+    }
     gboolean is_comm = t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC;
     for (uint16_t r = 0; r < t->nres; r++) {
       uint32_t resource = res[t->res_begin + r];
@@ -353,7 +364,7 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
   if (!merged) {
     g_autofree guint *host_off = NULL;
     g_autofree SimTime *host_iv = sim_host_wait_intervals(tasks, schedule, &host_off);
-    sim_breakdown_sums(tasks, schedule, host_iv, host_off, &sums);
+    sim_breakdown_sums(tasks, schedule, host_iv, host_off, NULL, &sums);
   }
   set_breakdown(run, &sums);
   compute_memory(run);

@@ -255,7 +255,7 @@ static void test_full_graph(void) {
     g_autofree guint *host_off = NULL;
     g_autofree SimTime *host_iv = sim_host_wait_intervals(tg, sched, &host_off);
     SimBreakdownSums full, merged;
-    sim_breakdown_sums(tg, sched, host_iv, host_off, &full);
+    sim_breakdown_sums(tg, sched, host_iv, host_off, NULL, &full);
     SimTime makespan = 0;
     uint32_t reduced = 0;
     g_assert_true(sim_merge_predict(tg, &makespan, &merged, &reduced));
