@@ -44,6 +44,11 @@ struct SimTaskGraph {
    * (UINT32_MAX for the first), as the builder chained them; NULL where the graph was not built
    * by sim_build (delta simulation's copies, white-box graphs): sim_merge then does not apply. */
   uint32_t *chain_prev;
+  /* The same as programs (with chain_prev; NULL where it is): per device d its compute tasks
+   * in program order, program[program_begin[d] .. program_begin[d + 1]) (num_devices + 1
+   * entries in program_begin). */
+  uint32_t *program;
+  uint32_t *program_begin;
   /* A graph built for chain merging only (sim_build_unfinished with @for_merge): its host
    * stream is not materialized; per compute task its launch's duration (host_duration, NULL
    * without a host stream) and the launch queue's edges as (q, c) pairs, q -> h(c)

@@ -163,6 +163,8 @@ static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
     uint32_t t = base + (uint32_t)(mb * b->nrep[m] + r);
     int d = mesh->devices[b->rep_idx[m][r]];
     b->chain_prev[t] = prev[d];
+    b->chained[2 * b->nchained] = t;
+    b->chained[2 * b->nchained++ + 1] = (uint32_t)d;
     if (prev[d] != NO_TASK) b->chain_next[prev[d]] = t;
     if (prev[d] != NO_TASK && !b->for_merge) sim_task_graph_edge(b->tg, prev[d], t);
     prev[d] = t;
@@ -249,6 +251,22 @@ static void conversion_free(gpointer data) {
   g_free(cv);
 }
 
+/* The devices' programs (SimTaskGraph.program) from the order chain_op met the compute tasks
+ * in (a counting sort by device: each device's tasks stay in their order). */
+static void record_programs(Builder *b) {
+  SimTaskGraph *tg = b->tg;
+  uint32_t nd = (uint32_t)tg->num_devices, n = b->nchained;
+  g_free(tg->program);
+  g_free(tg->program_begin);
+  tg->program = g_new(uint32_t, n + 1);
+  tg->program_begin = g_new0(uint32_t, nd + 1);
+  for (uint32_t i = 0; i < n; i++) tg->program_begin[b->chained[2 * i + 1] + 1]++;
+  for (uint32_t d = 0; d < nd; d++) tg->program_begin[d + 1] += tg->program_begin[d];
+  g_autofree uint32_t *fill = g_memdup2(tg->program_begin, sizeof(uint32_t) * (nd + 1));
+  for (uint32_t i = 0; i < n; i++) tg->program[fill[b->chained[2 * i + 1]]++] = b->chained[2 * i];
+  g_clear_pointer(&b->chained, g_free);
+}
+
 void sb_build_compute(Builder *b) {
   add_compute_tasks(b);
   /* a graph for merging only where merging is likely to hold (sim_build_unfinished) */
@@ -261,7 +279,10 @@ void sb_build_compute(Builder *b) {
   G_STATIC_ASSERT(NO_TASK == 0xFFFFFFFFu); /* every byte 0xFF */
   memset(b->chain_prev, 0xFF, bytes);
   memset(b->chain_next, 0xFF, bytes);
+  b->chained = g_new(uint32_t, 2 * (gsize)sim_task_graph_size(b->tg) + 2);
+  b->nchained = 0;
   b->last_compute = chain_compute(b);
+  record_programs(b);
   sb_add_host_tasks(b);
   /* the program order, for chain merging (sim_merge.c) */
   g_free(b->tg->chain_prev);

@@ -138,18 +138,10 @@ void sb_add_host_tasks(Builder *b) {
       if (b->chain_prev[c] != NO_TASK) sim_task_graph_edge(tg, tg->host_base + b->chain_prev[c], h);
     }
   }
-  /* Each device's program, from its last compute task back along chain_prev. */
-  g_autofree uint32_t *prog = g_new(uint32_t, n ? n : 1);
-  for (int d = 0; d < tg->num_devices; d++) {
-    uint32_t len = 0;
-    for (uint32_t c = b->last_compute[d]; c != NO_TASK; c = b->chain_prev[c]) prog[len++] = c;
-    for (uint32_t i = 0; i < len / 2; i++) {
-      uint32_t x = prog[i];
-      prog[i] = prog[len - 1 - i];
-      prog[len - 1 - i] = x;
-    }
-    add_queue_edges(b, f, prog, len, kernels);
-  }
+  /* Each device's program (recorded in order by sb_build_compute: SimTaskGraph.program). */
+  for (int d = 0; d < tg->num_devices; d++)
+    add_queue_edges(b, f, tg->program + tg->program_begin[d],
+                    tg->program_begin[d + 1] - tg->program_begin[d], kernels);
 }
 
 /* The optimizer step and the host synchronizations inside it (sim_build-int.h). The step's

@@ -74,6 +74,8 @@ void sim_task_graph_free(SimTaskGraph *g) {
   g_free(g->succ);
   g_free(g->indegree);
   g_free(g->chain_prev);
+  g_free(g->program);
+  g_free(g->program_begin);
   g_free(g->host_duration);
   if (g->host_queue) g_array_unref(g->host_queue);
   g_free(g);

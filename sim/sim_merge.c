@@ -89,8 +89,6 @@ typedef struct {
   uint32_t *dbeg;        /* per device: where its program starts in prog (nd + 1 entries) */
   uint32_t *first;       /* per device: its first compute task (NONE: none) */
   uint32_t *last;        /* per device: its last compute task */
-  uint32_t *next;        /* per compute task: the one after it in the program (check_tasks
-                            only: shares pgid's memory) */
   uint8_t *flags;        /* per task */
   uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
                             heads and tails only, NONE for inner members) */
@@ -141,38 +139,34 @@ static gboolean compute_kind(uint8_t kind) {
 static gboolean check_tasks(Merge *m) {
   const SimTaskGraph *g = m->g;
   uint32_t nd = (uint32_t)g->num_devices;
-  for (uint32_t d = 0; d < nd; d++) m->first[d] = m->last[d] = NONE;
-  for (uint32_t c = 0; c < m->C; c++) m->next[c] = NONE;
+  const uint32_t *program = g->program, *begin = g->program_begin;
+  if (!program || begin[nd] != m->C) return FALSE;
   for (uint32_t c = 0; c < m->C; c++) {
     const SimTask *t = &m->tasks[c];
     uint32_t r = m->res[t->res_begin];
     if (t->nres != 1 || !compute_stream(nd, r) || !compute_kind(t->kind)) return FALSE;
     m->dev[c] = (uint32_t)sim_resource_device(r);
-    uint32_t p = m->prev[c];
-    if (p == NONE) {
-      if (m->first[m->dev[c]] != NONE) return FALSE; /* two programs on one stream */
-      m->first[m->dev[c]] = c;
-      m->flags[c] |= HEAD;
-    } else if (p >= m->C || m->next[p] != NONE) {
-      return FALSE;
-    } else {
-      m->next[p] = c;
-    }
+    m->pos[c] = NONE;
+    if (m->prev[c] == NONE) m->flags[c] |= HEAD;
     if (t->duration == 0) m->flags[c] |= HEAD | TAIL; /* alone (see the tie-breaks) */
     m->poff[c] = t->duration; /* by id, until program_arrays */
   }
-  uint32_t walked = 0;
+  /* The builder's programs (SimTaskGraph.program), checked against the chains: each task
+   * once, on its own device's stream, after its chain predecessor. */
   for (uint32_t d = 0; d < nd; d++) {
-    m->dbeg[d] = walked;
-    for (uint32_t c = m->first[d]; c != NONE; c = m->next[c]) {
-      if (m->dev[c] != d || walked == m->C) return FALSE;
-      m->prog[walked] = c;
-      m->pos[c] = walked++;
-      m->last[d] = c;
+    m->dbeg[d] = begin[d];
+    m->first[d] = m->last[d] = NONE;
+    for (uint32_t k = begin[d]; k < begin[d + 1]; k++) {
+      uint32_t c = program[k];
+      if (c >= m->C || m->pos[c] != NONE || m->dev[c] != d ||
+          m->prev[c] != (k == begin[d] ? NONE : program[k - 1]))
+        return FALSE;
+      m->prog[k] = c;
+      m->pos[c] = k;
     }
+    if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
   }
-  m->dbeg[nd] = walked;
-  if (walked != m->C) return FALSE; /* a chain without a first task: a cycle */
+  m->dbeg[nd] = m->C;
   for (uint32_t t = m->C; t < m->n; t++) {
     const SimTask *task = &m->tasks[t];
     if (is_host(m, t)) {
@@ -564,7 +558,6 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.pos = TAKE(uint32_t, C1);
   m.prog = TAKE(uint32_t, C1);
   m.pgid = TAKE(uint32_t, C1);
-  m.next = m.pgid; /* the chains' links, dead once the programs are walked */
   m.poff = TAKE(SimTime, C1);
   m.pdur = TAKE(SimTime, C1);
   m.phd = TAKE(SimTime, C1);
