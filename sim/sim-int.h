@@ -51,8 +51,8 @@ struct SimTaskGraph {
   uint32_t *program_begin;
   /* A graph built for chain merging only (sim_build_unfinished with @for_merge): its host
    * stream is not materialized; per compute task its launch's duration (host_duration, NULL
-   * without a host stream) and the launch queue's edges as (q, c) pairs, q -> h(c)
-   * (host_queue). host_base is then UINT32_MAX and the graph has num_compute fewer tasks than
+   * without a host stream) and the launch queue's edges q -> h(c) as pairs of q's and c's
+   * positions in program (host_queue, in program order). host_base is then UINT32_MAX and the graph has num_compute fewer tasks than
    * the full one; its program-order edges are left out too (chain_prev has them), and so are
    * data edges that repeat them (from a compute task's chain predecessor: sb_data_edge). */
   SimTime *host_duration;

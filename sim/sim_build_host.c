@@ -49,8 +49,8 @@ static void add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *pr
       q++;
       advanced = TRUE;
     }
-    if (advanced && b->for_merge) {
-      uint32_t pair[2] = {prog[q - 1], prog[p]};
+    if (advanced && b->for_merge) { /* positions in SimTaskGraph.program */
+      uint32_t at = (uint32_t)(prog - b->tg->program), pair[2] = {at + q - 1, at + p};
       g_array_append_vals(b->tg->host_queue, pair, 2);
     } else if (advanced) {
       sim_task_graph_edge(b->tg, prog[q - 1], b->tg->host_base + prog[p]);

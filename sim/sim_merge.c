@@ -105,7 +105,9 @@ typedef struct {
                             heads a group released then); read only where RELEASED (the rest
                             of the array is never touched) */
   const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
-  GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue */
+  GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue, as ids
+                            (a full graph's, from its edges) or positions (a graph for
+                            merging: SimTaskGraph.host_queue) */
   uint32_t *qpos;        /* the same as pairs of positions, sorted by c's (program_arrays) */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
   uint32_t *redges;      /* the reduced graph's edge list, while its edges are added */
@@ -116,6 +118,8 @@ typedef struct {
   uint32_t *xdev;        /* per task from C, a candidate's: its stream's device */
   uint32_t *xat;         /* per position: the collective folded right before it (NONE) */
   SimTime *pxd;          /* per position: that collective's duration (0: none) */
+  uint32_t *px;          /* per position: that collective's task in the reduced graph (reduce;
+                            read only where pxd is not 0) */
   SimTime *pst;          /* per position: its start in the reduced run (time_host) */
   uint32_t *cedges;      /* the candidates' edges (u, v), their flags deferred */
   guint ncedges;         /* entries (2 per edge) */
@@ -344,10 +348,10 @@ static int compare_pairs(const void *a, const void *b) {
 
 /* The per-position arrays that do not change between rounds: durations (check_tasks left
  * them by id in poff: the tasks are read once), launch durations, the graph's flags, the
- * launch queue. One pass in id order (the writes scatter). */
+ * launch queue. One pass in program order (the reads scatter). */
 static void program_arrays(Merge *m) {
-  for (uint32_t c = 0; c < m->C; c++) {
-    uint32_t k = m->pos[c];
+  for (uint32_t k = 0; k < m->C; k++) {
+    uint32_t c = m->prog[k];
     m->pdur[k] = m->poff[c];
     m->phd[k] = m->hdur ? m->hdur[c] : 0;
     m->pbase[k] = (uint8_t)(m->flags[c] | (m->prev[c] != NONE ? CHAINED : 0));
@@ -358,9 +362,10 @@ static void program_arrays(Merge *m) {
   const uint32_t *q = (const uint32_t *)m->queue->data;
   m->qpos = g_new(uint32_t, 2 * (gsize)nq + 1);
   gboolean sorted = TRUE;
+  gboolean ids = m->g->host_queue == NULL;
   for (guint i = 0; i < nq; i++) {
-    m->qpos[2 * i] = m->pos[q[2 * i]];
-    m->qpos[2 * i + 1] = m->pos[q[2 * i + 1]];
+    m->qpos[2 * i] = ids ? m->pos[q[2 * i]] : q[2 * i];
+    m->qpos[2 * i + 1] = ids ? m->pos[q[2 * i + 1]] : q[2 * i + 1];
     sorted = sorted && (i == 0 || compare_pairs(&m->qpos[2 * i - 2], &m->qpos[2 * i]) <= 0);
   }
   if (!sorted) qsort(m->qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
@@ -410,7 +415,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     uint8_t f = m->pflags[k];
     uint32_t c = m->prog[k];
     if (m->pxd[k]) { /* a collective folded before it: its group's next */
-      uint32_t x = m->gid[m->xat[k]];
+      uint32_t x = m->px[k] = m->gid[m->xat[k]];
       fnext[last] = x;
       fowner[x] = gi;
       last = stretch = x;
@@ -508,7 +513,7 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
       uint32_t gi = m->pgid[k];
       if (m->pflags[k] & HEAD) base = s->start[gi];
-      else if (m->pxd[k]) base = s->start[m->gid[m->xat[k]]] + m->pxd[k];
+      else if (m->pxd[k]) base = s->start[m->px[k]] + m->pxd[k];
       SimTime start = m->pst[k] = base + m->poff[k], qwait = 0;
       for (; qi < nq && q[2 * qi + 1] == k; qi++) { /* the compute tasks its queue waits for */
         uint32_t a = q[2 * qi];
@@ -548,7 +553,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
   /* the per-task arrays in one allocation (on huge pages where the system has them) */
-  gsize per_compute = 5 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 2;
+  gsize per_compute = 6 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 2;
   gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + 4 * sizeof(uint32_t)) +
                 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
@@ -572,6 +577,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.xat = TAKE(uint32_t, C1);
   m.pxd = TAKE(SimTime, C1);
   m.pst = TAKE(SimTime, C1);
+  m.px = TAKE(uint32_t, C1);
   m.xp = TAKE(uint32_t, n1);
   m.xs = TAKE(uint32_t, n1);
   m.xdev = TAKE(uint32_t, n1);
