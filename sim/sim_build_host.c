@@ -71,6 +71,31 @@ static void host_tables(const Builder *b, const CmFramework *f, int *op_kernels,
     }
 }
 
+/* The compute tasks by block, as sb_build_compute lays them out: per kind (forward, backward,
+ * weight gradient, recomputed forward) and op, the M x nrep tasks from its base (microbatch
+ * after microbatch, representatives in order), one kind, op and duration each. Returns how
+ * many (at most 4 per op) in @out. */
+typedef struct {
+  uint32_t base, count;
+  int op, mesh;
+  SimTask task; /* the block's kind, op and duration */
+} ComputeBlock;
+static int compute_blocks(const Builder *b, ComputeBlock *out) {
+  const uint32_t *bases[4] = {b->fwd_base, b->bwd_base, b->wgt_base, b->rec_base};
+  static const SimTaskKind kinds[4] = {SIM_TASK_FORWARD, SIM_TASK_BACKWARD,
+                                       SIM_TASK_BACKWARD_WEIGHT, SIM_TASK_RECOMPUTE};
+  int n = 0;
+  for (int phase = 0; phase < 4; phase++)
+    for (int o = 0; o < b->nops; o++) {
+      if (bases[phase][o] == NO_TASK) continue;
+      int m = cfg(b, o)->mesh;
+      out[n] = (ComputeBlock){bases[phase][o], (uint32_t)(b->M * b->nrep[m]), o, m,
+                              *sim_task_graph_task(b->tg, bases[phase][o])};
+      out[n++].task.kind = (uint8_t)kinds[phase];
+    }
+  return n;
+}
+
 gboolean sb_host_bound(const Builder *b) {
   const CmFramework *f = cm_framework_get(b->s->framework);
   if (!f) return FALSE;
@@ -78,12 +103,17 @@ gboolean sb_host_bound(const Builder *b) {
   host_tables(b, f, NULL, op_time);
   const SimTaskGraph *tg = b->tg;
   g_autofree SimTime *busy = g_new0(SimTime, 2 * (gsize)tg->num_devices); /* kernels, launches */
-  const SimTask *tasks = (const SimTask *)tg->tasks->data;
-  const uint32_t *res = (const uint32_t *)tg->task_resources->data;
-  for (uint32_t c = 0; c < tg->tasks->len; c++) {
-    uint32_t d = (uint32_t)sim_resource_device(res[tasks[c].res_begin]);
-    busy[2 * d] += tasks[c].duration;
-    busy[2 * d + 1] += op_time[tasks[c].op * PHASES + (int)host_phase(b, &tasks[c])];
+  g_autofree ComputeBlock *blocks = g_new(ComputeBlock, 4 * (gsize)b->nops + 1);
+  int nblocks = compute_blocks(b, blocks);
+  for (int i = 0; i < nblocks; i++) { /* every task of a block the same, M of them per device */
+    const ComputeBlock *k = &blocks[i];
+    const MdlMesh *mesh = mdl_strategy_mesh(b->s, k->mesh);
+    SimTime launch = op_time[k->op * PHASES + (int)host_phase(b, &k->task)];
+    for (int r = 0; r < b->nrep[k->mesh]; r++) {
+      uint32_t d = (uint32_t)mesh->devices[b->rep_idx[k->mesh][r]];
+      busy[2 * d] += (SimTime)b->M * k->task.duration;
+      busy[2 * d + 1] += (SimTime)b->M * launch;
+    }
   }
   for (int d = 0; d < tg->num_devices; d++)
     if (busy[2 * d + 1] > busy[2 * d]) return TRUE; /* the host cannot keep up */
@@ -109,10 +139,14 @@ void sb_add_host_tasks(Builder *b) {
     tg->num_resources -= tg->num_devices;
     tg->host_duration = g_new(SimTime, n ? n : 1);
     tg->host_queue = g_array_sized_new(FALSE, FALSE, sizeof(uint32_t), 2 * (n ? n : 1));
-    for (uint32_t c = 0; c < n; c++) {
-      int k = tasks[c].op * PHASES + (int)host_phase(b, &tasks[c]);
-      kernels[c] = op_kernels[k];
-      tg->host_duration[c] = op_time[k];
+    g_autofree ComputeBlock *blocks = g_new(ComputeBlock, 4 * (gsize)b->nops + 1);
+    int nblocks = compute_blocks(b, blocks);
+    for (int i = 0; i < nblocks; i++) { /* block by block: no task read */
+      int k = blocks[i].op * PHASES + (int)host_phase(b, &blocks[i].task);
+      for (uint32_t c = blocks[i].base; c < blocks[i].base + blocks[i].count; c++) {
+        kernels[c] = op_kernels[k];
+        tg->host_duration[c] = op_time[k];
+      }
     }
   } else {
     /* The host tasks in one block (ids host_base + c, one resource each), then their edges. */
