@@ -574,13 +574,14 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.last = TAKE(uint32_t, nd + 1);
   m.flags = memset(TAKE(uint8_t, n1), 0, n1);
   m.gid = TAKE(uint32_t, n1);
-  m.xat = TAKE(uint32_t, C1);
-  m.pxd = TAKE(SimTime, C1);
-  m.pst = TAKE(SimTime, C1);
-  m.px = TAKE(uint32_t, C1);
-  m.xp = TAKE(uint32_t, n1);
-  m.xs = TAKE(uint32_t, n1);
-  m.xdev = TAKE(uint32_t, n1);
+  /* folding: per position two ids and two times, per task three candidate fields */
+  m.xat = TAKE(uint32_t, 2 * C1);
+  m.px = m.xat + C1;
+  m.pxd = TAKE(SimTime, 2 * C1);
+  m.pst = m.pxd + C1;
+  m.xp = TAKE(uint32_t, 3 * n1);
+  m.xs = m.xp + n1;
+  m.xdev = m.xs + n1;
 #undef TAKE
   g_assert(fill <= arena + bytes);
   /* the host stream: given (a graph built for merging) or read from the host tasks */
