@@ -318,8 +318,8 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
 }
 
 static gboolean check_edges(Merge *m, SimTime *hdur) {
-  uint32_t nd = (uint32_t)m->g->num_devices, chained = 0;
-  for (uint32_t c = 0; c < m->C; c++) chained += m->prev[c] != NONE;
+  uint32_t nd = (uint32_t)m->g->num_devices, chained = m->C;
+  for (uint32_t d = 0; d < nd; d++) chained -= m->first[d] != NONE; /* all but each first */
   if (!each_edge(m, check_edge)) return FALSE;
   uint32_t host_chain = m->host_chain, launches = m->launches;
   /* every launch before its kernel, the host issuing the program in order (one edge each) */
