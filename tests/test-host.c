@@ -133,7 +133,9 @@ static void test_small_gpt(void) {
   g_test_message("megatron-lm: iteration %.4g ms, host-bound %.4g ms; cuda-graphs %.4g ms",
                  1e3 * p->iteration_time_s, 1e3 * p->host_bound_s,
                  1e3 * b->prediction.iteration_time_s);
-  g_assert_cmpfloat(p->host_bound_s, >, 0.02 * p->iteration_time_s);
+  /* 1%: the per-kind memory efficiencies (cm_membound.c: layer norm and softmax at 0.56 of
+   * HBM, not 0.80) lengthen the GPU side, 0.32 ms host-bound of 21.9 ms (1.5%; was 2.2%). */
+  g_assert_cmpfloat(p->host_bound_s, >, 0.01 * p->iteration_time_s);
   g_assert_cmpfloat(fabs(b->prediction.host_bound_s - 10.04e-6), <, 1e-12); /* the step sync only */
   g_assert_cmpfloat(p->iteration_time_s, >, b->prediction.iteration_time_s);
   cJSON *json = sim_components_json(a);
@@ -152,7 +154,8 @@ static void test_small_gpt(void) {
   /* Every layer's forward waits on the host (its 347 us of launches against about 290 us of
    * kernels); the per-layer waits are host-bound time, or exposed communication where a
    * gradient all-reduce runs meanwhile (the breakdown counts that as communication), and make
-   * most of the host-bound time. cuda-graphs: none. */
+   * a good part of the host-bound time (0.125 of 0.32 ms since the per-kind memory
+   * efficiencies lengthened the layers' kernels; more than half before). cuda-graphs: none. */
   cJSON *waits = cJSON_GetObjectItem(json, "layer_host_wait_s");
   g_assert_cmpint(cJSON_GetArraySize(waits), ==, 12);
   double sum = 0;
@@ -162,7 +165,7 @@ static void test_small_gpt(void) {
     sum += w;
   }
   g_assert_cmpfloat(sum, <=, (p->host_bound_s + p->comm_exposed_s) * (1 + 1e-12));
-  g_assert_cmpfloat(sum, >=, 0.5 * p->host_bound_s);
+  g_assert_cmpfloat(sum, >=, 0.3 * p->host_bound_s);
   cJSON_Delete(json);
   json = sim_components_json(b);
   waits = cJSON_GetObjectItem(json, "layer_host_wait_s");
