@@ -53,7 +53,7 @@ static void test_roofline(void) {
   cm_params_default(&p);
   double flops = 1e12, bytes = 1e6;
   g_assert_cmpfloat_with_epsilon(cm_compute_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, bytes),
-                                 flops / (k.peak_flops[DEV_DTYPE_BF16] * 267.9 / 312), 1e-15);
+                                 flops / (k.peak_flops[DEV_DTYPE_BF16] * 0.775), 1e-15);
   /* Without the per-device figures: the stated fallback efficiency. */
   p.gemm_by_device = FALSE;
   g_assert_cmpfloat_with_epsilon(cm_compute_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, bytes),
@@ -204,6 +204,76 @@ static void test_gemm_table(void) {
   g_test_message("mean |error| %.1f%% over %u shapes", 100 * sum / rows, rows);
 }
 
+/* Ascending doubles (g_array_sort). */
+static int cmp_double(gconstpointer a, gconstpointer b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* A100 GEMMs by shape from published measurements (tests/data/validation/gemm_a100_public.csv,
+ * its columns say each row's source, operands, timing and why the device is an A100): the
+ * EleutherAI cookbook's sample of a GPT layer's GEMMs (h 4096, 8192 tokens, fp16 on random
+ * operands, the slowest of 200 runs) and CUTLASS's profiler example (3456x4096x8192). cm_gemm.c's
+ * A100 peak fraction is the median over the single GEMMs (batch 1) of measured / (peak x the
+ * model's quantization and alignment) (recomputed here: a mistyped figure fails); those GEMMs
+ * within 6% each. The attention's batched GEMMs (reduction 256 or output 256 wide) are logged
+ * and held only below twice the measured rate: the scores (K = 256) run at 0.42 of peak where
+ * the model charges 0.775, a shape effect (shallow reduction) the model does not have. */
+static void test_gemm_a100_public(void) {
+  g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation",
+                                           "gemm_a100_public.csv", NULL);
+  GError *error = NULL;
+  UtilCsv *csv = util_csv_read(path, &error);
+  g_assert_no_error(error);
+  static const char *const cols[] = {"device", "dtype", "batch", "m", "n", "k", "measured_tflops"};
+  int col[G_N_ELEMENTS(cols)];
+  for (guint c = 0; c < G_N_ELEMENTS(cols); c++)
+    g_assert_cmpint(col[c] = util_csv_column(csv, cols[c]), >=, 0);
+  CmParams p;
+  cm_params_default(&p);
+  g_autoptr(GArray) implied = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < csv->rows->len; i++) {
+    DevKind k;
+    DevDtype dt;
+    g_assert_true(dev_kind_lookup(util_csv_field(csv, i, col[0]), &k, &error));
+    g_assert_true(g_str_has_prefix(k.name, "a100"));
+    g_assert_true(dev_dtype_parse(util_csv_field(csv, i, col[1]), &dt));
+    CmGemmShape s = {g_ascii_strtod(util_csv_field(csv, i, col[3]), NULL),
+                     g_ascii_strtod(util_csv_field(csv, i, col[4]), NULL),
+                     g_ascii_strtod(util_csv_field(csv, i, col[5]), NULL),
+                     g_ascii_strtod(util_csv_field(csv, i, col[2]), NULL)};
+    double flops = 2 * s.m * s.n * s.k * s.batch;
+    double bytes = 2 * (s.m * s.k + s.k * s.n + s.m * s.n) * s.batch;
+    double t = cm_kernel_time(&p, &k, s.batch > 1 ? MDL_OP_BATCH_MATMUL : MDL_OP_MATMUL, dt, flops,
+                              bytes, &s);
+    double measured = g_ascii_strtod(util_csv_field(csv, i, col[6]), NULL), model = flops / t / 1e12;
+    double shape = cm_gemm_quantization(&p, &k, &s) * cm_gemm_alignment(&p, &k, dt, &s);
+    double fraction = measured * 1e12 / (k.peak_flops[dt] * shape);
+    g_test_message("%gx%gx%g b%g %s: measured %.1f model %.1f TFLOP/s (%+.1f%%); measured / (peak x "
+                   "shape %.3f) = %.3f", s.m, s.n, s.k, s.batch, dev_dtype_name(dt), measured, model,
+                   100 * (model / measured - 1), shape, fraction);
+    if (s.batch == 1) {
+      g_array_append_val(implied, fraction);
+      g_assert_cmpfloat(fabs(model / measured - 1), <, 0.06);
+    } else {
+      g_assert_cmpfloat(model / measured - 1, <, 1.0);
+    }
+    dev_kind_clear(&k);
+  }
+  util_csv_free(csv);
+  g_assert_cmpuint(implied->len, >=, 5);
+  g_array_sort(implied, cmp_double);
+  double *v = (double *)implied->data;
+  guint n = implied->len;
+  double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  DevKind k;
+  g_assert_true(dev_kind_lookup("a100-80gb", &k, &error));
+  g_test_message("median over %u single GEMMs: %.4f of peak (model %.4f; MAMF 267.9 / 312 = %.4f)", n,
+                 median, cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), 267.9 / 312);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), median, 5e-4);
+  dev_kind_clear(&k);
+}
+
 /* The mean |error| of @rows' predicted kernel times with dtype @dtype and at least @min_flops
  * (log: count and mean). */
 static double measured_error(GPtrArray *rows, DevDtype dtype, double min_flops, const char *what) {
@@ -317,11 +387,6 @@ static CmMemoryKind measured_kind(const char *op) {
   if (!strcmp(op, "dropout")) return CM_MEMORY_DROPOUT;
   g_assert_true(!strcmp(op, "add") || !strcmp(op, "gelu"));
   return CM_MEMORY_STREAM;
-}
-
-static int cmp_double(gconstpointer a, gconstpointer b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* Memory-bound kernels measured on an H100 (tests/data/gpu/h100-sxm-2026-11-24/kernels.csv:
@@ -453,6 +518,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/costmodel/compute/gemm-shape", test_gemm_shape);
   g_test_add_func("/costmodel/compute/gemm-table", test_gemm_table);
   g_test_add_func("/costmodel/compute/gemm-measured-h100", test_gemm_measured);
+  g_test_add_func("/costmodel/compute/gemm-public-a100", test_gemm_a100_public);
   g_test_add_func("/costmodel/compute/adam-bytes", test_adam_bytes);
   g_test_add_func("/costmodel/compute/optimizer-measured-h100", test_optimizer_measured);
   g_test_add_func("/costmodel/compute/memory-bound-measured-h100", test_memory_bound_measured);

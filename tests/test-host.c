@@ -133,9 +133,11 @@ static void test_small_gpt(void) {
   g_test_message("megatron-lm: iteration %.4g ms, host-bound %.4g ms; cuda-graphs %.4g ms",
                  1e3 * p->iteration_time_s, 1e3 * p->host_bound_s,
                  1e3 * b->prediction.iteration_time_s);
-  /* 1%: the per-kind memory efficiencies (cm_membound.c: layer norm and softmax at 0.56 of
-   * HBM, not 0.80) lengthen the GPU side, 0.32 ms host-bound of 21.9 ms (1.5%; was 2.2%). */
-  g_assert_cmpfloat(p->host_bound_s, >, 0.01 * p->iteration_time_s);
+  /* 0.5%: with this CPU-only dispatch profile (347 us a layer; 1.84 ms measured on an H100
+   * host, tests/data/gpu/h100-sxm-2026-11-24/torch_layers.csv) the per-kind memory
+   * efficiencies (cm_membound.c) and the A100 GEMM rate from by-shape measurements (cm_gemm.c)
+   * lengthen the GPU side: 0.22 ms host-bound of 22.4 ms (1.0%; 2.2% before them). */
+  g_assert_cmpfloat(p->host_bound_s, >, 0.005 * p->iteration_time_s);
   g_assert_cmpfloat(fabs(b->prediction.host_bound_s - 10.04e-6), <, 1e-12); /* the step sync only */
   g_assert_cmpfloat(p->iteration_time_s, >, b->prediction.iteration_time_s);
   cJSON *json = sim_components_json(a);
@@ -151,21 +153,24 @@ static void test_small_gpt(void) {
   g_assert_cmpfloat(mem, >, 0);
   g_assert_cmpfloat(opt, >, 0);
   g_assert_cmpfloat(fabs(gemm + mem + opt - p->compute_s), <=, 1e-9 * p->compute_s);
-  /* Every layer's forward waits on the host (its 347 us of launches against about 290 us of
-   * kernels); the per-layer waits are host-bound time, or exposed communication where a
-   * gradient all-reduce runs meanwhile (the breakdown counts that as communication), and make
-   * a good part of the host-bound time (0.125 of 0.32 ms since the per-kind memory
-   * efficiencies lengthened the layers' kernels; more than half before). cuda-graphs: none. */
+  /* The first layer's forward waits on the host (the launch queue starts empty). With this
+   * CPU-only profile (347 us of launches a layer) the later layers' kernels, since the per-kind
+   * memory efficiencies (cm_membound.c) and the A100 GEMM rate from by-shape measurements
+   * (cm_gemm.c), outlast their launches and wait no more; every layer waited before (about 290
+   * us of kernels then). A profile measured on a GPU host (1.84 ms a layer, finding 5 of the
+   * last closing note) makes every layer wait again. The waits are host-bound time, or exposed
+   * communication where a gradient all-reduce runs meanwhile (the breakdown counts that as
+   * communication). cuda-graphs: none. */
   cJSON *waits = cJSON_GetObjectItem(json, "layer_host_wait_s");
   g_assert_cmpint(cJSON_GetArraySize(waits), ==, 12);
   double sum = 0;
   for (int l = 0; l < 12; l++) {
     double w = cJSON_GetArrayItem(waits, l)->valuedouble;
-    g_assert_cmpfloat(w, >, 0);
+    g_assert_cmpfloat(w, >=, 0);
     sum += w;
   }
+  g_assert_cmpfloat(cJSON_GetArrayItem(waits, 0)->valuedouble, >, 0);
   g_assert_cmpfloat(sum, <=, (p->host_bound_s + p->comm_exposed_s) * (1 + 1e-12));
-  g_assert_cmpfloat(sum, >=, 0.3 * p->host_bound_s);
   cJSON_Delete(json);
   json = sim_components_json(b);
   waits = cJSON_GetObjectItem(json, "layer_host_wait_s");
