@@ -163,26 +163,37 @@ static void test_gemm_quantization(void) {
  * times carry a launch cost; and large GEMMs run about 18% faster on zeros than on random data
  * (gemm_zeros.csv beside it), which neither table states. So only GEMMs of at least 30 GFLOP are
  * held, within 20%; every row and the model's figure go to the test log (g_test_message). */
-static void test_gemm_table(void) {
+/* tests/data/validation/@file with @cols looked up into @col (each must exist). */
+static UtilCsv *validation_csv(const char *file, const char *const *cols, guint n, int *col) {
   g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation",
-                                           "gemm_public.csv", NULL);
+                                           file, NULL);
   GError *error = NULL;
   UtilCsv *csv = util_csv_read(path, &error);
   g_assert_no_error(error);
+  for (guint c = 0; c < n; c++) g_assert_cmpint(col[c] = util_csv_column(csv, cols[c]), >=, 0);
+  return csv;
+}
+
+/* The GEMM of row @i of a table whose columns @col[0..3] are batch, m, n, k. */
+static CmGemmShape row_shape(const UtilCsv *csv, guint i, const int *col) {
+  return (CmGemmShape){g_ascii_strtod(util_csv_field(csv, i, col[1]), NULL),
+                       g_ascii_strtod(util_csv_field(csv, i, col[2]), NULL),
+                       g_ascii_strtod(util_csv_field(csv, i, col[3]), NULL),
+                       g_ascii_strtod(util_csv_field(csv, i, col[0]), NULL)};
+}
+
+static void test_gemm_table(void) {
+  GError *error = NULL;
   static const char *const cols[] = {"device", "batch", "m", "n", "k", "measured_tflops"};
   int col[G_N_ELEMENTS(cols)];
-  for (guint c = 0; c < G_N_ELEMENTS(cols); c++)
-    g_assert_cmpint(col[c] = util_csv_column(csv, cols[c]), >=, 0);
+  UtilCsv *csv = validation_csv("gemm_public.csv", cols, G_N_ELEMENTS(cols), col);
   CmParams p;
   cm_params_default(&p);
   double sum = 0;
   for (guint i = 0; i < csv->rows->len; i++) {
     DevKind k;
     g_assert_true(dev_kind_lookup(util_csv_field(csv, i, col[0]), &k, &error));
-    CmGemmShape s = {g_ascii_strtod(util_csv_field(csv, i, col[2]), NULL),
-                     g_ascii_strtod(util_csv_field(csv, i, col[3]), NULL),
-                     g_ascii_strtod(util_csv_field(csv, i, col[4]), NULL),
-                     g_ascii_strtod(util_csv_field(csv, i, col[1]), NULL)};
+    CmGemmShape s = row_shape(csv, i, col + 1);
     double flops = 2 * s.m * s.n * s.k * s.batch;
     double bytes = 2 * (s.m * s.k + s.k * s.n + s.m * s.n) * s.batch;
     double t = cm_kernel_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, bytes, &s);
@@ -220,15 +231,10 @@ static int cmp_double(gconstpointer a, gconstpointer b) {
  * and held only below twice the measured rate: the scores (K = 256) run at 0.42 of peak where
  * the model charges 0.775, a shape effect (shallow reduction) the model does not have. */
 static void test_gemm_a100_public(void) {
-  g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation",
-                                           "gemm_a100_public.csv", NULL);
   GError *error = NULL;
-  UtilCsv *csv = util_csv_read(path, &error);
-  g_assert_no_error(error);
-  static const char *const cols[] = {"device", "dtype", "batch", "m", "n", "k", "measured_tflops"};
+  static const char *const cols[] = {"device", "batch", "m", "n", "k", "measured_tflops", "dtype"};
   int col[G_N_ELEMENTS(cols)];
-  for (guint c = 0; c < G_N_ELEMENTS(cols); c++)
-    g_assert_cmpint(col[c] = util_csv_column(csv, cols[c]), >=, 0);
+  UtilCsv *csv = validation_csv("gemm_a100_public.csv", cols, G_N_ELEMENTS(cols), col);
   CmParams p;
   cm_params_default(&p);
   g_autoptr(GArray) implied = g_array_new(FALSE, FALSE, sizeof(double));
@@ -237,16 +243,13 @@ static void test_gemm_a100_public(void) {
     DevDtype dt;
     g_assert_true(dev_kind_lookup(util_csv_field(csv, i, col[0]), &k, &error));
     g_assert_true(g_str_has_prefix(k.name, "a100"));
-    g_assert_true(dev_dtype_parse(util_csv_field(csv, i, col[1]), &dt));
-    CmGemmShape s = {g_ascii_strtod(util_csv_field(csv, i, col[3]), NULL),
-                     g_ascii_strtod(util_csv_field(csv, i, col[4]), NULL),
-                     g_ascii_strtod(util_csv_field(csv, i, col[5]), NULL),
-                     g_ascii_strtod(util_csv_field(csv, i, col[2]), NULL)};
+    g_assert_true(dev_dtype_parse(util_csv_field(csv, i, col[6]), &dt));
+    CmGemmShape s = row_shape(csv, i, col + 1);
     double flops = 2 * s.m * s.n * s.k * s.batch;
     double bytes = 2 * (s.m * s.k + s.k * s.n + s.m * s.n) * s.batch;
     double t = cm_kernel_time(&p, &k, s.batch > 1 ? MDL_OP_BATCH_MATMUL : MDL_OP_MATMUL, dt, flops,
                               bytes, &s);
-    double measured = g_ascii_strtod(util_csv_field(csv, i, col[6]), NULL), model = flops / t / 1e12;
+    double measured = g_ascii_strtod(util_csv_field(csv, i, col[5]), NULL), model = flops / t / 1e12;
     double shape = cm_gemm_quantization(&p, &k, &s) * cm_gemm_alignment(&p, &k, dt, &s);
     double fraction = measured * 1e12 / (k.peak_flops[dt] * shape);
     g_test_message("%gx%gx%g b%g %s: measured %.1f model %.1f TFLOP/s (%+.1f%%); measured / (peak x "
