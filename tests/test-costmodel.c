@@ -1,5 +1,6 @@
 /* Tests of costmodel/: AutoDDL Table 2 formulas, link classes, roofline, memory. */
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -163,56 +164,35 @@ static void test_gemm_quantization(void) {
  * times carry a launch cost; and large GEMMs run about 18% faster on zeros than on random data
  * (gemm_zeros.csv beside it), which neither table states. So only GEMMs of at least 30 GFLOP are
  * held, within 20%; every row and the model's figure go to the test log (g_test_message). */
-/* tests/data/validation/@file with @cols looked up into @col (each must exist). */
-static UtilCsv *validation_csv(const char *file, const char *const *cols, guint n, int *col) {
+/* tests/data/validation/@file read and predicted by val_gemm_public_load. */
+static GPtrArray *public_rows(const char *file, const CmParams *p) {
   g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation",
                                            file, NULL);
   GError *error = NULL;
-  UtilCsv *csv = util_csv_read(path, &error);
+  GPtrArray *rows = val_gemm_public_load(path, p, &error);
   g_assert_no_error(error);
-  for (guint c = 0; c < n; c++) g_assert_cmpint(col[c] = util_csv_column(csv, cols[c]), >=, 0);
-  return csv;
-}
-
-/* The GEMM of row @i of a table whose columns @col[0..3] are batch, m, n, k. */
-static CmGemmShape row_shape(const UtilCsv *csv, guint i, const int *col) {
-  return (CmGemmShape){g_ascii_strtod(util_csv_field(csv, i, col[1]), NULL),
-                       g_ascii_strtod(util_csv_field(csv, i, col[2]), NULL),
-                       g_ascii_strtod(util_csv_field(csv, i, col[3]), NULL),
-                       g_ascii_strtod(util_csv_field(csv, i, col[0]), NULL)};
+  return rows;
 }
 
 static void test_gemm_table(void) {
-  GError *error = NULL;
-  static const char *const cols[] = {"device", "batch", "m", "n", "k", "measured_tflops"};
-  int col[G_N_ELEMENTS(cols)];
-  UtilCsv *csv = validation_csv("gemm_public.csv", cols, G_N_ELEMENTS(cols), col);
   CmParams p;
   cm_params_default(&p);
+  g_autoptr(GPtrArray) rows = public_rows("gemm_public.csv", &p);
   double sum = 0;
-  for (guint i = 0; i < csv->rows->len; i++) {
-    DevKind k;
-    g_assert_true(dev_kind_lookup(util_csv_field(csv, i, col[0]), &k, &error));
-    CmGemmShape s = row_shape(csv, i, col + 1);
-    double flops = 2 * s.m * s.n * s.k * s.batch;
-    double bytes = 2 * (s.m * s.k + s.k * s.n + s.m * s.n) * s.batch;
-    double t = cm_kernel_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, bytes, &s);
-    double measured = g_ascii_strtod(util_csv_field(csv, i, col[5]), NULL), model = flops / t / 1e12;
+  for (guint i = 0; i < rows->len; i++) {
+    const ValGemmRow *r = g_ptr_array_index(rows, i);
+    g_assert_true(r->dtype == DEV_DTYPE_BF16);
+    double measured = r->flops / r->measured_s / 1e12, model = r->flops / r->predicted_s / 1e12;
     double err = fabs(model / measured - 1);
-    g_test_message("%s %gx%gx%g b%g: measured %.1f model %.1f TFLOP/s (%+.1f%%)", k.name, s.m, s.n,
-                   s.k, s.batch, measured, model, 100 * (model / measured - 1));
+    g_test_message("%s %s: measured %.1f model %.1f TFLOP/s (%+.1f%%)", r->device, r->shape,
+                   measured, model, 100 * (model / measured - 1));
     /* Split-K shapes (fewer output tiles than SMs) are charged no partial-sum traffic and run
      * up to 40% fast here: reported in the log, held only by the mean. */
-    gboolean split_k = ceil(s.m / 128) * ceil(s.n / 128) * s.batch < k.sm_count;
-    (void)split_k;
-    if (flops >= 30e9) g_assert_cmpfloat(err, <, 0.20);
+    if (r->flops >= 30e9) g_assert_cmpfloat(err, <, 0.20);
     sum += err;
-    dev_kind_clear(&k);
   }
-  guint rows = csv->rows->len;
-  util_csv_free(csv);
-  g_assert_cmpuint(rows, >=, 20);
-  g_test_message("mean |error| %.1f%% over %u shapes", 100 * sum / rows, rows);
+  g_assert_cmpuint(rows->len, >=, 20);
+  g_test_message("mean |error| %.1f%% over %u shapes", 100 * sum / rows->len, rows->len);
 }
 
 /* Ascending doubles (g_array_sort). */
@@ -231,50 +211,54 @@ static int cmp_double(gconstpointer a, gconstpointer b) {
  * and held only below twice the measured rate: the scores (K = 256) run at 0.42 of peak where
  * the model charges 0.775, a shape effect (shallow reduction) the model does not have. */
 static void test_gemm_a100_public(void) {
-  GError *error = NULL;
-  static const char *const cols[] = {"device", "batch", "m", "n", "k", "measured_tflops", "dtype"};
-  int col[G_N_ELEMENTS(cols)];
-  UtilCsv *csv = validation_csv("gemm_a100_public.csv", cols, G_N_ELEMENTS(cols), col);
   CmParams p;
   cm_params_default(&p);
+  g_autoptr(GPtrArray) rows = public_rows("gemm_a100_public.csv", &p);
   g_autoptr(GArray) implied = g_array_new(FALSE, FALSE, sizeof(double));
-  for (guint i = 0; i < csv->rows->len; i++) {
-    DevKind k;
-    DevDtype dt;
-    g_assert_true(dev_kind_lookup(util_csv_field(csv, i, col[0]), &k, &error));
-    g_assert_true(g_str_has_prefix(k.name, "a100"));
-    g_assert_true(dev_dtype_parse(util_csv_field(csv, i, col[6]), &dt));
-    CmGemmShape s = row_shape(csv, i, col + 1);
-    double flops = 2 * s.m * s.n * s.k * s.batch;
-    double bytes = 2 * (s.m * s.k + s.k * s.n + s.m * s.n) * s.batch;
-    double t = cm_kernel_time(&p, &k, s.batch > 1 ? MDL_OP_BATCH_MATMUL : MDL_OP_MATMUL, dt, flops,
-                              bytes, &s);
-    double measured = g_ascii_strtod(util_csv_field(csv, i, col[5]), NULL), model = flops / t / 1e12;
-    double shape = cm_gemm_quantization(&p, &k, &s) * cm_gemm_alignment(&p, &k, dt, &s);
-    double fraction = measured * 1e12 / (k.peak_flops[dt] * shape);
-    g_test_message("%gx%gx%g b%g %s: measured %.1f model %.1f TFLOP/s (%+.1f%%); measured / (peak x "
-                   "shape %.3f) = %.3f", s.m, s.n, s.k, s.batch, dev_dtype_name(dt), measured, model,
+  GError *error = NULL;
+  DevKind k;
+  g_assert_true(dev_kind_lookup("a100-80gb", &k, &error));
+  for (guint i = 0; i < rows->len; i++) {
+    const ValGemmRow *r = g_ptr_array_index(rows, i);
+    g_assert_cmpstr(r->device, ==, k.name);
+    const CmGemmShape *s = &r->dims;
+    double measured = r->flops / r->measured_s / 1e12, model = r->flops / r->predicted_s / 1e12;
+    double shape = cm_gemm_quantization(&p, &k, s) * cm_gemm_alignment(&p, &k, r->dtype, s);
+    double fraction = measured * 1e12 / (k.peak_flops[r->dtype] * shape);
+    g_test_message("%s %s: measured %.1f model %.1f TFLOP/s (%+.1f%%); measured / (peak x shape "
+                   "%.3f) = %.3f", r->shape, dev_dtype_name(r->dtype), measured, model,
                    100 * (model / measured - 1), shape, fraction);
-    if (s.batch == 1) {
+    if (s->batch == 1) {
       g_array_append_val(implied, fraction);
       g_assert_cmpfloat(fabs(model / measured - 1), <, 0.06);
     } else {
       g_assert_cmpfloat(model / measured - 1, <, 1.0);
     }
-    dev_kind_clear(&k);
   }
-  util_csv_free(csv);
   g_assert_cmpuint(implied->len, >=, 5);
   g_array_sort(implied, cmp_double);
   double *v = (double *)implied->data;
   guint n = implied->len;
   double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  DevKind k;
-  g_assert_true(dev_kind_lookup("a100-80gb", &k, &error));
   g_test_message("median over %u single GEMMs: %.4f of peak (model %.4f; MAMF 267.9 / 312 = %.4f)", n,
                  median, cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), 267.9 / 312);
   g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), median, 5e-4);
   dev_kind_clear(&k);
+  /* A bad row names the file and the row. */
+  g_autofree char *bad = g_build_filename(g_get_tmp_dir(), "stratsim-gemm-public-bad.csv", NULL);
+  g_assert_true(g_file_set_contents(bad, "device,dtype,batch,m,n,k,measured_tflops\n"
+                                         "a100-80gb,bf16,1,64,64,64,1.5\n"
+                                         "a100-80gb,bf16,1,64,0,64,1.5\n", -1, NULL));
+  g_assert_null(val_gemm_public_load(bad, &p, &error));
+  g_assert_nonnull(error);
+  g_assert_nonnull(strstr(error->message, "row 3"));
+  g_clear_error(&error);
+  g_assert_true(g_file_set_contents(bad, "device,dtype,batch,m,n,k,measured_tflops\n"
+                                         "no-such-gpu,bf16,1,64,64,64,1.5\n", -1, NULL));
+  g_assert_null(val_gemm_public_load(bad, &p, &error));
+  g_assert_nonnull(strstr(error->message, "row 2"));
+  g_clear_error(&error);
+  g_remove(bad);
 }
 
 /* The mean |error| of @rows' predicted kernel times with dtype @dtype and at least @min_flops
