@@ -14,9 +14,14 @@
  *  - layer norm: 1820.9, 1878.6, 2267.4, median 1878.6: 0.561.
  *  - softmax: 1690.8, 2064.2, median 1877.5: 0.560.
  * H200 has the H100's die (only its HBM differs) and takes the same fractions. For A100 no
- * by-kind measurement was found (OneFlow's softmax and layer-norm articles on A100-PCIE-40GB
- * give their figures only as plots); A100 takes the H100 fractions, an assumption: the same
- * PyTorch/Apex kernels on HBM, where a fraction of the datasheet rate is what carries over.
+ * by-kind measurement set was found (OneFlow's softmax and layer-norm articles on
+ * A100-PCIE-40GB give their figures only as plots); A100 takes the H100 fractions, an
+ * assumption: the same PyTorch/Apex kernels on HBM, where a fraction of the datasheet rate is
+ * what carries over. Single published points agree with the norm figure, used for nothing:
+ * PyTorch's LayerNorm of a 2048x2048 tensor on an A100 at about 715 GB/s of its ~1.6 TB/s, 0.46
+ * at that small size (ecmwf/WeatherGenerator#1546); FlashInfer's fused RMSNorm + FP8 quantize
+ * on H100, 16384 x 4096 bf16 in 94.1 us, 2.14 TB/s on its nominal 201 MB, 0.64
+ * (sgl-project/sglang#32994).
  * Megatron's fused kernels (scaled masked softmax, bias-GELU, bias-dropout-add, Apex's fused
  * layer norm) were not measured; they are charged as the kind they belong to. The loss
  * (vocab-parallel cross entropy: row max, sum of exponentials, gather) takes the softmax
