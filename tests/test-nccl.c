@@ -320,6 +320,10 @@ static const CurveBounds bounds[] = {
     /* Also added after the presets, unseen: an all-gather over the same A3 Mega network
      * (dstack's example run), 48% too fast at 8 MiB, 6-14% from 64 MiB up. */
     {"nccl-tests all_gather_perf -g 1, 16 ranks", -1, 0.17, 0.01, 0.03, 0.05},
+    /* Added after the harness (cm_curve_harness), unseen: 8 x B200 with NCCL 2.30.7 timed
+     * with queued calls (no harness): 10.1% mean; 1-2 MiB within 6% (where the one-call sweep
+     * of NCCL 2.27.7 was 36-41% above the model alone), 4-64 MiB 11-28% too fast. */
+    {"8x B200 NVLink5 (1 node); torch 2.14.0", -1, 0.11, 0.05, 0.14, 0.09},
 };
 
 /* Each public curve runs on a preset of the hardware it was measured on: the multi-host
