@@ -42,7 +42,9 @@ static char **split_csv(const char *line) {
 
 static int algorithm_of(const char *system) {
   if (strstr(system, "algo=Ring")) return CM_ALGO_RING;
+  if (strstr(system, "algo=NVLSTree")) return CM_ALGO_NVLS_TREE;
   if (strstr(system, "algo=NVLS")) return CM_ALGO_NVLS;
+  if (strstr(system, "algo=Tree")) return CM_ALGO_TREE;
   return -1;
 }
 

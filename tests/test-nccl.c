@@ -146,6 +146,39 @@ static void test_net_latency_choice(void) {
   dev_cluster_free(bare);
 }
 
+/* LL128 on Blackwell: NCCL 2.30.7 logged the (algorithm, protocol) of every all-reduce of a
+ * 4 x 8 B200 sweep over EFA (stas00/ml-engineering network/README.md at 0cc3de5): Tree LL to
+ * 256 KiB, Tree LL128 512 KiB - 16 MiB, Ring LL128 32-64 MiB, NVLS-tree 128-256 MiB, Ring
+ * Simple from 512 MiB. With LL128 off on sm 100 (b6475625) the model picked NVLS-tree from
+ * 1 MiB to 128 MiB; now the tuner's pick matches the log at 15 of the 20 sizes: these
+ * 11 (and LL at 32-128 KiB), not at 256 KiB (LL128), 32-64 MiB (Tree LL128) and 128-256 MiB
+ * (Ring LL128). The chooser of that run was AWS's tuner plugin (NCCL_TUNER_PLUGIN=ofi). */
+static void test_blackwell_ll128(void) {
+  DevCluster *c = preset("aws-p6-b200:nodes=4");
+  static const struct {
+    double mib;
+    CmAlgorithm algorithm;
+    CmProtocol protocol;
+  } logged[] = {{0.03125, CM_ALGO_TREE, CM_PROTO_LL},     {0.0625, CM_ALGO_TREE, CM_PROTO_LL},
+                {0.125, CM_ALGO_TREE, CM_PROTO_LL},       {0.5, CM_ALGO_TREE, CM_PROTO_LL128},
+                {1, CM_ALGO_TREE, CM_PROTO_LL128},        {2, CM_ALGO_TREE, CM_PROTO_LL128},
+                {4, CM_ALGO_TREE, CM_PROTO_LL128},        {8, CM_ALGO_TREE, CM_PROTO_LL128},
+                {16, CM_ALGO_TREE, CM_PROTO_LL128},       {512, CM_ALGO_RING, CM_PROTO_SIMPLE},
+                {1024, CM_ALGO_RING, CM_PROTO_SIMPLE},    {2048, CM_ALGO_RING, CM_PROTO_SIMPLE},
+                {4096, CM_ALGO_RING, CM_PROTO_SIMPLE},    {8192, CM_ALGO_RING, CM_PROTO_SIMPLE},
+                {16384, CM_ALGO_RING, CM_PROTO_SIMPLE}};
+  for (gsize i = 0; i < G_N_ELEMENTS(logged); i++) {
+    CmCollectiveEstimate e = first_ranks(c, CM_ALL_REDUCE, 32, logged[i].mib * MIB);
+    g_assert_cmpint(e.algorithm, ==, logged[i].algorithm);
+    g_assert_cmpint(e.protocol, ==, logged[i].protocol);
+  }
+  /* One B200 node keeps NVLS (NVLink SHARP) in the middle sizes. */
+  DevCluster *one = preset("aws-p6-b200");
+  g_assert_cmpint(first_ranks(one, CM_ALL_REDUCE, 8, 16 * MIB).algorithm, ==, CM_ALGO_NVLS);
+  dev_cluster_free(one);
+  dev_cluster_free(c);
+}
+
 /* Simulate's collective tasks and `stratsim collective` give the same time for the same
  * collective (issue 14: 20 ms against 0.56 ms at 1024 ranks), at 16, 1024 and 10^6 ranks;
  * at scale the tuner picks the tree, whose latency grows with log2 of the hosts. */
@@ -302,7 +335,7 @@ static const CurveBounds bounds[] = {
     /* Added after the NVLS pipeline was written (network/benchmarks/README.md, 0cc3de5). */
     /* On aws-p6-b200 (EFA): aws-ofi-nccl's 35 us plugin latency moves NCCL's 128 MiB pick
      * from the ring to NVLS-tree (+7.8% -> +16.9%): model 22.0% -> 22.7%, 4x 12.7% -> 13.4%. */
-    {"4 nodes x 8 B200", -1, 0.23, 0.05, 0.15, 0.14},
+    {"4 nodes x 8 B200", -1, 0.22, 0.05, 0.15, 0.14},
     {"all_reduce_bench.py default timing", -1, 0.10, 0.04, 0.13, 0.05},
     {"nccl-tests all_reduce_perf built against NCCL 2.30.7", -1, 0.09, 0.05, 0.15, 0.05},
     /* 2 x 8 H100 over GPUDirect-TCPXO (gcp-a3-mega): within 7% from 1 GiB up, 46-83% too
@@ -324,6 +357,16 @@ static const CurveBounds bounds[] = {
      * with queued calls (no harness): 10.1% mean; 1-2 MiB within 6% (where the one-call sweep
      * of NCCL 2.27.7 was 36-41% above the model alone), 4-64 MiB 11-28% too fast. */
     {"8x B200 NVLink5 (1 node); torch 2.14.0", -1, 0.11, 0.05, 0.14, 0.09},
+    /* Added after the harness, unseen: 4 x 8 B200 (NCCL 2.30.7, the mean of 2 sweeps) split by
+     * the algorithm NCCL logged, each checked against the model's time for that algorithm.
+     * With LL128 on Blackwell (/nccl/blackwell-ll128): Tree LL128 at 1-16 MiB 50-57% too fast
+     * (was 49-142% too slow with LL/Simple), Ring LL128 at 32-64 MiB -19/-10% (was +29/+14%),
+     * NVLS-tree at 128-256 MiB +17/+23%, Ring Simple from 512 MiB -1 to -10%; the default
+     * sweep above went 22.7% -> 21.5%. */
+    {"(protocols by size: Tree LL128 here)", CM_ALGO_TREE, 0.54, 0.02, 0.02, 0.24},
+    {"(protocols by size: Ring LL128 here)", CM_ALGO_RING, 0.15, -1, -1, -1},
+    {"algo=NVLSTree as NCCL logged it", CM_ALGO_NVLS_TREE, 0.20, -1, -1, -1},
+    {"(protocols by size: Ring Simple here)", CM_ALGO_RING, 0.05, 0.03, 0.06, 0.05},
 };
 
 /* Each public curve runs on a preset of the hardware it was measured on: the multi-host
@@ -482,6 +525,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nccl/nvls", test_nvls);
   g_test_add_func("/nccl/nvls/pipeline-fill", test_nvls_pipeline_fill);
   g_test_add_func("/nccl/net-latency/choice", test_net_latency_choice);
+  g_test_add_func("/nccl/blackwell-ll128", test_blackwell_ll128);
   g_test_add_data_func("/nccl/same-time/16", GINT_TO_POINTER(16), test_same_time);
   g_test_add_data_func("/nccl/same-time/1024", GINT_TO_POINTER(1024), test_same_time);
   g_test_add_data_func("/nccl/same-time/1000000", GINT_TO_POINTER(1000000), test_same_time);
