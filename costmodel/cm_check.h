@@ -2,7 +2,9 @@
  * (tests/data/validation/nccl_public.csv: nccl-tests and PyTorch all-reduce sweeps, each row
  * citing its source). Three figures per curve, as issue 14 states its acceptance:
  *   - the model alone (cm_collective_estimate, or the candidate of the algorithm a row was
- *     measured with, "algo=Ring"/"algo=NVLS"): relative error of time at sizes >= a floor;
+ *     measured with, "algo=Ring"/"algo=NVLS"/"algo=Tree"/"algo=NVLSTree"), plus what the
+ *     curve's timing harness adds to each call (cm_curve_harness): relative error of time at
+ *     sizes >= a floor;
  *   - a calibration fitted to every other size (from the floor up), checked on the sizes
  *     left out ("held out", inside the fitted range);
  *   - a calibration fitted to the sizes up to L, checked at 4L (extrapolation), for every L
