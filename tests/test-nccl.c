@@ -367,6 +367,12 @@ static const CurveBounds bounds[] = {
     {"(protocols by size: Ring LL128 here)", CM_ALGO_RING, 0.15, -1, -1, -1},
     {"algo=NVLSTree as NCCL logged it", CM_ALGO_NVLS_TREE, 0.20, -1, -1, -1},
     {"(protocols by size: Ring Simple here)", CM_ALGO_RING, 0.05, 0.03, 0.06, 0.05},
+    /* Added last, unseen (MG-Cafe's A3 Mega report, NCCL 2.28.7): 8 H100 of one A3 Mega VM,
+     * nccl-tests -g 8, 4.8% mean (1 MiB -10%, 16 MiB -6%, 128 MiB - 2 GiB within 5%); and a
+     * second TCPXO all-gather over 2 x 8, 21.7% mean: 40-67% too fast at 1-16 MiB, 5-14% from
+     * 64 MiB, as dstack's (the latency TCPXO adds per network step is not public). */
+    {"8x H100 Mega 80GB HBM3 in one Google Cloud A3 Mega VM", -1, 0.05, 0.12, 0.18, 0.04},
+    {"GPUDirect-TCPXO FasTrak v1.0.8", -1, 0.22, 0.02, 0.04, 0.05},
 };
 
 /* Each public curve runs on a preset of the hardware it was measured on: the multi-host
