@@ -118,6 +118,8 @@ void srch_dp_worker(SrchWorker *w);
  * also GPipe, eager-1F1B and interleaved with vp >= 2), in a fixed order, kept where
  * mdl_strategy_megatron accepts it. */
 GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
+/* Sets every configuration of @points (MdlMegatronConfig) to run under @framework. */
+void srch_grid_set_framework(GArray *points, MdlFramework framework);
 /* The full Megatron space: the grid with vp up to layers / pp, and each point under every
  * recomputation (none, selective, full), sequence parallelism off and (tp > 1, where the model
  * has such ops) on, and ZeRO stages 0..3. */

@@ -279,7 +279,7 @@ static gboolean fits(const MdlGraph *graph, const MdlStrategy *s, const DevClust
 /* Data parallelism over every device with the fewest microbatches (gradient accumulation)
  * that fit in memory; the one-microbatch strategy when none fits. */
 static MdlStrategy *data_parallel(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
-                                  char **detail) {
+                                  MdlFramework framework, char **detail) {
   int n = dev_cluster_num_devices(cluster);
   if (graph->batch % n) {
     *detail = g_strdup_printf("the batch of %" G_GINT64_FORMAT " does not split over %d GPUs",
@@ -291,7 +291,7 @@ static MdlStrategy *data_parallel(const MdlGraph *graph, const DevCluster *clust
   for (int64_t m = 1; m <= per; m++) {
     if (per % m) continue;
     MdlMegatronConfig cfg = {.tp = 1, .pp = 1, .dp = n, .microbatch_size = (int)(per / m),
-                             .schedule = MDL_SCHEDULE_1F1B, .dtype = dtype};
+                             .schedule = MDL_SCHEDULE_1F1B, .dtype = dtype, .framework = framework};
     GError *error = NULL;
     MdlStrategy *s = mdl_strategy_megatron(graph, cluster, &cfg, &error);
     if (!s) {
@@ -318,7 +318,7 @@ static MdlStrategy *data_parallel(const MdlGraph *graph, const DevCluster *clust
 /* Krizhevsky 2014, "One weird trick": data-parallel convolutions, fully connected layers split
  * on their parameter dim over all devices; NULL for models without convolutions. */
 static MdlStrategy *weird_trick(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
-                                char **detail) {
+                                MdlFramework framework, char **detail) {
   gboolean convs = FALSE;
   for (int o = 0; o < mdl_graph_num_ops(graph); o++) convs |= mdl_graph_op(graph, o)->kind == MDL_OP_CONV2D;
   if (!convs) {
@@ -355,6 +355,7 @@ static MdlStrategy *weird_trick(const MdlGraph *graph, const DevCluster *cluster
     mdl_strategy_free(s);
     return NULL;
   }
+  s->framework = framework;
   g_free(s->name);
   s->name = g_strdup("one-weird-trick");
   s->dp = s->tp = s->pp = s->vp = s->microbatch_size = 0;
@@ -508,10 +509,10 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     r->nbaselines = 3;
     r->baselines = g_new0(SrchBaseline, 3);
     char *detail = NULL;
-    MdlStrategy *dp = data_parallel(graph, cluster, dtype, &detail);
+    MdlStrategy *dp = data_parallel(graph, cluster, dtype, o->space.framework, &detail);
     set_baseline(&r->baselines[0], "data parallel", detail, dp, graph, cluster, params, o);
     detail = NULL;
-    MdlStrategy *trick = weird_trick(graph, cluster, dtype, &detail);
+    MdlStrategy *trick = weird_trick(graph, cluster, dtype, o->space.framework, &detail);
     set_baseline(&r->baselines[2], "one weird trick", detail, trick, graph, cluster, params, o);
   }
   /* The full Megatron space (below) is screened first, so that the classic grid, whose points
@@ -520,6 +521,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   gboolean split = o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_CD;
   if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split)
     full = srch_grid_full_points_with(graph, cluster, dtype, o->tp_overlap);
+  if (full) srch_grid_set_framework(full, o->space.framework);
   if (full && o->budget.seconds <= 0) {
     full_bounds = g_new(SimTime, full->len ? full->len : 1);
     for (guint i = 0; i < full->len; i++) full_bounds[i] = SRCH_UNSCREENED;
@@ -534,6 +536,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     /* The classic grid first, whatever the budget (a baseline no search may miss: its memory
      * screening and bound pruning keep it to a few simulations, srch_grid.c). */
     grid = srch_grid_points(graph, cluster, dtype);
+    srch_grid_set_framework(grid, o->space.framework);
     SrchBudget unlimited = {0};
     g_autofree SimTime *grid_bounds = full_bounds ? srch_grid_bounds_from(grid, full, full_bounds) : NULL;
     if (!phase_run(&phase, "megatron grid", srch_grid_worker, NULL, grid, grid_bounds, graph, cluster,
@@ -622,6 +625,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
    * transformer layers, conv blocks; without, srch_dp_points is empty). */
   if (o->algo == SRCH_ALGO_DP || o->algo == SRCH_ALGO_AUTO) {
     GArray *groups = srch_dp_points(graph, cluster, dtype);
+    srch_grid_set_framework(groups, o->space.framework);
     SrchBudget dp_budget = o->budget;
     if (o->budget.seconds > 0) {
       double left = o->budget.seconds - (g_get_monotonic_time() - start) / 1e6;
