@@ -4,8 +4,10 @@
  * the checkout). Per row at micro-batch 1, then over all rows and over those the measurement
  * found host-bound (the GPU idle for more than half the wall time), for the default profile
  * (megatron-lm) and for no host stream (none): mean |error| and mean signed error of the host
- * and wall time per layer, and the host-bound share measured and predicted. Prints; asserts
- * nothing. */
+ * and wall time per layer, and the host-bound share measured and predicted; then how each
+ * ranks the micro-batch sizes of a layer shape by time per sample (Kendall's tau against the
+ * measured order), and every (sequence, micro-batch) of a layer shape by time per token.
+ * Prints; asserts nothing. */
 #include "cli/cli.h"
 #include "cli/cli_outputs.h"
 
@@ -65,6 +67,7 @@ static int bench_file(const char *path) {
   static const MdlFramework frameworks[] = {MDL_FRAMEWORK_MEGATRON_LM, MDL_FRAMEWORK_NONE};
   Summary sums[G_N_ELEMENTS(frameworks)][2];
   memset(sums, 0, sizeof sums);
+  g_autofree double *walls = g_new0(double, G_N_ELEMENTS(frameworks) * (rows->len + 1));
   for (guint i = 0; i < rows->len; i++) {
     const ValHostRow *r = g_ptr_array_index(rows, i);
     double measured_idle = idle_share(r->wall_s, r->gpu_s);
@@ -72,6 +75,7 @@ static int bench_file(const char *path) {
       ValHostTimes t;
       if (!val_host_times(r, frameworks[f], &t, &error)) return cli_fail(error, CLI_EXIT_BAD_INPUT);
       Summary *s = &sums[f][r->backward];
+      walls[f * rows->len + i] = t.wall_s;
       double predicted_idle = idle_share(t.wall_s, t.gpu_s);
       s->rows++;
       if (t.host_s > 0) add(&s->host, t.host_s, r->host_s);
@@ -98,11 +102,15 @@ static int bench_file(const char *path) {
     for (int phase = 0; phase < 2; phase++)
       print_summary(mdl_framework_name(frameworks[f]), phase ? "backward" : "forward",
                     &sums[f][phase]);
+  for (guint f = 0; f < G_N_ELEMENTS(frameworks); f++) {
+    int pairs, token_pairs;
+    double tau = val_host_ranking_tau(rows, walls + f * rows->len, FALSE, &pairs);
+    double token_tau = val_host_ranking_tau(rows, walls + f * rows->len, TRUE, &token_pairs);
+    printf("bench: host  %-11s ranking, Kendall tau against the measured order: micro-batch sizes "
+           "by time per sample %.2f (%d pairs); (sequence, micro-batch) by time per token %.2f "
+           "(%d pairs)\n", mdl_framework_name(frameworks[f]), tau, pairs, token_tau, token_pairs);
+  }
   return CLI_EXIT_OK;
-}
-
-static gint compare_paths(gconstpointer a, gconstpointer b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 int cli_bench_host(const char *data_dir) {
@@ -110,23 +118,12 @@ int cli_bench_host(const char *data_dir) {
     g_autofree char *path = g_build_filename(data_dir, "torch_layers.csv", NULL);
     return bench_file(path);
   }
-  g_autofree char *validation = cli_validation_dir();
-  g_autofree char *root = validation ? g_build_filename(validation, "..", "gpu", NULL) : NULL;
-  GDir *d = root ? g_dir_open(root, 0, NULL) : NULL;
-  if (!d) {
-    fprintf(stderr, "stratsim bench: no tests/data/gpu folder found (run from the checkout or give --data DIR)\n");
-    return CLI_EXIT_BAD_INPUT;
-  }
-  g_autoptr(GPtrArray) paths = g_ptr_array_new_with_free_func(g_free);
-  for (const char *n; (n = g_dir_read_name(d));) {
-    char *path = g_build_filename(root, n, "torch_layers.csv", NULL);
-    if (g_file_test(path, G_FILE_TEST_EXISTS)) g_ptr_array_add(paths, path);
-    else g_free(path);
-  }
-  g_dir_close(d);
-  g_ptr_array_sort(paths, compare_paths);
+  g_autoptr(GPtrArray) dirs = cli_gpu_data_dirs("torch_layers.csv");
+  if (!dirs) return CLI_EXIT_BAD_INPUT;
   int status = CLI_EXIT_OK;
-  for (guint i = 0; i < paths->len && status == CLI_EXIT_OK; i++)
-    status = bench_file(g_ptr_array_index(paths, i));
+  for (guint i = 0; i < dirs->len && status == CLI_EXIT_OK; i++) {
+    g_autofree char *path = g_build_filename(g_ptr_array_index(dirs, i), "torch_layers.csv", NULL);
+    status = bench_file(path);
+  }
   return status;
 }

@@ -110,3 +110,23 @@ gboolean val_host_times(const ValHostRow *r, MdlFramework framework, ValHostTime
   ses_session_free(session);
   return TRUE;
 }
+
+double val_host_ranking_tau(const GPtrArray *rows, const double *predicted, gboolean per_token,
+                            int *pairs) {
+  int concordant = 0, discordant = 0;
+  *pairs = 0;
+  for (guint i = 0; i < rows->len; i++)
+    for (guint j = i + 1; j < rows->len; j++) {
+      const ValHostRow *a = g_ptr_array_index(rows, i), *b = g_ptr_array_index(rows, j);
+      if (a->layers != b->layers || a->hidden != b->hidden || a->backward != b->backward ||
+          (!per_token && (a->seq != b->seq || a->micro_batch == b->micro_batch)))
+        continue;
+      double wa = (double)a->micro_batch * (per_token ? a->seq : 1);
+      double wb = (double)b->micro_batch * (per_token ? b->seq : 1);
+      double m = a->wall_s / wa - b->wall_s / wb, p = predicted[i] / wa - predicted[j] / wb;
+      (*pairs)++;
+      if (m * p > 0) concordant++;
+      else if (m * p < 0) discordant++;
+    }
+  return *pairs ? (double)(concordant - discordant) / *pairs : 0;
+}

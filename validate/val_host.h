@@ -46,6 +46,15 @@ typedef struct {
 gboolean val_host_times(const ValHostRow *row, MdlFramework framework, ValHostTimes *out,
                         GError **error);
 
+/* Kendall's tau-a of @predicted (per row of @rows, a wall time per layer) against the rows'
+ * measured wall times, per unit of work, over the pairs of rows of the same layer shape
+ * (layers, hidden) and phase: @per_token FALSE, rows of the same sequence, time per sample
+ * (the micro-batch sizes one would choose between); TRUE, any two (sequence, micro-batch), time
+ * per token. (concordant - discordant) / pairs, a tie on either side counting as neither;
+ * @pairs gets the pair count (0: returns 0). */
+double val_host_ranking_tau(const GPtrArray *rows, const double *predicted, gboolean per_token,
+                            int *pairs);
+
 G_END_DECLS
 
 #endif
