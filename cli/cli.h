@@ -50,6 +50,9 @@ double cli_peak_rss(gboolean reset);
 /* `bench --suite megatron`: per-component errors on Korthikanti et al. Table 5 (@data_dir:
  * the validation data folder, NULL: cli_validation_dir()). */
 int cli_bench_megatron(const char *data_dir);
+/* `stratsim bench --suite bridge`: Megatron-Bridge's published Llama throughputs against the
+ * simulator's (cli_bench_bridge.c). */
+int cli_bench_bridge(const char *data_dir);
 /* `stratsim bench --suite gemm [--data DIR]`: the GEMM model against GEMMs measured on a GPU
  * (cli_bench_gemm.c). */
 int cli_bench_gemm(const char *data_dir);

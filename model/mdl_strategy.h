@@ -130,6 +130,7 @@ typedef struct {
                                 the layouts, not this field) */
   int first_layers, last_layers; /* the builder's uneven pipeline (0: even; JSON holds every
                                     op's stage, not these) */
+  gboolean account_embedding, account_loss; /* the builder's, as MdlMegatronConfig's */
   gboolean tp_overlap;       /* tensor-parallel collectives next to a GEMM overlap it
                                 (Megatron-Core's --tp-comm-overlap; needs sequence_parallel):
                                 sim/sim_build_comm.c */
@@ -171,7 +172,7 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
- * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,etp=T][,dispatcher=alltoall|allgather][,first_layers=F][,last_layers=L][,overlap_param_gather=0|1][,tp_overlap=0|1]
+ * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,etp=T][,dispatcher=alltoall|allgather][,first_layers=F][,last_layers=L][,account_embedding=0|1][,account_loss=0|1][,overlap_param_gather=0|1][,tp_overlap=0|1]
  * [,fsdp_prefetch=0|1][,overlap_grad_reduce=0|1][,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
@@ -208,6 +209,11 @@ typedef struct {
   int last_layers;           /* layers of the last rank (--decoder-last-pipeline-num-layers);
                                 the ranks between split the rest evenly, and with vp each rank's
                                 layers split evenly over its chunks */
+  gboolean account_embedding; /* the embedding counts as one layer of the first pipeline chunk
+                                 (Megatron-Core's account_for_embedding_in_pipeline_split) */
+  gboolean account_loss;     /* the output layer and loss count as one layer of the last chunk
+                                (account_for_loss_in_pipeline_split); with either, layers + the
+                                counted ones split evenly over the pp x vp chunks */
   gboolean overlap_param_gather; /* needs zero=1 or 2 */
   gboolean tp_overlap;       /* needs sp=1 */
   MdlFramework framework;

@@ -72,13 +72,40 @@ static gboolean uneven_layer_chunks(const MdlGraph *graph, int ranks, int vp, in
   return TRUE;
 }
 
+/* The chunk of each layer when the embedding (@embedding) and the output layer with the loss
+ * (@loss) each count as one layer (Megatron-Core's account_for_embedding_in_pipeline_split and
+ * account_for_loss_in_pipeline_split, TransformerConfig; get_num_layers_to_build in
+ * megatron/core/transformer/transformer_block.py): layers + embedding + loss split evenly over
+ * the ranks x vp chunks in Megatron's chunk order, so the first chunk holds one transformer
+ * layer fewer with @embedding and the last one fewer with @loss (Megatron-Bridge's Llama 3.1
+ * 405B recipe: 126 layers + 2 = 128 over pp 8 x vp 8 = 64 chunks of 2). */
+static gboolean accounted_layer_chunks(const MdlGraph *graph, int ranks, int vp, gboolean embedding,
+                                       gboolean loss, int *chunk_of_layer, GError **error) {
+  int layers = graph->num_layers, chunks = ranks * vp;
+  int total = layers + (embedding ? 1 : 0) + (loss ? 1 : 0);
+  if (layers <= 0 || total % chunks != 0 || total / chunks < 1 + ((embedding || loss) && chunks == 1)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: account_embedding/account_loss: model %s's %d layers%s%s do not split "
+                "evenly over pp*vp = %d*%d = %d pipeline chunks", graph->name, MAX(layers, 0),
+                embedding ? " + the embedding" : "", loss ? " + the loss" : "", ranks, vp, chunks);
+    return FALSE;
+  }
+  int per = total / chunks, l = 0;
+  for (int c = 0; c < chunks; c++) {
+    int count = per - (c == 0 && embedding) - (c == chunks - 1 && loss);
+    for (int i = 0; i < count; i++) chunk_of_layer[l++] = c;
+  }
+  g_assert(l == layers);
+  return TRUE;
+}
+
 /* Stage (model chunk) of each op for pp ranks of vp chunks each: equal numbers of layers per
  * chunk (Megatron requires pp * vp | layers), or with @first / @last (the layers of ranks 0
  * and pp - 1) the uneven split above;
  * ops before the first layer go to chunk 0, after the last to the last chunk. Models without
  * layers are cut where cumulative forward FLOPs cross i/(pp*vp) of the total. */
 static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int first, int last,
-                              int *stage_of, GError **error) {
+                              gboolean embedding, gboolean loss, int *stage_of, GError **error) {
   int n = mdl_graph_num_ops(graph);
   if ((gint64)ranks * vp > n) { /* checked in 64 bits: vp alone may be up to 1e9 */
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
@@ -87,9 +114,10 @@ static gboolean assign_stages(const MdlGraph *graph, int ranks, int vp, int firs
     return FALSE;
   }
   int pp = ranks * vp; /* chunks */
-  if (first > 0 || last > 0) {
+  if (first > 0 || last > 0 || embedding || loss) {
     g_autofree int *chunk_of_layer = g_new(int, MAX(graph->num_layers, 1));
-    if (!uneven_layer_chunks(graph, ranks, vp, first, last, chunk_of_layer, error))
+    if (first > 0 || last > 0 ? !uneven_layer_chunks(graph, ranks, vp, first, last, chunk_of_layer, error)
+                              : !accounted_layer_chunks(graph, ranks, vp, embedding, loss, chunk_of_layer, error))
       return FALSE;
     gboolean seen_layer = FALSE;
     for (int o = 0; o < n; o++) {
@@ -268,7 +296,14 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   }
   int n = mdl_graph_num_ops(graph);
   g_autofree int *stage_of = g_new(int, n);
-  if (!assign_stages(graph, cfg->pp, vp, cfg->first_layers, cfg->last_layers, stage_of, error))
+  if ((cfg->account_embedding || cfg->account_loss) && (cfg->first_layers > 0 || cfg->last_layers > 0)) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
+                "megatron: account_embedding/account_loss and first_layers/last_layers are two ways "
+                "to split the pipeline unevenly: give one (Megatron-Core refuses both)");
+    return NULL;
+  }
+  if (!assign_stages(graph, cfg->pp, vp, cfg->first_layers, cfg->last_layers,
+                     cfg->account_embedding, cfg->account_loss, stage_of, error))
     return NULL;
 
   MdlStrategy *s = mdl_strategy_new_empty(n);
@@ -299,6 +334,8 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->dispatcher = cfg->dispatcher;
   s->first_layers = cfg->first_layers;
   s->last_layers = cfg->last_layers;
+  s->account_embedding = cfg->account_embedding;
+  s->account_loss = cfg->account_loss;
   MdlRankAxes axes;
   if (!mdl_megatron_axes(cfg, &axes, error)) {
     mdl_strategy_free(s);
@@ -426,13 +463,17 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
       if (key[0] == 'f') cfg->no_fsdp_prefetch = value[0] == '0';
       else if (strcmp(key, "overlap_grad_reduce") == 0) cfg->no_overlap_grad_reduce = value[0] == '0';
       else *(key[0] == 't' ? &cfg->tp_overlap : &cfg->overlap_param_gather) = value[0] == '1';
-    } else if (strcmp(key, "sp") == 0) {
+    } else if (strcmp(key, "sp") == 0 || strcmp(key, "account_embedding") == 0 ||
+               strcmp(key, "account_loss") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
-        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: sp=%s must be 0 or 1",
-                    family, value);
+        g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s must be 0 or 1",
+                    family, key, value);
         return FALSE;
       }
-      cfg->sequence_parallel = value[0] == '1';
+      gboolean *flag = strcmp(key, "sp") == 0           ? &cfg->sequence_parallel
+                       : strcmp(key, "account_loss") == 0 ? &cfg->account_loss
+                                                          : &cfg->account_embedding;
+      *flag = value[0] == '1';
     } else if (strcmp(key, "dispatcher") == 0) {
       if (!mdl_dispatcher_parse(value, &cfg->dispatcher)) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE,

@@ -25,6 +25,8 @@ char *mdl_strategy_describe(const MdlStrategy *s, const MdlGraph *graph) {
     if (s->etp > 0 && s->etp != s->tp) g_string_append_printf(d, " etp=%d", s->etp);
     if (s->first_layers > 0) g_string_append_printf(d, " first_layers=%d", s->first_layers);
     if (s->last_layers > 0) g_string_append_printf(d, " last_layers=%d", s->last_layers);
+    if (s->account_embedding) g_string_append(d, " account_embedding");
+    if (s->account_loss) g_string_append(d, " account_loss");
     if (s->dispatcher != MDL_DISPATCHER_ALLTOALL) /* the default is not named */
       g_string_append_printf(d, " dispatcher=%s", mdl_dispatcher_name(s->dispatcher));
     g_string_append_printf(d, ", %d microbatch%s of %d%s", s->num_microbatches,

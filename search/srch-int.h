@@ -136,4 +136,24 @@ GArray *srch_dp_points(const MdlGraph *graph, const DevCluster *cluster, DevDtyp
  * g_free()s. */
 char *srch_grid_describe(const MdlMegatronConfig *config);
 
+/* srch_baseline.c. One simulation of `s` for reporting: its time (INFINITY when it cannot be
+ * simulated), peak memory per device and whether that fits. */
+void srch_predict(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster,
+                  const CmParams *params, const SrchOptions *o, double *time, double *peak,
+                  gboolean *fits);
+/* Fills baseline `b` named `name` with `detail` (taken) and strategy `s` (taken, nullable:
+ * then the baseline is absent with `detail` saying why), simulated once by srch_predict. */
+void srch_set_baseline(SrchBaseline *b, const char *name, char *detail, MdlStrategy *s,
+                       const MdlGraph *graph, const DevCluster *cluster, const CmParams *params,
+                       const SrchOptions *o);
+/* Data parallelism over every device with the fewest microbatches that fit (the one-microbatch
+ * strategy when none fits), run under @framework; NULL with *detail set when the batch does not
+ * split. */
+MdlStrategy *srch_baseline_data_parallel(const MdlGraph *graph, const DevCluster *cluster,
+                                         DevDtype dtype, MdlFramework framework, char **detail);
+/* Krizhevsky 2014's "one weird trick" under @framework (NULL for models without convolutions);
+ * *detail always set (newly allocated). */
+MdlStrategy *srch_baseline_weird_trick(const MdlGraph *graph, const DevCluster *cluster,
+                                       DevDtype dtype, MdlFramework framework, char **detail);
+
 #endif

@@ -11,6 +11,7 @@
 #include "test-util.h"
 
 #define GPT10 "gpt:layers=10,hidden=512,heads=8,seq=256,vocab=4096,batch=16"
+#define GPT10B "gpt:layers=10,hidden=512,heads=8,seq=256,vocab=4096,batch=24"
 
 static MdlStrategy *parse_or_die(const char *spec, const MdlGraph *g, const DevCluster *c) {
   GError *error = NULL;
@@ -64,6 +65,42 @@ static void test_assign(void) {
   check_chunks(g, s, (const int[]){0, 0, 1, 1, 1, 2, 2, 3, 3, 3});
   g_assert_cmpint(mdl_strategy_rank_of_stage(s, 2), ==, 0);
   g_assert_cmpint(mdl_strategy_rank_of_stage(s, 3), ==, 1);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* Megatron-Core's account_for_embedding/loss_in_pipeline_split: the embedding and the loss
+ * count as one layer each of the first and last chunks. GPT10 + 2 = 12 over pp=3 x vp=2 = 6
+ * chunks of 2: chunk 0 one transformer layer, chunk 5 one, the others two; Llama 3.1 405B's
+ * 126 + 2 over pp=8 x vp=8 (Megatron-Bridge's recipe): 1, then 2 in every chunk, then 1. */
+static void test_accounted(void) {
+  DevCluster *c = cluster_or_die("dgx-a100");
+  MdlGraph *g = test_parse_model(GPT10B); /* 12 microbatches: a multiple of pp=3 */
+  MdlStrategy *s = parse_or_die("megatron:pp=3,dp=2,mb=1,schedule=interleaved,vp=2,account_embedding=1,account_loss=1", g, c);
+  check_chunks(g, s, (const int[]){0, 1, 1, 2, 2, 3, 3, 4, 4, 5});
+  g_autofree char *d = mdl_strategy_describe(s, g);
+  g_assert_nonnull(strstr(d, "pp=3 account_embedding account_loss,"));
+  mdl_strategy_free(s);
+  /* 10 + 1 does not split over 4 chunks; the two ways to split unevenly do not mix. */
+  test_assert_strategy_error(g, c, "megatron:pp=4,dp=2,mb=1,account_embedding=1", -1,
+                             "account_embedding/account_loss: model " GPT10B "'s 10 layers + the "
+                             "embedding do not split evenly over pp*vp = 4*1 = 4 pipeline chunks");
+  test_assert_strategy_error(g, c, "megatron:pp=2,dp=4,mb=1,account_loss=1,first_layers=4", -1,
+                             "two ways to split the pipeline unevenly");
+  test_assert_strategy_error(g, c, "megatron:pp=2,dp=4,mb=1,account_loss=2", -1, "account_loss=2 must be 0 or 1");
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+  c = cluster_or_die("dgx-h100:nodes=16");
+  g = test_parse_model("llama3.1-405b:batch=64");
+  s = parse_or_die("megatron:tp=8,pp=8,dp=2,mb=1,schedule=interleaved,vp=8,account_embedding=1,account_loss=1", g, c);
+  int layers_of[64] = {0};
+  for (int o = 0; o < mdl_graph_num_ops(g); o++) {
+    int layer = mdl_graph_op(g, o)->layer;
+    if (layer < 0 || (o > 0 && mdl_graph_op(g, o - 1)->layer == layer)) continue;
+    layers_of[s->configs[o].stage]++;
+  }
+  for (int k = 0; k < 64; k++) g_assert_cmpint(layers_of[k], ==, k == 0 || k == 63 ? 1 : 2);
   mdl_strategy_free(s);
   mdl_graph_free(g);
   dev_cluster_free(c);
@@ -165,6 +202,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/stages/uneven/assign", test_assign);
   g_test_add_func("/stages/uneven/errors", test_errors);
+  g_test_add_func("/stages/uneven/accounted", test_accounted);
   g_test_add_func("/stages/uneven/deepseek-v3-pp16", test_deepseek_v3);
   g_test_add_func("/stages/run-stages", test_run_stages);
   return g_test_run();

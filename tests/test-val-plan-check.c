@@ -26,6 +26,49 @@ static void test_deadlock_groups(void) {
   g_clear_error(&error);
 }
 
+/* A group whose collectives switch streams, and transfers on two streams, are refused (a
+ * runner's communicator must stay on one stream); the same plans with one stream each pass. */
+static void test_streams(void) {
+  const char *group_fmt =
+      "{\"format\":\"stratsim-plan\",\"version\":1,\"dtype\":\"fp32\",\"ranks\":2,"
+      "\"groups\":[{\"id\":0,\"ranks\":[0,1]}],\"programs\":["
+      "{\"rank\":0,\"steps\":[{\"id\":0,\"stream\":\"comm\",\"kind\":\"collective\","
+      "\"collective\":\"all_reduce\",\"group\":0,\"bytes\":8},{\"id\":1,\"stream\":\"%s\","
+      "\"kind\":\"collective\",\"collective\":\"all_reduce\",\"group\":0,\"bytes\":8}]},"
+      "{\"rank\":1,\"steps\":[{\"id\":0,\"stream\":\"comm\",\"kind\":\"collective\","
+      "\"collective\":\"all_reduce\",\"group\":0,\"bytes\":8},{\"id\":1,\"stream\":\"comm\","
+      "\"kind\":\"collective\",\"collective\":\"all_reduce\",\"group\":0,\"bytes\":8}]}]}";
+  const char *transfer_fmt =
+      "{\"format\":\"stratsim-plan\",\"version\":1,\"dtype\":\"fp32\",\"ranks\":2,"
+      "\"programs\":[{\"rank\":0,\"steps\":[{\"id\":0,\"stream\":\"p2p\",\"kind\":\"send\","
+      "\"peer\":1,\"bytes\":8}]},{\"rank\":1,\"steps\":[{\"id\":0,\"stream\":\"%s\","
+      "\"kind\":\"recv\",\"peer\":0,\"bytes\":8}]}]}";
+  struct {
+    const char *fmt, *stream, *needle;
+  } cases[] = {
+      {group_fmt, "dp", "programs[0].steps[1] (id 1): collective of group 0 on stream dp where the "
+                        "group's earlier collectives run on comm"},
+      {transfer_fmt, "comm", "programs[1].steps[0] (id 0): recv on stream comm where an earlier "
+                             "transfer runs on p2p"},
+      {group_fmt, "comm", NULL},
+      {transfer_fmt, "p2p", NULL},
+  };
+  for (guint i = 0; i < G_N_ELEMENTS(cases); i++) {
+    g_autofree char *text = g_strdup_printf(cases[i].fmt, cases[i].stream);
+    GError *error = NULL;
+    ValPlan *plan = val_plan_parse(text, "x.json", &error);
+    if (!cases[i].needle) {
+      g_assert_no_error(error);
+      val_plan_free(plan);
+      continue;
+    }
+    g_assert_null(plan);
+    g_assert_error(error, VAL_PLAN_ERROR, VAL_PLAN_ERROR_INPUT);
+    g_assert_nonnull(strstr(error->message, cases[i].needle));
+    g_clear_error(&error);
+  }
+}
+
 /* A ring of 64 ranks passing a token around twice, with a collective over all of them in the
  * middle: the issue order completes and puts each transfer's two ends together. */
 static void test_ring(void) {
@@ -268,6 +311,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/validate/plan/deadlock-groups", test_deadlock_groups);
   g_test_add_func("/validate/plan/ring", test_ring);
+  g_test_add_func("/validate/plan/streams", test_streams);
   for (guint seed = 1; seed <= 60; seed++) {
     char *path = g_strdup_printf("/validate/plan/random/seed:%u", seed);
     g_test_add_data_func(path, GUINT_TO_POINTER(seed), test_random);

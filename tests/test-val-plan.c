@@ -152,7 +152,7 @@ static void test_defaults(void) {
       "{\"id\":1,\"kind\":\"send\",\"peer\":1,\"bytes\":1},{\"id\":2,\"kind\":\"recv\",\"peer\":1,"
       "\"bytes\":1}]},"
       "{\"rank\":1,\"steps\":[{\"id\":0,\"kind\":\"recv\",\"peer\":0,\"bytes\":1},"
-      "{\"id\":1,\"kind\":\"send\",\"peer\":0,\"bytes\":1,\"stream\":\"compute\"}]}]}");
+      "{\"id\":1,\"kind\":\"send\",\"peer\":0,\"bytes\":1}]}]}");
   g_assert_cmpint(plan->warmup, ==, 3);
   g_assert_cmpint(plan->iterations, ==, 10);
   g_assert_cmpstr(plan->model, ==, "");
@@ -163,7 +163,8 @@ static void test_defaults(void) {
   const ValStep *s = &plan->programs[0].steps[0];
   g_assert_cmpint(s->batch, ==, 1);
   g_assert_cmpint(s->dtype, ==, VAL_DTYPE_FP16);
-  g_assert_cmpint(plan->programs[1].steps[1].stream, ==, VAL_STREAM_COMPUTE);
+  g_assert_cmpint(plan->programs[0].steps[0].stream, ==, VAL_STREAM_COMPUTE);
+  g_assert_cmpint(plan->programs[1].steps[1].stream, ==, VAL_STREAM_COMM);
   g_assert_cmpint(plan->programs[0].steps[1].stream, ==, VAL_STREAM_COMM);
   val_plan_free(plan);
 }

@@ -139,6 +139,38 @@ static void test_plan_one_rank(void) {
   val_plan_free(plan);
 }
 
+/* The simulator's streams carry over: TP collectives on comm, pipeline transfers on p2p, the
+ * gradient sync on dp (sim/STREAMS.md), and a group is used on one stream only (a runner's
+ * communicator must not be shared by two streams). Fails where every communication step is
+ * on one stream, or where a group serves two. */
+static void test_plan_streams(void) {
+  ValPlanSummary sum;
+  g_autofree char *text = make_plan("gpt:layers=4,hidden=64,heads=4,seq=32,vocab=128,batch=8",
+                                    "dgx-a100:gpus_per_node=8", "megatron:tp=2,pp=2,dp=2,mb=1", &sum);
+  ValPlan *plan = parse_plan(text);
+  g_autofree int *group_stream = g_new(int, MAX(plan->n_groups, 1));
+  for (int g = 0; g < plan->n_groups; g++) group_stream[g] = -1;
+  guint64 count[VAL_STREAMS][VAL_STEP_RECV + 1] = {{0}};
+  for (int r = 0; r < plan->ranks; r++)
+    for (guint i = 0; i < plan->programs[r].n_steps; i++) {
+      const ValStep *s = &plan->programs[r].steps[i];
+      count[s->stream][s->kind]++;
+      if (s->kind != VAL_STEP_COLLECTIVE) continue;
+      if (group_stream[s->group] < 0) group_stream[s->group] = (int)s->stream;
+      g_assert_cmpint(group_stream[s->group], ==, (int)s->stream);
+      if (strstr(s->name, "grad ") == s->name) g_assert_cmpint(s->stream, ==, VAL_STREAM_DP);
+    }
+  g_assert_cmpuint(count[VAL_STREAM_COMPUTE][VAL_STEP_GEMM], ==, sum.gemms);
+  g_assert_cmpuint(count[VAL_STREAM_COMM][VAL_STEP_COLLECTIVE], >, 0);
+  g_assert_cmpuint(count[VAL_STREAM_DP][VAL_STEP_COLLECTIVE], >, 0);
+  g_assert_cmpuint(count[VAL_STREAM_P2P][VAL_STEP_SEND], ==, sum.transfers);
+  g_assert_cmpuint(count[VAL_STREAM_P2P][VAL_STEP_RECV], ==, sum.transfers);
+  g_assert_cmpuint(count[VAL_STREAM_COMM][VAL_STEP_SEND] + count[VAL_STREAM_DP][VAL_STEP_SEND], ==, 0);
+  g_assert_cmpstr(val_stream_name(VAL_STREAM_P2P), ==, "p2p");
+  g_assert_cmpstr(val_stream_name(VAL_STREAM_DP), ==, "dp");
+  val_plan_free(plan);
+}
+
 /* --dtype changes the dtype of every step and of the prediction. */
 static void test_plan_dtype(void) {
   ValPlanRequest req = {.model_spec = "mlp:layers=2,hidden=256,batch=32",
@@ -581,6 +613,7 @@ int main(int argc, char **argv) {
   }
   g_test_add_func("/validate/build/one-rank", test_plan_one_rank);
   g_test_add_func("/validate/build/dtype", test_plan_dtype);
+  g_test_add_func("/validate/build/streams", test_plan_streams);
   g_test_add_func("/validate/report/kendall", test_kendall);
   g_test_add_func("/validate/ingest/idempotent", test_ingest_idempotent);
   g_test_add_func("/validate/report/output", test_report);

@@ -50,6 +50,10 @@ cJSON *val_plan_parse_json(const char *text, const Ctx *c, GError **error);
 /* The cross-rank checks, in this order, on a plan whose programs are read (val_plan_check.c). */
 gboolean val_plan_match_transfers(ValPlan *plan, Ctx *c, GError **error);
 gboolean val_plan_match_collectives(ValPlan *plan, Ctx *c, GError **error);
+/* A runner's communicator must stay on one stream (NCCL orders a communicator's operations;
+ * two streams sharing one can deadlock): every collective of a group on one stream, every
+ * send and recv of the plan (one world communicator) on one stream. */
+gboolean val_plan_check_streams(const ValPlan *plan, Ctx *c, GError **error);
 /* Also fills plan->issue and plan->n_launches. */
 gboolean val_plan_check_deadlock(ValPlan *plan, Ctx *c, GError **error);
 

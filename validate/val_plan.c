@@ -22,7 +22,7 @@ static const char *const dtype_names[] = {"fp32", "tf32", "fp16", "bf16"};
 static const char *const kind_names[] = {"gemm", "elementwise", "collective", "send", "recv"};
 static const char *const collective_names[] = {"all_reduce", "all_gather", "reduce_scatter",
                                                "all_to_all", "broadcast", "send_recv", "reduce"};
-static const char *const stream_names[] = {"compute", "comm"};
+static const char *const stream_names[] = {"compute", "comm", "p2p", "dp"};
 
 const char *val_dtype_name(ValDtype dtype) {
   g_return_val_if_fail((guint)dtype < G_N_ELEMENTS(dtype_names), "?");
@@ -551,7 +551,8 @@ ValPlan *val_plan_parse(const char *text, const char *source, GError **error) {
   cJSON *root = val_plan_parse_json(text, &c, error);
   gboolean ok = root && read_header(plan, root, &c, error) && read_groups(&rd, root, &c, error) &&
                 read_programs(&rd, root, &c, error) && val_plan_match_transfers(plan, &c, error) &&
-                val_plan_match_collectives(plan, &c, error) && val_plan_check_deadlock(plan, &c, error) &&
+                val_plan_match_collectives(plan, &c, error) && val_plan_check_streams(plan, &c, error) &&
+                val_plan_check_deadlock(plan, &c, error) &&
                 read_microbenchmarks(plan, root, &c, error);
   cJSON_Delete(root);
   for (int g = 0; g < rd.n_members; g++) g_free(rd.members[g]);

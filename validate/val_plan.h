@@ -53,7 +53,9 @@ typedef enum {
 #define VAL_PLAN_MAX_ITERATIONS_READ 100000      /* warmup and iterations each */
 
 typedef enum { VAL_DTYPE_FP32, VAL_DTYPE_TF32, VAL_DTYPE_FP16, VAL_DTYPE_BF16 } ValDtype;
-typedef enum { VAL_STREAM_COMPUTE, VAL_STREAM_COMM } ValStream;
+/* The simulator's streams per GPU (sim.h's SimStream, in its order): compute; comm (TP/SP/CP/EP
+ * collectives); p2p (pipeline send/recv, cross-mesh moves); dp (gradient sync, ZeRO gathers). */
+typedef enum { VAL_STREAM_COMPUTE, VAL_STREAM_COMM, VAL_STREAM_P2P, VAL_STREAM_DP, VAL_STREAMS } ValStream;
 typedef enum {
   VAL_STEP_GEMM,
   VAL_STEP_ELEMENTWISE,

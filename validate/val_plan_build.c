@@ -3,8 +3,10 @@
  * Invariants of the output: step ids are 0..n-1 per rank in list order; deps name earlier steps
  * of the same rank (a dependency through a task of no step, a join marker, is followed to its
  * own dependencies; one on another rank's task is left to the collectives and transfers);
- * groups are numbered in order of first use and listed once per distinct member list. */
+ * groups are numbered in order of first use and listed once per distinct member list and
+ * stream. */
 #include "validate/val_plan_build.h"
+#include "validate/val_plan.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -17,6 +19,9 @@
 G_DEFINE_QUARK(val-build-error-quark, val_build_error)
 
 #define NO_STEP UINT32_MAX
+
+G_STATIC_ASSERT((int)VAL_STREAM_COMM == (int)SIM_STREAM_COMM && (int)VAL_STREAM_P2P == (int)SIM_STREAM_P2P &&
+                (int)VAL_STREAM_DP == (int)SIM_STREAM_DP && (int)VAL_STREAMS == (int)SIM_STREAMS);
 
 /* Per op: its local GEMM shape or element count and the bytes the cost model charges. */
 typedef struct {
@@ -97,17 +102,19 @@ static void build_predecessors(Plan *pl) {
   }
 }
 
-/* Devices whose communication streams task @t occupies, in its resource order. The
- * simulator's three communication streams per device (sim.h's SimStream: TP/CP/EP
- * collectives, pipeline p2p, data-parallel sync) all map onto the plan's one
- * VAL_STREAM_COMM: a runner issues them in the plan's order on one stream, so where the
- * simulator overlaps two classes the runner serializes them. */
-static int comm_members(const Plan *pl, const SimTaskInfo *t, int *out) {
+/* Devices whose communication streams task @t occupies, in its resource order, and (@stream,
+ * nullable) the stream: the simulator's three communication streams per device (sim.h's
+ * SimStream: TP/CP/EP collectives, pipeline p2p, data-parallel sync) are the plan's comm, p2p
+ * and dp streams (ValStream follows SimStream's order), so a runner overlaps what the
+ * simulator overlaps. A task occupies one class of stream on every member (sim_build_comm.c). */
+static int comm_members(const Plan *pl, const SimTaskInfo *t, int *out, ValStream *stream) {
   const uint32_t *res = t->resources;
   int n = 0;
   for (int r = 0; r < t->nres; r++)
-    if (res[r] < sim_stream_resources(pl->ndev) && sim_resource_stream_of(res[r]) != SIM_STREAM_COMPUTE)
+    if (res[r] < sim_stream_resources(pl->ndev) && sim_resource_stream_of(res[r]) != SIM_STREAM_COMPUTE) {
+      if (stream) *stream = (ValStream)sim_resource_stream_of(res[r]);
       out[n++] = sim_resource_device(res[r]);
+    }
   return n;
 }
 
@@ -120,7 +127,7 @@ static gboolean has_steps(const Plan *pl, const SimTaskInfo *t) {
   if (t->role != SIM_ROLE_WHOLE || t->kind == SIM_TASK_HOST) return FALSE;
   if (!is_comm(t)) return TRUE;
   g_autofree int *members = g_new(int, t->nres);
-  return comm_members(pl, t, members) >= 2;
+  return comm_members(pl, t, members, NULL) >= 2;
 }
 
 static guint64 key_of(const Plan *pl, uint32_t task, int device) {
@@ -341,9 +348,12 @@ static void add_compute_steps(Plan *pl, uint32_t t, int device) {
   }
 }
 
-static int group_id(Plan *pl, const int *members, int n) {
-  GString *key = g_string_new(NULL);
-  for (int i = 0; i < n; i++) g_string_append_printf(key, "%s%d", i ? "," : "", members[i]);
+/* The plan group of @members whose collectives run on @stream: one per member list and
+ * stream, so that a runner's communicator of a group is used on one stream only (NCCL
+ * serializes a communicator's operations; two streams sharing one could deadlock). */
+static int group_id(Plan *pl, const int *members, int n, ValStream stream) {
+  GString *key = g_string_new(val_stream_name(stream));
+  for (int i = 0; i < n; i++) g_string_append_printf(key, "%s%d", i ? "," : ":", members[i]);
   gpointer v = g_hash_table_lookup(pl->groups, key->str);
   if (v) {
     g_string_free(key, TRUE);
@@ -383,7 +393,8 @@ static void add_comm_steps(Plan *pl, uint32_t t) {
   sim_task_graph_get(pl->tg, t, &info);
   const SimTaskInfo *task = &info;
   g_autofree int *members = g_new(int, task->nres);
-  int n = comm_members(pl, task, members);
+  ValStream stream = VAL_STREAM_COMM;
+  int n = comm_members(pl, task, members, &stream);
   if (n < 2) return;
   double seconds = sim_time_seconds(task->duration);
   CmCollective kind = (CmCollective)task->collective;
@@ -395,7 +406,7 @@ static void add_comm_steps(Plan *pl, uint32_t t) {
       g_autoptr(GArray) deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
       collect_deps(pl, t, device, deps, 0);
       g_autofree char *name = comm_name(pl, task, side == 0 ? "send" : "recv");
-      cJSON *step = new_step(pl, t, device, "comm", side == 0 ? "send" : "recv", name);
+      cJSON *step = new_step(pl, t, device, val_stream_name(stream), side == 0 ? "send" : "recv", name);
       cJSON_AddNumberToObject(step, "peer", peer);
       cJSON_AddNumberToObject(step, "bytes", whole(task->bytes));
       finish_step(step, pl->dtype, deps, seconds);
@@ -404,13 +415,13 @@ static void add_comm_steps(Plan *pl, uint32_t t) {
     pl->sum.transfers++;
     return;
   }
-  int group = group_id(pl, members, n);
+  int group = group_id(pl, members, n, stream);
   const char *cname = cm_collective_name(kind);
   for (int i = 0; i < n; i++) {
     g_autoptr(GArray) deps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
     collect_deps(pl, t, members[i], deps, 0);
     g_autofree char *name = comm_name(pl, task, cname);
-    cJSON *step = new_step(pl, t, members[i], "comm", "collective", name);
+    cJSON *step = new_step(pl, t, members[i], val_stream_name(stream), "collective", name);
     cJSON_AddStringToObject(step, "collective", cname);
     cJSON_AddNumberToObject(step, "group", group);
     cJSON_AddNumberToObject(step, "bytes", whole(task->bytes));

@@ -93,6 +93,36 @@ out:
 
 /* Every member issues its group's collectives in the same sequence: compared with the group's
  * first member (kind, bytes, dtype at each position, and the count). */
+gboolean val_plan_check_streams(const ValPlan *plan, Ctx *c, GError **error) {
+  g_autofree int *group_stream = g_new(int, MAX(plan->n_groups, 1));
+  for (int g = 0; g < plan->n_groups; g++) group_stream[g] = -1;
+  int transfer_stream = -1;
+  for (int r = 0; r < plan->ranks; r++) {
+    const ValProgram *p = &plan->programs[r];
+    for (guint i = 0; i < p->n_steps; i++) {
+      const ValStep *s = &p->steps[i];
+      gboolean transfer = s->kind == VAL_STEP_SEND || s->kind == VAL_STEP_RECV;
+      if (!transfer && s->kind != VAL_STEP_COLLECTIVE) continue;
+      int *first = transfer ? &transfer_stream : &group_stream[s->group];
+      if (*first < 0) *first = (int)s->stream;
+      if (*first == (int)s->stream) continue;
+      step_ctx(c, plan, r, i);
+      if (transfer)
+        val_plan_fail(error, c, "%s on stream %s where an earlier transfer runs on %s: every send "
+                      "and recv shares one communicator, so they must all be on one stream",
+                      val_step_kind_name(s->kind), val_stream_name(s->stream),
+                      val_stream_name((ValStream)*first));
+      else
+        val_plan_fail(error, c, "collective of group %d on stream %s where the group's earlier "
+                      "collectives run on %s: a group's communicator must stay on one stream",
+                      plan->groups[s->group].id, val_stream_name(s->stream),
+                      val_stream_name((ValStream)*first));
+      return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 gboolean val_plan_match_collectives(ValPlan *plan, Ctx *c, GError **error) {
   if (plan->n_groups == 0) return TRUE;
   GArray **reference = g_new0(GArray *, plan->n_groups); /* guint step indices of ranks[0] */

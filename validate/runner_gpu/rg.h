@@ -39,15 +39,17 @@ typedef struct {
   int rank;                   /* plan rank */
   int device;                 /* CUDA device ordinal */
   const ValProgram *program;
-  cudaStream_t streams[2];    /* indexed by ValStream */
+  cudaStream_t streams[VAL_STREAMS]; /* indexed by ValStream */
   cublasHandle_t blas;
   ncclComm_t *comms;          /* per plan group index: this rank's communicator, NULL if not a member */
   void *gemm_a, *gemm_b, *gemm_c;  /* each the largest operand of the rank's gemms */
   void *copy_src, *copy_dst;  /* the largest elementwise stand-in copy */
-  void *comm_send, *comm_recv;     /* the largest collective or transfer buffers */
+  /* Per communication stream (indexed by ValStream; compute's unused): the largest collective
+   * or transfer buffers of its steps, so streams that overlap never share a buffer. */
+  void *comm_send[VAL_STREAMS], *comm_recv[VAL_STREAMS];
   cudaEvent_t *start, *end;   /* per step: around its kernel or NCCL call */
-  cudaEvent_t begin, finish, comm_done;  /* per iteration: both streams start after begin;
-                                            finish follows both streams' last steps */
+  cudaEvent_t begin, finish, comm_done;  /* per iteration: every stream starts after begin;
+                                            finish follows every stream's last step */
   float *step_ms;             /* n_steps x timed iterations: [step * iterations + iteration] */
   double *median_s;           /* per step: median over the timed iterations */
   ncclComm_t world;           /* all plan ranks (rank = plan rank): transfers; NULL if none */

@@ -142,7 +142,7 @@ gboolean rg_copy_launch(void *dst, const void *src, gint64 traffic_bytes, cudaSt
 
 /* The largest buffer of each kind the rank's steps need. */
 typedef struct {
-  size_t a, b, c, copy, send, recv;
+  size_t a, b, c, copy, send[VAL_STREAMS], recv[VAL_STREAMS];
 } Sizes;
 
 static void rank_sizes(const ValPlan *plan, const ValProgram *p, Sizes *z) {
@@ -170,8 +170,8 @@ static void rank_sizes(const ValPlan *plan, const ValProgram *p, Sizes *z) {
       recv = ((size_t)s->bytes + size - 1) / size * size;
       break;
     }
-    z->send = MAX(z->send, send);
-    z->recv = MAX(z->recv, recv);
+    z->send[s->stream] = MAX(z->send[s->stream], send);
+    z->recv[s->stream] = MAX(z->recv[s->stream], recv);
   }
 }
 
@@ -193,7 +193,7 @@ static gboolean rank_setup(RgRun *run, RgRank *rr, GError **error) {
   const ValPlan *plan = run->plan;
   const ValProgram *p = rr->program;
   if (!CUDA(cudaSetDevice(rr->device))) return FALSE;
-  for (int s = 0; s < 2; s++)
+  for (int s = 0; s < VAL_STREAMS; s++)
     if (!CUDA(cudaStreamCreateWithFlags(&rr->streams[s], cudaStreamNonBlocking))) return FALSE;
   if (!BLAS(cublasCreate(&rr->blas))) return FALSE;
   rr->start = g_new0(cudaEvent_t, MAX(p->n_steps, 1));
@@ -209,10 +209,12 @@ static gboolean rank_setup(RgRun *run, RgRank *rr, GError **error) {
       !alloc_zeroed(&rr->gemm_b, z.b, rr, "gemm B", error) ||
       !alloc_zeroed(&rr->gemm_c, z.c, rr, "gemm C", error) ||
       !alloc_zeroed(&rr->copy_src, z.copy, rr, "elementwise source", error) ||
-      !alloc_zeroed(&rr->copy_dst, z.copy, rr, "elementwise destination", error) ||
-      !alloc_zeroed(&rr->comm_send, z.send, rr, "communication send", error) ||
-      !alloc_zeroed(&rr->comm_recv, z.recv, rr, "communication receive", error))
+      !alloc_zeroed(&rr->copy_dst, z.copy, rr, "elementwise destination", error))
     return FALSE;
+  for (int s = VAL_STREAM_COMM; s < VAL_STREAMS; s++)
+    if (!alloc_zeroed(&rr->comm_send[s], z.send[s], rr, "communication send", error) ||
+        !alloc_zeroed(&rr->comm_recv[s], z.recv[s], rr, "communication receive", error))
+      return FALSE;
   /* GEMM operands hold random values, not zeros: rg_fill.c says why. */
   if (!CUDA(rg_fill_random(rr->gemm_a, z.a, rg_fill_for(plan->dtype))) ||
       !CUDA(rg_fill_random(rr->gemm_b, z.b, rg_fill_for(plan->dtype))))
@@ -300,12 +302,15 @@ void rg_run_teardown(RgRun *run, gboolean release_gpu) {
       cudaEvent_t events[] = {rr->begin, rr->finish, rr->comm_done};
       for (guint e = 0; e < G_N_ELEMENTS(events); e++)
         if (events[e]) cudaEventDestroy(events[e]);
-      void *buffers[] = {rr->gemm_a, rr->gemm_b, rr->gemm_c, rr->copy_src,
-                         rr->copy_dst, rr->comm_send, rr->comm_recv};
+      void *buffers[] = {rr->gemm_a, rr->gemm_b, rr->gemm_c, rr->copy_src, rr->copy_dst};
       for (guint b = 0; b < G_N_ELEMENTS(buffers); b++)
         if (buffers[b]) cudaFree(buffers[b]);
+      for (int s = 0; s < VAL_STREAMS; s++) {
+        if (rr->comm_send[s]) cudaFree(rr->comm_send[s]);
+        if (rr->comm_recv[s]) cudaFree(rr->comm_recv[s]);
+      }
       if (rr->blas) cublasDestroy(rr->blas);
-      for (int s = 0; s < 2; s++)
+      for (int s = 0; s < VAL_STREAMS; s++)
         if (rr->streams[s]) cudaStreamDestroy(rr->streams[s]);
     }
     g_free(rr->comms);
@@ -354,14 +359,14 @@ static gboolean step_launch(RgRun *run, RgRank *rr, guint i, GError **error) {
   case VAL_STEP_COLLECTIVE: {
     const ValGroup *g = &run->plan->groups[s->group];
     rg_collective_size(s->collective, s->bytes, s->dtype, g->n_ranks, &count, &send, &recv);
-    return rg_collective_launch(s->collective, rr->comm_send, rr->comm_recv, count, s->dtype,
+    return rg_collective_launch(s->collective, rr->comm_send[s->stream], rr->comm_recv[s->stream], count, s->dtype,
                                 s->group_rank, g->n_ranks, rr->comms[s->group], stream, error);
   }
   case VAL_STEP_SEND:
-    return NCCL(ncclSend(rr->comm_send, ((size_t)s->bytes + size - 1) / size,
+    return NCCL(ncclSend(rr->comm_send[s->stream], ((size_t)s->bytes + size - 1) / size,
                          rg_nccl_dtype(s->dtype), s->peer, rr->world, stream));
   case VAL_STEP_RECV:
-    return NCCL(ncclRecv(rr->comm_recv, ((size_t)s->bytes + size - 1) / size,
+    return NCCL(ncclRecv(rr->comm_recv[s->stream], ((size_t)s->bytes + size - 1) / size,
                          rg_nccl_dtype(s->dtype), s->peer, rr->world, stream));
   }
   g_assert_not_reached();
@@ -428,18 +433,21 @@ static gboolean iteration(RgRun *run, gboolean timed, int slot, GError **error) 
   for (int l = 0; l < run->n_local; l++) {
     RgRank *rr = &run->local[l];
     if (!CUDA(cudaSetDevice(rr->device)) ||
-        !CUDA(cudaEventRecord(rr->begin, rr->streams[VAL_STREAM_COMPUTE])) ||
-        !CUDA(cudaStreamWaitEvent(rr->streams[VAL_STREAM_COMM], rr->begin, 0)))
+        !CUDA(cudaEventRecord(rr->begin, rr->streams[VAL_STREAM_COMPUTE])))
       return FALSE;
+    for (int s = VAL_STREAM_COMM; s < VAL_STREAMS; s++)
+      if (!CUDA(cudaStreamWaitEvent(rr->streams[s], rr->begin, 0))) return FALSE;
   }
   if (!(run->mpi ? issue_own(run, error) : issue_single(run, error))) return FALSE;
   for (int l = 0; l < run->n_local; l++) {
     RgRank *rr = &run->local[l];
-    if (!CUDA(cudaSetDevice(rr->device)) ||
-        !CUDA(cudaEventRecord(rr->comm_done, rr->streams[VAL_STREAM_COMM])) ||
-        !CUDA(cudaStreamWaitEvent(rr->streams[VAL_STREAM_COMPUTE], rr->comm_done, 0)) ||
-        !CUDA(cudaEventRecord(rr->finish, rr->streams[VAL_STREAM_COMPUTE])))
-      return FALSE;
+    if (!CUDA(cudaSetDevice(rr->device))) return FALSE;
+    /* One event serves every stream: a wait takes the record made just before it. */
+    for (int s = VAL_STREAM_COMM; s < VAL_STREAMS; s++)
+      if (!CUDA(cudaEventRecord(rr->comm_done, rr->streams[s])) ||
+          !CUDA(cudaStreamWaitEvent(rr->streams[VAL_STREAM_COMPUTE], rr->comm_done, 0)))
+        return FALSE;
+    if (!CUDA(cudaEventRecord(rr->finish, rr->streams[VAL_STREAM_COMPUTE]))) return FALSE;
   }
   double slowest = 0;
   for (int l = 0; l < run->n_local; l++) {
