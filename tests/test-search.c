@@ -386,6 +386,11 @@ static void test_beats_data_parallel(gconstpointer data) {
     const SrchBaseline *dp = &r->baselines[0], *megatron = &r->baselines[1], *trick = &r->baselines[2];
     g_assert_nonnull(dp->strategy);
     g_assert_true(dp->fits_memory);
+    /* every candidate and baseline under the framework asked for */
+    g_assert_cmpint(r->best->framework, ==, MDL_FRAMEWORK_NONE);
+    g_assert_cmpint(dp->strategy->framework, ==, MDL_FRAMEWORK_NONE);
+    if (megatron->strategy) g_assert_cmpint(megatron->strategy->framework, ==, MDL_FRAMEWORK_NONE);
+    if (trick->strategy) g_assert_cmpint(trick->strategy->framework, ==, MDL_FRAMEWORK_NONE);
     g_test_message("%s on %s: %s %.6g s: %.2fx data parallel (%.6g s), %.2fx megatron (%.6g s, %s), "
                    "one weird trick %.6g s", b->model, b->cluster, srch_algo_name(algos[i]), r->best_time_s,
                    dp->iteration_time_s / r->best_time_s, dp->iteration_time_s,
@@ -833,6 +838,7 @@ static const char *const bad_inputs[] = {
     "search --model " MLP " --cluster " MLP_CLUSTER " --mesh-axes 9",
     "search --model " MLP " --cluster " MLP_CLUSTER " --threads 0",
     "search --model " MLP " --cluster " MLP_CLUSTER " --vars layer",
+    "search --model " MLP " --cluster " MLP_CLUSTER " --framework jax",
     "search --model nosuchmodel --cluster " MLP_CLUSTER,
     "search --cluster " MLP_CLUSTER,
 };
