@@ -35,14 +35,17 @@ static double idle_share(double wall, double gpu) { return wall > 0 ? MAX(0, wal
 typedef struct {
   Errors host, wall, wall_bound;
   int measured_bound, predicted_bound, agree, rows;
+  double measured_kernels, predicted_kernels; /* sums over the rows */
   double measured_share, predicted_share; /* sums over the host-bound rows */
 } Summary;
 
 static void print_summary(const char *framework, const char *phase, const Summary *s) {
   const Errors *h = &s->host, *w = &s->wall, *b = &s->wall_bound;
   if (h->n)
-    printf("bench: host  %-11s %-8s host ms/layer  mean |err| %5.1f%%  bias %+6.1f%%  (%d rows)\n",
-           framework, phase, 100 * h->sum_abs / h->n, 100 * h->sum / h->n, h->n);
+    printf("bench: host  %-11s %-8s host ms/layer  mean |err| %5.1f%%  bias %+6.1f%%  (%d rows); "
+           "kernels/layer %.1f measured (profiler), %.1f in the profile\n",
+           framework, phase, 100 * h->sum_abs / h->n, 100 * h->sum / h->n, h->n,
+           s->measured_kernels / s->rows, s->predicted_kernels / s->rows);
   if (w->n)
     printf("bench: host  %-11s %-8s wall ms/layer  mean |err| %5.1f%%  bias %+6.1f%%  (%d rows); "
            "host-bound rows %5.1f%% / %+6.1f%% (%d)\n",
@@ -78,6 +81,8 @@ static int bench_file(const char *path) {
       walls[f * rows->len + i] = t.wall_s;
       double predicted_idle = idle_share(t.wall_s, t.gpu_s);
       s->rows++;
+      s->measured_kernels += r->kernels;
+      s->predicted_kernels += t.kernels;
       if (t.host_s > 0) add(&s->host, t.host_s, r->host_s);
       add(&s->wall, t.wall_s, r->wall_s);
       s->predicted_bound += predicted_idle > 0.5;
