@@ -27,7 +27,8 @@
  * development VM's AMD EPYC vCPU, charged 26.7 / 9.5 us (Megatron) and 14.4 / 5.7 us (eager):
  * a host that launches no kernels. A Megatron layer stack on the same H100 node with real
  * tensor sizes (tests/data/gpu/h100-sxm-2026-11-24/torch_layers.csv) spends more host time
- * still, a median 1.84 / 2.06 ms per layer forward / backward at micro-batch 1-2, and launches
+ * still, a median 1.84 / 2.06 ms per layer forward / backward over the rows where the GPU
+ * idled more than half the time (1.85 / 2.24 ms at micro-batch 1-2), and launches
  * 20-26 / 48-64 kernels (cuBLAS split-K reductions, TorchScript's unfused pieces): the check
  * /sim/host/torch-layers (tests/test-host.c) and `bench --suite host`
  * compare the profile with those rows; they are not fitted to.

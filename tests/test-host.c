@@ -401,7 +401,7 @@ static void test_explain_lines(void) {
  * measurement did (53 of 62, forward and backward together, at the figures of this commit), and
  * its wall time per layer is closer than with no host stream on both phases; with none it
  * finds no such row. The profile's host time per layer (914 / 1362 us) is below the layer
- * stack's (a median 1.84 / 2.06 ms at micro-batch 1-2, with 20-26 / 48-64 kernels where the
+ * stack's (a median 1.84 / 2.06 ms on its host-bound rows, with 20-26 / 48-64 kernels where the
  * profile counts 13 / 40): mean |error| 48% forward, 34% backward, asserted below 55%.
  * Ranking the (sequence, micro-batch) configurations of each layer shape by time per token,
  * the simulation agrees with the measured order at Kendall tau 0.81 with the host stream and
