@@ -37,10 +37,15 @@ static gboolean parse_row(const UtilCsv *csv, guint i, ValHostRow *r, const char
     return FALSE;
   int c = util_csv_column(csv, "phase");
   const char *phase = c >= 0 ? util_csv_field(csv, i, c) : "";
-  if (layers < 1 || hidden < 1 || heads < 1 || seq < 1 || mb < 1 ||
-      (strcmp(phase, "forward") != 0 && strcmp(phase, "backward") != 0)) {
-    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s: row %u: a shape field is below 1 or "
-                "phase '%s' is not forward or backward", path, i + 1, phase);
+  if (strcmp(phase, "forward") != 0 && strcmp(phase, "backward") != 0) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s: row %u: field phase: '%s' is not forward "
+                "or backward", path, i + 1, phase);
+    return FALSE;
+  }
+  if (layers < 3 || hidden < 1 || heads < 1 || seq < 1 || mb < 1) {
+    g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s: row %u: layers %g (at least 3: the middle "
+                "layer and its neighbours are timed), hidden, heads, seq and micro_batch at least 1",
+                path, i + 1, layers);
     return FALSE;
   }
   r->layers = (int)layers;

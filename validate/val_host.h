@@ -23,8 +23,8 @@ typedef struct {
   double kernels;               /* kernels the profiler counted */
 } ValHostRow;
 
-/* The rows of @path (a torch_layers.csv: '#' lines are comments; columns layers, hidden, heads,
- * seq, micro_batch, phase, host_ms, wall_ms, gpu_ms, kernels_per_layer), GPtrArray of
+/* The rows of @path (a torch_layers.csv: '#' lines are comments; columns layers (>= 3), hidden,
+ * heads, seq, micro_batch, phase, host_ms, wall_ms, gpu_ms, kernels_per_layer), GPtrArray of
  * ValHostRow (owned: unref frees), or NULL with @error naming the file, row and field. */
 GPtrArray *val_host_rows_load(const char *path, GError **error);
 
