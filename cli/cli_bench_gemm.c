@@ -99,10 +99,6 @@ static int bench_file(const char *dir, const char *file, const char *how) {
   return CLI_EXIT_OK;
 }
 
-static gint compare_names(gconstpointer a, gconstpointer b) {
-  return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* gemm.csv, then gemm_graph.csv where the folder has it. */
 static int bench_dir(const char *dir) {
   int status = bench_file(dir, "gemm.csv", "launched back to back from the host");
@@ -149,25 +145,14 @@ static int bench_public(const char *validation, const char *file) {
 
 int cli_bench_gemm(const char *data_dir) {
   if (data_dir) return bench_dir(data_dir);
-  g_autofree char *validation = cli_validation_dir();
-  g_autofree char *root = validation ? g_build_filename(validation, "..", "gpu", NULL) : NULL;
-  GDir *d = root ? g_dir_open(root, 0, NULL) : NULL;
-  if (!d) {
-    fprintf(stderr, "stratsim bench: no tests/data/gpu folder found (run from the checkout or give --data DIR)\n");
-    return CLI_EXIT_BAD_INPUT;
-  }
-  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
-  for (const char *n; (n = g_dir_read_name(d));) g_ptr_array_add(names, g_strdup(n));
-  g_dir_close(d);
-  g_ptr_array_sort(names, compare_names);
+  g_autoptr(GPtrArray) dirs = cli_gpu_data_dirs("gemm.csv");
+  if (!dirs) return CLI_EXIT_BAD_INPUT;
   int status = CLI_EXIT_OK;
-  for (guint i = 0; i < names->len && status == CLI_EXIT_OK; i++) {
-    g_autofree char *dir = g_build_filename(root, g_ptr_array_index(names, i), NULL);
-    g_autofree char *gemm = g_build_filename(dir, "gemm.csv", NULL);
-    if (g_file_test(gemm, G_FILE_TEST_EXISTS)) status = bench_dir(dir);
-  }
+  for (guint i = 0; i < dirs->len && status == CLI_EXIT_OK; i++)
+    status = bench_dir(g_ptr_array_index(dirs, i));
+  g_autofree char *validation = cli_validation_dir();
   static const char *const tables[] = {"gemm_public.csv", "gemm_a100_public.csv"};
-  for (guint i = 0; i < G_N_ELEMENTS(tables) && status == CLI_EXIT_OK; i++)
+  for (guint i = 0; validation && i < G_N_ELEMENTS(tables) && status == CLI_EXIT_OK; i++)
     status = bench_public(validation, tables[i]);
   return status;
 }
