@@ -57,6 +57,9 @@ int cli_bench_bridge(const char *data_dir);
 /* `stratsim bench --suite gemm [--data DIR]`: the GEMM model against GEMMs measured on a GPU
  * (cli_bench_gemm.c). */
 int cli_bench_gemm(const char *data_dir);
+/* `stratsim bench --suite host [--data DIR]`: the host stream per layer against a layer stack
+ * PyTorch ran on a GPU (cli_bench_host.c). */
+int cli_bench_host(const char *data_dir);
 
 /* Prints "stratsim: <message>" on stderr and returns @status; frees @error. */
 int cli_fail(GError *error, int status);

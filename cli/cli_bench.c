@@ -115,8 +115,8 @@ int cli_bench(int argc, char **argv) {
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster (default dgx-a100:nodes=8)", "C"},
       {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy (default megatron:tp=8,pp=4,dp=2,mb=1)", "S"},
       {"repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "engine runs (default 5)", "N"},
-      {"suite", 0, 0, G_OPTION_ARG_STRING, &suite, "engine, gpt3, allreduce, delta, store, table4, search, collectives, megatron, bridge, gemm, step, predict or all (default; store, table4, search, collectives, megatron, bridge, gemm, step and predict only by name)", "NAME"},
-      {"data", 0, 0, G_OPTION_ARG_FILENAME, &data_dir, "megatron and bridge suites: the validation data folder (default: the checkout's tests/data/validation); gemm suite: one tests/data/gpu/ folder (default: each)", "DIR"},
+      {"suite", 0, 0, G_OPTION_ARG_STRING, &suite, "engine, gpt3, allreduce, delta, store, table4, search, collectives, megatron, bridge, gemm, host, step, predict or all (default; store, table4, search, collectives, megatron, bridge, gemm, host, step and predict only by name)", "NAME"},
+      {"data", 0, 0, G_OPTION_ARG_FILENAME, &data_dir, "megatron and bridge suites: the validation data folder (default: the checkout's tests/data/validation); gemm and host suites: one tests/data/gpu/ folder (default: each)", "DIR"},
       {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &search_seconds, "search suite: each algorithm's time budget (default 20)", "S"},
       {NULL}};
   if (!cli_parse_options("bench", "Benchmarks the task-graph builder and the event engine.",
@@ -137,9 +137,9 @@ int cli_bench(int argc, char **argv) {
       g_strcmp0(suite, "search") != 0 && g_strcmp0(suite, "store") != 0 &&
       g_strcmp0(suite, "collectives") != 0 && g_strcmp0(suite, "megatron") != 0 &&
       g_strcmp0(suite, "bridge") != 0 &&
-      g_strcmp0(suite, "gemm") != 0 && g_strcmp0(suite, "step") != 0 &&
+      g_strcmp0(suite, "gemm") != 0 && g_strcmp0(suite, "host") != 0 && g_strcmp0(suite, "step") != 0 &&
       g_strcmp0(suite, "predict") != 0) {
-    fprintf(stderr, "stratsim bench: --suite must be engine, gpt3, allreduce, delta, store, table4, search, collectives, megatron, bridge, gemm, step, predict or all\n");
+    fprintf(stderr, "stratsim bench: --suite must be engine, gpt3, allreduce, delta, store, table4, search, collectives, megatron, bridge, gemm, host, step, predict or all\n");
     return CLI_EXIT_BAD_INPUT;
   }
   if (!all && g_strcmp0(suite, "engine") != 0) {
@@ -151,6 +151,7 @@ int cli_bench(int argc, char **argv) {
     if (g_strcmp0(suite, "megatron") == 0) return cli_bench_megatron(data_dir);
     if (g_strcmp0(suite, "bridge") == 0) return cli_bench_bridge(data_dir);
     if (g_strcmp0(suite, "gemm") == 0) return cli_bench_gemm(data_dir);
+    if (g_strcmp0(suite, "host") == 0) return cli_bench_host(data_dir);
     if (g_strcmp0(suite, "step") == 0) return cli_bench_step();
     if (g_strcmp0(suite, "predict") == 0)
       return cli_bench_predict(repeat, model_spec, cluster_spec, strategy_spec);

@@ -2,6 +2,8 @@
 #include "cli/cli_outputs.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 static gboolean writable_dir(const char *option, const char *path, const char *dir,
@@ -95,6 +97,30 @@ char *cli_results_path(const char *name) {
 
 /* The nearest directory from the current one up holding tests/data/validation/README.md, else
  * the source tree this binary was built from, else the relative path (cli_outputs.h). */
+static gint compare_paths(gconstpointer a, gconstpointer b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+GPtrArray *cli_gpu_data_dirs(const char *file) {
+  g_autofree char *validation = cli_validation_dir();
+  g_autofree char *root = g_build_filename(validation, "..", "gpu", NULL);
+  GDir *d = g_dir_open(root, 0, NULL);
+  if (!d) {
+    fprintf(stderr, "stratsim bench: no tests/data/gpu folder found (run from the checkout or give --data DIR)\n");
+    return NULL;
+  }
+  GPtrArray *dirs = g_ptr_array_new_with_free_func(g_free);
+  for (const char *n; (n = g_dir_read_name(d));) {
+    char *dir = g_build_filename(root, n, NULL);
+    g_autofree char *path = g_build_filename(dir, file, NULL);
+    if (g_file_test(path, G_FILE_TEST_EXISTS)) g_ptr_array_add(dirs, dir);
+    else g_free(dir);
+  }
+  g_dir_close(d);
+  g_ptr_array_sort(dirs, compare_paths);
+  return dirs;
+}
+
 char *cli_validation_dir(void) {
   static const char *const marks[] = {"tests/data/validation/README.md", NULL};
   g_autofree char *top = nearest_dir_with(marks);

@@ -29,4 +29,9 @@ char *cli_results_path(const char *name);
  * Caller g_free()s. */
 char *cli_validation_dir(void);
 
+/* The folders of the checkout's tests/data/gpu (beside cli_validation_dir) that hold @file,
+ * sorted by name (GPtrArray of paths, owned); NULL, with a message on stderr, when there is no
+ * such tests/data/gpu. What `bench --suite gemm|host` read by default. */
+GPtrArray *cli_gpu_data_dirs(const char *file);
+
 #endif

@@ -156,6 +156,7 @@ int cli_search(int argc, char **argv) {
 static int search_main(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *algo_text = NULL, *budget_text = NULL;
   g_autofree char *out_path = NULL, *db_path = NULL, *vars_text = NULL, *dims_text = NULL;
+  g_autofree char *framework_text = NULL;
   g_autofree char *dtype_text = NULL, *collectives = NULL, *calibration_name = NULL;
   g_autofree char *crossmesh_method = NULL, *crossmesh_order = NULL;
   gboolean tp_overlap = FALSE;
@@ -183,6 +184,8 @@ static int search_main(int argc, char **argv) {
       {"beta", 0, 0, G_OPTION_ARG_DOUBLE, &beta, "MCMC inverse temperature, relative to the starting cost (default 100)", "B"},
       {"restarts", 0, 0, G_OPTION_ARG_INT, &restarts, "MCMC chains per thread's budget (default 3)", "R"},
       {"dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_text, "fp32, tf32, fp16, bf16, fp8 (default: the model's)", "D"},
+      {"framework", 0, 0, G_OPTION_ARG_STRING, &framework_text,
+       "who launches the kernels of every candidate: megatron-lm (default), megatron-deepspeed, pytorch-eager, cuda-graphs, none (costmodel/FRAMEWORKS.md)", "F"},
       {"collectives", 0, 0, G_OPTION_ARG_STRING, &collectives, "task (default) or step: how every candidate is simulated", "task|step"},
       {"crossmesh", 0, 0, G_OPTION_ARG_STRING, &crossmesh_method, "plan every move between meshes (device-aligned ones too) with this method, in every candidate", "send_recv|local_allgather|global_allgather|broadcast"},
       {"crossmesh-order", 0, 0, G_OPTION_ARG_STRING, &crossmesh_order, "load balancer for --crossmesh (default ensemble)", "naive|greedy|dfs|randomized_greedy|ensemble"},
@@ -230,6 +233,11 @@ static int search_main(int argc, char **argv) {
   choice = 0;
   if (!parse_choice("dims", dims_text, "all", "megatron", &choice)) return CLI_EXIT_BAD_INPUT;
   o.space.dims = choice ? SRCH_DIMS_MEGATRON : SRCH_DIMS_ALL;
+  if (framework_text && !mdl_framework_parse(framework_text, &o.space.framework)) {
+    fprintf(stderr, "stratsim search: --framework must be megatron-lm, megatron-deepspeed, "
+                    "pytorch-eager, cuda-graphs or none, not '%s'\n", framework_text);
+    return CLI_EXIT_BAD_INPUT;
+  }
   if (dtype_text) {
     if (!dev_dtype_parse(dtype_text, &o.space.dtype)) {
       fprintf(stderr, "stratsim search: --dtype must be fp32, tf32, fp16 or bf16, not '%s'\n", dtype_text);

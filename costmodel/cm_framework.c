@@ -1,28 +1,37 @@
 /* costmodel/framework — framework profiles (cm_framework.h). Every figure's source:
  *
- * Host time per kernel launch, PyTorch-based frameworks: measured with
- * costmodel/dispatch_bench.py (PyTorch 1.13, Debian python3-torch CPU build, one thread, a
- * 12-layer stack of a plain torch.nn GPT-2 block on tiny tensors, b=1, s=4, h=16, so that what
- * is timed is the host's work: Python, nn.Module calls, the dispatcher, autograd; the CPU
- * build runs each tiny kernel inline where a GPU build calls cudaLaunchKernel, a few us
- * either way). AMD EPYC vCPU shared with other jobs, 2026-11-24: 259.1 us forward and
- * 245.3 us backward per layer (medians of 30). The block launches 18 kernels forward and 43
- * backward (the pytorch-eager counts below: 2 layernorms, 4 linears, 2 batched matmuls, the
- * softmax group, 3 elementwise), so 259.1 / 18 = 14.4 us per forward kernel and
- * 245.3 / 43 = 5.7 us per backward kernel (the autograd engine runs in C++). This agrees with
- * the issue's "10-30 us of CPU time per kernel in PyTorch-based frameworks" and the
- * FIELD-NOTES' "~10 us per op"; single eager ops in the same run measure 1.3-7.8 us forward
- * (costmodel/FRAMEWORKS.md), the rest is module and Python overhead. These are the
- * pytorch-eager figures.
- * Megatron-LM and Megatron-DeepSpeed (the same model code): the same script's MegatronBlock,
- * a Megatron-LM layer's host-side structure at tp=1 (its autograd Functions for the
- * tensor-parallel linears with gradient-accumulation fusion, apex-style fused layernorm and
- * upper-triangular softmax Functions, the RNG tracker's fork around the attention dropout,
- * the TorchScript bias-dropout-add and bias-GeLU fusions, the DDP main_grad hooks), 12 layers,
- * b=1, s=4, h=16, run 2026-11-24 on the same machine (--repeats 100 --chain 50): 347.0 us
- * forward and 378.7 us backward per layer (the plain block in that run: 231.1 and 224.2), over
- * the 13 and 40 kernels such a layer launches on a GPU (below): 26.7 us per forward kernel,
- * 9.5 us per backward kernel. Fewer, fused kernels, but more Python per kernel.
+ * Host time per kernel launch, PyTorch-based frameworks, measured on a GPU host: PyTorch
+ * 2.11.0+cu130 on one H100 80GB HBM3 SXM node (16 vCPUs of an Intel Xeon, a VM), every tensor
+ * on the GPU (validate/torch_dispatch_gpu.py running costmodel/dispatch_bench.py's ops and
+ * blocks on tiny tensors, b=1, s=4, h=16, 12 layers, --repeats 20, so that the GPU keeps up and
+ * what is timed is the host: Python, nn.Module calls, the dispatcher, autograd, the caching
+ * allocator and cudaLaunchKernel), two runs alternated with CPU-only runs in one session,
+ * 2026-11-24 22:02-22:03 UTC (tests/data/gpu/h100-sxm-2026-11-24/dispatch_gpu_run1.json and
+ * dispatch_gpu_run2.json; the README there). Each figure is the mean of the two runs' medians
+ * (the node's CPU varied 1.6-2x between runs, cpu.txt and the README):
+ *  - megatron-lm and megatron-deepspeed (the same model code): the MegatronBlock, a
+ *    Megatron-LM layer's host-side structure at tp=1 (its autograd Functions for the
+ *    tensor-parallel linears with gradient-accumulation fusion, apex-style fused layernorm and
+ *    upper-triangular softmax Functions, the RNG tracker's fork around the attention dropout,
+ *    the TorchScript bias-dropout-add and bias-GeLU fusions, the DDP main_grad hooks):
+ *    975.6 / 852.2 us forward and 1756.4 / 967.3 us backward per layer (runs 1 / 2), over the
+ *    13 and 40 kernels such a layer launches (below): (975.6 + 852.2) / 2 / 13 = 70.3 us per
+ *    forward kernel, (1756.4 + 967.3) / 2 / 40 = 34.0 us per backward kernel.
+ *  - pytorch-eager: the plain torch.nn GPT-2 block: 862.2 / 658.1 us forward and
+ *    977.9 / 818.1 us backward per layer, over 18 and 43 kernels: 42.2 and 20.9 us.
+ * This agrees with the issue's "10-30 us of CPU time per kernel in PyTorch-based frameworks"
+ * at the level of single ops (the same runs: 8.7-28.8 us per eager op forward, 12.3-79.4 us
+ * backward); the rest is module and Python overhead. Per op, the GPU adds a median 11.9 / 10.8
+ * us of host time to the same op on CPU tensors (dispatch_cpu_run1/2.json, the same session).
+ * The earlier profile, measured on a CPU-only PyTorch (1.13, Debian python3-torch) on the
+ * development VM's AMD EPYC vCPU, charged 26.7 / 9.5 us (Megatron) and 14.4 / 5.7 us (eager):
+ * a host that launches no kernels. A Megatron layer stack on the same H100 node with real
+ * tensor sizes (tests/data/gpu/h100-sxm-2026-11-24/torch_layers.csv) spends more host time
+ * still, a median 1.84 / 2.06 ms per layer forward / backward over the rows where the GPU
+ * idled more than half the time (1.85 / 2.24 ms at micro-batch 1-2), and launches
+ * 20-26 / 48-64 kernels (cuBLAS split-K reductions, TorchScript's unfused pieces): the check
+ * /sim/host/torch-layers (tests/test-host.c) and `bench --suite host`
+ * compare the profile with those rows; they are not fitted to.
  * Launch queue: the host runs ahead of the GPU until 1024 launches are pending in the stream
  * (the CUDA driver's per-stream pushbuffer depth, as reported on the NVIDIA Developer Forums,
  * "cudaLaunchKernel blocks after ~1024 pending launches"; an approximate, undocumented figure).
@@ -68,7 +77,10 @@
  *    1; backward 2 + AccumulateGrad: 3, all weight. loss: log_softmax + nll_loss: 2 and 2.
  *  - cuda-graphs (Megatron's kernels captured once and replayed: the host launches a whole
  *    graph, not its kernels; NVIDIA Developer Blog, "Getting Started with CUDA Graphs", 2019):
- *    0 host time per kernel.
+ *    0 host time per kernel. On the H100 node a graph runs one empty kernel per 0.796 us
+ *    (launch.csv graph-kernel-gap) where the host launches one per 4.32 us (launch-host): the
+ *    graph's own gap is under the 1 us per-kernel overhead every compute task already pays on
+ *    the GPU (CmParams.kernel_overhead_s), so it is not charged again.
  * Convolutions and pooling (not in transformers): cuDNN forward 1, backward data + filter 2
  * (1 weight) for every framework; pooling 1 and 1.
  *
@@ -115,10 +127,12 @@
  *    the output and writes (12), the cast back (4 read, e written): 1 + 5 fp32. */
 #include "costmodel/cm_framework.h"
 
-#define HOST_FORWARD_S (259.1e-6 / 18)
-#define HOST_BACKWARD_S (245.3e-6 / 43)
-#define HOST_MEGATRON_FORWARD_S (347.0e-6 / 13)
-#define HOST_MEGATRON_BACKWARD_S (378.7e-6 / 40)
+/* dispatch_gpu_run{1,2}.json (the header comment): per layer, mean of the two runs, over the
+ * kernels the block launches */
+#define HOST_FORWARD_S (0.5 * (862.2e-6 + 658.1e-6) / 18)
+#define HOST_BACKWARD_S (0.5 * (977.9e-6 + 818.1e-6) / 43)
+#define HOST_MEGATRON_FORWARD_S (0.5 * (975.6e-6 + 852.2e-6) / 13)
+#define HOST_MEGATRON_BACKWARD_S (0.5 * (1756.4e-6 + 967.3e-6) / 40)
 #define LAUNCH_QUEUE 1024
 /* A synchronization inside the step, from the GPU finishing what it waits for to the host's
  * next launch: launch.csv's launch-sync-roundtrip, the host time of a kernel launch followed by

@@ -118,6 +118,8 @@ void srch_dp_worker(SrchWorker *w);
  * also GPipe, eager-1F1B and interleaved with vp >= 2), in a fixed order, kept where
  * mdl_strategy_megatron accepts it. */
 GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
+/* Sets every configuration of @points (MdlMegatronConfig) to run under @framework. */
+void srch_grid_set_framework(GArray *points, MdlFramework framework);
 /* The full Megatron space: the grid with vp up to layers / pp, and each point under every
  * recomputation (none, selective, full), sequence parallelism off and (tp > 1, where the model
  * has such ops) on, and ZeRO stages 0..3. */
@@ -145,12 +147,13 @@ void srch_set_baseline(SrchBaseline *b, const char *name, char *detail, MdlStrat
                        const MdlGraph *graph, const DevCluster *cluster, const CmParams *params,
                        const SrchOptions *o);
 /* Data parallelism over every device with the fewest microbatches that fit (the one-microbatch
- * strategy when none fits); NULL with *detail set when the batch does not split. */
+ * strategy when none fits), run under @framework; NULL with *detail set when the batch does not
+ * split. */
 MdlStrategy *srch_baseline_data_parallel(const MdlGraph *graph, const DevCluster *cluster,
-                                         DevDtype dtype, char **detail);
-/* Krizhevsky 2014's "one weird trick" (NULL for models without convolutions); *detail always
- * set (newly allocated). */
+                                         DevDtype dtype, MdlFramework framework, char **detail);
+/* Krizhevsky 2014's "one weird trick" under @framework (NULL for models without convolutions);
+ * *detail always set (newly allocated). */
 MdlStrategy *srch_baseline_weird_trick(const MdlGraph *graph, const DevCluster *cluster,
-                                       DevDtype dtype, char **detail);
+                                       DevDtype dtype, MdlFramework framework, char **detail);
 
 #endif

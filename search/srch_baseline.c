@@ -43,7 +43,7 @@ static gboolean fits(const MdlGraph *graph, const MdlStrategy *s, const DevClust
 /* Data parallelism over every device with the fewest microbatches (gradient accumulation)
  * that fit in memory; the one-microbatch strategy when none fits. */
 MdlStrategy *srch_baseline_data_parallel(const MdlGraph *graph, const DevCluster *cluster,
-                                         DevDtype dtype, char **detail) {
+                                         DevDtype dtype, MdlFramework framework, char **detail) {
   int n = dev_cluster_num_devices(cluster);
   if (graph->batch % n) {
     *detail = g_strdup_printf("the batch of %" G_GINT64_FORMAT " does not split over %d GPUs",
@@ -55,7 +55,7 @@ MdlStrategy *srch_baseline_data_parallel(const MdlGraph *graph, const DevCluster
   for (int64_t m = 1; m <= per; m++) {
     if (per % m) continue;
     MdlMegatronConfig cfg = {.tp = 1, .pp = 1, .dp = n, .microbatch_size = (int)(per / m),
-                             .schedule = MDL_SCHEDULE_1F1B, .dtype = dtype};
+                             .schedule = MDL_SCHEDULE_1F1B, .dtype = dtype, .framework = framework};
     GError *error = NULL;
     MdlStrategy *s = mdl_strategy_megatron(graph, cluster, &cfg, &error);
     if (!s) {
@@ -82,7 +82,7 @@ MdlStrategy *srch_baseline_data_parallel(const MdlGraph *graph, const DevCluster
 /* Krizhevsky 2014, "One weird trick": data-parallel convolutions, fully connected layers split
  * on their parameter dim over all devices; NULL for models without convolutions. */
 MdlStrategy *srch_baseline_weird_trick(const MdlGraph *graph, const DevCluster *cluster,
-                                       DevDtype dtype, char **detail) {
+                                       DevDtype dtype, MdlFramework framework, char **detail) {
   gboolean convs = FALSE;
   for (int o = 0; o < mdl_graph_num_ops(graph); o++) convs |= mdl_graph_op(graph, o)->kind == MDL_OP_CONV2D;
   if (!convs) {
@@ -119,6 +119,7 @@ MdlStrategy *srch_baseline_weird_trick(const MdlGraph *graph, const DevCluster *
     mdl_strategy_free(s);
     return NULL;
   }
+  s->framework = framework;
   g_free(s->name);
   s->name = g_strdup("one-weird-trick");
   s->dp = s->tp = s->pp = s->vp = s->microbatch_size = 0;

@@ -150,6 +150,10 @@ GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDt
   return points(graph, cluster, dtype, FALSE, FALSE);
 }
 
+void srch_grid_set_framework(GArray *points, MdlFramework framework) {
+  for (guint i = 0; i < points->len; i++) g_array_index(points, MdlMegatronConfig, i).framework = framework;
+}
+
 GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
   return srch_grid_full_points_with(graph, cluster, dtype, FALSE);
 }

@@ -386,10 +386,10 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     r->nbaselines = 3;
     r->baselines = g_new0(SrchBaseline, 3);
     char *detail = NULL;
-    MdlStrategy *dp = srch_baseline_data_parallel(graph, cluster, dtype, &detail);
+    MdlStrategy *dp = srch_baseline_data_parallel(graph, cluster, dtype, o->space.framework, &detail);
     srch_set_baseline(&r->baselines[0], "data parallel", detail, dp, graph, cluster, params, o);
     detail = NULL;
-    MdlStrategy *trick = srch_baseline_weird_trick(graph, cluster, dtype, &detail);
+    MdlStrategy *trick = srch_baseline_weird_trick(graph, cluster, dtype, o->space.framework, &detail);
     srch_set_baseline(&r->baselines[2], "one weird trick", detail, trick, graph, cluster, params, o);
   }
   /* The full Megatron space (below) is screened first, so that the classic grid, whose points
@@ -398,6 +398,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   gboolean split = o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_CD;
   if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split)
     full = srch_grid_full_points_with(graph, cluster, dtype, o->tp_overlap);
+  if (full) srch_grid_set_framework(full, o->space.framework);
   if (full && o->budget.seconds <= 0) {
     full_bounds = g_new(SimTime, full->len ? full->len : 1);
     for (guint i = 0; i < full->len; i++) full_bounds[i] = SRCH_UNSCREENED;
@@ -412,6 +413,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     /* The classic grid first, whatever the budget (a baseline no search may miss: its memory
      * screening and bound pruning keep it to a few simulations, srch_grid.c). */
     grid = srch_grid_points(graph, cluster, dtype);
+    srch_grid_set_framework(grid, o->space.framework);
     SrchBudget unlimited = {0};
     g_autofree SimTime *grid_bounds = full_bounds ? srch_grid_bounds_from(grid, full, full_bounds) : NULL;
     if (!phase_run(&phase, "megatron grid", srch_grid_worker, NULL, grid, grid_bounds, graph, cluster,
@@ -500,6 +502,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
    * transformer layers, conv blocks; without, srch_dp_points is empty). */
   if (o->algo == SRCH_ALGO_DP || o->algo == SRCH_ALGO_AUTO) {
     GArray *groups = srch_dp_points(graph, cluster, dtype);
+    srch_grid_set_framework(groups, o->space.framework);
     SrchBudget dp_budget = o->budget;
     if (o->budget.seconds > 0) {
       double left = o->budget.seconds - (g_get_monotonic_time() - start) / 1e6;

@@ -505,7 +505,8 @@ MdlStrategy *srch_space_new_strategy(const SrchSpace *s, GError **error) {
   /* The Megatron builder on one device always yields a valid strategy object; its mesh and
    * configs are overwritten by srch_space_apply. */
   MdlMegatronConfig cfg = {.tp = 1, .pp = 1, .dp = 1, .microbatch_size = (int)s->graph->batch,
-                           .schedule = MDL_SCHEDULE_1F1B, .dtype = s->dtype};
+                           .schedule = MDL_SCHEDULE_1F1B, .dtype = s->dtype,
+                           .framework = s->options.framework};
   MdlStrategy *st = mdl_strategy_megatron(s->graph, s->cluster, &cfg, error);
   if (!st) return NULL;
   st->dp = st->tp = st->pp = st->vp = st->microbatch_size = 0; /* not a builder's degrees */

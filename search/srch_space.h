@@ -60,6 +60,9 @@ typedef struct {
   gboolean followers;    /* ops without weights follow their input's layout (default FALSE) */
   gboolean dtype_set;    /* FALSE: the model's dtype (fp16, then fp32, where the device lacks it) */
   DevDtype dtype;
+  MdlFramework framework; /* who launches the kernels of every candidate, the space's, the grid's
+                             and the baselines' (the strategy key framework=; zero:
+                             megatron-lm, the default) */
 } SrchSpaceOptions;
 
 /* Fills the defaults stated above. */

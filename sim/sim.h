@@ -276,12 +276,12 @@ typedef struct {
   double hardware_tflops_per_gpu; /* hardware FLOPs per second per GPU: the recomputed forwards
                                      counted too (Korthikanti et al. 2022 print both) */
   double compute_s;           /* mean over used devices of compute-stream busy time */
-  double comm_exposed_s;      /* mean communication time not hidden under compute:
-                                 communication is the union of a device's communication
-                                 streams (SIM_STREAM_COMM, P2P, DP) */
+  double comm_exposed_s;      /* mean communication time not hidden under compute or a wait
+                                 for the host (host_bound_s): communication is the union of a
+                                 device's communication streams (SIM_STREAM_COMM, P2P, DP) */
   double comm_busy_s;         /* mean time some communication stream is busy (the union) */
   double host_bound_s;        /* mean time the compute stream waits for the host to launch its
-                                 next kernel, no communication running (host-bound time) */
+                                 next kernel (host-bound time), communication running or not */
   double bubble_s;            /* the rest: no stream busy (pipeline bubbles, waits) */
   double peak_memory_bytes;
   int peak_memory_device;

@@ -178,7 +178,7 @@ void sim_components_print(const SimRun *run, FILE *out, int max_rows) {
           mdl_framework_name(run->strategy->framework), p->compute_s, 100 * p->compute_s / t,
           p->comm_exposed_s, 100 * p->comm_exposed_s / t, p->host_bound_s,
           100 * p->host_bound_s / t, p->bubble_s, 100 * p->bubble_s / t);
-  fprintf(out, "; communication hidden under compute %.6g s",
+  fprintf(out, "; communication hidden under compute or host waits %.6g s",
           MAX(0, c.comm_busy_s - p->comm_exposed_s));
   fputc('\n', out);
   fprintf(out, "  compute by kind: GEMMs %.6g s, memory-bound kernels %.6g s, optimizer step %.6g s\n",

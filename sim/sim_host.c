@@ -4,8 +4,9 @@
 
 /* Calls @visit(ctx, device, task, from, to) for every compute task whose stream sat idle from
  * @from to @to waiting for its launch, in engine order. Engine order is start order on every
- * resource: a compute task's predecessor on its stream is the last compute task of its device
- * seen before it. */
+ * resource: a compute task's predecessor on its stream is the last task holding that stream
+ * seen before it (a compute task, or a collective that holds the compute stream without
+ * overlap: the stream is busy then, not waiting on the host). */
 typedef void (*WaitVisit)(gpointer ctx, guint device, uint32_t task, SimTime from, SimTime to);
 static void each_wait(const SimTaskGraph *g, const SimSchedule *s, WaitVisit visit, gpointer ctx) {
   guint n = (guint)g->num_devices;
@@ -13,7 +14,17 @@ static void each_wait(const SimTaskGraph *g, const SimSchedule *s, WaitVisit vis
   g_autofree SimTime *prev_end = g_new0(SimTime, n ? n : 1);
   for (uint32_t k = 0; k < s->num_tasks; k++) {
     uint32_t c = s->order[k];
-    if (c >= g->num_compute) continue;
+    if (c >= g->num_compute) {
+      const SimTask *o = sim_task_graph_task(g, c);
+      for (uint16_t r = 0; r < o->nres; r++) {
+        uint32_t stream = res[o->res_begin + r];
+        if (stream >= sim_stream_resources((int)n) || sim_resource_stream_of(stream) != SIM_STREAM_COMPUTE)
+          continue;
+        guint d = (guint)sim_resource_device(stream);
+        prev_end[d] = MAX(prev_end[d], s->start[c] + o->duration);
+      }
+      continue;
+    }
     const SimTask *t = sim_task_graph_task(g, c);
     guint d = (guint)sim_resource_device(res[t->res_begin]);
     uint32_t h = g->host_base + c;

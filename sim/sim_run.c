@@ -215,6 +215,8 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   /* The union of a device's communication streams (and step mode's spans), when more than
    * one of them is busy: one scratch list, as long as the longest device's. */
   g_autofree Interval *both = NULL;
+  g_autofree Interval *covered = NULL; /* a device's compute and launch-wait intervals */
+  guint covered_cap = 0;
   for (int d = 0; d < g->num_devices; d++) {
     uint32_t c = sim_resource_compute(d);
     if (count[c] == count[c + SIM_STREAMS]) continue; /* no task on any of its streams */
@@ -251,8 +253,25 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
       nm = union_sorted(lists, lengths, (int)nlists, both);
     }
     comm += measure(mv, nm);
-    exposed += exposed_time(mv, nm, cv, nc);
-    host += exposed_time((const Interval *)all_iv + all_off[d], all_off[d + 1] - all_off[d], mv, nm);
+    /* Waits for a launch first: the compute stream is idle until its next kernel is launched,
+     * whatever communication runs meanwhile (a gradient all-reduce during a host-bound
+     * backward is hidden behind the host, not exposed); communication is exposed where
+     * neither compute nor a launch wait covers it. Both lists are sorted and disjoint (a wait
+     * ends no later than its kernel starts, sim_host.c). */
+    const Interval *hv = (const Interval *)all_iv + all_off[d];
+    guint nh = all_off[d + 1] - all_off[d];
+    host += measure(hv, nh);
+    if (nh == 0) {
+      exposed += exposed_time(mv, nm, cv, nc);
+    } else {
+      if (nc + nh > covered_cap) {
+        covered_cap = nc + nh;
+        covered = g_renew(Interval, covered, covered_cap);
+      }
+      const Interval *lists[2] = {cv, hv};
+      const guint lengths[2] = {nc, nh};
+      exposed += exposed_time(mv, nm, covered, union_sorted(lists, lengths, 2, covered));
+    }
   }
   *out = (SimBreakdownSums){compute, exposed, host, comm, used};
 }

@@ -4,6 +4,7 @@
  * time moves with the framework, and symmetry still gives the expanded answer bit for bit. */
 #include <cjson/cJSON.h>
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -11,6 +12,7 @@
 #include "sim/sim.h"
 #include "sim/sim-int.h" /* white-box: the host stream's task ids and resources */
 #include "test-util.h"
+#include "validate/val_host.h"
 
 static const char *small_gpt = "gpt:layers=2,hidden=256,heads=4,seq=64,vocab=1024,batch=16";
 
@@ -87,10 +89,10 @@ static void test_launch_queue(void) {
 /* A 12-layer h1024 GPT at micro-batch 1 and short sequences on 8 A100s is host-bound under
  * Megatron-LM; the prediction moves with the framework: none < cuda-graphs (no host time per
  * kernel; Megatron's memory-bound kernels) < pytorch-eager (18 kernels forward and 43
- * backward per layer at 14.4 and 5.7 us) < megatron-lm (13 and 40 fused kernels, but 26.7
- * and 9.5 us of host each: its autograd Functions, RNG fork, TorchScript fusions and grad
- * hooks, measured by costmodel/dispatch_bench.py's MegatronBlock). The breakdown's four parts
- * add up to the iteration. */
+ * backward per layer at 42.2 and 20.9 us) < megatron-lm (13 and 40 fused kernels, but 70.3
+ * and 34.0 us of host each: its autograd Functions, RNG fork, TorchScript fusions and grad
+ * hooks; costmodel/dispatch_bench.py's blocks on an H100 node, cm_framework.c). The
+ * breakdown's four parts add up to the iteration. */
 static void test_host_bound(void) {
   const char *model = "gpt:layers=12,hidden=1024,heads=16,seq=256,batch=64";
   const char *fw[] = {"none", "cuda-graphs", "megatron-lm", "pytorch-eager"};
@@ -120,10 +122,14 @@ static void test_host_bound(void) {
 }
 
 /* Issue 14's acceptance case: 12 layers, h1024, sequence 1024, micro-batch 1 on one DGX A100
- * (dp=8, one microbatch a GPU). Megatron-LM's layer takes 347 us of host forward where its
- * kernels take less, so the forward waits on the host: host-bound time beyond the first
- * launch's, and the prediction moves with the framework. The explain breakdown's layer
- * launches are Megatron's 13 and 40 kernels. */
+ * (dp=8, one microbatch a GPU). Megatron-LM's layer takes 914 us of host forward and 1362 us
+ * backward (the profile measured on a GPU host, cm_framework.c) where its kernels take about
+ * 0.8 ms for both, so every layer waits on the host: host-bound is the largest part of the
+ * breakdown after compute (over a third of the iteration, more than exposed communication and
+ * bubble), and the prediction moves with the framework (cuda-graphs: the step's one
+ * synchronization only; pytorch-eager in between). The CPU-measured profile this replaced
+ * (347 / 379 us per layer) gave 0.81 ms host-bound of 20.57 ms, 4%: these asserts fail on it.
+ * The explain breakdown's layer launches are Megatron's 13 and 40 kernels. */
 static void test_small_gpt(void) {
   const char *model = "gpt:layers=12,hidden=1024,heads=16,seq=1024,batch=8";
   SimRun *a = test_simulate_specs(model, "dgx-a100", "megatron:dp=8,mb=1", FALSE);
@@ -133,9 +139,16 @@ static void test_small_gpt(void) {
   g_test_message("megatron-lm: iteration %.4g ms, host-bound %.4g ms; cuda-graphs %.4g ms",
                  1e3 * p->iteration_time_s, 1e3 * p->host_bound_s,
                  1e3 * b->prediction.iteration_time_s);
-  g_assert_cmpfloat(p->host_bound_s, >, 0.02 * p->iteration_time_s);
+  g_assert_cmpfloat(p->host_bound_s, >, 0.33 * p->iteration_time_s);
+  g_assert_cmpfloat(p->host_bound_s, >, p->comm_exposed_s);
+  g_assert_cmpfloat(p->host_bound_s, >, p->bubble_s);
   g_assert_cmpfloat(fabs(b->prediction.host_bound_s - 10.04e-6), <, 1e-12); /* the step sync only */
-  g_assert_cmpfloat(p->iteration_time_s, >, b->prediction.iteration_time_s);
+  g_assert_cmpfloat(p->iteration_time_s, >, 1.5 * b->prediction.iteration_time_s);
+  SimRun *e = test_simulate_specs(model, "dgx-a100", "megatron:dp=8,mb=1,framework=pytorch-eager",
+                                  FALSE);
+  g_assert_cmpfloat(e->prediction.iteration_time_s, >, b->prediction.iteration_time_s);
+  g_assert_cmpfloat(e->prediction.iteration_time_s, <, p->iteration_time_s);
+  test_run_free(e);
   cJSON *json = sim_components_json(a);
   cJSON *k = cJSON_GetObjectItem(json, "layer0_launches");
   g_assert_nonnull(k);
@@ -149,10 +162,10 @@ static void test_small_gpt(void) {
   g_assert_cmpfloat(mem, >, 0);
   g_assert_cmpfloat(opt, >, 0);
   g_assert_cmpfloat(fabs(gemm + mem + opt - p->compute_s), <=, 1e-9 * p->compute_s);
-  /* Every layer's forward waits on the host (its 347 us of launches against about 290 us of
-   * kernels); the per-layer waits are host-bound time, or exposed communication where a
-   * gradient all-reduce runs meanwhile (the breakdown counts that as communication), and make
-   * most of the host-bound time. cuda-graphs: none. */
+  /* Every layer waits on the host (914 + 1362 us of launches against about 805 us of
+   * kernels); the per-layer waits are host-bound time (a gradient all-reduce running meanwhile
+   * is hidden behind the wait, sim_run.c) and make most of the host-bound time. cuda-graphs:
+   * none. */
   cJSON *waits = cJSON_GetObjectItem(json, "layer_host_wait_s");
   g_assert_cmpint(cJSON_GetArraySize(waits), ==, 12);
   double sum = 0;
@@ -161,7 +174,7 @@ static void test_small_gpt(void) {
     g_assert_cmpfloat(w, >, 0);
     sum += w;
   }
-  g_assert_cmpfloat(sum, <=, (p->host_bound_s + p->comm_exposed_s) * (1 + 1e-12));
+  g_assert_cmpfloat(sum, <=, p->host_bound_s * (1 + 1e-12));
   g_assert_cmpfloat(sum, >=, 0.5 * p->host_bound_s);
   cJSON_Delete(json);
   json = sim_components_json(b);
@@ -380,6 +393,84 @@ static void test_explain_lines(void) {
   }
 }
 
+/* The host stream per layer against the Megatron-LM layer stack PyTorch ran on one H100
+ * (val_host.h; `stratsim bench --suite host` prints every row): 122 rows over 12-24 layers,
+ * hidden 1024-4096, sequence 256-2048, micro-batch 1-8. The profile was measured apart (per-op
+ * dispatch on the same node) and is not fitted to them. Under megatron-lm the simulation finds
+ * the GPU idle more than half of the time on at least three quarters of the rows where the
+ * measurement did (53 of 62, forward and backward together, at the figures of this commit), and
+ * its wall time per layer is closer than with no host stream on both phases; with none it
+ * finds no such row. The profile's host time per layer (914 / 1362 us) is below the layer
+ * stack's (a median 1.84 / 2.06 ms on its host-bound rows, with 20-26 / 48-64 kernels where the
+ * profile counts 13 / 40): mean |error| 48% forward, 34% backward, asserted below 55%.
+ * Ranking the (sequence, micro-batch) configurations of each layer shape by time per token,
+ * the simulation agrees with the measured order at Kendall tau 0.81 with the host stream and
+ * 0.08 without (asserted: above 0.6, and above none's by 0.4). */
+static void test_torch_layers(void) {
+  g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "gpu",
+                                           "h100-sxm-2026-11-24", "torch_layers.csv", NULL);
+  GError *error = NULL;
+  g_autoptr(GPtrArray) rows = val_host_rows_load(path, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(rows->len, ==, 122);
+  static const MdlFramework fw[] = {MDL_FRAMEWORK_MEGATRON_LM, MDL_FRAMEWORK_NONE};
+  double wall_err[2][2] = {{0}}, host_err[2] = {0};
+  g_autofree double *walls = g_new(double, 2 * rows->len);
+  int bound = 0, found[2] = {0}, n[2] = {0};
+  for (guint i = 0; i < rows->len; i++) {
+    const ValHostRow *r = g_ptr_array_index(rows, i);
+    gboolean measured_bound = r->wall_s - r->gpu_s > 0.5 * r->wall_s;
+    bound += measured_bound;
+    n[r->backward]++;
+    for (guint f = 0; f < G_N_ELEMENTS(fw); f++) {
+      ValHostTimes t;
+      g_assert_true(val_host_times(r, fw[f], &t, &error));
+      g_assert_no_error(error);
+      wall_err[f][r->backward] += fabs(t.wall_s / r->wall_s - 1);
+      walls[f * rows->len + i] = t.wall_s;
+      found[f] += measured_bound && t.wall_s - t.gpu_s > 0.5 * t.wall_s;
+      if (f == 0) {
+        g_assert_cmpint(t.kernels, ==, r->backward ? 40 : 13);
+        host_err[r->backward] += fabs(t.host_s / r->host_s - 1);
+      } else {
+        g_assert_cmpfloat(t.host_s, ==, 0);
+      }
+    }
+  }
+  g_test_message("measured host-bound %d rows, predicted megatron-lm %d, none %d; wall mean "
+                 "|err| megatron-lm %.3f / %.3f, none %.3f / %.3f; host %.3f / %.3f", bound,
+                 found[0], found[1], wall_err[0][0] / n[0], wall_err[0][1] / n[1],
+                 wall_err[1][0] / n[0], wall_err[1][1] / n[1], host_err[0] / n[0], host_err[1] / n[1]);
+  int pairs;
+  double tau = val_host_ranking_tau(rows, walls, TRUE, &pairs);
+  double tau_none = val_host_ranking_tau(rows, walls + rows->len, TRUE, &pairs);
+  g_test_message("time per token ranking: tau %.2f megatron-lm, %.2f none over %d pairs", tau,
+                 tau_none, pairs);
+  g_assert_cmpint(pairs, >, 500);
+  g_assert_cmpfloat(tau, >, 0.6);
+  g_assert_cmpfloat(tau, >, tau_none + 0.4);
+  g_assert_cmpint(4 * found[0], >=, 3 * bound);
+  g_assert_cmpint(found[1], ==, 0);
+  for (int ph = 0; ph < 2; ph++) {
+    g_assert_cmpfloat(wall_err[0][ph], <, wall_err[1][ph]);
+    g_assert_cmpfloat(host_err[ph] / n[ph], <, 0.55);
+  }
+  /* A malformed row is an error naming the file, the row and the field. */
+  g_autofree char *dir = g_dir_make_tmp("test-host-XXXXXX", &error);
+  g_assert_no_error(error);
+  g_autofree char *bad = g_build_filename(dir, "torch_layers.csv", NULL);
+  g_assert_true(g_file_set_contents(bad, "# a comment\nlayers,hidden,heads,seq,micro_batch,phase,"
+                                    "host_ms,wall_ms,gpu_ms,kernels_per_layer\n"
+                                    "12,1024,16,256,1,forward,x,1,1,20\n", -1, &error));
+  g_assert_null(val_host_rows_load(bad, &error));
+  g_assert_nonnull(error);
+  g_assert_nonnull(strstr(error->message, "host_ms"));
+  g_assert_nonnull(strstr(error->message, "torch_layers.csv"));
+  g_clear_error(&error);
+  g_unlink(bad);
+  g_rmdir(dir);
+}
+
 /* An unknown framework is a one-line parse error naming it. */
 static void test_bad_framework(void) {
   GError *error = NULL;
@@ -407,5 +498,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/host/step-syncs", test_step_syncs);
   g_test_add_func("/sim/host/step-time", test_step_time);
   g_test_add_func("/sim/host/explain-lines", test_explain_lines);
+  g_test_add_func("/sim/host/torch-layers", test_torch_layers);
   return g_test_run();
 }

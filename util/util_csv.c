@@ -50,7 +50,7 @@ UtilCsv *util_csv_read(const char *path, GError **error) {
   csv->rows = g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
   for (int i = 0; lines[i]; i++) {
     g_strchomp(lines[i]); /* a \r of CRLF files too */
-    if (lines[i][0] == '\0') continue;
+    if (lines[i][0] == '\0' || lines[i][0] == '#') continue; /* blank, or a comment */
     GStrv fields = split_line(lines[i]);
     if (!fields || (csv->header && g_strv_length(fields) != g_strv_length(csv->header))) {
       g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,

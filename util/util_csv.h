@@ -1,6 +1,6 @@
 /* util/csv — reading small CSV tables (RFC 4180: comma-separated, fields in double quotes may
- * hold commas and "" for a quote; no newlines inside fields), such as the published
- * measurements in tests/data/validation/. */
+ * hold commas and "" for a quote; no newlines inside fields; a line starting with '#' is a
+ * comment), such as the published measurements in tests/data/validation/. */
 #ifndef STRATSIM_UTIL_CSV_H
 #define STRATSIM_UTIL_CSV_H
 
@@ -10,7 +10,8 @@ G_BEGIN_DECLS
 
 typedef struct {
   GStrv header;      /* column names */
-  GPtrArray *rows;   /* GStrv per data line (blank lines skipped), as many fields as header */
+  GPtrArray *rows;   /* GStrv per data line (blank and '#' lines skipped), as many fields as
+                        header */
 } UtilCsv;
 
 /* Reads @path. NULL with @error: G_FILE_ERROR when it cannot be read, G_FILE_ERROR_INVAL
