@@ -137,9 +137,12 @@ SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old
  * c end with its last stretch. A folded collective has no edges and is never pushed otherwise.
  * Per task (graph-sized; UINT32_MAX: none): */
 typedef struct {
-  const uint32_t *next;  /* a chain's first folded collective; a folded collective's next */
-  const uint32_t *owner; /* a folded collective's chain */
-  const SimTime *after;  /* a folded collective's compute stretch after it */
+  uint32_t next;  /* a chain's first folded collective; a folded collective's next */
+  uint32_t owner; /* a folded collective's chain */
+  SimTime after;  /* a folded collective's compute stretch after it */
+} SimFold;
+typedef struct {
+  const SimFold *task; /* side by side: one cache miss per pop */
 } SimFolds;
 
 /* The engine with a release time per task (@release: graph-sized, or NULL for none): a task

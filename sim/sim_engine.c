@@ -107,10 +107,11 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
     s->order[done++] = top.task;
     uint32_t id = top.task;
     if (folds) { /* a chain goes on at its next folded collective, then ends (SimFolds) */
-      uint32_t chain = folds->owner[id] != UINT32_MAX ? folds->owner[id] : id;
-      if (chain != id) end += folds->after[id];
-      if (folds->next[id] != UINT32_MAX) {
-        heap_push(heap, &heap_size, (HeapEntry){end, folds->next[id]});
+      const SimFold *f = &folds->task[id];
+      uint32_t chain = f->owner != UINT32_MAX ? f->owner : id;
+      if (chain != id) end += f->after;
+      if (f->next != UINT32_MAX) {
+        heap_push(heap, &heap_size, (HeapEntry){end, f->next});
         continue;
       }
       id = chain; /* it ends: its successors */
@@ -150,7 +151,7 @@ SimSchedule *sim_engine_run_released(const SimTaskGraph *g, const SimTime *relea
   e.release = release;
   e.folds = folds;
   for (uint32_t i = 0; i < g->tasks->len; i++)
-    if (e.remaining[i] == 0 && !(folds && folds->owner[i] != UINT32_MAX))
+    if (e.remaining[i] == 0 && !(folds && folds->task[i].owner != UINT32_MAX))
       heap_push(e.heap, &e.heap_size, (HeapEntry){release ? release[i] : 0, i});
   return engine_finish(&e, error);
 }

@@ -407,17 +407,16 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
    * collective's end); a tail's group by its id too (for its edges; inner members keep NONE:
    * their edges are implied by the chain); the folded collectives chained per group (SimFolds),
    * each stretch's duration by its owner (the group's first, a collective's after it) */
-  uint32_t *fnext = g_new(uint32_t, (gsize)R + 1), *fowner = g_new(uint32_t, (gsize)R + 1);
-  memset(fnext, 0xFF, sizeof(uint32_t) * ((gsize)R + 1));
-  memset(fowner, 0xFF, sizeof(uint32_t) * ((gsize)R + 1));
-  SimTime *gdur = g_new0(SimTime, (gsize)R + 1);
+  SimFold *fold = g_new(SimFold, (gsize)R + 1);
+  for (uint32_t i = 0; i <= R; i++) fold[i] = (SimFold){NONE, NONE, 0};
+  g_autofree SimTime *gdur = g_new0(SimTime, (gsize)R + 1);
   for (uint32_t k = 0, gi = 0, last = NONE, stretch = 0; k < m->C; k++) {
     uint8_t f = m->pflags[k];
     uint32_t c = m->prog[k];
     if (m->pxd[k]) { /* a collective folded before it: its group's next */
       uint32_t x = m->px[k] = m->gid[m->xat[k]];
-      fnext[last] = x;
-      fowner[x] = gi;
+      fold[last].next = x;
+      fold[x].owner = gi;
       last = stretch = x;
       m->poff[k] = 0;
     }
@@ -431,7 +430,8 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     m->pgid[k] = gi;
     gdur[stretch] = m->poff[k] + m->pdur[k];
   }
-  *folds = (SimFolds){fnext, fowner, gdur};
+  for (uint32_t i = ng; i < R; i++) fold[i].after = gdur[i];
+  folds->task = fold;
   SimTaskGraph *rg = sim_task_graph_new(g->num_devices);
   rg->num_resources = g->num_resources;
   rg->symmetric = g->symmetric;
@@ -626,9 +626,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     sim_schedule_free(s);
     sim_task_graph_free(rg);
     g_free(release);
-    g_free((gpointer)folds.next);
-    g_free((gpointer)folds.owner);
-    g_free((gpointer)folds.after);
+    g_free((gpointer)folds.task);
     if (applied) break;
   }
   ok = applied;

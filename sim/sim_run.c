@@ -160,7 +160,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   for (uint32_t id = 0; id < s->num_tasks; id++) { /* counts: any order */
     const SimTask *t = sim_task_graph_task(g, id);
     for (uint16_t r = 0; r < t->nres; r++) count[res[t->res_begin + r] + 1]++;
-    if (folds && folds->owner[id] != UINT32_MAX && folds->after[id]) /* the stretch after it */
+    if (folds && folds->task[id].owner != UINT32_MAX && folds->task[id].after) /* the stretch after it */
       count[sim_resource_compute(sim_resource_device(res[t->res_begin])) + 1]++;
   }
   for (int r = 0; r < nres; r++) count[r + 1] += count[r];
@@ -182,11 +182,12 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
     /* A collective folded into a compute chain (SimFolds): the chain's next compute stretch
      * runs from its end on the device's compute stream (popped in time order like the rest:
      * the stream's list stays in start order); the chain task itself is its first stretch. */
-    if (folds && folds->owner[id] != UINT32_MAX && folds->after[id]) {
+    if (folds && folds->task[id].owner != UINT32_MAX && folds->task[id].after) {
       guint d = (guint)sim_resource_device(res[t->res_begin]);
       uint32_t compute = sim_resource_compute((int)d);
-      iv[fill[compute]++] = (Interval){end, end + folds->after[id]};
-      prev_end[d] = MAX(prev_end[d], end + folds->after[id]);
+      SimTime after = folds->task[id].after;
+      iv[fill[compute]++] = (Interval){end, end + after};
+      prev_end[d] = MAX(prev_end[d], end + after);
     }
     gboolean is_comm = t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC;
     for (uint16_t r = 0; r < t->nres; r++) {
