@@ -36,9 +36,10 @@ static CmHostPhase host_phase(const Builder *b, const SimTask *t) {
   }
 }
 
-/* Queue-depth edges for one device's program @prog (@n compute tasks in order). */
-static void add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *prog, uint32_t n,
-                            const int *kernels) {
+/* Queue-depth edges for one device's program @prog (@n compute tasks in order): edges, or in a
+ * graph for merging pairs written at @out (returns past the last; at most @n pairs). */
+static uint32_t *add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *prog,
+                                 uint32_t n, const int *kernels, uint32_t *out) {
   guint64 launched = 0, done = 0; /* kernels before position p; of tasks before position q */
   uint32_t q = 0;
   for (uint32_t p = 0; p < n; p++) {
@@ -50,13 +51,15 @@ static void add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *pr
       advanced = TRUE;
     }
     if (advanced && b->for_merge) { /* positions in SimTaskGraph.program */
-      uint32_t at = (uint32_t)(prog - b->tg->program), pair[2] = {at + q - 1, at + p};
-      g_array_append_vals(b->tg->host_queue, pair, 2);
+      uint32_t at = (uint32_t)(prog - b->tg->program);
+      *out++ = at + q - 1;
+      *out++ = at + p;
     } else if (advanced) {
       sim_task_graph_edge(b->tg, prog[q - 1], b->tg->host_base + prog[p]);
     }
     launched += k;
   }
+  return out;
 }
 
 /* Kernels and host time per op and phase (index op * PHASES + phase), once: every microbatch
@@ -173,9 +176,15 @@ void sb_add_host_tasks(Builder *b) {
     }
   }
   /* Each device's program (recorded in order by sb_build_compute: SimTaskGraph.program). */
+  uint32_t *out = NULL;
+  if (b->for_merge) { /* room for a pair per task, written in place, then sized */
+    g_array_set_size(tg->host_queue, 2 * n);
+    out = (uint32_t *)tg->host_queue->data;
+  }
   for (int d = 0; d < tg->num_devices; d++)
-    add_queue_edges(b, f, tg->program + tg->program_begin[d],
-                    tg->program_begin[d + 1] - tg->program_begin[d], kernels);
+    out = add_queue_edges(b, f, tg->program + tg->program_begin[d],
+                          tg->program_begin[d + 1] - tg->program_begin[d], kernels, out);
+  if (b->for_merge) g_array_set_size(tg->host_queue, (guint)(out - (uint32_t *)tg->host_queue->data));
 }
 
 /* The optimizer step and the host synchronizations inside it (sim_build-int.h). The step's
