@@ -128,6 +128,8 @@ typedef struct {
  * tasks and its input. */
 typedef struct {
   gboolean off, recorded;
+  gboolean identity;       /* the conversion builds nothing (sb_identity_conversion): the
+                              caller passes the input through, neither recorded nor replayed */
   SbMark begin, end;
   const int *in, *out;     /* borrowed */
   int nin, nout;
@@ -289,6 +291,10 @@ typedef struct {
  * estimate and the search's bound (sim/sim_bound.c) all enumerate conversions through it. */
 int sb_conversion_steps(const Builder *b, int mesh_index, MdlLayout from, MdlLayout to, int t,
                         SbConversionStep *steps);
+/* Whether moving tensor @t from @from on mesh @src_mesh to @to on @dst_mesh builds nothing
+ * (one mesh, no collective step): sb_convert passes the ready tasks through. */
+gboolean sb_identity_conversion(const Builder *b, int src_mesh, MdlLayout from, int dst_mesh,
+                                MdlLayout to, int t);
 void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready);
 /* The forward conversion of tensor @t for @consumer: per microbatch mb and representative r of

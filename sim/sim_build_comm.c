@@ -206,8 +206,12 @@ void sb_convert_on_mesh(Builder *b, int mesh_index, MdlLayout from, MdlLayout to
   }
 }
 
-/* Moves tensor @t (one microbatch) from layout @from on mesh @src_mesh, available after
- * @src_ready, to layout @to on mesh @dst_mesh; fills @dst_ready (per destination index). */
+gboolean sb_identity_conversion(const Builder *b, int src_mesh, MdlLayout from, int dst_mesh,
+                                MdlLayout to, int t) {
+  SbConversionStep steps[MDL_MAX_MESH_AXES];
+  return src_mesh == dst_mesh && sb_conversion_steps(b, src_mesh, from, to, t, steps) == 0;
+}
+
 /* @from with its partial sums reduced (P -> B): what a cross-mesh move starts from. */
 MdlLayout sb_reduced(MdlLayout from) {
   for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
@@ -395,6 +399,10 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
 static void convert_microbatch(Builder *b, SbReplay *replay, int src_mesh, MdlLayout from,
                                const uint32_t *src_ready, int dst_mesh, MdlLayout to, int t,
                                int op, int mb, uint32_t *dst_ready) {
+  if (replay->identity) { /* nothing to build: the ready tasks pass through (sb_convert) */
+    memcpy(dst_ready, src_ready, sizeof(uint32_t) * (gsize)mdl_strategy_mesh(b->s, dst_mesh)->ndevices);
+    return;
+  }
   if (sb_replay(b, replay, src_ready, mb, dst_ready)) return;
   SbMark begin = sb_mark(b);
   sb_convert(b, src_mesh, from, src_ready, dst_mesh, to, t, op, mb, dst_ready);
@@ -429,6 +437,7 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   for (int i = 0; i < sn; i++) src[i] = NO_TASK; /* replicas: no task (representatives below) */
   SbReplay replay;
   sb_replay_init(&replay, b, b->rep_idx[pm], b->nrep[pm], b->rep_idx[mesh], nrep);
+  replay.identity = sb_identity_conversion(b, pm, from, mesh, layout, t);
   for (int mb = 0; mb < b->M; mb++) {
     for (int r = 0; r < b->nrep[pm]; r++) {
       int i = b->rep_idx[pm][r];
@@ -587,6 +596,7 @@ void sb_backward_segment(Builder *b, int t) {
       for (int i = 0; i < mesh->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
       SbReplay replay;
       sb_replay_init(&replay, b, b->rep_idx[om], b->nrep[om], b->rep_idx[pm], b->nrep[pm]);
+      replay.identity = sb_identity_conversion(b, om, from, pm, need, t);
       for (int mb = 0; mb < b->M; mb++) {
         for (int r = 0; r < b->nrep[om]; r++) {
           int i = b->rep_idx[om][r];
