@@ -122,6 +122,10 @@ typedef struct {
                             read only where pxd is not 0) */
   SimTime *pst;          /* per position: its start in the reduced run (time_host) */
   uint32_t *cedges;      /* the candidates' edges (u, v), their flags deferred */
+  /* This round's heads by compute id (reduce): a bitmap and, per 64-bit word, the heads
+   * before it, so a head's group (its rank among the heads in id order) is a popcount. */
+  uint64_t *head;
+  uint32_t *head_rank;
   guint ncedges;         /* entries (2 per edge) */
 } Merge;
 
@@ -377,10 +381,13 @@ static void program_arrays(Merge *m) {
  * as in the full run). Other members last more than zero: an edge out of one ends before the
  * chain predecessor of its target pops; an edge into one is implied by the chain. The host
  * stream is timed apart. */
+static inline gboolean is_head(const Merge *m, uint32_t c) {
+  return (m->head[c >> 6] >> (c & 63)) & 1;
+}
+
 static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
   if (m->gid[u] != NONE && m->gid[v] != NONE && !((m->flags[u] | m->flags[v]) & FOLD) &&
-      (u >= m->C || (m->flags[u] & TAIL)) &&
-      (v >= m->C || (m->flags[v] & HEAD))) {
+      (u >= m->C || (m->flags[u] & TAIL)) && (v >= m->C || is_head(m, v))) {
     m->redges[m->nredges++] = m->gid[u];
     m->redges[m->nredges++] = m->gid[v];
   }
@@ -394,13 +401,17 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   /* the graph's flags; a released task heads its group, so does one after a tail (in program
    * order); then groups numbered by their head's id */
   uint8_t before = 0;
+  uint32_t words = (m->C + 63) / 64;
+  memset(m->head, 0, sizeof(uint64_t) * (words + 1));
   for (uint32_t k = 0; k < m->C; k++) {
     uint8_t f = m->pbase[k];
     if ((f & RELEASED) || ((f & CHAINED) && (before & TAIL))) f |= HEAD;
     m->pflags[k] = before = f;
-    m->flags[m->prog[k]] = f;
+    if (f & HEAD) m->head[m->prog[k] >> 6] |= (uint64_t)1 << (m->prog[k] & 63);
   }
-  for (uint32_t c = 0; c < m->C; c++) m->gid[c] = m->flags[c] & HEAD ? ng++ : NONE;
+  for (uint32_t w = 0; w < words; w++) m->head_rank[w + 1] = m->head_rank[w] + (uint32_t)__builtin_popcountll(m->head[w]);
+  ng = m->head_rank[words];
+  memset(m->gid, 0xFF, sizeof(uint32_t) * m->C); /* heads and tails get theirs below */
   uint32_t R = ng;
   for (uint32_t t = m->C; t < m->n; t++) m->gid[t] = is_host(m, t) ? NONE : R++;
   /* positions: group, offset within its stretch (from the group's start or a folded
@@ -420,8 +431,9 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
       last = stretch = x;
       m->poff[k] = 0;
     }
-    if (f & HEAD) {
-      gi = last = stretch = m->gid[c];
+    if (f & HEAD) { /* its rank among the heads by id */
+      uint64_t below = m->head[c >> 6] & (((uint64_t)1 << (c & 63)) - 1);
+      gi = last = stretch = m->gid[c] = m->head_rank[c >> 6] + (uint32_t)__builtin_popcountll(below);
       m->poff[k] = 0;
     } else {
       if (!m->pxd[k]) m->poff[k] = m->poff[k - 1] + m->pdur[k - 1];
@@ -441,14 +453,14 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   SimTask *rt = (SimTask *)rg->tasks->data;
   g_array_set_size(rg->task_resources, R);
   uint32_t *rr = (uint32_t *)rg->task_resources->data;
-  for (uint32_t c = 0; c < m->C; c++) {
-    if (!(m->flags[c] & HEAD)) continue;
-    uint32_t i = m->gid[c];
-    rt[i] = m->tasks[c];
-    rt[i].duration = gdur[i];
-    rt[i].res_begin = i;
-    rr[i] = m->res[m->tasks[c].res_begin];
-  }
+  for (uint32_t w = 0; w < words; w++)
+    for (uint64_t bits = m->head[w]; bits; bits &= bits - 1) { /* the heads, in id order */
+      uint32_t c = 64 * w + (uint32_t)__builtin_ctzll(bits), i = m->gid[c];
+      rt[i] = m->tasks[c];
+      rt[i].duration = gdur[i];
+      rt[i].res_begin = i;
+      rr[i] = m->res[m->tasks[c].res_begin];
+    }
   guint nr = R; /* the other tasks' resources: counted, then copied in place */
   for (uint32_t t = m->C; t < m->n; t++)
     if (m->gid[t] != NONE) nr += m->tasks[t].nres;
@@ -590,6 +602,8 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   /* room for every edge (pages touched only as they fill) */
   gsize most_edges = g->succ_offsets ? g->succ_offsets[m.n] : g->edges->len / 2;
   m.cedges = g_new(uint32_t, 2 * most_edges + 2);
+  m.head = g_new(uint64_t, C1 / 64 + 2);
+  m.head_rank = g_new0(uint32_t, C1 / 64 + 2);
   gboolean ok = check_tasks(&m);
   if (ok) find_candidates(&m);
   ok = ok && check_edges(&m, hdur);
@@ -635,5 +649,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_array_unref(m.queue);
   g_free(m.qpos);
   g_free(m.cedges);
+  g_free(m.head);
+  g_free(m.head_rank);
   return ok;
 }
