@@ -354,12 +354,13 @@ static int compare_pairs(const void *a, const void *b) {
  * them by id in poff: the tasks are read once), launch durations, the graph's flags, the
  * launch queue. One pass in program order (the reads scatter). */
 static void program_arrays(Merge *m) {
-  for (uint32_t k = 0; k < m->C; k++) {
-    uint32_t c = m->prog[k];
-    m->pdur[k] = m->poff[c];
-    m->phd[k] = m->hdur ? m->hdur[c] : 0;
-    m->pbase[k] = (uint8_t)(m->flags[c] | (m->prev[c] != NONE ? CHAINED : 0));
-  }
+  for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++)
+    for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) { /* all but a device's first chained */
+      uint32_t c = m->prog[k];
+      m->pdur[k] = m->poff[c];
+      m->phd[k] = m->hdur ? m->hdur[c] : 0;
+      m->pbase[k] = (uint8_t)(m->flags[c] | (k > m->dbeg[d] ? CHAINED : 0));
+    }
   /* the launch queue by position (a graph for merging lists it so already; a full graph's
    * comes in edge order) */
   guint nq = m->queue->len / 2;
