@@ -176,15 +176,24 @@ static void test_space(void) {
 
 /* The merged symmetric run gives the full expanded run's iteration, as symmetry promises. */
 static void test_symmetric_vs_expanded(void) {
-  const char *spec = "megatron:tp=2,pp=4,dp=2,mb=2,schedule=interleaved,vp=2";
-  SimRun *full = simulate(model, spec, TRUE, FALSE);
-  SimRun *merged = simulate(model, spec, FALSE, TRUE);
-  g_assert_cmpuint(sim_run_prediction(merged)->merged_tasks, >, 0);
-  g_assert_true(sim_run_prediction(full)->iteration_time_s ==
-                sim_run_prediction(merged)->iteration_time_s);
-  g_assert_true(sim_run_prediction(full)->bubble_s == sim_run_prediction(merged)->bubble_s);
-  test_run_free(full);
-  test_run_free(merged);
+  /* folded collectives (symmetric runs only: an expanded one's hold every member's stream)
+   * under interleaving, sequence parallelism, recomputation, another host profile and ZeRO */
+  static const char *const specs[] = {
+      "megatron:tp=2,pp=4,dp=2,mb=2,schedule=interleaved,vp=2",
+      "megatron:tp=2,pp=4,dp=2,mb=2,schedule=interleaved,vp=2,sp=1,recompute=selective",
+      "megatron:tp=4,pp=2,dp=2,mb=2,framework=megatron-deepspeed",
+      "megatron:tp=4,pp=2,dp=2,mb=4,schedule=interleaved,vp=2,zero=1",
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(specs); i++) {
+    SimRun *full = simulate(model, specs[i], TRUE, FALSE);
+    SimRun *merged = simulate(model, specs[i], FALSE, TRUE);
+    g_assert_cmpuint(sim_run_prediction(merged)->merged_tasks, >, 0);
+    g_assert_true(sim_run_prediction(full)->iteration_time_s ==
+                  sim_run_prediction(merged)->iteration_time_s);
+    g_assert_true(sim_run_prediction(full)->bubble_s == sim_run_prediction(merged)->bubble_s);
+    test_run_free(full);
+    test_run_free(merged);
+  }
 }
 
 /* The points `bench --suite predict` times (issue 16: GPT-3 175B on 1024 A100s), merged against
