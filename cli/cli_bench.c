@@ -113,7 +113,7 @@ int cli_bench(int argc, char **argv) {
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model (default gpt3-6.7b:batch=256)", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster (default dgx-a100:nodes=8)", "C"},
-      {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy (default megatron:tp=8,pp=4,dp=2,mb=1)", "S"},
+      {"strategy", 's', 0, G_OPTION_ARG_STRING, &strategy_spec, "strategy (default megatron:tp=8,pp=4,dp=2,mb=1); suite predict: time this point only (on --model, --cluster or the 175B case)", "S"},
       {"repeat", 'n', 0, G_OPTION_ARG_INT, &repeat, "engine runs (default 5)", "N"},
       {"suite", 0, 0, G_OPTION_ARG_STRING, &suite, "engine, gpt3, allreduce, delta, store, table4, search, collectives, megatron, bridge, gemm, host, step, predict or all (default; store, table4, search, collectives, megatron, bridge, gemm, host, step and predict only by name)", "NAME"},
       {"data", 0, 0, G_OPTION_ARG_FILENAME, &data_dir, "megatron and bridge suites: the validation data folder (default: the checkout's tests/data/validation); gemm and host suites: one tests/data/gpu/ folder (default: each)", "DIR"},
