@@ -61,8 +61,9 @@ static int algorithm_of(const char *system) {
  * (whose back-to-back calls hide the host) (dudeperf3ct/dudeperf3ct.github.io
  * content/posts/distributed_communication_part1.md, commit 30f9cbd): 14-20 us at every size
  * up to 512 MiB. The same author's two 8 x H200 all_reduce_bench.py sweeps, one call per trial
- * (network/README.md, 744d01e) against queued calls (0cc3de5), differ by 18-22 us from 32 KiB
- * to 1 GiB. tests/test-nccl.c (/nccl/public/harness) recomputes the median from the CSV. */
+ * (network/README.md, 744d01e) against queued calls (0cc3de5), differ by 14-27 us from 32 KiB
+ * to 1 GiB (18-22 at 12 of the 16 sizes; median 20.0 us). tests/test-nccl.c
+ * (/nccl/public/harness) recomputes the median from the CSV. */
 #define TORCH_ONE_CALL_HOST_S 16.6e-6
 
 double cm_curve_harness(const char *system) {
