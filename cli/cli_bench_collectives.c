@@ -61,9 +61,11 @@ int cli_bench_collectives(const char *path) {
     if (cluster) cm_check_model(c, cluster, MIB, &m);
     cm_check_heldout(c, cluster, MIB, &h);
     cm_check_extrapolation(c, cluster, MIB, &x);
-    printf("bench: %s %d ranks on %d host%s, %s [%s]%s\n", cm_collective_name(c->kind), c->ranks,
+    printf("bench: %s %d ranks on %d host%s, %s [%s]%s", cm_collective_name(c->kind), c->ranks,
            c->nodes, c->nodes == 1 ? "" : "s", c->algorithm >= 0 ? cm_algorithm_name(c->algorithm) : "tuner",
            c->system, cluster ? "" : " (no stratsim cluster for it: model not checked)");
+    if (c->harness_s > 0) printf(" (model + %.1f us per call of the timing harness)", c->harness_s * 1e6);
+    printf("\n");
     printf("bench:   cluster %s:", cluster ? spec : "-");
     print_stats("model", &m);
     print_stats("held-out", &h);

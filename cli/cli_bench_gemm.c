@@ -3,7 +3,9 @@
  * tests/data/gpu/<device>-<date>/ folder; default: each such folder of the checkout). Per dtype
  * and per shape group (a Megatron layer's forward, data-gradient and weight-gradient GEMMs,
  * attention's batched GEMMs, the output layer, a square sweep): rows, mean and max |error| and
- * the mean signed error of the predicted kernel time; then by size. Prints; asserts nothing. */
+ * the mean signed error of the predicted kernel time; then by size. Without --data, also the
+ * published tables of tests/data/validation (gemm_public.csv, gemm_a100_public.csv) row by
+ * row, and per device. Prints; asserts nothing. */
 #include "cli/cli.h"
 #include "cli/cli_outputs.h"
 
@@ -106,6 +108,41 @@ static int bench_dir(const char *dir) {
   return status;
 }
 
+/* Every row of the published table @file of @validation, then per device (all rows, and those
+ * of at least 30 GFLOP: smaller published GEMMs carry launch costs). */
+static int bench_public(const char *validation, const char *file) {
+  CmParams params;
+  cm_params_default(&params);
+  GError *error = NULL;
+  g_autofree char *path = g_build_filename(validation, file, NULL);
+  g_autoptr(GPtrArray) rows = val_gemm_public_load(path, &params, &error);
+  if (!rows) return cli_fail(error, CLI_EXIT_BAD_INPUT);
+  printf("bench: gemm-public  %s: %u published GEMMs (sources in the file), predicted on each "
+         "row's device kind (error = predicted / measured time - 1)\n", path, rows->len);
+  g_autoptr(GPtrArray) devices = g_ptr_array_new();
+  for (guint i = 0; i < rows->len; i++) {
+    const ValGemmRow *r = g_ptr_array_index(rows, i);
+    printf("bench: gemm-public  %-9s %-5s %-24s %7.1f measured %7.1f predicted TFLOP/s (%+.1f%%)\n",
+           r->device, dev_dtype_name(r->dtype), r->shape, r->flops / r->measured_s / 1e12,
+           r->flops / r->predicted_s / 1e12, 100 * (r->predicted_s / r->measured_s - 1));
+    gboolean seen = FALSE;
+    for (guint d = 0; d < devices->len && !seen; d++) seen = !strcmp(devices->pdata[d], r->device);
+    if (!seen) g_ptr_array_add(devices, r->device);
+  }
+  for (guint d = 0; d < devices->len; d++) {
+    Errors all = {0}, large = {0};
+    for (guint i = 0; i < rows->len; i++) {
+      const ValGemmRow *r = g_ptr_array_index(rows, i);
+      if (strcmp(r->device, devices->pdata[d])) continue;
+      add_error(&all, r);
+      if (r->flops >= 30e9) add_error(&large, r);
+    }
+    print_errors(devices->pdata[d], "", "published, all", &all);
+    print_errors(devices->pdata[d], "", "published, >= 30 GFLOP", &large);
+  }
+  return CLI_EXIT_OK;
+}
+
 int cli_bench_gemm(const char *data_dir) {
   if (data_dir) return bench_dir(data_dir);
   g_autoptr(GPtrArray) dirs = cli_gpu_data_dirs("gemm.csv");
@@ -113,5 +150,9 @@ int cli_bench_gemm(const char *data_dir) {
   int status = CLI_EXIT_OK;
   for (guint i = 0; i < dirs->len && status == CLI_EXIT_OK; i++)
     status = bench_dir(g_ptr_array_index(dirs, i));
+  g_autofree char *validation = cli_validation_dir();
+  static const char *const tables[] = {"gemm_public.csv", "gemm_a100_public.csv"};
+  for (guint i = 0; i < G_N_ELEMENTS(tables) && status == CLI_EXIT_OK; i++)
+    status = bench_public(validation, tables[i]);
   return status;
 }

@@ -48,7 +48,7 @@ static int bench_tflops(const char *rows_path, const GArray *curve) {
 }
 
 /* Per Korthikanti et al. 2022 Table 5 row, GPU 0's iteration taken apart (val_pipeline.h):
- * the analytical iteration (GEMMs at the MAMF rate, exposed tensor-parallel communication on the
+ * the analytical iteration (GEMMs at the reference A100 GEMM rate, exposed tensor-parallel communication on the
  * measured curve, Megatron's blocking pipeline exchanges, the (p-1)/(v m) bubble, the
  * simulator's memory-bound kernels and optimizer) against the measured one, and the
  * simulator's exposed communication and bubble against the analytical ones. */
@@ -122,10 +122,11 @@ int cli_bench_megatron(const char *data_dir) {
   if (!rows) return cli_fail(error, cli_status_for(error));
   g_autoptr(GArray) curve = val_allreduce_curve_load(curve_path, "A100", 8, &error);
   if (!curve) return cli_fail(error, cli_status_for(error));
-  printf("bench: megatron  %u rows of %s; GEMM reference: Korthikanti FLOPs at 267.9 TFLOP/s "
-         "(A100 MAMF), the attention core no faster than its scores at 2039 GB/s, the LM head on "
-         "one stage; communication reference: Korthikanti's collectives on %s\n",
-         rows->len, rows_path, curve_path);
+  printf("bench: megatron  %u rows of %s; GEMM reference: Korthikanti FLOPs at %.1f TFLOP/s "
+         "(typical A100 GEMMs, gemm_a100_public.csv), the attention core no faster than its "
+         "scores at 2039 GB/s, the LM head on one stage; communication reference: Korthikanti's "
+         "collectives on %s\n",
+         rows->len, rows_path, VAL_GEMM_A100_FLOPS / 1e12, curve_path);
   printf("bench: megatron  %-14s %-9s %3s %8s %8s %7s | %8s %8s %7s | %8s %8s %7s %8s | %7s %7s\n",
          "model", "recompute", "sp", "meas s", "pred s", "err", "gemm ref", "gemm sim", "err",
          "comm ref", "comm sim", "err", "comm mdl", "other", "host");

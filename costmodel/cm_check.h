@@ -2,7 +2,9 @@
  * (tests/data/validation/nccl_public.csv: nccl-tests and PyTorch all-reduce sweeps, each row
  * citing its source). Three figures per curve, as issue 14 states its acceptance:
  *   - the model alone (cm_collective_estimate, or the candidate of the algorithm a row was
- *     measured with, "algo=Ring"/"algo=NVLS"): relative error of time at sizes >= a floor;
+ *     measured with, "algo=Ring"/"algo=NVLS"/"algo=Tree"/"algo=NVLSTree"), plus what the
+ *     curve's timing harness adds to each call (cm_curve_harness): relative error of time at
+ *     sizes >= a floor;
  *   - a calibration fitted to every other size (from the floor up), checked on the sizes
  *     left out ("held out", inside the fitted range);
  *   - a calibration fitted to the sizes up to L, checked at 4L (extrapolation), for every L
@@ -25,6 +27,8 @@ typedef struct {
   int nodes;
   int gpus_per_node;
   int algorithm;     /* CmAlgorithm the rows were measured with, or -1: NCCL's own choice */
+  double harness_s;  /* what the timing harness adds to each measured call beyond the
+                        collective's kernels (cm_curve_harness), added to the model's time */
   GArray *bytes;     /* double, ascending */
   GArray *time_s;    /* double; from time_us, else from busbw and the bus bandwidth factor */
 } CmCurve;
@@ -35,6 +39,13 @@ void cm_curve_free(CmCurve *curve);
  * algbw_GBps,busbw_GBps,time_us,source; quoted fields may hold commas). Returns the curves in
  * file order (g_ptr_array_unref frees them) or NULL with CM_ERROR_PARSE naming the line. */
 GPtrArray *cm_curves_load(const char *path, GError **error);
+
+/* The time the harness that measured a curve described by @system (its gpu_system column)
+ * adds to every call: 0 for nccl-tests and for PyTorch's all_reduce_bench.py with its
+ * queued calls (the host runs ahead of the GPU, as in training), PyTorch's per-call host
+ * path where the system says the script timed one dist.all_reduce per trial between CUDA
+ * events on an idle GPU (cm_check.c gives the figure and its source). */
+double cm_curve_harness(const char *system);
 
 /* The stratsim cluster spec the curve's system corresponds to ("dgx-a100", "dgx-b200:nodes=4"
  * for a curve over 4 hosts, ...), or NULL when stratsim has no preset for it. Free with

@@ -7,8 +7,10 @@
  *  - matmul 0.70: only for device kinds cm_gemm.c has no measurement for. Large cuBLAS GEMMs
  *    reach 70-86% of the dense tensor peak (NVIDIA "Matrix Multiplication Background User's
  *    Guide", Deep Learning Performance docs; MAMF table cited in cm_gemm.c).
- *  - memory 0.80: bandwidth-bound kernels reach ~80-90% of HBM peak (STREAM-like copies on
- *    A100/H100; the same NVIDIA guide's "memory-limited" layer discussion).
+ *  - memory-bound kernels: the fraction of HBM their kind reaches, measured on H100
+ *    (cm_membound.c). memory 0.80 for the other kinds, the GEMMs' byte roofline and devices
+ *    without measurements: bandwidth-bound kernels reach ~80-90% of HBM peak (STREAM-like
+ *    copies on A100/H100; the same NVIDIA guide's "memory-limited" layer discussion).
  *  - vector 0.50: elementwise kernels are memory bound long before the vector FLOP rate binds;
  *    the figure only matters for FLOP-heavy non-matmul kernels.
  *  - GEMM tiles: the thread-block tile shapes of CUTLASS's default SM80/SM90 configurations
@@ -34,6 +36,7 @@ void cm_params_default(CmParams *params) {
   params->gemm_by_device = TRUE;
   params->vector_efficiency = 0.50;
   params->memory_efficiency = 0.80;
+  params->memory_by_kind = TRUE;
   params->optimizer_bytes_per_param = cm_adam_bytes_per_param(DEV_DTYPE_BF16);
   params->kernel_overhead_s = 1e-6;
   params->gemm_tile_m = 0; /* the library's choice */
@@ -120,25 +123,41 @@ static double quantization(double tile_m, double tile_n, const DevKind *device, 
   return tile * wave;
 }
 
-double cm_kernel_time_profiled(const CmParams *params, const DevKind *device, MdlOpKind kind,
+static double roofline(const CmParams *params, const DevKind *device, MdlOpKind kind,
+                       DevDtype dtype, double flops, double bytes, CmMemoryKind memory);
+
+/* cm_kernel_time with the memory-bound kind @memory. */
+static double kernel_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
+                          DevDtype dtype, double flops, double bytes, const CmGemmShape *shape,
+                          CmMemoryKind memory) {
+  if (!shape)
+    return roofline(params, device, kind, dtype, flops, bytes, memory) + params->kernel_overhead_s;
+  double quant = cm_gemm_quantization(params, device, shape) *
+                 cm_gemm_alignment(params, device, dtype, shape);
+  return roofline(params, device, kind, dtype, flops / quant, bytes, memory) +
+         cm_gemm_min_kernel_s(params, device) + params->kernel_overhead_s;
+}
+
+/* The memory-bound kind of a kernel of @kind; contractions are CM_MEMORY_OTHER. */
+static CmMemoryKind memory_kind(MdlOpKind kind, gboolean dropout) {
+  return cm_gemm_kind(kind) ? CM_MEMORY_OTHER : cm_memory_kind(kind, dropout);
+}
+
+double cm_kernel_time_profiled(const CmParams *params, const DevKind *device, const MdlOp *op,
                                DevDtype dtype, double flops, double bytes,
                                const CmGemmShape *shape, double elements, gboolean backward,
                                double fraction) {
   double measured;
-  if (params->profiles && cm_profiles_lookup(params->profiles, device->name, kind, dtype, shape,
-                                             elements, backward, &measured))
+  if (params->profiles && cm_profiles_lookup(params->profiles, device->name, op->kind, dtype,
+                                             shape, elements, backward, &measured))
     return (shape ? measured : measured * fraction) + params->kernel_overhead_s;
-  return cm_kernel_time(params, device, kind, dtype, flops, bytes, shape);
+  return kernel_time(params, device, op->kind, dtype, flops, bytes, shape,
+                     memory_kind(op->kind, op->dropout));
 }
 
 double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                       DevDtype dtype, double flops, double bytes, const CmGemmShape *shape) {
-  if (!shape)
-    return cm_compute_time(params, device, kind, dtype, flops, bytes) + params->kernel_overhead_s;
-  double quant = cm_gemm_quantization(params, device, shape) *
-                 cm_gemm_alignment(params, device, dtype, shape);
-  return cm_compute_time(params, device, kind, dtype, flops / quant, bytes) +
-         cm_gemm_min_kernel_s(params, device) + params->kernel_overhead_s;
+  return kernel_time(params, device, kind, dtype, flops, bytes, shape, memory_kind(kind, FALSE));
 }
 
 gboolean cm_gemm_kind(MdlOpKind kind) {
@@ -147,6 +166,11 @@ gboolean cm_gemm_kind(MdlOpKind kind) {
 
 double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                        DevDtype dtype, double flops, double bytes) {
+  return roofline(params, device, kind, dtype, flops, bytes, memory_kind(kind, FALSE));
+}
+
+static double roofline(const CmParams *params, const DevKind *device, MdlOpKind kind,
+                       DevDtype dtype, double flops, double bytes, CmMemoryKind memory) {
   double rate;
   if (cm_gemm_kind(kind)) {
     double peak = device->peak_flops[dtype];
@@ -157,7 +181,7 @@ double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind 
     rate = device->vector_flops * params->vector_efficiency;
   }
   double t_flops = rate > 0 ? flops / rate : 0.0;
-  double t_bytes = bytes / (device->hbm_bandwidth * params->memory_efficiency);
+  double t_bytes = bytes / (device->hbm_bandwidth * cm_memory_efficiency(params, device, memory));
   return t_flops > t_bytes ? t_flops : t_bytes;
 }
 

@@ -98,7 +98,14 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   const char *kind = intra->kind ? intra->kind : "";
   hw->nvlink = g_str_equal(kind, "nvlink") || g_str_equal(kind, "nvswitch");
   hw->nvls = g_str_equal(kind, "nvswitch") && hw->sm >= 90;
-  hw->ll128 = hw->nvlink && (hw->sm == 70 || hw->sm == 80 || hw->sm == 90);
+  /* LL128 by default over NVLink: tuning.cc at b6475625 enables it for sm 70, 80 and 90 only;
+   * the releases B200s run with enable it from sm 70 up ("Enable LL128 by default only on
+   * Hopper/Blackwell for all connections up to P2C and PXN", NCCL 2.2x tuning.cc), and NCCL
+   * 2.30.7 logged Tree LL128 (512 KiB - 16 MiB) and Ring LL128 (32-64 MiB) all-reduces on
+   * 4 x 8 B200 (stas00/ml-engineering network/README.md at 0cc3de5, "Inter-node speed depends
+   * on intra-node speed", from NCCL_DEBUG_SUBSYS=TUNING). Blackwell keeps Hopper's per-channel
+   * LL128 caps, as at b6475625. */
+  hw->ll128 = hw->nvlink && (hw->sm == 70 || hw->sm == 80 || hw->sm == 90 || hw->sm == 100);
   if (hw->nvlink && gen) {
     /* NCCL's graph search spreads channels over the GPU's NVLinks at its per-link figure. */
     double links = MAX(1.0, round(intra->bandwidth / (gen->line_link_GBps * 1e9)));

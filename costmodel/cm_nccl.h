@@ -35,7 +35,7 @@ typedef struct {
   gboolean nvlink;       /* GPUs of a host talk over NVLink/NVSwitch (NCCL_HW_NVLINK), else
                             PCIe (NCCL_HW_PCI) */
   gboolean nvls;         /* NVLink SHARP: NVSwitch and Hopper or later */
-  gboolean ll128;        /* LL128 enabled by default: NVLink and sm 70, 80 or 90 */
+  gboolean ll128;        /* LL128 enabled by default: NVLink and sm 70-100 */
   double intra_bw;       /* bytes/s NCCL's graph gets from a GPU's intra-host links */
   double intra_channel_bw; /* bytes/s of one channel on them (one NVLink's NCCL figure) */
   double nic_bw;         /* bytes/s of one NIC (after the fabric's oversubscription) */

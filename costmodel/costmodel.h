@@ -20,7 +20,11 @@ typedef struct {
   gboolean gemm_by_device;   /* use the measured per-device GEMM figures of cm_gemm.c (default
                                 TRUE); FALSE: matmul_efficiency everywhere, no kernel floor */
   double vector_efficiency;  /* fraction of vector FLOP/s elementwise kernels reach */
-  double memory_efficiency;  /* fraction of HBM bandwidth streaming kernels reach */
+  double memory_efficiency;  /* fraction of HBM bandwidth memory-bound kernels reach where no
+                                per-kind figure applies (cm_memory_efficiency), and the
+                                optimizer step's */
+  gboolean memory_by_kind;   /* use the measured per-kind figures of cm_membound.c (default
+                                TRUE); FALSE: memory_efficiency for every kernel */
   double optimizer_bytes_per_param; /* HBM traffic of one optimizer step per local parameter
                                        of a bf16 model (cm_adam_bytes_per_param); other
                                        dtypes scale by cm_adam_bytes_per_param's ratio */
@@ -33,6 +37,22 @@ typedef struct {
   const struct CmProfiles *profiles;       /* measured kernels (cm_profile.h) that override the
                                               roofline, or NULL; borrowed */
 } CmParams;
+
+/* Memory-bound kernels by kind (costmodel/cm_membound.c, each figure's source there). */
+typedef enum {
+  CM_MEMORY_STREAM,  /* elementwise without dropout: adds, activations, bias, casts */
+  CM_MEMORY_DROPOUT, /* elementwise with a dropout (random numbers and a 1-byte mask) */
+  CM_MEMORY_NORM,    /* layer norm, RMS norm */
+  CM_MEMORY_SOFTMAX, /* softmax and the softmax cross-entropy loss */
+  CM_MEMORY_OTHER    /* anything else: CmParams.memory_efficiency */
+} CmMemoryKind;
+
+/* The memory-bound kind of an op of @kind (with a dropout folded in when @dropout). */
+CmMemoryKind cm_memory_kind(MdlOpKind kind, gboolean dropout);
+/* The fraction of @device's HBM bandwidth a kernel of @kind reaches on its nominal bytes:
+ * measured for the device kind (cm_membound.c), else @params->memory_efficiency (also for
+ * CM_MEMORY_OTHER and with @params->memory_by_kind off). */
+double cm_memory_efficiency(const CmParams *params, const DevKind *device, CmMemoryKind kind);
 
 /* A contraction viewed as a (batched) GEMM: C[batch, m, n] = A[batch, m, k] B[batch, k, n]. */
 typedef struct {
@@ -76,11 +96,12 @@ double cm_gemm_min_kernel_s(const CmParams *params, const DevKind *device);
  * kernel floor cm_gemm_min_kernel_s. */
 double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                       DevDtype dtype, double flops, double bytes, const CmGemmShape *shape);
-/* The same, first asking @params->profiles for a measured or interpolated time of the kernel:
- * by its GEMM @shape, or for other kinds by its output @elements and pass (@backward); such a
- * kernel that is the @fraction of the op's backward (its dX or dW share) takes that fraction
- * of the measured backward. */
-double cm_kernel_time_profiled(const CmParams *params, const DevKind *device, MdlOpKind kind,
+/* The same for a kernel of @op (its kind, and its dropout for the memory-bound kind), first
+ * asking @params->profiles for a measured or interpolated time of the kernel: by its GEMM
+ * @shape, or for other kinds by its output @elements and pass (@backward); such a kernel that
+ * is the @fraction of the op's backward (its dX or dW share) takes that fraction of the
+ * measured backward. */
+double cm_kernel_time_profiled(const CmParams *params, const DevKind *device, const MdlOp *op,
                                DevDtype dtype, double flops, double bytes,
                                const CmGemmShape *shape, double elements, gboolean backward,
                                double fraction);
@@ -90,7 +111,8 @@ void cm_params_default(CmParams *params);
 
 /* Time of one compute kernel: max(flops / (peak * eff), bytes / (hbm * eff)) — a roofline.
  * Contractions (matmul, batched matmul, conv) use the tensor peak of @dtype; the rest the
- * vector rate. */
+ * vector rate. The HBM fraction is cm_memory_efficiency's for @kind without a dropout
+ * (contractions: CM_MEMORY_OTHER). */
 double cm_compute_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                        DevDtype dtype, double flops, double bytes);
 /* Whether ops of @kind run as GEMMs on the tensor cores (matmul, batch matmul, convolution). */

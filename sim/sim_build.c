@@ -64,7 +64,7 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
   gboolean traffic = cm_framework_traffic(cm_framework_get(b->s->framework), op,
                                           bytes / b->dtype_bytes - out_elems, out_elems,
                                           b->dtype_bytes, &traffic_fwd, &traffic_bwd);
-  double fwd_s = cm_kernel_time_profiled(b->p, dev, op->kind, dt, op->flops * scale,
+  double fwd_s = cm_kernel_time_profiled(b->p, dev, op, dt, op->flops * scale,
                                          traffic ? traffic_fwd : bytes, gemm ? &fs : NULL,
                                          out_elems, FALSE, 1.0);
   /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic, split
@@ -72,11 +72,11 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
   double bflops = mdl_op_backward_flops(b->g, op) * scale, bbytes = 2 * bytes;
   if (traffic) bbytes = traffic_bwd;
   double share = cm_weight_grad_share(b->g, op);
-  double dx = share < 1 ? cm_kernel_time_profiled(b->p, dev, op->kind, dt, bflops * (1 - share),
+  double dx = share < 1 ? cm_kernel_time_profiled(b->p, dev, op, dt, bflops * (1 - share),
                                                   bbytes * (1 - share), gemm ? &xs : NULL,
                                                   out_elems, TRUE, 1 - share)
                         : 0;
-  double dw = share > 0 ? cm_kernel_time_profiled(b->p, dev, op->kind, dt, bflops * share,
+  double dw = share > 0 ? cm_kernel_time_profiled(b->p, dev, op, dt, bflops * share,
                                                   bbytes * share, gemm ? &ws : NULL, out_elems,
                                                   TRUE, share)
                         : 0;

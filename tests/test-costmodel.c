@@ -1,5 +1,6 @@
 /* Tests of costmodel/: AutoDDL Table 2 formulas, link classes, roofline, memory. */
 #include <glib.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -53,14 +54,24 @@ static void test_roofline(void) {
   cm_params_default(&p);
   double flops = 1e12, bytes = 1e6;
   g_assert_cmpfloat_with_epsilon(cm_compute_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, bytes),
-                                 flops / (k.peak_flops[DEV_DTYPE_BF16] * 267.9 / 312), 1e-15);
+                                 flops / (k.peak_flops[DEV_DTYPE_BF16] * 0.775), 1e-15);
   /* Without the per-device figures: the stated fallback efficiency. */
   p.gemm_by_device = FALSE;
   g_assert_cmpfloat_with_epsilon(cm_compute_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, bytes),
                                  flops / (k.peak_flops[DEV_DTYPE_BF16] * p.matmul_efficiency), 1e-15);
   p.gemm_by_device = TRUE;
-  /* An elementwise op is bandwidth bound. */
+  /* An elementwise op is bandwidth bound, at its kind's fraction of HBM (cm_membound.c); a
+   * layer norm's row reductions reach less of it. */
+  double stream = cm_memory_efficiency(&p, &k, CM_MEMORY_STREAM);
+  g_assert_cmpfloat(stream, !=, p.memory_efficiency);
   g_assert_cmpfloat_with_epsilon(cm_compute_time(&p, &k, MDL_OP_ELEMENTWISE, DEV_DTYPE_BF16, 1e6, 1e9),
+                                 1e9 / (k.hbm_bandwidth * stream), 1e-15);
+  g_assert_cmpfloat(cm_compute_time(&p, &k, MDL_OP_LAYERNORM, DEV_DTYPE_BF16, 1e6, 1e9), >,
+                    cm_compute_time(&p, &k, MDL_OP_ELEMENTWISE, DEV_DTYPE_BF16, 1e6, 1e9));
+  /* Without the per-kind figures, and for kinds without one: the stated fallback. */
+  g_assert_cmpfloat(cm_memory_efficiency(&p, &k, CM_MEMORY_OTHER), ==, p.memory_efficiency);
+  p.memory_by_kind = FALSE;
+  g_assert_cmpfloat_with_epsilon(cm_compute_time(&p, &k, MDL_OP_LAYERNORM, DEV_DTYPE_BF16, 1e6, 1e9),
                                  1e9 / (k.hbm_bandwidth * p.memory_efficiency), 1e-15);
   dev_kind_clear(&k);
 }
@@ -153,45 +164,101 @@ static void test_gemm_quantization(void) {
  * times carry a launch cost; and large GEMMs run about 18% faster on zeros than on random data
  * (gemm_zeros.csv beside it), which neither table states. So only GEMMs of at least 30 GFLOP are
  * held, within 20%; every row and the model's figure go to the test log (g_test_message). */
-static void test_gemm_table(void) {
+/* tests/data/validation/@file read and predicted by val_gemm_public_load. */
+static GPtrArray *public_rows(const char *file, const CmParams *p) {
   g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation",
-                                           "gemm_public.csv", NULL);
+                                           file, NULL);
   GError *error = NULL;
-  UtilCsv *csv = util_csv_read(path, &error);
+  GPtrArray *rows = val_gemm_public_load(path, p, &error);
   g_assert_no_error(error);
-  static const char *const cols[] = {"device", "batch", "m", "n", "k", "measured_tflops"};
-  int col[G_N_ELEMENTS(cols)];
-  for (guint c = 0; c < G_N_ELEMENTS(cols); c++)
-    g_assert_cmpint(col[c] = util_csv_column(csv, cols[c]), >=, 0);
+  return rows;
+}
+
+static void test_gemm_table(void) {
   CmParams p;
   cm_params_default(&p);
+  g_autoptr(GPtrArray) rows = public_rows("gemm_public.csv", &p);
   double sum = 0;
-  for (guint i = 0; i < csv->rows->len; i++) {
-    DevKind k;
-    g_assert_true(dev_kind_lookup(util_csv_field(csv, i, col[0]), &k, &error));
-    CmGemmShape s = {g_ascii_strtod(util_csv_field(csv, i, col[2]), NULL),
-                     g_ascii_strtod(util_csv_field(csv, i, col[3]), NULL),
-                     g_ascii_strtod(util_csv_field(csv, i, col[4]), NULL),
-                     g_ascii_strtod(util_csv_field(csv, i, col[1]), NULL)};
-    double flops = 2 * s.m * s.n * s.k * s.batch;
-    double bytes = 2 * (s.m * s.k + s.k * s.n + s.m * s.n) * s.batch;
-    double t = cm_kernel_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, bytes, &s);
-    double measured = g_ascii_strtod(util_csv_field(csv, i, col[5]), NULL), model = flops / t / 1e12;
+  for (guint i = 0; i < rows->len; i++) {
+    const ValGemmRow *r = g_ptr_array_index(rows, i);
+    g_assert_true(r->dtype == DEV_DTYPE_BF16);
+    double measured = r->flops / r->measured_s / 1e12, model = r->flops / r->predicted_s / 1e12;
     double err = fabs(model / measured - 1);
-    g_test_message("%s %gx%gx%g b%g: measured %.1f model %.1f TFLOP/s (%+.1f%%)", k.name, s.m, s.n,
-                   s.k, s.batch, measured, model, 100 * (model / measured - 1));
+    g_test_message("%s %s: measured %.1f model %.1f TFLOP/s (%+.1f%%)", r->device, r->shape,
+                   measured, model, 100 * (model / measured - 1));
     /* Split-K shapes (fewer output tiles than SMs) are charged no partial-sum traffic and run
      * up to 40% fast here: reported in the log, held only by the mean. */
-    gboolean split_k = ceil(s.m / 128) * ceil(s.n / 128) * s.batch < k.sm_count;
-    (void)split_k;
-    if (flops >= 30e9) g_assert_cmpfloat(err, <, 0.20);
+    if (r->flops >= 30e9) g_assert_cmpfloat(err, <, 0.20);
     sum += err;
-    dev_kind_clear(&k);
   }
-  guint rows = csv->rows->len;
-  util_csv_free(csv);
-  g_assert_cmpuint(rows, >=, 20);
-  g_test_message("mean |error| %.1f%% over %u shapes", 100 * sum / rows, rows);
+  g_assert_cmpuint(rows->len, >=, 20);
+  g_test_message("mean |error| %.1f%% over %u shapes", 100 * sum / rows->len, rows->len);
+}
+
+/* Ascending doubles (g_array_sort). */
+static int cmp_double(gconstpointer a, gconstpointer b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* A100 GEMMs by shape from published measurements (tests/data/validation/gemm_a100_public.csv,
+ * its columns say each row's source, operands, timing and why the device is an A100): the
+ * EleutherAI cookbook's sample of a GPT layer's GEMMs (h 4096, 8192 tokens, fp16 on random
+ * operands, the slowest of 200 runs) and CUTLASS's profiler example (3456x4096x8192). cm_gemm.c's
+ * A100 peak fraction is the median over the single GEMMs (batch 1) of measured / (peak x the
+ * model's quantization and alignment) (recomputed here: a mistyped figure fails); those GEMMs
+ * within 6% each. The attention's batched GEMMs (reduction 256 or output 256 wide) are logged
+ * and held only below twice the measured rate: the scores (K = 256) run at 0.42 of peak where
+ * the model charges 0.775, a shape effect (shallow reduction) the model does not have. */
+static void test_gemm_a100_public(void) {
+  CmParams p;
+  cm_params_default(&p);
+  g_autoptr(GPtrArray) rows = public_rows("gemm_a100_public.csv", &p);
+  g_autoptr(GArray) implied = g_array_new(FALSE, FALSE, sizeof(double));
+  GError *error = NULL;
+  DevKind k;
+  g_assert_true(dev_kind_lookup("a100-80gb", &k, &error));
+  for (guint i = 0; i < rows->len; i++) {
+    const ValGemmRow *r = g_ptr_array_index(rows, i);
+    g_assert_cmpstr(r->device, ==, k.name);
+    const CmGemmShape *s = &r->dims;
+    double measured = r->flops / r->measured_s / 1e12, model = r->flops / r->predicted_s / 1e12;
+    double shape = cm_gemm_quantization(&p, &k, s) * cm_gemm_alignment(&p, &k, r->dtype, s);
+    double fraction = measured * 1e12 / (k.peak_flops[r->dtype] * shape);
+    g_test_message("%s %s: measured %.1f model %.1f TFLOP/s (%+.1f%%); measured / (peak x shape "
+                   "%.3f) = %.3f", r->shape, dev_dtype_name(r->dtype), measured, model,
+                   100 * (model / measured - 1), shape, fraction);
+    if (s->batch == 1) {
+      g_array_append_val(implied, fraction);
+      g_assert_cmpfloat(fabs(model / measured - 1), <, 0.06);
+    } else {
+      g_assert_cmpfloat(model / measured - 1, <, 1.0);
+    }
+  }
+  g_assert_cmpuint(implied->len, >=, 5);
+  g_array_sort(implied, cmp_double);
+  double *v = (double *)implied->data;
+  guint n = implied->len;
+  double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  g_test_message("median over %u single GEMMs: %.4f of peak (model %.4f; MAMF 267.9 / 312 = %.4f)", n,
+                 median, cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), 267.9 / 312);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), median, 5e-4);
+  dev_kind_clear(&k);
+  /* A bad row names the file and the row. */
+  g_autofree char *bad = g_build_filename(g_get_tmp_dir(), "stratsim-gemm-public-bad.csv", NULL);
+  g_assert_true(g_file_set_contents(bad, "device,dtype,batch,m,n,k,measured_tflops\n"
+                                         "a100-80gb,bf16,1,64,64,64,1.5\n"
+                                         "a100-80gb,bf16,1,64,0,64,1.5\n", -1, NULL));
+  g_assert_null(val_gemm_public_load(bad, &p, &error));
+  g_assert_nonnull(error);
+  g_assert_nonnull(strstr(error->message, "row 3"));
+  g_clear_error(&error);
+  g_assert_true(g_file_set_contents(bad, "device,dtype,batch,m,n,k,measured_tflops\n"
+                                         "no-such-gpu,bf16,1,64,64,64,1.5\n", -1, NULL));
+  g_assert_null(val_gemm_public_load(bad, &p, &error));
+  g_assert_nonnull(strstr(error->message, "row 2"));
+  g_clear_error(&error);
+  g_remove(bad);
 }
 
 /* The mean |error| of @rows' predicted kernel times with dtype @dtype and at least @min_flops
@@ -300,33 +367,69 @@ static void test_optimizer_measured(void) {
   dev_kind_clear(&k);
 }
 
+/* The memory-bound kind of a kernels.csv row's op. */
+static CmMemoryKind measured_kind(const char *op) {
+  if (!strcmp(op, "layer_norm")) return CM_MEMORY_NORM;
+  if (!strcmp(op, "softmax")) return CM_MEMORY_SOFTMAX;
+  if (!strcmp(op, "dropout")) return CM_MEMORY_DROPOUT;
+  g_assert_true(!strcmp(op, "add") || !strcmp(op, "gelu"));
+  return CM_MEMORY_STREAM;
+}
+
 /* Memory-bound kernels measured on an H100 (tests/data/gpu/h100-sxm-2026-11-24/kernels.csv:
  * PyTorch's bf16 layer norm, add, GELU, dropout, softmax) against the model's roofline on
- * their nominal bytes (cm_compute_time of a non-GEMM kind plus the per-kernel overhead): the
- * rows of at least 64 MiB within 25% on average (15.3% when written: elementwise kernels
- * run above the model's 0.80 of HBM, norms and softmax below), each row in the log. */
+ * their nominal bytes (cm_kernel_time of the row's kind plus the per-kernel overhead). Each
+ * kind's fraction in cm_membound.c is the median of its rows of at least 64 MiB (checked here
+ * from the file: a mistyped figure fails); those rows within 10% on average (15.3% with 0.80
+ * for every kind), each row in the log. */
 static void test_memory_bound_measured(void) {
   DevKind k;
   CmParams p;
   UtilCsv *csv = h100_csv("kernels.csv", &k, &p);
   int co = util_csv_column(csv, "op"), cb = util_csv_column(csv, "bytes"),
-      ct = util_csv_column(csv, "time_us");
-  g_assert_true(co >= 0 && cb >= 0 && ct >= 0);
-  double sum = 0;
+      ct = util_csv_column(csv, "time_us"), cg = util_csv_column(csv, "achieved_GBps");
+  g_assert_true(co >= 0 && cb >= 0 && ct >= 0 && cg >= 0);
+  static const MdlOpKind op_kind[] = {[CM_MEMORY_STREAM] = MDL_OP_ELEMENTWISE,
+                                      [CM_MEMORY_DROPOUT] = MDL_OP_ELEMENTWISE,
+                                      [CM_MEMORY_NORM] = MDL_OP_LAYERNORM,
+                                      [CM_MEMORY_SOFTMAX] = MDL_OP_SOFTMAX};
+  GArray *rates[CM_MEMORY_OTHER];
+  for (int m = 0; m < CM_MEMORY_OTHER; m++) rates[m] = g_array_new(FALSE, FALSE, sizeof(double));
+  double sum = 0, sum_flat = 0;
   int n = 0;
   for (guint i = 0; i < csv->rows->len; i++) {
+    CmMemoryKind m = measured_kind(util_csv_field(csv, i, co));
+    g_assert_true(cm_memory_kind(op_kind[m], m == CM_MEMORY_DROPOUT) == m);
     double bytes = g_ascii_strtod(util_csv_field(csv, i, cb), NULL);
     double t = g_ascii_strtod(util_csv_field(csv, i, ct), NULL) * 1e-6;
-    double model = cm_kernel_time(&p, &k, MDL_OP_ELEMENTWISE, DEV_DTYPE_BF16, 0, bytes, NULL);
-    g_test_message("%s %.0f bytes: measured %.1f us, model %.1f us (%+.1f%%)",
-                   util_csv_field(csv, i, co), bytes, t * 1e6, model * 1e6, 100 * (model / t - 1));
+    double model = bytes / (k.hbm_bandwidth * cm_memory_efficiency(&p, &k, m)) + p.kernel_overhead_s;
+    if (m != CM_MEMORY_DROPOUT) /* the public entry point agrees for kinds without a dropout */
+      g_assert_cmpfloat_with_epsilon(cm_kernel_time(&p, &k, op_kind[m], DEV_DTYPE_BF16, 0, bytes, NULL),
+                                     model, 1e-12);
+    double flat = bytes / (k.hbm_bandwidth * p.memory_efficiency) + p.kernel_overhead_s;
+    g_test_message("%s %.0f bytes: measured %.1f us, model %.1f us (%+.1f%%; 0.80 for all: %+.1f%%)",
+                   util_csv_field(csv, i, co), bytes, t * 1e6, model * 1e6, 100 * (model / t - 1),
+                   100 * (flat / t - 1));
     if (bytes < 64.0 * 1024 * 1024) continue;
+    double gbps = g_ascii_strtod(util_csv_field(csv, i, cg), NULL);
+    g_array_append_val(rates[m], gbps);
     sum += fabs(model / t - 1);
+    sum_flat += fabs(flat / t - 1);
     n++;
   }
+  for (int m = 0; m < CM_MEMORY_OTHER; m++) {
+    GArray *r = rates[m];
+    g_assert_cmpuint(r->len, >=, 2);
+    g_array_sort(r, cmp_double);
+    double *v = (double *)r->data, median = r->len % 2 ? v[r->len / 2]
+                                                       : (v[r->len / 2 - 1] + v[r->len / 2]) / 2;
+    g_assert_cmpfloat_with_epsilon(cm_memory_efficiency(&p, &k, m), median * 1e9 / k.hbm_bandwidth, 6e-4);
+    g_array_free(r, TRUE);
+  }
   g_assert_cmpint(n, >=, 8);
-  g_test_message("mean |error| %.1f%% over %d kernels of at least 64 MiB", 100 * sum / n, n);
-  g_assert_cmpfloat(sum / n, <, 0.25);
+  g_test_message("mean |error| %.1f%% over %d kernels of at least 64 MiB (0.80 for all: %.1f%%)",
+                 100 * sum / n, n, 100 * sum_flat / n);
+  g_assert_cmpfloat(sum / n, <, 0.10);
   util_csv_free(csv);
   dev_kind_clear(&k);
 }
@@ -402,6 +505,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/costmodel/compute/gemm-shape", test_gemm_shape);
   g_test_add_func("/costmodel/compute/gemm-table", test_gemm_table);
   g_test_add_func("/costmodel/compute/gemm-measured-h100", test_gemm_measured);
+  g_test_add_func("/costmodel/compute/gemm-public-a100", test_gemm_a100_public);
   g_test_add_func("/costmodel/compute/adam-bytes", test_adam_bytes);
   g_test_add_func("/costmodel/compute/optimizer-measured-h100", test_optimizer_measured);
   g_test_add_func("/costmodel/compute/memory-bound-measured-h100", test_memory_bound_measured);

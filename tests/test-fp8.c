@@ -86,13 +86,15 @@ static void test_which_ops(void) {
   mdl_graph_free(g);
 }
 
-/* The cast reads 2 and writes 2 bytes an element at the memory efficiency, plus one launch. */
+/* The cast reads 2 and writes 2 bytes an element at a streaming kernel's fraction of HBM, plus
+ * one launch. */
 static void test_cast_time(void) {
   DevCluster *c = cluster_or_die("dgx-h100");
   CmParams p;
   cm_params_default(&p);
   double n = 1 << 24;
-  double want = 4 * n / (c->device.hbm_bandwidth * p.memory_efficiency) + p.kernel_overhead_s;
+  double want = 4 * n / (c->device.hbm_bandwidth * cm_memory_efficiency(&p, &c->device, CM_MEMORY_STREAM)) +
+                p.kernel_overhead_s;
   g_assert_cmpfloat(cm_fp8_cast_time(&p, &c->device, n), ==, want);
   g_assert_cmpfloat(cm_fp8_cast_time(&p, &c->device, 0), ==, 0);
   /* The fp8 peak is twice bf16's on H100, but measured fp8 GEMMs reach a smaller share of it

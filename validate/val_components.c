@@ -7,9 +7,10 @@
  *    the two MLP GEMMs; the attention scores and context), its backward twice that
  *    (Korthikanti et al. 2022, section 5 / Narayanan et al. 2021, Eq. 3); full recomputation
  *    adds one forward, selective recomputation the attention core's 4 b s^2 h (Korthikanti,
- *    section 5). Divided over the t ranks and run at the maximum achievable matmul rate measured
- *    on A100 SXM, 267.9 TFLOP/s (S. Bekman, ml-engineering, MAMF table; the same source as
- *    costmodel/cm_gemm.c: the check is of FLOPs, shapes and quantization, not of the peak);
+ *    section 5). Divided over the t ranks and run at a typical large A100 GEMM's rate, 241.8
+ *    TFLOP/s (0.775 of 312: the median of the published by-shape measurements in
+ *    tests/data/validation/gemm_a100_public.csv; the same source as costmodel/cm_gemm.c: the
+ *    check is of FLOPs, shapes and quantization, not of the peak; 267.9, Bekman's MAMF, before);
  *    the attention core's batched GEMMs no faster than their b (a/t) s^2 score matrix moves at
  *    the datasheet HBM peak (2039 GB/s, a bound independent of the simulator's 0.8), and on a
  *    single stage the LM head's 6 b s h V / t (Narayanan et al. 2021, Eq. 3's V/(16 l h)
@@ -193,21 +194,21 @@ static void reference(const ValMegatronRow *r, const GArray *curve, const SesSes
                       ValComponents *out) {
   double b = r->micro_batch, s = r->seq, h = r->hidden, t = r->tp;
   double m = (double)r->global_batch / (r->micro_batch * r->dp), layers = (double)r->layers / r->pp;
-  /* Per layer and microbatch: the weight GEMMs' 24 b s h^2 FLOPs a forward at the MAMF rate;
+  /* Per layer and microbatch: the weight GEMMs' 24 b s h^2 FLOPs a forward at the reference GEMM rate;
    * the attention core's two batched GEMMs (QK^T, PV: 2 b s^2 h FLOPs each) each at least
    * the time its b (a/t) s^2 score matrix (2 bytes an element, written by QK^T, read by PV)
    * takes at the HBM peak: with a head dim of 96 or 128 their 2 x dh FLOPs per 2-byte
    * element sit under the A100's ridge point. The backward runs 2 of each kind per forward
    * GEMM (dX, dW / dQ, dK, dS, dV), full recomputation one more forward, selective one more
    * attention core. */
-  double dense_fwd = 24 * b * s * h * h / t / VAL_MAMF_A100_FLOPS;
-  double core_gemm = MAX(2 * b * s * s * h / t / VAL_MAMF_A100_FLOPS,
+  double dense_fwd = 24 * b * s * h * h / t / VAL_GEMM_A100_FLOPS;
+  double core_gemm = MAX(2 * b * s * s * h / t / VAL_GEMM_A100_FLOPS,
                          2 * b * ((double)r->heads / t) * s * s / HBM_A100_BPS);
   double dense_runs = 3 + (r->recompute == MDL_RECOMPUTE_FULL);
   double core_runs = 6 + 2 * (r->recompute != MDL_RECOMPUTE_NONE);
   /* The LM head (tied, vocab-parallel) on the last stage, when GPU 0 holds it (pp = 1):
    * forward, dX and dW, 2 b s h V / t FLOPs each; outside the recomputed layers. */
-  double head = r->pp == 1 ? 3 * 2 * b * s * h * r->vocab / t / VAL_MAMF_A100_FLOPS : 0;
+  double head = r->pp == 1 ? 3 * 2 * b * s * h * r->vocab / t / VAL_GEMM_A100_FLOPS : 0;
   out->gemm_ref_s = m * (layers * (dense_runs * dense_fwd + core_runs * core_gemm) + head);
   int ar, ag, rs;
   layer_collectives(r, &ar, &ag, &rs);

@@ -51,7 +51,7 @@ void val_megatron_pipeline_reference(const ValMegatronRow *r, const GArray *curv
     double t_ar = val_curve_time(curve, activations), hidden = 0;
     for (int k = 0; k < 2; k++) { /* QKV, then the first MLP GEMM */
       double gemm = (k ? 8.0 : 6.0) * r->micro_batch * r->seq * (double)r->hidden * r->hidden / t /
-                    VAL_MAMF_A100_FLOPS;
+                    VAL_GEMM_A100_FLOPS;
       hidden += r->sequence_parallel ? 2 * MIN(t_ar / 2, gemm) : MIN(t_ar, gemm);
     }
     out->hidden_ref_s = hidden * m * r->layers / p;
