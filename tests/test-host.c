@@ -155,6 +155,13 @@ static void test_small_gpt(void) {
   g_assert_nonnull(k);
   g_assert_cmpint(cJSON_GetObjectItem(k, "forward_kernels")->valueint, ==, 13);
   g_assert_cmpint(cJSON_GetObjectItem(k, "backward_kernels")->valueint, ==, 40);
+  /* ... whose host time outlasts their kernels, forward and backward (explain prints both) */
+  for (int ph = 0; ph < 2; ph++) {
+    double host = cJSON_GetObjectItem(k, ph ? "backward_host_s" : "forward_host_s")->valuedouble;
+    double gpu = cJSON_GetObjectItem(k, ph ? "backward_kernel_s" : "forward_kernel_s")->valuedouble;
+    g_assert_cmpfloat(gpu, >, 0);
+    g_assert_cmpfloat(host, >, gpu);
+  }
   /* Compute by kind adds up: GEMMs, memory-bound kernels, the optimizer step. */
   double gemm = cJSON_GetObjectItem(json, "gemm_compute_s")->valuedouble;
   double mem = cJSON_GetObjectItem(json, "memory_bound_compute_s")->valuedouble;
