@@ -61,12 +61,36 @@ static void components_init(Components *c, const SimRun *run) {
 }
 
 /* What the host launches for one microbatch of the first layer (ops named "layer0.*") under
- * the run's framework: kernels and host seconds, forward and backward. FALSE without a host
- * stream or a layer. */
+ * the run's framework: kernels and host seconds, forward and backward; beside them the
+ * simulated time of those kernels, microbatch 0 on the first GPU that runs layer 0 (its
+ * forward tasks; its backward and weight-gradient tasks), so that explain shows which side is
+ * longer. FALSE without a host stream or a layer. */
 typedef struct {
   int forward, backward;
   double forward_s, backward_s;
+  double forward_kernel_s, backward_kernel_s;
 } LayerLaunches;
+
+static void layer_kernels(const SimRun *run, LayerLaunches *out) {
+  SimTimeline it;
+  SimTaskInfo t;
+  SimTime fwd = 0, bwd = 0;
+  int device = -1;
+  sim_timeline_init(&it, run);
+  while (sim_timeline_next(&it, &t)) {
+    gboolean backward = t.kind == SIM_TASK_BACKWARD || t.kind == SIM_TASK_BACKWARD_WEIGHT;
+    if ((t.kind != SIM_TASK_FORWARD && !backward) || t.op < 0 || t.microbatch != 0 ||
+        t.nres < 1 || t.resources[0] >= sim_stream_resources(run->tasks->num_devices) ||
+        mdl_op_layer(mdl_graph_op(run->graph, t.op)->name) != 0)
+      continue;
+    if (device < 0) device = t.device;
+    if (t.device != device) continue;
+    if (backward) bwd += t.duration;
+    else fwd += t.duration;
+  }
+  out->forward_kernel_s = sim_time_seconds(fwd);
+  out->backward_kernel_s = sim_time_seconds(bwd);
+}
 
 static gboolean layer_launches(const SimRun *run, LayerLaunches *out) {
   const CmFramework *f = cm_framework_get(run->strategy->framework);
@@ -81,6 +105,7 @@ static gboolean layer_launches(const SimRun *run, LayerLaunches *out) {
     out->forward_s += cm_framework_host_time(f, op, CM_HOST_FORWARD);
     out->backward_s += cm_framework_host_time(f, op, CM_HOST_BACKWARD);
   }
+  if (any) layer_kernels(run, out);
   return any;
 }
 
@@ -163,6 +188,8 @@ cJSON *sim_components_json(const SimRun *run) {
     cJSON_AddNumberToObject(l, "backward_kernels", k.backward);
     cJSON_AddNumberToObject(l, "forward_host_s", k.forward_s);
     cJSON_AddNumberToObject(l, "backward_host_s", k.backward_s);
+    cJSON_AddNumberToObject(l, "forward_kernel_s", k.forward_kernel_s);
+    cJSON_AddNumberToObject(l, "backward_kernel_s", k.backward_kernel_s);
   }
   g_free(c.layer_s);
   return o;
@@ -221,8 +248,10 @@ void sim_components_print(const SimRun *run, FILE *out, int max_rows) {
   LayerLaunches k;
   if (layer_launches(run, &k))
     fprintf(out, "  host per microbatch of layer0 (%s, costmodel/FRAMEWORKS.md): %d kernels forward, "
-                 "%d backward; %.4g us + %.4g us of host time\n",
+                 "%d backward; %.4g us + %.4g us of host time, against %.4g us + %.4g us of "
+                 "their kernels (microbatch 0 on its first GPU)\n",
             mdl_framework_name(run->strategy->framework), k.forward, k.backward,
-            1e6 * k.forward_s, 1e6 * k.backward_s);
+            1e6 * k.forward_s, 1e6 * k.backward_s, 1e6 * k.forward_kernel_s,
+            1e6 * k.backward_kernel_s);
   g_free(c.layer_s);
 }

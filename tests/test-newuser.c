@@ -276,11 +276,12 @@ static void test_results_dir(void) {
   g_assert_true(g_file_test(moved, G_FILE_TEST_IS_REGULAR));
 }
 
-/* `bench --suite collectives|megatron` run from a folder outside any checkout read the published
- * measurements of the source tree the binary was built from (they used to need the checkout
- * root as the current directory). */
+/* `bench --suite collectives|megatron|host` run from a folder outside any checkout read the
+ * published measurements of the source tree the binary was built from (they used to need the
+ * checkout root as the current directory); host reads tests/data/gpu beside them. A --data
+ * folder without the suite's file is a one-line error, exit 2. */
 static void test_bench_data_found(void) {
-  static const char *const suites[] = {"collectives", "megatron"};
+  static const char *const suites[] = {"collectives", "megatron", "host"};
   for (gsize i = 0; i < G_N_ELEMENTS(suites); i++) {
     g_autofree char *args = g_strdup_printf("bench --suite %s", suites[i]);
     TestCliResult r = test_cli_run(tmpdir, args);
@@ -289,6 +290,11 @@ static void test_bench_data_found(void) {
     g_assert_nonnull(strstr(r.out, "mean"));
     test_cli_result_clear(&r);
   }
+  TestCliResult r = test_cli_run(tmpdir, "bench --suite host --data .");
+  g_assert_cmpint(r.status, ==, 2);
+  g_assert_nonnull(strstr(r.err, "torch_layers.csv"));
+  g_assert_null(strchr(strchr(r.err, '\n') + 1, '\n')); /* one line */
+  test_cli_result_clear(&r);
 }
 
 int main(int argc, char **argv) {
