@@ -72,9 +72,14 @@ static guint union_sorted(const Interval *const *lists, const guint *lengths, in
   guint pos[SIM_STREAMS] = {0}, n = 0;
   for (;;) {
     int best = -1;
-    for (int k = 0; k < nlists; k++)
-      if (pos[k] < lengths[k] && (best < 0 || lists[k][pos[k]].start < lists[best][pos[best]].start))
-        best = k;
+    if (nlists == 2) { /* the breakdown's compute and launch waits: two heads to compare */
+      gboolean a = pos[0] < lengths[0], b = pos[1] < lengths[1];
+      best = a && (!b || lists[0][pos[0]].start <= lists[1][pos[1]].start) ? 0 : b ? 1 : -1;
+    } else {
+      for (int k = 0; k < nlists; k++)
+        if (pos[k] < lengths[k] && (best < 0 || lists[k][pos[k]].start < lists[best][pos[best]].start))
+          best = k;
+    }
     if (best < 0) return n;
     Interval x = lists[best][pos[best]++];
     if (n > 0 && x.start <= out[n - 1].end) {
