@@ -88,7 +88,7 @@ static gboolean bridge_row(const UtilCsv *csv, guint i, BridgeRow *r, const char
   int mcol = util_csv_column(csv, "tokens_per_s_per_gpu");
   const char *m = mcol >= 0 ? util_csv_field(csv, i, mcol) : NULL;
   r->measured = m ? g_ascii_strtod(m, NULL) : 0;
-  if (!(r->measured > 0) || r->tp < 1 || r->pp < 1 || MAX(r->cp, 1) < 1 ||
+  if (!(r->measured > 0) || r->tp < 1 || r->pp < 1 ||
       r->gpus % (r->tp * r->pp * MAX(r->cp, 1))) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "%s: row %u: tokens_per_s_per_gpu missing or "
                 "gpus %d not a multiple of tp x pp x cp", path, i + 1, r->gpus);
