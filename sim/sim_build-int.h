@@ -58,9 +58,8 @@ typedef struct {
   uint32_t *chain_prev;     /* per compute task: the compute task before it in its device's
                                program (NO_TASK: the first); compute tasks have the lowest ids */
   uint32_t *chain_next;     /* per compute task: the one after it (NO_TASK: the last) */
-  uint32_t *chained;        /* compute tasks and their devices as chain_op met them, pairs
-                               (task, device): each device's program in order */
-  uint32_t nchained;
+  uint32_t *program_fill;   /* per device, while chain_op fills SimTaskGraph.program: where its
+                               next task goes */
   int *grads_done_b;        /* per stage: microbatch of its last B unit in program order */
   int *grads_done_w;        /* per stage: microbatch of its last W unit (weight delay) */
   int *sample_tdim;         /* per tensor */

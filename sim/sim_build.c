@@ -163,8 +163,7 @@ static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
     uint32_t t = base + (uint32_t)(mb * b->nrep[m] + r);
     int d = mesh->devices[b->rep_idx[m][r]];
     b->chain_prev[t] = prev[d];
-    b->chained[2 * b->nchained] = t;
-    b->chained[2 * b->nchained++ + 1] = (uint32_t)d;
+    b->tg->program[b->program_fill[d]++] = t;
     if (prev[d] != NO_TASK) b->chain_next[prev[d]] = t;
     if (prev[d] != NO_TASK && !b->for_merge) sim_task_graph_edge(b->tg, prev[d], t);
     prev[d] = t;
@@ -251,20 +250,26 @@ static void conversion_free(gpointer data) {
   g_free(cv);
 }
 
-/* The devices' programs (SimTaskGraph.program) from the order chain_op met the compute tasks
- * in (a counting sort by device: each device's tasks stay in their order). */
-static void record_programs(Builder *b) {
+/* Room for the devices' programs (SimTaskGraph.program), which chain_op fills in order: per
+ * device as many tasks as the compute blocks put on it (every compute task is chained once:
+ * M per block and representative). */
+static void program_room(Builder *b) {
   SimTaskGraph *tg = b->tg;
-  uint32_t nd = (uint32_t)tg->num_devices, n = b->nchained;
+  uint32_t nd = (uint32_t)tg->num_devices;
+  const uint32_t *bases[4] = {b->fwd_base, b->bwd_base, b->wgt_base, b->rec_base};
   g_free(tg->program);
   g_free(tg->program_begin);
-  tg->program = g_new(uint32_t, n + 1);
+  tg->program = g_new(uint32_t, (gsize)sim_task_graph_size(tg) + 1);
   tg->program_begin = g_new0(uint32_t, nd + 1);
-  for (uint32_t i = 0; i < n; i++) tg->program_begin[b->chained[2 * i + 1] + 1]++;
+  for (int phase = 0; phase < 4; phase++)
+    for (int o = 0; o < b->nops; o++) {
+      if (bases[phase][o] == NO_TASK) continue;
+      int m = cfg(b, o)->mesh;
+      const MdlMesh *mesh = mesh_of(b, o);
+      for (int r = 0; r < b->nrep[m]; r++) tg->program_begin[mesh->devices[b->rep_idx[m][r]] + 1] += (uint32_t)b->M;
+    }
   for (uint32_t d = 0; d < nd; d++) tg->program_begin[d + 1] += tg->program_begin[d];
-  g_autofree uint32_t *fill = g_memdup2(tg->program_begin, sizeof(uint32_t) * (nd + 1));
-  for (uint32_t i = 0; i < n; i++) tg->program[fill[b->chained[2 * i + 1]]++] = b->chained[2 * i];
-  g_clear_pointer(&b->chained, g_free);
+  b->program_fill = g_memdup2(tg->program_begin, sizeof(uint32_t) * (nd + 1));
 }
 
 void sb_build_compute(Builder *b) {
@@ -279,14 +284,20 @@ void sb_build_compute(Builder *b) {
   G_STATIC_ASSERT(NO_TASK == 0xFFFFFFFFu); /* every byte 0xFF */
   memset(b->chain_prev, 0xFF, bytes);
   memset(b->chain_next, 0xFF, bytes);
-  b->chained = g_new(uint32_t, 2 * (gsize)sim_task_graph_size(b->tg) + 2);
-  b->nchained = 0;
+  program_room(b);
   b->last_compute = chain_compute(b);
-  record_programs(b);
+  for (int d = 0; d < b->tg->num_devices; d++) /* each device's program filled exactly */
+    g_assert(b->program_fill[d] == b->tg->program_begin[d + 1]);
+  g_clear_pointer(&b->program_fill, g_free);
   sb_add_host_tasks(b);
-  /* the program order, for chain merging (sim_merge.c) */
+}
+
+/* The program order, for chain merging (sim_merge.c): the builder's chain_prev, handed over
+ * to the graph (compute tasks have the lowest ids: it has num_compute + 1 entries). */
+static void hand_over_chains(Builder *b) {
   g_free(b->tg->chain_prev);
-  b->tg->chain_prev = g_memdup2(b->chain_prev, sizeof(uint32_t) * (b->tg->num_compute + 1));
+  b->tg->chain_prev = b->chain_prev;
+  b->chain_prev = NULL;
 }
 
 gboolean sb_pass_per_tensor(SbPass pass) {
@@ -501,6 +512,7 @@ SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *str
   reserve(b.tg->edges, 5 * ntasks);
   sb_build_compute(&b);
   sb_build_segments(&b);
+  hand_over_chains(&b);
   if (!b.for_merge) sim_task_graph_finish(b.tg); /* a full graph (sb_build_compute) */
   SimTaskGraph *tg = b.tg;
   sb_builder_clear(&b);
