@@ -147,8 +147,10 @@ typedef struct {
 
 /* The engine with a release time per task (@release: graph-sized, or NULL for none): a task
  * becomes ready no earlier than its release (SimSchedule.ready keeps its dependencies' end);
- * with @folds (or NULL), chains run their folded collectives (SimFolds). sim_engine_run is
- * this with neither. */
+ * with @folds (or NULL), chains run their folded collectives (SimFolds; sim_engine_folds.c
+ * times a chain's collectives but its last when the chain pops, so SimSchedule.order lists
+ * them right after it: per resource not always in start order). sim_engine_run is this with
+ * neither. */
 SimSchedule *sim_engine_run_released(const SimTaskGraph *graph, const SimTime *release,
                                      const SimFolds *folds, GError **error);
 

@@ -8,42 +8,7 @@
  * event: the heap, ready times and remaining in-degrees are arrays sized once. */
 #include "sim/sim.h"
 #include "sim/sim-int.h"
-
-typedef struct {
-  SimTime time;
-  uint32_t task;
-} HeapEntry;
-
-static inline gboolean entry_less(const HeapEntry *a, const HeapEntry *b) {
-  return a->time < b->time || (a->time == b->time && a->task < b->task);
-}
-
-static inline void heap_push(HeapEntry *heap, uint32_t *size, HeapEntry e) {
-  uint32_t i = (*size)++;
-  while (i > 0) {
-    uint32_t parent = (i - 1) / 2;
-    if (!entry_less(&e, &heap[parent])) break;
-    heap[i] = heap[parent];
-    i = parent;
-  }
-  heap[i] = e;
-}
-
-static inline HeapEntry heap_pop(HeapEntry *heap, uint32_t *size) {
-  HeapEntry top = heap[0];
-  HeapEntry last = heap[--(*size)];
-  uint32_t n = *size, i = 0;
-  for (;;) {
-    uint32_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && entry_less(&heap[child + 1], &heap[child])) child++;
-    if (!entry_less(&heap[child], &last)) break;
-    heap[i] = heap[child];
-    i = child;
-  }
-  if (n > 0) heap[i] = last;
-  return top;
-}
+#include "sim/sim_heap-int.h"
 
 /* The engine's state: the schedule it fills and its working arrays. */
 typedef struct {
@@ -53,7 +18,6 @@ typedef struct {
   SimTime *free_at;
   HeapEntry *heap;
   const SimTime *release; /* per task, or NULL (sim_engine_run_released) */
-  const SimFolds *folds;  /* or NULL (sim_engine_run_released) */
   uint32_t heap_size, done;
 } Engine;
 
@@ -78,7 +42,6 @@ static void engine_init(Engine *e, const SimTaskGraph *g) {
   e->heap_size = 0;
   e->done = 0;
   e->release = NULL;
-  e->folds = NULL;
 }
 
 /* Pops until the heap is empty; returns the schedule, or NULL with @error on a cycle. */
@@ -92,7 +55,6 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
   uint32_t *remaining = e->remaining;
   HeapEntry *heap = e->heap;
   const SimTime *release = e->release;
-  const SimFolds *folds = e->folds;
   uint32_t heap_size = e->heap_size, done = e->done;
   while (heap_size > 0) {
     HeapEntry top = heap_pop(heap, &heap_size);
@@ -106,16 +68,6 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
     s->start[top.task] = start;
     s->order[done++] = top.task;
     uint32_t id = top.task;
-    if (folds) { /* a chain goes on at its next folded collective, then ends (SimFolds) */
-      const SimFold *f = &folds->task[id];
-      uint32_t chain = f->owner != UINT32_MAX ? f->owner : id;
-      if (chain != id) end += f->after;
-      if (f->next != UINT32_MAX) {
-        heap_push(heap, &heap_size, (HeapEntry){end, f->next});
-        continue;
-      }
-      id = chain; /* it ends: its successors */
-    }
     if (end > s->makespan) s->makespan = end;
     for (uint32_t k = g->succ_offsets[id]; k < g->succ_offsets[id + 1]; k++) {
       uint32_t v = g->succ[k];
@@ -146,13 +98,12 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
 SimSchedule *sim_engine_run_released(const SimTaskGraph *g, const SimTime *release,
                                      const SimFolds *folds, GError **error) {
   g_return_val_if_fail(g->succ_offsets != NULL, NULL);
+  if (folds) return sim_engine_run_folded(g, release, folds, error);
   Engine e;
   engine_init(&e, g);
   e.release = release;
-  e.folds = folds;
   for (uint32_t i = 0; i < g->tasks->len; i++)
-    if (e.remaining[i] == 0 && !(folds && folds->task[i].owner != UINT32_MAX))
-      heap_push(e.heap, &e.heap_size, (HeapEntry){release ? release[i] : 0, i});
+    if (e.remaining[i] == 0) heap_push(e.heap, &e.heap_size, (HeapEntry){release ? release[i] : 0, i});
   return engine_finish(&e, error);
 }
 

@@ -210,6 +210,15 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
       if (t->duration) iv[fill[resource]++] = (Interval){start, end};
     }
   }
+  /* With folds a task can come after a reserved collective on its stream that starts later
+   * (sim_engine_folds.c): such lists are put in start order (nearly sorted: insertion). */
+  for (int r = 0; folds && r < nres; r++)
+    for (guint i = count[r] + 1; i < fill[r]; i++) {
+      Interval x = iv[i];
+      guint j = i;
+      for (; j > count[r] && iv[j - 1].start > x.start; j--) iv[j] = iv[j - 1];
+      iv[j] = x;
+    }
   g_autofree guint *all_off = NULL;
   g_autofree SimTime *all_iv = with_step_waits(g->num_devices, host_iv, host_off, steps, &all_off);
   /* Sums in integer picoseconds, divided once: identical replicas give exactly their own value

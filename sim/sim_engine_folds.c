@@ -1,0 +1,217 @@
+/* sim/engine_folds — the engine over a reduced graph whose chains run folded collectives
+ * (SimFolds, sim_merge.c), with each chain's collectives but its last timed when the chain pops.
+ *
+ * The plain way (sim_engine.c's loop with folds): a chain c with folded collectives x1 .. xn
+ * pops, runs its first stretch, pushes x1 at the stretch's end T1; x1 pops at T1, starts when
+ * its stream is free, the chain goes on from its end and pushes x2 at T2 = end(x1) +
+ * after(x1), and so on; xn's pop releases the chain's successors. That is n + 1 pops per chain,
+ * and on a transformer most of a reduced graph's tasks are such collectives (GPT-3 175B,
+ * tp=8, pp=16, vp=2: 73919 of 116817).
+ *
+ * Here, when c pops, x1 .. x(n-1) are timed at once ("reserved"): xi pops at Ti (the plain
+ * run's time, known once x(i-1)'s start is), starts at max(Ti, the free time of its stream as
+ * far as the run knows it then, the chain's earlier reservations on that stream included);
+ * xn is pushed at Tn as the plain run pushes it, and its pop ends the chain. The reservations
+ * are the plain run's as long as no other task takes their stream in between: a task y popped
+ * on stream r at key (t, y) (time, id: the heap's order) comes, in the plain run, after every
+ * reserved collective with a smaller key and before the others (the "pending" ones: each xi is
+ * in the plain run's heap from T(i-1) < Ti on, collectives lasting more than zero, so the order
+ * of equal times is by id as here). So before y starts, the reservations before it are applied
+ * to their streams' free times (y starts as in the plain run), and after, y must end no later
+ * than the first pending reservation on r starts: otherwise that collective would wait for y,
+ * and the chain is given back to the plain way from it ("withdrawn": it is pushed at its Ti,
+ * the later reservations dropped, and xn's early entry ignored when it pops; nothing else
+ * was decided from them, as the chain's successors wait for xn). Streams are per device and a
+ * device runs one chain at a time (the next waits for this one's end), so the pending
+ * reservations are one list per device. Pops, starts and ends are the plain run's; so are the
+ * successors' ready times, which is what sim_merge.c reads.
+ *
+ * SimSchedule.order lists the reserved collectives right after their chain (withdrawn ones
+ * where they popped instead): per resource it is start order except that a task fitting before
+ * a pending reservation on its stream comes after it (sim_breakdown_sums sorts such lists). */
+#include "sim/sim-int.h"
+#include "sim/sim_heap-int.h"
+
+#define NONE UINT32_MAX
+#define NEVER G_MAXUINT64 /* an entry that is no longer the collective's (withdrawn) */
+
+typedef struct {
+  uint32_t first; /* its first pending reservation (== last: none) */
+  uint32_t last;  /* past the pending ones: the collective popped the plain way */
+  uint32_t at;    /* where first is in SimSchedule.order */
+} Flight;
+
+typedef struct {
+  const SimTaskGraph *g;
+  const SimTask *tasks;
+  const uint32_t *res;
+  const SimFold *fold;
+  SimSchedule *s;
+  SimTime *free_at;
+  SimTime *expect;   /* per folded collective: the time its valid heap entry has */
+  uint32_t *pending; /* per resource: reservations not yet applied */
+  Flight *flight;    /* per device */
+  HeapEntry *heap;
+  uint32_t heap_size, done, streams;
+} Run;
+
+static inline gboolean key_less(SimTime t, uint32_t a, SimTime u, uint32_t b) {
+  return t < u || (t == u && a < b);
+}
+
+static inline uint32_t stream_of(const Run *r, uint32_t x) { return r->res[r->tasks[x].res_begin]; }
+
+/* Applies device @d's reservations that pop before (@t, @id) in the plain run. */
+static void settle(Run *r, uint32_t d, SimTime t, uint32_t id) {
+  Flight *f = &r->flight[d];
+  while (f->first != f->last && key_less(r->expect[f->first], f->first, t, id)) {
+    uint32_t x = f->first, rr = stream_of(r, x);
+    SimTime end = r->s->start[x] + r->tasks[x].duration;
+    if (end > r->free_at[rr]) r->free_at[rr] = end;
+    r->pending[rr]--;
+    f->first = r->fold[x].next;
+    f->at++;
+  }
+}
+
+/* A task on stream @rr of device @d ended at @end: withdraws the reservations from the first
+ * pending one on @rr if it would have waited for that task. */
+static void check_pending(Run *r, uint32_t d, uint32_t rr, SimTime end) {
+  Flight *f = &r->flight[d];
+  uint32_t at = f->at, x = f->first;
+  while (x != f->last && stream_of(r, x) != rr) x = r->fold[x].next, at++;
+  if (x == f->last || end <= r->s->start[x]) return;
+  for (uint32_t y = x; y != f->last; y = r->fold[y].next, at++) {
+    r->pending[stream_of(r, y)]--;
+    r->s->order[at] = NONE;
+  }
+  r->expect[f->last] = NEVER;
+  heap_push(r->heap, &r->heap_size, (HeapEntry){r->expect[x], x});
+  f->last = x;
+}
+
+/* Chain @c popped on device @d, its first stretch ending at @end: reserves its collectives
+ * but the last, pushes the last. */
+static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
+  struct {
+    uint32_t stream;
+    SimTime end;
+  } own[SIM_STREAMS]; /* the chain's latest reservation per stream */
+  int nown = 0;
+  Flight *f = &r->flight[d];
+  uint32_t x = r->fold[c].next;
+  SimTime t = end;
+  if (f->first == f->last) { /* no chain of the device in flight (the next waits for it) */
+    f->first = x;
+    f->at = r->done;
+    for (; r->fold[x].next != NONE; x = r->fold[x].next) {
+      uint32_t rr = stream_of(r, x);
+      int k = 0;
+      while (k < nown && own[k].stream != rr) k++;
+      SimTime start = MAX(t, r->free_at[rr]);
+      if (k < nown) start = MAX(start, own[k].end);
+      else own[nown++].stream = rr;
+      own[k].end = start + r->tasks[x].duration;
+      r->s->start[x] = start;
+      r->expect[x] = t;
+      r->s->order[r->done++] = x;
+      r->pending[rr]++;
+      t = own[k].end + r->fold[x].after;
+    }
+    f->last = x;
+  }
+  r->expect[x] = t;
+  heap_push(r->heap, &r->heap_size, (HeapEntry){t, x});
+}
+
+SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release,
+                                   const SimFolds *folds, GError **error) {
+  uint32_t n = g->tasks->len, nd = (uint32_t)g->num_devices;
+  SimSchedule *s = g_new0(SimSchedule, 1);
+  s->num_tasks = n;
+  s->start = g_new0(SimTime, n ? n : 1);
+  s->ready = g_new0(SimTime, n ? n : 1);
+  s->order = g_new(uint32_t, 2 * (gsize)n + 1); /* withdrawn entries stay until the end */
+  Run r = {.g = g, .tasks = (const SimTask *)g->tasks->data,
+           .res = (const uint32_t *)g->task_resources->data, .fold = folds->task, .s = s,
+           .free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1),
+           .expect = g_new(SimTime, n ? n : 1),
+           .pending = g_new0(uint32_t, g->num_resources ? g->num_resources : 1),
+           .flight = g_new(Flight, nd ? nd : 1), .heap = g_new(HeapEntry, n ? n : 1),
+           .streams = sim_stream_resources(g->num_devices)};
+  sim_huge_pages(s->start, sizeof(SimTime) * n);
+  sim_huge_pages(s->ready, sizeof(SimTime) * n);
+  sim_huge_pages(s->order, sizeof(uint32_t) * 2 * (gsize)n);
+  for (uint32_t d = 0; d < nd; d++) r.flight[d] = (Flight){NONE, NONE, 0};
+  uint32_t *remaining = g_memdup2(g->indegree, sizeof(uint32_t) * (n ? n : 1));
+  const SimTask *tasks = r.tasks;
+  const uint32_t *res = r.res;
+  const SimFold *fold = r.fold;
+  SimTime *ready = s->ready, *free_at = r.free_at;
+  for (uint32_t i = 0; i < n; i++)
+    if (remaining[i] == 0 && fold[i].owner == NONE)
+      heap_push(r.heap, &r.heap_size, (HeapEntry){release ? release[i] : 0, i});
+  while (r.heap_size > 0) {
+    HeapEntry top = heap_pop(r.heap, &r.heap_size);
+    uint32_t id = top.task;
+    const SimFold *f = &fold[id];
+    if (f->owner != NONE && top.time != r.expect[id]) continue; /* withdrawn */
+    const SimTask *t = &tasks[id];
+    const uint32_t *rr = res + t->res_begin;
+    for (uint16_t k = 0; k < t->nres; k++) /* the reservations before it, first */
+      if (rr[k] < r.streams) {
+        uint32_t d = (uint32_t)sim_resource_device(rr[k]);
+        if (r.flight[d].first != r.flight[d].last) settle(&r, d, top.time, id);
+      }
+    SimTime start = top.time;
+    for (uint16_t k = 0; k < t->nres; k++)
+      if (free_at[rr[k]] > start) start = free_at[rr[k]];
+    SimTime end = start + t->duration;
+    for (uint16_t k = 0; k < t->nres; k++) {
+      free_at[rr[k]] = end;
+      if (r.pending[rr[k]]) check_pending(&r, (uint32_t)sim_resource_device(rr[k]), rr[k], end);
+    }
+    s->start[id] = start;
+    s->order[r.done++] = id;
+    uint32_t chain = f->owner != NONE ? f->owner : id;
+    end += f->after;
+    if (f->next != NONE) { /* a chain with folded collectives goes on */
+      if (f->owner == NONE && t->nres == 1 && rr[0] < r.streams) {
+        reserve(&r, id, (uint32_t)sim_resource_device(rr[0]), end);
+      } else { /* the plain way */
+        r.expect[f->next] = end;
+        heap_push(r.heap, &r.heap_size, (HeapEntry){end, f->next});
+      }
+      continue;
+    }
+    if (end > s->makespan) s->makespan = end;
+    for (uint32_t k = g->succ_offsets[chain]; k < g->succ_offsets[chain + 1]; k++) {
+      uint32_t v = g->succ[k];
+      if (end > ready[v]) ready[v] = end;
+      if (--remaining[v] == 0) {
+        SimTime at = release && release[v] > ready[v] ? release[v] : ready[v];
+        heap_push(r.heap, &r.heap_size, (HeapEntry){at, v});
+        __builtin_prefetch(&tasks[v]);
+        __builtin_prefetch(&g->succ_offsets[v]);
+      }
+    }
+  }
+  /* the withdrawn reservations' entries out of the order */
+  uint32_t kept = 0;
+  for (uint32_t k = 0; k < r.done; k++)
+    if (s->order[k] != NONE) s->order[kept++] = s->order[k];
+  s->events = kept;
+  g_free(remaining);
+  g_free(r.free_at);
+  g_free(r.expect);
+  g_free(r.pending);
+  g_free(r.flight);
+  g_free(r.heap);
+  if (kept != n) {
+    g_set_error(error, SIM_ERROR, SIM_ERROR_CYCLE,
+                "task graph has a dependency cycle: %u of %u tasks never became ready", n - kept, n);
+    sim_schedule_free(s);
+    return NULL;
+  }
+  return s;
+}

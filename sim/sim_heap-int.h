@@ -1,0 +1,49 @@
+/* sim/heap — private to sim/sim_engine*.c: the engine's binary min-heap over (ready time, task
+ * id) entries; equal times pop by id, which makes runs reproducible bit for bit. */
+#ifndef STRATSIM_SIM_HEAP_INT_H
+#define STRATSIM_SIM_HEAP_INT_H
+
+#include "sim/sim-int.h"
+
+typedef struct {
+  SimTime time;
+  uint32_t task;
+} HeapEntry;
+
+static inline gboolean entry_less(const HeapEntry *a, const HeapEntry *b) {
+  return a->time < b->time || (a->time == b->time && a->task < b->task);
+}
+
+static inline void heap_push(HeapEntry *heap, uint32_t *size, HeapEntry e) {
+  uint32_t i = (*size)++;
+  while (i > 0) {
+    uint32_t parent = (i - 1) / 2;
+    if (!entry_less(&e, &heap[parent])) break;
+    heap[i] = heap[parent];
+    i = parent;
+  }
+  heap[i] = e;
+}
+
+static inline HeapEntry heap_pop(HeapEntry *heap, uint32_t *size) {
+  HeapEntry top = heap[0];
+  HeapEntry last = heap[--(*size)];
+  uint32_t n = *size, i = 0;
+  for (;;) {
+    uint32_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && entry_less(&heap[child + 1], &heap[child])) child++;
+    if (!entry_less(&heap[child], &last)) break;
+    heap[i] = heap[child];
+    i = child;
+  }
+  if (n > 0) heap[i] = last;
+  return top;
+}
+
+/* The engine over a reduced graph whose chains run folded collectives (sim_engine_folds.c);
+ * sim_engine_run_released with @folds. */
+SimSchedule *sim_engine_run_folded(const SimTaskGraph *graph, const SimTime *release,
+                                   const SimFolds *folds, GError **error);
+
+#endif
