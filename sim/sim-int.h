@@ -131,15 +131,20 @@ SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old
                                GError **error);
 
 /* Collectives folded into compute chains (sim_merge.c): a chain task c with folded collectives
- * x1, x2, ... runs its first compute stretch (its duration), then x1 as an ordinary task (it
- * is popped when the stretch has ended, under its own id, and starts when its resources are
- * free too), then the compute stretch after x1 (after[x1]), then x2, ...; c's successors see
- * c end with its last stretch. A folded collective has no edges and is never pushed otherwise.
- * Per task (graph-sized; UINT32_MAX: none): */
+ * x1, x2, ... runs its first compute stretch (its duration), up to x1's fork (the member x1
+ * waits for); x1 then pops as an ordinary task (at the stretch's end, its own id; it starts
+ * when its resources are free too) while the chain goes on beside it (beside[x1]: the members
+ * between its fork and its join, 0 where the join follows the fork); the member x1 joins
+ * waits for both, then the chain runs the stretch after x1's join (after[x1]) up to x2's fork,
+ * and so on; c's successors see c end with its last stretch. Spans (fork to join) of one chain
+ * do not overlap. A folded collective has no edges and is never pushed otherwise; the
+ * engine sets its SimSchedule.ready to its fork's end. Per task (graph-sized; UINT32_MAX:
+ * none): */
 typedef struct {
   uint32_t next;  /* a chain's first folded collective; a folded collective's next */
   uint32_t owner; /* a folded collective's chain */
-  SimTime after;  /* a folded collective's compute stretch after it */
+  SimTime after;  /* a folded collective's compute stretch after its join */
+  SimTime beside; /* a folded collective's compute stretch beside it (fork to join) */
 } SimFold;
 typedef struct {
   const SimFold *task; /* side by side: one cache miss per pop */

@@ -113,10 +113,11 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
       else own[nown++].stream = rr;
       own[k].end = start + r->tasks[x].duration;
       r->s->start[x] = start;
+      r->s->ready[x] = t;
       r->expect[x] = t;
       r->s->order[r->done++] = x;
       r->pending[rr]++;
-      t = own[k].end + r->fold[x].after;
+      t = MAX(t + r->fold[x].beside, own[k].end) + r->fold[x].after; /* its join, then on */
     }
     f->last = x;
   }
@@ -173,8 +174,12 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
     }
     s->start[id] = start;
     s->order[r.done++] = id;
-    uint32_t chain = f->owner != NONE ? f->owner : id;
-    end += f->after;
+    uint32_t chain = id;
+    if (f->owner != NONE) { /* the chain goes on beside it, joins it, goes on (SimFold) */
+      chain = f->owner;
+      ready[id] = top.time;
+      end = MAX(top.time + f->beside, end) + f->after;
+    }
     if (f->next != NONE) { /* a chain with folded collectives goes on */
       if (f->owner == NONE && t->nres == 1 && rr[0] < r.streams) {
         reserve(&r, id, (uint32_t)sim_resource_device(rr[0]), end);

@@ -116,10 +116,11 @@ typedef struct {
   uint32_t *xp, *xs;     /* per task from C, a candidate's: its predecessors' last position,
                             its successors' first (NONE: none) */
   uint32_t *xdev;        /* per task from C, a candidate's: its stream's device */
-  uint32_t *xat;         /* per position: the collective folded right before it (NONE) */
-  SimTime *pxd;          /* per position: that collective's duration (0: none) */
-  uint32_t *px;          /* per position: that collective's task in the reduced graph (reduce;
-                            read only where pxd is not 0) */
+  uint32_t *xat;         /* per position: the folded collective it waits for (its join: NONE) */
+  uint32_t *xfk;         /* per position: the folded collective waiting for it (its fork) */
+  SimTime *pxd;          /* per position: its join's collective's duration (0: none) */
+  uint32_t *px;          /* per position: its join's collective's task in the reduced graph
+                            (reduce; read only where pxd is not 0) */
   SimTime *pst;          /* per position: its start in the reduced run (time_host) */
   uint32_t *cedges;      /* the candidates' edges (u, v), their flags deferred */
   /* This round's heads by compute id (reduce): a bitmap and, per 64-bit word, the heads
@@ -251,21 +252,22 @@ static gboolean candidate_edge(Merge *m, uint32_t u, uint32_t v, uint32_t c, uin
   return TRUE;
 }
 
-/* Which candidates fold (the rules above); the flags of the others' edges. */
-static void fold_collectives(Merge *m) {
+/* Whether some member of @x's span has a flag that unfolds it: a tail from its fork to the
+ * member before its join (their successors off the chain need their own ends), a head after
+ * its fork up to the member before its join (the group would split under it). */
+static gboolean span_broken(const Merge *m, uint32_t x) {
+  uint32_t p = m->xp[x - m->C], s = m->xs[x - m->C];
+  for (uint32_t k = p; k < s; k++) {
+    uint8_t f = m->flags[m->prog[k]];
+    if ((f & TAIL) || (k > p && (f & HEAD))) return TRUE;
+  }
+  return FALSE;
+}
+
+/* The unfolded candidates' edges make heads and tails; a collective whose span they break
+ * unfolds (again until none does); then xat, xfk and pxd keep the folded ones only. */
+static void settle_folds(Merge *m) {
   uint32_t C = m->C;
-  memset(m->xat, 0xFF, sizeof(uint32_t) * C);
-  for (int pass = 0; pass < 2; pass++)
-    for (uint32_t t = C; t < m->n; t++) {
-      uint8_t f = m->flags[t];
-      if ((f & (CAND | BAD)) != CAND) continue;
-      uint32_t p = m->xp[t - C], sp = m->xs[t - C];
-      if (p == NONE || sp == NONE || sp != p + 1) continue;
-      if (pass == 0) m->xat[sp] = m->xat[sp] == NONE ? t : NONE - 1; /* two: neither */
-      else if (m->xat[sp] == t) m->flags[t] |= FOLD;
-    }
-  /* the unfolded candidates' edges make heads and tails; a collective folded after a tail
-   * unfolds (its predecessors become tails: again until none does) */
   for (gboolean changed = TRUE; changed;) {
     const uint32_t *e = m->cedges;
     for (guint k = 0; k < m->ncedges / 2; k++) {
@@ -275,18 +277,77 @@ static void fold_collectives(Merge *m) {
     }
     changed = FALSE;
     for (uint32_t t = C; t < m->n; t++)
-      if ((m->flags[t] & FOLD) && (m->flags[m->prog[m->xp[t - C]]] & TAIL)) {
+      if ((m->flags[t] & FOLD) && span_broken(m, t)) {
         m->flags[t] &= (uint8_t)~FOLD;
         changed = TRUE;
       }
   }
-  memset(m->pxd, 0, sizeof(SimTime) * C);
-  for (uint32_t t = C; t < m->n; t++) { /* xat keeps the folded ones only */
+  for (uint32_t t = C; t < m->n; t++) {
     if (!(m->flags[t] & CAND) || m->xs[t - C] == NONE) continue;
-    uint32_t sp = m->xs[t - C];
-    if (m->flags[t] & FOLD) m->pxd[sp] = m->tasks[t].duration;
-    else if (m->xat[sp] == t || m->xat[sp] == NONE - 1) m->xat[sp] = NONE;
+    uint32_t sp = m->xs[t - C], p = m->xp[t - C];
+    if (m->flags[t] & FOLD) {
+      m->pxd[sp] = m->tasks[t].duration;
+      continue;
+    }
+    if (m->xat[sp] == t || m->xat[sp] == NONE - 1) m->xat[sp] = NONE, m->pxd[sp] = 0;
+    if (p != NONE && (m->xfk[p] == t || m->xfk[p] == NONE - 1)) m->xfk[p] = NONE;
   }
+}
+
+/* Which candidates fold (the rules above); the flags of the others' edges. */
+static void fold_collectives(Merge *m) {
+  uint32_t C = m->C;
+  memset(m->xat, 0xFF, sizeof(uint32_t) * C);
+  memset(m->xfk, 0xFF, sizeof(uint32_t) * C);
+  memset(m->pxd, 0, sizeof(SimTime) * C);
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t t = C; t < m->n; t++) {
+      uint8_t f = m->flags[t];
+      if ((f & (CAND | BAD)) != CAND) continue;
+      uint32_t p = m->xp[t - C], sp = m->xs[t - C];
+      if (p == NONE || sp == NONE || sp <= p) continue;
+      if (pass == 0) { /* two joining at one member: neither */
+        m->xat[sp] = m->xat[sp] == NONE ? t : NONE - 1;
+      } else if (m->xat[sp] == t) { /* two forking at one member: the one joining first */
+        uint32_t y = m->xfk[p];
+        if (y != NONE && m->xs[y - C] < sp) continue;
+        if (y != NONE) m->flags[y] &= (uint8_t)~FOLD;
+        m->xfk[p] = t;
+        m->flags[t] |= FOLD;
+      }
+    }
+  /* spans one after the other on a device: by their joins in program order, one that forks
+   * before the last kept one's join unfolds (the most spans that do not overlap) */
+  for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++)
+    for (uint32_t k = m->dbeg[d], busy = 0; k < m->dbeg[d + 1]; k++) {
+      uint32_t x = m->xat[k];
+      if (x >= NONE - 1 || !(m->flags[x] & FOLD)) continue;
+      if (m->xp[x - C] < busy) m->flags[x] &= (uint8_t)~FOLD;
+      else busy = k;
+    }
+  settle_folds(m);
+}
+
+/* A late launch released inside a folded collective's span would split the group under it:
+ * such collectives unfold, and the positions' flags follow (the reduced graph is then the one
+ * they would have given unfolded from the start). FALSE where none did. */
+static gboolean unfold_released(Merge *m) {
+  gboolean any = FALSE;
+  for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++)
+    for (uint32_t k = m->dbeg[d], open = NONE; k < m->dbeg[d + 1]; k++) {
+      if (m->xat[k] != NONE) open = NONE;
+      if (open != NONE && (m->pbase[k] & RELEASED)) {
+        m->flags[open] = (uint8_t)((m->flags[open] & ~FOLD) | BAD);
+        any = TRUE;
+        open = NONE;
+      }
+      if (m->xfk[k] != NONE) open = m->xfk[k];
+    }
+  if (!any) return FALSE;
+  settle_folds(m);
+  for (uint32_t k = 0; k < m->C; k++)
+    m->pbase[k] = (uint8_t)(m->flags[m->prog[k]] | (m->pbase[k] & (CHAINED | RELEASED)));
+  return TRUE;
 }
 
 /* The edges' side: heads, tails, launch-queue edges; FALSE where an edge breaks the rules. */
@@ -415,35 +476,51 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   memset(m->gid, 0xFF, sizeof(uint32_t) * m->C); /* heads and tails get theirs below */
   uint32_t R = ng;
   for (uint32_t t = m->C; t < m->n; t++) m->gid[t] = is_host(m, t) ? NONE : R++;
-  /* positions: group, offset within its stretch (from the group's start or a folded
-   * collective's end); a tail's group by its id too (for its edges; inner members keep NONE:
-   * their edges are implied by the chain); the folded collectives chained per group (SimFolds),
-   * each stretch's duration by its owner (the group's first, a collective's after it) */
+  /* positions: group (a tail's by its id too, for its edges; inner members keep NONE: their
+   * edges are implied by the chain); the folded collectives chained per group (SimFolds) at
+   * their forks; each stretch's duration by its owner: the group's first, a collective's beside
+   * it (fork to join) and after it (from its join). NULL where a head splits a span (a late
+   * launch released inside it: the caller runs the full engine). */
   SimFold *fold = g_new(SimFold, (gsize)R + 1);
-  for (uint32_t i = 0; i <= R; i++) fold[i] = (SimFold){NONE, NONE, 0};
+  for (uint32_t i = 0; i <= R; i++) fold[i] = (SimFold){NONE, NONE, 0, 0};
   g_autofree SimTime *gdur = g_new0(SimTime, (gsize)R + 1);
-  for (uint32_t k = 0, gi = 0, last = NONE, stretch = 0; k < m->C; k++) {
+  g_autofree SimTime *beside = g_new0(SimTime, (gsize)R + 1);
+  SimTime *acc = gdur;
+  gboolean open = FALSE; /* between a fork and its join */
+  for (uint32_t k = 0, gi = 0, last = NONE; k < m->C; k++) {
     uint8_t f = m->pflags[k];
     uint32_t c = m->prog[k];
-    if (m->pxd[k]) { /* a collective folded before it: its group's next */
+    if (m->pxd[k]) { /* the join of a folded collective: its after-stretch */
       uint32_t x = m->px[k] = m->gid[m->xat[k]];
-      fold[last].next = x;
-      fold[x].owner = gi;
-      last = stretch = x;
-      m->poff[k] = 0;
+      acc = gdur + x;
+      open = FALSE;
     }
     if (f & HEAD) { /* its rank among the heads by id */
+      if (open) {
+        g_free(fold);
+        return NULL;
+      }
       uint64_t below = m->head[c >> 6] & (((uint64_t)1 << (c & 63)) - 1);
-      gi = last = stretch = m->gid[c] = m->head_rank[c >> 6] + (uint32_t)__builtin_popcountll(below);
-      m->poff[k] = 0;
-    } else {
-      if (!m->pxd[k]) m->poff[k] = m->poff[k - 1] + m->pdur[k - 1];
-      if (f & TAIL) m->gid[c] = gi;
+      gi = last = m->gid[c] = m->head_rank[c >> 6] + (uint32_t)__builtin_popcountll(below);
+      acc = gdur + gi;
+    } else if (f & TAIL) {
+      m->gid[c] = gi;
     }
     m->pgid[k] = gi;
-    gdur[stretch] = m->poff[k] + m->pdur[k];
+    *acc += m->pdur[k];
+    if (m->xfk[k] != NONE) { /* the fork of a folded collective: its group's next */
+      uint32_t x = m->gid[m->xfk[k]];
+      fold[last].next = x;
+      fold[x].owner = gi;
+      last = x;
+      acc = beside + x;
+      open = TRUE;
+    }
   }
-  for (uint32_t i = ng; i < R; i++) fold[i].after = gdur[i];
+  for (uint32_t i = ng; i < R; i++) {
+    fold[i].after = gdur[i];
+    fold[i].beside = beside[i];
+  }
   folds->task = fold;
   SimTaskGraph *rg = sim_task_graph_new(g->num_devices);
   rg->num_resources = g->num_resources;
@@ -521,13 +598,17 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
   g_array_set_size(iv, 0);
   for (uint32_t d = 0; d < nd; d++) {
     off[d] = iv->len / 2;
-    SimTime host_end = 0, prev_end = 0;
-    SimTime base = 0; /* its stretch's start: the group's, or the folded collective's end */
+    SimTime host_end = 0, prev_end = 0, member_end = 0;
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
       uint32_t gi = m->pgid[k];
-      if (m->pflags[k] & HEAD) base = s->start[gi];
-      else if (m->pxd[k]) base = s->start[m->px[k]] + m->pxd[k];
-      SimTime start = m->pst[k] = base + m->poff[k], qwait = 0;
+      /* a head starts with its group; a member after its predecessor and, at a join, its
+       * folded collective */
+      SimTime start = member_end;
+      if (m->pflags[k] & HEAD) start = s->start[gi];
+      else if (m->pxd[k]) start = MAX(start, s->start[m->px[k]] + m->pxd[k]);
+      m->pst[k] = start;
+      member_end = start + m->pdur[k];
+      SimTime qwait = 0;
       for (; qi < nq && q[2 * qi + 1] == k; qi++) { /* the compute tasks its queue waits for */
         uint32_t a = q[2 * qi];
         qwait = MAX(qwait, m->pst[a] + m->pdur[a]);
@@ -566,7 +647,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
   /* the per-task arrays in one allocation (on huge pages where the system has them) */
-  gsize per_compute = 6 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 2;
+  gsize per_compute = 7 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 2;
   gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + 4 * sizeof(uint32_t)) +
                 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
@@ -588,8 +669,9 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.flags = memset(TAKE(uint8_t, n1), 0, n1);
   m.gid = TAKE(uint32_t, n1);
   /* folding: per position two ids and two times, per task three candidate fields */
-  m.xat = TAKE(uint32_t, 2 * C1);
+  m.xat = TAKE(uint32_t, 3 * C1);
   m.px = m.xat + C1;
+  m.xfk = m.px + C1;
   m.pxd = TAKE(SimTime, 2 * C1);
   m.pst = m.pxd + C1;
   m.xp = TAKE(uint32_t, 3 * n1);
@@ -623,7 +705,9 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   for (int round = 0; ok && round < MERGE_ROUNDS; round++) {
     SimTime *release = NULL;
     SimFolds folds;
+    if (round > 0) unfold_released(&m);
     SimTaskGraph *rg = reduce(&m, &release, &folds);
+    if (!rg) break;
     SimSchedule *s = sim_engine_run_released(rg, release, &folds, NULL);
     g_autoptr(GArray) iv = g_array_sized_new(FALSE, FALSE, sizeof(SimTime), 2);
     g_autofree guint *off = g_new0(guint, nd + 1);

@@ -165,8 +165,9 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   for (uint32_t id = 0; id < s->num_tasks; id++) { /* counts: any order */
     const SimTask *t = sim_task_graph_task(g, id);
     for (uint16_t r = 0; r < t->nres; r++) count[res[t->res_begin + r] + 1]++;
-    if (folds && folds->task[id].owner != UINT32_MAX && folds->task[id].after) /* the stretch after it */
-      count[sim_resource_compute(sim_resource_device(res[t->res_begin])) + 1]++;
+    if (folds && folds->task[id].owner != UINT32_MAX) /* the stretches beside and after it */
+      count[sim_resource_compute(sim_resource_device(res[t->res_begin])) + 1] +=
+          (folds->task[id].beside > 0) + (folds->task[id].after > 0);
   }
   for (int r = 0; r < nres; r++) count[r + 1] += count[r];
   g_autofree Interval *iv = g_new(Interval, count[nres] ? count[nres] : 1);
@@ -184,15 +185,24 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
     }
     const SimTask *t = sim_task_graph_task(g, id);
     SimTime start = s->start[id], end = start + t->duration;
-    /* A collective folded into a compute chain (SimFolds): the chain's next compute stretch
-     * runs from its end on the device's compute stream (popped in time order like the rest:
-     * the stream's list stays in start order); the chain task itself is its first stretch. */
-    if (folds && folds->task[id].owner != UINT32_MAX && folds->task[id].after) {
+    /* A collective folded into a compute chain (SimFolds): the chain's compute stretch beside
+     * it runs from its fork's end (its ready time), the one after it from its join (the later
+     * of that stretch's end and its own), on the device's compute stream (after the chain's
+     * earlier stretches: the stream's list stays in start order); the chain task itself is its
+     * first stretch. */
+    if (folds && folds->task[id].owner != UINT32_MAX) {
+      const SimFold *f = &folds->task[id];
       guint d = (guint)sim_resource_device(res[t->res_begin]);
       uint32_t compute = sim_resource_compute((int)d);
-      SimTime after = folds->task[id].after;
-      iv[fill[compute]++] = (Interval){end, end + after};
-      prev_end[d] = MAX(prev_end[d], end + after);
+      SimTime fork = s->ready[id], join = MAX(fork + f->beside, end);
+      if (f->beside) {
+        iv[fill[compute]++] = (Interval){fork, fork + f->beside};
+        prev_end[d] = MAX(prev_end[d], fork + f->beside);
+      }
+      if (f->after) {
+        iv[fill[compute]++] = (Interval){join, join + f->after};
+        prev_end[d] = MAX(prev_end[d], join + f->after);
+      }
     }
     gboolean is_comm = t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC;
     for (uint16_t r = 0; r < t->nres; r++) {
