@@ -49,13 +49,20 @@ struct SimTaskGraph {
    * entries in program_begin). */
   uint32_t *program;
   uint32_t *program_begin;
-  /* A graph built for chain merging only (sim_build_unfinished with @for_merge): its host
-   * stream is not materialized; per compute task its launch's duration (host_duration, NULL
-   * without a host stream) and the launch queue's edges q -> h(c) as pairs of q's and c's
-   * positions in program (host_queue, in program order). host_base is then UINT32_MAX and the graph has num_compute fewer tasks than
-   * the full one; its program-order edges are left out too (chain_prev has them), and so are
-   * data edges that repeat them (from a compute task's chain predecessor: sb_data_edge). */
-  SimTime *host_duration;
+  /* A graph built for chain merging only (sim_build_unfinished with @for_merge): per position
+   * in program its compute task's block (program_block: kind k and op o as k * nops + o), and
+   * per block its tasks' duration (block_duration) and their launch's (block_host; NULL
+   * without a host stream): every microbatch and simulated device of a block is the same.
+   * Its compute tasks' SimTask entries are then not written (ids only), except under ZeRO-3
+   * (the builder reads them back: sim_build_sync.c). Its host stream is not materialized;
+   * the launch queue's edges q -> h(c) are pairs of q's and c's positions in program
+   * (host_queue, in program order). host_base is then UINT32_MAX and the graph has
+   * num_compute fewer tasks than the full one; its program-order edges are left out too
+   * (chain_prev has them), and so are data edges that repeat them (from a compute task's
+   * chain predecessor: sb_data_edge). NULL in any other graph. */
+  uint32_t *program_block;
+  SimTime *block_duration;
+  SimTime *block_host;
   GArray *host_queue;
 };
 
@@ -84,7 +91,7 @@ struct SimRun {
 
 /* sim_build_with_options, or with @for_merge the graph chain merging (sim_merge.c) reads: no
  * CSR (it reads the edge list in any order) and the host stream not materialized (see
- * SimTaskGraph.host_duration); unless the launches look too slow for merging to hold (a
+ * SimTaskGraph.program_block); unless the launches look too slow for merging to hold (a
  * host-bound run: sb_host_bound), where the full graph is built. Which one came back: a graph
  * for merging has no CSR (succ_offsets NULL). */
 SimTaskGraph *sim_build_unfinished(const MdlGraph *graph, const MdlStrategy *strategy,

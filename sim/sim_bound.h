@@ -4,7 +4,7 @@
  * of its resources frees up, so the tasks on one device's compute stream
  * (sim_resource_compute) run one after another. Every op has, per microbatch and device of
  * its mesh, a forward and a backward task (under weight delay a W task for ops with a weight gradient; under recomputation an R
- * task of the forward's duration: sim_build.c add_compute_tasks), of the durations
+ * task of the forward's duration: sim_build.c assign_compute_ids), of the durations
  * sb_op_durations gives, the function the builder calls. All of a device's compute tasks are
  * chained in program order (sim_build.c chain_compute), so from the start of its first one to
  * the end of its last one at least W_d = sum_{ops o on d} M (F_o + B_o + W_o + R_o) passes.

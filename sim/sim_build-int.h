@@ -50,6 +50,10 @@ typedef struct {
   uint32_t *fwd_base;       /* per op: id of F(op, mb 0, mesh index 0) */
   uint32_t *bwd_base;
   uint32_t *wgt_base;       /* per op: W tasks under weight delay; NO_TASK: the op has no W */
+  SimTime *op_durations;    /* per op: its forward, backward and W tasks' durations
+                               (sb_op_durations, once) */
+  gboolean virtual_compute; /* a graph for merging whose compute tasks are ids only
+                               (SimTaskGraph.program_block) */
   uint32_t *rec_base;       /* per op: R tasks (its forward re-run before its backward under
                                recomputation); NO_TASK: not recomputed */
   int *group;               /* per op: recomputation group (mdl_strategy_recompute_groups) */

@@ -111,36 +111,52 @@ void sb_set_compute_durations(Builder *b, int o) {
   }
 }
 
-/* Forward, backward, (weight delay) weight-gradient and (recomputation) recomputed-forward
- * tasks, in that order of ids. */
-static void add_compute_tasks(Builder *b) {
-  static const SimTaskKind kinds[4] = {SIM_TASK_FORWARD, SIM_TASK_BACKWARD,
-                                       SIM_TASK_BACKWARD_WEIGHT, SIM_TASK_RECOMPUTE};
+static const SimTaskKind compute_kinds[4] = {SIM_TASK_FORWARD, SIM_TASK_BACKWARD,
+                                             SIM_TASK_BACKWARD_WEIGHT, SIM_TASK_RECOMPUTE};
+
+/* The compute tasks' ids: forward, backward, (weight delay) weight-gradient and
+ * (recomputation) recomputed-forward blocks, in that order, each op's M x nrep tasks from its
+ * base (microbatch after microbatch, representatives in order); the graph's task array grows
+ * by them, written or not (write_compute_tasks). The ops' durations once. */
+static void assign_compute_ids(Builder *b) {
   uint32_t *bases[4] = {b->fwd_base, b->bwd_base, b->wgt_base, b->rec_base};
-  SimTask t = {0};
-  t.tensor = -1;
-  g_autofree SimTime *op_durations = g_new(SimTime, 3 * (gsize)b->nops); /* once per op */
+  b->op_durations = g_new(SimTime, 3 * (gsize)b->nops);
   for (int o = 0; o < b->nops; o++)
-    sb_op_durations(b, o, &op_durations[3 * o], &op_durations[3 * o + 1], &op_durations[3 * o + 2]);
-  for (int phase = 0; phase < 4; phase++) {
+    sb_op_durations(b, o, &b->op_durations[3 * o], &b->op_durations[3 * o + 1],
+                    &b->op_durations[3 * o + 2]);
+  for (int phase = 0; phase < 4; phase++)
     for (int o = 0; o < b->nops; o++) {
-      const MdlMesh *mesh = mesh_of(b, o);
-      const SimTime *durations = &op_durations[3 * o];
       bases[phase][o] = NO_TASK;
       if (phase == 2 && !sb_has_weight_task(b, o)) continue; /* its dW, if any, is in B */
       if (phase == 3 && b->group[o] < 0) continue;
-      t.kind = (uint8_t)kinds[phase];
-      t.duration = durations[phase == 3 ? 0 : phase]; /* a recomputation re-runs the forward */
-      t.op = o;
       bases[phase][o] = sim_task_graph_size(b->tg);
-      /* M x nrep tasks with one resource each, written in place */
+      g_array_set_size(b->tg->tasks, bases[phase][o] + (guint)(b->M * b->nrep[cfg(b, o)->mesh]));
+    }
+}
+
+/* A block's tasks' duration (a recomputation re-runs the forward). */
+static SimTime block_duration(const Builder *b, int phase, int o) {
+  return b->op_durations[3 * o + (phase == 3 ? 0 : phase)];
+}
+
+/* The compute tasks' entries, one resource each, written in place block by block. */
+static void write_compute_tasks(Builder *b) {
+  const uint32_t *bases[4] = {b->fwd_base, b->bwd_base, b->wgt_base, b->rec_base};
+  SimTask t = {0};
+  t.tensor = -1;
+  t.nres = 1;
+  for (int phase = 0; phase < 4; phase++) {
+    for (int o = 0; o < b->nops; o++) {
+      if (bases[phase][o] == NO_TASK) continue;
+      const MdlMesh *mesh = mesh_of(b, o);
+      t.kind = (uint8_t)compute_kinds[phase];
+      t.duration = block_duration(b, phase, o);
+      t.op = o;
       int m = cfg(b, o)->mesh, nrep = b->nrep[m];
-      guint n0 = b->tg->tasks->len, r0 = b->tg->task_resources->len, count = (guint)(b->M * nrep);
-      g_array_set_size(b->tg->tasks, n0 + count);
+      guint r0 = b->tg->task_resources->len, count = (guint)(b->M * nrep);
       g_array_set_size(b->tg->task_resources, r0 + count);
-      SimTask *tasks = (SimTask *)b->tg->tasks->data + n0;
+      SimTask *tasks = (SimTask *)b->tg->tasks->data + bases[phase][o];
       uint32_t *res = (uint32_t *)b->tg->task_resources->data + r0;
-      t.nres = 1;
       for (int mb = 0; mb < b->M; mb++) {
         t.microbatch = mb;
         for (int r = 0; r < nrep; r++) {
@@ -159,10 +175,16 @@ static void add_compute_tasks(Builder *b) {
 static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
   const MdlMesh *mesh = mesh_of(b, o);
   int m = cfg(b, o)->mesh;
+  uint32_t block = NO_TASK; /* its block, for a graph for merging (SimTaskGraph.program_block) */
+  if (b->tg->program_block) {
+    int phase = base == b->fwd_base[o] ? 0 : base == b->bwd_base[o] ? 1 : base == b->wgt_base[o] ? 2 : 3;
+    block = (uint32_t)(phase * b->nops + o);
+  }
   for (int r = 0; r < b->nrep[m]; r++) {
     uint32_t t = base + (uint32_t)(mb * b->nrep[m] + r);
     int d = mesh->devices[b->rep_idx[m][r]];
     b->chain_prev[t] = prev[d];
+    if (block != NO_TASK) b->tg->program_block[b->program_fill[d]] = block;
     b->tg->program[b->program_fill[d]++] = t;
     if (prev[d] != NO_TASK) b->chain_next[prev[d]] = t;
     if (prev[d] != NO_TASK && !b->for_merge) sim_task_graph_edge(b->tg, prev[d], t);
@@ -270,12 +292,22 @@ static void program_room(Builder *b) {
     }
   for (uint32_t d = 0; d < nd; d++) tg->program_begin[d + 1] += tg->program_begin[d];
   b->program_fill = g_memdup2(tg->program_begin, sizeof(uint32_t) * (nd + 1));
+  g_clear_pointer(&tg->program_block, g_free);
+  g_clear_pointer(&tg->block_duration, g_free);
+  if (!b->for_merge) return;
+  tg->program_block = g_new(uint32_t, (gsize)sim_task_graph_size(tg) + 1);
+  tg->block_duration = g_new0(SimTime, 4 * (gsize)b->nops);
+  for (int phase = 0; phase < 4; phase++)
+    for (int o = 0; o < b->nops; o++) tg->block_duration[phase * b->nops + o] = block_duration(b, phase, o);
 }
 
 void sb_build_compute(Builder *b) {
-  add_compute_tasks(b);
+  assign_compute_ids(b);
   /* a graph for merging only where merging is likely to hold (sim_build_unfinished) */
   if (b->for_merge && sb_host_bound(b)) b->for_merge = FALSE;
+  /* whose compute tasks are not written unless ZeRO-3's gathers read them (same_block) */
+  b->virtual_compute = b->for_merge && b->s->zero_stage < 3;
+  if (!b->virtual_compute) write_compute_tasks(b);
   gsize bytes = sizeof(uint32_t) * ((gsize)sim_task_graph_size(b->tg) + 1);
   b->chain_prev = g_malloc(bytes);
   b->chain_next = g_malloc(bytes);
@@ -457,6 +489,7 @@ void sb_builder_clear(Builder *b) {
   sb_free_representatives(b);
   g_hash_table_unref(b->plans);
   g_free(b->sample_tdim);
+  g_free(b->op_durations);
   g_free(b->fwd_base);
   g_free(b->bwd_base);
   g_free(b->wgt_base);

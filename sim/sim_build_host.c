@@ -36,17 +36,18 @@ static CmHostPhase host_phase(const Builder *b, const SimTask *t) {
   }
 }
 
-/* Queue-depth edges for one device's program @prog (@n compute tasks in order): edges, or in a
- * graph for merging pairs written at @out (returns past the last; at most @n pairs). */
+/* Queue-depth edges for one device's program @prog (@n compute tasks in order, @kernels per
+ * position): edges, or in a graph for merging pairs written at @out (returns past the last; at
+ * most @n pairs). */
 static uint32_t *add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *prog,
                                  uint32_t n, const int *kernels, uint32_t *out) {
   guint64 launched = 0, done = 0; /* kernels before position p; of tasks before position q */
   uint32_t q = 0;
   for (uint32_t p = 0; p < n; p++) {
-    guint64 k = (guint64)kernels[prog[p]];
+    guint64 k = (guint64)kernels[p];
     gboolean advanced = FALSE;
     while (q < p && launched - done + k > (guint64)f->queue_depth) {
-      done += (guint64)kernels[prog[q]];
+      done += (guint64)kernels[q];
       q++;
       advanced = TRUE;
     }
@@ -76,11 +77,12 @@ static void host_tables(const Builder *b, const CmFramework *f, int *op_kernels,
 
 /* The compute tasks by block, as sb_build_compute lays them out: per kind (forward, backward,
  * weight gradient, recomputed forward) and op, the M x nrep tasks from its base (microbatch
- * after microbatch, representatives in order), one kind, op and duration each. Returns how
- * many (at most 4 per op) in @out. */
+ * after microbatch, representatives in order), one kind, op and duration each (from the
+ * builder's tables: the tasks themselves may not be written). Returns how many (at most 4 per
+ * op) in @out. */
 typedef struct {
   uint32_t base, count;
-  int op, mesh;
+  int op, mesh, phase; /* phase: the kind's index (0 forward .. 3 recomputed forward) */
   SimTask task; /* the block's kind, op and duration */
 } ComputeBlock;
 static int compute_blocks(const Builder *b, ComputeBlock *out) {
@@ -92,9 +94,10 @@ static int compute_blocks(const Builder *b, ComputeBlock *out) {
     for (int o = 0; o < b->nops; o++) {
       if (bases[phase][o] == NO_TASK) continue;
       int m = cfg(b, o)->mesh;
-      out[n] = (ComputeBlock){bases[phase][o], (uint32_t)(b->M * b->nrep[m]), o, m,
-                              *sim_task_graph_task(b->tg, bases[phase][o])};
-      out[n++].task.kind = (uint8_t)kinds[phase];
+      out[n] = (ComputeBlock){bases[phase][o], (uint32_t)(b->M * b->nrep[m]), o, m, phase, {0}};
+      out[n].task.kind = (uint8_t)kinds[phase];
+      out[n].task.op = o;
+      out[n++].task.duration = b->op_durations[3 * o + (phase == 3 ? 0 : phase)];
     }
   return n;
 }
@@ -135,24 +138,26 @@ void sb_add_host_tasks(Builder *b) {
   g_autofree int *op_kernels = g_new(int, (gsize)b->nops * PHASES);
   g_autofree SimTime *op_time = g_new(SimTime, (gsize)b->nops * PHASES);
   host_tables(b, f, op_kernels, op_time);
-  g_autofree int *kernels = g_new(int, n ? n : 1);
+  g_autofree int *kernels = g_new(int, n ? n : 1); /* per position in program */
   SimTask *tasks = (SimTask *)tg->tasks->data;
-  if (b->for_merge) { /* durations and queue pairs only (sim-int.h) */
+  if (b->for_merge) { /* launch durations per block, queue pairs (sim-int.h) */
     tg->host_base = UINT32_MAX;
     tg->num_resources -= tg->num_devices;
-    tg->host_duration = g_new(SimTime, n ? n : 1);
+    tg->block_host = g_new0(SimTime, 4 * (gsize)b->nops);
     tg->host_queue = g_array_sized_new(FALSE, FALSE, sizeof(uint32_t), 2 * (n ? n : 1));
+    g_autofree int *block_kernels = g_new0(int, 4 * (gsize)b->nops);
     g_autofree ComputeBlock *blocks = g_new(ComputeBlock, 4 * (gsize)b->nops + 1);
     int nblocks = compute_blocks(b, blocks);
-    for (int i = 0; i < nblocks; i++) { /* block by block: no task read */
+    for (int i = 0; i < nblocks; i++) {
       int k = blocks[i].op * PHASES + (int)host_phase(b, &blocks[i].task);
-      for (uint32_t c = blocks[i].base; c < blocks[i].base + blocks[i].count; c++) {
-        kernels[c] = op_kernels[k];
-        tg->host_duration[c] = op_time[k];
-      }
+      int at = blocks[i].phase * b->nops + blocks[i].op; /* SimTaskGraph.program_block */
+      block_kernels[at] = op_kernels[k];
+      tg->block_host[at] = op_time[k];
     }
+    for (uint32_t p = 0; p < n; p++) kernels[p] = block_kernels[tg->program_block[p]];
   } else {
     /* The host tasks in one block (ids host_base + c, one resource each), then their edges. */
+    g_autofree int *task_kernels = g_new(int, n ? n : 1);
     guint res0 = tg->task_resources->len;
     g_array_set_size(tg->tasks, 2 * n);
     g_array_set_size(tg->task_resources, res0 + n);
@@ -161,7 +166,7 @@ void sb_add_host_tasks(Builder *b) {
     for (uint32_t c = 0; c < n; c++) {
       SimTask t = tasks[c];
       int k = t.op * PHASES + (int)host_phase(b, &t);
-      kernels[c] = op_kernels[k];
+      task_kernels[c] = op_kernels[k];
       t.kind = SIM_TASK_HOST;
       t.duration = op_time[k];
       t.res_begin = res0 + c;
@@ -174,6 +179,7 @@ void sb_add_host_tasks(Builder *b) {
       sim_task_graph_edge(tg, h, c);
       if (b->chain_prev[c] != NO_TASK) sim_task_graph_edge(tg, tg->host_base + b->chain_prev[c], h);
     }
+    for (uint32_t p = 0; p < n; p++) kernels[p] = task_kernels[tg->program[p]];
   }
   /* Each device's program (recorded in order by sb_build_compute: SimTaskGraph.program). */
   uint32_t *out = NULL;
@@ -183,7 +189,8 @@ void sb_add_host_tasks(Builder *b) {
   }
   for (int d = 0; d < tg->num_devices; d++)
     out = add_queue_edges(b, f, tg->program + tg->program_begin[d],
-                          tg->program_begin[d + 1] - tg->program_begin[d], kernels, out);
+                          tg->program_begin[d + 1] - tg->program_begin[d],
+                          kernels + tg->program_begin[d], out);
   if (b->for_merge) g_array_set_size(tg->host_queue, (guint)(out - (uint32_t *)tg->host_queue->data));
 }
 

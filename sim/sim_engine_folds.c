@@ -1,10 +1,10 @@
 /* sim/engine_folds — the engine over a reduced graph whose chains run folded collectives
  * (SimFolds, sim_merge.c), with each chain's collectives but its last timed when the chain pops.
  *
- * The plain way (sim_engine.c's loop with folds): a chain c with folded collectives x1 .. xn
- * pops, runs its first stretch, pushes x1 at the stretch's end T1; x1 pops at T1, starts when
- * its stream is free, the chain goes on from its end and pushes x2 at T2 = end(x1) +
- * after(x1), and so on; xn's pop releases the chain's successors. That is n + 1 pops per chain,
+ * The plain way: a chain c with folded collectives x1 .. xn pops, runs its first stretch,
+ * pushes x1 at the stretch's end T1; x1 pops at T1, starts when its stream is free, the chain
+ * goes on beside it and from its join, and pushes x2 at T2 = max(T1 + beside(x1), end(x1)) +
+ * after(x1) > T1, and so on; xn's pop releases the chain's successors. That is n + 1 pops per chain,
  * and on a transformer most of a reduced graph's tasks are such collectives (GPT-3 175B,
  * tp=8, pp=16, vp=2: 73919 of 116817).
  *

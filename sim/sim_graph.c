@@ -76,7 +76,9 @@ void sim_task_graph_free(SimTaskGraph *g) {
   g_free(g->chain_prev);
   g_free(g->program);
   g_free(g->program_begin);
-  g_free(g->host_duration);
+  g_free(g->program_block);
+  g_free(g->block_duration);
+  g_free(g->block_host);
   if (g->host_queue) g_array_unref(g->host_queue);
   g_free(g);
 }

@@ -85,7 +85,8 @@ typedef struct {
   uint32_t n, C, hb;     /* tasks, compute tasks, host base (NONE: no host stream) */
   uint32_t *dev;         /* per compute task: its device */
   uint32_t *pos;         /* per compute task: its position in prog */
-  uint32_t *prog;        /* the compute tasks in program order, device after device */
+  const uint32_t *prog;  /* the compute tasks in program order, device after device (the
+                            graph's SimTaskGraph.program) */
   uint32_t *dbeg;        /* per device: where its program starts in prog (nd + 1 entries) */
   uint32_t *first;       /* per device: its first compute task (NONE: none) */
   uint32_t *last;        /* per device: its last compute task */
@@ -104,7 +105,8 @@ typedef struct {
   SimTime *rel;          /* its launch's end where it gates the task (a late launch: the task
                             heads a group released then); read only where RELEASED (the rest
                             of the array is never touched) */
-  const SimTime *hdur;   /* per compute task: its launch's duration; NULL: no host stream */
+  const SimTime *hdur;   /* per compute task of a full graph: its launch's duration */
+  gboolean host;         /* there is a host stream (launch durations in phd) */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue, as ids
                             (a full graph's, from its edges) or positions (a graph for
                             merging: SimTaskGraph.host_queue) */
@@ -144,12 +146,53 @@ static gboolean compute_kind(uint8_t kind) {
          kind == SIM_TASK_BACKWARD_WEIGHT || kind == SIM_TASK_RECOMPUTE;
 }
 
+/* The other tasks' side of the applicability check: host tasks on one resource, nothing else
+ * on a host resource, only an optimizer step on a compute stream. */
+static gboolean check_other_tasks(Merge *m) {
+  const SimTaskGraph *g = m->g;
+  uint32_t nd = (uint32_t)g->num_devices;
+  for (uint32_t t = m->C; t < m->n; t++) {
+    const SimTask *task = &m->tasks[t];
+    if (is_host(m, t)) {
+      if (task->nres != 1) return FALSE;
+      continue;
+    }
+    for (uint16_t k = 0; k < task->nres; k++) {
+      uint32_t r = m->res[task->res_begin + k];
+      if (m->hb != NONE && r >= g->host_resource_base && r < g->host_resource_base + nd)
+        return FALSE;
+      /* only an optimizer step after the device's last compute task may share its stream */
+      if (compute_stream(nd, r) && task->kind != SIM_TASK_OPTIMIZER) return FALSE;
+    }
+  }
+  return TRUE;
+}
+
 /* The tasks' side of the applicability check; programs, first and last tasks. */
 static gboolean check_tasks(Merge *m) {
   const SimTaskGraph *g = m->g;
   uint32_t nd = (uint32_t)g->num_devices;
   const uint32_t *program = g->program, *begin = g->program_begin;
   if (!program || begin[nd] != m->C) return FALSE;
+  m->prog = program;
+  if (g->program_block) { /* a graph for merging: the builder's blocks (its compute tasks
+                             themselves may not be written: SimTaskGraph.program_block) */
+    for (uint32_t d = 0; d < nd; d++) {
+      m->dbeg[d] = begin[d];
+      m->first[d] = m->last[d] = NONE;
+      for (uint32_t k = begin[d]; k < begin[d + 1]; k++) {
+        uint32_t c = program[k];
+        if (c >= m->C) return FALSE;
+        SimTime duration = m->pdur[k] = g->block_duration[g->program_block[k]];
+        m->dev[c] = d;
+        m->pos[c] = k;
+        m->flags[c] = (uint8_t)((k == begin[d] ? HEAD : 0) | (duration == 0 ? HEAD | TAIL : 0));
+      }
+      if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
+    }
+    m->dbeg[nd] = m->C;
+    return check_other_tasks(m);
+  }
   for (uint32_t c = 0; c < m->C; c++) {
     const SimTask *t = &m->tasks[c];
     uint32_t r = m->res[t->res_begin];
@@ -170,27 +213,12 @@ static gboolean check_tasks(Merge *m) {
       if (c >= m->C || m->pos[c] != NONE || m->dev[c] != d ||
           m->prev[c] != (k == begin[d] ? NONE : program[k - 1]))
         return FALSE;
-      m->prog[k] = c;
       m->pos[c] = k;
     }
     if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
   }
   m->dbeg[nd] = m->C;
-  for (uint32_t t = m->C; t < m->n; t++) {
-    const SimTask *task = &m->tasks[t];
-    if (is_host(m, t)) {
-      if (task->nres != 1) return FALSE;
-      continue;
-    }
-    for (uint16_t k = 0; k < task->nres; k++) {
-      uint32_t r = m->res[task->res_begin + k];
-      if (m->hb != NONE && r >= g->host_resource_base && r < g->host_resource_base + nd)
-        return FALSE;
-      /* only an optimizer step after the device's last compute task may share its stream */
-      if (compute_stream(nd, r) && task->kind != SIM_TASK_OPTIMIZER) return FALSE;
-    }
-  }
-  return TRUE;
+  return check_other_tasks(m);
 }
 
 /* Calls @visit on every edge (u, v), from the CSR of a finished graph or the edge list of an
@@ -392,6 +420,7 @@ static gboolean check_edges(Merge *m, SimTime *hdur) {
   if (m->hb != NONE) { /* the launches' durations (in @hdur), as a graph for merging has them */
     for (uint32_t c = 0; c < m->C; c++) hdur[c] = m->tasks[m->hb + c].duration;
     m->hdur = hdur;
+    m->host = TRUE;
   }
   for (uint32_t t = m->C; t < m->n; t++) {
     const SimTask *task = &m->tasks[t];
@@ -418,8 +447,8 @@ static void program_arrays(Merge *m) {
   for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++)
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) { /* all but a device's first chained */
       uint32_t c = m->prog[k];
-      m->pdur[k] = m->poff[c];
-      m->phd[k] = m->hdur ? m->hdur[c] : 0;
+      if (!m->g->program_block) m->pdur[k] = m->poff[c];
+      m->phd[k] = m->g->block_host ? m->g->block_host[m->g->program_block[k]] : m->hdur ? m->hdur[c] : 0;
       m->pbase[k] = (uint8_t)(m->flags[c] | (k > m->dbeg[d] ? CHAINED : 0));
     }
   /* the launch queue by position (a graph for merging lists it so already; a full graph's
@@ -534,10 +563,11 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   for (uint32_t w = 0; w < words; w++)
     for (uint64_t bits = m->head[w]; bits; bits &= bits - 1) { /* the heads, in id order */
       uint32_t c = 64 * w + (uint32_t)__builtin_ctzll(bits), i = m->gid[c];
-      rt[i] = m->tasks[c];
-      rt[i].duration = gdur[i];
-      rt[i].res_begin = i;
-      rr[i] = m->res[m->tasks[c].res_begin];
+      /* a group: its duration on its device's compute stream (nothing reads more of it; a
+       * graph for merging may not have its members' entries written) */
+      rt[i] = (SimTask){.duration = gdur[i], .res_begin = i, .nres = 1,
+                        .kind = SIM_TASK_FORWARD, .op = -1, .tensor = -1, .microbatch = -1};
+      rr[i] = sim_resource_compute((int)m->dev[c]);
     }
   guint nr = R; /* the other tasks' resources: counted, then copied in place */
   for (uint32_t t = m->C; t < m->n; t++)
@@ -647,7 +677,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
   /* the per-task arrays in one allocation (on huge pages where the system has them) */
-  gsize per_compute = 7 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 2;
+  gsize per_compute = 6 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 2;
   gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + 4 * sizeof(uint32_t)) +
                 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
@@ -655,7 +685,6 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
 #define TAKE(type, count) ((type *)take(&fill, sizeof(type) * (gsize)(count)))
   m.dev = TAKE(uint32_t, C1);
   m.pos = TAKE(uint32_t, C1);
-  m.prog = TAKE(uint32_t, C1);
   m.pgid = TAKE(uint32_t, C1);
   m.poff = TAKE(SimTime, C1);
   m.pdur = TAKE(SimTime, C1);
@@ -680,7 +709,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
 #undef TAKE
   g_assert(fill <= arena + bytes);
   /* the host stream: given (a graph built for merging) or read from the host tasks */
-  m.hdur = g->host_duration;
+  m.host = g->block_host != NULL;
   m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
   /* room for every edge (pages touched only as they fill) */
   gsize most_edges = g->succ_offsets ? g->succ_offsets[m.n] : g->edges->len / 2;
@@ -692,11 +721,11 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   ok = ok && check_edges(&m, hdur);
   if (ok) fold_collectives(&m);
   if (ok) program_arrays(&m);
-  if (ok && m.hdur) { /* each device's first launch gates its first task */
+  if (ok && m.host) { /* each device's first launch gates its first task */
     m.rel = g_new(SimTime, C1); /* touched in a few places: small pages (not the arena's) */
     for (uint32_t d = 0; d < nd; d++)
-      if (m.first[d] != NONE && m.hdur[m.first[d]]) {
-        m.rel[m.dbeg[d]] = m.hdur[m.first[d]];
+      if (m.first[d] != NONE && m.phd[m.dbeg[d]]) {
+        m.rel[m.dbeg[d]] = m.phd[m.dbeg[d]];
         m.pbase[m.dbeg[d]] |= RELEASED;
       }
   }
@@ -712,7 +741,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     g_autoptr(GArray) iv = g_array_sized_new(FALSE, FALSE, sizeof(SimTime), 2);
     g_autofree guint *off = g_new0(guint, nd + 1);
     gint64 changes = 0;
-    if (s && m.hdur) {
+    if (s && m.host) {
       changes = time_host(&m, s, s->ready, iv, off);
     }
     ok = s && changes >= 0 && changes <= m.C / 16 + 1;

@@ -396,7 +396,7 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
   SimPrediction *p = &run->prediction;
   p->iteration_time_s = sim_time_seconds(merged ? makespan : schedule->makespan);
   /* the full graph's tasks (with its host stream); the full engine pops every task once */
-  p->tasks = sim_task_graph_size(tasks) + (tasks->host_duration ? tasks->num_compute : 0);
+  p->tasks = sim_task_graph_size(tasks) + (tasks->block_host ? tasks->num_compute : 0);
   p->events = merged ? p->tasks : schedule->events;
   p->merged_tasks = reduced;
   p->symmetric = tasks->symmetric;
