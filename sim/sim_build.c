@@ -170,34 +170,68 @@ static void write_compute_tasks(Builder *b) {
   }
 }
 
-/* Appends the tasks from @base of op @o for microbatch @mb to its simulated devices' programs
- * (@prev: each device's last task so far). */
-static void chain_op(Builder *b, uint32_t *prev, int o, uint32_t base, int mb) {
-  const MdlMesh *mesh = mesh_of(b, o);
+/* One entry of a unit's chain template (chain_compute): the block (kind, op) whose task for
+ * microbatch mb and the @nrep representatives r of its mesh is base + mb * nrep + r, on device
+ * devices[rep_idx[r]]. */
+typedef struct {
+  uint32_t base, block; /* block: kind * nops + op (SimTaskGraph.program_block) */
+  int nrep;
+  const int *rep_idx, *devices;
+} ChainEntry;
+
+static ChainEntry chain_entry(const Builder *b, int o, int phase) {
+  const uint32_t *bases[4] = {b->fwd_base, b->bwd_base, b->wgt_base, b->rec_base};
   int m = cfg(b, o)->mesh;
-  uint32_t block = NO_TASK; /* its block, for a graph for merging (SimTaskGraph.program_block) */
-  if (b->tg->program_block) {
-    int phase = base == b->fwd_base[o] ? 0 : base == b->bwd_base[o] ? 1 : base == b->wgt_base[o] ? 2 : 3;
-    block = (uint32_t)(phase * b->nops + o);
-  }
-  for (int r = 0; r < b->nrep[m]; r++) {
-    uint32_t t = base + (uint32_t)(mb * b->nrep[m] + r);
-    int d = mesh->devices[b->rep_idx[m][r]];
-    b->chain_prev[t] = prev[d];
-    if (block != NO_TASK) b->tg->program_block[b->program_fill[d]] = block;
-    b->tg->program[b->program_fill[d]++] = t;
-    if (prev[d] != NO_TASK) b->chain_next[prev[d]] = t;
-    if (prev[d] != NO_TASK && !b->for_merge) sim_task_graph_edge(b->tg, prev[d], t);
+  return (ChainEntry){bases[phase][o], (uint32_t)(phase * b->nops + o), b->nrep[m], b->rep_idx[m],
+                      mesh_of(b, o)->devices};
+}
+
+/* Appends entry @e's tasks for microbatch @mb to its simulated devices' programs (@prev: each
+ * device's last task so far). */
+static inline void chain_op(Builder *b, uint32_t *prev, const ChainEntry *e, int mb) {
+  uint32_t *program = b->tg->program, *block = b->tg->program_block;
+  for (int r = 0; r < e->nrep; r++) {
+    uint32_t t = e->base + (uint32_t)(mb * e->nrep + r);
+    int d = e->devices[e->rep_idx[r]];
+    uint32_t at = b->program_fill[d]++, p = prev[d];
+    b->chain_prev[t] = p;
+    if (block) block[at] = e->block;
+    program[at] = t;
+    if (p != NO_TASK) {
+      b->chain_next[p] = t;
+      if (!b->for_merge) sim_task_graph_edge(b->tg, p, t);
+    }
     prev[d] = t;
   }
 }
 
+/* The chain template of a unit of phase @phase on a chunk whose ops are @ops (@count, in
+ * order): per pipeline phase the ops forward (F) or in reverse (B, W); before the backward of
+ * the last op of a recomputation group (met first in reverse), the group's recomputed forwards
+ * R in forward order (Megatron's checkpointing: a layer's, or the attention core's, forward
+ * re-runs right before its backward; Korthikanti et al. 2022, section 4.1). Every microbatch's
+ * unit chains the same blocks. Returns the entries (@n of them); caller frees. */
+static ChainEntry *chain_template(const Builder *b, const int *ops, int count, int phase, int *n) {
+  ChainEntry *out = g_new(ChainEntry, 2 * (gsize)count + 1);
+  *n = 0;
+  for (int k = 0; k < count; k++) {
+    int idx = phase == SIM_UNIT_FORWARD ? k : count - 1 - k, o = ops[idx];
+    if (phase == SIM_UNIT_WEIGHT && b->wgt_base[o] == NO_TASK) continue;
+    int g = b->group[o];
+    gboolean group_ends = idx == count - 1 || b->group[ops[idx + 1]] != g;
+    if (phase == SIM_UNIT_BACKWARD && g >= 0 && group_ends) {
+      int begin = idx;
+      while (begin > 0 && b->group[ops[begin - 1]] == g) begin--;
+      for (int j = begin; j <= idx; j++) out[(*n)++] = chain_entry(b, ops[j], 3);
+    }
+    out[(*n)++] = chain_entry(b, o, phase == SIM_UNIT_FORWARD ? 0 : phase == SIM_UNIT_BACKWARD ? 1 : 2);
+  }
+  return out;
+}
+
 /* Chains every device's compute tasks in program order: per pipeline rank its schedule units
- * (sim_pipeline_units), per unit the chunk's ops forward (F) or in reverse (B, W); before the
- * backward of the last op of a recomputation group (met first in reverse), the group's
- * recomputed forwards R in forward order (Megatron's checkpointing: a layer's, or the
- * attention core's, forward re-runs right before its backward; Korthikanti et al. 2022,
- * section 4.1). Records per stage the microbatch of its last B and W units and every compute
+ * (sim_pipeline_units), each the template of its chunk and phase (chain_template) stamped for
+ * its microbatch. Records per stage the microbatch of its last B and W units and every compute
  * task's predecessor (chain_prev). Returns the last task per device. */
 static uint32_t *chain_compute(Builder *b) {
   uint32_t *prev = g_new(uint32_t, b->c->nodes * b->c->gpus_per_node);
@@ -209,6 +243,9 @@ static uint32_t *chain_compute(Builder *b) {
   for (int st = 0; st < nstages; st++) stage_begin[st + 1] += stage_begin[st];
   g_autofree int *fill = g_memdup2(stage_begin, sizeof(int) * (gsize)nstages);
   for (int o = 0; o < b->nops; o++) stage_ops[fill[cfg(b, o)->stage]++] = o;
+  /* per stage and unit phase its template, made when first met */
+  g_autofree ChainEntry **templates = g_new0(ChainEntry *, 3 * (gsize)nstages);
+  g_autofree int *sizes = g_new0(int, 3 * (gsize)nstages);
   for (int rank = 0; rank < mdl_strategy_num_ranks(b->s); rank++) {
     int nunits = 0;
     g_autofree SimUnit *units = sim_pipeline_units(b->s, rank, &nunits);
@@ -216,25 +253,14 @@ static uint32_t *chain_compute(Builder *b) {
       int st = units[u].chunk, mb = units[u].microbatch, phase = units[u].phase;
       if (phase == SIM_UNIT_BACKWARD) b->grads_done_b[st] = mb;
       if (phase == SIM_UNIT_WEIGHT) b->grads_done_w[st] = mb;
-      int count = stage_begin[st + 1] - stage_begin[st];
-      const int *ops = stage_ops + stage_begin[st];
-      for (int k = 0; k < count; k++) {
-        int idx = phase == SIM_UNIT_FORWARD ? k : count - 1 - k, o = ops[idx];
-        if (phase == SIM_UNIT_WEIGHT && b->wgt_base[o] == NO_TASK) continue;
-        int g = b->group[o];
-        gboolean group_ends = idx == count - 1 || b->group[ops[idx + 1]] != g;
-        if (phase == SIM_UNIT_BACKWARD && g >= 0 && group_ends) {
-          int begin = idx;
-          while (begin > 0 && b->group[ops[begin - 1]] == g) begin--;
-          for (int j = begin; j <= idx; j++) chain_op(b, prev, ops[j], b->rec_base[ops[j]], mb);
-        }
-        uint32_t base = phase == SIM_UNIT_FORWARD    ? b->fwd_base[o]
-                        : phase == SIM_UNIT_BACKWARD ? b->bwd_base[o]
-                                                     : b->wgt_base[o];
-        chain_op(b, prev, o, base, mb);
-      }
+      int at = 3 * st + phase;
+      if (!templates[at])
+        templates[at] = chain_template(b, stage_ops + stage_begin[st],
+                                       stage_begin[st + 1] - stage_begin[st], phase, &sizes[at]);
+      for (int k = 0; k < sizes[at]; k++) chain_op(b, prev, &templates[at][k], mb);
     }
   }
+  for (int i = 0; i < 3 * nstages; i++) g_free(templates[i]);
   return prev;
 }
 
