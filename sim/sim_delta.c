@@ -306,6 +306,15 @@ static DeltaOutcome simulate_delta(SimDelta *d, const MdlStrategy *strategy, GEr
     d->strategy->configs[d->changed[i]] = strategy->configs[d->changed[i]];
   }
   Builder *b = &d->b;
+  /* A changed op that starts or stops splitting its backward (sb_overlap_split) changes the
+   * compute tasks, which a delta copies: rebuild. */
+  for (int i = 0; i < n; i++) {
+    int o = d->changed[i];
+    if ((b->wgt_base[o] != NO_TASK) != sb_has_weight_task(b, o)) {
+      for (int j = 0; j < n; j++) d->strategy->configs[d->changed[j]] = saved[j];
+      return DELTA_FULL;
+    }
+  }
   int nm = (int)d->strategy->meshes->len;
   /* The representatives the full build would choose must be the current ones. */
   int *nrep = b->nrep, **rep_idx = b->rep_idx, **rep_pos = b->rep_pos, **rep_of = b->rep_of;
