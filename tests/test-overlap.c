@@ -17,6 +17,7 @@
 #include "test-util.h"
 #include "validate/val_components.h"
 #include "validate/val_layers.h"
+#include "validate/val_plan_build.h"
 
 #define GPT "gpt:layers=2,hidden=1024,heads=16,seq=1024,vocab=32000,batch=4"
 #define ON ",framework=none,async_tensor_model_parallel_allreduce=1"
@@ -290,6 +291,39 @@ static void test_bound(void) {
     }
 }
 
+/* The validate plan (the GPU runner's per-rank programs) follows the split: a split op's
+ * backward step holds dX only and its W step dW, so each weight gradient is computed once
+ * per microbatch, and the all-reduce waits for dX. */
+static void test_plan(void) {
+  ValPlanRequest req = {.model_spec = GPT, .cluster_spec = "dgx-a100",
+                        .strategy_spec = "megatron:tp=8,dp=1,mb=2"};
+  GError *error = NULL;
+  g_autofree char *text = val_plan_make(&req, NULL, &error);
+  g_assert_no_error(error);
+  cJSON *root = cJSON_Parse(text);
+  const cJSON *steps = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "programs"), 0), "steps");
+  GHashTable *dw = g_hash_table_new(g_str_hash, g_str_equal);
+  int w_steps = 0;
+  const cJSON *step;
+  cJSON_ArrayForEach(step, steps) {
+    const char *name = cJSON_GetObjectItem(step, "name")->valuestring;
+    if (!strstr(name, " dW ")) continue;
+    const char *op = cJSON_GetObjectItem(step, "op")->valuestring;
+    g_hash_table_insert(dw, (gpointer)op, GINT_TO_POINTER(GPOINTER_TO_INT(g_hash_table_lookup(dw, op)) + 1));
+    w_steps += strstr(name, " bwd W dW ") != NULL;
+  }
+  g_assert_cmpint(w_steps, ==, (2 * 2 + 1) * 2); /* QKV, FC1 per layer and the LM head, 2 mb */
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init(&it, dw);
+  while (g_hash_table_iter_next(&it, &key, &value)) {
+    g_test_message("%s: %d dW steps", (const char *)key, GPOINTER_TO_INT(value));
+    g_assert_cmpint(GPOINTER_TO_INT(value), ==, 2); /* batch 4 in 2 microbatches of 2: once each */
+  }
+  g_hash_table_unref(dw);
+  cJSON_Delete(root);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/overlap/dependencies", test_dependencies);
@@ -299,5 +333,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/overlap/key", test_key);
   g_test_add_func("/sim/overlap/unchanged", test_unchanged);
   g_test_add_func("/sim/overlap/bound", test_bound);
+  g_test_add_func("/sim/overlap/plan", test_plan);
   return g_test_run();
 }
