@@ -205,6 +205,17 @@ static inline const MdlMesh *mesh_of(const Builder *b, int op) {
  * column-parallel GEMM) that then runs beside W. Depends on @o's own config only (its layouts),
  * so delta simulation can tell when a changed op changes the compute tasks (sim_delta.c). */
 gboolean sb_overlap_split(const Builder *b, int o);
+/* The time of @o's weight-gradient GEMM (W: @flops, @bytes, @shape; @alone_s by itself) when it
+ * runs beside the NCCL kernel of o's input-gradient collective under Megatron's overlap, with
+ * the SMs that kernel's channels leave it (sim_build_overlap.c); @alone_s where nothing
+ * applies (no GEMM shape, no SM count, no NCCL collective). */
+double sb_weight_grad_beside_collective(const Builder *b, int o, DevDtype dtype, double flops,
+                                        double bytes, const CmGemmShape *shape, double alone_s);
+/* How much longer a GEMM (cm_kernel_time's arguments) takes on @device while an NCCL kernel of
+ * @channels CTAs holds that many of its SMs (>= 1; 1 without a shape or an SM count). */
+double sb_gemm_beside_nccl(const CmParams *params, const DevKind *device, int channels,
+                          MdlOpKind kind, DevDtype dtype, double flops, double bytes,
+                          const CmGemmShape *shape);
 /* Whether @o gets W tasks: when part of its backward is weight gradients, under weight delay (W
  * in W units) or Megatron's overlap (sb_overlap_split: W right after B). */
 static inline gboolean sb_has_weight_task(const Builder *b, int o) {

@@ -92,7 +92,10 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
     dx += cm_fp8_cast_time(b->p, dev, out_elems);
   }
   *fwd = sim_time_from_seconds(fwd_s);
-  if (b->s->weight_delay || sb_overlap_split(b, o)) {
+  gboolean overlapped = sb_overlap_split(b, o);
+  if (overlapped) /* W beside the input gradient's NCCL kernel, on the SMs it leaves */
+    dw = sb_weight_grad_beside_collective(b, o, dt, bflops * share, bbytes * share, gemm ? &ws : NULL, dw);
+  if (b->s->weight_delay || overlapped) {
     *bwd = sim_time_from_seconds(dx);
     *wgt = sim_time_from_seconds(dw);
   } else {

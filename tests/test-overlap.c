@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sim/sim_bound.h"
+#include "sim/sim_build-int.h"
 #include "test-moe-util.h"
 #include "test-util.h"
 #include "validate/val_components.h"
@@ -110,7 +111,9 @@ static void test_dependencies(void) {
                  1e3 * b->iteration_time_s);
   g_assert_cmpfloat(a->iteration_time_s, <, b->iteration_time_s);
   g_assert_cmpfloat(a->comm_exposed_s, <, b->comm_exposed_s);
-  g_assert_cmpfloat(fabs(a->compute_s / b->compute_s - 1), <, 1e-6); /* the same kernels */
+  /* the same kernels, dW slower beside the all-reduce's NCCL kernel (sim_build_overlap.c) */
+  g_assert_cmpfloat(a->compute_s, >, b->compute_s);
+  g_assert_cmpfloat(a->compute_s, <, 1.05 * b->compute_s);
   test_run_free(on);
   test_run_free(off);
 }
@@ -170,8 +173,9 @@ static double component(const SimRun *run, const char *key) {
   return x;
 }
 
-/* `explain` shows the hidden all-reduces as overlapped communication: overlapped, exposed
- * communication falls by what the iteration saves and the overlapped part grows by it. */
+/* `explain` shows the hidden all-reduces as overlapped communication: exposed communication
+ * falls by what the iteration saves plus what the dW GEMMs lose to the NCCL kernels beside
+ * them (more compute), and the overlapped part grows by what the exposed part lost. */
 static void test_explain(void) {
   const char *model = "gpt:layers=4,hidden=6144,heads=48,seq=2048,vocab=51200,batch=4";
   SimRun *on = test_simulate_specs(model, "dgx-a100", "megatron:tp=8,dp=1,mb=4" ON, FALSE);
@@ -179,11 +183,14 @@ static void test_explain(void) {
   double saved = sim_run_prediction(off)->iteration_time_s - sim_run_prediction(on)->iteration_time_s;
   double exposed = component(off, "comm_exposed_s") - component(on, "comm_exposed_s");
   double overlapped = component(on, "comm_overlapped_s") - component(off, "comm_overlapped_s");
-  g_test_message("saved %.4g ms: exposed -%.4g ms, overlapped +%.4g ms", 1e3 * saved,
-                 1e3 * exposed, 1e3 * overlapped);
+  double slower = component(on, "compute_s") - component(off, "compute_s");
+  g_test_message("saved %.4g ms: exposed -%.4g ms, overlapped +%.4g ms, compute +%.4g ms",
+                 1e3 * saved, 1e3 * exposed, 1e3 * overlapped, 1e3 * slower);
   g_assert_cmpfloat(saved, >, 0);
-  g_assert_cmpfloat(fabs(exposed - saved), <, 0.01 * saved);
-  g_assert_cmpfloat(fabs(overlapped - saved), <, 0.01 * saved);
+  g_assert_cmpfloat(slower, >, 0);
+  g_assert_cmpfloat(slower, <, 0.5 * saved);
+  g_assert_cmpfloat(fabs(exposed - saved - slower), <, 0.01 * saved);
+  g_assert_cmpfloat(fabs(overlapped - exposed), <, 0.01 * saved);
   test_run_free(on);
   test_run_free(off);
 }
@@ -324,6 +331,39 @@ static void test_plan(void) {
   cJSON_Delete(root);
 }
 
+/* A GEMM beside an NCCL kernel (sim/sim_build_overlap.c). A large GEMM (many waves) slows by
+ * the share of SMs the kernel's CTAs hold: 132 / (132 - 24) on an H100. The published case: a
+ * GEMM of exactly 132 tiles of 128 x 128 (1408 x 1536, K 5120 here) ran at ~80% MFU alone and
+ * ~47% beside a 24-block all-gather (NVIDIA developer forum thread 337991): 1.70x, a second
+ * wave. The model, which lets the library pick its tile again for the 108 SMs left where
+ * cuBLAS keeps its whole-GPU kernel, charges less (logged): slower, never more than measured.
+ * No kernel beside, or no GEMM shape: 1. */
+static void test_contention(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-h100", &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  CmGemmShape shape = {1408, 1536, 5120, 1};
+  double flops = 2.0 * 1408 * 1536 * 5120, bytes = 2.0 * (1408 * 5120 + 5120 * 1536 + 1408 * 1536);
+  double r = sb_gemm_beside_nccl(&params, &c->device, 24, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops,
+                                 bytes, &shape);
+  g_test_message("H100, 132-tile GEMM beside 24 NCCL CTAs: %.3fx (measured 1.70x)", r);
+  g_assert_cmpfloat(r, >, 1.1);
+  g_assert_cmpfloat(r, <=, 1.70);
+  CmGemmShape big = {8192, 8192, 8192, 1};
+  double big_flops = 2.0 * 8192 * 8192 * 8192, big_bytes = 3 * 2.0 * 8192 * 8192;
+  double rb = sb_gemm_beside_nccl(&params, &c->device, 24, MDL_OP_MATMUL, DEV_DTYPE_BF16,
+                                  big_flops, big_bytes, &big);
+  g_test_message("H100, 8192^3 GEMM beside 24 NCCL CTAs: %.3fx (SM share %.3fx)", rb, 132.0 / 108);
+  g_assert_cmpfloat(fabs(rb / (132.0 / 108) - 1), <, 0.05);
+  g_assert_cmpfloat(sb_gemm_beside_nccl(&params, &c->device, 0, MDL_OP_MATMUL, DEV_DTYPE_BF16,
+                                        flops, bytes, &shape), ==, 1.0);
+  g_assert_cmpfloat(sb_gemm_beside_nccl(&params, &c->device, 24, MDL_OP_MATMUL, DEV_DTYPE_BF16,
+                                        flops, bytes, NULL), ==, 1.0);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/overlap/dependencies", test_dependencies);
@@ -334,5 +374,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/overlap/unchanged", test_unchanged);
   g_test_add_func("/sim/overlap/bound", test_bound);
   g_test_add_func("/sim/overlap/plan", test_plan);
+  g_test_add_func("/sim/overlap/contention", test_contention);
   return g_test_run();
 }
