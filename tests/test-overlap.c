@@ -111,6 +111,7 @@ static void test_dependencies(void) {
                  1e3 * b->iteration_time_s);
   g_assert_cmpfloat(a->iteration_time_s, <, b->iteration_time_s);
   g_assert_cmpfloat(a->comm_exposed_s, <, b->comm_exposed_s);
+  g_assert_cmpfloat(a->peak_memory_bytes, ==, b->peak_memory_bytes); /* memory unchanged */
   /* the same kernels, dW slower beside the all-reduce's NCCL kernel (sim_build_overlap.c) */
   g_assert_cmpfloat(a->compute_s, >, b->compute_s);
   g_assert_cmpfloat(a->compute_s, <, 1.05 * b->compute_s);
@@ -280,7 +281,9 @@ static void test_bound(void) {
                          "megatron:tp=2,pp=4,dp=2,mb=1,schedule=interleaved,vp=2",
                          "megatron:tp=4,pp=4,dp=1,mb=1,recompute=full",
                          "megatron:tp=4,pp=4,dp=1,mb=1,recompute=selective,sp=1",
-                         "megatron:tp=8,pp=2,dp=1,mb=1,sp=1"};
+                         "megatron:tp=8,pp=2,dp=1,mb=1,sp=1",
+                         "megatron:tp=4,pp=4,dp=1,mb=1,schedule=eager1f1b",
+                         "megatron:tp=2,pp=2,cp=2,dp=2,mb=1,sp=1"};
   for (guint i = 0; i < G_N_ELEMENTS(specs); i++)
     for (int f = 0; f < 2; f++) {
       g_autofree char *spec = g_strconcat(specs[i], f ? ON : "", NULL);
