@@ -201,6 +201,14 @@ static int cmp_double(gconstpointer a, gconstpointer b) {
   return (x > y) - (x < y);
 }
 
+/* The median of @v (sorted in place). */
+static double median_of(GArray *v) {
+  g_array_sort(v, cmp_double);
+  const double *x = (const double *)v->data;
+  guint n = v->len;
+  return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
 /* A100 GEMMs by shape from published measurements (tests/data/validation/gemm_a100_public.csv,
  * its columns say each row's source, operands, timing and why the device is an A100): the
  * EleutherAI cookbook's sample of a GPT layer's GEMMs (h 4096, 8192 tokens, fp16 on random
@@ -236,12 +244,9 @@ static void test_gemm_a100_public(void) {
     }
   }
   g_assert_cmpuint(implied->len, >=, 5);
-  g_array_sort(implied, cmp_double);
-  double *v = (double *)implied->data;
-  guint n = implied->len;
-  double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  g_test_message("median over %u single GEMMs: %.4f of peak (model %.4f; MAMF 267.9 / 312 = %.4f)", n,
-                 median, cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), 267.9 / 312);
+  double median = median_of(implied);
+  g_test_message("median over %u single GEMMs: %.4f of peak (model %.4f; MAMF 267.9 / 312 = %.4f)",
+                 implied->len, median, cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), 267.9 / 312);
   g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), median, 5e-4);
   dev_kind_clear(&k);
   /* A bad row names the file and the row. */
@@ -438,6 +443,74 @@ static void test_memory_bound_measured(void) {
  * grad, param, m, v; the grad norm 4; zeroing the grad buffer 4 (fp32 main_grad); 16-bit
  * models copy the main params into theirs (6), fp16 also casts and unscales the grads (14) on
  * a 2-byte buffer. Removing any pass fails one of these. */
+/* Bekman's MAMF efficiency (mamf / theory) of @device in @dtype, from
+ * tests/data/validation/gemm_mamf_public.csv. */
+static double mamf_efficiency(const char *device, const char *dtype) {
+  g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation",
+                                           "gemm_mamf_public.csv", NULL);
+  GError *error = NULL;
+  UtilCsv *csv = util_csv_read(path, &error);
+  g_assert_no_error(error);
+  int d = util_csv_column(csv, "device"), t = util_csv_column(csv, "dtype");
+  int m = util_csv_column(csv, "mamf_tflops"), p = util_csv_column(csv, "theory_tflops");
+  double eff = 0;
+  for (guint i = 0; i < csv->rows->len; i++)
+    if (!strcmp(util_csv_field(csv, i, d), device) && !strcmp(util_csv_field(csv, i, t), dtype))
+      eff = g_ascii_strtod(util_csv_field(csv, i, m), NULL) /
+            g_ascii_strtod(util_csv_field(csv, i, p), NULL);
+  util_csv_free(csv);
+  g_assert_cmpfloat(eff, >, 0);
+  return eff;
+}
+
+/* Blackwell GEMM figures (cm_gemm.c), recomputed from the published rows: B200 bf16 is the
+ * median of OpenXLA's sm_100 GEMMs of >= 128 GFLOP (gemm_b200_public.csv) of measured / (peak x
+ * the model's quantization); fp8 and GB200 follow by Bekman's MAMF efficiency ratios
+ * (gemm_mamf_public.csv). The same fp8 / bf16 ratio on H100 must predict our own measured H100
+ * figures within 2%. A mistyped row or figure fails. */
+static void test_gemm_blackwell_public(void) {
+  CmParams p;
+  cm_params_default(&p);
+  g_autoptr(GPtrArray) rows = public_rows("gemm_b200_public.csv", &p);
+  g_autoptr(GArray) implied = g_array_new(FALSE, FALSE, sizeof(double));
+  GError *error = NULL;
+  DevKind b200, gb200, h100;
+  g_assert_true(dev_kind_lookup("b200", &b200, &error));
+  g_assert_true(dev_kind_lookup("gb200", &gb200, &error));
+  g_assert_true(dev_kind_lookup("h100-sxm", &h100, &error));
+  for (guint i = 0; i < rows->len; i++) {
+    const ValGemmRow *r = g_ptr_array_index(rows, i);
+    g_assert_cmpstr(r->device, ==, "b200");
+    g_assert_true(r->dtype == DEV_DTYPE_BF16);
+    g_assert_cmpfloat(r->flops, >=, 2 * pow(2, 36));
+    double measured = r->flops / r->measured_s;
+    double fraction = measured / (b200.peak_flops[DEV_DTYPE_BF16] * cm_gemm_quantization(&p, &b200, &r->dims));
+    g_test_message("%s: %.1f TFLOP/s measured, %.1f model: %.4f of peak x shape", r->shape,
+                   measured / 1e12, r->flops / r->predicted_s / 1e12, fraction);
+    g_array_append_val(implied, fraction);
+  }
+  g_assert_cmpuint(implied->len, ==, 15);
+  double bf16 = median_of(implied);
+  double fp8 = bf16 * mamf_efficiency("b200", "fp8") / mamf_efficiency("b200", "bf16");
+  double gb_bf16 = bf16 * mamf_efficiency("gb200", "bf16") / mamf_efficiency("b200", "bf16");
+  double gb_fp8 = fp8 * mamf_efficiency("gb200", "fp8") / mamf_efficiency("b200", "fp8");
+  g_test_message("B200 bf16 %.4f fp8 %.4f; GB200 bf16 %.4f fp8 %.4f", bf16, fp8, gb_bf16, gb_fp8);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &b200, DEV_DTYPE_BF16), bf16, 5e-4);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &b200, DEV_DTYPE_FP8), fp8, 5e-4);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &gb200, DEV_DTYPE_BF16), gb_bf16, 5e-4);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &gb200, DEV_DTYPE_FP8), gb_fp8, 5e-4);
+  /* The ratio's check on H100, where both figures are measured (cm_gemm.c). */
+  double h100_fp8 = cm_gemm_efficiency(&p, &h100, DEV_DTYPE_BF16) * mamf_efficiency("h100-sxm", "fp8") /
+                    mamf_efficiency("h100-sxm", "bf16");
+  g_assert_cmpfloat(fabs(h100_fp8 / cm_gemm_efficiency(&p, &h100, DEV_DTYPE_FP8) - 1), <, 0.02);
+  /* The MAMF is a maximum: every typical figure stays below it. */
+  g_assert_cmpfloat(bf16, <, mamf_efficiency("b200", "bf16"));
+  g_assert_cmpfloat(gb_fp8, <, mamf_efficiency("gb200", "fp8"));
+  dev_kind_clear(&b200);
+  dev_kind_clear(&gb200);
+  dev_kind_clear(&h100);
+}
+
 static void test_adam_bytes(void) {
   g_assert_cmpfloat(cm_adam_bytes_per_param(DEV_DTYPE_FP32), ==, 28 + 4 + 4);
   g_assert_cmpfloat(cm_adam_bytes_per_param(DEV_DTYPE_BF16), ==, 28 + 4 + 6 + 4);
@@ -506,6 +579,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/costmodel/compute/gemm-table", test_gemm_table);
   g_test_add_func("/costmodel/compute/gemm-measured-h100", test_gemm_measured);
   g_test_add_func("/costmodel/compute/gemm-public-a100", test_gemm_a100_public);
+  g_test_add_func("/costmodel/compute/gemm-public-blackwell", test_gemm_blackwell_public);
   g_test_add_func("/costmodel/compute/adam-bytes", test_adam_bytes);
   g_test_add_func("/costmodel/compute/optimizer-measured-h100", test_optimizer_measured);
   g_test_add_func("/costmodel/compute/memory-bound-measured-h100", test_memory_bound_measured);
