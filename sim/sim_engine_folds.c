@@ -20,8 +20,9 @@
  * to their streams' free times (y starts as in the plain run), and after, y must end no later
  * than the first pending reservation on r starts: otherwise that collective would wait for y,
  * and the chain is given back to the plain way from it ("withdrawn": it is pushed at its Ti,
- * the later reservations dropped, and xn's early entry ignored when it pops; nothing else
- * was decided from them, as the chain's successors wait for xn). Streams are per device and a
+ * the later reservations dropped; xn's early entry stands if the chain comes back to its time,
+ * a beside stretch absorbing the delay, and is ignored otherwise; nothing else was decided
+ * from them, as the chain's successors wait for xn). Streams are per device and a
  * device runs one chain at a time (the next waits for this one's end), so the pending
  * reservations are one list per device. Pops, starts and ends are the plain run's; so are the
  * successors' ready times, which is what sim_merge.c reads.
@@ -33,7 +34,7 @@
 #include "sim/sim_heap-int.h"
 
 #define NONE UINT32_MAX
-#define NEVER G_MAXUINT64 /* an entry that is no longer the collective's (withdrawn) */
+#define NEVER G_MAXUINT64 /* no entry of the collective in the heap */
 
 typedef struct {
   uint32_t first; /* its first pending reservation (== last: none) */
@@ -48,7 +49,8 @@ typedef struct {
   const SimFold *fold;
   SimSchedule *s;
   SimTime *free_at;
-  SimTime *expect;   /* per folded collective: the time its valid heap entry has */
+  SimTime *expect;   /* per folded collective: the time its valid heap entry has (NEVER:
+                        none), or for a reservation the time it would pop */
   uint32_t *pending; /* per resource: reservations not yet applied */
   Flight *flight;    /* per device */
   HeapEntry *heap;
@@ -74,6 +76,15 @@ static void settle(Run *r, uint32_t d, SimTime t, uint32_t id) {
   }
 }
 
+/* Pushes folded collective @x at @t unless an entry at @t is in the heap already (a
+ * withdrawn chain may come back to the time its last collective was pushed at: a beside
+ * stretch absorbs a delay); an entry at another time is then stale (expect). */
+static inline void push_fold(Run *r, uint32_t x, SimTime t) {
+  if (r->expect[x] == t) return;
+  r->expect[x] = t;
+  heap_push(r->heap, &r->heap_size, (HeapEntry){t, x});
+}
+
 /* A task on stream @rr of device @d ended at @end: withdraws the reservations from the first
  * pending one on @rr if it would have waited for that task. */
 static void check_pending(Run *r, uint32_t d, uint32_t rr, SimTime end) {
@@ -84,9 +95,9 @@ static void check_pending(Run *r, uint32_t d, uint32_t rr, SimTime end) {
   for (uint32_t y = x; y != f->last; y = r->fold[y].next, at++) {
     r->pending[stream_of(r, y)]--;
     r->s->order[at] = NONE;
+    if (y != x) r->expect[y] = NEVER; /* pushed again when the chain gets there */
   }
-  r->expect[f->last] = NEVER;
-  heap_push(r->heap, &r->heap_size, (HeapEntry){r->expect[x], x});
+  heap_push(r->heap, &r->heap_size, (HeapEntry){r->expect[x], x}); /* at its own pop time */
   f->last = x;
 }
 
@@ -121,8 +132,7 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
     }
     f->last = x;
   }
-  r->expect[x] = t;
-  heap_push(r->heap, &r->heap_size, (HeapEntry){t, x});
+  push_fold(r, x, t);
 }
 
 SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release,
@@ -136,7 +146,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
   Run r = {.g = g, .tasks = (const SimTask *)g->tasks->data,
            .res = (const uint32_t *)g->task_resources->data, .fold = folds->task, .s = s,
            .free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1),
-           .expect = g_new(SimTime, n ? n : 1),
+           .expect = memset(g_new(SimTime, n ? n : 1), 0xFF, sizeof(SimTime) * (n ? n : 1)),
            .pending = g_new0(uint32_t, g->num_resources ? g->num_resources : 1),
            .flight = g_new(Flight, nd ? nd : 1), .heap = g_new(HeapEntry, n ? n : 1),
            .streams = sim_stream_resources(g->num_devices)};
@@ -156,7 +166,10 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
     HeapEntry top = heap_pop(r.heap, &r.heap_size);
     uint32_t id = top.task;
     const SimFold *f = &fold[id];
-    if (f->owner != NONE && top.time != r.expect[id]) continue; /* withdrawn */
+    if (f->owner != NONE) { /* a folded collective: its entry, unless stale */
+      if (top.time != r.expect[id]) continue;
+      r.expect[id] = NEVER;
+    }
     const SimTask *t = &tasks[id];
     const uint32_t *rr = res + t->res_begin;
     for (uint16_t k = 0; k < t->nres; k++) /* the reservations before it, first */
@@ -184,8 +197,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
       if (f->owner == NONE && t->nres == 1 && rr[0] < r.streams) {
         reserve(&r, id, (uint32_t)sim_resource_device(rr[0]), end);
       } else { /* the plain way */
-        r.expect[f->next] = end;
-        heap_push(r.heap, &r.heap_size, (HeapEntry){end, f->next});
+        push_fold(&r, f->next, end);
       }
       continue;
     }
