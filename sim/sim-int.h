@@ -138,24 +138,45 @@ SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old
                                GError **error);
 
 /* Collectives folded into compute chains (sim_merge.c): a chain task c with folded collectives
- * x1, x2, ... runs its first compute stretch (its duration), up to x1's fork (the member x1
- * waits for); x1 then pops as an ordinary task (at the stretch's end, its own id; it starts
- * when its resources are free too) while the chain goes on beside it (beside[x1]: the members
- * between its fork and its join, 0 where the join follows the fork); the member x1 joins
- * waits for both, then the chain runs the stretch after x1's join (after[x1]) up to x2's fork,
- * and so on; c's successors see c end with its last stretch. Spans (fork to join) of one chain
- * do not overlap. A folded collective has no edges and is never pushed otherwise; the
- * engine sets its SimSchedule.ready to its fork's end. Per task (graph-sized; UINT32_MAX:
- * none): */
+ * x1, x2, ... (in the order of their forks: the members they wait for) runs its first compute
+ * stretch (its duration) up to x1's fork; x1 then pops as an ordinary task (at the stretch's
+ * end, under its own id; it starts when its resources are free too) while the chain goes on
+ * beside it: x1's steps, each waiting for the end of the collective it names (the one joining
+ * there: the member that waits for it) and then computing its duration, up to x2's fork;
+ * then x2 pops, and so on; c's successors see c end with its last collective's last step.
+ * Spans (fork to join) may overlap: a step joins a collective forked before (x1's own, or an
+ * earlier one's). A folded collective has no edges and is never pushed otherwise; the engine
+ * sets its SimSchedule.ready to its fork's end. Per task (graph-sized; UINT32_MAX: none): */
 typedef struct {
-  uint32_t next;  /* a chain's first folded collective; a folded collective's next */
-  uint32_t owner; /* a folded collective's chain */
-  SimTime after;  /* a folded collective's compute stretch after its join */
-  SimTime beside; /* a folded collective's compute stretch beside it (fork to join) */
+  uint32_t next;   /* a chain's first folded collective; a folded collective's next */
+  uint32_t owner;  /* a folded collective's chain */
+  uint32_t step;   /* a folded collective's first step in SimFolds.steps */
+  uint32_t nsteps; /* and how many */
 } SimFold;
 typedef struct {
+  SimTime duration; /* compute after the wait */
+  uint32_t join;    /* the folded collective it waits for (UINT32_MAX: none) */
+} SimFoldStep;
+typedef struct {
   const SimFold *task; /* side by side: one cache miss per pop */
+  const SimFoldStep *steps;
 } SimFolds;
+/* Where the chain is after folded collective @x's steps, from @t (its fork's end): @end_of
+ * gives a joined collective's end; @stretch (or NULL) gets each step's compute stretch (the
+ * engine times chains with it, the breakdown lists their busy intervals). */
+typedef SimTime (*SimFoldEnd)(void *ctx, uint32_t collective);
+typedef void (*SimFoldStretch)(void *ctx, SimTime from, SimTime to);
+static inline SimTime sim_fold_steps(const SimFolds *folds, uint32_t x, SimTime t,
+                                     SimFoldEnd end_of, SimFoldStretch stretch, void *ctx) {
+  const SimFold *f = &folds->task[x];
+  for (uint32_t k = f->step; k < f->step + f->nsteps; k++) {
+    const SimFoldStep *st = &folds->steps[k];
+    if (st->join != UINT32_MAX) t = MAX(t, end_of(ctx, st->join));
+    if (stretch && st->duration) stretch(ctx, t, t + st->duration);
+    t += st->duration;
+  }
+  return t;
+}
 
 /* The engine with a release time per task (@release: graph-sized, or NULL for none): a task
  * becomes ready no earlier than its release (SimSchedule.ready keeps its dependencies' end);

@@ -3,8 +3,9 @@
  *
  * The plain way: a chain c with folded collectives x1 .. xn pops, runs its first stretch,
  * pushes x1 at the stretch's end T1; x1 pops at T1, starts when its stream is free, the chain
- * goes on beside it and from its join, and pushes x2 at T2 = max(T1 + beside(x1), end(x1)) +
- * after(x1) > T1, and so on; xn's pop releases the chain's successors. That is n + 1 pops per chain,
+ * goes on beside it through x1's steps (each waits for the collective joining there, timed
+ * already: forked before) and pushes x2 at T2 > T1 (x2's fork's end), and so on; xn's pop
+ * releases the chain's successors. That is n + 1 pops per chain,
  * and on a transformer most of a reduced graph's tasks are such collectives (GPT-3 175B,
  * tp=8, pp=16, vp=2: 73919 of 116817).
  *
@@ -47,6 +48,7 @@ typedef struct {
   const SimTask *tasks;
   const uint32_t *res;
   const SimFold *fold;
+  const SimFolds *folds;
   SimSchedule *s;
   SimTime *free_at;
   SimTime *expect;   /* per folded collective: the time its valid heap entry has (NEVER:
@@ -62,6 +64,12 @@ static inline gboolean key_less(SimTime t, uint32_t a, SimTime u, uint32_t b) {
 }
 
 static inline uint32_t stream_of(const Run *r, uint32_t x) { return r->res[r->tasks[x].res_begin]; }
+
+/* A folded collective's end, once it is timed (popped or reserved): sim_fold_steps's reader. */
+static SimTime end_of(void *ctx, uint32_t y) {
+  const Run *r = ctx;
+  return r->s->start[y] + r->tasks[y].duration;
+}
 
 /* Applies device @d's reservations that pop before (@t, @id) in the plain run. */
 static void settle(Run *r, uint32_t d, SimTime t, uint32_t id) {
@@ -128,7 +136,7 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
       r->expect[x] = t;
       r->s->order[r->done++] = x;
       r->pending[rr]++;
-      t = MAX(t + r->fold[x].beside, own[k].end) + r->fold[x].after; /* its join, then on */
+      t = sim_fold_steps(r->folds, x, t, end_of, NULL, r); /* beside it, joins, to the next */
     }
     f->last = x;
   }
@@ -144,7 +152,8 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
   s->ready = g_new0(SimTime, n ? n : 1);
   s->order = g_new(uint32_t, 2 * (gsize)n + 1); /* withdrawn entries stay until the end */
   Run r = {.g = g, .tasks = (const SimTask *)g->tasks->data,
-           .res = (const uint32_t *)g->task_resources->data, .fold = folds->task, .s = s,
+           .res = (const uint32_t *)g->task_resources->data, .fold = folds->task,
+           .folds = folds, .s = s,
            .free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1),
            .expect = memset(g_new(SimTime, n ? n : 1), 0xFF, sizeof(SimTime) * (n ? n : 1)),
            .pending = g_new0(uint32_t, g->num_resources ? g->num_resources : 1),
@@ -191,7 +200,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
     if (f->owner != NONE) { /* the chain goes on beside it, joins it, goes on (SimFold) */
       chain = f->owner;
       ready[id] = top.time;
-      end = MAX(top.time + f->beside, end) + f->after;
+      end = sim_fold_steps(folds, id, top.time, end_of, NULL, &r);
     }
     if (f->next != NONE) { /* a chain with folded collectives goes on */
       if (f->owner == NONE && t->nres == 1 && rr[0] < r.streams) {

@@ -344,15 +344,6 @@ static void fold_collectives(Merge *m) {
         m->flags[t] |= FOLD;
       }
     }
-  /* spans one after the other on a device: by their joins in program order, one that forks
-   * before the last kept one's join unfolds (the most spans that do not overlap) */
-  for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++)
-    for (uint32_t k = m->dbeg[d], busy = 0; k < m->dbeg[d + 1]; k++) {
-      uint32_t x = m->xat[k];
-      if (x >= NONE - 1 || !(m->flags[x] & FOLD)) continue;
-      if (m->xp[x - C] < busy) m->flags[x] &= (uint8_t)~FOLD;
-      else busy = k;
-    }
   settle_folds(m);
 }
 
@@ -361,16 +352,23 @@ static void fold_collectives(Merge *m) {
  * they would have given unfolded from the start). FALSE where none did. */
 static gboolean unfold_released(Merge *m) {
   gboolean any = FALSE;
-  for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++)
-    for (uint32_t k = m->dbeg[d], open = NONE; k < m->dbeg[d + 1]; k++) {
-      if (m->xat[k] != NONE) open = NONE;
-      if (open != NONE && (m->pbase[k] & RELEASED)) {
-        m->flags[open] = (uint8_t)((m->flags[open] & ~FOLD) | BAD);
+  g_autoptr(GArray) open = g_array_new(FALSE, FALSE, sizeof(uint32_t)); /* spans open here */
+  for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++) {
+    g_array_set_size(open, 0);
+    for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
+      for (guint i = 0; m->xat[k] != NONE && i < open->len; i++)
+        if (g_array_index(open, uint32_t, i) == m->xat[k]) g_array_remove_index_fast(open, i);
+      if (open->len && (m->pbase[k] & RELEASED)) {
+        for (guint i = 0; i < open->len; i++) {
+          uint32_t x = g_array_index(open, uint32_t, i);
+          m->flags[x] = (uint8_t)((m->flags[x] & ~FOLD) | BAD);
+        }
+        g_array_set_size(open, 0);
         any = TRUE;
-        open = NONE;
       }
-      if (m->xfk[k] != NONE) open = m->xfk[k];
+      if (m->xfk[k] != NONE) g_array_append_val(open, m->xfk[k]);
     }
+  }
   if (!any) return FALSE;
   settle_folds(m);
   for (uint32_t k = 0; k < m->C; k++)
@@ -507,26 +505,30 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   for (uint32_t t = m->C; t < m->n; t++) m->gid[t] = is_host(m, t) ? NONE : R++;
   /* positions: group (a tail's by its id too, for its edges; inner members keep NONE: their
    * edges are implied by the chain); the folded collectives chained per group (SimFolds) at
-   * their forks; each stretch's duration by its owner: the group's first, a collective's beside
-   * it (fork to join) and after it (from its join). NULL where a head splits a span (a late
-   * launch released inside it: the caller runs the full engine). */
+   * their forks; each stretch's duration by its owner: the group's first, then a step of the
+   * collective forked last (a new one at each fork and join). NULL where a head lies inside a
+   * span (a late launch released there: the caller runs the full engine). */
   SimFold *fold = g_new(SimFold, (gsize)R + 1);
   for (uint32_t i = 0; i <= R; i++) fold[i] = (SimFold){NONE, NONE, 0, 0};
-  g_autofree SimTime *gdur = g_new0(SimTime, (gsize)R + 1);
-  g_autofree SimTime *beside = g_new0(SimTime, (gsize)R + 1);
+  SimFoldStep *steps = g_new(SimFoldStep, 2 * (gsize)(R - ng) + 1); /* one per fork and join */
+  uint32_t nsteps = 0;
+  g_autofree SimTime *gdur = g_new0(SimTime, (gsize)ng + 1);
   SimTime *acc = gdur;
-  gboolean open = FALSE; /* between a fork and its join */
+  uint32_t open = 0; /* spans between their fork and join */
   for (uint32_t k = 0, gi = 0, last = NONE; k < m->C; k++) {
     uint8_t f = m->pflags[k];
     uint32_t c = m->prog[k];
-    if (m->pxd[k]) { /* the join of a folded collective: its after-stretch */
+    if (m->pxd[k]) { /* the join of a folded collective: a step of the last forked waits */
       uint32_t x = m->px[k] = m->gid[m->xat[k]];
-      acc = gdur + x;
-      open = FALSE;
+      steps[nsteps] = (SimFoldStep){0, x};
+      fold[last].nsteps++;
+      acc = &steps[nsteps++].duration;
+      open--;
     }
     if (f & HEAD) { /* its rank among the heads by id */
       if (open) {
         g_free(fold);
+        g_free(steps);
         return NULL;
       }
       uint64_t below = m->head[c >> 6] & (((uint64_t)1 << (c & 63)) - 1);
@@ -540,16 +542,14 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     if (m->xfk[k] != NONE) { /* the fork of a folded collective: its group's next */
       uint32_t x = m->gid[m->xfk[k]];
       fold[last].next = x;
-      fold[x].owner = gi;
+      fold[x] = (SimFold){NONE, gi, nsteps, 1};
+      steps[nsteps] = (SimFoldStep){0, NONE};
+      acc = &steps[nsteps++].duration;
       last = x;
-      acc = beside + x;
-      open = TRUE;
+      open++;
     }
   }
-  for (uint32_t i = ng; i < R; i++) {
-    fold[i].after = gdur[i];
-    fold[i].beside = beside[i];
-  }
+  folds->steps = steps;
   folds->task = fold;
   SimTaskGraph *rg = sim_task_graph_new(g->num_devices);
   rg->num_resources = g->num_resources;
@@ -755,6 +755,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     sim_task_graph_free(rg);
     g_free(release);
     g_free((gpointer)folds.task);
+    g_free((gpointer)folds.steps);
     if (applied) break;
   }
   ok = applied;

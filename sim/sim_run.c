@@ -156,6 +156,26 @@ static SimTime *with_step_waits(int ndev, const SimTime *iv, const guint *off, c
   return (SimTime *)out;
 }
 
+/* The compute stretches of a folded collective's steps (sim_fold_steps) into a device's list. */
+typedef struct {
+  const SimTaskGraph *g;
+  const SimSchedule *s;
+  Interval *iv;
+  guint *fill;      /* the device's compute stream's next slot */
+  SimTime *prev_end;
+} FoldStretches;
+
+static SimTime fold_end(void *ctx, uint32_t x) {
+  const FoldStretches *fs = ctx;
+  return fs->s->start[x] + sim_task_graph_task(fs->g, x)->duration;
+}
+
+static void fold_stretch(void *ctx, SimTime from, SimTime to) {
+  FoldStretches *fs = ctx;
+  fs->iv[(*fs->fill)++] = (Interval){from, to};
+  *fs->prev_end = MAX(*fs->prev_end, to);
+}
+
 void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
                         const guint *host_off, const SimFolds *folds, SimBreakdownSums *out) {
   int nres = g->num_resources;
@@ -165,9 +185,8 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   for (uint32_t id = 0; id < s->num_tasks; id++) { /* counts: any order */
     const SimTask *t = sim_task_graph_task(g, id);
     for (uint16_t r = 0; r < t->nres; r++) count[res[t->res_begin + r] + 1]++;
-    if (folds && folds->task[id].owner != UINT32_MAX) /* the stretches beside and after it */
-      count[sim_resource_compute(sim_resource_device(res[t->res_begin])) + 1] +=
-          (folds->task[id].beside > 0) + (folds->task[id].after > 0);
+    if (folds && folds->task[id].owner != UINT32_MAX) /* its steps' compute stretches */
+      count[sim_resource_compute(sim_resource_device(res[t->res_begin])) + 1] += folds->task[id].nsteps;
   }
   for (int r = 0; r < nres; r++) count[r + 1] += count[r];
   g_autofree Interval *iv = g_new(Interval, count[nres] ? count[nres] : 1);
@@ -185,24 +204,14 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
     }
     const SimTask *t = sim_task_graph_task(g, id);
     SimTime start = s->start[id], end = start + t->duration;
-    /* A collective folded into a compute chain (SimFolds): the chain's compute stretch beside
-     * it runs from its fork's end (its ready time), the one after it from its join (the later
-     * of that stretch's end and its own), on the device's compute stream (after the chain's
-     * earlier stretches: the stream's list stays in start order); the chain task itself is its
-     * first stretch. */
+    /* A collective folded into a compute chain (SimFolds): its steps' compute stretches run
+     * from its fork's end (its ready time), each after the collective it joins, on the
+     * device's compute stream (after the chain's earlier stretches: the stream's list stays
+     * in start order); the chain task itself is its first stretch. */
     if (folds && folds->task[id].owner != UINT32_MAX) {
-      const SimFold *f = &folds->task[id];
       guint d = (guint)sim_resource_device(res[t->res_begin]);
-      uint32_t compute = sim_resource_compute((int)d);
-      SimTime fork = s->ready[id], join = MAX(fork + f->beside, end);
-      if (f->beside) {
-        iv[fill[compute]++] = (Interval){fork, fork + f->beside};
-        prev_end[d] = MAX(prev_end[d], fork + f->beside);
-      }
-      if (f->after) {
-        iv[fill[compute]++] = (Interval){join, join + f->after};
-        prev_end[d] = MAX(prev_end[d], join + f->after);
-      }
+      FoldStretches fs = {g, s, iv, &fill[sim_resource_compute((int)d)], &prev_end[d]};
+      sim_fold_steps(folds, id, s->ready[id], fold_end, fold_stretch, &fs);
     }
     gboolean is_comm = t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC;
     for (uint16_t r = 0; r < t->nres; r++) {
