@@ -48,9 +48,10 @@
  * the pops at each time, in order, are the same. Only compute streams, whose order is fixed by
  * the chain, see merged tasks.
  *
- * Collectives between two members of a chain are folded into it (fold_collectives, SimFolds):
- * the group pops once more per folded collective, at the collective's own time and id, instead
- * of the collective and the group after it popping apart.
+ * Collectives between members of a chain are folded into it (fold_collectives, SimFolds): the
+ * group pops once more per folded collective, at the collective's own time and id, instead of
+ * the collective and the group after it popping apart (and sim_engine_folds.c times all but a
+ * chain's last when the chain pops).
  *
  * The breakdown (sim_breakdown_sums) then runs on the reduced schedule: a group's busy
  * intervals (its stretches between folded collectives) are the union of its members' (they
@@ -58,14 +59,9 @@
  * integers; the host waits come from the pass. tests/test-merge.c checks merged against full
  * predictions over a set of strategies, the Megatron space and the 175B bench points. */
 #include "sim/sim-int.h"
+#include "sim/sim_merge-int.h"
 
 #include <string.h>
-
-#define NONE UINT32_MAX
-
-/* CAND, BAD, FOLD: collectives that may be folded into a compute chain (fold_collectives). */
-enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8, RELEASED = 16, CAND = 32, BAD = 64,
-       FOLD = 128 };
 
 /* Reduced runs at most (each after the late launches the previous one found). */
 #define MERGE_ROUNDS 4
@@ -75,65 +71,6 @@ static void *take(char **fill, gsize bytes) {
   void *p = *fill;
   *fill += (bytes + 63) & ~(gsize)63;
   return p;
-}
-
-typedef struct {
-  const SimTaskGraph *g;
-  const SimTask *tasks;
-  const uint32_t *res;
-  const uint32_t *prev;  /* g->chain_prev */
-  uint32_t n, C, hb;     /* tasks, compute tasks, host base (NONE: no host stream) */
-  uint32_t *dev;         /* per compute task: its device */
-  uint32_t *pos;         /* per compute task: its position in prog */
-  const uint32_t *prog;  /* the compute tasks in program order, device after device (the
-                            graph's SimTaskGraph.program) */
-  uint32_t *dbeg;        /* per device: where its program starts in prog (nd + 1 entries) */
-  uint32_t *first;       /* per device: its first compute task (NONE: none) */
-  uint32_t *last;        /* per device: its last compute task */
-  uint8_t *flags;        /* per task */
-  uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
-                            heads and tails only, NONE for inner members) */
-  /* Per position in prog (sequential passes instead of chasing the chain again; gathered once
-   * by program_arrays, as compute ids are scattered in program order): */
-  uint32_t *pgid;        /* its group's task in the reduced graph */
-  SimTime *poff;         /* its start within its group (reduce; before: durations by id) */
-  SimTime *pdur;         /* its duration */
-  SimTime *phd;          /* its launch's duration (with a host stream) */
-  uint8_t *pflags;       /* its flags */
-  uint8_t *pbase;        /* its flags from the graph; CHAINED where it has a chain
-                            predecessor, RELEASED where it has a release */
-  SimTime *rel;          /* its launch's end where it gates the task (a late launch: the task
-                            heads a group released then); read only where RELEASED (the rest
-                            of the array is never touched) */
-  const SimTime *hdur;   /* per compute task of a full graph: its launch's duration */
-  gboolean host;         /* there is a host stream (launch durations in phd) */
-  GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue, as ids
-                            (a full graph's, from its edges) or positions (a graph for
-                            merging: SimTaskGraph.host_queue) */
-  uint32_t *qpos;        /* the same as pairs of positions, sorted by c's (program_arrays) */
-  uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
-  uint32_t *redges;      /* the reduced graph's edge list, while its edges are added */
-  guint nredges;
-  /* Folded collectives (fold_collectives): */
-  uint32_t *xp, *xs;     /* per task from C, a candidate's: its predecessors' last position,
-                            its successors' first (NONE: none) */
-  uint32_t *xdev;        /* per task from C, a candidate's: its stream's device */
-  uint32_t *xat;         /* per position: the folded collective it waits for (its join: NONE) */
-  uint32_t *xfk;         /* per position: the folded collective waiting for it (its fork) */
-  SimTime *pxd;          /* per position: its join's collective's duration (0: none) */
-  uint32_t *px;          /* per position: its join's collective's task in the reduced graph
-                            (reduce; read only where pxd is not 0) */
-  SimTime *pst;          /* per position: its start in the reduced run (time_host) */
-  uint32_t *cedges;      /* the candidates' edges (u, v), their flags deferred */
-  /* This round's heads by compute id (reduce): a bitmap and, per 64-bit word, the heads
-   * before it, so a head's group (its rank among the heads in id order) is a popcount. */
-  uint64_t *head;
-  uint32_t *head_rank;
-  guint ncedges;         /* entries (2 per edge) */
-} Merge;
-
-static inline gboolean is_host(const Merge *m, uint32_t v) {
-  return m->hb != NONE && v >= m->hb && v < m->hb + m->C;
 }
 
 /* Whether resource @r is the compute stream of one of @nd devices. */
@@ -238,144 +175,6 @@ static inline gboolean each_edge(Merge *m, EdgeVisit visit) {
   return TRUE;
 }
 
-/* Folding collectives. A collective X on one communication stream of a device (a symmetric
- * graph's tensor-parallel all-reduce, say) whose predecessors are all compute tasks of that
- * device, the last p in program order, and whose successors are all compute tasks of that
- * device, the first the one after p (s), becomes ready when p ends, and s when X ends (nothing
- * else can hold s's stream). Its stream is shared (with the all-gathers after pipeline
- * receives), so when X starts is the engine's to say: X leaves the graph's edges and joins
- * p's group as its next folded collective (SimFolds): the group runs up to p, X pops at p's
- * end under its own id (the order of equal times is the full run's) and starts when its stream
- * is free, the group goes on from X's end, and its successors see it end after its last
- * stretch. A group pops once per folded collective instead of twice (X and the group after
- * it). Not folded: X after a tail (p has successors off the chain: they need p's own end), a
- * collective lasting zero, two collectives between p and s, and anything under step mode.
- * Candidates' edges wait in cedges until the decision; an unfolded candidate's then make
- * heads and tails as any other's. */
-static void find_candidates(Merge *m) {
-  uint32_t streams = sim_stream_resources(m->g->num_devices);
-  if (m->g->spans->len) return;
-  for (uint32_t t = m->C; t < m->n; t++) {
-    const SimTask *task = &m->tasks[t];
-    uint32_t r = task->nres == 1 ? m->res[task->res_begin] : NONE;
-    if (!is_host(m, t) && task->kind == SIM_TASK_COMM && task->duration > 0 && r < streams &&
-        sim_resource_stream_of(r) != SIM_STREAM_COMPUTE) {
-      m->flags[t] |= CAND;
-      m->xp[t - m->C] = m->xs[t - m->C] = NONE;
-      m->xdev[t - m->C] = (uint32_t)sim_resource_device(r);
-    }
-  }
-}
-
-/* Edge (@u, @v) of candidate @x with compute task @c, kept for later; the last position of
- * @x's predecessors (@at: xp) or the first of its successors (xs). */
-static gboolean candidate_edge(Merge *m, uint32_t u, uint32_t v, uint32_t c, uint32_t x,
-                               uint32_t *at) {
-  uint32_t *a = &at[x - m->C];
-  m->cedges[m->ncedges++] = u;
-  m->cedges[m->ncedges++] = v;
-  if (m->xdev[x - m->C] != m->dev[c]) m->flags[x] |= BAD;
-  else if (at == m->xp) *a = *a == NONE ? m->pos[c] : MAX(*a, m->pos[c]);
-  else *a = MIN(*a, m->pos[c]);
-  return TRUE;
-}
-
-/* Whether some member of @x's span has a flag that unfolds it: a tail from its fork to the
- * member before its join (their successors off the chain need their own ends), a head after
- * its fork up to the member before its join (the group would split under it). */
-static gboolean span_broken(const Merge *m, uint32_t x) {
-  uint32_t p = m->xp[x - m->C], s = m->xs[x - m->C];
-  for (uint32_t k = p; k < s; k++) {
-    uint8_t f = m->flags[m->prog[k]];
-    if ((f & TAIL) || (k > p && (f & HEAD))) return TRUE;
-  }
-  return FALSE;
-}
-
-/* The unfolded candidates' edges make heads and tails; a collective whose span they break
- * unfolds (again until none does); then xat, xfk and pxd keep the folded ones only. */
-static void settle_folds(Merge *m) {
-  uint32_t C = m->C;
-  for (gboolean changed = TRUE; changed;) {
-    const uint32_t *e = m->cedges;
-    for (guint k = 0; k < m->ncedges / 2; k++) {
-      uint32_t u = e[2 * k], v = e[2 * k + 1];
-      if (u < C && !(m->flags[v] & FOLD)) m->flags[u] |= TAIL;
-      if (v < C && !(m->flags[u] & FOLD)) m->flags[v] |= HEAD;
-    }
-    changed = FALSE;
-    for (uint32_t t = C; t < m->n; t++)
-      if ((m->flags[t] & FOLD) && span_broken(m, t)) {
-        m->flags[t] &= (uint8_t)~FOLD;
-        changed = TRUE;
-      }
-  }
-  for (uint32_t t = C; t < m->n; t++) {
-    if (!(m->flags[t] & CAND) || m->xs[t - C] == NONE) continue;
-    uint32_t sp = m->xs[t - C], p = m->xp[t - C];
-    if (m->flags[t] & FOLD) {
-      m->pxd[sp] = m->tasks[t].duration;
-      continue;
-    }
-    if (m->xat[sp] == t || m->xat[sp] == NONE - 1) m->xat[sp] = NONE, m->pxd[sp] = 0;
-    if (p != NONE && (m->xfk[p] == t || m->xfk[p] == NONE - 1)) m->xfk[p] = NONE;
-  }
-}
-
-/* Which candidates fold (the rules above); the flags of the others' edges. */
-static void fold_collectives(Merge *m) {
-  uint32_t C = m->C;
-  memset(m->xat, 0xFF, sizeof(uint32_t) * C);
-  memset(m->xfk, 0xFF, sizeof(uint32_t) * C);
-  memset(m->pxd, 0, sizeof(SimTime) * C);
-  for (int pass = 0; pass < 2; pass++)
-    for (uint32_t t = C; t < m->n; t++) {
-      uint8_t f = m->flags[t];
-      if ((f & (CAND | BAD)) != CAND) continue;
-      uint32_t p = m->xp[t - C], sp = m->xs[t - C];
-      if (p == NONE || sp == NONE || sp <= p) continue;
-      if (pass == 0) { /* two joining at one member: neither */
-        m->xat[sp] = m->xat[sp] == NONE ? t : NONE - 1;
-      } else if (m->xat[sp] == t) { /* two forking at one member: the one joining first */
-        uint32_t y = m->xfk[p];
-        if (y != NONE && m->xs[y - C] < sp) continue;
-        if (y != NONE) m->flags[y] &= (uint8_t)~FOLD;
-        m->xfk[p] = t;
-        m->flags[t] |= FOLD;
-      }
-    }
-  settle_folds(m);
-}
-
-/* A late launch released inside a folded collective's span would split the group under it:
- * such collectives unfold, and the positions' flags follow (the reduced graph is then the one
- * they would have given unfolded from the start). FALSE where none did. */
-static gboolean unfold_released(Merge *m) {
-  gboolean any = FALSE;
-  g_autoptr(GArray) open = g_array_new(FALSE, FALSE, sizeof(uint32_t)); /* spans open here */
-  for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++) {
-    g_array_set_size(open, 0);
-    for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
-      for (guint i = 0; m->xat[k] != NONE && i < open->len; i++)
-        if (g_array_index(open, uint32_t, i) == m->xat[k]) g_array_remove_index_fast(open, i);
-      if (open->len && (m->pbase[k] & RELEASED)) {
-        for (guint i = 0; i < open->len; i++) {
-          uint32_t x = g_array_index(open, uint32_t, i);
-          m->flags[x] = (uint8_t)((m->flags[x] & ~FOLD) | BAD);
-        }
-        g_array_set_size(open, 0);
-        any = TRUE;
-      }
-      if (m->xfk[k] != NONE) g_array_append_val(open, m->xfk[k]);
-    }
-  }
-  if (!any) return FALSE;
-  settle_folds(m);
-  for (uint32_t k = 0; k < m->C; k++)
-    m->pbase[k] = (uint8_t)(m->flags[m->prog[k]] | (m->pbase[k] & (CHAINED | RELEASED)));
-  return TRUE;
-}
-
 /* The edges' side: heads, tails, launch-queue edges; FALSE where an edge breaks the rules. */
 static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
   gboolean uc = u < m->C;
@@ -391,11 +190,11 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
     if (uc && m->dev[u] == m->dev[v])
       return m->pos[u] < m->pos[v]; /* the chain or implied by it; else a cycle (the full
                                        engine reports it) */
-    if (!uc && (m->flags[u] & CAND)) return candidate_edge(m, u, v, v, u, m->xs);
+    if (!uc && (m->flags[u] & CAND)) return sim_merge_candidate_edge(m, u, v, v, u, m->xs);
     m->flags[v] |= HEAD;
     if (uc) m->flags[u] |= TAIL;
   } else if (uc) {
-    if (m->flags[v] & CAND) return candidate_edge(m, u, v, u, v, m->xp);
+    if (m->flags[v] & CAND) return sim_merge_candidate_edge(m, u, v, u, v, m->xp);
     m->flags[u] |= TAIL;
     const SimTask *t = &m->tasks[v];
     if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[m->dev[u]])
@@ -717,9 +516,9 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.head = g_new(uint64_t, C1 / 64 + 2);
   m.head_rank = g_new0(uint32_t, C1 / 64 + 2);
   gboolean ok = check_tasks(&m);
-  if (ok) find_candidates(&m);
+  if (ok) sim_merge_find_candidates(&m);
   ok = ok && check_edges(&m, hdur);
-  if (ok) fold_collectives(&m);
+  if (ok) sim_merge_fold_collectives(&m);
   if (ok) program_arrays(&m);
   if (ok && m.host) { /* each device's first launch gates its first task */
     m.rel = g_new(SimTime, C1); /* touched in a few places: small pages (not the arena's) */
@@ -734,7 +533,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   for (int round = 0; ok && round < MERGE_ROUNDS; round++) {
     SimTime *release = NULL;
     SimFolds folds;
-    if (round > 0) unfold_released(&m);
+    if (round > 0) sim_merge_unfold_released(&m);
     SimTaskGraph *rg = reduce(&m, &release, &folds);
     if (!rg) break;
     SimSchedule *s = sim_engine_run_released(rg, release, &folds, NULL);

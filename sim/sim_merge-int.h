@@ -1,0 +1,93 @@
+/* sim/merge — private to sim/sim_merge*.c: chain merging's state (sim_merge.c) and the
+ * folding of collectives into chains (sim_merge_folds.c). */
+#ifndef STRATSIM_SIM_MERGE_INT_H
+#define STRATSIM_SIM_MERGE_INT_H
+
+#include "sim/sim-int.h"
+
+#define NONE UINT32_MAX
+
+/* CAND, BAD, FOLD: collectives that may be folded into a compute chain (fold_collectives). */
+enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8, RELEASED = 16, CAND = 32, BAD = 64,
+       FOLD = 128 };
+
+typedef struct {
+  const SimTaskGraph *g;
+  const SimTask *tasks;
+  const uint32_t *res;
+  const uint32_t *prev;  /* g->chain_prev */
+  uint32_t n, C, hb;     /* tasks, compute tasks, host base (NONE: no host stream) */
+  uint32_t *dev;         /* per compute task: its device */
+  uint32_t *pos;         /* per compute task: its position in prog */
+  const uint32_t *prog;  /* the compute tasks in program order, device after device (the
+                            graph's SimTaskGraph.program) */
+  uint32_t *dbeg;        /* per device: where its program starts in prog (nd + 1 entries) */
+  uint32_t *first;       /* per device: its first compute task (NONE: none) */
+  uint32_t *last;        /* per device: its last compute task */
+  uint8_t *flags;        /* per task */
+  uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
+                            heads and tails only, NONE for inner members) */
+  /* Per position in prog (sequential passes instead of chasing the chain again; gathered once
+   * by program_arrays, as compute ids are scattered in program order): */
+  uint32_t *pgid;        /* its group's task in the reduced graph */
+  SimTime *poff;         /* its start within its group (reduce; before: durations by id) */
+  SimTime *pdur;         /* its duration */
+  SimTime *phd;          /* its launch's duration (with a host stream) */
+  uint8_t *pflags;       /* its flags */
+  uint8_t *pbase;        /* its flags from the graph; CHAINED where it has a chain
+                            predecessor, RELEASED where it has a release */
+  SimTime *rel;          /* its launch's end where it gates the task (a late launch: the task
+                            heads a group released then); read only where RELEASED (the rest
+                            of the array is never touched) */
+  const SimTime *hdur;   /* per compute task of a full graph: its launch's duration */
+  gboolean host;         /* there is a host stream (launch durations in phd) */
+  GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue, as ids
+                            (a full graph's, from its edges) or positions (a graph for
+                            merging: SimTaskGraph.host_queue) */
+  uint32_t *qpos;        /* the same as pairs of positions, sorted by c's (program_arrays) */
+  uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
+  uint32_t *redges;      /* the reduced graph's edge list, while its edges are added */
+  guint nredges;
+  /* Folded collectives (fold_collectives): */
+  uint32_t *xp, *xs;     /* per task from C, a candidate's: its predecessors' last position,
+                            its successors' first (NONE: none) */
+  uint32_t *xdev;        /* per task from C, a candidate's: its stream's device */
+  uint32_t *xat;         /* per position: the folded collective it waits for (its join: NONE) */
+  uint32_t *xfk;         /* per position: the folded collective waiting for it (its fork) */
+  SimTime *pxd;          /* per position: its join's collective's duration (0: none) */
+  uint32_t *px;          /* per position: its join's collective's task in the reduced graph
+                            (reduce; read only where pxd is not 0) */
+  SimTime *pst;          /* per position: its start in the reduced run (time_host) */
+  uint32_t *cedges;      /* the candidates' edges (u, v), their flags deferred */
+  /* This round's heads by compute id (reduce): a bitmap and, per 64-bit word, the heads
+   * before it, so a head's group (its rank among the heads in id order) is a popcount. */
+  uint64_t *head;
+  uint32_t *head_rank;
+  guint ncedges;         /* entries (2 per edge) */
+} Merge;
+
+static inline gboolean is_host(const Merge *m, uint32_t v) {
+  return m->hb != NONE && v >= m->hb && v < m->hb + m->C;
+}
+
+/* Edge (@u, @v) of candidate @x with compute task @c, kept for later; the last position of
+ * @x's predecessors (@at: xp) or the first of its successors (xs). */
+static inline gboolean sim_merge_candidate_edge(Merge *m, uint32_t u, uint32_t v, uint32_t c,
+                                                uint32_t x, uint32_t *at) {
+  uint32_t *a = &at[x - m->C];
+  m->cedges[m->ncedges++] = u;
+  m->cedges[m->ncedges++] = v;
+  if (m->xdev[x - m->C] != m->dev[c]) m->flags[x] |= BAD;
+  else if (at == m->xp) *a = *a == NONE ? m->pos[c] : MAX(*a, m->pos[c]);
+  else *a = MIN(*a, m->pos[c]);
+  return TRUE;
+}
+
+/* Folding (sim_merge_folds.c): the candidates (communication tasks on one stream of a
+ * device); which fold; the ones a late launch released inside their span unfolds (FALSE:
+ * none did). */
+void sim_merge_find_candidates(Merge *m);
+void sim_merge_fold_collectives(Merge *m);
+gboolean sim_merge_unfold_released(Merge *m);
+
+#endif

@@ -1,0 +1,137 @@
+/* sim/merge_folds — collectives folded into compute chains (sim_merge.c's SimFolds): which
+ * communication tasks fold, and the heads and tails the others make. */
+#include "sim/sim-int.h"
+#include "sim/sim_merge-int.h"
+
+#include <string.h>
+
+/* Folding collectives. A collective X on one communication stream of a device (a symmetric
+ * graph's tensor-parallel all-reduce, say) whose predecessors are all compute tasks of that
+ * device, the last p in program order (its fork), and whose successors are all compute tasks
+ * of that device, the first s after p (its join), becomes ready when p ends, and s when both
+ * X and the member before s have ended; the members between (beside X: Megatron's dW beside
+ * dX's all-reduce, a re-gather issued a task ahead) do not wait for it (nothing else can hold
+ * their stream). X's stream is shared (with the all-gathers after pipeline receives), so when
+ * X starts is the engine's to say: X leaves the graph's edges and joins p's group as its next
+ * folded collective (SimFolds): the group runs up to p, X pops at p's end under its own id (the
+ * order of equal times is the full run's) and starts when its stream is free, the group goes
+ * on through X's steps (waiting at each join for the collective joining there, which forked
+ * earlier and so is timed), and its successors see it end after its last step. A group pops
+ * once per folded collective instead of twice (X and the group after it). Not folded: X
+ * whose span (fork to the member before its join) holds a tail (its successors off the chain
+ * need its own end) or, after the fork, a head (the group would split under X); a collective
+ * lasting zero; two joining at one member (and of two forking at one, the later-joining);
+ * anything under step mode. Candidates' edges wait in cedges until the decision; an unfolded
+ * candidate's then make heads and tails as any other's. */
+void sim_merge_find_candidates(Merge *m) {
+  uint32_t streams = sim_stream_resources(m->g->num_devices);
+  if (m->g->spans->len) return;
+  for (uint32_t t = m->C; t < m->n; t++) {
+    const SimTask *task = &m->tasks[t];
+    uint32_t r = task->nres == 1 ? m->res[task->res_begin] : NONE;
+    if (!is_host(m, t) && task->kind == SIM_TASK_COMM && task->duration > 0 && r < streams &&
+        sim_resource_stream_of(r) != SIM_STREAM_COMPUTE) {
+      m->flags[t] |= CAND;
+      m->xp[t - m->C] = m->xs[t - m->C] = NONE;
+      m->xdev[t - m->C] = (uint32_t)sim_resource_device(r);
+    }
+  }
+}
+
+
+/* Whether some member of @x's span has a flag that unfolds it: a tail from its fork to the
+ * member before its join (their successors off the chain need their own ends), a head after
+ * its fork up to the member before its join (the group would split under it). */
+static gboolean span_broken(const Merge *m, uint32_t x) {
+  uint32_t p = m->xp[x - m->C], s = m->xs[x - m->C];
+  for (uint32_t k = p; k < s; k++) {
+    uint8_t f = m->flags[m->prog[k]];
+    if ((f & TAIL) || (k > p && (f & HEAD))) return TRUE;
+  }
+  return FALSE;
+}
+
+/* The unfolded candidates' edges make heads and tails; a collective whose span they break
+ * unfolds (again until none does); then xat, xfk and pxd keep the folded ones only. */
+static void settle_folds(Merge *m) {
+  uint32_t C = m->C;
+  for (gboolean changed = TRUE; changed;) {
+    const uint32_t *e = m->cedges;
+    for (guint k = 0; k < m->ncedges / 2; k++) {
+      uint32_t u = e[2 * k], v = e[2 * k + 1];
+      if (u < C && !(m->flags[v] & FOLD)) m->flags[u] |= TAIL;
+      if (v < C && !(m->flags[u] & FOLD)) m->flags[v] |= HEAD;
+    }
+    changed = FALSE;
+    for (uint32_t t = C; t < m->n; t++)
+      if ((m->flags[t] & FOLD) && span_broken(m, t)) {
+        m->flags[t] &= (uint8_t)~FOLD;
+        changed = TRUE;
+      }
+  }
+  for (uint32_t t = C; t < m->n; t++) {
+    if (!(m->flags[t] & CAND) || m->xs[t - C] == NONE) continue;
+    uint32_t sp = m->xs[t - C], p = m->xp[t - C];
+    if (m->flags[t] & FOLD) {
+      m->pxd[sp] = m->tasks[t].duration;
+      continue;
+    }
+    if (m->xat[sp] == t || m->xat[sp] == NONE - 1) m->xat[sp] = NONE, m->pxd[sp] = 0;
+    if (p != NONE && (m->xfk[p] == t || m->xfk[p] == NONE - 1)) m->xfk[p] = NONE;
+  }
+}
+
+/* Which candidates fold (the rules above); the flags of the others' edges. */
+void sim_merge_fold_collectives(Merge *m) {
+  uint32_t C = m->C;
+  memset(m->xat, 0xFF, sizeof(uint32_t) * C);
+  memset(m->xfk, 0xFF, sizeof(uint32_t) * C);
+  memset(m->pxd, 0, sizeof(SimTime) * C);
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t t = C; t < m->n; t++) {
+      uint8_t f = m->flags[t];
+      if ((f & (CAND | BAD)) != CAND) continue;
+      uint32_t p = m->xp[t - C], sp = m->xs[t - C];
+      if (p == NONE || sp == NONE || sp <= p) continue;
+      if (pass == 0) { /* two joining at one member: neither */
+        m->xat[sp] = m->xat[sp] == NONE ? t : NONE - 1;
+      } else if (m->xat[sp] == t) { /* two forking at one member: the one joining first */
+        uint32_t y = m->xfk[p];
+        if (y != NONE && m->xs[y - C] < sp) continue;
+        if (y != NONE) m->flags[y] &= (uint8_t)~FOLD;
+        m->xfk[p] = t;
+        m->flags[t] |= FOLD;
+      }
+    }
+  settle_folds(m);
+}
+
+/* A late launch released inside a folded collective's span would split the group under it:
+ * such collectives unfold, and the positions' flags follow (the reduced graph is then the one
+ * they would have given unfolded from the start). FALSE where none did. */
+gboolean sim_merge_unfold_released(Merge *m) {
+  gboolean any = FALSE;
+  g_autoptr(GArray) open = g_array_new(FALSE, FALSE, sizeof(uint32_t)); /* spans open here */
+  for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++) {
+    g_array_set_size(open, 0);
+    for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
+      for (guint i = 0; m->xat[k] != NONE && i < open->len; i++)
+        if (g_array_index(open, uint32_t, i) == m->xat[k]) g_array_remove_index_fast(open, i);
+      if (open->len && (m->pbase[k] & RELEASED)) {
+        for (guint i = 0; i < open->len; i++) {
+          uint32_t x = g_array_index(open, uint32_t, i);
+          m->flags[x] = (uint8_t)((m->flags[x] & ~FOLD) | BAD);
+        }
+        g_array_set_size(open, 0);
+        any = TRUE;
+      }
+      if (m->xfk[k] != NONE) g_array_append_val(open, m->xfk[k]);
+    }
+  }
+  if (!any) return FALSE;
+  settle_folds(m);
+  for (uint32_t k = 0; k < m->C; k++)
+    m->pbase[k] = (uint8_t)(m->flags[m->prog[k]] | (m->pbase[k] & (CHAINED | RELEASED)));
+  return TRUE;
+}
+
