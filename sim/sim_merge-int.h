@@ -44,7 +44,9 @@ typedef struct {
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue, as ids
                             (a full graph's, from its edges) or positions (a graph for
                             merging: SimTaskGraph.host_queue) */
-  uint32_t *qpos;        /* the same as pairs of positions, sorted by c's (program_arrays) */
+  const uint32_t *qpos;  /* the same as pairs of positions, sorted by c's (program_arrays):
+                            a graph for merging's own, or qsorted */
+  uint32_t *qsorted;     /* a full graph's, sorted here (owned) */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
   uint32_t *redges;      /* the reduced graph's edge list, while its edges are added */
   guint nredges;

@@ -120,7 +120,9 @@ static gboolean check_tasks(Merge *m) {
       for (uint32_t k = begin[d]; k < begin[d + 1]; k++) {
         uint32_t c = program[k];
         if (c >= m->C) return FALSE;
-        SimTime duration = m->pdur[k] = g->block_duration[g->program_block[k]];
+        uint32_t block = g->program_block[k];
+        SimTime duration = m->pdur[k] = g->block_duration[block];
+        m->phd[k] = g->block_host ? g->block_host[block] : 0;
         m->dev[c] = d;
         m->pos[c] = k;
         m->flags[c] = (uint8_t)((k == begin[d] ? HEAD : 0) | (duration == 0 ? HEAD | TAIL : 0));
@@ -245,22 +247,24 @@ static void program_arrays(Merge *m) {
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) { /* all but a device's first chained */
       uint32_t c = m->prog[k];
       if (!m->g->program_block) m->pdur[k] = m->poff[c];
-      m->phd[k] = m->g->block_host ? m->g->block_host[m->g->program_block[k]] : m->hdur ? m->hdur[c] : 0;
+      if (!m->g->program_block) m->phd[k] = m->hdur ? m->hdur[c] : 0;
       m->pbase[k] = (uint8_t)(m->flags[c] | (k > m->dbeg[d] ? CHAINED : 0));
     }
-  /* the launch queue by position (a graph for merging lists it so already; a full graph's
-   * comes in edge order) */
+  /* the launch queue by position: a graph for merging lists it so already (in program
+   * order: sim_build_host.c), a full graph's comes by id in edge order */
   guint nq = m->queue->len / 2;
   const uint32_t *q = (const uint32_t *)m->queue->data;
-  m->qpos = g_new(uint32_t, 2 * (gsize)nq + 1);
-  gboolean sorted = TRUE;
-  gboolean ids = m->g->host_queue == NULL;
-  for (guint i = 0; i < nq; i++) {
-    m->qpos[2 * i] = ids ? m->pos[q[2 * i]] : q[2 * i];
-    m->qpos[2 * i + 1] = ids ? m->pos[q[2 * i + 1]] : q[2 * i + 1];
-    sorted = sorted && (i == 0 || compare_pairs(&m->qpos[2 * i - 2], &m->qpos[2 * i]) <= 0);
+  if (m->g->host_queue) {
+    m->qpos = q;
+    return;
   }
-  if (!sorted) qsort(m->qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
+  uint32_t *qpos = m->qsorted = g_new(uint32_t, 2 * (gsize)nq + 1);
+  for (guint i = 0; i < nq; i++) {
+    qpos[2 * i] = m->pos[q[2 * i]];
+    qpos[2 * i + 1] = m->pos[q[2 * i + 1]];
+  }
+  qsort(qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
+  m->qpos = qpos;
 }
 
 /* An edge of the reduced graph: every edge out of a tail (or a task that is not compute) into
@@ -561,7 +565,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_free(arena);
   g_free(m.rel);
   g_array_unref(m.queue);
-  g_free(m.qpos);
+  g_free(m.qsorted);
   g_free(m.cedges);
   g_free(m.head);
   g_free(m.head_rank);

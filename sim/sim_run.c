@@ -201,6 +201,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
     if (k + 16 < s->num_tasks) { /* the order is scattered in ids: fetch ahead */
       __builtin_prefetch(sim_task_graph_task(g, s->order[k + 16]));
       __builtin_prefetch(&s->start[s->order[k + 16]]);
+      if (folds) __builtin_prefetch(&folds->task[s->order[k + 16]]);
     }
     const SimTask *t = sim_task_graph_task(g, id);
     SimTime start = s->start[id], end = start + t->duration;
