@@ -6,6 +6,7 @@
 #include "sim/sim-int.h"
 
 #define NONE UINT32_MAX
+#define SUCCESSOR 0x80000000u /* in cedges: the compute end is the candidate's successor */
 
 /* CAND, BAD, FOLD: collectives that may be folded into a compute chain (fold_collectives). */
 enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8, RELEASED = 16, CAND = 32, BAD = 64,
@@ -24,7 +25,9 @@ typedef struct {
   uint32_t *dbeg;        /* per device: where its program starts in prog (nd + 1 entries) */
   uint32_t *first;       /* per device: its first compute task (NONE: none) */
   uint32_t *last;        /* per device: its last compute task */
-  uint8_t *flags;        /* per task */
+  uint8_t *flags;        /* per task that is not compute (CAND, BAD, FOLD, AFTER_LAST) */
+  uint8_t *cf;           /* per position: its compute task's HEAD and TAIL from the graph
+                            (first of its device, lasting zero, edges off the chain) */
   uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
                             heads and tails only, NONE for inner members) */
   /* Per position in prog (sequential passes instead of chasing the chain again; gathered once
@@ -60,7 +63,8 @@ typedef struct {
   uint32_t *px;          /* per position: its join's collective's task in the reduced graph
                             (reduce; read only where pxd is not 0) */
   SimTime *pst;          /* per position: its start in the reduced run (time_host) */
-  uint32_t *cedges;      /* the candidates' edges (u, v), their flags deferred */
+  uint32_t *cedges;      /* the candidates' edges as (candidate, position of its compute end,
+                            SUCCESSOR where that is the successor), their flags deferred */
   /* This round's heads by compute id (reduce): a bitmap and, per 64-bit word, the heads
    * before it, so a head's group (its rank among the heads in id order) is a popcount. */
   uint64_t *head;
@@ -77,8 +81,9 @@ static inline gboolean is_host(const Merge *m, uint32_t v) {
 static inline gboolean sim_merge_candidate_edge(Merge *m, uint32_t u, uint32_t v, uint32_t c,
                                                 uint32_t x, uint32_t *at) {
   uint32_t *a = &at[x - m->C];
-  m->cedges[m->ncedges++] = u;
-  m->cedges[m->ncedges++] = v;
+  m->cedges[m->ncedges++] = x;
+  m->cedges[m->ncedges++] = m->pos[c] | (c == v ? SUCCESSOR : 0);
+  (void)u;
   if (m->xdev[x - m->C] != m->dev[c]) m->flags[x] |= BAD;
   else if (at == m->xp) *a = *a == NONE ? m->pos[c] : MAX(*a, m->pos[c]);
   else *a = MIN(*a, m->pos[c]);

@@ -125,7 +125,7 @@ static gboolean check_tasks(Merge *m) {
         m->phd[k] = g->block_host ? g->block_host[block] : 0;
         m->dev[c] = d;
         m->pos[c] = k;
-        m->flags[c] = (uint8_t)((k == begin[d] ? HEAD : 0) | (duration == 0 ? HEAD | TAIL : 0));
+        m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : 0) | (duration == 0 ? HEAD | TAIL : 0));
       }
       if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
     }
@@ -138,8 +138,6 @@ static gboolean check_tasks(Merge *m) {
     if (t->nres != 1 || !compute_stream(nd, r) || !compute_kind(t->kind)) return FALSE;
     m->dev[c] = (uint32_t)sim_resource_device(r);
     m->pos[c] = NONE;
-    if (m->prev[c] == NONE) m->flags[c] |= HEAD;
-    if (t->duration == 0) m->flags[c] |= HEAD | TAIL; /* alone (see the tie-breaks) */
     m->poff[c] = t->duration; /* by id, until program_arrays */
   }
   /* The builder's programs (SimTaskGraph.program), checked against the chains: each task
@@ -153,6 +151,8 @@ static gboolean check_tasks(Merge *m) {
           m->prev[c] != (k == begin[d] ? NONE : program[k - 1]))
         return FALSE;
       m->pos[c] = k;
+      /* the first of its device, or lasting zero: alone (see the tie-breaks) */
+      m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : 0) | (m->poff[c] == 0 ? HEAD | TAIL : 0));
     }
     if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
   }
@@ -193,11 +193,11 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
       return m->pos[u] < m->pos[v]; /* the chain or implied by it; else a cycle (the full
                                        engine reports it) */
     if (!uc && (m->flags[u] & CAND)) return sim_merge_candidate_edge(m, u, v, v, u, m->xs);
-    m->flags[v] |= HEAD;
-    if (uc) m->flags[u] |= TAIL;
+    m->cf[m->pos[v]] |= HEAD;
+    if (uc) m->cf[m->pos[u]] |= TAIL;
   } else if (uc) {
     if (m->flags[v] & CAND) return sim_merge_candidate_edge(m, u, v, u, v, m->xp);
-    m->flags[u] |= TAIL;
+    m->cf[m->pos[u]] |= TAIL;
     const SimTask *t = &m->tasks[v];
     if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[m->dev[u]])
       for (uint16_t r = 0; r < t->nres; r++)
@@ -248,7 +248,7 @@ static void program_arrays(Merge *m) {
       uint32_t c = m->prog[k];
       if (!m->g->program_block) m->pdur[k] = m->poff[c];
       if (!m->g->program_block) m->phd[k] = m->hdur ? m->hdur[c] : 0;
-      m->pbase[k] = (uint8_t)(m->flags[c] | (k > m->dbeg[d] ? CHAINED : 0));
+      m->pbase[k] = (uint8_t)(m->cf[k] | (k > m->dbeg[d] ? CHAINED : 0));
     }
   /* the launch queue by position: a graph for merging lists it so already (in program
    * order: sim_build_host.c), a full graph's comes by id in edge order */
@@ -278,8 +278,10 @@ static inline gboolean is_head(const Merge *m, uint32_t c) {
 }
 
 static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
-  if (m->gid[u] != NONE && m->gid[v] != NONE && !((m->flags[u] | m->flags[v]) & FOLD) &&
-      (u >= m->C || (m->flags[u] & TAIL)) && (v >= m->C || is_head(m, v))) {
+  uint32_t C = m->C;
+  if (m->gid[u] != NONE && m->gid[v] != NONE &&
+      !(((u >= C ? m->flags[u] : 0) | (v >= C ? m->flags[v] : 0)) & FOLD) &&
+      (u >= C || (m->cf[m->pos[u]] & TAIL)) && (v >= C || is_head(m, v))) {
     m->redges[m->nredges++] = m->gid[u];
     m->redges[m->nredges++] = m->gid[v];
   }
@@ -480,7 +482,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
   /* the per-task arrays in one allocation (on huge pages where the system has them) */
-  gsize per_compute = 6 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 2;
+  gsize per_compute = 6 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 3;
   gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + 4 * sizeof(uint32_t)) +
                 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
@@ -494,6 +496,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.phd = TAKE(SimTime, C1);
   SimTime *hdur = TAKE(SimTime, C1);
   m.pflags = TAKE(uint8_t, C1);
+  m.cf = TAKE(uint8_t, C1);
   m.pbase = TAKE(uint8_t, C1);
   m.dbeg = TAKE(uint32_t, nd + 1);
   m.first = TAKE(uint32_t, nd + 1);

@@ -45,7 +45,7 @@ void sim_merge_find_candidates(Merge *m) {
 static gboolean span_broken(const Merge *m, uint32_t x) {
   uint32_t p = m->xp[x - m->C], s = m->xs[x - m->C];
   for (uint32_t k = p; k < s; k++) {
-    uint8_t f = m->flags[m->prog[k]];
+    uint8_t f = m->cf[k];
     if ((f & TAIL) || (k > p && (f & HEAD))) return TRUE;
   }
   return FALSE;
@@ -58,9 +58,8 @@ static void settle_folds(Merge *m) {
   for (gboolean changed = TRUE; changed;) {
     const uint32_t *e = m->cedges;
     for (guint k = 0; k < m->ncedges / 2; k++) {
-      uint32_t u = e[2 * k], v = e[2 * k + 1];
-      if (u < C && !(m->flags[v] & FOLD)) m->flags[u] |= TAIL;
-      if (v < C && !(m->flags[u] & FOLD)) m->flags[v] |= HEAD;
+      uint32_t x = e[2 * k], at = e[2 * k + 1];
+      if (!(m->flags[x] & FOLD)) m->cf[at & ~SUCCESSOR] |= at & SUCCESSOR ? HEAD : TAIL;
     }
     changed = FALSE;
     for (uint32_t t = C; t < m->n; t++)
@@ -131,7 +130,7 @@ gboolean sim_merge_unfold_released(Merge *m) {
   if (!any) return FALSE;
   settle_folds(m);
   for (uint32_t k = 0; k < m->C; k++)
-    m->pbase[k] = (uint8_t)(m->flags[m->prog[k]] | (m->pbase[k] & (CHAINED | RELEASED)));
+    m->pbase[k] = (uint8_t)(m->cf[k] | (m->pbase[k] & (CHAINED | RELEASED)));
   return TRUE;
 }
 
