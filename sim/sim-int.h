@@ -66,6 +66,20 @@ struct SimTaskGraph {
   GArray *host_queue;
 };
 
+/* One pop of the engine as the breakdown reads it (SimSchedule.log): what it would otherwise
+ * fetch by id from the graph, the folds and the schedule, in pop order. */
+typedef struct {
+  SimTime start, duration;
+  SimTime fork;        /* a folded collective: its fork's end (its ready time) */
+  uint32_t id;
+  uint32_t res_begin;  /* its resources in the graph's task_resources */
+  uint32_t res0;       /* the first of them (UINT32_MAX: none) */
+  uint16_t nres;
+  uint8_t kind;
+  uint8_t folded;      /* a folded collective (its steps: step, nsteps) */
+  uint32_t step, nsteps;
+} SimPop;
+
 /* The timeline the engine computes. */
 struct SimSchedule {
   SimTime *start;          /* per task */
@@ -73,6 +87,8 @@ struct SimSchedule {
                               releases, sim_engine_run_released, it pops at the later of this
                               and its release) */
   uint32_t *order;         /* task ids in the order the engine started them */
+  SimPop *log;             /* the same pops with what the breakdown reads (NULL: not kept;
+                              sim_engine_folds.c keeps it) */
   SimTime makespan;
   uint64_t events;         /* priority-queue pops */
   uint32_t num_tasks;
@@ -161,14 +177,13 @@ typedef struct {
   const SimFold *task; /* side by side: one cache miss per pop */
   const SimFoldStep *steps;
 } SimFolds;
-/* Where the chain is after folded collective @x's steps, from @t (its fork's end): @end_of
+/* Where the chain is after a folded collective's steps (@f), from @t (its fork's end): @end_of
  * gives a joined collective's end; @stretch (or NULL) gets each step's compute stretch (the
  * engine times chains with it, the breakdown lists their busy intervals). */
 typedef SimTime (*SimFoldEnd)(void *ctx, uint32_t collective);
 typedef void (*SimFoldStretch)(void *ctx, SimTime from, SimTime to);
-static inline SimTime sim_fold_steps(const SimFolds *folds, uint32_t x, SimTime t,
+static inline SimTime sim_fold_steps(const SimFolds *folds, const SimFold *f, SimTime t,
                                      SimFoldEnd end_of, SimFoldStretch stretch, void *ctx) {
-  const SimFold *f = &folds->task[x];
   for (uint32_t k = f->step; k < f->step + f->nsteps; k++) {
     const SimFoldStep *st = &folds->steps[k];
     if (st->join != UINT32_MAX) t = MAX(t, end_of(ctx, st->join));

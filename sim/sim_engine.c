@@ -164,6 +164,7 @@ void sim_schedule_free(SimSchedule *s) {
   g_free(s->start);
   g_free(s->ready);
   g_free(s->order);
+  g_free(s->log);
   g_free(s);
 }
 

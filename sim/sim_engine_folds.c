@@ -65,6 +65,17 @@ static inline gboolean key_less(SimTime t, uint32_t a, SimTime u, uint32_t b) {
 
 static inline uint32_t stream_of(const Run *r, uint32_t x) { return r->res[r->tasks[x].res_begin]; }
 
+/* Appends @id's pop (started at @start; a folded collective forked at @fork) to the order and
+ * the log (SimSchedule.log). */
+static inline void log_pop(Run *r, uint32_t id, SimTime start, SimTime fork) {
+  const SimTask *t = &r->tasks[id];
+  const SimFold *f = &r->fold[id];
+  r->s->order[r->done] = id;
+  r->s->log[r->done++] = (SimPop){start, t->duration, fork, id, t->res_begin,
+                                  t->nres ? r->res[t->res_begin] : NONE, t->nres, t->kind,
+                                  f->owner != NONE, f->step, f->nsteps};
+}
+
 /* A folded collective's end, once it is timed (popped or reserved): sim_fold_steps's reader. */
 static SimTime end_of(void *ctx, uint32_t y) {
   const Run *r = ctx;
@@ -103,6 +114,7 @@ static void check_pending(Run *r, uint32_t d, uint32_t rr, SimTime end) {
   for (uint32_t y = x; y != f->last; y = r->fold[y].next, at++) {
     r->pending[stream_of(r, y)]--;
     r->s->order[at] = NONE;
+    r->s->log[at].id = NONE;
     if (y != x) r->expect[y] = NEVER; /* pushed again when the chain gets there */
   }
   heap_push(r->heap, &r->heap_size, (HeapEntry){r->expect[x], x}); /* at its own pop time */
@@ -134,9 +146,9 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
       r->s->start[x] = start;
       r->s->ready[x] = t;
       r->expect[x] = t;
-      r->s->order[r->done++] = x;
+      log_pop(r, x, start, t);
       r->pending[rr]++;
-      t = sim_fold_steps(r->folds, x, t, end_of, NULL, r); /* beside it, joins, to the next */
+      t = sim_fold_steps(r->folds, &r->fold[x], t, end_of, NULL, r); /* beside it, joins, on */
     }
     f->last = x;
   }
@@ -151,6 +163,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
   s->start = g_new0(SimTime, n ? n : 1);
   s->ready = g_new0(SimTime, n ? n : 1);
   s->order = g_new(uint32_t, 2 * (gsize)n + 1); /* withdrawn entries stay until the end */
+  s->log = g_new(SimPop, 2 * (gsize)n + 1);
   Run r = {.g = g, .tasks = (const SimTask *)g->tasks->data,
            .res = (const uint32_t *)g->task_resources->data, .fold = folds->task,
            .folds = folds, .s = s,
@@ -162,6 +175,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
   sim_huge_pages(s->start, sizeof(SimTime) * n);
   sim_huge_pages(s->ready, sizeof(SimTime) * n);
   sim_huge_pages(s->order, sizeof(uint32_t) * 2 * (gsize)n);
+  sim_huge_pages(s->log, sizeof(SimPop) * 2 * (gsize)n);
   for (uint32_t d = 0; d < nd; d++) r.flight[d] = (Flight){NONE, NONE, 0};
   uint32_t *remaining = g_memdup2(g->indegree, sizeof(uint32_t) * (n ? n : 1));
   const SimTask *tasks = r.tasks;
@@ -195,12 +209,12 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
       if (r.pending[rr[k]]) check_pending(&r, (uint32_t)sim_resource_device(rr[k]), rr[k], end);
     }
     s->start[id] = start;
-    s->order[r.done++] = id;
+    log_pop(&r, id, start, top.time);
     uint32_t chain = id;
     if (f->owner != NONE) { /* the chain goes on beside it, joins it, goes on (SimFold) */
       chain = f->owner;
       ready[id] = top.time;
-      end = sim_fold_steps(folds, id, top.time, end_of, NULL, &r);
+      end = sim_fold_steps(folds, f, top.time, end_of, NULL, &r);
     }
     if (f->next != NONE) { /* a chain with folded collectives goes on */
       if (f->owner == NONE && t->nres == 1 && rr[0] < r.streams) {
@@ -225,7 +239,10 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
   /* the withdrawn reservations' entries out of the order */
   uint32_t kept = 0;
   for (uint32_t k = 0; k < r.done; k++)
-    if (s->order[k] != NONE) s->order[kept++] = s->order[k];
+    if (s->order[k] != NONE) {
+      s->log[kept] = s->log[k];
+      s->order[kept++] = s->order[k];
+    }
   s->events = kept;
   g_free(remaining);
   g_free(r.free_at);

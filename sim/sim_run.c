@@ -160,6 +160,7 @@ static SimTime *with_step_waits(int ndev, const SimTime *iv, const guint *off, c
 typedef struct {
   const SimTaskGraph *g;
   const SimSchedule *s;
+  const SimPop *pop; /* the collective's own pop */
   Interval *iv;
   guint *fill;      /* the device's compute stream's next slot */
   SimTime *prev_end;
@@ -167,7 +168,29 @@ typedef struct {
 
 static SimTime fold_end(void *ctx, uint32_t x) {
   const FoldStretches *fs = ctx;
+  if (x == fs->pop->id) return fs->pop->start + fs->pop->duration; /* its own join (mostly) */
   return fs->s->start[x] + sim_task_graph_task(fs->g, x)->duration;
+}
+
+/* The schedule's pops as the engine logs them (SimSchedule.log), from its order where it did
+ * not keep them. Caller frees. */
+static SimPop *pops_of(const SimTaskGraph *g, const SimSchedule *s, const SimFolds *folds) {
+  SimPop *log = g_new(SimPop, s->num_tasks ? s->num_tasks : 1);
+  const uint32_t *res = (const uint32_t *)g->task_resources->data;
+  for (uint32_t k = 0; k < s->num_tasks; k++) {
+    uint32_t id = s->order[k];
+    if (k + 16 < s->num_tasks) { /* the order is scattered in ids: fetch ahead */
+      __builtin_prefetch(sim_task_graph_task(g, s->order[k + 16]));
+      __builtin_prefetch(&s->start[s->order[k + 16]]);
+    }
+    const SimTask *t = sim_task_graph_task(g, id);
+    const SimFold *f = folds ? &folds->task[id] : NULL;
+    gboolean folded = f && f->owner != UINT32_MAX;
+    log[k] = (SimPop){s->start[id], t->duration, folded ? s->ready[id] : 0, id, t->res_begin,
+                      t->nres ? res[t->res_begin] : UINT32_MAX, t->nres, t->kind,
+                      folded, f ? f->step : 0, f ? f->nsteps : 0};
+  }
+  return log;
 }
 
 static void fold_stretch(void *ctx, SimTime from, SimTime to) {
@@ -196,38 +219,36 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
    * each compute stream's last end so far: (device, interval) in engine order. */
   g_autofree SimTime *prev_end = g_new0(SimTime, (gsize)g->num_devices + 1);
   g_autoptr(GArray) steps = g_array_new(FALSE, FALSE, sizeof(StepWait));
-  for (uint32_t k = 0; k < s->num_tasks; k++) {
-    uint32_t id = s->order[k];
-    if (k + 16 < s->num_tasks) { /* the order is scattered in ids: fetch ahead */
-      __builtin_prefetch(sim_task_graph_task(g, s->order[k + 16]));
-      __builtin_prefetch(&s->start[s->order[k + 16]]);
-      if (folds) __builtin_prefetch(&folds->task[s->order[k + 16]]);
-    }
-    const SimTask *t = sim_task_graph_task(g, id);
-    SimTime start = s->start[id], end = start + t->duration;
+  g_autofree SimPop *made = s->log ? NULL : pops_of(g, s, folds);
+  const SimPop *log = s->log ? s->log : made;
+  for (uint32_t k = 0; k < s->num_tasks; k++) { /* in order, read in order */
+    const SimPop *e = &log[k];
+    uint32_t id = e->id;
+    SimTime start = e->start, end = start + e->duration;
     /* A collective folded into a compute chain (SimFolds): its steps' compute stretches run
      * from its fork's end (its ready time), each after the collective it joins, on the
      * device's compute stream (after the chain's earlier stretches: the stream's list stays
      * in start order); the chain task itself is its first stretch. */
-    if (folds && folds->task[id].owner != UINT32_MAX) {
-      guint d = (guint)sim_resource_device(res[t->res_begin]);
-      FoldStretches fs = {g, s, iv, &fill[sim_resource_compute((int)d)], &prev_end[d]};
-      sim_fold_steps(folds, id, s->ready[id], fold_end, fold_stretch, &fs);
+    if (e->folded) {
+      guint d = (guint)sim_resource_device(e->res0);
+      FoldStretches fs = {g, s, e, iv, &fill[sim_resource_compute((int)d)], &prev_end[d]};
+      const SimFold f = {UINT32_MAX, UINT32_MAX, e->step, e->nsteps};
+      sim_fold_steps(folds, &f, e->fork, fold_end, fold_stretch, &fs);
     }
-    gboolean is_comm = t->kind == SIM_TASK_COMM || t->kind == SIM_TASK_GRAD_SYNC;
-    for (uint16_t r = 0; r < t->nres; r++) {
-      uint32_t resource = res[t->res_begin + r];
+    gboolean is_comm = e->kind == SIM_TASK_COMM || e->kind == SIM_TASK_GRAD_SYNC;
+    for (uint16_t r = 0; r < e->nres; r++) {
+      uint32_t resource = r == 0 ? e->res0 : res[e->res_begin + r];
       if (resource < streams && sim_resource_stream_of(resource) == SIM_STREAM_COMPUTE) {
         guint d = (guint)sim_resource_device(resource);
         StepWait w = {d, {0, 0}};
-        if (t->kind == SIM_TASK_OPTIMIZER &&
+        if (e->kind == SIM_TASK_OPTIMIZER &&
             sim_host_step_wait(g, s, id, prev_end[d], &w.wait.start, &w.wait.end))
           g_array_append_val(steps, w);
         if (end > prev_end[d]) prev_end[d] = end;
         /* Without overlap collectives also hold compute streams: they are not compute. */
         if (is_comm) continue;
       }
-      if (t->duration) iv[fill[resource]++] = (Interval){start, end};
+      if (e->duration) iv[fill[resource]++] = (Interval){start, end};
     }
   }
   /* With folds a task can come after a reserved collective on its stream that starts later
