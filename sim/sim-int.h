@@ -70,7 +70,7 @@ struct SimTaskGraph {
  * fetch by id from the graph, the folds and the schedule, in pop order. */
 typedef struct {
   SimTime start, duration;
-  SimTime fork;        /* a folded collective: its fork's end (its ready time) */
+  SimTime fork;        /* a folded collective: its fork's end (when it popped or would have) */
   uint32_t id;
   uint32_t res_begin;  /* its resources in the graph's task_resources */
   uint32_t res0;       /* the first of them (UINT32_MAX: none) */
@@ -162,7 +162,7 @@ SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old
  * then x2 pops, and so on; c's successors see c end with its last collective's last step.
  * Spans (fork to join) may overlap: a step joins a collective forked before (x1's own, or an
  * earlier one's). A folded collective has no edges and is never pushed otherwise; the engine
- * sets its SimSchedule.ready to its fork's end. Per task (graph-sized; UINT32_MAX: none): */
+ * logs its fork's end (SimPop.fork). Per task (graph-sized; UINT32_MAX: none): */
 typedef struct {
   uint32_t next;   /* a chain's first folded collective; a folded collective's next */
   uint32_t owner;  /* a folded collective's chain */

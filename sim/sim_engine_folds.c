@@ -38,9 +38,7 @@
 #define NEVER G_MAXUINT64 /* no entry of the collective in the heap */
 
 typedef struct {
-  uint32_t first; /* its first pending reservation (== last: none) */
-  uint32_t last;  /* past the pending ones: the collective popped the plain way */
-  uint32_t at;    /* where first is in SimSchedule.order */
+  uint32_t at, end; /* its pending reservations: SimSchedule.log[at, end) (at == end: none) */
 } Flight;
 
 typedef struct {
@@ -52,7 +50,7 @@ typedef struct {
   SimSchedule *s;
   SimTime *free_at;
   SimTime *expect;   /* per folded collective: the time its valid heap entry has (NEVER:
-                        none), or for a reservation the time it would pop */
+                        none; a reservation's time is its log entry's fork) */
   uint32_t *pending; /* per resource: reservations not yet applied */
   Flight *flight;    /* per device */
   HeapEntry *heap;
@@ -85,13 +83,11 @@ static SimTime end_of(void *ctx, uint32_t y) {
 /* Applies device @d's reservations that pop before (@t, @id) in the plain run. */
 static void settle(Run *r, uint32_t d, SimTime t, uint32_t id) {
   Flight *f = &r->flight[d];
-  while (f->first != f->last && key_less(r->expect[f->first], f->first, t, id)) {
-    uint32_t x = f->first, rr = stream_of(r, x);
-    SimTime end = r->s->start[x] + r->tasks[x].duration;
-    if (end > r->free_at[rr]) r->free_at[rr] = end;
-    r->pending[rr]--;
-    f->first = r->fold[x].next;
-    f->at++;
+  for (; f->at < f->end && key_less(r->s->log[f->at].fork, r->s->log[f->at].id, t, id); f->at++) {
+    const SimPop *e = &r->s->log[f->at];
+    SimTime end = e->start + e->duration;
+    if (end > r->free_at[e->res0]) r->free_at[e->res0] = end;
+    r->pending[e->res0]--;
   }
 }
 
@@ -108,17 +104,19 @@ static inline void push_fold(Run *r, uint32_t x, SimTime t) {
  * pending one on @rr if it would have waited for that task. */
 static void check_pending(Run *r, uint32_t d, uint32_t rr, SimTime end) {
   Flight *f = &r->flight[d];
-  uint32_t at = f->at, x = f->first;
-  while (x != f->last && stream_of(r, x) != rr) x = r->fold[x].next, at++;
-  if (x == f->last || end <= r->s->start[x]) return;
-  for (uint32_t y = x; y != f->last; y = r->fold[y].next, at++) {
-    r->pending[stream_of(r, y)]--;
-    r->s->order[at] = NONE;
-    r->s->log[at].id = NONE;
-    if (y != x) r->expect[y] = NEVER; /* pushed again when the chain gets there */
+  SimPop *log = r->s->log;
+  uint32_t i = f->at;
+  while (i < f->end && log[i].res0 != rr) i++;
+  if (i == f->end || end <= log[i].start) return;
+  uint32_t x = log[i].id;
+  r->expect[x] = log[i].fork;
+  heap_push(r->heap, &r->heap_size, (HeapEntry){log[i].fork, x}); /* at its own pop time */
+  for (uint32_t j = i; j < f->end; j++) {
+    r->pending[log[j].res0]--;
+    r->s->order[j] = NONE;
+    log[j].id = NONE;
   }
-  heap_push(r->heap, &r->heap_size, (HeapEntry){r->expect[x], x}); /* at its own pop time */
-  f->last = x;
+  f->end = i;
 }
 
 /* Chain @c popped on device @d, its first stretch ending at @end: reserves its collectives
@@ -132,8 +130,7 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
   Flight *f = &r->flight[d];
   uint32_t x = r->fold[c].next;
   SimTime t = end;
-  if (f->first == f->last) { /* no chain of the device in flight (the next waits for it) */
-    f->first = x;
+  if (f->at == f->end) { /* no chain of the device in flight (the next waits for it) */
     f->at = r->done;
     for (; r->fold[x].next != NONE; x = r->fold[x].next) {
       uint32_t rr = stream_of(r, x);
@@ -144,13 +141,11 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
       else own[nown++].stream = rr;
       own[k].end = start + r->tasks[x].duration;
       r->s->start[x] = start;
-      r->s->ready[x] = t;
-      r->expect[x] = t;
       log_pop(r, x, start, t);
       r->pending[rr]++;
       t = sim_fold_steps(r->folds, &r->fold[x], t, end_of, NULL, r); /* beside it, joins, on */
     }
-    f->last = x;
+    f->end = r->done;
   }
   push_fold(r, x, t);
 }
@@ -176,7 +171,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
   sim_huge_pages(s->ready, sizeof(SimTime) * n);
   sim_huge_pages(s->order, sizeof(uint32_t) * 2 * (gsize)n);
   sim_huge_pages(s->log, sizeof(SimPop) * 2 * (gsize)n);
-  for (uint32_t d = 0; d < nd; d++) r.flight[d] = (Flight){NONE, NONE, 0};
+  for (uint32_t d = 0; d < nd; d++) r.flight[d] = (Flight){0, 0};
   uint32_t *remaining = g_memdup2(g->indegree, sizeof(uint32_t) * (n ? n : 1));
   const SimTask *tasks = r.tasks;
   const uint32_t *res = r.res;
@@ -198,7 +193,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
     for (uint16_t k = 0; k < t->nres; k++) /* the reservations before it, first */
       if (rr[k] < r.streams) {
         uint32_t d = (uint32_t)sim_resource_device(rr[k]);
-        if (r.flight[d].first != r.flight[d].last) settle(&r, d, top.time, id);
+        if (r.flight[d].at != r.flight[d].end) settle(&r, d, top.time, id);
       }
     SimTime start = top.time;
     for (uint16_t k = 0; k < t->nres; k++)
@@ -213,7 +208,6 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
     uint32_t chain = id;
     if (f->owner != NONE) { /* the chain goes on beside it, joins it, goes on (SimFold) */
       chain = f->owner;
-      ready[id] = top.time;
       end = sim_fold_steps(folds, f, top.time, end_of, NULL, &r);
     }
     if (f->next != NONE) { /* a chain with folded collectives goes on */

@@ -173,8 +173,8 @@ static SimTime fold_end(void *ctx, uint32_t x) {
 }
 
 /* The schedule's pops as the engine logs them (SimSchedule.log), from its order where it did
- * not keep them. Caller frees. */
-static SimPop *pops_of(const SimTaskGraph *g, const SimSchedule *s, const SimFolds *folds) {
+ * not keep them (an engine without folds: sim_engine_folds.c always logs). Caller frees. */
+static SimPop *pops_of(const SimTaskGraph *g, const SimSchedule *s) {
   SimPop *log = g_new(SimPop, s->num_tasks ? s->num_tasks : 1);
   const uint32_t *res = (const uint32_t *)g->task_resources->data;
   for (uint32_t k = 0; k < s->num_tasks; k++) {
@@ -184,11 +184,8 @@ static SimPop *pops_of(const SimTaskGraph *g, const SimSchedule *s, const SimFol
       __builtin_prefetch(&s->start[s->order[k + 16]]);
     }
     const SimTask *t = sim_task_graph_task(g, id);
-    const SimFold *f = folds ? &folds->task[id] : NULL;
-    gboolean folded = f && f->owner != UINT32_MAX;
-    log[k] = (SimPop){s->start[id], t->duration, folded ? s->ready[id] : 0, id, t->res_begin,
-                      t->nres ? res[t->res_begin] : UINT32_MAX, t->nres, t->kind,
-                      folded, f ? f->step : 0, f ? f->nsteps : 0};
+    log[k] = (SimPop){s->start[id], t->duration, 0, id, t->res_begin,
+                      t->nres ? res[t->res_begin] : UINT32_MAX, t->nres, t->kind, FALSE, 0, 0};
   }
   return log;
 }
@@ -219,14 +216,15 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
    * each compute stream's last end so far: (device, interval) in engine order. */
   g_autofree SimTime *prev_end = g_new0(SimTime, (gsize)g->num_devices + 1);
   g_autoptr(GArray) steps = g_array_new(FALSE, FALSE, sizeof(StepWait));
-  g_autofree SimPop *made = s->log ? NULL : pops_of(g, s, folds);
+  g_assert(s->log || !folds);
+  g_autofree SimPop *made = s->log ? NULL : pops_of(g, s);
   const SimPop *log = s->log ? s->log : made;
   for (uint32_t k = 0; k < s->num_tasks; k++) { /* in order, read in order */
     const SimPop *e = &log[k];
     uint32_t id = e->id;
     SimTime start = e->start, end = start + e->duration;
     /* A collective folded into a compute chain (SimFolds): its steps' compute stretches run
-     * from its fork's end (its ready time), each after the collective it joins, on the
+     * from its fork's end (logged), each after the collective it joins, on the
      * device's compute stream (after the chain's earlier stretches: the stream's list stays
      * in start order); the chain task itself is its first stretch. */
     if (e->folded) {
