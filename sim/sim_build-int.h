@@ -61,7 +61,9 @@ typedef struct {
                                ZeRO-3 only */
   uint32_t *chain_prev;     /* per compute task: the compute task before it in its device's
                                program (NO_TASK: the first); compute tasks have the lowest ids */
-  uint32_t *chain_next;     /* per compute task: the one after it (NO_TASK: the last) */
+  uint32_t *chain_next;     /* per compute task: the one after it (NO_TASK: the last); NULL
+                               unless collectives run ahead (tp_overlap, cp > 1: the ring and
+                               ahead cases of sim_build_comm.c, its only readers) */
   uint32_t *program_fill;   /* per device, while chain_op fills SimTaskGraph.program: where its
                                next task goes */
   int *grads_done_b;        /* per stage: microbatch of its last B unit in program order */

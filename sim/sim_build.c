@@ -204,7 +204,7 @@ static inline void chain_op(Builder *b, uint32_t *prev, const ChainEntry *e, int
     if (block) block[at] = e->block;
     program[at] = t;
     if (p != NO_TASK) {
-      b->chain_next[p] = t;
+      if (b->chain_next) b->chain_next[p] = t;
       if (!b->for_merge) sim_task_graph_edge(b->tg, p, t);
     }
     prev[d] = t;
@@ -345,12 +345,14 @@ void sb_build_compute(Builder *b) {
   if (!b->virtual_compute) write_compute_tasks(b);
   gsize bytes = sizeof(uint32_t) * ((gsize)sim_task_graph_size(b->tg) + 1);
   b->chain_prev = g_malloc(bytes);
-  b->chain_next = g_malloc(bytes);
   sim_huge_pages(b->chain_prev, bytes);
-  sim_huge_pages(b->chain_next, bytes);
   G_STATIC_ASSERT(NO_TASK == 0xFFFFFFFFu); /* every byte 0xFF */
   memset(b->chain_prev, 0xFF, bytes);
-  memset(b->chain_next, 0xFF, bytes);
+  if (b->s->tp_overlap || b->s->cp > 1) { /* only what runs ahead reads it (sim_build_comm.c) */
+    b->chain_next = g_malloc(bytes);
+    sim_huge_pages(b->chain_next, bytes);
+    memset(b->chain_next, 0xFF, bytes);
+  }
   program_room(b);
   b->last_compute = chain_compute(b);
   for (int d = 0; d < b->tg->num_devices; d++) /* each device's program filled exactly */
