@@ -32,7 +32,7 @@ typedef struct {
                             heads and tails only, NONE for inner members) */
   /* Per position in prog (sequential passes instead of chasing the chain again; gathered once
    * by program_arrays, as compute ids are scattered in program order): */
-  uint32_t *pgid;        /* its group's task in the reduced graph */
+  uint32_t *pgid;        /* a head's group's task in the reduced graph (reduce; set at heads only) */
   SimTime *poff;         /* its start within its group (reduce; before: durations by id) */
   SimTime *pdur;         /* its duration */
   SimTime *phd;          /* its launch's duration (with a host stream) */

@@ -313,6 +313,15 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
    * their forks; each stretch's duration by its owner: the group's first, then a step of the
    * collective forked last (a new one at each fork and join). NULL where a head lies inside a
    * span (a late launch released there: the caller runs the full engine). */
+  SimTaskGraph *rg = sim_task_graph_new(g->num_devices);
+  /* Edges: the chain between groups (in the loop below), then every kept edge (into heads, out
+   * of tails); room for as many as the graph has, reserved at once. */
+  guint most = 2 * (ng + (g->succ_offsets ? g->succ_offsets[m->n] : g->edges->len / 2));
+  g_array_set_size(rg->edges, most);
+  sim_huge_pages(rg->edges->data, sizeof(uint32_t) * (gsize)most);
+  m->redges = (uint32_t *)rg->edges->data; /* written in place, then sized */
+  m->nredges = 0;
+  SimTime *release = g_new0(SimTime, R ? R : 1);
   SimFold *fold = g_new(SimFold, (gsize)R + 1);
   for (uint32_t i = 0; i <= R; i++) fold[i] = (SimFold){NONE, NONE, 0, 0};
   SimFoldStep *steps = g_new(SimFoldStep, 2 * (gsize)(R - ng) + 1); /* one per fork and join */
@@ -334,15 +343,23 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
       if (open) {
         g_free(fold);
         g_free(steps);
+        g_free(release);
+        sim_task_graph_free(rg);
         return NULL;
       }
       uint64_t below = m->head[c >> 6] & (((uint64_t)1 << (c & 63)) - 1);
+      uint32_t prev = gi;
       gi = last = m->gid[c] = m->head_rank[c >> 6] + (uint32_t)__builtin_popcountll(below);
+      m->pgid[k] = gi; /* (read at heads only) */
       acc = gdur + gi;
+      if (f & CHAINED) { /* the chain from the group before */
+        m->redges[m->nredges++] = prev;
+        m->redges[m->nredges++] = gi;
+      }
+      if (f & RELEASED) release[gi] = m->rel[k];
     } else if (f & TAIL) {
       m->gid[c] = gi;
     }
-    m->pgid[k] = gi;
     *acc += m->pdur[k];
     if (m->xfk[k] != NONE) { /* the fork of a folded collective: its group's next */
       uint32_t x = m->gid[m->xfk[k]];
@@ -356,7 +373,6 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   }
   folds->steps = steps;
   folds->task = fold;
-  SimTaskGraph *rg = sim_task_graph_new(g->num_devices);
   rg->num_resources = g->num_resources;
   rg->symmetric = g->symmetric;
   rg->simulated_devices = g->simulated_devices;
@@ -394,25 +410,10 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     uint32_t id = m->gid[spans[k]];
     g_array_append_val(rg->spans, id);
   }
-  /* Edges: the chain between groups, then every kept edge (into heads, out of tails); room
-   * for as many as the graph has, reserved at once. */
-  guint most = 2 * (ng + (g->succ_offsets ? g->succ_offsets[m->n] : g->edges->len / 2));
-  g_array_set_size(rg->edges, most);
-  sim_huge_pages(rg->edges->data, sizeof(uint32_t) * (gsize)most);
-  m->redges = (uint32_t *)rg->edges->data; /* written in place, then sized */
-  m->nredges = 0;
-  for (uint32_t k = 1; k < m->C; k++)
-    if ((m->pflags[k] & HEAD) && (m->pflags[k] & CHAINED)) {
-      m->redges[m->nredges++] = m->pgid[k - 1];
-      m->redges[m->nredges++] = m->pgid[k];
-    }
   each_edge(m, keep_edge);
   g_assert(m->nredges <= most);
   g_array_set_size(rg->edges, m->nredges);
   sim_task_graph_finish(rg);
-  SimTime *release = g_new0(SimTime, R ? R : 1);
-  for (uint32_t k = 0; k < m->C; k++)
-    if (m->pflags[k] & RELEASED) release[m->pgid[k]] = m->rel[k];
   *release_out = release;
   return rg;
 }
@@ -435,11 +436,12 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
     off[d] = iv->len / 2;
     SimTime host_end = 0, prev_end = 0, member_end = 0;
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
-      uint32_t gi = m->pgid[k];
       /* a head starts with its group; a member after its predecessor and, at a join, its
        * folded collective */
+      gboolean head = (m->pflags[k] & HEAD) != 0;
+      uint32_t gi = head ? m->pgid[k] : NONE;
       SimTime start = member_end;
-      if (m->pflags[k] & HEAD) start = s->start[gi];
+      if (head) start = s->start[gi];
       else if (m->pxd[k]) start = MAX(start, s->start[m->px[k]] + m->pxd[k]);
       m->pst[k] = start;
       member_end = start + m->pdur[k];
@@ -450,7 +452,7 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
       }
       SimTime dh = m->phd[k], launched = MAX(host_end, qwait) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
-      SimTime deps = m->pflags[k] & HEAD ? nr[gi] : start;
+      SimTime deps = head ? nr[gi] : start;
       SimTime rel = m->pbase[k] & RELEASED ? m->rel[k] : 0;
       if (dh == 0 && m->pdur[k] == 0 && launched >= deps)
         return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
