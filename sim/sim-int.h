@@ -168,6 +168,8 @@ typedef struct {
   uint32_t owner;  /* a folded collective's chain */
   uint32_t step;   /* a folded collective's first step in SimFolds.steps */
   uint32_t nsteps; /* and how many */
+  uint32_t stream; /* a folded collective's resource (one stream) and duration, as its task has */
+  SimTime duration; /* them (beside the rest: the engine times a chain's collectives from here) */
 } SimFold;
 typedef struct {
   SimTime duration; /* compute after the wait */

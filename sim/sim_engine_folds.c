@@ -61,7 +61,6 @@ static inline gboolean key_less(SimTime t, uint32_t a, SimTime u, uint32_t b) {
   return t < u || (t == u && a < b);
 }
 
-static inline uint32_t stream_of(const Run *r, uint32_t x) { return r->res[r->tasks[x].res_begin]; }
 
 /* Appends @id's pop (started at @start; a folded collective forked at @fork) to the order and
  * the log (SimSchedule.log). */
@@ -77,7 +76,7 @@ static inline void log_pop(Run *r, uint32_t id, SimTime start, SimTime fork) {
 /* A folded collective's end, once it is timed (popped or reserved): sim_fold_steps's reader. */
 static SimTime end_of(void *ctx, uint32_t y) {
   const Run *r = ctx;
-  return r->s->start[y] + r->tasks[y].duration;
+  return r->s->start[y] + r->fold[y].duration;
 }
 
 /* Applies device @d's reservations that pop before (@t, @id) in the plain run. */
@@ -133,17 +132,21 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
   if (f->at == f->end) { /* no chain of the device in flight (the next waits for it) */
     f->at = r->done;
     for (; r->fold[x].next != NONE; x = r->fold[x].next) {
-      uint32_t rr = stream_of(r, x);
+      const SimFold *fx = &r->fold[x];
+      uint32_t rr = fx->stream;
       int k = 0;
       while (k < nown && own[k].stream != rr) k++;
       SimTime start = MAX(t, r->free_at[rr]);
       if (k < nown) start = MAX(start, own[k].end);
       else own[nown++].stream = rr;
-      own[k].end = start + r->tasks[x].duration;
+      own[k].end = start + fx->duration;
       r->s->start[x] = start;
-      log_pop(r, x, start, t);
+      /* its pop as log_pop would log it, from the fold alone (one resource, a collective) */
+      r->s->order[r->done] = x;
+      r->s->log[r->done++] = (SimPop){start, fx->duration, t, x, 0, rr, 1, SIM_TASK_COMM, TRUE,
+                                      fx->step, fx->nsteps};
       r->pending[rr]++;
-      t = sim_fold_steps(r->folds, &r->fold[x], t, end_of, NULL, r); /* beside it, joins, on */
+      t = sim_fold_steps(r->folds, fx, t, end_of, NULL, r); /* beside it, joins, on */
     }
     f->end = r->done;
   }

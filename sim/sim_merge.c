@@ -323,7 +323,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   m->nredges = 0;
   SimTime *release = g_new0(SimTime, R ? R : 1);
   SimFold *fold = g_new(SimFold, (gsize)R + 1);
-  for (uint32_t i = 0; i <= R; i++) fold[i] = (SimFold){NONE, NONE, 0, 0};
+  for (uint32_t i = 0; i <= R; i++) fold[i] = (SimFold){NONE, NONE, 0, 0, NONE, 0};
   SimFoldStep *steps = g_new(SimFoldStep, 2 * (gsize)(R - ng) + 1); /* one per fork and join */
   uint32_t nsteps = 0;
   g_autofree SimTime *gdur = g_new0(SimTime, (gsize)ng + 1);
@@ -362,9 +362,10 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     }
     *acc += m->pdur[k];
     if (m->xfk[k] != NONE) { /* the fork of a folded collective: its group's next */
+      const SimTask *xt = &m->tasks[m->xfk[k]];
       uint32_t x = m->gid[m->xfk[k]];
       fold[last].next = x;
-      fold[x] = (SimFold){NONE, gi, nsteps, 1};
+      fold[x] = (SimFold){NONE, gi, nsteps, 1, m->res[xt->res_begin], xt->duration};
       steps[nsteps] = (SimFoldStep){0, NONE};
       acc = &steps[nsteps++].duration;
       last = x;

@@ -161,6 +161,7 @@ typedef struct {
   const SimTaskGraph *g;
   const SimSchedule *s;
   const SimPop *pop; /* the collective's own pop */
+  const SimFolds *folds;
   Interval *iv;
   guint *fill;      /* the device's compute stream's next slot */
   SimTime *prev_end;
@@ -169,7 +170,7 @@ typedef struct {
 static SimTime fold_end(void *ctx, uint32_t x) {
   const FoldStretches *fs = ctx;
   if (x == fs->pop->id) return fs->pop->start + fs->pop->duration; /* its own join (mostly) */
-  return fs->s->start[x] + sim_task_graph_task(fs->g, x)->duration;
+  return fs->s->start[x] + fs->folds->task[x].duration;
 }
 
 /* The schedule's pops as the engine logs them (SimSchedule.log), from its order where it did
@@ -229,8 +230,8 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
      * in start order); the chain task itself is its first stretch. */
     if (e->folded) {
       guint d = (guint)sim_resource_device(e->res0);
-      FoldStretches fs = {g, s, e, iv, &fill[sim_resource_compute((int)d)], &prev_end[d]};
-      const SimFold f = {UINT32_MAX, UINT32_MAX, e->step, e->nsteps};
+      FoldStretches fs = {g, s, e, folds, iv, &fill[sim_resource_compute((int)d)], &prev_end[d]};
+      const SimFold f = {UINT32_MAX, UINT32_MAX, e->step, e->nsteps, e->res0, e->duration};
       sim_fold_steps(folds, &f, e->fork, fold_end, fold_stretch, &fs);
     }
     gboolean is_comm = e->kind == SIM_TASK_COMM || e->kind == SIM_TASK_GRAD_SYNC;
