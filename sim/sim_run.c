@@ -158,7 +158,6 @@ static SimTime *with_step_waits(int ndev, const SimTime *iv, const guint *off, c
 
 /* The compute stretches of a folded collective's steps (sim_fold_steps) into a device's list. */
 typedef struct {
-  const SimTaskGraph *g;
   const SimSchedule *s;
   const SimPop *pop; /* the collective's own pop */
   const SimFolds *folds;
@@ -230,7 +229,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
      * in start order); the chain task itself is its first stretch. */
     if (e->folded) {
       guint d = (guint)sim_resource_device(e->res0);
-      FoldStretches fs = {g, s, e, folds, iv, &fill[sim_resource_compute((int)d)], &prev_end[d]};
+      FoldStretches fs = {s, e, folds, iv, &fill[sim_resource_compute((int)d)], &prev_end[d]};
       const SimFold f = {UINT32_MAX, UINT32_MAX, e->step, e->nsteps, e->res0, e->duration};
       sim_fold_steps(folds, &f, e->fork, fold_end, fold_stretch, &fs);
     }
