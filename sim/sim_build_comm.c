@@ -399,10 +399,6 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
 static void convert_microbatch(Builder *b, SbReplay *replay, int src_mesh, MdlLayout from,
                                const uint32_t *src_ready, int dst_mesh, MdlLayout to, int t,
                                int op, int mb, uint32_t *dst_ready) {
-  if (replay->identity) { /* nothing to build: the ready tasks pass through (sb_convert) */
-    memcpy(dst_ready, src_ready, sizeof(uint32_t) * (gsize)mdl_strategy_mesh(b->s, dst_mesh)->ndevices);
-    return;
-  }
   if (sb_replay(b, replay, src_ready, mb, dst_ready)) return;
   SbMark begin = sb_mark(b);
   sb_convert(b, src_mesh, from, src_ready, dst_mesh, to, t, op, mb, dst_ready);
@@ -444,7 +440,10 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
       src[i] = recomputed ? task_rec(b, p, mb, i) : task_fwd(b, p, mb, i);
       if (ahead && b->chain_prev[src[i]] != NO_TASK)
         src[i] = b->chain_prev[src[i]]; /* tp_overlap: the reduce-scatter starts with the GEMM */
+      /* nothing to build (one mesh: the same representatives): the tasks pass through */
+      if (replay.identity) cv->ready[mb * nrep + r] = src[i];
     }
+    if (replay.identity) continue;
     convert_microbatch(b, &replay, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, dst);
     for (int r = 0; r < nrep; r++) cv->ready[mb * nrep + r] = dst[b->rep_idx[mesh][r]];
   }
@@ -629,13 +628,17 @@ void sb_backward_segment(Builder *b, int t) {
           /* Overlapped: the gradients' collective starts with the reader's backward. */
           if (ring && b->chain_prev[src[i]] != NO_TASK) src[i] = b->chain_prev[src[i]];
         }
-        convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
+        const uint32_t *out = src; /* nothing to build (one mesh): the tasks pass through */
+        if (!replay.identity) {
+          convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
+          out = dst;
+        }
         for (int r = 0; r < b->nrep[pm]; r++) {
           int j = b->rep_idx[pm][r];
-          if (dst[j] == NO_TASK) continue;
+          if (out[j] == NO_TASK) continue;
           uint32_t use = task_bwd(b, p, mb, j);
           if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          sb_data_edge(b, dst[j], use);
+          sb_data_edge(b, out[j], use);
         }
       }
       sb_replay_clear(&replay);
