@@ -59,9 +59,9 @@ typedef struct {
   uint32_t *xdev;        /* per task from C, a candidate's: its stream's device */
   uint32_t *xat;         /* per position: the folded collective it waits for (its join: NONE) */
   uint32_t *xfk;         /* per position: the folded collective waiting for it (its fork) */
-  SimTime *pxd;          /* per position: its join's collective's duration (0: none) */
+  SimTime *pxd;          /* per position: its join's collective's duration (set where xat is) */
   uint32_t *px;          /* per position: its join's collective's task in the reduced graph
-                            (reduce; read only where pxd is not 0) */
+                            (reduce; read only where xat is set) */
   SimTime *pst;          /* per position: its start in the reduced run (time_host) */
   uint32_t *cedges;      /* the candidates' edges as (candidate, position of its compute end,
                             SUCCESSOR where that is the successor), their flags deferred */

@@ -332,7 +332,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   for (uint32_t k = 0, gi = 0, last = NONE; k < m->C; k++) {
     uint8_t f = m->pflags[k];
     uint32_t c = m->prog[k];
-    if (m->pxd[k]) { /* the join of a folded collective: a step of the last forked waits */
+    if (m->xat[k] != NONE) { /* the join of a folded collective: a step of the last forked waits */
       uint32_t x = m->px[k] = m->gid[m->xat[k]];
       steps[nsteps] = (SimFoldStep){0, x};
       fold[last].nsteps++;
@@ -443,7 +443,7 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
       uint32_t gi = head ? m->pgid[k] : NONE;
       SimTime start = member_end;
       if (head) start = s->start[gi];
-      else if (m->pxd[k]) start = MAX(start, s->start[m->px[k]] + m->pxd[k]);
+      else if (m->xat[k] != NONE) start = MAX(start, s->start[m->px[k]] + m->pxd[k]);
       m->pst[k] = start;
       member_end = start + m->pdur[k];
       SimTime qwait = 0;

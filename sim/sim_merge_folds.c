@@ -75,7 +75,7 @@ static void settle_folds(Merge *m) {
       m->pxd[sp] = m->tasks[t].duration;
       continue;
     }
-    if (m->xat[sp] == t || m->xat[sp] == NONE - 1) m->xat[sp] = NONE, m->pxd[sp] = 0;
+    if (m->xat[sp] == t || m->xat[sp] == NONE - 1) m->xat[sp] = NONE;
     if (p != NONE && (m->xfk[p] == t || m->xfk[p] == NONE - 1)) m->xfk[p] = NONE;
   }
 }
@@ -85,7 +85,6 @@ void sim_merge_fold_collectives(Merge *m) {
   uint32_t C = m->C;
   memset(m->xat, 0xFF, sizeof(uint32_t) * C);
   memset(m->xfk, 0xFF, sizeof(uint32_t) * C);
-  memset(m->pxd, 0, sizeof(SimTime) * C);
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t t = C; t < m->n; t++) {
       uint8_t f = m->flags[t];
