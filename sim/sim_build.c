@@ -195,17 +195,21 @@ static ChainEntry chain_entry(const Builder *b, int o, int phase) {
 /* Appends entry @e's tasks for microbatch @mb to its simulated devices' programs (@prev: each
  * device's last task so far). */
 static inline void chain_op(Builder *b, uint32_t *prev, const ChainEntry *e, int mb) {
-  uint32_t *program = b->tg->program, *block = b->tg->program_block;
+  /* the builder's arrays in locals: the stores below cannot then be taken to change them */
+  uint32_t *restrict program = b->tg->program, *restrict block = b->tg->program_block;
+  uint32_t *restrict fill = b->program_fill, *restrict chain_prev = b->chain_prev;
+  uint32_t *chain_next = b->chain_next;
+  gboolean edges = !b->for_merge;
   for (int r = 0; r < e->nrep; r++) {
     uint32_t t = e->base + (uint32_t)(mb * e->nrep + r);
     int d = e->devices[e->rep_idx[r]];
-    uint32_t at = b->program_fill[d]++, p = prev[d];
-    b->chain_prev[t] = p;
+    uint32_t at = fill[d]++, p = prev[d];
+    chain_prev[t] = p;
     if (block) block[at] = e->block;
     program[at] = t;
     if (p != NO_TASK) {
-      if (b->chain_next) b->chain_next[p] = t;
-      if (!b->for_merge) sim_task_graph_edge(b->tg, p, t);
+      if (chain_next) chain_next[p] = t;
+      if (edges) sim_task_graph_edge(b->tg, p, t);
     }
     prev[d] = t;
   }
