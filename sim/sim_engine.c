@@ -69,30 +69,21 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
     s->order[done++] = top.task;
     uint32_t id = top.task;
     if (end > s->makespan) s->makespan = end;
-    for (uint32_t k = g->succ_offsets[id]; k < g->succ_offsets[id + 1]; k++) {
-      uint32_t v = g->succ[k];
-      if (end > ready[v]) ready[v] = end;
-      if (--remaining[v] == 0) {
-        SimTime at = release && release[v] > ready[v] ? release[v] : ready[v];
-        heap_push(heap, &heap_size, (HeapEntry){at, v});
-        /* it pops later: its task, resources and successors are fetched meanwhile (ids are
-         * scattered in time order, so these are cache misses otherwise) */
-        __builtin_prefetch(&tasks[v]);
-        __builtin_prefetch(&g->succ_offsets[v]);
-      }
-    }
+    sim_engine_succeed(g, id, end, ready, remaining, release, heap, &heap_size);
   }
   s->events = done;
   g_free(e->remaining);
   g_free(e->free_at);
   g_free(e->heap);
-  if (done != n) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_CYCLE,
-                "task graph has a dependency cycle: %u of %u tasks never became ready", n - done, n);
-    sim_schedule_free(s);
-    return NULL;
-  }
-  return s;
+  return sim_engine_checked(s, done, n, error);
+}
+
+SimSchedule *sim_engine_checked(SimSchedule *s, uint32_t popped, uint32_t n, GError **error) {
+  if (popped == n) return s;
+  g_set_error(error, SIM_ERROR, SIM_ERROR_CYCLE,
+              "task graph has a dependency cycle: %u of %u tasks never became ready", n - popped, n);
+  sim_schedule_free(s);
+  return NULL;
 }
 
 SimSchedule *sim_engine_run_released(const SimTaskGraph *g, const SimTime *release,

@@ -222,16 +222,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
       continue;
     }
     if (end > s->makespan) s->makespan = end;
-    for (uint32_t k = g->succ_offsets[chain]; k < g->succ_offsets[chain + 1]; k++) {
-      uint32_t v = g->succ[k];
-      if (end > ready[v]) ready[v] = end;
-      if (--remaining[v] == 0) {
-        SimTime at = release && release[v] > ready[v] ? release[v] : ready[v];
-        heap_push(r.heap, &r.heap_size, (HeapEntry){at, v});
-        __builtin_prefetch(&tasks[v]);
-        __builtin_prefetch(&g->succ_offsets[v]);
-      }
-    }
+    sim_engine_succeed(g, chain, end, ready, remaining, release, r.heap, &r.heap_size);
   }
   /* the withdrawn reservations' entries out of the order */
   uint32_t kept = 0;
@@ -247,11 +238,5 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
   g_free(r.pending);
   g_free(r.flight);
   g_free(r.heap);
-  if (kept != n) {
-    g_set_error(error, SIM_ERROR, SIM_ERROR_CYCLE,
-                "task graph has a dependency cycle: %u of %u tasks never became ready", n - kept, n);
-    sim_schedule_free(s);
-    return NULL;
-  }
-  return s;
+  return sim_engine_checked(s, kept, n, error);
 }

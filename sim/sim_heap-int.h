@@ -41,6 +41,32 @@ static inline HeapEntry heap_pop(HeapEntry *heap, uint32_t *size) {
   return top;
 }
 
+/* Task @id of @g ended at @end: its successors' ready times (@ready) and remaining
+ * dependencies (@remaining); those whose last dependency it was are pushed at the later of
+ * their ready time and their release (@release, or NULL). */
+static inline void sim_engine_succeed(const SimTaskGraph *g, uint32_t id, SimTime end,
+                                      SimTime *ready, uint32_t *remaining,
+                                      const SimTime *release, HeapEntry *heap,
+                                      uint32_t *heap_size) {
+  const SimTask *tasks = (const SimTask *)g->tasks->data;
+  for (uint32_t k = g->succ_offsets[id]; k < g->succ_offsets[id + 1]; k++) {
+    uint32_t v = g->succ[k];
+    if (end > ready[v]) ready[v] = end;
+    if (--remaining[v] == 0) {
+      SimTime at = release && release[v] > ready[v] ? release[v] : ready[v];
+      heap_push(heap, heap_size, (HeapEntry){at, v});
+      /* it pops later: its task, resources and successors are fetched meanwhile (ids are
+       * scattered in time order, so these are cache misses otherwise) */
+      __builtin_prefetch(&tasks[v]);
+      __builtin_prefetch(&g->succ_offsets[v]);
+    }
+  }
+}
+
+/* @s once every one of the graph's @n tasks has popped (@popped), else NULL with a cycle error
+ * (@s freed): the engines' last step (sim_engine.c). */
+SimSchedule *sim_engine_checked(SimSchedule *s, uint32_t popped, uint32_t n, GError **error);
+
 /* The engine over a reduced graph whose chains run folded collectives (sim_engine_folds.c);
  * sim_engine_run_released with @folds. */
 SimSchedule *sim_engine_run_folded(const SimTaskGraph *graph, const SimTime *release,
