@@ -27,7 +27,8 @@ typedef struct {
   uint32_t *last;        /* per device: its last compute task */
   uint8_t *flags;        /* per task that is not compute (CAND, BAD, FOLD, AFTER_LAST) */
   uint8_t *cf;           /* per position: its compute task's HEAD and TAIL from the graph
-                            (first of its device, lasting zero, edges off the chain) */
+                            (first of its device, lasting zero, edges off the chain), CHAINED
+                            where it has a chain predecessor, RELEASED where it has a release */
   uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
                             heads and tails only, NONE for inner members) */
   /* Per position in prog (sequential passes instead of chasing the chain again; gathered once
@@ -37,8 +38,6 @@ typedef struct {
   SimTime *pdur;         /* its duration */
   SimTime *phd;          /* its launch's duration (with a host stream) */
   uint8_t *pflags;       /* its flags */
-  uint8_t *pbase;        /* its flags from the graph; CHAINED where it has a chain
-                            predecessor, RELEASED where it has a release */
   SimTime *rel;          /* its launch's end where it gates the task (a late launch: the task
                             heads a group released then); read only where RELEASED (the rest
                             of the array is never touched) */

@@ -125,7 +125,7 @@ static gboolean check_tasks(Merge *m) {
         m->phd[k] = g->block_host ? g->block_host[block] : 0;
         m->dev[c] = d;
         m->pos[c] = k;
-        m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : 0) | (duration == 0 ? HEAD | TAIL : 0));
+        m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (duration == 0 ? HEAD | TAIL : 0));
       }
       if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
     }
@@ -152,7 +152,7 @@ static gboolean check_tasks(Merge *m) {
         return FALSE;
       m->pos[c] = k;
       /* the first of its device, or lasting zero: alone (see the tie-breaks) */
-      m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : 0) | (m->poff[c] == 0 ? HEAD | TAIL : 0));
+      m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (m->poff[c] == 0 ? HEAD | TAIL : 0));
     }
     if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
   }
@@ -239,17 +239,15 @@ static int compare_pairs(const void *a, const void *b) {
   return x[1] != y[1] ? (x[1] < y[1] ? -1 : 1) : (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-/* The per-position arrays that do not change between rounds: durations (check_tasks left
- * them by id in poff: the tasks are read once), launch durations, the graph's flags, the
- * launch queue. One pass in program order (the reads scatter). */
+/* The per-position arrays that do not change between rounds, for a full graph (a graph for
+ * merging has them from check_tasks): durations (check_tasks left them by id in poff: the
+ * tasks are read once), launch durations; the launch queue by position. */
 static void program_arrays(Merge *m) {
-  for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++)
-    for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) { /* all but a device's first chained */
-      uint32_t c = m->prog[k];
-      if (!m->g->program_block) m->pdur[k] = m->poff[c];
-      if (!m->g->program_block) m->phd[k] = m->hdur ? m->hdur[c] : 0;
-      m->pbase[k] = (uint8_t)(m->cf[k] | (k > m->dbeg[d] ? CHAINED : 0));
-    }
+  for (uint32_t k = 0; !m->g->program_block && k < m->C; k++) { /* a full graph's, by id */
+    uint32_t c = m->prog[k];
+    m->pdur[k] = m->poff[c];
+    m->phd[k] = m->hdur ? m->hdur[c] : 0;
+  }
   /* the launch queue by position: a graph for merging lists it so already (in program
    * order: sim_build_host.c), a full graph's comes by id in edge order */
   guint nq = m->queue->len / 2;
@@ -298,7 +296,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   uint32_t words = (m->C + 63) / 64;
   memset(m->head, 0, sizeof(uint64_t) * (words + 1));
   for (uint32_t k = 0; k < m->C; k++) {
-    uint8_t f = m->pbase[k];
+    uint8_t f = m->cf[k];
     if ((f & RELEASED) || ((f & CHAINED) && (before & TAIL))) f |= HEAD;
     m->pflags[k] = before = f;
     if (f & HEAD) m->head[m->prog[k] >> 6] |= (uint64_t)1 << (m->prog[k] & 63);
@@ -454,12 +452,12 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
       SimTime dh = m->phd[k], launched = MAX(host_end, qwait) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
       SimTime deps = head ? nr[gi] : start;
-      SimTime rel = m->pbase[k] & RELEASED ? m->rel[k] : 0;
+      SimTime rel = m->cf[k] & RELEASED ? m->rel[k] : 0;
       if (dh == 0 && m->pdur[k] == 0 && launched >= deps)
         return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
       if (MAX(deps, rel) != MAX(deps, launched)) {
         m->rel[k] = launched > deps ? launched : 0;
-        m->pbase[k] = (uint8_t)(m->rel[k] ? m->pbase[k] | RELEASED : m->pbase[k] & ~RELEASED);
+        m->cf[k] = (uint8_t)(m->rel[k] ? m->cf[k] | RELEASED : m->cf[k] & ~RELEASED);
         changes++;
       }
       SimTime wait_end = MIN(launched, start);
@@ -485,7 +483,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
   /* the per-task arrays in one allocation (on huge pages where the system has them) */
-  gsize per_compute = 6 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 3;
+  gsize per_compute = 6 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 2;
   gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + 4 * sizeof(uint32_t)) +
                 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
@@ -500,7 +498,6 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   SimTime *hdur = TAKE(SimTime, C1);
   m.pflags = TAKE(uint8_t, C1);
   m.cf = TAKE(uint8_t, C1);
-  m.pbase = TAKE(uint8_t, C1);
   m.dbeg = TAKE(uint32_t, nd + 1);
   m.first = TAKE(uint32_t, nd + 1);
   m.last = TAKE(uint32_t, nd + 1);
@@ -535,7 +532,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     for (uint32_t d = 0; d < nd; d++)
       if (m.first[d] != NONE && m.phd[m.dbeg[d]]) {
         m.rel[m.dbeg[d]] = m.phd[m.dbeg[d]];
-        m.pbase[m.dbeg[d]] |= RELEASED;
+        m.cf[m.dbeg[d]] |= RELEASED;
       }
   }
   /* Late launches become releases and the reduced graph is timed again, a few times at most:

@@ -115,7 +115,7 @@ gboolean sim_merge_unfold_released(Merge *m) {
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
       for (guint i = 0; m->xat[k] != NONE && i < open->len; i++)
         if (g_array_index(open, uint32_t, i) == m->xat[k]) g_array_remove_index_fast(open, i);
-      if (open->len && (m->pbase[k] & RELEASED)) {
+      if (open->len && (m->cf[k] & RELEASED)) {
         for (guint i = 0; i < open->len; i++) {
           uint32_t x = g_array_index(open, uint32_t, i);
           m->flags[x] = (uint8_t)((m->flags[x] & ~FOLD) | BAD);
@@ -127,9 +127,7 @@ gboolean sim_merge_unfold_released(Merge *m) {
     }
   }
   if (!any) return FALSE;
-  settle_folds(m);
-  for (uint32_t k = 0; k < m->C; k++)
-    m->pbase[k] = (uint8_t)(m->cf[k] | (m->pbase[k] & (CHAINED | RELEASED)));
+  settle_folds(m); /* the flags it adds are the positions' own (cf) */
   return TRUE;
 }
 
