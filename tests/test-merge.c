@@ -88,6 +88,12 @@ static const char *const merging[] = {
     "megatron:tp=1,pp=2,dp=8,mb=1,schedule=1f1b,sp=0,recompute=selective,zero=1",
     "megatron:tp=2,pp=4,dp=2,mb=2,overlap_grad_reduce=0",
     "megatron:tp=2,pp=4,dp=2,mb=2,wdelay=1,zero=1,overlap_grad_reduce=0",
+    /* Megatron's backward overlap (on by default): the input gradient's collective runs
+     * beside dW (a folded span); off, it sits between two chain members; with sequence
+     * parallelism the re-gather's and the reduce-scatter's spans overlap */
+    "megatron:tp=2,pp=4,dp=2,mb=2,async_tensor_model_parallel_allreduce=0",
+    "megatron:tp=2,pp=4,dp=2,mb=2,schedule=interleaved,vp=2,sp=1,recompute=selective",
+    "megatron:tp=2,pp=4,dp=2,mb=2,sp=1,async_tensor_model_parallel_allreduce=0",
 };
 
 static void test_identical_symmetric(void) {
