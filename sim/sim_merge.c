@@ -482,20 +482,22 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .res = (const uint32_t *)g->task_resources->data, .prev = g->chain_prev,
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
-  /* the per-task arrays in one allocation (on huge pages where the system has them) */
-  gsize per_compute = 6 * sizeof(uint32_t) + 6 * sizeof(SimTime) + 2;
-  gsize bytes = C1 * per_compute + 3 * (nd + 1) * sizeof(uint32_t) + n1 * (1 + 4 * sizeof(uint32_t)) +
-                32 * 64; /* alignment */
+  /* the per-task arrays in one allocation (on huge pages where the system has them); a graph
+   * for merging has its durations per position already (no poff, no hdur) */
+  gsize byid = g->program_block ? 0 : C1;
+  gsize per_compute = 6 * sizeof(uint32_t) + 4 * sizeof(SimTime) + 2;
+  gsize bytes = C1 * per_compute + byid * 2 * sizeof(SimTime) + 3 * (nd + 1) * sizeof(uint32_t) +
+                n1 * (1 + 4 * sizeof(uint32_t)) + 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
   sim_huge_pages(arena, bytes);
 #define TAKE(type, count) ((type *)take(&fill, sizeof(type) * (gsize)(count)))
   m.dev = TAKE(uint32_t, C1);
   m.pos = TAKE(uint32_t, C1);
   m.pgid = TAKE(uint32_t, C1);
-  m.poff = TAKE(SimTime, C1);
+  m.poff = TAKE(SimTime, byid);
   m.pdur = TAKE(SimTime, C1);
   m.phd = TAKE(SimTime, C1);
-  SimTime *hdur = TAKE(SimTime, C1);
+  SimTime *hdur = TAKE(SimTime, byid);
   m.pflags = TAKE(uint8_t, C1);
   m.cf = TAKE(uint8_t, C1);
   m.dbeg = TAKE(uint32_t, nd + 1);
