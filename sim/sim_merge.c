@@ -286,6 +286,12 @@ static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
   return TRUE;
 }
 
+/* The reduced graph's id of a task that is not compute (nor a launch): the groups (@ng of
+ * them) first, then the others in their order (reduce: m->gid). */
+static inline uint32_t other_gid(const Merge *m, uint32_t ng, uint32_t t) {
+  return ng + (t - m->C) - (m->hb != NONE && t >= m->hb ? m->C : 0);
+}
+
 /* Groups and the reduced graph; @release gets each group's release (its head's). */
 static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   const SimTaskGraph *g = m->g;
@@ -331,7 +337,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     uint8_t f = m->pflags[k];
     uint32_t c = m->prog[k];
     if (m->xat[k] != NONE) { /* the join of a folded collective: a step of the last forked waits */
-      uint32_t x = m->px[k] = m->gid[m->xat[k]];
+      uint32_t x = m->px[k] = other_gid(m, ng, m->xat[k]);
       steps[nsteps] = (SimFoldStep){0, x};
       fold[last].nsteps++;
       acc = &steps[nsteps++].duration;
@@ -360,10 +366,11 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     }
     *acc += m->pdur[k];
     if (m->xfk[k] != NONE) { /* the fork of a folded collective: its group's next */
-      const SimTask *xt = &m->tasks[m->xfk[k]];
-      uint32_t x = m->gid[m->xfk[k]];
+      uint32_t x = other_gid(m, ng, m->xfk[k]);
       fold[last].next = x;
-      fold[x] = (SimFold){NONE, gi, nsteps, 1, m->res[xt->res_begin], xt->duration};
+      fold[x].owner = gi; /* its stream and duration with its task, below */
+      fold[x].step = nsteps;
+      fold[x].nsteps = 1;
       steps[nsteps] = (SimFoldStep){0, NONE};
       acc = &steps[nsteps++].duration;
       last = x;
@@ -401,6 +408,10 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     rt[m->gid[t]] = *task;
     rt[m->gid[t]].res_begin = nr;
     memcpy(rr + nr, m->res + task->res_begin, sizeof(uint32_t) * task->nres);
+    if (m->flags[t] & FOLD) { /* SimFold.stream and duration, as its task has them */
+      fold[m->gid[t]].stream = rr[nr];
+      fold[m->gid[t]].duration = task->duration;
+    }
     nr += task->nres;
   }
   /* Step-expanded collectives' spans (gate and join are communication tasks: kept). */
