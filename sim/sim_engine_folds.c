@@ -5,9 +5,9 @@
  * pushes x1 at the stretch's end T1; x1 pops at T1, starts when its stream is free, the chain
  * goes on beside it through x1's steps (each waits for the collective joining there, timed
  * already: forked before) and pushes x2 at T2 > T1 (x2's fork's end), and so on; xn's pop
- * releases the chain's successors. That is n + 1 pops per chain,
- * and on a transformer most of a reduced graph's tasks are such collectives (GPT-3 175B,
- * tp=8, pp=16, vp=2: 73919 of 116817).
+ * releases the chain's successors. That is n + 1 pops per chain, and on a transformer most
+ * of a reduced graph's tasks are such collectives (GPT-3 175B, tp=8, pp=16, vp=2: 73919 of
+ * 117010).
  *
  * Here, when c pops, x1 .. x(n-1) are timed at once ("reserved"): xi pops at Ti (the plain
  * run's time, known once x(i-1)'s start is), starts at max(Ti, the free time of its stream as
@@ -23,14 +23,15 @@
  * and the chain is given back to the plain way from it ("withdrawn": it is pushed at its Ti,
  * the later reservations dropped; xn's early entry stands if the chain comes back to its time,
  * a beside stretch absorbing the delay, and is ignored otherwise; nothing else was decided
- * from them, as the chain's successors wait for xn). Streams are per device and a
- * device runs one chain at a time (the next waits for this one's end), so the pending
- * reservations are one list per device. Pops, starts and ends are the plain run's; so are the
- * successors' ready times, which is what sim_merge.c reads.
+ * from them, as the chain's successors wait for xn). Streams are per device and a device
+ * runs one chain at a time (the next waits for this one's end), so the pending reservations
+ * are one range of the log per device (Flight). Pops, starts and ends are the plain run's; so
+ * are the successors' ready times, which is what sim_merge.c reads.
  *
- * SimSchedule.order lists the reserved collectives right after their chain (withdrawn ones
- * where they popped instead): per resource it is start order except that a task fitting before
- * a pending reservation on its stream comes after it (sim_breakdown_sums sorts such lists). */
+ * SimSchedule.order and .log list the reserved collectives right after their chain (withdrawn
+ * ones where they popped instead): per resource it is start order except that a task fitting
+ * before a pending reservation on its stream comes after it (sim_breakdown_sums sorts such
+ * lists). */
 #include "sim/sim-int.h"
 #include "sim/sim_heap-int.h"
 
