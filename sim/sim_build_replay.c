@@ -95,6 +95,8 @@ static int compare_ids(const void *a, const void *b) {
 /* Whether @input repeats the recorded input's pattern at the indices r->in: empty where it
  * was, equal where it was, distinct where it was. */
 static gboolean same_pattern(const SbReplay *r, const uint32_t *input) {
+  if (r->nin == 1) /* one entry (a symmetric run's representative): empty where it was */
+    return (input[r->in[0]] == NO_TASK) == (r->input[0] == NO_TASK);
   uint32_t stack[64];
   g_autofree uint32_t *heap = r->nin > 64 ? g_new(uint32_t, r->nin) : NULL;
   uint32_t *distinct = heap ? heap : stack;
