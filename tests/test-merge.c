@@ -294,6 +294,62 @@ static void test_full_graph(void) {
   dev_cluster_free(c);
 }
 
+/* The folded engine (sim/sim_engine_folds.c) on a hand-made reduced graph: a chain c (10 ps)
+ * with folded collectives x1 (4 ps, 6 after its join), x2 (2 ps, 5 after) and x3 (1 ps, 2
+ * after) on device 0's comm stream, a collective y (8 ps) released at 15 on the same stream,
+ * and z after c on the p2p stream. c reserves x1 at 10 and x2 at 20 when it pops; y pops at
+ * 15 after x1 (applied: the stream is free at 14) and ends at 23, after x2's reserved start:
+ * x2 is withdrawn and pops at 20, starting when y ends (23); the chain goes on at 30 (x3's
+ * early entry at 27 is ignored), ends at 33, and z runs at 33. The plain run's times, worked
+ * by hand; reserving x2 without the withdrawal would start it at 20. */
+static void test_withdrawn(void) {
+  SimTaskGraph *g = sim_task_graph_new(1);
+  uint32_t compute = sim_resource_compute(0), comm = sim_resource_comm(0);
+  uint32_t p2p = sim_resource_stream(0, SIM_STREAM_P2P);
+  SimTask t = {.kind = SIM_TASK_FORWARD, .op = -1, .tensor = -1, .microbatch = 0};
+  t.duration = 10;
+  uint32_t c = sim_task_graph_add(g, &t, &compute, 1);
+  t.kind = SIM_TASK_COMM;
+  t.duration = 8;
+  uint32_t y = sim_task_graph_add(g, &t, &comm, 1);
+  const SimTime durations[3] = {4, 2, 1}, after[3] = {6, 5, 2};
+  uint32_t x[3];
+  for (int i = 0; i < 3; i++) {
+    t.duration = durations[i];
+    x[i] = sim_task_graph_add(g, &t, &comm, 1);
+  }
+  t.duration = 1;
+  uint32_t z = sim_task_graph_add(g, &t, &p2p, 1);
+  sim_task_graph_edge(g, c, z);
+  sim_task_graph_finish(g);
+  SimFold fold[6];
+  SimFoldStep steps[3];
+  for (int i = 0; i < 6; i++) fold[i] = (SimFold){UINT32_MAX, UINT32_MAX, 0, 0, UINT32_MAX, 0};
+  fold[c].next = x[0];
+  for (uint32_t i = 0; i < 3; i++) {
+    steps[i] = (SimFoldStep){after[i], x[i]}; /* its join right after its fork, then on */
+    fold[x[i]] = (SimFold){i < 2 ? x[i + 1] : UINT32_MAX, c, i, 1, comm, durations[i]};
+  }
+  SimFolds folds = {fold, steps};
+  SimTime release[6] = {0};
+  release[y] = 15;
+  GError *error = NULL;
+  SimSchedule *s = sim_engine_run_released(g, release, &folds, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(s->start[c], ==, 0);
+  g_assert_cmpuint(s->start[x[0]], ==, 10);
+  g_assert_cmpuint(s->start[y], ==, 15);
+  g_assert_cmpuint(s->start[x[1]], ==, 23); /* withdrawn: after y, not at its reserved 20 */
+  g_assert_cmpuint(s->start[x[2]], ==, 30);
+  g_assert_cmpuint(s->start[z], ==, 33);
+  g_assert_cmpuint(s->ready[z], ==, 33);
+  g_assert_cmpuint(s->makespan, ==, 34);
+  g_assert_cmpuint(s->events, ==, 6); /* each task once in the order and the log */
+  for (uint32_t k = 0; k < s->num_tasks; k++) g_assert_cmpuint(s->log[k].id, ==, s->order[k]);
+  sim_schedule_free(s);
+  sim_task_graph_free(g);
+}
+
 /* A prediction-only run has no schedule: the per-task accessors yield nothing. */
 static void test_no_schedule(void) {
   SimRun *run = simulate(model, merging[0], FALSE, TRUE);
@@ -316,5 +372,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/merge/bench-points", test_bench_points);
   g_test_add_func("/merge/full-graph", test_full_graph);
   g_test_add_func("/merge/no-schedule", test_no_schedule);
+  g_test_add_func("/merge/withdrawn", test_withdrawn);
   return g_test_run();
 }
