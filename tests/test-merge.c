@@ -350,6 +350,46 @@ static void test_withdrawn(void) {
   sim_task_graph_free(g);
 }
 
+/* A withdrawal whose delay a beside stretch absorbs: c (10 ps) with x1 (4 ps, 10 beside it,
+ * 3 after its join) and x2 (1 ps, 2 after) on the comm stream, y (3 ps) released at 9 on it.
+ * c reserves x1 at 10 and pushes x2 at 23; y ends at 12, after x1's reserved start, so x1
+ * pops at 10 and starts at 12, but the chain still reaches x2 at max(10 + 10, 16) + 3 = 23:
+ * x2's entry stands and pops once (a second entry at the same time would pop it twice). */
+static void test_absorbed(void) {
+  SimTaskGraph *g = sim_task_graph_new(1);
+  uint32_t compute = sim_resource_compute(0), comm = sim_resource_comm(0);
+  SimTask t = {.kind = SIM_TASK_FORWARD, .op = -1, .tensor = -1, .microbatch = 0};
+  t.duration = 10;
+  uint32_t c = sim_task_graph_add(g, &t, &compute, 1);
+  t.kind = SIM_TASK_COMM;
+  t.duration = 3;
+  uint32_t y = sim_task_graph_add(g, &t, &comm, 1);
+  t.duration = 4;
+  uint32_t x1 = sim_task_graph_add(g, &t, &comm, 1);
+  t.duration = 1;
+  uint32_t x2 = sim_task_graph_add(g, &t, &comm, 1);
+  sim_task_graph_finish(g);
+  SimFold fold[4];
+  for (int i = 0; i < 4; i++) fold[i] = (SimFold){UINT32_MAX, UINT32_MAX, 0, 0, UINT32_MAX, 0};
+  SimFoldStep steps[3] = {{10, UINT32_MAX}, {3, x1}, {2, x2}};
+  fold[c].next = x1;
+  fold[x1] = (SimFold){x2, c, 0, 2, comm, 4};
+  fold[x2] = (SimFold){UINT32_MAX, c, 2, 1, comm, 1};
+  SimFolds folds = {fold, steps};
+  SimTime release[4] = {0};
+  release[y] = 9;
+  GError *error = NULL;
+  SimSchedule *s = sim_engine_run_released(g, release, &folds, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(s->start[y], ==, 9);
+  g_assert_cmpuint(s->start[x1], ==, 12);
+  g_assert_cmpuint(s->start[x2], ==, 23);
+  g_assert_cmpuint(s->makespan, ==, 26);
+  g_assert_cmpuint(s->events, ==, 4);
+  sim_schedule_free(s);
+  sim_task_graph_free(g);
+}
+
 /* A prediction-only run has no schedule: the per-task accessors yield nothing. */
 static void test_no_schedule(void) {
   SimRun *run = simulate(model, merging[0], FALSE, TRUE);
@@ -373,5 +413,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/merge/full-graph", test_full_graph);
   g_test_add_func("/merge/no-schedule", test_no_schedule);
   g_test_add_func("/merge/withdrawn", test_withdrawn);
+  g_test_add_func("/merge/absorbed", test_absorbed);
   return g_test_run();
 }
