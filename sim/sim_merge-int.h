@@ -35,8 +35,9 @@ typedef struct {
    * by program_arrays, as compute ids are scattered in program order): */
   uint32_t *pgid;        /* a head's group's task in the reduced graph (reduce; set at heads only) */
   SimTime *poff;         /* its start within its group (reduce; before: durations by id) */
-  SimTime *pdur;         /* its duration */
-  SimTime *phd;          /* its launch's duration (with a host stream) */
+  SimTime *pdur;         /* its duration (a full graph's; a graph for merging's come from its
+                            blocks: pos_duration) */
+  SimTime *phd;          /* its launch's duration (with a host stream; likewise: pos_launch) */
   uint8_t *pflags;       /* its flags */
   SimTime *rel;          /* its launch's end where it gates the task (a late launch: the task
                             heads a group released then); read only where RELEASED (the rest
@@ -95,5 +96,15 @@ static inline gboolean sim_merge_candidate_edge(Merge *m, uint32_t u, uint32_t v
 void sim_merge_find_candidates(Merge *m);
 void sim_merge_fold_collectives(Merge *m);
 gboolean sim_merge_unfold_released(Merge *m);
+
+/* Position @k's duration and its launch's: a graph for merging's from its blocks
+ * (SimTaskGraph.program_block: small tables), a full graph's gathered per position. */
+static inline SimTime pos_duration(const Merge *m, uint32_t k) {
+  return m->g->program_block ? m->g->block_duration[m->g->program_block[k]] : m->pdur[k];
+}
+static inline SimTime pos_launch(const Merge *m, uint32_t k) {
+  if (!m->g->program_block) return m->phd[k];
+  return m->g->block_host ? m->g->block_host[m->g->program_block[k]] : 0;
+}
 
 #endif

@@ -121,8 +121,7 @@ static gboolean check_tasks(Merge *m) {
         uint32_t c = program[k];
         if (c >= m->C) return FALSE;
         uint32_t block = g->program_block[k];
-        SimTime duration = m->pdur[k] = g->block_duration[block];
-        m->phd[k] = g->block_host ? g->block_host[block] : 0;
+        SimTime duration = g->block_duration[block];
         m->dev[c] = d;
         m->pos[c] = k;
         m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (duration == 0 ? HEAD | TAIL : 0));
@@ -364,7 +363,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     } else if (f & TAIL) {
       m->gid[c] = gi;
     }
-    *acc += m->pdur[k];
+    *acc += pos_duration(m, k);
     if (m->xfk[k] != NONE) { /* the fork of a folded collective: its group's next */
       uint32_t x = other_gid(m, ng, m->xfk[k]);
       fold[last].next = x;
@@ -454,17 +453,18 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
       if (head) start = s->start[gi];
       else if (m->xat[k] != NONE) start = MAX(start, s->start[m->px[k]] + m->pxd[k]);
       m->pst[k] = start;
-      member_end = start + m->pdur[k];
+      SimTime duration = pos_duration(m, k);
+      member_end = start + duration;
       SimTime qwait = 0;
       for (; qi < nq && q[2 * qi + 1] == k; qi++) { /* the compute tasks its queue waits for */
         uint32_t a = q[2 * qi];
-        qwait = MAX(qwait, m->pst[a] + m->pdur[a]);
+        qwait = MAX(qwait, m->pst[a] + pos_duration(m, a));
       }
-      SimTime dh = m->phd[k], launched = MAX(host_end, qwait) + dh;
+      SimTime dh = pos_launch(m, k), launched = MAX(host_end, qwait) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
       SimTime deps = head ? nr[gi] : start;
       SimTime rel = m->cf[k] & RELEASED ? m->rel[k] : 0;
-      if (dh == 0 && m->pdur[k] == 0 && launched >= deps)
+      if (dh == 0 && duration == 0 && launched >= deps)
         return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
       if (MAX(deps, rel) != MAX(deps, launched)) {
         m->rel[k] = launched > deps ? launched : 0;
@@ -476,7 +476,7 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
         SimTime pair[2] = {prev_end, wait_end};
         g_array_append_vals(iv, pair, 2);
       }
-      SimTime end = start + m->pdur[k];
+      SimTime end = start + duration;
       if (end > prev_end) prev_end = end;
       host_end = launched;
     }
@@ -494,10 +494,10 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
   /* the per-task arrays in one allocation (on huge pages where the system has them); a graph
-   * for merging has its durations per position already (no poff, no hdur) */
+   * for merging has its durations in its blocks (no poff, hdur, pdur, phd: pos_duration) */
   gsize byid = g->program_block ? 0 : C1;
-  gsize per_compute = 6 * sizeof(uint32_t) + 4 * sizeof(SimTime) + 2;
-  gsize bytes = C1 * per_compute + byid * 2 * sizeof(SimTime) + 3 * (nd + 1) * sizeof(uint32_t) +
+  gsize per_compute = 6 * sizeof(uint32_t) + 2 * sizeof(SimTime) + 2;
+  gsize bytes = C1 * per_compute + byid * 4 * sizeof(SimTime) + 3 * (nd + 1) * sizeof(uint32_t) +
                 n1 * (1 + 4 * sizeof(uint32_t)) + 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
   sim_huge_pages(arena, bytes);
@@ -506,8 +506,8 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.pos = TAKE(uint32_t, C1);
   m.pgid = TAKE(uint32_t, C1);
   m.poff = TAKE(SimTime, byid);
-  m.pdur = TAKE(SimTime, C1);
-  m.phd = TAKE(SimTime, C1);
+  m.pdur = TAKE(SimTime, byid);
+  m.phd = TAKE(SimTime, byid);
   SimTime *hdur = TAKE(SimTime, byid);
   m.pflags = TAKE(uint8_t, C1);
   m.cf = TAKE(uint8_t, C1);
@@ -543,8 +543,8 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   if (ok && m.host) { /* each device's first launch gates its first task */
     m.rel = g_new(SimTime, C1); /* touched in a few places: small pages (not the arena's) */
     for (uint32_t d = 0; d < nd; d++)
-      if (m.first[d] != NONE && m.phd[m.dbeg[d]]) {
-        m.rel[m.dbeg[d]] = m.phd[m.dbeg[d]];
+      if (m.first[d] != NONE && pos_launch(&m, m.dbeg[d])) {
+        m.rel[m.dbeg[d]] = pos_launch(&m, m.dbeg[d]);
         m.cf[m.dbeg[d]] |= RELEASED;
       }
   }
