@@ -8,7 +8,7 @@
  * event: the heap, ready times and remaining in-degrees are arrays sized once. */
 #include "sim/sim.h"
 #include "sim/sim-int.h"
-#include "sim/sim_heap-int.h"
+#include "sim/sim_engine-int.h"
 
 /* The engine's state: the schedule it fills and its working arrays. */
 typedef struct {

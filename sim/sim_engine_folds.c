@@ -33,7 +33,7 @@
  * before a pending reservation on its stream comes after it (sim_breakdown_sums sorts such
  * lists). */
 #include "sim/sim-int.h"
-#include "sim/sim_heap-int.h"
+#include "sim/sim_engine-int.h"
 
 #define NONE UINT32_MAX
 #define NEVER G_MAXUINT64 /* no entry of the collective in the heap */

@@ -1,7 +1,8 @@
-/* sim/heap — private to sim/sim_engine*.c: the engine's binary min-heap over (ready time, task
- * id) entries; equal times pop by id, which makes runs reproducible bit for bit. */
-#ifndef STRATSIM_SIM_HEAP_INT_H
-#define STRATSIM_SIM_HEAP_INT_H
+/* sim/engine — private to sim/sim_engine*.c (the plain engine and the folded one): their binary
+ * min-heap over (ready time, task id) entries (equal times pop by id, which makes runs
+ * reproducible bit for bit), the successors' release and the final cycle check. */
+#ifndef STRATSIM_SIM_ENGINE_INT_H
+#define STRATSIM_SIM_ENGINE_INT_H
 
 #include "sim/sim-int.h"
 
