@@ -38,6 +38,18 @@ typedef struct {
   int devices[SB_MEMO_DEVICES];
 } SbCostMemo;
 
+/* A W duration sb_weight_grad_beside_collective computed, kept for the next op of the same
+ * shape and gradient layouts (the layers of a model repeat them): a pure function of the key. */
+typedef struct {
+  gboolean used;
+  int mesh, dtype, kind, ninputs;
+  MdlLayout from[MDL_MAX_INPUTS], to[MDL_MAX_INPUTS];
+  double elements[MDL_MAX_INPUTS];
+  double flops, bytes, alone_s;
+  CmGemmShape shape;
+  double result_s;
+} SbBesideMemo;
+
 typedef struct {
   const MdlGraph *g;
   const MdlStrategy *s;
@@ -91,6 +103,10 @@ typedef struct {
                                stream as durations and queue pairs (SimTaskGraph.host_duration),
                                no program-order edges (chain_prev stands for them) */
   SbCostMemo memo[4];       /* the last collectives' costs (sb_add_comm_task), round robin */
+  SbBesideMemo beside[4];   /* the last W durations beside a collective, round robin: a cache
+                               sb_op_durations writes through its const Builder (its results
+                               do not depend on it) */
+  int beside_next;
   int memo_next;
   gboolean no_replay;       /* SimOptions.build_each_microbatch (sim_build_replay.c) */
 } Builder;

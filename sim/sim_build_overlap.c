@@ -45,11 +45,32 @@ static int nccl_channels(const DevCluster *c, CmCollective coll, const int *devi
   return cost.channels;
 }
 
-/* The collectives of @o's input gradients on its own mesh (sb_backward_segment's conversion
- * as the reader that reshards them; partial sums are reduced on this mesh before a move to
- * another), on the groups through mesh index 0: their summed time into @time_s and the most
- * channels one of them runs on. */
-static void gradient_collectives(const Builder *b, int o, double *time_s, int *channels) {
+/* The gradient conversions of @o's inputs on its own mesh (sb_backward_segment's, as the
+ * reader that reshards them; partial sums are reduced on this mesh before a move to another):
+ * per input @from -> @to (equal where nothing flows back) and the tensor's elements. */
+static void gradient_layouts(const Builder *b, int o, MdlLayout *from, MdlLayout *to, double *elements) {
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  const MdlMesh *mesh = mesh_of(b, o);
+  for (int k = 0; k < op->ninputs; k++) {
+    int t = op->inputs[k].tensor, p = mdl_graph_tensor(b->g, t)->producer;
+    memset(&from[k], 0, sizeof from[k]);
+    to[k] = from[k];
+    elements[k] = 0;
+    if (p < 0 || mdl_graph_tensor(b->g, t)->is_weight) continue;
+    from[k] = sb_input_grad_layout(b, o, k);
+    to[k] = sb_reduced(from[k]);
+    if (cfg(b, p)->mesh == cfg(b, o)->mesh) { /* what the producer's backward needs: dY whole */
+      const MdlOp *pop = mdl_graph_op(b->g, p);
+      to[k] = sb_reduced(mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh));
+    }
+    elements[k] = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from[k], mesh, b->M);
+  }
+}
+
+/* The collectives of those conversions, on the groups through mesh index 0: their summed time
+ * into @time_s and the most channels one of them runs on. */
+static void gradient_collectives(const Builder *b, int o, const MdlLayout *from, const MdlLayout *to,
+                                 double *time_s, int *channels) {
   const MdlOp *op = mdl_graph_op(b->g, o);
   const MdlMesh *mesh = mesh_of(b, o);
   int m = cfg(b, o)->mesh;
@@ -57,15 +78,10 @@ static void gradient_collectives(const Builder *b, int o, double *time_s, int *c
   *channels = 0;
   int members[64], devices[64];
   for (int k = 0; k < op->ninputs; k++) {
-    int t = op->inputs[k].tensor, p = mdl_graph_tensor(b->g, t)->producer;
-    if (p < 0 || mdl_graph_tensor(b->g, t)->is_weight) continue;
-    MdlLayout from = sb_input_grad_layout(b, o, k), to = sb_reduced(from);
-    if (cfg(b, p)->mesh == m) { /* what the producer's backward needs: dY, partial sums reduced */
-      const MdlOp *pop = mdl_graph_op(b->g, p);
-      to = sb_reduced(mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh));
-    }
+    int t = op->inputs[k].tensor;
+    if (memcmp(&from[k], &to[k], sizeof to[k]) == 0) continue;
     SbConversionStep steps[MDL_MAX_MESH_AXES];
-    int n = sb_conversion_steps(b, m, from, to, t, steps);
+    int n = sb_conversion_steps(b, m, from[k], to[k], t, steps);
     for (int i = 0; i < n; i++) {
       if (mesh->shape[steps[i].axis] > (int)G_N_ELEMENTS(members)) continue; /* not a TP group */
       int size = sb_group_members(mesh, 1u << steps[i].axis, 0, members);
@@ -92,11 +108,35 @@ double sb_gemm_beside_nccl(const CmParams *params, const DevKind *device, int ch
 double sb_weight_grad_beside_collective(const Builder *b, int o, DevDtype dtype, double flops,
                                         double bytes, const CmGemmShape *shape, double alone_s) {
   if (!shape || b->c->device.sm_count <= 0 || alone_s <= 0) return alone_s;
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  SbBesideMemo key;
+  memset(&key, 0, sizeof key); /* compared with memcmp: padding zeroed */
+  key.used = TRUE;
+  key.mesh = cfg(b, o)->mesh;
+  key.dtype = (int)dtype;
+  key.kind = (int)op->kind;
+  key.ninputs = op->ninputs;
+  gradient_layouts(b, o, key.from, key.to, key.elements);
+  key.flops = flops;
+  key.bytes = bytes;
+  key.alone_s = alone_s;
+  key.shape = *shape;
+  Builder *cache = (Builder *)b; /* the memo only (sim_build-int.h) */
+  for (int i = 0; i < (int)G_N_ELEMENTS(b->beside); i++) {
+    key.result_s = b->beside[i].result_s;
+    if (memcmp(&key, &b->beside[i], sizeof key) == 0) return key.result_s;
+  }
   double c;
   int channels;
-  gradient_collectives(b, o, &c, &channels);
-  if (c <= 0) return alone_s;
-  double beside = alone_s * sb_gemm_beside_nccl(b->p, &b->c->device, channels,
-                                                mdl_graph_op(b->g, o)->kind, dtype, flops, bytes, shape);
-  return c >= beside ? beside : c + (1 - c / beside) * alone_s;
+  gradient_collectives(b, o, key.from, key.to, &c, &channels);
+  double result = alone_s;
+  if (c > 0) {
+    double beside = alone_s * sb_gemm_beside_nccl(b->p, &b->c->device, channels, op->kind, dtype,
+                                                  flops, bytes, shape);
+    result = c >= beside ? beside : c + (1 - c / beside) * alone_s;
+  }
+  key.result_s = result;
+  cache->beside[cache->beside_next] = key;
+  cache->beside_next = (cache->beside_next + 1) % (int)G_N_ELEMENTS(b->beside);
+  return result;
 }
