@@ -206,7 +206,8 @@ static void test_key(void) {
     const char *extra;
     gboolean on;
   } cases[] = {{"", TRUE},
-               {",framework=megatron-deepspeed", TRUE},
+               {",framework=megatron-deepspeed", FALSE},
+               {",framework=megatron-deepspeed,async_tensor_model_parallel_allreduce=1", TRUE},
                {",framework=cuda-graphs", TRUE},
                {",framework=pytorch-eager", FALSE},
                {",framework=none", FALSE},
