@@ -236,10 +236,12 @@ static void test_key(void) {
 
 /* What the key leaves alone: weight delay (its W units already let the collective run beside
  * later work), tp_overlap (userbuffers), a strategy without tensor parallelism (no
- * collective), and MoE expert GEMMs (their collectives are the token dispatcher's). */
+ * collective), overlap=0 (no collective runs beside compute), and MoE expert GEMMs (their
+ * collectives are the token dispatcher's). */
 static void test_unchanged(void) {
   const char *specs[] = {"megatron:tp=4,pp=2,dp=1,mb=1,wdelay=1",
-                         "megatron:tp=8,dp=1,mb=1,sp=1,tp_overlap=1", "megatron:tp=1,dp=4,mb=1"};
+                         "megatron:tp=8,dp=1,mb=1,sp=1,tp_overlap=1", "megatron:tp=1,dp=4,mb=1",
+                         "megatron:tp=8,dp=1,mb=1,overlap=0"};
   for (guint i = 0; i < G_N_ELEMENTS(specs); i++) {
     g_autofree char *a = g_strconcat(specs[i], ON, NULL), *b = g_strconcat(specs[i], OFF, NULL);
     SimRun *on = test_simulate_specs(GPT, "dgx-a100", a, FALSE);
