@@ -14,6 +14,7 @@
 
 #include "sim/sim_bound.h"
 #include "sim/sim_build-int.h"
+#include "sim/sim_delta.h"
 #include "test-moe-util.h"
 #include "test-util.h"
 #include "validate/val_components.h"
@@ -370,6 +371,51 @@ static void test_contention(void) {
   dev_cluster_free(c);
 }
 
+/* Delta simulation: a changed producer (here layer 0's first layer norm, its output now split
+ * by sequence over the tensor-parallel axis) turns its reader's input-gradient all-reduce
+ * into a reduce-scatter, so the reader's W beside it takes another time (sim_build_overlap.c):
+ * the delta falls back to a full build and equals it. */
+static void test_delta(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100", &error);
+  /* W (dW of QKV, ~1 ms) longer than the collective beside it, so its time depends on it */
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=2,hidden=6144,heads=48,seq=2048,vocab=51200,batch=4", &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=8,dp=1,mb=4" ON, g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimOptions options = {0};
+  SimDelta *delta = sim_delta_new(g, c, &params, &options);
+  g_assert_true(sim_delta_simulate(delta, s, &error));
+  int ln = -1;
+  for (int o = 0; o < mdl_graph_num_ops(g) && ln < 0; o++)
+    if (strcmp(mdl_graph_op(g, o)->name, "layer0.ln1") == 0) ln = o;
+  g_assert_cmpint(ln, >=, 0);
+  const MdlMesh *mesh = mdl_strategy_mesh(s, s->configs[ln].mesh);
+  int tp = -1;
+  for (int a = 0; a < mesh->ndims; a++)
+    if (mesh->shape[a] == 8) tp = a;
+  g_assert_cmpint(tp, >=, 0);
+  s->configs[ln].split[tp] = (int8_t)mdl_op_find_dim(mdl_graph_op(g, ln), "s");
+  g_assert_true(mdl_strategy_validate(s, g, c, &error));
+  g_assert_no_error(error);
+  guint64 full_before = sim_delta_stats(delta)->full;
+  g_assert_true(sim_delta_simulate(delta, s, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(sim_delta_stats(delta)->full, ==, full_before + 1); /* fell back */
+  SimRun *full = sim_run_new_with_options(g, s, c, &params, &options, &error);
+  g_assert_no_error(error);
+  g_autofree char *a = sim_prediction_to_json(sim_delta_run(delta), FALSE);
+  g_autofree char *b = sim_prediction_to_json(full, FALSE);
+  g_assert_cmpstr(a, ==, b);
+  sim_run_free(full);
+  sim_delta_free(delta);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/overlap/dependencies", test_dependencies);
@@ -381,5 +427,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/overlap/bound", test_bound);
   g_test_add_func("/sim/overlap/plan", test_plan);
   g_test_add_func("/sim/overlap/contention", test_contention);
+  g_test_add_func("/sim/overlap/delta", test_delta);
   return g_test_run();
 }
