@@ -193,6 +193,21 @@ static void test_explain(void) {
   g_assert_cmpfloat(slower, <, 0.5 * saved);
   g_assert_cmpfloat(fabs(exposed - saved - slower), <, 0.01 * saved);
   g_assert_cmpfloat(fabs(overlapped - exposed), <, 0.01 * saved);
+  /* an op's backward time in explain's op table is its B and its W */
+  g_autofree char *text = sim_explain_json(on);
+  cJSON *root = cJSON_Parse(text);
+  const MdlGraph *g = sim_run_graph(on);
+  int qkv = -1;
+  for (int o = 0; o < mdl_graph_num_ops(g) && qkv < 0; o++)
+    if (strcmp(mdl_graph_op(g, o)->name, "layer0.qkv") == 0) qkv = o;
+  g_assert_cmpint(qkv, >=, 0);
+  double shown = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "ops"), qkv),
+                                     "backward_time_s")->valuedouble;
+  SimTaskInfo b, w;
+  sim_run_task(on, find_compute(on, SIM_TASK_BACKWARD, qkv, 0, 0), &b);
+  sim_run_task(on, find_compute(on, SIM_TASK_BACKWARD_WEIGHT, qkv, 0, 0), &w);
+  g_assert_cmpfloat(fabs(shown - sim_time_seconds(b.duration + w.duration)), <, 1e-12);
+  cJSON_Delete(root);
   test_run_free(on);
   test_run_free(off);
 }
