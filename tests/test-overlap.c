@@ -121,10 +121,26 @@ static void test_dependencies(void) {
 }
 
 /* With sequence parallelism: the re-gather of the saved input before dX, gating dW; the
- * reduce-scatter of dX beside dW. */
+ * reduce-scatter of dX beside dW. The dX GEMM (the same shape with or without sequence
+ * parallelism) runs beside the re-gather's NCCL kernel, so it takes longer than without. */
 static void test_sequence_parallel(void) {
   SimRun *on = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" ON, TRUE);
   g_assert_cmpint(check_split(on, TRUE), >, 0);
+  const char *big = "gpt:layers=2,hidden=6144,heads=48,seq=2048,vocab=51200,batch=4";
+  SimRun *seq = test_simulate_specs(big, "dgx-a100", "megatron:tp=8,dp=1,mb=4,sp=1" ON, FALSE);
+  SimRun *plain = test_simulate_specs(big, "dgx-a100", "megatron:tp=8,dp=1,mb=4" ON, FALSE);
+  const MdlGraph *g = sim_run_graph(seq);
+  for (int o = 0; o < mdl_graph_num_ops(g); o++) {
+    if (strcmp(mdl_graph_op(g, o)->name, "layer0.qkv") != 0) continue;
+    SimTaskInfo sp, no;
+    sim_run_task(seq, find_compute(seq, SIM_TASK_BACKWARD, o, 0, 0), &sp);
+    sim_run_task(plain, find_compute(plain, SIM_TASK_BACKWARD, o, 0, 0), &no);
+    g_test_message("layer0.qkv dX: %.4g us beside the re-gather, %.4g us alone",
+                   1e6 * sim_time_seconds(sp.duration), 1e6 * sim_time_seconds(no.duration));
+    g_assert_cmpuint(sp.duration, >, no.duration);
+  }
+  test_run_free(plain);
+  test_run_free(seq);
   SimRun *off = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" OFF, TRUE);
   g_assert_cmpfloat(sim_run_prediction(on)->iteration_time_s, <,
                     sim_run_prediction(off)->iteration_time_s);
