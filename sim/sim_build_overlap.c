@@ -14,7 +14,8 @@
  * MFU alone and ~47% beside an all-gather of 24 blocks, a second wave for the tiles that no
  * longer fit (1.70x). The model re-picks the GEMM's tile for the SMs left (cm_compute.c's
  * quantization over its tile list), where cuBLAS keeps the kernel it chose for the whole GPU:
- * for that case it gives 1.5x (test /sim/overlap/contention), so it errs low there too.
+ * for that case it gives 1.23x (test /sim/overlap/contention), so it errs low there; a GEMM of
+ * many waves slows by the SM share (132 / 108 = 1.22x there).
  * nChannels is the tuner model's (cm_nccl_tune: NCCL's channels over the GPU's NVLinks, 12 on
  * an A100); NCCL's logs on HGX A100 show 24 (nccl-tests issue #100: "Channel 23/24", its
  * search duplicating channels), so the slowdown charged is, if anything, low. NCCL's HBM
@@ -24,7 +25,7 @@
  * B ends; B and the re-gather when the task before B ends) and the collective takes c; the
  * GEMM needs w alone and w' = w x (time on the reduced SMs / time on all of them, the
  * roofline of cm_kernel_time) beside it. It progresses at 1/w' while the collective runs, at
- * 1/w after: W takes w' if c >= w', else c + (1 - c / w') w. The collective is the one of the
+ * 1/w after: it takes w' if c >= w', else c + (1 - c / w') w. The collective is the one of the
  * group through mesh index 0 (the same for every group of a symmetric cluster), timed by the
  * cost the tasks get (cm_group_collective_time). Depends on o's config, the layout its
  * producer gives or needs (sim_delta.c re-checks a changed producer's readers) and, for B, on
