@@ -5,8 +5,9 @@
  * beside W; the producer's backward waits for the collective; under sequence parallelism the
  * all-gather of the saved input is issued before B and gates W. Korthikanti et al. 2022 Table 4
  * (the 22B layer's backward), `explain`'s overlapped communication, the strategy key and its
- * defaults, what it leaves alone (weight delay, tp_overlap, MoE expert GEMMs, no tensor
- * parallelism), and the pruning bound. */
+ * defaults, what it leaves alone (weight delay, tp_overlap, overlap=0, MoE expert GEMMs, no
+ * tensor parallelism), the pruning bound, the validate plan, the cost of a GEMM beside an NCCL
+ * kernel (sim/sim_build_overlap.c) against a published case, and delta simulation. */
 #include <cjson/cJSON.h>
 #include <glib.h>
 #include <math.h>
