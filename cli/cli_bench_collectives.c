@@ -27,12 +27,10 @@ static void print_stats(const char *what, const CmErrorStats *s) {
   else printf("  %s %5.1f%% mean %5.1f%% max (%d)", what, 100 * s->mean, 100 * s->max, s->points);
 }
 
-/* The model's signed error at each size checked: where along the curve it is too fast (-) or
- * too slow (+). */
-static void print_by_size(const CmCurve *c, const DevCluster *cluster) {
-  g_autofree double *errors = g_new(double, c->bytes->len);
-  cm_check_model_errors(c, cluster, MIB, errors);
-  printf("bench:     model by size:");
+/* Signed errors by size (@errors: one per size of @c, NAN where none): where along the curve
+ * the figure is too fast (-) or too slow (+). */
+static void print_by_size(const CmCurve *c, const char *what, const double *errors) {
+  printf("bench:     %s by size:", what);
   for (guint i = 0; i < c->bytes->len; i++) {
     if (isnan(errors[i])) continue;
     double mib = g_array_index(c->bytes, double, i) / MIB;
@@ -71,7 +69,13 @@ int cli_bench_collectives(const char *path) {
     print_stats("held-out", &h);
     print_stats("4x", &x);
     printf("\n");
-    if (cluster && m.points > 1) print_by_size(c, cluster);
+    g_autofree double *errors = g_new(double, c->bytes->len);
+    if (cluster && m.points > 1) {
+      cm_check_model_errors(c, cluster, MIB, errors);
+      print_by_size(c, "model", errors);
+    }
+    if (h.points > 0 && cm_check_heldout_errors(c, cluster, MIB, errors)) print_by_size(c, "held-out", errors);
+    if (x.points > 0 && cm_check_extrapolation_errors(c, cluster, MIB, errors)) print_by_size(c, "4x", errors);
     total_add(&model, &m);
     if (c->algorithm < 0) total_add(&tuner, &m);
     total_add(&held, &h);
