@@ -86,6 +86,10 @@ static const Generation generations[] = {
  * (PCI-SIG: 8 GT/s x 16 lanes x 128b/130b). */
 #define PCI_NCCL_PER_LINE (12.0 / 15.75)
 
+/* NCCL's names of the algorithms it runs (src/include/device.h), for NCCL_ALGO lists. */
+static const char *const algo_nccl[CM_ALGO_COUNT] = {[CM_ALGO_RING] = "Ring", [CM_ALGO_TREE] = "Tree",
+                                                     [CM_ALGO_NVLS] = "NVLS", [CM_ALGO_NVLS_TREE] = "NVLSTree"};
+
 void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   g_return_if_fail(cluster != NULL && hw != NULL);
   memset(hw, 0, sizeof *hw);
@@ -130,8 +134,11 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
    * runs without the profile: the 8 x H100 A3 Mega sweep of one VM ran NVLS), so it keeps
    * NCCL's defaults; on several hosts every group of the job, inside a host or not, runs
    * under the profile, as the environment is the job's. */
-  hw->nccl_algo = cluster->nodes > 1 ? cluster->nccl_algo : NULL;
-  hw->nccl_proto = cluster->nodes > 1 ? cluster->nccl_proto : NULL;
+  const char *algos = cluster->nodes > 1 ? cluster->nccl_algo : NULL;
+  const char *protos = cluster->nodes > 1 ? cluster->nccl_proto : NULL;
+  for (int a = 0; a < CM_ALGO_COUNT; a++)
+    hw->algo_allowed[a] = !algo_nccl[a] || dev_nccl_list_allows(algos, algo_nccl[a]);
+  for (int p = 0; p < CM_PROTO_COUNT; p++) hw->proto_allowed[p] = dev_nccl_list_allows(protos, protocol_names[p]);
 }
 
 gboolean cm_nccl_covers(CmCollective kind) {
@@ -158,10 +165,7 @@ static gboolean enabled(CmCollective kind, CmAlgorithm a, CmProtocol p, int node
   if (a == CM_ALGO_NVLS && nodes > 1) return FALSE;
   if (a == CM_ALGO_NVLS_TREE && nodes == 1) return FALSE;
   if (p == CM_PROTO_LL128 && !hw->ll128) return FALSE;
-  /* NCCL's names for the algorithms and protocols (src/include/device.h). */
-  static const char *const algo_nccl[CM_ALGO_COUNT] = {[CM_ALGO_RING] = "Ring", [CM_ALGO_TREE] = "Tree",
-                                                       [CM_ALGO_NVLS] = "NVLS", [CM_ALGO_NVLS_TREE] = "NVLSTree"};
-  return dev_nccl_list_allows(hw->nccl_algo, algo_nccl[a]) && dev_nccl_list_allows(hw->nccl_proto, protocol_names[p]);
+  return hw->algo_allowed[a] && hw->proto_allowed[p];
 }
 
 double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGroupShape *g,
