@@ -130,7 +130,7 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   /* The network's job profile (NCCL_ALGO, NCCL_PROTO) is what its provider prescribes for jobs
    * that use the network: Google's GPUDirect-TCPXO profile (nccl-env-profile.sh, sourced by
    * its multi-host launch scripts; devices/presets/gcp-a3-mega.json) restricts A3 Mega jobs to
-   * Ring and Tree with Simple. A one-host cluster does not use the network (a job on one VM
+   * Ring and Tree, with Simple and LL128 (Simple alone before May 2025). A one-host cluster does not use the network (a job on one VM
    * runs without the profile: the 8 x H100 A3 Mega sweep of one VM ran NVLS), so it keeps
    * NCCL's defaults; on several hosts every group of the job, inside a host or not, runs
    * under the profile, as the environment is the job's. */
