@@ -166,6 +166,12 @@ MdlStrategy *mdl_strategy_copy(const MdlStrategy *strategy) {
   return s;
 }
 
+gboolean mdl_strategy_async_tp_allreduce(const MdlStrategy *s) {
+  if (s->async_tp_allreduce != 0) return s->async_tp_allreduce > 0;
+  return s->framework == MDL_FRAMEWORK_MEGATRON_LM || s->framework == MDL_FRAMEWORK_MEGATRON_DEEPSPEED ||
+         s->framework == MDL_FRAMEWORK_CUDA_GRAPHS;
+}
+
 gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy *b) {
   if (a->num_ops != b->num_ops || a->num_stages != b->num_stages ||
       a->num_microbatches != b->num_microbatches || a->schedule != b->schedule ||
@@ -175,6 +181,7 @@ gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy
       a->sequence_parallel != b->sequence_parallel || a->framework != b->framework ||
       a->overlap_param_gather != b->overlap_param_gather || a->tp_overlap != b->tp_overlap ||
       a->fsdp_prefetch != b->fsdp_prefetch || a->overlap_grad_reduce != b->overlap_grad_reduce ||
+      a->async_tp_allreduce != b->async_tp_allreduce ||
       a->meshes->len != b->meshes->len)
     return FALSE;
   for (guint m = 0; m < a->meshes->len; m++) {

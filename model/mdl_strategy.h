@@ -142,6 +142,10 @@ typedef struct {
                                 (PyTorch FSDP's forward prefetch and BACKWARD_PRE); FALSE: each
                                 unit's gather starts when the unit before it has computed
                                 (mdl_strategy_fsdp_units, sim/sim_build_sync.c) */
+  int async_tp_allreduce;    /* the backward overlap of a tensor-parallel linear layer's
+                                input-gradient collective with its weight-gradient GEMM
+                                (mdl_strategy_async_tp_allreduce): 0 the framework's default,
+                                1 on, -1 off */
   gboolean overlap_grad_reduce; /* ZeRO 0-1 (default TRUE; FALSE only under zero 0 or 1): each
                                    gradient bucket's all-reduce (reduce-scatter) starts once its
                                    gradients are complete, overlapping the rest of the backward
@@ -161,6 +165,21 @@ char *mdl_strategy_describe(const MdlStrategy *strategy, const MdlGraph *graph);
  * Appendix B, report both). Equal to the model FLOPs without recomputation. */
 double mdl_strategy_hardware_flops(const MdlStrategy *strategy, const MdlGraph *graph);
 
+/* Whether the backward of a linear layer whose input gradient needs a tensor-parallel
+ * collective runs as Megatron-LM runs it (LinearWithGradAccumulationAndAsyncCommunication,
+ * megatron/core/tensor_parallel/layers.py; earlier ColumnParallelLinearWithAsyncAllreduce in
+ * megatron/mpu/layers.py; Korthikanti et al. 2022, section 6.2): the input gradient dX = dY W^T
+ * first, its collective started asynchronously (all-reduce; reduce-scatter under sequence
+ * parallelism, where the all-gather of the saved input shard also starts before the dX GEMM),
+ * then the weight gradient dW = X^T dY beside it, then the wait. Named after Megatron-LM's
+ * async_tensor_model_parallel_allreduce (switched off by --no-async-tensor-model-parallel-
+ * allreduce, so on by default, megatron/arguments.py of 2022; arguments.py turns it off under
+ * sequence parallelism only because layers.py then overlaps the reduce-scatter by itself, always).
+ * The framework's default (@s->async_tp_allreduce 0): on for megatron-lm, megatron-deepspeed
+ * (the same model code) and cuda-graphs (Megatron's kernels captured), off for pytorch-eager and
+ * none (plain autograd: the collective after the whole backward of the layer). */
+gboolean mdl_strategy_async_tp_allreduce(const MdlStrategy *s);
+
 /* Pipeline ranks (physical stages): num_stages / virtual_stages. */
 static inline int mdl_strategy_num_ranks(const MdlStrategy *s) {
   return s->num_stages / (s->virtual_stages > 0 ? s->virtual_stages : 1);
@@ -173,7 +192,8 @@ static inline int mdl_strategy_rank_of_stage(const MdlStrategy *s, int stage) {
 /* Parses a strategy spec for @graph on @cluster: "dp", "megatron:tp=T,pp=P,dp=D,mb=M[,schedule=
  * gpipe|1f1b|interleaved|eager1f1b][,vp=V][,wdelay=0|1][,dtype=fp32|fp16|bf16][,zero=0..3]
  * [,recompute=none|selective|full][,sp=0|1][,cp=C][,ep=E][,etp=T][,dispatcher=alltoall|allgather][,first_layers=F][,last_layers=L][,account_embedding=0|1][,account_loss=0|1][,overlap_param_gather=0|1][,tp_overlap=0|1]
- * [,fsdp_prefetch=0|1][,overlap_grad_reduce=0|1][,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
+ * [,fsdp_prefetch=0|1][,overlap_grad_reduce=0|1][,async_tensor_model_parallel_allreduce=0|1]
+ * [,framework=megatron-lm|megatron-deepspeed|pytorch-eager|cuda-graphs|none]", or a path to a
  * strategy JSON file (the format mdl_strategy_to_json writes). Missing megatron degrees default
  * to tp=1, pp=1, dp = devices / (tp*pp), mb=1, vp=1, wdelay=0. vp > 1 needs
  * schedule=interleaved and the reverse (MDL_ERROR_STRATEGY). Validates before returning. Free
@@ -219,6 +239,8 @@ typedef struct {
   MdlFramework framework;
   gboolean no_fsdp_prefetch; /* fsdp_prefetch=0: needs zero=3 */
   gboolean no_overlap_grad_reduce; /* overlap_grad_reduce=0: needs zero=0 or 1 */
+  int async_tp_allreduce;    /* async_tensor_model_parallel_allreduce=0|1: -1 off, 1 on, 0 the
+                                framework's default (MdlStrategy.async_tp_allreduce) */
 } MdlMegatronConfig;
 
 /* Megatron-LM: ranks = pp-major, then dp, then tp (tp innermost, inside hosts). Each pipeline

@@ -320,6 +320,7 @@ MdlStrategy *mdl_strategy_megatron(const MdlGraph *graph, const DevCluster *clus
   s->tp_overlap = cfg->tp_overlap;
   s->fsdp_prefetch = !cfg->no_fsdp_prefetch;
   s->overlap_grad_reduce = !cfg->no_overlap_grad_reduce;
+  s->async_tp_allreduce = cfg->async_tp_allreduce;
   s->num_microbatches = (int)(graph->batch / per_step);
   s->schedule = cfg->schedule;
   s->dtype = cfg->dtype;
@@ -454,13 +455,15 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
         return FALSE;
       }
     } else if (strcmp(key, "overlap_param_gather") == 0 || strcmp(key, "tp_overlap") == 0 ||
-               strcmp(key, "fsdp_prefetch") == 0 || strcmp(key, "overlap_grad_reduce") == 0) {
+               strcmp(key, "fsdp_prefetch") == 0 || strcmp(key, "overlap_grad_reduce") == 0 ||
+               strcmp(key, "async_tensor_model_parallel_allreduce") == 0) {
       if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0) {
         g_set_error(error, MDL_ERROR, MDL_ERROR_PARSE, "strategy %s: %s=%s must be 0 or 1",
                     family, key, value);
         return FALSE;
       }
-      if (key[0] == 'f') cfg->no_fsdp_prefetch = value[0] == '0';
+      if (key[0] == 'a') cfg->async_tp_allreduce = value[0] == '1' ? 1 : -1;
+      else if (key[0] == 'f') cfg->no_fsdp_prefetch = value[0] == '0';
       else if (strcmp(key, "overlap_grad_reduce") == 0) cfg->no_overlap_grad_reduce = value[0] == '0';
       else *(key[0] == 't' ? &cfg->tp_overlap : &cfg->overlap_param_gather) = value[0] == '1';
     } else if (strcmp(key, "sp") == 0 || strcmp(key, "account_embedding") == 0 ||
@@ -498,7 +501,7 @@ static gboolean parse_megatron_kv(const char *family, const char *params,
                   "strategy %s: unknown key '%s' (known: tp, pp, dp, mb, schedule, vp, wdelay, "
                   "bucket_mb, overlap, dtype, zero, recompute, sp, cp, ep, etp, "
                   "dispatcher, first_layers, last_layers, overlap_param_gather, tp_overlap, fsdp_prefetch, "
-                  "overlap_grad_reduce, framework)",
+                  "overlap_grad_reduce, async_tensor_model_parallel_allreduce, framework)",
                   family, key);
       return FALSE;
     }

@@ -5,6 +5,7 @@
  *    "bucket_mb": 25, "overlap": true, "zero": 0, "recompute": "none",
  *    "sequence_parallel": false, "framework": "megatron-lm", ("fsdp_prefetch": false: written
  *    only then, zero=3), ("overlap_grad_reduce": false: written only then, zero 0 or 1),
+ *    ("async_tensor_model_parallel_allreduce": written only when set, else the framework's),
  *    "meshes": [{"shape": [2, 8], "devices": [0, 1, ...]}],
  *    "default": {"mesh": 0, "stage": 0, "split": ["@sample", "@tp"]},      (optional)
  *    "ops": [{"op": "layer0.qkv", "mesh": 0, "stage": 0, "split": ["b", "n"]}, ...]}
@@ -51,6 +52,8 @@ char *mdl_strategy_to_json(const MdlStrategy *s, const MdlGraph *graph) {
   if (s->tp_overlap) cJSON_AddTrueToObject(root, "tp_overlap");
   if (!s->fsdp_prefetch) cJSON_AddFalseToObject(root, "fsdp_prefetch");
   if (!s->overlap_grad_reduce) cJSON_AddFalseToObject(root, "overlap_grad_reduce");
+  if (s->async_tp_allreduce != 0)
+    cJSON_AddBoolToObject(root, "async_tensor_model_parallel_allreduce", s->async_tp_allreduce > 0);
   cJSON *meshes = cJSON_AddArrayToObject(root, "meshes");
   for (guint m = 0; m < s->meshes->len; m++) {
     const MdlMesh *mesh = mdl_strategy_mesh(s, (int)m);
@@ -244,6 +247,13 @@ MdlStrategy *mdl_strategy_from_json(const char *json_text, const char *origin,
   if (!get_bool(root, "fsdp_prefetch", &s->fsdp_prefetch, origin, error)) goto err;
   s->overlap_grad_reduce = TRUE;
   if (!get_bool(root, "overlap_grad_reduce", &s->overlap_grad_reduce, origin, error)) goto err;
+  const cJSON *async_tp = cJSON_GetObjectItemCaseSensitive(root, "async_tensor_model_parallel_allreduce");
+  s->async_tp_allreduce = 0;
+  if (async_tp) {
+    gboolean on = FALSE;
+    if (!get_bool(root, "async_tensor_model_parallel_allreduce", &on, origin, error)) goto err;
+    s->async_tp_allreduce = on ? 1 : -1;
+  }
   const cJSON *bucket = cJSON_GetObjectItemCaseSensitive(root, "bucket_mb");
   if (bucket) {
     double v = cJSON_GetNumberValue(bucket);

@@ -82,6 +82,7 @@ typedef struct {
 
 typedef struct {
   const Builder *b;
+  const SimTime *wgt;      /* per op: its W task's duration (0: none; sb_op_durations) */
   GapMemo memo[GAP_MEMO];
   GArray *items, *buckets; /* the gradient syncs (sb_sync_items, sb_sync_buckets), once */
   GArray *unit_buckets;    /* ZeRO-3's: one per FSDP unit */
@@ -166,7 +167,13 @@ static void chunk_gaps(Gaps *g, const int *ops, int count, int idx, GArray *pair
       if (sb_overlapped_input(b, o, k)) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       pair.fwd = MAX(pair.fwd, conversion_time(g, m, out, need, t, idx));
-      if (leader) pair.bwd = conversion_time(g, m, sb_input_grad_layout(b, o, k), need_grad, t, idx);
+      if (leader) {
+        SimTime conv = conversion_time(g, m, sb_input_grad_layout(b, o, k), need_grad, t, idx);
+        /* Megatron's overlap (sb_overlap_split): W(o), chained between B(o) and B(p), runs
+         * beside the collective, so only what the collective takes beyond it is a gap. */
+        SimTime beside = sb_overlap_split(b, o) ? g->wgt[o] : 0;
+        pair.bwd = conv > beside ? conv - beside : 0;
+      }
     }
     if (pair.fwd || pair.bwd) g_array_append_val(pairs, pair);
   }
@@ -392,6 +399,7 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
     sb_op_durations(b, o, &sb->fwd[o], &sb->bwd[o], &sb->wgt[o]);
     if (!sb_has_weight_task(b, o)) sb->wgt[o] = 0;
   }
+  sb->gaps.wgt = sb->wgt;
   const CmFramework *f = cm_framework_get(strategy->framework);
   if (f) { /* the host tasks' durations, as sim_build_host.c gives them */
     sb->host_fwd = g_new(SimTime, b->nops);
@@ -399,7 +407,7 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
     for (int o = 0; o < b->nops; o++) {
       const MdlOp *op = mdl_graph_op(graph, o);
       sb->host_fwd[o] = sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_FORWARD));
-      sb->host_bwd[o] = strategy->weight_delay
+      sb->host_bwd[o] = strategy->weight_delay || sb_has_weight_task(b, o)
                             ? sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD_INPUT)) +
                                   (sb_has_weight_task(b, o) ? sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD_WEIGHT)) : 0)
                             : sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD));
@@ -428,10 +436,20 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
     for (int r = 1; r < P; r++)
       if (first_ok[r] && first_ok[r - 1] && k->link[r] >= 0)
         sb->fill[r] = sb->fill[r - 1] + prefix(strategy, b->nops, sb->fwd, r - 1, k->link[r]);
+    /* Under Megatron's overlap (sb_overlap_split) an op's W follows its B on the chain, but
+     * the next stage down waits for B only: a chunk's first op counts its B alone, and rank
+     * r's drain starts when B(q_r) ends, W(q_r) before the end of its chain (so W(q_r) is
+     * taken off again). */
+    g_autofree SimTime *backward = g_new(SimTime, b->nops);
+    for (int o = 0; o < b->nops; o++) backward[o] = sb->bwd[o] + sb->wgt[o];
+    for (int c = 0; c < k->nchunks; c++)
+      if (k->first[c] >= 0) backward[k->first[c]] = sb->bwd[k->first[c]];
     for (int r = 0; r < P; r++) {
       if (last_mb[r] < 0 || k->first[r] < 0) continue;
       for (int c = r; c >= 1 && k->link[c] >= 0; c--)
-        sb->drain[r] += prefix(strategy, b->nops, sb->bwd, c - 1, k->link[c]);
+        sb->drain[r] += prefix(strategy, b->nops, backward, c - 1, k->link[c]);
+      SimTime w = sb->wgt[k->first[r]];
+      sb->drain[r] = sb->drain[r] > w ? sb->drain[r] - w : 0;
     }
   }
   /* The ranks' devices: mesh indices, gap pairs, whether they hold weights. */

@@ -21,7 +21,10 @@
  *    which the backward of p_r on m waits for (its output's gradient), and rank r - 1 chains
  *    the backwards of chunk r - 1's ops up to p_r behind B(p_r, m) (reverse order), the last
  *    being B(q_{r-1}, m); so on down the links: drain(r) = sum_{c = r..1 while linked}
- *    sum_{o in chunk c-1, o <= p_c} B_o passes after rank r's last task.
+ *    sum_{o in chunk c-1, o <= p_c} B_o passes after rank r's last task. Under Megatron's
+ *    backward overlap (sb_overlap_split: W_o chained right after B_o in the same unit) B_o
+ *    counts W_o too, except for a chunk's first op q (the stage below waits for B(q) only),
+ *    and W(q_r), which may end rank r's chain after B(q_r), is taken off drain(r) (floor 0).
  * Communication and waits only add, so for every device d of rank r's first chunk's mesh
  *     makespan >= fill(r) + W_d + drain(r),
  * and the bound is the max of these and of W_d over all devices: integer picosecond sums
@@ -38,7 +41,9 @@
  * B(o) -> B(p) when no recomputed forwards sit between them (o's gradient for p's output,
  * resharded by o, the lowest reader in the stage, sb_backward_segment). A collective starts
  * after its inputs end, so b starts at least the durations of the device's collectives on
- * that path after a ends: the gap. Every microbatch has one forward and one backward unit of
+ * that path after a ends: the gap. Under Megatron's backward overlap W(o) sits between B(o)
+ * and B(p) on the chain while the collective runs: the gap is what the collectives take
+ * beyond W(o) (floor 0). Every microbatch has one forward and one backward unit of
  * each chunk, so from its first task's start to its last task's end device d spends at least
  * W_d + M * sum over its chunks of the per-unit gaps, and the bound takes, for the first
  * device of each rank's first chunk, fill + that + drain. Durations are

@@ -198,9 +198,29 @@ static inline const MdlOpConfig *cfg(const Builder *b, int op) { return &b->s->c
 static inline const MdlMesh *mesh_of(const Builder *b, int op) {
   return mdl_strategy_mesh(b->s, b->s->configs[op].mesh);
 }
-/* Whether @o gets W tasks: under weight delay, when part of its backward is weight gradients. */
+/* Megatron's backward overlap (mdl_strategy_async_tp_allreduce, model/STRATEGY.md;
+ * sim_build_comm.c): whether op @o's backward is built as B (dX) then W (dW), chained one after
+ * the other in its backward unit, because its input gradient needs a reduction over a mesh axis
+ * (partial sums: the all-reduce, or under sequence parallelism the reduce-scatter, of a
+ * column-parallel GEMM) that then runs beside W. Depends on @o's own config only (its layouts),
+ * so delta simulation can tell when a changed op changes the compute tasks (sim_delta.c). */
+gboolean sb_overlap_split(const Builder *b, int o);
+/* The time of @o's weight-gradient GEMM (W: @flops, @bytes, @shape; @alone_s by itself) when it
+ * runs beside the NCCL kernel of o's input-gradient collective under Megatron's overlap, with
+ * the SMs that kernel's channels leave it (sim_build_overlap.c); @alone_s where nothing
+ * applies (no GEMM shape, no SM count, no NCCL collective). */
+double sb_weight_grad_beside_collective(const Builder *b, int o, DevDtype dtype, double flops,
+                                        double bytes, const CmGemmShape *shape, double alone_s);
+/* How much longer a GEMM (cm_kernel_time's arguments) takes on @device while an NCCL kernel of
+ * @channels CTAs holds that many of its SMs (>= 1; 1 without a shape or an SM count). */
+double sb_gemm_beside_nccl(const CmParams *params, const DevKind *device, int channels,
+                          MdlOpKind kind, DevDtype dtype, double flops, double bytes,
+                          const CmGemmShape *shape);
+/* Whether @o gets W tasks: when part of its backward is weight gradients, under weight delay (W
+ * in W units) or Megatron's overlap (sb_overlap_split: W right after B). */
 static inline gboolean sb_has_weight_task(const Builder *b, int o) {
-  return b->s->weight_delay && cm_weight_grad_share(b->g, mdl_graph_op(b->g, o)) > 0;
+  return cm_weight_grad_share(b->g, mdl_graph_op(b->g, o)) > 0 &&
+         (b->s->weight_delay || sb_overlap_split(b, o));
 }
 /* Forward/backward task of @op, microbatch @mb, on the device at mesh index @i (which must be
  * simulated: rep_pos >= 0). */
@@ -259,11 +279,13 @@ gboolean sb_overlapped_input(const Builder *b, int o, int k);
 gboolean sb_overlapped_output(const Builder *b, int p);
 
 /* The task after which @op's weight gradients on mesh index @i are complete: its last W (or,
- * for an op without W, its last B) in the rank's program order; compute tasks of a device are
+ * for an op without W, its last B) in the rank's program order (a W right after its B, under
+ * Megatron's overlap, is in the last B unit); compute tasks of a device are
  * chained, so every earlier microbatch's is done too. */
 static inline uint32_t task_grads_done(const Builder *b, int op, int i) {
   int stage = b->s->configs[op].stage;
-  if (b->wgt_base[op] != NO_TASK) return task_wgt(b, op, b->grads_done_w[stage], i);
+  if (b->wgt_base[op] != NO_TASK) /* W in W units (weight delay) or right after B */
+    return task_wgt(b, op, b->s->weight_delay ? b->grads_done_w[stage] : b->grads_done_b[stage], i);
   return task_bwd(b, op, b->grads_done_b[stage], i);
 }
 

@@ -10,7 +10,10 @@
  * Compute streams follow program order: each pipeline rank's schedule units (phase, chunk,
  * microbatch; sim/sim_schedule.h), the chunk's ops in topological order (forward) or reverse
  * (backward), chained by edges. Under weight delay an op's backward is two tasks, B (dX, which
- * the producers wait for) and W (dW, which the gradient sync waits for), in separate units.
+ * the producers wait for) and W (dW, which the gradient sync waits for), in separate units;
+ * under Megatron's overlap of a tensor-parallel linear layer's input-gradient collective with
+ * its weight-gradient GEMM (sb_overlap_split) B and W follow each other in one unit, and the
+ * collective waits for B only (sb_backward_segment), so it runs beside W.
  * Memory options (issue 3): under recomputation a recomputed op's forward runs again (R) right
  * before its group's backward, its resharding collectives too; under sequence parallelism an
  * input kept as its shard is all-gathered again for the backward; ZeRO turns the gradient
@@ -33,8 +36,8 @@ static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand 
 }
 
 /* Forward and backward kernel times of one shard of @o for one microbatch; under weight delay
- * the backward splits into @bwd (B) and @wgt (W) by cm_weight_grad_share, FLOPs and traffic
- * alike; otherwise @wgt is 0. */
+ * or Megatron's overlap (sb_overlap_split) the backward splits into @bwd (B) and @wgt (W) by
+ * cm_weight_grad_share, FLOPs and traffic alike; otherwise @wgt is 0. */
 void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTime *wgt) {
   const MdlOp *op = mdl_graph_op(b->g, o);
   const MdlOpConfig *c = cfg(b, o);
@@ -89,7 +92,10 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
     dx += cm_fp8_cast_time(b->p, dev, out_elems);
   }
   *fwd = sim_time_from_seconds(fwd_s);
-  if (b->s->weight_delay) {
+  gboolean overlapped = sb_overlap_split(b, o);
+  if (overlapped) /* W beside the input gradient's NCCL kernel, on the SMs it leaves */
+    dw = sb_weight_grad_beside_collective(b, o, dt, bflops * share, bbytes * share, gemm ? &ws : NULL, dw);
+  if (b->s->weight_delay || overlapped) {
     *bwd = sim_time_from_seconds(dx);
     *wgt = sim_time_from_seconds(dw);
   } else {
@@ -211,6 +217,9 @@ static uint32_t *chain_compute(Builder *b) {
                         : phase == SIM_UNIT_BACKWARD ? b->bwd_base[o]
                                                      : b->wgt_base[o];
         chain_op(b, prev, o, base, mb);
+        /* Megatron's overlap: dW right after dX, in the same unit (sb_overlap_split) */
+        if (phase == SIM_UNIT_BACKWARD && !b->s->weight_delay && b->wgt_base[o] != NO_TASK)
+          chain_op(b, prev, o, b->wgt_base[o], mb);
       }
     }
   }

@@ -526,6 +526,31 @@ MdlLayout sb_input_grad_layout(const Builder *b, int o, int k) {
   return l;
 }
 
+/* Megatron-LM's backward of a tensor-parallel linear layer (model/STRATEGY.md,
+ * async_tensor_model_parallel_allreduce; layers.py's LinearWithGradAccumulationAndAsyncCommunication
+ * .backward: dX = dY W^T, the all-reduce of dX (sequence parallelism: its reduce-scatter)
+ * started with async_op=True, dW = X^T dY, then handle.wait()). An op with weight gradients
+ * whose input gradient has partial sums on a mesh axis (sb_input_grad_layout) is split; not
+ * under weight delay (W units already) nor tp_overlap (userbuffers overlap otherwise), nor an
+ * MoE expert GEMM (an op dim "e": Megatron-Core's expert linears run no collective of their
+ * own; the token dispatcher's backward reduces and returns the tokens after the whole expert
+ * backward). */
+gboolean sb_overlap_split(const Builder *b, int o) {
+  const MdlStrategy *s = b->s;
+  if (s->weight_delay || s->tp_overlap || !mdl_strategy_async_tp_allreduce(s)) return FALSE;
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  if (mdl_op_find_dim(op, "e") >= 0 || cm_weight_grad_share(b->g, op) <= 0) return FALSE;
+  const MdlMesh *mesh = mesh_of(b, o);
+  for (int k = 0; k < op->ninputs; k++) {
+    const MdlTensor *t = mdl_graph_tensor(b->g, op->inputs[k].tensor);
+    if (t->is_weight || t->producer < 0) continue; /* no gradient flows back */
+    MdlLayout grad = sb_input_grad_layout(b, o, k);
+    for (int a = 0; a < mesh->ndims; a++)
+      if (grad.axis[a] == MDL_LAYOUT_PARTIAL && mesh->shape[a] > 1) return TRUE;
+  }
+  return FALSE;
+}
+
 /* Whether any tensor moves between meshes in a way that is not device-aligned, forward or
  * backward: such moves are cross-mesh resharding, on link resources. */
 gboolean sb_needs_crossmesh(const Builder *b) {

@@ -30,7 +30,8 @@
 
 static CmHostPhase host_phase(const Builder *b, const SimTask *t) {
   switch ((SimTaskKind)t->kind) {
-  case SIM_TASK_BACKWARD: return b->s->weight_delay ? CM_HOST_BACKWARD_INPUT : CM_HOST_BACKWARD;
+  case SIM_TASK_BACKWARD: /* B of a split backward (weight delay, Megatron's overlap) */
+    return b->s->weight_delay || b->wgt_base[t->op] != NO_TASK ? CM_HOST_BACKWARD_INPUT : CM_HOST_BACKWARD;
   case SIM_TASK_BACKWARD_WEIGHT: return CM_HOST_BACKWARD_WEIGHT;
   default: return CM_HOST_FORWARD; /* forward and recomputed forward */
   }

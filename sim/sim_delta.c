@@ -156,6 +156,28 @@ static gboolean same_representatives(const Builder *b, int nm, const int *nrep, 
   return TRUE;
 }
 
+/* Whether the @n changed ops (their new configs applied) change the compute tasks beyond
+ * their own durations: one starts or stops splitting its backward, or a reader of one's output
+ * that is not itself changed gets another W duration. */
+static gboolean reader_changes(const SimDelta *d, const Builder *b, int n) {
+  const SimTaskGraph *old = d->run->tasks;
+  for (int i = 0; i < n; i++) {
+    int o = d->changed[i];
+    if ((b->wgt_base[o] != NO_TASK) != sb_has_weight_task(b, o)) return TRUE;
+    GArray *users = b->users[mdl_graph_op(d->graph, o)->output.tensor];
+    for (guint u = 0; u < users->len; u++) {
+      int r = g_array_index(users, int, u);
+      gboolean changed = FALSE;
+      for (int j = 0; j < n && !changed; j++) changed = d->changed[j] == r;
+      if (changed || b->wgt_base[r] == NO_TASK) continue;
+      SimTime fwd, bwd, wgt;
+      sb_op_durations(b, r, &fwd, &bwd, &wgt);
+      if (wgt != sim_task_graph_task(old, b->wgt_base[r])->duration) return TRUE;
+    }
+  }
+  return FALSE;
+}
+
 /* Outcome of a delta attempt. */
 typedef enum { DELTA_DONE, DELTA_FULL, DELTA_ERROR } DeltaOutcome;
 
@@ -306,6 +328,14 @@ static DeltaOutcome simulate_delta(SimDelta *d, const MdlStrategy *strategy, GEr
     d->strategy->configs[d->changed[i]] = strategy->configs[d->changed[i]];
   }
   Builder *b = &d->b;
+  /* A changed op that starts or stops splitting its backward (sb_overlap_split) changes the
+   * compute tasks, which a delta copies; a changed producer may retime a reader's W, timed
+   * beside the collective that reduces the reader's gradient to what the producer needs
+   * (sim_build_overlap.c), and a delta re-times only the changed ops: rebuild. */
+  if (reader_changes(d, b, n)) {
+    for (int j = 0; j < n; j++) d->strategy->configs[d->changed[j]] = saved[j];
+    return DELTA_FULL;
+  }
   int nm = (int)d->strategy->meshes->len;
   /* The representatives the full build would choose must be the current ones. */
   int *nrep = b->nrep, **rep_idx = b->rep_idx, **rep_pos = b->rep_pos, **rep_of = b->rep_of;

@@ -231,7 +231,9 @@ static void test_cp_ring_overlap(void) {
 
 /* Tensor-parallel communication overlap: the same sequence-parallel all-gathers and
  * reduce-scatters (same tasks, same times), but run alongside their GEMMs: less of them
- * exposed and a shorter iteration; needs sp=1; survives strategy JSON. */
+ * exposed and a shorter iteration; needs sp=1; survives strategy JSON. Compared with the
+ * backward built as one task per op (async_tensor_model_parallel_allreduce=0), which is what
+ * tp_overlap keeps (sb_overlap_split). */
 static void test_tp_overlap(void) {
   DevCluster *c = h100(1);
   GError *error = NULL;
@@ -239,7 +241,7 @@ static void test_tp_overlap(void) {
                                      "seq=4096,vocab=32000,batch=8", &error);
   g_assert_no_error(error);
   MdlStrategy *s0, *s1;
-  SimRun *plain = run_spec(g, c, "megatron:tp=8,dp=1,mb=1,sp=1", &s0);
+  SimRun *plain = run_spec(g, c, "megatron:tp=8,dp=1,mb=1,sp=1,async_tensor_model_parallel_allreduce=0", &s0);
   SimRun *ahead = run_spec(g, c, "megatron:tp=8,dp=1,mb=1,sp=1,tp_overlap=1", &s1);
   const SimPrediction *p0 = sim_run_prediction(plain), *p1 = sim_run_prediction(ahead);
   g_assert_cmpuint(p0->tasks, ==, p1->tasks);

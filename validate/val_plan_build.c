@@ -31,6 +31,8 @@ typedef struct {
   double bytes;       /* forward: output and inputs, local, one microbatch */
   int grad_inputs[MDL_MAX_INPUTS]; /* inputs that need a gradient, in input order */
   int ngrad;
+  gboolean split;     /* its backward is B (dX) and W (dW) tasks in the simulator's graph
+                         (weight delay, or Megatron's overlap: sim_build_comm.c sb_overlap_split) */
 } OpShape;
 
 typedef struct {
@@ -311,7 +313,7 @@ static void add_compute_steps(Plan *pl, uint32_t t, int device) {
     shapes[n] = *fs;
     labels[n++] = "";
   } else {
-    gboolean split = pl->s->weight_delay && cm_weight_grad_share(pl->g, op) > 0;
+    gboolean split = os->split;
     for (int i = 0; i < os->ngrad; i++) {
       int k = os->grad_inputs[i];
       gboolean weight = mdl_graph_tensor(pl->g, op->inputs[k].tensor)->is_weight;
@@ -477,6 +479,11 @@ char *val_plan_build(const MdlGraph *graph, const MdlStrategy *strategy, const D
   pl.next_id = g_new0(uint32_t, pl.ndev);
   for (int d = 0; d < pl.ndev; d++) pl.steps[d] = cJSON_CreateArray();
   compute_op_shapes(&pl);
+  for (uint32_t i = 0; i < sim_task_graph_size(pl.tg); i++) { /* which backwards are split */
+    SimTaskInfo t;
+    sim_task_graph_get(pl.tg, i, &t);
+    if (t.kind == SIM_TASK_BACKWARD_WEIGHT) pl.ops[t.op].split = TRUE;
+  }
   build_predecessors(&pl);
 
   /* In the engine's start order. */

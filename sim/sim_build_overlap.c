@@ -1,0 +1,102 @@
+/* sim/build_overlap — what a weight-gradient GEMM loses to the NCCL kernel that runs beside it
+ * under Megatron's backward overlap (sb_overlap_split: W(o) runs while the all-reduce, or
+ * under sequence parallelism the reduce-scatter, of o's input gradient does).
+ *
+ * The cause is structural: an NCCL collective kernel runs one CTA per channel (NCCL launches a
+ * grid of nChannels blocks; each holds its SM: the GEMM's CTAs, which fill an SM's shared
+ * memory and registers, do not share it), so while it runs the GEMM has sm_count - nChannels
+ * SMs: its tensor rate falls in proportion and its tiles fill waves of fewer SMs (the wave
+ * quantization of cm_compute.c, on the smaller count). Measured case (NVIDIA developer forum,
+ * "Compute-Communication Overlap Causes Severe GEMM Performance Degradation because of Tail
+ * Effect", 2025, thread 337991): on an H100 (132 SMs) a GEMM of exactly 132 tiles ran at ~80%
+ * MFU alone and ~47% beside an all-gather of 24 blocks, a second wave for the tiles that no
+ * longer fit (1.70x). The model re-picks the GEMM's tile for the SMs left (cm_compute.c's
+ * quantization over its tile list), where cuBLAS keeps the kernel it chose for the whole GPU:
+ * for that case it gives 1.5x (test /sim/overlap/contention), so it errs low there too.
+ * nChannels is the tuner model's (cm_nccl_tune: NCCL's channels over the GPU's NVLinks, 12 on
+ * an A100); NCCL's logs on HGX A100 show 24 (nccl-tests issue #100: "Channel 23/24", its
+ * search duplicating channels), so the slowdown charged is, if anything, low. NCCL's HBM
+ * traffic beside the GEMM is not charged (the dW GEMMs of a transformer are compute-bound).
+ *
+ * Timing, at build time: the collective and W start together (when B ends) and the collective
+ * takes c; W needs w alone and w' = w x (time on the reduced SMs / time on all of them, the
+ * roofline of cm_kernel_time) beside it. It progresses at 1/w' while the collective runs, at
+ * 1/w after: W takes w' if c >= w', else c + (1 - c / w') w. The collective is the one of the
+ * group through mesh index 0 (the same for every group of a symmetric cluster), timed by the
+ * cost the tasks get (cm_group_collective_time). Depends only on o's config (its gradient's
+ * layout, and the layout its producer needs: sim_delta.c checks that one). */
+#include "sim/sim-int.h"
+#include "sim/sim_build-int.h"
+
+#include "costmodel/cm_nccl.h"
+
+/* Channels (CTAs) NCCL's tuner runs @coll of @bytes over @devices on; 0 for what is not an
+ * NCCL collective kernel (cm_nccl_covers). */
+static int nccl_channels(const DevCluster *c, CmCollective coll, const int *devices, int p, double bytes) {
+  if (!cm_nccl_covers(coll)) return 0;
+  CmGroupShape shape;
+  CmNcclHardware hw;
+  CmNcclCost cost;
+  CmAlgorithm algorithm;
+  CmProtocol protocol;
+  cm_group_shape(c, devices, p, &shape);
+  cm_nccl_hardware(c, &hw);
+  cm_nccl_tune(coll, &shape, &hw, bytes, &algorithm, &protocol, &cost);
+  return cost.channels;
+}
+
+/* The collectives of @o's input gradients on its own mesh (sb_backward_segment's conversion
+ * as the reader that reshards them; partial sums are reduced on this mesh before a move to
+ * another), on the groups through mesh index 0: their summed time into @time_s and the most
+ * channels one of them runs on. */
+static void gradient_collectives(const Builder *b, int o, double *time_s, int *channels) {
+  const MdlOp *op = mdl_graph_op(b->g, o);
+  const MdlMesh *mesh = mesh_of(b, o);
+  int m = cfg(b, o)->mesh;
+  *time_s = 0;
+  *channels = 0;
+  int members[64], devices[64];
+  for (int k = 0; k < op->ninputs; k++) {
+    int t = op->inputs[k].tensor, p = mdl_graph_tensor(b->g, t)->producer;
+    if (p < 0 || mdl_graph_tensor(b->g, t)->is_weight) continue;
+    MdlLayout from = sb_input_grad_layout(b, o, k), to = sb_reduced(from);
+    if (cfg(b, p)->mesh == m) { /* what the producer's backward needs: dY, partial sums reduced */
+      const MdlOp *pop = mdl_graph_op(b->g, p);
+      to = sb_reduced(mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh));
+    }
+    SbConversionStep steps[MDL_MAX_MESH_AXES];
+    int n = sb_conversion_steps(b, m, from, to, t, steps);
+    for (int i = 0; i < n; i++) {
+      if (mesh->shape[steps[i].axis] > (int)G_N_ELEMENTS(members)) continue; /* not a TP group */
+      int size = sb_group_members(mesh, 1u << steps[i].axis, 0, members);
+      for (int j = 0; j < size; j++) devices[j] = mesh->devices[members[j]];
+      double bytes = steps[i].elements * b->dtype_bytes;
+      *time_s += cm_group_collective_time(b->p, b->c, steps[i].coll, devices, size, bytes);
+      *channels = MAX(*channels, nccl_channels(b->c, steps[i].coll, devices, size, bytes));
+    }
+  }
+}
+
+double sb_gemm_beside_nccl(const CmParams *params, const DevKind *device, int channels,
+                          MdlOpKind kind, DevDtype dtype, double flops, double bytes,
+                          const CmGemmShape *shape) {
+  if (!shape || device->sm_count <= 0 || channels <= 0 || channels >= device->sm_count) return 1;
+  DevKind reduced = *device; /* the SMs the GEMM keeps, each at the same rate */
+  reduced.sm_count = device->sm_count - channels;
+  for (int d = 0; d < DEV_DTYPE_COUNT; d++)
+    reduced.peak_flops[d] = device->peak_flops[d] * reduced.sm_count / device->sm_count;
+  return cm_kernel_time(params, &reduced, kind, dtype, flops, bytes, shape) /
+         cm_kernel_time(params, device, kind, dtype, flops, bytes, shape);
+}
+
+double sb_weight_grad_beside_collective(const Builder *b, int o, DevDtype dtype, double flops,
+                                        double bytes, const CmGemmShape *shape, double alone_s) {
+  if (!shape || b->c->device.sm_count <= 0 || alone_s <= 0) return alone_s;
+  double c;
+  int channels;
+  gradient_collectives(b, o, &c, &channels);
+  if (c <= 0) return alone_s;
+  double beside = alone_s * sb_gemm_beside_nccl(b->p, &b->c->device, channels,
+                                                mdl_graph_op(b->g, o)->kind, dtype, flops, bytes, shape);
+  return c >= beside ? beside : c + (1 - c / beside) * alone_s;
+}
