@@ -13,7 +13,17 @@
  * interleaved schedule with vp virtual stages when vp > 1, FSDP (zero=3) where the row says,
  * micro-batch and global batch as published, FP8 GEMMs for FP8 recipes (per-tensor scaling:
  * MXFP8's block scales are not modelled). Transformer Engine's TP communication overlap is off
- * (the tables do not say it was on). */
+ * here, although the recipes turn it on wherever tp > 1: Megatron-Bridge's llama3.py
+ * (src/megatron/bridge/recipes/llama/, "Communication overlap for 70B" / "for 405B":
+ * CommOverlapConfig(tp_comm_overlap=True, tp_comm_overlap_cfg=userbuffers_...)) and the
+ * performance scripts (scripts/performance/configs/llama3/llama3_llm_pretrain.py, commit
+ * 0a0cb29: the 70B H100/B200/GB200 configs set userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192
+ * and the tp2 B200 ones; 8B: tp_comm_overlap = tp > 1). With the simulator's tp_overlap=1 on
+ * those rows (2026-11-25) the 70B DGX-H100 rows go from -9.8..-10.9% to +3.1..+4.3%, but the
+ * 405B DGX-H100 rows from +1.4 / -2.0% to +25.2 / +21.1% and 405B DGX-B200 from +16.1% to
+ * +31.7% (exposed communication 3.49 -> 0.87 s on 405B H100): the simulator hides the
+ * tensor-parallel collectives entirely where userbuffers' overlap at tp 8 (and its SM share)
+ * does not, so turning it on here would trade one error for another. */
 #include "cli/cli.h"
 #include "cli/cli_outputs.h"
 

@@ -151,7 +151,8 @@ int cli_bench_gemm(const char *data_dir) {
   for (guint i = 0; i < dirs->len && status == CLI_EXIT_OK; i++)
     status = bench_dir(g_ptr_array_index(dirs, i));
   g_autofree char *validation = cli_validation_dir();
-  static const char *const tables[] = {"gemm_public.csv", "gemm_a100_public.csv"};
+  static const char *const tables[] = {"gemm_public.csv", "gemm_a100_public.csv",
+                                       "gemm_blackwell_public.csv"};
   for (guint i = 0; validation && i < G_N_ELEMENTS(tables) && status == CLI_EXIT_OK; i++)
     status = bench_public(validation, tables[i]);
   return status;

@@ -134,7 +134,9 @@ static double kernel_time(const CmParams *params, const DevKind *device, MdlOpKi
     return roofline(params, device, kind, dtype, flops, bytes, memory) + params->kernel_overhead_s;
   double quant = cm_gemm_quantization(params, device, shape) *
                  cm_gemm_alignment(params, device, dtype, shape);
-  return roofline(params, device, kind, dtype, flops / quant, bytes, memory) +
+  double exposed = cm_gemm_exposed_bytes(params, device, dtype, shape, bytes);
+  double epilogue = exposed / (device->hbm_bandwidth * cm_memory_efficiency(params, device, memory));
+  return roofline(params, device, kind, dtype, flops / quant, bytes - exposed, memory) + epilogue +
          cm_gemm_min_kernel_s(params, device) + params->kernel_overhead_s;
 }
 

@@ -22,6 +22,12 @@
  * at that small size (ecmwf/WeatherGenerator#1546); FlashInfer's fused RMSNorm + FP8 quantize
  * on H100, 16384 x 4096 bf16 in 94.1 us, 2.14 TB/s on its nominal 201 MB, 0.64
  * (sgl-project/sglang#32994).
+ * B200 and GB200 (Blackwell) take the H100 fractions too, the same assumption: no by-kind
+ * Blackwell measurement was found. What was found only bounds the stream figure: a B200's
+ * device-to-device cudaMemcpy (CUDA samples bandwidthTest, which counts the bytes read and
+ * written) at "over 6,000 GB/s" (newmind.ai, "Unlocking Next-Generation AI Performance: Inside
+ * NVIDIA's Blackwell B200 Architecture", 2025, 8 x HGX B200 on TogetherAI, CUDA 12.8): at least
+ * 0.78 of the preset's 7,700 GB/s, where the H100's 1 GiB copy reached 0.899 (membw.csv).
  * Megatron's fused kernels (scaled masked softmax, bias-GELU, bias-dropout-add, Apex's fused
  * layer norm) were not measured; they are charged as the kind they belong to. The loss
  * (vocab-parallel cross entropy: row max, sum of exponentials, gather) takes the softmax
@@ -41,6 +47,8 @@ static const MemoryFigures memory_table[] = {
   {"h100", H100_KERNELS},
   {"h200", H100_KERNELS}, /* same GH100 die as H100 */
   {"a100", H100_KERNELS}, /* assumed from H100: no by-kind A100 measurement found */
+  {"b200", H100_KERNELS}, /* assumed from H100: no by-kind Blackwell measurement found */
+  {"gb200", H100_KERNELS},
 };
 
 CmMemoryKind cm_memory_kind(MdlOpKind kind, gboolean dropout) {

@@ -89,11 +89,20 @@ double cm_gemm_alignment(const CmParams *params, const DevKind *device, DevDtype
 /* The shortest a GEMM kernel runs on @device (fill and drain of one tile; cm_gemm.c), 0 for a
  * kind without measured figures. */
 double cm_gemm_min_kernel_s(const CmParams *params, const DevKind *device);
+/* The bytes of a GEMM's @bytes (inputs and output) whose writing does not overlap its main loop
+ * on @device: the output (m x n x batch in @dtype; fp8 GEMMs write bf16, at most @bytes) where
+ * the kind's library kernels run each tile's epilogue after its main loop (cm_gemm.c: A100), 0
+ * where a tile's epilogue overlaps another's math (Hopper and Blackwell warp-specialized
+ * kernels) or the kind has no figures. cm_kernel_time charges them after the roofline of the
+ * rest. */
+double cm_gemm_exposed_bytes(const CmParams *params, const DevKind *device, DevDtype dtype,
+                             const CmGemmShape *shape, double bytes);
 
 /* cm_compute_time for a contraction with a known GEMM shape (@shape may be NULL), plus the
  * per-kernel overhead. With a shape the efficiency depends on it: the peak fraction of the
- * device kind times cm_gemm_quantization, the time at least the bytes' roofline, plus the
- * kernel floor cm_gemm_min_kernel_s. */
+ * device kind times cm_gemm_quantization, the time at least the roofline of the bytes that
+ * overlap the math, then the cm_gemm_exposed_bytes at the memory rate, plus the kernel floor
+ * cm_gemm_min_kernel_s. */
 double cm_kernel_time(const CmParams *params, const DevKind *device, MdlOpKind kind,
                       DevDtype dtype, double flops, double bytes, const CmGemmShape *shape);
 /* The same for a kernel of @op (its kind, and its dropout for the memory-bound kind), first

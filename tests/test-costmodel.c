@@ -54,7 +54,7 @@ static void test_roofline(void) {
   cm_params_default(&p);
   double flops = 1e12, bytes = 1e6;
   g_assert_cmpfloat_with_epsilon(cm_compute_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, bytes),
-                                 flops / (k.peak_flops[DEV_DTYPE_BF16] * 0.775), 1e-15);
+                                 flops / (k.peak_flops[DEV_DTYPE_BF16] * 0.804), 1e-15);
   /* Without the per-device figures: the stated fallback efficiency. */
   p.gemm_by_device = FALSE;
   g_assert_cmpfloat_with_epsilon(cm_compute_time(&p, &k, MDL_OP_MATMUL, DEV_DTYPE_BF16, flops, bytes),
@@ -201,15 +201,25 @@ static int cmp_double(gconstpointer a, gconstpointer b) {
   return (x > y) - (x < y);
 }
 
+/* The median of @v (sorted in place). */
+static double median_of(GArray *v) {
+  g_array_sort(v, cmp_double);
+  const double *x = (const double *)v->data;
+  guint n = v->len;
+  return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
 /* A100 GEMMs by shape from published measurements (tests/data/validation/gemm_a100_public.csv,
  * its columns say each row's source, operands, timing and why the device is an A100): the
  * EleutherAI cookbook's sample of a GPT layer's GEMMs (h 4096, 8192 tokens, fp16 on random
- * operands, the slowest of 200 runs) and CUTLASS's profiler example (3456x4096x8192). cm_gemm.c's
- * A100 peak fraction is the median over the single GEMMs (batch 1) of measured / (peak x the
- * model's quantization and alignment) (recomputed here: a mistyped figure fails); those GEMMs
- * within 6% each. The attention's batched GEMMs (reduction 256 or output 256 wide) are logged
- * and held only below twice the measured rate: the scores (K = 256) run at 0.42 of peak where
- * the model charges 0.775, a shape effect (shallow reduction) the model does not have. */
+ * operands, the slowest of 200 runs), CUTLASS's profiler example (3456x4096x8192) and two
+ * batched GEMMs of the cookbook's bmm.out. cm_gemm.c's A100 peak fraction is the median over the
+ * single GEMMs (batch 1) of measured / (peak x the model's quantization and alignment), the
+ * serial epilogue's time (cm_gemm_exposed_bytes at the memory rate) taken off the measured time
+ * (recomputed here: a mistyped figure fails); those GEMMs within 5% each. The batched ones
+ * test the shallow-reduction (epilogue) term: the attention scores (K = 256, 0.42 of peak) within
+ * 25% (85% without the term), the attention context (output 256 wide) within 10%, and the
+ * bmm.out GEMMs (K 1024 and 2048; held out) within 6%. */
 static void test_gemm_a100_public(void) {
   CmParams p;
   cm_params_default(&p);
@@ -218,30 +228,41 @@ static void test_gemm_a100_public(void) {
   GError *error = NULL;
   DevKind k;
   g_assert_true(dev_kind_lookup("a100-80gb", &k, &error));
+  double memory = k.hbm_bandwidth * cm_memory_efficiency(&p, &k, CM_MEMORY_OTHER);
+  guint batched = 0;
   for (guint i = 0; i < rows->len; i++) {
     const ValGemmRow *r = g_ptr_array_index(rows, i);
     g_assert_cmpstr(r->device, ==, k.name);
     const CmGemmShape *s = &r->dims;
     double measured = r->flops / r->measured_s / 1e12, model = r->flops / r->predicted_s / 1e12;
     double shape = cm_gemm_quantization(&p, &k, s) * cm_gemm_alignment(&p, &k, r->dtype, s);
-    double fraction = measured * 1e12 / (k.peak_flops[r->dtype] * shape);
-    g_test_message("%s %s: measured %.1f model %.1f TFLOP/s (%+.1f%%); measured / (peak x shape "
-                   "%.3f) = %.3f", r->shape, dev_dtype_name(r->dtype), measured, model,
-                   100 * (model / measured - 1), shape, fraction);
+    double epilogue = cm_gemm_exposed_bytes(&p, &k, r->dtype, s, INFINITY) / memory;
+    g_assert_cmpfloat(epilogue, >, 0);
+    double fraction = r->flops / (r->measured_s - epilogue) / (k.peak_flops[r->dtype] * shape);
+    double err = model / measured - 1;
+    g_test_message("%s %s: measured %.1f model %.1f TFLOP/s (%+.1f%%); measured less the epilogue "
+                   "%.1f us / (peak x shape %.3f) = %.3f", r->shape, dev_dtype_name(r->dtype),
+                   measured, model, 100 * err, epilogue * 1e6, shape, fraction);
     if (s->batch == 1) {
       g_array_append_val(implied, fraction);
-      g_assert_cmpfloat(fabs(model / measured - 1), <, 0.06);
-    } else {
-      g_assert_cmpfloat(model / measured - 1, <, 1.0);
+      g_assert_cmpfloat(fabs(err), <, 0.05);
+      continue;
     }
+    batched++;
+    double bound = s->k <= 256 ? 0.25 : s->n <= 256 ? 0.10 : 0.06;
+    g_assert_cmpfloat(fabs(err), <, bound);
   }
+  g_assert_cmpuint(batched, ==, 4);
+  /* Hopper overlaps the epilogue (cm_gemm.c): nothing exposed there. */
+  DevKind h100;
+  g_assert_true(dev_kind_lookup("h100-sxm", &h100, &error));
+  const ValGemmRow *first = g_ptr_array_index(rows, 0);
+  g_assert_cmpfloat(cm_gemm_exposed_bytes(&p, &h100, first->dtype, &first->dims, INFINITY), ==, 0);
+  dev_kind_clear(&h100);
   g_assert_cmpuint(implied->len, >=, 5);
-  g_array_sort(implied, cmp_double);
-  double *v = (double *)implied->data;
-  guint n = implied->len;
-  double median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-  g_test_message("median over %u single GEMMs: %.4f of peak (model %.4f; MAMF 267.9 / 312 = %.4f)", n,
-                 median, cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), 267.9 / 312);
+  double median = median_of(implied);
+  g_test_message("median over %u single GEMMs: %.4f of peak (model %.4f; MAMF 267.9 / 312 = %.4f)",
+                 implied->len, median, cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), 267.9 / 312);
   g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &k, DEV_DTYPE_BF16), median, 5e-4);
   dev_kind_clear(&k);
   /* A bad row names the file and the row. */
@@ -420,11 +441,19 @@ static void test_memory_bound_measured(void) {
   for (int m = 0; m < CM_MEMORY_OTHER; m++) {
     GArray *r = rates[m];
     g_assert_cmpuint(r->len, >=, 2);
-    g_array_sort(r, cmp_double);
-    double *v = (double *)r->data, median = r->len % 2 ? v[r->len / 2]
-                                                       : (v[r->len / 2 - 1] + v[r->len / 2]) / 2;
+    double median = median_of(r);
     g_assert_cmpfloat_with_epsilon(cm_memory_efficiency(&p, &k, m), median * 1e9 / k.hbm_bandwidth, 6e-4);
     g_array_free(r, TRUE);
+  }
+  /* Blackwell takes the H100 fractions (cm_membound.c: no by-kind measurement found). */
+  static const char *const blackwell[] = {"b200", "gb200"};
+  for (guint b = 0; b < G_N_ELEMENTS(blackwell); b++) {
+    DevKind bw;
+    GError *error = NULL;
+    g_assert_true(dev_kind_lookup(blackwell[b], &bw, &error));
+    for (int m = 0; m < CM_MEMORY_OTHER; m++)
+      g_assert_cmpfloat(cm_memory_efficiency(&p, &bw, m), ==, cm_memory_efficiency(&p, &k, m));
+    dev_kind_clear(&bw);
   }
   g_assert_cmpint(n, >=, 8);
   g_test_message("mean |error| %.1f%% over %d kernels of at least 64 MiB (0.80 for all: %.1f%%)",
@@ -438,6 +467,118 @@ static void test_memory_bound_measured(void) {
  * grad, param, m, v; the grad norm 4; zeroing the grad buffer 4 (fp32 main_grad); 16-bit
  * models copy the main params into theirs (6), fp16 also casts and unscales the grads (14) on
  * a 2-byte buffer. Removing any pass fails one of these. */
+/* Bekman's MAMF efficiency (mamf / theory) of @device in @dtype, from
+ * tests/data/validation/gemm_mamf_public.csv. */
+static double mamf_efficiency(const char *device, const char *dtype) {
+  g_autofree char *path = g_build_filename(STRATSIM_SOURCE_DIR, "tests", "data", "validation",
+                                           "gemm_mamf_public.csv", NULL);
+  GError *error = NULL;
+  UtilCsv *csv = util_csv_read(path, &error);
+  g_assert_no_error(error);
+  int d = util_csv_column(csv, "device"), t = util_csv_column(csv, "dtype");
+  int m = util_csv_column(csv, "mamf_tflops"), p = util_csv_column(csv, "theory_tflops");
+  double eff = 0;
+  for (guint i = 0; i < csv->rows->len; i++)
+    if (!strcmp(util_csv_field(csv, i, d), device) && !strcmp(util_csv_field(csv, i, t), dtype))
+      eff = g_ascii_strtod(util_csv_field(csv, i, m), NULL) /
+            g_ascii_strtod(util_csv_field(csv, i, p), NULL);
+  util_csv_free(csv);
+  g_assert_cmpfloat(eff, >, 0);
+  return eff;
+}
+
+/* The median over @rows of @device and @dtype (as many as @n) of measured / (peak x the model's
+ * quantization). */
+static double public_fraction(GPtrArray *rows, const char *device, DevDtype dtype, guint *n) {
+  CmParams p;
+  cm_params_default(&p);
+  DevKind k;
+  GError *error = NULL;
+  g_assert_true(dev_kind_lookup(device, &k, &error));
+  g_autoptr(GArray) v = g_array_new(FALSE, FALSE, sizeof(double));
+  for (guint i = 0; i < rows->len; i++) {
+    const ValGemmRow *r = g_ptr_array_index(rows, i);
+    if (strcmp(r->device, device) || r->dtype != dtype) continue;
+    double measured = r->flops / r->measured_s;
+    double f = measured / (k.peak_flops[dtype] * cm_gemm_quantization(&p, &k, &r->dims));
+    g_test_message("%s %s %s: %.1f TFLOP/s measured, %.1f model (%+.1f%%): %.4f of peak x shape",
+                   device, dev_dtype_name(dtype), r->shape, measured / 1e12,
+                   r->flops / r->predicted_s / 1e12, 100 * (r->measured_s / r->predicted_s - 1), f);
+    g_array_append_val(v, f);
+  }
+  dev_kind_clear(&k);
+  *n = v->len;
+  return v->len ? median_of(v) : 0;
+}
+
+/* Blackwell GEMM figures (cm_gemm.c), recomputed from the published rows of
+ * gemm_blackwell_public.csv and gemm_mamf_public.csv: B200 bf16 is the median of OpenXLA's
+ * sm_100 GEMMs of >= 128 GFLOP of measured / (peak x the model's quantization); fp8 and GB200
+ * follow by Bekman's MAMF efficiency ratios, which on H100 must predict our own measured fp8
+ * figure within 2%. Held out: Azure's cuBLASLt FP8 GEMMs on a GB200 (random operands, 4096^3 to
+ * 32768^3), each within 8% of the model and 5% on average. The figure must lie between the
+ * harness-corrected estimate (the sm_100 median times our H100 figure over the same table's
+ * sm_90 median) and the MAMF-scaled one (B200's MAMF efficiency times our H100 figure over
+ * H100's). A mistyped row or figure fails. */
+static void test_gemm_blackwell_public(void) {
+  CmParams p;
+  cm_params_default(&p);
+  g_autoptr(GPtrArray) rows = public_rows("gemm_blackwell_public.csv", &p);
+  GError *error = NULL;
+  DevKind b200, gb200, h100;
+  g_assert_true(dev_kind_lookup("b200", &b200, &error));
+  g_assert_true(dev_kind_lookup("gb200", &gb200, &error));
+  g_assert_true(dev_kind_lookup("h100-sxm", &h100, &error));
+  guint n = 0;
+  double bf16 = public_fraction(rows, "b200", DEV_DTYPE_BF16, &n);
+  g_assert_cmpuint(n, ==, 15);
+  double xla_h100 = public_fraction(rows, "h100-sxm", DEV_DTYPE_BF16, &n);
+  g_assert_cmpuint(n, ==, 15);
+  double b200_mamf = mamf_efficiency("b200", "bf16");
+  double fp8 = bf16 * mamf_efficiency("b200", "fp8") / b200_mamf;
+  double gb_bf16 = bf16 * mamf_efficiency("gb200", "bf16") / b200_mamf;
+  double gb_fp8 = fp8 * mamf_efficiency("gb200", "fp8") / mamf_efficiency("b200", "fp8");
+  g_test_message("B200 bf16 %.4f fp8 %.4f; GB200 bf16 %.4f fp8 %.4f", bf16, fp8, gb_bf16, gb_fp8);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &b200, DEV_DTYPE_BF16), bf16, 5e-4);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &b200, DEV_DTYPE_FP8), fp8, 5e-4);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &gb200, DEV_DTYPE_BF16), gb_bf16, 5e-4);
+  g_assert_cmpfloat_with_epsilon(cm_gemm_efficiency(&p, &gb200, DEV_DTYPE_FP8), gb_fp8, 5e-4);
+  /* The ratio's check on H100, where both figures are measured (cm_gemm.c). */
+  double h100_bf16 = cm_gemm_efficiency(&p, &h100, DEV_DTYPE_BF16);
+  double h100_mamf = mamf_efficiency("h100-sxm", "bf16");
+  double h100_fp8 = h100_bf16 * mamf_efficiency("h100-sxm", "fp8") / h100_mamf;
+  g_assert_cmpfloat(fabs(h100_fp8 / cm_gemm_efficiency(&p, &h100, DEV_DTYPE_FP8) - 1), <, 0.02);
+  /* The bracket. */
+  double corrected = bf16 * h100_bf16 / xla_h100, scaled = b200_mamf * h100_bf16 / h100_mamf;
+  g_test_message("XLA sm_90 median %.4f (ours %.4f): harness-corrected B200 %.4f; MAMF-scaled %.4f",
+                 xla_h100, h100_bf16, corrected, scaled);
+  g_assert_cmpfloat(corrected, <, bf16);
+  g_assert_cmpfloat(bf16, <, scaled);
+  /* Held out: Azure's GB200 FP8 GEMMs; their H100 ones are logged beside our H100 figure. */
+  double sum = 0;
+  guint held = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const ValGemmRow *r = g_ptr_array_index(rows, i);
+    if (strcmp(r->device, "gb200") || r->dtype != DEV_DTYPE_FP8) continue;
+    double err = r->measured_s / r->predicted_s - 1;
+    g_assert_cmpfloat(fabs(err), <, 0.08);
+    sum += fabs(err);
+    held++;
+  }
+  g_assert_cmpuint(held, ==, 5);
+  g_test_message("Azure GB200 FP8: mean |error| %.1f%%", 100 * sum / held);
+  g_assert_cmpfloat(sum / held, <, 0.05);
+  double azure_h100 = public_fraction(rows, "h100-sxm", DEV_DTYPE_FP8, &n);
+  g_test_message("Azure H100 FP8 median %.4f of peak x shape (ours %.4f)", azure_h100,
+                 cm_gemm_efficiency(&p, &h100, DEV_DTYPE_FP8));
+  /* The MAMF is a maximum: every typical figure stays below it. */
+  g_assert_cmpfloat(bf16, <, b200_mamf);
+  g_assert_cmpfloat(gb_fp8, <, mamf_efficiency("gb200", "fp8"));
+  dev_kind_clear(&b200);
+  dev_kind_clear(&gb200);
+  dev_kind_clear(&h100);
+}
+
 static void test_adam_bytes(void) {
   g_assert_cmpfloat(cm_adam_bytes_per_param(DEV_DTYPE_FP32), ==, 28 + 4 + 4);
   g_assert_cmpfloat(cm_adam_bytes_per_param(DEV_DTYPE_BF16), ==, 28 + 4 + 6 + 4);
@@ -506,6 +647,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/costmodel/compute/gemm-table", test_gemm_table);
   g_test_add_func("/costmodel/compute/gemm-measured-h100", test_gemm_measured);
   g_test_add_func("/costmodel/compute/gemm-public-a100", test_gemm_a100_public);
+  g_test_add_func("/costmodel/compute/gemm-public-blackwell", test_gemm_blackwell_public);
   g_test_add_func("/costmodel/compute/adam-bytes", test_adam_bytes);
   g_test_add_func("/costmodel/compute/optimizer-measured-h100", test_optimizer_measured);
   g_test_add_func("/costmodel/compute/memory-bound-measured-h100", test_memory_bound_measured);
