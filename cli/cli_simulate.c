@@ -33,6 +33,9 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   if (s->recompute != MDL_RECOMPUTE_NONE) printf(", %s recomputation", mdl_recompute_name(s->recompute));
   if (s->sequence_parallel) printf(", sequence parallel");
   if (s->tp_overlap) printf(" with its communication overlapped");
+  if (s->async_tp_allreduce != 0) /* set against the framework's default (model/STRATEGY.md) */
+    printf(", input-gradient collectives %s the weight-gradient GEMMs",
+           s->async_tp_allreduce > 0 ? "beside" : "after");
   printf(", %s, %d GPUs\n", dev_dtype_name(s->dtype), p->num_gpus);
   printf("  iteration    %.6g s  (%.6g samples/s)\n", t, p->samples_per_s);
   printf("  per GPU      %.4g TFLOP/s  (%.1f%% of the %.4g TFLOP/s %s peak)\n", p->tflops_per_gpu,

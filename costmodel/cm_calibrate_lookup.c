@@ -224,7 +224,9 @@ char *cm_calibration_cluster_mismatch(const CmCalibration *calibration, const De
   else if (!same_link(&measured->link[DEV_LINK_INTER], &cluster->link[DEV_LINK_INTER]) ||
            measured->nics_per_node != cluster->nics_per_node ||
            measured->oversubscription != cluster->oversubscription ||
-           measured->net_latency != cluster->net_latency)
+           measured->net_latency != cluster->net_latency ||
+           g_strcmp0(measured->nccl_algo, cluster->nccl_algo) != 0 ||
+           g_strcmp0(measured->nccl_proto, cluster->nccl_proto) != 0)
     what = "inter-host network";
   char *out = what ? g_strdup_printf("calibration '%s' was measured on '%s', whose %s differs from "
                                      "this cluster's; its times may not apply",

@@ -191,17 +191,20 @@ void cm_check_model_errors(const CmCurve *curve, const DevCluster *cluster, doub
   }
 }
 
+/* Mean and max of the absolute values of @errors that are not NAN. */
+static gboolean stats_of(const double *errors, guint n, CmErrorStats *out) {
+  memset(out, 0, sizeof *out);
+  for (guint i = 0; i < n; i++)
+    if (!isnan(errors[i])) stats_add(out, 1 + errors[i], 1);
+  stats_finish(out);
+  return out->points > 0;
+}
+
 void cm_check_model(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
                     CmErrorStats *out) {
-  memset(out, 0, sizeof *out);
   g_autofree double *errors = g_new(double, curve->bytes->len);
   cm_check_model_errors(curve, cluster, min_bytes, errors);
-  for (guint i = 0; i < curve->bytes->len; i++) {
-    if (isnan(errors[i])) continue;
-    double measured = g_array_index(curve->time_s, double, i);
-    stats_add(out, measured * (1 + errors[i]), measured);
-  }
-  stats_finish(out);
+  stats_of(errors, curve->bytes->len, out);
 }
 
 static CmMeasurement measurement_at(const CmCurve *c, guint i) {
@@ -222,33 +225,36 @@ static double calibrated(const CmCalibration *cal, const CmCurve *c, const DevCl
   return cm_calibration_time(cal, c->kind, c->ranks, c->nodes, bytes, &t) ? t.time_s : NAN;
 }
 
-gboolean cm_check_heldout(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
-                          CmErrorStats *out) {
-  memset(out, 0, sizeof *out);
-  g_autoptr(GArray) fit = g_array_new(FALSE, FALSE, sizeof(CmMeasurement));
+/* Signed relative error of @predicted against @measured. */
+static double signed_error(double predicted, double measured) { return (predicted - measured) / measured; }
+
+gboolean cm_check_heldout_errors(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                                 double *errors) {
   guint first = 0, n = curve->bytes->len;
+  for (guint i = 0; i < n; i++) errors[i] = NAN;
   while (first < n && g_array_index(curve->bytes, double, first) < min_bytes) first++;
   if (n - first < 4) return FALSE;
+  g_autoptr(GArray) fit = g_array_new(FALSE, FALSE, sizeof(CmMeasurement));
   for (guint i = first; i < n; i += 2) {
     CmMeasurement m = measurement_at(curve, i);
     g_array_append_val(fit, m);
   }
   CmCalibration *cal = cm_calibration_fit("held-out", "check", (CmMeasurement *)fit->data, fit->len, NULL);
   if (!cal) return FALSE;
-  for (guint i = first + 1; i + 1 < n; i += 2)
-    stats_add(out, calibrated(cal, curve, cluster, g_array_index(curve->bytes, double, i)),
-              g_array_index(curve->time_s, double, i));
+  gboolean any = FALSE;
+  for (guint i = first + 1; i + 1 < n; i += 2, any = TRUE)
+    errors[i] = signed_error(calibrated(cal, curve, cluster, g_array_index(curve->bytes, double, i)),
+                             g_array_index(curve->time_s, double, i));
   cm_calibration_free(cal);
-  stats_finish(out);
-  return out->points > 0;
+  return any;
 }
 
-gboolean cm_check_extrapolation(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
-                                CmErrorStats *out) {
-  memset(out, 0, sizeof *out);
+gboolean cm_check_extrapolation_errors(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                                       double *errors) {
   guint n = curve->bytes->len;
   g_autofree CmMeasurement *m = g_new(CmMeasurement, n);
-  for (guint i = 0; i < n; i++) m[i] = measurement_at(curve, i);
+  for (guint i = 0; i < n; i++) m[i] = measurement_at(curve, i), errors[i] = NAN;
+  gboolean any = FALSE;
   for (guint last = 1; last < n; last++) {
     double limit = m[last].bytes;
     if (limit < min_bytes) continue;
@@ -257,9 +263,23 @@ gboolean cm_check_extrapolation(const CmCurve *curve, const DevCluster *cluster,
     if (at >= n || m[at].bytes != 4 * limit) continue;
     CmCalibration *cal = cm_calibration_fit("extrapolation", "check", m, last + 1, NULL);
     if (!cal) continue;
-    stats_add(out, calibrated(cal, curve, cluster, m[at].bytes), m[at].time_s);
+    errors[at] = signed_error(calibrated(cal, curve, cluster, m[at].bytes), m[at].time_s);
+    any = TRUE;
     cm_calibration_free(cal);
   }
-  stats_finish(out);
-  return out->points > 0;
+  return any;
+}
+
+gboolean cm_check_heldout(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                          CmErrorStats *out) {
+  g_autofree double *errors = g_new(double, curve->bytes->len);
+  gboolean ok = cm_check_heldout_errors(curve, cluster, min_bytes, errors);
+  return stats_of(errors, curve->bytes->len, out) && ok;
+}
+
+gboolean cm_check_extrapolation(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                                CmErrorStats *out) {
+  g_autofree double *errors = g_new(double, curve->bytes->len);
+  cm_check_extrapolation_errors(curve, cluster, min_bytes, errors);
+  return stats_of(errors, curve->bytes->len, out);
 }

@@ -75,6 +75,15 @@ void cm_check_model_errors(const CmCurve *curve, const DevCluster *cluster, doub
 gboolean cm_check_heldout(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
                           CmErrorStats *out);
 
+/* The held-out calibration's signed relative error (predicted - measured) / measured at each
+ * size left out, into @errors (curve->bytes->len entries; NAN at the other sizes); FALSE as
+ * cm_check_heldout. */
+gboolean cm_check_heldout_errors(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                                 double *errors);
+/* The same for the extrapolations: at each measured size 4L, the error of the calibration
+ * fitted to the sizes <= L (NAN at sizes no extrapolation reaches); FALSE when none. */
+gboolean cm_check_extrapolation_errors(const CmCurve *curve, const DevCluster *cluster, double min_bytes,
+                                       double *errors);
 /* Errors at 4L of calibrations fitted to the sizes <= L, for each L >= @min_bytes with 4L
  * measured (FALSE when none); @cluster as above. */
 gboolean cm_check_extrapolation(const CmCurve *curve, const DevCluster *cluster, double min_bytes,

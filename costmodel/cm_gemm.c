@@ -23,8 +23,13 @@
  *    ("ping-pong": L. Wright, A. Hoque, "Deep Dive on CUTLASS Ping-Pong GEMM Kernel", PyTorch
  *    blog, 2024), and our H100 measurements agree: the attention-score GEMMs (K = 64-128, an
  *    s x s output per head) follow the plain byte roofline (gemm.csv attn-scores, 5% mean
- *    error) where a serial epilogue would be 14-20% slow; Blackwell's tcgen05 kernels are
- *    warp-specialized too (assumed overlapped, unmeasured). The effect is a shallow-reduction
+ *    error) where a serial epilogue would be 14-20% slow. Blackwell's tcgen05 kernels are
+ *    warp-specialized too (the accumulator in tensor memory, double-buffered) and are taken as
+ *    overlapped; open: OpenXLA's sm_100 entries with K = 256-512 and a 2048-4096 square output
+ *    (gemm_blackwell_public.csv's source, not copied) run 25-100% slower than that predicts and
+ *    within -14..+22% of a serial epilogue, while Azure's large GEMMs on GB200 fit the
+ *    overlapped figures better (2.5% mean against 5.6% with a serial epilogue and the figure
+ *    re-derived, 0.677). XLA may run its own (Triton) GEMMs there. The effect is a shallow-reduction
  *    one: the output's bytes per FLOP are 1/K, so it is 0-4% on the layer GEMMs above and
  *    1.5x on EleutherAI's attention scores (64 x 2048 x 2048, K = 256: 0.42 of peak measured,
  *    0.77 predicted before, 0.50 now); held out, their two batched 1024 x 1024 GEMMs (K 1024 and
@@ -41,7 +46,7 @@
  *    cuBLAS call costs 11 us of host time there, launch.csv). No A100 floor is measured; the
  *    H100 figure stands for it (an assumption).
  * Shape effects (tile and wave quantization, split-K; the roofline on bytes) are in
- * cm_compute.c. tests/data/validation/gemm_h100_xla.csv holds the table rows the test-costmodel
+ * cm_compute.c. tests/data/validation/gemm_public.csv holds the table rows the test-costmodel
  * GEMM check compares against. */
 #include "costmodel/costmodel.h"
 

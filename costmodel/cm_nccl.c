@@ -86,6 +86,10 @@ static const Generation generations[] = {
  * (PCI-SIG: 8 GT/s x 16 lanes x 128b/130b). */
 #define PCI_NCCL_PER_LINE (12.0 / 15.75)
 
+/* NCCL's names of the algorithms it runs (src/include/device.h), for NCCL_ALGO lists. */
+static const char *const algo_nccl[CM_ALGO_COUNT] = {[CM_ALGO_RING] = "Ring", [CM_ALGO_TREE] = "Tree",
+                                                     [CM_ALGO_NVLS] = "NVLS", [CM_ALGO_NVLS_TREE] = "NVLSTree"};
+
 void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   g_return_if_fail(cluster != NULL && hw != NULL);
   memset(hw, 0, sizeof *hw);
@@ -123,6 +127,18 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   double oversubscription = cluster->oversubscription >= 1.0 ? cluster->oversubscription : 1.0;
   hw->nic_bw = cluster->link[DEV_LINK_INTER].bandwidth / oversubscription;
   hw->net_latency_us = cluster->net_latency * 1e6;
+  /* The network's job profile (NCCL_ALGO, NCCL_PROTO) is what its provider prescribes for jobs
+   * that use the network: Google's GPUDirect-TCPXO profile (nccl-env-profile.sh, sourced by
+   * its multi-host launch scripts; devices/presets/gcp-a3-mega.json) restricts A3 Mega jobs to
+   * Ring and Tree, with Simple and LL128 (Simple alone before May 2025). A one-host cluster does not use the network (a job on one VM
+   * runs without the profile: the 8 x H100 A3 Mega sweep of one VM ran NVLS), so it keeps
+   * NCCL's defaults; on several hosts every group of the job, inside a host or not, runs
+   * under the profile, as the environment is the job's. */
+  const char *algos = cluster->nodes > 1 ? cluster->nccl_algo : NULL;
+  const char *protos = cluster->nodes > 1 ? cluster->nccl_proto : NULL;
+  for (int a = 0; a < CM_ALGO_COUNT; a++)
+    hw->algo_allowed[a] = !algo_nccl[a] || dev_nccl_list_allows(algos, algo_nccl[a]);
+  for (int p = 0; p < CM_PROTO_COUNT; p++) hw->proto_allowed[p] = dev_nccl_list_allows(protos, protocol_names[p]);
 }
 
 gboolean cm_nccl_covers(CmCollective kind) {
@@ -149,7 +165,7 @@ static gboolean enabled(CmCollective kind, CmAlgorithm a, CmProtocol p, int node
   if (a == CM_ALGO_NVLS && nodes > 1) return FALSE;
   if (a == CM_ALGO_NVLS_TREE && nodes == 1) return FALSE;
   if (p == CM_PROTO_LL128 && !hw->ll128) return FALSE;
-  return TRUE;
+  return hw->algo_allowed[a] && hw->proto_allowed[p];
 }
 
 double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGroupShape *g,

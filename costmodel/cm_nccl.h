@@ -42,6 +42,10 @@ typedef struct {
   double nic_bw_per_gpu; /* a GPU's share of its host's NICs (cm_link_figures) */
   double net_latency_us; /* the network plugin's reported latency, NCCL's latencyInter (us;
                             DevCluster.net_latency) */
+  gboolean algo_allowed[CM_ALGO_COUNT]; /* by the network's job profile (DevCluster.nccl_algo,
+                                           .nccl_proto) on a cluster of several hosts; all
+                                           TRUE on one host or without a profile */
+  gboolean proto_allowed[CM_PROTO_COUNT];
 } CmNcclHardware;
 
 void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw);

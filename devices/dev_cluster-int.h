@@ -47,6 +47,9 @@ gboolean dev_check_figure(const char *what, double raw, double si, gboolean allo
                           double max_si, GError **error);
 /* An oversubscription ratio: finite, 1..1000. */
 gboolean dev_check_oversubscription(const char *what, double raw, double *out, GError **error);
+/* NCCL_ALGO (@protocols FALSE) or NCCL_PROTO text in NCCL's syntax naming only algorithms or
+ * protocols NCCL knows (devices/dev_nccl_env.c). */
+gboolean dev_check_nccl_list(const char *what, const char *text, gboolean protocols, GError **error);
 /* nodes * gpus_per_node within DEV_MAX_DEVICES. */
 gboolean dev_check_devices(const char *where, int nodes, int gpus_per_node, GError **error);
 

@@ -2,7 +2,9 @@
  *   {"name", "description", "device": KIND or {inline device}, "nodes", "gpus_per_node",
  *    "intra": {"kind", "bandwidth_GBps", "latency_us", "source"},
  *    "inter": {"kind", "bandwidth_Gbps", "nics_per_node", "latency_us", "source",
- *              optional "oversubscription", optional "nccl_latency_us"},
+ *              optional "oversubscription", optional "nccl_latency_us",
+ *              optional "nccl_algo", "nccl_proto" (NCCL_ALGO / NCCL_PROTO of the network's
+ *              job profile, devices/dev_nccl_env.c)},
  *    "sources": {...}}
  * Units are converted to SI on the way in (GB/s x1e9, Gb/s x1e9/8, us x1e-6); every figure is
  * range-checked, so a DevCluster that exists is valid: counts >= 1, bandwidths > 0 and finite,
@@ -90,6 +92,21 @@ static gboolean read_net_latency(const cJSON *root, const char *where, double *o
   return TRUE;
 }
 
+/* Optional "inter.nccl_algo" and "inter.nccl_proto": NCCL_ALGO / NCCL_PROTO as the network's
+ * documented job profile sets them; NULL (NCCL's defaults) when absent. */
+static gboolean read_nccl_list(const cJSON *root, const char *field, gboolean protocols, const char *where,
+                               char **out, GError **error) {
+  const cJSON *inter = cJSON_GetObjectItemCaseSensitive(root, "inter");
+  *out = NULL;
+  if (!cJSON_GetObjectItemCaseSensitive(inter, field)) return TRUE;
+  const char *text;
+  if (!dev_json_string(inter, "inter", field, where, &text, error)) return FALSE;
+  g_autofree char *what = g_strdup_printf("%s: field 'inter.%s'", where, field);
+  if (!dev_check_nccl_list(what, text, protocols, error)) return FALSE;
+  *out = g_strdup(text);
+  return TRUE;
+}
+
 DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GError **error) {
   g_return_val_if_fail(json_text != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -119,6 +136,8 @@ DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GEr
                   &c->nics_per_node, error) ||
       !read_oversubscription(root, where, &c->oversubscription, error) ||
       !read_net_latency(root, where, &c->net_latency, error) ||
+      !read_nccl_list(root, "nccl_algo", FALSE, where, &c->nccl_algo, error) ||
+      !read_nccl_list(root, "nccl_proto", TRUE, where, &c->nccl_proto, error) ||
       !dev_check_devices(where, c->nodes, c->gpus_per_node, error))
     goto err;
   cJSON_Delete(root);
@@ -137,6 +156,8 @@ DevCluster *dev_cluster_copy(const DevCluster *cluster) {
   c->description = g_strdup(cluster->description);
   dev_kind_copy(&c->device, &cluster->device);
   for (int l = 0; l < DEV_LINK_COUNT; l++) c->link[l].kind = g_strdup(cluster->link[l].kind);
+  c->nccl_algo = g_strdup(cluster->nccl_algo);
+  c->nccl_proto = g_strdup(cluster->nccl_proto);
   return c;
 }
 
@@ -146,5 +167,7 @@ void dev_cluster_free(DevCluster *cluster) {
   g_free(cluster->description);
   dev_kind_clear(&cluster->device);
   for (int l = 0; l < DEV_LINK_COUNT; l++) g_free(cluster->link[l].kind);
+  g_free(cluster->nccl_algo);
+  g_free(cluster->nccl_proto);
   g_free(cluster);
 }

@@ -77,13 +77,25 @@ typedef struct {
                               and its tuner adds to every network step, src/graph/tuning.cc);
                               0 where the plugin reports none (NCCL's own InfiniBand and socket
                               transports: "props->latency = 0; // Not set") */
+  char *nccl_algo;         /* NCCL_ALGO as the network's documented job profile sets it for
+                              jobs that span hosts (NCCL's syntax: "Ring,Tree", "^NVLS"); NULL:
+                              NCCL's default, every algorithm */
+  char *nccl_proto;        /* NCCL_PROTO likewise ("Simple"); NULL: every protocol */
   DevLink link[DEV_LINK_COUNT];
 } DevCluster;
+
+/* Whether NCCL_ALGO / NCCL_PROTO text @list (DevCluster.nccl_algo, .nccl_proto: names
+ * separated by ',', case-insensitive, a leading '^' excluding the names instead) lets NCCL
+ * use algorithm or protocol @name ("NVLSTree", "LL128"); TRUE for every name when @list is
+ * NULL. */
+gboolean dev_nccl_list_allows(const char *list, const char *name);
 
 /* Parses a cluster spec: `PRESET[:key=value,...]` or a path to a cluster JSON file
  * (anything containing '/' or ending in ".json"). Override keys: nodes, gpus_per_node,
  * nics_per_node, device, intra_bw_GBps, intra_latency_us, inter_bw_Gbps, inter_latency_us,
- * oversubscription, inter_nccl_latency_us.
+ * oversubscription, inter_nccl_latency_us, inter_nccl_algo, inter_nccl_proto (NCCL's names
+ * joined by '+' here, since ',' separates overrides: `inter_nccl_proto=Simple+LL128`;
+ * `default` clears the setting).
  * A path may take overrides too: `dir/file.json:nodes=2`. A cluster read from a file is
  * named by its path. Returns a new cluster (free with dev_cluster_free) or NULL with @error
  * set: DEV_ERROR_UNKNOWN_PRESET (the message lists the presets), DEV_ERROR_UNKNOWN_DEVICE,

@@ -14,7 +14,9 @@ typedef enum {
   OVERRIDE_BANDWIDTH,
   OVERRIDE_LATENCY,
   OVERRIDE_RATIO,
-  OVERRIDE_NET_LATENCY
+  OVERRIDE_NET_LATENCY,
+  OVERRIDE_NCCL_ALGO,
+  OVERRIDE_NCCL_PROTO
 } OverrideType;
 
 typedef struct {
@@ -35,7 +37,26 @@ static const Override overrides[] = {
     {"inter_latency_us", OVERRIDE_LATENCY, DEV_LINK_INTER, DEV_US_TO_S},
     {"oversubscription", OVERRIDE_RATIO, DEV_LINK_INTER, 1},
     {"inter_nccl_latency_us", OVERRIDE_NET_LATENCY, DEV_LINK_INTER, DEV_US_TO_S},
+    {"inter_nccl_algo", OVERRIDE_NCCL_ALGO, DEV_LINK_INTER, 1},
+    {"inter_nccl_proto", OVERRIDE_NCCL_PROTO, DEV_LINK_INTER, 1},
 };
+
+/* inter_nccl_algo / inter_nccl_proto: NCCL's names joined by '+' (',' separates overrides),
+ * or "default" for NCCL's own choice. */
+static gboolean set_nccl_list(DevCluster *cluster, const char *what, const char *value, gboolean protocols,
+                              GError **error) {
+  char **field = protocols ? &cluster->nccl_proto : &cluster->nccl_algo;
+  if (strcmp(value, "default") == 0) {
+    g_clear_pointer(field, g_free);
+    return TRUE;
+  }
+  g_autofree char *text = g_strdup(value);
+  g_strdelimit(text, "+", ',');
+  if (!dev_check_nccl_list(what, text, protocols, error)) return FALSE;
+  g_free(*field);
+  *field = g_steal_pointer(&text);
+  return TRUE;
+}
 
 static char *override_keys(void) {
   const char *keys[G_N_ELEMENTS(overrides) + 1];
@@ -73,6 +94,8 @@ gboolean dev_cluster_set(DevCluster *cluster, const char *key, const char *value
     cluster->device = kind;
     return TRUE;
   }
+  if (o->type == OVERRIDE_NCCL_ALGO || o->type == OVERRIDE_NCCL_PROTO)
+    return set_nccl_list(cluster, what, value, o->type == OVERRIDE_NCCL_PROTO, error);
   char *end = NULL;
   double raw = g_ascii_strtod(value, &end);
   if (!*value || end == value || *end != '\0') {

@@ -168,8 +168,7 @@ MdlStrategy *mdl_strategy_copy(const MdlStrategy *strategy) {
 
 gboolean mdl_strategy_async_tp_allreduce(const MdlStrategy *s) {
   if (s->async_tp_allreduce != 0) return s->async_tp_allreduce > 0;
-  return s->framework == MDL_FRAMEWORK_MEGATRON_LM || s->framework == MDL_FRAMEWORK_MEGATRON_DEEPSPEED ||
-         s->framework == MDL_FRAMEWORK_CUDA_GRAPHS;
+  return s->framework == MDL_FRAMEWORK_MEGATRON_LM || s->framework == MDL_FRAMEWORK_CUDA_GRAPHS;
 }
 
 gboolean mdl_strategy_same_except_splits(const MdlStrategy *a, const MdlStrategy *b) {

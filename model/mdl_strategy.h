@@ -175,9 +175,10 @@ double mdl_strategy_hardware_flops(const MdlStrategy *strategy, const MdlGraph *
  * async_tensor_model_parallel_allreduce (switched off by --no-async-tensor-model-parallel-
  * allreduce, so on by default, megatron/arguments.py of 2022; arguments.py turns it off under
  * sequence parallelism only because layers.py then overlaps the reduce-scatter by itself, always).
- * The framework's default (@s->async_tp_allreduce 0): on for megatron-lm, megatron-deepspeed
- * (the same model code) and cuda-graphs (Megatron's kernels captured), off for pytorch-eager and
- * none (plain autograd: the collective after the whole backward of the layer). */
+ * The framework's default (@s->async_tp_allreduce 0): on for megatron-lm and cuda-graphs
+ * (Megatron's kernels captured); off for megatron-deepspeed (its arguments.py defaults the flag
+ * off: deepspeedai/Megatron-DeepSpeed issue #447, 2024; its 2021 fork has no such layer),
+ * pytorch-eager and none (plain autograd: the collective after the layer's whole backward). */
 gboolean mdl_strategy_async_tp_allreduce(const MdlStrategy *s);
 
 /* Pipeline ranks (physical stages): num_stages / virtual_stages. */

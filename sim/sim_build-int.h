@@ -38,6 +38,18 @@ typedef struct {
   int devices[SB_MEMO_DEVICES];
 } SbCostMemo;
 
+/* A GEMM duration sb_gemm_beside_collective computed, kept for the next op of the same
+ * shape and gradient layouts (the layers of a model repeat them): a pure function of the key. */
+typedef struct {
+  gboolean used, gather;
+  int mesh, dtype, kind, ninputs;
+  MdlLayout from[MDL_MAX_INPUTS], to[MDL_MAX_INPUTS];
+  double elements[MDL_MAX_INPUTS];
+  double flops, bytes, alone_s;
+  CmGemmShape shape;
+  double result_s;
+} SbBesideMemo;
+
 typedef struct {
   const MdlGraph *g;
   const MdlStrategy *s;
@@ -96,6 +108,10 @@ typedef struct {
                                stream as durations and queue pairs (SimTaskGraph.host_duration),
                                no program-order edges (chain_prev stands for them) */
   SbCostMemo memo[4];       /* the last collectives' costs (sb_add_comm_task), round robin */
+  SbBesideMemo beside[4];   /* the last W durations beside a collective, round robin: a cache
+                               sb_op_durations writes through its const Builder (its results
+                               do not depend on it) */
+  int beside_next;
   int memo_next;
   gboolean no_replay;       /* SimOptions.build_each_microbatch (sim_build_replay.c) */
 } Builder;
@@ -210,12 +226,14 @@ static inline const MdlMesh *mesh_of(const Builder *b, int op) {
  * column-parallel GEMM) that then runs beside W. Depends on @o's own config only (its layouts),
  * so delta simulation can tell when a changed op changes the compute tasks (sim_delta.c). */
 gboolean sb_overlap_split(const Builder *b, int o);
-/* The time of @o's weight-gradient GEMM (W: @flops, @bytes, @shape; @alone_s by itself) when it
- * runs beside the NCCL kernel of o's input-gradient collective under Megatron's overlap, with
- * the SMs that kernel's channels leave it (sim_build_overlap.c); @alone_s where nothing
- * applies (no GEMM shape, no SM count, no NCCL collective). */
-double sb_weight_grad_beside_collective(const Builder *b, int o, DevDtype dtype, double flops,
-                                        double bytes, const CmGemmShape *shape, double alone_s);
+/* The time of one of @o's backward GEMMs (@flops, @bytes, @shape; @alone_s by itself) when it
+ * runs beside an NCCL kernel under Megatron's overlap, with the SMs that kernel's channels
+ * leave it (sim_build_overlap.c): W beside the input gradient's reduction (@gather FALSE), B
+ * beside the sequence-parallel re-gather of its saved input (@gather TRUE); @alone_s where
+ * nothing applies (no GEMM shape, no SM count, no NCCL collective beside it). */
+double sb_gemm_beside_collective(const Builder *b, int o, gboolean gather, DevDtype dtype,
+                                 double flops, double bytes, const CmGemmShape *shape,
+                                 double alone_s);
 /* How much longer a GEMM (cm_kernel_time's arguments) takes on @device while an NCCL kernel of
  * @channels CTAs holds that many of its SMs (>= 1; 1 without a shape or an SM count). */
 double sb_gemm_beside_nccl(const CmParams *params, const DevKind *device, int channels,

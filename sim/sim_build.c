@@ -83,6 +83,13 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
                                                   bbytes * share, gemm ? &ws : NULL, out_elems,
                                                   TRUE, share)
                         : 0;
+  gboolean overlapped = sb_overlap_split(b, o);
+  if (overlapped) { /* beside NCCL kernels, on the SMs they leave (sim_build_overlap.c) */
+    dx = sb_gemm_beside_collective(b, o, TRUE, dt, bflops * (1 - share), bbytes * (1 - share),
+                                   gemm ? &xs : NULL, dx);
+    dw = sb_gemm_beside_collective(b, o, FALSE, dt, bflops * share, bbytes * share,
+                                   gemm ? &ws : NULL, dw);
+  }
   if (cm_fp8_gemm(op, b->s->dtype)) { /* casts of X (forward) and dY (backward) to fp8 */
     double x = 0;
     for (int k = 0; k < op->ninputs; k++)
@@ -92,9 +99,6 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
     dx += cm_fp8_cast_time(b->p, dev, out_elems);
   }
   *fwd = sim_time_from_seconds(fwd_s);
-  gboolean overlapped = sb_overlap_split(b, o);
-  if (overlapped) /* W beside the input gradient's NCCL kernel, on the SMs it leaves */
-    dw = sb_weight_grad_beside_collective(b, o, dt, bflops * share, bbytes * share, gemm ? &ws : NULL, dw);
   if (b->s->weight_delay || overlapped) {
     *bwd = sim_time_from_seconds(dx);
     *wgt = sim_time_from_seconds(dw);

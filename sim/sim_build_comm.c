@@ -530,13 +530,15 @@ MdlLayout sb_input_grad_layout(const Builder *b, int o, int k) {
  * .backward: dX = dY W^T, the all-reduce of dX (sequence parallelism: its reduce-scatter)
  * started with async_op=True, dW = X^T dY, then handle.wait()). An op with weight gradients
  * whose input gradient has partial sums on a mesh axis (sb_input_grad_layout) is split; not
- * under weight delay (W units already) nor tp_overlap (userbuffers overlap otherwise), nor an
+ * under weight delay (W units already), tp_overlap (userbuffers overlap otherwise) or overlap=0
+ * (every collective holds the compute stream: nothing runs beside it), nor an
  * MoE expert GEMM (an op dim "e": Megatron-Core's expert linears run no collective of their
  * own; the token dispatcher's backward reduces and returns the tokens after the whole expert
  * backward). */
 gboolean sb_overlap_split(const Builder *b, int o) {
   const MdlStrategy *s = b->s;
-  if (s->weight_delay || s->tp_overlap || !mdl_strategy_async_tp_allreduce(s)) return FALSE;
+  if (s->weight_delay || s->tp_overlap || !s->overlap || !mdl_strategy_async_tp_allreduce(s))
+    return FALSE;
   const MdlOp *op = mdl_graph_op(b->g, o);
   if (mdl_op_find_dim(op, "e") >= 0 || cm_weight_grad_share(b->g, op) <= 0) return FALSE;
   const MdlMesh *mesh = mesh_of(b, o);

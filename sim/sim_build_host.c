@@ -20,8 +20,9 @@
  * kernels) and the optimizer's later multi-tensor launches are not charged to the host, nor
  * are the later microbatches' get_batch synchronizations on the first and last stages.
  * Host tasks take ids right after the compute tasks (graph->host_base + c) and depend only on
- * the compute tasks' program and op kinds, never on splits: delta simulation copies them with
- * the compute block (sim_build-int.h), and under symmetry they exist for representatives only,
+ * the compute tasks' program and op kinds (and which backwards are split into B and W, which
+ * delta simulation checks is unchanged, sim_delta.c), never on splits' durations: delta
+ * simulation copies them with the compute block (sim_build-int.h), and under symmetry they exist for representatives only,
  * like their compute tasks. */
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"

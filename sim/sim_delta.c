@@ -158,7 +158,8 @@ static gboolean same_representatives(const Builder *b, int nm, const int *nrep, 
 
 /* Whether the @n changed ops (their new configs applied) change the compute tasks beyond
  * their own durations: one starts or stops splitting its backward, or a reader of one's output
- * that is not itself changed gets another W duration. */
+ * that is not itself changed gets another B or W duration (timed beside the collectives of
+ * its gradient or its saved input, which follow the producer's layout). */
 static gboolean reader_changes(const SimDelta *d, const Builder *b, int n) {
   const SimTaskGraph *old = d->run->tasks;
   for (int i = 0; i < n; i++) {
@@ -172,7 +173,9 @@ static gboolean reader_changes(const SimDelta *d, const Builder *b, int n) {
       if (changed || b->wgt_base[r] == NO_TASK) continue;
       SimTime fwd, bwd, wgt;
       sb_op_durations(b, r, &fwd, &bwd, &wgt);
-      if (wgt != sim_task_graph_task(old, b->wgt_base[r])->duration) return TRUE;
+      if (wgt != sim_task_graph_task(old, b->wgt_base[r])->duration ||
+          bwd != sim_task_graph_task(old, b->bwd_base[r])->duration)
+        return TRUE;
     }
   }
   return FALSE;

@@ -185,17 +185,21 @@ static cJSON *ops_json(const SimRun *run) {
 }
 
 /* Kernel times per op into @fwd and @bwd (n ops each), read off the simulated tasks (first
- * microbatch, first device). */
+ * microbatch, first device); a backward split into B and W (weight delay, Megatron's overlap)
+ * counts both. */
 static void op_times(const SimRun *run, double *fwd, double *bwd) {
   int n = mdl_graph_num_ops(sim_run_graph(run));
-  g_autofree gboolean *seen_f = g_new0(gboolean, n), *seen_b = g_new0(gboolean, n);
+  g_autofree guint8 *seen = g_new0(guint8, n); /* bits: forward, B, W */
   SimTaskInfo info;
   const SimTaskInfo *t = &info;
   for (uint32_t i = 0; i < sim_run_num_tasks(run); i++) {
     sim_run_task(run, i, &info);
     if (t->op < 0 || t->op >= n) continue;
-    if (t->kind == SIM_TASK_FORWARD && !seen_f[t->op]) seen_f[t->op] = TRUE, fwd[t->op] = sim_time_seconds(t->duration);
-    if (t->kind == SIM_TASK_BACKWARD && !seen_b[t->op]) seen_b[t->op] = TRUE, bwd[t->op] = sim_time_seconds(t->duration);
+    int bit = t->kind == SIM_TASK_FORWARD ? 1 : t->kind == SIM_TASK_BACKWARD ? 2
+              : t->kind == SIM_TASK_BACKWARD_WEIGHT ? 4 : 0;
+    if (!bit || (seen[t->op] & bit)) continue;
+    seen[t->op] |= (guint8)bit;
+    *(bit == 1 ? &fwd[t->op] : &bwd[t->op]) += sim_time_seconds(t->duration);
   }
 }
 

@@ -606,7 +606,8 @@ static void test_simulate_with_calibration(void) {
 }
 
 /* A calibration warns when used on another cluster than it was measured on; the network
- * plugin's reported latency is part of the inter-host network (aws-p5 with and without it). */
+ * plugin's reported latency and the job profile's NCCL algorithms and protocols are part of
+ * the inter-host network (aws-p5 with and without them). */
 static void test_cluster_mismatch(void) {
   CmMeasurement m[2] = {{CM_ALL_REDUCE, 16, 2, 1 << 20, 300e-6}, {CM_ALL_REDUCE, 16, 2, 1 << 24, 900e-6}};
   GError *error = NULL;
@@ -617,7 +618,11 @@ static void test_cluster_mismatch(void) {
   } cases[] = {{"aws-p5:nodes=4", NULL},
                {"aws-p5:nodes=2,inter_nccl_latency_us=0", "inter-host network"},
                {"dgx-h100:nodes=2", "inter-host network"},
-               {"aws-p4d:nodes=2", "GPU"}};
+               {"aws-p4d:nodes=2", "GPU"},
+               /* The NCCL algorithms and protocols the network's job profile allows are part
+                * of it too. */
+               {"aws-p5:nodes=2,inter_nccl_proto=Simple", "inter-host network"},
+               {"aws-p5:nodes=2,inter_nccl_algo=Ring+Tree", "inter-host network"}};
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     DevCluster *c = dev_cluster_parse_spec(cases[i].spec, &error);
     g_assert_no_error(error);

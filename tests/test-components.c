@@ -131,6 +131,29 @@ static void test_curve(void) {
   g_clear_error(&error);
 }
 
+/* Several curves of one system: the median of their times per size (three curves at 1 MiB,
+ * two at 4 MiB, one at 16 MiB). */
+static void test_curve_median(void) {
+  const char *csv = "collective,size_bytes,ranks,nodes,gpus_per_node,gpu_system,algbw_GBps,busbw_GBps,time_us,source\n"
+                    "all_reduce,1048576,8,1,8,A100 a,,,30,x\n"
+                    "all_reduce,1048576,8,1,8,A100 b,,,10,x\n"
+                    "all_reduce,1048576,8,1,8,A100 c,,,20,x\n"
+                    "all_reduce,4194304,8,1,8,A100 a,,,40,x\n"
+                    "all_reduce,4194304,8,1,8,A100 b,,,60,x\n"
+                    "all_reduce,16777216,8,1,8,A100 a,,,100,x\n"
+                    "all_reduce,16777216,4,1,4,A100 a,,,1,x\n";
+  g_autofree char *path = g_build_filename(g_get_tmp_dir(), "stratsim-test-curve-median.csv", NULL);
+  g_assert_true(g_file_set_contents(path, csv, -1, NULL));
+  GError *error = NULL;
+  g_autoptr(GArray) curve = val_allreduce_curve_load(path, "A100", 8, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(curve->len, ==, 3);
+  const double *p = (const double *)curve->data;
+  const double want[6] = {1048576, 20e-6, 4194304, 50e-6, 16777216, 100e-6};
+  for (int i = 0; i < 6; i++) g_assert_cmpfloat_with_epsilon(p[i], want[i], 1e-9 * want[i]);
+  g_remove(path);
+}
+
 /* Korthikanti et al. 2022 Table 4 (korthikanti_table4.csv): one layer of the 22B model. The
  * simulated periods behave as the layer's structure says they must: the full recomputation's
  * backward is the plain backward plus one recomputed forward (its kernels and its two
@@ -194,6 +217,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/components/table5", test_table5);
   g_test_add_func("/validate/components/table1", test_table1);
   g_test_add_func("/validate/components/curve", test_curve);
+  g_test_add_func("/validate/components/curve/median", test_curve_median);
   g_test_add_func("/validate/components/table4", test_table4);
   return g_test_run();
 }

@@ -521,6 +521,46 @@ static void test_asymptote_never_below(void) {
   cm_calibration_free(cal);
 }
 
+/* The network's job profile (DevCluster.nccl_algo, .nccl_proto; devices/dev_nccl_env.c):
+ * NCCL's list syntax, and on gcp-a3-mega Google's TCPXO profile (NCCL_ALGO=Ring,Tree,
+ * NCCL_PROTO=Simple,LL128) for a job of two hosts, none for a job of one VM. */
+static void test_network_profile(void) {
+  g_assert_true(dev_nccl_list_allows(NULL, "NVLS"));
+  g_assert_true(dev_nccl_list_allows("Ring,Tree", "tree"));
+  g_assert_false(dev_nccl_list_allows("Ring,Tree", "NVLSTree"));
+  g_assert_true(dev_nccl_list_allows("^NVLS,NVLSTree", "Ring"));
+  g_assert_false(dev_nccl_list_allows("^NVLS,NVLSTree", "nvls"));
+  DevCluster *one = preset("gcp-a3-mega");
+  DevCluster *two = preset("gcp-a3-mega:nodes=2");
+  DevCluster *simple = preset("gcp-a3-mega:nodes=2,inter_nccl_proto=Simple");
+  DevCluster *open = preset("gcp-a3-mega:nodes=2,inter_nccl_algo=default,inter_nccl_proto=default");
+  g_assert_cmpstr(two->nccl_algo, ==, "Ring,Tree");
+  g_assert_cmpstr(simple->nccl_proto, ==, "Simple");
+  g_assert_null(open->nccl_algo);
+  g_autofree char *json = dev_cluster_to_json(two);
+  g_assert_nonnull(strstr(json, "\"nccl_proto\":\t\"Simple,LL128\""));
+  gboolean nvls_without = FALSE;
+  for (double bytes = MIB; bytes <= 1024 * MIB; bytes *= 4) {
+    CmCollectiveEstimate e = first_ranks(two, CM_ALL_REDUCE, 16, bytes);
+    g_assert_true(e.algorithm == CM_ALGO_RING || e.algorithm == CM_ALGO_TREE);
+    g_assert_true(isnan(e.candidates[CM_ALGO_NVLS_TREE]));
+    g_assert_cmpint(e.protocol, !=, CM_PROTO_LL);
+    CmCollectiveEstimate s1 = first_ranks(simple, CM_ALL_REDUCE, 16, bytes);
+    g_assert_cmpint(s1.protocol, ==, CM_PROTO_SIMPLE);
+    g_assert_cmpfloat(s1.time_s, >=, e.time_s);
+    /* Inside one host of the two-host job the profile holds too: no NVLS. */
+    CmCollectiveEstimate tp = first_ranks(two, CM_ALL_REDUCE, 8, bytes);
+    g_assert_true(tp.algorithm == CM_ALGO_RING || tp.algorithm == CM_ALGO_TREE);
+    nvls_without |= first_ranks(open, CM_ALL_REDUCE, 16, bytes).algorithm == CM_ALGO_NVLS_TREE;
+  }
+  g_assert_true(nvls_without); /* the restriction changes something */
+  g_assert_cmpint(first_ranks(one, CM_ALL_REDUCE, 8, 1024 * MIB).algorithm, ==, CM_ALGO_NVLS);
+  dev_cluster_free(one);
+  dev_cluster_free(two);
+  dev_cluster_free(simple);
+  dev_cluster_free(open);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   GError *error = NULL;
@@ -532,6 +572,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nccl/nvls/pipeline-fill", test_nvls_pipeline_fill);
   g_test_add_func("/nccl/net-latency/choice", test_net_latency_choice);
   g_test_add_func("/nccl/blackwell-ll128", test_blackwell_ll128);
+  g_test_add_func("/nccl/network-profile", test_network_profile);
   g_test_add_data_func("/nccl/same-time/16", GINT_TO_POINTER(16), test_same_time);
   g_test_add_data_func("/nccl/same-time/1024", GINT_TO_POINTER(1024), test_same_time);
   g_test_add_data_func("/nccl/same-time/1000000", GINT_TO_POINTER(1000000), test_same_time);

@@ -5,8 +5,9 @@
  * beside W; the producer's backward waits for the collective; under sequence parallelism the
  * all-gather of the saved input is issued before B and gates W. Korthikanti et al. 2022 Table 4
  * (the 22B layer's backward), `explain`'s overlapped communication, the strategy key and its
- * defaults, what it leaves alone (weight delay, tp_overlap, MoE expert GEMMs, no tensor
- * parallelism), and the pruning bound. */
+ * defaults, what it leaves alone (weight delay, tp_overlap, overlap=0, MoE expert GEMMs, no
+ * tensor parallelism), the pruning bound, the validate plan, the cost of a GEMM beside an NCCL
+ * kernel (sim/sim_build_overlap.c) against a published case, and delta simulation. */
 #include <cjson/cJSON.h>
 #include <glib.h>
 #include <math.h>
@@ -14,6 +15,7 @@
 
 #include "sim/sim_bound.h"
 #include "sim/sim_build-int.h"
+#include "sim/sim_delta.h"
 #include "test-moe-util.h"
 #include "test-util.h"
 #include "validate/val_components.h"
@@ -120,10 +122,26 @@ static void test_dependencies(void) {
 }
 
 /* With sequence parallelism: the re-gather of the saved input before dX, gating dW; the
- * reduce-scatter of dX beside dW. */
+ * reduce-scatter of dX beside dW. The dX GEMM (the same shape with or without sequence
+ * parallelism) runs beside the re-gather's NCCL kernel, so it takes longer than without. */
 static void test_sequence_parallel(void) {
   SimRun *on = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" ON, TRUE);
   g_assert_cmpint(check_split(on, TRUE), >, 0);
+  const char *big = "gpt:layers=2,hidden=6144,heads=48,seq=2048,vocab=51200,batch=4";
+  SimRun *seq = test_simulate_specs(big, "dgx-a100", "megatron:tp=8,dp=1,mb=4,sp=1" ON, FALSE);
+  SimRun *plain = test_simulate_specs(big, "dgx-a100", "megatron:tp=8,dp=1,mb=4" ON, FALSE);
+  const MdlGraph *g = sim_run_graph(seq);
+  for (int o = 0; o < mdl_graph_num_ops(g); o++) {
+    if (strcmp(mdl_graph_op(g, o)->name, "layer0.qkv") != 0) continue;
+    SimTaskInfo sp, no;
+    sim_run_task(seq, find_compute(seq, SIM_TASK_BACKWARD, o, 0, 0), &sp);
+    sim_run_task(plain, find_compute(plain, SIM_TASK_BACKWARD, o, 0, 0), &no);
+    g_test_message("layer0.qkv dX: %.4g us beside the re-gather, %.4g us alone",
+                   1e6 * sim_time_seconds(sp.duration), 1e6 * sim_time_seconds(no.duration));
+    g_assert_cmpuint(sp.duration, >, no.duration);
+  }
+  test_run_free(plain);
+  test_run_free(seq);
   SimRun *off = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" OFF, TRUE);
   g_assert_cmpfloat(sim_run_prediction(on)->iteration_time_s, <,
                     sim_run_prediction(off)->iteration_time_s);
@@ -192,6 +210,21 @@ static void test_explain(void) {
   g_assert_cmpfloat(slower, <, 0.5 * saved);
   g_assert_cmpfloat(fabs(exposed - saved - slower), <, 0.01 * saved);
   g_assert_cmpfloat(fabs(overlapped - exposed), <, 0.01 * saved);
+  /* an op's backward time in explain's op table is its B and its W */
+  g_autofree char *text = sim_explain_json(on);
+  cJSON *root = cJSON_Parse(text);
+  const MdlGraph *g = sim_run_graph(on);
+  int qkv = -1;
+  for (int o = 0; o < mdl_graph_num_ops(g) && qkv < 0; o++)
+    if (strcmp(mdl_graph_op(g, o)->name, "layer0.qkv") == 0) qkv = o;
+  g_assert_cmpint(qkv, >=, 0);
+  double shown = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(root, "ops"), qkv),
+                                     "backward_time_s")->valuedouble;
+  SimTaskInfo b, w;
+  sim_run_task(on, find_compute(on, SIM_TASK_BACKWARD, qkv, 0, 0), &b);
+  sim_run_task(on, find_compute(on, SIM_TASK_BACKWARD_WEIGHT, qkv, 0, 0), &w);
+  g_assert_cmpfloat(fabs(shown - sim_time_seconds(b.duration + w.duration)), <, 1e-12);
+  cJSON_Delete(root);
   test_run_free(on);
   test_run_free(off);
 }
@@ -206,7 +239,8 @@ static void test_key(void) {
     const char *extra;
     gboolean on;
   } cases[] = {{"", TRUE},
-               {",framework=megatron-deepspeed", TRUE},
+               {",framework=megatron-deepspeed", FALSE},
+               {",framework=megatron-deepspeed,async_tensor_model_parallel_allreduce=1", TRUE},
                {",framework=cuda-graphs", TRUE},
                {",framework=pytorch-eager", FALSE},
                {",framework=none", FALSE},
@@ -235,10 +269,12 @@ static void test_key(void) {
 
 /* What the key leaves alone: weight delay (its W units already let the collective run beside
  * later work), tp_overlap (userbuffers), a strategy without tensor parallelism (no
- * collective), and MoE expert GEMMs (their collectives are the token dispatcher's). */
+ * collective), overlap=0 (no collective runs beside compute), and MoE expert GEMMs (their
+ * collectives are the token dispatcher's). */
 static void test_unchanged(void) {
   const char *specs[] = {"megatron:tp=4,pp=2,dp=1,mb=1,wdelay=1",
-                         "megatron:tp=8,dp=1,mb=1,sp=1,tp_overlap=1", "megatron:tp=1,dp=4,mb=1"};
+                         "megatron:tp=8,dp=1,mb=1,sp=1,tp_overlap=1", "megatron:tp=1,dp=4,mb=1",
+                         "megatron:tp=8,dp=1,mb=1,overlap=0"};
   for (guint i = 0; i < G_N_ELEMENTS(specs); i++) {
     g_autofree char *a = g_strconcat(specs[i], ON, NULL), *b = g_strconcat(specs[i], OFF, NULL);
     SimRun *on = test_simulate_specs(GPT, "dgx-a100", a, FALSE);
@@ -367,6 +403,51 @@ static void test_contention(void) {
   dev_cluster_free(c);
 }
 
+/* Delta simulation: a changed producer (here layer 0's first layer norm, its output now split
+ * by sequence over the tensor-parallel axis) turns its reader's input-gradient all-reduce
+ * into a reduce-scatter, so the reader's W beside it takes another time (sim_build_overlap.c):
+ * the delta falls back to a full build and equals it. */
+static void test_delta(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-a100", &error);
+  /* W (dW of QKV, ~1 ms) longer than the collective beside it, so its time depends on it */
+  MdlGraph *g = mdl_graph_parse_spec("gpt:layers=2,hidden=6144,heads=48,seq=2048,vocab=51200,batch=4", &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec("megatron:tp=8,dp=1,mb=4" ON, g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimOptions options = {0};
+  SimDelta *delta = sim_delta_new(g, c, &params, &options);
+  g_assert_true(sim_delta_simulate(delta, s, &error));
+  int ln = -1;
+  for (int o = 0; o < mdl_graph_num_ops(g) && ln < 0; o++)
+    if (strcmp(mdl_graph_op(g, o)->name, "layer0.ln1") == 0) ln = o;
+  g_assert_cmpint(ln, >=, 0);
+  const MdlMesh *mesh = mdl_strategy_mesh(s, s->configs[ln].mesh);
+  int tp = -1;
+  for (int a = 0; a < mesh->ndims; a++)
+    if (mesh->shape[a] == 8) tp = a;
+  g_assert_cmpint(tp, >=, 0);
+  s->configs[ln].split[tp] = (int8_t)mdl_op_find_dim(mdl_graph_op(g, ln), "s");
+  g_assert_true(mdl_strategy_validate(s, g, c, &error));
+  g_assert_no_error(error);
+  guint64 full_before = sim_delta_stats(delta)->full;
+  g_assert_true(sim_delta_simulate(delta, s, &error));
+  g_assert_no_error(error);
+  g_assert_cmpuint(sim_delta_stats(delta)->full, ==, full_before + 1); /* fell back */
+  SimRun *full = sim_run_new_with_options(g, s, c, &params, &options, &error);
+  g_assert_no_error(error);
+  g_autofree char *a = sim_prediction_to_json(sim_delta_run(delta), FALSE);
+  g_autofree char *b = sim_prediction_to_json(full, FALSE);
+  g_assert_cmpstr(a, ==, b);
+  sim_run_free(full);
+  sim_delta_free(delta);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/overlap/dependencies", test_dependencies);
@@ -378,5 +459,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/sim/overlap/bound", test_bound);
   g_test_add_func("/sim/overlap/plan", test_plan);
   g_test_add_func("/sim/overlap/contention", test_contention);
+  g_test_add_func("/sim/overlap/delta", test_delta);
   return g_test_run();
 }

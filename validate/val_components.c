@@ -134,6 +134,31 @@ static gint compare_point(gconstpointer a, gconstpointer b) {
   return (x > y) - (x < y);
 }
 
+/* The reference rule (validate/KORTHIKANTI.md, set before any second curve was at hand): where
+ * several curves of the file measure one size, the median of their times at that size. On
+ * @curve sorted by size, each run of equal sizes becomes one point. */
+static void collapse_to_medians(GArray *curve) {
+  double *p = (double *)curve->data;
+  guint out = 0;
+  for (guint i = 0; i < curve->len;) {
+    guint j = i;
+    while (j < curve->len && p[2 * j] == p[2 * i]) j++;
+    g_autofree double *t = g_new(double, j - i);
+    for (guint k = i; k < j; k++) t[k - i] = p[2 * k + 1];
+    for (guint a = 1; a < j - i; a++) /* insertion sort: a handful of curves */
+      for (guint b = a; b > 0 && t[b - 1] > t[b]; b--) {
+        double x = t[b];
+        t[b] = t[b - 1], t[b - 1] = x;
+      }
+    guint n = j - i;
+    p[2 * out] = p[2 * i];
+    p[2 * out + 1] = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    out++;
+    i = j;
+  }
+  g_array_set_size(curve, out);
+}
+
 GArray *val_allreduce_curve_load(const char *path, const char *system, int ranks, GError **error) {
   UtilCsv *csv = util_csv_read(path, error);
   if (!csv) return NULL;
@@ -157,6 +182,7 @@ GArray *val_allreduce_curve_load(const char *path, const char *system, int ranks
     return NULL;
   }
   g_array_sort(curve, compare_point);
+  collapse_to_medians(curve);
   return curve;
 }
 

@@ -59,7 +59,9 @@ SimRun *val_simulate_specs(const char *model, const char *cluster, const char *s
                            SesSession **session, GError **error);
 
 /* A measured all-reduce curve: the rows of an nccl_public.csv-format file for @ranks ranks whose
- * gpu_system contains @system ("A100"), as (size_bytes, time_s) pairs sorted by size. */
+ * gpu_system contains @system ("A100"), as (size_bytes, time_s) pairs sorted by size; where
+ * several such curves measure one size, the median of their times there (the reference rule
+ * of validate/KORTHIKANTI.md). */
 GArray *val_allreduce_curve_load(const char *path, const char *system, int ranks, GError **error);
 /* Time of an all-reduce of @bytes on @curve: log-log interpolation between the two measured
  * neighbours, proportional to size beyond either end. */
