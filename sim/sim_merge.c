@@ -21,7 +21,8 @@
  * ready or pushed.
  *
  * The host stream (sim_build_host.c) is not in the reduced graph (a graph built for merging
- * does not even materialize it: SimTaskGraph.host_duration): a host resource serves only its
+ * does not even materialize it, nor its compute tasks' entries: SimTaskGraph.program_block
+ * gives each position's block, whose tables hold the durations): a host resource serves only its
  * device's launches, in program order, so h(c) starts at max(end(h(chain_prev)), end of the
  * compute tasks c's launch queue waits for) and its end is computed after the engine, in one
  * pass per device, from the compute tasks' (exact) ends. A launch that gates its kernel (ends
@@ -48,15 +49,16 @@
  * the pops at each time, in order, are the same. Only compute streams, whose order is fixed by
  * the chain, see merged tasks.
  *
- * Collectives between members of a chain are folded into it (fold_collectives, SimFolds): the
+ * Collectives between members of a chain are folded into it (sim_merge_folds.c, SimFolds): the
  * group pops once more per folded collective, at the collective's own time and id, instead of
  * the collective and the group after it popping apart (and sim_engine_folds.c times all but a
- * chain's last when the chain pops).
+ * chain's last when the chain pops); members beside a collective (between its fork and its
+ * join) run on without waiting for it.
  *
  * The breakdown (sim_breakdown_sums) then runs on the reduced schedule: a group's busy
- * intervals (its stretches between folded collectives) are the union of its members' (they
- * touch), so busy time and the measure of communication not under compute are the same
- * integers; the host waits come from the pass. tests/test-merge.c checks merged against full
+ * intervals (its stretches: its first and its collectives' steps) are the union of its
+ * members' (they touch), so busy time and the measure of communication not under compute are
+ * the same integers; the host waits come from the pass. tests/test-merge.c checks merged against full
  * predictions over a set of strategies, the Megatron space and the 175B bench points. */
 #include "sim/sim-int.h"
 #include "sim/sim_merge-int.h"
