@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "search/srch-int.h" /* srch_keep_freed_memory, srch_thread_cpu_s: as the search runs */
+#include "search/srch_search.h" /* srch_keep_freed_memory, srch_thread_cpu_s: as the search runs */
 #include "session/ses_session.h"
 #include "sim/sim.h"
 

@@ -82,13 +82,6 @@ double srch_worker_eval_fitting(SrchWorker *w, MdlStrategy *strategy, int grid_i
 /* The highest cm_memory_per_device total over the devices: the simulator's fits_memory rule
  * compares it with the device's memory. */
 double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster);
-/* Tunes the C library's allocator for a search's pattern (a large task graph built and freed
- * per simulation): freed memory stays in the process (glibc; elsewhere nothing). Affects the
- * whole process; results are unchanged. */
-void srch_keep_freed_memory(void);
-/* The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID; 0 where there is none):
- * for measurements only, never for a decision. */
-double srch_thread_cpu_s(void);
 /* Number of distinct points the cache holds. */
 guint64 srch_worker_cached(const SrchWorker *w);
 /* Whether a cached driver should stop: its cache holds the whole space, or it has taken

@@ -214,6 +214,14 @@ gboolean srch_result_merge_ranks(SrchResult *into, char **parts, int nparts, con
 gboolean srch_result_gather(SrchResult *result, const MdlGraph *graph, const DevCluster *cluster,
                             const SrchComm *comm, GError **error);
 
+/* Tunes the C library's allocator for a search's pattern (a large task graph built and freed
+ * per simulation): freed memory stays in the process (glibc; elsewhere nothing). Affects the
+ * whole process; results are unchanged. */
+void srch_keep_freed_memory(void);
+/* The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID; 0 where there is none):
+ * for measurements only, never for a decision. */
+double srch_thread_cpu_s(void);
+
 G_END_DECLS
 
 #endif
