@@ -1,13 +1,37 @@
 /* costmodel/nccl — NCCL's tuner model (cm_nccl.h). Constants from NVIDIA/nccl
- * src/graph/tuning.cc at commit b6475625 unless said otherwise; latencies there are in us and
- * bandwidths in GB/s, kept in those units in the tables and converted at the end. */
+ * src/graph/tuning.cc at commit b6475625 (the reference release: its tables are those of NCCL
+ * 2.18.3 too, sochinpub/nccl at 30d2ab9, makefiles/version.mk 2.18.3) unless said otherwise;
+ * latencies there are in us and bandwidths in GB/s, kept in those units in the tables and
+ * converted at the end.
+ *
+ * Releases from 2.28.3 (DevCluster.nccl_version >= 22803) take the tables of NCCL 2.28.3's
+ * tuning.cc (zhanglin496/nccl-2.28.3-1 at 850a18f, a copy of release 2.28.3-1:
+ * ncclTunerConstantsDefaults and ncclTopoTuneModel) where they differ and this model has the
+ * term: the ring's LL bandwidth (busBw x 1/2 for every collective instead of x 1/4 for
+ * all-reduce, capped at llMaxBws, whose one-host Hopper entry is 141.0 GB/s instead of 87.7 and
+ * which gains a Blackwell row), Blackwell's own rows of perChMaxRingLL128Bws,
+ * perChMaxTreeLL128Bws and perChMaxTreeBws (b6475625 has none; Hopper's are used there), the
+ * NVLink and PCI latencies of tree/Simple (4.0 us a hop instead of 28) with its base latency
+ * (8.4 us instead of 0), and NVLS / NVLS-tree's NVLink latency (25 us instead of 23). Not taken:
+ * 2.28.3's NVLS bandwidth (bwIntra x nvlsEfficiency x (nChannels - 1) / nChannels, doubled for
+ * all-reduce, over nRanks / nsteps: it needs the NVLS graph's channels and per-channel
+ * bandwidth, which this model does not derive; NVLS keeps the form below), its network terms
+ * (ppn = 1 rings taking the tree's network latency, NET tree/Simple 14 us, LL128's 0.7 factor
+ * at ppn < 2 dropped; the network model's), PAT. Releases 2.20 - 2.28.2 were not read and take
+ * the reference tables. */
 #include "costmodel/cm_nccl.h"
 
 #include <math.h>
 #include <string.h>
 
 enum { HW_NVLINK, HW_PCI, HW_NET, HW_COUNT };
-enum { ARCH_VOLTA, ARCH_AMPERE, ARCH_HOPPER };
+enum { ARCH_VOLTA, ARCH_AMPERE, ARCH_HOPPER, ARCH_BLACKWELL, ARCH_COUNT };
+/* The tables' releases: the reference (b6475625, and every release before 2.28.3 here) and
+ * 2.28.3 on. */
+enum { ERA_REFERENCE, ERA_2_28, ERA_COUNT };
+#define NCCL_2_28_3 22803
+
+static int era_of(int nccl_version) { return nccl_version >= NCCL_2_28_3 ? ERA_2_28 : ERA_REFERENCE; }
 
 /* Index of the algorithm rows of the tables below. */
 static int row_of(CmAlgorithm a) {
@@ -21,24 +45,41 @@ static int row_of(CmAlgorithm a) {
 }
 
 /* tuning.cc baseLat[algorithm][protocol] (us): Tree {6.8, 14.0, 0}, Ring {6.6, 14.0, 8.4},
- * NVLS and NVLS-tree 0. */
-static const double base_lat_us[4][CM_PROTO_COUNT] = {
-    {6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
+ * NVLS and NVLS-tree 0; 2.28.3: Tree/Simple 8.4. */
+static const double base_lat_us[ERA_COUNT][4][CM_PROTO_COUNT] = {
+    {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
+    {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}}};
 
-/* tuning.cc hwLat[hw][algorithm][protocol] (us), per step or hop: NVLink, PCI, network. */
-static const double hw_lat_us[HW_COUNT][4][CM_PROTO_COUNT] = {
-    /* NVLink */ {{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}, {0, 0, 23}},
-    /* PCI */ {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
-    /* NET */ {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}};
+/* tuning.cc hwLat[hw][algorithm][protocol] (us), per step or hop: NVLink, PCI, network.
+ * 2.28.3: Tree/Simple 4.0 on NVLink and PCI, NVLS and NVLS-tree 25 on NVLink (its NET row's
+ * Tree/Simple 14 is a network term: not taken, see the header). */
+static const double hw_lat_us[ERA_COUNT][HW_COUNT][4][CM_PROTO_COUNT] = {
+    {/* NVLink */ {{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}, {0, 0, 23}},
+     /* PCI */ {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
+     /* NET */ {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}},
+    {/* NVLink */ {{.6, 1.25, 4.0}, {.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}},
+     /* PCI */ {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
+     /* NET */ {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}}};
 
 /* tuning.cc llMaxBws[arch or CPU][nodes 1, 2, >2] (GB/s): one host indexes by GPU generation,
- * several hosts by CPU vendor (row 0: Intel; the cluster does not say, Intel is assumed). */
-static const double ll_max_bw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}};
+ * several hosts by CPU vendor (row 0: Intel; the cluster does not say, Intel is assumed).
+ * The reference has no Blackwell row (Hopper's is used); 2.28.3: Hopper {141.0, 45.0, 35.0},
+ * Blackwell twice that. */
+static const double ll_max_bw[ERA_COUNT][ARCH_COUNT][3] = {
+    {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}},
+    {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
 /* tuning.cc perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws [arch][nodes] (GB/s
- * per channel). */
-static const double ring_ll128_per_ch[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};
-static const double tree_ll128_per_ch[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}};
-static const double tree_per_ch[3][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
+ * per channel); Blackwell's rows from 2.28.3 on (2 x 36.7; {55.6, 31.67, 20.0};
+ * {70.0, 42.8, 24.0}), Hopper's before. */
+static const double ring_ll128_per_ch[ERA_COUNT][ARCH_COUNT][3] = {
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {36.7, 36.7, 36.7}},
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {73.4, 73.4, 73.4}}};
+static const double tree_ll128_per_ch[ERA_COUNT][ARCH_COUNT][3] = {
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {36.7, 36.7, 29.0}},
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}};
+static const double tree_per_ch[ERA_COUNT][ARCH_COUNT][3] = {
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {38.7, 41.4, 36.0}},
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}};
 
 /* tuning.cc treeCorrectionFactor[protocol][log2(bytes / 64)], for sizes 64 B to 256 MiB:
  * "Trees are not perfectly sticking to the model for medium sizes". */
@@ -97,7 +138,8 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   for (gsize i = 0; i < G_N_ELEMENTS(generations) && cluster->device.name; i++)
     if (g_str_has_prefix(cluster->device.name, generations[i].prefix)) gen = &generations[i];
   hw->sm = gen ? gen->sm : 0;
-  hw->arch = hw->sm >= 90 ? ARCH_HOPPER : hw->sm >= 80 ? ARCH_AMPERE : ARCH_VOLTA;
+  hw->arch = hw->sm >= 100 ? ARCH_BLACKWELL : hw->sm >= 90 ? ARCH_HOPPER : hw->sm >= 80 ? ARCH_AMPERE : ARCH_VOLTA;
+  hw->nccl_version = cluster->nccl_version;
   const DevLink *intra = &cluster->link[DEV_LINK_INTRA];
   const char *kind = intra->kind ? intra->kind : "";
   hw->nvlink = g_str_equal(kind, "nvlink") || g_str_equal(kind, "nvswitch");
@@ -173,9 +215,9 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   g_return_val_if_fail(g != NULL && hw != NULL && p < CM_PROTO_COUNT, NAN);
   int ranks = g->ranks, nodes = g->hosts;
   if (ranks <= 1 || nodes < 1 || !enabled(kind, a, p, nodes, hw) || !(bytes >= 0)) return NAN;
-  int r = row_of(a), arch = hw->arch, index2 = nodes <= 2 ? nodes - 1 : 2;
+  int r = row_of(a), arch = hw->arch, index2 = nodes <= 2 ? nodes - 1 : 2, era = era_of(hw->nccl_version);
   double ppn = (double)ranks / nodes;
-  double ll_max = ll_max_bw[nodes == 1 ? arch : 0][index2];
+  double ll_max = ll_max_bw[era][nodes == 1 ? arch : 0][index2];
 
   /* The graph's bandwidth: inside a host NCCL's NVLink figure; across hosts the ring, chain or
    * tree enters and leaves each host once per channel, over the group's share of the host's
@@ -200,14 +242,18 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   int channels = channel_bw > 0 && bw > channel_bw ? (int)floor(bw / channel_bw + 0.5) : 1;
   double bus = bw / 1e9; /* GB/s from here on, as tuning.cc */
   gboolean ring = a == CM_ALGO_RING, tree = a == CM_ALGO_TREE;
-  if (ring && p == CM_PROTO_LL)
-    bus = MIN(ll_max, bus * ((nodes > 1 || kind == CM_ALL_REDUCE || kind == CM_REDUCE) ? 1.0 / 4.0 : 1.0 / 3.0));
+  if (ring && p == CM_PROTO_LL) {
+    double share = era == ERA_2_28 ? 0.5
+                   : (nodes > 1 || kind == CM_ALL_REDUCE || kind == CM_REDUCE) ? 1.0 / 4.0
+                                                                             : 1.0 / 3.0;
+    bus = MIN(ll_max, bus * share);
+  }
   if (ring && p == CM_PROTO_LL128)
-    bus = MIN(bus * (ppn < 2 ? 0.7 : 0.92), channels * ring_ll128_per_ch[arch][index2]);
-  if (tree) bus = MIN(bus * .92, channels * tree_per_ch[arch][index2]);
+    bus = MIN(bus * (ppn < 2 ? 0.7 : 0.92), channels * ring_ll128_per_ch[era][arch][index2]);
+  if (tree) bus = MIN(bus * .92, channels * tree_per_ch[era][arch][index2]);
   if (tree && p == CM_PROTO_LL) bus = MIN(bus * 1.0 / 3.8, ll_max);
   if (tree && p == CM_PROTO_LL128)
-    bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tree_ll128_per_ch[arch][index2]);
+    bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tree_ll128_per_ch[era][arch][index2]);
   if (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) bus *= nvls_efficiency(hw->sm);
 
   /* Bus to algorithm bandwidth: ring ranks / steps, NVLS 5/6, tree 1/2. */
@@ -224,12 +270,12 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
    * network plugin reports (search.cc copies it from the NET node the graph leaves by), and
    * once more for Simple ("the flush extra latency"). 0 on clusters that do not set it. */
   int intra_hw = hw->nvlink ? HW_NVLINK : HW_PCI;
-  double lat = base_lat_us[r][p];
-  double intra_lat = hw_lat_us[intra_hw][r][p];
-  double inter_lat = hw_lat_us[HW_NET][r][p] + hw->net_latency_us * (p == CM_PROTO_SIMPLE ? 2 : 1);
+  double lat = base_lat_us[era][r][p];
+  double intra_lat = hw_lat_us[era][intra_hw][r][p];
+  double inter_lat = hw_lat_us[era][HW_NET][r][p] + hw->net_latency_us * (p == CM_PROTO_SIMPLE ? 2 : 1);
   if (ring && (kind == CM_BROADCAST || kind == CM_REDUCE)) {
     /* graphs[a]->sameChannels assumed: one hop's latency (NCCL's pipelined ring). */
-    lat += hw_lat_us[nodes == 1 ? intra_hw : HW_NET][r][p];
+    lat += hw_lat_us[era][nodes == 1 ? intra_hw : HW_NET][r][p];
   } else if (ring) {
     if (nodes > 1) intra_lat = MAX(intra_lat, NET_OVERHEAD_US * (p == CM_PROTO_SIMPLE ? 3 : 1));
     /* NCCL counts 2 x nodes inter-host steps for an all-reduce; with one rank per host that
@@ -297,10 +343,10 @@ gboolean cm_nccl_ring_steps(CmCollective kind, const CmGroupShape *shape,
   CmNcclCost chosen = {0};
   hw.net_latency_us = 0.0;
   cm_nccl_time(kind, CM_ALGO_RING, out->protocol, shape, &hw, bytes, &chosen);
-  int r = row_of(CM_ALGO_RING), intra_hw = hw.nvlink ? HW_NVLINK : HW_PCI;
-  out->base_latency_s = base_lat_us[r][out->protocol] * 1e-6;
-  out->step_latency_s[DEV_LINK_INTRA] = hw_lat_us[intra_hw][r][out->protocol] * 1e-6;
-  out->step_latency_s[DEV_LINK_INTER] = hw_lat_us[HW_NET][r][out->protocol] * 1e-6;
+  int r = row_of(CM_ALGO_RING), intra_hw = hw.nvlink ? HW_NVLINK : HW_PCI, era = era_of(hw.nccl_version);
+  out->base_latency_s = base_lat_us[era][r][out->protocol] * 1e-6;
+  out->step_latency_s[DEV_LINK_INTRA] = hw_lat_us[era][intra_hw][r][out->protocol] * 1e-6;
+  out->step_latency_s[DEV_LINK_INTER] = hw_lat_us[era][HW_NET][r][out->protocol] * 1e-6;
   /* A step moves bytes/ranks at the ring's bus bandwidth: its fraction of the intra-host line
    * rate; across hosts the protocol's fraction of the NIC figures the ring was given. */
   double line = cluster->link[DEV_LINK_INTRA].bandwidth;

@@ -179,6 +179,45 @@ static void test_blackwell_ll128(void) {
   dev_cluster_free(c);
 }
 
+/* The bus bandwidth and latency of one (algorithm, protocol) over 8 GPUs of one host. */
+static CmNcclCost one_host(const char *spec, CmAlgorithm a, CmProtocol p) {
+  DevCluster *c = preset(spec);
+  CmNcclHardware hw;
+  cm_nccl_hardware(c, &hw);
+  int devices[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  CmGroupShape shape;
+  cm_group_shape(c, devices, 8, &shape);
+  CmNcclCost cost;
+  g_assert_false(isnan(cm_nccl_time(CM_ALL_REDUCE, a, p, &shape, &hw, MIB, &cost)));
+  dev_cluster_free(c);
+  return cost;
+}
+
+/* NCCL's tables by release (DevCluster.nccl_version): the reference (tuning.cc at b6475625,
+ * and any release before 2.28.3) prices the ring's LL all-reduce at 1/4 of the graph's
+ * bandwidth, capped at llMaxBws (Ampere and Hopper 87.7 GB/s on one host); 2.28.3's tuning.cc
+ * at 1/2, capped at 87.7 (Ampere), 141 (Hopper), 282 (Blackwell). 2.28.3 also gives Blackwell
+ * its own ring LL128 cap per channel (73.4 GB/s, Hopper's 36.7 before) and tree/Simple an
+ * NVLink latency of 4 us a hop on 8.4 base (28 and 0 before). */
+static void test_release_tables(void) {
+  CLOSE(one_host("dgx-a100", CM_ALGO_RING, CM_PROTO_LL).busbw, 60e9);      /* 12 x 20 / 4 */
+  CLOSE(one_host("dgx-a100:nccl_version=2.28.3", CM_ALGO_RING, CM_PROTO_LL).busbw, 87.7e9);
+  CLOSE(one_host("dgx-h200", CM_ALGO_RING, CM_PROTO_LL).busbw, 87.7e9);
+  CLOSE(one_host("dgx-h200:nccl_version=2.27.7", CM_ALGO_RING, CM_PROTO_LL).busbw, 87.7e9);
+  CLOSE(one_host("dgx-h200:nccl_version=2.30.7", CM_ALGO_RING, CM_PROTO_LL).busbw, 141e9);
+  CLOSE(one_host("dgx-b200:nccl_version=2.28.3", CM_ALGO_RING, CM_PROTO_LL).busbw, 282e9);
+  CmNcclCost ref = one_host("dgx-b200", CM_ALGO_RING, CM_PROTO_LL128);
+  CmNcclCost later = one_host("dgx-b200:nccl_version=2.28.3", CM_ALGO_RING, CM_PROTO_LL128);
+  CLOSE(ref.busbw, MIN(0.92 * 18 * 40.1e9, ref.channels * 36.7e9));
+  CLOSE(later.busbw, MIN(0.92 * 18 * 40.1e9, later.channels * 73.4e9));
+  CLOSE(one_host("dgx-h100", CM_ALGO_TREE, CM_PROTO_SIMPLE).latency_s, 2 * 7 * 28e-6);
+  CLOSE(one_host("dgx-h100:nccl_version=2.28.3", CM_ALGO_TREE, CM_PROTO_SIMPLE).latency_s,
+        8.4e-6 + 2 * 7 * 4e-6);
+  /* The default, a stated older release and an unread one between price alike. */
+  CLOSE(one_host("dgx-h200:nccl_version=2.19.3", CM_ALGO_NVLS, CM_PROTO_SIMPLE).latency_s, 23e-6);
+  CLOSE(one_host("dgx-h200:nccl_version=2.28.3", CM_ALGO_NVLS, CM_PROTO_SIMPLE).latency_s, 25e-6);
+}
+
 /* Simulate's collective tasks and `stratsim collective` give the same time for the same
  * collective (issue 14: 20 ms against 0.56 ms at 1024 ranks), at 16, 1024 and 10^6 ranks;
  * at scale the tuner picks the tree, whose latency grows with log2 of the hosts. */
@@ -336,8 +375,11 @@ static const CurveBounds bounds[] = {
     /* On aws-p6-b200 (EFA): aws-ofi-nccl's 35 us plugin latency moves NCCL's 128 MiB pick
      * from the ring to NVLS-tree (+7.8% -> +16.9%): model 22.0% -> 22.7%, 4x 12.7% -> 13.4%. */
     {"4 nodes x 8 B200", -1, 0.22, 0.05, 0.15, 0.14},
-    {"all_reduce_bench.py default timing", -1, 0.10, 0.04, 0.13, 0.05},
-    {"nccl-tests all_reduce_perf built against NCCL 2.30.7", -1, 0.09, 0.05, 0.15, 0.05},
+    /* Checked with NCCL 2.28.3's tables since these state 2.30.7 (cm_nccl.c): the ring's LL
+     * at 1 MiB now wins over NVLS (+42% -> +14%, +38% -> +11%), 2 MiB +23 -> +28% and
+     * +17 -> +22% (NVLS still picked; 2.28.3's NVLS bandwidth is not modelled). */
+    {"all_reduce_bench.py default timing", -1, 0.09, 0.04, 0.13, 0.05},
+    {"nccl-tests all_reduce_perf built against NCCL 2.30.7", -1, 0.07, 0.05, 0.15, 0.04},
     /* 2 x 8 H100 over GPUDirect-TCPXO (gcp-a3-mega): within 7% from 1 GiB up, 46-83% too
      * fast below 256 MiB, where the measured times sit on a 120-200 us floor (123 us at 8
      * bytes) that nothing published about TCPXO describes (its plugin's reported latency is
@@ -356,7 +398,9 @@ static const CurveBounds bounds[] = {
     /* Added after the harness (cm_curve_harness), unseen: 8 x B200 with NCCL 2.30.7 timed
      * with queued calls (no harness): 10.1% mean; 1-2 MiB within 6% (where the one-call sweep
      * of NCCL 2.27.7 was 36-41% above the model alone), 4-64 MiB 11-28% too fast. */
-    {"8x B200 NVLink5 (1 node); torch 2.14.0", -1, 0.11, 0.05, 0.14, 0.09},
+    /* With NCCL 2.28.3's tables (the curve states 2.30.7): Blackwell's ring LL at 282 GB/s
+     * makes 1-2 MiB 31% / 20% too fast (were -4% / +6%): 10.1% -> 12.2% mean. */
+    {"8x B200 NVLink5 (1 node); torch 2.14.0", -1, 0.13, 0.05, 0.14, 0.07},
     /* Added after the harness, unseen: 4 x 8 B200 (NCCL 2.30.7, the mean of 2 sweeps) split by
      * the algorithm NCCL logged, each checked against the model's time for that algorithm.
      * With LL128 on Blackwell (/nccl/blackwell-ll128): Tree LL128 at 1-16 MiB 50-57% too fast
@@ -371,7 +415,9 @@ static const CurveBounds bounds[] = {
      * nccl-tests -g 8, 4.8% mean (1 MiB -10%, 16 MiB -6%, 128 MiB - 2 GiB within 5%); and a
      * second TCPXO all-gather over 2 x 8, 21.7% mean: 40-67% too fast at 1-16 MiB, 5-14% from
      * 64 MiB, as dstack's (the latency TCPXO adds per network step is not public). */
-    {"8x H100 Mega 80GB HBM3 in one Google Cloud A3 Mega VM", -1, 0.05, 0.12, 0.18, 0.04},
+    /* With NCCL 2.28.3's tables (the curve states 2.28.7): 1 MiB -10% -> -28% (ring LL at
+     * Hopper's 141 GB/s, where the 8 x H200 sweeps of 2.30.7 measure 25 us and this VM 39). */
+    {"8x H100 Mega 80GB HBM3 in one Google Cloud A3 Mega VM", -1, 0.08, 0.12, 0.18, 0.04},
     {"GPUDirect-TCPXO FasTrak v1.0.8", -1, 0.22, 0.02, 0.04, 0.05},
     /* Added 2026-11-25, unseen: seven more 8 x A100 NVSwitch sweeps (nccl_a100.csv, the
      * Korthikanti reference's curves; validate/KORTHIKANTI.md). Every one is missed the way
@@ -388,16 +434,20 @@ static const CurveBounds bounds[] = {
 };
 
 /* Each public curve runs on a preset of the hardware it was measured on: the multi-host
- * ones on their networks' presets (EFA, TCPXO), hosts as measured. */
+ * ones on their networks' presets (EFA, TCPXO), hosts as measured; a one-host curve that
+ * states its NCCL release runs with it (nccl_version; the multi-host ones keep the reference
+ * tables, cm_check.c). */
 static void test_curve_clusters(void) {
   const struct {
     const char *needle, *spec;
   } want[] = {{"8x A100 single node", "dgx-a100"},
-              {"AWS p6-b200.48xlarge: 8x B200", "aws-p6-b200"},
+              {"AWS p6-b200.48xlarge: 8x B200", "aws-p6-b200:nccl_version=2.27.7"},
               {"4 nodes x 8 B200", "aws-p6-b200:nodes=4"},
               {"Google Cloud A3 Mega", "gcp-a3-mega:nodes=2"},
-              {"4x H100 80GB HBM3 (one VM", "dgx-h100"},
-              {"nccl-tests all_reduce_perf built against NCCL 2.30.7", "dgx-h200"}};
+              {"4x H100 80GB HBM3 (one VM", "dgx-h100:nccl_version=2.26.2"},
+              {"nccl-tests all_reduce_perf built against NCCL 2.30.7", "dgx-h200:nccl_version=2.30.7"},
+              {"NCCL 2.16.2+cuda11.6", "dgx-a100:nccl_version=2.16.2"},
+              {"2 nodes x 8 H100 Mega 80GB HBM3, Google Cloud A3 Mega", "gcp-a3-mega:nodes=2"}};
   for (gsize i = 0; i < G_N_ELEMENTS(want); i++) {
     g_autofree char *spec = cm_curve_cluster_spec(curve_with(want[i].needle, -1));
     g_assert_cmpstr(spec, ==, want[i].spec);
@@ -584,6 +634,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nccl/nvls/pipeline-fill", test_nvls_pipeline_fill);
   g_test_add_func("/nccl/net-latency/choice", test_net_latency_choice);
   g_test_add_func("/nccl/blackwell-ll128", test_blackwell_ll128);
+  g_test_add_func("/nccl/release-tables", test_release_tables);
   g_test_add_func("/nccl/network-profile", test_network_profile);
   g_test_add_data_func("/nccl/same-time/16", GINT_TO_POINTER(16), test_same_time);
   g_test_add_data_func("/nccl/same-time/1024", GINT_TO_POINTER(1024), test_same_time);
