@@ -95,6 +95,9 @@ static const double tree_correction[CM_PROTO_COUNT][23] = {
  * multiplies the NVLS and NVLS-tree bus bandwidth. */
 static double nvls_efficiency(int sm) { return sm >= 100 ? 0.74 : sm >= 90 ? 0.85 : 0.0; }
 
+/* NCCL 2.8's A100 bus bandwidth cap (GB/s), applied to the kernels' time (cm_nccl_time). */
+#define A100_NVLINK_BUS_GBPS 235.0
+
 /* tuning.cc getNetOverhead: 1 us per network post on Intel x86 (2 on AMD); the ring's intra
  * steps cost at least that across hosts, three times it with Simple. Intel assumed. */
 #define NET_OVERHEAD_US 1.0
@@ -254,6 +257,13 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   }
   int channels = channel_bw > 0 && bw > channel_bw ? (int)floor(bw / channel_bw + 0.5) : 1;
   double bus = bw / 1e9; /* GB/s from here on, as tuning.cc */
+  /* What the kernels reach over an A100's NVLinks: NCCL 2.8's tuner capped Ampere's bus
+   * bandwidth at 235 GB/s (tuning.cc at 01afd20, "if (compCap80) busBw = std::min(busBw,
+   * 235.0f)"), NVIDIA's own figure, below the 12 x 20 GB/s of its per-link tables. Later
+   * tuners dropped the cap (b6475625 has none), so it does not steer the choice here; it
+   * times the kernels: every 8 x A100 NVSwitch sweep in nccl_public.csv tops out at 230-235
+   * GB/s from 2 GiB up, in NCCL 2.16.2, 2.19.3 and a 2024 release alike. */
+  if (hw->kernel_view && nodes == 1 && hw->nvlink && hw->sm == 80) bus = MIN(bus, A100_NVLINK_BUS_GBPS);
   gboolean ring = a == CM_ALGO_RING, tree = a == CM_ALGO_TREE;
   if (ring && p == CM_PROTO_LL) {
     double share = era == ERA_2_28 ? 0.5

@@ -52,7 +52,8 @@ typedef struct {
   double net_simple_extra_us; /* added to it with Simple (DevCluster.net_simple_extra) */
   gboolean kernel_view;  /* TRUE in cm_nccl_exec_time's copy: cm_nccl_time then charges
                             net_step_us (+ net_simple_extra_us) per network step where set,
-                            instead of NCCL's hwLat[NET]; FALSE for the tuner's choice */
+                            instead of NCCL's hwLat[NET], and caps an A100 host's bus
+                            bandwidth at 235 GB/s (cm_nccl.c); FALSE for the tuner's choice */
   gboolean algo_allowed[CM_ALGO_COUNT]; /* by the network's job profile (DevCluster.nccl_algo,
                                            .nccl_proto) on a cluster of several hosts; all
                                            TRUE on one host or without a profile */
