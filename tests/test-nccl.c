@@ -488,9 +488,10 @@ static const CurveBounds bounds[] = {
     {"GPUDirect-TCPXO FasTrak v1.0.8", -1, 0.22, 0.02, 0.04, 0.05},
     /* Added 2026-11-25, unseen: seven more 8 x A100 NVSwitch sweeps (nccl_a100.csv, the
      * Korthikanti reference's curves; validate/KORTHIKANTI.md). Every one is missed the way
-     * the first is: the model is 10-49% too fast at 1-128 MiB and within 2-5% from 1 GiB, in
-     * NCCL 2.16.2 and 2.19.3 and a 2024 pip NCCL as in the older runs; the runs with one
-     * process per GPU (mpirun) are the closest (thanos 10.8%, gcm 6.1% from 32 MiB). */
+     * the first is: the model is 0-49% too fast at 4-128 MiB and within 2-5% from 1 GiB (2%
+     * with the A100 kernels' 235 GB/s cap since), in NCCL 2.16.2 and 2.19.3 and a 2024 pip
+     * NCCL as in the older runs; the runs with one process per GPU (mpirun) are the closest
+     * (thanos 10.8% -> 9.6%, gcm 6.1% -> 4.2% from 32 MiB). */
     {"sb-validation-scus-000001", -1, 0.16, 0.06, 0.08, 0.04},
     {"inst-ks8ls-comp", -1, 0.19, 0.08, 0.15, 0.05},
     {"(thanos; nvidia-smi: 12 NVLinks x 25 GB/s); nccl-tests all_reduce_perf -g 8", -1, 0.17, 0.07, 0.18, 0.13},
