@@ -350,6 +350,20 @@ static void test_same_time_nvls(void) {
   double tuner = cm_nccl_time(CM_ALL_REDUCE, CM_ALGO_NVLS, CM_PROTO_SIMPLE, &e.shape, &hw, 32 * MIB, NULL);
   g_assert_cmpfloat(sim, >, tuner * 1.1);
   dev_cluster_free(c);
+  /* The release a cluster states reaches simulate as it reaches `collective`: NCCL 2.30.7 on
+   * an H200 node runs a 1 MiB all-reduce as the ring's LL (2.28.3's tables), the same time
+   * both ways, shorter than the default's NVLS with its fill. */
+  DevCluster *later = preset("dgx-h200:nccl_version=2.30.7"), *plain = preset("dgx-h200");
+  CmCollectiveEstimate l = cm_collective_estimate(later, CM_ALL_REDUCE, devices, 8, MIB, NULL);
+  double lsim = cm_group_collective_time(&params, later, CM_ALL_REDUCE, devices, 8, MIB);
+  g_assert_cmpmem(&lsim, sizeof lsim, &l.time_s, sizeof l.time_s);
+  g_assert_cmpint(l.algorithm, ==, CM_ALGO_RING);
+  g_assert_cmpint(l.protocol, ==, CM_PROTO_LL);
+  CmCollectiveEstimate p = cm_collective_estimate(plain, CM_ALL_REDUCE, devices, 8, MIB, NULL);
+  g_assert_cmpint(p.algorithm, ==, CM_ALGO_NVLS);
+  g_assert_cmpfloat(l.time_s, <, p.time_s);
+  dev_cluster_free(later);
+  dev_cluster_free(plain);
 }
 
 /* End to end: a data-parallel run's gradient all-reduce task over @data ranks lasts what the
