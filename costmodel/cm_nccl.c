@@ -1,24 +1,27 @@
 /* costmodel/nccl — NCCL's tuner model (cm_nccl.h). Constants from NVIDIA/nccl
- * src/graph/tuning.cc at commit b6475625 (the reference release: its tables are those of NCCL
- * 2.18.3 too, sochinpub/nccl at 30d2ab9, makefiles/version.mk 2.18.3) unless said otherwise;
- * latencies there are in us and bandwidths in GB/s, kept in those units in the tables and
- * converted at the end.
+ * src/graph/tuning.cc at commit b6475625 (the reference release, NCCL 2.20.3 by its
+ * makefiles/version.mk: its tables are those of NCCL 2.18.3 too, sochinpub/nccl at 30d2ab9,
+ * version.mk 2.18.3) unless said otherwise; latencies there are in us and bandwidths in GB/s,
+ * kept in those units in the tables and converted at the end.
  *
- * Releases from 2.28.3 (DevCluster.nccl_version >= 22803) take the tables of NCCL 2.28.3's
- * tuning.cc (zhanglin496/nccl-2.28.3-1 at 850a18f, a copy of release 2.28.3-1:
- * ncclTunerConstantsDefaults and ncclTopoTuneModel) where they differ and this model has the
- * term: the ring's LL bandwidth (busBw x 1/2 for every collective instead of x 1/4 for
+ * Releases from 2.26.2 (DevCluster.nccl_version >= 22602) take the tables of NCCL 2.26.2's
+ * tuning.cc (NVIDIA/nccl at f44ac759, version.mk 2.26.2) where they differ and this model has
+ * the term: the ring's LL bandwidth (busBw x 1/2 for every collective instead of x 1/4 for
  * all-reduce, capped at llMaxBws, whose one-host Hopper entry is 141.0 GB/s instead of 87.7 and
- * which gains a Blackwell row), Blackwell's own rows of perChMaxRingLL128Bws,
- * perChMaxTreeLL128Bws and perChMaxTreeBws (b6475625 has none; Hopper's are used there), the
- * NVLink and PCI latencies of tree/Simple (4.0 us a hop instead of 28) with its base latency
- * (8.4 us instead of 0), and NVLS / NVLS-tree's NVLink latency (25 us instead of 23). Not taken:
- * 2.28.3's NVLS bandwidth (bwIntra x nvlsEfficiency x (nChannels - 1) / nChannels, doubled for
- * all-reduce, over nRanks / nsteps: it needs the NVLS graph's channels and per-channel
- * bandwidth, which this model does not derive; NVLS keeps the form below), its network terms
- * (ppn = 1 rings taking the tree's network latency, NET tree/Simple 14 us, LL128's 0.7 factor
- * at ppn < 2 dropped; the network model's), PAT. Releases 2.20 - 2.28.2 were not read and take
- * the reference tables. */
+ * which gains a Blackwell row, twice Hopper's), Blackwell rows of perChMaxRingLL128Bws,
+ * perChMaxTreeLL128Bws and perChMaxTreeBws (twice Hopper's; b6475625 has none and Hopper's are
+ * used there), the NVLink and PCI latencies of tree/Simple (4.0 us a hop instead of 28) with
+ * its base latency (8.4 us instead of 0), and NVLS / NVLS-tree's NVLink latency (25 us instead
+ * of 23). Releases from 2.28.3 (>= 22803) take 2.28.3's (zhanglin496/nccl-2.28.3-1 at 850a18f,
+ * a copy of release 2.28.3-1: ncclTunerConstantsDefaults and ncclTopoTuneModel), which are
+ * 2.26.2's but for Blackwell's own per-channel rows (ring LL128 73.4, tree LL128 {55.6, 31.67,
+ * 20.0}, tree {70.0, 42.8, 24.0}). Releases 2.20.4 - 2.26.1 were not read and take the
+ * reference tables; 2.26.3 - 2.28.2 take 2.26.2's. Not taken from either: the later NVLS
+ * bandwidth forms (2.26.2: a 5/6 ratio; 2.28.3: bwIntra x nvlsEfficiency x (nChannels - 1) /
+ * nChannels, doubled for all-reduce, over nRanks / nsteps: they need the NVLS graph's channels
+ * and per-channel bandwidth, which this model does not derive; NVLS keeps the form below), their
+ * network terms (ppn = 1 rings taking the tree's network latency, NET tree/Simple 14 us,
+ * LL128's 0.7 factor at ppn < 2 dropped; the network model's), PAT. */
 #include "costmodel/cm_nccl.h"
 
 #include <math.h>
@@ -26,12 +29,15 @@
 
 enum { HW_NVLINK, HW_PCI, HW_NET, HW_COUNT };
 enum { ARCH_VOLTA, ARCH_AMPERE, ARCH_HOPPER, ARCH_BLACKWELL, ARCH_COUNT };
-/* The tables' releases: the reference (b6475625, and every release before 2.28.3 here) and
- * 2.28.3 on. */
-enum { ERA_REFERENCE, ERA_2_28, ERA_COUNT };
+/* The tables' releases: the reference (b6475625, and every release before 2.26.2 here),
+ * 2.26.2 to 2.28.2, and 2.28.3 on. */
+enum { ERA_REFERENCE, ERA_2_26, ERA_2_28, ERA_COUNT };
+#define NCCL_2_26_2 22602
 #define NCCL_2_28_3 22803
 
-static int era_of(int nccl_version) { return nccl_version >= NCCL_2_28_3 ? ERA_2_28 : ERA_REFERENCE; }
+static int era_of(int nccl_version) {
+  return nccl_version >= NCCL_2_28_3 ? ERA_2_28 : nccl_version >= NCCL_2_26_2 ? ERA_2_26 : ERA_REFERENCE;
+}
 
 /* Index of the algorithm rows of the tables below. */
 static int row_of(CmAlgorithm a) {
@@ -45,17 +51,21 @@ static int row_of(CmAlgorithm a) {
 }
 
 /* tuning.cc baseLat[algorithm][protocol] (us): Tree {6.8, 14.0, 0}, Ring {6.6, 14.0, 8.4},
- * NVLS and NVLS-tree 0; 2.28.3: Tree/Simple 8.4. */
+ * NVLS and NVLS-tree 0; 2.26.2 and 2.28.3: Tree/Simple 8.4. */
 static const double base_lat_us[ERA_COUNT][4][CM_PROTO_COUNT] = {
     {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
+    {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
     {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}}};
 
 /* tuning.cc hwLat[hw][algorithm][protocol] (us), per step or hop: NVLink, PCI, network.
- * 2.28.3: Tree/Simple 4.0 on NVLink and PCI, NVLS and NVLS-tree 25 on NVLink (its NET row's
- * Tree/Simple 14 is a network term: not taken, see the header). */
+ * 2.26.2 and 2.28.3: Tree/Simple 4.0 on NVLink and PCI, NVLS and NVLS-tree 25 on NVLink (their
+ * NET row's Tree/Simple 14 is a network term: not taken, see the header). */
 static const double hw_lat_us[ERA_COUNT][HW_COUNT][4][CM_PROTO_COUNT] = {
     {/* NVLink */ {{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}, {0, 0, 23}},
      /* PCI */ {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
+     /* NET */ {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}},
+    {/* NVLink */ {{.6, 1.25, 4.0}, {.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}},
+     /* PCI */ {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
      /* NET */ {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}},
     {/* NVLink */ {{.6, 1.25, 4.0}, {.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}},
      /* PCI */ {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
@@ -63,22 +73,26 @@ static const double hw_lat_us[ERA_COUNT][HW_COUNT][4][CM_PROTO_COUNT] = {
 
 /* tuning.cc llMaxBws[arch or CPU][nodes 1, 2, >2] (GB/s): one host indexes by GPU generation,
  * several hosts by CPU vendor (row 0: Intel; the cluster does not say, Intel is assumed).
- * The reference has no Blackwell row (Hopper's is used); 2.28.3: Hopper {141.0, 45.0, 35.0},
- * Blackwell twice that. */
+ * The reference has no Blackwell row (Hopper's is used); 2.26.2 and 2.28.3: Hopper {141.0,
+ * 45.0, 35.0}, Blackwell twice that. */
 static const double ll_max_bw[ERA_COUNT][ARCH_COUNT][3] = {
     {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}},
+    {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}},
     {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
 /* tuning.cc perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws [arch][nodes] (GB/s
- * per channel); Blackwell's rows from 2.28.3 on (2 x 36.7; {55.6, 31.67, 20.0};
- * {70.0, 42.8, 24.0}), Hopper's before. */
+ * per channel); Blackwell's rows: Hopper's in the reference, twice Hopper's in 2.26.2, its
+ * own from 2.28.3 (2 x 36.7; {55.6, 31.67, 20.0}; {70.0, 42.8, 24.0}). */
 static const double ring_ll128_per_ch[ERA_COUNT][ARCH_COUNT][3] = {
     {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {36.7, 36.7, 36.7}},
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {73.4, 73.4, 73.4}},
     {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {73.4, 73.4, 73.4}}};
 static const double tree_ll128_per_ch[ERA_COUNT][ARCH_COUNT][3] = {
     {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {36.7, 36.7, 29.0}},
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {73.4, 73.4, 58.0}},
     {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}};
 static const double tree_per_ch[ERA_COUNT][ARCH_COUNT][3] = {
     {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {38.7, 41.4, 36.0}},
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {77.4, 82.8, 72.0}},
     {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}};
 
 /* tuning.cc treeCorrectionFactor[protocol][log2(bytes / 64)], for sizes 64 B to 256 MiB:
@@ -95,7 +109,7 @@ static const double tree_correction[CM_PROTO_COUNT][23] = {
  * multiplies the NVLS and NVLS-tree bus bandwidth. */
 static double nvls_efficiency(int sm) { return sm >= 100 ? 0.74 : sm >= 90 ? 0.85 : 0.0; }
 
-/* NCCL 2.8's A100 bus bandwidth cap (GB/s), applied to the kernels' time (cm_nccl_time). */
+/* NCCL 2.7.5's A100 bus bandwidth cap (GB/s), applied to the kernels' time (cm_nccl_time). */
 #define A100_NVLINK_BUS_GBPS 235.0
 
 /* tuning.cc getNetOverhead: 1 us per network post on Intel x86 (2 on AMD); the ring's intra
@@ -257,16 +271,16 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   }
   int channels = channel_bw > 0 && bw > channel_bw ? (int)floor(bw / channel_bw + 0.5) : 1;
   double bus = bw / 1e9; /* GB/s from here on, as tuning.cc */
-  /* What the kernels reach over an A100's NVLinks: NCCL 2.8's tuner capped Ampere's bus
-   * bandwidth at 235 GB/s (tuning.cc at 01afd20, "if (compCap80) busBw = std::min(busBw,
-   * 235.0f)"), NVIDIA's own figure, below the 12 x 20 GB/s of its per-link tables. Later
+  /* What the kernels reach over an A100's NVLinks: NCCL 2.7.5's tuner (tuning.cc at 01afd20,
+   * version.mk 2.7.5) capped Ampere's bus bandwidth at 235 GB/s ("if (compCap80) busBw =
+   * std::min(busBw, 235.0f)"), NVIDIA's own figure, below the 12 x 20 GB/s of its per-link tables. Later
    * tuners dropped the cap (b6475625 has none), so it does not steer the choice here; it
    * times the kernels: every 8 x A100 NVSwitch sweep in nccl_public.csv tops out at 230-235
    * GB/s from 2 GiB up, in NCCL 2.16.2, 2.19.3 and a 2024 release alike. */
   if (hw->kernel_view && nodes == 1 && hw->nvlink && hw->sm == 80) bus = MIN(bus, A100_NVLINK_BUS_GBPS);
   gboolean ring = a == CM_ALGO_RING, tree = a == CM_ALGO_TREE;
   if (ring && p == CM_PROTO_LL) {
-    double share = era == ERA_2_28 ? 0.5
+    double share = era != ERA_REFERENCE ? 0.5
                    : (nodes > 1 || kind == CM_ALL_REDUCE || kind == CM_REDUCE) ? 1.0 / 4.0
                                                                              : 1.0 / 3.0;
     bus = MIN(ll_max, bus * share);

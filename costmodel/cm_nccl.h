@@ -3,9 +3,9 @@
  * network plugin) and protocol (LL, LL128, Simple), a latency and an algorithm bandwidth, time
  * = latency + size / bandwidth, and the choice of the fastest pair.
  *
- * Source: NVIDIA/nccl src/graph/tuning.cc at commit b6475625, and release 2.28.3's for clusters
- * that say they run 2.28.3 or later (DevCluster.nccl_version; cm_nccl.c lists the terms that
- * differ) (ncclTopoTuneModel: baseLat,
+ * Source: NVIDIA/nccl src/graph/tuning.cc at commit b6475625, and releases 2.26.2's and
+ * 2.28.3's for clusters that say they run 2.26.2 or later (DevCluster.nccl_version; cm_nccl.c
+ * lists the terms that differ) (ncclTopoTuneModel: baseLat,
  * hwLat, llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws, the per-protocol
  * bandwidth factors, the bus-to-algorithm bandwidth ratios; ncclTopoGetAlgoTime: the tree
  * correction factors and the ring plateau factor), and src/graph/topo.h (per-link NVLink

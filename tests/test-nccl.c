@@ -28,7 +28,7 @@ static CmCollectiveEstimate first_ranks(const DevCluster *c, CmCollective kind, 
 }
 
 /* 1 GiB all-reduce over a DGX A100's 8 GPUs: ring, Simple; NCCL's figures: 12 NVLinks at
- * SM80_NVLINK_BW 20 GB/s = 240 GB/s bus bandwidth for the choice; the kernels at NCCL 2.8's
+ * SM80_NVLINK_BW 20 GB/s = 240 GB/s bus bandwidth for the choice; the kernels at NCCL 2.7.5's
  * A100 cap of 235 GB/s, algorithm bandwidth 235 x 8 / 14; latency baseLat 8.4 us + 14 steps
  * x hwLat[NVLink][ring][Simple] 3.4 us. */
 static void test_a100_ring_simple(void) {
@@ -257,27 +257,35 @@ static CmNcclCost one_host(const char *spec, CmAlgorithm a, CmProtocol p) {
 }
 
 /* NCCL's tables by release (DevCluster.nccl_version): the reference (tuning.cc at b6475625,
- * and any release before 2.28.3) prices the ring's LL all-reduce at 1/4 of the graph's
- * bandwidth, capped at llMaxBws (Ampere and Hopper 87.7 GB/s on one host); 2.28.3's tuning.cc
- * at 1/2, capped at 87.7 (Ampere), 141 (Hopper), 282 (Blackwell). 2.28.3 also gives Blackwell
- * its own ring LL128 cap per channel (73.4 GB/s, Hopper's 36.7 before) and tree/Simple an
- * NVLink latency of 4 us a hop on 8.4 base (28 and 0 before). */
+ * and any release before 2.26.2) prices the ring's LL all-reduce at 1/4 of the graph's
+ * bandwidth, capped at llMaxBws (Ampere and Hopper 87.7 GB/s on one host); 2.26.2's and
+ * 2.28.3's tuning.cc at 1/2, capped at 87.7 (Ampere), 141 (Hopper), 282 (Blackwell), and give
+ * tree/Simple an NVLink latency of 4 us a hop on 8.4 base (28 and 0 before). Blackwell's ring
+ * LL128 cap per channel: Hopper's 36.7 GB/s in the reference, 2 x 36.7 from 2.26.2; its tree
+ * LL128 cap on one host 2 x 36.7 in 2.26.2, 55.6 from 2.28.3. */
 static void test_release_tables(void) {
   CLOSE(one_host("dgx-a100", CM_ALGO_RING, CM_PROTO_LL).busbw, 60e9);      /* 12 x 20 / 4 */
   CLOSE(one_host("dgx-a100:nccl_version=2.28.3", CM_ALGO_RING, CM_PROTO_LL).busbw, 87.7e9);
   CLOSE(one_host("dgx-h200", CM_ALGO_RING, CM_PROTO_LL).busbw, 87.7e9);
-  CLOSE(one_host("dgx-h200:nccl_version=2.27.7", CM_ALGO_RING, CM_PROTO_LL).busbw, 87.7e9);
+  CLOSE(one_host("dgx-h200:nccl_version=2.26.1", CM_ALGO_RING, CM_PROTO_LL).busbw, 87.7e9);
+  CLOSE(one_host("dgx-h200:nccl_version=2.26.2", CM_ALGO_RING, CM_PROTO_LL).busbw, 141e9);
   CLOSE(one_host("dgx-h200:nccl_version=2.30.7", CM_ALGO_RING, CM_PROTO_LL).busbw, 141e9);
   CLOSE(one_host("dgx-b200:nccl_version=2.28.3", CM_ALGO_RING, CM_PROTO_LL).busbw, 282e9);
   CmNcclCost ref = one_host("dgx-b200", CM_ALGO_RING, CM_PROTO_LL128);
-  CmNcclCost later = one_host("dgx-b200:nccl_version=2.28.3", CM_ALGO_RING, CM_PROTO_LL128);
+  CmNcclCost later = one_host("dgx-b200:nccl_version=2.27.7", CM_ALGO_RING, CM_PROTO_LL128);
   CLOSE(ref.busbw, MIN(0.92 * 18 * 40.1e9, ref.channels * 36.7e9));
   CLOSE(later.busbw, MIN(0.92 * 18 * 40.1e9, later.channels * 73.4e9));
+  CmNcclCost tree26 = one_host("dgx-b200:nccl_version=2.26.2", CM_ALGO_TREE, CM_PROTO_LL128);
+  CmNcclCost tree28 = one_host("dgx-b200:nccl_version=2.28.3", CM_ALGO_TREE, CM_PROTO_LL128);
+  double tree_bus = 0.92 * 18 * 40.1e9;
+  CLOSE(tree26.busbw, MIN(7.0 / 9.0 * MIN(tree_bus, tree26.channels * 77.4e9), tree26.channels * 73.4e9));
+  CLOSE(tree28.busbw, MIN(7.0 / 9.0 * MIN(tree_bus, tree28.channels * 70.0e9), tree28.channels * 55.6e9));
   CLOSE(one_host("dgx-h100", CM_ALGO_TREE, CM_PROTO_SIMPLE).latency_s, 2 * 7 * 28e-6);
-  CLOSE(one_host("dgx-h100:nccl_version=2.28.3", CM_ALGO_TREE, CM_PROTO_SIMPLE).latency_s,
+  CLOSE(one_host("dgx-h100:nccl_version=2.26.2", CM_ALGO_TREE, CM_PROTO_SIMPLE).latency_s,
         8.4e-6 + 2 * 7 * 4e-6);
   /* The default, a stated older release and an unread one between price alike. */
   CLOSE(one_host("dgx-h200:nccl_version=2.19.3", CM_ALGO_NVLS, CM_PROTO_SIMPLE).latency_s, 23e-6);
+  CLOSE(one_host("dgx-h200:nccl_version=2.26.1", CM_ALGO_NVLS, CM_PROTO_SIMPLE).latency_s, 23e-6);
   CLOSE(one_host("dgx-h200:nccl_version=2.28.3", CM_ALGO_NVLS, CM_PROTO_SIMPLE).latency_s, 25e-6);
 }
 
@@ -439,7 +447,7 @@ typedef struct {
  * 4-8 MiB stay 34-37% too fast), and the 4 x H100 one, whose paired nccl-tests sweep the
  * harness figure comes from (so not an independent check), from 11.4% to 7.3%. */
 static const CurveBounds bounds[] = {
-    /* A100: the kernels at NCCL 2.8's 235 GB/s cap (cm_nccl.c) took every 8 x A100 sweep's
+    /* A100: the kernels at NCCL 2.7.5's 235 GB/s cap (cm_nccl.c) took every 8 x A100 sweep's
      * 1-16 GiB points from -2..-4% to -1..+0% (this one 19.4% -> 17.9% mean). */
     {"8x A100 single node", -1, 0.19, 0.05, 0.21, 0.10},
     {"8x H200 single node", -1, 0.07, 0.03, 0.07, 0.05},
@@ -447,7 +455,9 @@ static const CurveBounds bounds[] = {
     {"8x H200 node NVLink4 (nccl-tests); algo=NVLS", CM_ALGO_NVLS, 0.04, -1, -1, -1},
     {"NCCL_NVLS_ENABLE=0; algo=Ring", CM_ALGO_RING, 0.02, -1, -1, -1},
     {"NCCL_NVLS_ENABLE=1; algo=NVLS", CM_ALGO_NVLS, 0.06, -1, -1, -1},
-    {"AWS p6-b200.48xlarge: 8x B200", -1, 0.13, 0.06, 0.14, 0.12},
+    /* NCCL 2.27.7 takes 2.26.2's tables (cm_nccl.c): ring LL at 282 GB/s wins 1-2 MiB, 12.1% ->
+     * 13.7% mean (1-2 MiB -8/-8% -> -25/-23%), 4x extrapolation 11.5% -> 10.0%. */
+    {"AWS p6-b200.48xlarge: 8x B200", -1, 0.15, 0.06, 0.14, 0.11},
     {"NVLink5 (nccl-tests, NCCL 2.27.7); algo=Ring", CM_ALGO_RING, 0.06, -1, -1, -1},
     {"NVLink5 (nccl-tests, NCCL 2.27.7); algo=NVLS", CM_ALGO_NVLS, 0.09, -1, -1, -1},
     /* Added after the NVLS pipeline was written (network/benchmarks/README.md, 0cc3de5). */
@@ -468,9 +478,12 @@ static const CurveBounds bounds[] = {
      * board in one VM, NCCL 2.26.2 (dudeperf3ct.github.io). The model picks NVLS; the measured
      * peak (367 GB/s bus bandwidth at 16 GiB) is the ring's (18 NVLinks x 20.6 GB/s), so NVLS
      * was likely unavailable in that VM: 7-9% too fast at 128 MiB-16 GiB; nccl-tests 22-25% too
-     * slow at 1-4 MiB, all_reduce_bench 13-25% too fast there. */
-    {"4x H100 80GB HBM3 (one VM", -1, 0.12, 0.02, 0.06, 0.07},
-    {"4x H100 80GB HBM3, torch 2.7.0", -1, 0.08, 0.01, 0.01, 0.06},
+     * slow at 1-4 MiB, all_reduce_bench 13-25% too fast there. With 2.26.2's tables (ring LL
+     * at 141 GB/s; cm_nccl.c) the model picks ring LL at 1 MiB: nccl-tests 11.0% -> 9.6% mean
+     * (1 MiB +25% -> -24%, 2 MiB +22% -> +1%), all_reduce_bench 7.3% -> 7.8% (1 MiB +13% ->
+     * -17%); 4x extrapolation 5.9% -> 10.8% and 5.1% -> 7.8% (4 MiB +7% -> +41%, +4% -> +29%). */
+    {"4x H100 80GB HBM3 (one VM", -1, 0.11, 0.02, 0.06, 0.12},
+    {"4x H100 80GB HBM3, torch 2.7.0", -1, 0.08, 0.01, 0.01, 0.09},
     /* Also added after the presets, unseen: an all-gather over the same A3 Mega network
      * (dstack's example run), 48% too fast at 8 MiB, 6-14% from 64 MiB up. */
     {"nccl-tests all_gather_perf -g 1, 16 ranks", -1, 0.17, 0.01, 0.03, 0.05},
