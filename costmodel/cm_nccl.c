@@ -16,11 +16,11 @@
  * a copy of release 2.28.3-1: ncclTunerConstantsDefaults and ncclTopoTuneModel), which are
  * 2.26.2's but for Blackwell's own per-channel rows (ring LL128 73.4, tree LL128 {55.6, 31.67,
  * 20.0}, tree {70.0, 42.8, 24.0}). Releases 2.20.4 - 2.26.1 were not read and take the
- * reference tables; 2.26.3 - 2.28.2 take 2.26.2's. Not taken from either: the later NVLS
- * bandwidth forms (2.26.2: a 5/6 ratio; 2.28.3: bwIntra x nvlsEfficiency x (nChannels - 1) /
- * nChannels, doubled for all-reduce, over nRanks / nsteps: they need the NVLS graph's channels
- * and per-channel bandwidth, which this model does not derive; NVLS keeps the form below), their
- * network terms (ppn = 1 rings taking the tree's network latency, NET tree/Simple 14 us,
+ * reference tables; 2.26.3 - 2.28.2 take 2.26.2's. Not taken: 2.28.3's NVLS bandwidth form
+ * (bwIntra x nvlsEfficiency x (nChannels - 1) / nChannels, doubled for all-reduce, over nRanks
+ * / nsteps: it needs the NVLS graph's channels and per-channel bandwidth, which this model does
+ * not derive; NVLS keeps the reference's form below, which 2.26.2 still has), their network
+ * terms (ppn = 1 rings taking the tree's network latency, NET tree/Simple 14 us,
  * LL128's 0.7 factor at ppn < 2 dropped; the network model's), PAT. */
 #include "costmodel/cm_nccl.h"
 
@@ -104,9 +104,10 @@ static const double tree_correction[CM_PROTO_COUNT][23] = {
 
 /* NVLS efficiency of later NCCL releases (2.2x, tuning: nvlsEfficiency {Volta 0, Ampere 0,
  * Hopper 0.85, Blackwell 0.74}; the commit b6475625 above predates it and charges NVLS at the
- * full NVLink figure, 12% above the 8xH200 NVLS measurement at 8 GiB). Read from public
- * descriptions of that table (NCCL's source at that release is not in the index searched); it
- * multiplies the NVLS and NVLS-tree bus bandwidth. */
+ * full NVLink figure, 12% above the 8xH200 NVLS measurement at 8 GiB, and so does 2.26.2's
+ * tuning.cc; 2.28.3's has it inside its NVLS form, not taken). Read first from public
+ * descriptions of that table; it multiplies the NVLS and NVLS-tree bus bandwidth in every
+ * release here. */
 static double nvls_efficiency(int sm) { return sm >= 100 ? 0.74 : sm >= 90 ? 0.85 : 0.0; }
 
 /* NCCL 2.7.5's A100 bus bandwidth cap (GB/s), applied to the kernels' time (cm_nccl_time). */
@@ -163,11 +164,11 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   hw->nvls = g_str_equal(kind, "nvswitch") && hw->sm >= 90;
   /* LL128 by default over NVLink: tuning.cc at b6475625 enables it for sm 70, 80 and 90 only;
    * the releases B200s run with enable it from sm 70 up ("Enable LL128 by default only on
-   * Hopper/Blackwell for all connections up to P2C and PXN", NCCL 2.2x tuning.cc), and NCCL
+   * Hopper/Blackwell for all connections up to P2C and PXN", NCCL 2.26.2's tuning.cc), and NCCL
    * 2.30.7 logged Tree LL128 (512 KiB - 16 MiB) and Ring LL128 (32-64 MiB) all-reduces on
    * 4 x 8 B200 (stas00/ml-engineering network/README.md at 0cc3de5, "Inter-node speed depends
    * on intra-node speed", from NCCL_DEBUG_SUBSYS=TUNING). Blackwell keeps Hopper's per-channel
-   * LL128 caps, as at b6475625. */
+   * LL128 caps in the reference tables, twice them from 2.26.2 (tables above). */
   hw->ll128 = hw->nvlink && (hw->sm == 70 || hw->sm == 80 || hw->sm == 90 || hw->sm == 100);
   if (hw->nvlink && gen) {
     /* NCCL's graph search spreads channels over the GPU's NVLinks at its per-link figure. */
@@ -273,10 +274,10 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   double bus = bw / 1e9; /* GB/s from here on, as tuning.cc */
   /* What the kernels reach over an A100's NVLinks: NCCL 2.7.5's tuner (tuning.cc at 01afd20,
    * version.mk 2.7.5) capped Ampere's bus bandwidth at 235 GB/s ("if (compCap80) busBw =
-   * std::min(busBw, 235.0f)"), NVIDIA's own figure, below the 12 x 20 GB/s of its per-link tables. Later
-   * tuners dropped the cap (b6475625 has none), so it does not steer the choice here; it
-   * times the kernels: every 8 x A100 NVSwitch sweep in nccl_public.csv tops out at 230-235
-   * GB/s from 2 GiB up, in NCCL 2.16.2, 2.19.3 and a 2024 release alike. */
+   * std::min(busBw, 235.0f)"), NVIDIA's own figure, below the 12 x 20 GB/s of its per-link
+   * tables. Later tuners dropped the cap (b6475625 has none), so it does not steer the choice
+   * here; it times the kernels: every 8 x A100 NVSwitch sweep in nccl_public.csv tops out at
+   * 230-235 GB/s from 2 GiB up, in NCCL 2.16.2, 2.19.3 and a 2024 release alike. */
   if (hw->kernel_view && nodes == 1 && hw->nvlink && hw->sm == 80) bus = MIN(bus, A100_NVLINK_BUS_GBPS);
   gboolean ring = a == CM_ALGO_RING, tree = a == CM_ALGO_TREE;
   if (ring && p == CM_PROTO_LL) {
