@@ -434,14 +434,17 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   SbReplay replay;
   sb_replay_init(&replay, b, b->rep_idx[pm], b->nrep[pm], b->rep_idx[mesh], nrep);
   replay.identity = sb_identity_conversion(b, pm, from, mesh, layout, t);
+  /* the producer's task of microbatch mb on representative r: base + mb * pn + r (task_fwd) */
+  const uint32_t base = (recomputed ? b->rec_base : b->fwd_base)[p], *chain_prev = b->chain_prev;
+  const int pn = b->nrep[pm], *pidx = b->rep_idx[pm];
   for (int mb = 0; mb < b->M; mb++) {
-    for (int r = 0; r < b->nrep[pm]; r++) {
-      int i = b->rep_idx[pm][r];
-      src[i] = recomputed ? task_rec(b, p, mb, i) : task_fwd(b, p, mb, i);
-      if (ahead && b->chain_prev[src[i]] != NO_TASK)
-        src[i] = b->chain_prev[src[i]]; /* tp_overlap: the reduce-scatter starts with the GEMM */
+    for (int r = 0; r < pn; r++) {
+      uint32_t x = base + (uint32_t)(mb * pn + r);
+      if (ahead && chain_prev[x] != NO_TASK)
+        x = chain_prev[x]; /* tp_overlap: the reduce-scatter starts with the GEMM */
+      src[pidx[r]] = x;
       /* nothing to build (one mesh: the same representatives): the tasks pass through */
-      if (replay.identity) cv->ready[mb * nrep + r] = src[i];
+      if (replay.identity) cv->ready[mb * nrep + r] = x;
     }
     if (replay.identity) continue;
     convert_microbatch(b, &replay, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, dst);
@@ -498,16 +501,16 @@ void sb_forward_segment(Builder *b, int t) {
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = sb_forward_conversion(b, t, o, need, FALSE);
       gboolean ring = sb_overlapped_input(b, o, k);
-      uint32_t *e = sb_edges_begin(b, (guint)b->M * (guint)b->nrep[m]);
-      for (int mb = 0; mb < b->M; mb++)
-        for (int r = 0; r < b->nrep[m]; r++) {
-          int i = b->rep_idx[m][r];
-          uint32_t dep = ready[mb * b->nrep[m] + r], use = task_fwd(b, o, mb, i);
-          if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          if (dep == NO_TASK || sb_repeats_chain(b, dep, use)) continue;
-          *e++ = dep;
-          *e++ = use;
-        }
+      const int n = b->M * b->nrep[m];
+      const uint32_t base = b->fwd_base[o]; /* o's task at [mb * nrep + r] (task_fwd) */
+      uint32_t *e = sb_edges_begin(b, (guint)n);
+      for (int j = 0; j < n; j++) {
+        uint32_t dep = ready[j], use = base + (uint32_t)j;
+        if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
+        if (dep == NO_TASK || sb_repeats_chain(b, dep, use)) continue;
+        *e++ = dep;
+        *e++ = use;
+      }
       sb_edges_end(b, e);
     }
   }
@@ -623,24 +626,27 @@ void sb_backward_segment(Builder *b, int t) {
       SbReplay replay;
       sb_replay_init(&replay, b, b->rep_idx[om], b->nrep[om], b->rep_idx[pm], b->nrep[pm]);
       replay.identity = sb_identity_conversion(b, om, from, pm, need, t);
+      /* the tasks of microbatch mb on representative r: base + mb * nrep + r (task_bwd) */
+      const uint32_t obase = b->bwd_base[o], pbase = b->bwd_base[p];
+      const int on = b->nrep[om], pn = b->nrep[pm], *oidx = b->rep_idx[om], *pidx = b->rep_idx[pm];
       for (int mb = 0; mb < b->M; mb++) {
-        for (int r = 0; r < b->nrep[om]; r++) {
-          int i = b->rep_idx[om][r];
-          src[i] = task_bwd(b, o, mb, i);
+        for (int r = 0; r < on; r++) {
+          uint32_t x = obase + (uint32_t)(mb * on + r);
           /* Overlapped: the gradients' collective starts with the reader's backward. */
-          if (ring && b->chain_prev[src[i]] != NO_TASK) src[i] = b->chain_prev[src[i]];
+          if (ring && b->chain_prev[x] != NO_TASK) x = b->chain_prev[x];
+          src[oidx[r]] = x;
         }
         const uint32_t *out = src; /* nothing to build (one mesh): the tasks pass through */
         if (!replay.identity) {
           convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
           out = dst;
         }
-        for (int r = 0; r < b->nrep[pm]; r++) {
-          int j = b->rep_idx[pm][r];
-          if (out[j] == NO_TASK) continue;
-          uint32_t use = task_bwd(b, p, mb, j);
+        for (int r = 0; r < pn; r++) {
+          uint32_t from_task = out[pidx[r]];
+          if (from_task == NO_TASK) continue;
+          uint32_t use = pbase + (uint32_t)(mb * pn + r);
           if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          sb_data_edge(b, out[j], use);
+          sb_data_edge(b, from_task, use);
         }
       }
       sb_replay_clear(&replay);

@@ -8,9 +8,15 @@
 #define NONE UINT32_MAX
 #define SUCCESSOR 0x80000000u /* in cedges: the compute end is the candidate's successor */
 
-/* CAND, BAD, FOLD: collectives that may be folded into a compute chain (fold_collectives). */
+/* CAND, BAD, FOLD: collectives that may be folded into a compute chain (fold_collectives).
+ * Flags of tasks that are not compute (Merge.flags): AFTER_LAST, CAND, BAD, FOLD; of positions
+ * (Merge.cf, pflags): HEAD, TAIL, CHAINED, RELEASED and JOIN, FORK (the position is a folded
+ * collective's join, fork: xat, xfk hold it; elsewhere they are not read, nor written). */
 enum { HEAD = 1, TAIL = 2, AFTER_LAST = 4, CHAINED = 8, RELEASED = 16, CAND = 32, BAD = 64,
-       FOLD = 128 };
+       FOLD = 128, JOIN = 32, FORK = 64 };
+/* The position flags that end a run of members reduce adds up at once: a head, a tail, a
+ * join, a fork (the other members only add their durations to the group's). */
+#define RUN_ENDS (HEAD | TAIL | JOIN | FORK)
 
 typedef struct {
   const SimTaskGraph *g;
@@ -38,6 +44,9 @@ typedef struct {
   SimTime *pdur;         /* its duration (a full graph's; a graph for merging's come from its
                             blocks: pos_duration) */
   SimTime *phd;          /* its launch's duration (with a host stream; likewise: pos_launch) */
+  SimTime *cum;          /* per position k (C + 1 entries): the durations of the positions
+                            before k summed (program_arrays), so that reduce adds a run of
+                            members at once */
   uint8_t *pflags;       /* its flags */
   SimTime *rel;          /* its launch's end where it gates the task (a late launch: the task
                             heads a group released then); read only where RELEASED (the rest
@@ -57,12 +66,14 @@ typedef struct {
   uint32_t *xp, *xs;     /* per task from C, a candidate's: its predecessors' last position,
                             its successors' first (NONE: none) */
   uint32_t *xdev;        /* per task from C, a candidate's: its stream's device */
-  uint32_t *xat;         /* per position: the folded collective it waits for (its join: NONE) */
-  uint32_t *xfk;         /* per position: the folded collective waiting for it (its fork) */
-  SimTime *pxd;          /* per position: its join's collective's duration (set where xat is) */
-  uint32_t *px;          /* per position: its join's collective's task in the reduced graph
-                            (reduce; read only where xat is set) */
-  SimTime *pst;          /* per position: its start in the reduced run (time_host) */
+  uint32_t *xat;         /* per position with JOIN: the folded collective it waits for (its
+                            join; while folding, NONE - 1: two join there) */
+  uint32_t *xfk;         /* per position with FORK: the folded collective waiting for it (its
+                            fork) */
+  SimTime *pxd;          /* per position with JOIN: its join's collective's duration */
+  uint32_t *px;          /* per position with JOIN: its join's collective's task in the
+                            reduced graph (reduce) */
+  SimTime *pend;         /* per position: its end in the reduced run (time_host) */
   uint32_t *cedges;      /* the candidates' edges as (candidate, position of its compute end,
                             SUCCESSOR where that is the successor), their flags deferred */
   /* This round's heads by compute id (reduce): a bitmap and, per 64-bit word, the heads

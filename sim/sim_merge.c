@@ -116,6 +116,7 @@ static gboolean check_tasks(Merge *m) {
   m->prog = program;
   if (g->program_block) { /* a graph for merging: the builder's blocks (its compute tasks
                              themselves may not be written: SimTaskGraph.program_block) */
+    m->cum[0] = 0;
     for (uint32_t d = 0; d < nd; d++) {
       m->dbeg[d] = begin[d];
       m->first[d] = m->last[d] = NONE;
@@ -124,6 +125,7 @@ static gboolean check_tasks(Merge *m) {
         if (c >= m->C) return FALSE;
         uint32_t block = g->program_block[k];
         SimTime duration = g->block_duration[block];
+        m->cum[k + 1] = m->cum[k] + duration; /* (Merge.cum) */
         m->dev[c] = d;
         m->pos[c] = k;
         m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (duration == 0 ? HEAD | TAIL : 0));
@@ -244,11 +246,15 @@ static int compare_pairs(const void *a, const void *b) {
  * merging has them from check_tasks): durations (check_tasks left them by id in poff: the
  * tasks are read once), launch durations; the launch queue by position. */
 static void program_arrays(Merge *m) {
+  m->cum[0] = 0;
   for (uint32_t k = 0; !m->g->program_block && k < m->C; k++) { /* a full graph's, by id */
     uint32_t c = m->prog[k];
     m->pdur[k] = m->poff[c];
     m->phd[k] = m->hdur ? m->hdur[c] : 0;
   }
+  for (uint32_t k = 0; !m->g->program_block && k < m->C; k++) /* (a graph for merging's:
+                                                                    check_tasks) */
+    m->cum[k + 1] = m->cum[k] + m->pdur[k];
   /* the launch queue by position: a graph for merging lists it so already (in program
    * order: sim_build_host.c), a full graph's comes by id in edge order */
   guint nq = m->queue->len / 2;
@@ -285,6 +291,18 @@ static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
     m->redges[m->nredges++] = m->gid[v];
   }
   return TRUE;
+}
+
+/* The first position from @k on (@n: none) whose @flags have a bit of @mask, read a word (8
+ * positions) at a time: most positions have none. */
+static inline uint32_t next_flagged(const uint8_t *flags, uint32_t k, uint32_t n, uint8_t mask) {
+  for (; k < n; k += 8) {
+    uint64_t word = 0;
+    memcpy(&word, flags + k, MIN(8u, n - k));
+    uint64_t bits = GUINT64_FROM_LE(word) & (0x0101010101010101ull * mask); /* k's lowest */
+    if (bits) return k + (uint32_t)__builtin_ctzll(bits) / 8;
+  }
+  return n;
 }
 
 /* The reduced graph's id of a task that is not compute (nor a launch): the groups (@ng of
@@ -334,10 +352,16 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   g_autofree SimTime *gdur = g_new0(SimTime, (gsize)ng + 1);
   SimTime *acc = gdur;
   uint32_t open = 0; /* spans between their fork and join */
-  for (uint32_t k = 0, gi = 0, last = NONE; k < m->C; k++) {
+  /* Only the positions that end a run (RUN_ENDS); the members before one (back to the last)
+   * add their durations to the stretch open then, at once (cum). */
+  uint32_t run = 0; /* the first position whose duration is not added yet */
+  for (uint32_t k = next_flagged(m->pflags, 0, m->C, RUN_ENDS), gi = 0, last = NONE; k < m->C;
+       k = next_flagged(m->pflags, k + 1, m->C, RUN_ENDS)) {
     uint8_t f = m->pflags[k];
     uint32_t c = m->prog[k];
-    if (m->xat[k] != NONE) { /* the join of a folded collective: a step of the last forked waits */
+    *acc += m->cum[k] - m->cum[run];
+    run = k + 1;
+    if (f & JOIN) { /* the join of a folded collective: a step of the last forked waits */
       uint32_t x = m->px[k] = other_gid(m, ng, m->xat[k]);
       steps[nsteps] = (SimFoldStep){0, x};
       fold[last].nsteps++;
@@ -365,8 +389,8 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     } else if (f & TAIL) {
       m->gid[c] = gi;
     }
-    *acc += pos_duration(m, k);
-    if (m->xfk[k] != NONE) { /* the fork of a folded collective: its group's next */
+    *acc += m->cum[k + 1] - m->cum[k];
+    if (f & FORK) { /* the fork of a folded collective: its group's next */
       uint32_t x = other_gid(m, ng, m->xfk[k]);
       fold[last].next = x;
       fold[x].owner = gi; /* its stream and duration with its task, below */
@@ -378,6 +402,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
       open++;
     }
   }
+  *acc += m->cum[m->C] - m->cum[run];
   folds->steps = steps;
   folds->task = fold;
   rg->num_resources = g->num_resources;
@@ -449,19 +474,17 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
       /* a head starts with its group; a member after its predecessor and, at a join, its
        * folded collective */
-      gboolean head = (m->pflags[k] & HEAD) != 0;
+      uint8_t pf = m->pflags[k];
+      gboolean head = (pf & HEAD) != 0;
       uint32_t gi = head ? m->pgid[k] : NONE;
       SimTime start = member_end;
       if (head) start = s->start[gi];
-      else if (m->xat[k] != NONE) start = MAX(start, s->start[m->px[k]] + m->pxd[k]);
-      m->pst[k] = start;
-      SimTime duration = pos_duration(m, k);
-      member_end = start + duration;
+      else if (pf & JOIN) start = MAX(start, s->start[m->px[k]] + m->pxd[k]);
+      SimTime duration = m->cum[k + 1] - m->cum[k];
+      member_end = m->pend[k] = start + duration;
       SimTime qwait = 0;
-      for (; qi < nq && q[2 * qi + 1] == k; qi++) { /* the compute tasks its queue waits for */
-        uint32_t a = q[2 * qi];
-        qwait = MAX(qwait, m->pst[a] + pos_duration(m, a));
-      }
+      for (; qi < nq && q[2 * qi + 1] == k; qi++) /* the compute tasks its queue waits for */
+        qwait = MAX(qwait, m->pend[q[2 * qi]]);
       SimTime dh = pos_launch(m, k), launched = MAX(host_end, qwait) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
       SimTime deps = head ? nr[gi] : start;
@@ -478,8 +501,7 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
         SimTime pair[2] = {prev_end, wait_end};
         g_array_append_vals(iv, pair, 2);
       }
-      SimTime end = start + duration;
-      if (end > prev_end) prev_end = end;
+      if (member_end > prev_end) prev_end = member_end;
       host_end = launched;
     }
   }
@@ -498,7 +520,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   /* the per-task arrays in one allocation (on huge pages where the system has them); a graph
    * for merging has its durations in its blocks (no poff, hdur, pdur, phd: pos_duration) */
   gsize byid = g->program_block ? 0 : C1;
-  gsize per_compute = 6 * sizeof(uint32_t) + 2 * sizeof(SimTime) + 2;
+  gsize per_compute = 6 * sizeof(uint32_t) + 3 * sizeof(SimTime) + 2;
   gsize bytes = C1 * per_compute + byid * 4 * sizeof(SimTime) + 3 * (nd + 1) * sizeof(uint32_t) +
                 n1 * (1 + 4 * sizeof(uint32_t)) + 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
@@ -523,7 +545,8 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.px = m.xat + C1;
   m.xfk = m.px + C1;
   m.pxd = TAKE(SimTime, 2 * C1);
-  m.pst = m.pxd + C1;
+  m.pend = m.pxd + C1;
+  m.cum = TAKE(SimTime, C1 + 1);
   m.xp = TAKE(uint32_t, 3 * n1);
   m.xs = m.xp + n1;
   m.xdev = m.xs + n1;

@@ -75,16 +75,14 @@ static void settle_folds(Merge *m) {
       m->pxd[sp] = m->tasks[t].duration;
       continue;
     }
-    if (m->xat[sp] == t || m->xat[sp] == NONE - 1) m->xat[sp] = NONE;
-    if (p != NONE && (m->xfk[p] == t || m->xfk[p] == NONE - 1)) m->xfk[p] = NONE;
+    if ((m->cf[sp] & JOIN) && (m->xat[sp] == t || m->xat[sp] == NONE - 1)) m->cf[sp] &= (uint8_t)~JOIN;
+    if (p != NONE && (m->cf[p] & FORK) && m->xfk[p] == t) m->cf[p] &= (uint8_t)~FORK;
   }
 }
 
 /* Which candidates fold (the rules above); the flags of the others' edges. */
 void sim_merge_fold_collectives(Merge *m) {
   uint32_t C = m->C;
-  memset(m->xat, 0xFF, sizeof(uint32_t) * C);
-  memset(m->xfk, 0xFF, sizeof(uint32_t) * C);
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t t = C; t < m->n; t++) {
       uint8_t f = m->flags[t];
@@ -92,12 +90,14 @@ void sim_merge_fold_collectives(Merge *m) {
       uint32_t p = m->xp[t - C], sp = m->xs[t - C];
       if (p == NONE || sp == NONE || sp <= p) continue;
       if (pass == 0) { /* two joining at one member: neither */
-        m->xat[sp] = m->xat[sp] == NONE ? t : NONE - 1;
+        m->xat[sp] = m->cf[sp] & JOIN ? NONE - 1 : t;
+        m->cf[sp] |= JOIN;
       } else if (m->xat[sp] == t) { /* two forking at one member: the one joining first */
-        uint32_t y = m->xfk[p];
+        uint32_t y = m->cf[p] & FORK ? m->xfk[p] : NONE;
         if (y != NONE && m->xs[y - C] < sp) continue;
         if (y != NONE) m->flags[y] &= (uint8_t)~FOLD;
         m->xfk[p] = t;
+        m->cf[p] |= FORK;
         m->flags[t] |= FOLD;
       }
     }
@@ -113,7 +113,7 @@ gboolean sim_merge_unfold_released(Merge *m) {
   for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++) {
     g_array_set_size(open, 0);
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
-      for (guint i = 0; m->xat[k] != NONE && i < open->len; i++)
+      for (guint i = 0; (m->cf[k] & JOIN) && i < open->len; i++)
         if (g_array_index(open, uint32_t, i) == m->xat[k]) g_array_remove_index_fast(open, i);
       if (open->len && (m->cf[k] & RELEASED)) {
         for (guint i = 0; i < open->len; i++) {
@@ -123,7 +123,7 @@ gboolean sim_merge_unfold_released(Merge *m) {
         g_array_set_size(open, 0);
         any = TRUE;
       }
-      if (m->xfk[k] != NONE) g_array_append_val(open, m->xfk[k]);
+      if (m->cf[k] & FORK) g_array_append_val(open, m->xfk[k]);
     }
   }
   if (!any) return FALSE;
