@@ -61,6 +61,10 @@ struct SimTaskGraph {
    * (chain_prev has them), and so are data edges that repeat them (from a compute task's
    * chain predecessor: sb_data_edge). NULL in any other graph. */
   uint32_t *program_block;
+  /* A graph for merging's: per compute task (num_compute entries) its position in program
+   * (the builder writes it as it chains them: sim_merge then reads it instead of inverting
+   * program). NULL in any other graph. */
+  uint32_t *program_pos;
   SimTime *block_duration;
   SimTime *block_host;
   GArray *host_queue;

@@ -38,18 +38,19 @@ static CmHostPhase host_phase(const Builder *b, const SimTask *t) {
   }
 }
 
-/* Queue-depth edges for one device's program @prog (@n compute tasks in order, @kernels per
- * position): edges, or in a graph for merging pairs written at @out (returns past the last; at
- * most @n pairs). */
+/* Queue-depth edges for one device's program @prog (@n compute tasks in order; position p
+ * launches @kernels[@kernel_of[p]] kernels): edges, or in a graph for merging pairs written
+ * at @out (returns past the last; at most @n pairs). */
 static uint32_t *add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *prog,
-                                 uint32_t n, const int *kernels, uint32_t *out) {
+                                 uint32_t n, const uint32_t *kernel_of, const int *kernels,
+                                 uint32_t *out) {
   guint64 launched = 0, done = 0; /* kernels before position p; of tasks before position q */
   uint32_t q = 0;
   for (uint32_t p = 0; p < n; p++) {
-    guint64 k = (guint64)kernels[p];
+    guint64 k = (guint64)kernels[kernel_of[p]];
     gboolean advanced = FALSE;
     while (q < p && launched - done + k > (guint64)f->queue_depth) {
-      done += (guint64)kernels[q];
+      done += (guint64)kernels[kernel_of[q]];
       q++;
       advanced = TRUE;
     }
@@ -140,14 +141,17 @@ void sb_add_host_tasks(Builder *b) {
   g_autofree int *op_kernels = g_new(int, (gsize)b->nops * PHASES);
   g_autofree SimTime *op_time = g_new(SimTime, (gsize)b->nops * PHASES);
   host_tables(b, f, op_kernels, op_time);
-  g_autofree int *kernels = g_new(int, n ? n : 1); /* per position in program */
+  /* per position p in program, its kernels: kernels[kernel_of[p]] (by block or by task) */
+  const uint32_t *kernel_of = tg->program;
+  const int *kernels = NULL;
+  g_autofree int *block_kernels = NULL, *task_kernels = NULL;
   SimTask *tasks = (SimTask *)tg->tasks->data;
   if (b->for_merge) { /* launch durations per block, queue pairs (sim-int.h) */
     tg->host_base = UINT32_MAX;
     tg->num_resources -= tg->num_devices;
     tg->block_host = g_new0(SimTime, 4 * (gsize)b->nops);
     tg->host_queue = g_array_sized_new(FALSE, FALSE, sizeof(uint32_t), 2 * (n ? n : 1));
-    g_autofree int *block_kernels = g_new0(int, 4 * (gsize)b->nops);
+    block_kernels = g_new0(int, 4 * (gsize)b->nops);
     g_autofree ComputeBlock *blocks = g_new(ComputeBlock, 4 * (gsize)b->nops + 1);
     int nblocks = compute_blocks(b, blocks);
     for (int i = 0; i < nblocks; i++) {
@@ -156,10 +160,11 @@ void sb_add_host_tasks(Builder *b) {
       block_kernels[at] = op_kernels[k];
       tg->block_host[at] = op_time[k];
     }
-    for (uint32_t p = 0; p < n; p++) kernels[p] = block_kernels[tg->program_block[p]];
+    kernel_of = tg->program_block;
+    kernels = block_kernels;
   } else {
     /* The host tasks in one block (ids host_base + c, one resource each), then their edges. */
-    g_autofree int *task_kernels = g_new(int, n ? n : 1);
+    task_kernels = g_new(int, n ? n : 1);
     guint res0 = tg->task_resources->len;
     g_array_set_size(tg->tasks, 2 * n);
     g_array_set_size(tg->task_resources, res0 + n);
@@ -181,7 +186,7 @@ void sb_add_host_tasks(Builder *b) {
       sim_task_graph_edge(tg, h, c);
       if (b->chain_prev[c] != NO_TASK) sim_task_graph_edge(tg, tg->host_base + b->chain_prev[c], h);
     }
-    for (uint32_t p = 0; p < n; p++) kernels[p] = task_kernels[tg->program[p]];
+    kernels = task_kernels;
   }
   /* Each device's program (recorded in order by sb_build_compute: SimTaskGraph.program). */
   uint32_t *out = NULL;
@@ -192,7 +197,7 @@ void sb_add_host_tasks(Builder *b) {
   for (int d = 0; d < tg->num_devices; d++)
     out = add_queue_edges(b, f, tg->program + tg->program_begin[d],
                           tg->program_begin[d + 1] - tg->program_begin[d],
-                          kernels + tg->program_begin[d], out);
+                          kernel_of + tg->program_begin[d], kernels, out);
   if (b->for_merge) g_array_set_size(tg->host_queue, (guint)(out - (uint32_t *)tg->host_queue->data));
 }
 

@@ -24,8 +24,11 @@ typedef struct {
   const uint32_t *res;
   const uint32_t *prev;  /* g->chain_prev */
   uint32_t n, C, hb;     /* tasks, compute tasks, host base (NONE: no host stream) */
-  uint32_t *dev;         /* per compute task: its device */
-  uint32_t *pos;         /* per compute task: its position in prog */
+  uint32_t *dev;         /* per compute task of a full graph: its device (check_tasks) */
+  uint32_t *pdev;        /* per position: its device */
+  const uint32_t *pos;   /* per compute task: its position in prog (a graph for merging's
+                            SimTaskGraph.program_pos, or posbuf) */
+  uint32_t *posbuf;      /* a full graph's, found by check_tasks */
   const uint32_t *prog;  /* the compute tasks in program order, device after device (the
                             graph's SimTaskGraph.program) */
   uint32_t *dbeg;        /* per device: where its program starts in prog (nd + 1 entries) */
@@ -39,7 +42,6 @@ typedef struct {
                             heads and tails only, NONE for inner members) */
   /* Per position in prog (sequential passes instead of chasing the chain again; gathered once
    * by program_arrays, as compute ids are scattered in program order): */
-  uint32_t *pgid;        /* a head's group's task in the reduced graph (reduce; set at heads only) */
   SimTime *poff;         /* its start within its group (reduce; before: durations by id) */
   SimTime *pdur;         /* its duration (a full graph's; a graph for merging's come from its
                             blocks: pos_duration) */
@@ -66,13 +68,11 @@ typedef struct {
   uint32_t *xp, *xs;     /* per task from C, a candidate's: its predecessors' last position,
                             its successors' first (NONE: none) */
   uint32_t *xdev;        /* per task from C, a candidate's: its stream's device */
+  SimTime *xdur;         /* per task from C, a candidate's: its duration */
   uint32_t *xat;         /* per position with JOIN: the folded collective it waits for (its
                             join; while folding, NONE - 1: two join there) */
   uint32_t *xfk;         /* per position with FORK: the folded collective waiting for it (its
                             fork) */
-  SimTime *pxd;          /* per position with JOIN: its join's collective's duration */
-  uint32_t *px;          /* per position with JOIN: its join's collective's task in the
-                            reduced graph (reduce) */
   SimTime *pend;         /* per position: its end in the reduced run (time_host) */
   uint32_t *cedges;      /* the candidates' edges as (candidate, position of its compute end,
                             SUCCESSOR where that is the successor), their flags deferred */
@@ -81,10 +81,20 @@ typedef struct {
   uint64_t *head;
   uint32_t *head_rank;
   guint ncedges;         /* entries (2 per edge) */
+  /* This round's heads' groups and joins' collectives (their tasks in the reduced graph and
+   * durations), in program order (reduce), for time_host to read in turn: */
+  uint32_t *hgid, *jx;
+  SimTime *jdur;
+  uint32_t nheads, njoins;
 } Merge;
 
 static inline gboolean is_host(const Merge *m, uint32_t v) {
   return m->hb != NONE && v >= m->hb && v < m->hb + m->C;
+}
+
+/* Compute task @c's device. */
+static inline uint32_t dev_of(const Merge *m, uint32_t c) {
+  return m->pdev[m->pos[c]];
 }
 
 /* Edge (@u, @v) of candidate @x with compute task @c, kept for later; the last position of
@@ -95,7 +105,7 @@ static inline gboolean sim_merge_candidate_edge(Merge *m, uint32_t u, uint32_t v
   m->cedges[m->ncedges++] = x;
   m->cedges[m->ncedges++] = m->pos[c] | (c == v ? SUCCESSOR : 0);
   (void)u;
-  if (m->xdev[x - m->C] != m->dev[c]) m->flags[x] |= BAD;
+  if (m->xdev[x - m->C] != dev_of(m, c)) m->flags[x] |= BAD;
   else if (at == m->xp) *a = *a == NONE ? m->pos[c] : MAX(*a, m->pos[c]);
   else *a = MIN(*a, m->pos[c]);
   return TRUE;

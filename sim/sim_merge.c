@@ -116,18 +116,17 @@ static gboolean check_tasks(Merge *m) {
   m->prog = program;
   if (g->program_block) { /* a graph for merging: the builder's blocks (its compute tasks
                              themselves may not be written: SimTaskGraph.program_block) */
+    if (!g->program_pos) return FALSE;
     m->cum[0] = 0;
+    m->pos = g->program_pos;
     for (uint32_t d = 0; d < nd; d++) {
       m->dbeg[d] = begin[d];
       m->first[d] = m->last[d] = NONE;
       for (uint32_t k = begin[d]; k < begin[d + 1]; k++) {
-        uint32_t c = program[k];
-        if (c >= m->C) return FALSE;
         uint32_t block = g->program_block[k];
         SimTime duration = g->block_duration[block];
         m->cum[k + 1] = m->cum[k] + duration; /* (Merge.cum) */
-        m->dev[c] = d;
-        m->pos[c] = k;
+        m->pdev[k] = d;
         m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (duration == 0 ? HEAD | TAIL : 0));
       }
       if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
@@ -135,12 +134,13 @@ static gboolean check_tasks(Merge *m) {
     m->dbeg[nd] = m->C;
     return check_other_tasks(m);
   }
+  m->pos = m->posbuf;
   for (uint32_t c = 0; c < m->C; c++) {
     const SimTask *t = &m->tasks[c];
     uint32_t r = m->res[t->res_begin];
     if (t->nres != 1 || !compute_stream(nd, r) || !compute_kind(t->kind)) return FALSE;
     m->dev[c] = (uint32_t)sim_resource_device(r);
-    m->pos[c] = NONE;
+    m->posbuf[c] = NONE;
     m->poff[c] = t->duration; /* by id, until program_arrays */
   }
   /* The builder's programs (SimTaskGraph.program), checked against the chains: each task
@@ -150,10 +150,11 @@ static gboolean check_tasks(Merge *m) {
     m->first[d] = m->last[d] = NONE;
     for (uint32_t k = begin[d]; k < begin[d + 1]; k++) {
       uint32_t c = program[k];
-      if (c >= m->C || m->pos[c] != NONE || m->dev[c] != d ||
+      if (c >= m->C || m->posbuf[c] != NONE || m->dev[c] != d ||
           m->prev[c] != (k == begin[d] ? NONE : program[k - 1]))
         return FALSE;
-      m->pos[c] = k;
+      m->posbuf[c] = k;
+      m->pdev[k] = d;
       /* the first of its device, or lasting zero: alone (see the tie-breaks) */
       m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (m->poff[c] == 0 ? HEAD | TAIL : 0));
     }
@@ -192,7 +193,7 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
     uint32_t pair[2] = {u, v - m->hb};
     g_array_append_vals(m->queue, pair, 2);
   } else if (v < m->C) {
-    if (uc && m->dev[u] == m->dev[v])
+    if (uc && dev_of(m, u) == dev_of(m, v))
       return m->pos[u] < m->pos[v]; /* the chain or implied by it; else a cycle (the full
                                        engine reports it) */
     if (!uc && (m->flags[u] & CAND)) return sim_merge_candidate_edge(m, u, v, v, u, m->xs);
@@ -202,9 +203,9 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
     if (m->flags[v] & CAND) return sim_merge_candidate_edge(m, u, v, u, v, m->xp);
     m->cf[m->pos[u]] |= TAIL;
     const SimTask *t = &m->tasks[v];
-    if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[m->dev[u]])
+    if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[dev_of(m, u)])
       for (uint16_t r = 0; r < t->nres; r++)
-        if (m->res[t->res_begin + r] == sim_resource_compute((int)m->dev[u])) m->flags[v] |= AFTER_LAST;
+        if (m->res[t->res_begin + r] == sim_resource_compute((int)dev_of(m, u))) m->flags[v] |= AFTER_LAST;
   } else { /* between two tasks that are not compute: neither is between two chain members */
     m->flags[u] |= m->flags[u] & CAND ? BAD : 0;
     m->flags[v] |= m->flags[v] & CAND ? BAD : 0;
@@ -352,6 +353,10 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   g_autofree SimTime *gdur = g_new0(SimTime, (gsize)ng + 1);
   SimTime *acc = gdur;
   uint32_t open = 0; /* spans between their fork and join */
+  m->hgid = g_renew(uint32_t, m->hgid, (gsize)ng + 1);
+  m->jx = g_renew(uint32_t, m->jx, (gsize)(R - ng) + 1);
+  m->jdur = g_renew(SimTime, m->jdur, (gsize)(R - ng) + 1);
+  m->nheads = m->njoins = 0;
   /* Only the positions that end a run (RUN_ENDS); the members before one (back to the last)
    * add their durations to the stretch open then, at once (cum). */
   uint32_t run = 0; /* the first position whose duration is not added yet */
@@ -362,7 +367,9 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     *acc += m->cum[k] - m->cum[run];
     run = k + 1;
     if (f & JOIN) { /* the join of a folded collective: a step of the last forked waits */
-      uint32_t x = m->px[k] = other_gid(m, ng, m->xat[k]);
+      uint32_t x = other_gid(m, ng, m->xat[k]);
+      m->jx[m->njoins] = x; /* for time_host, in program order */
+      m->jdur[m->njoins++] = m->xdur[m->xat[k] - m->C];
       steps[nsteps] = (SimFoldStep){0, x};
       fold[last].nsteps++;
       acc = &steps[nsteps++].duration;
@@ -379,7 +386,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
       uint64_t below = m->head[c >> 6] & (((uint64_t)1 << (c & 63)) - 1);
       uint32_t prev = gi;
       gi = last = m->gid[c] = m->head_rank[c >> 6] + (uint32_t)__builtin_popcountll(below);
-      m->pgid[k] = gi; /* (read at heads only) */
+      m->hgid[m->nheads++] = gi; /* for time_host, in program order */
       acc = gdur + gi;
       if (f & CHAINED) { /* the chain from the group before */
         m->redges[m->nredges++] = prev;
@@ -420,7 +427,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
        * graph for merging may not have its members' entries written) */
       rt[i] = (SimTask){.duration = gdur[i], .res_begin = i, .nres = 1,
                         .kind = SIM_TASK_FORWARD, .op = -1, .tensor = -1, .microbatch = -1};
-      rr[i] = sim_resource_compute((int)m->dev[c]);
+      rr[i] = sim_resource_compute((int)dev_of(m, c));
     }
   guint nr = R; /* the other tasks' resources: counted, then copied in place */
   for (uint32_t t = m->C; t < m->n; t++)
@@ -466,6 +473,7 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
   uint32_t nd = (uint32_t)m->g->num_devices;
   const uint32_t *q = m->qpos;
   guint nq = m->queue->len / 2, qi = 0;
+  uint32_t hi = 0, ji = 0; /* reduce's lists of heads and joins, read in turn */
   gint64 changes = 0;
   g_array_set_size(iv, 0);
   for (uint32_t d = 0; d < nd; d++) {
@@ -476,10 +484,13 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
        * folded collective */
       uint8_t pf = m->pflags[k];
       gboolean head = (pf & HEAD) != 0;
-      uint32_t gi = head ? m->pgid[k] : NONE;
+      uint32_t gi = head ? m->hgid[hi++] : NONE;
       SimTime start = member_end;
+      if (pf & JOIN) { /* when the collective it waits for ends */
+        if (!head) start = MAX(start, s->start[m->jx[ji]] + m->jdur[ji]);
+        ji++;
+      }
       if (head) start = s->start[gi];
-      else if (pf & JOIN) start = MAX(start, s->start[m->px[k]] + m->pxd[k]);
       SimTime duration = m->cum[k + 1] - m->cum[k];
       member_end = m->pend[k] = start + duration;
       SimTime qwait = 0;
@@ -520,15 +531,15 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   /* the per-task arrays in one allocation (on huge pages where the system has them); a graph
    * for merging has its durations in its blocks (no poff, hdur, pdur, phd: pos_duration) */
   gsize byid = g->program_block ? 0 : C1;
-  gsize per_compute = 6 * sizeof(uint32_t) + 3 * sizeof(SimTime) + 2;
-  gsize bytes = C1 * per_compute + byid * 4 * sizeof(SimTime) + 3 * (nd + 1) * sizeof(uint32_t) +
-                n1 * (1 + 4 * sizeof(uint32_t)) + 32 * 64; /* alignment */
+  gsize per_compute = 3 * sizeof(uint32_t) + 2 * sizeof(SimTime) + 2;
+  gsize bytes = C1 * per_compute + byid * (4 * sizeof(SimTime) + 2 * sizeof(uint32_t)) + 3 * (nd + 1) * sizeof(uint32_t) +
+                n1 * (1 + 4 * sizeof(uint32_t) + sizeof(SimTime)) + 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
   sim_huge_pages(arena, bytes);
 #define TAKE(type, count) ((type *)take(&fill, sizeof(type) * (gsize)(count)))
-  m.dev = TAKE(uint32_t, C1);
-  m.pos = TAKE(uint32_t, C1);
-  m.pgid = TAKE(uint32_t, C1);
+  m.dev = TAKE(uint32_t, byid);
+  m.posbuf = TAKE(uint32_t, byid);
+  m.pdev = TAKE(uint32_t, C1);
   m.poff = TAKE(SimTime, byid);
   m.pdur = TAKE(SimTime, byid);
   m.phd = TAKE(SimTime, byid);
@@ -540,16 +551,15 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.last = TAKE(uint32_t, nd + 1);
   m.flags = memset(TAKE(uint8_t, n1), 0, n1);
   m.gid = TAKE(uint32_t, n1);
-  /* folding: per position two ids and two times, per task three candidate fields */
-  m.xat = TAKE(uint32_t, 3 * C1);
-  m.px = m.xat + C1;
-  m.xfk = m.px + C1;
-  m.pxd = TAKE(SimTime, 2 * C1);
-  m.pend = m.pxd + C1;
+  /* folding: per position two ids, per task three candidate fields; the ends */
+  m.xat = TAKE(uint32_t, 2 * C1);
+  m.xfk = m.xat + C1;
+  m.pend = TAKE(SimTime, C1);
   m.cum = TAKE(SimTime, C1 + 1);
   m.xp = TAKE(uint32_t, 3 * n1);
   m.xs = m.xp + n1;
   m.xdev = m.xs + n1;
+  m.xdur = TAKE(SimTime, n1);
 #undef TAKE
   g_assert(fill <= arena + bytes);
   /* the host stream: given (a graph built for merging) or read from the host tasks */
@@ -610,5 +620,8 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_free(m.cedges);
   g_free(m.head);
   g_free(m.head_rank);
+  g_free(m.hgid);
+  g_free(m.jx);
+  g_free(m.jdur);
   return ok;
 }

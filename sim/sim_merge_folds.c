@@ -34,6 +34,7 @@ void sim_merge_find_candidates(Merge *m) {
       m->flags[t] |= CAND;
       m->xp[t - m->C] = m->xs[t - m->C] = NONE;
       m->xdev[t - m->C] = (uint32_t)sim_resource_device(r);
+      m->xdur[t - m->C] = task->duration;
     }
   }
 }
@@ -52,7 +53,7 @@ static gboolean span_broken(const Merge *m, uint32_t x) {
 }
 
 /* The unfolded candidates' edges make heads and tails; a collective whose span they break
- * unfolds (again until none does); then xat, xfk and pxd keep the folded ones only. */
+ * unfolds (again until none does); then JOIN and FORK mark the folded ones only. */
 static void settle_folds(Merge *m) {
   uint32_t C = m->C;
   for (gboolean changed = TRUE; changed;) {
@@ -71,10 +72,7 @@ static void settle_folds(Merge *m) {
   for (uint32_t t = C; t < m->n; t++) {
     if (!(m->flags[t] & CAND) || m->xs[t - C] == NONE) continue;
     uint32_t sp = m->xs[t - C], p = m->xp[t - C];
-    if (m->flags[t] & FOLD) {
-      m->pxd[sp] = m->tasks[t].duration;
-      continue;
-    }
+    if (m->flags[t] & FOLD) continue;
     if ((m->cf[sp] & JOIN) && (m->xat[sp] == t || m->xat[sp] == NONE - 1)) m->cf[sp] &= (uint8_t)~JOIN;
     if (p != NONE && (m->cf[p] & FORK) && m->xfk[p] == t) m->cf[p] &= (uint8_t)~FORK;
   }
