@@ -395,11 +395,10 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
   if (scatter >= 0) gather_scattered(b, dst_mesh, scatter, bytes, op, t, mb, dst_ready);
 }
 
-/* sb_convert for microbatch @mb: a copy of the one @replay recorded, or built and recorded. */
+/* sb_convert for microbatch @mb, built and recorded by @replay (sb_replay_many copies it). */
 static void convert_microbatch(Builder *b, SbReplay *replay, int src_mesh, MdlLayout from,
                                const uint32_t *src_ready, int dst_mesh, MdlLayout to, int t,
                                int op, int mb, uint32_t *dst_ready) {
-  if (sb_replay(b, replay, src_ready, mb, dst_ready)) return;
   SbMark begin = sb_mark(b);
   sb_convert(b, src_mesh, from, src_ready, dst_mesh, to, t, op, mb, dst_ready);
   sb_replay_record(b, replay, begin, src_ready, mb, dst_ready);
@@ -437,18 +436,32 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   /* the producer's task of microbatch mb on representative r: base + mb * pn + r (task_fwd) */
   const uint32_t base = (recomputed ? b->rec_base : b->fwd_base)[p], *chain_prev = b->chain_prev;
   const int pn = b->nrep[pm], *pidx = b->rep_idx[pm];
-  for (int mb = 0; mb < b->M; mb++) {
-    for (int r = 0; r < pn; r++) {
-      uint32_t x = base + (uint32_t)(mb * pn + r);
-      if (ahead && chain_prev[x] != NO_TASK)
-        x = chain_prev[x]; /* tp_overlap: the reduce-scatter starts with the GEMM */
-      src[pidx[r]] = x;
-      /* nothing to build (one mesh: the same representatives): the tasks pass through */
-      if (replay.identity) cv->ready[mb * nrep + r] = x;
+  /* every microbatch's input at the representatives (the replay's compact input) */
+  g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
+  for (int j = 0; j < b->M * pn; j++) {
+    uint32_t x = base + (uint32_t)j;
+    in_c[j] = ahead && chain_prev[x] != NO_TASK ? chain_prev[x] /* tp_overlap: the
+                                                                 reduce-scatter starts with the
+                                                                 GEMM */
+                                                : x;
+  }
+  /* nothing to build (one mesh: the same representatives): the tasks pass through */
+  g_assert(!replay.identity || pn == nrep);
+  if (replay.identity) memcpy(cv->ready, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)pn);
+  g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
+  for (int mb = 0; !replay.identity && mb < b->M;) {
+    /* the next microbatches copied at once while they repeat the recording (outputs: the
+     * representatives' entries, as cv->ready lists them) */
+    int n = sb_replay_many(b, &replay, in_c + (gsize)mb * pn, mb, b->M - mb, out_c, NULL);
+    if (n) {
+      memcpy(cv->ready + (gsize)mb * nrep, out_c, sizeof(uint32_t) * (gsize)n * (gsize)nrep);
+      mb += n;
+      continue;
     }
-    if (replay.identity) continue;
+    for (int r = 0; r < pn; r++) src[pidx[r]] = in_c[mb * pn + r];
     convert_microbatch(b, &replay, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, dst);
     for (int r = 0; r < nrep; r++) cv->ready[mb * nrep + r] = dst[b->rep_idx[mesh][r]];
+    mb++;
   }
   sb_replay_clear(&replay);
   g_ptr_array_add(list, cv);
@@ -629,24 +642,39 @@ void sb_backward_segment(Builder *b, int t) {
       /* the tasks of microbatch mb on representative r: base + mb * nrep + r (task_bwd) */
       const uint32_t obase = b->bwd_base[o], pbase = b->bwd_base[p];
       const int on = b->nrep[om], pn = b->nrep[pm], *oidx = b->rep_idx[om], *pidx = b->rep_idx[pm];
-      for (int mb = 0; mb < b->M; mb++) {
-        for (int r = 0; r < on; r++) {
-          uint32_t x = obase + (uint32_t)(mb * on + r);
-          /* Overlapped: the gradients' collective starts with the reader's backward. */
-          if (ring && b->chain_prev[x] != NO_TASK) x = b->chain_prev[x];
-          src[oidx[r]] = x;
-        }
-        const uint32_t *out = src; /* nothing to build (one mesh): the tasks pass through */
-        if (!replay.identity) {
+      /* every microbatch's input at the representatives (the replay's compact input) and,
+       * per microbatch, the output there (out_c: pn entries each) */
+      g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(on, 1));
+      g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
+      for (int j = 0; j < b->M * on; j++) {
+        uint32_t x = obase + (uint32_t)j;
+        /* Overlapped: the gradients' collective starts with the reader's backward. */
+        in_c[j] = ring && b->chain_prev[x] != NO_TASK ? b->chain_prev[x] : x;
+      }
+      /* nothing to build (one mesh): the tasks pass through */
+      g_assert(!replay.identity || on == pn);
+      if (replay.identity) memcpy(out_c, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)on);
+      for (int mb = 0; mb < b->M;) {
+        /* the next microbatches' conversions copied at once (each one's edges before its
+         * data edges, as building them in turn orders them), or this one built */
+        uint32_t first = 0;
+        int n = replay.identity ? b->M - mb
+                                : sb_replay_many(b, &replay, in_c + (gsize)mb * on, mb,
+                                                 b->M - mb, out_c + (gsize)mb * pn, &first);
+        if (!n) {
+          for (int r = 0; r < on; r++) src[oidx[r]] = in_c[mb * on + r];
           convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
-          out = dst;
+          for (int r = 0; r < pn; r++) out_c[mb * pn + r] = dst[pidx[r]];
         }
-        for (int r = 0; r < pn; r++) {
-          uint32_t from_task = out[pidx[r]];
-          if (from_task == NO_TASK) continue;
-          uint32_t use = pbase + (uint32_t)(mb * pn + r);
-          if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          sb_data_edge(b, from_task, use);
+        for (int i = 0; i < MAX(n, 1); i++, mb++) {
+          if (n && !replay.identity) sb_replay_edges(b, &replay, in_c + (gsize)mb * on, first, i);
+          for (int r = 0; r < pn; r++) {
+            uint32_t from_task = out_c[mb * pn + r];
+            if (from_task == NO_TASK) continue;
+            uint32_t use = pbase + (uint32_t)(mb * pn + r);
+            if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
+            sb_data_edge(b, from_task, use);
+          }
         }
       }
       sb_replay_clear(&replay);
