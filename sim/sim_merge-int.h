@@ -25,7 +25,7 @@ typedef struct {
   const uint32_t *prev;  /* g->chain_prev */
   uint32_t n, C, hb;     /* tasks, compute tasks, host base (NONE: no host stream) */
   uint32_t *dev;         /* per compute task of a full graph: its device (check_tasks) */
-  uint32_t *pdev;        /* per position: its device */
+  uint32_t *chunk_dev;   /* per DEV_CHUNK positions from 0: the device of the first (dev_of) */
   const uint32_t *pos;   /* per compute task: its position in prog (a graph for merging's
                             SimTaskGraph.program_pos, or posbuf) */
   uint32_t *posbuf;      /* a full graph's, found by check_tasks */
@@ -92,9 +92,13 @@ static inline gboolean is_host(const Merge *m, uint32_t v) {
   return m->hb != NONE && v >= m->hb && v < m->hb + m->C;
 }
 
-/* Compute task @c's device. */
+/* Compute task @c's device: its position's, from its chunk's first position's on (devices'
+ * programs lie one after the other: few chunks hold a device's start). */
+#define DEV_CHUNK_BITS 8
 static inline uint32_t dev_of(const Merge *m, uint32_t c) {
-  return m->pdev[m->pos[c]];
+  uint32_t k = m->pos[c], d = m->chunk_dev[k >> DEV_CHUNK_BITS];
+  while (k >= m->dbeg[d + 1]) d++;
+  return d;
 }
 
 /* Edge (@u, @v) of candidate @x with compute task @c, kept for later; the last position of

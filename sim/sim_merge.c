@@ -107,6 +107,14 @@ static gboolean check_other_tasks(Merge *m) {
   return TRUE;
 }
 
+/* Merge.chunk_dev from the devices' program ranges (dbeg). */
+static void chunk_devices(Merge *m, uint32_t nd) {
+  for (uint32_t j = 0, d = 0; ((gsize)j << DEV_CHUNK_BITS) < m->C; j++) {
+    while (d + 1 < nd && (j << DEV_CHUNK_BITS) >= m->dbeg[d + 1]) d++;
+    m->chunk_dev[j] = d;
+  }
+}
+
 /* The tasks' side of the applicability check; programs, first and last tasks. */
 static gboolean check_tasks(Merge *m) {
   const SimTaskGraph *g = m->g;
@@ -126,12 +134,12 @@ static gboolean check_tasks(Merge *m) {
         uint32_t block = g->program_block[k];
         SimTime duration = g->block_duration[block];
         m->cum[k + 1] = m->cum[k] + duration; /* (Merge.cum) */
-        m->pdev[k] = d;
         m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (duration == 0 ? HEAD | TAIL : 0));
       }
       if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
     }
     m->dbeg[nd] = m->C;
+    chunk_devices(m, nd);
     return check_other_tasks(m);
   }
   m->pos = m->posbuf;
@@ -154,13 +162,13 @@ static gboolean check_tasks(Merge *m) {
           m->prev[c] != (k == begin[d] ? NONE : program[k - 1]))
         return FALSE;
       m->posbuf[c] = k;
-      m->pdev[k] = d;
       /* the first of its device, or lasting zero: alone (see the tie-breaks) */
       m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (m->poff[c] == 0 ? HEAD | TAIL : 0));
     }
     if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
   }
   m->dbeg[nd] = m->C;
+  chunk_devices(m, nd);
   return check_other_tasks(m);
 }
 
@@ -202,8 +210,8 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
   } else if (uc) {
     if (m->flags[v] & CAND) return sim_merge_candidate_edge(m, u, v, u, v, m->xp);
     m->cf[m->pos[u]] |= TAIL;
-    const SimTask *t = &m->tasks[v];
-    if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[dev_of(m, u)])
+    const SimTask *t = &m->tasks[v]; /* (read only after a device's last task) */
+    if (u == m->last[dev_of(m, u)] && t->kind == SIM_TASK_OPTIMIZER)
       for (uint16_t r = 0; r < t->nres; r++)
         if (m->res[t->res_begin + r] == sim_resource_compute((int)dev_of(m, u))) m->flags[v] |= AFTER_LAST;
   } else { /* between two tasks that are not compute: neither is between two chain members */
@@ -363,7 +371,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   for (uint32_t k = next_flagged(m->pflags, 0, m->C, RUN_ENDS), gi = 0, last = NONE; k < m->C;
        k = next_flagged(m->pflags, k + 1, m->C, RUN_ENDS)) {
     uint8_t f = m->pflags[k];
-    uint32_t c = m->prog[k];
+    uint32_t c = f & (HEAD | TAIL) ? m->prog[k] : NONE;
     *acc += m->cum[k] - m->cum[run];
     run = k + 1;
     if (f & JOIN) { /* the join of a folded collective: a step of the last forked waits */
@@ -531,15 +539,16 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   /* the per-task arrays in one allocation (on huge pages where the system has them); a graph
    * for merging has its durations in its blocks (no poff, hdur, pdur, phd: pos_duration) */
   gsize byid = g->program_block ? 0 : C1;
-  gsize per_compute = 3 * sizeof(uint32_t) + 2 * sizeof(SimTime) + 2;
-  gsize bytes = C1 * per_compute + byid * (4 * sizeof(SimTime) + 2 * sizeof(uint32_t)) + 3 * (nd + 1) * sizeof(uint32_t) +
+  gsize per_compute = 2 * sizeof(uint32_t) + 2 * sizeof(SimTime) + 2;
+  gsize bytes = C1 * per_compute + byid * (4 * sizeof(SimTime) + 2 * sizeof(uint32_t)) +
+                ((C1 >> DEV_CHUNK_BITS) + 1) * sizeof(uint32_t) + 3 * (nd + 1) * sizeof(uint32_t) +
                 n1 * (1 + 4 * sizeof(uint32_t) + sizeof(SimTime)) + 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
   sim_huge_pages(arena, bytes);
 #define TAKE(type, count) ((type *)take(&fill, sizeof(type) * (gsize)(count)))
   m.dev = TAKE(uint32_t, byid);
   m.posbuf = TAKE(uint32_t, byid);
-  m.pdev = TAKE(uint32_t, C1);
+  m.chunk_dev = TAKE(uint32_t, (C1 >> DEV_CHUNK_BITS) + 1);
   m.poff = TAKE(SimTime, byid);
   m.pdur = TAKE(SimTime, byid);
   m.phd = TAKE(SimTime, byid);
