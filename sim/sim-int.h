@@ -68,6 +68,7 @@ struct SimTaskGraph {
   SimTime *block_duration;
   SimTime *block_host;
   GArray *host_queue;
+  uint32_t host_queue_reach; /* the most positions a pair of host_queue spans (c's - q's) */
 };
 
 /* One pop of the engine as the breakdown reads it (SimSchedule.log): what it would otherwise

@@ -45,24 +45,24 @@ static uint32_t *add_queue_edges(Builder *b, const CmFramework *f, const uint32_
                                  uint32_t n, const uint32_t *kernel_of, const int *kernels,
                                  uint32_t *out) {
   guint64 launched = 0, done = 0; /* kernels before position p; of tasks before position q */
-  uint32_t q = 0;
+  const guint64 depth = (guint64)f->queue_depth;
+  const gboolean for_merge = b->for_merge;
+  const uint32_t at = (uint32_t)(prog - b->tg->program); /* prog's first position */
+  uint32_t q = 0, reach = b->tg->host_queue_reach;
   for (uint32_t p = 0; p < n; p++) {
     guint64 k = (guint64)kernels[kernel_of[p]];
-    gboolean advanced = FALSE;
-    while (q < p && launched - done + k > (guint64)f->queue_depth) {
-      done += (guint64)kernels[kernel_of[q]];
-      q++;
-      advanced = TRUE;
-    }
-    if (advanced && b->for_merge) { /* positions in SimTaskGraph.program */
-      uint32_t at = (uint32_t)(prog - b->tg->program);
+    uint32_t q0 = q;
+    while (q < p && launched - done + k > depth) done += (guint64)kernels[kernel_of[q++]];
+    if (q != q0 && for_merge) { /* positions in SimTaskGraph.program */
       *out++ = at + q - 1;
       *out++ = at + p;
-    } else if (advanced) {
+      reach = MAX(reach, p - (q - 1));
+    } else if (q != q0) {
       sim_task_graph_edge(b->tg, prog[q - 1], b->tg->host_base + prog[p]);
     }
     launched += k;
   }
+  b->tg->host_queue_reach = reach;
   return out;
 }
 

@@ -118,14 +118,13 @@ static gboolean same_pattern(const SbReplay *r, const uint32_t *in_c) {
   return TRUE;
 }
 
-/* Grows @array by @copies copies of its own @count elements at @from. */
+/* Grows @array (of uint32_t) by @copies copies of its own @count elements at @from. */
 static void append_own(GArray *array, guint from, guint count, guint copies) {
   guint len = array->len;
-  gsize size = g_array_get_element_size(array);
   g_array_set_size(array, len + count * copies);
+  uint32_t *a = (uint32_t *)array->data, *to = a + len;
   for (guint i = 0; i < copies; i++)
-    memcpy(array->data + ((gsize)len + (gsize)i * count) * size, array->data + (gsize)from * size,
-           (gsize)count * size);
+    for (guint k = 0; k < count; k++) *to++ = a[from + k];
 }
 
 /* Copy @i's edges (of a copy made by sb_replay_many, whose first copy's tasks start at
@@ -150,11 +149,13 @@ int sb_replay_many(Builder *b, const SbReplay *r, const uint32_t *in_c, int mb, 
   SbMark now = sb_mark(b);
   uint32_t ntasks = r->end.task - r->begin.task, nres = r->end.res - r->begin.res;
   if (ntasks) { /* n copies of the tasks and their resources */
-    append_own(g->tasks, r->begin.task, ntasks, (guint)n);
+    g_array_set_size(g->tasks, now.task + ntasks * (guint)n);
     append_own(g->task_resources, r->begin.res, nres, (guint)n);
+    const SimTask *from = (const SimTask *)g->tasks->data + r->begin.task;
     SimTask *tasks = (SimTask *)g->tasks->data + now.task;
     for (int i = 0; i < n; i++)
       for (uint32_t t = 0; t < ntasks; t++, tasks++) {
+        *tasks = from[t];
         tasks->microbatch = mb + i;
         tasks->res_begin += now.res + (uint32_t)i * nres - r->begin.res;
       }

@@ -73,7 +73,9 @@ typedef struct {
                             join; while folding, NONE - 1: two join there) */
   uint32_t *xfk;         /* per position with FORK: the folded collective waiting for it (its
                             fork) */
-  SimTime *pend;         /* per position: its end in the reduced run (time_host) */
+  SimTime *pend;         /* per position k, at k & pend_mask: its end in the reduced run
+                            (time_host; positions a launch queue's reach apart share an entry) */
+  uint32_t pend_mask;
   uint32_t *cedges;      /* the candidates' edges as (candidate, position of its compute end,
                             SUCCESSOR where that is the successor), their flags deferred */
   /* This round's heads by compute id (reduce): a bitmap and, per 64-bit word, the heads
@@ -126,6 +128,17 @@ gboolean sim_merge_unfold_released(Merge *m);
  * (SimTaskGraph.program_block: small tables), a full graph's gathered per position. */
 static inline SimTime pos_duration(const Merge *m, uint32_t k) {
   return m->g->program_block ? m->g->block_duration[m->g->program_block[k]] : m->pdur[k];
+}
+static inline void pos_times(const Merge *m, uint32_t k, SimTime *duration, SimTime *launch) {
+  const uint32_t *block = m->g->program_block;
+  if (!block) {
+    *duration = m->pdur[k];
+    *launch = m->phd[k];
+    return;
+  }
+  uint32_t b = block[k];
+  *duration = m->g->block_duration[b];
+  *launch = m->g->block_host ? m->g->block_host[b] : 0;
 }
 static inline SimTime pos_launch(const Merge *m, uint32_t k) {
   if (!m->g->program_block) return m->phd[k];

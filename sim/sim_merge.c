@@ -270,15 +270,26 @@ static void program_arrays(Merge *m) {
   const uint32_t *q = (const uint32_t *)m->queue->data;
   if (m->g->host_queue) {
     m->qpos = q;
-    return;
+  } else {
+    uint32_t *qpos = m->qsorted = g_new(uint32_t, 2 * (gsize)nq + 1);
+    for (guint i = 0; i < nq; i++) {
+      qpos[2 * i] = m->pos[q[2 * i]];
+      qpos[2 * i + 1] = m->pos[q[2 * i + 1]];
+    }
+    qsort(qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
+    m->qpos = qpos;
   }
-  uint32_t *qpos = m->qsorted = g_new(uint32_t, 2 * (gsize)nq + 1);
-  for (guint i = 0; i < nq; i++) {
-    qpos[2 * i] = m->pos[q[2 * i]];
-    qpos[2 * i + 1] = m->pos[q[2 * i + 1]];
+  /* time_host keeps the ends of the positions a launch may still wait for: the last (the
+   * queue's longest reach back) + 1, rounded up to a power of two (Merge.pend) */
+  uint32_t reach = m->g->host_queue_reach; /* a graph for merging's; a full graph's here */
+  for (guint i = 0; !m->g->host_queue && i < nq; i++) {
+    uint32_t a = m->qpos[2 * i], c = m->qpos[2 * i + 1];
+    reach = MAX(reach, a < c ? c - a : m->C);
   }
-  qsort(qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
-  m->qpos = qpos;
+  uint32_t size = 1;
+  while (size <= reach && size < m->C) size <<= 1;
+  m->pend_mask = size - 1;
+  m->pend = g_new(SimTime, size);
 }
 
 /* An edge of the reduced graph: every edge out of a tail (or a task that is not compute) into
@@ -326,15 +337,17 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   uint32_t ng = 0;
   /* the graph's flags; a released task heads its group, so does one after a tail (in program
    * order); then groups numbered by their head's id */
-  uint8_t before = 0;
   uint32_t words = (m->C + 63) / 64;
   memset(m->head, 0, sizeof(uint64_t) * (words + 1));
-  for (uint32_t k = 0; k < m->C; k++) {
-    uint8_t f = m->cf[k];
-    if ((f & RELEASED) || ((f & CHAINED) && (before & TAIL))) f |= HEAD;
-    m->pflags[k] = before = f;
-    if (f & HEAD) m->head[m->prog[k] >> 6] |= (uint64_t)1 << (m->prog[k] & 63);
+  memcpy(m->pflags, m->cf, m->C); /* then the heads these flags make (few positions) */
+  for (uint32_t k = next_flagged(m->cf, 0, m->C, RELEASED | TAIL); k < m->C;
+       k = next_flagged(m->cf, k + 1, m->C, RELEASED | TAIL)) {
+    if (m->cf[k] & RELEASED) m->pflags[k] |= HEAD;
+    if ((m->cf[k] & TAIL) && k + 1 < m->C && (m->cf[k + 1] & CHAINED)) m->pflags[k + 1] |= HEAD;
   }
+  for (uint32_t k = next_flagged(m->pflags, 0, m->C, HEAD); k < m->C;
+       k = next_flagged(m->pflags, k + 1, m->C, HEAD))
+    m->head[m->prog[k] >> 6] |= (uint64_t)1 << (m->prog[k] & 63);
   for (uint32_t w = 0; w < words; w++) m->head_rank[w + 1] = m->head_rank[w] + (uint32_t)__builtin_popcountll(m->head[w]);
   ng = m->head_rank[words];
   memset(m->gid, 0xFF, sizeof(uint32_t) * m->C); /* heads and tails get theirs below */
@@ -482,6 +495,7 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
   const uint32_t *q = m->qpos;
   guint nq = m->queue->len / 2, qi = 0;
   uint32_t hi = 0, ji = 0; /* reduce's lists of heads and joins, read in turn */
+  uint32_t mask = m->pend_mask;
   gint64 changes = 0;
   g_array_set_size(iv, 0);
   for (uint32_t d = 0; d < nd; d++) {
@@ -499,12 +513,13 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
         ji++;
       }
       if (head) start = s->start[gi];
-      SimTime duration = m->cum[k + 1] - m->cum[k];
-      member_end = m->pend[k] = start + duration;
+      SimTime duration, dh;
+      pos_times(m, k, &duration, &dh);
+      member_end = m->pend[k & mask] = start + duration;
       SimTime qwait = 0;
       for (; qi < nq && q[2 * qi + 1] == k; qi++) /* the compute tasks its queue waits for */
-        qwait = MAX(qwait, m->pend[q[2 * qi]]);
-      SimTime dh = pos_launch(m, k), launched = MAX(host_end, qwait) + dh;
+        qwait = MAX(qwait, m->pend[q[2 * qi] & mask]);
+      SimTime launched = MAX(host_end, qwait) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
       SimTime deps = head ? nr[gi] : start;
       SimTime rel = m->cf[k] & RELEASED ? m->rel[k] : 0;
@@ -563,7 +578,6 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   /* folding: per position two ids, per task three candidate fields; the ends */
   m.xat = TAKE(uint32_t, 2 * C1);
   m.xfk = m.xat + C1;
-  m.pend = TAKE(SimTime, C1);
   m.cum = TAKE(SimTime, C1 + 1);
   m.xp = TAKE(uint32_t, 3 * n1);
   m.xs = m.xp + n1;
@@ -630,6 +644,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_free(m.head);
   g_free(m.head_rank);
   g_free(m.hgid);
+  g_free(m.pend);
   g_free(m.jx);
   g_free(m.jdur);
   return ok;
