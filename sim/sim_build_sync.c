@@ -42,21 +42,42 @@ void sb_regathers_segment(Builder *b, int o) {
     MdlLayout saved = mdl_saved_input_layout(b->g, b->s, o, k, &regather);
     if (!regather) continue;
     MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+    /* per microbatch mb and representative r (in mesh order): the task that reads the
+     * re-gathered input, base + mb * nrep + r, and where the gather is issued (in_c) */
+    const int nrep = b->nrep[m], *idx = b->rep_idx[m], n = b->M * nrep;
+    const uint32_t base = b->rec_base[o] != NO_TASK   ? b->rec_base[o]
+                          : b->wgt_base[o] != NO_TASK ? b->wgt_base[o]
+                                                      : b->bwd_base[o];
+    g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)MAX(n, 1));
+    g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)MAX(n, 1));
+    for (int j = 0; j < n; j++) in_c[j] = issue_point(b, base + (uint32_t)j);
+    g_autofree uint32_t *input = g_new(uint32_t, mesh->ndevices);
     g_autofree uint32_t *ready = g_new(uint32_t, mesh->ndevices);
-    g_autofree uint32_t *use = g_new(uint32_t, mesh->ndevices);
-    for (int mb = 0; mb < b->M; mb++) {
-      for (int i = 0; i < mesh->ndevices; i++) {
-        use[i] = ready[i] = NO_TASK;
-        if (b->rep_pos[m][i] < 0) continue;
-        use[i] = b->rec_base[o] != NO_TASK ? task_rec(b, o, mb, i)
-                 : b->wgt_base[o] != NO_TASK ? task_wgt(b, o, mb, i)
-                                             : task_bwd(b, o, mb, i);
-        ready[i] = issue_point(b, use[i]);
+    SbReplay replay;
+    sb_replay_init(&replay, b, idx, nrep, idx, nrep);
+    for (int mb = 0; mb < b->M;) {
+      /* the next microbatches' gathers copied at once (each one's edges before its own), or
+       * this one built and recorded */
+      uint32_t first = 0;
+      int copies = sb_replay_many(b, &replay, in_c + (gsize)mb * nrep, mb, b->M - mb,
+                                  out_c + (gsize)mb * nrep, &first);
+      if (!copies) {
+        for (int i = 0; i < mesh->ndevices; i++) input[i] = NO_TASK;
+        for (int r = 0; r < nrep; r++) input[idx[r]] = in_c[mb * nrep + r];
+        memcpy(ready, input, sizeof(uint32_t) * (gsize)mesh->ndevices);
+        SbMark begin = sb_mark(b);
+        sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
+        sb_replay_record(b, &replay, begin, input, mb, ready);
+        for (int r = 0; r < nrep; r++) out_c[mb * nrep + r] = ready[idx[r]];
       }
-      sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
-      for (int i = 0; i < mesh->ndevices; i++)
-        if (use[i] != NO_TASK && ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], use[i]);
+      for (int i = 0; i < MAX(copies, 1); i++, mb++) {
+        if (copies) sb_replay_edges(b, &replay, in_c + (gsize)mb * nrep, first, i);
+        for (int r = 0; r < nrep; r++)
+          if (out_c[mb * nrep + r] != NO_TASK)
+            sim_task_graph_edge(b->tg, out_c[mb * nrep + r], base + (uint32_t)(mb * nrep + r));
+      }
     }
+    sb_replay_clear(&replay);
   }
 }
 
