@@ -394,10 +394,11 @@ void sb_build_compute(Builder *b) {
   b->virtual_compute = b->for_merge && b->s->zero_stage < 3;
   if (!b->virtual_compute) write_compute_tasks(b);
   gsize bytes = sizeof(uint32_t) * ((gsize)sim_task_graph_size(b->tg) + 1);
-  b->chain_prev = g_malloc(bytes);
+  b->chain_prev = g_malloc(bytes); /* every entry written by chain_compute (each compute task
+                                      is chained once), but the one past the last */
   sim_huge_pages(b->chain_prev, bytes);
+  b->chain_prev[sim_task_graph_size(b->tg)] = NO_TASK;
   G_STATIC_ASSERT(NO_TASK == 0xFFFFFFFFu); /* every byte 0xFF */
-  memset(b->chain_prev, 0xFF, bytes);
   if (b->s->tp_overlap || b->s->cp > 1) { /* only what runs ahead reads it (sim_build_comm.c) */
     b->chain_next = g_malloc(bytes);
     sim_huge_pages(b->chain_next, bytes);

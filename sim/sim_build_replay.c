@@ -143,7 +143,10 @@ int sb_replay_many(Builder *b, const SbReplay *r, const uint32_t *in_c, int mb, 
                    uint32_t *out_c, uint32_t *first) {
   if (r->off || !r->recorded) return 0;
   int n = 0;
-  while (n < count && same_pattern(r, in_c + (gsize)n * (gsize)r->nin)) n++;
+  if (r->nin == 1) /* (same_pattern's first case, inline: a symmetric run's every conversion) */
+    while (n < count && (in_c[n] == NO_TASK) == (r->input[0] == NO_TASK)) n++;
+  else
+    while (n < count && same_pattern(r, in_c + (gsize)n * (gsize)r->nin)) n++;
   if (!n) return 0;
   SimTaskGraph *g = b->tg;
   SbMark now = sb_mark(b);

@@ -303,13 +303,11 @@ static inline gboolean is_head(const Merge *m, uint32_t c) {
 }
 
 static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
-  uint32_t C = m->C;
-  if (m->gid[u] != NONE && m->gid[v] != NONE &&
-      !(((u >= C ? m->flags[u] : 0) | (v >= C ? m->flags[v] : 0)) & FOLD) &&
-      (u >= C || (m->cf[m->pos[u]] & TAIL)) && (v >= C || is_head(m, v))) {
-    m->redges[m->nredges++] = m->gid[u];
-    m->redges[m->nredges++] = m->gid[v];
-  }
+  uint32_t C = m->C; /* (a compute task's gid is this round's where it is a tail or a head) */
+  if (u >= C ? m->gid[u] == NONE || (m->flags[u] & FOLD) : !(m->cf[m->pos[u]] & TAIL)) return TRUE;
+  if (v >= C ? m->gid[v] == NONE || (m->flags[v] & FOLD) : !is_head(m, v)) return TRUE;
+  m->redges[m->nredges++] = m->gid[u];
+  m->redges[m->nredges++] = m->gid[v];
   return TRUE;
 }
 
@@ -350,7 +348,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     m->head[m->prog[k] >> 6] |= (uint64_t)1 << (m->prog[k] & 63);
   for (uint32_t w = 0; w < words; w++) m->head_rank[w + 1] = m->head_rank[w] + (uint32_t)__builtin_popcountll(m->head[w]);
   ng = m->head_rank[words];
-  memset(m->gid, 0xFF, sizeof(uint32_t) * m->C); /* heads and tails get theirs below */
+  /* compute tasks: heads and tails get theirs below (the others' are not read) */
   uint32_t R = ng;
   for (uint32_t t = m->C; t < m->n; t++) m->gid[t] = is_host(m, t) ? NONE : R++;
   /* positions: group (a tail's by its id too, for its edges; inner members keep NONE: their
