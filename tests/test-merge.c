@@ -294,6 +294,56 @@ static void test_full_graph(void) {
   dev_cluster_free(c);
 }
 
+/* A graph for merging hands merging what its builder knows (SimTaskGraph.program_pos,
+ * host_queue_reach): each compute task's position is where program lists it, and the reach is
+ * the longest span of a launch-queue pair (time_host keeps no more positions' ends than
+ * that); its prediction is the full graph's. */
+static void test_for_merge_fields(void) {
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
+  MdlGraph *g = mdl_graph_parse_spec(model, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  for (gsize i = 0; i < G_N_ELEMENTS(merging); i += 4) {
+    MdlStrategy *s = mdl_strategy_parse_spec(merging[i], g, c, &error);
+    g_assert_no_error(error);
+    SimOptions options = {0};
+    SimTaskGraph *tg = sim_build_unfinished(g, s, c, &params, &options, TRUE, &error);
+    g_assert_no_error(error);
+    if (tg->program_block) { /* a graph for merging (not a host-bound strategy's full one) */
+      g_assert_nonnull(tg->program_pos);
+      for (uint32_t k = 0; k < tg->num_compute; k++)
+        g_assert_cmpuint(tg->program_pos[tg->program[k]], ==, k);
+      uint32_t reach = 0;
+      const uint32_t *q = tg->host_queue ? (const uint32_t *)tg->host_queue->data : NULL;
+      for (guint j = 0; q && j < tg->host_queue->len / 2; j++) {
+        g_assert_cmpuint(q[2 * j], <, q[2 * j + 1]);
+        reach = MAX(reach, q[2 * j + 1] - q[2 * j]);
+      }
+      g_assert_cmpuint(tg->host_queue_reach, ==, reach);
+      g_assert_true(!q || tg->host_queue->len == 0 || reach > 0);
+    }
+    SimTime makespan = 0;
+    SimBreakdownSums merged;
+    uint32_t reduced = 0;
+    gboolean ok = tg->program_block && sim_merge_predict(tg, &makespan, &merged, &reduced);
+    sim_task_graph_free(tg);
+    if (ok) { /* the same makespan as the full graph's engine */
+      tg = sim_build_with_options(g, s, c, &params, &options, &error);
+      g_assert_no_error(error);
+      SimSchedule *sched = sim_engine_run(tg, &error);
+      g_assert_no_error(error);
+      g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
+      sim_schedule_free(sched);
+      sim_task_graph_free(tg);
+    }
+    mdl_strategy_free(s);
+  }
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* The folded engine (sim/sim_engine_folds.c) on a hand-made reduced graph: a chain c (10 ps)
  * with folded collectives x1 (4 ps, 6 after its join), x2 (2 ps, 5 after) and x3 (1 ps, 2
  * after) on device 0's comm stream, a collective y (8 ps) released at 15 on the same stream,
@@ -411,6 +461,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/merge/fallback", test_fallback);
   g_test_add_func("/merge/bench-points", test_bench_points);
   g_test_add_func("/merge/full-graph", test_full_graph);
+  g_test_add_func("/merge/for-merge-fields", test_for_merge_fields);
   g_test_add_func("/merge/no-schedule", test_no_schedule);
   g_test_add_func("/merge/withdrawn", test_withdrawn);
   g_test_add_func("/merge/absorbed", test_absorbed);
