@@ -256,92 +256,98 @@ static void test_fallback(void) {
   check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=none", FALSE, TRUE);
 }
 
-/* On a full graph (host tasks materialized, CSR built) the reduction reads the host stream from
- * its tasks and gives the full engine's makespan and breakdown sums exactly. */
-static void test_full_graph(void) {
+/* Calls @fn on every @step-th strategy of merging (the test model and cluster). */
+typedef void (*StrategyCheck)(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
+                              const CmParams *params);
+static void for_strategies(gsize step, StrategyCheck fn) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec(cluster, &error);
   MdlGraph *g = mdl_graph_parse_spec(model, &error);
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
-  for (gsize i = 0; i < G_N_ELEMENTS(merging); i += 2) {
+  for (gsize i = 0; i < G_N_ELEMENTS(merging); i += step) {
     MdlStrategy *s = mdl_strategy_parse_spec(merging[i], g, c, &error);
     g_assert_no_error(error);
-    SimOptions options = {0};
-    SimTaskGraph *tg = sim_build_with_options(g, s, c, &params, &options, &error);
-    g_assert_no_error(error);
-    SimSchedule *sched = sim_engine_run(tg, &error);
-    g_assert_no_error(error);
-    g_autofree guint *host_off = NULL;
-    g_autofree SimTime *host_iv = sim_host_wait_intervals(tg, sched, &host_off);
-    SimBreakdownSums full, merged;
-    sim_breakdown_sums(tg, sched, host_iv, host_off, NULL, &full);
-    SimTime makespan = 0;
-    uint32_t reduced = 0;
-    g_assert_true(sim_merge_predict(tg, &makespan, &merged, &reduced));
-    g_assert_cmpuint(reduced, <, sim_task_graph_size(tg));
-    g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
-    g_assert_cmpuint(merged.compute, ==, full.compute);
-    g_assert_cmpuint(merged.exposed, ==, full.exposed);
-    g_assert_cmpuint(merged.host, ==, full.host);
-    g_assert_cmpint(merged.used, ==, full.used);
-    sim_schedule_free(sched);
-    sim_task_graph_free(tg);
+    fn(g, s, c, &params);
     mdl_strategy_free(s);
   }
   mdl_graph_free(g);
   dev_cluster_free(c);
 }
 
+/* On a full graph (host tasks materialized, CSR built) the reduction reads the host stream from
+ * its tasks and gives the full engine's makespan and breakdown sums exactly. */
+static void check_full_graph(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
+                             const CmParams *params) {
+  GError *error = NULL;
+  SimOptions options = {0};
+  SimTaskGraph *tg = sim_build_with_options(g, s, c, params, &options, &error);
+  g_assert_no_error(error);
+  SimSchedule *sched = sim_engine_run(tg, &error);
+  g_assert_no_error(error);
+  g_autofree guint *host_off = NULL;
+  g_autofree SimTime *host_iv = sim_host_wait_intervals(tg, sched, &host_off);
+  SimBreakdownSums full, merged;
+  sim_breakdown_sums(tg, sched, host_iv, host_off, NULL, &full);
+  SimTime makespan = 0;
+  uint32_t reduced = 0;
+  g_assert_true(sim_merge_predict(tg, &makespan, &merged, &reduced));
+  g_assert_cmpuint(reduced, <, sim_task_graph_size(tg));
+  g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
+  g_assert_cmpuint(merged.compute, ==, full.compute);
+  g_assert_cmpuint(merged.exposed, ==, full.exposed);
+  g_assert_cmpuint(merged.host, ==, full.host);
+  g_assert_cmpint(merged.used, ==, full.used);
+  sim_schedule_free(sched);
+  sim_task_graph_free(tg);
+}
+
+static void test_full_graph(void) {
+  for_strategies(2, check_full_graph);
+}
+
 /* A graph for merging hands merging what its builder knows (SimTaskGraph.program_pos,
  * host_queue_reach): each compute task's position is where program lists it, and the reach is
  * the longest span of a launch-queue pair (time_host keeps no more positions' ends than
  * that); its prediction is the full graph's. */
-static void test_for_merge_fields(void) {
+static void check_for_merge_fields(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
+                                   const CmParams *params) {
   GError *error = NULL;
-  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
-  MdlGraph *g = mdl_graph_parse_spec(model, &error);
+  SimOptions options = {0};
+  SimTaskGraph *tg = sim_build_unfinished(g, s, c, params, &options, TRUE, &error);
   g_assert_no_error(error);
-  CmParams params;
-  cm_params_default(&params);
-  for (gsize i = 0; i < G_N_ELEMENTS(merging); i += 4) {
-    MdlStrategy *s = mdl_strategy_parse_spec(merging[i], g, c, &error);
-    g_assert_no_error(error);
-    SimOptions options = {0};
-    SimTaskGraph *tg = sim_build_unfinished(g, s, c, &params, &options, TRUE, &error);
-    g_assert_no_error(error);
-    if (tg->program_block) { /* a graph for merging (not a host-bound strategy's full one) */
-      g_assert_nonnull(tg->program_pos);
-      for (uint32_t k = 0; k < tg->num_compute; k++)
-        g_assert_cmpuint(tg->program_pos[tg->program[k]], ==, k);
-      uint32_t reach = 0;
-      const uint32_t *q = tg->host_queue ? (const uint32_t *)tg->host_queue->data : NULL;
-      for (guint j = 0; q && j < tg->host_queue->len / 2; j++) {
-        g_assert_cmpuint(q[2 * j], <, q[2 * j + 1]);
-        reach = MAX(reach, q[2 * j + 1] - q[2 * j]);
-      }
-      g_assert_cmpuint(tg->host_queue_reach, ==, reach);
-      g_assert_true(!q || tg->host_queue->len == 0 || reach > 0);
-    }
-    SimTime makespan = 0;
-    SimBreakdownSums merged;
-    uint32_t reduced = 0;
-    gboolean ok = tg->program_block && sim_merge_predict(tg, &makespan, &merged, &reduced);
+  if (!tg->program_block) { /* a host-bound strategy's full graph: nothing to check */
     sim_task_graph_free(tg);
-    if (ok) { /* the same makespan as the full graph's engine */
-      tg = sim_build_with_options(g, s, c, &params, &options, &error);
-      g_assert_no_error(error);
-      SimSchedule *sched = sim_engine_run(tg, &error);
-      g_assert_no_error(error);
-      g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
-      sim_schedule_free(sched);
-      sim_task_graph_free(tg);
-    }
-    mdl_strategy_free(s);
+    return;
   }
-  mdl_graph_free(g);
-  dev_cluster_free(c);
+  g_assert_nonnull(tg->program_pos);
+  for (uint32_t k = 0; k < tg->num_compute; k++)
+    g_assert_cmpuint(tg->program_pos[tg->program[k]], ==, k);
+  uint32_t reach = 0;
+  const uint32_t *q = tg->host_queue ? (const uint32_t *)tg->host_queue->data : NULL;
+  for (guint j = 0; q && j < tg->host_queue->len / 2; j++) {
+    g_assert_cmpuint(q[2 * j], <, q[2 * j + 1]);
+    reach = MAX(reach, q[2 * j + 1] - q[2 * j]);
+  }
+  g_assert_cmpuint(tg->host_queue_reach, ==, reach);
+  SimTime makespan = 0;
+  SimBreakdownSums merged;
+  uint32_t reduced = 0;
+  gboolean ok = sim_merge_predict(tg, &makespan, &merged, &reduced);
+  sim_task_graph_free(tg);
+  if (!ok) return;
+  tg = sim_build_with_options(g, s, c, params, &options, &error); /* the full engine's */
+  g_assert_no_error(error);
+  SimSchedule *sched = sim_engine_run(tg, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
+  sim_schedule_free(sched);
+  sim_task_graph_free(tg);
+}
+
+static void test_for_merge_fields(void) {
+  for_strategies(4, check_for_merge_fields);
 }
 
 /* The folded engine (sim/sim_engine_folds.c) on a hand-made reduced graph: a chain c (10 ps)
