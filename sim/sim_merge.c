@@ -488,9 +488,17 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
  * in @iv/@off (sim_host_wait_intervals' layout). Otherwise the releases are set to the launches
  * that gate their tasks and the count of changes returned (the caller runs again), or -1
  * where the tie-breaks forbid (an instant launch gating an instant kernel). */
+/* The latest end among the compute tasks position @k's launch queue waits for (0: none):
+ * the pairs at *@qi on whose second is @k (Merge.qpos, by position), moved past. */
+static inline SimTime queue_wait(const Merge *m, uint32_t k, guint *qi, guint nq) {
+  SimTime qwait = 0;
+  for (; *qi < nq && m->qpos[2 * *qi + 1] == k; (*qi)++)
+    qwait = MAX(qwait, m->pend[m->qpos[2 * *qi] & m->pend_mask]);
+  return qwait;
+}
+
 static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv, guint *off) {
   uint32_t nd = (uint32_t)m->g->num_devices;
-  const uint32_t *q = m->qpos;
   guint nq = m->queue->len / 2, qi = 0;
   uint32_t hi = 0, ji = 0; /* reduce's lists of heads and joins, read in turn */
   uint32_t mask = m->pend_mask;
@@ -499,7 +507,26 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
   for (uint32_t d = 0; d < nd; d++) {
     off[d] = iv->len / 2;
     SimTime host_end = 0, prev_end = 0, member_end = 0;
-    for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
+    for (uint32_t k = m->dbeg[d], end = m->dbeg[d + 1]; k < end; k++) {
+      /* Up to the next head or join, members that start when the one before ends (lasting
+       * more than zero: else they head their group) and are not released (a release makes
+       * a head): the launch is late where it ends after that; no host wait ends at such a
+       * member (the stream was busy up to its start). */
+      for (uint32_t next = next_flagged(m->pflags, k, end, HEAD | JOIN); k < next; k++) {
+        SimTime duration, dh;
+        pos_times(m, k, &duration, &dh);
+        SimTime start = member_end;
+        member_end = m->pend[k & mask] = start + duration;
+        SimTime launched = MAX(host_end, queue_wait(m, k, &qi, nq)) + dh;
+        if (launched > start) {
+          m->rel[k] = launched;
+          m->cf[k] |= RELEASED;
+          changes++;
+        }
+        if (member_end > prev_end) prev_end = member_end;
+        host_end = launched;
+      }
+      if (k == end) break;
       /* a head starts with its group; a member after its predecessor and, at a join, its
        * folded collective */
       uint8_t pf = m->pflags[k];
@@ -514,10 +541,7 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
       SimTime duration, dh;
       pos_times(m, k, &duration, &dh);
       member_end = m->pend[k & mask] = start + duration;
-      SimTime qwait = 0;
-      for (; qi < nq && q[2 * qi + 1] == k; qi++) /* the compute tasks its queue waits for */
-        qwait = MAX(qwait, m->pend[q[2 * qi] & mask]);
-      SimTime launched = MAX(host_end, qwait) + dh;
+      SimTime launched = MAX(host_end, queue_wait(m, k, &qi, nq)) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
       SimTime deps = head ? nr[gi] : start;
       SimTime rel = m->cf[k] & RELEASED ? m->rel[k] : 0;
