@@ -316,7 +316,10 @@ static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
 static inline uint32_t next_flagged(const uint8_t *flags, uint32_t k, uint32_t n, uint8_t mask) {
   for (; k < n; k += 8) {
     uint64_t word = 0;
-    memcpy(&word, flags + k, MIN(8u, n - k));
+    if (n - k >= 8)
+      memcpy(&word, flags + k, 8); /* one load */
+    else
+      memcpy(&word, flags + k, n - k);
     uint64_t bits = GUINT64_FROM_LE(word) & (0x0101010101010101ull * mask); /* k's lowest */
     if (bits) return k + (uint32_t)__builtin_ctzll(bits) / 8;
   }
