@@ -339,12 +339,15 @@ void sb_recompute_segment(Builder *b, int t) {
       if (op->inputs[k].tensor != t) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = sb_forward_conversion(b, t, o, need, TRUE);
-      for (int mb = 0; mb < b->M; mb++)
-        for (int r = 0; r < b->nrep[m]; r++) {
-          int i = b->rep_idx[m][r];
-          uint32_t dep = ready[mb * b->nrep[m] + r];
-          if (dep != NO_TASK) sb_data_edge(b, dep, task_rec(b, o, mb, i));
-        }
+      const int n = b->M * b->nrep[m];
+      const uint32_t base = b->rec_base[o]; /* o's R at [mb * nrep + r] (task_rec) */
+      uint32_t *e = sb_edges_begin(b, (guint)n);
+      for (int j = 0; j < n; j++) {
+        if (ready[j] == NO_TASK || sb_repeats_chain(b, ready[j], base + (uint32_t)j)) continue;
+        *e++ = ready[j]; /* (sb_data_edge) */
+        *e++ = base + (uint32_t)j;
+      }
+      sb_edges_end(b, e);
     }
   }
 }

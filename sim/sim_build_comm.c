@@ -666,16 +666,23 @@ void sb_backward_segment(Builder *b, int t) {
           convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
           for (int r = 0; r < pn; r++) out_c[mb * pn + r] = dst[pidx[r]];
         }
+        /* each microbatch's copied edges, then its data edges (room for all at once) */
+        gboolean copied = n && !replay.identity;
+        guint per = (copied ? sb_replay_edge_count(&replay) : 0) + (guint)pn;
+        uint32_t *e = sb_edges_begin(b, per * (guint)MAX(n, 1));
         for (int i = 0; i < MAX(n, 1); i++, mb++) {
-          if (n && !replay.identity) sb_replay_edges(b, &replay, in_c + (gsize)mb * on, first, i);
+          if (copied) e = sb_replay_edges(&replay, in_c + (gsize)mb * on, first, i, e);
           for (int r = 0; r < pn; r++) {
             uint32_t from_task = out_c[mb * pn + r];
             if (from_task == NO_TASK) continue;
             uint32_t use = pbase + (uint32_t)(mb * pn + r);
             if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-            sb_data_edge(b, from_task, use);
+            if (sb_repeats_chain(b, from_task, use)) continue; /* (sb_data_edge) */
+            *e++ = from_task;
+            *e++ = use;
           }
         }
+        sb_edges_end(b, e);
       }
       sb_replay_clear(&replay);
     }

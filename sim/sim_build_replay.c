@@ -127,16 +127,17 @@ static void append_own(GArray *array, guint from, guint count, guint copies) {
     for (guint k = 0; k < count; k++) *to++ = a[from + k];
 }
 
-/* Copy @i's edges (of a copy made by sb_replay_many, whose first copy's tasks start at
- * @first), appended to the edge list, its compact input at @in_c. */
-void sb_replay_edges(Builder *b, const SbReplay *r, const uint32_t *in_c, uint32_t first, int i) {
-  guint nedges = r->edges->len, len = b->tg->edges->len;
-  if (!nedges) return;
+guint sb_replay_edge_count(const SbReplay *r) {
+  return r->edges->len / 2;
+}
+
+uint32_t *sb_replay_edges(const SbReplay *r, const uint32_t *in_c, uint32_t first, int i,
+                          uint32_t *e) {
   const uint32_t *enc = (const uint32_t *)r->edges->data;
   uint32_t base = first + (uint32_t)i * (r->end.task - r->begin.task);
-  g_array_set_size(b->tg->edges, len + nedges);
-  uint32_t *e = (uint32_t *)b->tg->edges->data + len;
-  for (guint k = 0; k < nedges; k++) e[k] = enc[k] & INPUT_BIT ? in_c[enc[k] & ~INPUT_BIT] : base + enc[k];
+  for (guint k = 0; k < r->edges->len; k++)
+    *e++ = enc[k] & INPUT_BIT ? in_c[enc[k] & ~INPUT_BIT] : base + enc[k];
+  return e;
 }
 
 int sb_replay_many(Builder *b, const SbReplay *r, const uint32_t *in_c, int mb, int count,
@@ -163,9 +164,13 @@ int sb_replay_many(Builder *b, const SbReplay *r, const uint32_t *in_c, int mb, 
         tasks->res_begin += now.res + (uint32_t)i * nres - r->begin.res;
       }
   }
+  if (!first) { /* the copies' edges, one after the other */
+    uint32_t *e = sb_edges_begin(b, sb_replay_edge_count(r) * (guint)n);
+    for (int i = 0; i < n; i++) e = sb_replay_edges(r, in_c + (gsize)i * (gsize)r->nin, now.task, i, e);
+    sb_edges_end(b, e);
+  }
   for (int i = 0; i < n; i++) {
     const uint32_t *in = in_c + (gsize)i * (gsize)r->nin;
-    if (!first) sb_replay_edges(b, r, in, now.task, i);
     uint32_t base = now.task + (uint32_t)i * ntasks;
     for (uint32_t k = r->begin.span; k < r->end.span; k++) {
       uint32_t id = g_array_index(g->spans, uint32_t, k) - r->begin.task + base;

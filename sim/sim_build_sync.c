@@ -70,12 +70,17 @@ void sb_regathers_segment(Builder *b, int o) {
         sb_replay_record(b, &replay, begin, input, mb, ready);
         for (int r = 0; r < nrep; r++) out_c[mb * nrep + r] = ready[idx[r]];
       }
+      guint per = (copies ? sb_replay_edge_count(&replay) : 0) + (guint)nrep;
+      uint32_t *e = sb_edges_begin(b, per * (guint)MAX(copies, 1)); /* room for all */
       for (int i = 0; i < MAX(copies, 1); i++, mb++) {
-        if (copies) sb_replay_edges(b, &replay, in_c + (gsize)mb * nrep, first, i);
+        if (copies) e = sb_replay_edges(&replay, in_c + (gsize)mb * nrep, first, i, e);
         for (int r = 0; r < nrep; r++)
-          if (out_c[mb * nrep + r] != NO_TASK)
-            sim_task_graph_edge(b->tg, out_c[mb * nrep + r], base + (uint32_t)(mb * nrep + r));
+          if (out_c[mb * nrep + r] != NO_TASK) {
+            *e++ = out_c[mb * nrep + r];
+            *e++ = base + (uint32_t)(mb * nrep + r);
+          }
       }
+      sb_edges_end(b, e);
     }
     sb_replay_clear(&replay);
   }
