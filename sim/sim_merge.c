@@ -175,7 +175,7 @@ static gboolean check_tasks(Merge *m) {
 /* Calls @visit on every edge (u, v), from the CSR of a finished graph or the edge list of an
  * unfinished one (sim_build_unfinished); stops at the first FALSE. */
 typedef gboolean (*EdgeVisit)(Merge *m, uint32_t u, uint32_t v);
-static inline gboolean each_edge(Merge *m, EdgeVisit visit) {
+static G_ALWAYS_INLINE inline gboolean each_edge(Merge *m, EdgeVisit visit) {
   const SimTaskGraph *g = m->g;
   if (g->succ_offsets) {
     for (uint32_t u = 0; u < m->n; u++)
@@ -190,7 +190,7 @@ static inline gboolean each_edge(Merge *m, EdgeVisit visit) {
 }
 
 /* The edges' side: heads, tails, launch-queue edges; FALSE where an edge breaks the rules. */
-static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
+static G_ALWAYS_INLINE inline gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
   gboolean uc = u < m->C;
   if (is_host(m, u)) { /* the host chain, and each launch before its kernel */
     if (is_host(m, v) ? m->prev[v - m->hb] != u - m->hb : v != u - m->hb) return FALSE;
@@ -302,7 +302,7 @@ static inline gboolean is_head(const Merge *m, uint32_t c) {
   return (m->head[c >> 6] >> (c & 63)) & 1;
 }
 
-static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
+static G_ALWAYS_INLINE inline gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
   uint32_t C = m->C; /* (a compute task's gid is this round's where it is a tail or a head) */
   if (u >= C ? m->gid[u] == NONE || (m->flags[u] & FOLD) : !(m->cf[m->pos[u]] & TAIL)) return TRUE;
   if (v >= C ? m->gid[v] == NONE || (m->flags[v] & FOLD) : !is_head(m, v)) return TRUE;
