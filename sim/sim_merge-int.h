@@ -39,15 +39,17 @@ typedef struct {
                             (first of its device, lasting zero, edges off the chain), CHAINED
                             where it has a chain predecessor, RELEASED where it has a release */
   uint32_t *gid;         /* per non-host task: its task in the reduced graph (compute tasks:
-                            heads and tails only, NONE for inner members) */
+                            set each round for its heads and tails, the only ones read) */
   /* Per position in prog (sequential passes instead of chasing the chain again; gathered once
    * by program_arrays, as compute ids are scattered in program order): */
-  SimTime *poff;         /* its start within its group (reduce; before: durations by id) */
+  SimTime *poff;         /* a full graph's durations by compute id (check_tasks, for
+                            program_arrays) */
   SimTime *pdur;         /* its duration (a full graph's; a graph for merging's come from its
                             blocks: pos_duration) */
   SimTime *phd;          /* its launch's duration (with a host stream; likewise: pos_launch) */
   SimTime *cum;          /* per position k (C + 1 entries): the durations of the positions
-                            before k summed (program_arrays), so that reduce adds a run of
+                            before k summed (check_tasks for a graph for merging,
+                            program_arrays for a full one), so that reduce adds a run of
                             members at once */
   uint8_t *pflags;       /* its flags */
   SimTime *rel;          /* its launch's end where it gates the task (a late launch: the task
