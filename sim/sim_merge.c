@@ -462,7 +462,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     const SimTask *task = &m->tasks[t];
     rt[m->gid[t]] = *task;
     rt[m->gid[t]].res_begin = nr;
-    memcpy(rr + nr, m->res + task->res_begin, sizeof(uint32_t) * task->nres);
+    for (uint16_t k = 0; k < task->nres; k++) rr[nr + k] = m->res[task->res_begin + k];
     if (m->flags[t] & FOLD) { /* SimFold.stream and duration, as its task has them */
       fold[m->gid[t]].stream = rr[nr];
       fold[m->gid[t]].duration = task->duration;
