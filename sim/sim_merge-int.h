@@ -57,12 +57,11 @@ typedef struct {
                             of the array is never touched) */
   const SimTime *hdur;   /* per compute task of a full graph: its launch's duration */
   gboolean host;         /* there is a host stream (launch durations in phd) */
-  GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of the launch queue, as ids
-                            (a full graph's, from its edges) or positions (a graph for
-                            merging: SimTaskGraph.host_queue) */
-  const uint32_t *qpos;  /* the same as pairs of positions, sorted by c's (program_arrays):
-                            a graph for merging's own, or qsorted */
-  uint32_t *qsorted;     /* a full graph's, sorted here (owned) */
+  GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of a full graph's launch
+                            queue, as ids, from its edges (a graph for merging has none:
+                            time_host runs its queue, SimTaskGraph.block_kernels) */
+  const uint32_t *qpos;  /* the same as pairs of positions, sorted by c's (program_arrays) */
+  uint32_t *qsorted;     /* (qpos, owned) */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
   uint32_t *redges;      /* the reduced graph's edge list, while its edges are added */
   guint nredges;

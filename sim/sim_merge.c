@@ -264,25 +264,22 @@ static void program_arrays(Merge *m) {
   for (uint32_t k = 0; !m->g->program_block && k < m->C; k++) /* (a graph for merging's:
                                                                     check_tasks) */
     m->cum[k + 1] = m->cum[k] + m->pdur[k];
-  /* the launch queue by position: a graph for merging lists it so already (in program
-   * order: sim_build_host.c), a full graph's comes by id in edge order */
+  /* a full graph's launch queue by position (its edges come by id in edge order; a graph
+   * for merging has none: time_host runs its queue) */
   guint nq = m->queue->len / 2;
   const uint32_t *q = (const uint32_t *)m->queue->data;
-  if (m->g->host_queue) {
-    m->qpos = q;
-  } else {
-    uint32_t *qpos = m->qsorted = g_new(uint32_t, 2 * (gsize)nq + 1);
-    for (guint i = 0; i < nq; i++) {
-      qpos[2 * i] = m->pos[q[2 * i]];
-      qpos[2 * i + 1] = m->pos[q[2 * i + 1]];
-    }
-    qsort(qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
-    m->qpos = qpos;
+  uint32_t *qpos = m->qsorted = g_new(uint32_t, 2 * (gsize)nq + 1);
+  for (guint i = 0; i < nq; i++) {
+    qpos[2 * i] = m->pos[q[2 * i]];
+    qpos[2 * i + 1] = m->pos[q[2 * i + 1]];
   }
+  qsort(qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
+  m->qpos = qpos;
   /* time_host keeps the ends of the positions a launch may still wait for: the last (the
-   * queue's longest reach back) + 1, rounded up to a power of two (Merge.pend) */
-  uint32_t reach = m->g->host_queue_reach; /* a graph for merging's; a full graph's here */
-  for (guint i = 0; !m->g->host_queue && i < nq; i++) {
+   * queue's longest reach back: a graph for merging's bound, a full graph's pairs') + 1,
+   * rounded up to a power of two (Merge.pend) */
+  uint32_t reach = m->g->host_queue_reach;
+  for (guint i = 0; i < nq; i++) {
     uint32_t a = m->qpos[2 * i], c = m->qpos[2 * i + 1];
     reach = MAX(reach, a < c ? c - a : m->C);
   }
@@ -483,6 +480,37 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   return rg;
 }
 
+/* Where time_host is in the launch queue: the next pair of a full graph's (Merge.qpos), or,
+ * for a graph for merging, the queue run here as sim_build_host.c's add_queue_edges runs
+ * it (per device from its first position: q the first task not known done, launched and
+ * done the kernels before the current position and before q). */
+typedef struct {
+  guint i;
+  uint32_t q;
+  guint64 launched, done, depth;
+  const int *kernels;     /* a graph for merging's SimTaskGraph.block_kernels (NULL: pairs) */
+  const uint32_t *block;  /* its program_block */
+} QueueRun;
+
+/* The latest end among the compute tasks position @k's launch waits for (0: none), the
+ * queue moved past @k. */
+static inline SimTime queue_wait(const Merge *m, uint32_t k, QueueRun *r, guint nq) {
+  SimTime qwait = 0;
+  const int *kernels = r->kernels;
+  if (kernels) { /* the tasks up to q - 1 done before k's kernels fit in the queue */
+    const uint32_t *block = r->block;
+    guint64 kk = (guint64)kernels[block[k]];
+    uint32_t q0 = r->q;
+    while (r->q < k && r->launched - r->done + kk > r->depth) r->done += (guint64)kernels[block[r->q++]];
+    if (r->q != q0) qwait = m->pend[(r->q - 1) & m->pend_mask];
+    r->launched += kk;
+    return qwait;
+  }
+  for (; r->i < nq && m->qpos[2 * r->i + 1] == k; r->i++)
+    qwait = MAX(qwait, m->pend[m->qpos[2 * r->i] & m->pend_mask]);
+  return qwait;
+}
+
 /* The host stream over the reduced schedule @s (@nr: per task of the reduced graph, when its
  * last dependency ended, releases aside: SimSchedule.ready): each launch's end,
  * from its device's previous launch and the launch queue. The schedule is the full run's when
@@ -491,18 +519,11 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
  * in @iv/@off (sim_host_wait_intervals' layout). Otherwise the releases are set to the launches
  * that gate their tasks and the count of changes returned (the caller runs again), or -1
  * where the tie-breaks forbid (an instant launch gating an instant kernel). */
-/* The latest end among the compute tasks position @k's launch queue waits for (0: none):
- * the pairs at *@qi on whose second is @k (Merge.qpos, by position), moved past. */
-static inline SimTime queue_wait(const Merge *m, uint32_t k, guint *qi, guint nq) {
-  SimTime qwait = 0;
-  for (; *qi < nq && m->qpos[2 * *qi + 1] == k; (*qi)++)
-    qwait = MAX(qwait, m->pend[m->qpos[2 * *qi] & m->pend_mask]);
-  return qwait;
-}
-
 static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv, guint *off) {
   uint32_t nd = (uint32_t)m->g->num_devices;
-  guint nq = m->queue->len / 2, qi = 0;
+  guint nq = m->queue->len / 2;
+  QueueRun queue = {.depth = m->g->host_queue_depth, .kernels = m->g->block_kernels,
+                    .block = m->g->program_block};
   uint32_t hi = 0, ji = 0; /* reduce's lists of heads and joins, read in turn */
   uint32_t mask = m->pend_mask;
   gint64 changes = 0;
@@ -510,6 +531,8 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
   for (uint32_t d = 0; d < nd; d++) {
     off[d] = iv->len / 2;
     SimTime host_end = 0, prev_end = 0, member_end = 0;
+    queue.q = m->dbeg[d]; /* (a graph for merging's queue starts anew per device) */
+    queue.launched = queue.done = 0;
     for (uint32_t k = m->dbeg[d], end = m->dbeg[d + 1]; k < end; k++) {
       /* Up to the next head or join, members that start when the one before ends (lasting
        * more than zero: else they head their group) and are not released (a release makes
@@ -520,7 +543,8 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
         pos_times(m, k, &duration, &dh);
         SimTime start = member_end;
         member_end = m->pend[k & mask] = start + duration;
-        SimTime launched = MAX(host_end, queue_wait(m, k, &qi, nq)) + dh;
+        SimTime qwait = queue_wait(m, k, &queue, nq); /* (once: it moves the queue) */
+        SimTime launched = MAX(host_end, qwait) + dh;
         if (launched > start) {
           m->rel[k] = launched;
           m->cf[k] |= RELEASED;
@@ -544,7 +568,8 @@ static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArra
       SimTime duration, dh;
       pos_times(m, k, &duration, &dh);
       member_end = m->pend[k & mask] = start + duration;
-      SimTime launched = MAX(host_end, queue_wait(m, k, &qi, nq)) + dh;
+      SimTime qwait = queue_wait(m, k, &queue, nq);
+      SimTime launched = MAX(host_end, qwait) + dh;
       /* a head's dependencies are its group's; an inner member's, its predecessor's end */
       SimTime deps = head ? nr[gi] : start;
       SimTime rel = m->cf[k] & RELEASED ? m->rel[k] : 0;
@@ -612,7 +637,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_assert(fill <= arena + bytes);
   /* the host stream: given (a graph built for merging) or read from the host tasks */
   m.host = g->block_host != NULL;
-  m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  m.queue = g_array_new(FALSE, FALSE, sizeof(uint32_t)); /* (a full graph's) */
   /* room for every edge (pages touched only as they fill) */
   gsize most_edges = g->succ_offsets ? g->succ_offsets[m.n] : g->edges->len / 2;
   m.cedges = g_new(uint32_t, 2 * most_edges + 2);

@@ -308,9 +308,10 @@ static void test_full_graph(void) {
 }
 
 /* A graph for merging hands merging what its builder knows (SimTaskGraph.program_pos,
- * host_queue_reach): each compute task's position is where program lists it, and the reach is
- * the longest span of a launch-queue pair (time_host keeps no more positions' ends than
- * that); its prediction is the full graph's. */
+ * the launch queue's depth, kernels and reach): each compute task's position is where program
+ * lists it, and no launch waits further back than the reach (time_host keeps no more
+ * positions' ends than that), the queue run as sim_build_host.c runs it for a full graph;
+ * its prediction is the full graph's. */
 static void check_for_merge_fields(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
                                    const CmParams *params) {
   GError *error = NULL;
@@ -324,13 +325,23 @@ static void check_for_merge_fields(const MdlGraph *g, const MdlStrategy *s, cons
   g_assert_nonnull(tg->program_pos);
   for (uint32_t k = 0; k < tg->num_compute; k++)
     g_assert_cmpuint(tg->program_pos[tg->program[k]], ==, k);
-  uint32_t reach = 0;
-  const uint32_t *q = tg->host_queue ? (const uint32_t *)tg->host_queue->data : NULL;
-  for (guint j = 0; q && j < tg->host_queue->len / 2; j++) {
-    g_assert_cmpuint(q[2 * j], <, q[2 * j + 1]);
-    reach = MAX(reach, q[2 * j + 1] - q[2 * j]);
+  g_assert_true((tg->block_kernels != NULL) == (tg->block_host != NULL));
+  guint waits = 0;
+  for (int d = 0; tg->block_kernels && d < tg->num_devices; d++) {
+    guint64 launched = 0, done = 0;
+    for (uint32_t p = tg->program_begin[d], q = p; p < tg->program_begin[d + 1]; p++) {
+      guint64 k = (guint64)tg->block_kernels[tg->program_block[p]];
+      uint32_t q0 = q;
+      while (q < p && launched - done + k > tg->host_queue_depth)
+        done += (guint64)tg->block_kernels[tg->program_block[q++]];
+      if (q != q0) {
+        g_assert_cmpuint(p - (q - 1), <=, tg->host_queue_reach);
+        waits++;
+      }
+      launched += k;
+    }
   }
-  g_assert_cmpuint(tg->host_queue_reach, ==, reach);
+  g_assert_true(!tg->block_kernels || waits > 0); /* the queue filled */
   SimTime makespan = 0;
   SimBreakdownSums merged;
   uint32_t reduced = 0;
