@@ -361,6 +361,103 @@ static void test_for_merge_fields(void) {
   for_strategies(4, check_for_merge_fields);
 }
 
+/* The launch queue where it binds, on hand-made graphs of one device: QN kernels in a chain
+ * (100 ps each, two of 1 ps), each launched in 5 ps with one kernel, the host allowed QDEPTH
+ * kernels ahead. A launch waits for the task QDEPTH before it, so the launches after the
+ * short tasks end late and gate their kernels (late launches, a host wait before each). The
+ * full graph has the host tasks and the queue's edges (as sim_build_host.c adds them); the
+ * graph for merging has blocks, their kernels and the queue's depth, and time_host runs the
+ * queue itself: the same makespan and breakdown sums. */
+enum { QN = 40, QDEPTH = 2 };
+static SimTime queue_duration(uint32_t i) {
+  return i == 10 || i == 25 ? 1 : 100;
+}
+
+static SimTaskGraph *queue_full_graph(void) {
+  SimTaskGraph *g = sim_task_graph_new(1);
+  uint32_t compute = sim_resource_compute(0), host = (uint32_t)g->num_resources;
+  g->num_resources++;
+  SimTask t = {.kind = SIM_TASK_FORWARD, .op = -1, .tensor = -1, .microbatch = 0};
+  for (uint32_t i = 0; i < QN; i++) {
+    t.duration = queue_duration(i);
+    sim_task_graph_add(g, &t, &compute, 1);
+  }
+  t.kind = SIM_TASK_HOST;
+  t.duration = 5;
+  for (uint32_t i = 0; i < QN; i++) sim_task_graph_add(g, &t, &host, 1);
+  g->num_compute = QN;
+  g->host_base = QN;
+  g->host_resource_base = host;
+  g->chain_prev = g_new(uint32_t, QN + 1);
+  g->program = g_new(uint32_t, QN + 1);
+  g->program_begin = g_new(uint32_t, 2);
+  g->program_begin[0] = 0;
+  g->program_begin[1] = QN;
+  for (uint32_t i = 0; i < QN; i++) {
+    g->program[i] = i;
+    g->chain_prev[i] = i ? i - 1 : UINT32_MAX;
+    sim_task_graph_edge(g, QN + i, i); /* launch, kernel */
+    if (i) sim_task_graph_edge(g, i - 1, i), sim_task_graph_edge(g, QN + i - 1, QN + i);
+    if (i >= QDEPTH) sim_task_graph_edge(g, i - QDEPTH, QN + i); /* the queue, one kernel each */
+  }
+  sim_task_graph_finish(g);
+  return g;
+}
+
+static SimTaskGraph *queue_graph_for_merging(void) {
+  SimTaskGraph *g = sim_task_graph_new(1);
+  SimTask t = {.kind = SIM_TASK_FORWARD, .op = -1, .tensor = -1, .microbatch = 0, .nres = 1};
+  g_array_set_size(g->tasks, QN); /* (entries a graph for merging need not write) */
+  for (uint32_t i = 0; i < QN; i++) g_array_index(g->tasks, SimTask, i) = t;
+  g->num_compute = QN;
+  g->chain_prev = g_new(uint32_t, QN + 1);
+  g->program = g_new(uint32_t, QN + 1);
+  g->program_pos = g_new(uint32_t, QN + 1);
+  g->program_block = g_new(uint32_t, QN + 1);
+  g->program_begin = g_new(uint32_t, 2);
+  g->program_begin[0] = 0;
+  g->program_begin[1] = QN;
+  g->block_duration = g_new(SimTime, QN);
+  g->block_host = g_new(SimTime, QN);
+  g->block_kernels = g_new(int, QN);
+  for (uint32_t i = 0; i < QN; i++) {
+    g->program[i] = g->program_pos[i] = g->program_block[i] = i;
+    g->chain_prev[i] = i ? i - 1 : UINT32_MAX;
+    g->block_duration[i] = queue_duration(i);
+    g->block_host[i] = 5;
+    g->block_kernels[i] = 1;
+  }
+  g->host_queue_depth = g->host_queue_reach = QDEPTH;
+  return g;
+}
+
+static void test_launch_queue(void) {
+  SimTaskGraph *full = queue_full_graph();
+  GError *error = NULL;
+  SimSchedule *s = sim_engine_run(full, &error);
+  g_assert_no_error(error);
+  int late = 0; /* kernels that waited for their launch past their chain predecessor */
+  for (uint32_t i = 1; i < QN; i++) late += s->start[i] > s->start[i - 1] + queue_duration(i - 1);
+  g_assert_cmpint(late, ==, 2);
+  g_autofree guint *host_off = NULL;
+  g_autofree SimTime *host_iv = sim_host_wait_intervals(full, s, &host_off);
+  SimBreakdownSums want, merged;
+  sim_breakdown_sums(full, s, host_iv, host_off, NULL, &want);
+  g_assert_cmpuint(want.host, >, 5); /* the first launch and the late ones */
+  SimTaskGraph *g = queue_graph_for_merging();
+  SimTime makespan = 0;
+  uint32_t reduced = 0;
+  g_assert_true(sim_merge_predict(g, &makespan, &merged, &reduced));
+  g_assert_cmpuint(makespan, ==, sim_schedule_makespan(s));
+  g_assert_cmpuint(merged.compute, ==, want.compute);
+  g_assert_cmpuint(merged.host, ==, want.host);
+  g_assert_cmpuint(merged.exposed, ==, want.exposed);
+  g_assert_cmpint(merged.used, ==, want.used);
+  sim_schedule_free(s);
+  sim_task_graph_free(full);
+  sim_task_graph_free(g);
+}
+
 /* The folded engine (sim/sim_engine_folds.c) on a hand-made reduced graph: a chain c (10 ps)
  * with folded collectives x1 (4 ps, 6 after its join), x2 (2 ps, 5 after) and x3 (1 ps, 2
  * after) on device 0's comm stream, a collective y (8 ps) released at 15 on the same stream,
@@ -479,6 +576,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/merge/bench-points", test_bench_points);
   g_test_add_func("/merge/full-graph", test_full_graph);
   g_test_add_func("/merge/for-merge-fields", test_for_merge_fields);
+  g_test_add_func("/merge/launch-queue", test_launch_queue);
   g_test_add_func("/merge/no-schedule", test_no_schedule);
   g_test_add_func("/merge/withdrawn", test_withdrawn);
   g_test_add_func("/merge/absorbed", test_absorbed);
