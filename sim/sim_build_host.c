@@ -146,9 +146,10 @@ void sb_add_host_tasks(Builder *b) {
     }
     /* A launch waits for the task before the first of the tasks whose kernels, its own
      * included, fit in the queue: with at least one kernel a task, at most queue_depth
-     * positions back; else anywhere in its device's program. */
-    tg->host_queue_depth = (uint32_t)f->queue_depth;
-    tg->host_queue_reach = least >= 1 ? (uint32_t)f->queue_depth : n;
+     * positions back (one with no queue: the task before it); else anywhere in its
+     * device's program. */
+    tg->host_queue_depth = (uint32_t)MAX(f->queue_depth, 0);
+    tg->host_queue_reach = least >= 1 ? MAX(tg->host_queue_depth, 1u) : n;
     return;
   }
   /* The host tasks in one block (ids host_base + c, one resource each), then their edges. */
