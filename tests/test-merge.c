@@ -276,6 +276,22 @@ static void for_strategies(gsize step, StrategyCheck fn) {
   dev_cluster_free(c);
 }
 
+/* Merging @g gives @full's makespan (its engine's schedule) and breakdown sums @sums, on a
+ * reduced graph smaller than @g. */
+static void assert_merges_to(const SimTaskGraph *g, const SimSchedule *full,
+                             const SimBreakdownSums *sums) {
+  SimBreakdownSums merged;
+  SimTime makespan = 0;
+  uint32_t reduced = 0;
+  g_assert_true(sim_merge_predict(g, &makespan, &merged, &reduced));
+  g_assert_cmpuint(reduced, <, sim_task_graph_size(g));
+  g_assert_cmpuint(makespan, ==, sim_schedule_makespan(full));
+  g_assert_cmpuint(merged.compute, ==, sums->compute);
+  g_assert_cmpuint(merged.exposed, ==, sums->exposed);
+  g_assert_cmpuint(merged.host, ==, sums->host);
+  g_assert_cmpint(merged.used, ==, sums->used);
+}
+
 /* On a full graph (host tasks materialized, CSR built) the reduction reads the host stream from
  * its tasks and gives the full engine's makespan and breakdown sums exactly. */
 static void check_full_graph(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
@@ -288,17 +304,9 @@ static void check_full_graph(const MdlGraph *g, const MdlStrategy *s, const DevC
   g_assert_no_error(error);
   g_autofree guint *host_off = NULL;
   g_autofree SimTime *host_iv = sim_host_wait_intervals(tg, sched, &host_off);
-  SimBreakdownSums full, merged;
+  SimBreakdownSums full;
   sim_breakdown_sums(tg, sched, host_iv, host_off, NULL, &full);
-  SimTime makespan = 0;
-  uint32_t reduced = 0;
-  g_assert_true(sim_merge_predict(tg, &makespan, &merged, &reduced));
-  g_assert_cmpuint(reduced, <, sim_task_graph_size(tg));
-  g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
-  g_assert_cmpuint(merged.compute, ==, full.compute);
-  g_assert_cmpuint(merged.exposed, ==, full.exposed);
-  g_assert_cmpuint(merged.host, ==, full.host);
-  g_assert_cmpint(merged.used, ==, full.used);
+  assert_merges_to(tg, sched, &full);
   sim_schedule_free(sched);
   sim_task_graph_free(tg);
 }
@@ -441,18 +449,11 @@ static void test_launch_queue(void) {
   g_assert_cmpint(late, ==, 2);
   g_autofree guint *host_off = NULL;
   g_autofree SimTime *host_iv = sim_host_wait_intervals(full, s, &host_off);
-  SimBreakdownSums want, merged;
+  SimBreakdownSums want;
   sim_breakdown_sums(full, s, host_iv, host_off, NULL, &want);
   g_assert_cmpuint(want.host, >, 5); /* the first launch and the late ones */
   SimTaskGraph *g = queue_graph_for_merging();
-  SimTime makespan = 0;
-  uint32_t reduced = 0;
-  g_assert_true(sim_merge_predict(g, &makespan, &merged, &reduced));
-  g_assert_cmpuint(makespan, ==, sim_schedule_makespan(s));
-  g_assert_cmpuint(merged.compute, ==, want.compute);
-  g_assert_cmpuint(merged.host, ==, want.host);
-  g_assert_cmpuint(merged.exposed, ==, want.exposed);
-  g_assert_cmpint(merged.used, ==, want.used);
+  assert_merges_to(g, s, &want);
   sim_schedule_free(s);
   sim_task_graph_free(full);
   sim_task_graph_free(g);
