@@ -118,10 +118,22 @@ static inline gboolean sim_merge_candidate_edge(Merge *m, uint32_t u, uint32_t v
   return TRUE;
 }
 
-/* Folding (sim_merge_folds.c): the candidates (communication tasks on one stream of a
- * device); which fold; the ones a late launch released inside their span unfolds (FALSE:
- * none did). */
-void sim_merge_find_candidates(Merge *m);
+/* Folding (sim_merge_folds.c): whether task @t (neither compute nor a launch) is a
+ * candidate, a communication task lasting more than zero on one stream (of @streams) that is
+ * not a compute stream, marked CAND with its device and duration (the caller leaves step
+ * mode's graphs out); which fold; the ones a late launch released inside their span unfolds
+ * (FALSE: none did). */
+static inline void sim_merge_candidate(Merge *m, uint32_t t, uint32_t streams) {
+  const SimTask *task = &m->tasks[t];
+  uint32_t r = task->nres == 1 ? m->res[task->res_begin] : NONE;
+  if (task->kind == SIM_TASK_COMM && task->duration > 0 && r < streams &&
+      sim_resource_stream_of(r) != SIM_STREAM_COMPUTE) {
+    m->flags[t] |= CAND;
+    m->xp[t - m->C] = m->xs[t - m->C] = NONE;
+    m->xdev[t - m->C] = (uint32_t)sim_resource_device(r);
+    m->xdur[t - m->C] = task->duration;
+  }
+}
 void sim_merge_fold_collectives(Merge *m);
 gboolean sim_merge_unfold_released(Merge *m);
 

@@ -86,16 +86,19 @@ static gboolean compute_kind(uint8_t kind) {
 }
 
 /* The other tasks' side of the applicability check: host tasks on one resource, nothing else
- * on a host resource, only an optimizer step on a compute stream. */
+ * on a host resource, only an optimizer step on a compute stream; the candidates for folding
+ * marked on the way. */
 static gboolean check_other_tasks(Merge *m) {
   const SimTaskGraph *g = m->g;
-  uint32_t nd = (uint32_t)g->num_devices;
+  uint32_t nd = (uint32_t)g->num_devices, streams = sim_stream_resources(g->num_devices);
+  gboolean fold = g->spans->len == 0; /* (no folding under step mode) */
   for (uint32_t t = m->C; t < m->n; t++) {
     const SimTask *task = &m->tasks[t];
     if (is_host(m, t)) {
       if (task->nres != 1) return FALSE;
       continue;
     }
+    if (fold) sim_merge_candidate(m, t, streams); /* (while the task is read) */
     for (uint16_t k = 0; k < task->nres; k++) {
       uint32_t r = m->res[task->res_begin + k];
       if (m->hb != NONE && r >= g->host_resource_base && r < g->host_resource_base + nd)
@@ -643,8 +646,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.cedges = g_new(uint32_t, 2 * most_edges + 2);
   m.head = g_new(uint64_t, C1 / 64 + 2);
   m.head_rank = g_new0(uint32_t, C1 / 64 + 2);
-  gboolean ok = check_tasks(&m);
-  if (ok) sim_merge_find_candidates(&m);
+  gboolean ok = check_tasks(&m); /* (candidates marked: check_other_tasks) */
   ok = ok && check_edges(&m, hdur);
   if (ok) sim_merge_fold_collectives(&m);
   if (ok) program_arrays(&m);

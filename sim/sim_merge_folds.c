@@ -22,24 +22,8 @@
  * need its own end) or, after the fork, a head (the group would split under X); a collective
  * lasting zero; two joining at one member (and of two forking at one, the later-joining);
  * anything under step mode. Candidates' edges wait in cedges until the decision; an unfolded
- * candidate's then make heads and tails as any other's. */
-void sim_merge_find_candidates(Merge *m) {
-  uint32_t streams = sim_stream_resources(m->g->num_devices);
-  if (m->g->spans->len) return;
-  for (uint32_t t = m->C; t < m->n; t++) {
-    const SimTask *task = &m->tasks[t];
-    uint32_t r = task->nres == 1 ? m->res[task->res_begin] : NONE;
-    if (!is_host(m, t) && task->kind == SIM_TASK_COMM && task->duration > 0 && r < streams &&
-        sim_resource_stream_of(r) != SIM_STREAM_COMPUTE) {
-      m->flags[t] |= CAND;
-      m->xp[t - m->C] = m->xs[t - m->C] = NONE;
-      m->xdev[t - m->C] = (uint32_t)sim_resource_device(r);
-      m->xdur[t - m->C] = task->duration;
-    }
-  }
-}
-
-
+ * candidate's then make heads and tails as any other's. Candidates are marked as the
+ * applicability check reads the tasks (sim_merge_candidate). */
 /* Whether some member of @x's span has a flag that unfolds it: a tail from its fork to the
  * member before its join (their successors off the chain need their own ends), a head after
  * its fork up to the member before its join (the group would split under it). */
