@@ -22,7 +22,8 @@
  *
  * The host stream (sim_build_host.c) is not in the reduced graph (a graph built for merging
  * does not even materialize it, nor its compute tasks' entries: SimTaskGraph.program_block
- * gives each position's block, whose tables hold the durations): a host resource serves only its
+ * gives each position's block, whose tables hold the durations and kernels, and the pass
+ * below runs its launch queue itself): a host resource serves only its
  * device's launches, in program order, so h(c) starts at max(end(h(chain_prev)), end of the
  * compute tasks c's launch queue waits for) and its end is computed after the engine, in one
  * pass per device, from the compute tasks' (exact) ends. A launch that gates its kernel (ends
