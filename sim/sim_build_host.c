@@ -39,7 +39,8 @@ static CmHostPhase host_phase(const Builder *b, const SimTask *t) {
 }
 
 /* Queue-depth edges for one device's program @prog (@n compute tasks in order, @kernels per
- * task by id). A graph for merging has none: sim_merge runs the same queue (time_host). */
+ * task by id). A graph for merging has none: sim_merge runs the same queue
+ * (sim_merge_time_host). */
 static void add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *prog, uint32_t n,
                             const int *kernels) {
   guint64 launched = 0, done = 0; /* kernels before position p; of tasks before position q */

@@ -5,6 +5,8 @@
 
 #include "sim/sim-int.h"
 
+#include <string.h>
+
 #define NONE UINT32_MAX
 #define SUCCESSOR 0x80000000u /* in cedges: the compute end is the candidate's successor */
 
@@ -59,7 +61,7 @@ typedef struct {
   gboolean host;         /* there is a host stream (launch durations in phd) */
   GArray *queue;         /* uint32_t pairs (q, c): edge q -> h(c) of a full graph's launch
                             queue, as ids, from its edges (a graph for merging has none:
-                            time_host runs its queue, SimTaskGraph.block_kernels) */
+                            sim_merge_time_host runs its queue, SimTaskGraph.block_kernels) */
   const uint32_t *qpos;  /* the same as pairs of positions, sorted by c's (program_arrays) */
   uint32_t *qsorted;     /* (qpos, owned) */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
@@ -75,7 +77,8 @@ typedef struct {
   uint32_t *xfk;         /* per position with FORK: the folded collective waiting for it (its
                             fork) */
   SimTime *pend;         /* per position k, at k & pend_mask: its end in the reduced run
-                            (time_host; positions a launch queue's reach apart share an entry) */
+                            (sim_merge_time_host; positions a launch queue's reach apart
+                            share an entry) */
   uint32_t pend_mask;
   uint32_t *cedges;      /* the candidates' edges as (candidate, position of its compute end,
                             SUCCESSOR where that is the successor), their flags deferred */
@@ -85,7 +88,7 @@ typedef struct {
   uint32_t *head_rank;
   guint ncedges;         /* entries (2 per edge) */
   /* This round's heads' groups and joins' collectives (their tasks in the reduced graph and
-   * durations), in program order (reduce), for time_host to read in turn: */
+   * durations), in program order (reduce), for sim_merge_time_host to read in turn: */
   uint32_t *hgid, *jx;
   SimTime *jdur;
   uint32_t nheads, njoins;
@@ -136,6 +139,27 @@ static inline void sim_merge_candidate(Merge *m, uint32_t t, uint32_t streams) {
 }
 void sim_merge_fold_collectives(Merge *m);
 gboolean sim_merge_unfold_released(Merge *m);
+
+/* The first position from @k on (@n: none) whose @flags have a bit of @mask, read a word (8
+ * positions) at a time: most positions have none. */
+static inline uint32_t next_flagged(const uint8_t *flags, uint32_t k, uint32_t n, uint8_t mask) {
+  for (; k < n; k += 8) {
+    uint64_t word = 0;
+    if (n - k >= 8)
+      memcpy(&word, flags + k, 8); /* one load */
+    else
+      memcpy(&word, flags + k, n - k);
+    uint64_t bits = GUINT64_FROM_LE(word) & (0x0101010101010101ull * mask); /* k's lowest */
+    if (bits) return k + (uint32_t)__builtin_ctzll(bits) / 8;
+  }
+  return n;
+}
+
+/* The host stream over the reduced schedule (sim_merge_host.c): 0 where the reduced run is the
+ * full one (the host waits in @iv/@off), else the releases corrected and their count, or -1
+ * (the tie-breaks forbid merging). */
+gint64 sim_merge_time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv,
+                           guint *off);
 
 /* Position @k's duration and its launch's: a graph for merging's from its blocks
  * (SimTaskGraph.program_block: small tables), a full graph's gathered per position. */

@@ -269,7 +269,7 @@ static void program_arrays(Merge *m) {
                                                                     check_tasks) */
     m->cum[k + 1] = m->cum[k] + m->pdur[k];
   /* a full graph's launch queue by position (its edges come by id in edge order; a graph
-   * for merging has none: time_host runs its queue) */
+   * for merging has none: sim_merge_time_host runs its queue) */
   guint nq = m->queue->len / 2;
   const uint32_t *q = (const uint32_t *)m->queue->data;
   uint32_t *qpos = m->qsorted = g_new(uint32_t, 2 * (gsize)nq + 1);
@@ -279,8 +279,8 @@ static void program_arrays(Merge *m) {
   }
   qsort(qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
   m->qpos = qpos;
-  /* time_host keeps the ends of the positions a launch may still wait for: the last (the
-   * queue's longest reach back: a graph for merging's bound, a full graph's pairs') + 1,
+  /* the host pass keeps the ends of the positions a launch may still wait for: the last
+   * (the queue's longest reach back: a graph for merging's bound, a full graph's pairs') + 1,
    * rounded up to a power of two (Merge.pend) */
   uint32_t reach = m->g->host_queue_reach;
   for (guint i = 0; i < nq; i++) {
@@ -310,21 +310,6 @@ static G_ALWAYS_INLINE inline gboolean keep_edge(Merge *m, uint32_t u, uint32_t 
   m->redges[m->nredges++] = m->gid[u];
   m->redges[m->nredges++] = m->gid[v];
   return TRUE;
-}
-
-/* The first position from @k on (@n: none) whose @flags have a bit of @mask, read a word (8
- * positions) at a time: most positions have none. */
-static inline uint32_t next_flagged(const uint8_t *flags, uint32_t k, uint32_t n, uint8_t mask) {
-  for (; k < n; k += 8) {
-    uint64_t word = 0;
-    if (n - k >= 8)
-      memcpy(&word, flags + k, 8); /* one load */
-    else
-      memcpy(&word, flags + k, n - k);
-    uint64_t bits = GUINT64_FROM_LE(word) & (0x0101010101010101ull * mask); /* k's lowest */
-    if (bits) return k + (uint32_t)__builtin_ctzll(bits) / 8;
-  }
-  return n;
 }
 
 /* The reduced graph's id of a task that is not compute (nor a launch): the groups (@ng of
@@ -391,7 +376,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     run = k + 1;
     if (f & JOIN) { /* the join of a folded collective: a step of the last forked waits */
       uint32_t x = other_gid(m, ng, m->xat[k]);
-      m->jx[m->njoins] = x; /* for time_host, in program order */
+      m->jx[m->njoins] = x; /* for sim_merge_time_host, in program order */
       m->jdur[m->njoins++] = m->xdur[m->xat[k] - m->C];
       steps[nsteps] = (SimFoldStep){0, x};
       fold[last].nsteps++;
@@ -409,7 +394,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
       uint64_t below = m->head[c >> 6] & (((uint64_t)1 << (c & 63)) - 1);
       uint32_t prev = gi;
       gi = last = m->gid[c] = m->head_rank[c >> 6] + (uint32_t)__builtin_popcountll(below);
-      m->hgid[m->nheads++] = gi; /* for time_host, in program order */
+      m->hgid[m->nheads++] = gi; /* for sim_merge_time_host, in program order */
       acc = gdur + gi;
       if (f & CHAINED) { /* the chain from the group before */
         m->redges[m->nredges++] = prev;
@@ -482,119 +467,6 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   sim_task_graph_finish(rg);
   *release_out = release;
   return rg;
-}
-
-/* Where time_host is in the launch queue: the next pair of a full graph's (Merge.qpos), or,
- * for a graph for merging, the queue run here as sim_build_host.c's add_queue_edges runs
- * it (per device from its first position: q the first task not known done, launched and
- * done the kernels before the current position and before q). */
-typedef struct {
-  guint i;
-  uint32_t q;
-  guint64 launched, done, depth;
-  const int *kernels;     /* a graph for merging's SimTaskGraph.block_kernels (NULL: pairs) */
-  const uint32_t *block;  /* its program_block */
-} QueueRun;
-
-/* The latest end among the compute tasks position @k's launch waits for (0: none), the
- * queue moved past @k. */
-static inline SimTime queue_wait(const Merge *m, uint32_t k, QueueRun *r, guint nq) {
-  SimTime qwait = 0;
-  const int *kernels = r->kernels;
-  if (kernels) { /* the tasks up to q - 1 done before k's kernels fit in the queue */
-    const uint32_t *block = r->block;
-    guint64 kk = (guint64)kernels[block[k]];
-    uint32_t q0 = r->q;
-    while (r->q < k && r->launched - r->done + kk > r->depth) r->done += (guint64)kernels[block[r->q++]];
-    if (r->q != q0) qwait = m->pend[(r->q - 1) & m->pend_mask];
-    r->launched += kk;
-    return qwait;
-  }
-  for (; r->i < nq && m->qpos[2 * r->i + 1] == k; r->i++)
-    qwait = MAX(qwait, m->pend[m->qpos[2 * r->i] & m->pend_mask]);
-  return qwait;
-}
-
-/* The host stream over the reduced schedule @s (@nr: per task of the reduced graph, when its
- * last dependency ended, releases aside: SimSchedule.ready): each launch's end,
- * from its device's previous launch and the launch queue. The schedule is the full run's when
- * every compute task's ready time, max(its dependencies, its launch), is what the reduced run
- * gave it, max(its dependencies, its release): returns 0 then, with the host-wait intervals
- * in @iv/@off (sim_host_wait_intervals' layout). Otherwise the releases are set to the launches
- * that gate their tasks and the count of changes returned (the caller runs again), or -1
- * where the tie-breaks forbid (an instant launch gating an instant kernel). */
-static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv, guint *off) {
-  uint32_t nd = (uint32_t)m->g->num_devices;
-  guint nq = m->queue->len / 2;
-  QueueRun queue = {.depth = m->g->host_queue_depth, .kernels = m->g->block_kernels,
-                    .block = m->g->program_block};
-  uint32_t hi = 0, ji = 0; /* reduce's lists of heads and joins, read in turn */
-  uint32_t mask = m->pend_mask;
-  gint64 changes = 0;
-  g_array_set_size(iv, 0);
-  for (uint32_t d = 0; d < nd; d++) {
-    off[d] = iv->len / 2;
-    SimTime host_end = 0, prev_end = 0, member_end = 0;
-    queue.q = m->dbeg[d]; /* (a graph for merging's queue starts anew per device) */
-    queue.launched = queue.done = 0;
-    for (uint32_t k = m->dbeg[d], end = m->dbeg[d + 1]; k < end; k++) {
-      /* Up to the next head or join, members that start when the one before ends (lasting
-       * more than zero: else they head their group) and are not released (a release makes
-       * a head): the launch is late where it ends after that; no host wait ends at such a
-       * member (the stream was busy up to its start). */
-      for (uint32_t next = next_flagged(m->pflags, k, end, HEAD | JOIN); k < next; k++) {
-        SimTime duration, dh;
-        pos_times(m, k, &duration, &dh);
-        SimTime start = member_end;
-        member_end = m->pend[k & mask] = start + duration;
-        SimTime qwait = queue_wait(m, k, &queue, nq); /* (once: it moves the queue) */
-        SimTime launched = MAX(host_end, qwait) + dh;
-        if (launched > start) {
-          m->rel[k] = launched;
-          m->cf[k] |= RELEASED;
-          changes++;
-        }
-        if (member_end > prev_end) prev_end = member_end;
-        host_end = launched;
-      }
-      if (k == end) break;
-      /* a head starts with its group; a member after its predecessor and, at a join, its
-       * folded collective */
-      uint8_t pf = m->pflags[k];
-      gboolean head = (pf & HEAD) != 0;
-      uint32_t gi = head ? m->hgid[hi++] : NONE;
-      SimTime start = member_end;
-      if (pf & JOIN) { /* when the collective it waits for ends */
-        if (!head) start = MAX(start, s->start[m->jx[ji]] + m->jdur[ji]);
-        ji++;
-      }
-      if (head) start = s->start[gi];
-      SimTime duration, dh;
-      pos_times(m, k, &duration, &dh);
-      member_end = m->pend[k & mask] = start + duration;
-      SimTime qwait = queue_wait(m, k, &queue, nq);
-      SimTime launched = MAX(host_end, qwait) + dh;
-      /* a head's dependencies are its group's; an inner member's, its predecessor's end */
-      SimTime deps = head ? nr[gi] : start;
-      SimTime rel = m->cf[k] & RELEASED ? m->rel[k] : 0;
-      if (dh == 0 && duration == 0 && launched >= deps)
-        return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
-      if (MAX(deps, rel) != MAX(deps, launched)) {
-        m->rel[k] = launched > deps ? launched : 0;
-        m->cf[k] = (uint8_t)(m->rel[k] ? m->cf[k] | RELEASED : m->cf[k] & ~RELEASED);
-        changes++;
-      }
-      SimTime wait_end = MIN(launched, start);
-      if (wait_end > prev_end) {
-        SimTime pair[2] = {prev_end, wait_end};
-        g_array_append_vals(iv, pair, 2);
-      }
-      if (member_end > prev_end) prev_end = member_end;
-      host_end = launched;
-    }
-  }
-  off[nd] = iv->len / 2;
-  return changes;
 }
 
 gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdownSums *out,
@@ -672,7 +544,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     g_autofree guint *off = g_new0(guint, nd + 1);
     gint64 changes = 0;
     if (s && m.host) {
-      changes = time_host(&m, s, s->ready, iv, off);
+      changes = sim_merge_time_host(&m, s, s->ready, iv, off);
     }
     ok = s && changes >= 0 && changes <= m.C / 16 + 1;
     if (ok && changes == 0) {

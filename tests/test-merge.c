@@ -317,7 +317,7 @@ static void test_full_graph(void) {
 
 /* A graph for merging hands merging what its builder knows (SimTaskGraph.program_pos,
  * the launch queue's depth, kernels and reach): each compute task's position is where program
- * lists it, and no launch waits further back than the reach (time_host keeps no more
+ * lists it, and no launch waits further back than the reach (the host pass keeps no more
  * positions' ends than that), the queue run as sim_build_host.c runs it for a full graph;
  * its prediction is the full graph's. */
 static void check_for_merge_fields(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
@@ -374,8 +374,8 @@ static void test_for_merge_fields(void) {
  * kernels ahead. A launch waits for the task QDEPTH before it, so the launches after the
  * short tasks end late and gate their kernels (late launches, a host wait before each). The
  * full graph has the host tasks and the queue's edges (as sim_build_host.c adds them); the
- * graph for merging has blocks, their kernels and the queue's depth, and time_host runs the
- * queue itself: the same makespan and breakdown sums. */
+ * graph for merging has blocks, their kernels and the queue's depth, and the host pass
+ * (sim_merge_time_host) runs the queue itself: the same makespan and breakdown sums. */
 enum { QN = 40, QDEPTH = 2 };
 static SimTime queue_duration(uint32_t i) {
   return i == 10 || i == 25 ? 1 : 100;
