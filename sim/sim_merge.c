@@ -131,16 +131,27 @@ static gboolean check_tasks(Merge *m) {
     if (!g->program_pos) return FALSE;
     m->cum[0] = 0;
     m->pos = g->program_pos;
+    /* every position CHAINED, a device's first HEAD instead, one lasting zero HEAD and TAIL
+     * too; the durations' prefix sums (Merge.cum) */
+    memset(m->cf, CHAINED, m->C);
+    const uint32_t *block = g->program_block;
+    const SimTime *bd = g->block_duration;
+    SimTime sum = 0;
+    gboolean zero = FALSE;
+    for (uint32_t k = 0; k < m->C; k++) {
+      SimTime duration = bd[block[k]];
+      zero |= duration == 0;
+      sum += duration;
+      m->cum[k + 1] = sum;
+    }
+    for (uint32_t k = 0; zero && k < m->C; k++)
+      if (m->cum[k + 1] == m->cum[k]) m->cf[k] |= HEAD | TAIL;
     for (uint32_t d = 0; d < nd; d++) {
       m->dbeg[d] = begin[d];
       m->first[d] = m->last[d] = NONE;
-      for (uint32_t k = begin[d]; k < begin[d + 1]; k++) {
-        uint32_t block = g->program_block[k];
-        SimTime duration = g->block_duration[block];
-        m->cum[k + 1] = m->cum[k] + duration; /* (Merge.cum) */
-        m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (duration == 0 ? HEAD | TAIL : 0));
-      }
-      if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
+      if (begin[d] == begin[d + 1]) continue;
+      m->cf[begin[d]] = (uint8_t)(HEAD | (m->cf[begin[d]] & TAIL));
+      m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
     }
     m->dbeg[nd] = m->C;
     chunk_devices(m, nd);
