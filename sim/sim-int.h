@@ -54,16 +54,23 @@ struct SimTaskGraph {
    * per block its tasks' duration (block_duration) and their launch's (block_host; NULL
    * without a host stream): every microbatch and simulated device of a block is the same.
    * Its compute tasks' SimTask entries are then not written (ids only), except under ZeRO-3
-   * (the builder reads them back: sim_build_sync.c). Its host stream is not materialized;
-   * the launch queue's edges q -> h(c) are pairs of q's and c's positions in program
-   * (host_queue, in program order). host_base is then UINT32_MAX and the graph has
+   * (the builder reads them back: sim_build_sync.c). Its host stream is not materialized,
+   * nor the launch queue's edges q -> h(c): per block the kernels its tasks launch
+   * (block_kernels) and the queue's depth (host_queue_depth) let sim_merge run the queue
+   * (sim_build_host.c's add_queue_edges, position by position), and host_queue_reach bounds
+   * how many positions back a launch waits (c's - q's). host_base is then UINT32_MAX and the graph has
    * num_compute fewer tasks than the full one; its program-order edges are left out too
    * (chain_prev has them), and so are data edges that repeat them (from a compute task's
    * chain predecessor: sb_data_edge). NULL in any other graph. */
   uint32_t *program_block;
+  /* A graph for merging's: per compute task (num_compute entries) its position in program
+   * (the builder writes it as it chains them: sim_merge then reads it instead of inverting
+   * program). NULL in any other graph. */
+  uint32_t *program_pos;
   SimTime *block_duration;
   SimTime *block_host;
-  GArray *host_queue;
+  int *block_kernels;
+  uint32_t host_queue_depth, host_queue_reach;
 };
 
 /* One pop of the engine as the breakdown reads it (SimSchedule.log): what it would otherwise

@@ -77,9 +77,10 @@ void sim_task_graph_free(SimTaskGraph *g) {
   g_free(g->program);
   g_free(g->program_begin);
   g_free(g->program_block);
+  g_free(g->program_pos);
   g_free(g->block_duration);
   g_free(g->block_host);
-  if (g->host_queue) g_array_unref(g->host_queue);
+  g_free(g->block_kernels);
   g_free(g);
 }
 
