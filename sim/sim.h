@@ -300,6 +300,9 @@ typedef struct {
                                  engine timed (sim_merge.c); 0 when the full graph was timed */
   double build_wall_s;        /* wall-clock time to build the task graph */
   double sim_wall_s;          /* wall-clock time of build + engine + stats */
+  double engine_cpu_s;        /* the thread's CPU time in the engine (the last one that timed the
+                                 prediction: the reduced graph's under merging) */
+  double breakdown_cpu_s;     /* and in the breakdown after it (bench --suite predict) */
 } SimPrediction;
 
 typedef struct SimRun SimRun;   /* opaque: read through the accessors below */

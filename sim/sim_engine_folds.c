@@ -56,6 +56,7 @@ typedef struct {
   Flight *flight;    /* per device */
   HeapEntry *heap;
   uint32_t heap_size, done, streams;
+  uint32_t nstretch, stretch_cap; /* SimSchedule.stretch: pairs written, room */
 } Run;
 
 static inline gboolean key_less(SimTime t, uint32_t a, SimTime u, uint32_t b) {
@@ -63,21 +64,32 @@ static inline gboolean key_less(SimTime t, uint32_t a, SimTime u, uint32_t b) {
 }
 
 
-/* Appends @id's pop (started at @start; a folded collective forked at @fork) to the order and
- * the log (SimSchedule.log). */
-static inline void log_pop(Run *r, uint32_t id, SimTime start, SimTime fork) {
+/* Appends @id's pop (started at @start; a folded collective forked at @fork, its stretches
+ * from @stretch on) to the order and the log (SimSchedule.log). */
+static inline void log_pop(Run *r, uint32_t id, SimTime start, SimTime fork, uint32_t stretch) {
   const SimTask *t = &r->tasks[id];
-  const SimFold *f = &r->fold[id];
   r->s->order[r->done] = id;
   r->s->log[r->done++] = (SimPop){start, t->duration, fork, id, t->res_begin,
                                   t->nres ? r->res[t->res_begin] : NONE, t->nres, t->kind,
-                                  f->owner != NONE, f->step, f->nsteps};
+                                  r->fold[id].owner != NONE, stretch, r->nstretch - stretch};
 }
 
 /* A folded collective's end, once it is timed (popped or reserved): sim_fold_steps's reader. */
 static SimTime end_of(void *ctx, uint32_t y) {
   const Run *r = ctx;
   return r->s->start[y] + r->fold[y].duration;
+}
+
+/* Its writer: a step's compute stretch, kept for the breakdown (SimSchedule.stretch), which
+ * then reads them in order instead of timing the steps again from scattered collectives. */
+static void keep_stretch(void *ctx, SimTime from, SimTime to) {
+  Run *r = ctx;
+  if (r->nstretch == r->stretch_cap) {
+    r->stretch_cap = 2 * r->stretch_cap + 64;
+    r->s->stretch = g_renew(SimTime, r->s->stretch, 2 * (gsize)r->stretch_cap);
+  }
+  r->s->stretch[2 * r->nstretch] = from;
+  r->s->stretch[2 * r->nstretch++ + 1] = to;
 }
 
 /* Applies device @d's reservations that pop before (@t, @id) in the plain run. */
@@ -143,11 +155,13 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
       own[k].end = start + fx->duration;
       r->s->start[x] = start;
       /* its pop as log_pop would log it, from the fold alone (one resource, a collective) */
-      r->s->order[r->done] = x;
-      r->s->log[r->done++] = (SimPop){start, fx->duration, t, x, 0, rr, 1, SIM_TASK_COMM, TRUE,
-                                      fx->step, fx->nsteps};
+      uint32_t at = r->nstretch;
+      SimTime fork = t;
       r->pending[rr]++;
-      t = sim_fold_steps(r->folds, fx, t, end_of, NULL, r); /* beside it, joins, on */
+      t = sim_fold_steps(r->folds, fx, t, end_of, keep_stretch, r); /* beside it, joins, on */
+      r->s->order[r->done] = x;
+      r->s->log[r->done++] = (SimPop){start, fx->duration, fork, x, 0, rr, 1, SIM_TASK_COMM, TRUE,
+                                      at, r->nstretch - at};
     }
     f->end = r->done;
   }
@@ -157,12 +171,15 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
 SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release,
                                    const SimFolds *folds, GError **error) {
   uint32_t n = g->tasks->len, nd = (uint32_t)g->num_devices;
+  double cpu0 = sim_thread_cpu_s();
   SimSchedule *s = g_new0(SimSchedule, 1);
   s->num_tasks = n;
   s->start = g_new0(SimTime, n ? n : 1);
   s->ready = g_new0(SimTime, n ? n : 1);
   s->order = g_new(uint32_t, 2 * (gsize)n + 1); /* withdrawn entries stay until the end */
   s->log = g_new(SimPop, 2 * (gsize)n + 1);
+  s->count = g_new0(guint, (gsize)g->num_resources + 1);
+  /* stretches: about one per fold step (two per folded collective), grown if need be */
   Run r = {.g = g, .tasks = (const SimTask *)g->tasks->data,
            .res = (const uint32_t *)g->task_resources->data, .fold = folds->task,
            .folds = folds, .s = s,
@@ -170,7 +187,8 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
            .expect = memset(g_new(SimTime, n ? n : 1), 0xFF, sizeof(SimTime) * (n ? n : 1)),
            .pending = g_new0(uint32_t, g->num_resources ? g->num_resources : 1),
            .flight = g_new(Flight, nd ? nd : 1), .heap = g_new(HeapEntry, n ? n : 1),
-           .streams = sim_stream_resources(g->num_devices)};
+           .streams = sim_stream_resources(g->num_devices), .stretch_cap = 2 * n + 64};
+  s->stretch = g_new(SimTime, 2 * (gsize)r.stretch_cap);
   sim_huge_pages(s->start, sizeof(SimTime) * n);
   sim_huge_pages(s->ready, sizeof(SimTime) * n);
   sim_huge_pages(s->order, sizeof(uint32_t) * 2 * (gsize)n);
@@ -208,12 +226,12 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
       if (r.pending[rr[k]]) check_pending(&r, (uint32_t)sim_resource_device(rr[k]), rr[k], end);
     }
     s->start[id] = start;
-    log_pop(&r, id, start, top.time);
-    uint32_t chain = id;
+    uint32_t chain = id, at = r.nstretch;
     if (f->owner != NONE) { /* the chain goes on beside it, joins it, goes on (SimFold) */
       chain = f->owner;
-      end = sim_fold_steps(folds, f, top.time, end_of, NULL, &r);
+      end = sim_fold_steps(folds, f, top.time, end_of, keep_stretch, &r);
     }
+    log_pop(&r, id, start, top.time, at);
     if (f->next != NONE) { /* a chain with folded collectives goes on */
       if (f->owner == NONE && t->nres == 1 && rr[0] < r.streams) {
         reserve(&r, id, (uint32_t)sim_resource_device(rr[0]), end);
@@ -225,15 +243,20 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
     if (end > s->makespan) s->makespan = end;
     sim_engine_succeed(g, chain, end, ready, remaining, release, r.heap, &r.heap_size);
   }
-  /* the withdrawn reservations' entries out of the order */
+  /* the withdrawn reservations' entries out of the order; the breakdown's sizes */
   uint32_t kept = 0;
+  guint *count = s->count;
   for (uint32_t k = 0; k < r.done; k++)
     if (s->order[k] != NONE) {
-      s->log[kept] = s->log[k];
+      const SimPop *e = &s->log[k];
+      for (uint16_t j = 0; j < e->nres; j++) count[(j ? res[e->res_begin + j] : e->res0) + 1]++;
+      if (e->nstretches) count[sim_resource_compute(sim_resource_device(e->res0)) + 1] += e->nstretches;
+      s->log[kept] = *e;
       s->order[kept++] = s->order[k];
     }
   s->events = kept;
   g_free(remaining);
+  s->cpu_s = sim_thread_cpu_s() - cpu0; /* its working arrays freed below: not much */
   g_free(r.free_at);
   g_free(r.expect);
   g_free(r.pending);

@@ -294,6 +294,52 @@ static void test_full_graph(void) {
   dev_cluster_free(c);
 }
 
+/* What the folded engine logs for the breakdown (SimSchedule.stretch, .count) against the
+ * schedule it made: each folded collective's compute stretches are its steps timed again from
+ * its fork with the final ends of the collectives they join (those lasting more than zero),
+ * and the counts are the log's pops per resource plus the stretches on compute streams. */
+typedef struct {
+  const SimSchedule *s;
+  const SimFolds *folds;
+  GArray *out; /* SimTime pairs */
+} Retimed;
+
+static SimTime retimed_end(void *ctx, uint32_t x) {
+  const Retimed *r = ctx;
+  return r->s->start[x] + r->folds->task[x].duration;
+}
+
+static void retimed_stretch(void *ctx, SimTime from, SimTime to) {
+  Retimed *r = ctx;
+  SimTime pair[2] = {from, to};
+  g_array_append_vals(r->out, pair, 2);
+}
+
+static void assert_logged_stretches(const SimTaskGraph *g, const SimSchedule *s,
+                                    const SimFolds *folds) {
+  int nres = sim_task_graph_num_resources(g);
+  g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
+  for (uint32_t k = 0; k < s->events; k++) {
+    const SimPop *e = &s->log[k];
+    SimTaskInfo info;
+    sim_task_graph_get(g, e->id, &info);
+    for (int r = 0; r < info.nres; r++) count[info.resources[r] + 1]++;
+    g_assert_cmpint(e->folded, ==, folds->task[e->id].owner != UINT32_MAX);
+    if (!e->folded) {
+      g_assert_cmpuint(e->nstretches, ==, 0);
+      continue;
+    }
+    Retimed r = {s, folds, g_array_new(FALSE, FALSE, sizeof(SimTime))};
+    sim_fold_steps(folds, &folds->task[e->id], e->fork, retimed_end, retimed_stretch, &r);
+    g_assert_cmpuint(e->nstretches, ==, r.out->len / 2);
+    g_assert_cmpmem(s->stretch + 2 * (gsize)e->stretch, sizeof(SimTime) * 2 * e->nstretches,
+                    r.out->data, sizeof(SimTime) * r.out->len);
+    count[sim_resource_compute(sim_resource_device(e->res0)) + 1] += e->nstretches;
+    g_array_unref(r.out);
+  }
+  g_assert_cmpmem(s->count, sizeof(guint) * ((gsize)nres + 1), count, sizeof(guint) * ((gsize)nres + 1));
+}
+
 /* The folded engine (sim/sim_engine_folds.c) on a hand-made reduced graph: a chain c (10 ps)
  * with folded collectives x1 (4 ps, 6 after its join), x2 (2 ps, 5 after) and x3 (1 ps, 2
  * after) on device 0's comm stream, a collective y (8 ps) released at 15 on the same stream,
@@ -346,6 +392,16 @@ static void test_withdrawn(void) {
   g_assert_cmpuint(s->makespan, ==, 34);
   g_assert_cmpuint(s->events, ==, 6); /* each task once in the order and the log */
   for (uint32_t k = 0; k < s->num_tasks; k++) g_assert_cmpuint(s->log[k].id, ==, s->order[k]);
+  /* the chain's stretches after each join: x1 ends at 14, x2 (withdrawn) at 25, x3 at 31 */
+  const SimTime stretches[3][2] = {{14, 20}, {25, 30}, {31, 33}};
+  for (uint32_t k = 0; k < s->events; k++)
+    for (int i = 0; i < 3; i++)
+      if (s->log[k].id == x[i]) {
+        g_assert_cmpuint(s->log[k].nstretches, ==, 1);
+        g_assert_cmpmem(s->stretch + 2 * (gsize)s->log[k].stretch, sizeof stretches[i],
+                        stretches[i], sizeof stretches[i]);
+      }
+  assert_logged_stretches(g, s, &folds);
   sim_schedule_free(s);
   sim_task_graph_free(g);
 }
@@ -386,6 +442,7 @@ static void test_absorbed(void) {
   g_assert_cmpuint(s->start[x2], ==, 23);
   g_assert_cmpuint(s->makespan, ==, 26);
   g_assert_cmpuint(s->events, ==, 4);
+  assert_logged_stretches(g, s, &folds);
   sim_schedule_free(s);
   sim_task_graph_free(g);
 }
