@@ -296,8 +296,9 @@ static void test_full_graph(void) {
 
 /* What the folded engine logs for the breakdown (SimSchedule.stretch, .count) against the
  * schedule it made: each folded collective's compute stretches are its steps timed again from
- * its fork with the final ends of the collectives they join (those lasting more than zero),
- * and the counts are the log's pops per resource plus the stretches on compute streams. */
+ * its fork with the final ends of the collectives they join (those lasting more than zero,
+ * touching ones as one), and the counts are the log's pops per resource plus the stretches on
+ * compute streams. */
 typedef struct {
   const SimSchedule *s;
   const SimFolds *folds;
@@ -311,6 +312,11 @@ static SimTime retimed_end(void *ctx, uint32_t x) {
 
 static void retimed_stretch(void *ctx, SimTime from, SimTime to) {
   Retimed *r = ctx;
+  SimTime *last = r->out->len ? &g_array_index(r->out, SimTime, r->out->len - 1) : NULL;
+  if (last && *last == from) { /* the engine keeps touching stretches as one */
+    *last = to;
+    return;
+  }
   SimTime pair[2] = {from, to};
   g_array_append_vals(r->out, pair, 2);
 }
