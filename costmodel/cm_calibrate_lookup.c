@@ -225,6 +225,8 @@ char *cm_calibration_cluster_mismatch(const CmCalibration *calibration, const De
            measured->nics_per_node != cluster->nics_per_node ||
            measured->oversubscription != cluster->oversubscription ||
            measured->net_latency != cluster->net_latency ||
+           measured->net_step_latency != cluster->net_step_latency ||
+           measured->net_simple_extra != cluster->net_simple_extra ||
            g_strcmp0(measured->nccl_algo, cluster->nccl_algo) != 0 ||
            g_strcmp0(measured->nccl_proto, cluster->nccl_proto) != 0)
     what = "inter-host network";

@@ -127,6 +127,8 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   double oversubscription = cluster->oversubscription >= 1.0 ? cluster->oversubscription : 1.0;
   hw->nic_bw = cluster->link[DEV_LINK_INTER].bandwidth / oversubscription;
   hw->net_latency_us = cluster->net_latency * 1e6;
+  hw->net_step_us = cluster->net_step_latency * 1e6;
+  hw->net_simple_extra_us = cluster->net_simple_extra * 1e6;
   /* The network's job profile (NCCL_ALGO, NCCL_PROTO) is what its provider prescribes for jobs
    * that use the network: Google's GPUDirect-TCPXO profile (nccl-env-profile.sh, sourced by
    * its multi-host launch scripts; devices/presets/gcp-a3-mega.json) restricts A3 Mega jobs to
@@ -139,6 +141,17 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   for (int a = 0; a < CM_ALGO_COUNT; a++)
     hw->algo_allowed[a] = !algo_nccl[a] || dev_nccl_list_allows(algos, algo_nccl[a]);
   for (int p = 0; p < CM_PROTO_COUNT; p++) hw->proto_allowed[p] = dev_nccl_list_allows(protos, protocol_names[p]);
+}
+
+/* One network step's latency (us) for algorithm row @r and protocol @p: NCCL's hwLat[NET] in
+ * the tuner's view; in the kernels' view (cm_nccl_exec_time) the figure the network's provider
+ * measured where the cluster has one (aws-ofi-nccl's EFA model: net_lat per inter-node step,
+ * plus its completion overhead with Simple; devices/presets/aws-*.json), which replaces
+ * hwLat[NET], NCCL's figure for its own InfiniBand transport. */
+static double net_step_us(const CmNcclHardware *hw, int r, CmProtocol p) {
+  if (hw->kernel_view && hw->net_step_us > 0)
+    return hw->net_step_us + (p == CM_PROTO_SIMPLE ? hw->net_simple_extra_us : 0.0);
+  return hw_lat_us[HW_NET][r][p];
 }
 
 gboolean cm_nccl_covers(CmCollective kind) {
@@ -226,10 +239,10 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   int intra_hw = hw->nvlink ? HW_NVLINK : HW_PCI;
   double lat = base_lat_us[r][p];
   double intra_lat = hw_lat_us[intra_hw][r][p];
-  double inter_lat = hw_lat_us[HW_NET][r][p] + hw->net_latency_us * (p == CM_PROTO_SIMPLE ? 2 : 1);
+  double inter_lat = net_step_us(hw, r, p) + hw->net_latency_us * (p == CM_PROTO_SIMPLE ? 2 : 1);
   if (ring && (kind == CM_BROADCAST || kind == CM_REDUCE)) {
     /* graphs[a]->sameChannels assumed: one hop's latency (NCCL's pipelined ring). */
-    lat += hw_lat_us[nodes == 1 ? intra_hw : HW_NET][r][p];
+    lat += nodes == 1 ? hw_lat_us[intra_hw][r][p] : net_step_us(hw, r, p);
   } else if (ring) {
     if (nodes > 1) intra_lat = MAX(intra_lat, NET_OVERHEAD_US * (p == CM_PROTO_SIMPLE ? 3 : 1));
     /* NCCL counts 2 x nodes inter-host steps for an all-reduce; with one rank per host that
@@ -296,11 +309,12 @@ gboolean cm_nccl_ring_steps(CmCollective kind, const CmGroupShape *shape,
    * (cm_nccl_exec_time). */
   CmNcclCost chosen = {0};
   hw.net_latency_us = 0.0;
+  hw.kernel_view = TRUE;
   cm_nccl_time(kind, CM_ALGO_RING, out->protocol, shape, &hw, bytes, &chosen);
   int r = row_of(CM_ALGO_RING), intra_hw = hw.nvlink ? HW_NVLINK : HW_PCI;
   out->base_latency_s = base_lat_us[r][out->protocol] * 1e-6;
   out->step_latency_s[DEV_LINK_INTRA] = hw_lat_us[intra_hw][r][out->protocol] * 1e-6;
-  out->step_latency_s[DEV_LINK_INTER] = hw_lat_us[HW_NET][r][out->protocol] * 1e-6;
+  out->step_latency_s[DEV_LINK_INTER] = net_step_us(&hw, r, out->protocol) * 1e-6;
   /* A step moves bytes/ranks at the ring's bus bandwidth: its fraction of the intra-host line
    * rate; across hosts the protocol's fraction of the NIC figures the ring was given. */
   double line = cluster->link[DEV_LINK_INTRA].bandwidth;

@@ -42,6 +42,12 @@ typedef struct {
   double nic_bw_per_gpu; /* a GPU's share of its host's NICs (cm_link_figures) */
   double net_latency_us; /* the network plugin's reported latency, NCCL's latencyInter (us;
                             DevCluster.net_latency) */
+  double net_step_us;    /* what one network step of the kernels takes, where the network's
+                            provider measured it (DevCluster.net_step_latency; 0: none) */
+  double net_simple_extra_us; /* added to it with Simple (DevCluster.net_simple_extra) */
+  gboolean kernel_view;  /* TRUE in cm_nccl_exec_time's copy: cm_nccl_time then charges
+                            net_step_us (+ net_simple_extra_us) per network step where set,
+                            instead of NCCL's hwLat[NET]; FALSE for the tuner's choice */
   gboolean algo_allowed[CM_ALGO_COUNT]; /* by the network's job profile (DevCluster.nccl_algo,
                                            .nccl_proto) on a cluster of several hosts; all
                                            TRUE on one host or without a profile */

@@ -72,6 +72,7 @@ double cm_nccl_exec_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const C
    * 1 MiB all-reduce measured at 163 us in all. */
   CmNcclHardware kernel_hw = *hw;
   kernel_hw.net_latency_us = 0.0;
+  kernel_hw.kernel_view = TRUE;
   CmNcclCost cost;
   double tuner = cm_nccl_time(kind, a, p, g, &kernel_hw, bytes, &cost);
   CmNcclExec e = {.tuner_s = tuner, .time_s = tuner, .stages = 1};

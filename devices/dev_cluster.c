@@ -3,6 +3,7 @@
  *    "intra": {"kind", "bandwidth_GBps", "latency_us", "source"},
  *    "inter": {"kind", "bandwidth_Gbps", "nics_per_node", "latency_us", "source",
  *              optional "oversubscription", optional "nccl_latency_us",
+ *              optional "net_step_latency_us", "net_simple_extra_us",
  *              optional "nccl_algo", "nccl_proto" (NCCL_ALGO / NCCL_PROTO of the network's
  *              job profile, devices/dev_nccl_env.c)},
  *    "sources": {...}}
@@ -78,15 +79,17 @@ static gboolean read_oversubscription(const cJSON *root, const char *where, doub
   return dev_check_oversubscription(what, v, out, error);
 }
 
-/* Optional "inter.nccl_latency_us": the NCCL network plugin's reported latency; 0 when
- * absent. */
-static gboolean read_net_latency(const cJSON *root, const char *where, double *out, GError **error) {
+/* Optional latencies of "inter" in us: "nccl_latency_us" (the NCCL network plugin's reported
+ * latency, DevCluster.net_latency), "net_step_latency_us" and "net_simple_extra_us"
+ * (.net_step_latency, .net_simple_extra); 0 when absent. */
+static gboolean read_net_step(const cJSON *root, const char *field, const char *where, double *out,
+                              GError **error) {
   const cJSON *inter = cJSON_GetObjectItemCaseSensitive(root, "inter");
   *out = 0.0;
-  if (!cJSON_GetObjectItemCaseSensitive(inter, "nccl_latency_us")) return TRUE;
+  if (!cJSON_GetObjectItemCaseSensitive(inter, field)) return TRUE;
   double v;
-  if (!dev_json_number(inter, "inter", "nccl_latency_us", where, &v, error)) return FALSE;
-  g_autofree char *what = g_strdup_printf("%s: field 'inter.nccl_latency_us'", where);
+  if (!dev_json_number(inter, "inter", field, where, &v, error)) return FALSE;
+  g_autofree char *what = g_strdup_printf("%s: field 'inter.%s'", where, field);
   if (!dev_check_latency(what, v, v * DEV_US_TO_S, error)) return FALSE;
   *out = v * DEV_US_TO_S;
   return TRUE;
@@ -135,7 +138,9 @@ DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GEr
       !read_count(cJSON_GetObjectItemCaseSensitive(root, "inter"), "inter", "nics_per_node", where,
                   &c->nics_per_node, error) ||
       !read_oversubscription(root, where, &c->oversubscription, error) ||
-      !read_net_latency(root, where, &c->net_latency, error) ||
+      !read_net_step(root, "nccl_latency_us", where, &c->net_latency, error) ||
+      !read_net_step(root, "net_step_latency_us", where, &c->net_step_latency, error) ||
+      !read_net_step(root, "net_simple_extra_us", where, &c->net_simple_extra, error) ||
       !read_nccl_list(root, "nccl_algo", FALSE, where, &c->nccl_algo, error) ||
       !read_nccl_list(root, "nccl_proto", TRUE, where, &c->nccl_proto, error) ||
       !dev_check_devices(where, c->nodes, c->gpus_per_node, error))

@@ -77,6 +77,14 @@ typedef struct {
                               and its tuner adds to every network step, src/graph/tuning.cc);
                               0 where the plugin reports none (NCCL's own InfiniBand and socket
                               transports: "props->latency = 0; // Not set") */
+  double net_step_latency; /* seconds: what one inter-host step of NCCL's kernels takes on this
+                              network as its provider measured it (aws-ofi-nccl's tuner model
+                              on EFA: "net_lat"); 0 where none is published: the kernels' time
+                              then uses NCCL's own hwLat[NET] (src/graph/tuning.cc, its figure
+                              for its InfiniBand transport). Not a tuning input: NCCL's choice
+                              keeps hwLat[NET] + net_latency */
+  double net_simple_extra; /* seconds: added to net_step_latency with the Simple protocol (the
+                              completion's cost, aws-ofi-nccl TUNER_NET_COMP_OVERHEAD) */
   char *nccl_algo;         /* NCCL_ALGO as the network's documented job profile sets it for
                               jobs that span hosts (NCCL's syntax: "Ring,Tree", "^NVLS"); NULL:
                               NCCL's default, every algorithm */
@@ -93,7 +101,8 @@ gboolean dev_nccl_list_allows(const char *list, const char *name);
 /* Parses a cluster spec: `PRESET[:key=value,...]` or a path to a cluster JSON file
  * (anything containing '/' or ending in ".json"). Override keys: nodes, gpus_per_node,
  * nics_per_node, device, intra_bw_GBps, intra_latency_us, inter_bw_Gbps, inter_latency_us,
- * oversubscription, inter_nccl_latency_us, inter_nccl_algo, inter_nccl_proto (NCCL's names
+ * oversubscription, inter_nccl_latency_us, inter_net_step_latency_us,
+ * inter_net_simple_extra_us, inter_nccl_algo, inter_nccl_proto (NCCL's names
  * joined by '+' here, since ',' separates overrides: `inter_nccl_proto=Simple+LL128`;
  * `default` clears the setting).
  * A path may take overrides too: `dir/file.json:nodes=2`. A cluster read from a file is

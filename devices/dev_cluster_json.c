@@ -4,7 +4,8 @@
  *    "device": {"name", "description", "peak_flops": {"fp32", "tf32", "fp16", "bf16"},
  *               "vector_flops", "memory_bytes", "hbm_bandwidth_Bps"},
  *    "intra": {"kind", "bandwidth_Bps", "latency_s"}, "inter": {..., "nccl_latency_s",
- *    "nccl_algo", "nccl_proto" where the cluster sets them}}
+ *    "net_step_latency_s", "net_simple_extra_s", "nccl_algo", "nccl_proto" where the cluster
+ *    sets them}}
  * It records what a run used; it is not the preset input format. */
 #include "devices/dev_cluster-int.h"
 
@@ -45,6 +46,10 @@ char *dev_cluster_to_json(const DevCluster *cluster) {
   cJSON *inter = link_to_json(&cluster->link[DEV_LINK_INTER]);
   /* Only where set, so records of clusters without it keep their bytes. */
   if (cluster->net_latency > 0) cJSON_AddNumberToObject(inter, "nccl_latency_s", cluster->net_latency);
+  if (cluster->net_step_latency > 0)
+    cJSON_AddNumberToObject(inter, "net_step_latency_s", cluster->net_step_latency);
+  if (cluster->net_simple_extra > 0)
+    cJSON_AddNumberToObject(inter, "net_simple_extra_s", cluster->net_simple_extra);
   if (cluster->nccl_algo) cJSON_AddStringToObject(inter, "nccl_algo", cluster->nccl_algo);
   if (cluster->nccl_proto) cJSON_AddStringToObject(inter, "nccl_proto", cluster->nccl_proto);
   cJSON_AddItemToObject(root, "inter", inter);

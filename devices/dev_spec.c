@@ -15,6 +15,8 @@ typedef enum {
   OVERRIDE_LATENCY,
   OVERRIDE_RATIO,
   OVERRIDE_NET_LATENCY,
+  OVERRIDE_NET_STEP,
+  OVERRIDE_NET_SIMPLE,
   OVERRIDE_NCCL_ALGO,
   OVERRIDE_NCCL_PROTO
 } OverrideType;
@@ -37,6 +39,8 @@ static const Override overrides[] = {
     {"inter_latency_us", OVERRIDE_LATENCY, DEV_LINK_INTER, DEV_US_TO_S},
     {"oversubscription", OVERRIDE_RATIO, DEV_LINK_INTER, 1},
     {"inter_nccl_latency_us", OVERRIDE_NET_LATENCY, DEV_LINK_INTER, DEV_US_TO_S},
+    {"inter_net_step_latency_us", OVERRIDE_NET_STEP, DEV_LINK_INTER, DEV_US_TO_S},
+    {"inter_net_simple_extra_us", OVERRIDE_NET_SIMPLE, DEV_LINK_INTER, DEV_US_TO_S},
     {"inter_nccl_algo", OVERRIDE_NCCL_ALGO, DEV_LINK_INTER, 1},
     {"inter_nccl_proto", OVERRIDE_NCCL_PROTO, DEV_LINK_INTER, 1},
 };
@@ -124,8 +128,12 @@ gboolean dev_cluster_set(DevCluster *cluster, const char *key, const char *value
   case OVERRIDE_RATIO:
     return dev_check_oversubscription(what, raw, &cluster->oversubscription, error);
   case OVERRIDE_NET_LATENCY:
+  case OVERRIDE_NET_STEP:
+  case OVERRIDE_NET_SIMPLE:
     if (!dev_check_latency(what, raw, raw * o->scale, error)) return FALSE;
-    cluster->net_latency = raw * o->scale;
+    *(o->type == OVERRIDE_NET_LATENCY ? &cluster->net_latency
+      : o->type == OVERRIDE_NET_STEP  ? &cluster->net_step_latency
+                                      : &cluster->net_simple_extra) = raw * o->scale;
     return TRUE;
   default:
     g_return_val_if_reached(FALSE);

@@ -356,6 +356,8 @@ static const BadSpec bad_specs[] = {
     {"dgx-a100:inter_latency_us=1e9", DEV_ERROR_INVALID, "'inter_latency_us'", "absurd"},
     {"aws-p5:inter_nccl_latency_us=-1", DEV_ERROR_INVALID, "'inter_nccl_latency_us'", NULL},
     {"aws-p5:inter_nccl_latency_us=inf", DEV_ERROR_INVALID, "'inter_nccl_latency_us'", NULL},
+    {"aws-p5:inter_net_step_latency_us=-1", DEV_ERROR_INVALID, "'inter_net_step_latency_us'", NULL},
+    {"aws-p5:inter_net_simple_extra_us=nan", DEV_ERROR_INVALID, "'inter_net_simple_extra_us'", NULL},
     {"gcp-a3-mega:inter_nccl_algo=Ring+Foo", DEV_ERROR_INVALID, "'Foo' is not an NCCL algorithm", "NVLSTree"},
     {"gcp-a3-mega:inter_nccl_proto=LL256", DEV_ERROR_INVALID, "'LL256' is not an NCCL protocol", "Simple"},
     {"gcp-a3-mega:inter_nccl_proto=^", DEV_ERROR_INVALID, "'inter_nccl_proto' is empty", NULL},
@@ -480,6 +482,8 @@ static const BadJson bad_jsons[] = {
     {"inter.latency_us", "2e6", DEV_ERROR_INVALID, "absurd"},
     {"inter.nccl_latency_us", "\"fast\"", DEV_ERROR_PARSE, "'inter.nccl_latency_us'"},
     {"inter.nccl_latency_us", "-75", DEV_ERROR_INVALID, "'inter.nccl_latency_us'"},
+    {"inter.net_step_latency_us", "\"slow\"", DEV_ERROR_PARSE, "'inter.net_step_latency_us'"},
+    {"inter.net_simple_extra_us", "-3", DEV_ERROR_INVALID, "'inter.net_simple_extra_us'"},
     {"name", "7", DEV_ERROR_PARSE, "'name'"},
 };
 
@@ -659,6 +663,23 @@ static void test_net_latency(void) {
     assert_close(c->net_latency + 1.0, cases[i].us * 1e-6 + 1.0);
     g_autofree char *json = dev_cluster_to_json(c);
     g_assert_true((strstr(json, "nccl_latency_s") != NULL) == (cases[i].us > 0));
+    dev_cluster_free(c);
+  }
+  /* What a network step takes in NCCL's kernels, where the provider measured it: AWS's EFA
+   * model on the EFA presets, none on InfiniBand or TCPXO, overrides. */
+  const struct {
+    const char *spec;
+    double step_us, simple_us;
+  } steps[] = {{"dgx-h100", 0, 0},     {"gcp-a3-mega", 0, 0},  {"aws-p4d", 20, 3},
+               {"aws-p5", 20, 3},      {"aws-p6-b200", 20, 3},
+               {"dgx-h100:inter_net_step_latency_us=5,inter_net_simple_extra_us=1", 5, 1}};
+  for (gsize i = 0; i < G_N_ELEMENTS(steps); i++) {
+    DevCluster *c = dev_cluster_parse_spec(steps[i].spec, &error);
+    g_assert_no_error(error);
+    assert_close(c->net_step_latency + 1.0, steps[i].step_us * 1e-6 + 1.0);
+    assert_close(c->net_simple_extra + 1.0, steps[i].simple_us * 1e-6 + 1.0);
+    g_autofree char *json = dev_cluster_to_json(c);
+    g_assert_true((strstr(json, "net_step_latency_s") != NULL) == (steps[i].step_us > 0));
     dev_cluster_free(c);
   }
 }

@@ -132,7 +132,7 @@ static void test_net_latency_choice(void) {
   /* 8 inter-host steps of the ring, 2 x 75 us each with Simple, times the ring plateau 1.4. */
   CLOSE(with - without, 8 * 150e-6 * 1.4);
   double exec = cm_nccl_exec_time(CM_ALL_REDUCE, CM_ALGO_RING, CM_PROTO_SIMPLE, &e.shape, &hw, MIB, NULL);
-  CLOSE(exec, without);
+  CLOSE(exec, cm_nccl_exec_time(CM_ALL_REDUCE, CM_ALGO_RING, CM_PROTO_SIMPLE, &e.shape, &hw0, MIB, NULL));
   /* Every candidate is timed without it; the pick is the tuner's with it. */
   CmCollectiveEstimate f = first_ranks(bare, CM_ALL_REDUCE, 32, MIB);
   for (int a = 0; a < CM_ALGO_COUNT; a++)
@@ -142,6 +142,55 @@ static void test_net_latency_choice(void) {
   cm_nccl_tune(CM_ALL_REDUCE, &e.shape, &hw, MIB, &algorithm, &protocol, NULL);
   g_assert_cmpint(e.algorithm, ==, algorithm);
   g_assert_cmpint(e.protocol, ==, protocol);
+  dev_cluster_free(efa);
+  dev_cluster_free(bare);
+}
+
+/* What a network step takes in the kernels' time: on EFA the figure of AWS's own tuner model
+ * (aws-ofi-nccl nccl_ofi_model.cpp: net_lat 20 us per inter-node step, + 3 us completion
+ * overhead with Simple) replaces NCCL's hwLat[NET] (14 us Ring/Simple, 4 us Ring/LL128); the
+ * choice stays NCCL's (hwLat[NET] + the plugin's latency); clusters without the figure
+ * (InfiniBand: NCCL's own transport) keep hwLat[NET]. */
+static void test_net_step_latency(void) {
+  DevCluster *efa = preset("aws-p5:nodes=4"), *bare = preset("aws-p5:nodes=4,inter_net_step_latency_us=0");
+  CmNcclHardware hw, hw0;
+  cm_nccl_hardware(efa, &hw);
+  cm_nccl_hardware(bare, &hw0);
+  g_assert_cmpfloat(hw.net_step_us, ==, 20.0);
+  g_assert_cmpfloat(hw.net_simple_extra_us, ==, 3.0);
+  g_assert_false(hw.kernel_view);
+  CmCollectiveEstimate e = first_ranks(efa, CM_ALL_REDUCE, 32, MIB);
+  /* Ring Simple: 8 inter-host steps, (20 + 3) - 14 us each, times the ring plateau 1.4. */
+  double ring = cm_nccl_exec_time(CM_ALL_REDUCE, CM_ALGO_RING, CM_PROTO_SIMPLE, &e.shape, &hw, MIB, NULL);
+  double ring0 = cm_nccl_exec_time(CM_ALL_REDUCE, CM_ALGO_RING, CM_PROTO_SIMPLE, &e.shape, &hw0, MIB, NULL);
+  CLOSE(ring - ring0, 8 * 9e-6 * 1.4);
+  /* Ring LL128: 20 - 4 us on each of the 8. */
+  double ll128 = cm_nccl_exec_time(CM_ALL_REDUCE, CM_ALGO_RING, CM_PROTO_LL128, &e.shape, &hw, MIB, NULL);
+  double ll128_0 = cm_nccl_exec_time(CM_ALL_REDUCE, CM_ALGO_RING, CM_PROTO_LL128, &e.shape, &hw0, MIB, NULL);
+  CLOSE(ll128 - ll128_0, 8 * 16e-6);
+  /* Tree LL128 across 4 hosts: 2 x log2(4) network hops, 20 - 8.5 us each. */
+  double tree = cm_nccl_exec_time(CM_ALL_REDUCE, CM_ALGO_TREE, CM_PROTO_LL128, &e.shape, &hw, MIB, NULL);
+  double tree0 = cm_nccl_exec_time(CM_ALL_REDUCE, CM_ALGO_TREE, CM_PROTO_LL128, &e.shape, &hw0, MIB, NULL);
+  CLOSE(tree - tree0, 4 * 11.5e-6);
+  /* The tuner's formula does not see it: the same pick at every size. */
+  for (double bytes = 64 * 1024; bytes <= 16384 * MIB; bytes *= 4) {
+    CmAlgorithm a, a0;
+    CmProtocol p, p0;
+    CLOSE(cm_nccl_tune(CM_ALL_REDUCE, &e.shape, &hw, bytes, &a, &p, NULL),
+          cm_nccl_tune(CM_ALL_REDUCE, &e.shape, &hw0, bytes, &a0, &p0, NULL));
+    g_assert_cmpint(a, ==, a0);
+    g_assert_cmpint(p, ==, p0);
+  }
+  /* Inside one host nothing changes. */
+  CmCollectiveEstimate one = first_ranks(efa, CM_ALL_REDUCE, 8, MIB);
+  CLOSE(cm_nccl_exec_time(CM_ALL_REDUCE, CM_ALGO_RING, CM_PROTO_SIMPLE, &one.shape, &hw, MIB, NULL),
+        cm_nccl_exec_time(CM_ALL_REDUCE, CM_ALGO_RING, CM_PROTO_SIMPLE, &one.shape, &hw0, MIB, NULL));
+  /* InfiniBand presets carry no figure. */
+  DevCluster *ib = preset("dgx-h100:nodes=4");
+  CmNcclHardware hib;
+  cm_nccl_hardware(ib, &hib);
+  g_assert_cmpfloat(hib.net_step_us, ==, 0.0);
+  dev_cluster_free(ib);
   dev_cluster_free(efa);
   dev_cluster_free(bare);
 }
@@ -335,7 +384,7 @@ static const CurveBounds bounds[] = {
     /* Added after the NVLS pipeline was written (network/benchmarks/README.md, 0cc3de5). */
     /* On aws-p6-b200 (EFA): aws-ofi-nccl's 35 us plugin latency moves NCCL's 128 MiB pick
      * from the ring to NVLS-tree (+7.8% -> +16.9%): model 22.0% -> 22.7%, 4x 12.7% -> 13.4%. */
-    {"4 nodes x 8 B200", -1, 0.22, 0.05, 0.15, 0.14},
+    {"4 nodes x 8 B200", -1, 0.17, 0.05, 0.15, 0.15},
     {"all_reduce_bench.py default timing", -1, 0.10, 0.04, 0.13, 0.05},
     {"nccl-tests all_reduce_perf built against NCCL 2.30.7", -1, 0.09, 0.05, 0.15, 0.05},
     /* 2 x 8 H100 over GPUDirect-TCPXO (gcp-a3-mega): within 7% from 1 GiB up, 46-83% too
@@ -362,10 +411,12 @@ static const CurveBounds bounds[] = {
      * With LL128 on Blackwell (/nccl/blackwell-ll128): Tree LL128 at 1-16 MiB 50-57% too fast
      * (was 49-142% too slow with LL/Simple), Ring LL128 at 32-64 MiB -19/-10% (was +29/+14%),
      * NVLS-tree at 128-256 MiB +17/+23%, Ring Simple from 512 MiB -1 to -10%; the default
-     * sweep above went 22.7% -> 21.5%. */
-    {"(protocols by size: Tree LL128 here)", CM_ALGO_TREE, 0.54, 0.02, 0.02, 0.24},
-    {"(protocols by size: Ring LL128 here)", CM_ALGO_RING, 0.15, -1, -1, -1},
-    {"algo=NVLSTree as NCCL logged it", CM_ALGO_NVLS_TREE, 0.20, -1, -1, -1},
+     * sweep above went 22.7% -> 21.5%. With AWS's per-network-step latency in the kernels'
+     * time (/nccl/net-step-latency): Tree LL128 -22..-41%, Ring LL128 +9/+10%, NVLS-tree
+     * +20/+25%, Ring Simple -7..+1%; the default sweep 21.5% -> 16.0%. */
+    {"(protocols by size: Tree LL128 here)", CM_ALGO_TREE, 0.35, 0.02, 0.02, 0.24},
+    {"(protocols by size: Ring LL128 here)", CM_ALGO_RING, 0.10, -1, -1, -1},
+    {"algo=NVLSTree as NCCL logged it", CM_ALGO_NVLS_TREE, 0.23, -1, -1, -1},
     {"(protocols by size: Ring Simple here)", CM_ALGO_RING, 0.05, 0.03, 0.06, 0.05},
     /* Added last, unseen (MG-Cafe's A3 Mega report, NCCL 2.28.7): 8 H100 of one A3 Mega VM,
      * nccl-tests -g 8, 4.8% mean (1 MiB -10%, 16 MiB -6%, 128 MiB - 2 GiB within 5%); and a
@@ -373,6 +424,18 @@ static const CurveBounds bounds[] = {
      * 64 MiB, as dstack's (the latency TCPXO adds per network step is not public). */
     {"8x H100 Mega 80GB HBM3 in one Google Cloud A3 Mega VM", -1, 0.05, 0.12, 0.18, 0.04},
     {"GPUDirect-TCPXO FasTrak v1.0.8", -1, 0.22, 0.02, 0.04, 0.05},
+    /* Added 2026-11-25, unseen: seven more 8 x A100 NVSwitch sweeps (nccl_a100.csv, the
+     * Korthikanti reference's curves; validate/KORTHIKANTI.md). Every one is missed the way
+     * the first is: the model is 10-49% too fast at 1-128 MiB and within 2-5% from 1 GiB, in
+     * NCCL 2.16.2 and 2.19.3 and a 2024 pip NCCL as in the older runs; the runs with one
+     * process per GPU (mpirun) are the closest (thanos 10.8%, gcm 6.1% from 32 MiB). */
+    {"sb-validation-scus-000001", -1, 0.17, 0.06, 0.08, 0.05},
+    {"inst-ks8ls-comp", -1, 0.21, 0.08, 0.15, 0.06},
+    {"(thanos; nvidia-smi: 12 NVLinks x 25 GB/s); nccl-tests all_reduce_perf -g 8", -1, 0.19, 0.07, 0.18, 0.13},
+    {"mpirun -np 8, one process per GPU", -1, 0.12, 0.04, 0.09, 0.09},
+    {"(dkh)", -1, 0.30, 0.03, 0.06, 0.15},
+    {"DGX A100 PCI bus ids", -1, 0.30, 0.05, 0.12, 0.10},
+    {"NCCL 2.16.2+cuda11.6", -1, 0.07, 0.07, 0.11, 0.03},
 };
 
 /* Each public curve runs on a preset of the hardware it was measured on: the multi-host
@@ -571,6 +634,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nccl/nvls", test_nvls);
   g_test_add_func("/nccl/nvls/pipeline-fill", test_nvls_pipeline_fill);
   g_test_add_func("/nccl/net-latency/choice", test_net_latency_choice);
+  g_test_add_func("/nccl/net-step-latency", test_net_step_latency);
   g_test_add_func("/nccl/blackwell-ll128", test_blackwell_ll128);
   g_test_add_func("/nccl/network-profile", test_network_profile);
   g_test_add_data_func("/nccl/same-time/16", GINT_TO_POINTER(16), test_same_time);
