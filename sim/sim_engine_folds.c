@@ -157,6 +157,11 @@ static inline SimTime fold_steps(Run *r, const Node *v, SimTime t) {
     }
     t += st->duration;
   }
+  /* the device's next chain's steps follow these (steps are in program order): fetched for
+   * its pop, some sixteen pops on (a device after another), which the hardware's stream
+   * prefetchers do not follow across so many streams */
+  __builtin_prefetch(&r->steps[v->first + v->count]);
+  __builtin_prefetch(&r->steps[v->first + v->count + 4]);
   return t;
 }
 
@@ -225,6 +230,10 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
     f->at = r->done;
     for (Node *v = &r->node[x]; v->next != NONE; x = v->next, v = &r->node[x]) {
       __builtin_prefetch(&r->node[v->next]);
+      /* and the one after by the stride so far (a chain's collectives are mostly evenly
+       * spaced: one per op, each op's microbatches side by side); only a hint */
+      uint32_t ahead = 2 * v->next - x;
+      if (v->next > x && ahead < r->g->tasks->len) __builtin_prefetch(&r->node[ahead]);
       uint32_t rr = v->res; /* a folded collective's one stream */
       int k = 0;
       while (k < nown && own[k].stream != rr) k++;
@@ -245,6 +254,9 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
     f->end = r->done;
   }
   push_fold(r, x, t);
+  /* the successors it releases when its last collective pops */
+  const Node *v = &r->node[c];
+  for (uint32_t k = v->first; k < v->first + v->count; k++) __builtin_prefetch(&r->node[r->g->succ[k]]);
 }
 
 /* Task @id (its Node @v) ended at @end: its successors' ready times and remaining

@@ -301,12 +301,15 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
       }
       const Interval *lists[SIM_STREAMS];
       guint lengths[SIM_STREAMS], nlists = 0;
-      for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++) {
-        lists[nlists] = iv + count[r];
-        lengths[nlists++] = fill[r] - count[r];
+      for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++) /* the busy ones */
+        if (fill[r] > count[r]) {
+          lists[nlists] = iv + count[r];
+          lengths[nlists++] = fill[r] - count[r];
+        }
+      if (ns) {
+        lists[nlists] = span_iv + span_off[d];
+        lengths[nlists++] = ns;
       }
-      lists[nlists] = span_iv ? span_iv + span_off[d] : NULL;
-      lengths[nlists++] = ns;
       mv = both;
       nm = union_sorted(lists, lengths, (int)nlists, both);
     }
