@@ -104,6 +104,7 @@ static void gather(Run *r, const SimFolds *folds, const SimTime *release) {
     v->kind = t->kind;
     v->next = f->next;
     if (f->owner != NONE) {
+      r->s->ready[i] = 0; /* no dependencies (a folded collective has no edges) */
       v->folded = 1;
       v->key = NEVER;
       v->start = 0;
@@ -117,7 +118,10 @@ static void gather(Run *r, const SimFolds *folds, const SimTime *release) {
       v->link = g->indegree[i];
       v->first = g->succ_offsets[i];
       v->count = g->succ_offsets[i + 1] - v->first;
-      if (v->link == 0) heap_push(r->heap, &r->heap_size, (HeapEntry){v->start, i});
+      if (v->link == 0) { /* others get theirs when their last dependency ends (succeed) */
+        r->s->ready[i] = 0;
+        heap_push(r->heap, &r->heap_size, (HeapEntry){v->start, i});
+      }
     }
   }
 }
@@ -284,8 +288,11 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
   double cpu0 = sim_thread_cpu_s();
   SimSchedule *s = g_new0(SimSchedule, 1);
   s->num_tasks = n;
-  s->start = g_new0(SimTime, n ? n : 1);
-  s->ready = g_new0(SimTime, n ? n : 1);
+  /* not zeroed: every task's start is written when it pops or is reserved, and its ready
+   * time by gather or when it is pushed (a cycle leaves some unwritten: the schedule is then
+   * freed) */
+  s->start = g_new(SimTime, n ? n : 1);
+  s->ready = g_new(SimTime, n ? n : 1);
   s->order = g_new(uint32_t, 2 * (gsize)n + 1); /* withdrawn entries stay until the end */
   s->log = g_new(SimPop, 2 * (gsize)n + 1);
   s->count = g_new0(guint, (gsize)g->num_resources + 1);
