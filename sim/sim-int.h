@@ -224,9 +224,7 @@ typedef struct {
   double engine_cpu_s, breakdown_cpu_s; /* the schedule's engine's and the sums' own thread CPU
                                            time (SimPrediction's) */
 } SimBreakdownSums;
-/* The calling thread's CPU time in seconds (0 where the clock is missing): the simulator
- * measuring itself, never read by anything simulated. */
-double sim_thread_cpu_s(void);
+
 void sim_breakdown_sums(const SimTaskGraph *graph, const SimSchedule *schedule,
                         const SimTime *host_iv, const guint *host_off, const SimFolds *folds,
                         SimBreakdownSums *out);

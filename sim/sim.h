@@ -307,6 +307,11 @@ typedef struct {
 
 typedef struct SimRun SimRun;   /* opaque: read through the accessors below */
 
+/* The calling thread's CPU time in seconds (0 where the clock is missing): the simulator
+ * measuring itself (SimPrediction.engine_cpu_s, the benches, the search's CPU figures), never
+ * read by anything simulated. */
+double sim_thread_cpu_s(void);
+
 /* Simulates one iteration. The run borrows its inputs; free with sim_run_free. */
 SimRun *sim_run_new(const MdlGraph *graph, const MdlStrategy *strategy, const DevCluster *cluster,
                     const CmParams *params, GError **error);
