@@ -225,6 +225,11 @@ static void test_bench_points(void) {
     /* Narayanan's point merges (its launches keep ahead of its kernels): a fallback there
      * would be a reduction that broke, not a host-bound run */
     if (i == 0) g_assert_cmpuint(sim_run_prediction(merged)->merged_tasks, >, 0);
+    /* the engine and the breakdown report their own CPU time (bench --suite predict's split):
+     * milliseconds on these graphs, whichever engine ran */
+    g_assert_cmpfloat(sim_run_prediction(merged)->engine_cpu_s, >, 0);
+    g_assert_cmpfloat(sim_run_prediction(merged)->breakdown_cpu_s, >, 0);
+    g_assert_cmpfloat(sim_run_prediction(full)->engine_cpu_s, >, 0);
     test_run_free(full);
     test_run_free(merged);
   }
