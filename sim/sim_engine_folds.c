@@ -95,15 +95,16 @@ static void gather(Run *r, const SimFolds *folds, const SimTime *release) {
   const SimFold *fold = folds->task;
   uint32_t n = g->tasks->len;
   for (uint32_t i = 0; i < n; i++) {
-    const SimTask *t = &tasks[i];
     const SimFold *f = &fold[i];
     Node *v = &r->node[i];
-    v->duration = t->duration;
-    v->res = t->nres == 1 ? r->res[t->res_begin] : t->res_begin;
-    v->nres = t->nres;
-    v->kind = t->kind;
     v->next = f->next;
-    if (f->owner != NONE) {
+    if (f->owner != NONE) { /* all from its fold: the graph's entries of the collectives, most
+                               of a reduced graph's tasks, are not read (SimFold) */
+      v->duration = f->duration;
+      v->res = f->stream;
+      v->nres = 1;
+      v->kind = SIM_TASK_COMM; /* as a reservation logs it (the breakdown reads only whether
+                                  a pop is communication) */
       r->s->ready[i] = 0; /* no dependencies (a folded collective has no edges) */
       v->folded = 1;
       v->key = NEVER;
@@ -112,6 +113,11 @@ static void gather(Run *r, const SimFolds *folds, const SimTime *release) {
       v->first = f->step;
       v->count = f->nsteps;
     } else {
+      const SimTask *t = &tasks[i];
+      v->duration = t->duration;
+      v->res = t->nres == 1 ? r->res[t->res_begin] : t->res_begin;
+      v->nres = t->nres;
+      v->kind = t->kind;
       v->folded = 0;
       v->key = 0;
       v->start = release ? release[i] : 0;
