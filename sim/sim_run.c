@@ -63,31 +63,40 @@ static guint merge_intervals(Interval *iv, guint n) {
   return out + 1;
 }
 
-/* The union of @nlists (at most SIM_STREAMS) lists of intervals, each sorted by start (a
- * stream's tasks in the engine's start order, step mode's merged spans), into @out (room for
- * all of them): one pass taking the earliest start among the lists' heads, coalescing as it
- * goes. Returns its length (disjoint, sorted). */
-static guint union_sorted(const Interval *const *lists, const guint *lengths, int nlists,
-                          Interval *out) {
-  guint pos[SIM_STREAMS] = {0}, n = 0;
-  for (;;) {
-    int best = -1;
-    if (nlists == 2) { /* the breakdown's compute and launch waits: two heads to compare */
-      gboolean a = pos[0] < lengths[0], b = pos[1] < lengths[1];
-      best = a && (!b || lists[0][pos[0]].start <= lists[1][pos[1]].start) ? 0 : b ? 1 : -1;
-    } else {
-      for (int k = 0; k < nlists; k++)
-        if (pos[k] < lengths[k] && (best < 0 || lists[k][pos[k]].start < lists[best][pos[best]].start))
-          best = k;
-    }
-    if (best < 0) return n;
-    Interval x = lists[best][pos[best]++];
+/* The union of two lists of intervals sorted by start into @out (room for both): a merge
+ * by start, coalescing as it goes (an interval that starts no later than the last one ends
+ * extends it). Returns its length (disjoint, sorted). The union as a set, and so its
+ * coalesced list, does not depend on the order in which equal starts are taken. */
+static guint union_two(const Interval *a, guint na, const Interval *b, guint nb, Interval *out) {
+  guint i = 0, j = 0, n = 0;
+  while (i < na || j < nb) {
+    Interval x = j == nb || (i < na && a[i].start <= b[j].start) ? a[i++] : b[j++];
     if (n > 0 && x.start <= out[n - 1].end) {
       if (x.end > out[n - 1].end) out[n - 1].end = x.end;
     } else {
       out[n++] = x;
     }
   }
+  return n;
+}
+
+/* The union of @nlists (at most SIM_STREAMS) lists of intervals, each sorted by start (a
+ * stream's tasks in the engine's start order, step mode's merged spans), into @out (room for
+ * all of them), two at a time (@scratch: room for all of them too, when more than two).
+ * Returns its length (disjoint, sorted). */
+static guint union_sorted(const Interval *const *lists, const guint *lengths, int nlists,
+                          Interval *out, Interval *scratch) {
+  if (nlists <= 2)
+    return union_two(lists[0], nlists > 0 ? lengths[0] : 0, nlists > 1 ? lists[1] : NULL,
+                     nlists > 1 ? lengths[1] : 0, out);
+  /* the last list with the union of the others, built in whichever buffer leaves the last
+   * step writing @out */
+  Interval *buf[2] = {out, scratch};
+  int w = (nlists - 2) & 1; /* the buffer the first of the nlists - 1 steps writes */
+  guint n = union_two(lists[0], lengths[0], lists[1], lengths[1], buf[w]);
+  for (int k = 2; k < nlists; k++, w ^= 1) n = union_two(buf[w], n, lists[k], lengths[k], buf[w ^ 1]);
+  g_assert(buf[w] == out);
+  return n;
 }
 
 /* Communication intervals of every device in step-expanded mode: a collective occupies its
@@ -273,6 +282,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   /* The union of a device's communication streams (and step mode's spans), when more than
    * one of them is busy: one scratch list, as long as the longest device's. */
   g_autofree Interval *both = NULL;
+  guint most_comm = 0;
   g_autofree Interval *covered = NULL; /* a device's compute and launch-wait intervals */
   guint covered_cap = 0;
   for (int d = 0; d < g->num_devices; d++) {
@@ -297,7 +307,8 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
           guint n = (fill[ce + SIM_STREAMS - 1] - count[ce + 1]) + (span_iv ? span_off[e + 1] - span_off[e] : 0);
           most = MAX(most, n);
         }
-        both = g_new(Interval, (gsize)most + 1);
+        most_comm = most + 1;
+        both = g_new(Interval, 2 * (gsize)most_comm); /* and the scratch of union_sorted */
       }
       const Interval *lists[SIM_STREAMS];
       guint lengths[SIM_STREAMS], nlists = 0;
@@ -311,7 +322,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
         lengths[nlists++] = ns;
       }
       mv = both;
-      nm = union_sorted(lists, lengths, (int)nlists, both);
+      nm = union_sorted(lists, lengths, (int)nlists, both, both + most_comm);
     }
     comm += measure(mv, nm);
     /* Waits for a launch first: the compute stream is idle until its next kernel is launched,
@@ -331,7 +342,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
       }
       const Interval *lists[2] = {cv, hv};
       const guint lengths[2] = {nc, nh};
-      exposed += exposed_time(mv, nm, covered, union_sorted(lists, lengths, 2, covered));
+      exposed += exposed_time(mv, nm, covered, union_sorted(lists, lengths, 2, covered, NULL));
     }
   }
   *out = (SimBreakdownSums){compute, exposed, host, comm, used, s->cpu_s, 0};
