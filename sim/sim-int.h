@@ -90,12 +90,15 @@ struct SimSchedule {
                               and its release) */
   uint32_t *order;         /* task ids in the order the engine started them */
   SimPop *log;             /* the same pops with what the breakdown reads (NULL: not kept;
-                              sim_engine_folds.c keeps it) */
+                              sim_engine_folds.c keeps it), and withdrawn reservations
+                              (SimPop.id UINT32_MAX: skip them) */
+  uint32_t nlog;           /* entries in the log, withdrawn ones included */
   SimTime *stretch;        /* with the log: the folded collectives' compute stretches as
                               (from, to) pairs, as the engine timed them (SimPop.stretch) */
   guint *count;            /* with the log: per resource r, count[r + 1] the log's pops on r
-                              plus, on a compute stream, its device's stretches (sizes for
-                              sim_breakdown_sums; num_resources + 1 entries, count[0] = 0) */
+                              (withdrawn ones not) plus, on a compute stream, its device's
+                              stretches (sizes for sim_breakdown_sums; num_resources + 1
+                              entries, count[0] = 0) */
   SimTime makespan;
   uint64_t events;         /* priority-queue pops */
   uint32_t num_tasks;

@@ -179,10 +179,14 @@ static inline SimTime fold_steps(Run *r, const Node *v, SimTime t) {
  * stretches from @stretch on) to the order and the log (SimSchedule.log). */
 static inline void log_pop(Run *r, uint32_t id, const Node *v, SimTime start, SimTime fork,
                            uint32_t stretch) {
+  const uint32_t *rr = resources_of(r, v);
+  uint32_t nstretches = r->nstretch - stretch;
   r->s->order[r->done] = id;
   r->s->log[r->done++] = (SimPop){start, v->duration, fork, id, v->nres > 1 ? v->res : 0,
-                                  v->nres ? resources_of(r, v)[0] : NONE, v->nres, v->kind,
-                                  v->folded, stretch, r->nstretch - stretch};
+                                  v->nres ? rr[0] : NONE, v->nres, v->kind, v->folded, stretch,
+                                  nstretches};
+  for (uint16_t k = 0; k < v->nres; k++) r->s->count[rr[k] + 1]++; /* SimSchedule.count */
+  if (nstretches) r->s->count[sim_resource_compute(sim_resource_device(rr[0])) + 1] += nstretches;
 }
 
 /* Applies device @d's reservations that pop before (@t, @id) in the plain run. */
@@ -219,6 +223,8 @@ static void check_pending(Run *r, uint32_t d, uint32_t rr, SimTime end) {
   heap_push(r->heap, &r->heap_size, (HeapEntry){log[i].fork, x}); /* at its own pop time */
   for (uint32_t j = i; j < f->end; j++) {
     r->pending[log[j].res0]--;
+    r->s->count[log[j].res0 + 1]--; /* out of SimSchedule.count: one resource, its stretches */
+    r->s->count[sim_resource_compute((int)d) + 1] -= log[j].nstretches;
     r->s->order[j] = NONE;
     log[j].id = NONE;
   }
@@ -260,6 +266,8 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
       r->s->order[r->done] = x;
       r->s->log[r->done++] = (SimPop){start, v->duration, fork, x, 0, rr, 1, SIM_TASK_COMM, TRUE,
                                       at, r->nstretch - at};
+      r->s->count[rr + 1]++;
+      r->s->count[sim_resource_compute((int)d) + 1] += r->nstretch - at;
     }
     f->end = r->done;
   }
@@ -359,17 +367,13 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
     if (end > s->makespan) s->makespan = end;
     succeed(&r, chain, end);
   }
-  /* the withdrawn reservations' entries out of the order; the breakdown's sizes */
+  /* the withdrawn reservations' entries out of the order (those before the first stay; the
+   * log keeps them, marked) */
   uint32_t kept = 0;
-  guint *count = s->count;
-  for (uint32_t k = 0; k < r.done; k++)
-    if (s->order[k] != NONE) {
-      const SimPop *e = &s->log[k];
-      for (uint16_t j = 0; j < e->nres; j++) count[(j ? r.res[e->res_begin + j] : e->res0) + 1]++;
-      if (e->nstretches) count[sim_resource_compute(sim_resource_device(e->res0)) + 1] += e->nstretches;
-      s->log[kept] = *e;
-      s->order[kept++] = s->order[k];
-    }
+  while (kept < r.done && s->order[kept] != NONE) kept++;
+  for (uint32_t k = kept; k < r.done; k++)
+    if (s->order[k] != NONE) s->order[kept++] = s->order[k];
+  s->nlog = r.done;
   s->events = kept;
   g_free(r.node);
   s->cpu_s = sim_thread_cpu_s() - cpu0; /* its working arrays freed below: not much */

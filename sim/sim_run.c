@@ -228,9 +228,11 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   g_autoptr(GArray) steps = g_array_new(FALSE, FALSE, sizeof(StepWait));
   g_autofree SimPop *made = s->log ? NULL : pops_of(g, s);
   const SimPop *log = s->log ? s->log : made;
-  for (uint32_t k = 0; k < s->num_tasks; k++) { /* in order, read in order */
+  uint32_t nlog = s->log ? s->nlog : s->num_tasks;
+  for (uint32_t k = 0; k < nlog; k++) { /* in order, read in order */
     const SimPop *e = &log[k];
     uint32_t id = e->id;
+    if (id == UINT32_MAX) continue; /* a withdrawn reservation (SimSchedule.log) */
     SimTime start = e->start, end = start + e->duration;
     /* A collective folded into a compute chain (SimFolds): its steps' compute stretches run
      * from its fork's end, each after the collective it joins, on the device's compute stream
