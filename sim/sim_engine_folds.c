@@ -39,7 +39,13 @@
  * laid out for building (a chain's collectives lie a microbatch count apart: 192 ids in the
  * 175B bench point, a different page of each array), and the run's cost was the dependent
  * misses on 7-8 of them per pop; a successor's Node is touched when it is pushed (its ready
- * time and remaining count), so its pop finds it in the cache. */
+ * time and remaining count), so its pop finds it in the cache. What is left of the run's time
+ * (175B bench point, 2026-11-25) is mostly the walk over a chain's collectives in reserve and
+ * the successors' Nodes in succeed; tried there and not kept, each measured no better in
+ * alternated runs: prefetching the next pop's successors' Nodes, or a pushed task's
+ * successors' Nodes, a table of each collective's next-but-one for the walk, a 40-byte Node
+ * (start left in SimSchedule.start), and the arrays without huge-page hints (the first run
+ * then pays ~14 ms here instead of ~10, the median ~7.2 instead of ~6.4). */
 #include "sim/sim-int.h"
 #include "sim/sim_engine-int.h"
 
