@@ -83,8 +83,10 @@ typedef struct {
   uint32_t res0;       /* the first of them (UINT32_MAX: none) */
   uint16_t nres;
   uint8_t kind;
-  uint8_t folded;      /* a folded collective (its steps: step, nsteps) */
-  uint32_t step, nsteps;
+  uint8_t folded;      /* a folded collective */
+  uint32_t stretch;    /* a folded collective: its steps' compute stretches (those lasting more
+                          than zero), SimSchedule.stretch[stretch .. stretch + nstretches) */
+  uint32_t nstretches;
 } SimPop;
 
 /* The timeline the engine computes. */
@@ -95,10 +97,19 @@ struct SimSchedule {
                               and its release) */
   uint32_t *order;         /* task ids in the order the engine started them */
   SimPop *log;             /* the same pops with what the breakdown reads (NULL: not kept;
-                              sim_engine_folds.c keeps it) */
+                              sim_engine_folds.c keeps it), and withdrawn reservations
+                              (SimPop.id UINT32_MAX: skip them) */
+  uint32_t nlog;           /* entries in the log, withdrawn ones included */
+  SimTime *stretch;        /* with the log: the folded collectives' compute stretches as
+                              (from, to) pairs, as the engine timed them (SimPop.stretch) */
+  guint *count;            /* with the log: per resource r, count[r + 1] the log's pops on r
+                              (withdrawn ones not) plus, on a compute stream, its device's
+                              stretches (sizes for sim_breakdown_sums; num_resources + 1
+                              entries, count[0] = 0) */
   SimTime makespan;
   uint64_t events;         /* priority-queue pops */
   uint32_t num_tasks;
+  double cpu_s;            /* the engine's own thread CPU time (the simulator measuring itself) */
 };
 
 struct SimRun {
@@ -220,7 +231,10 @@ SimSchedule *sim_engine_run_released(const SimTaskGraph *graph, const SimTime *r
 typedef struct {
   SimTime compute, exposed, host, comm;
   int used;
+  double engine_cpu_s, breakdown_cpu_s; /* the schedule's engine's and the sums' own thread CPU
+                                           time (SimPrediction's) */
 } SimBreakdownSums;
+
 void sim_breakdown_sums(const SimTaskGraph *graph, const SimSchedule *schedule,
                         const SimTime *host_iv, const guint *host_off, const SimFolds *folds,
                         SimBreakdownSums *out);

@@ -225,6 +225,11 @@ static void test_bench_points(void) {
     /* Narayanan's point merges (its launches keep ahead of its kernels): a fallback there
      * would be a reduction that broke, not a host-bound run */
     if (i == 0) g_assert_cmpuint(sim_run_prediction(merged)->merged_tasks, >, 0);
+    /* the engine and the breakdown report their own CPU time (bench --suite predict's split):
+     * milliseconds on these graphs, whichever engine ran */
+    g_assert_cmpfloat(sim_run_prediction(merged)->engine_cpu_s, >, 0);
+    g_assert_cmpfloat(sim_run_prediction(merged)->breakdown_cpu_s, >, 0);
+    g_assert_cmpfloat(sim_run_prediction(full)->engine_cpu_s, >, 0);
     test_run_free(full);
     test_run_free(merged);
   }
@@ -460,6 +465,62 @@ static void test_launch_queue(void) {
   sim_task_graph_free(g);
 }
 
+/* What the folded engine logs for the breakdown (SimSchedule.stretch, .count) against the
+ * schedule it made: each folded collective's compute stretches are its steps timed again from
+ * its fork with the final ends of the collectives they join (those lasting more than zero,
+ * touching ones as one), and the counts are the log's pops per resource plus the stretches on
+ * compute streams. */
+typedef struct {
+  const SimSchedule *s;
+  const SimFolds *folds;
+  GArray *out; /* SimTime pairs */
+} Retimed;
+
+static SimTime retimed_end(void *ctx, uint32_t x) {
+  const Retimed *r = ctx;
+  return r->s->start[x] + r->folds->task[x].duration;
+}
+
+static void retimed_stretch(void *ctx, SimTime from, SimTime to) {
+  Retimed *r = ctx;
+  SimTime *last = r->out->len ? &g_array_index(r->out, SimTime, r->out->len - 1) : NULL;
+  if (last && *last == from) { /* the engine keeps touching stretches as one */
+    *last = to;
+    return;
+  }
+  SimTime pair[2] = {from, to};
+  g_array_append_vals(r->out, pair, 2);
+}
+
+static void assert_logged_stretches(const SimTaskGraph *g, const SimSchedule *s,
+                                    const SimFolds *folds) {
+  int nres = sim_task_graph_num_resources(g);
+  g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
+  uint32_t kept = 0;
+  for (uint32_t k = 0; k < s->nlog; k++) {
+    const SimPop *e = &s->log[k];
+    if (e->id == UINT32_MAX) continue; /* withdrawn */
+    g_assert_cmpuint(e->id, ==, s->order[kept++]); /* the order is the log's kept pops */
+    SimTaskInfo info;
+    sim_task_graph_get(g, e->id, &info);
+    for (int r = 0; r < info.nres; r++) count[info.resources[r] + 1]++;
+    g_assert_cmpint(e->folded, ==, folds->task[e->id].owner != UINT32_MAX);
+    if (!e->folded) {
+      g_assert_cmpuint(e->nstretches, ==, 0);
+      continue;
+    }
+    Retimed r = {s, folds, g_array_new(FALSE, FALSE, sizeof(SimTime))};
+    sim_fold_steps(folds, &folds->task[e->id], e->fork, retimed_end, retimed_stretch, &r);
+    g_assert_cmpuint(e->nstretches, ==, r.out->len / 2);
+    g_assert_cmpmem(s->stretch + 2 * (gsize)e->stretch, sizeof(SimTime) * 2 * e->nstretches,
+                    r.out->data, sizeof(SimTime) * r.out->len);
+    count[sim_resource_compute(sim_resource_device(e->res0)) + 1] += e->nstretches;
+    g_array_unref(r.out);
+  }
+  g_assert_cmpuint(kept, ==, s->events);
+  g_assert_cmpmem(s->count, sizeof(guint) * ((gsize)nres + 1), count, sizeof(guint) * ((gsize)nres + 1));
+}
+
 /* The folded engine (sim/sim_engine_folds.c) on a hand-made reduced graph: a chain c (10 ps)
  * with folded collectives x1 (4 ps, 6 after its join), x2 (2 ps, 5 after) and x3 (1 ps, 2
  * after) on device 0's comm stream, a collective y (8 ps) released at 15 on the same stream,
@@ -511,7 +572,17 @@ static void test_withdrawn(void) {
   g_assert_cmpuint(s->ready[z], ==, 33);
   g_assert_cmpuint(s->makespan, ==, 34);
   g_assert_cmpuint(s->events, ==, 6); /* each task once in the order and the log */
-  for (uint32_t k = 0; k < s->num_tasks; k++) g_assert_cmpuint(s->log[k].id, ==, s->order[k]);
+  g_assert_cmpuint(s->nlog, ==, 7);   /* and x2's withdrawn reservation, marked */
+  /* the chain's stretches after each join: x1 ends at 14, x2 (withdrawn) at 25, x3 at 31 */
+  const SimTime stretches[3][2] = {{14, 20}, {25, 30}, {31, 33}};
+  for (uint32_t k = 0; k < s->nlog; k++)
+    for (int i = 0; i < 3; i++)
+      if (s->log[k].id == x[i]) {
+        g_assert_cmpuint(s->log[k].nstretches, ==, 1);
+        g_assert_cmpmem(s->stretch + 2 * (gsize)s->log[k].stretch, sizeof stretches[i],
+                        stretches[i], sizeof stretches[i]);
+      }
+  assert_logged_stretches(g, s, &folds);
   sim_schedule_free(s);
   sim_task_graph_free(g);
 }
@@ -552,6 +623,7 @@ static void test_absorbed(void) {
   g_assert_cmpuint(s->start[x2], ==, 23);
   g_assert_cmpuint(s->makespan, ==, 26);
   g_assert_cmpuint(s->events, ==, 4);
+  assert_logged_stretches(g, s, &folds);
   sim_schedule_free(s);
   sim_task_graph_free(g);
 }
