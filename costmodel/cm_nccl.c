@@ -35,10 +35,18 @@ static const double hw_lat_us[HW_COUNT][4][CM_PROTO_COUNT] = {
  * several hosts by CPU vendor (row 0: Intel; the cluster does not say, Intel is assumed). */
 static const double ll_max_bw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}};
 /* tuning.cc perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws [arch][nodes] (GB/s
- * per channel). */
-static const double ring_ll128_per_ch[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}};
-static const double tree_ll128_per_ch[3][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}};
-static const double tree_per_ch[3][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}};
+ * per channel). Row 3, Blackwell: b6475625 has none; the releases B200s run do
+ * (NVIDIA/nccl src/tuning/cost_model.cc at 1fc949c, ncclTunerConstantsDefaults, "Blackwell
+ * (N1/N2/N4)": ring LL128 {40.0, 40.0, 40.0}, tree LL128 {55.6, 31.67, 20.0}, tree {70.0,
+ * 42.8, 24.0}). It is used across hosts only (cap_row); one host keeps Hopper's row, as the
+ * intra-host model has it (COLLECTIVES.md). */
+enum { CAP_BLACKWELL = 3 };
+static const double ring_ll128_per_ch[4][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
+static const double tree_ll128_per_ch[4][3] = {
+    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
+static const double tree_per_ch[4][3] = {
+    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
 
 /* tuning.cc treeCorrectionFactor[protocol][log2(bytes / 64)], for sizes 64 B to 256 MiB:
  * "Trees are not perfectly sticking to the model for medium sizes". */
@@ -187,6 +195,7 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   int ranks = g->ranks, nodes = g->hosts;
   if (ranks <= 1 || nodes < 1 || !enabled(kind, a, p, nodes, hw) || !(bytes >= 0)) return NAN;
   int r = row_of(a), arch = hw->arch, index2 = nodes <= 2 ? nodes - 1 : 2;
+  int cap_row = hw->sm >= 100 && nodes > 1 ? CAP_BLACKWELL : arch; /* the per-channel tables */
   double ppn = (double)ranks / nodes;
   double ll_max = ll_max_bw[nodes == 1 ? arch : 0][index2];
 
@@ -216,11 +225,11 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   if (ring && p == CM_PROTO_LL)
     bus = MIN(ll_max, bus * ((nodes > 1 || kind == CM_ALL_REDUCE || kind == CM_REDUCE) ? 1.0 / 4.0 : 1.0 / 3.0));
   if (ring && p == CM_PROTO_LL128)
-    bus = MIN(bus * (ppn < 2 ? 0.7 : 0.92), channels * ring_ll128_per_ch[arch][index2]);
-  if (tree) bus = MIN(bus * .92, channels * tree_per_ch[arch][index2]);
+    bus = MIN(bus * (ppn < 2 ? 0.7 : 0.92), channels * ring_ll128_per_ch[cap_row][index2]);
+  if (tree) bus = MIN(bus * .92, channels * tree_per_ch[cap_row][index2]);
   if (tree && p == CM_PROTO_LL) bus = MIN(bus * 1.0 / 3.8, ll_max);
   if (tree && p == CM_PROTO_LL128)
-    bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tree_ll128_per_ch[arch][index2]);
+    bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tree_ll128_per_ch[cap_row][index2]);
   if (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) bus *= nvls_efficiency(hw->sm);
 
   /* Bus to algorithm bandwidth: ring ranks / steps, NVLS 5/6, tree 1/2. */
