@@ -431,7 +431,7 @@ static const CurveBounds bounds[] = {
      * (/nccl/public/tcpxo-step). */
     {"8x H100 Mega 80GB HBM3 in one Google Cloud A3 Mega VM", -1, 0.05, 0.12, 0.18, 0.04},
     {"GPUDirect-TCPXO FasTrak v1.0.8", -1, 0.09, 0.02, 0.04, 0.05},
-        /* Added 2026-11-25, unseen: seven more 8 x A100 NVSwitch sweeps (nccl_a100.csv, the
+    /* Added 2026-11-25, unseen: seven more 8 x A100 NVSwitch sweeps (nccl_a100.csv, the
      * Korthikanti reference's curves; validate/KORTHIKANTI.md). Every one is missed the way
      * the first is: the model is 10-49% too fast at 1-128 MiB and within 2-5% from 1 GiB, in
      * NCCL 2.16.2 and 2.19.3 and a 2024 pip NCCL as in the older runs; the runs with one
