@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "costmodel/cm_check.h"
 
@@ -20,6 +21,18 @@ static void total_add(Total *t, const CmErrorStats *s) {
   t->sum += s->mean;
   t->max = MAX(t->max, s->max);
   t->curves++;
+}
+
+static double total_mean(const Total *t) { return t->curves ? t->sum / t->curves : NAN; }
+
+/* The 8 x A100 one-host all-reduce curves (the Korthikanti reference's, validate/KORTHIKANTI.md),
+ * [0] all, [1] one process per GPU (as Megatron runs), [2] one process driving the 8 GPUs
+ * (nccl-tests -g 8): their text says which. */
+static void a100_add(Total a100[3], const CmCurve *c, const CmErrorStats *m) {
+  if (c->kind != CM_ALL_REDUCE || c->ranks != 8 || c->nodes != 1 || c->algorithm >= 0 || !strstr(c->system, "A100"))
+    return;
+  total_add(&a100[0], m);
+  total_add(&a100[strstr(c->system, "one process per GPU") || strstr(c->system, "one per GPU") ? 1 : 2], m);
 }
 
 static void print_stats(const char *what, const CmErrorStats *s) {
@@ -50,7 +63,7 @@ int cli_bench_collectives(const char *path) {
   printf("bench: collectives against %s: relative error of time; model at sizes >= 1 MiB, "
          "calibration held out (every other size >= 1 MiB fitted), extrapolated to 4x the "
          "largest fitted size (>= 1 MiB)\n", path);
-  Total model = {0}, held = {0}, extra = {0}, tuner = {0};
+  Total model = {0}, held = {0}, extra = {0}, tuner = {0}, a100[3] = {{0}};
   /* The extrapolations whose fit reaches the bandwidth regime (L >= 256 MiB, so 4L >= 1 GiB):
    * issue 14's "beyond the largest measured size" of a full sweep, apart from the mid-size
    * regime changes the every-L figure also counts. */
@@ -90,6 +103,7 @@ int cli_bench_collectives(const char *path) {
     }
     total_add(&model, &m);
     if (c->algorithm < 0) total_add(&tuner, &m);
+    a100_add(a100, c, &m);
     total_add(&held, &h);
     total_add(&extra, &x);
     dev_cluster_free(cluster);
@@ -104,5 +118,9 @@ int cli_bench_collectives(const char *path) {
   /* Issue 14's acceptance is about what NCCL picks: the curves measured with its own choice. */
   printf("bench: over the %d curves NCCL chose the algorithm of: model %.1f%% mean of means, %.1f%% max\n",
          tuner.curves, tuner.curves ? 100 * tuner.sum / tuner.curves : NAN, 100 * tuner.max);
+  printf("bench: 8xA100 one host (the Korthikanti reference's curves): model %.1f%% mean of means over %d; "
+         "one process per GPU %.1f%% (%d), one process for the 8 GPUs %.1f%% (%d)\n",
+         100 * total_mean(&a100[0]), a100[0].curves, 100 * total_mean(&a100[1]), a100[1].curves,
+         100 * total_mean(&a100[2]), a100[2].curves);
   return CLI_EXIT_OK;
 }

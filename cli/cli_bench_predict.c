@@ -6,7 +6,9 @@
  * sim/sim_merge.c), the allocator keeping freed memory (srch_keep_freed_memory). Per strategy: the task graph's build and the rest of the run (merging, the
  * engine over the reduced graph, breakdown, memory) in milliseconds, median and best of N runs
  * in one process (the first run, which also pays the page faults of a fresh process, is shown
- * apart), the thread's CPU time per run (median, best, first), the tasks before and after merging, and the peak resident memory over the runs.
+ * apart), the thread's CPU time per run (median, best, first) and the engine's and the breakdown's
+ * share of it (SimPrediction.engine_cpu_s, breakdown_cpu_s: medians, first), the tasks before
+ * and after merging, and the peak resident memory over the runs.
  * --strategy (and --model, --cluster) benches one point instead. Measures; asserts nothing. */
 #include "cli/cli.h"
 
@@ -32,6 +34,8 @@ static int bench_one(const char *model, const char *cluster, const char *strateg
   g_autofree double *build = g_new(double, repeat);
   g_autofree double *rest = g_new(double, repeat);
   g_autofree double *cpu = g_new(double, repeat);
+  g_autofree double *engine = g_new(double, repeat);
+  g_autofree double *breakdown = g_new(double, repeat);
   SimPrediction first = {0};
   cli_peak_rss(TRUE);
   for (int r = 0; r < repeat; r++) {
@@ -45,19 +49,26 @@ static int bench_one(const char *model, const char *cluster, const char *strateg
     const SimPrediction *p = sim_run_prediction(run);
     if (r == 0) first = *p;
     build[r] = p->build_wall_s * 1e3;
+    engine[r] = p->engine_cpu_s * 1e3;
+    breakdown[r] = p->breakdown_cpu_s * 1e3;
     rest[r] = (p->sim_wall_s - p->build_wall_s) * 1e3;
     sim_run_free(run);
   }
   double peak = cli_peak_rss(FALSE);
-  double build0 = build[0], rest0 = rest[0], cpu0 = cpu[0];
+  double build0 = build[0], rest0 = rest[0], cpu0 = cpu[0], engine0 = engine[0];
+  double breakdown0 = breakdown[0];
   qsort(build, (size_t)repeat, sizeof(double), compare_double);
   qsort(rest, (size_t)repeat, sizeof(double), compare_double);
   qsort(cpu, (size_t)repeat, sizeof(double), compare_double);
+  qsort(engine, (size_t)repeat, sizeof(double), compare_double);
+  qsort(breakdown, (size_t)repeat, sizeof(double), compare_double);
   printf("bench: predict %s: build %.1f ms, simulate %.1f ms (median of %d; best %.1f + %.1f; "
-         "first %.1f + %.1f), CPU %.1f ms (median; best %.1f, first %.1f), %" G_GUINT64_FORMAT
+         "first %.1f + %.1f), CPU %.1f ms (median; best %.1f, first %.1f; of which engine %.2f, "
+         "breakdown %.2f: medians; first %.2f + %.2f), %" G_GUINT64_FORMAT
          " tasks, %" G_GUINT64_FORMAT " after merging, peak RSS %.0f MB; iteration %.9g s\n",
          strategy, build[repeat / 2], rest[repeat / 2], repeat, build[0], rest[0], build0, rest0,
-         cpu[repeat / 2], cpu[0], cpu0, first.tasks, first.merged_tasks, peak / 1e6,
+         cpu[repeat / 2], cpu[0], cpu0, engine[repeat / 2], breakdown[repeat / 2], engine0,
+         breakdown0, first.tasks, first.merged_tasks, peak / 1e6,
          first.iteration_time_s);
   ses_session_free(session);
   return CLI_EXIT_OK;

@@ -141,6 +141,19 @@ GPtrArray *cm_curves_load(const char *path, GError **error) {
   return curves;
 }
 
+/* The NCCL release a curve's gpu_system says it ran ("NCCL 2.30.7", "NCCL 2.16.2+cuda11.6"), as
+ * the `nccl_version` override takes it; NULL where it states none. */
+static char *stated_nccl_release(const char *system) {
+  for (const char *p = strstr(system, "NCCL "); p; p = strstr(p + 1, "NCCL ")) {
+    const char *v = p + 5, *end = v;
+    while (g_ascii_isdigit(*end) || *end == '.') end++;
+    g_autofree char *text = g_strndup(v, (gsize)(end - v));
+    int code;
+    if (dev_nccl_version_parse(text, &code)) return g_steal_pointer(&text);
+  }
+  return NULL;
+}
+
 char *cm_curve_cluster_spec(const CmCurve *curve) {
   static const struct {
     const char *needle;
@@ -153,8 +166,14 @@ char *cm_curve_cluster_spec(const CmCurve *curve) {
              {"A100", "dgx-a100"}, {"H200", "dgx-h200"}, {"H100", "dgx-h100"}, {"B200", "dgx-b200"}};
   for (gsize i = 0; i < G_N_ELEMENTS(map); i++) {
     if (!strstr(curve->system, map[i].needle)) continue;
-    if (curve->nodes <= 1) return g_strdup(map[i].spec);
-    return g_strdup_printf("%s%snodes=%d", map[i].spec, strchr(map[i].spec, ':') ? "," : ":", curve->nodes);
+    GString *spec = g_string_new(map[i].spec);
+    if (curve->nodes > 1) g_string_append_printf(spec, "%snodes=%d", strchr(spec->str, ':') ? "," : ":", curve->nodes);
+    /* The release a curve states it ran: NCCL's tables of that release (cm_nccl.c), on one
+     * host and across hosts (the network terms of those tables that the model takes are said
+     * in cm_nccl.c; costmodel/NETWORK.md). */
+    g_autofree char *release = stated_nccl_release(curve->system);
+    if (release) g_string_append_printf(spec, "%snccl_version=%s", strchr(spec->str, ':') ? "," : ":", release);
+    return g_string_free(spec, FALSE);
   }
   return NULL;
 }

@@ -1,13 +1,43 @@
 /* costmodel/nccl — NCCL's tuner model (cm_nccl.h). Constants from NVIDIA/nccl
- * src/graph/tuning.cc at commit b6475625 unless said otherwise; latencies there are in us and
- * bandwidths in GB/s, kept in those units in the tables and converted at the end. */
+ * src/graph/tuning.cc at commit b6475625 (the reference release, NCCL 2.20.3 by its
+ * makefiles/version.mk: its tables are those of NCCL 2.18.3 too, sochinpub/nccl at 30d2ab9,
+ * version.mk 2.18.3) unless said otherwise; latencies there are in us and bandwidths in GB/s,
+ * kept in those units in the tables and converted at the end.
+ *
+ * Releases from 2.26.2 (DevCluster.nccl_version >= 22602) take the tables of NCCL 2.26.2's
+ * tuning.cc (NVIDIA/nccl at f44ac759, version.mk 2.26.2) where they differ and this model has
+ * the term: the ring's LL bandwidth (busBw x 1/2 for every collective instead of x 1/4 for
+ * all-reduce, capped at llMaxBws, whose one-host Hopper entry is 141.0 GB/s instead of 87.7 and
+ * which gains a Blackwell row, twice Hopper's), Blackwell rows of perChMaxRingLL128Bws,
+ * perChMaxTreeLL128Bws and perChMaxTreeBws (twice Hopper's; b6475625 has none and Hopper's are
+ * used there), the NVLink and PCI latencies of tree/Simple (4.0 us a hop instead of 28) with
+ * its base latency (8.4 us instead of 0), and NVLS / NVLS-tree's NVLink latency (25 us instead
+ * of 23). Releases from 2.28.3 (>= 22803) take 2.28.3's (zhanglin496/nccl-2.28.3-1 at 850a18f,
+ * a copy of release 2.28.3-1: ncclTunerConstantsDefaults and ncclTopoTuneModel), which are
+ * 2.26.2's but for Blackwell's own per-channel rows (ring LL128 73.4, tree LL128 {55.6, 31.67,
+ * 20.0}, tree {70.0, 42.8, 24.0}). Releases 2.20.4 - 2.26.1 were not read and take the
+ * reference tables; 2.26.3 - 2.28.2 take 2.26.2's. Not taken: 2.28.3's NVLS bandwidth form
+ * (bwIntra x nvlsEfficiency x (nChannels - 1) / nChannels, doubled for all-reduce, over nRanks
+ * / nsteps: it needs the NVLS graph's channels and per-channel bandwidth, which this model does
+ * not derive; NVLS keeps the reference's form below, which 2.26.2 still has), their network
+ * terms (ppn = 1 rings taking the tree's network latency, NET tree/Simple 14 us,
+ * LL128's 0.7 factor at ppn < 2 dropped; the network model's), PAT. */
 #include "costmodel/cm_nccl.h"
 
 #include <math.h>
 #include <string.h>
 
 enum { HW_NVLINK, HW_PCI, HW_NET, HW_COUNT };
-enum { ARCH_VOLTA, ARCH_AMPERE, ARCH_HOPPER };
+enum { ARCH_VOLTA, ARCH_AMPERE, ARCH_HOPPER, ARCH_BLACKWELL, ARCH_COUNT };
+/* The tables' releases: the reference (b6475625, and every release before 2.26.2 here),
+ * 2.26.2 to 2.28.2, and 2.28.3 on. */
+enum { ERA_REFERENCE, ERA_2_26, ERA_2_28, ERA_COUNT };
+#define NCCL_2_26_2 22602
+#define NCCL_2_28_3 22803
+
+static int era_of(int nccl_version) {
+  return nccl_version >= NCCL_2_28_3 ? ERA_2_28 : nccl_version >= NCCL_2_26_2 ? ERA_2_26 : ERA_REFERENCE;
+}
 
 /* Index of the algorithm rows of the tables below. */
 static int row_of(CmAlgorithm a) {
@@ -21,32 +51,49 @@ static int row_of(CmAlgorithm a) {
 }
 
 /* tuning.cc baseLat[algorithm][protocol] (us): Tree {6.8, 14.0, 0}, Ring {6.6, 14.0, 8.4},
- * NVLS and NVLS-tree 0. */
-static const double base_lat_us[4][CM_PROTO_COUNT] = {
-    {6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}};
+ * NVLS and NVLS-tree 0; 2.26.2 and 2.28.3: Tree/Simple 8.4. */
+static const double base_lat_us[ERA_COUNT][4][CM_PROTO_COUNT] = {
+    {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
+    {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}},
+    {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}}};
 
-/* tuning.cc hwLat[hw][algorithm][protocol] (us), per step or hop: NVLink, PCI, network. */
-static const double hw_lat_us[HW_COUNT][4][CM_PROTO_COUNT] = {
-    /* NVLink */ {{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}, {0, 0, 23}},
-    /* PCI */ {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
-    /* NET */ {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}};
+/* tuning.cc hwLat[hw][algorithm][protocol] (us), per step or hop: NVLink, PCI, network.
+ * 2.26.2 and 2.28.3: Tree/Simple 4.0 on NVLink and PCI, NVLS and NVLS-tree 25 on NVLink (their
+ * NET row's Tree/Simple 14 is a network term: not taken, see the header). */
+static const double hw_lat_us[ERA_COUNT][HW_COUNT][4][CM_PROTO_COUNT] = {
+    {/* NVLink */ {{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}, {0, 0, 23}},
+     /* PCI */ {{1.0, 1.9, 28}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
+     /* NET */ {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}},
+    {/* NVLink */ {{.6, 1.25, 4.0}, {.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}},
+     /* PCI */ {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
+     /* NET */ {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}},
+    {/* NVLink */ {{.6, 1.25, 4.0}, {.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}},
+     /* PCI */ {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 0}, {0, 0, 0}},
+     /* NET */ {{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}}};
 
 /* tuning.cc llMaxBws[arch or CPU][nodes 1, 2, >2] (GB/s): one host indexes by GPU generation,
- * several hosts by CPU vendor (row 0: Intel; the cluster does not say, Intel is assumed). */
-static const double ll_max_bw[3][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}};
+ * several hosts by CPU vendor (row 0: Intel; the cluster does not say, Intel is assumed).
+ * The reference has no Blackwell row (Hopper's is used); 2.26.2 and 2.28.3: Hopper {141.0,
+ * 45.0, 35.0}, Blackwell twice that. */
+static const double ll_max_bw[ERA_COUNT][ARCH_COUNT][3] = {
+    {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}},
+    {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}},
+    {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
 /* tuning.cc perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws [arch][nodes] (GB/s
- * per channel). Row 3, Blackwell: b6475625 has none; the releases B200s run do
- * (NVIDIA/nccl src/tuning/cost_model.cc at 1fc949c, ncclTunerConstantsDefaults, "Blackwell
- * (N1/N2/N4)": ring LL128 {40.0, 40.0, 40.0}, tree LL128 {55.6, 31.67, 20.0}, tree {70.0,
- * 42.8, 24.0}). It is used across hosts only (cap_row); one host keeps Hopper's row, as the
- * intra-host model has it (COLLECTIVES.md). */
-enum { CAP_BLACKWELL = 3 };
-static const double ring_ll128_per_ch[4][3] = {
-    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};
-static const double tree_ll128_per_ch[4][3] = {
-    {20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}};
-static const double tree_per_ch[4][3] = {
-    {26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};
+ * per channel); Blackwell's rows: Hopper's in the reference, twice Hopper's in 2.26.2, its
+ * own from 2.28.3 (2 x 36.7; {55.6, 31.67, 20.0}; {70.0, 42.8, 24.0}). */
+static const double ring_ll128_per_ch[ERA_COUNT][ARCH_COUNT][3] = {
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {36.7, 36.7, 36.7}},
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {73.4, 73.4, 73.4}},
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {73.4, 73.4, 73.4}}};
+static const double tree_ll128_per_ch[ERA_COUNT][ARCH_COUNT][3] = {
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {36.7, 36.7, 29.0}},
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {73.4, 73.4, 58.0}},
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}};
+static const double tree_per_ch[ERA_COUNT][ARCH_COUNT][3] = {
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {38.7, 41.4, 36.0}},
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {77.4, 82.8, 72.0}},
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}}};
 
 /* tuning.cc treeCorrectionFactor[protocol][log2(bytes / 64)], for sizes 64 B to 256 MiB:
  * "Trees are not perfectly sticking to the model for medium sizes". */
@@ -57,10 +104,14 @@ static const double tree_correction[CM_PROTO_COUNT][23] = {
 
 /* NVLS efficiency of later NCCL releases (2.2x, tuning: nvlsEfficiency {Volta 0, Ampere 0,
  * Hopper 0.85, Blackwell 0.74}; the commit b6475625 above predates it and charges NVLS at the
- * full NVLink figure, 12% above the 8xH200 NVLS measurement at 8 GiB). Read from public
- * descriptions of that table (NCCL's source at that release is not in the index searched); it
- * multiplies the NVLS and NVLS-tree bus bandwidth. */
+ * full NVLink figure, 12% above the 8xH200 NVLS measurement at 8 GiB, and so does 2.26.2's
+ * tuning.cc; 2.28.3's has it inside its NVLS form, not taken). Read first from public
+ * descriptions of that table; it multiplies the NVLS and NVLS-tree bus bandwidth in every
+ * release here. */
 static double nvls_efficiency(int sm) { return sm >= 100 ? 0.74 : sm >= 90 ? 0.85 : 0.0; }
+
+/* NCCL 2.7.5's A100 bus bandwidth cap (GB/s), applied to the kernels' time (cm_nccl_time). */
+#define A100_NVLINK_BUS_GBPS 235.0
 
 /* tuning.cc getNetOverhead: 1 us per network post on Intel x86 (2 on AMD); the ring's intra
  * steps cost at least that across hosts, three times it with Simple. Intel assumed. */
@@ -105,18 +156,19 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   for (gsize i = 0; i < G_N_ELEMENTS(generations) && cluster->device.name; i++)
     if (g_str_has_prefix(cluster->device.name, generations[i].prefix)) gen = &generations[i];
   hw->sm = gen ? gen->sm : 0;
-  hw->arch = hw->sm >= 90 ? ARCH_HOPPER : hw->sm >= 80 ? ARCH_AMPERE : ARCH_VOLTA;
+  hw->arch = hw->sm >= 100 ? ARCH_BLACKWELL : hw->sm >= 90 ? ARCH_HOPPER : hw->sm >= 80 ? ARCH_AMPERE : ARCH_VOLTA;
+  hw->nccl_version = cluster->nccl_version;
   const DevLink *intra = &cluster->link[DEV_LINK_INTRA];
   const char *kind = intra->kind ? intra->kind : "";
   hw->nvlink = g_str_equal(kind, "nvlink") || g_str_equal(kind, "nvswitch");
   hw->nvls = g_str_equal(kind, "nvswitch") && hw->sm >= 90;
   /* LL128 by default over NVLink: tuning.cc at b6475625 enables it for sm 70, 80 and 90 only;
    * the releases B200s run with enable it from sm 70 up ("Enable LL128 by default only on
-   * Hopper/Blackwell for all connections up to P2C and PXN", NCCL 2.2x tuning.cc), and NCCL
+   * Hopper/Blackwell for all connections up to P2C and PXN", NCCL 2.26.2's tuning.cc), and NCCL
    * 2.30.7 logged Tree LL128 (512 KiB - 16 MiB) and Ring LL128 (32-64 MiB) all-reduces on
    * 4 x 8 B200 (stas00/ml-engineering network/README.md at 0cc3de5, "Inter-node speed depends
    * on intra-node speed", from NCCL_DEBUG_SUBSYS=TUNING). Blackwell keeps Hopper's per-channel
-   * LL128 caps, as at b6475625. */
+   * LL128 caps in the reference tables, twice them from 2.26.2 (tables above). */
   hw->ll128 = hw->nvlink && (hw->sm == 70 || hw->sm == 80 || hw->sm == 90 || hw->sm == 100);
   if (hw->nvlink && gen) {
     /* NCCL's graph search spreads channels over the GPU's NVLinks at its per-link figure. */
@@ -159,7 +211,7 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
 static double net_step_us(const CmNcclHardware *hw, int r, CmProtocol p) {
   if (hw->kernel_view && hw->net_step_us > 0)
     return hw->net_step_us + (p == CM_PROTO_SIMPLE ? hw->net_simple_extra_us : 0.0);
-  return hw_lat_us[HW_NET][r][p];
+  return hw_lat_us[era_of(hw->nccl_version)][HW_NET][r][p];
 }
 
 gboolean cm_nccl_covers(CmCollective kind) {
@@ -194,10 +246,9 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   g_return_val_if_fail(g != NULL && hw != NULL && p < CM_PROTO_COUNT, NAN);
   int ranks = g->ranks, nodes = g->hosts;
   if (ranks <= 1 || nodes < 1 || !enabled(kind, a, p, nodes, hw) || !(bytes >= 0)) return NAN;
-  int r = row_of(a), arch = hw->arch, index2 = nodes <= 2 ? nodes - 1 : 2;
-  int cap_row = hw->sm >= 100 && nodes > 1 ? CAP_BLACKWELL : arch; /* the per-channel tables */
+  int r = row_of(a), arch = hw->arch, index2 = nodes <= 2 ? nodes - 1 : 2, era = era_of(hw->nccl_version);
   double ppn = (double)ranks / nodes;
-  double ll_max = ll_max_bw[nodes == 1 ? arch : 0][index2];
+  double ll_max = ll_max_bw[era][nodes == 1 ? arch : 0][index2];
 
   /* The graph's bandwidth: inside a host NCCL's NVLink figure; across hosts the ring, chain or
    * tree enters and leaves each host once per channel, over the group's share of the host's
@@ -221,15 +272,26 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   }
   int channels = channel_bw > 0 && bw > channel_bw ? (int)floor(bw / channel_bw + 0.5) : 1;
   double bus = bw / 1e9; /* GB/s from here on, as tuning.cc */
+  /* What the kernels reach over an A100's NVLinks: NCCL 2.7.5's tuner (tuning.cc at 01afd20,
+   * version.mk 2.7.5) capped Ampere's bus bandwidth at 235 GB/s ("if (compCap80) busBw =
+   * std::min(busBw, 235.0f)"), NVIDIA's own figure, below the 12 x 20 GB/s of its per-link
+   * tables. Later tuners dropped the cap (b6475625 has none), so it does not steer the choice
+   * here; it times the kernels: every 8 x A100 NVSwitch sweep in nccl_public.csv tops out at
+   * 230-235 GB/s from 2 GiB up, in NCCL 2.16.2, 2.19.3 and a 2024 release alike. */
+  if (hw->kernel_view && nodes == 1 && hw->nvlink && hw->sm == 80) bus = MIN(bus, A100_NVLINK_BUS_GBPS);
   gboolean ring = a == CM_ALGO_RING, tree = a == CM_ALGO_TREE;
-  if (ring && p == CM_PROTO_LL)
-    bus = MIN(ll_max, bus * ((nodes > 1 || kind == CM_ALL_REDUCE || kind == CM_REDUCE) ? 1.0 / 4.0 : 1.0 / 3.0));
+  if (ring && p == CM_PROTO_LL) {
+    double share = era != ERA_REFERENCE ? 0.5
+                   : (nodes > 1 || kind == CM_ALL_REDUCE || kind == CM_REDUCE) ? 1.0 / 4.0
+                                                                             : 1.0 / 3.0;
+    bus = MIN(ll_max, bus * share);
+  }
   if (ring && p == CM_PROTO_LL128)
-    bus = MIN(bus * (ppn < 2 ? 0.7 : 0.92), channels * ring_ll128_per_ch[cap_row][index2]);
-  if (tree) bus = MIN(bus * .92, channels * tree_per_ch[cap_row][index2]);
+    bus = MIN(bus * (ppn < 2 ? 0.7 : 0.92), channels * ring_ll128_per_ch[era][arch][index2]);
+  if (tree) bus = MIN(bus * .92, channels * tree_per_ch[era][arch][index2]);
   if (tree && p == CM_PROTO_LL) bus = MIN(bus * 1.0 / 3.8, ll_max);
   if (tree && p == CM_PROTO_LL128)
-    bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tree_ll128_per_ch[cap_row][index2]);
+    bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tree_ll128_per_ch[era][arch][index2]);
   if (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) bus *= nvls_efficiency(hw->sm);
 
   /* Bus to algorithm bandwidth: ring ranks / steps, NVLS 5/6, tree 1/2. */
@@ -246,12 +308,12 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
    * network plugin reports (search.cc copies it from the NET node the graph leaves by), and
    * once more for Simple ("the flush extra latency"). 0 on clusters that do not set it. */
   int intra_hw = hw->nvlink ? HW_NVLINK : HW_PCI;
-  double lat = base_lat_us[r][p];
-  double intra_lat = hw_lat_us[intra_hw][r][p];
+  double lat = base_lat_us[era][r][p];
+  double intra_lat = hw_lat_us[era][intra_hw][r][p];
   double inter_lat = net_step_us(hw, r, p) + hw->net_latency_us * (p == CM_PROTO_SIMPLE ? 2 : 1);
   if (ring && (kind == CM_BROADCAST || kind == CM_REDUCE)) {
     /* graphs[a]->sameChannels assumed: one hop's latency (NCCL's pipelined ring). */
-    lat += nodes == 1 ? hw_lat_us[intra_hw][r][p] : net_step_us(hw, r, p);
+    lat += nodes == 1 ? hw_lat_us[era][intra_hw][r][p] : net_step_us(hw, r, p);
   } else if (ring) {
     if (nodes > 1) intra_lat = MAX(intra_lat, NET_OVERHEAD_US * (p == CM_PROTO_SIMPLE ? 3 : 1));
     /* NCCL counts 2 x nodes inter-host steps for an all-reduce; with one rank per host that
@@ -320,9 +382,9 @@ gboolean cm_nccl_ring_steps(CmCollective kind, const CmGroupShape *shape,
   hw.net_latency_us = 0.0;
   hw.kernel_view = TRUE;
   cm_nccl_time(kind, CM_ALGO_RING, out->protocol, shape, &hw, bytes, &chosen);
-  int r = row_of(CM_ALGO_RING), intra_hw = hw.nvlink ? HW_NVLINK : HW_PCI;
-  out->base_latency_s = base_lat_us[r][out->protocol] * 1e-6;
-  out->step_latency_s[DEV_LINK_INTRA] = hw_lat_us[intra_hw][r][out->protocol] * 1e-6;
+  int r = row_of(CM_ALGO_RING), intra_hw = hw.nvlink ? HW_NVLINK : HW_PCI, era = era_of(hw.nccl_version);
+  out->base_latency_s = base_lat_us[era][r][out->protocol] * 1e-6;
+  out->step_latency_s[DEV_LINK_INTRA] = hw_lat_us[era][intra_hw][r][out->protocol] * 1e-6;
   out->step_latency_s[DEV_LINK_INTER] = net_step_us(&hw, r, out->protocol) * 1e-6;
   /* A step moves bytes/ranks at the ring's bus bandwidth: its fraction of the intra-host line
    * rate; across hosts the protocol's fraction of the NIC figures the ring was given. */

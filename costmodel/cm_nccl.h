@@ -3,7 +3,9 @@
  * network plugin) and protocol (LL, LL128, Simple), a latency and an algorithm bandwidth, time
  * = latency + size / bandwidth, and the choice of the fastest pair.
  *
- * Source: NVIDIA/nccl src/graph/tuning.cc at commit b6475625 (ncclTopoTuneModel: baseLat,
+ * Source: NVIDIA/nccl src/graph/tuning.cc at commit b6475625, and releases 2.26.2's and
+ * 2.28.3's for clusters that say they run 2.26.2 or later (DevCluster.nccl_version; cm_nccl.c
+ * lists the terms that differ) (ncclTopoTuneModel: baseLat,
  * hwLat, llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws, perChMaxTreeBws, the per-protocol
  * bandwidth factors, the bus-to-algorithm bandwidth ratios; ncclTopoGetAlgoTime: the tree
  * correction factors and the ring plateau factor), and src/graph/topo.h (per-link NVLink
@@ -30,7 +32,10 @@ const char *cm_protocol_name(CmProtocol protocol);
 /* What NCCL's tuner knows of the hardware, derived from a cluster (cm_nccl_hardware). */
 typedef struct {
   int arch;              /* index of NCCL's per-architecture tables: 0 Volta (and older),
-                            1 Ampere, 2 Hopper (Blackwell uses Hopper's rows) */
+                            1 Ampere, 2 Hopper, 3 Blackwell (the reference release's tables
+                            have no Blackwell rows: Hopper's are used there) */
+  int nccl_version;      /* DevCluster.nccl_version: 0 (not stated) or NCCL_VERSION_CODE; from
+                            2.28.3 on that release's tables are used (cm_nccl.c) */
   int sm;                /* compute capability x10 (70, 80, 90, 100); 0 = unknown */
   gboolean nvlink;       /* GPUs of a host talk over NVLink/NVSwitch (NCCL_HW_NVLINK), else
                             PCIe (NCCL_HW_PCI) */
@@ -47,7 +52,8 @@ typedef struct {
   double net_simple_extra_us; /* added to it with Simple (DevCluster.net_simple_extra) */
   gboolean kernel_view;  /* TRUE in cm_nccl_exec_time's copy: cm_nccl_time then charges
                             net_step_us (+ net_simple_extra_us) per network step where set,
-                            instead of NCCL's hwLat[NET]; FALSE for the tuner's choice */
+                            instead of NCCL's hwLat[NET], and caps an A100 host's bus
+                            bandwidth at 235 GB/s (cm_nccl.c); FALSE for the tuner's choice */
   gboolean algo_allowed[CM_ALGO_COUNT]; /* by the network's job profile (DevCluster.nccl_algo,
                                            .nccl_proto) on a cluster of several hosts; all
                                            TRUE on one host or without a profile */

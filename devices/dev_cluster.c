@@ -6,6 +6,7 @@
  *              optional "net_step_latency_us", "net_simple_extra_us",
  *              optional "nccl_algo", "nccl_proto" (NCCL_ALGO / NCCL_PROTO of the network's
  *              job profile, devices/dev_nccl_env.c)},
+ *    optional "nccl_version": the NCCL release its jobs run ("2.19.3"),
  *    "sources": {...}}
  * Units are converted to SI on the way in (GB/s x1e9, Gb/s x1e9/8, us x1e-6); every figure is
  * range-checked, so a DevCluster that exists is valid: counts >= 1, bandwidths > 0 and finite,
@@ -110,6 +111,16 @@ static gboolean read_nccl_list(const cJSON *root, const char *field, gboolean pr
   return TRUE;
 }
 
+/* Optional "nccl_version": the NCCL release the cluster's jobs run; 0 (not stated) when absent. */
+static gboolean read_nccl_version(const cJSON *root, const char *where, int *out, GError **error) {
+  *out = 0;
+  if (!cJSON_GetObjectItemCaseSensitive(root, "nccl_version")) return TRUE;
+  const char *text;
+  if (!dev_json_string(root, NULL, "nccl_version", where, &text, error)) return FALSE;
+  g_autofree char *what = g_strdup_printf("%s: field 'nccl_version'", where);
+  return dev_check_nccl_version(what, text, out, error);
+}
+
 DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GError **error) {
   g_return_val_if_fail(json_text != NULL, NULL);
   g_return_val_if_fail(error == NULL || *error == NULL, NULL);
@@ -143,6 +154,7 @@ DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GEr
       !read_net_step(root, "net_simple_extra_us", where, &c->net_simple_extra, error) ||
       !read_nccl_list(root, "nccl_algo", FALSE, where, &c->nccl_algo, error) ||
       !read_nccl_list(root, "nccl_proto", TRUE, where, &c->nccl_proto, error) ||
+      !read_nccl_version(root, where, &c->nccl_version, error) ||
       !dev_check_devices(where, c->nodes, c->gpus_per_node, error))
     goto err;
   cJSON_Delete(root);

@@ -5,7 +5,7 @@
  *               "vector_flops", "memory_bytes", "hbm_bandwidth_Bps"},
  *    "intra": {"kind", "bandwidth_Bps", "latency_s"}, "inter": {..., "nccl_latency_s",
  *    "net_step_latency_s", "net_simple_extra_s", "nccl_algo", "nccl_proto" where the cluster
- *    sets them}}
+ *    sets them}, "nccl_version" where set, before "inter"}
  * It records what a run used; it is not the preset input format. */
 #include "devices/dev_cluster-int.h"
 
@@ -52,6 +52,12 @@ char *dev_cluster_to_json(const DevCluster *cluster) {
     cJSON_AddNumberToObject(inter, "net_simple_extra_s", cluster->net_simple_extra);
   if (cluster->nccl_algo) cJSON_AddStringToObject(inter, "nccl_algo", cluster->nccl_algo);
   if (cluster->nccl_proto) cJSON_AddStringToObject(inter, "nccl_proto", cluster->nccl_proto);
+  if (cluster->nccl_version > 0) {
+    char version[32];
+    g_snprintf(version, sizeof version, "%d.%d.%d", cluster->nccl_version / 10000,
+               cluster->nccl_version / 100 % 100, cluster->nccl_version % 100);
+    cJSON_AddStringToObject(root, "nccl_version", version);
+  }
   cJSON_AddItemToObject(root, "inter", inter);
   char *printed = cJSON_Print(root);
   cJSON_Delete(root);

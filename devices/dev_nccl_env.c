@@ -1,7 +1,9 @@
 /* devices/nccl_env — the NCCL algorithms and protocols a network's documented job profile
  * allows (DevCluster.nccl_algo, .nccl_proto): NCCL_ALGO / NCCL_PROTO text in NCCL's own syntax
  * (src/graph/tuning.cc, parseList: names separated by ',', case-insensitive; a leading '^'
- * excludes the names listed instead of allowing only them). */
+ * excludes the names listed instead of allowing only them); and the NCCL release a cluster's
+ * jobs run (DevCluster.nccl_version), as NCCL numbers it: NCCL_VERSION_CODE = major x 10000 +
+ * minor x 100 + patch from NCCL 2.9 on (src/nccl.h.in, NCCL_VERSION(X,Y,Z)). */
 #include "devices/dev_cluster-int.h"
 #include "devices/dev_presets.h"
 
@@ -48,4 +50,31 @@ gboolean dev_check_nccl_list(const char *what, const char *text, gboolean protoc
     return FALSE;
   }
   return TRUE;
+}
+
+/* One decimal field of 1-2 digits (3 for none: the caller checks the separators). */
+static gboolean version_field(const char **p, int *out) {
+  int n = 0, digits = 0;
+  while (g_ascii_isdigit(**p) && digits < 3) n = 10 * n + (*(*p)++ - '0'), digits++;
+  *out = n;
+  return digits >= 1 && digits <= 2;
+}
+
+gboolean dev_nccl_version_parse(const char *text, int *out) {
+  g_return_val_if_fail(out != NULL, FALSE);
+  if (!text) return FALSE;
+  const char *p = text;
+  int major, minor, patch = 0;
+  if (!version_field(&p, &major) || major != 2 || *p++ != '.' || !version_field(&p, &minor)) return FALSE;
+  if (*p == '.' && (p++, !version_field(&p, &patch))) return FALSE;
+  if (*p != '\0') return FALSE;
+  *out = major * 10000 + minor * 100 + patch;
+  return TRUE;
+}
+
+gboolean dev_check_nccl_version(const char *what, const char *text, int *out, GError **error) {
+  if (dev_nccl_version_parse(text, out)) return TRUE;
+  g_set_error(error, DEV_ERROR, DEV_ERROR_INVALID,
+              "%s: '%s' is not an NCCL release (MAJOR.MINOR[.PATCH], e.g. 2.19.3)", what, text);
+  return FALSE;
 }

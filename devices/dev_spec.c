@@ -18,7 +18,8 @@ typedef enum {
   OVERRIDE_NET_STEP,
   OVERRIDE_NET_SIMPLE,
   OVERRIDE_NCCL_ALGO,
-  OVERRIDE_NCCL_PROTO
+  OVERRIDE_NCCL_PROTO,
+  OVERRIDE_NCCL_VERSION
 } OverrideType;
 
 typedef struct {
@@ -43,6 +44,7 @@ static const Override overrides[] = {
     {"inter_net_simple_extra_us", OVERRIDE_NET_SIMPLE, DEV_LINK_INTER, DEV_US_TO_S},
     {"inter_nccl_algo", OVERRIDE_NCCL_ALGO, DEV_LINK_INTER, 1},
     {"inter_nccl_proto", OVERRIDE_NCCL_PROTO, DEV_LINK_INTER, 1},
+    {"nccl_version", OVERRIDE_NCCL_VERSION, 0, 1},
 };
 
 /* inter_nccl_algo / inter_nccl_proto: NCCL's names joined by '+' (',' separates overrides),
@@ -100,6 +102,12 @@ gboolean dev_cluster_set(DevCluster *cluster, const char *key, const char *value
   }
   if (o->type == OVERRIDE_NCCL_ALGO || o->type == OVERRIDE_NCCL_PROTO)
     return set_nccl_list(cluster, what, value, o->type == OVERRIDE_NCCL_PROTO, error);
+  if (o->type == OVERRIDE_NCCL_VERSION) {
+    int code = 0;
+    if (strcmp(value, "default") != 0 && !dev_check_nccl_version(what, value, &code, error)) return FALSE;
+    cluster->nccl_version = code;
+    return TRUE;
+  }
   char *end = NULL;
   double raw = g_ascii_strtod(value, &end);
   if (!*value || end == value || *end != '\0') {

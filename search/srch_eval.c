@@ -167,10 +167,4 @@ void srch_keep_freed_memory(void) {
 #endif
 }
 
-double srch_thread_cpu_s(void) {
-#if defined(CLOCK_THREAD_CPUTIME_ID)
-  struct timespec ts;
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-#endif
-  return 0;
-}
+double srch_thread_cpu_s(void) { return sim_thread_cpu_s(); }

@@ -54,16 +54,23 @@ struct SimTaskGraph {
    * per block its tasks' duration (block_duration) and their launch's (block_host; NULL
    * without a host stream): every microbatch and simulated device of a block is the same.
    * Its compute tasks' SimTask entries are then not written (ids only), except under ZeRO-3
-   * (the builder reads them back: sim_build_sync.c). Its host stream is not materialized;
-   * the launch queue's edges q -> h(c) are pairs of q's and c's positions in program
-   * (host_queue, in program order). host_base is then UINT32_MAX and the graph has
+   * (the builder reads them back: sim_build_sync.c). Its host stream is not materialized,
+   * nor the launch queue's edges q -> h(c): per block the kernels its tasks launch
+   * (block_kernels) and the queue's depth (host_queue_depth) let sim_merge run the queue
+   * (sim_build_host.c's add_queue_edges, position by position), and host_queue_reach bounds
+   * how many positions back a launch waits (c's - q's). host_base is then UINT32_MAX and the graph has
    * num_compute fewer tasks than the full one; its program-order edges are left out too
    * (chain_prev has them), and so are data edges that repeat them (from a compute task's
    * chain predecessor: sb_data_edge). NULL in any other graph. */
   uint32_t *program_block;
+  /* A graph for merging's: per compute task (num_compute entries) its position in program
+   * (the builder writes it as it chains them: sim_merge then reads it instead of inverting
+   * program). NULL in any other graph. */
+  uint32_t *program_pos;
   SimTime *block_duration;
   SimTime *block_host;
-  GArray *host_queue;
+  int *block_kernels;
+  uint32_t host_queue_depth, host_queue_reach;
 };
 
 /* One pop of the engine as the breakdown reads it (SimSchedule.log): what it would otherwise
@@ -76,8 +83,10 @@ typedef struct {
   uint32_t res0;       /* the first of them (UINT32_MAX: none) */
   uint16_t nres;
   uint8_t kind;
-  uint8_t folded;      /* a folded collective (its steps: step, nsteps) */
-  uint32_t step, nsteps;
+  uint8_t folded;      /* a folded collective */
+  uint32_t stretch;    /* a folded collective: its steps' compute stretches (those lasting more
+                          than zero), SimSchedule.stretch[stretch .. stretch + nstretches) */
+  uint32_t nstretches;
 } SimPop;
 
 /* The timeline the engine computes. */
@@ -88,10 +97,19 @@ struct SimSchedule {
                               and its release) */
   uint32_t *order;         /* task ids in the order the engine started them */
   SimPop *log;             /* the same pops with what the breakdown reads (NULL: not kept;
-                              sim_engine_folds.c keeps it) */
+                              sim_engine_folds.c keeps it), and withdrawn reservations
+                              (SimPop.id UINT32_MAX: skip them) */
+  uint32_t nlog;           /* entries in the log, withdrawn ones included */
+  SimTime *stretch;        /* with the log: the folded collectives' compute stretches as
+                              (from, to) pairs, as the engine timed them (SimPop.stretch) */
+  guint *count;            /* with the log: per resource r, count[r + 1] the log's pops on r
+                              (withdrawn ones not) plus, on a compute stream, its device's
+                              stretches (sizes for sim_breakdown_sums; num_resources + 1
+                              entries, count[0] = 0) */
   SimTime makespan;
   uint64_t events;         /* priority-queue pops */
   uint32_t num_tasks;
+  double cpu_s;            /* the engine's own thread CPU time (the simulator measuring itself) */
 };
 
 struct SimRun {
@@ -213,7 +231,10 @@ SimSchedule *sim_engine_run_released(const SimTaskGraph *graph, const SimTime *r
 typedef struct {
   SimTime compute, exposed, host, comm;
   int used;
+  double engine_cpu_s, breakdown_cpu_s; /* the schedule's engine's and the sums' own thread CPU
+                                           time (SimPrediction's) */
 } SimBreakdownSums;
+
 void sim_breakdown_sums(const SimTaskGraph *graph, const SimSchedule *schedule,
                         const SimTime *host_iv, const guint *host_off, const SimFolds *folds,
                         SimBreakdownSums *out);

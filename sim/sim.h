@@ -300,9 +300,17 @@ typedef struct {
                                  engine timed (sim_merge.c); 0 when the full graph was timed */
   double build_wall_s;        /* wall-clock time to build the task graph */
   double sim_wall_s;          /* wall-clock time of build + engine + stats */
+  double engine_cpu_s;        /* the thread's CPU time in the engine (the last one that timed the
+                                 prediction: the reduced graph's under merging) */
+  double breakdown_cpu_s;     /* and in the breakdown after it (bench --suite predict) */
 } SimPrediction;
 
 typedef struct SimRun SimRun;   /* opaque: read through the accessors below */
+
+/* The calling thread's CPU time in seconds (0 where the clock is missing): the simulator
+ * measuring itself (SimPrediction.engine_cpu_s, the benches, the search's CPU figures), never
+ * read by anything simulated. */
+double sim_thread_cpu_s(void);
 
 /* Simulates one iteration. The run borrows its inputs; free with sim_run_free. */
 SimRun *sim_run_new(const MdlGraph *graph, const MdlStrategy *strategy, const DevCluster *cluster,

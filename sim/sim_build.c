@@ -202,6 +202,7 @@ static inline void chain_op(Builder *b, uint32_t *prev, const ChainEntry *e, int
   /* the builder's arrays in locals: the stores below cannot then be taken to change them */
   uint32_t *restrict program = b->tg->program, *restrict block = b->tg->program_block;
   uint32_t *restrict fill = b->program_fill, *restrict chain_prev = b->chain_prev;
+  uint32_t *restrict pos = b->tg->program_pos;
   uint32_t *chain_next = b->chain_next;
   gboolean edges = !b->for_merge;
   for (int r = 0; r < e->nrep; r++) {
@@ -209,7 +210,7 @@ static inline void chain_op(Builder *b, uint32_t *prev, const ChainEntry *e, int
     int d = e->devices[e->rep_idx[r]];
     uint32_t at = fill[d]++, p = prev[d];
     chain_prev[t] = p;
-    if (block) block[at] = e->block;
+    if (block) block[at] = e->block, pos[t] = at;
     program[at] = t;
     if (p != NO_TASK) {
       if (chain_next) chain_next[p] = t;
@@ -217,6 +218,39 @@ static inline void chain_op(Builder *b, uint32_t *prev, const ChainEntry *e, int
     }
     prev[d] = t;
   }
+}
+
+/* chain_op for every entry of a template @e (@n of them) whose entries all have one
+ * representative on one device @d: the unit of microbatch @mb in one loop, the device's
+ * fill and last task in registers (the same stores as chain_op's, in the same order). */
+static void chain_unit_one_device(Builder *b, uint32_t *prev, const ChainEntry *e, int n, int d,
+                                  int mb) {
+  uint32_t *restrict program = b->tg->program, *restrict block = b->tg->program_block;
+  uint32_t *restrict chain_prev = b->chain_prev, *restrict pos = b->tg->program_pos;
+  uint32_t *chain_next = b->chain_next;
+  uint32_t at = b->program_fill[d], p = prev[d];
+  for (int k = 0; k < n; k++, at++) {
+    uint32_t t = e[k].base + (uint32_t)mb; /* base + mb * nrep + r, nrep 1 */
+    chain_prev[t] = p;
+    if (block) block[at] = e[k].block, pos[t] = at;
+    program[at] = t;
+    if (p != NO_TASK) {
+      if (chain_next) chain_next[p] = t;
+      if (!b->for_merge) sim_task_graph_edge(b->tg, p, t);
+    }
+    p = t;
+  }
+  b->program_fill[d] = at;
+  prev[d] = p;
+}
+
+/* The one device of template @e (@n entries) where each entry has one representative there;
+ * -1 otherwise. */
+static int template_device(const ChainEntry *e, int n) {
+  int d = n ? e[0].devices[e[0].rep_idx[0]] : -1;
+  for (int k = 0; k < n; k++)
+    if (e[k].nrep != 1 || e[k].devices[e[k].rep_idx[0]] != d) return -1;
+  return d;
 }
 
 /* The chain template of a unit of phase @phase on a chunk whose ops are @ops (@count, in
@@ -263,6 +297,7 @@ static uint32_t *chain_compute(Builder *b) {
   /* per stage and unit phase its template, made when first met */
   g_autofree ChainEntry **templates = g_new0(ChainEntry *, 3 * (gsize)nstages);
   g_autofree int *sizes = g_new0(int, 3 * (gsize)nstages);
+  g_autofree int *device = g_new0(int, 3 * (gsize)nstages); /* template_device */
   for (int rank = 0; rank < mdl_strategy_num_ranks(b->s); rank++) {
     int nunits = 0;
     g_autofree SimUnit *units = sim_pipeline_units(b->s, rank, &nunits);
@@ -271,10 +306,15 @@ static uint32_t *chain_compute(Builder *b) {
       if (phase == SIM_UNIT_BACKWARD) b->grads_done_b[st] = mb;
       if (phase == SIM_UNIT_WEIGHT) b->grads_done_w[st] = mb;
       int at = 3 * st + phase;
-      if (!templates[at])
+      if (!templates[at]) {
         templates[at] = chain_template(b, stage_ops + stage_begin[st],
                                        stage_begin[st + 1] - stage_begin[st], phase, &sizes[at]);
-      for (int k = 0; k < sizes[at]; k++) chain_op(b, prev, &templates[at][k], mb);
+        device[at] = template_device(templates[at], sizes[at]);
+      }
+      if (device[at] >= 0)
+        chain_unit_one_device(b, prev, templates[at], sizes[at], device[at], mb);
+      else
+        for (int k = 0; k < sizes[at]; k++) chain_op(b, prev, &templates[at][k], mb);
     }
   }
   for (int i = 0; i < 3 * nstages; i++) g_free(templates[i]);
@@ -299,12 +339,15 @@ void sb_recompute_segment(Builder *b, int t) {
       if (op->inputs[k].tensor != t) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = sb_forward_conversion(b, t, o, need, TRUE);
-      for (int mb = 0; mb < b->M; mb++)
-        for (int r = 0; r < b->nrep[m]; r++) {
-          int i = b->rep_idx[m][r];
-          uint32_t dep = ready[mb * b->nrep[m] + r];
-          if (dep != NO_TASK) sb_data_edge(b, dep, task_rec(b, o, mb, i));
-        }
+      const int n = b->M * b->nrep[m];
+      const uint32_t base = b->rec_base[o]; /* o's R at [mb * nrep + r] (task_rec) */
+      uint32_t *e = sb_edges_begin(b, (guint)n);
+      for (int j = 0; j < n; j++) {
+        if (ready[j] == NO_TASK || sb_repeats_chain(b, ready[j], base + (uint32_t)j)) continue;
+        *e++ = ready[j]; /* (sb_data_edge) */
+        *e++ = base + (uint32_t)j;
+      }
+      sb_edges_end(b, e);
     }
   }
 }
@@ -336,9 +379,11 @@ static void program_room(Builder *b) {
   for (uint32_t d = 0; d < nd; d++) tg->program_begin[d + 1] += tg->program_begin[d];
   b->program_fill = g_memdup2(tg->program_begin, sizeof(uint32_t) * (nd + 1));
   g_clear_pointer(&tg->program_block, g_free);
+  g_clear_pointer(&tg->program_pos, g_free);
   g_clear_pointer(&tg->block_duration, g_free);
   if (!b->for_merge) return;
   tg->program_block = g_new(uint32_t, (gsize)sim_task_graph_size(tg) + 1);
+  tg->program_pos = g_new(uint32_t, (gsize)sim_task_graph_size(tg) + 1);
   tg->block_duration = g_new0(SimTime, 4 * (gsize)b->nops);
   for (int phase = 0; phase < 4; phase++)
     for (int o = 0; o < b->nops; o++) tg->block_duration[phase * b->nops + o] = block_duration(b, phase, o);
@@ -352,10 +397,11 @@ void sb_build_compute(Builder *b) {
   b->virtual_compute = b->for_merge && b->s->zero_stage < 3;
   if (!b->virtual_compute) write_compute_tasks(b);
   gsize bytes = sizeof(uint32_t) * ((gsize)sim_task_graph_size(b->tg) + 1);
-  b->chain_prev = g_malloc(bytes);
+  b->chain_prev = g_malloc(bytes); /* every entry written by chain_compute (each compute task
+                                      is chained once), but the one past the last */
   sim_huge_pages(b->chain_prev, bytes);
+  b->chain_prev[sim_task_graph_size(b->tg)] = NO_TASK;
   G_STATIC_ASSERT(NO_TASK == 0xFFFFFFFFu); /* every byte 0xFF */
-  memset(b->chain_prev, 0xFF, bytes);
   if (b->s->tp_overlap || b->s->cp > 1) { /* only what runs ahead reads it (sim_build_comm.c) */
     b->chain_next = g_malloc(bytes);
     sim_huge_pages(b->chain_next, bytes);

@@ -395,11 +395,10 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
   if (scatter >= 0) gather_scattered(b, dst_mesh, scatter, bytes, op, t, mb, dst_ready);
 }
 
-/* sb_convert for microbatch @mb: a copy of the one @replay recorded, or built and recorded. */
+/* sb_convert for microbatch @mb, built and recorded by @replay (sb_replay_many copies it). */
 static void convert_microbatch(Builder *b, SbReplay *replay, int src_mesh, MdlLayout from,
                                const uint32_t *src_ready, int dst_mesh, MdlLayout to, int t,
                                int op, int mb, uint32_t *dst_ready) {
-  if (sb_replay(b, replay, src_ready, mb, dst_ready)) return;
   SbMark begin = sb_mark(b);
   sb_convert(b, src_mesh, from, src_ready, dst_mesh, to, t, op, mb, dst_ready);
   sb_replay_record(b, replay, begin, src_ready, mb, dst_ready);
@@ -434,18 +433,35 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   SbReplay replay;
   sb_replay_init(&replay, b, b->rep_idx[pm], b->nrep[pm], b->rep_idx[mesh], nrep);
   replay.identity = sb_identity_conversion(b, pm, from, mesh, layout, t);
-  for (int mb = 0; mb < b->M; mb++) {
-    for (int r = 0; r < b->nrep[pm]; r++) {
-      int i = b->rep_idx[pm][r];
-      src[i] = recomputed ? task_rec(b, p, mb, i) : task_fwd(b, p, mb, i);
-      if (ahead && b->chain_prev[src[i]] != NO_TASK)
-        src[i] = b->chain_prev[src[i]]; /* tp_overlap: the reduce-scatter starts with the GEMM */
-      /* nothing to build (one mesh: the same representatives): the tasks pass through */
-      if (replay.identity) cv->ready[mb * nrep + r] = src[i];
+  /* the producer's task of microbatch mb on representative r: base + mb * pn + r (task_fwd) */
+  const uint32_t base = (recomputed ? b->rec_base : b->fwd_base)[p], *chain_prev = b->chain_prev;
+  const int pn = b->nrep[pm], *pidx = b->rep_idx[pm];
+  /* every microbatch's input at the representatives (the replay's compact input) */
+  g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
+  for (int j = 0; j < b->M * pn; j++) {
+    uint32_t x = base + (uint32_t)j;
+    in_c[j] = ahead && chain_prev[x] != NO_TASK ? chain_prev[x] /* tp_overlap: the
+                                                                 reduce-scatter starts with the
+                                                                 GEMM */
+                                                : x;
+  }
+  /* nothing to build (one mesh: the same representatives): the tasks pass through */
+  g_assert(!replay.identity || pn == nrep);
+  if (replay.identity) memcpy(cv->ready, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)pn);
+  g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
+  for (int mb = 0; !replay.identity && mb < b->M;) {
+    /* the next microbatches copied at once while they repeat the recording (outputs: the
+     * representatives' entries, as cv->ready lists them) */
+    int n = sb_replay_many(b, &replay, in_c + (gsize)mb * pn, mb, b->M - mb, out_c, NULL);
+    if (n) {
+      memcpy(cv->ready + (gsize)mb * nrep, out_c, sizeof(uint32_t) * (gsize)n * (gsize)nrep);
+      mb += n;
+      continue;
     }
-    if (replay.identity) continue;
+    for (int r = 0; r < pn; r++) src[pidx[r]] = in_c[mb * pn + r];
     convert_microbatch(b, &replay, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, dst);
     for (int r = 0; r < nrep; r++) cv->ready[mb * nrep + r] = dst[b->rep_idx[mesh][r]];
+    mb++;
   }
   sb_replay_clear(&replay);
   g_ptr_array_add(list, cv);
@@ -498,16 +514,16 @@ void sb_forward_segment(Builder *b, int t) {
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
       const uint32_t *ready = sb_forward_conversion(b, t, o, need, FALSE);
       gboolean ring = sb_overlapped_input(b, o, k);
-      uint32_t *e = sb_edges_begin(b, (guint)b->M * (guint)b->nrep[m]);
-      for (int mb = 0; mb < b->M; mb++)
-        for (int r = 0; r < b->nrep[m]; r++) {
-          int i = b->rep_idx[m][r];
-          uint32_t dep = ready[mb * b->nrep[m] + r], use = task_fwd(b, o, mb, i);
-          if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          if (dep == NO_TASK || sb_repeats_chain(b, dep, use)) continue;
-          *e++ = dep;
-          *e++ = use;
-        }
+      const int n = b->M * b->nrep[m];
+      const uint32_t base = b->fwd_base[o]; /* o's task at [mb * nrep + r] (task_fwd) */
+      uint32_t *e = sb_edges_begin(b, (guint)n);
+      for (int j = 0; j < n; j++) {
+        uint32_t dep = ready[j], use = base + (uint32_t)j;
+        if (ring && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
+        if (dep == NO_TASK || sb_repeats_chain(b, dep, use)) continue;
+        *e++ = dep;
+        *e++ = use;
+      }
       sb_edges_end(b, e);
     }
   }
@@ -623,25 +639,50 @@ void sb_backward_segment(Builder *b, int t) {
       SbReplay replay;
       sb_replay_init(&replay, b, b->rep_idx[om], b->nrep[om], b->rep_idx[pm], b->nrep[pm]);
       replay.identity = sb_identity_conversion(b, om, from, pm, need, t);
-      for (int mb = 0; mb < b->M; mb++) {
-        for (int r = 0; r < b->nrep[om]; r++) {
-          int i = b->rep_idx[om][r];
-          src[i] = task_bwd(b, o, mb, i);
-          /* Overlapped: the gradients' collective starts with the reader's backward. */
-          if (ring && b->chain_prev[src[i]] != NO_TASK) src[i] = b->chain_prev[src[i]];
-        }
-        const uint32_t *out = src; /* nothing to build (one mesh): the tasks pass through */
-        if (!replay.identity) {
+      /* the tasks of microbatch mb on representative r: base + mb * nrep + r (task_bwd) */
+      const uint32_t obase = b->bwd_base[o], pbase = b->bwd_base[p];
+      const int on = b->nrep[om], pn = b->nrep[pm], *oidx = b->rep_idx[om], *pidx = b->rep_idx[pm];
+      /* every microbatch's input at the representatives (the replay's compact input) and,
+       * per microbatch, the output there (out_c: pn entries each) */
+      g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(on, 1));
+      g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
+      for (int j = 0; j < b->M * on; j++) {
+        uint32_t x = obase + (uint32_t)j;
+        /* Overlapped: the gradients' collective starts with the reader's backward. */
+        in_c[j] = ring && b->chain_prev[x] != NO_TASK ? b->chain_prev[x] : x;
+      }
+      /* nothing to build (one mesh): the tasks pass through */
+      g_assert(!replay.identity || on == pn);
+      if (replay.identity) memcpy(out_c, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)on);
+      for (int mb = 0; mb < b->M;) {
+        /* the next microbatches' conversions copied at once (each one's edges before its
+         * data edges, as building them in turn orders them), or this one built */
+        uint32_t first = 0;
+        int n = replay.identity ? b->M - mb
+                                : sb_replay_many(b, &replay, in_c + (gsize)mb * on, mb,
+                                                 b->M - mb, out_c + (gsize)mb * pn, &first);
+        if (!n) {
+          for (int r = 0; r < on; r++) src[oidx[r]] = in_c[mb * on + r];
           convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
-          out = dst;
+          for (int r = 0; r < pn; r++) out_c[mb * pn + r] = dst[pidx[r]];
         }
-        for (int r = 0; r < b->nrep[pm]; r++) {
-          int j = b->rep_idx[pm][r];
-          if (out[j] == NO_TASK) continue;
-          uint32_t use = task_bwd(b, p, mb, j);
-          if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-          sb_data_edge(b, out[j], use);
+        /* each microbatch's copied edges, then its data edges (room for all at once) */
+        gboolean copied = n && !replay.identity;
+        guint per = (copied ? sb_replay_edge_count(&replay) : 0) + (guint)pn;
+        uint32_t *e = sb_edges_begin(b, per * (guint)MAX(n, 1));
+        for (int i = 0; i < MAX(n, 1); i++, mb++) {
+          if (copied) e = sb_replay_edges(&replay, in_c + (gsize)mb * on, first, i, e);
+          for (int r = 0; r < pn; r++) {
+            uint32_t from_task = out_c[mb * pn + r];
+            if (from_task == NO_TASK) continue;
+            uint32_t use = pbase + (uint32_t)(mb * pn + r);
+            if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
+            if (sb_repeats_chain(b, from_task, use)) continue; /* (sb_data_edge) */
+            *e++ = from_task;
+            *e++ = use;
+          }
         }
+        sb_edges_end(b, e);
       }
       sb_replay_clear(&replay);
     }

@@ -39,30 +39,20 @@ static CmHostPhase host_phase(const Builder *b, const SimTask *t) {
 }
 
 /* Queue-depth edges for one device's program @prog (@n compute tasks in order, @kernels per
- * position): edges, or in a graph for merging pairs written at @out (returns past the last; at
- * most @n pairs). */
-static uint32_t *add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *prog,
-                                 uint32_t n, const int *kernels, uint32_t *out) {
+ * task by id). A graph for merging has none: sim_merge runs the same queue
+ * (sim_merge_time_host). */
+static void add_queue_edges(Builder *b, const CmFramework *f, const uint32_t *prog, uint32_t n,
+                            const int *kernels) {
   guint64 launched = 0, done = 0; /* kernels before position p; of tasks before position q */
+  const guint64 depth = (guint64)f->queue_depth;
   uint32_t q = 0;
   for (uint32_t p = 0; p < n; p++) {
-    guint64 k = (guint64)kernels[p];
-    gboolean advanced = FALSE;
-    while (q < p && launched - done + k > (guint64)f->queue_depth) {
-      done += (guint64)kernels[q];
-      q++;
-      advanced = TRUE;
-    }
-    if (advanced && b->for_merge) { /* positions in SimTaskGraph.program */
-      uint32_t at = (uint32_t)(prog - b->tg->program);
-      *out++ = at + q - 1;
-      *out++ = at + p;
-    } else if (advanced) {
-      sim_task_graph_edge(b->tg, prog[q - 1], b->tg->host_base + prog[p]);
-    }
+    guint64 k = (guint64)kernels[prog[p]];
+    uint32_t q0 = q;
+    while (q < p && launched - done + k > depth) done += (guint64)kernels[prog[q++]];
+    if (q != q0) sim_task_graph_edge(b->tg, prog[q - 1], b->tg->host_base + prog[p]);
     launched += k;
   }
-  return out;
 }
 
 /* Kernels and host time per op and phase (index op * PHASES + phase), once: every microbatch
@@ -140,60 +130,56 @@ void sb_add_host_tasks(Builder *b) {
   g_autofree int *op_kernels = g_new(int, (gsize)b->nops * PHASES);
   g_autofree SimTime *op_time = g_new(SimTime, (gsize)b->nops * PHASES);
   host_tables(b, f, op_kernels, op_time);
-  g_autofree int *kernels = g_new(int, n ? n : 1); /* per position in program */
   SimTask *tasks = (SimTask *)tg->tasks->data;
-  if (b->for_merge) { /* launch durations per block, queue pairs (sim-int.h) */
+  if (b->for_merge) { /* launch durations and kernels per block; the queue is sim_merge's */
     tg->host_base = UINT32_MAX;
     tg->num_resources -= tg->num_devices;
     tg->block_host = g_new0(SimTime, 4 * (gsize)b->nops);
-    tg->host_queue = g_array_sized_new(FALSE, FALSE, sizeof(uint32_t), 2 * (n ? n : 1));
-    g_autofree int *block_kernels = g_new0(int, 4 * (gsize)b->nops);
+    tg->block_kernels = g_new0(int, 4 * (gsize)b->nops);
     g_autofree ComputeBlock *blocks = g_new(ComputeBlock, 4 * (gsize)b->nops + 1);
-    int nblocks = compute_blocks(b, blocks);
+    int nblocks = compute_blocks(b, blocks), least = G_MAXINT;
     for (int i = 0; i < nblocks; i++) {
       int k = blocks[i].op * PHASES + (int)host_phase(b, &blocks[i].task);
       int at = blocks[i].phase * b->nops + blocks[i].op; /* SimTaskGraph.program_block */
-      block_kernels[at] = op_kernels[k];
+      tg->block_kernels[at] = op_kernels[k];
       tg->block_host[at] = op_time[k];
+      least = MIN(least, op_kernels[k]);
     }
-    for (uint32_t p = 0; p < n; p++) kernels[p] = block_kernels[tg->program_block[p]];
-  } else {
-    /* The host tasks in one block (ids host_base + c, one resource each), then their edges. */
-    g_autofree int *task_kernels = g_new(int, n ? n : 1);
-    guint res0 = tg->task_resources->len;
-    g_array_set_size(tg->tasks, 2 * n);
-    g_array_set_size(tg->task_resources, res0 + n);
-    tasks = (SimTask *)tg->tasks->data;
-    uint32_t *res = (uint32_t *)tg->task_resources->data;
-    for (uint32_t c = 0; c < n; c++) {
-      SimTask t = tasks[c];
-      int k = t.op * PHASES + (int)host_phase(b, &t);
-      task_kernels[c] = op_kernels[k];
-      t.kind = SIM_TASK_HOST;
-      t.duration = op_time[k];
-      t.res_begin = res0 + c;
-      t.nres = 1;
-      res[res0 + c] = tg->host_resource_base + (uint32_t)sim_resource_device(res[tasks[c].res_begin]);
-      tasks[n + c] = t;
-    }
-    for (uint32_t c = 0; c < n; c++) {
-      uint32_t h = tg->host_base + c;
-      sim_task_graph_edge(tg, h, c);
-      if (b->chain_prev[c] != NO_TASK) sim_task_graph_edge(tg, tg->host_base + b->chain_prev[c], h);
-    }
-    for (uint32_t p = 0; p < n; p++) kernels[p] = task_kernels[tg->program[p]];
+    /* A launch waits for the task before the first of the tasks whose kernels, its own
+     * included, fit in the queue: with at least one kernel a task, at most queue_depth
+     * positions back (one with no queue: the task before it); else anywhere in its
+     * device's program. */
+    tg->host_queue_depth = (uint32_t)MAX(f->queue_depth, 0);
+    tg->host_queue_reach = least >= 1 ? MAX(tg->host_queue_depth, 1u) : n;
+    return;
+  }
+  /* The host tasks in one block (ids host_base + c, one resource each), then their edges. */
+  g_autofree int *kernels = g_new(int, n ? n : 1); /* per compute task */
+  guint res0 = tg->task_resources->len;
+  g_array_set_size(tg->tasks, 2 * n);
+  g_array_set_size(tg->task_resources, res0 + n);
+  tasks = (SimTask *)tg->tasks->data;
+  uint32_t *res = (uint32_t *)tg->task_resources->data;
+  for (uint32_t c = 0; c < n; c++) {
+    SimTask t = tasks[c];
+    int k = t.op * PHASES + (int)host_phase(b, &t);
+    kernels[c] = op_kernels[k];
+    t.kind = SIM_TASK_HOST;
+    t.duration = op_time[k];
+    t.res_begin = res0 + c;
+    t.nres = 1;
+    res[res0 + c] = tg->host_resource_base + (uint32_t)sim_resource_device(res[tasks[c].res_begin]);
+    tasks[n + c] = t;
+  }
+  for (uint32_t c = 0; c < n; c++) {
+    uint32_t h = tg->host_base + c;
+    sim_task_graph_edge(tg, h, c);
+    if (b->chain_prev[c] != NO_TASK) sim_task_graph_edge(tg, tg->host_base + b->chain_prev[c], h);
   }
   /* Each device's program (recorded in order by sb_build_compute: SimTaskGraph.program). */
-  uint32_t *out = NULL;
-  if (b->for_merge) { /* room for a pair per task, written in place, then sized */
-    g_array_set_size(tg->host_queue, 2 * n);
-    out = (uint32_t *)tg->host_queue->data;
-  }
   for (int d = 0; d < tg->num_devices; d++)
-    out = add_queue_edges(b, f, tg->program + tg->program_begin[d],
-                          tg->program_begin[d + 1] - tg->program_begin[d],
-                          kernels + tg->program_begin[d], out);
-  if (b->for_merge) g_array_set_size(tg->host_queue, (guint)(out - (uint32_t *)tg->host_queue->data));
+    add_queue_edges(b, f, tg->program + tg->program_begin[d],
+                    tg->program_begin[d + 1] - tg->program_begin[d], kernels);
 }
 
 /* The optimizer step and the host synchronizations inside it (sim_build-int.h). The step's

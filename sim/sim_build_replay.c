@@ -13,6 +13,11 @@
  * and passed-through entries depend on it); where it does not, the microbatch is built and
  * recorded in turn. A recording is refused where its tasks name another microbatch or an edge
  * comes from a task that is neither its own nor in its input.
+ * The copies are made for all the microbatches that follow at once (sb_replay_many: each
+ * array grows once, by every copy, from the callers' inputs computed for every microbatch);
+ * a caller that adds edges of its own after each microbatch's conversion (the backward's
+ * data edges) appends each copy's edges itself first (sb_replay_edges), so the edge list
+ * keeps the order building each microbatch in turn gives it.
  * SimOptions.build_each_microbatch turns replaying off (tests compare the two graphs). */
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
@@ -92,19 +97,18 @@ static int compare_ids(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Whether @input repeats the recorded input's pattern at the indices r->in: empty where it
- * was, equal where it was, distinct where it was. */
-static gboolean same_pattern(const SbReplay *r, const uint32_t *input) {
+/* Whether @in_c (the input at the indices r->in, in order) repeats the recorded input's
+ * pattern: empty where it was, equal where it was, distinct where it was. */
+static gboolean same_pattern(const SbReplay *r, const uint32_t *in_c) {
   if (r->nin == 1) /* one entry (a symmetric run's representative): empty where it was */
-    return (input[r->in[0]] == NO_TASK) == (r->input[0] == NO_TASK);
+    return (in_c[0] == NO_TASK) == (r->input[0] == NO_TASK);
   uint32_t stack[64];
   g_autofree uint32_t *heap = r->nin > 64 ? g_new(uint32_t, r->nin) : NULL;
   uint32_t *distinct = heap ? heap : stack;
   int n = 0;
   for (int i = 0; i < r->nin; i++) {
-    uint32_t x = input[r->in[i]];
-    if ((x == NO_TASK) != (r->input[i] == NO_TASK) || x != input[r->in[r->first[i]]])
-      return FALSE;
+    uint32_t x = in_c[i];
+    if ((x == NO_TASK) != (r->input[i] == NO_TASK) || x != in_c[r->first[i]]) return FALSE;
     if (r->first[i] == (uint32_t)i && x != NO_TASK) distinct[n++] = x;
   }
   if (n == 2) return distinct[0] != distinct[1];
@@ -114,46 +118,70 @@ static gboolean same_pattern(const SbReplay *r, const uint32_t *input) {
   return TRUE;
 }
 
-/* Grows @array by @count elements copied from its own elements at @from. */
-static void append_own(GArray *array, guint from, guint count) {
+/* Grows @array (of uint32_t) by @copies copies of its own @count elements at @from. */
+static void append_own(GArray *array, guint from, guint count, guint copies) {
   guint len = array->len;
-  gsize size = g_array_get_element_size(array);
-  g_array_set_size(array, len + count);
-  memcpy(array->data + (gsize)len * size, array->data + (gsize)from * size, (gsize)count * size);
+  g_array_set_size(array, len + count * copies);
+  uint32_t *a = (uint32_t *)array->data, *to = a + len;
+  for (guint i = 0; i < copies; i++)
+    for (guint k = 0; k < count; k++) *to++ = a[from + k];
 }
 
-gboolean sb_replay(Builder *b, const SbReplay *r, const uint32_t *input, int mb,
-                   uint32_t *output) {
-  if (r->off || !r->recorded || !same_pattern(r, input)) return FALSE;
+guint sb_replay_edge_count(const SbReplay *r) {
+  return r->edges->len / 2;
+}
+
+uint32_t *sb_replay_edges(const SbReplay *r, const uint32_t *in_c, uint32_t first, int i,
+                          uint32_t *e) {
+  const uint32_t *enc = (const uint32_t *)r->edges->data;
+  uint32_t base = first + (uint32_t)i * (r->end.task - r->begin.task);
+  for (guint k = 0; k < r->edges->len; k++)
+    *e++ = enc[k] & INPUT_BIT ? in_c[enc[k] & ~INPUT_BIT] : base + enc[k];
+  return e;
+}
+
+int sb_replay_many(Builder *b, const SbReplay *r, const uint32_t *in_c, int mb, int count,
+                   uint32_t *out_c, uint32_t *first) {
+  if (r->off || !r->recorded) return 0;
+  int n = 0;
+  if (r->nin == 1) /* (same_pattern's first case, inline: a symmetric run's every conversion) */
+    while (n < count && (in_c[n] == NO_TASK) == (r->input[0] == NO_TASK)) n++;
+  else
+    while (n < count && same_pattern(r, in_c + (gsize)n * (gsize)r->nin)) n++;
+  if (!n) return 0;
   SimTaskGraph *g = b->tg;
   SbMark now = sb_mark(b);
-  uint32_t ntasks = r->end.task - r->begin.task;
-  if (ntasks) {
-    append_own(g->tasks, r->begin.task, ntasks);
-    append_own(g->task_resources, r->begin.res, r->end.res - r->begin.res);
+  uint32_t ntasks = r->end.task - r->begin.task, nres = r->end.res - r->begin.res;
+  if (ntasks) { /* n copies of the tasks and their resources */
+    g_array_set_size(g->tasks, now.task + ntasks * (guint)n);
+    append_own(g->task_resources, r->begin.res, nres, (guint)n);
+    const SimTask *from = (const SimTask *)g->tasks->data + r->begin.task;
     SimTask *tasks = (SimTask *)g->tasks->data + now.task;
-    for (uint32_t t = 0; t < ntasks; t++) {
-      tasks[t].microbatch = mb;
-      tasks[t].res_begin += now.res - r->begin.res;
+    for (int i = 0; i < n; i++)
+      for (uint32_t t = 0; t < ntasks; t++, tasks++) {
+        *tasks = from[t];
+        tasks->microbatch = mb + i;
+        tasks->res_begin += now.res + (uint32_t)i * nres - r->begin.res;
+      }
+  }
+  if (!first) { /* the copies' edges, one after the other */
+    uint32_t *e = sb_edges_begin(b, sb_replay_edge_count(r) * (guint)n);
+    for (int i = 0; i < n; i++) e = sb_replay_edges(r, in_c + (gsize)i * (gsize)r->nin, now.task, i, e);
+    sb_edges_end(b, e);
+  }
+  for (int i = 0; i < n; i++) {
+    const uint32_t *in = in_c + (gsize)i * (gsize)r->nin;
+    uint32_t base = now.task + (uint32_t)i * ntasks;
+    for (uint32_t k = r->begin.span; k < r->end.span; k++) {
+      uint32_t id = g_array_index(g->spans, uint32_t, k) - r->begin.task + base;
+      g_array_append_val(g->spans, id);
+    }
+    uint32_t *out = out_c + (gsize)i * (gsize)r->nout;
+    for (int j = 0; j < r->nout; j++) {
+      uint32_t x = r->output[j];
+      out[j] = x == NO_TASK ? NO_TASK : x & INPUT_BIT ? in[x & ~INPUT_BIT] : base + x;
     }
   }
-  guint nedges = r->edges->len;
-  if (nedges) {
-    g_array_set_size(g->edges, now.edge + nedges);
-    uint32_t *e = (uint32_t *)g->edges->data + now.edge;
-    const uint32_t *enc = (const uint32_t *)r->edges->data;
-    for (guint k = 0; k < nedges; k++)
-      e[k] = enc[k] & INPUT_BIT ? input[r->in[enc[k] & ~INPUT_BIT]] : now.task + enc[k];
-  }
-  for (uint32_t k = r->begin.span; k < r->end.span; k++) {
-    uint32_t id = g_array_index(g->spans, uint32_t, k) - r->begin.task + now.task;
-    g_array_append_val(g->spans, id);
-  }
-  for (int j = 0; j < r->nout; j++) {
-    uint32_t x = r->output[j];
-    output[r->out[j]] = x == NO_TASK       ? NO_TASK
-                        : x & INPUT_BIT    ? input[r->in[x & ~INPUT_BIT]]
-                                           : now.task + x;
-  }
-  return TRUE;
+  if (first) *first = now.task;
+  return n;
 }

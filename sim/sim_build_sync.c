@@ -42,21 +42,47 @@ void sb_regathers_segment(Builder *b, int o) {
     MdlLayout saved = mdl_saved_input_layout(b->g, b->s, o, k, &regather);
     if (!regather) continue;
     MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
+    /* per microbatch mb and representative r (in mesh order): the task that reads the
+     * re-gathered input, base + mb * nrep + r, and where the gather is issued (in_c) */
+    const int nrep = b->nrep[m], *idx = b->rep_idx[m], n = b->M * nrep;
+    const uint32_t base = b->rec_base[o] != NO_TASK   ? b->rec_base[o]
+                          : b->wgt_base[o] != NO_TASK ? b->wgt_base[o]
+                                                      : b->bwd_base[o];
+    g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)MAX(n, 1));
+    g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)MAX(n, 1));
+    for (int j = 0; j < n; j++) in_c[j] = issue_point(b, base + (uint32_t)j);
+    g_autofree uint32_t *input = g_new(uint32_t, mesh->ndevices);
     g_autofree uint32_t *ready = g_new(uint32_t, mesh->ndevices);
-    g_autofree uint32_t *use = g_new(uint32_t, mesh->ndevices);
-    for (int mb = 0; mb < b->M; mb++) {
-      for (int i = 0; i < mesh->ndevices; i++) {
-        use[i] = ready[i] = NO_TASK;
-        if (b->rep_pos[m][i] < 0) continue;
-        use[i] = b->rec_base[o] != NO_TASK ? task_rec(b, o, mb, i)
-                 : b->wgt_base[o] != NO_TASK ? task_wgt(b, o, mb, i)
-                                             : task_bwd(b, o, mb, i);
-        ready[i] = issue_point(b, use[i]);
+    SbReplay replay;
+    sb_replay_init(&replay, b, idx, nrep, idx, nrep);
+    for (int mb = 0; mb < b->M;) {
+      /* the next microbatches' gathers copied at once (each one's edges before its own), or
+       * this one built and recorded */
+      uint32_t first = 0;
+      int copies = sb_replay_many(b, &replay, in_c + (gsize)mb * nrep, mb, b->M - mb,
+                                  out_c + (gsize)mb * nrep, &first);
+      if (!copies) {
+        for (int i = 0; i < mesh->ndevices; i++) input[i] = NO_TASK;
+        for (int r = 0; r < nrep; r++) input[idx[r]] = in_c[mb * nrep + r];
+        memcpy(ready, input, sizeof(uint32_t) * (gsize)mesh->ndevices);
+        SbMark begin = sb_mark(b);
+        sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
+        sb_replay_record(b, &replay, begin, input, mb, ready);
+        for (int r = 0; r < nrep; r++) out_c[mb * nrep + r] = ready[idx[r]];
       }
-      sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
-      for (int i = 0; i < mesh->ndevices; i++)
-        if (use[i] != NO_TASK && ready[i] != NO_TASK) sim_task_graph_edge(b->tg, ready[i], use[i]);
+      guint per = (copies ? sb_replay_edge_count(&replay) : 0) + (guint)nrep;
+      uint32_t *e = sb_edges_begin(b, per * (guint)MAX(copies, 1)); /* room for all */
+      for (int i = 0; i < MAX(copies, 1); i++, mb++) {
+        if (copies) e = sb_replay_edges(&replay, in_c + (gsize)mb * nrep, first, i, e);
+        for (int r = 0; r < nrep; r++)
+          if (out_c[mb * nrep + r] != NO_TASK) {
+            *e++ = out_c[mb * nrep + r];
+            *e++ = base + (uint32_t)(mb * nrep + r);
+          }
+      }
+      sb_edges_end(b, e);
     }
+    sb_replay_clear(&replay);
   }
 }
 
@@ -128,6 +154,50 @@ static uint32_t fsdp_issue_point(const Builder *b, uint32_t start) {
   return b->chain_prev[block_start(b, prev)];
 }
 
+/* The groups over the axes @mask of mesh @m (they partition it), with their simulated
+ * members: found once for a loop over microbatches or buckets. */
+typedef struct {
+  int n;                 /* groups, in the order of their bases */
+  int *size, *nsim;      /* per group: its devices, its simulated ones */
+  int *devices;          /* every group's devices, one group after the other */
+  int *sim, *sim_members; /* every group's simulated devices and their mesh indices */
+} MeshGroups;
+
+static void mesh_groups(const Builder *b, int m, unsigned mask, MeshGroups *g) {
+  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
+  int nd = mesh->ndevices, nall = 0, nsims = 0;
+  g_autofree int *members = g_new(int, nd);
+  g->n = 0;
+  g->size = g_new(int, nd);
+  g->nsim = g_new(int, nd);
+  g->devices = g_new(int, nd);
+  g->sim = g_new(int, nd);
+  g->sim_members = g_new(int, nd);
+  for (int base = 0; base < nd; base++) {
+    if (!sb_is_group_base(mesh, mask, base)) continue;
+    int p = sb_group_members(mesh, mask, base, members), nsim = 0;
+    g_assert(nall + p <= nd);
+    for (int i = 0; i < p; i++) {
+      g->devices[nall + i] = mesh->devices[members[i]];
+      if (b->rep_pos[m][members[i]] < 0) continue;
+      g->sim_members[nsims + nsim] = members[i];
+      g->sim[nsims + nsim++] = g->devices[nall + i];
+    }
+    g->size[g->n] = p;
+    g->nsim[g->n++] = nsim;
+    nall += p;
+    nsims += nsim;
+  }
+}
+
+static void mesh_groups_clear(MeshGroups *g) {
+  g_free(g->size);
+  g_free(g->nsim);
+  g_free(g->devices);
+  g_free(g->sim);
+  g_free(g->sim_members);
+}
+
 /* ZeRO-3 (Rajbhandari et al. 2020, section 5.3) as FSDP runs it (Zhao et al. 2023, "PyTorch
  * FSDP", section 3): the weights of one FSDP unit (a layer) are all-gathered together over their
  * data-parallel replicas before the unit's forward and again before its backward, per
@@ -140,33 +210,31 @@ void sb_parameter_gathers_segment(Builder *b, gboolean backward, int o) {
   const MdlMesh *mesh = mesh_of(b, o);
   int m = cfg(b, o)->mesh, last = o;
   while (last + 1 < b->nops && b->fsdp_unit[last + 1] == b->fsdp_unit[o]) last++;
-  g_autofree int *members = g_new(int, mesh->ndevices);
-  g_autofree int *devices = g_new(int, mesh->ndevices);
-  g_autofree int *sim = g_new(int, mesh->ndevices);
   g_autofree uint32_t *deps = g_new(uint32_t, mesh->ndevices);
   g_autofree uint32_t *users = g_new(uint32_t, mesh->ndevices);
   for (guint g = 0; g < gathers->len; g++) {
     const SbUnitGather *gather = &g_array_index(gathers, SbUnitGather, g);
+    MeshGroups groups;
+    mesh_groups(b, m, gather->mask, &groups);
     for (int mb = 0; mb < b->M; mb++)
-      for (int base = 0; base < mesh->ndevices; base++) {
-        if (!sb_is_group_base(mesh, gather->mask, base)) continue;
-        int p = sb_group_members(mesh, gather->mask, base, members), nsim = 0;
-        for (int i = 0; i < p; i++) {
-          devices[i] = mesh->devices[members[i]];
-          if (b->rep_pos[m][members[i]] < 0) continue;
-          /* The unit's backward starts with its last op's B (or the R before it). */
-          uint32_t any = backward ? task_bwd(b, last, mb, members[i]) : task_fwd(b, o, mb, members[i]);
-          users[nsim] = block_start(b, any);
-          deps[nsim] = fsdp_issue_point(b, users[nsim]);
-          sim[nsim++] = devices[i];
-        }
+      for (int k = 0, at = 0, at_sim = 0; k < groups.n; at += groups.size[k], at_sim += groups.nsim[k], k++) {
+        int nsim = groups.nsim[k];
         if (nsim == 0) continue;
+        for (int i = 0; i < nsim; i++) {
+          /* The unit's backward starts with its last op's B (or the R before it). */
+          int member = groups.sim_members[at_sim + i];
+          uint32_t any = backward ? task_bwd(b, last, mb, member) : task_fwd(b, o, mb, member);
+          users[i] = block_start(b, any);
+          deps[i] = fsdp_issue_point(b, users[i]);
+        }
         SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_COMM, SIM_STREAM_DP, CM_ALL_GATHER,
-                                                  devices, p, sim, nsim, gather->bytes, o,
+                                                  groups.devices + at, groups.size[k],
+                                                  groups.sim + at_sim, nsim, gather->bytes, o,
                                                   gather->w, mb);
         sb_edges_from_distinct(b, deps, nsim, span.gate);
         for (int i = 0; i < nsim; i++) sim_task_graph_edge(b->tg, span.join, users[i]);
       }
+    mesh_groups_clear(&groups);
   }
   g_array_unref(gathers);
 }
@@ -195,26 +263,19 @@ double sb_param_bytes(const Builder *b, double grad_bytes) {
 }
 
 static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective coll, int mb,
-                       const uint32_t *after, gboolean prefetch, GArray *syncs) {
+                       const uint32_t *after, gboolean prefetch, GArray *syncs,
+                       const MeshGroups *groups) {
   int m = items[0].m;
-  unsigned mask = items[0].mask;
-  const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
   double bytes = 0;
   for (int k = 0; k < n; k++) bytes += items[k].bytes;
   if (coll == CM_ALL_GATHER) bytes = sb_param_bytes(b, bytes); /* the parameters */
-  g_autofree int *members = g_new(int, mesh->ndevices);
-  g_autofree int *devices = g_new(int, mesh->ndevices);
-  g_autofree int *sim = g_new(int, mesh->ndevices);
-  g_autofree int *sim_members = g_new(int, mesh->ndevices);
-  for (int base = 0; base < mesh->ndevices; base++) {
-    if (!sb_is_group_base(mesh, mask, base)) continue;
-    int p = sb_group_members(mesh, mask, base, members), nsim = 0;
-    for (int i = 0; i < p; i++) {
-      devices[i] = mesh->devices[members[i]];
-      if (b->rep_pos[m][members[i]] < 0) continue;
-      sim_members[nsim] = members[i];
-      sim[nsim++] = devices[i];
-    }
+  MeshGroups own;
+  if (!groups) mesh_groups(b, m, items[0].mask, &own);
+  const MeshGroups *gs = groups ? groups : &own;
+  for (int g = 0, at = 0, at_sim = 0; g < gs->n; at += gs->size[g], at_sim += gs->nsim[g], g++) {
+    int p = gs->size[g], nsim = gs->nsim[g];
+    const int *devices = gs->devices + at, *sim = gs->sim + at_sim;
+    const int *sim_members = gs->sim_members + at_sim;
     if (nsim == 0) continue;
     SimCollectiveSpan span = sb_add_comm_task(b, SIM_TASK_GRAD_SYNC, SIM_STREAM_DP, coll, devices,
                                               p, sim, nsim, bytes, items[0].first, items[0].w, mb);
@@ -243,6 +304,7 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
       g_array_append_val(syncs, pair);
     }
   }
+  if (!groups) mesh_groups_clear(&own);
 }
 
 /* The sync items, sorted (sim_build-int.h). */
@@ -351,12 +413,16 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
      * accumulated gradients are complete, then an all-gather of the updated parameters — the
      * same 2 Psi as data parallelism's all-reduce (the survey's Table IV). Stage 2 also keeps
      * gradients partitioned during accumulation: a reduce-scatter every microbatch. */
-    if (b->s->zero_stage >= 2)
+    if (b->s->zero_stage >= 2) { /* one bucket per microbatch: the groups found once */
+      MeshGroups groups;
+      mesh_groups(b, all[i].m, all[i].mask, &groups);
       for (int mb = 0; mb < b->M; mb++)
-        add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, mb, NULL, FALSE, syncs);
-    else
+        add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, mb, NULL, FALSE, syncs, &groups);
+      mesh_groups_clear(&groups);
+    } else {
       add_bucket(b, all + i, (int)(j - i), b->s->zero_stage == 1 ? CM_REDUCE_SCATTER : CM_ALL_REDUCE,
-                 -1, after_backward, FALSE, syncs);
+                 -1, after_backward, FALSE, syncs, NULL);
+    }
   }
   /* The optimizer step: its first kernels wait for the synced gradients, the all-gathers after
    * it for its last (sim_build_host.c: the host synchronizations inside it). */
@@ -379,7 +445,7 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
     const guint *range = (const guint *)(buckets->data + (ahead ? buckets->len - 1 - k : k) *
                                                              sizeof(guint) * 2);
     add_bucket(b, all + range[0], (int)(range[1] - range[0]), CM_ALL_GATHER, -1,
-               ahead ? NULL : opt, ahead, NULL);
+               ahead ? NULL : opt, ahead, NULL, NULL);
   }
   g_array_unref(buckets);
   g_array_unref(items);

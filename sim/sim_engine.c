@@ -25,6 +25,7 @@ static void engine_init(Engine *e, const SimTaskGraph *g) {
   uint32_t n = g->tasks->len;
   e->g = g;
   e->s = g_new0(SimSchedule, 1);
+  e->s->cpu_s = sim_thread_cpu_s(); /* from here: engine_finish takes the difference */
   e->s->num_tasks = n;
   e->s->start = g_new0(SimTime, n ? n : 1);
   e->s->ready = g_new0(SimTime, n ? n : 1);
@@ -72,6 +73,7 @@ static SimSchedule *engine_finish(Engine *e, GError **error) {
     sim_engine_succeed(g, id, end, ready, remaining, release, heap, &heap_size);
   }
   s->events = done;
+  s->cpu_s = sim_thread_cpu_s() - s->cpu_s;
   g_free(e->remaining);
   g_free(e->free_at);
   g_free(e->heap);
@@ -156,6 +158,8 @@ void sim_schedule_free(SimSchedule *s) {
   g_free(s->ready);
   g_free(s->order);
   g_free(s->log);
+  g_free(s->stretch);
+  g_free(s->count);
   g_free(s);
 }
 

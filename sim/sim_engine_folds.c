@@ -31,12 +31,46 @@
  * SimSchedule.order and .log list the reserved collectives right after their chain (withdrawn
  * ones where they popped instead): per resource it is start order except that a task fitting
  * before a pending reservation on its stream comes after it (sim_breakdown_sums sorts such
- * lists). */
+ * lists).
+ *
+ * Layout. What a pop reads of a task (its duration, resource, fold links, ready time or heap
+ * entry, successors or steps, start) is gathered into one 48-byte Node per task, in one
+ * sequential pass over the graph and the folds before the run. The graph's own arrays are
+ * laid out for building (a chain's collectives lie a microbatch count apart: 192 ids in the
+ * 175B bench point, a different page of each array), and the run's cost was the dependent
+ * misses on 7-8 of them per pop; a successor's Node is touched when it is pushed (its ready
+ * time and remaining count), so its pop finds it in the cache. What is left of the run's time
+ * (175B bench point, 2026-11-25) is mostly the walk over a chain's collectives in reserve and
+ * the successors' Nodes in succeed; tried there and not kept, each measured no better in
+ * alternated runs: prefetching the next pop's successors' Nodes, or a pushed task's
+ * successors' Nodes, a table of each collective's next-but-one for the walk, a 40-byte Node
+ * (start left in SimSchedule.start), and the arrays without huge-page hints (the first run
+ * then pays ~14 ms here instead of ~10, the median ~7.2 instead of ~6.4). */
 #include "sim/sim-int.h"
 #include "sim/sim_engine-int.h"
 
 #define NONE UINT32_MAX
 #define NEVER G_MAXUINT64 /* no entry of the collective in the heap */
+
+/* A task as the run reads it (48 bytes). */
+typedef struct {
+  SimTime duration;
+  SimTime key;       /* a folded collective: the time of its valid heap entry (NEVER: none; a
+                        reservation's time is its log entry's fork); another task: its ready
+                        time so far (its dependencies' latest end) */
+  SimTime start;     /* once popped or reserved; before, another task's release (or 0) */
+  uint32_t res;      /* one resource: that resource; more: the first in task_resources */
+  uint16_t nres;
+  uint8_t kind;
+  uint8_t folded;
+  uint32_t next;     /* SimFold.next */
+  uint32_t link;     /* a folded collective: its chain (SimFold.owner); another task: its
+                        dependencies not yet ended */
+  uint32_t first;    /* a folded collective: its first step; another task: its first successor
+                        in the graph's succ */
+  uint32_t count;    /* and how many */
+} Node;
+G_STATIC_ASSERT(sizeof(Node) == 48);
 
 typedef struct {
   uint32_t at, end; /* its pending reservations: SimSchedule.log[at, end) (at == end: none) */
@@ -44,40 +78,121 @@ typedef struct {
 
 typedef struct {
   const SimTaskGraph *g;
-  const SimTask *tasks;
   const uint32_t *res;
-  const SimFold *fold;
-  const SimFolds *folds;
+  const SimFoldStep *steps;
+  Node *node;
   SimSchedule *s;
   SimTime *free_at;
-  SimTime *expect;   /* per folded collective: the time its valid heap entry has (NEVER:
-                        none; a reservation's time is its log entry's fork) */
   uint32_t *pending; /* per resource: reservations not yet applied */
   Flight *flight;    /* per device */
   HeapEntry *heap;
   uint32_t heap_size, done, streams;
+  uint32_t nstretch, stretch_cap; /* SimSchedule.stretch: pairs written, room */
 } Run;
 
 static inline gboolean key_less(SimTime t, uint32_t a, SimTime u, uint32_t b) {
   return t < u || (t == u && a < b);
 }
 
-
-/* Appends @id's pop (started at @start; a folded collective forked at @fork) to the order and
- * the log (SimSchedule.log). */
-static inline void log_pop(Run *r, uint32_t id, SimTime start, SimTime fork) {
-  const SimTask *t = &r->tasks[id];
-  const SimFold *f = &r->fold[id];
-  r->s->order[r->done] = id;
-  r->s->log[r->done++] = (SimPop){start, t->duration, fork, id, t->res_begin,
-                                  t->nres ? r->res[t->res_begin] : NONE, t->nres, t->kind,
-                                  f->owner != NONE, f->step, f->nsteps};
+/* The Nodes from the graph, the folds and the releases; pushes the tasks ready at once. */
+static void gather(Run *r, const SimFolds *folds, const SimTime *release) {
+  const SimTaskGraph *g = r->g;
+  const SimTask *tasks = (const SimTask *)g->tasks->data;
+  const SimFold *fold = folds->task;
+  uint32_t n = g->tasks->len;
+  for (uint32_t i = 0; i < n; i++) {
+    const SimFold *f = &fold[i];
+    Node *v = &r->node[i];
+    v->next = f->next;
+    if (f->owner != NONE) { /* all from its fold: the graph's entries of the collectives, most
+                               of a reduced graph's tasks, are not read (SimFold) */
+      v->duration = f->duration;
+      v->res = f->stream;
+      v->nres = 1;
+      v->kind = SIM_TASK_COMM; /* as a reservation logs it (the breakdown reads only whether
+                                  a pop is communication) */
+      r->s->ready[i] = 0; /* no dependencies (a folded collective has no edges) */
+      v->folded = 1;
+      v->key = NEVER;
+      v->start = 0;
+      v->link = f->owner;
+      v->first = f->step;
+      v->count = f->nsteps;
+    } else {
+      const SimTask *t = &tasks[i];
+      v->duration = t->duration;
+      v->res = t->nres == 1 ? r->res[t->res_begin] : t->res_begin;
+      v->nres = t->nres;
+      v->kind = t->kind;
+      v->folded = 0;
+      v->key = 0;
+      v->start = release ? release[i] : 0;
+      v->link = g->indegree[i];
+      v->first = g->succ_offsets[i];
+      v->count = g->succ_offsets[i + 1] - v->first;
+      if (v->link == 0) { /* others get theirs when their last dependency ends (succeed) */
+        r->s->ready[i] = 0;
+        heap_push(r->heap, &r->heap_size, (HeapEntry){v->start, i});
+      }
+    }
+  }
 }
 
-/* A folded collective's end, once it is timed (popped or reserved): sim_fold_steps's reader. */
-static SimTime end_of(void *ctx, uint32_t y) {
-  const Run *r = ctx;
-  return r->s->start[y] + r->fold[y].duration;
+/* A task's resources: its one (in its Node) or its run in the graph's task_resources. */
+static inline const uint32_t *resources_of(const Run *r, const Node *v) {
+  return v->nres == 1 ? &v->res : r->res + v->res;
+}
+
+/* A step's compute stretch, kept for the breakdown (SimSchedule.stretch), which then reads
+ * them in order instead of timing the steps again from scattered collectives. */
+static inline void keep_stretch(Run *r, SimTime from, SimTime to) {
+  if (r->nstretch == r->stretch_cap) {
+    r->stretch_cap = 2 * r->stretch_cap + 64;
+    r->s->stretch = g_renew(SimTime, r->s->stretch, 2 * (gsize)r->stretch_cap);
+  }
+  r->s->stretch[2 * r->nstretch] = from;
+  r->s->stretch[2 * r->nstretch++ + 1] = to;
+}
+
+/* Where the chain is after folded collective @v's steps, from @t (its fork's end): each step
+ * waits for the end of the collective it joins (timed already: forked before), then computes;
+ * sim_fold_steps on the Nodes, keeping the stretches (one that starts where the last one
+ * kept here ends, a join that did not wait, extends it: same union, fewer intervals). */
+static inline SimTime fold_steps(Run *r, const Node *v, SimTime t) {
+  SimTime open = NEVER; /* the end of the last stretch kept here */
+  for (uint32_t k = v->first; k < v->first + v->count; k++) {
+    const SimFoldStep *st = &r->steps[k];
+    if (st->join != NONE) {
+      const Node *y = &r->node[st->join];
+      t = MAX(t, y->start + y->duration);
+    }
+    if (st->duration) {
+      if (t == open) r->s->stretch[2 * r->nstretch - 1] = t + st->duration;
+      else keep_stretch(r, t, t + st->duration);
+      open = t + st->duration;
+    }
+    t += st->duration;
+  }
+  /* the device's next chain's steps follow these (steps are in program order): fetched for
+   * its pop, some sixteen pops on (a device after another), which the hardware's stream
+   * prefetchers do not follow across so many streams */
+  __builtin_prefetch(&r->steps[v->first + v->count]);
+  __builtin_prefetch(&r->steps[v->first + v->count + 4]);
+  return t;
+}
+
+/* Appends @id's pop (its Node @v, started at @start; a folded collective forked at @fork, its
+ * stretches from @stretch on) to the order and the log (SimSchedule.log). */
+static inline void log_pop(Run *r, uint32_t id, const Node *v, SimTime start, SimTime fork,
+                           uint32_t stretch) {
+  const uint32_t *rr = resources_of(r, v);
+  uint32_t nstretches = r->nstretch - stretch;
+  r->s->order[r->done] = id;
+  r->s->log[r->done++] = (SimPop){start, v->duration, fork, id, v->nres > 1 ? v->res : 0,
+                                  v->nres ? rr[0] : NONE, v->nres, v->kind, v->folded, stretch,
+                                  nstretches};
+  for (uint16_t k = 0; k < v->nres; k++) r->s->count[rr[k] + 1]++; /* SimSchedule.count */
+  if (nstretches) r->s->count[sim_resource_compute(sim_resource_device(rr[0])) + 1] += nstretches;
 }
 
 /* Applies device @d's reservations that pop before (@t, @id) in the plain run. */
@@ -93,10 +208,11 @@ static void settle(Run *r, uint32_t d, SimTime t, uint32_t id) {
 
 /* Pushes folded collective @x at @t unless an entry at @t is in the heap already (a
  * withdrawn chain may come back to the time its last collective was pushed at: a beside
- * stretch absorbs a delay); an entry at another time is then stale (expect). */
+ * stretch absorbs a delay); an entry at another time is then stale (Node.key). */
 static inline void push_fold(Run *r, uint32_t x, SimTime t) {
-  if (r->expect[x] == t) return;
-  r->expect[x] = t;
+  Node *v = &r->node[x];
+  if (v->key == t) return;
+  v->key = t;
   heap_push(r->heap, &r->heap_size, (HeapEntry){t, x});
 }
 
@@ -109,10 +225,12 @@ static void check_pending(Run *r, uint32_t d, uint32_t rr, SimTime end) {
   while (i < f->end && log[i].res0 != rr) i++;
   if (i == f->end || end <= log[i].start) return;
   uint32_t x = log[i].id;
-  r->expect[x] = log[i].fork;
+  r->node[x].key = log[i].fork;
   heap_push(r->heap, &r->heap_size, (HeapEntry){log[i].fork, x}); /* at its own pop time */
   for (uint32_t j = i; j < f->end; j++) {
     r->pending[log[j].res0]--;
+    r->s->count[log[j].res0 + 1]--; /* out of SimSchedule.count: one resource, its stretches */
+    r->s->count[sim_resource_compute((int)d) + 1] -= log[j].nstretches;
     r->s->order[j] = NONE;
     log[j].id = NONE;
   }
@@ -128,114 +246,144 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
   } own[SIM_STREAMS]; /* the chain's latest reservation per stream */
   int nown = 0;
   Flight *f = &r->flight[d];
-  uint32_t x = r->fold[c].next;
+  uint32_t x = r->node[c].next;
   SimTime t = end;
   if (f->at == f->end) { /* no chain of the device in flight (the next waits for it) */
     f->at = r->done;
-    for (; r->fold[x].next != NONE; x = r->fold[x].next) {
-      const SimFold *fx = &r->fold[x];
-      uint32_t rr = fx->stream;
+    for (Node *v = &r->node[x]; v->next != NONE; x = v->next, v = &r->node[x]) {
+      __builtin_prefetch(&r->node[v->next]);
+      /* and the one after by the stride so far (a chain's collectives are mostly evenly
+       * spaced: one per op, each op's microbatches side by side); only a hint */
+      uint32_t ahead = 2 * v->next - x;
+      if (v->next > x && ahead < r->g->tasks->len) __builtin_prefetch(&r->node[ahead]);
+      uint32_t rr = v->res; /* a folded collective's one stream */
       int k = 0;
       while (k < nown && own[k].stream != rr) k++;
       SimTime start = MAX(t, r->free_at[rr]);
       if (k < nown) start = MAX(start, own[k].end);
       else own[nown++].stream = rr;
-      own[k].end = start + fx->duration;
-      r->s->start[x] = start;
-      /* its pop as log_pop would log it, from the fold alone (one resource, a collective) */
-      r->s->order[r->done] = x;
-      r->s->log[r->done++] = (SimPop){start, fx->duration, t, x, 0, rr, 1, SIM_TASK_COMM, TRUE,
-                                      fx->step, fx->nsteps};
+      own[k].end = start + v->duration;
+      r->s->start[x] = v->start = start;
+      /* its pop as log_pop would log it (one resource, a collective) */
+      uint32_t at = r->nstretch;
+      SimTime fork = t;
       r->pending[rr]++;
-      t = sim_fold_steps(r->folds, fx, t, end_of, NULL, r); /* beside it, joins, on */
+      t = fold_steps(r, v, t); /* beside it, joins, on */
+      r->s->order[r->done] = x;
+      r->s->log[r->done++] = (SimPop){start, v->duration, fork, x, 0, rr, 1, SIM_TASK_COMM, TRUE,
+                                      at, r->nstretch - at};
+      r->s->count[rr + 1]++;
+      r->s->count[sim_resource_compute((int)d) + 1] += r->nstretch - at;
     }
     f->end = r->done;
   }
   push_fold(r, x, t);
+  /* the successors it releases when its last collective pops */
+  const Node *v = &r->node[c];
+  for (uint32_t k = v->first; k < v->first + v->count; k++) __builtin_prefetch(&r->node[r->g->succ[k]]);
+}
+
+/* Task @id (its Node @v) ended at @end: its successors' ready times and remaining
+ * dependencies; those whose last dependency it was are pushed at the later of their ready
+ * time and their release (sim_engine_succeed on the Nodes). */
+static inline void succeed(Run *r, const Node *v, SimTime end) {
+  const uint32_t *succ = r->g->succ;
+  for (uint32_t k = v->first; k < v->first + v->count; k++) {
+    uint32_t id = succ[k];
+    Node *w = &r->node[id];
+    if (end > w->key) w->key = end;
+    if (--w->link == 0) {
+      r->s->ready[id] = w->key;
+      heap_push(r->heap, &r->heap_size, (HeapEntry){MAX(w->key, w->start), id});
+      /* it pops later: what it reads then is fetched meanwhile */
+      __builtin_prefetch(&succ[w->first]);
+      if (w->next != NONE) __builtin_prefetch(&r->node[w->next]);
+    }
+  }
 }
 
 SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release,
                                    const SimFolds *folds, GError **error) {
   uint32_t n = g->tasks->len, nd = (uint32_t)g->num_devices;
+  double cpu0 = sim_thread_cpu_s();
   SimSchedule *s = g_new0(SimSchedule, 1);
   s->num_tasks = n;
-  s->start = g_new0(SimTime, n ? n : 1);
-  s->ready = g_new0(SimTime, n ? n : 1);
+  /* not zeroed: every task's start is written when it pops or is reserved, and its ready
+   * time by gather or when it is pushed (a cycle leaves some unwritten: the schedule is then
+   * freed) */
+  s->start = g_new(SimTime, n ? n : 1);
+  s->ready = g_new(SimTime, n ? n : 1);
   s->order = g_new(uint32_t, 2 * (gsize)n + 1); /* withdrawn entries stay until the end */
   s->log = g_new(SimPop, 2 * (gsize)n + 1);
-  Run r = {.g = g, .tasks = (const SimTask *)g->tasks->data,
-           .res = (const uint32_t *)g->task_resources->data, .fold = folds->task,
-           .folds = folds, .s = s,
+  s->count = g_new0(guint, (gsize)g->num_resources + 1);
+  /* stretches: about one per fold step (two per folded collective), grown if need be */
+  Run r = {.g = g, .res = (const uint32_t *)g->task_resources->data, .steps = folds->steps,
+           .node = g_new(Node, n ? n : 1), .s = s,
            .free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1),
-           .expect = memset(g_new(SimTime, n ? n : 1), 0xFF, sizeof(SimTime) * (n ? n : 1)),
            .pending = g_new0(uint32_t, g->num_resources ? g->num_resources : 1),
-           .flight = g_new(Flight, nd ? nd : 1), .heap = g_new(HeapEntry, n ? n : 1),
-           .streams = sim_stream_resources(g->num_devices)};
+           .flight = g_new0(Flight, nd ? nd : 1), .heap = g_new(HeapEntry, n ? n : 1),
+           .streams = sim_stream_resources(g->num_devices), .stretch_cap = 2 * n + 64};
+  s->stretch = g_new(SimTime, 2 * (gsize)r.stretch_cap);
+  sim_huge_pages(r.node, sizeof(Node) * (gsize)n);
   sim_huge_pages(s->start, sizeof(SimTime) * n);
   sim_huge_pages(s->ready, sizeof(SimTime) * n);
   sim_huge_pages(s->order, sizeof(uint32_t) * 2 * (gsize)n);
   sim_huge_pages(s->log, sizeof(SimPop) * 2 * (gsize)n);
-  for (uint32_t d = 0; d < nd; d++) r.flight[d] = (Flight){0, 0};
-  uint32_t *remaining = g_memdup2(g->indegree, sizeof(uint32_t) * (n ? n : 1));
-  const SimTask *tasks = r.tasks;
-  const uint32_t *res = r.res;
-  const SimFold *fold = r.fold;
-  SimTime *ready = s->ready, *free_at = r.free_at;
-  for (uint32_t i = 0; i < n; i++)
-    if (remaining[i] == 0 && fold[i].owner == NONE)
-      heap_push(r.heap, &r.heap_size, (HeapEntry){release ? release[i] : 0, i});
+  gather(&r, folds, release);
+  Node *node = r.node;
+  SimTime *free_at = r.free_at;
   while (r.heap_size > 0) {
     HeapEntry top = heap_pop(r.heap, &r.heap_size);
     uint32_t id = top.task;
-    const SimFold *f = &fold[id];
-    if (f->owner != NONE) { /* a folded collective: its entry, unless stale */
-      if (top.time != r.expect[id]) continue;
-      r.expect[id] = NEVER;
+    Node *v = &node[id];
+    if (v->folded) { /* a folded collective: its entry, unless stale */
+      if (top.time != v->key) continue;
+      v->key = NEVER;
     }
-    const SimTask *t = &tasks[id];
-    const uint32_t *rr = res + t->res_begin;
-    for (uint16_t k = 0; k < t->nres; k++) /* the reservations before it, first */
+    const uint32_t *rr = resources_of(&r, v);
+    for (uint16_t k = 0; k < v->nres; k++) /* the reservations before it, first */
       if (rr[k] < r.streams) {
         uint32_t d = (uint32_t)sim_resource_device(rr[k]);
         if (r.flight[d].at != r.flight[d].end) settle(&r, d, top.time, id);
       }
     SimTime start = top.time;
-    for (uint16_t k = 0; k < t->nres; k++)
+    for (uint16_t k = 0; k < v->nres; k++)
       if (free_at[rr[k]] > start) start = free_at[rr[k]];
-    SimTime end = start + t->duration;
-    for (uint16_t k = 0; k < t->nres; k++) {
+    SimTime end = start + v->duration;
+    for (uint16_t k = 0; k < v->nres; k++) {
       free_at[rr[k]] = end;
       if (r.pending[rr[k]]) check_pending(&r, (uint32_t)sim_resource_device(rr[k]), rr[k], end);
     }
-    s->start[id] = start;
-    log_pop(&r, id, start, top.time);
-    uint32_t chain = id;
-    if (f->owner != NONE) { /* the chain goes on beside it, joins it, goes on (SimFold) */
-      chain = f->owner;
-      end = sim_fold_steps(folds, f, top.time, end_of, NULL, &r);
+    s->start[id] = v->start = start;
+    const Node *chain = v;
+    uint32_t at = r.nstretch;
+    if (v->folded) { /* the chain goes on beside it, joins it, goes on (SimFold) */
+      chain = &node[v->link];
+      end = fold_steps(&r, v, top.time);
     }
-    if (f->next != NONE) { /* a chain with folded collectives goes on */
-      if (f->owner == NONE && t->nres == 1 && rr[0] < r.streams) {
+    log_pop(&r, id, v, start, top.time, at);
+    if (v->next != NONE) { /* a chain with folded collectives goes on */
+      if (!v->folded && v->nres == 1 && rr[0] < r.streams) {
         reserve(&r, id, (uint32_t)sim_resource_device(rr[0]), end);
       } else { /* the plain way */
-        push_fold(&r, f->next, end);
+        push_fold(&r, v->next, end);
       }
       continue;
     }
     if (end > s->makespan) s->makespan = end;
-    sim_engine_succeed(g, chain, end, ready, remaining, release, r.heap, &r.heap_size);
+    succeed(&r, chain, end);
   }
-  /* the withdrawn reservations' entries out of the order */
+  /* the withdrawn reservations' entries out of the order (those before the first stay; the
+   * log keeps them, marked) */
   uint32_t kept = 0;
-  for (uint32_t k = 0; k < r.done; k++)
-    if (s->order[k] != NONE) {
-      s->log[kept] = s->log[k];
-      s->order[kept++] = s->order[k];
-    }
+  while (kept < r.done && s->order[kept] != NONE) kept++;
+  for (uint32_t k = kept; k < r.done; k++)
+    if (s->order[k] != NONE) s->order[kept++] = s->order[k];
+  s->nlog = r.done;
   s->events = kept;
-  g_free(remaining);
+  g_free(r.node);
+  s->cpu_s = sim_thread_cpu_s() - cpu0; /* its working arrays freed below: not much */
   g_free(r.free_at);
-  g_free(r.expect);
   g_free(r.pending);
   g_free(r.flight);
   g_free(r.heap);

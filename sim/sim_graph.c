@@ -6,6 +6,7 @@
 #include "sim/sim.h"
 
 #include <math.h>
+#include <time.h>
 #ifdef __linux__
 #include <sys/mman.h>
 #endif
@@ -26,6 +27,14 @@ void sim_huge_pages(void *data, gsize bytes) {
   (void)data;
   (void)bytes;
 #endif
+}
+
+double sim_thread_cpu_s(void) {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+  struct timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+#endif
+  return 0;
 }
 
 SimTime sim_time_from_seconds(double seconds) {
@@ -77,9 +86,10 @@ void sim_task_graph_free(SimTaskGraph *g) {
   g_free(g->program);
   g_free(g->program_begin);
   g_free(g->program_block);
+  g_free(g->program_pos);
   g_free(g->block_duration);
   g_free(g->block_host);
-  if (g->host_queue) g_array_unref(g->host_queue);
+  g_free(g->block_kernels);
   g_free(g);
 }
 

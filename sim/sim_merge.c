@@ -22,7 +22,8 @@
  *
  * The host stream (sim_build_host.c) is not in the reduced graph (a graph built for merging
  * does not even materialize it, nor its compute tasks' entries: SimTaskGraph.program_block
- * gives each position's block, whose tables hold the durations): a host resource serves only its
+ * gives each position's block, whose tables hold the durations and kernels, and the pass
+ * below runs its launch queue itself): a host resource serves only its
  * device's launches, in program order, so h(c) starts at max(end(h(chain_prev)), end of the
  * compute tasks c's launch queue waits for) and its end is computed after the engine, in one
  * pass per device, from the compute tasks' (exact) ends. A launch that gates its kernel (ends
@@ -86,16 +87,19 @@ static gboolean compute_kind(uint8_t kind) {
 }
 
 /* The other tasks' side of the applicability check: host tasks on one resource, nothing else
- * on a host resource, only an optimizer step on a compute stream. */
+ * on a host resource, only an optimizer step on a compute stream; the candidates for folding
+ * marked on the way. */
 static gboolean check_other_tasks(Merge *m) {
   const SimTaskGraph *g = m->g;
-  uint32_t nd = (uint32_t)g->num_devices;
+  uint32_t nd = (uint32_t)g->num_devices, streams = sim_stream_resources(g->num_devices);
+  gboolean fold = g->spans->len == 0; /* (no folding under step mode) */
   for (uint32_t t = m->C; t < m->n; t++) {
     const SimTask *task = &m->tasks[t];
     if (is_host(m, t)) {
       if (task->nres != 1) return FALSE;
       continue;
     }
+    if (fold) sim_merge_candidate(m, t, streams); /* (while the task is read) */
     for (uint16_t k = 0; k < task->nres; k++) {
       uint32_t r = m->res[task->res_begin + k];
       if (m->hb != NONE && r >= g->host_resource_base && r < g->host_resource_base + nd)
@@ -107,6 +111,14 @@ static gboolean check_other_tasks(Merge *m) {
   return TRUE;
 }
 
+/* Merge.chunk_dev from the devices' program ranges (dbeg). */
+static void chunk_devices(Merge *m, uint32_t nd) {
+  for (uint32_t j = 0, d = 0; ((gsize)j << DEV_CHUNK_BITS) < m->C; j++) {
+    while (d + 1 < nd && (j << DEV_CHUNK_BITS) >= m->dbeg[d + 1]) d++;
+    m->chunk_dev[j] = d;
+  }
+}
+
 /* The tasks' side of the applicability check; programs, first and last tasks. */
 static gboolean check_tasks(Merge *m) {
   const SimTaskGraph *g = m->g;
@@ -116,29 +128,42 @@ static gboolean check_tasks(Merge *m) {
   m->prog = program;
   if (g->program_block) { /* a graph for merging: the builder's blocks (its compute tasks
                              themselves may not be written: SimTaskGraph.program_block) */
+    if (!g->program_pos) return FALSE;
+    m->cum[0] = 0;
+    m->pos = g->program_pos;
+    /* every position CHAINED, a device's first HEAD instead, one lasting zero HEAD and TAIL
+     * too; the durations' prefix sums (Merge.cum) */
+    memset(m->cf, CHAINED, m->C);
+    const uint32_t *block = g->program_block;
+    const SimTime *bd = g->block_duration;
+    SimTime sum = 0;
+    gboolean zero = FALSE;
+    for (uint32_t k = 0; k < m->C; k++) {
+      SimTime duration = bd[block[k]];
+      zero |= duration == 0;
+      sum += duration;
+      m->cum[k + 1] = sum;
+    }
+    for (uint32_t k = 0; zero && k < m->C; k++)
+      if (m->cum[k + 1] == m->cum[k]) m->cf[k] |= HEAD | TAIL;
     for (uint32_t d = 0; d < nd; d++) {
       m->dbeg[d] = begin[d];
       m->first[d] = m->last[d] = NONE;
-      for (uint32_t k = begin[d]; k < begin[d + 1]; k++) {
-        uint32_t c = program[k];
-        if (c >= m->C) return FALSE;
-        uint32_t block = g->program_block[k];
-        SimTime duration = g->block_duration[block];
-        m->dev[c] = d;
-        m->pos[c] = k;
-        m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (duration == 0 ? HEAD | TAIL : 0));
-      }
-      if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
+      if (begin[d] == begin[d + 1]) continue;
+      m->cf[begin[d]] = (uint8_t)(HEAD | (m->cf[begin[d]] & TAIL));
+      m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
     }
     m->dbeg[nd] = m->C;
+    chunk_devices(m, nd);
     return check_other_tasks(m);
   }
+  m->pos = m->posbuf;
   for (uint32_t c = 0; c < m->C; c++) {
     const SimTask *t = &m->tasks[c];
     uint32_t r = m->res[t->res_begin];
     if (t->nres != 1 || !compute_stream(nd, r) || !compute_kind(t->kind)) return FALSE;
     m->dev[c] = (uint32_t)sim_resource_device(r);
-    m->pos[c] = NONE;
+    m->posbuf[c] = NONE;
     m->poff[c] = t->duration; /* by id, until program_arrays */
   }
   /* The builder's programs (SimTaskGraph.program), checked against the chains: each task
@@ -148,23 +173,24 @@ static gboolean check_tasks(Merge *m) {
     m->first[d] = m->last[d] = NONE;
     for (uint32_t k = begin[d]; k < begin[d + 1]; k++) {
       uint32_t c = program[k];
-      if (c >= m->C || m->pos[c] != NONE || m->dev[c] != d ||
+      if (c >= m->C || m->posbuf[c] != NONE || m->dev[c] != d ||
           m->prev[c] != (k == begin[d] ? NONE : program[k - 1]))
         return FALSE;
-      m->pos[c] = k;
+      m->posbuf[c] = k;
       /* the first of its device, or lasting zero: alone (see the tie-breaks) */
       m->cf[k] = (uint8_t)((k == begin[d] ? HEAD : CHAINED) | (m->poff[c] == 0 ? HEAD | TAIL : 0));
     }
     if (begin[d] < begin[d + 1]) m->first[d] = program[begin[d]], m->last[d] = program[begin[d + 1] - 1];
   }
   m->dbeg[nd] = m->C;
+  chunk_devices(m, nd);
   return check_other_tasks(m);
 }
 
 /* Calls @visit on every edge (u, v), from the CSR of a finished graph or the edge list of an
  * unfinished one (sim_build_unfinished); stops at the first FALSE. */
 typedef gboolean (*EdgeVisit)(Merge *m, uint32_t u, uint32_t v);
-static inline gboolean each_edge(Merge *m, EdgeVisit visit) {
+static G_ALWAYS_INLINE inline gboolean each_edge(Merge *m, EdgeVisit visit) {
   const SimTaskGraph *g = m->g;
   if (g->succ_offsets) {
     for (uint32_t u = 0; u < m->n; u++)
@@ -179,7 +205,7 @@ static inline gboolean each_edge(Merge *m, EdgeVisit visit) {
 }
 
 /* The edges' side: heads, tails, launch-queue edges; FALSE where an edge breaks the rules. */
-static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
+static G_ALWAYS_INLINE inline gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
   gboolean uc = u < m->C;
   if (is_host(m, u)) { /* the host chain, and each launch before its kernel */
     if (is_host(m, v) ? m->prev[v - m->hb] != u - m->hb : v != u - m->hb) return FALSE;
@@ -190,7 +216,7 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
     uint32_t pair[2] = {u, v - m->hb};
     g_array_append_vals(m->queue, pair, 2);
   } else if (v < m->C) {
-    if (uc && m->dev[u] == m->dev[v])
+    if (uc && dev_of(m, u) == dev_of(m, v))
       return m->pos[u] < m->pos[v]; /* the chain or implied by it; else a cycle (the full
                                        engine reports it) */
     if (!uc && (m->flags[u] & CAND)) return sim_merge_candidate_edge(m, u, v, v, u, m->xs);
@@ -199,10 +225,10 @@ static gboolean check_edge(Merge *m, uint32_t u, uint32_t v) {
   } else if (uc) {
     if (m->flags[v] & CAND) return sim_merge_candidate_edge(m, u, v, u, v, m->xp);
     m->cf[m->pos[u]] |= TAIL;
-    const SimTask *t = &m->tasks[v];
-    if (t->kind == SIM_TASK_OPTIMIZER && u == m->last[m->dev[u]])
+    const SimTask *t = &m->tasks[v]; /* (read only after a device's last task) */
+    if (u == m->last[dev_of(m, u)] && t->kind == SIM_TASK_OPTIMIZER)
       for (uint16_t r = 0; r < t->nres; r++)
-        if (m->res[t->res_begin + r] == sim_resource_compute((int)m->dev[u])) m->flags[v] |= AFTER_LAST;
+        if (m->res[t->res_begin + r] == sim_resource_compute((int)dev_of(m, u))) m->flags[v] |= AFTER_LAST;
   } else { /* between two tasks that are not compute: neither is between two chain members */
     m->flags[u] |= m->flags[u] & CAND ? BAD : 0;
     m->flags[v] |= m->flags[v] & CAND ? BAD : 0;
@@ -244,19 +270,19 @@ static int compare_pairs(const void *a, const void *b) {
  * merging has them from check_tasks): durations (check_tasks left them by id in poff: the
  * tasks are read once), launch durations; the launch queue by position. */
 static void program_arrays(Merge *m) {
+  m->cum[0] = 0;
   for (uint32_t k = 0; !m->g->program_block && k < m->C; k++) { /* a full graph's, by id */
     uint32_t c = m->prog[k];
     m->pdur[k] = m->poff[c];
     m->phd[k] = m->hdur ? m->hdur[c] : 0;
   }
-  /* the launch queue by position: a graph for merging lists it so already (in program
-   * order: sim_build_host.c), a full graph's comes by id in edge order */
+  for (uint32_t k = 0; !m->g->program_block && k < m->C; k++) /* (a graph for merging's:
+                                                                    check_tasks) */
+    m->cum[k + 1] = m->cum[k] + m->pdur[k];
+  /* a full graph's launch queue by position (its edges come by id in edge order; a graph
+   * for merging has none: sim_merge_time_host runs its queue) */
   guint nq = m->queue->len / 2;
   const uint32_t *q = (const uint32_t *)m->queue->data;
-  if (m->g->host_queue) {
-    m->qpos = q;
-    return;
-  }
   uint32_t *qpos = m->qsorted = g_new(uint32_t, 2 * (gsize)nq + 1);
   for (guint i = 0; i < nq; i++) {
     qpos[2 * i] = m->pos[q[2 * i]];
@@ -264,6 +290,18 @@ static void program_arrays(Merge *m) {
   }
   qsort(qpos, nq, 2 * sizeof(uint32_t), compare_pairs);
   m->qpos = qpos;
+  /* the host pass keeps the ends of the positions a launch may still wait for: the last
+   * (the queue's longest reach back: a graph for merging's bound, a full graph's pairs') + 1,
+   * rounded up to a power of two (Merge.pend) */
+  uint32_t reach = m->g->host_queue_reach;
+  for (guint i = 0; i < nq; i++) {
+    uint32_t a = m->qpos[2 * i], c = m->qpos[2 * i + 1];
+    reach = MAX(reach, a < c ? c - a : m->C);
+  }
+  uint32_t size = 1;
+  while (size <= reach && size < m->C) size <<= 1;
+  m->pend_mask = size - 1;
+  m->pend = g_new(SimTime, size);
 }
 
 /* An edge of the reduced graph: every edge out of a tail (or a task that is not compute) into
@@ -276,14 +314,12 @@ static inline gboolean is_head(const Merge *m, uint32_t c) {
   return (m->head[c >> 6] >> (c & 63)) & 1;
 }
 
-static gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
-  uint32_t C = m->C;
-  if (m->gid[u] != NONE && m->gid[v] != NONE &&
-      !(((u >= C ? m->flags[u] : 0) | (v >= C ? m->flags[v] : 0)) & FOLD) &&
-      (u >= C || (m->cf[m->pos[u]] & TAIL)) && (v >= C || is_head(m, v))) {
-    m->redges[m->nredges++] = m->gid[u];
-    m->redges[m->nredges++] = m->gid[v];
-  }
+static G_ALWAYS_INLINE inline gboolean keep_edge(Merge *m, uint32_t u, uint32_t v) {
+  uint32_t C = m->C; /* (a compute task's gid is this round's where it is a tail or a head) */
+  if (u >= C ? m->gid[u] == NONE || (m->flags[u] & FOLD) : !(m->cf[m->pos[u]] & TAIL)) return TRUE;
+  if (v >= C ? m->gid[v] == NONE || (m->flags[v] & FOLD) : !is_head(m, v)) return TRUE;
+  m->redges[m->nredges++] = m->gid[u];
+  m->redges[m->nredges++] = m->gid[v];
   return TRUE;
 }
 
@@ -299,18 +335,20 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   uint32_t ng = 0;
   /* the graph's flags; a released task heads its group, so does one after a tail (in program
    * order); then groups numbered by their head's id */
-  uint8_t before = 0;
   uint32_t words = (m->C + 63) / 64;
   memset(m->head, 0, sizeof(uint64_t) * (words + 1));
-  for (uint32_t k = 0; k < m->C; k++) {
-    uint8_t f = m->cf[k];
-    if ((f & RELEASED) || ((f & CHAINED) && (before & TAIL))) f |= HEAD;
-    m->pflags[k] = before = f;
-    if (f & HEAD) m->head[m->prog[k] >> 6] |= (uint64_t)1 << (m->prog[k] & 63);
+  memcpy(m->pflags, m->cf, m->C); /* then the heads these flags make (few positions) */
+  for (uint32_t k = next_flagged(m->cf, 0, m->C, RELEASED | TAIL); k < m->C;
+       k = next_flagged(m->cf, k + 1, m->C, RELEASED | TAIL)) {
+    if (m->cf[k] & RELEASED) m->pflags[k] |= HEAD;
+    if ((m->cf[k] & TAIL) && k + 1 < m->C && (m->cf[k + 1] & CHAINED)) m->pflags[k + 1] |= HEAD;
   }
+  for (uint32_t k = next_flagged(m->pflags, 0, m->C, HEAD); k < m->C;
+       k = next_flagged(m->pflags, k + 1, m->C, HEAD))
+    m->head[m->prog[k] >> 6] |= (uint64_t)1 << (m->prog[k] & 63);
   for (uint32_t w = 0; w < words; w++) m->head_rank[w + 1] = m->head_rank[w] + (uint32_t)__builtin_popcountll(m->head[w]);
   ng = m->head_rank[words];
-  memset(m->gid, 0xFF, sizeof(uint32_t) * m->C); /* heads and tails get theirs below */
+  /* compute tasks: heads and tails get theirs below (the others' are not read) */
   uint32_t R = ng;
   for (uint32_t t = m->C; t < m->n; t++) m->gid[t] = is_host(m, t) ? NONE : R++;
   /* positions: group (a tail's by its id too, for its edges; inner members keep NONE: their
@@ -334,11 +372,23 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   g_autofree SimTime *gdur = g_new0(SimTime, (gsize)ng + 1);
   SimTime *acc = gdur;
   uint32_t open = 0; /* spans between their fork and join */
-  for (uint32_t k = 0, gi = 0, last = NONE; k < m->C; k++) {
+  m->hgid = g_renew(uint32_t, m->hgid, (gsize)ng + 1);
+  m->jx = g_renew(uint32_t, m->jx, (gsize)(R - ng) + 1);
+  m->jdur = g_renew(SimTime, m->jdur, (gsize)(R - ng) + 1);
+  m->nheads = m->njoins = 0;
+  /* Only the positions that end a run (RUN_ENDS); the members before one (back to the last)
+   * add their durations to the stretch open then, at once (cum). */
+  uint32_t run = 0; /* the first position whose duration is not added yet */
+  for (uint32_t k = next_flagged(m->pflags, 0, m->C, RUN_ENDS), gi = 0, last = NONE; k < m->C;
+       k = next_flagged(m->pflags, k + 1, m->C, RUN_ENDS)) {
     uint8_t f = m->pflags[k];
-    uint32_t c = m->prog[k];
-    if (m->xat[k] != NONE) { /* the join of a folded collective: a step of the last forked waits */
-      uint32_t x = m->px[k] = other_gid(m, ng, m->xat[k]);
+    uint32_t c = f & (HEAD | TAIL) ? m->prog[k] : NONE;
+    *acc += m->cum[k] - m->cum[run];
+    run = k + 1;
+    if (f & JOIN) { /* the join of a folded collective: a step of the last forked waits */
+      uint32_t x = other_gid(m, ng, m->xat[k]);
+      m->jx[m->njoins] = x; /* for sim_merge_time_host, in program order */
+      m->jdur[m->njoins++] = m->xdur[m->xat[k] - m->C];
       steps[nsteps] = (SimFoldStep){0, x};
       fold[last].nsteps++;
       acc = &steps[nsteps++].duration;
@@ -355,7 +405,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
       uint64_t below = m->head[c >> 6] & (((uint64_t)1 << (c & 63)) - 1);
       uint32_t prev = gi;
       gi = last = m->gid[c] = m->head_rank[c >> 6] + (uint32_t)__builtin_popcountll(below);
-      m->pgid[k] = gi; /* (read at heads only) */
+      m->hgid[m->nheads++] = gi; /* for sim_merge_time_host, in program order */
       acc = gdur + gi;
       if (f & CHAINED) { /* the chain from the group before */
         m->redges[m->nredges++] = prev;
@@ -365,8 +415,8 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     } else if (f & TAIL) {
       m->gid[c] = gi;
     }
-    *acc += pos_duration(m, k);
-    if (m->xfk[k] != NONE) { /* the fork of a folded collective: its group's next */
+    *acc += m->cum[k + 1] - m->cum[k];
+    if (f & FORK) { /* the fork of a folded collective: its group's next */
       uint32_t x = other_gid(m, ng, m->xfk[k]);
       fold[last].next = x;
       fold[x].owner = gi; /* its stream and duration with its task, below */
@@ -378,6 +428,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
       open++;
     }
   }
+  *acc += m->cum[m->C] - m->cum[run];
   folds->steps = steps;
   folds->task = fold;
   rg->num_resources = g->num_resources;
@@ -395,7 +446,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
        * graph for merging may not have its members' entries written) */
       rt[i] = (SimTask){.duration = gdur[i], .res_begin = i, .nres = 1,
                         .kind = SIM_TASK_FORWARD, .op = -1, .tensor = -1, .microbatch = -1};
-      rr[i] = sim_resource_compute((int)m->dev[c]);
+      rr[i] = sim_resource_compute((int)dev_of(m, c));
     }
   guint nr = R; /* the other tasks' resources: counted, then copied in place */
   for (uint32_t t = m->C; t < m->n; t++)
@@ -408,7 +459,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     const SimTask *task = &m->tasks[t];
     rt[m->gid[t]] = *task;
     rt[m->gid[t]].res_begin = nr;
-    memcpy(rr + nr, m->res + task->res_begin, sizeof(uint32_t) * task->nres);
+    for (uint16_t k = 0; k < task->nres; k++) rr[nr + k] = m->res[task->res_begin + k];
     if (m->flags[t] & FOLD) { /* SimFold.stream and duration, as its task has them */
       fold[m->gid[t]].stream = rr[nr];
       fold[m->gid[t]].duration = task->duration;
@@ -429,64 +480,6 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   return rg;
 }
 
-/* The host stream over the reduced schedule @s (@nr: per task of the reduced graph, when its
- * last dependency ended, releases aside: SimSchedule.ready): each launch's end,
- * from its device's previous launch and the launch queue. The schedule is the full run's when
- * every compute task's ready time, max(its dependencies, its launch), is what the reduced run
- * gave it, max(its dependencies, its release): returns 0 then, with the host-wait intervals
- * in @iv/@off (sim_host_wait_intervals' layout). Otherwise the releases are set to the launches
- * that gate their tasks and the count of changes returned (the caller runs again), or -1
- * where the tie-breaks forbid (an instant launch gating an instant kernel). */
-static gint64 time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv, guint *off) {
-  uint32_t nd = (uint32_t)m->g->num_devices;
-  const uint32_t *q = m->qpos;
-  guint nq = m->queue->len / 2, qi = 0;
-  gint64 changes = 0;
-  g_array_set_size(iv, 0);
-  for (uint32_t d = 0; d < nd; d++) {
-    off[d] = iv->len / 2;
-    SimTime host_end = 0, prev_end = 0, member_end = 0;
-    for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
-      /* a head starts with its group; a member after its predecessor and, at a join, its
-       * folded collective */
-      gboolean head = (m->pflags[k] & HEAD) != 0;
-      uint32_t gi = head ? m->pgid[k] : NONE;
-      SimTime start = member_end;
-      if (head) start = s->start[gi];
-      else if (m->xat[k] != NONE) start = MAX(start, s->start[m->px[k]] + m->pxd[k]);
-      m->pst[k] = start;
-      SimTime duration = pos_duration(m, k);
-      member_end = start + duration;
-      SimTime qwait = 0;
-      for (; qi < nq && q[2 * qi + 1] == k; qi++) { /* the compute tasks its queue waits for */
-        uint32_t a = q[2 * qi];
-        qwait = MAX(qwait, m->pst[a] + pos_duration(m, a));
-      }
-      SimTime dh = pos_launch(m, k), launched = MAX(host_end, qwait) + dh;
-      /* a head's dependencies are its group's; an inner member's, its predecessor's end */
-      SimTime deps = head ? nr[gi] : start;
-      SimTime rel = m->cf[k] & RELEASED ? m->rel[k] : 0;
-      if (dh == 0 && duration == 0 && launched >= deps)
-        return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
-      if (MAX(deps, rel) != MAX(deps, launched)) {
-        m->rel[k] = launched > deps ? launched : 0;
-        m->cf[k] = (uint8_t)(m->rel[k] ? m->cf[k] | RELEASED : m->cf[k] & ~RELEASED);
-        changes++;
-      }
-      SimTime wait_end = MIN(launched, start);
-      if (wait_end > prev_end) {
-        SimTime pair[2] = {prev_end, wait_end};
-        g_array_append_vals(iv, pair, 2);
-      }
-      SimTime end = start + duration;
-      if (end > prev_end) prev_end = end;
-      host_end = launched;
-    }
-  }
-  off[nd] = iv->len / 2;
-  return changes;
-}
-
 gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdownSums *out,
                            uint32_t *reduced_tasks) {
   gboolean applied = FALSE;
@@ -498,15 +491,16 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   /* the per-task arrays in one allocation (on huge pages where the system has them); a graph
    * for merging has its durations in its blocks (no poff, hdur, pdur, phd: pos_duration) */
   gsize byid = g->program_block ? 0 : C1;
-  gsize per_compute = 6 * sizeof(uint32_t) + 2 * sizeof(SimTime) + 2;
-  gsize bytes = C1 * per_compute + byid * 4 * sizeof(SimTime) + 3 * (nd + 1) * sizeof(uint32_t) +
-                n1 * (1 + 4 * sizeof(uint32_t)) + 32 * 64; /* alignment */
+  gsize per_compute = 2 * sizeof(uint32_t) + 2 * sizeof(SimTime) + 2;
+  gsize bytes = C1 * per_compute + byid * (4 * sizeof(SimTime) + 2 * sizeof(uint32_t)) +
+                ((C1 >> DEV_CHUNK_BITS) + 1) * sizeof(uint32_t) + 3 * (nd + 1) * sizeof(uint32_t) +
+                n1 * (1 + 4 * sizeof(uint32_t) + sizeof(SimTime)) + 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
   sim_huge_pages(arena, bytes);
 #define TAKE(type, count) ((type *)take(&fill, sizeof(type) * (gsize)(count)))
-  m.dev = TAKE(uint32_t, C1);
-  m.pos = TAKE(uint32_t, C1);
-  m.pgid = TAKE(uint32_t, C1);
+  m.dev = TAKE(uint32_t, byid);
+  m.posbuf = TAKE(uint32_t, byid);
+  m.chunk_dev = TAKE(uint32_t, (C1 >> DEV_CHUNK_BITS) + 1);
   m.poff = TAKE(SimTime, byid);
   m.pdur = TAKE(SimTime, byid);
   m.phd = TAKE(SimTime, byid);
@@ -518,27 +512,25 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.last = TAKE(uint32_t, nd + 1);
   m.flags = memset(TAKE(uint8_t, n1), 0, n1);
   m.gid = TAKE(uint32_t, n1);
-  /* folding: per position two ids and two times, per task three candidate fields */
-  m.xat = TAKE(uint32_t, 3 * C1);
-  m.px = m.xat + C1;
-  m.xfk = m.px + C1;
-  m.pxd = TAKE(SimTime, 2 * C1);
-  m.pst = m.pxd + C1;
+  /* folding: per position two ids, per task three candidate fields; the ends */
+  m.xat = TAKE(uint32_t, 2 * C1);
+  m.xfk = m.xat + C1;
+  m.cum = TAKE(SimTime, C1 + 1);
   m.xp = TAKE(uint32_t, 3 * n1);
   m.xs = m.xp + n1;
   m.xdev = m.xs + n1;
+  m.xdur = TAKE(SimTime, n1);
 #undef TAKE
   g_assert(fill <= arena + bytes);
   /* the host stream: given (a graph built for merging) or read from the host tasks */
   m.host = g->block_host != NULL;
-  m.queue = g->host_queue ? g_array_ref(g->host_queue) : g_array_new(FALSE, FALSE, sizeof(uint32_t));
+  m.queue = g_array_new(FALSE, FALSE, sizeof(uint32_t)); /* (a full graph's) */
   /* room for every edge (pages touched only as they fill) */
   gsize most_edges = g->succ_offsets ? g->succ_offsets[m.n] : g->edges->len / 2;
   m.cedges = g_new(uint32_t, 2 * most_edges + 2);
   m.head = g_new(uint64_t, C1 / 64 + 2);
   m.head_rank = g_new0(uint32_t, C1 / 64 + 2);
-  gboolean ok = check_tasks(&m);
-  if (ok) sim_merge_find_candidates(&m);
+  gboolean ok = check_tasks(&m); /* (candidates marked: check_other_tasks) */
   ok = ok && check_edges(&m, hdur);
   if (ok) sim_merge_fold_collectives(&m);
   if (ok) program_arrays(&m);
@@ -563,7 +555,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     g_autofree guint *off = g_new0(guint, nd + 1);
     gint64 changes = 0;
     if (s && m.host) {
-      changes = time_host(&m, s, s->ready, iv, off);
+      changes = sim_merge_time_host(&m, s, s->ready, iv, off);
     }
     ok = s && changes >= 0 && changes <= m.C / 16 + 1;
     if (ok && changes == 0) {
@@ -587,5 +579,9 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_free(m.cedges);
   g_free(m.head);
   g_free(m.head_rank);
+  g_free(m.hgid);
+  g_free(m.pend);
+  g_free(m.jx);
+  g_free(m.jdur);
   return ok;
 }

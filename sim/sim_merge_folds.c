@@ -22,23 +22,8 @@
  * need its own end) or, after the fork, a head (the group would split under X); a collective
  * lasting zero; two joining at one member (and of two forking at one, the later-joining);
  * anything under step mode. Candidates' edges wait in cedges until the decision; an unfolded
- * candidate's then make heads and tails as any other's. */
-void sim_merge_find_candidates(Merge *m) {
-  uint32_t streams = sim_stream_resources(m->g->num_devices);
-  if (m->g->spans->len) return;
-  for (uint32_t t = m->C; t < m->n; t++) {
-    const SimTask *task = &m->tasks[t];
-    uint32_t r = task->nres == 1 ? m->res[task->res_begin] : NONE;
-    if (!is_host(m, t) && task->kind == SIM_TASK_COMM && task->duration > 0 && r < streams &&
-        sim_resource_stream_of(r) != SIM_STREAM_COMPUTE) {
-      m->flags[t] |= CAND;
-      m->xp[t - m->C] = m->xs[t - m->C] = NONE;
-      m->xdev[t - m->C] = (uint32_t)sim_resource_device(r);
-    }
-  }
-}
-
-
+ * candidate's then make heads and tails as any other's. Candidates are marked as the
+ * applicability check reads the tasks (sim_merge_candidate). */
 /* Whether some member of @x's span has a flag that unfolds it: a tail from its fork to the
  * member before its join (their successors off the chain need their own ends), a head after
  * its fork up to the member before its join (the group would split under it). */
@@ -52,7 +37,7 @@ static gboolean span_broken(const Merge *m, uint32_t x) {
 }
 
 /* The unfolded candidates' edges make heads and tails; a collective whose span they break
- * unfolds (again until none does); then xat, xfk and pxd keep the folded ones only. */
+ * unfolds (again until none does); then JOIN and FORK mark the folded ones only. */
 static void settle_folds(Merge *m) {
   uint32_t C = m->C;
   for (gboolean changed = TRUE; changed;) {
@@ -71,20 +56,15 @@ static void settle_folds(Merge *m) {
   for (uint32_t t = C; t < m->n; t++) {
     if (!(m->flags[t] & CAND) || m->xs[t - C] == NONE) continue;
     uint32_t sp = m->xs[t - C], p = m->xp[t - C];
-    if (m->flags[t] & FOLD) {
-      m->pxd[sp] = m->tasks[t].duration;
-      continue;
-    }
-    if (m->xat[sp] == t || m->xat[sp] == NONE - 1) m->xat[sp] = NONE;
-    if (p != NONE && (m->xfk[p] == t || m->xfk[p] == NONE - 1)) m->xfk[p] = NONE;
+    if (m->flags[t] & FOLD) continue;
+    if ((m->cf[sp] & JOIN) && (m->xat[sp] == t || m->xat[sp] == NONE - 1)) m->cf[sp] &= (uint8_t)~JOIN;
+    if (p != NONE && (m->cf[p] & FORK) && m->xfk[p] == t) m->cf[p] &= (uint8_t)~FORK;
   }
 }
 
 /* Which candidates fold (the rules above); the flags of the others' edges. */
 void sim_merge_fold_collectives(Merge *m) {
   uint32_t C = m->C;
-  memset(m->xat, 0xFF, sizeof(uint32_t) * C);
-  memset(m->xfk, 0xFF, sizeof(uint32_t) * C);
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t t = C; t < m->n; t++) {
       uint8_t f = m->flags[t];
@@ -92,12 +72,14 @@ void sim_merge_fold_collectives(Merge *m) {
       uint32_t p = m->xp[t - C], sp = m->xs[t - C];
       if (p == NONE || sp == NONE || sp <= p) continue;
       if (pass == 0) { /* two joining at one member: neither */
-        m->xat[sp] = m->xat[sp] == NONE ? t : NONE - 1;
+        m->xat[sp] = m->cf[sp] & JOIN ? NONE - 1 : t;
+        m->cf[sp] |= JOIN;
       } else if (m->xat[sp] == t) { /* two forking at one member: the one joining first */
-        uint32_t y = m->xfk[p];
+        uint32_t y = m->cf[p] & FORK ? m->xfk[p] : NONE;
         if (y != NONE && m->xs[y - C] < sp) continue;
         if (y != NONE) m->flags[y] &= (uint8_t)~FOLD;
         m->xfk[p] = t;
+        m->cf[p] |= FORK;
         m->flags[t] |= FOLD;
       }
     }
@@ -113,7 +95,7 @@ gboolean sim_merge_unfold_released(Merge *m) {
   for (uint32_t d = 0; d < (uint32_t)m->g->num_devices; d++) {
     g_array_set_size(open, 0);
     for (uint32_t k = m->dbeg[d]; k < m->dbeg[d + 1]; k++) {
-      for (guint i = 0; m->xat[k] != NONE && i < open->len; i++)
+      for (guint i = 0; (m->cf[k] & JOIN) && i < open->len; i++)
         if (g_array_index(open, uint32_t, i) == m->xat[k]) g_array_remove_index_fast(open, i);
       if (open->len && (m->cf[k] & RELEASED)) {
         for (guint i = 0; i < open->len; i++) {
@@ -123,7 +105,7 @@ gboolean sim_merge_unfold_released(Merge *m) {
         g_array_set_size(open, 0);
         any = TRUE;
       }
-      if (m->xfk[k] != NONE) g_array_append_val(open, m->xfk[k]);
+      if (m->cf[k] & FORK) g_array_append_val(open, m->xfk[k]);
     }
   }
   if (!any) return FALSE;

@@ -63,31 +63,40 @@ static guint merge_intervals(Interval *iv, guint n) {
   return out + 1;
 }
 
-/* The union of @nlists (at most SIM_STREAMS) lists of intervals, each sorted by start (a
- * stream's tasks in the engine's start order, step mode's merged spans), into @out (room for
- * all of them): one pass taking the earliest start among the lists' heads, coalescing as it
- * goes. Returns its length (disjoint, sorted). */
-static guint union_sorted(const Interval *const *lists, const guint *lengths, int nlists,
-                          Interval *out) {
-  guint pos[SIM_STREAMS] = {0}, n = 0;
-  for (;;) {
-    int best = -1;
-    if (nlists == 2) { /* the breakdown's compute and launch waits: two heads to compare */
-      gboolean a = pos[0] < lengths[0], b = pos[1] < lengths[1];
-      best = a && (!b || lists[0][pos[0]].start <= lists[1][pos[1]].start) ? 0 : b ? 1 : -1;
-    } else {
-      for (int k = 0; k < nlists; k++)
-        if (pos[k] < lengths[k] && (best < 0 || lists[k][pos[k]].start < lists[best][pos[best]].start))
-          best = k;
-    }
-    if (best < 0) return n;
-    Interval x = lists[best][pos[best]++];
+/* The union of two lists of intervals sorted by start into @out (room for both): a merge
+ * by start, coalescing as it goes (an interval that starts no later than the last one ends
+ * extends it). Returns its length (disjoint, sorted). The union as a set, and so its
+ * coalesced list, does not depend on the order in which equal starts are taken. */
+static guint union_two(const Interval *a, guint na, const Interval *b, guint nb, Interval *out) {
+  guint i = 0, j = 0, n = 0;
+  while (i < na || j < nb) {
+    Interval x = j == nb || (i < na && a[i].start <= b[j].start) ? a[i++] : b[j++];
     if (n > 0 && x.start <= out[n - 1].end) {
       if (x.end > out[n - 1].end) out[n - 1].end = x.end;
     } else {
       out[n++] = x;
     }
   }
+  return n;
+}
+
+/* The union of @nlists (at most SIM_STREAMS) lists of intervals, each sorted by start (a
+ * stream's tasks in the engine's start order, step mode's merged spans), into @out (room for
+ * all of them), two at a time (@scratch: room for all of them too, when more than two).
+ * Returns its length (disjoint, sorted). */
+static guint union_sorted(const Interval *const *lists, const guint *lengths, int nlists,
+                          Interval *out, Interval *scratch) {
+  if (nlists <= 2)
+    return union_two(lists[0], nlists > 0 ? lengths[0] : 0, nlists > 1 ? lists[1] : NULL,
+                     nlists > 1 ? lengths[1] : 0, out);
+  /* the last list with the union of the others, built in whichever buffer leaves the last
+   * step writing @out */
+  Interval *buf[2] = {out, scratch};
+  int w = (nlists - 2) & 1; /* the buffer the first of the nlists - 1 steps writes */
+  guint n = union_two(lists[0], lengths[0], lists[1], lengths[1], buf[w]);
+  for (int k = 2; k < nlists; k++, w ^= 1) n = union_two(buf[w], n, lists[k], lengths[k], buf[w ^ 1]);
+  g_assert(buf[w] == out);
+  return n;
 }
 
 /* Communication intervals of every device in step-expanded mode: a collective occupies its
@@ -156,20 +165,20 @@ static SimTime *with_step_waits(int ndev, const SimTime *iv, const guint *off, c
   return (SimTime *)out;
 }
 
-/* The compute stretches of a folded collective's steps (sim_fold_steps) into a device's list. */
-typedef struct {
-  const SimSchedule *s;
-  const SimPop *pop; /* the collective's own pop */
-  const SimFolds *folds;
-  Interval *iv;
-  guint *fill;      /* the device's compute stream's next slot */
-  SimTime *prev_end;
-} FoldStretches;
-
-static SimTime fold_end(void *ctx, uint32_t x) {
-  const FoldStretches *fs = ctx;
-  if (x == fs->pop->id) return fs->pop->start + fs->pop->duration; /* its own join (mostly) */
-  return fs->s->start[x] + fs->folds->task[x].duration;
+/* Appends @x to a resource's list iv[@begin, *@fill): one that starts where the last ends
+ * extends it (a chain's stretches run back to back; the union and the measure are the same),
+ * and one that starts before the last marks the list for sorting (@unsorted). */
+static inline void append_interval(Interval *iv, guint begin, guint *fill, Interval x,
+                                   guint8 *unsorted) {
+  if (*fill > begin) {
+    Interval *last = &iv[*fill - 1];
+    if (x.start == last->end) {
+      last->end = x.end;
+      return;
+    }
+    if (x.start < last->start) *unsorted = 1;
+  }
+  iv[(*fill)++] = x;
 }
 
 /* The schedule's pops as the engine logs them (SimSchedule.log), from its order where it did
@@ -190,25 +199,26 @@ static SimPop *pops_of(const SimTaskGraph *g, const SimSchedule *s) {
   return log;
 }
 
-static void fold_stretch(void *ctx, SimTime from, SimTime to) {
-  FoldStretches *fs = ctx;
-  fs->iv[(*fs->fill)++] = (Interval){from, to};
-  *fs->prev_end = MAX(*fs->prev_end, to);
-}
-
 void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
                         const guint *host_off, const SimFolds *folds, SimBreakdownSums *out) {
+  double cpu0 = sim_thread_cpu_s();
   int nres = g->num_resources;
   /* Intervals per resource in start order: the engine's start order is per-resource order. */
-  g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
   const uint32_t *res = (const uint32_t *)g->task_resources->data;
-  for (uint32_t id = 0; id < s->num_tasks; id++) { /* counts: any order */
-    const SimTask *t = sim_task_graph_task(g, id);
-    for (uint16_t r = 0; r < t->nres; r++) count[res[t->res_begin + r] + 1]++;
-    if (folds && folds->task[id].owner != UINT32_MAX) /* its steps' compute stretches */
-      count[sim_resource_compute(sim_resource_device(res[t->res_begin])) + 1] += folds->task[id].nsteps;
+  g_assert(s->log || !folds);
+  g_assert(!folds || (s->count && s->stretch));
+  g_autofree guint *count = NULL;
+  if (s->count) { /* the engine counted its log (SimSchedule.count) */
+    count = g_memdup2(s->count, sizeof(guint) * ((gsize)nres + 1));
+  } else { /* counts: any order */
+    count = g_new0(guint, (gsize)nres + 1);
+    for (uint32_t id = 0; id < s->num_tasks; id++) {
+      const SimTask *t = sim_task_graph_task(g, id);
+      for (uint16_t r = 0; r < t->nres; r++) count[res[t->res_begin + r] + 1]++;
+    }
   }
   for (int r = 0; r < nres; r++) count[r + 1] += count[r];
+  g_autofree guint8 *unsorted = g_new0(guint8, (gsize)nres + 1);
   g_autofree Interval *iv = g_new(Interval, count[nres] ? count[nres] : 1);
   g_autofree guint *fill = g_memdup2(count, sizeof(guint) * ((gsize)nres + 1));
   uint32_t streams = sim_stream_resources(g->num_devices);
@@ -216,22 +226,26 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
    * each compute stream's last end so far: (device, interval) in engine order. */
   g_autofree SimTime *prev_end = g_new0(SimTime, (gsize)g->num_devices + 1);
   g_autoptr(GArray) steps = g_array_new(FALSE, FALSE, sizeof(StepWait));
-  g_assert(s->log || !folds);
   g_autofree SimPop *made = s->log ? NULL : pops_of(g, s);
   const SimPop *log = s->log ? s->log : made;
-  for (uint32_t k = 0; k < s->num_tasks; k++) { /* in order, read in order */
+  uint32_t nlog = s->log ? s->nlog : s->num_tasks;
+  for (uint32_t k = 0; k < nlog; k++) { /* in order, read in order */
     const SimPop *e = &log[k];
     uint32_t id = e->id;
+    if (id == UINT32_MAX) continue; /* a withdrawn reservation (SimSchedule.log) */
     SimTime start = e->start, end = start + e->duration;
     /* A collective folded into a compute chain (SimFolds): its steps' compute stretches run
-     * from its fork's end (logged), each after the collective it joins, on the
-     * device's compute stream (after the chain's earlier stretches: the stream's list stays
-     * in start order); the chain task itself is its first stretch. */
-    if (e->folded) {
+     * from its fork's end, each after the collective it joins, on the device's compute stream
+     * (after the chain's earlier stretches: the stream's list stays in start order); the
+     * chain task itself is its first stretch. The engine logged them as it timed them. */
+    if (e->nstretches) {
       guint d = (guint)sim_resource_device(e->res0);
-      FoldStretches fs = {s, e, folds, iv, &fill[sim_resource_compute((int)d)], &prev_end[d]};
-      const SimFold f = {UINT32_MAX, UINT32_MAX, e->step, e->nsteps, e->res0, e->duration};
-      sim_fold_steps(folds, &f, e->fork, fold_end, fold_stretch, &fs);
+      uint32_t c = sim_resource_compute((int)d);
+      const SimTime *st = s->stretch + 2 * (gsize)e->stretch;
+      for (uint32_t i = 0; i < e->nstretches; i++, st += 2) {
+        append_interval(iv, count[c], &fill[c], (Interval){st[0], st[1]}, &unsorted[c]);
+        prev_end[d] = MAX(prev_end[d], st[1]);
+      }
     }
     gboolean is_comm = e->kind == SIM_TASK_COMM || e->kind == SIM_TASK_GRAD_SYNC;
     for (uint16_t r = 0; r < e->nres; r++) {
@@ -246,13 +260,14 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
         /* Without overlap collectives also hold compute streams: they are not compute. */
         if (is_comm) continue;
       }
-      if (e->duration) iv[fill[resource]++] = (Interval){start, end};
+      if (e->duration)
+        append_interval(iv, count[resource], &fill[resource], (Interval){start, end}, &unsorted[resource]);
     }
   }
   /* With folds a task can come after a reserved collective on its stream that starts later
    * (sim_engine_folds.c): such lists are put in start order (nearly sorted: insertion). */
-  for (int r = 0; folds && r < nres; r++)
-    for (guint i = count[r] + 1; i < fill[r]; i++) {
+  for (int r = 0; r < nres; r++)
+    for (guint i = count[r] + 1; unsorted[r] && i < fill[r]; i++) {
       Interval x = iv[i];
       guint j = i;
       for (; j > count[r] && iv[j - 1].start > x.start; j--) iv[j] = iv[j - 1];
@@ -269,6 +284,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   /* The union of a device's communication streams (and step mode's spans), when more than
    * one of them is busy: one scratch list, as long as the longest device's. */
   g_autofree Interval *both = NULL;
+  guint most_comm = 0;
   g_autofree Interval *covered = NULL; /* a device's compute and launch-wait intervals */
   guint covered_cap = 0;
   for (int d = 0; d < g->num_devices; d++) {
@@ -293,18 +309,22 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
           guint n = (fill[ce + SIM_STREAMS - 1] - count[ce + 1]) + (span_iv ? span_off[e + 1] - span_off[e] : 0);
           most = MAX(most, n);
         }
-        both = g_new(Interval, (gsize)most + 1);
+        most_comm = most + 1;
+        both = g_new(Interval, 2 * (gsize)most_comm); /* and the scratch of union_sorted */
       }
       const Interval *lists[SIM_STREAMS];
       guint lengths[SIM_STREAMS], nlists = 0;
-      for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++) {
-        lists[nlists] = iv + count[r];
-        lengths[nlists++] = fill[r] - count[r];
+      for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++) /* the busy ones */
+        if (fill[r] > count[r]) {
+          lists[nlists] = iv + count[r];
+          lengths[nlists++] = fill[r] - count[r];
+        }
+      if (ns) {
+        lists[nlists] = span_iv + span_off[d];
+        lengths[nlists++] = ns;
       }
-      lists[nlists] = span_iv ? span_iv + span_off[d] : NULL;
-      lengths[nlists++] = ns;
       mv = both;
-      nm = union_sorted(lists, lengths, (int)nlists, both);
+      nm = union_sorted(lists, lengths, (int)nlists, both, both + most_comm);
     }
     comm += measure(mv, nm);
     /* Waits for a launch first: the compute stream is idle until its next kernel is launched,
@@ -324,10 +344,11 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
       }
       const Interval *lists[2] = {cv, hv};
       const guint lengths[2] = {nc, nh};
-      exposed += exposed_time(mv, nm, covered, union_sorted(lists, lengths, 2, covered));
+      exposed += exposed_time(mv, nm, covered, union_sorted(lists, lengths, 2, covered, NULL));
     }
   }
-  *out = (SimBreakdownSums){compute, exposed, host, comm, used};
+  *out = (SimBreakdownSums){compute, exposed, host, comm, used, s->cpu_s, 0};
+  out->breakdown_cpu_s = sim_thread_cpu_s() - cpu0;
 }
 
 /* The prediction's breakdown from the sums (means over the devices used). */
@@ -440,6 +461,8 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
     sim_breakdown_sums(tasks, schedule, host_iv, host_off, NULL, &sums);
   }
   set_breakdown(run, &sums);
+  p->engine_cpu_s = sums.engine_cpu_s;
+  p->breakdown_cpu_s = sums.breakdown_cpu_s;
   compute_memory(run);
   if (p->iteration_time_s > 0) {
     p->samples_per_s = (double)graph->batch / p->iteration_time_s;

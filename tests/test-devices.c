@@ -361,10 +361,54 @@ static const BadSpec bad_specs[] = {
     {"gcp-a3-mega:inter_nccl_algo=Ring+Foo", DEV_ERROR_INVALID, "'Foo' is not an NCCL algorithm", "NVLSTree"},
     {"gcp-a3-mega:inter_nccl_proto=LL256", DEV_ERROR_INVALID, "'LL256' is not an NCCL protocol", "Simple"},
     {"gcp-a3-mega:inter_nccl_proto=^", DEV_ERROR_INVALID, "'inter_nccl_proto' is empty", NULL},
+    {"dgx-h200:nccl_version=3.1", DEV_ERROR_INVALID, "'nccl_version'", "'3.1' is not an NCCL release"},
+    {"dgx-h200:nccl_version=2.x", DEV_ERROR_INVALID, "'2.x'", "MAJOR.MINOR"},
+    {"dgx-h200:nccl_version=2.100.1", DEV_ERROR_INVALID, "'2.100.1'", NULL},
+    {"dgx-h200:nccl_version=2.28.3.1", DEV_ERROR_INVALID, "'2.28.3.1'", NULL},
+    {"dgx-h200:nccl_version=", DEV_ERROR_INVALID, "'nccl_version'", NULL},
     {"/nonexistent/dir/cluster.json", DEV_ERROR_PARSE, "/nonexistent/dir/cluster.json", NULL},
     {"missing-file.json", DEV_ERROR_PARSE, "missing-file.json", NULL},
     {"/nonexistent/c.json:nodes=2", DEV_ERROR_PARSE, "'/nonexistent/c.json'", NULL},
 };
+
+/* The NCCL release a cluster's jobs run: NCCL_VERSION_CODE from "MAJOR.MINOR[.PATCH]", from a
+ * JSON field or an override, `default` clearing it; printed back only where set. */
+static void test_nccl_version(void) {
+  int code = -1;
+  g_assert_true(dev_nccl_version_parse("2.19.3", &code));
+  g_assert_cmpint(code, ==, 21903);
+  g_assert_true(dev_nccl_version_parse("2.28", &code));
+  g_assert_cmpint(code, ==, 22800);
+  g_assert_false(dev_nccl_version_parse("2.8.", &code));
+  g_assert_false(dev_nccl_version_parse("02.8.3x", &code));
+  g_assert_cmpint(code, ==, 22800);
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec("dgx-h200:nccl_version=2.30.7", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(c->nccl_version, ==, 23007);
+  g_autofree char *text = dev_cluster_to_json(c);
+  cJSON *j = cJSON_Parse(text);
+  g_assert_cmpstr(cJSON_GetObjectItem(j, "nccl_version")->valuestring, ==, "2.30.7");
+  cJSON_Delete(j);
+  g_assert_true(dev_cluster_set(c, "nccl_version", "default", &error));
+  g_assert_cmpint(c->nccl_version, ==, 0);
+  g_autofree char *plain = dev_cluster_to_json(c);
+  g_assert_null(strstr(plain, "nccl_version"));
+  dev_cluster_free(c);
+  static const char *json = "{\"device\": \"a100-80gb\", \"nodes\": 1, \"gpus_per_node\": 8, \"nccl_version\": %s,"
+                            " \"intra\": {\"kind\": \"nvswitch\", \"bandwidth_GBps\": 300, \"latency_us\": 1},"
+                            " \"inter\": {\"kind\": \"infiniband\", \"bandwidth_Gbps\": 200,"
+                            " \"nics_per_node\": 8, \"latency_us\": 5}}";
+  g_autofree char *good = g_strdup_printf(json, "\"2.16.2\""), *bad = g_strdup_printf(json, "2.16");
+  c = dev_cluster_from_json(good, "v.json", &error);
+  g_assert_no_error(error);
+  g_assert_cmpint(c->nccl_version, ==, 21602);
+  dev_cluster_free(c);
+  g_assert_null(dev_cluster_from_json(bad, "v.json", &error));
+  g_assert_error(error, DEV_ERROR, DEV_ERROR_PARSE);
+  g_assert_nonnull(strstr(error->message, "nccl_version"));
+  g_clear_error(&error);
+}
 
 static void test_bad_spec(gconstpointer data) {
   const BadSpec *b = data;
@@ -711,6 +755,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/devices/to-json", test_to_json);
   g_test_add_func("/devices/oversubscription", test_oversubscription);
   g_test_add_func("/devices/net-latency", test_net_latency);
+  g_test_add_func("/devices/nccl-version", test_nccl_version);
   int status = g_test_run();
   g_autofree char *rm = g_strdup_printf("rm -rf '%s'", tmpdir);
   if (system(rm) != 0) g_warning("could not remove %s", tmpdir);

@@ -225,6 +225,11 @@ static void test_bench_points(void) {
     /* Narayanan's point merges (its launches keep ahead of its kernels): a fallback there
      * would be a reduction that broke, not a host-bound run */
     if (i == 0) g_assert_cmpuint(sim_run_prediction(merged)->merged_tasks, >, 0);
+    /* the engine and the breakdown report their own CPU time (bench --suite predict's split):
+     * milliseconds on these graphs, whichever engine ran */
+    g_assert_cmpfloat(sim_run_prediction(merged)->engine_cpu_s, >, 0);
+    g_assert_cmpfloat(sim_run_prediction(merged)->breakdown_cpu_s, >, 0);
+    g_assert_cmpfloat(sim_run_prediction(full)->engine_cpu_s, >, 0);
     test_run_free(full);
     test_run_free(merged);
   }
@@ -256,42 +261,264 @@ static void test_fallback(void) {
   check(tiny, "megatron:tp=2,pp=2,dp=4,mb=1,framework=none", FALSE, TRUE);
 }
 
-/* On a full graph (host tasks materialized, CSR built) the reduction reads the host stream from
- * its tasks and gives the full engine's makespan and breakdown sums exactly. */
-static void test_full_graph(void) {
+/* Calls @fn on every @step-th strategy of merging (the test model and cluster). */
+typedef void (*StrategyCheck)(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
+                              const CmParams *params);
+static void for_strategies(gsize step, StrategyCheck fn) {
   GError *error = NULL;
   DevCluster *c = dev_cluster_parse_spec(cluster, &error);
   MdlGraph *g = mdl_graph_parse_spec(model, &error);
   g_assert_no_error(error);
   CmParams params;
   cm_params_default(&params);
-  for (gsize i = 0; i < G_N_ELEMENTS(merging); i += 2) {
+  for (gsize i = 0; i < G_N_ELEMENTS(merging); i += step) {
     MdlStrategy *s = mdl_strategy_parse_spec(merging[i], g, c, &error);
     g_assert_no_error(error);
-    SimOptions options = {0};
-    SimTaskGraph *tg = sim_build_with_options(g, s, c, &params, &options, &error);
-    g_assert_no_error(error);
-    SimSchedule *sched = sim_engine_run(tg, &error);
-    g_assert_no_error(error);
-    g_autofree guint *host_off = NULL;
-    g_autofree SimTime *host_iv = sim_host_wait_intervals(tg, sched, &host_off);
-    SimBreakdownSums full, merged;
-    sim_breakdown_sums(tg, sched, host_iv, host_off, NULL, &full);
-    SimTime makespan = 0;
-    uint32_t reduced = 0;
-    g_assert_true(sim_merge_predict(tg, &makespan, &merged, &reduced));
-    g_assert_cmpuint(reduced, <, sim_task_graph_size(tg));
-    g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
-    g_assert_cmpuint(merged.compute, ==, full.compute);
-    g_assert_cmpuint(merged.exposed, ==, full.exposed);
-    g_assert_cmpuint(merged.host, ==, full.host);
-    g_assert_cmpint(merged.used, ==, full.used);
-    sim_schedule_free(sched);
-    sim_task_graph_free(tg);
+    fn(g, s, c, &params);
     mdl_strategy_free(s);
   }
   mdl_graph_free(g);
   dev_cluster_free(c);
+}
+
+/* Merging @g gives @full's makespan (its engine's schedule) and breakdown sums @sums, on a
+ * reduced graph smaller than @g. */
+static void assert_merges_to(const SimTaskGraph *g, const SimSchedule *full,
+                             const SimBreakdownSums *sums) {
+  SimBreakdownSums merged;
+  SimTime makespan = 0;
+  uint32_t reduced = 0;
+  g_assert_true(sim_merge_predict(g, &makespan, &merged, &reduced));
+  g_assert_cmpuint(reduced, <, sim_task_graph_size(g));
+  g_assert_cmpuint(makespan, ==, sim_schedule_makespan(full));
+  g_assert_cmpuint(merged.compute, ==, sums->compute);
+  g_assert_cmpuint(merged.exposed, ==, sums->exposed);
+  g_assert_cmpuint(merged.host, ==, sums->host);
+  g_assert_cmpint(merged.used, ==, sums->used);
+}
+
+/* On a full graph (host tasks materialized, CSR built) the reduction reads the host stream from
+ * its tasks and gives the full engine's makespan and breakdown sums exactly. */
+static void check_full_graph(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
+                             const CmParams *params) {
+  GError *error = NULL;
+  SimOptions options = {0};
+  SimTaskGraph *tg = sim_build_with_options(g, s, c, params, &options, &error);
+  g_assert_no_error(error);
+  SimSchedule *sched = sim_engine_run(tg, &error);
+  g_assert_no_error(error);
+  g_autofree guint *host_off = NULL;
+  g_autofree SimTime *host_iv = sim_host_wait_intervals(tg, sched, &host_off);
+  SimBreakdownSums full;
+  sim_breakdown_sums(tg, sched, host_iv, host_off, NULL, &full);
+  assert_merges_to(tg, sched, &full);
+  sim_schedule_free(sched);
+  sim_task_graph_free(tg);
+}
+
+static void test_full_graph(void) {
+  for_strategies(2, check_full_graph);
+}
+
+/* A graph for merging hands merging what its builder knows (SimTaskGraph.program_pos,
+ * the launch queue's depth, kernels and reach): each compute task's position is where program
+ * lists it, and no launch waits further back than the reach (the host pass keeps no more
+ * positions' ends than that), the queue run as sim_build_host.c runs it for a full graph;
+ * its prediction is the full graph's. */
+static void check_for_merge_fields(const MdlGraph *g, const MdlStrategy *s, const DevCluster *c,
+                                   const CmParams *params) {
+  GError *error = NULL;
+  SimOptions options = {0};
+  SimTaskGraph *tg = sim_build_unfinished(g, s, c, params, &options, TRUE, &error);
+  g_assert_no_error(error);
+  if (!tg->program_block) { /* a host-bound strategy's full graph: nothing to check */
+    sim_task_graph_free(tg);
+    return;
+  }
+  g_assert_nonnull(tg->program_pos);
+  for (uint32_t k = 0; k < tg->num_compute; k++)
+    g_assert_cmpuint(tg->program_pos[tg->program[k]], ==, k);
+  g_assert_true((tg->block_kernels != NULL) == (tg->block_host != NULL));
+  guint waits = 0;
+  for (int d = 0; tg->block_kernels && d < tg->num_devices; d++) {
+    guint64 launched = 0, done = 0;
+    for (uint32_t p = tg->program_begin[d], q = p; p < tg->program_begin[d + 1]; p++) {
+      guint64 k = (guint64)tg->block_kernels[tg->program_block[p]];
+      uint32_t q0 = q;
+      while (q < p && launched - done + k > tg->host_queue_depth)
+        done += (guint64)tg->block_kernels[tg->program_block[q++]];
+      if (q != q0) {
+        g_assert_cmpuint(p - (q - 1), <=, tg->host_queue_reach);
+        waits++;
+      }
+      launched += k;
+    }
+  }
+  g_assert_true(!tg->block_kernels || waits > 0); /* the queue filled */
+  SimTime makespan = 0;
+  SimBreakdownSums merged;
+  uint32_t reduced = 0;
+  gboolean ok = sim_merge_predict(tg, &makespan, &merged, &reduced);
+  sim_task_graph_free(tg);
+  if (!ok) return;
+  tg = sim_build_with_options(g, s, c, params, &options, &error); /* the full engine's */
+  g_assert_no_error(error);
+  SimSchedule *sched = sim_engine_run(tg, &error);
+  g_assert_no_error(error);
+  g_assert_cmpuint(makespan, ==, sim_schedule_makespan(sched));
+  sim_schedule_free(sched);
+  sim_task_graph_free(tg);
+}
+
+static void test_for_merge_fields(void) {
+  for_strategies(4, check_for_merge_fields);
+}
+
+/* The launch queue where it binds, on hand-made graphs of one device: QN kernels in a chain
+ * (100 ps each, two of 1 ps and one lasting zero), each launched in 5 ps with one kernel, the
+ * host allowed QDEPTH kernels ahead. A launch waits for the task QDEPTH before it, so the
+ * launches after the short tasks end late and gate their kernels (late launches, a host wait
+ * before each). The
+ * full graph has the host tasks and the queue's edges (as sim_build_host.c adds them); the
+ * graph for merging has blocks, their kernels and the queue's depth, and the host pass
+ * (sim_merge_time_host) runs the queue itself: the same makespan and breakdown sums. */
+enum { QN = 40, QDEPTH = 2 };
+static SimTime queue_duration(uint32_t i) {
+  return i == 10 || i == 25 ? 1 : i == 33 ? 0 : 100; /* (33: a group of its own) */
+}
+
+static SimTaskGraph *queue_full_graph(void) {
+  SimTaskGraph *g = sim_task_graph_new(1);
+  uint32_t compute = sim_resource_compute(0), host = (uint32_t)g->num_resources;
+  g->num_resources++;
+  SimTask t = {.kind = SIM_TASK_FORWARD, .op = -1, .tensor = -1, .microbatch = 0};
+  for (uint32_t i = 0; i < QN; i++) {
+    t.duration = queue_duration(i);
+    sim_task_graph_add(g, &t, &compute, 1);
+  }
+  t.kind = SIM_TASK_HOST;
+  t.duration = 5;
+  for (uint32_t i = 0; i < QN; i++) sim_task_graph_add(g, &t, &host, 1);
+  g->num_compute = QN;
+  g->host_base = QN;
+  g->host_resource_base = host;
+  g->chain_prev = g_new(uint32_t, QN + 1);
+  g->program = g_new(uint32_t, QN + 1);
+  g->program_begin = g_new(uint32_t, 2);
+  g->program_begin[0] = 0;
+  g->program_begin[1] = QN;
+  for (uint32_t i = 0; i < QN; i++) {
+    g->program[i] = i;
+    g->chain_prev[i] = i ? i - 1 : UINT32_MAX;
+    sim_task_graph_edge(g, QN + i, i); /* launch, kernel */
+    if (i) sim_task_graph_edge(g, i - 1, i), sim_task_graph_edge(g, QN + i - 1, QN + i);
+    if (i >= QDEPTH) sim_task_graph_edge(g, i - QDEPTH, QN + i); /* the queue, one kernel each */
+  }
+  sim_task_graph_finish(g);
+  return g;
+}
+
+static SimTaskGraph *queue_graph_for_merging(void) {
+  SimTaskGraph *g = sim_task_graph_new(1);
+  SimTask t = {.kind = SIM_TASK_FORWARD, .op = -1, .tensor = -1, .microbatch = 0, .nres = 1};
+  g_array_set_size(g->tasks, QN); /* (entries a graph for merging need not write) */
+  for (uint32_t i = 0; i < QN; i++) g_array_index(g->tasks, SimTask, i) = t;
+  g->num_compute = QN;
+  g->chain_prev = g_new(uint32_t, QN + 1);
+  g->program = g_new(uint32_t, QN + 1);
+  g->program_pos = g_new(uint32_t, QN + 1);
+  g->program_block = g_new(uint32_t, QN + 1);
+  g->program_begin = g_new(uint32_t, 2);
+  g->program_begin[0] = 0;
+  g->program_begin[1] = QN;
+  g->block_duration = g_new(SimTime, QN);
+  g->block_host = g_new(SimTime, QN);
+  g->block_kernels = g_new(int, QN);
+  for (uint32_t i = 0; i < QN; i++) {
+    g->program[i] = g->program_pos[i] = g->program_block[i] = i;
+    g->chain_prev[i] = i ? i - 1 : UINT32_MAX;
+    g->block_duration[i] = queue_duration(i);
+    g->block_host[i] = 5;
+    g->block_kernels[i] = 1;
+  }
+  g->host_queue_depth = g->host_queue_reach = QDEPTH;
+  return g;
+}
+
+static void test_launch_queue(void) {
+  SimTaskGraph *full = queue_full_graph();
+  GError *error = NULL;
+  SimSchedule *s = sim_engine_run(full, &error);
+  g_assert_no_error(error);
+  int late = 0; /* kernels that waited for their launch past their chain predecessor */
+  for (uint32_t i = 1; i < QN; i++) late += s->start[i] > s->start[i - 1] + queue_duration(i - 1);
+  g_assert_cmpint(late, ==, 3); /* after each short task and the instant one */
+  g_autofree guint *host_off = NULL;
+  g_autofree SimTime *host_iv = sim_host_wait_intervals(full, s, &host_off);
+  SimBreakdownSums want;
+  sim_breakdown_sums(full, s, host_iv, host_off, NULL, &want);
+  g_assert_cmpuint(want.host, >, 5); /* the first launch and the late ones */
+  SimTaskGraph *g = queue_graph_for_merging();
+  assert_merges_to(g, s, &want);
+  sim_schedule_free(s);
+  sim_task_graph_free(full);
+  sim_task_graph_free(g);
+}
+
+/* What the folded engine logs for the breakdown (SimSchedule.stretch, .count) against the
+ * schedule it made: each folded collective's compute stretches are its steps timed again from
+ * its fork with the final ends of the collectives they join (those lasting more than zero,
+ * touching ones as one), and the counts are the log's pops per resource plus the stretches on
+ * compute streams. */
+typedef struct {
+  const SimSchedule *s;
+  const SimFolds *folds;
+  GArray *out; /* SimTime pairs */
+} Retimed;
+
+static SimTime retimed_end(void *ctx, uint32_t x) {
+  const Retimed *r = ctx;
+  return r->s->start[x] + r->folds->task[x].duration;
+}
+
+static void retimed_stretch(void *ctx, SimTime from, SimTime to) {
+  Retimed *r = ctx;
+  SimTime *last = r->out->len ? &g_array_index(r->out, SimTime, r->out->len - 1) : NULL;
+  if (last && *last == from) { /* the engine keeps touching stretches as one */
+    *last = to;
+    return;
+  }
+  SimTime pair[2] = {from, to};
+  g_array_append_vals(r->out, pair, 2);
+}
+
+static void assert_logged_stretches(const SimTaskGraph *g, const SimSchedule *s,
+                                    const SimFolds *folds) {
+  int nres = sim_task_graph_num_resources(g);
+  g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
+  uint32_t kept = 0;
+  for (uint32_t k = 0; k < s->nlog; k++) {
+    const SimPop *e = &s->log[k];
+    if (e->id == UINT32_MAX) continue; /* withdrawn */
+    g_assert_cmpuint(e->id, ==, s->order[kept++]); /* the order is the log's kept pops */
+    SimTaskInfo info;
+    sim_task_graph_get(g, e->id, &info);
+    for (int r = 0; r < info.nres; r++) count[info.resources[r] + 1]++;
+    g_assert_cmpint(e->folded, ==, folds->task[e->id].owner != UINT32_MAX);
+    if (!e->folded) {
+      g_assert_cmpuint(e->nstretches, ==, 0);
+      continue;
+    }
+    Retimed r = {s, folds, g_array_new(FALSE, FALSE, sizeof(SimTime))};
+    sim_fold_steps(folds, &folds->task[e->id], e->fork, retimed_end, retimed_stretch, &r);
+    g_assert_cmpuint(e->nstretches, ==, r.out->len / 2);
+    g_assert_cmpmem(s->stretch + 2 * (gsize)e->stretch, sizeof(SimTime) * 2 * e->nstretches,
+                    r.out->data, sizeof(SimTime) * r.out->len);
+    count[sim_resource_compute(sim_resource_device(e->res0)) + 1] += e->nstretches;
+    g_array_unref(r.out);
+  }
+  g_assert_cmpuint(kept, ==, s->events);
+  g_assert_cmpmem(s->count, sizeof(guint) * ((gsize)nres + 1), count, sizeof(guint) * ((gsize)nres + 1));
 }
 
 /* The folded engine (sim/sim_engine_folds.c) on a hand-made reduced graph: a chain c (10 ps)
@@ -345,7 +572,17 @@ static void test_withdrawn(void) {
   g_assert_cmpuint(s->ready[z], ==, 33);
   g_assert_cmpuint(s->makespan, ==, 34);
   g_assert_cmpuint(s->events, ==, 6); /* each task once in the order and the log */
-  for (uint32_t k = 0; k < s->num_tasks; k++) g_assert_cmpuint(s->log[k].id, ==, s->order[k]);
+  g_assert_cmpuint(s->nlog, ==, 7);   /* and x2's withdrawn reservation, marked */
+  /* the chain's stretches after each join: x1 ends at 14, x2 (withdrawn) at 25, x3 at 31 */
+  const SimTime stretches[3][2] = {{14, 20}, {25, 30}, {31, 33}};
+  for (uint32_t k = 0; k < s->nlog; k++)
+    for (int i = 0; i < 3; i++)
+      if (s->log[k].id == x[i]) {
+        g_assert_cmpuint(s->log[k].nstretches, ==, 1);
+        g_assert_cmpmem(s->stretch + 2 * (gsize)s->log[k].stretch, sizeof stretches[i],
+                        stretches[i], sizeof stretches[i]);
+      }
+  assert_logged_stretches(g, s, &folds);
   sim_schedule_free(s);
   sim_task_graph_free(g);
 }
@@ -386,6 +623,7 @@ static void test_absorbed(void) {
   g_assert_cmpuint(s->start[x2], ==, 23);
   g_assert_cmpuint(s->makespan, ==, 26);
   g_assert_cmpuint(s->events, ==, 4);
+  assert_logged_stretches(g, s, &folds);
   sim_schedule_free(s);
   sim_task_graph_free(g);
 }
@@ -411,6 +649,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/merge/fallback", test_fallback);
   g_test_add_func("/merge/bench-points", test_bench_points);
   g_test_add_func("/merge/full-graph", test_full_graph);
+  g_test_add_func("/merge/for-merge-fields", test_for_merge_fields);
+  g_test_add_func("/merge/launch-queue", test_launch_queue);
   g_test_add_func("/merge/no-schedule", test_no_schedule);
   g_test_add_func("/merge/withdrawn", test_withdrawn);
   g_test_add_func("/merge/absorbed", test_absorbed);

@@ -62,6 +62,11 @@ static const Case cases[] = {
     {"gpt3-1.3b:batch=64", "megatron:tp=2,pp=4,dp=2,mb=2", STEP},
     {"gpt3-1.3b:batch=64", "megatron:tp=2,pp=4,dp=2,mb=2,zero=1,sp=1", EXPANDED | STEP},
     {"gpt3-1.3b:batch=64", "megatron:tp=2,pp=4,dp=2,mb=2", CROSSMESH},
+    /* sequence parallelism's re-gathers (copied per microbatch, sim_build_sync.c), alone
+     * and with ZeRO-3's gathers over representatives of several devices */
+    {"gpt3-1.3b:batch=64", "megatron:tp=2,pp=4,dp=2,mb=2,sp=1", 0},
+    {"gpt3-1.3b:batch=64", "megatron:tp=2,pp=4,dp=2,mb=2,zero=3,sp=1,recompute=selective", EXPANDED},
+    {"gpt3-1.3b:batch=64", "megatron:tp=2,pp=4,dp=2,mb=2,zero=2", 0},
     {"llama3-8b:batch=16", "megatron:tp=2,pp=2,dp=2,cp=2,mb=1", 0},
     {"qwen1.5-moe-a2.7b:batch=32", "megatron:tp=1,pp=2,dp=8,ep=4,mb=1", 0},
     {"qwen1.5-moe-a2.7b:batch=32", "megatron:tp=1,pp=2,dp=8,ep=4,mb=1", EXPANDED},

@@ -1,0 +1,120 @@
+/* sim/merge_host — chain merging's host stream (sim_merge.c): each launch's end from its
+ * device's previous launch and the launch queue, over the reduced run's schedule; the check
+ * that no launch the reduced run took as early gates its kernel, and the host waits. */
+#include "sim/sim-int.h"
+#include "sim/sim_merge-int.h"
+
+/* Where the host pass is in the launch queue: the next pair of a full graph's (Merge.qpos),
+ * or, for a graph for merging, the queue run here as sim_build_host.c's add_queue_edges runs
+ * it (per device from its first position: q the first task not known done, launched and
+ * done the kernels before the current position and before q). */
+typedef struct {
+  guint i;
+  uint32_t q;
+  guint64 launched, done, depth;
+  const int *kernels;     /* a graph for merging's SimTaskGraph.block_kernels (NULL: pairs) */
+  const uint32_t *block;  /* its program_block */
+} QueueRun;
+
+/* The latest end among the compute tasks position @k's launch waits for (0: none), the
+ * queue moved past @k. */
+static inline SimTime queue_wait(const Merge *m, uint32_t k, QueueRun *r, guint nq) {
+  SimTime qwait = 0;
+  const int *kernels = r->kernels;
+  if (kernels) { /* the tasks up to q - 1 done before k's kernels fit in the queue */
+    const uint32_t *block = r->block;
+    guint64 kk = (guint64)kernels[block[k]];
+    uint32_t q0 = r->q;
+    while (r->q < k && r->launched - r->done + kk > r->depth)
+      r->done += (guint64)kernels[block[r->q++]];
+    if (r->q != q0) qwait = m->pend[(r->q - 1) & m->pend_mask];
+    r->launched += kk;
+    return qwait;
+  }
+  for (; r->i < nq && m->qpos[2 * r->i + 1] == k; r->i++)
+    qwait = MAX(qwait, m->pend[m->qpos[2 * r->i] & m->pend_mask]);
+  return qwait;
+}
+
+/* The host stream over the reduced schedule @s (@nr: per task of the reduced graph, when its
+ * last dependency ended, releases aside: SimSchedule.ready): each launch's end,
+ * from its device's previous launch and the launch queue. The schedule is the full run's when
+ * every compute task's ready time, max(its dependencies, its launch), is what the reduced run
+ * gave it, max(its dependencies, its release): returns 0 then, with the host-wait intervals
+ * in @iv/@off (sim_host_wait_intervals' layout). Otherwise the releases are set to the launches
+ * that gate their tasks and the count of changes returned (the caller runs again), or -1
+ * where the tie-breaks forbid (an instant launch gating an instant kernel). */
+gint64 sim_merge_time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv,
+                           guint *off) {
+  uint32_t nd = (uint32_t)m->g->num_devices;
+  guint nq = m->queue->len / 2;
+  QueueRun queue = {.depth = m->g->host_queue_depth, .kernels = m->g->block_kernels,
+                    .block = m->g->program_block};
+  uint32_t hi = 0, ji = 0; /* reduce's lists of heads and joins, read in turn */
+  uint32_t mask = m->pend_mask;
+  gint64 changes = 0;
+  g_array_set_size(iv, 0);
+  for (uint32_t d = 0; d < nd; d++) {
+    off[d] = iv->len / 2;
+    SimTime host_end = 0, prev_end = 0, member_end = 0;
+    queue.q = m->dbeg[d]; /* (a graph for merging's queue starts anew per device) */
+    queue.launched = queue.done = 0;
+    for (uint32_t k = m->dbeg[d], end = m->dbeg[d + 1]; k < end; k++) {
+      /* Up to the next head or join, members that start when the one before ends (lasting
+       * more than zero: else they head their group) and are not released (a release makes
+       * a head): the launch is late where it ends after that; no host wait ends at such a
+       * member (the stream was busy up to its start). */
+      for (uint32_t next = next_flagged(m->pflags, k, end, HEAD | JOIN); k < next; k++) {
+        SimTime duration, dh;
+        pos_times(m, k, &duration, &dh);
+        SimTime start = member_end;
+        member_end = m->pend[k & mask] = start + duration;
+        SimTime qwait = queue_wait(m, k, &queue, nq); /* (once: it moves the queue) */
+        SimTime launched = MAX(host_end, qwait) + dh;
+        if (launched > start) {
+          m->rel[k] = launched;
+          m->cf[k] |= RELEASED;
+          changes++;
+        }
+        if (member_end > prev_end) prev_end = member_end;
+        host_end = launched;
+      }
+      if (k == end) break;
+      /* a head starts with its group; a member after its predecessor and, at a join, its
+       * folded collective */
+      uint8_t pf = m->pflags[k];
+      gboolean head = (pf & HEAD) != 0;
+      uint32_t gi = head ? m->hgid[hi++] : NONE;
+      SimTime start = member_end;
+      if (pf & JOIN) { /* when the collective it waits for ends */
+        if (!head) start = MAX(start, s->start[m->jx[ji]] + m->jdur[ji]);
+        ji++;
+      }
+      if (head) start = s->start[gi];
+      SimTime duration, dh;
+      pos_times(m, k, &duration, &dh);
+      member_end = m->pend[k & mask] = start + duration;
+      SimTime qwait = queue_wait(m, k, &queue, nq);
+      SimTime launched = MAX(host_end, qwait) + dh;
+      /* a head's dependencies are its group's; an inner member's, its predecessor's end */
+      SimTime deps = head ? nr[gi] : start;
+      SimTime rel = m->cf[k] & RELEASED ? m->rel[k] : 0;
+      if (dh == 0 && duration == 0 && launched >= deps)
+        return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
+      if (MAX(deps, rel) != MAX(deps, launched)) {
+        m->rel[k] = launched > deps ? launched : 0;
+        m->cf[k] = (uint8_t)(m->rel[k] ? m->cf[k] | RELEASED : m->cf[k] & ~RELEASED);
+        changes++;
+      }
+      SimTime wait_end = MIN(launched, start);
+      if (wait_end > prev_end) {
+        SimTime pair[2] = {prev_end, wait_end};
+        g_array_append_vals(iv, pair, 2);
+      }
+      if (member_end > prev_end) prev_end = member_end;
+      host_end = launched;
+    }
+  }
+  off[nd] = iv->len / 2;
+  return changes;
+}
