@@ -54,14 +54,15 @@ static void print_bytes(double b) {
   else printf("%.0f B", b);
 }
 
-/* The network plugin's reported latency when it entered NCCL's choice (a covered collective
- * across hosts on a cluster that sets one), else 0. */
-static double plugin_latency(const CmCollectiveEstimate *e, const DevCluster *cluster) {
-  return e->shape.hosts > 1 && cm_nccl_covers(e->kind) ? cluster->net_latency : 0.0;
+/* The cluster whose network figures entered NCCL's model (a covered collective across hosts):
+ * the plugin's reported latency (NCCL's choice) and the network's own step latency (the
+ * time); NULL otherwise. */
+static const DevCluster *network_of(const CmCollectiveEstimate *e, const DevCluster *cluster) {
+  return e->shape.hosts > 1 && cm_nccl_covers(e->kind) ? cluster : NULL;
 }
 
 static void print_text(const CmCollectiveEstimate *e, const char *cluster_spec,
-                       const char *calibration, double net_latency) {
+                       const char *calibration, const DevCluster *net) {
   const char *links[DEV_LINK_COUNT] = {"intra-host", "inter-host"};
   printf("stratsim collective: %s of ", cm_collective_name(e->kind));
   print_bytes(e->bytes);
@@ -83,9 +84,13 @@ static void print_text(const CmCollectiveEstimate *e, const char *cluster_spec,
     printf(";");
   }
   printf("\n");
-  if (net_latency > 0)
+  if (net && net->net_latency > 0)
     printf("  network      the NIC plugin reports %.4g us a network step: NCCL's tuner counts it in "
-           "its pick, the time does not\n", net_latency * 1e6);
+           "its pick, the time does not\n", net->net_latency * 1e6);
+  if (net && net->net_step_latency > 0)
+    printf("  network      a network step takes %.4g us (+%.4g with Simple) in the time, the "
+           "network's own figure (NCCL's tuner keeps its hwLat[NET])\n",
+           net->net_step_latency * 1e6, net->net_simple_extra * 1e6);
   for (int i = 0; e->nphases > 1 && i < e->nphases; i++) {
     const CmCollectivePhase *ph = &e->phases[i];
     printf("  phase %d      %s (%s) over %d ranks, %s, ", i + 1, cm_collective_name(ph->kind),
@@ -105,7 +110,7 @@ static void print_text(const CmCollectiveEstimate *e, const char *cluster_spec,
 }
 
 static char *estimate_json(const CmCollectiveEstimate *e, const char *cluster_spec,
-                           const char *calibration, double net_latency) {
+                           const char *calibration, const DevCluster *net) {
   const char *links[DEV_LINK_COUNT] = {"intra", "inter"};
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "kind", cm_collective_name(e->kind));
@@ -126,7 +131,11 @@ static char *estimate_json(const CmCollectiveEstimate *e, const char *cluster_sp
   cJSON_AddNumberToObject(j, "busbw_GBps", e->busbw / 1e9);
   if (calibration) cJSON_AddStringToObject(j, "calibration", calibration);
   else cJSON_AddNullToObject(j, "calibration");
-  if (net_latency > 0) cJSON_AddNumberToObject(j, "nccl_net_latency_s", net_latency);
+  if (net && net->net_latency > 0) cJSON_AddNumberToObject(j, "nccl_net_latency_s", net->net_latency);
+  if (net && net->net_step_latency > 0) {
+    cJSON_AddNumberToObject(j, "net_step_latency_s", net->net_step_latency);
+    cJSON_AddNumberToObject(j, "net_simple_extra_s", net->net_simple_extra);
+  }
   cJSON *steps = cJSON_AddObjectToObject(j, "steps");
   for (int l = 0; l < DEV_LINK_COUNT; l++) cJSON_AddNumberToObject(steps, links[l], e->steps[l]);
   cJSON *phases = cJSON_AddArrayToObject(j, "phases");
@@ -219,10 +228,10 @@ int cli_collective(int argc, char **argv) {
   for (int i = 0; i < ranks; i++) devices[i] = i;
   CmCollectiveEstimate e = cm_collective_estimate(cluster, kind, devices, ranks, bytes, calibration);
   if (json) {
-    g_autofree char *text = estimate_json(&e, cluster_spec, calibration_name, plugin_latency(&e, cluster));
+    g_autofree char *text = estimate_json(&e, cluster_spec, calibration_name, network_of(&e, cluster));
     printf("%s\n", text);
   } else {
-    print_text(&e, cluster_spec, calibration_name, plugin_latency(&e, cluster));
+    print_text(&e, cluster_spec, calibration_name, network_of(&e, cluster));
   }
 out:
   g_free(devices);

@@ -168,11 +168,10 @@ char *cm_curve_cluster_spec(const CmCurve *curve) {
     if (!strstr(curve->system, map[i].needle)) continue;
     GString *spec = g_string_new(map[i].spec);
     if (curve->nodes > 1) g_string_append_printf(spec, "%snodes=%d", strchr(spec->str, ':') ? "," : ":", curve->nodes);
-    /* The release a one-host curve states it ran: NCCL's tables of that release (cm_nccl.c).
-     * Multi-host curves keep the reference tables: of a later release's tables the model takes
-     * the one-host terms only, not its network terms (cm_nccl.c), and half a release is not
-     * that release. */
-    g_autofree char *release = curve->nodes <= 1 ? stated_nccl_release(curve->system) : NULL;
+    /* The release a curve states it ran: NCCL's tables of that release (cm_nccl.c), on one
+     * host and across hosts (the network terms of those tables that the model takes are said
+     * in cm_nccl.c; costmodel/NETWORK.md). */
+    g_autofree char *release = stated_nccl_release(curve->system);
     if (release) g_string_append_printf(spec, "%snccl_version=%s", strchr(spec->str, ':') ? "," : ":", release);
     return g_string_free(spec, FALSE);
   }

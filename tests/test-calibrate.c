@@ -620,8 +620,10 @@ static void test_cluster_mismatch(void) {
                {"dgx-h100:nodes=2", "inter-host network"},
                {"aws-p4d:nodes=2", "GPU"},
                /* The NCCL algorithms and protocols the network's job profile allows are part
-                * of it too. */
+                * of it too, and what a network step takes (NETWORK.md). */
                {"aws-p5:nodes=2,inter_nccl_proto=Simple", "inter-host network"},
+               {"aws-p5:nodes=2,inter_net_step_latency_us=0", "inter-host network"},
+               {"aws-p5:nodes=2,inter_net_simple_extra_us=0", "inter-host network"},
                {"aws-p5:nodes=2,inter_nccl_algo=Ring+Tree", "inter-host network"}};
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     DevCluster *c = dev_cluster_parse_spec(cases[i].spec, &error);

@@ -695,35 +695,26 @@ static void test_oversubscription(void) {
  * InfiniBand), aws-ofi-nccl's figures on the EFA presets, an override, and the JSON record only
  * where set (bad values: bad_specs, bad_jsons). */
 static void test_net_latency(void) {
+  /* us: the plugin's reported latency; step_us, simple_us: what a network step takes in NCCL's
+   * kernels where the provider measured it (AWS's EFA model, the one measured on TCPXO, none
+   * on InfiniBand). */
   const struct {
     const char *spec;
-    double us;
-  } cases[] = {{"dgx-h100", 0}, {"gcp-a3-mega", 0}, {"aws-p4d", 75}, {"aws-p5", 75},
-               {"aws-p6-b200", 35}, {"dgx-h100:inter_nccl_latency_us=20", 20}};
+    double us, step_us, simple_us;
+  } cases[] = {{"dgx-h100", 0, 0, 0},     {"gcp-a3-mega", 0, 69.1, 0}, {"aws-p4d", 75, 20, 3},
+               {"aws-p5", 75, 20, 3},     {"aws-p6-b200", 35, 20, 3},
+               {"dgx-h100:inter_nccl_latency_us=20", 20, 0, 0},
+               {"dgx-h100:inter_net_step_latency_us=5,inter_net_simple_extra_us=1", 0, 5, 1}};
   GError *error = NULL;
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     DevCluster *c = dev_cluster_parse_spec(cases[i].spec, &error);
     g_assert_no_error(error);
     assert_close(c->net_latency + 1.0, cases[i].us * 1e-6 + 1.0);
+    assert_close(c->net_step_latency + 1.0, cases[i].step_us * 1e-6 + 1.0);
+    assert_close(c->net_simple_extra + 1.0, cases[i].simple_us * 1e-6 + 1.0);
     g_autofree char *json = dev_cluster_to_json(c);
     g_assert_true((strstr(json, "nccl_latency_s") != NULL) == (cases[i].us > 0));
-    dev_cluster_free(c);
-  }
-  /* What a network step takes in NCCL's kernels, where the provider measured it: AWS's EFA
-   * model on the EFA presets, none on InfiniBand or TCPXO, overrides. */
-  const struct {
-    const char *spec;
-    double step_us, simple_us;
-  } steps[] = {{"dgx-h100", 0, 0},     {"gcp-a3-mega", 0, 0},  {"aws-p4d", 20, 3},
-               {"aws-p5", 20, 3},      {"aws-p6-b200", 20, 3},
-               {"dgx-h100:inter_net_step_latency_us=5,inter_net_simple_extra_us=1", 5, 1}};
-  for (gsize i = 0; i < G_N_ELEMENTS(steps); i++) {
-    DevCluster *c = dev_cluster_parse_spec(steps[i].spec, &error);
-    g_assert_no_error(error);
-    assert_close(c->net_step_latency + 1.0, steps[i].step_us * 1e-6 + 1.0);
-    assert_close(c->net_simple_extra + 1.0, steps[i].simple_us * 1e-6 + 1.0);
-    g_autofree char *json = dev_cluster_to_json(c);
-    g_assert_true((strstr(json, "net_step_latency_s") != NULL) == (steps[i].step_us > 0));
+    g_assert_true((strstr(json, "net_step_latency_s") != NULL) == (cases[i].step_us > 0));
     dev_cluster_free(c);
   }
 }
