@@ -45,7 +45,17 @@
  * alternated runs: prefetching the next pop's successors' Nodes, or a pushed task's
  * successors' Nodes, a table of each collective's next-but-one for the walk, a 40-byte Node
  * (start left in SimSchedule.start), and the arrays without huge-page hints (the first run
- * then pays ~14 ms here instead of ~10, the median ~7.2 instead of ~6.4). */
+ * then pays ~14 ms here instead of ~10, the median ~7.2 instead of ~6.4). Also tried
+ * (engine7, 2026-11-25) and not kept: each chain's collectives laid out side by side in a
+ * second Node array (slotted in the order of their steps, which is each chain's; the heap's
+ * tie-break still the task id, the slot carried in the entry's padding; joins remapped in a
+ * copy of the steps; starts written back after the run). Predictions stayed bit for bit
+ * (test-merge, golden), but the engine's median went 5.1-5.7 -> 6.3-6.6 ms CPU (two A/B
+ * pairs, 21 runs each, 175B point): the walk's loop still took ~9% of the engine's samples
+ * with its Nodes consecutive (so its cost is the loop's dependent arithmetic, not misses),
+ * while the slotting passes, the steps' copy and the new arrays' page faults (clear_page
+ * rose from 2.6 to 4.7% of the process) added more than the walk lost. A layout change must
+ * come from the producer (merging emitting the reduced ids in that order), not a pass here. */
 #include "sim/sim-int.h"
 #include "sim/sim_engine-int.h"
 
