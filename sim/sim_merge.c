@@ -488,13 +488,18 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .res = (const uint32_t *)g->task_resources->data, .prev = g->chain_prev,
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
+  /* the candidates' fields are indexed from C (tasks that are not compute: a sixth of the 175B
+   * point's): sized to them, not to every task (the arena is on huge pages, and each one its
+   * scattered writes touch is zeroed whole on a process's first run) */
+  gsize others = (gsize)(m.n - MIN(m.C, m.n)) + 1;
   /* the per-task arrays in one allocation (on huge pages where the system has them); a graph
    * for merging has its durations in its blocks (no poff, hdur, pdur, phd: pos_duration) */
   gsize byid = g->program_block ? 0 : C1;
   gsize per_compute = 2 * sizeof(uint32_t) + 2 * sizeof(SimTime) + 2;
   gsize bytes = C1 * per_compute + byid * (4 * sizeof(SimTime) + 2 * sizeof(uint32_t)) +
                 ((C1 >> DEV_CHUNK_BITS) + 1) * sizeof(uint32_t) + 3 * (nd + 1) * sizeof(uint32_t) +
-                n1 * (1 + 4 * sizeof(uint32_t) + sizeof(SimTime)) + 32 * 64; /* alignment */
+                n1 * (1 + sizeof(uint32_t)) + others * (3 * sizeof(uint32_t) + sizeof(SimTime)) +
+                32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
   sim_huge_pages(arena, bytes);
 #define TAKE(type, count) ((type *)take(&fill, sizeof(type) * (gsize)(count)))
@@ -516,10 +521,10 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   m.xat = TAKE(uint32_t, 2 * C1);
   m.xfk = m.xat + C1;
   m.cum = TAKE(SimTime, C1 + 1);
-  m.xp = TAKE(uint32_t, 3 * n1);
-  m.xs = m.xp + n1;
-  m.xdev = m.xs + n1;
-  m.xdur = TAKE(SimTime, n1);
+  m.xp = TAKE(uint32_t, 3 * others);
+  m.xs = m.xp + others;
+  m.xdev = m.xs + others;
+  m.xdur = TAKE(SimTime, others);
 #undef TAKE
   g_assert(fill <= arena + bytes);
   /* the host stream: given (a graph built for merging) or read from the host tasks */
