@@ -11,6 +11,9 @@ typedef struct {
   uint32_t task;
 } HeapEntry;
 
+/* (A 4-ary heap, engine8 2026-11-25, popped the same sequence, entries being ordered totally,
+ * and measured no better: engine median 5.39-5.63 ms CPU binary, 5.48-5.67 4-ary on the 175B
+ * bench point, four alternated pairs of 40 runs. Not kept.) */
 static inline gboolean entry_less(const HeapEntry *a, const HeapEntry *b) {
   return a->time < b->time || (a->time == b->time && a->task < b->task);
 }

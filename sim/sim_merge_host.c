@@ -1,6 +1,14 @@
 /* sim/merge_host — chain merging's host stream (sim_merge.c): each launch's end from its
  * device's previous launch and the launch queue, over the reduced run's schedule; the check
- * that no launch the reduced run took as early gates its kernel, and the host waits. */
+ * that no launch the reduced run took as early gates its kernel, and the host waits.
+ *
+ * Tried (engine8, 2026-11-25) and not kept: the members' loop of a graph for merging in a
+ * function of its own with the block tables, the queue and the ends in locals (the flags' byte
+ * stores let the compiler reload them through the Merge at every position). Bit for bit, but
+ * the pass's samples on the 175B bench point went 414-418 -> 404-410 (perf record, 40 runs,
+ * two pairs): it is the loop-carried chain of ends and launches (~2 ns a position over the
+ * 481k positions), not the reloads. A gain needs fewer positions walked (per template or run
+ * of members, from prefix sums of durations and launches), not a lighter walk. */
 #include "sim/sim-int.h"
 #include "sim/sim_merge-int.h"
 
