@@ -448,6 +448,10 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
                         .kind = SIM_TASK_FORWARD, .op = -1, .tensor = -1, .microbatch = -1};
       rr[i] = sim_resource_compute((int)dev_of(m, c));
     }
+  /* (A folded collective's entry is copied too, though the engine reads its SimFold: the
+   * breakdown's sim_host_step_wait reads the entry before an optimizer step, which can be
+   * one. Leaving them unwritten saved ~0.15 ms on the 175B point, and valgrind caught that
+   * read on test-merge's /merge/space: engine8, not kept.) */
   guint nr = R; /* the other tasks' resources: counted, then copied in place */
   for (uint32_t t = m->C; t < m->n; t++)
     if (m->gid[t] != NONE) nr += m->tasks[t].nres;
