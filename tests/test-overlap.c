@@ -124,27 +124,38 @@ static void test_dependencies(void) {
   test_run_free(off);
 }
 
-/* With sequence parallelism: the re-gather of the saved input before dX, gating dW; the
- * reduce-scatter of dX beside dW. The dX GEMM (the same shape with or without sequence
- * parallelism) runs beside the re-gather's NCCL kernel, so it takes longer than without. */
-static void test_sequence_parallel(void) {
-  SimRun *on = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" ON, TRUE);
-  g_assert_cmpint(check_split(on, TRUE), >, 0);
+/* The dX GEMM of layer0.qkv (the same shape with or without sequence parallelism) of a 22B-like
+ * layer under megatron:tp=8,mb=4@extra runs beside the re-gather's NCCL kernel with sequence
+ * parallelism, so it takes longer than without. */
+static void dx_beside_regather(const char *extra) {
   const char *big = "gpt:layers=2,hidden=6144,heads=48,seq=2048,vocab=51200,batch=4";
-  SimRun *seq = test_simulate_specs(big, "dgx-a100", "megatron:tp=8,dp=1,mb=4,sp=1" ON, FALSE);
-  SimRun *plain = test_simulate_specs(big, "dgx-a100", "megatron:tp=8,dp=1,mb=4" ON, FALSE);
+  g_autofree char *with = g_strdup_printf("megatron:tp=8,dp=1,mb=4,sp=1%s" ON, extra);
+  g_autofree char *without = g_strdup_printf("megatron:tp=8,dp=1,mb=4%s" ON, extra);
+  SimRun *seq = test_simulate_specs(big, "dgx-a100", with, FALSE);
+  SimRun *plain = test_simulate_specs(big, "dgx-a100", without, FALSE);
   const MdlGraph *g = sim_run_graph(seq);
+  int checked = 0;
   for (int o = 0; o < mdl_graph_num_ops(g); o++) {
     if (strcmp(mdl_graph_op(g, o)->name, "layer0.qkv") != 0) continue;
     SimTaskInfo sp, no;
     sim_run_task(seq, find_compute(seq, SIM_TASK_BACKWARD, o, 0, 0), &sp);
     sim_run_task(plain, find_compute(plain, SIM_TASK_BACKWARD, o, 0, 0), &no);
-    g_test_message("layer0.qkv dX: %.4g us beside the re-gather, %.4g us alone",
+    g_test_message("%s: layer0.qkv dX %.4g us beside the re-gather, %.4g us alone", with,
                    1e6 * sim_time_seconds(sp.duration), 1e6 * sim_time_seconds(no.duration));
     g_assert_cmpuint(sp.duration, >, no.duration);
+    checked++;
   }
+  g_assert_cmpint(checked, ==, 1);
   test_run_free(plain);
   test_run_free(seq);
+}
+
+/* With sequence parallelism: the re-gather of the saved input before dX, gating dW; the
+ * reduce-scatter of dX beside dW; the dX GEMM slower beside the re-gather (dx_beside_regather). */
+static void test_sequence_parallel(void) {
+  SimRun *on = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" ON, TRUE);
+  g_assert_cmpint(check_split(on, TRUE), >, 0);
+  dx_beside_regather("");
   SimRun *off = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" OFF, TRUE);
   g_assert_cmpfloat(sim_run_prediction(on)->iteration_time_s, <,
                     sim_run_prediction(off)->iteration_time_s);
@@ -166,24 +177,12 @@ static void test_recompute_sequence_parallel(void) {
   g_assert_cmpint(nw, >, 0);
   g_assert_cmpint(nw, ==, check_split(sp, TRUE));
   const MdlGraph *g = sim_run_graph(full);
-  int qkv = -1;
   for (int o = 0; o < mdl_graph_num_ops(g); o++)
-    if (strcmp(mdl_graph_op(g, o)->name, "layer0.qkv") == 0) qkv = o;
-  g_assert_cmpint(qkv, >=, 0);
-  g_assert_cmpuint(find_compute(full, SIM_TASK_RECOMPUTE, qkv, 0, 0), !=, UINT32_MAX);
+    if (strcmp(mdl_graph_op(g, o)->name, "layer0.qkv") == 0)
+      g_assert_cmpuint(find_compute(full, SIM_TASK_RECOMPUTE, o, 0, 0), !=, UINT32_MAX);
   test_run_free(sp);
   test_run_free(full);
-  const char *big = "gpt:layers=2,hidden=6144,heads=48,seq=2048,vocab=51200,batch=4";
-  SimRun *seq = test_simulate_specs(big, "dgx-a100", "megatron:tp=8,dp=1,mb=4,sp=1,recompute=full" ON, FALSE);
-  SimRun *plain = test_simulate_specs(big, "dgx-a100", "megatron:tp=8,dp=1,mb=4,recompute=full" ON, FALSE);
-  SimTaskInfo a, b;
-  sim_run_task(seq, find_compute(seq, SIM_TASK_BACKWARD, qkv, 0, 0), &a);
-  sim_run_task(plain, find_compute(plain, SIM_TASK_BACKWARD, qkv, 0, 0), &b);
-  g_test_message("recomputed layer0.qkv dX: %.4g us beside the re-gather, %.4g us alone",
-                 1e6 * sim_time_seconds(a.duration), 1e6 * sim_time_seconds(b.duration));
-  g_assert_cmpuint(a.duration, >, b.duration);
-  test_run_free(plain);
-  test_run_free(seq);
+  dx_beside_regather(",recompute=full");
 }
 
 static char *data(const char *name) {
