@@ -579,7 +579,10 @@ MdlStrategy *mdl_strategy_parse_spec(const char *spec, const MdlGraph *graph,
                 "strategy dp: tp, pp, cp, ep and etp must be 1 (use megatron:tp=..,pp=..)");
     return NULL;
   }
-  if (!dp_given) cfg.dp = MAX(1, dev_cluster_num_devices(cluster) / (cfg.tp * cfg.pp * MAX(cfg.cp, 1)));
+  if (!dp_given) { /* 64-bit: tp * pp * cp of a bad spec can exceed an int */
+    gint64 model_parallel = (gint64)cfg.tp * cfg.pp * MAX(cfg.cp, 1);
+    cfg.dp = (int)MAX(1, dev_cluster_num_devices(cluster) / model_parallel);
+  }
   if (cfg.microbatch_size == 0) {
     /* dp without mb: one microbatch per replica (no gradient accumulation); megatron: 1. */
     cfg.microbatch_size = strcmp(family, "dp") == 0 && graph->batch % cfg.dp == 0

@@ -174,7 +174,9 @@ static gboolean dependencies(Estimator *e, guint64 *total) {
       }
       gboolean regather;
       MdlLayout saved = mdl_saved_input_layout(b->g, b->s, o, k, &regather);
-      if (regather && !in_group) *total += on_mesh(e, cfg(b, o)->mesh, saved, need);
+      if (regather) /* the backward's re-gather, and the recomputed forward's of a kept input */
+        *total += on_mesh(e, cfg(b, o)->mesh, saved, need) *
+                  (b->group[o] >= 0 && !in_group ? 2 : 1);
     }
   }
   return TRUE;

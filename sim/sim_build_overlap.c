@@ -29,8 +29,7 @@
  * group through mesh index 0 (the same for every group of a symmetric cluster), timed by the
  * cost the tasks get (cm_group_collective_time). Depends on o's config, the layout its
  * producer gives or needs (sim_delta.c re-checks a changed producer's readers) and, for B, on
- * the recomputation groups (fixed within a delta simulation; the bound, which has none, leaves
- * B's charge out). */
+ * whether recomputation groups are known (the bound, which has none, leaves B's charge out). */
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
@@ -55,9 +54,9 @@ static int nccl_channels(const DevCluster *c, CmCollective coll, const int *devi
  * (equal where there is none) and the tensor's elements. @gather FALSE: the input gradients'
  * (sb_backward_segment's, as the reader that reshards them; partial sums are reduced on this
  * mesh before a move to another), beside W. TRUE: the sequence-parallel re-gathers of the
- * saved inputs (sb_regathers_segment's, issued before B when @o is not recomputed), beside B;
- * none without recomputation groups (b->group NULL: the pruning bound, which must not charge
- * more than the build). */
+ * saved inputs (sb_regathers_segment's backward ones, issued before B, recomputed op or not:
+ * Megatron's recomputed forward saves the shard again), beside B; none without recomputation
+ * groups (b->group NULL: the pruning bound, which must not charge more than the build). */
 static void beside_layouts(const Builder *b, int o, gboolean gather, MdlLayout *from,
                            MdlLayout *to, double *elements) {
   const MdlOp *op = mdl_graph_op(b->g, o);
@@ -70,7 +69,7 @@ static void beside_layouts(const Builder *b, int o, gboolean gather, MdlLayout *
     if (p < 0 || mdl_graph_tensor(b->g, t)->is_weight) continue;
     if (gather) {
       gboolean regather = FALSE;
-      if (!b->group || b->group[o] >= 0) continue; /* a recomputed op's gather feeds its R */
+      if (!b->group) continue;
       MdlLayout saved = mdl_saved_input_layout(b->g, b->s, o, k, &regather);
       if (!regather) continue;
       from[k] = saved;

@@ -28,61 +28,78 @@ unsigned sb_grad_sync_mask(const Builder *b, int w, int m, int *first, MdlLayout
   return mask;
 }
 
+/* The all-gathers of input @k of @o (kept as its @saved shard, needed as @need), one per
+ * microbatch and representative r, each gating the task that reads it (@base + mb * nrep + r)
+ * and issued when the task two before that one in program order ends (issue_point). */
+static void regather_into(Builder *b, int o, int k, MdlLayout saved, MdlLayout need,
+                          uint32_t base) {
+  const MdlMesh *mesh = mesh_of(b, o);
+  int m = cfg(b, o)->mesh, t = mdl_graph_op(b->g, o)->inputs[k].tensor;
+  /* per microbatch mb and representative r (in mesh order): the task that reads the
+   * re-gathered input, base + mb * nrep + r, and where the gather is issued (in_c) */
+  const int nrep = b->nrep[m], *idx = b->rep_idx[m], n = b->M * nrep;
+  g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)MAX(n, 1));
+  g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)MAX(n, 1));
+  for (int j = 0; j < n; j++) in_c[j] = issue_point(b, base + (uint32_t)j);
+  g_autofree uint32_t *input = g_new(uint32_t, mesh->ndevices);
+  g_autofree uint32_t *ready = g_new(uint32_t, mesh->ndevices);
+  SbReplay replay;
+  sb_replay_init(&replay, b, idx, nrep, idx, nrep);
+  for (int mb = 0; mb < b->M;) {
+    /* the next microbatches' gathers copied at once (each one's edges before its own), or
+     * this one built and recorded */
+    uint32_t first = 0;
+    int copies = sb_replay_many(b, &replay, in_c + (gsize)mb * nrep, mb, b->M - mb,
+                                out_c + (gsize)mb * nrep, &first);
+    if (!copies) {
+      for (int i = 0; i < mesh->ndevices; i++) input[i] = NO_TASK;
+      for (int r = 0; r < nrep; r++) input[idx[r]] = in_c[mb * nrep + r];
+      memcpy(ready, input, sizeof(uint32_t) * (gsize)mesh->ndevices);
+      SbMark begin = sb_mark(b);
+      sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
+      sb_replay_record(b, &replay, begin, input, mb, ready);
+      for (int r = 0; r < nrep; r++) out_c[mb * nrep + r] = ready[idx[r]];
+    }
+    guint per = (copies ? sb_replay_edge_count(&replay) : 0) + (guint)nrep;
+    uint32_t *e = sb_edges_begin(b, per * (guint)MAX(copies, 1)); /* room for all */
+    for (int i = 0; i < MAX(copies, 1); i++, mb++) {
+      if (copies) e = sb_replay_edges(&replay, in_c + (gsize)mb * nrep, first, i, e);
+      for (int r = 0; r < nrep; r++)
+        if (out_c[mb * nrep + r] != NO_TASK) {
+          *e++ = out_c[mb * nrep + r];
+          *e++ = base + (uint32_t)(mb * nrep + r);
+        }
+    }
+    sb_edges_end(b, e);
+  }
+  sb_replay_clear(&replay);
+}
+
 /* Sequence parallelism (Korthikanti et al. 2022, section 4.2.2): an input kept as its shard
  * (mdl_saved_input_layout) is all-gathered again before the first backward-pass task that
- * reads it (its W under weight delay: only dW = X^T dY reads X), once per microbatch. */
+ * reads it (its W under weight delay or Megatron's overlap: only dW = X^T dY reads X), once
+ * per microbatch. Megatron-LM's LinearWithGradAccumulationAndAsyncCommunication
+ * (megatron/core/tensor_parallel/layers.py, NVIDIA/Megatron-LM 000c4ac) saves the input shard
+ * in its forward (ctx.save_for_backward(input, weight)) and, in its backward, all-gathers it
+ * again (async_op=True, before grad_output.matmul(weight); handle.wait() before the dW GEMM).
+ * Under recomputation the same holds for a recomputed op: CheckpointFunction.backward
+ * (megatron/core/tensor_parallel/random.py) re-runs the checkpointed forward under
+ * torch.enable_grad() (the forward's all-gathers again: sb_recompute_segment, and for an input
+ * kept from outside the group the first gather below, which feeds R) and then runs
+ * torch.autograd.backward through it, whose linear layers saved their input shards again: the
+ * backward's re-gather runs as well, beside dX. */
 void sb_regathers_segment(Builder *b, int o) {
   const MdlOp *op = mdl_graph_op(b->g, o);
-  const MdlMesh *mesh = mesh_of(b, o);
-  int m = cfg(b, o)->mesh;
   for (int k = 0; k < op->ninputs; k++) {
-    int t = op->inputs[k].tensor, p = mdl_graph_tensor(b->g, t)->producer;
-    if (p < 0 || (b->group[o] >= 0 && b->group[p] == b->group[o])) continue; /* recomputed */
+    int p = mdl_graph_tensor(b->g, op->inputs[k].tensor)->producer;
     gboolean regather;
+    if (p < 0) continue;
     MdlLayout saved = mdl_saved_input_layout(b->g, b->s, o, k, &regather);
     if (!regather) continue;
-    MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-    /* per microbatch mb and representative r (in mesh order): the task that reads the
-     * re-gathered input, base + mb * nrep + r, and where the gather is issued (in_c) */
-    const int nrep = b->nrep[m], *idx = b->rep_idx[m], n = b->M * nrep;
-    const uint32_t base = b->rec_base[o] != NO_TASK   ? b->rec_base[o]
-                          : b->wgt_base[o] != NO_TASK ? b->wgt_base[o]
-                                                      : b->bwd_base[o];
-    g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)MAX(n, 1));
-    g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)MAX(n, 1));
-    for (int j = 0; j < n; j++) in_c[j] = issue_point(b, base + (uint32_t)j);
-    g_autofree uint32_t *input = g_new(uint32_t, mesh->ndevices);
-    g_autofree uint32_t *ready = g_new(uint32_t, mesh->ndevices);
-    SbReplay replay;
-    sb_replay_init(&replay, b, idx, nrep, idx, nrep);
-    for (int mb = 0; mb < b->M;) {
-      /* the next microbatches' gathers copied at once (each one's edges before its own), or
-       * this one built and recorded */
-      uint32_t first = 0;
-      int copies = sb_replay_many(b, &replay, in_c + (gsize)mb * nrep, mb, b->M - mb,
-                                  out_c + (gsize)mb * nrep, &first);
-      if (!copies) {
-        for (int i = 0; i < mesh->ndevices; i++) input[i] = NO_TASK;
-        for (int r = 0; r < nrep; r++) input[idx[r]] = in_c[mb * nrep + r];
-        memcpy(ready, input, sizeof(uint32_t) * (gsize)mesh->ndevices);
-        SbMark begin = sb_mark(b);
-        sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
-        sb_replay_record(b, &replay, begin, input, mb, ready);
-        for (int r = 0; r < nrep; r++) out_c[mb * nrep + r] = ready[idx[r]];
-      }
-      guint per = (copies ? sb_replay_edge_count(&replay) : 0) + (guint)nrep;
-      uint32_t *e = sb_edges_begin(b, per * (guint)MAX(copies, 1)); /* room for all */
-      for (int i = 0; i < MAX(copies, 1); i++, mb++) {
-        if (copies) e = sb_replay_edges(&replay, in_c + (gsize)mb * nrep, first, i, e);
-        for (int r = 0; r < nrep; r++)
-          if (out_c[mb * nrep + r] != NO_TASK) {
-            *e++ = out_c[mb * nrep + r];
-            *e++ = base + (uint32_t)(mb * nrep + r);
-          }
-      }
-      sb_edges_end(b, e);
-    }
-    sb_replay_clear(&replay);
+    MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh_of(b, o));
+    gboolean in_group = b->group[o] >= 0 && b->group[p] == b->group[o];
+    if (b->rec_base[o] != NO_TASK && !in_group) regather_into(b, o, k, saved, need, b->rec_base[o]);
+    regather_into(b, o, k, saved, need, b->wgt_base[o] != NO_TASK ? b->wgt_base[o] : b->bwd_base[o]);
   }
 }
 

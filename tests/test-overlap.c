@@ -54,7 +54,8 @@ static gboolean on_device(const SimTaskInfo *t, int device) {
 /* W tasks of @run; for each, its op's backward-pass collectives of kind @coll on W's device:
  * the input gradient's (tensor read by the op, not a weight) waits for B and not for W, feeds
  * the producer's B, and runs while W runs. Under @sp the same for the reduce-scatter, and the
- * re-gather (an all-gather of the op's input) gates W, not B, and does not wait for B. Returns
+ * re-gather (an all-gather of the op's input) gates W, not B, and does not wait for B (an
+ * all-gather that feeds the op's recomputed forward R is the forward's, not counted). Returns
  * the W tasks. */
 static int check_split(const SimRun *run, gboolean sp) {
   const MdlGraph *g = sim_run_graph(run);
@@ -71,6 +72,7 @@ static int check_split(const SimRun *run, gboolean sp) {
     sim_run_task(run, b, &bt);
     g_assert_cmpuint(bt.end, <=, wt.start);
     int grads = 0, gathers = 0;
+    uint32_t rec = find_compute(run, SIM_TASK_RECOMPUTE, wt.op, wt.microbatch, wt.device);
     for (uint32_t c = 0; c < sim_run_num_tasks(run); c++) {
       SimTaskInfo ct;
       sim_run_task(run, c, &ct);
@@ -88,6 +90,7 @@ static int check_split(const SimRun *run, gboolean sp) {
         g_assert_cmpuint(ct.start, <, wt.end);   /* dW runs beside it */
         g_assert_cmpuint(wt.start, <, ct.end);
       } else if (sp && ct.collective == CM_ALL_GATHER) {
+        if (rec != UINT32_MAX && has_edge(run, ct.id, rec)) continue; /* the recomputed forward's */
         gathers++;
         g_assert_true(has_edge(run, ct.id, w));  /* dW = X^T dY reads the gathered X */
         g_assert_false(has_edge(run, ct.id, b)); /* dX does not */
@@ -121,32 +124,65 @@ static void test_dependencies(void) {
   test_run_free(off);
 }
 
-/* With sequence parallelism: the re-gather of the saved input before dX, gating dW; the
- * reduce-scatter of dX beside dW. The dX GEMM (the same shape with or without sequence
- * parallelism) runs beside the re-gather's NCCL kernel, so it takes longer than without. */
-static void test_sequence_parallel(void) {
-  SimRun *on = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" ON, TRUE);
-  g_assert_cmpint(check_split(on, TRUE), >, 0);
+/* The dX GEMM of layer0.qkv (the same shape with or without sequence parallelism) of a 22B-like
+ * layer under megatron:tp=8,mb=4@extra runs beside the re-gather's NCCL kernel with sequence
+ * parallelism, so it takes longer than without. */
+static void dx_beside_regather(const char *extra) {
   const char *big = "gpt:layers=2,hidden=6144,heads=48,seq=2048,vocab=51200,batch=4";
-  SimRun *seq = test_simulate_specs(big, "dgx-a100", "megatron:tp=8,dp=1,mb=4,sp=1" ON, FALSE);
-  SimRun *plain = test_simulate_specs(big, "dgx-a100", "megatron:tp=8,dp=1,mb=4" ON, FALSE);
+  g_autofree char *with = g_strdup_printf("megatron:tp=8,dp=1,mb=4,sp=1%s" ON, extra);
+  g_autofree char *without = g_strdup_printf("megatron:tp=8,dp=1,mb=4%s" ON, extra);
+  SimRun *seq = test_simulate_specs(big, "dgx-a100", with, FALSE);
+  SimRun *plain = test_simulate_specs(big, "dgx-a100", without, FALSE);
   const MdlGraph *g = sim_run_graph(seq);
+  int checked = 0;
   for (int o = 0; o < mdl_graph_num_ops(g); o++) {
     if (strcmp(mdl_graph_op(g, o)->name, "layer0.qkv") != 0) continue;
     SimTaskInfo sp, no;
     sim_run_task(seq, find_compute(seq, SIM_TASK_BACKWARD, o, 0, 0), &sp);
     sim_run_task(plain, find_compute(plain, SIM_TASK_BACKWARD, o, 0, 0), &no);
-    g_test_message("layer0.qkv dX: %.4g us beside the re-gather, %.4g us alone",
+    g_test_message("%s: layer0.qkv dX %.4g us beside the re-gather, %.4g us alone", with,
                    1e6 * sim_time_seconds(sp.duration), 1e6 * sim_time_seconds(no.duration));
     g_assert_cmpuint(sp.duration, >, no.duration);
+    checked++;
   }
+  g_assert_cmpint(checked, ==, 1);
   test_run_free(plain);
   test_run_free(seq);
+}
+
+/* With sequence parallelism: the re-gather of the saved input before dX, gating dW; the
+ * reduce-scatter of dX beside dW; the dX GEMM slower beside the re-gather (dx_beside_regather). */
+static void test_sequence_parallel(void) {
+  SimRun *on = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" ON, TRUE);
+  g_assert_cmpint(check_split(on, TRUE), >, 0);
+  dx_beside_regather("");
   SimRun *off = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" OFF, TRUE);
   g_assert_cmpfloat(sim_run_prediction(on)->iteration_time_s, <,
                     sim_run_prediction(off)->iteration_time_s);
   test_run_free(on);
   test_run_free(off);
+}
+
+/* Full recomputation with sequence parallelism: Megatron-LM's CheckpointFunction.backward
+ * (megatron/core/tensor_parallel/random.py) re-runs the layer's forward with gradients on, so
+ * each linear layer saves its input shard again and its backward all-gathers it again
+ * (layers.py, LinearWithGradAccumulationAndAsyncCommunication.backward): besides the
+ * recomputed forward's all-gathers, every W has its re-gather, issued before B and gating W
+ * (check_split), as without recomputation; the dX GEMM runs beside it, so it takes longer than
+ * with recomputation alone. Before, a recomputed op had no backward re-gather. */
+static void test_recompute_sequence_parallel(void) {
+  SimRun *sp = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1" ON, TRUE);
+  SimRun *full = test_simulate_specs(GPT, "dgx-a100", "megatron:tp=8,dp=1,mb=1,sp=1,recompute=full" ON, TRUE);
+  int nw = check_split(full, TRUE);
+  g_assert_cmpint(nw, >, 0);
+  g_assert_cmpint(nw, ==, check_split(sp, TRUE));
+  const MdlGraph *g = sim_run_graph(full);
+  for (int o = 0; o < mdl_graph_num_ops(g); o++)
+    if (strcmp(mdl_graph_op(g, o)->name, "layer0.qkv") == 0)
+      g_assert_cmpuint(find_compute(full, SIM_TASK_RECOMPUTE, o, 0, 0), !=, UINT32_MAX);
+  test_run_free(sp);
+  test_run_free(full);
+  dx_beside_regather(",recompute=full");
 }
 
 static char *data(const char *name) {
@@ -452,6 +488,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/sim/overlap/dependencies", test_dependencies);
   g_test_add_func("/sim/overlap/sequence-parallel", test_sequence_parallel);
+  g_test_add_func("/sim/overlap/recompute-sequence-parallel", test_recompute_sequence_parallel);
   g_test_add_func("/sim/overlap/table4-backward", test_table4_backward);
   g_test_add_func("/sim/overlap/explain", test_explain);
   g_test_add_func("/sim/overlap/key", test_key);

@@ -97,6 +97,7 @@ typedef struct {
 static const BadCase bad_specs[] = {
     {"megatron:tp=3", MDL_ERROR_STRATEGY, "heads"},
     {"megatron:tp=8,pp=2,dp=2", MDL_ERROR_STRATEGY, "cluster"},
+    {"megatron:tp=8,pp=777777777", MDL_ERROR_STRATEGY, "6222222216 devices"}, /* tp*pp overflows an int */
     {"megatron:tp=0", MDL_ERROR_PARSE, "tp=0"},
     {"megatron:tp=-2", MDL_ERROR_PARSE, "tp=-2"},
     {"megatron:tp=abc", MDL_ERROR_PARSE, "tp=abc"},
