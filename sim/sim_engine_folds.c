@@ -98,6 +98,7 @@ typedef struct {
   HeapEntry *heap;
   uint32_t heap_size, done, streams;
   uint32_t nstretch, stretch_cap; /* SimSchedule.stretch: pairs written, room */
+  uint32_t withdrawn; /* the first withdrawn entry of the order (done: none) */
 } Run;
 
 static inline gboolean key_less(SimTime t, uint32_t a, SimTime u, uint32_t b) {
@@ -242,6 +243,7 @@ static void check_pending(Run *r, uint32_t d, uint32_t rr, SimTime end) {
     r->s->count[log[j].res0 + 1]--; /* out of SimSchedule.count: one resource, its stretches */
     r->s->count[sim_resource_compute((int)d) + 1] -= log[j].nstretches;
     r->s->order[j] = NONE;
+    r->withdrawn = MIN(r->withdrawn, j);
     log[j].id = NONE;
   }
   f->end = i;
@@ -332,7 +334,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
            .free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1),
            .pending = g_new0(uint32_t, g->num_resources ? g->num_resources : 1),
            .flight = g_new0(Flight, nd ? nd : 1), .heap = g_new(HeapEntry, n ? n : 1),
-           .streams = sim_stream_resources(g->num_devices), .stretch_cap = 2 * n + 64};
+           .streams = sim_stream_resources(g->num_devices), .stretch_cap = 2 * n + 64, .withdrawn = UINT32_MAX};
   s->stretch = g_new(SimTime, 2 * (gsize)r.stretch_cap);
   sim_huge_pages(r.node, sizeof(Node) * (gsize)n);
   sim_huge_pages(s->start, sizeof(SimTime) * n);
@@ -385,8 +387,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
   }
   /* the withdrawn reservations' entries out of the order (those before the first stay; the
    * log keeps them, marked) */
-  uint32_t kept = 0;
-  while (kept < r.done && s->order[kept] != NONE) kept++;
+  uint32_t kept = MIN(r.withdrawn, r.done);
   for (uint32_t k = kept; k < r.done; k++)
     if (s->order[k] != NONE) s->order[kept++] = s->order[k];
   s->nlog = r.done;
