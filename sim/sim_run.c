@@ -66,7 +66,11 @@ static guint merge_intervals(Interval *iv, guint n) {
 /* The union of two lists of intervals sorted by start into @out (room for both): a merge
  * by start, coalescing as it goes (an interval that starts no later than the last one ends
  * extends it). Returns its length (disjoint, sorted). The union as a set, and so its
- * coalesced list, does not depend on the order in which equal starts are taken. */
+ * coalesced list, does not depend on the order in which equal starts are taken. (A few
+ * intervals against a long list, by bisection and the long list's runs copied whole where
+ * each interval starts after the one before ends, was tried (engine9, 2026-12-01): checking
+ * that separation costs what the copy saves, cachegrind -0.1 M instructions a prediction on
+ * the 175B point; not kept.) */
 static guint union_two(const Interval *a, guint na, const Interval *b, guint nb, Interval *out) {
   guint i = 0, j = 0, n = 0;
   while (i < na || j < nb) {
