@@ -160,7 +160,11 @@ void srch_keep_freed_memory(void) {
    * Blocks of 32 MiB and more were still mmap()ed afresh per simulation (a GArray grows to a
    * power of two: the 175B task array is exactly 32 MiB), so M_MMAP_MAX 0 serves every block
    * from the heap: bench --suite predict on the 175B point, thread CPU per prediction, median
-   * of 21, three pairs: 81.6/61.4/60.5 -> 58.2/57.8/55.9 ms (2026-11-25, loaded machine). */
+   * of 21, three pairs: 81.6/61.4/60.5 -> 58.2/57.8/55.9 ms (2026-11-25, loaded machine).
+   * With these, a prediction after the first pays little for fresh pages: the 175B bench
+   * point, --repeat 401 against --repeat 1 (/usr/bin/time, two pairs, 2026-12-01): 5-6 minor
+   * faults and under 0.1 ms of system time a prediction (CPU median ~25-36 ms); only the
+   * first, in a fresh process, pays for the heap's pages. */
   mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);

@@ -13,7 +13,11 @@ typedef struct {
 
 /* (A 4-ary heap, engine8 2026-11-25, popped the same sequence, entries being ordered totally,
  * and measured no better: engine median 5.39-5.63 ms CPU binary, 5.48-5.67 4-ary on the 175B
- * bench point, four alternated pairs of 40 runs. Not kept.) */
+ * bench point, four alternated pairs of 40 runs. Not kept. Nor, engine9 2026-12-01, a pop's
+ * first push taking the popped top's place (one sift down instead of a sift down and one
+ * up; the heap holds ~16 entries, one a device): 3.4% fewer engine instructions (cachegrind,
+ * 118.3 M -> 114.3 M over 4 predictions) but the engine median +0.64 ms over 16 alternated
+ * pairs run second and -0.01 ms over 16 run first, where an A/A control gave +0.27.) */
 static inline gboolean entry_less(const HeapEntry *a, const HeapEntry *b) {
   return a->time < b->time || (a->time == b->time && a->task < b->task);
 }

@@ -55,7 +55,26 @@
  * with its Nodes consecutive (so its cost is the loop's dependent arithmetic, not misses),
  * while the slotting passes, the steps' copy and the new arrays' page faults (clear_page
  * rose from 2.6 to 4.7% of the process) added more than the walk lost. A layout change must
- * come from the producer (merging emitting the reduced ids in that order), not a pass here. */
+ * come from the producer (merging emitting the reduced ids in that order), not a pass here.
+ * Also tried (engine9, 2026-12-01) and not kept: replaying chain shapes. On the 175B point
+ * the 17,867 chains are 6 shapes up to their ids, each is walked once (56,052 reservations),
+ * and every chain's streams were free by the time its first collective on each forks, the
+ * condition under which its reservations are its shape's walk from time 0 shifted by its
+ * first stretch's end. gather filed each collective, in id order, in a trie of what the walk
+ * reads (ids and joins relative to the chain: 471 nodes, 106 distinct walks) and reserve
+ * wrote the shape's starts, forks and stretches without reading the collectives: predictions
+ * bit for bit, every chain replayed, but filing cost more than the walk it replaced
+ * (cachegrind, 4 predictions: engine 92.2 M -> 120.8 M instructions; engine median +3.0 to
+ * +5.4 ms CPU in 6 alternated pairs). Filing only the collectives' own fields (the steps,
+ * contiguous per chain, checked in reserve instead) with recently matched trie nodes first:
+ * 113.6 M, +0.9 to +5.2 ms in 5 pairs. Matching a chain exactly reads what walking it reads
+ * and no chain is walked twice: a shape pays only if the producer (merging, which stamps
+ * chains from templates) names it, and even then little: writing a shape's reservations
+ * (log entries, stretches, starts) took 5.3 M instructions a prediction against the walk's
+ * 7.9 M, so the bound is ~2.6 M of the engine's ~29 M unless what is written shrinks too. Half the chains' collectives descend in id (stride
+ * -192), which the stride hint in reserve skips (next > x); following descending strides
+ * too measured -0.3 ms engine median over 10 alternated pairs (spread -1.4 to +2.8 ms), then
+ * +0.46 ms over 16 more (13 of them slower): not kept. */
 #include "sim/sim-int.h"
 #include "sim/sim_engine-int.h"
 
@@ -98,6 +117,7 @@ typedef struct {
   HeapEntry *heap;
   uint32_t heap_size, done, streams;
   uint32_t nstretch, stretch_cap; /* SimSchedule.stretch: pairs written, room */
+  uint32_t withdrawn; /* the first withdrawn entry of the order (done: none) */
 } Run;
 
 static inline gboolean key_less(SimTime t, uint32_t a, SimTime u, uint32_t b) {
@@ -242,6 +262,7 @@ static void check_pending(Run *r, uint32_t d, uint32_t rr, SimTime end) {
     r->s->count[log[j].res0 + 1]--; /* out of SimSchedule.count: one resource, its stretches */
     r->s->count[sim_resource_compute((int)d) + 1] -= log[j].nstretches;
     r->s->order[j] = NONE;
+    r->withdrawn = MIN(r->withdrawn, j);
     log[j].id = NONE;
   }
   f->end = i;
@@ -332,7 +353,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
            .free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1),
            .pending = g_new0(uint32_t, g->num_resources ? g->num_resources : 1),
            .flight = g_new0(Flight, nd ? nd : 1), .heap = g_new(HeapEntry, n ? n : 1),
-           .streams = sim_stream_resources(g->num_devices), .stretch_cap = 2 * n + 64};
+           .streams = sim_stream_resources(g->num_devices), .stretch_cap = 2 * n + 64, .withdrawn = UINT32_MAX};
   s->stretch = g_new(SimTime, 2 * (gsize)r.stretch_cap);
   sim_huge_pages(r.node, sizeof(Node) * (gsize)n);
   sim_huge_pages(s->start, sizeof(SimTime) * n);
@@ -385,8 +406,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
   }
   /* the withdrawn reservations' entries out of the order (those before the first stay; the
    * log keeps them, marked) */
-  uint32_t kept = 0;
-  while (kept < r.done && s->order[kept] != NONE) kept++;
+  uint32_t kept = MIN(r.withdrawn, r.done);
   for (uint32_t k = kept; k < r.done; k++)
     if (s->order[k] != NONE) s->order[kept++] = s->order[k];
   s->nlog = r.done;
