@@ -4,8 +4,9 @@
  * and per shape group (a Megatron layer's forward, data-gradient and weight-gradient GEMMs,
  * attention's batched GEMMs, the output layer, a square sweep): rows, mean and max |error| and
  * the mean signed error of the predicted kernel time; then by size. Without --data, also the
- * published tables of tests/data/validation (gemm_public.csv, gemm_a100_public.csv) row by
- * row, and per device. Prints; asserts nothing. */
+ * published tables of tests/data/validation (gemm_public.csv, gemm_a100_public.csv, the held-out
+ * gemm_a100_heldout.csv, gemm_blackwell_public.csv) row by row, and per device. Prints; asserts
+ * nothing. */
 #include "cli/cli.h"
 #include "cli/cli_outputs.h"
 
@@ -152,7 +153,7 @@ int cli_bench_gemm(const char *data_dir) {
     status = bench_dir(g_ptr_array_index(dirs, i));
   g_autofree char *validation = cli_validation_dir();
   static const char *const tables[] = {"gemm_public.csv", "gemm_a100_public.csv",
-                                       "gemm_blackwell_public.csv"};
+                                       "gemm_a100_heldout.csv", "gemm_blackwell_public.csv"};
   for (guint i = 0; validation && i < G_N_ELEMENTS(tables) && status == CLI_EXIT_OK; i++)
     status = bench_public(validation, tables[i]);
   return status;

@@ -220,6 +220,34 @@ static double median_of(GArray *v) {
  * test the shallow-reduction (epilogue) term: the attention scores (K = 256, 0.42 of peak) within
  * 25% (85% without the term), the attention context (output 256 wide) within 10%, and the
  * bmm.out GEMMs (K 1024 and 2048; held out) within 6%. */
+/* Published A100 GEMMs kept apart from the derivation above (gemm_a100_heldout.csv, the
+ * README there): nothing is derived from them, so what is checked is that every row reads and
+ * is predicted on the part it names, and that the two sources which ran one harness on the same
+ * shapes (Triton's matmul tutorial, triton#3551 and #6523) are both there; their errors are
+ * printed (bench --suite gemm prints them too). The model is not held to these rows: #6523 runs
+ * 25-35% below #3551 on the same shapes with no part named. */
+static void test_gemm_a100_heldout(void) {
+  CmParams p;
+  cm_params_default(&p);
+  g_autoptr(GPtrArray) rows = public_rows("gemm_a100_heldout.csv", &p);
+  g_assert_cmpuint(rows->len, ==, 12);
+  guint by_shape[2] = {0, 0}; /* rows at 2560^3 and at 2944^3 */
+  for (guint i = 0; i < rows->len; i++) {
+    const ValGemmRow *r = g_ptr_array_index(rows, i);
+    g_assert_true(strcmp(r->device, "a100-80gb") == 0 || strcmp(r->device, "a100-40gb") == 0);
+    g_assert_cmpfloat(r->predicted_s, >, 0);
+    g_assert_cmpfloat(r->measured_s, >, 0);
+    const CmGemmShape *s = &r->dims;
+    if (s->batch == 1 && s->m == s->n && s->n == s->k && (s->m == 2560 || s->m == 2944))
+      by_shape[s->m == 2944]++;
+    g_test_message("%s %s: measured %.1f model %.1f TFLOP/s (%+.1f%%)", r->device, r->shape,
+                   r->flops / r->measured_s / 1e12, r->flops / r->predicted_s / 1e12,
+                   100 * (r->measured_s / r->predicted_s - 1));
+  }
+  g_assert_cmpuint(by_shape[0], ==, 2);
+  g_assert_cmpuint(by_shape[1], ==, 2);
+}
+
 static void test_gemm_a100_public(void) {
   CmParams p;
   cm_params_default(&p);
@@ -647,6 +675,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/costmodel/compute/gemm-table", test_gemm_table);
   g_test_add_func("/costmodel/compute/gemm-measured-h100", test_gemm_measured);
   g_test_add_func("/costmodel/compute/gemm-public-a100", test_gemm_a100_public);
+  g_test_add_func("/costmodel/compute/gemm-a100-heldout", test_gemm_a100_heldout);
   g_test_add_func("/costmodel/compute/gemm-public-blackwell", test_gemm_blackwell_public);
   g_test_add_func("/costmodel/compute/adam-bytes", test_adam_bytes);
   g_test_add_func("/costmodel/compute/optimizer-measured-h100", test_optimizer_measured);
