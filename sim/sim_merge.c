@@ -104,8 +104,12 @@ static gboolean check_other_tasks(Merge *m) {
       uint32_t r = m->res[task->res_begin + k];
       if (m->hb != NONE && r >= g->host_resource_base && r < g->host_resource_base + nd)
         return FALSE;
-      /* only an optimizer step after the device's last compute task may share its stream */
-      if (compute_stream(nd, r) && task->kind != SIM_TASK_OPTIMIZER) return FALSE;
+      /* only an optimizer step after the device's last compute task may share its stream
+       * (after: check_edges, over the ones listed here) */
+      if (compute_stream(nd, r)) {
+        if (task->kind != SIM_TASK_OPTIMIZER) return FALSE;
+        g_array_append_val(m->steps, t);
+      }
     }
   }
   return TRUE;
@@ -248,9 +252,9 @@ static gboolean check_edges(Merge *m, SimTime *hdur) {
     m->hdur = hdur;
     m->host = TRUE;
   }
-  for (uint32_t t = m->C; t < m->n; t++) {
+  for (guint i = 0; i < m->steps->len; i++) { /* the tasks on compute streams */
+    uint32_t t = g_array_index(m->steps, uint32_t, i);
     const SimTask *task = &m->tasks[t];
-    if (is_host(m, t)) continue;
     for (uint16_t k = 0; k < task->nres; k++) {
       uint32_t r = m->res[task->res_begin + k];
       if (compute_stream(nd, r) && m->last[sim_resource_device(r)] != NONE && !(m->flags[t] & AFTER_LAST))
@@ -452,23 +456,23 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
    * breakdown's sim_host_step_wait reads the entry before an optimizer step, which can be
    * one. Leaving them unwritten saved ~0.15 ms on the 175B point, and valgrind caught that
    * read on test-merge's /merge/space: engine8, not kept.) */
-  guint nr = R; /* the other tasks' resources: counted, then copied in place */
-  for (uint32_t t = m->C; t < m->n; t++)
-    if (m->gid[t] != NONE) nr += m->tasks[t].nres;
-  g_array_set_size(rg->task_resources, nr);
+  /* the other tasks' resources: the graph's whole array after the groups' (R entries), each
+   * task's run shifted by R (one copy; a full graph's compute and host entries come along
+   * unread) */
+  guint nres = g->task_resources->len;
+  g_array_set_size(rg->task_resources, R + nres);
   rr = (uint32_t *)rg->task_resources->data;
-  nr = R;
+  memcpy(rr + R, m->res, sizeof(uint32_t) * nres);
   for (uint32_t t = m->C; t < m->n; t++) {
-    if (m->gid[t] == NONE) continue;
+    uint32_t i = m->gid[t];
+    if (i == NONE) continue;
     const SimTask *task = &m->tasks[t];
-    rt[m->gid[t]] = *task;
-    rt[m->gid[t]].res_begin = nr;
-    for (uint16_t k = 0; k < task->nres; k++) rr[nr + k] = m->res[task->res_begin + k];
+    rt[i] = *task;
+    rt[i].res_begin += R;
     if (m->flags[t] & FOLD) { /* SimFold.stream and duration, as its task has them */
-      fold[m->gid[t]].stream = rr[nr];
-      fold[m->gid[t]].duration = task->duration;
+      fold[i].stream = m->res[task->res_begin];
+      fold[i].duration = task->duration;
     }
-    nr += task->nres;
   }
   /* Step-expanded collectives' spans (gate and join are communication tasks: kept). */
   const uint32_t *spans = (const uint32_t *)g->spans->data;
@@ -534,6 +538,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   /* the host stream: given (a graph built for merging) or read from the host tasks */
   m.host = g->block_host != NULL;
   m.queue = g_array_new(FALSE, FALSE, sizeof(uint32_t)); /* (a full graph's) */
+  m.steps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   /* room for every edge (pages touched only as they fill) */
   gsize most_edges = g->succ_offsets ? g->succ_offsets[m.n] : g->edges->len / 2;
   m.cedges = g_new(uint32_t, 2 * most_edges + 2);
@@ -584,6 +589,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_free(arena);
   g_free(m.rel);
   g_array_unref(m.queue);
+  g_array_unref(m.steps);
   g_free(m.qsorted);
   g_free(m.cedges);
   g_free(m.head);

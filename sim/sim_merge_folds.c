@@ -67,6 +67,11 @@ void sim_merge_fold_collectives(Merge *m) {
   uint32_t C = m->C;
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t t = C; t < m->n; t++) {
+      if (t + 16 < m->n && (m->flags[t + 16] & CAND)) { /* 16 tasks ahead: lines in flight */
+        uint32_t ap = m->xp[t + 16 - C], as = m->xs[t + 16 - C];
+        if (as < C) __builtin_prefetch(pass ? (const void *)&m->xat[as] : (const void *)&m->cf[as], 1);
+        if (pass && ap < C) __builtin_prefetch(&m->xfk[ap], 1);
+      }
       uint8_t f = m->flags[t];
       if ((f & (CAND | BAD)) != CAND) continue;
       uint32_t p = m->xp[t - C], sp = m->xs[t - C];
