@@ -333,6 +333,17 @@ static inline uint32_t other_gid(const Merge *m, uint32_t ng, uint32_t t) {
   return ng + (t - m->C) - (m->hb != NONE && t >= m->hb ? m->C : 0);
 }
 
+/* The fork at or after position @k: its collective's lines prefetched (@fold: reduce's, @ng
+ * groups); returns the position after it (C: none). */
+#define FORK_AHEAD 8
+static inline uint32_t prefetch_fork(const Merge *m, uint32_t ng, const SimFold *fold, uint32_t k) {
+  k = next_flagged(m->pflags, k, m->C, FORK);
+  if (k == m->C) return k;
+  __builtin_prefetch(&fold[other_gid(m, ng, m->xfk[k])], 1);
+  __builtin_prefetch(&m->xdur[m->xfk[k] - m->C]);
+  return k + 1;
+}
+
 /* Groups and the reduced graph; @release gets each group's release (its head's). */
 static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   const SimTaskGraph *g = m->g;
@@ -383,6 +394,10 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   /* Only the positions that end a run (RUN_ENDS); the members before one (back to the last)
    * add their durations to the stretch open then, at once (cum). */
   uint32_t run = 0; /* the first position whose duration is not added yet */
+  /* a cursor FORK_AHEAD forks ahead: their collectives' SimFold entries (written at the fork)
+   * and durations (read at the join) lie scattered, so their lines are fetched early */
+  uint32_t ahead = 0;
+  for (int i = 0; i <= FORK_AHEAD; i++) ahead = prefetch_fork(m, ng, fold, ahead);
   for (uint32_t k = next_flagged(m->pflags, 0, m->C, RUN_ENDS), gi = 0, last = NONE; k < m->C;
        k = next_flagged(m->pflags, k + 1, m->C, RUN_ENDS)) {
     uint8_t f = m->pflags[k];
@@ -421,6 +436,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     }
     *acc += m->cum[k + 1] - m->cum[k];
     if (f & FORK) { /* the fork of a folded collective: its group's next */
+      ahead = prefetch_fork(m, ng, fold, ahead);
       uint32_t x = other_gid(m, ng, m->xfk[k]);
       fold[last].next = x;
       fold[x].owner = gi; /* its stream and duration with its task, below */
