@@ -385,15 +385,15 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   SimFoldStep *steps = g_new(SimFoldStep, 2 * (gsize)(R - ng) + 1); /* one per fork and join */
   uint32_t nsteps = 0;
   g_autofree SimTime *gdur = g_new0(SimTime, (gsize)ng + 1);
-  SimTime *acc = gdur;
+  SimTime *acc = gdur, from = 0; /* the stretch open, lasting from cum = @from on */
   uint32_t open = 0; /* spans between their fork and join */
   m->hgid = g_renew(uint32_t, m->hgid, (gsize)ng + 1);
   m->jx = g_renew(uint32_t, m->jx, (gsize)(R - ng) + 1);
   m->jdur = g_renew(SimTime, m->jdur, (gsize)(R - ng) + 1);
   m->nheads = m->njoins = 0;
-  /* Only the positions that end a run (RUN_ENDS); the members before one (back to the last)
-   * add their durations to the stretch open then, at once (cum). */
-  uint32_t run = 0; /* the first position whose duration is not added yet */
+  /* Only the positions that end a run (RUN_ENDS): a stretch's members are the positions
+   * from the one that opened it to the one that closes it (a join or a head closes it before
+   * itself, a fork after itself), so its duration is a difference of prefix sums (cum). */
   /* a cursor FORK_AHEAD forks ahead: their collectives' SimFold entries (written at the fork)
    * and durations (read at the join) lie scattered, so their lines are fetched early */
   uint32_t ahead = 0;
@@ -402,8 +402,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
        k = next_flagged(m->pflags, k + 1, m->C, RUN_ENDS)) {
     uint8_t f = m->pflags[k];
     uint32_t c = f & (HEAD | TAIL) ? m->prog[k] : NONE;
-    *acc += m->cum[k] - m->cum[run];
-    run = k + 1;
+    if (f & (JOIN | HEAD)) *acc = m->cum[k] - from, from = m->cum[k]; /* (closed before k) */
     if (f & JOIN) { /* the join of a folded collective: a step of the last forked waits */
       uint32_t x = other_gid(m, ng, m->xat[k]);
       m->jx[m->njoins] = x; /* for sim_merge_time_host, in program order */
@@ -434,8 +433,8 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     } else if (f & TAIL) {
       m->gid[c] = gi;
     }
-    *acc += m->cum[k + 1] - m->cum[k];
     if (f & FORK) { /* the fork of a folded collective: its group's next */
+      *acc = m->cum[k + 1] - from, from = m->cum[k + 1]; /* (closed after k) */
       ahead = prefetch_fork(m, ng, fold, ahead);
       uint32_t x = other_gid(m, ng, m->xfk[k]);
       fold[last].next = x;
@@ -448,7 +447,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
       open++;
     }
   }
-  *acc += m->cum[m->C] - m->cum[run];
+  *acc = m->cum[m->C] - from;
   folds->steps = steps;
   folds->task = fold;
   rg->num_resources = g->num_resources;
