@@ -37,7 +37,13 @@ static gboolean span_broken(const Merge *m, uint32_t x) {
 }
 
 /* The unfolded candidates' edges make heads and tails; a collective whose span they break
- * unfolds (again until none does); then JOIN and FORK mark the folded ones only. */
+ * unfolds (again until none does); then JOIN and FORK mark the folded ones only. Tried
+ * (merge9, 2026-12-01) and not kept: rounds after the first setting only the flags of the
+ * candidates the last one unfolded and checking only the spans holding a position whose flags
+ * changed (fork at most the longest span back). Exact (cross-checked against these rounds over
+ * the whole ctest), but fold + settle stayed 1.43-1.50 ms on the 175B point (2 rounds, 193
+ * unfolded in the first): the second full round runs on lines the first brought in; the cost
+ * is the first round's misses. Prefetching the spans' flags 16 candidates ahead: no gain. */
 static void settle_folds(Merge *m) {
   uint32_t C = m->C;
   for (gboolean changed = TRUE; changed;) {
@@ -67,6 +73,7 @@ void sim_merge_fold_collectives(Merge *m) {
   uint32_t C = m->C;
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t t = C; t < m->n; t++) {
+      /* ~10% of this and settle_folds (merge9, 2026-12-01); the rest is the positions' misses */
       if (t + 16 < m->n && (m->flags[t + 16] & CAND)) { /* 16 tasks ahead: lines in flight */
         uint32_t ap = m->xp[t + 16 - C], as = m->xs[t + 16 - C];
         if (as < C) __builtin_prefetch(pass ? (const void *)&m->xat[as] : (const void *)&m->cf[as], 1);
