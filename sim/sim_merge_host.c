@@ -15,7 +15,11 @@
  * no plain member's launch comes within 0.53 ms of its kernel (the host runs far ahead, the
  * queue of 1024 kernels binding at half the positions), so a bound could prove whole runs of
  * members early; still every launch's end feeds the next, and the queue's reach back needs the
- * ends, so skipping positions exactly needs their launches in closed form (not attempted). */
+ * ends, so skipping positions exactly needs their launches in closed form (not attempted).
+ * Tried (merge9) and not kept: two devices' passes side by side (their chains independent, a
+ * state and a ring of ends each, heads and joins from per-device starts reduce recorded): bit
+ * for bit, but the pass went ~1.95-2.05 -> 2.65-2.95 ms (minimum over 40 predictions, A/B 4x;
+ * the two states spill and the per-position branch on HEAD | JOIN replaces the runs' loop). */
 #include "sim/sim-int.h"
 #include "sim/sim_merge-int.h"
 
