@@ -43,7 +43,10 @@ static gboolean span_broken(const Merge *m, uint32_t x) {
  * changed (fork at most the longest span back). Exact (cross-checked against these rounds over
  * the whole ctest), but fold + settle stayed 1.43-1.50 ms on the 175B point (2 rounds, 193
  * unfolded in the first): the second full round runs on lines the first brought in; the cost
- * is the first round's misses. Prefetching the spans' flags 16 candidates ahead: no gain. */
+ * is the first round's misses. Prefetching the spans' flags 16 candidates ahead here, or a
+ * candidate's join and fork lines 16 ahead in sim_merge_fold_collectives' passes (1882053:
+ * ~10% by 20-run means, but the minimum over 40 predictions 1.52-1.55 ms with and without it,
+ * A/B 3x; removed): no gain. */
 static void settle_folds(Merge *m) {
   uint32_t C = m->C;
   for (gboolean changed = TRUE; changed;) {
@@ -73,12 +76,6 @@ void sim_merge_fold_collectives(Merge *m) {
   uint32_t C = m->C;
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t t = C; t < m->n; t++) {
-      /* ~10% of this and settle_folds (merge9, 2026-12-01); the rest is the positions' misses */
-      if (t + 16 < m->n && (m->flags[t + 16] & CAND)) { /* 16 tasks ahead: lines in flight */
-        uint32_t ap = m->xp[t + 16 - C], as = m->xs[t + 16 - C];
-        if (as < C) __builtin_prefetch(pass ? (const void *)&m->xat[as] : (const void *)&m->cf[as], 1);
-        if (pass && ap < C) __builtin_prefetch(&m->xfk[ap], 1);
-      }
       uint8_t f = m->flags[t];
       if ((f & (CAND | BAD)) != CAND) continue;
       uint32_t p = m->xp[t - C], sp = m->xs[t - C];

@@ -9,9 +9,10 @@
  * two pairs): it is the loop-carried chain of ends and launches (~2 ns a position over the
  * 481k positions), not the reloads. A gain needs fewer positions walked (per template or run
  * of members, from prefix sums of durations and launches), not a lighter walk.
- * Kept (merge9, 2026-12-01): the reduced schedule's entries of the heads and joins 16 ahead
- * prefetched (perf put ~15% of the pass on a join's s->start read): the pass, minimum over 40
- * predictions relative to check_tasks', ~13% less (~0.3 ms). Measured there: on the 175B point
+ * Tried (merge9, 2026-12-01) and removed: the reduced schedule's entries of the heads and
+ * joins 16 ahead prefetched (perf put ~15% of the pass on a join's s->start read; a24a13a):
+ * ~13% less by 20-run means, but the minimum over 40 predictions 2.05-2.15 ms without and
+ * 2.00-2.13 with it (A/B 4x), within noise. Measured there: on the 175B point
  * no plain member's launch comes within 0.53 ms of its kernel (the host runs far ahead, the
  * queue of 1024 kernels binding at half the positions), so a bound could prove whole runs of
  * members early; still every launch's end feeds the next, and the queue's reach back needs the
@@ -103,13 +104,6 @@ gint64 sim_merge_time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GA
        * folded collective */
       uint8_t pf = m->pflags[k];
       gboolean head = (pf & HEAD) != 0;
-      /* the schedule's entries of the heads and joins ahead: scattered over the reduced graph's
-       * ids, their misses stall the chain of ends (prefetched, 16 ahead) */
-      if (ji + 16 < m->njoins) __builtin_prefetch(&s->start[m->jx[ji + 16]]);
-      if (head && hi + 16 < m->nheads) {
-        __builtin_prefetch(&s->start[m->hgid[hi + 16]]);
-        __builtin_prefetch(&nr[m->hgid[hi + 16]]);
-      }
       uint32_t gi = head ? m->hgid[hi++] : NONE;
       SimTime start = member_end;
       if (pf & JOIN) { /* when the collective it waits for ends */
