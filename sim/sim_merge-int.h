@@ -65,6 +65,8 @@ typedef struct {
   const uint32_t *qpos;  /* the same as pairs of positions, sorted by c's (program_arrays) */
   uint32_t *qsorted;     /* (qpos, owned) */
   uint32_t host_chain, launches; /* host -> host and host -> compute edges seen */
+  GArray *steps;         /* uint32_t: the tasks that are not compute on a compute stream
+                            (optimizer steps: check_other_tasks), each once per such stream */
   uint32_t *redges;      /* the reduced graph's edge list, while its edges are added */
   guint nredges;
   /* Folded collectives (fold_collectives): */

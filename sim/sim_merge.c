@@ -104,8 +104,12 @@ static gboolean check_other_tasks(Merge *m) {
       uint32_t r = m->res[task->res_begin + k];
       if (m->hb != NONE && r >= g->host_resource_base && r < g->host_resource_base + nd)
         return FALSE;
-      /* only an optimizer step after the device's last compute task may share its stream */
-      if (compute_stream(nd, r) && task->kind != SIM_TASK_OPTIMIZER) return FALSE;
+      /* only an optimizer step after the device's last compute task may share its stream
+       * (after: check_edges, over the ones listed here) */
+      if (compute_stream(nd, r)) {
+        if (task->kind != SIM_TASK_OPTIMIZER) return FALSE;
+        g_array_append_val(m->steps, t);
+      }
     }
   }
   return TRUE;
@@ -188,7 +192,10 @@ static gboolean check_tasks(Merge *m) {
 }
 
 /* Calls @visit on every edge (u, v), from the CSR of a finished graph or the edge list of an
- * unfinished one (sim_build_unfinished); stops at the first FALSE. */
+ * unfinished one (sim_build_unfinished); stops at the first FALSE. Tried (merge9, 2026-12-01)
+ * and not kept: prefetching the compute endpoints' positions (program_pos) 16 edges ahead
+ * (check_edges and keep_edge no faster, 175B point, A/B 3x); with a second level, their flags
+ * (cf at pos) 8 edges ahead, both ~1 ms slower (the pos load it needs stalls). */
 typedef gboolean (*EdgeVisit)(Merge *m, uint32_t u, uint32_t v);
 static G_ALWAYS_INLINE inline gboolean each_edge(Merge *m, EdgeVisit visit) {
   const SimTaskGraph *g = m->g;
@@ -248,9 +255,9 @@ static gboolean check_edges(Merge *m, SimTime *hdur) {
     m->hdur = hdur;
     m->host = TRUE;
   }
-  for (uint32_t t = m->C; t < m->n; t++) {
+  for (guint i = 0; i < m->steps->len; i++) { /* the tasks on compute streams */
+    uint32_t t = g_array_index(m->steps, uint32_t, i);
     const SimTask *task = &m->tasks[t];
-    if (is_host(m, t)) continue;
     for (uint16_t k = 0; k < task->nres; k++) {
       uint32_t r = m->res[task->res_begin + k];
       if (compute_stream(nd, r) && m->last[sim_resource_device(r)] != NONE && !(m->flags[t] & AFTER_LAST))
@@ -329,6 +336,17 @@ static inline uint32_t other_gid(const Merge *m, uint32_t ng, uint32_t t) {
   return ng + (t - m->C) - (m->hb != NONE && t >= m->hb ? m->C : 0);
 }
 
+/* The fork at or after position @k: its collective's lines prefetched (@fold: reduce's, @ng
+ * groups); returns the position after it (C: none). */
+#define FORK_AHEAD 8
+static inline uint32_t prefetch_fork(const Merge *m, uint32_t ng, const SimFold *fold, uint32_t k) {
+  k = next_flagged(m->pflags, k, m->C, FORK);
+  if (k == m->C) return k;
+  __builtin_prefetch(&fold[other_gid(m, ng, m->xfk[k])], 1);
+  __builtin_prefetch(&m->xdur[m->xfk[k] - m->C]);
+  return k + 1;
+}
+
 /* Groups and the reduced graph; @release gets each group's release (its head's). */
 static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   const SimTaskGraph *g = m->g;
@@ -365,26 +383,32 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   m->redges = (uint32_t *)rg->edges->data; /* written in place, then sized */
   m->nredges = 0;
   SimTime *release = g_new0(SimTime, R ? R : 1);
+  /* (Tried, merge9: each entry written once, a folded collective's whole at its fork and the
+   * others' as they are copied below, instead of this pass: the pass's 0.33 ms went, but the
+   * fork loop took 0.2-0.4 ms more, its lines no longer warm; not kept.) */
   SimFold *fold = g_new(SimFold, (gsize)R + 1);
   for (uint32_t i = 0; i <= R; i++) fold[i] = (SimFold){NONE, NONE, 0, 0, NONE, 0};
   SimFoldStep *steps = g_new(SimFoldStep, 2 * (gsize)(R - ng) + 1); /* one per fork and join */
   uint32_t nsteps = 0;
   g_autofree SimTime *gdur = g_new0(SimTime, (gsize)ng + 1);
-  SimTime *acc = gdur;
+  SimTime *acc = gdur, from = 0; /* the stretch open, lasting from cum = @from on */
   uint32_t open = 0; /* spans between their fork and join */
   m->hgid = g_renew(uint32_t, m->hgid, (gsize)ng + 1);
   m->jx = g_renew(uint32_t, m->jx, (gsize)(R - ng) + 1);
   m->jdur = g_renew(SimTime, m->jdur, (gsize)(R - ng) + 1);
   m->nheads = m->njoins = 0;
-  /* Only the positions that end a run (RUN_ENDS); the members before one (back to the last)
-   * add their durations to the stretch open then, at once (cum). */
-  uint32_t run = 0; /* the first position whose duration is not added yet */
+  /* Only the positions that end a run (RUN_ENDS): a stretch's members are the positions
+   * from the one that opened it to the one that closes it (a join or a head closes it before
+   * itself, a fork after itself), so its duration is a difference of prefix sums (cum). */
+  /* a cursor FORK_AHEAD forks ahead: their collectives' SimFold entries (written at the fork)
+   * and durations (read at the join) lie scattered, so their lines are fetched early */
+  uint32_t ahead = 0;
+  for (int i = 0; i <= FORK_AHEAD; i++) ahead = prefetch_fork(m, ng, fold, ahead);
   for (uint32_t k = next_flagged(m->pflags, 0, m->C, RUN_ENDS), gi = 0, last = NONE; k < m->C;
        k = next_flagged(m->pflags, k + 1, m->C, RUN_ENDS)) {
     uint8_t f = m->pflags[k];
     uint32_t c = f & (HEAD | TAIL) ? m->prog[k] : NONE;
-    *acc += m->cum[k] - m->cum[run];
-    run = k + 1;
+    if (f & (JOIN | HEAD)) *acc = m->cum[k] - from, from = m->cum[k]; /* (closed before k) */
     if (f & JOIN) { /* the join of a folded collective: a step of the last forked waits */
       uint32_t x = other_gid(m, ng, m->xat[k]);
       m->jx[m->njoins] = x; /* for sim_merge_time_host, in program order */
@@ -415,8 +439,9 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
     } else if (f & TAIL) {
       m->gid[c] = gi;
     }
-    *acc += m->cum[k + 1] - m->cum[k];
     if (f & FORK) { /* the fork of a folded collective: its group's next */
+      *acc = m->cum[k + 1] - from, from = m->cum[k + 1]; /* (closed after k) */
+      ahead = prefetch_fork(m, ng, fold, ahead);
       uint32_t x = other_gid(m, ng, m->xfk[k]);
       fold[last].next = x;
       fold[x].owner = gi; /* its stream and duration with its task, below */
@@ -428,7 +453,7 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
       open++;
     }
   }
-  *acc += m->cum[m->C] - m->cum[run];
+  *acc = m->cum[m->C] - from;
   folds->steps = steps;
   folds->task = fold;
   rg->num_resources = g->num_resources;
@@ -452,23 +477,23 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
    * breakdown's sim_host_step_wait reads the entry before an optimizer step, which can be
    * one. Leaving them unwritten saved ~0.15 ms on the 175B point, and valgrind caught that
    * read on test-merge's /merge/space: engine8, not kept.) */
-  guint nr = R; /* the other tasks' resources: counted, then copied in place */
-  for (uint32_t t = m->C; t < m->n; t++)
-    if (m->gid[t] != NONE) nr += m->tasks[t].nres;
-  g_array_set_size(rg->task_resources, nr);
+  /* the other tasks' resources: the graph's whole array after the groups' (R entries), each
+   * task's run shifted by R (one copy; a full graph's compute and host entries come along
+   * unread) */
+  guint nres = g->task_resources->len;
+  g_array_set_size(rg->task_resources, R + nres);
   rr = (uint32_t *)rg->task_resources->data;
-  nr = R;
+  memcpy(rr + R, m->res, sizeof(uint32_t) * nres);
   for (uint32_t t = m->C; t < m->n; t++) {
-    if (m->gid[t] == NONE) continue;
+    uint32_t i = m->gid[t];
+    if (i == NONE) continue;
     const SimTask *task = &m->tasks[t];
-    rt[m->gid[t]] = *task;
-    rt[m->gid[t]].res_begin = nr;
-    for (uint16_t k = 0; k < task->nres; k++) rr[nr + k] = m->res[task->res_begin + k];
+    rt[i] = *task;
+    rt[i].res_begin += R;
     if (m->flags[t] & FOLD) { /* SimFold.stream and duration, as its task has them */
-      fold[m->gid[t]].stream = rr[nr];
-      fold[m->gid[t]].duration = task->duration;
+      fold[i].stream = m->res[task->res_begin];
+      fold[i].duration = task->duration;
     }
-    nr += task->nres;
   }
   /* Step-expanded collectives' spans (gate and join are communication tasks: kept). */
   const uint32_t *spans = (const uint32_t *)g->spans->data;
@@ -534,6 +559,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   /* the host stream: given (a graph built for merging) or read from the host tasks */
   m.host = g->block_host != NULL;
   m.queue = g_array_new(FALSE, FALSE, sizeof(uint32_t)); /* (a full graph's) */
+  m.steps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   /* room for every edge (pages touched only as they fill) */
   gsize most_edges = g->succ_offsets ? g->succ_offsets[m.n] : g->edges->len / 2;
   m.cedges = g_new(uint32_t, 2 * most_edges + 2);
@@ -584,6 +610,7 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
   g_free(arena);
   g_free(m.rel);
   g_array_unref(m.queue);
+  g_array_unref(m.steps);
   g_free(m.qsorted);
   g_free(m.cedges);
   g_free(m.head);

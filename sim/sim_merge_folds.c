@@ -37,7 +37,16 @@ static gboolean span_broken(const Merge *m, uint32_t x) {
 }
 
 /* The unfolded candidates' edges make heads and tails; a collective whose span they break
- * unfolds (again until none does); then JOIN and FORK mark the folded ones only. */
+ * unfolds (again until none does); then JOIN and FORK mark the folded ones only. Tried
+ * (merge9, 2026-12-01) and not kept: rounds after the first setting only the flags of the
+ * candidates the last one unfolded and checking only the spans holding a position whose flags
+ * changed (fork at most the longest span back). Exact (cross-checked against these rounds over
+ * the whole ctest), but fold + settle stayed 1.43-1.50 ms on the 175B point (2 rounds, 193
+ * unfolded in the first): the second full round runs on lines the first brought in; the cost
+ * is the first round's misses. Prefetching the spans' flags 16 candidates ahead here, or a
+ * candidate's join and fork lines 16 ahead in sim_merge_fold_collectives' passes (1882053:
+ * ~10% by 20-run means, but the minimum over 40 predictions 1.52-1.55 ms with and without it,
+ * A/B 3x; removed): no gain. */
 static void settle_folds(Merge *m) {
   uint32_t C = m->C;
   for (gboolean changed = TRUE; changed;) {

@@ -8,7 +8,19 @@
  * the pass's samples on the 175B bench point went 414-418 -> 404-410 (perf record, 40 runs,
  * two pairs): it is the loop-carried chain of ends and launches (~2 ns a position over the
  * 481k positions), not the reloads. A gain needs fewer positions walked (per template or run
- * of members, from prefix sums of durations and launches), not a lighter walk. */
+ * of members, from prefix sums of durations and launches), not a lighter walk.
+ * Tried (merge9, 2026-12-01) and removed: the reduced schedule's entries of the heads and
+ * joins 16 ahead prefetched (perf put ~15% of the pass on a join's s->start read; a24a13a):
+ * ~13% less by 20-run means, but the minimum over 40 predictions 2.05-2.15 ms without and
+ * 2.00-2.13 with it (A/B 4x), within noise. Measured there: on the 175B point
+ * no plain member's launch comes within 0.53 ms of its kernel (the host runs far ahead, the
+ * queue of 1024 kernels binding at half the positions), so a bound could prove whole runs of
+ * members early; still every launch's end feeds the next, and the queue's reach back needs the
+ * ends, so skipping positions exactly needs their launches in closed form (not attempted).
+ * Tried (merge9) and not kept: two devices' passes side by side (their chains independent, a
+ * state and a ring of ends each, heads and joins from per-device starts reduce recorded): bit
+ * for bit, but the pass went ~1.95-2.05 -> 2.65-2.95 ms (minimum over 40 predictions, A/B 4x;
+ * the two states spill and the per-position branch on HEAD | JOIN replaces the runs' loop). */
 #include "sim/sim-int.h"
 #include "sim/sim_merge-int.h"
 
