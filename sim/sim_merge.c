@@ -483,7 +483,8 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   guint nres = g->task_resources->len;
   g_array_set_size(rg->task_resources, R + nres);
   rr = (uint32_t *)rg->task_resources->data;
-  memcpy(rr + R, m->res, sizeof(uint32_t) * nres);
+  if (nres > 0) /* (a hand-made graph may hold no resource entry: m->res is NULL then) */
+    memcpy(rr + R, m->res, sizeof(uint32_t) * nres);
   for (uint32_t t = m->C; t < m->n; t++) {
     uint32_t i = m->gid[t];
     if (i == NONE) continue;
