@@ -353,7 +353,8 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
            .free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1),
            .pending = g_new0(uint32_t, g->num_resources ? g->num_resources : 1),
            .flight = g_new0(Flight, nd ? nd : 1), .heap = g_new(HeapEntry, n ? n : 1),
-           .streams = sim_stream_resources(g->num_devices), .stretch_cap = 2 * n + 64, .withdrawn = UINT32_MAX};
+           .streams = sim_stream_resources(g->num_devices), .stretch_cap = 2 * n + 64,
+           .withdrawn = UINT32_MAX};
   s->stretch = g_new(SimTime, 2 * (gsize)r.stretch_cap);
   sim_huge_pages(r.node, sizeof(Node) * (gsize)n);
   sim_huge_pages(s->start, sizeof(SimTime) * n);
