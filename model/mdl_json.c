@@ -62,6 +62,7 @@ static const cJSON *field(const cJSON *obj, const char *key) {
 static gboolean get_int(Reader *r, const cJSON *obj, const char *key, gboolean required,
                         int64_t def, int64_t lo, const char *where, int64_t *out) {
   gint64 v = def;
+  *out = def; /* set on every path (GCC 12 -O3 cannot tell through the switch) */
   switch (util_json_int(obj, key, lo, MDL_MAX_ELEMENTS, &v)) {
   case UTIL_JSON_MISSING:
     if (required) return MALFORMED("%s: missing \"%s\"", where, key);
