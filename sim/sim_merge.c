@@ -60,7 +60,44 @@
  * intervals (its stretches: its first and its collectives' steps) are the union of its
  * members' (they touch), so busy time and the measure of communication not under compute are
  * the same integers; the host waits come from the pass. tests/test-merge.c checks merged against full
- * predictions over a set of strategies, the Megatron space and the 175B bench points. */
+ * predictions over a set of strategies, the Megatron space and the 175B bench points.
+ *
+ * Per template: measured, not implemented (tmpl-merge, 2026-12-02). The builder stamps each
+ * stage's chain from a template per schedule unit and phase, so the idea was to find groups,
+ * their durations and the fold positions once per template and stamp each instance's reduced
+ * tasks. Callgrind on the 175B interleaved point (`bench --suite predict --repeat 3`, the sum
+ * divided by 3; the passes made noinline to split them) puts these passes at ~78 M
+ * instructions a prediction out of ~257 M. 481,344 positions, 98,371 tasks that are not
+ * compute, 240,310 edges (166,080 of them a candidate's), 73,919 folded collectives (a fork
+ * and a join each: 147,838 of the 160,868 run ends), 18,639 groups, 117,010 reduced tasks:
+ *   check_tasks 12.3 M: the durations' prefix sums 5.3 M (11 instructions a position),
+ *     check_other_tasks 6.5 M (per task);
+ *   check_edges 14.3 M (per edge, ~60 instructions each);
+ *   sim_merge_fold_collectives 16.4 M: its two passes 5.6 M (per task), settle_folds 10.8 M
+ *     (two rounds here: cedges 3.7 M, spans 3.9 M, per-task loops 3.1 M);
+ *   reduce 33.7 M: the run-end loop ~9 M plus ~4 M in other_gid, prefetch_fork and the
+ *     next_flagged calls (per run end: ~80 instructions), per-task loops (gid, SimFold init,
+ *     task copy) ~4.4 M, keep_edge's pass 4.7 M (per edge), sim_task_graph_finish 3.1 M,
+ *     allocation ~3 M.
+ * The part that is per position is the prefix sums and next_flagged's words with no flag
+ * (its 352,706 calls here and in the host pass read 457,900 words): ~6.2 M, 2.4%. The rest
+ * is per task, per edge or per folded collective, and each instance's collectives, edges and
+ * cuts are its own data: stamping still writes each collective's SimFold, two steps and its
+ * join's jx and jdur, and the checks still read every edge and task entry (the exactness
+ * argument rests on them, not on how the builder made them). Stamping could at most drop the
+ * per-position 6.2 M and the run-end loop's dispatch (a share of its ~13 M), under 13 M (5%),
+ * before finding the instances: the graph has no unit boundaries (program_block per position
+ * only: finding them is itself a pass over the positions) and each instance's cuts (flags set
+ * by its edges from outside and its releases) must still be read. Replacing the prefix sums
+ * by summing each stretch's block durations in the run-end loop (the cheapest per-position
+ * alternative) cost 4.9 M more a prediction (543.1 M against 528.6 M for sim_merge_predict
+ * over 3), iteration times unchanged: not kept. What would move more is the per-collective
+ * work (by the figures above ~50 M, ~680 instructions a folded collective over
+ * check_other_tasks, check_edges, the fold passes, settle_folds and reduce), which needs the
+ * builder to hand over the fold structure with a relation per instance that is cheap to
+ * check (a microbatch's communication is replayed with shifted ids, sim_build_replay.c, but
+ * its compute ids shift by the microbatch and its positions by schedule unit: such a check
+ * is still a pass over the edges, with two shifts and a position map per unit). */
 #include "sim/sim-int.h"
 #include "sim/sim_merge-int.h"
 
