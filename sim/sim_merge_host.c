@@ -20,7 +20,37 @@
  * Tried (merge9) and not kept: two devices' passes side by side (their chains independent, a
  * state and a ring of ends each, heads and joins from per-device starts reduce recorded): bit
  * for bit, but the pass went ~1.95-2.05 -> 2.65-2.95 ms (minimum over 40 predictions, A/B 4x;
- * the two states spill and the per-position branch on HEAD | JOIN replaces the runs' loop). */
+ * the two states spill and the per-position branch on HEAD | JOIN replaces the runs' loop).
+ * Tried (tmpl-host, 2026-12-02) and not kept: the runs of plain members in closed form. A run
+ * a .. b - 1 after a head or join ends its members at end(i) = base + cum[i + 1] (base: the
+ * head's or join's start - cum of it), so the ring of ends becomes a ring of (run, base);
+ * launches unroll to L(b - 1) = max(L0 + H, max over the run's queue moves j of end(q_j - 1)
+ * + H - H_j) (L0: the launch before a, H: the run's launches summed, H_j: those before j).
+ * With m the last move and p the queue before it, every other move waits for an end at most
+ * end(p - 1) (ends and q nondecreasing; a start before its predecessor's end turned the runs
+ * off for the device) with H_j >= 0, so L(b - 1) = max(L0 + H, end(q_m - 1) + H - H_m) where
+ * L0 >= end(p - 1) or end(q_m - 1) >= end(p - 1) + H_m; and no member is late where
+ * max(L0, end(q_m - 1)) + H <= end(a - 1), a's start (each L(k) is at most that, each start at
+ * least). Else the run was walked position by position. Bit for bit (the four bench points'
+ * iteration times, and the launches and ends equal to this walk's at every run's end on the
+ * 175B point). On that point (16 simulated devices, 481,344 positions: 394,738 plain members,
+ * 18,639 heads, 73,919 joins, so 74,303 runs of 5.3 members; 2.05 kernels a position, the
+ * queue reaching ~500 positions back) the late bound always held and the exactness condition
+ * failed on 7,710 runs (45,204 members walked). Instructions (callgrind, inclusive, a
+ * prediction): the pass 39.5 M -> 38.8 M; the whole bench run (3 predictions) 770.4 M -> 768.2
+ * M (-0.3%, the brief's bar was 5%). Why: the queue still moves over every member (~25
+ * instructions a member with the launches summed, 10 M), a run's closed form costs ~100 (two
+ * ring lookups, the condition; 8 M) and a head or join ~110-170 (12 M), against ~57 a member
+ * in this walk: a run of 5.3 members saves ~300 and costs ~240. Variants: the kernels and
+ * launches summed per device first (then a run's queue end, last move and the queue before it
+ * by short searches on the sums, no walk over its members): 45.1 M (that summing alone 8.7 M,
+ * 18 instructions a position, spilled); the run, the by-position walk and head_or_join as
+ * functions of their own (noinline): 43.4 M (head_or_join ~170 a head or join). A gain needs
+ * the per-position parts gone: the kernels' and launches' prefix sums stamped by the builder
+ * per chain template (per unit offsets), joins taken into runs as changes of base (a join's
+ * start from its collective's end, ~20 instructions instead of ~110-170), and an exactness
+ * condition that holds over runs from head to head (~26 members: the one above charges every
+ * launch before the last move, so it fails more as runs grow). */
 #include "sim/sim-int.h"
 #include "sim/sim_merge-int.h"
 
