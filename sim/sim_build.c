@@ -280,6 +280,35 @@ static ChainEntry *chain_template(const Builder *b, const int *ops, int count, i
   return out;
 }
 
+/* Whether entry @e's representatives are on distinct devices (@stamp: per device, the last
+ * value of *@clock written there). */
+static gboolean distinct_devices(const ChainEntry *e, uint32_t *stamp, uint32_t *clock) {
+  ++*clock;
+  for (int r = 0; r < e->nrep; r++) {
+    int d = e->devices[e->rep_idx[r]];
+    if (stamp[d] == *clock) return FALSE;
+    stamp[d] = *clock;
+  }
+  return TRUE;
+}
+
+/* b->block_prev from template @e (@n entries): chain_op and chain_unit_one_device make task j
+ * of entry k (k > 0) follow task j of entry k - 1 where both are on one mesh whose
+ * representatives sit on distinct devices (each device's last task is then the previous
+ * entry's task of the same microbatch and representative). A block met in a second entry
+ * (@seen) gets NO_TASK: only a block chained by one entry alone has one predecessor block. */
+static void note_block_prev(Builder *b, const ChainEntry *e, int n, guint8 *seen, uint32_t *stamp,
+                            uint32_t *clock) {
+  for (int k = 0; k < n; k++) {
+    uint32_t block = e[k].block, prev = NO_TASK;
+    if (k > 0 && e[k - 1].rep_idx == e[k].rep_idx && e[k - 1].devices == e[k].devices &&
+        e[k - 1].nrep == e[k].nrep && distinct_devices(&e[k], stamp, clock))
+      prev = e[k - 1].block;
+    b->block_prev[block] = seen[block] ? NO_TASK : prev;
+    seen[block] = 1;
+  }
+}
+
 /* Chains every device's compute tasks in program order: per pipeline rank its schedule units
  * (sim_pipeline_units), each the template of its chunk and phase (chain_template) stamped for
  * its microbatch. Records per stage the microbatch of its last B and W units and every compute
@@ -298,6 +327,11 @@ static uint32_t *chain_compute(Builder *b) {
   g_autofree ChainEntry **templates = g_new0(ChainEntry *, 3 * (gsize)nstages);
   g_autofree int *sizes = g_new0(int, 3 * (gsize)nstages);
   g_autofree int *device = g_new0(int, 3 * (gsize)nstages); /* template_device */
+  g_autofree guint8 *seen = g_new0(guint8, 4 * (gsize)b->nops); /* note_block_prev */
+  g_autofree uint32_t *stamp = g_new0(uint32_t, (gsize)b->tg->num_devices);
+  uint32_t clock = 0;
+  b->block_prev = g_new(uint32_t, 4 * (gsize)b->nops);
+  for (int i = 0; i < 4 * b->nops; i++) b->block_prev[i] = NO_TASK;
   for (int rank = 0; rank < mdl_strategy_num_ranks(b->s); rank++) {
     int nunits = 0;
     g_autofree SimUnit *units = sim_pipeline_units(b->s, rank, &nunits);
@@ -310,6 +344,7 @@ static uint32_t *chain_compute(Builder *b) {
         templates[at] = chain_template(b, stage_ops + stage_begin[st],
                                        stage_begin[st + 1] - stage_begin[st], phase, &sizes[at]);
         device[at] = template_device(templates[at], sizes[at]);
+        note_block_prev(b, templates[at], sizes[at], seen, stamp, &clock);
       }
       if (device[at] >= 0)
         chain_unit_one_device(b, prev, templates[at], sizes[at], device[at], mb);
@@ -338,7 +373,10 @@ void sb_recompute_segment(Builder *b, int t) {
     for (int k = 0; k < op->ninputs; k++) {
       if (op->inputs[k].tensor != t) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      const uint32_t *ready = sb_forward_conversion(b, t, o, need, TRUE);
+      const Conversion *cv = sb_forward_conversion(b, t, o, need, TRUE);
+      if (sb_chain_repeats_block(b, cv->block, 3 * (uint32_t)b->nops + (uint32_t)o))
+        continue; /* every edge below would repeat the chain */
+      const uint32_t *ready = cv->ready;
       const int n = b->M * b->nrep[m];
       const uint32_t base = b->rec_base[o]; /* o's R at [mb * nrep + r] (task_rec) */
       uint32_t *e = sb_edges_begin(b, (guint)n);
@@ -573,6 +611,7 @@ void sb_builder_clear(Builder *b) {
   g_free(b->rec_conversions);
   g_free(b->chain_prev);
   g_free(b->chain_next);
+  g_free(b->block_prev);
   g_free(b->rec_base);
   g_free(b->group);
   g_free(b->fsdp_unit);

@@ -408,13 +408,13 @@ static void convert_microbatch(Builder *b, SbReplay *replay, int src_mesh, MdlLa
  * consumer that needs the same layout; @recomputed: of the value its producer's recomputation
  * (R) gives, which a recomputed consumer reads (the forward's resharding collectives run again,
  * as they do when Megatron re-runs a checkpointed layer). */
-const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
-                                          gboolean recomputed) {
+const Conversion *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
+                                        gboolean recomputed) {
   int mesh = cfg(b, consumer)->mesh;
   GPtrArray *list = recomputed ? b->rec_conversions[t] : b->conversions[t];
   for (guint i = 0; i < list->len; i++) {
     Conversion *cv = g_ptr_array_index(list, i);
-    if (cv->mesh == mesh && memcmp(&cv->layout, &layout, sizeof layout) == 0) return cv->ready;
+    if (cv->mesh == mesh && memcmp(&cv->layout, &layout, sizeof layout) == 0) return cv;
   }
   int p = mdl_graph_tensor(b->g, t)->producer;
   const MdlOp *pop = mdl_graph_op(b->g, p);
@@ -448,6 +448,8 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   /* nothing to build (one mesh: the same representatives): the tasks pass through */
   g_assert(!replay.identity || pn == nrep);
   if (replay.identity) memcpy(cv->ready, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)pn);
+  /* the producer's block itself (in_c[j] = base + j) */
+  cv->block = replay.identity && !ahead ? (uint32_t)((recomputed ? 3 : 0) * b->nops + p) : NO_TASK;
   g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
   for (int mb = 0; !replay.identity && mb < b->M;) {
     /* the next microbatches copied at once while they repeat the recording (outputs: the
@@ -465,7 +467,7 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
   }
   sb_replay_clear(&replay);
   g_ptr_array_add(list, cv);
-  return cv->ready;
+  return cv;
 }
 
 gboolean sb_overlapped_input(const Builder *b, int o, int k) {
@@ -512,8 +514,11 @@ void sb_forward_segment(Builder *b, int t) {
     for (int k = 0; k < op->ninputs; k++) {
       if (op->inputs[k].tensor != t) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      const uint32_t *ready = sb_forward_conversion(b, t, o, need, FALSE);
+      const Conversion *cv = sb_forward_conversion(b, t, o, need, FALSE);
       gboolean ring = sb_overlapped_input(b, o, k);
+      if (!ring && sb_chain_repeats_block(b, cv->block, (uint32_t)o))
+        continue; /* every edge below would repeat the chain (F blocks: 0 * nops + op) */
+      const uint32_t *ready = cv->ready;
       const int n = b->M * b->nrep[m];
       const uint32_t base = b->fwd_base[o]; /* o's task at [mb * nrep + r] (task_fwd) */
       uint32_t *e = sb_edges_begin(b, (guint)n);
@@ -630,15 +635,21 @@ void sb_backward_segment(Builder *b, int t) {
       MdlLayout need = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), pmesh);
       for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
         if (need.axis[a] == MDL_LAYOUT_PARTIAL) need.axis[a] = MDL_LAYOUT_BROADCAST;
-      g_autofree uint32_t *src = g_new(uint32_t, mesh->ndevices);
-      g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
       gboolean ring = sb_overlapped_input(b, o, k);
       gboolean ahead = cfg(b, p)->mesh == cfg(b, o)->mesh && sb_overlapped_output(b, p);
       int om = cfg(b, o)->mesh, pm = cfg(b, p)->mesh;
+      gboolean identity = sb_identity_conversion(b, om, from, pm, need, t);
+      /* nothing to build (one mesh): B(o)'s task j passes through to B(p)'s task j, and no
+       * edge is added where each would repeat the chain (B blocks: 1 * nops + op) */
+      if (identity && !ring && !ahead &&
+          sb_chain_repeats_block(b, (uint32_t)(b->nops + o), (uint32_t)(b->nops + p)))
+        continue;
+      g_autofree uint32_t *src = g_new(uint32_t, mesh->ndevices);
+      g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
       for (int i = 0; i < mesh->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
       SbReplay replay;
       sb_replay_init(&replay, b, b->rep_idx[om], b->nrep[om], b->rep_idx[pm], b->nrep[pm]);
-      replay.identity = sb_identity_conversion(b, om, from, pm, need, t);
+      replay.identity = identity;
       /* the tasks of microbatch mb on representative r: base + mb * nrep + r (task_bwd) */
       const uint32_t obase = b->bwd_base[o], pbase = b->bwd_base[p];
       const int on = b->nrep[om], pn = b->nrep[pm], *oidx = b->rep_idx[om], *pidx = b->rep_idx[pm];
