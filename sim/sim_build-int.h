@@ -121,7 +121,7 @@ typedef struct {
   int beside_next;
   int memo_next;
   gboolean no_replay;       /* SimOptions.build_each_microbatch (sim_build_replay.c; and no
-                               sb_chain_repeats_block) */
+                               stamp_unit or sb_chain_repeats_block) */
 } Builder;
 
 /* Delta simulation (sim_delta.c) sees the build as the compute tasks (ids 0..n-1: per phase,

@@ -244,6 +244,36 @@ static void chain_unit_one_device(Builder *b, uint32_t *prev, const ChainEntry *
   prev[d] = p;
 }
 
+/* A one-device template's bases and blocks side by side (stamp_unit), made with it. */
+typedef struct {
+  uint32_t *base, *block;
+} Stamp;
+
+static Stamp stamp_new(const ChainEntry *e, int n) {
+  Stamp s = {g_new(uint32_t, (gsize)n + 1), g_new(uint32_t, (gsize)n + 1)};
+  for (int k = 0; k < n; k++) s.base[k] = e[k].base, s.block[k] = e[k].block;
+  return s;
+}
+
+/* chain_unit_one_device in a graph for merging where nothing runs ahead (no edges, no
+ * chain_next): the unit's blocks copied from the template, its tasks (base + mb) written to
+ * the program, each one's position and predecessor (the same values, in one pass). */
+static void stamp_unit(Builder *b, uint32_t *prev, const Stamp *s, int n, int d, int mb) {
+  uint32_t *restrict program = b->tg->program, *restrict chain_prev = b->chain_prev;
+  uint32_t *restrict pos = b->tg->program_pos;
+  uint32_t at = b->program_fill[d], p = prev[d];
+  memcpy(b->tg->program_block + at, s->block, sizeof(uint32_t) * (gsize)n);
+  for (int k = 0; k < n; k++, at++) {
+    uint32_t t = s->base[k] + (uint32_t)mb;
+    program[at] = t;
+    pos[t] = at;
+    chain_prev[t] = p;
+    p = t;
+  }
+  b->program_fill[d] = at;
+  prev[d] = p;
+}
+
 /* The one device of template @e (@n entries) where each entry has one representative there;
  * -1 otherwise. */
 static int template_device(const ChainEntry *e, int n) {
@@ -327,6 +357,8 @@ static uint32_t *chain_compute(Builder *b) {
   g_autofree ChainEntry **templates = g_new0(ChainEntry *, 3 * (gsize)nstages);
   g_autofree int *sizes = g_new0(int, 3 * (gsize)nstages);
   g_autofree int *device = g_new0(int, 3 * (gsize)nstages); /* template_device */
+  g_autofree Stamp *stamps = g_new0(Stamp, 3 * (gsize)nstages); /* where stamp_unit applies */
+  gboolean stamping = b->tg->program_block && !b->chain_next && b->for_merge && !b->no_replay;
   g_autofree guint8 *seen = g_new0(guint8, 4 * (gsize)b->nops); /* note_block_prev */
   g_autofree uint32_t *stamp = g_new0(uint32_t, (gsize)b->tg->num_devices);
   uint32_t clock = 0;
@@ -345,14 +377,21 @@ static uint32_t *chain_compute(Builder *b) {
                                        stage_begin[st + 1] - stage_begin[st], phase, &sizes[at]);
         device[at] = template_device(templates[at], sizes[at]);
         note_block_prev(b, templates[at], sizes[at], seen, stamp, &clock);
+        if (stamping && device[at] >= 0) stamps[at] = stamp_new(templates[at], sizes[at]);
       }
-      if (device[at] >= 0)
+      if (stamps[at].base)
+        stamp_unit(b, prev, &stamps[at], sizes[at], device[at], mb);
+      else if (device[at] >= 0)
         chain_unit_one_device(b, prev, templates[at], sizes[at], device[at], mb);
       else
         for (int k = 0; k < sizes[at]; k++) chain_op(b, prev, &templates[at][k], mb);
     }
   }
-  for (int i = 0; i < 3 * nstages; i++) g_free(templates[i]);
+  for (int i = 0; i < 3 * nstages; i++) {
+    g_free(templates[i]);
+    g_free(stamps[i].base);
+    g_free(stamps[i].block);
+  }
   return prev;
 }
 
