@@ -168,22 +168,22 @@ typedef struct {
 void sb_replay_init(SbReplay *r, const Builder *b, const int *in, int nin, const int *out,
                     int nout);
 void sb_replay_clear(SbReplay *r);
+/* Edges a caller adds after each microbatch's conversion, from its output: copy i's output j
+ * (the entry at index @out j) to to[i * nout + j] (NO_TASK: none), left out where the output is
+ * NO_TASK or, for @data edges, where it repeats the chain (sb_data_edge). */
+typedef struct {
+  const uint32_t *to;
+  gboolean data;
+} SbReplayTargets;
 /* Emits the conversions of microbatches @mb .. @mb + @count - 1 as copies of the recorded one,
  * from the first on while their inputs repeat its pattern: @in_c holds each one's input at
  * the indices @in only (nin entries a microbatch, in order), @out_c gets its output at the
  * indices @out (nout a microbatch). Returns how many were emitted (0: none, where there is no
  * recording or the first input does not repeat it: the caller builds that one, then records
  * it). The graph grows as building each in turn would make it grow (sim_build_replay.c),
- * except with @first: the copies' edges are then left out, *@first gets the first copy's
- * first task, and the caller writes copy i's with sb_replay_edges (before edges of its own
- * for that microbatch, as it would have). */
+ * each copy's edges followed by the caller's for that microbatch (@targets, or NULL: none). */
 int sb_replay_many(Builder *b, const SbReplay *r, const uint32_t *in_c, int mb, int count,
-                   uint32_t *out_c, uint32_t *first);
-/* Copy @i's edges written at @e (room for sb_replay_edge_count: sb_edges_begin), its compact
- * input at @in_c, the first copy's first task @first; returns past them. */
-guint sb_replay_edge_count(const SbReplay *r);
-uint32_t *sb_replay_edges(const SbReplay *r, const uint32_t *in_c, uint32_t first, int i,
-                          uint32_t *e);
+                   uint32_t *out_c, const SbReplayTargets *targets);
 /* Records the conversion just built from @begin (sb_mark before it) for microbatch @mb. */
 void sb_replay_record(Builder *b, SbReplay *r, SbMark begin, const uint32_t *input, int mb,
                       const uint32_t *output);

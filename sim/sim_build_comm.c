@@ -615,6 +615,74 @@ gboolean sb_gradient_group_leader(const Builder *b, int o, int k) {
   return TRUE;
 }
 
+/* The data edges from each microbatch's resharded gradient (@out_c: pn entries a
+ * microbatch, from @mb on, @count microbatches) to the tasks that wait for it (@to_c, the
+ * same layout), at @e; returns past them. */
+static uint32_t *gradient_edges(const Builder *b, const uint32_t *out_c, const uint32_t *to_c,
+                                int mb, int count, int pn, uint32_t *e) {
+  for (int j = mb * pn; j < (mb + count) * pn; j++) {
+    if (out_c[j] == NO_TASK || sb_repeats_chain(b, out_c[j], to_c[j])) continue;
+    *e++ = out_c[j]; /* (sb_data_edge) */
+    *e++ = to_c[j];
+  }
+  return e;
+}
+
+/* The gradient of tensor @t from reader @o (layout @from, its B tasks; @ring: from the task
+ * before each, sb_overlapped_input) resharded to @need for its producer @p's B tasks (@ahead:
+ * the task after each, sb_overlapped_output), microbatch by microbatch, and the data edges to
+ * them; @identity: nothing to build (sb_identity_conversion), the tasks pass through. */
+static void reshard_gradient(Builder *b, int t, int o, int p, MdlLayout from, MdlLayout need,
+                             gboolean ring, gboolean ahead, gboolean identity) {
+  int om = cfg(b, o)->mesh, pm = cfg(b, p)->mesh;
+  g_autofree uint32_t *src = g_new(uint32_t, mesh_of(b, o)->ndevices);
+  g_autofree uint32_t *dst = g_new(uint32_t, mesh_of(b, p)->ndevices);
+  for (int i = 0; i < mesh_of(b, o)->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
+  SbReplay replay;
+  sb_replay_init(&replay, b, b->rep_idx[om], b->nrep[om], b->rep_idx[pm], b->nrep[pm]);
+  replay.identity = identity;
+  /* the tasks of microbatch mb on representative r: base + mb * nrep + r (task_bwd) */
+  const uint32_t obase = b->bwd_base[o], pbase = b->bwd_base[p];
+  const int on = b->nrep[om], pn = b->nrep[pm], *oidx = b->rep_idx[om], *pidx = b->rep_idx[pm];
+  /* every microbatch's input at the representatives (the replay's compact input) and,
+   * per microbatch, the output there and the tasks that wait for it (pn entries each) */
+  g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(on, 1));
+  g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
+  g_autofree uint32_t *to_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
+  for (int j = 0; j < b->M * on; j++) {
+    uint32_t x = obase + (uint32_t)j;
+    /* Overlapped: the gradients' collective starts with the reader's backward. */
+    in_c[j] = ring && b->chain_prev[x] != NO_TASK ? b->chain_prev[x] : x;
+  }
+  for (int j = 0; j < b->M * pn; j++) {
+    uint32_t use = pbase + (uint32_t)j;
+    to_c[j] = ahead && b->chain_next[use] != NO_TASK ? b->chain_next[use] : use;
+  }
+  g_assert(!identity || on == pn);
+  if (identity) memcpy(out_c, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)on);
+  for (int mb = 0; mb < b->M;) {
+    /* the next microbatches' conversions copied at once, each one's edges before its data
+     * edges (as building them in turn orders them) */
+    SbReplayTargets targets = {to_c + (gsize)mb * pn, TRUE};
+    int n = identity ? 0 : sb_replay_many(b, &replay, in_c + (gsize)mb * on, mb, b->M - mb,
+                                          out_c + (gsize)mb * pn, &targets);
+    if (n) {
+      mb += n;
+      continue;
+    }
+    if (!identity) { /* this one built, then its data edges */
+      for (int r = 0; r < on; r++) src[oidx[r]] = in_c[mb * on + r];
+      convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
+      for (int r = 0; r < pn; r++) out_c[mb * pn + r] = dst[pidx[r]];
+    }
+    int count = identity ? b->M - mb : 1;
+    uint32_t *e = sb_edges_begin(b, (guint)(count * pn));
+    sb_edges_end(b, gradient_edges(b, out_c, to_c, mb, count, pn, e));
+    mb += count;
+  }
+  sb_replay_clear(&replay);
+}
+
 /* The backward segment of tensor @t: each group of its readers' gradients resharded to what
  * its producer's backward needs (sb_gradient_group_leader), readers in op order. */
 void sb_backward_segment(Builder *b, int t) {
@@ -625,7 +693,6 @@ void sb_backward_segment(Builder *b, int t) {
     int o = g_array_index(users, int, u);
     if (u > 0 && g_array_index(users, int, u - 1) == o) continue;
     const MdlOp *op = mdl_graph_op(b->g, o);
-    const MdlMesh *mesh = mesh_of(b, o);
     for (int k = 0; k < op->ninputs; k++) {
       if (op->inputs[k].tensor != t || !sb_gradient_group_leader(b, o, k)) continue;
       const MdlOp *pop = mdl_graph_op(b->g, p);
@@ -644,58 +711,7 @@ void sb_backward_segment(Builder *b, int t) {
       if (identity && !ring && !ahead &&
           sb_chain_repeats_block(b, (uint32_t)(b->nops + o), (uint32_t)(b->nops + p)))
         continue;
-      g_autofree uint32_t *src = g_new(uint32_t, mesh->ndevices);
-      g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
-      for (int i = 0; i < mesh->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
-      SbReplay replay;
-      sb_replay_init(&replay, b, b->rep_idx[om], b->nrep[om], b->rep_idx[pm], b->nrep[pm]);
-      replay.identity = identity;
-      /* the tasks of microbatch mb on representative r: base + mb * nrep + r (task_bwd) */
-      const uint32_t obase = b->bwd_base[o], pbase = b->bwd_base[p];
-      const int on = b->nrep[om], pn = b->nrep[pm], *oidx = b->rep_idx[om], *pidx = b->rep_idx[pm];
-      /* every microbatch's input at the representatives (the replay's compact input) and,
-       * per microbatch, the output there (out_c: pn entries each) */
-      g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(on, 1));
-      g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
-      for (int j = 0; j < b->M * on; j++) {
-        uint32_t x = obase + (uint32_t)j;
-        /* Overlapped: the gradients' collective starts with the reader's backward. */
-        in_c[j] = ring && b->chain_prev[x] != NO_TASK ? b->chain_prev[x] : x;
-      }
-      /* nothing to build (one mesh): the tasks pass through */
-      g_assert(!replay.identity || on == pn);
-      if (replay.identity) memcpy(out_c, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)on);
-      for (int mb = 0; mb < b->M;) {
-        /* the next microbatches' conversions copied at once (each one's edges before its
-         * data edges, as building them in turn orders them), or this one built */
-        uint32_t first = 0;
-        int n = replay.identity ? b->M - mb
-                                : sb_replay_many(b, &replay, in_c + (gsize)mb * on, mb,
-                                                 b->M - mb, out_c + (gsize)mb * pn, &first);
-        if (!n) {
-          for (int r = 0; r < on; r++) src[oidx[r]] = in_c[mb * on + r];
-          convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
-          for (int r = 0; r < pn; r++) out_c[mb * pn + r] = dst[pidx[r]];
-        }
-        /* each microbatch's copied edges, then its data edges (room for all at once) */
-        gboolean copied = n && !replay.identity;
-        guint per = (copied ? sb_replay_edge_count(&replay) : 0) + (guint)pn;
-        uint32_t *e = sb_edges_begin(b, per * (guint)MAX(n, 1));
-        for (int i = 0; i < MAX(n, 1); i++, mb++) {
-          if (copied) e = sb_replay_edges(&replay, in_c + (gsize)mb * on, first, i, e);
-          for (int r = 0; r < pn; r++) {
-            uint32_t from_task = out_c[mb * pn + r];
-            if (from_task == NO_TASK) continue;
-            uint32_t use = pbase + (uint32_t)(mb * pn + r);
-            if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-            if (sb_repeats_chain(b, from_task, use)) continue; /* (sb_data_edge) */
-            *e++ = from_task;
-            *e++ = use;
-          }
-        }
-        sb_edges_end(b, e);
-      }
-      sb_replay_clear(&replay);
+      reshard_gradient(b, t, o, p, from, need, ring, ahead, identity);
     }
   }
 }

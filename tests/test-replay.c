@@ -15,9 +15,9 @@
 
 /* Every field of every task, the resources, the successor lists (in order), the spans and the
  * program order of @a and @b are equal. */
-static void assert_same_graph(const SimTaskGraph *a, const SimTaskGraph *b) {
+static void assert_same_tasks(const SimTaskGraph *a, const SimTaskGraph *b, guint from) {
   g_assert_cmpuint(a->tasks->len, ==, b->tasks->len);
-  for (guint i = 0; i < a->tasks->len; i++) {
+  for (guint i = from; i < a->tasks->len; i++) { /* field by field: a SimTask has padding */
     const SimTask *x = sim_task_graph_task(a, i), *y = sim_task_graph_task(b, i);
     if (x->duration != y->duration || x->res_begin != y->res_begin || x->nres != y->nres ||
         x->kind != y->kind || x->collective != y->collective || x->op != y->op ||
@@ -26,6 +26,10 @@ static void assert_same_graph(const SimTaskGraph *a, const SimTaskGraph *b) {
         x->role != y->role)
       g_error("task %u differs", i);
   }
+}
+
+static void assert_same_graph(const SimTaskGraph *a, const SimTaskGraph *b) {
+  assert_same_tasks(a, b, 0);
   g_assert_cmpuint(a->task_resources->len, ==, b->task_resources->len);
   g_assert_cmpmem(a->task_resources->data, a->task_resources->len * sizeof(uint32_t),
                   b->task_resources->data, b->task_resources->len * sizeof(uint32_t));
@@ -111,11 +115,9 @@ static void assert_same_merge_graph(const SimTaskGraph *a, const SimTaskGraph *b
     assert_same_graph(a, b);
     return;
   }
-  g_assert_cmpuint(a->tasks->len, ==, b->tasks->len);
   g_assert_cmpuint(a->num_compute, ==, b->num_compute);
-  uint32_t nc = a->num_compute, n = a->tasks->len, np = a->program_begin[a->num_devices];
-  assert_same_array(sim_task_graph_task(a, nc), sim_task_graph_task(b, nc), n - nc,
-                    sizeof(SimTask));
+  uint32_t nc = a->num_compute, np = a->program_begin[a->num_devices];
+  assert_same_tasks(a, b, nc);
   g_assert_cmpuint(a->task_resources->len, ==, b->task_resources->len);
   assert_same_array(a->task_resources->data, b->task_resources->data, a->task_resources->len,
                     sizeof(uint32_t));
