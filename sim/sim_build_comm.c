@@ -1,6 +1,9 @@
 /* sim/build — SBP resharding between layouts on one mesh (one collective per group along each
  * axis that changes), moves between meshes (device-aligned send/recv or cross-mesh resharding
- * plans), and the forward and backward data dependencies they carry. */
+ * plans), and the forward and backward data dependencies they carry.
+ * Tried, not kept (2026-12-02, 175B interleaved point, callgrind, 3 predictions): filling a
+ * forward conversion's input without the tp_overlap test in the loop (then a second pass where
+ * it applies): 697.1 M -> 697.8 M instructions. */
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
@@ -408,50 +411,20 @@ static void convert_microbatch(Builder *b, SbReplay *replay, int src_mesh, MdlLa
  * consumer that needs the same layout; @recomputed: of the value its producer's recomputation
  * (R) gives, which a recomputed consumer reads (the forward's resharding collectives run again,
  * as they do when Megatron re-runs a checkpointed layer). */
-const Conversion *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
-                                        gboolean recomputed) {
-  int mesh = cfg(b, consumer)->mesh;
-  GPtrArray *list = recomputed ? b->rec_conversions[t] : b->conversions[t];
-  for (guint i = 0; i < list->len; i++) {
-    Conversion *cv = g_ptr_array_index(list, i);
-    if (cv->mesh == mesh && memcmp(&cv->layout, &layout, sizeof layout) == 0) return cv;
-  }
-  int p = mdl_graph_tensor(b->g, t)->producer;
-  const MdlOp *pop = mdl_graph_op(b->g, p);
-  MdlLayout from = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh_of(b, p));
-  int sn = mesh_of(b, p)->ndevices, dn = mdl_strategy_mesh(b->s, mesh)->ndevices;
-  Conversion *cv = g_new(Conversion, 1);
-  cv->mesh = mesh;
-  cv->layout = layout;
-  int nrep = b->nrep[mesh];
-  cv->ready = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
-  g_autofree uint32_t *src = g_new(uint32_t, sn);
-  g_autofree uint32_t *dst = g_new(uint32_t, dn);
-  gboolean ahead = !recomputed && mesh == cfg(b, p)->mesh && sb_overlapped_output(b, p);
-  int pm = cfg(b, p)->mesh;
-  for (int i = 0; i < sn; i++) src[i] = NO_TASK; /* replicas: no task (representatives below) */
-  SbReplay replay;
-  sb_replay_init(&replay, b, b->rep_idx[pm], b->nrep[pm], b->rep_idx[mesh], nrep);
-  replay.identity = sb_identity_conversion(b, pm, from, mesh, layout, t);
-  /* the producer's task of microbatch mb on representative r: base + mb * pn + r (task_fwd) */
-  const uint32_t base = (recomputed ? b->rec_base : b->fwd_base)[p], *chain_prev = b->chain_prev;
+/* Forward conversion @cv of tensor @t from its producer @p's layout @from, microbatch by
+ * microbatch (each one's input at the producer's representatives: @in_c, pn a microbatch),
+ * built for the first and copied to the rest where they repeat it (sb_replay_many). */
+static void convert_forward(Builder *b, Conversion *cv, int t, int p, MdlLayout from,
+                            int consumer, const uint32_t *in_c) {
+  int pm = cfg(b, p)->mesh, mesh = cv->mesh, nrep = b->nrep[mesh];
   const int pn = b->nrep[pm], *pidx = b->rep_idx[pm];
-  /* every microbatch's input at the representatives (the replay's compact input) */
-  g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
-  for (int j = 0; j < b->M * pn; j++) {
-    uint32_t x = base + (uint32_t)j;
-    in_c[j] = ahead && chain_prev[x] != NO_TASK ? chain_prev[x] /* tp_overlap: the
-                                                                 reduce-scatter starts with the
-                                                                 GEMM */
-                                                : x;
-  }
-  /* nothing to build (one mesh: the same representatives): the tasks pass through */
-  g_assert(!replay.identity || pn == nrep);
-  if (replay.identity) memcpy(cv->ready, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)pn);
-  /* the producer's block itself (in_c[j] = base + j) */
-  cv->block = replay.identity && !ahead ? (uint32_t)((recomputed ? 3 : 0) * b->nops + p) : NO_TASK;
+  g_autofree uint32_t *src = g_new(uint32_t, mesh_of(b, p)->ndevices);
+  g_autofree uint32_t *dst = g_new(uint32_t, mdl_strategy_mesh(b->s, mesh)->ndevices);
+  for (int i = 0; i < mesh_of(b, p)->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
+  SbReplay replay;
+  sb_replay_init(&replay, b, pidx, pn, b->rep_idx[mesh], nrep);
   g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
-  for (int mb = 0; !replay.identity && mb < b->M;) {
+  for (int mb = 0; mb < b->M;) {
     /* the next microbatches copied at once while they repeat the recording (outputs: the
      * representatives' entries, as cv->ready lists them) */
     int n = sb_replay_many(b, &replay, in_c + (gsize)mb * pn, mb, b->M - mb, out_c, NULL);
@@ -461,11 +434,49 @@ const Conversion *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayo
       continue;
     }
     for (int r = 0; r < pn; r++) src[pidx[r]] = in_c[mb * pn + r];
-    convert_microbatch(b, &replay, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, dst);
+    convert_microbatch(b, &replay, pm, from, src, mesh, cv->layout, t, consumer, mb, dst);
     for (int r = 0; r < nrep; r++) cv->ready[mb * nrep + r] = dst[b->rep_idx[mesh][r]];
     mb++;
   }
   sb_replay_clear(&replay);
+}
+
+const Conversion *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
+                                        gboolean recomputed) {
+  int mesh = cfg(b, consumer)->mesh;
+  GPtrArray *list = recomputed ? b->rec_conversions[t] : b->conversions[t];
+  for (guint i = 0; i < list->len; i++) {
+    Conversion *cv = g_ptr_array_index(list, i);
+    if (cv->mesh == mesh && memcmp(&cv->layout, &layout, sizeof layout) == 0) return cv;
+  }
+  int p = mdl_graph_tensor(b->g, t)->producer, pm = cfg(b, p)->mesh;
+  const MdlOp *pop = mdl_graph_op(b->g, p);
+  MdlLayout from = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh_of(b, p));
+  Conversion *cv = g_new(Conversion, 1);
+  cv->mesh = mesh;
+  cv->layout = layout;
+  int nrep = b->nrep[mesh], pn = b->nrep[pm];
+  cv->ready = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
+  gboolean ahead = !recomputed && mesh == pm && sb_overlapped_output(b, p);
+  /* nothing to build (one mesh: the same representatives): the tasks pass through */
+  gboolean identity = sb_identity_conversion(b, pm, from, mesh, layout, t);
+  g_assert(!identity || pn == nrep);
+  /* every microbatch's input at the producer's representatives, its task of microbatch mb
+   * on representative r at base + mb * pn + r (task_fwd); straight into cv->ready when it
+   * passes through */
+  g_autofree uint32_t *own = identity ? NULL : g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
+  uint32_t *in_c = identity ? cv->ready : own;
+  const uint32_t base = (recomputed ? b->rec_base : b->fwd_base)[p], *chain_prev = b->chain_prev;
+  for (int j = 0; j < b->M * pn; j++) {
+    uint32_t x = base + (uint32_t)j;
+    in_c[j] = ahead && chain_prev[x] != NO_TASK ? chain_prev[x] /* tp_overlap: the
+                                                                 reduce-scatter starts with the
+                                                                 GEMM */
+                                                : x;
+  }
+  /* the producer's block itself (in_c[j] = base + j) */
+  cv->block = identity && !ahead ? (uint32_t)((recomputed ? 3 : 0) * b->nops + p) : NO_TASK;
+  if (!identity) convert_forward(b, cv, t, p, from, consumer, in_c);
   g_ptr_array_add(list, cv);
   return cv;
 }

@@ -19,7 +19,11 @@
  * microbatch's conversion (the backward's data edges, the re-gathers') names their targets
  * (SbReplayTargets) and each copy's follow its own, so the edge list keeps the order
  * building each microbatch in turn gives it.
- * SimOptions.build_each_microbatch turns replaying off (tests compare the two graphs). */
+ * SimOptions.build_each_microbatch turns replaying off (tests compare the two graphs).
+ * Tried (2026-12-02, 175B interleaved point, callgrind, 3 predictions): one pass per copy
+ * writing its tasks, resources, edges, outputs and the caller's edges in turn (the recordings
+ * there are 1-2 tasks, so each inner loop runs once or twice): 723.5 M -> 722.1 M only; one
+ * recorded entry at a time across every copy (what is kept): 705.7 M. */
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
