@@ -208,7 +208,9 @@ typedef struct {
    * schedule: sim_run_schedule is NULL, the timeline is empty and sim_run_task refuses. */
   gboolean prediction_only;
   /* Testing: build every microbatch's resharding in full instead of replaying the first
-   * one's (sim_build_replay.c); the graph is the same either way, byte for byte. */
+   * one's (sim_build_replay.c), and a graph for merging's programs entry by entry and its
+   * data edges one by one instead of per template (sim_build.c's stamp_unit,
+   * sb_chain_repeats_block); the graph is the same either way, byte for byte. */
   gboolean build_each_microbatch;
   struct SimProgress *progress; /* nullable, borrowed: the run's phases are reported there
                                    (sim/sim_progress.h); nothing computed depends on it */

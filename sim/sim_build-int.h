@@ -24,6 +24,9 @@ typedef struct {
   MdlLayout layout;
   uint32_t *ready;          /* M x the mesh's representatives (nrep): task each simulated
                                device waits for, per microbatch */
+  uint32_t block;           /* where ready[j] is task j of one compute block (an identity
+                               conversion passing its producer's tasks through): that block
+                               (SimTaskGraph.program_block's numbering), else NO_TASK */
 } Conversion;
 
 /* A collective's cost as sb_add_comm_task computed it, kept for the next identical call (the
@@ -76,6 +79,10 @@ typedef struct {
   uint32_t *chain_next;     /* per compute task: the one after it (NO_TASK: the last); NULL
                                unless collectives run ahead (tp_overlap, cp > 1: the ring and
                                ahead cases of sim_build_comm.c, its only readers) */
+  uint32_t *block_prev;     /* per compute block (kind * nops + op, 4 * nops): the block whose
+                               task j is chain_prev of the block's task j for every j (the
+                               entry before it in the one template entry that chains it, on the
+                               same mesh: sb_chain_repeats_block), else NO_TASK */
   uint32_t *program_fill;   /* per device, while chain_op fills SimTaskGraph.program: where its
                                next task goes */
   int *grads_done_b;        /* per stage: microbatch of its last B unit in program order */
@@ -113,7 +120,8 @@ typedef struct {
                                do not depend on it) */
   int beside_next;
   int memo_next;
-  gboolean no_replay;       /* SimOptions.build_each_microbatch (sim_build_replay.c) */
+  gboolean no_replay;       /* SimOptions.build_each_microbatch (sim_build_replay.c; and no
+                               stamp_unit or sb_chain_repeats_block) */
 } Builder;
 
 /* Delta simulation (sim_delta.c) sees the build as the compute tasks (ids 0..n-1: per phase,
@@ -160,22 +168,22 @@ typedef struct {
 void sb_replay_init(SbReplay *r, const Builder *b, const int *in, int nin, const int *out,
                     int nout);
 void sb_replay_clear(SbReplay *r);
+/* Edges a caller adds after each microbatch's conversion, from its output: copy i's output j
+ * (the entry at index @out j) to to[i * nout + j] (NO_TASK: none), left out where the output is
+ * NO_TASK or, for @data edges, where it repeats the chain (sb_data_edge). */
+typedef struct {
+  const uint32_t *to;
+  gboolean data;
+} SbReplayTargets;
 /* Emits the conversions of microbatches @mb .. @mb + @count - 1 as copies of the recorded one,
  * from the first on while their inputs repeat its pattern: @in_c holds each one's input at
  * the indices @in only (nin entries a microbatch, in order), @out_c gets its output at the
  * indices @out (nout a microbatch). Returns how many were emitted (0: none, where there is no
  * recording or the first input does not repeat it: the caller builds that one, then records
  * it). The graph grows as building each in turn would make it grow (sim_build_replay.c),
- * except with @first: the copies' edges are then left out, *@first gets the first copy's
- * first task, and the caller writes copy i's with sb_replay_edges (before edges of its own
- * for that microbatch, as it would have). */
+ * each copy's edges followed by the caller's for that microbatch (@targets, or NULL: none). */
 int sb_replay_many(Builder *b, const SbReplay *r, const uint32_t *in_c, int mb, int count,
-                   uint32_t *out_c, uint32_t *first);
-/* Copy @i's edges written at @e (room for sb_replay_edge_count: sb_edges_begin), its compact
- * input at @in_c, the first copy's first task @first; returns past them. */
-guint sb_replay_edge_count(const SbReplay *r);
-uint32_t *sb_replay_edges(const SbReplay *r, const uint32_t *in_c, uint32_t first, int i,
-                          uint32_t *e);
+                   uint32_t *out_c, const SbReplayTargets *targets);
 /* Records the conversion just built from @begin (sb_mark before it) for microbatch @mb. */
 void sb_replay_record(Builder *b, SbReplay *r, SbMark begin, const uint32_t *input, int mb,
                       const uint32_t *output);
@@ -281,6 +289,11 @@ static inline uint32_t task_rec(const Builder *b, int op, int mb, int i) {
 static inline gboolean sb_repeats_chain(const Builder *b, uint32_t from, uint32_t to) {
   return b->for_merge && to < b->tg->num_compute && b->chain_prev[to] == from;
 }
+/* Whether every data edge from task j of compute block @from to task j of block @to repeats
+ * the chain (sb_repeats_chain for each j at once, from the templates: b->block_prev). */
+static inline gboolean sb_chain_repeats_block(const Builder *b, uint32_t from, uint32_t to) {
+  return b->for_merge && !b->no_replay && from != NO_TASK && b->block_prev[to] == from;
+}
 static inline void sb_data_edge(Builder *b, uint32_t from, uint32_t to) {
   if (!sb_repeats_chain(b, from, to)) sim_task_graph_edge(b->tg, from, to);
 }
@@ -354,9 +367,9 @@ gboolean sb_identity_conversion(const Builder *b, int src_mesh, MdlLayout from, 
 void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_ready,
                     int dst_mesh, MdlLayout to, int t, int op, int mb, uint32_t *dst_ready);
 /* The forward conversion of tensor @t for @consumer: per microbatch mb and representative r of
- * the consumer's mesh, the task the data waits for at [mb * nrep + r] (NO_TASK: none). */
-const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
-                                          gboolean recomputed);
+ * the consumer's mesh, the task the data waits for at ->ready[mb * nrep + r] (NO_TASK: none). */
+const Conversion *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
+                                        gboolean recomputed);
 void sb_forward_segment(Builder *b, int t);
 gboolean sb_needs_crossmesh(const Builder *b);
 void sb_backward_segment(Builder *b, int t);

@@ -22,7 +22,19 @@
  * Between different meshes (pipeline stages) a tensor moves by send/recv to the device with
  * the same mesh index (after the source mesh reshapes it into the destination's layout when
  * the shapes agree); issue 4 replaces this with the cross-mesh resharding paper's unit tasks.
- * Task ids are assigned in a fixed order, so the graph, and the timeline, are deterministic. */
+ * Task ids are assigned in a fixed order, so the graph, and the timeline, are deterministic.
+ * A graph for merging is stamped per template where it can be: a one-device unit's program
+ * entries from its template (stamp_unit), and a data-edge loop whose every edge would repeat
+ * the chain is skipped whole, proven per compute block from the templates (block_prev,
+ * sb_chain_repeats_block); SimOptions.build_each_microbatch builds both entry by entry and
+ * tests/test-replay.c compares the graphs. (175B interleaved point, 2026-12-02, callgrind, 3
+ * predictions: 770.4 M instructions before, 723.5 M after these two.)
+ * Tried, not kept or not done: memoizing sb_op_durations across the layers' identical ops
+ * (5.8 M instructions a build, 1,157 ops): the key would have to cover everything the cost
+ * model reads of an op, its tensors and their graph context (fp8 cast fusion, profiles,
+ * overlap), which no checked property gives; the per-tensor conversion lists made on first use
+ * instead of in sb_builder_init (about 1 M a build, 0.4% of a prediction: not worth
+ * sim_delta.c's extra case). */
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
@@ -244,6 +256,36 @@ static void chain_unit_one_device(Builder *b, uint32_t *prev, const ChainEntry *
   prev[d] = p;
 }
 
+/* A one-device template's bases and blocks side by side (stamp_unit), made with it. */
+typedef struct {
+  uint32_t *base, *block;
+} Stamp;
+
+static Stamp stamp_new(const ChainEntry *e, int n) {
+  Stamp s = {g_new(uint32_t, (gsize)n + 1), g_new(uint32_t, (gsize)n + 1)};
+  for (int k = 0; k < n; k++) s.base[k] = e[k].base, s.block[k] = e[k].block;
+  return s;
+}
+
+/* chain_unit_one_device in a graph for merging where nothing runs ahead (no edges, no
+ * chain_next): the unit's blocks copied from the template, its tasks (base + mb) written to
+ * the program, each one's position and predecessor (the same values, in one pass). */
+static void stamp_unit(Builder *b, uint32_t *prev, const Stamp *s, int n, int d, int mb) {
+  uint32_t *restrict program = b->tg->program, *restrict chain_prev = b->chain_prev;
+  uint32_t *restrict pos = b->tg->program_pos;
+  uint32_t at = b->program_fill[d], p = prev[d];
+  memcpy(b->tg->program_block + at, s->block, sizeof(uint32_t) * (gsize)n);
+  for (int k = 0; k < n; k++, at++) {
+    uint32_t t = s->base[k] + (uint32_t)mb;
+    program[at] = t;
+    pos[t] = at;
+    chain_prev[t] = p;
+    p = t;
+  }
+  b->program_fill[d] = at;
+  prev[d] = p;
+}
+
 /* The one device of template @e (@n entries) where each entry has one representative there;
  * -1 otherwise. */
 static int template_device(const ChainEntry *e, int n) {
@@ -280,6 +322,35 @@ static ChainEntry *chain_template(const Builder *b, const int *ops, int count, i
   return out;
 }
 
+/* Whether entry @e's representatives are on distinct devices (@stamp: per device, the last
+ * value of *@clock written there). */
+static gboolean distinct_devices(const ChainEntry *e, uint32_t *stamp, uint32_t *clock) {
+  ++*clock;
+  for (int r = 0; r < e->nrep; r++) {
+    int d = e->devices[e->rep_idx[r]];
+    if (stamp[d] == *clock) return FALSE;
+    stamp[d] = *clock;
+  }
+  return TRUE;
+}
+
+/* b->block_prev from template @e (@n entries): chain_op and chain_unit_one_device make task j
+ * of entry k (k > 0) follow task j of entry k - 1 where both are on one mesh whose
+ * representatives sit on distinct devices (each device's last task is then the previous
+ * entry's task of the same microbatch and representative). A block met in a second entry
+ * (@seen) gets NO_TASK: only a block chained by one entry alone has one predecessor block. */
+static void note_block_prev(Builder *b, const ChainEntry *e, int n, guint8 *seen, uint32_t *stamp,
+                            uint32_t *clock) {
+  for (int k = 0; k < n; k++) {
+    uint32_t block = e[k].block, prev = NO_TASK;
+    if (k > 0 && e[k - 1].rep_idx == e[k].rep_idx && e[k - 1].devices == e[k].devices &&
+        e[k - 1].nrep == e[k].nrep && distinct_devices(&e[k], stamp, clock))
+      prev = e[k - 1].block;
+    b->block_prev[block] = seen[block] ? NO_TASK : prev;
+    seen[block] = 1;
+  }
+}
+
 /* Chains every device's compute tasks in program order: per pipeline rank its schedule units
  * (sim_pipeline_units), each the template of its chunk and phase (chain_template) stamped for
  * its microbatch. Records per stage the microbatch of its last B and W units and every compute
@@ -298,6 +369,13 @@ static uint32_t *chain_compute(Builder *b) {
   g_autofree ChainEntry **templates = g_new0(ChainEntry *, 3 * (gsize)nstages);
   g_autofree int *sizes = g_new0(int, 3 * (gsize)nstages);
   g_autofree int *device = g_new0(int, 3 * (gsize)nstages); /* template_device */
+  g_autofree Stamp *stamps = g_new0(Stamp, 3 * (gsize)nstages); /* where stamp_unit applies */
+  gboolean stamping = b->tg->program_block && !b->chain_next && b->for_merge && !b->no_replay;
+  g_autofree guint8 *seen = g_new0(guint8, 4 * (gsize)b->nops); /* note_block_prev */
+  g_autofree uint32_t *stamp = g_new0(uint32_t, (gsize)b->tg->num_devices);
+  uint32_t clock = 0;
+  b->block_prev = g_new(uint32_t, 4 * (gsize)b->nops);
+  for (int i = 0; i < 4 * b->nops; i++) b->block_prev[i] = NO_TASK;
   for (int rank = 0; rank < mdl_strategy_num_ranks(b->s); rank++) {
     int nunits = 0;
     g_autofree SimUnit *units = sim_pipeline_units(b->s, rank, &nunits);
@@ -310,14 +388,22 @@ static uint32_t *chain_compute(Builder *b) {
         templates[at] = chain_template(b, stage_ops + stage_begin[st],
                                        stage_begin[st + 1] - stage_begin[st], phase, &sizes[at]);
         device[at] = template_device(templates[at], sizes[at]);
+        note_block_prev(b, templates[at], sizes[at], seen, stamp, &clock);
+        if (stamping && device[at] >= 0) stamps[at] = stamp_new(templates[at], sizes[at]);
       }
-      if (device[at] >= 0)
+      if (stamps[at].base)
+        stamp_unit(b, prev, &stamps[at], sizes[at], device[at], mb);
+      else if (device[at] >= 0)
         chain_unit_one_device(b, prev, templates[at], sizes[at], device[at], mb);
       else
         for (int k = 0; k < sizes[at]; k++) chain_op(b, prev, &templates[at][k], mb);
     }
   }
-  for (int i = 0; i < 3 * nstages; i++) g_free(templates[i]);
+  for (int i = 0; i < 3 * nstages; i++) {
+    g_free(templates[i]);
+    g_free(stamps[i].base);
+    g_free(stamps[i].block);
+  }
   return prev;
 }
 
@@ -338,7 +424,10 @@ void sb_recompute_segment(Builder *b, int t) {
     for (int k = 0; k < op->ninputs; k++) {
       if (op->inputs[k].tensor != t) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      const uint32_t *ready = sb_forward_conversion(b, t, o, need, TRUE);
+      const Conversion *cv = sb_forward_conversion(b, t, o, need, TRUE);
+      if (sb_chain_repeats_block(b, cv->block, 3 * (uint32_t)b->nops + (uint32_t)o))
+        continue; /* every edge below would repeat the chain */
+      const uint32_t *ready = cv->ready;
       const int n = b->M * b->nrep[m];
       const uint32_t base = b->rec_base[o]; /* o's R at [mb * nrep + r] (task_rec) */
       uint32_t *e = sb_edges_begin(b, (guint)n);
@@ -573,6 +662,7 @@ void sb_builder_clear(Builder *b) {
   g_free(b->rec_conversions);
   g_free(b->chain_prev);
   g_free(b->chain_next);
+  g_free(b->block_prev);
   g_free(b->rec_base);
   g_free(b->group);
   g_free(b->fsdp_unit);

@@ -1,6 +1,9 @@
 /* sim/build — SBP resharding between layouts on one mesh (one collective per group along each
  * axis that changes), moves between meshes (device-aligned send/recv or cross-mesh resharding
- * plans), and the forward and backward data dependencies they carry. */
+ * plans), and the forward and backward data dependencies they carry.
+ * Tried, not kept (2026-12-02, 175B interleaved point, callgrind, 3 predictions): filling a
+ * forward conversion's input without the tp_overlap test in the loop (then a second pass where
+ * it applies): 697.1 M -> 697.8 M instructions. */
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
@@ -408,48 +411,20 @@ static void convert_microbatch(Builder *b, SbReplay *replay, int src_mesh, MdlLa
  * consumer that needs the same layout; @recomputed: of the value its producer's recomputation
  * (R) gives, which a recomputed consumer reads (the forward's resharding collectives run again,
  * as they do when Megatron re-runs a checkpointed layer). */
-const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
-                                          gboolean recomputed) {
-  int mesh = cfg(b, consumer)->mesh;
-  GPtrArray *list = recomputed ? b->rec_conversions[t] : b->conversions[t];
-  for (guint i = 0; i < list->len; i++) {
-    Conversion *cv = g_ptr_array_index(list, i);
-    if (cv->mesh == mesh && memcmp(&cv->layout, &layout, sizeof layout) == 0) return cv->ready;
-  }
-  int p = mdl_graph_tensor(b->g, t)->producer;
-  const MdlOp *pop = mdl_graph_op(b->g, p);
-  MdlLayout from = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh_of(b, p));
-  int sn = mesh_of(b, p)->ndevices, dn = mdl_strategy_mesh(b->s, mesh)->ndevices;
-  Conversion *cv = g_new(Conversion, 1);
-  cv->mesh = mesh;
-  cv->layout = layout;
-  int nrep = b->nrep[mesh];
-  cv->ready = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
-  g_autofree uint32_t *src = g_new(uint32_t, sn);
-  g_autofree uint32_t *dst = g_new(uint32_t, dn);
-  gboolean ahead = !recomputed && mesh == cfg(b, p)->mesh && sb_overlapped_output(b, p);
-  int pm = cfg(b, p)->mesh;
-  for (int i = 0; i < sn; i++) src[i] = NO_TASK; /* replicas: no task (representatives below) */
-  SbReplay replay;
-  sb_replay_init(&replay, b, b->rep_idx[pm], b->nrep[pm], b->rep_idx[mesh], nrep);
-  replay.identity = sb_identity_conversion(b, pm, from, mesh, layout, t);
-  /* the producer's task of microbatch mb on representative r: base + mb * pn + r (task_fwd) */
-  const uint32_t base = (recomputed ? b->rec_base : b->fwd_base)[p], *chain_prev = b->chain_prev;
+/* Forward conversion @cv of tensor @t from its producer @p's layout @from, microbatch by
+ * microbatch (each one's input at the producer's representatives: @in_c, pn a microbatch),
+ * built for the first and copied to the rest where they repeat it (sb_replay_many). */
+static void convert_forward(Builder *b, Conversion *cv, int t, int p, MdlLayout from,
+                            int consumer, const uint32_t *in_c) {
+  int pm = cfg(b, p)->mesh, mesh = cv->mesh, nrep = b->nrep[mesh];
   const int pn = b->nrep[pm], *pidx = b->rep_idx[pm];
-  /* every microbatch's input at the representatives (the replay's compact input) */
-  g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
-  for (int j = 0; j < b->M * pn; j++) {
-    uint32_t x = base + (uint32_t)j;
-    in_c[j] = ahead && chain_prev[x] != NO_TASK ? chain_prev[x] /* tp_overlap: the
-                                                                 reduce-scatter starts with the
-                                                                 GEMM */
-                                                : x;
-  }
-  /* nothing to build (one mesh: the same representatives): the tasks pass through */
-  g_assert(!replay.identity || pn == nrep);
-  if (replay.identity) memcpy(cv->ready, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)pn);
+  g_autofree uint32_t *src = g_new(uint32_t, mesh_of(b, p)->ndevices);
+  g_autofree uint32_t *dst = g_new(uint32_t, mdl_strategy_mesh(b->s, mesh)->ndevices);
+  for (int i = 0; i < mesh_of(b, p)->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
+  SbReplay replay;
+  sb_replay_init(&replay, b, pidx, pn, b->rep_idx[mesh], nrep);
   g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
-  for (int mb = 0; !replay.identity && mb < b->M;) {
+  for (int mb = 0; mb < b->M;) {
     /* the next microbatches copied at once while they repeat the recording (outputs: the
      * representatives' entries, as cv->ready lists them) */
     int n = sb_replay_many(b, &replay, in_c + (gsize)mb * pn, mb, b->M - mb, out_c, NULL);
@@ -459,13 +434,51 @@ const uint32_t *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout
       continue;
     }
     for (int r = 0; r < pn; r++) src[pidx[r]] = in_c[mb * pn + r];
-    convert_microbatch(b, &replay, cfg(b, p)->mesh, from, src, mesh, layout, t, consumer, mb, dst);
+    convert_microbatch(b, &replay, pm, from, src, mesh, cv->layout, t, consumer, mb, dst);
     for (int r = 0; r < nrep; r++) cv->ready[mb * nrep + r] = dst[b->rep_idx[mesh][r]];
     mb++;
   }
   sb_replay_clear(&replay);
+}
+
+const Conversion *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
+                                        gboolean recomputed) {
+  int mesh = cfg(b, consumer)->mesh;
+  GPtrArray *list = recomputed ? b->rec_conversions[t] : b->conversions[t];
+  for (guint i = 0; i < list->len; i++) {
+    Conversion *cv = g_ptr_array_index(list, i);
+    if (cv->mesh == mesh && memcmp(&cv->layout, &layout, sizeof layout) == 0) return cv;
+  }
+  int p = mdl_graph_tensor(b->g, t)->producer, pm = cfg(b, p)->mesh;
+  const MdlOp *pop = mdl_graph_op(b->g, p);
+  MdlLayout from = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), mesh_of(b, p));
+  Conversion *cv = g_new(Conversion, 1);
+  cv->mesh = mesh;
+  cv->layout = layout;
+  int nrep = b->nrep[mesh], pn = b->nrep[pm];
+  cv->ready = g_new(uint32_t, (gsize)b->M * (gsize)MAX(nrep, 1));
+  gboolean ahead = !recomputed && mesh == pm && sb_overlapped_output(b, p);
+  /* nothing to build (one mesh: the same representatives): the tasks pass through */
+  gboolean identity = sb_identity_conversion(b, pm, from, mesh, layout, t);
+  g_assert(!identity || pn == nrep);
+  /* every microbatch's input at the producer's representatives, its task of microbatch mb
+   * on representative r at base + mb * pn + r (task_fwd); straight into cv->ready when it
+   * passes through */
+  g_autofree uint32_t *own = identity ? NULL : g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
+  uint32_t *in_c = identity ? cv->ready : own;
+  const uint32_t base = (recomputed ? b->rec_base : b->fwd_base)[p], *chain_prev = b->chain_prev;
+  for (int j = 0; j < b->M * pn; j++) {
+    uint32_t x = base + (uint32_t)j;
+    in_c[j] = ahead && chain_prev[x] != NO_TASK ? chain_prev[x] /* tp_overlap: the
+                                                                 reduce-scatter starts with the
+                                                                 GEMM */
+                                                : x;
+  }
+  /* the producer's block itself (in_c[j] = base + j) */
+  cv->block = identity && !ahead ? (uint32_t)((recomputed ? 3 : 0) * b->nops + p) : NO_TASK;
+  if (!identity) convert_forward(b, cv, t, p, from, consumer, in_c);
   g_ptr_array_add(list, cv);
-  return cv->ready;
+  return cv;
 }
 
 gboolean sb_overlapped_input(const Builder *b, int o, int k) {
@@ -512,8 +525,11 @@ void sb_forward_segment(Builder *b, int t) {
     for (int k = 0; k < op->ninputs; k++) {
       if (op->inputs[k].tensor != t) continue;
       MdlLayout need = mdl_layout_of_operand(op, &op->inputs[k], FALSE, cfg(b, o), mesh);
-      const uint32_t *ready = sb_forward_conversion(b, t, o, need, FALSE);
+      const Conversion *cv = sb_forward_conversion(b, t, o, need, FALSE);
       gboolean ring = sb_overlapped_input(b, o, k);
+      if (!ring && sb_chain_repeats_block(b, cv->block, (uint32_t)o))
+        continue; /* every edge below would repeat the chain (F blocks: 0 * nops + op) */
+      const uint32_t *ready = cv->ready;
       const int n = b->M * b->nrep[m];
       const uint32_t base = b->fwd_base[o]; /* o's task at [mb * nrep + r] (task_fwd) */
       uint32_t *e = sb_edges_begin(b, (guint)n);
@@ -610,6 +626,74 @@ gboolean sb_gradient_group_leader(const Builder *b, int o, int k) {
   return TRUE;
 }
 
+/* The data edges from each microbatch's resharded gradient (@out_c: pn entries a
+ * microbatch, from @mb on, @count microbatches) to the tasks that wait for it (@to_c, the
+ * same layout), at @e; returns past them. */
+static uint32_t *gradient_edges(const Builder *b, const uint32_t *out_c, const uint32_t *to_c,
+                                int mb, int count, int pn, uint32_t *e) {
+  for (int j = mb * pn; j < (mb + count) * pn; j++) {
+    if (out_c[j] == NO_TASK || sb_repeats_chain(b, out_c[j], to_c[j])) continue;
+    *e++ = out_c[j]; /* (sb_data_edge) */
+    *e++ = to_c[j];
+  }
+  return e;
+}
+
+/* The gradient of tensor @t from reader @o (layout @from, its B tasks; @ring: from the task
+ * before each, sb_overlapped_input) resharded to @need for its producer @p's B tasks (@ahead:
+ * the task after each, sb_overlapped_output), microbatch by microbatch, and the data edges to
+ * them; @identity: nothing to build (sb_identity_conversion), the tasks pass through. */
+static void reshard_gradient(Builder *b, int t, int o, int p, MdlLayout from, MdlLayout need,
+                             gboolean ring, gboolean ahead, gboolean identity) {
+  int om = cfg(b, o)->mesh, pm = cfg(b, p)->mesh;
+  g_autofree uint32_t *src = g_new(uint32_t, mesh_of(b, o)->ndevices);
+  g_autofree uint32_t *dst = g_new(uint32_t, mesh_of(b, p)->ndevices);
+  for (int i = 0; i < mesh_of(b, o)->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
+  SbReplay replay;
+  sb_replay_init(&replay, b, b->rep_idx[om], b->nrep[om], b->rep_idx[pm], b->nrep[pm]);
+  replay.identity = identity;
+  /* the tasks of microbatch mb on representative r: base + mb * nrep + r (task_bwd) */
+  const uint32_t obase = b->bwd_base[o], pbase = b->bwd_base[p];
+  const int on = b->nrep[om], pn = b->nrep[pm], *oidx = b->rep_idx[om], *pidx = b->rep_idx[pm];
+  /* every microbatch's input at the representatives (the replay's compact input) and,
+   * per microbatch, the output there and the tasks that wait for it (pn entries each) */
+  g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(on, 1));
+  g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
+  g_autofree uint32_t *to_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
+  for (int j = 0; j < b->M * on; j++) {
+    uint32_t x = obase + (uint32_t)j;
+    /* Overlapped: the gradients' collective starts with the reader's backward. */
+    in_c[j] = ring && b->chain_prev[x] != NO_TASK ? b->chain_prev[x] : x;
+  }
+  for (int j = 0; j < b->M * pn; j++) {
+    uint32_t use = pbase + (uint32_t)j;
+    to_c[j] = ahead && b->chain_next[use] != NO_TASK ? b->chain_next[use] : use;
+  }
+  g_assert(!identity || on == pn);
+  if (identity) memcpy(out_c, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)on);
+  for (int mb = 0; mb < b->M;) {
+    /* the next microbatches' conversions copied at once, each one's edges before its data
+     * edges (as building them in turn orders them) */
+    SbReplayTargets targets = {to_c + (gsize)mb * pn, TRUE};
+    int n = identity ? 0 : sb_replay_many(b, &replay, in_c + (gsize)mb * on, mb, b->M - mb,
+                                          out_c + (gsize)mb * pn, &targets);
+    if (n) {
+      mb += n;
+      continue;
+    }
+    if (!identity) { /* this one built, then its data edges */
+      for (int r = 0; r < on; r++) src[oidx[r]] = in_c[mb * on + r];
+      convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
+      for (int r = 0; r < pn; r++) out_c[mb * pn + r] = dst[pidx[r]];
+    }
+    int count = identity ? b->M - mb : 1;
+    uint32_t *e = sb_edges_begin(b, (guint)(count * pn));
+    sb_edges_end(b, gradient_edges(b, out_c, to_c, mb, count, pn, e));
+    mb += count;
+  }
+  sb_replay_clear(&replay);
+}
+
 /* The backward segment of tensor @t: each group of its readers' gradients resharded to what
  * its producer's backward needs (sb_gradient_group_leader), readers in op order. */
 void sb_backward_segment(Builder *b, int t) {
@@ -620,7 +704,6 @@ void sb_backward_segment(Builder *b, int t) {
     int o = g_array_index(users, int, u);
     if (u > 0 && g_array_index(users, int, u - 1) == o) continue;
     const MdlOp *op = mdl_graph_op(b->g, o);
-    const MdlMesh *mesh = mesh_of(b, o);
     for (int k = 0; k < op->ninputs; k++) {
       if (op->inputs[k].tensor != t || !sb_gradient_group_leader(b, o, k)) continue;
       const MdlOp *pop = mdl_graph_op(b->g, p);
@@ -630,61 +713,16 @@ void sb_backward_segment(Builder *b, int t) {
       MdlLayout need = mdl_layout_of_operand(pop, &pop->output, TRUE, cfg(b, p), pmesh);
       for (int a = 0; a < MDL_MAX_MESH_AXES; a++)
         if (need.axis[a] == MDL_LAYOUT_PARTIAL) need.axis[a] = MDL_LAYOUT_BROADCAST;
-      g_autofree uint32_t *src = g_new(uint32_t, mesh->ndevices);
-      g_autofree uint32_t *dst = g_new(uint32_t, pmesh->ndevices);
       gboolean ring = sb_overlapped_input(b, o, k);
       gboolean ahead = cfg(b, p)->mesh == cfg(b, o)->mesh && sb_overlapped_output(b, p);
       int om = cfg(b, o)->mesh, pm = cfg(b, p)->mesh;
-      for (int i = 0; i < mesh->ndevices; i++) src[i] = NO_TASK; /* replicas: no task */
-      SbReplay replay;
-      sb_replay_init(&replay, b, b->rep_idx[om], b->nrep[om], b->rep_idx[pm], b->nrep[pm]);
-      replay.identity = sb_identity_conversion(b, om, from, pm, need, t);
-      /* the tasks of microbatch mb on representative r: base + mb * nrep + r (task_bwd) */
-      const uint32_t obase = b->bwd_base[o], pbase = b->bwd_base[p];
-      const int on = b->nrep[om], pn = b->nrep[pm], *oidx = b->rep_idx[om], *pidx = b->rep_idx[pm];
-      /* every microbatch's input at the representatives (the replay's compact input) and,
-       * per microbatch, the output there (out_c: pn entries each) */
-      g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(on, 1));
-      g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)b->M * (gsize)MAX(pn, 1));
-      for (int j = 0; j < b->M * on; j++) {
-        uint32_t x = obase + (uint32_t)j;
-        /* Overlapped: the gradients' collective starts with the reader's backward. */
-        in_c[j] = ring && b->chain_prev[x] != NO_TASK ? b->chain_prev[x] : x;
-      }
-      /* nothing to build (one mesh): the tasks pass through */
-      g_assert(!replay.identity || on == pn);
-      if (replay.identity) memcpy(out_c, in_c, sizeof(uint32_t) * (gsize)b->M * (gsize)on);
-      for (int mb = 0; mb < b->M;) {
-        /* the next microbatches' conversions copied at once (each one's edges before its
-         * data edges, as building them in turn orders them), or this one built */
-        uint32_t first = 0;
-        int n = replay.identity ? b->M - mb
-                                : sb_replay_many(b, &replay, in_c + (gsize)mb * on, mb,
-                                                 b->M - mb, out_c + (gsize)mb * pn, &first);
-        if (!n) {
-          for (int r = 0; r < on; r++) src[oidx[r]] = in_c[mb * on + r];
-          convert_microbatch(b, &replay, om, from, src, pm, need, t, o, mb, dst);
-          for (int r = 0; r < pn; r++) out_c[mb * pn + r] = dst[pidx[r]];
-        }
-        /* each microbatch's copied edges, then its data edges (room for all at once) */
-        gboolean copied = n && !replay.identity;
-        guint per = (copied ? sb_replay_edge_count(&replay) : 0) + (guint)pn;
-        uint32_t *e = sb_edges_begin(b, per * (guint)MAX(n, 1));
-        for (int i = 0; i < MAX(n, 1); i++, mb++) {
-          if (copied) e = sb_replay_edges(&replay, in_c + (gsize)mb * on, first, i, e);
-          for (int r = 0; r < pn; r++) {
-            uint32_t from_task = out_c[mb * pn + r];
-            if (from_task == NO_TASK) continue;
-            uint32_t use = pbase + (uint32_t)(mb * pn + r);
-            if (ahead && b->chain_next[use] != NO_TASK) use = b->chain_next[use];
-            if (sb_repeats_chain(b, from_task, use)) continue; /* (sb_data_edge) */
-            *e++ = from_task;
-            *e++ = use;
-          }
-        }
-        sb_edges_end(b, e);
-      }
-      sb_replay_clear(&replay);
+      gboolean identity = sb_identity_conversion(b, om, from, pm, need, t);
+      /* nothing to build (one mesh): B(o)'s task j passes through to B(p)'s task j, and no
+       * edge is added where each would repeat the chain (B blocks: 1 * nops + op) */
+      if (identity && !ring && !ahead &&
+          sb_chain_repeats_block(b, (uint32_t)(b->nops + o), (uint32_t)(b->nops + p)))
+        continue;
+      reshard_gradient(b, t, o, p, from, need, ring, ahead, identity);
     }
   }
 }

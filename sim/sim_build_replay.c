@@ -14,11 +14,16 @@
  * recorded in turn. A recording is refused where its tasks name another microbatch or an edge
  * comes from a task that is neither its own nor in its input.
  * The copies are made for all the microbatches that follow at once (sb_replay_many: each
- * array grows once, by every copy, from the callers' inputs computed for every microbatch);
- * a caller that adds edges of its own after each microbatch's conversion (the backward's
- * data edges) appends each copy's edges itself first (sb_replay_edges), so the edge list
- * keeps the order building each microbatch in turn gives it.
- * SimOptions.build_each_microbatch turns replaying off (tests compare the two graphs). */
+ * array grows once, by every copy, from the callers' inputs computed for every microbatch,
+ * and each copy is written in one pass); a caller that adds edges of its own after each
+ * microbatch's conversion (the backward's data edges, the re-gathers') names their targets
+ * (SbReplayTargets) and each copy's follow its own, so the edge list keeps the order
+ * building each microbatch in turn gives it.
+ * SimOptions.build_each_microbatch turns replaying off (tests compare the two graphs).
+ * Tried (2026-12-02, 175B interleaved point, callgrind, 3 predictions): one pass per copy
+ * writing its tasks, resources, edges, outputs and the caller's edges in turn (the recordings
+ * there are 1-2 tasks, so each inner loop runs once or twice): 723.5 M -> 722.1 M only; one
+ * recorded entry at a time across every copy (what is kept): 705.7 M. */
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
@@ -118,70 +123,148 @@ static gboolean same_pattern(const SbReplay *r, const uint32_t *in_c) {
   return TRUE;
 }
 
-/* Grows @array (of uint32_t) by @copies copies of its own @count elements at @from. */
-static void append_own(GArray *array, guint from, guint count, guint copies) {
-  guint len = array->len;
-  g_array_set_size(array, len + count * copies);
-  uint32_t *a = (uint32_t *)array->data, *to = a + len;
-  for (guint i = 0; i < copies; i++)
-    for (guint k = 0; k < count; k++) *to++ = a[from + k];
-}
-
-guint sb_replay_edge_count(const SbReplay *r) {
-  return r->edges->len / 2;
-}
-
-uint32_t *sb_replay_edges(const SbReplay *r, const uint32_t *in_c, uint32_t first, int i,
-                          uint32_t *e) {
-  const uint32_t *enc = (const uint32_t *)r->edges->data;
-  uint32_t base = first + (uint32_t)i * (r->end.task - r->begin.task);
-  for (guint k = 0; k < r->edges->len; k++)
-    *e++ = enc[k] & INPUT_BIT ? in_c[enc[k] & ~INPUT_BIT] : base + enc[k];
-  return e;
-}
-
-int sb_replay_many(Builder *b, const SbReplay *r, const uint32_t *in_c, int mb, int count,
-                   uint32_t *out_c, uint32_t *first) {
-  if (r->off || !r->recorded) return 0;
+/* How many of the next @count microbatches (inputs @in_c, nin a microbatch) repeat the
+ * recording's input pattern, from the first on. */
+static int repeating(const SbReplay *r, const uint32_t *in_c, int count) {
   int n = 0;
   if (r->nin == 1) /* (same_pattern's first case, inline: a symmetric run's every conversion) */
     while (n < count && (in_c[n] == NO_TASK) == (r->input[0] == NO_TASK)) n++;
   else
     while (n < count && same_pattern(r, in_c + (gsize)n * (gsize)r->nin)) n++;
+  return n;
+}
+
+/* A recorded endpoint @x in the copy whose input is @in and first task @base. */
+static inline uint32_t decode(uint32_t x, const uint32_t *in, uint32_t base) {
+  return x == NO_TASK ? NO_TASK : x & INPUT_BIT ? in[x & ~INPUT_BIT] : base + x;
+}
+
+/* The @n copies from @now: their tasks (microbatch and resources shifted) and resources,
+ * written one recorded entry at a time across every copy (a recording has a few entries, a
+ * replay up to M copies). */
+static void copy_tasks(SimTaskGraph *g, const SbReplay *r, SbMark now, int mb, int n) {
+  uint32_t ntasks = r->end.task - r->begin.task, nres = r->end.res - r->begin.res;
+  const SimTask *from = (const SimTask *)g->tasks->data + r->begin.task;
+  SimTask *tasks = (SimTask *)g->tasks->data + now.task;
+  for (uint32_t t = 0; t < ntasks; t++) {
+    SimTask x = from[t];
+    x.microbatch = mb;
+    x.res_begin += now.res - r->begin.res;
+    for (int i = 0; i < n; i++, x.microbatch++, x.res_begin += nres) tasks[(gsize)i * ntasks + t] = x;
+  }
+  const uint32_t *res_from = (const uint32_t *)g->task_resources->data + r->begin.res;
+  uint32_t *res = (uint32_t *)g->task_resources->data + now.res;
+  for (uint32_t k = 0; k < nres; k++)
+    for (int i = 0; i < n; i++) res[(gsize)i * nres + k] = res_from[k];
+}
+
+/* The @n copies' outputs (@out_c, nout a copy) from their inputs (@in_c) and first task
+ * (@first), one recorded output at a time. */
+static void copy_outputs(const SbReplay *r, const uint32_t *in_c, uint32_t first, int n,
+                         uint32_t *out_c) {
+  uint32_t ntasks = r->end.task - r->begin.task;
+  for (int j = 0; j < r->nout; j++) {
+    uint32_t x = r->output[j];
+    for (int i = 0; i < n; i++)
+      out_c[(gsize)i * r->nout + j] =
+          decode(x, in_c + (gsize)i * r->nin, first + (uint32_t)i * ntasks);
+  }
+}
+
+/* Whether every caller's edge of the @n copies is added (none left out: sb_replay_many can
+ * write them at fixed places). */
+static gboolean all_targets(const Builder *b, const SbReplayTargets *targets,
+                            const uint32_t *out_c, int n, int nout) {
+  for (gsize k = 0; k < (gsize)n * (gsize)nout; k++)
+    if (out_c[k] == NO_TASK || targets->to[k] == NO_TASK ||
+        (targets->data && sb_repeats_chain(b, out_c[k], targets->to[k])))
+      return FALSE;
+  return TRUE;
+}
+
+/* The @n copies' edges at @e when each copy has the same number (@per pairs: its own, then
+ * every caller's, all_targets), one recorded edge endpoint at a time; returns past them. */
+static uint32_t *fixed_edges(const SbReplay *r, const uint32_t *in_c, uint32_t first, int n,
+                             const uint32_t *out_c, const SbReplayTargets *targets, guint per,
+                             uint32_t *e) {
+  uint32_t ntasks = r->end.task - r->begin.task;
+  const uint32_t *enc = (const uint32_t *)r->edges->data;
+  gsize stride = 2 * (gsize)per;
+  for (guint k = 0; k < r->edges->len; k++) {
+    uint32_t x = enc[k];
+    if (x & INPUT_BIT)
+      for (int i = 0; i < n; i++) e[i * stride + k] = in_c[(gsize)i * r->nin + (x & ~INPUT_BIT)];
+    else
+      for (int i = 0; i < n; i++) e[i * stride + k] = first + (uint32_t)i * ntasks + x;
+  }
+  for (int j = 0; targets && j < r->nout; j++)
+    for (int i = 0; i < n; i++) {
+      uint32_t *at = e + i * stride + r->edges->len + 2 * (gsize)j;
+      at[0] = out_c[(gsize)i * r->nout + j];
+      at[1] = targets->to[(gsize)i * r->nout + j];
+    }
+  return e + n * stride;
+}
+
+/* The caller's edges of one copy (SbReplayTargets) at @e, from its outputs @out; returns past
+ * them. */
+static uint32_t *target_edges(const Builder *b, const SbReplayTargets *targets, int i,
+                              const uint32_t *out, int nout, uint32_t *e) {
+  const uint32_t *to = targets->to + (gsize)i * (gsize)nout;
+  for (int j = 0; j < nout; j++) {
+    if (out[j] == NO_TASK || to[j] == NO_TASK) continue;
+    if (targets->data && sb_repeats_chain(b, out[j], to[j])) continue;
+    *e++ = out[j];
+    *e++ = to[j];
+  }
+  return e;
+}
+
+/* The @n copies' edges at @e copy by copy (some caller's edges left out); returns past them. */
+static uint32_t *each_copy_edges(const Builder *b, const SbReplay *r, const uint32_t *in_c,
+                                 uint32_t first, int n, const uint32_t *out_c,
+                                 const SbReplayTargets *targets, uint32_t *e) {
+  uint32_t ntasks = r->end.task - r->begin.task;
+  const uint32_t *enc = (const uint32_t *)r->edges->data;
+  for (int i = 0; i < n; i++) {
+    const uint32_t *in = in_c + (gsize)i * (gsize)r->nin;
+    uint32_t base = first + (uint32_t)i * ntasks;
+    for (guint k = 0; k < r->edges->len; k++) *e++ = enc[k] & INPUT_BIT ? in[enc[k] & ~INPUT_BIT] : base + enc[k];
+    if (targets) e = target_edges(b, targets, i, out_c + (gsize)i * r->nout, r->nout, e);
+  }
+  return e;
+}
+
+/* The spans of the @n copies from @first (step-expanded collectives only). */
+static void copy_spans(SimTaskGraph *g, const SbReplay *r, uint32_t first, int n) {
+  uint32_t ntasks = r->end.task - r->begin.task;
+  for (int i = 0; i < n; i++)
+    for (uint32_t k = r->begin.span; k < r->end.span; k++) {
+      uint32_t id = g_array_index(g->spans, uint32_t, k) - r->begin.task + first + (uint32_t)i * ntasks;
+      g_array_append_val(g->spans, id);
+    }
+}
+
+int sb_replay_many(Builder *b, const SbReplay *r, const uint32_t *in_c, int mb, int count,
+                   uint32_t *out_c, const SbReplayTargets *targets) {
+  if (r->off || !r->recorded) return 0;
+  int n = repeating(r, in_c, count);
   if (!n) return 0;
   SimTaskGraph *g = b->tg;
   SbMark now = sb_mark(b);
   uint32_t ntasks = r->end.task - r->begin.task, nres = r->end.res - r->begin.res;
-  if (ntasks) { /* n copies of the tasks and their resources */
-    g_array_set_size(g->tasks, now.task + ntasks * (guint)n);
-    append_own(g->task_resources, r->begin.res, nres, (guint)n);
-    const SimTask *from = (const SimTask *)g->tasks->data + r->begin.task;
-    SimTask *tasks = (SimTask *)g->tasks->data + now.task;
-    for (int i = 0; i < n; i++)
-      for (uint32_t t = 0; t < ntasks; t++, tasks++) {
-        *tasks = from[t];
-        tasks->microbatch = mb + i;
-        tasks->res_begin += now.res + (uint32_t)i * nres - r->begin.res;
-      }
-  }
-  if (!first) { /* the copies' edges, one after the other */
-    uint32_t *e = sb_edges_begin(b, sb_replay_edge_count(r) * (guint)n);
-    for (int i = 0; i < n; i++) e = sb_replay_edges(r, in_c + (gsize)i * (gsize)r->nin, now.task, i, e);
-    sb_edges_end(b, e);
-  }
-  for (int i = 0; i < n; i++) {
-    const uint32_t *in = in_c + (gsize)i * (gsize)r->nin;
-    uint32_t base = now.task + (uint32_t)i * ntasks;
-    for (uint32_t k = r->begin.span; k < r->end.span; k++) {
-      uint32_t id = g_array_index(g->spans, uint32_t, k) - r->begin.task + base;
-      g_array_append_val(g->spans, id);
-    }
-    uint32_t *out = out_c + (gsize)i * (gsize)r->nout;
-    for (int j = 0; j < r->nout; j++) {
-      uint32_t x = r->output[j];
-      out[j] = x == NO_TASK ? NO_TASK : x & INPUT_BIT ? in[x & ~INPUT_BIT] : base + x;
-    }
-  }
-  if (first) *first = now.task;
+  /* every array grown once, by all the copies, and written one recorded entry at a time */
+  g_array_set_size(g->tasks, now.task + ntasks * (guint)n);
+  g_array_set_size(g->task_resources, now.res + nres * (guint)n);
+  copy_tasks(g, r, now, mb, n);
+  copy_outputs(r, in_c, now.task, n, out_c);
+  guint per = r->edges->len / 2 + (targets ? (guint)r->nout : 0);
+  uint32_t *e = sb_edges_begin(b, per * (guint)n);
+  if (!targets || all_targets(b, targets, out_c, n, r->nout))
+    e = fixed_edges(r, in_c, now.task, n, out_c, targets, per, e);
+  else
+    e = each_copy_edges(b, r, in_c, now.task, n, out_c, targets, e);
+  sb_edges_end(b, e);
+  if (r->end.span > r->begin.span) copy_spans(g, r, now.task, n);
   return n;
 }

@@ -40,7 +40,9 @@ static void regather_into(Builder *b, int o, int k, MdlLayout saved, MdlLayout n
   const int nrep = b->nrep[m], *idx = b->rep_idx[m], n = b->M * nrep;
   g_autofree uint32_t *in_c = g_new(uint32_t, (gsize)MAX(n, 1));
   g_autofree uint32_t *out_c = g_new(uint32_t, (gsize)MAX(n, 1));
+  g_autofree uint32_t *to_c = g_new(uint32_t, (gsize)MAX(n, 1));
   for (int j = 0; j < n; j++) in_c[j] = issue_point(b, base + (uint32_t)j);
+  for (int j = 0; j < n; j++) to_c[j] = base + (uint32_t)j;
   g_autofree uint32_t *input = g_new(uint32_t, mesh->ndevices);
   g_autofree uint32_t *ready = g_new(uint32_t, mesh->ndevices);
   SbReplay replay;
@@ -48,29 +50,22 @@ static void regather_into(Builder *b, int o, int k, MdlLayout saved, MdlLayout n
   for (int mb = 0; mb < b->M;) {
     /* the next microbatches' gathers copied at once (each one's edges before its own), or
      * this one built and recorded */
-    uint32_t first = 0;
+    SbReplayTargets targets = {to_c + (gsize)mb * nrep, FALSE};
     int copies = sb_replay_many(b, &replay, in_c + (gsize)mb * nrep, mb, b->M - mb,
-                                out_c + (gsize)mb * nrep, &first);
-    if (!copies) {
-      for (int i = 0; i < mesh->ndevices; i++) input[i] = NO_TASK;
-      for (int r = 0; r < nrep; r++) input[idx[r]] = in_c[mb * nrep + r];
-      memcpy(ready, input, sizeof(uint32_t) * (gsize)mesh->ndevices);
-      SbMark begin = sb_mark(b);
-      sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
-      sb_replay_record(b, &replay, begin, input, mb, ready);
-      for (int r = 0; r < nrep; r++) out_c[mb * nrep + r] = ready[idx[r]];
+                                out_c + (gsize)mb * nrep, &targets);
+    if (copies) {
+      mb += copies;
+      continue;
     }
-    guint per = (copies ? sb_replay_edge_count(&replay) : 0) + (guint)nrep;
-    uint32_t *e = sb_edges_begin(b, per * (guint)MAX(copies, 1)); /* room for all */
-    for (int i = 0; i < MAX(copies, 1); i++, mb++) {
-      if (copies) e = sb_replay_edges(&replay, in_c + (gsize)mb * nrep, first, i, e);
-      for (int r = 0; r < nrep; r++)
-        if (out_c[mb * nrep + r] != NO_TASK) {
-          *e++ = out_c[mb * nrep + r];
-          *e++ = base + (uint32_t)(mb * nrep + r);
-        }
-    }
-    sb_edges_end(b, e);
+    for (int i = 0; i < mesh->ndevices; i++) input[i] = NO_TASK;
+    for (int r = 0; r < nrep; r++) input[idx[r]] = in_c[mb * nrep + r];
+    memcpy(ready, input, sizeof(uint32_t) * (gsize)mesh->ndevices);
+    SbMark begin = sb_mark(b);
+    sb_convert_on_mesh(b, m, saved, need, t, o, mb, ready);
+    sb_replay_record(b, &replay, begin, input, mb, ready);
+    for (int r = 0; r < nrep; r++)
+      if (ready[idx[r]] != NO_TASK) sim_task_graph_edge(b->tg, ready[idx[r]], to_c[mb * nrep + r]);
+    mb++;
   }
   sb_replay_clear(&replay);
 }
@@ -215,6 +210,23 @@ static void mesh_groups_clear(MeshGroups *g) {
   g_free(g->sim_members);
 }
 
+/* The last groups found (mesh_groups), kept while the buckets that follow are over the same
+ * mesh and axes (sorted by them: sb_sync_items). */
+typedef struct {
+  int m;                 /* -1: none yet */
+  unsigned mask;
+  MeshGroups groups;
+} GroupsCache;
+
+static const MeshGroups *groups_for(const Builder *b, GroupsCache *c, int m, unsigned mask) {
+  if (c->m == m && c->mask == mask) return &c->groups;
+  if (c->m >= 0) mesh_groups_clear(&c->groups);
+  mesh_groups(b, m, mask, &c->groups);
+  c->m = m;
+  c->mask = mask;
+  return &c->groups;
+}
+
 /* ZeRO-3 (Rajbhandari et al. 2020, section 5.3) as FSDP runs it (Zhao et al. 2023, "PyTorch
  * FSDP", section 3): the weights of one FSDP unit (a layer) are all-gathered together over their
  * data-parallel replicas before the unit's forward and again before its backward, per
@@ -274,7 +286,8 @@ static int compare_sync_items(const void *pa, const void *pb) {
  * microbatch) or, with @after, by those tasks per device (the optimizer steps, which ZeRO's
  * parameter all-gather follows; without overlap_grad_reduce, each device's last backward task), or with @prefetch by nothing, the first microbatch's forwards
  * of the bucket's weights waiting for it instead (the parameter all-gather overlapped with the
- * forward pass). With @syncs, the joins go there as (task, device) pairs. */
+ * forward pass). With @syncs, the joins go there as (task, device) pairs. @groups: those over
+ * @items[0]'s mesh and axes (mesh_groups). */
 double sb_param_bytes(const Builder *b, double grad_bytes) {
   return grad_bytes * b->dtype_bytes / cm_framework_grad_bytes(b->s->framework, b->s->dtype);
 }
@@ -286,9 +299,7 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
   double bytes = 0;
   for (int k = 0; k < n; k++) bytes += items[k].bytes;
   if (coll == CM_ALL_GATHER) bytes = sb_param_bytes(b, bytes); /* the parameters */
-  MeshGroups own;
-  if (!groups) mesh_groups(b, m, items[0].mask, &own);
-  const MeshGroups *gs = groups ? groups : &own;
+  const MeshGroups *gs = groups;
   for (int g = 0, at = 0, at_sim = 0; g < gs->n; at += gs->size[g], at_sim += gs->nsim[g], g++) {
     int p = gs->size[g], nsim = gs->nsim[g];
     const int *devices = gs->devices + at, *sim = gs->sim + at_sim;
@@ -321,7 +332,6 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
       g_array_append_val(syncs, pair);
     }
   }
-  if (!groups) mesh_groups_clear(&own);
 }
 
 /* The sync items, sorted (sim_build-int.h). */
@@ -422,6 +432,7 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
    * forward_backward_func; the 2021 code's allreduce_gradients after the backward) every bucket
    * waits for its device's last compute task, the iteration's last backward (B or W) task. */
   const uint32_t *after_backward = b->s->overlap_grad_reduce ? NULL : last_compute;
+  GroupsCache cache = {.m = -1};
   for (guint k = 0; k < buckets->len; k++) {
     const guint *range = (const guint *)(buckets->data + k * sizeof(guint) * 2);
     guint i = range[0], j = range[1];
@@ -430,15 +441,13 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
      * accumulated gradients are complete, then an all-gather of the updated parameters — the
      * same 2 Psi as data parallelism's all-reduce (the survey's Table IV). Stage 2 also keeps
      * gradients partitioned during accumulation: a reduce-scatter every microbatch. */
-    if (b->s->zero_stage >= 2) { /* one bucket per microbatch: the groups found once */
-      MeshGroups groups;
-      mesh_groups(b, all[i].m, all[i].mask, &groups);
+    const MeshGroups *groups = groups_for(b, &cache, all[i].m, all[i].mask);
+    if (b->s->zero_stage >= 2) { /* one bucket per microbatch */
       for (int mb = 0; mb < b->M; mb++)
-        add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, mb, NULL, FALSE, syncs, &groups);
-      mesh_groups_clear(&groups);
+        add_bucket(b, all + i, (int)(j - i), CM_REDUCE_SCATTER, mb, NULL, FALSE, syncs, groups);
     } else {
       add_bucket(b, all + i, (int)(j - i), b->s->zero_stage == 1 ? CM_REDUCE_SCATTER : CM_ALL_REDUCE,
-                 -1, after_backward, FALSE, syncs, NULL);
+                 -1, after_backward, FALSE, syncs, groups);
     }
   }
   /* The optimizer step: its first kernels wait for the synced gradients, the all-gathers after
@@ -462,8 +471,10 @@ void sb_add_gradient_sync_and_optimizer(Builder *b, const uint32_t *last_compute
     const guint *range = (const guint *)(buckets->data + (ahead ? buckets->len - 1 - k : k) *
                                                              sizeof(guint) * 2);
     add_bucket(b, all + range[0], (int)(range[1] - range[0]), CM_ALL_GATHER, -1,
-               ahead ? NULL : opt, ahead, NULL, NULL);
+               ahead ? NULL : opt, ahead, NULL,
+               groups_for(b, &cache, all[range[0]].m, all[range[0]].mask));
   }
+  if (cache.m >= 0) mesh_groups_clear(&cache.groups);
   g_array_unref(buckets);
   g_array_unref(items);
 }

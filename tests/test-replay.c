@@ -2,7 +2,9 @@
  * with each microbatch's conversions copied from the first one's is the graph built with every
  * microbatch in full (SimOptions.build_each_microbatch), task for task, edge for edge in the
  * same order, over schedules, memory options, overlap, symmetry on and off, step-expanded
- * collectives, cross-mesh resharding, MoE and context parallelism. */
+ * collectives, cross-mesh resharding, MoE and context parallelism; and so is the graph for
+ * chain merging, whose data edges are also left out per compute block (sb_chain_repeats_block)
+ * rather than one by one. */
 #include <glib.h>
 #include <string.h>
 
@@ -13,9 +15,9 @@
 
 /* Every field of every task, the resources, the successor lists (in order), the spans and the
  * program order of @a and @b are equal. */
-static void assert_same_graph(const SimTaskGraph *a, const SimTaskGraph *b) {
+static void assert_same_tasks(const SimTaskGraph *a, const SimTaskGraph *b, guint from) {
   g_assert_cmpuint(a->tasks->len, ==, b->tasks->len);
-  for (guint i = 0; i < a->tasks->len; i++) {
+  for (guint i = from; i < a->tasks->len; i++) { /* field by field: a SimTask has padding */
     const SimTask *x = sim_task_graph_task(a, i), *y = sim_task_graph_task(b, i);
     if (x->duration != y->duration || x->res_begin != y->res_begin || x->nres != y->nres ||
         x->kind != y->kind || x->collective != y->collective || x->op != y->op ||
@@ -24,6 +26,10 @@ static void assert_same_graph(const SimTaskGraph *a, const SimTaskGraph *b) {
         x->role != y->role)
       g_error("task %u differs", i);
   }
+}
+
+static void assert_same_graph(const SimTaskGraph *a, const SimTaskGraph *b) {
+  assert_same_tasks(a, b, 0);
   g_assert_cmpuint(a->task_resources->len, ==, b->task_resources->len);
   g_assert_cmpmem(a->task_resources->data, a->task_resources->len * sizeof(uint32_t),
                   b->task_resources->data, b->task_resources->len * sizeof(uint32_t));
@@ -93,11 +99,82 @@ static void test_same_graph(gconstpointer data) {
   test_run_free(each);
 }
 
+/* @n entries of @size bytes at @a and @b equal (both NULL: equal). */
+static void assert_same_array(const void *a, const void *b, gsize n, gsize size) {
+  g_assert_true((a == NULL) == (b == NULL));
+  if (a) g_assert_cmpmem(a, n * size, b, n * size);
+}
+
+/* Graphs for chain merging (sim_build_unfinished with for_merge) are equal: the communication
+ * tasks' entries (compute tasks' are ids only), resources, the edge list in order, the
+ * programs and the per-block arrays; or, where the builder fell back to a full graph, as
+ * assert_same_graph. */
+static void assert_same_merge_graph(const SimTaskGraph *a, const SimTaskGraph *b, int nops) {
+  g_assert_true((a->program_block == NULL) == (b->program_block == NULL));
+  if (!a->program_block) {
+    assert_same_graph(a, b);
+    return;
+  }
+  g_assert_cmpuint(a->num_compute, ==, b->num_compute);
+  uint32_t nc = a->num_compute, np = a->program_begin[a->num_devices];
+  assert_same_tasks(a, b, nc);
+  g_assert_cmpuint(a->task_resources->len, ==, b->task_resources->len);
+  assert_same_array(a->task_resources->data, b->task_resources->data, a->task_resources->len,
+                    sizeof(uint32_t));
+  g_assert_cmpuint(a->edges->len, ==, b->edges->len);
+  assert_same_array(a->edges->data, b->edges->data, a->edges->len, sizeof(uint32_t));
+  g_assert_cmpuint(a->spans->len, ==, b->spans->len);
+  assert_same_array(a->spans->data, b->spans->data, a->spans->len, sizeof(uint32_t));
+  assert_same_array(a->chain_prev, b->chain_prev, nc, sizeof(uint32_t));
+  assert_same_array(a->program_begin, b->program_begin, (gsize)a->num_devices + 1, sizeof(uint32_t));
+  assert_same_array(a->program, b->program, np, sizeof(uint32_t));
+  assert_same_array(a->program_block, b->program_block, np, sizeof(uint32_t));
+  assert_same_array(a->program_pos, b->program_pos, nc, sizeof(uint32_t));
+  assert_same_array(a->block_duration, b->block_duration, 4 * (gsize)nops, sizeof(SimTime));
+  assert_same_array(a->block_host, b->block_host, 4 * (gsize)nops, sizeof(SimTime));
+  assert_same_array(a->block_kernels, b->block_kernels, 4 * (gsize)nops, sizeof(int));
+  g_assert_cmpuint(a->host_queue_depth, ==, b->host_queue_depth);
+  g_assert_cmpuint(a->host_queue_reach, ==, b->host_queue_reach);
+}
+
+/* The graph for merging built with replays and per-block data edges (sb_chain_repeats_block)
+ * is the one built microbatch by microbatch, edge by edge. */
+static void test_same_merge_graph(gconstpointer data) {
+  const Case *k = data;
+  GError *error = NULL;
+  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
+  g_assert_no_error(error);
+  MdlGraph *g = mdl_graph_parse_spec(k->model, &error);
+  g_assert_no_error(error);
+  MdlStrategy *s = mdl_strategy_parse_spec(k->strategy, g, c, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  SimTaskGraph *graphs[2];
+  for (int each = 0; each < 2; each++) {
+    SimOptions options = {.no_symmetry = (k->flags & EXPANDED) != 0,
+                          .step_collectives = (k->flags & STEP) != 0,
+                          .crossmesh = (k->flags & CROSSMESH) != 0,
+                          .crossmesh_method = SIM_CROSSMESH_BROADCAST,
+                          .build_each_microbatch = each, .prediction_only = TRUE};
+    graphs[each] = sim_build_unfinished(g, s, c, &params, &options, TRUE, &error);
+    g_assert_no_error(error);
+  }
+  assert_same_merge_graph(graphs[0], graphs[1], mdl_graph_num_ops(g));
+  sim_task_graph_free(graphs[0]);
+  sim_task_graph_free(graphs[1]);
+  mdl_strategy_free(s);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     g_autofree char *path = g_strdup_printf("/build/replay/same-graph/%" G_GSIZE_FORMAT, i);
     g_test_add_data_func(path, &cases[i], test_same_graph);
+    g_autofree char *merge = g_strdup_printf("/build/replay/same-merge-graph/%" G_GSIZE_FORMAT, i);
+    g_test_add_data_func(merge, &cases[i], test_same_merge_graph);
   }
   return g_test_run();
 }
