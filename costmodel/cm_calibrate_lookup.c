@@ -228,7 +228,8 @@ char *cm_calibration_cluster_mismatch(const CmCalibration *calibration, const De
            measured->net_step_latency != cluster->net_step_latency ||
            measured->net_simple_extra != cluster->net_simple_extra ||
            g_strcmp0(measured->nccl_algo, cluster->nccl_algo) != 0 ||
-           g_strcmp0(measured->nccl_proto, cluster->nccl_proto) != 0)
+           g_strcmp0(measured->nccl_proto, cluster->nccl_proto) != 0 ||
+           g_strcmp0(measured->nccl_tuner, cluster->nccl_tuner) != 0)
     what = "inter-host network";
   char *out = what ? g_strdup_printf("calibration '%s' was measured on '%s', whose %s differs from "
                                      "this cluster's; its times may not apply",

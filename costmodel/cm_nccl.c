@@ -23,6 +23,7 @@
  * terms (ppn = 1 rings taking the tree's network latency, NET tree/Simple 14 us,
  * LL128's 0.7 factor at ppn < 2 dropped; the network model's), PAT. */
 #include "costmodel/cm_nccl.h"
+#include "costmodel/cm_aws_tuner.h"
 
 #include <math.h>
 #include <string.h>
@@ -34,6 +35,7 @@ enum { ARCH_VOLTA, ARCH_AMPERE, ARCH_HOPPER, ARCH_BLACKWELL, ARCH_COUNT };
 enum { ERA_REFERENCE, ERA_2_26, ERA_2_28, ERA_COUNT };
 #define NCCL_2_26_2 22602
 #define NCCL_2_28_3 22803
+#define NCCL_2_21_0 22100
 
 static int era_of(int nccl_version) {
   return nccl_version >= NCCL_2_28_3 ? ERA_2_28 : nccl_version >= NCCL_2_26_2 ? ERA_2_26 : ERA_REFERENCE;
@@ -201,6 +203,12 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   for (int a = 0; a < CM_ALGO_COUNT; a++)
     hw->algo_allowed[a] = !algo_nccl[a] || dev_nccl_list_allows(algos, algo_nccl[a]);
   for (int p = 0; p < CM_PROTO_COUNT; p++) hw->proto_allowed[p] = dev_nccl_list_allows(protos, protocol_names[p]);
+  /* A tuner plugin in the network plugin is loaded by NCCL 2.21 and later when
+   * NCCL_TUNER_PLUGIN is unset (aws/aws-ofi-nccl #922); a cluster that states no release is
+   * taken to run one that loads it. */
+  if (g_strcmp0(cluster->nccl_tuner, DEV_NCCL_TUNER_AWS_OFI_P6) == 0 &&
+      (cluster->nccl_version == 0 || cluster->nccl_version >= NCCL_2_21_0))
+    hw->tuner_plugin = CM_TUNER_PLUGIN_AWS_OFI_P6;
 }
 
 /* One network step's latency (us) for algorithm row @r and protocol @p: NCCL's hwLat[NET] in
@@ -345,8 +353,38 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   return time;
 }
 
+typedef struct {
+  CmCollective kind;
+  const CmGroupShape *shape;
+  const CmNcclHardware *hw;
+  double bytes;
+} PluginCall;
+
+/* NCCL's cost table marks the pairs it does not run NCCL_ALGO_PROTO_IGNORE; the plugin skips
+ * their regions (region_get_coll_info_internal_v3). */
+static gboolean nccl_runs(CmAlgorithm a, CmProtocol p, gpointer data) {
+  const PluginCall *c = data;
+  return !isnan(cm_nccl_time(c->kind, a, p, c->shape, c->hw, c->bytes, NULL));
+}
+
+gboolean cm_nccl_plugin_choice(CmCollective kind, const CmGroupShape *shape, const CmNcclHardware *hw,
+                               double bytes, CmAlgorithm *algorithm, CmProtocol *protocol) {
+  g_return_val_if_fail(shape != NULL && hw != NULL && algorithm != NULL && protocol != NULL, FALSE);
+  if (hw->tuner_plugin != CM_TUNER_PLUGIN_AWS_OFI_P6) return FALSE;
+  PluginCall call = {kind, shape, hw, bytes};
+  return cm_aws_tuner_p6_choice(kind, shape->ranks, shape->hosts, bytes, nccl_runs, &call, algorithm,
+                                protocol);
+}
+
 double cm_nccl_tune(CmCollective kind, const CmGroupShape *shape, const CmNcclHardware *hw,
                     double bytes, CmAlgorithm *algorithm, CmProtocol *protocol, CmNcclCost *cost) {
+  CmAlgorithm plugin_algorithm;
+  CmProtocol plugin_protocol;
+  if (cm_nccl_plugin_choice(kind, shape, hw, bytes, &plugin_algorithm, &plugin_protocol)) {
+    if (algorithm) *algorithm = plugin_algorithm;
+    if (protocol) *protocol = plugin_protocol;
+    return cm_nccl_time(kind, plugin_algorithm, plugin_protocol, shape, hw, bytes, cost);
+  }
   static const CmAlgorithm order[] = {CM_ALGO_RING, CM_ALGO_TREE, CM_ALGO_NVLS, CM_ALGO_NVLS_TREE};
   double best = INFINITY;
   for (gsize i = 0; i < G_N_ELEMENTS(order); i++)

@@ -27,6 +27,12 @@ G_BEGIN_DECLS
 
 typedef enum { CM_PROTO_LL, CM_PROTO_LL128, CM_PROTO_SIMPLE, CM_PROTO_COUNT } CmProtocol;
 
+/* The tuner plugin that makes NCCL's choice where it covers the case (DevCluster.nccl_tuner). */
+typedef enum {
+  CM_TUNER_PLUGIN_NONE,        /* NCCL's own formula */
+  CM_TUNER_PLUGIN_AWS_OFI_P6,  /* aws-ofi-nccl's p6-b200 region table (cm_aws_tuner.h) */
+} CmTunerPlugin;
+
 const char *cm_protocol_name(CmProtocol protocol);
 
 /* What NCCL's tuner knows of the hardware, derived from a cluster (cm_nccl_hardware). */
@@ -54,6 +60,8 @@ typedef struct {
                             net_step_us (+ net_simple_extra_us) per network step where set,
                             instead of NCCL's hwLat[NET], and caps an A100 host's bus
                             bandwidth at 235 GB/s (cm_nccl.c); FALSE for the tuner's choice */
+  CmTunerPlugin tuner_plugin; /* DevCluster.nccl_tuner where the release loads it (NCCL 2.21 on,
+                                 or no release stated); NONE otherwise */
   gboolean algo_allowed[CM_ALGO_COUNT]; /* by the network's job profile (DevCluster.nccl_algo,
                                            .nccl_proto) on a cluster of several hosts; all
                                            TRUE on one host or without a profile */
@@ -84,9 +92,16 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm algorithm, CmProtocol protoco
  * are point-to-point in NCCL: cm_collective.c keeps their alpha-beta forms). */
 gboolean cm_nccl_covers(CmCollective kind);
 
-/* The (algorithm, protocol) NCCL's tuner picks for @kind over @shape: the smallest
- * cm_nccl_time over every enabled pair (ties to the earlier algorithm, then protocol).
- * Returns the time; @algorithm, @protocol and @cost receive the choice. */
+/* The (algorithm, protocol) a tuner plugin (@hw->tuner_plugin) sets for @kind over @shape at
+ * @bytes, among the pairs cm_nccl_time runs; FALSE (outputs untouched) where there is none or
+ * it leaves the choice to NCCL's formula. */
+gboolean cm_nccl_plugin_choice(CmCollective kind, const CmGroupShape *shape, const CmNcclHardware *hw,
+                               double bytes, CmAlgorithm *algorithm, CmProtocol *protocol);
+
+/* The (algorithm, protocol) NCCL's tuner picks for @kind over @shape: the tuner plugin's
+ * choice where it makes one (cm_nccl_plugin_choice), else the smallest cm_nccl_time over every
+ * enabled pair (ties to the earlier algorithm, then protocol). Returns the chosen pair's
+ * cm_nccl_time; @algorithm, @protocol and @cost receive the choice. */
 double cm_nccl_tune(CmCollective kind, const CmGroupShape *shape, const CmNcclHardware *hw,
                     double bytes, CmAlgorithm *algorithm, CmProtocol *protocol, CmNcclCost *cost);
 

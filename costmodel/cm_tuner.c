@@ -30,6 +30,14 @@ static void nccl_estimate(const DevCluster *cluster, CmCollectiveEstimate *e) {
       if (t < best) best = t, algorithm = a, protocol = (CmProtocol)p;
     }
   }
+  /* Where the platform's tuner plugin chooses (AWS's region tuner on p6-b200: cm_aws_tuner.h),
+   * its pair replaces the formula's; the candidates keep the formula's times. */
+  CmAlgorithm plugin_algorithm;
+  CmProtocol plugin_protocol;
+  if (cm_nccl_plugin_choice(e->kind, &e->shape, &hw, e->bytes, &plugin_algorithm, &plugin_protocol)) {
+    algorithm = plugin_algorithm;
+    protocol = plugin_protocol;
+  }
   CmNcclCost cost = {0};
   cm_nccl_time(e->kind, algorithm, protocol, &e->shape, &hw, e->bytes, &cost);
   double t = cm_nccl_exec_time(e->kind, algorithm, protocol, &e->shape, &hw, e->bytes, NULL);

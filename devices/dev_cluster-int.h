@@ -50,6 +50,8 @@ gboolean dev_check_oversubscription(const char *what, double raw, double *out, G
 /* NCCL_ALGO (@protocols FALSE) or NCCL_PROTO text in NCCL's syntax naming only algorithms or
  * protocols NCCL knows (devices/dev_nccl_env.c). */
 gboolean dev_check_nccl_list(const char *what, const char *text, gboolean protocols, GError **error);
+/* A tuner plugin name this model knows (DEV_NCCL_TUNER_*). */
+gboolean dev_check_nccl_tuner(const char *what, const char *text, GError **error);
 /* An NCCL release as dev_nccl_version_parse reads it; the error names @what and the text. */
 gboolean dev_check_nccl_version(const char *what, const char *text, int *out, GError **error);
 /* nodes * gpus_per_node within DEV_MAX_DEVICES. */

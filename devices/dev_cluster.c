@@ -5,7 +5,8 @@
  *              optional "oversubscription", optional "nccl_latency_us",
  *              optional "net_step_latency_us", "net_simple_extra_us",
  *              optional "nccl_algo", "nccl_proto" (NCCL_ALGO / NCCL_PROTO of the network's
- *              job profile, devices/dev_nccl_env.c)},
+ *              job profile, devices/dev_nccl_env.c), optional "nccl_tuner" (the tuner
+ *              plugin the network's NCCL plugin brings and NCCL loads by default)},
  *    optional "nccl_version": the NCCL release its jobs run ("2.19.3"),
  *    "sources": {...}}
  * Units are converted to SI on the way in (GB/s x1e9, Gb/s x1e9/8, us x1e-6); every figure is
@@ -111,6 +112,19 @@ static gboolean read_nccl_list(const cJSON *root, const char *field, gboolean pr
   return TRUE;
 }
 
+/* Optional "inter.nccl_tuner": the tuner plugin NCCL loads by default there; NULL when absent. */
+static gboolean read_nccl_tuner(const cJSON *root, const char *where, char **out, GError **error) {
+  const cJSON *inter = cJSON_GetObjectItemCaseSensitive(root, "inter");
+  *out = NULL;
+  if (!cJSON_GetObjectItemCaseSensitive(inter, "nccl_tuner")) return TRUE;
+  const char *text;
+  if (!dev_json_string(inter, "inter", "nccl_tuner", where, &text, error)) return FALSE;
+  g_autofree char *what = g_strdup_printf("%s: field 'inter.nccl_tuner'", where);
+  if (!dev_check_nccl_tuner(what, text, error)) return FALSE;
+  *out = g_strdup(text);
+  return TRUE;
+}
+
 /* Optional "nccl_version": the NCCL release the cluster's jobs run; 0 (not stated) when absent. */
 static gboolean read_nccl_version(const cJSON *root, const char *where, int *out, GError **error) {
   *out = 0;
@@ -154,6 +168,7 @@ DevCluster *dev_cluster_from_json(const char *json_text, const char *origin, GEr
       !read_net_step(root, "net_simple_extra_us", where, &c->net_simple_extra, error) ||
       !read_nccl_list(root, "nccl_algo", FALSE, where, &c->nccl_algo, error) ||
       !read_nccl_list(root, "nccl_proto", TRUE, where, &c->nccl_proto, error) ||
+      !read_nccl_tuner(root, where, &c->nccl_tuner, error) ||
       !read_nccl_version(root, where, &c->nccl_version, error) ||
       !dev_check_devices(where, c->nodes, c->gpus_per_node, error))
     goto err;
@@ -175,6 +190,7 @@ DevCluster *dev_cluster_copy(const DevCluster *cluster) {
   for (int l = 0; l < DEV_LINK_COUNT; l++) c->link[l].kind = g_strdup(cluster->link[l].kind);
   c->nccl_algo = g_strdup(cluster->nccl_algo);
   c->nccl_proto = g_strdup(cluster->nccl_proto);
+  c->nccl_tuner = g_strdup(cluster->nccl_tuner);
   return c;
 }
 
@@ -186,5 +202,6 @@ void dev_cluster_free(DevCluster *cluster) {
   for (int l = 0; l < DEV_LINK_COUNT; l++) g_free(cluster->link[l].kind);
   g_free(cluster->nccl_algo);
   g_free(cluster->nccl_proto);
+  g_free(cluster->nccl_tuner);
   g_free(cluster);
 }

@@ -89,6 +89,9 @@ typedef struct {
                               jobs that span hosts (NCCL's syntax: "Ring,Tree", "^NVLS"); NULL:
                               NCCL's default, every algorithm */
   char *nccl_proto;        /* NCCL_PROTO likewise ("Simple"); NULL: every protocol */
+  char *nccl_tuner;        /* the tuner plugin NCCL loads on this platform by default, which
+                              makes NCCL's choice where it covers the case (DEV_NCCL_TUNER_*;
+                              costmodel/cm_aws_tuner.h); NULL: NCCL's own formula */
   int nccl_version;        /* the NCCL release the jobs run, as NCCL_VERSION_CODE (2.28.3 ->
                               22803); 0: not stated, and the collective model follows the
                               release its constants were read from (costmodel/cm_nccl.c) */
@@ -101,6 +104,9 @@ typedef struct {
  * NULL. */
 gboolean dev_nccl_list_allows(const char *list, const char *name);
 
+/* aws-ofi-nccl's region tuner with its p6-b200.48xlarge table (DevCluster.nccl_tuner). */
+#define DEV_NCCL_TUNER_AWS_OFI_P6 "aws-ofi-nccl-p6-b200"
+
 /* Parses an NCCL release "MAJOR.MINOR[.PATCH]" (major 2, minor and patch 0..99; the text a
  * `nccl_version` field or override holds) into NCCL_VERSION_CODE (2.19.3 -> 21903). FALSE,
  * @out untouched, for anything else. */
@@ -112,7 +118,8 @@ gboolean dev_nccl_version_parse(const char *text, int *out);
  * oversubscription, inter_nccl_latency_us, inter_net_step_latency_us,
  * inter_net_simple_extra_us, inter_nccl_algo, inter_nccl_proto (NCCL's names
  * joined by '+' here, since ',' separates overrides: `inter_nccl_proto=Simple+LL128`;
- * `default` clears the setting), nccl_version (`2.28.3`; `default` clears it).
+ * `default` clears the setting), inter_nccl_tuner (a DEV_NCCL_TUNER_* name, or `default`:
+ * NCCL's own), nccl_version (`2.28.3`; `default` clears it).
  * A path may take overrides too: `dir/file.json:nodes=2`. A cluster read from a file is
  * named by its path. Returns a new cluster (free with dev_cluster_free) or NULL with @error
  * set: DEV_ERROR_UNKNOWN_PRESET (the message lists the presets), DEV_ERROR_UNKNOWN_DEVICE,

@@ -4,8 +4,8 @@
  *    "device": {"name", "description", "peak_flops": {"fp32", "tf32", "fp16", "bf16"},
  *               "vector_flops", "memory_bytes", "hbm_bandwidth_Bps"},
  *    "intra": {"kind", "bandwidth_Bps", "latency_s"}, "inter": {..., "nccl_latency_s",
- *    "net_step_latency_s", "net_simple_extra_s", "nccl_algo", "nccl_proto" where the cluster
- *    sets them}, "nccl_version" where set, before "inter"}
+ *    "net_step_latency_s", "net_simple_extra_s", "nccl_algo", "nccl_proto", "nccl_tuner"
+ *    where the cluster sets them}, "nccl_version" where set, before "inter"}
  * It records what a run used; it is not the preset input format. */
 #include "devices/dev_cluster-int.h"
 
@@ -52,6 +52,7 @@ char *dev_cluster_to_json(const DevCluster *cluster) {
     cJSON_AddNumberToObject(inter, "net_simple_extra_s", cluster->net_simple_extra);
   if (cluster->nccl_algo) cJSON_AddStringToObject(inter, "nccl_algo", cluster->nccl_algo);
   if (cluster->nccl_proto) cJSON_AddStringToObject(inter, "nccl_proto", cluster->nccl_proto);
+  if (cluster->nccl_tuner) cJSON_AddStringToObject(inter, "nccl_tuner", cluster->nccl_tuner);
   if (cluster->nccl_version > 0) {
     char version[32];
     g_snprintf(version, sizeof version, "%d.%d.%d", cluster->nccl_version / 10000,

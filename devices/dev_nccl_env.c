@@ -3,7 +3,8 @@
  * (src/graph/tuning.cc, parseList: names separated by ',', case-insensitive; a leading '^'
  * excludes the names listed instead of allowing only them); and the NCCL release a cluster's
  * jobs run (DevCluster.nccl_version), as NCCL numbers it: NCCL_VERSION_CODE = major x 10000 +
- * minor x 100 + patch from NCCL 2.9 on (src/nccl.h.in, NCCL_VERSION(X,Y,Z)). */
+ * minor x 100 + patch from NCCL 2.9 on (src/nccl.h.in, NCCL_VERSION(X,Y,Z)); and the tuner
+ * plugin the platform loads by default (DevCluster.nccl_tuner). */
 #include "devices/dev_cluster-int.h"
 #include "devices/dev_presets.h"
 
@@ -50,6 +51,18 @@ gboolean dev_check_nccl_list(const char *what, const char *text, gboolean protoc
     return FALSE;
   }
   return TRUE;
+}
+
+/* The tuner plugins whose choices the collective model knows (costmodel/cm_aws_tuner.h). */
+static const char *const tuner_names[] = {DEV_NCCL_TUNER_AWS_OFI_P6, NULL};
+
+gboolean dev_check_nccl_tuner(const char *what, const char *text, GError **error) {
+  for (const char *const *n = tuner_names; *n; n++)
+    if (strcmp(*n, text) == 0) return TRUE;
+  g_autofree char *valid = dev_names_joined(tuner_names);
+  g_set_error(error, DEV_ERROR, DEV_ERROR_INVALID, "%s: '%s' is not a tuner plugin this model knows (known: %s)",
+              what, text, valid);
+  return FALSE;
 }
 
 /* One decimal field of 1-2 digits (3 for none: the caller checks the separators). */

@@ -19,6 +19,7 @@ typedef enum {
   OVERRIDE_NET_SIMPLE,
   OVERRIDE_NCCL_ALGO,
   OVERRIDE_NCCL_PROTO,
+  OVERRIDE_NCCL_TUNER,
   OVERRIDE_NCCL_VERSION
 } OverrideType;
 
@@ -44,6 +45,7 @@ static const Override overrides[] = {
     {"inter_net_simple_extra_us", OVERRIDE_NET_SIMPLE, DEV_LINK_INTER, DEV_US_TO_S},
     {"inter_nccl_algo", OVERRIDE_NCCL_ALGO, DEV_LINK_INTER, 1},
     {"inter_nccl_proto", OVERRIDE_NCCL_PROTO, DEV_LINK_INTER, 1},
+    {"inter_nccl_tuner", OVERRIDE_NCCL_TUNER, DEV_LINK_INTER, 1},
     {"nccl_version", OVERRIDE_NCCL_VERSION, 0, 1},
 };
 
@@ -102,6 +104,12 @@ gboolean dev_cluster_set(DevCluster *cluster, const char *key, const char *value
   }
   if (o->type == OVERRIDE_NCCL_ALGO || o->type == OVERRIDE_NCCL_PROTO)
     return set_nccl_list(cluster, what, value, o->type == OVERRIDE_NCCL_PROTO, error);
+  if (o->type == OVERRIDE_NCCL_TUNER) {
+    if (strcmp(value, "default") != 0 && !dev_check_nccl_tuner(what, value, error)) return FALSE;
+    g_free(cluster->nccl_tuner);
+    cluster->nccl_tuner = strcmp(value, "default") != 0 ? g_strdup(value) : NULL;
+    return TRUE;
+  }
   if (o->type == OVERRIDE_NCCL_VERSION) {
     int code = 0;
     if (strcmp(value, "default") != 0 && !dev_check_nccl_version(what, value, &code, error)) return FALSE;

@@ -624,7 +624,8 @@ static void test_cluster_mismatch(void) {
                {"aws-p5:nodes=2,inter_nccl_proto=Simple", "inter-host network"},
                {"aws-p5:nodes=2,inter_net_step_latency_us=0", "inter-host network"},
                {"aws-p5:nodes=2,inter_net_simple_extra_us=0", "inter-host network"},
-               {"aws-p5:nodes=2,inter_nccl_algo=Ring+Tree", "inter-host network"}};
+               {"aws-p5:nodes=2,inter_nccl_algo=Ring+Tree", "inter-host network"},
+               {"aws-p5:nodes=2,inter_nccl_tuner=aws-ofi-nccl-p6-b200", "inter-host network"}};
   for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
     DevCluster *c = dev_cluster_parse_spec(cases[i].spec, &error);
     g_assert_no_error(error);

@@ -358,6 +358,7 @@ static const BadSpec bad_specs[] = {
     {"aws-p5:inter_nccl_latency_us=inf", DEV_ERROR_INVALID, "'inter_nccl_latency_us'", NULL},
     {"aws-p5:inter_net_step_latency_us=-1", DEV_ERROR_INVALID, "'inter_net_step_latency_us'", NULL},
     {"aws-p5:inter_net_simple_extra_us=nan", DEV_ERROR_INVALID, "'inter_net_simple_extra_us'", NULL},
+    {"aws-p6-b200:inter_nccl_tuner=ofi", DEV_ERROR_INVALID, "'inter_nccl_tuner'", NULL},
     {"gcp-a3-mega:inter_nccl_algo=Ring+Foo", DEV_ERROR_INVALID, "'Foo' is not an NCCL algorithm", "NVLSTree"},
     {"gcp-a3-mega:inter_nccl_proto=LL256", DEV_ERROR_INVALID, "'LL256' is not an NCCL protocol", "Simple"},
     {"gcp-a3-mega:inter_nccl_proto=^", DEV_ERROR_INVALID, "'inter_nccl_proto' is empty", NULL},

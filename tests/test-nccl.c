@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "costmodel/cm_aws_tuner.h"
 #include "costmodel/cm_check.h"
 #include "costmodel/cm_nccl.h"
 #include "costmodel/cm_tuner.h"
@@ -217,9 +218,10 @@ static void test_net_step_latency(void) {
  * at 15 of the 20 sizes: these 11 (and LL at 32-128 KiB), not at 256 KiB (LL128), 32-64 MiB
  * (Tree LL128) and 128-256 MiB (Ring LL128). With 2.28.3's tables (nccl_version=2.30.7, the
  * logged release) the pick is Ring LL128 from 32 MiB up. The chooser of that run was AWS's
- * tuner plugin (NCCL_TUNER_PLUGIN=ofi). */
+ * tuner plugin (NCCL_TUNER_PLUGIN=ofi), which the preset now carries (/nccl/aws-tuner/p6):
+ * NCCL's own formula is checked here with the plugin off. */
 static void test_blackwell_ll128(void) {
-  DevCluster *c = preset("aws-p6-b200:nodes=4");
+  DevCluster *c = preset("aws-p6-b200:nodes=4,inter_nccl_tuner=default");
   static const struct {
     double mib;
     CmAlgorithm algorithm;
@@ -241,6 +243,117 @@ static void test_blackwell_ll128(void) {
   DevCluster *one = preset("aws-p6-b200");
   g_assert_cmpint(first_ranks(one, CM_ALL_REDUCE, 8, 16 * MIB).algorithm, ==, CM_ALGO_NVLS);
   dev_cluster_free(one);
+  dev_cluster_free(c);
+}
+
+static gboolean runs_all(CmAlgorithm a, CmProtocol p, gpointer data) {
+  (void)a, (void)p, (void)data;
+  return TRUE;
+}
+
+static gboolean runs_no_nvls_tree(CmAlgorithm a, CmProtocol p, gpointer data) {
+  (void)p, (void)data;
+  return a != CM_ALGO_NVLS_TREE;
+}
+
+/* aws-ofi-nccl's p6-b200 region table (src/tuner/nccl_ofi_regions.cpp at 228fa0e,
+ * region_init_internal_p6) at 32 ranks on 4 hosts gives the pick NCCL 2.30.7 logged at every
+ * size of the 4 x 8 B200 sweep (stas00/ml-engineering network/README.md at 0cc3de5): Tree LL
+ * to 256 KiB, Tree LL128 512 KiB - 16 MiB, Ring LL128 32-64 MiB, NVLS-tree 128-256 MiB, Ring
+ * Simple from 512 MiB. Its boundaries at 32 ranks are vertices or edges of the regions:
+ * Tree LL up to 393,216 bytes, Tree LL128 to 18,350,080, Ring LL128 (the bottom edge of its
+ * region) to 133,693,440, NVLS-tree to 435,159,040, Ring Simple to 100 GiB. */
+static void test_aws_tuner_p6(void) {
+  static const struct {
+    double bytes;
+    CmAlgorithm algorithm;
+    CmProtocol protocol;
+  } logged[] = {
+      {32768, CM_ALGO_TREE, CM_PROTO_LL},           {65536, CM_ALGO_TREE, CM_PROTO_LL},
+      {131072, CM_ALGO_TREE, CM_PROTO_LL},          {262144, CM_ALGO_TREE, CM_PROTO_LL},
+      {0.5 * MIB, CM_ALGO_TREE, CM_PROTO_LL128},    {1 * MIB, CM_ALGO_TREE, CM_PROTO_LL128},
+      {2 * MIB, CM_ALGO_TREE, CM_PROTO_LL128},      {4 * MIB, CM_ALGO_TREE, CM_PROTO_LL128},
+      {8 * MIB, CM_ALGO_TREE, CM_PROTO_LL128},      {16 * MIB, CM_ALGO_TREE, CM_PROTO_LL128},
+      {32 * MIB, CM_ALGO_RING, CM_PROTO_LL128},     {64 * MIB, CM_ALGO_RING, CM_PROTO_LL128},
+      {128 * MIB, CM_ALGO_NVLS_TREE, CM_PROTO_SIMPLE}, {256 * MIB, CM_ALGO_NVLS_TREE, CM_PROTO_SIMPLE},
+      {512 * MIB, CM_ALGO_RING, CM_PROTO_SIMPLE},   {1024 * MIB, CM_ALGO_RING, CM_PROTO_SIMPLE},
+      {2048 * MIB, CM_ALGO_RING, CM_PROTO_SIMPLE},  {4096 * MIB, CM_ALGO_RING, CM_PROTO_SIMPLE},
+      {8192 * MIB, CM_ALGO_RING, CM_PROTO_SIMPLE},  {16384 * MIB, CM_ALGO_RING, CM_PROTO_SIMPLE},
+      /* The boundaries, each side. */
+      {393216, CM_ALGO_TREE, CM_PROTO_LL},          {393217, CM_ALGO_TREE, CM_PROTO_LL128},
+      {18350080, CM_ALGO_TREE, CM_PROTO_LL128},     {18350081, CM_ALGO_RING, CM_PROTO_LL128},
+      {133693440, CM_ALGO_RING, CM_PROTO_LL128},    {133693441, CM_ALGO_NVLS_TREE, CM_PROTO_SIMPLE},
+      {435159040, CM_ALGO_NVLS_TREE, CM_PROTO_SIMPLE}, {435159041, CM_ALGO_RING, CM_PROTO_SIMPLE}};
+  for (gsize i = 0; i < G_N_ELEMENTS(logged); i++) {
+    CmAlgorithm a = CM_ALGO_NONE;
+    CmProtocol p = CM_PROTO_COUNT;
+    g_assert_true(cm_aws_tuner_p6_choice(CM_ALL_REDUCE, 32, 4, logged[i].bytes, runs_all, NULL, &a, &p));
+    g_assert_cmpint(a, ==, logged[i].algorithm);
+    g_assert_cmpint(p, ==, logged[i].protocol);
+  }
+  CmAlgorithm a = CM_ALGO_NONE;
+  CmProtocol p = CM_PROTO_COUNT;
+  /* Beyond 100 GiB, at two hosts or fewer, at 4 ranks a host, for broadcast: NCCL chooses. */
+  g_assert_false(cm_aws_tuner_p6_choice(CM_ALL_REDUCE, 32, 4, 200.0 * 1024 * MIB, runs_all, NULL, &a, &p));
+  g_assert_false(cm_aws_tuner_p6_choice(CM_ALL_REDUCE, 16, 2, 1 * MIB, runs_all, NULL, &a, &p));
+  g_assert_false(cm_aws_tuner_p6_choice(CM_ALL_REDUCE, 16, 4, 1 * MIB, runs_all, NULL, &a, &p));
+  g_assert_false(cm_aws_tuner_p6_choice(CM_BROADCAST, 32, 4, 1 * MIB, runs_all, NULL, &a, &p));
+  /* A pair NCCL does not run is skipped: without NVLS-tree no region covers 256 MiB. */
+  g_assert_false(cm_aws_tuner_p6_choice(CM_ALL_REDUCE, 32, 4, 256 * MIB, runs_no_nvls_tree, NULL, &a, &p));
+  g_assert_cmpint(a, ==, CM_ALGO_NONE);
+  /* Ring regions for all-gather and reduce-scatter at 8 ranks a host; PAT at one rank a host
+   * (all-gather of 1 MiB over 8 hosts), which this model lacks: NCCL's formula then. At 64
+   * ranks the all-gather's LL region ends at 2,621,440 bytes (a vertex). */
+  g_assert_true(cm_aws_tuner_p6_choice(CM_ALL_GATHER, 64, 8, 2621440, runs_all, NULL, &a, &p));
+  g_assert_cmpint(a, ==, CM_ALGO_RING);
+  g_assert_cmpint(p, ==, CM_PROTO_LL);
+  g_assert_true(cm_aws_tuner_p6_choice(CM_ALL_GATHER, 64, 8, 8 * MIB, runs_all, NULL, &a, &p));
+  g_assert_cmpint(a, ==, CM_ALGO_RING);
+  g_assert_cmpint(p, ==, CM_PROTO_LL128);
+  g_assert_true(cm_aws_tuner_p6_choice(CM_REDUCE_SCATTER, 32, 4, 8192 * MIB, runs_all, NULL, &a, &p));
+  g_assert_cmpint(p, ==, CM_PROTO_SIMPLE);
+  g_assert_false(cm_aws_tuner_p6_choice(CM_ALL_GATHER, 8, 8, 1 * MIB, runs_all, NULL, &a, &p));
+  /* One rank a host, all-reduce over 8 hosts: Tree LL128 at 256 KiB, Ring LL128 at 1 MiB (the
+   * edge {131072, 2} - {8388608, 128} crosses 8 ranks at 512 KiB). */
+  g_assert_true(cm_aws_tuner_p6_choice(CM_ALL_REDUCE, 8, 8, 0.25 * MIB, runs_all, NULL, &a, &p));
+  g_assert_cmpint(a, ==, CM_ALGO_TREE);
+  g_assert_cmpint(p, ==, CM_PROTO_LL128);
+  g_assert_true(cm_aws_tuner_p6_choice(CM_ALL_REDUCE, 8, 8, 1 * MIB, runs_all, NULL, &a, &p));
+  g_assert_cmpint(a, ==, CM_ALGO_RING);
+  g_assert_cmpint(p, ==, CM_PROTO_LL128);
+
+  /* Through the preset: the estimate's pick is the plugin's at every logged size (NCCL's
+   * formula misses 5 of them, /nccl/blackwell-ll128); a release before 2.21 does not load
+   * it, nor does `inter_nccl_tuner=default`. */
+  DevCluster *c = preset("aws-p6-b200:nodes=4");
+  for (gsize i = 0; i < 20; i++) {
+    CmCollectiveEstimate e = first_ranks(c, CM_ALL_REDUCE, 32, logged[i].bytes);
+    g_assert_cmpint(e.algorithm, ==, logged[i].algorithm);
+    g_assert_cmpint(e.protocol, ==, logged[i].protocol);
+    CmNcclHardware hw;
+    cm_nccl_hardware(c, &hw);
+    CmAlgorithm ta;
+    CmProtocol tp;
+    cm_nccl_tune(CM_ALL_REDUCE, &e.shape, &hw, logged[i].bytes, &ta, &tp, NULL);
+    g_assert_cmpint(ta, ==, logged[i].algorithm);
+    g_assert_cmpint(tp, ==, logged[i].protocol);
+  }
+  DevCluster *old = preset("aws-p6-b200:nodes=4,nccl_version=2.20.3");
+  DevCluster *off = preset("aws-p6-b200:nodes=4,inter_nccl_tuner=default");
+  CmNcclHardware hw;
+  cm_nccl_hardware(old, &hw);
+  g_assert_cmpint(hw.tuner_plugin, ==, CM_TUNER_PLUGIN_NONE);
+  cm_nccl_hardware(c, &hw);
+  g_assert_cmpint(hw.tuner_plugin, ==, CM_TUNER_PLUGIN_AWS_OFI_P6);
+  g_assert_cmpint(first_ranks(off, CM_ALL_REDUCE, 32, 32 * MIB).algorithm, ==, CM_ALGO_TREE);
+  g_assert_cmpint(first_ranks(old, CM_ALL_REDUCE, 32, 32 * MIB).algorithm, ==, CM_ALGO_TREE);
+  g_assert_cmpint(first_ranks(c, CM_ALL_REDUCE, 32, 32 * MIB).algorithm, ==, CM_ALGO_RING);
+  /* One host: the plugin leaves NCCL its NVLS. */
+  DevCluster *one = preset("aws-p6-b200");
+  g_assert_cmpint(first_ranks(one, CM_ALL_REDUCE, 8, 16 * MIB).algorithm, ==, CM_ALGO_NVLS);
+  dev_cluster_free(one);
+  dev_cluster_free(off);
+  dev_cluster_free(old);
   dev_cluster_free(c);
 }
 
@@ -465,7 +578,12 @@ static const CurveBounds bounds[] = {
     /* Added after the NVLS pipeline was written (network/benchmarks/README.md, 0cc3de5). */
     /* On aws-p6-b200 (EFA): aws-ofi-nccl's 35 us plugin latency moves NCCL's 128 MiB pick
      * from the ring to NVLS-tree (+7.8% -> +16.9%): model 22.0% -> 22.7%, 4x 12.7% -> 13.4%. */
-    {"4 nodes x 8 B200", -1, 0.17, 0.05, 0.15, 0.15},
+    /* With AWS's region tuner choosing (aws-ofi-nccl on p6-b200: /nccl/aws-tuner/p6), the
+     * model runs the logged pick at every size; timed with the reference tables (this curve
+     * states no release) its Ring LL128 at 32-64 MiB is +9/+9% (the formula's Tree LL128 there
+     * was -5/+15%) and NVLS-tree at 128-256 MiB +21/+25% (+16/+12%): 16.0% -> 17.2% mean,
+     * 4x extrapolation 14.0% -> 15.7%. */
+    {"4 nodes x 8 B200", -1, 0.18, 0.05, 0.15, 0.16},
     /* Checked with NCCL 2.28.3's tables since these state 2.30.7 (cm_nccl.c): the ring's LL
      * at 1 MiB now wins over NVLS (+42% -> +14%, +38% -> +11%), 2 MiB +23 -> +28% and
      * +17 -> +22% (NVLS still picked; 2.28.3's NVLS bandwidth is not modelled). */
@@ -766,6 +884,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nccl/net-step-latency", test_net_step_latency);
   g_test_add_func("/nccl/public/tcpxo-step", test_public_tcpxo_step);
   g_test_add_func("/nccl/blackwell-ll128", test_blackwell_ll128);
+  g_test_add_func("/nccl/aws-tuner/p6", test_aws_tuner_p6);
   g_test_add_func("/nccl/release-tables", test_release_tables);
   g_test_add_func("/nccl/network-profile", test_network_profile);
   g_test_add_data_func("/nccl/same-time/16", GINT_TO_POINTER(16), test_same_time);
