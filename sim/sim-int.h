@@ -73,21 +73,21 @@ struct SimTaskGraph {
   uint32_t host_queue_depth, host_queue_reach;
 };
 
-/* A device stream's busy intervals, as the folded engine lists them for the breakdown
- * (SimSchedule.busy): (start, end) pairs of the pops on it lasting more than zero (on a compute
- * stream: its compute tasks and the chains' compute stretches), in the plain run's pop order,
- * one that starts where the last ends extending it (same union, same measure). */
+/* One pop of the engine as the breakdown reads it (SimSchedule.log): what it would otherwise
+ * fetch by id from the graph, the folds and the schedule, in pop order. */
 typedef struct {
-  SimTime *iv;       /* (start, end) pairs */
-  guint n, cap;
-} SimBusy;
-
-/* An optimizer step popped on a device's compute stream (SimSchedule.step_pops): the latest
- * end on that stream before it, which its host wait starts from (sim_host_step_wait). */
-typedef struct {
-  uint32_t id, device;
-  SimTime prev_end;
-} SimStepPop;
+  SimTime start, duration;
+  SimTime fork;        /* a folded collective: its fork's end (when it popped or would have) */
+  uint32_t id;
+  uint32_t res_begin;  /* its resources in the graph's task_resources */
+  uint32_t res0;       /* the first of them (UINT32_MAX: none) */
+  uint16_t nres;
+  uint8_t kind;
+  uint8_t folded;      /* a folded collective */
+  uint32_t stretch;    /* a folded collective: its steps' compute stretches (those lasting more
+                          than zero), SimSchedule.stretch[stretch .. stretch + nstretches) */
+  uint32_t nstretches;
+} SimPop;
 
 /* The timeline the engine computes. */
 struct SimSchedule {
@@ -96,13 +96,16 @@ struct SimSchedule {
                               releases, sim_engine_run_released, it pops at the later of this
                               and its release) */
   uint32_t *order;         /* task ids in the order the engine started them */
-  SimBusy *busy;           /* per device stream (sim_stream_resources entries), in start
-                              order: its busy intervals (NULL: not kept; sim_engine_folds.c
-                              keeps them, for sim_breakdown_sums) */
-  guint nbusy;
-  guint8 *used;            /* with busy: per device, whether a pop held one of its streams */
-  SimStepPop *step_pops;   /* with busy: the optimizer steps on compute streams, in pop order */
-  guint nstep_pops;
+  SimPop *log;             /* the same pops with what the breakdown reads (NULL: not kept;
+                              sim_engine_folds.c keeps it), and withdrawn reservations
+                              (SimPop.id UINT32_MAX: skip them) */
+  uint32_t nlog;           /* entries in the log, withdrawn ones included */
+  SimTime *stretch;        /* with the log: the folded collectives' compute stretches as
+                              (from, to) pairs, as the engine timed them (SimPop.stretch) */
+  guint *count;            /* with the log: per resource r, count[r + 1] the log's pops on r
+                              (withdrawn ones not) plus, on a compute stream, its device's
+                              stretches (sizes for sim_breakdown_sums; num_resources + 1
+                              entries, count[0] = 0) */
   SimTime makespan;
   uint64_t events;         /* priority-queue pops */
   uint32_t num_tasks;
@@ -176,7 +179,8 @@ SimSchedule *sim_engine_resume(const SimTaskGraph *graph, const SimSchedule *old
  * there: the member that waits for it) and then computing its duration, up to x2's fork;
  * then x2 pops, and so on; c's successors see c end with its last collective's last step.
  * Spans (fork to join) may overlap: a step joins a collective forked before (x1's own, or an
- * earlier one's). A folded collective has no edges and is never pushed otherwise. Per task (graph-sized; UINT32_MAX: none): */
+ * earlier one's). A folded collective has no edges and is never pushed otherwise; the engine
+ * logs its fork's end (SimPop.fork). Per task (graph-sized; UINT32_MAX: none): */
 typedef struct {
   uint32_t next;   /* a chain's first folded collective; a folded collective's next */
   uint32_t owner;  /* a folded collective's chain */
@@ -212,8 +216,9 @@ static inline SimTime sim_fold_steps(const SimFolds *folds, const SimFold *f, Si
 /* The engine with a release time per task (@release: graph-sized, or NULL for none): a task
  * becomes ready no earlier than its release (SimSchedule.ready keeps its dependencies' end);
  * with @folds (or NULL), chains run their folded collectives (SimFolds; sim_engine_folds.c
- * times a chain's collectives but its last when the chain pops, and lists the busy intervals,
- * SimSchedule.busy). sim_engine_run is this with neither. */
+ * times a chain's collectives but its last when the chain pops, so SimSchedule.order lists
+ * them right after it: per resource not always in start order). sim_engine_run is this with
+ * neither. */
 SimSchedule *sim_engine_run_released(const SimTaskGraph *graph, const SimTime *release,
                                      const SimFolds *folds, GError **error);
 

@@ -157,10 +157,9 @@ void sim_schedule_free(SimSchedule *s) {
   g_free(s->start);
   g_free(s->ready);
   g_free(s->order);
-  for (guint r = 0; s->busy && r < s->nbusy; r++) g_free(s->busy[r].iv);
-  g_free(s->busy);
-  g_free(s->used);
-  g_free(s->step_pops);
+  g_free(s->log);
+  g_free(s->stretch);
+  g_free(s->count);
   g_free(s);
 }
 

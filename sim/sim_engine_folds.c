@@ -28,13 +28,10 @@
  * are one range of the log per device (Flight). Pops, starts and ends are the plain run's; so
  * are the successors' ready times, which is what sim_merge.c reads.
  *
- * The breakdown's busy intervals (SimSchedule.busy) are listed as the plain run pops: a
- * reservation's (its collective's and its steps' compute stretches, kept aside meanwhile) when
- * it is applied, in the order of the keys (a device's pending ones are applied before any of
- * its streams' later pops, and those left at the end after the last), a withdrawn one never,
- * the collective's own pop instead. So each stream's list is in the plain run's pop order, its
- * start order (checked as they are listed; a list found out of order is sorted at the end).
- * SimSchedule.order is that order too.
+ * SimSchedule.order and .log list the reserved collectives right after their chain (withdrawn
+ * ones where they popped instead): per resource it is start order except that a task fitting
+ * before a pending reservation on its stream comes after it (sim_breakdown_sums sorts such
+ * lists).
  *
  * Layout. What a pop reads of a task (its duration, resource, fold links, ready time or heap
  * entry, successors or steps, start) is gathered into one 48-byte Node per task, in one
@@ -77,10 +74,32 @@
  * 7.9 M, so the bound is ~2.6 M of the engine's ~29 M unless what is written shrinks too. Half the chains' collectives descend in id (stride
  * -192), which the stride hint in reserve skips (next > x); following descending strides
  * too measured -0.3 ms engine median over 10 alternated pairs (spread -1.4 to +2.8 ms), then
- * +0.46 ms over 16 more (13 of them slower): not kept. */
+ * +0.46 ms over 16 more (13 of them slower): not kept.
+ *
+ * Tried (tmpl-engine, 2026-12-02, commit 10ef142, reverted) and not kept: no log; the engine
+ * lists each device stream's busy intervals itself, in the plain run's pop order, for the
+ * breakdown to read as they are. Per prediction (callgrind, 175B interleaved point, 3
+ * predictions / 3): the engine 37.8 M over 61k heap pops, 56k reservations, 74k folded
+ * collectives; the breakdown 22.6 M: its pass over the log 9.3 M (117k entries, 68k
+ * stretches: ~50 instructions an item), insertion sorts 1.3 M, the unions 6.6 M, exposed_time
+ * 4.2 M, measures 0.7 M. Per used device: compute 2.3-2.7k intervals after joining touching
+ * ones, the comm stream 5.2-5.4k, p2p 1.1-1.5k, dp 2, host waits 2. Listing at application
+ * (settle) through a stage: engine 50.5 M, breakdown 11.7 M, total +0.7%. Listing when
+ * reserved (a withdrawal, ~5 a prediction, truncates the compute list and empties the
+ * collective's slot; anything else listed on that compute stream meanwhile would make the
+ * lists again from the finished schedule, never on the 4 bench points), lists sized in
+ * gather: engine 46.2 M, breakdown 11.6 M, total 256.8 -> 254.3 M (-1.0%); predictions bit
+ * for bit. The scatter moved rather than went: an append costs about what a 48-byte log
+ * record and reading it back did, and a reservation must keep what its withdrawal restores.
+ * What is left of the breakdown is interval algebra on those lists (~11.5 M), which per-chain
+ * summaries cannot replace: about half of the comm stream's busy time is not under compute
+ * (per device 2.15e12 ps busy, 1.05e12 exposed) and it overlaps the p2p stream (the union
+ * of 5.2k and 1.5k intervals has 5.4-5.9k), so each chain's collectives still meet the other
+ * streams one interval at a time. Not tried: a chain's last collective reserved too (one
+ * pop a chain instead of two): its pop is 17.9k of the 61k, ~4 M at most, and a withdrawal
+ * would then have to undo its successors' ready times (maxima: their old values kept). */
 #include "sim/sim-int.h"
 #include "sim/sim_engine-int.h"
-#include <string.h>
 
 #define NONE UINT32_MAX
 #define NEVER G_MAXUINT64 /* no entry of the collective in the heap */
@@ -105,28 +124,13 @@ typedef struct {
 } Node;
 G_STATIC_ASSERT(sizeof(Node) == 48);
 
-
-/* A reservation, until it is applied (settle) or withdrawn (check_pending), and what its
- * withdrawal restores: its device's compute list and latest end before its stretches. */
 typedef struct {
-  SimTime start, duration;
-  SimTime fork;        /* its fork's end: its pop time in the plain run */
-  uint32_t id;         /* NONE: withdrawn */
-  uint32_t res;        /* its stream */
-  uint32_t slot;       /* its interval in its stream's list (NONE: it lasts zero) */
-  uint32_t compute_n;  /* the compute list's length before its stretches, */
-  SimTime compute_end; /* its last interval's end then (a first stretch may extend it) */
-  SimTime prev_end;    /* and Run.prev_end then */
-} Reserved;
-
-typedef struct {
-  uint32_t at, end; /* its pending reservations: Run.reserved[at, end) (at == end: none) */
+  uint32_t at, end; /* its pending reservations: SimSchedule.log[at, end) (at == end: none) */
 } Flight;
 
 typedef struct {
   const SimTaskGraph *g;
   const uint32_t *res;
-  const SimFolds *folds;
   const SimFoldStep *steps;
   Node *node;
   SimSchedule *s;
@@ -135,28 +139,20 @@ typedef struct {
   Flight *flight;    /* per device */
   HeapEntry *heap;
   uint32_t heap_size, done, streams;
-  SimBusy *busy;       /* SimSchedule.busy */
-  guint8 *unsorted;    /* per device stream: an interval listed before one it follows */
-  SimTime *prev_end;   /* per device: the latest end listed on its compute stream */
-  Reserved *reserved;  /* every reservation made, in the order made */
-  uint32_t nreserved;
-  GArray *step_pops;   /* SimStepPop */
-  gboolean relist;     /* the lists are to be made again from the schedule (busy_relist) */
+  uint32_t nstretch, stretch_cap; /* SimSchedule.stretch: pairs written, room */
+  uint32_t withdrawn; /* the first withdrawn entry of the order (done: none) */
 } Run;
 
 static inline gboolean key_less(SimTime t, uint32_t a, SimTime u, uint32_t b) {
   return t < u || (t == u && a < b);
 }
 
-/* The Nodes from the graph, the folds and the releases; pushes the tasks ready at once; sizes
- * the busy lists (SimBusy.cap: a task's interval on each of its device streams, a folded
- * collective's steps on its device's compute stream; a withdrawn one's pop takes one more). */
+/* The Nodes from the graph, the folds and the releases; pushes the tasks ready at once. */
 static void gather(Run *r, const SimFolds *folds, const SimTime *release) {
   const SimTaskGraph *g = r->g;
   const SimTask *tasks = (const SimTask *)g->tasks->data;
   const SimFold *fold = folds->task;
   uint32_t n = g->tasks->len;
-  SimBusy *busy = r->busy;
   for (uint32_t i = 0; i < n; i++) {
     const SimFold *f = &fold[i];
     Node *v = &r->node[i];
@@ -175,10 +171,6 @@ static void gather(Run *r, const SimFolds *folds, const SimTime *release) {
       v->link = f->owner;
       v->first = f->step;
       v->count = f->nsteps;
-      if (f->stream < r->streams) {
-        busy[f->stream].cap++;
-        busy[sim_resource_compute(sim_resource_device(f->stream))].cap += f->nsteps;
-      }
     } else {
       const SimTask *t = &tasks[i];
       v->duration = t->duration;
@@ -191,9 +183,6 @@ static void gather(Run *r, const SimFolds *folds, const SimTime *release) {
       v->link = g->indegree[i];
       v->first = g->succ_offsets[i];
       v->count = g->succ_offsets[i + 1] - v->first;
-      const uint32_t *rr = r->res + t->res_begin;
-      for (uint16_t k = 0; k < t->nres; k++)
-        if (rr[k] < r->streams) busy[rr[k]].cap++;
       if (v->link == 0) { /* others get theirs when their last dependency ends (succeed) */
         r->s->ready[i] = 0;
         heap_push(r->heap, &r->heap_size, (HeapEntry){v->start, i});
@@ -207,44 +196,23 @@ static inline const uint32_t *resources_of(const Run *r, const Node *v) {
   return v->nres == 1 ? &v->res : r->res + v->res;
 }
 
-static void busy_grow(SimBusy *b) {
-  b->cap = 2 * b->cap + 64; /* (sized by gather: only after a withdrawal) */
-  b->iv = g_renew(SimTime, b->iv, 2 * (gsize)b->cap);
-}
-
-/* Lists [@from, @to) on device stream @res (SimSchedule.busy) as a new interval, its index;
- * one that starts before the last marks the list for sorting. */
-static inline uint32_t busy_push(Run *r, uint32_t res, SimTime from, SimTime to) {
-  SimBusy *b = &r->busy[res];
-  if (b->n && from < b->iv[2 * b->n - 2]) r->unsorted[res] |= 1;
-  if (b->n == b->cap) busy_grow(b);
-  b->iv[2 * b->n] = from;
-  b->iv[2 * b->n + 1] = to;
-  return b->n++;
-}
-
-/* The same, one that starts where the last ends extending it (same union, same measure). */
-static inline void busy_append(Run *r, uint32_t res, SimTime from, SimTime to) {
-  SimBusy *b = &r->busy[res];
-  if (b->n && from == b->iv[2 * b->n - 1]) b->iv[2 * b->n - 1] = to;
-  else busy_push(r, res, from, to);
+/* A step's compute stretch, kept for the breakdown (SimSchedule.stretch), which then reads
+ * them in order instead of timing the steps again from scattered collectives. */
+static inline void keep_stretch(Run *r, SimTime from, SimTime to) {
+  if (r->nstretch == r->stretch_cap) {
+    r->stretch_cap = 2 * r->stretch_cap + 64;
+    r->s->stretch = g_renew(SimTime, r->s->stretch, 2 * (gsize)r->stretch_cap);
+  }
+  r->s->stretch[2 * r->nstretch] = from;
+  r->s->stretch[2 * r->nstretch++ + 1] = to;
 }
 
 /* Where the chain is after folded collective @v's steps, from @t (its fork's end): each step
  * waits for the end of the collective it joins (timed already: forked before), then computes;
- * sim_fold_steps on the Nodes, listing the stretches on compute stream @compute and keeping
- * its device's latest end there. */
-static inline SimTime fold_steps(Run *r, const Node *v, SimTime t, uint32_t compute) {
-  SimBusy *b = &r->busy[compute];
-  if (b->cap - b->n < v->count) { /* (sized by gather: only after a withdrawal) */
-    b->cap = 2 * b->cap + v->count;
-    b->iv = g_renew(SimTime, b->iv, 2 * (gsize)b->cap);
-  }
-  SimTime *iv = b->iv;
-  guint m = b->n;
-  SimTime last = m ? iv[2 * m - 1] : NEVER; /* the list's last end */
-  SimTime first = last;                     /* (its start before: the order check) */
-  if (m && iv[2 * m - 2] > t) r->unsorted[compute] |= 1; /* (stretches from t on) */
+ * sim_fold_steps on the Nodes, keeping the stretches (one that starts where the last one
+ * kept here ends, a join that did not wait, extends it: same union, fewer intervals). */
+static inline SimTime fold_steps(Run *r, const Node *v, SimTime t) {
+  SimTime open = NEVER; /* the end of the last stretch kept here */
   for (uint32_t k = v->first; k < v->first + v->count; k++) {
     const SimFoldStep *st = &r->steps[k];
     if (st->join != NONE) {
@@ -252,18 +220,12 @@ static inline SimTime fold_steps(Run *r, const Node *v, SimTime t, uint32_t comp
       t = MAX(t, y->start + y->duration);
     }
     if (st->duration) {
-      if (t != last) { /* a new interval (else the last one extends) */
-        iv[2 * m] = t;
-        m++;
-      }
-      last = t + st->duration;
-      iv[2 * m - 1] = last;
+      if (t == open) r->s->stretch[2 * r->nstretch - 1] = t + st->duration;
+      else keep_stretch(r, t, t + st->duration);
+      open = t + st->duration;
     }
     t += st->duration;
   }
-  b->n = m;
-  SimTime *prev = &r->prev_end[sim_resource_device(compute)];
-  if (last != first && last > *prev) *prev = last;
   /* the device's next chain's steps follow these (steps are in program order): fetched for
    * its pop, some sixteen pops on (a device after another), which the hardware's stream
    * prefetchers do not follow across so many streams */
@@ -272,43 +234,28 @@ static inline SimTime fold_steps(Run *r, const Node *v, SimTime t, uint32_t comp
   return t;
 }
 
-/* Task @id (its Node @v, not a reservation) started at @start: its intervals listed on its
- * device streams (on a compute stream not a collective's, which holds it but is not compute),
- * its devices marked used, an optimizer step's previous end noted. A compute stream whose
- * device has reservations pending has the chain's stretches listed ahead: the lists are made
- * again at the end (Run.relist; merged graphs give a chain's compute stream to it alone). */
-static inline void list_pop(Run *r, uint32_t id, const Node *v, SimTime start) {
+/* Appends @id's pop (its Node @v, started at @start; a folded collective forked at @fork, its
+ * stretches from @stretch on) to the order and the log (SimSchedule.log). */
+static inline void log_pop(Run *r, uint32_t id, const Node *v, SimTime start, SimTime fork,
+                           uint32_t stretch) {
   const uint32_t *rr = resources_of(r, v);
-  SimTime end = start + v->duration;
-  gboolean comm = v->kind == SIM_TASK_COMM || v->kind == SIM_TASK_GRAD_SYNC;
-  for (uint16_t k = 0; k < v->nres; k++) {
-    uint32_t res = rr[k];
-    if (res >= r->streams) continue; /* a link (the breakdown reads device streams only) */
-    uint32_t d = (uint32_t)sim_resource_device(res);
-    r->s->used[d] = 1;
-    if (sim_resource_stream_of(res) == SIM_STREAM_COMPUTE) {
-      if (r->flight[d].at != r->flight[d].end) r->relist = TRUE;
-      if (v->kind == SIM_TASK_OPTIMIZER) {
-        SimStepPop p = {id, d, r->prev_end[d]};
-        g_array_append_val(r->step_pops, p);
-      }
-      if (end > r->prev_end[d]) r->prev_end[d] = end;
-      if (comm) continue;
-    }
-    if (v->duration) busy_append(r, res, start, end);
-  }
+  uint32_t nstretches = r->nstretch - stretch;
+  r->s->order[r->done] = id;
+  r->s->log[r->done++] = (SimPop){start, v->duration, fork, id, v->nres > 1 ? v->res : 0,
+                                  v->nres ? rr[0] : NONE, v->nres, v->kind, v->folded, stretch,
+                                  nstretches};
+  for (uint16_t k = 0; k < v->nres; k++) r->s->count[rr[k] + 1]++; /* SimSchedule.count */
+  if (nstretches) r->s->count[sim_resource_compute(sim_resource_device(rr[0])) + 1] += nstretches;
 }
 
-/* Applies device @d's reservations that pop before (@t, @id) in the plain run: their streams'
- * free times, their places in the order (their intervals are listed already). */
+/* Applies device @d's reservations that pop before (@t, @id) in the plain run. */
 static void settle(Run *r, uint32_t d, SimTime t, uint32_t id) {
   Flight *f = &r->flight[d];
-  for (; f->at < f->end && key_less(r->reserved[f->at].fork, r->reserved[f->at].id, t, id); f->at++) {
-    const Reserved *e = &r->reserved[f->at];
+  for (; f->at < f->end && key_less(r->s->log[f->at].fork, r->s->log[f->at].id, t, id); f->at++) {
+    const SimPop *e = &r->s->log[f->at];
     SimTime end = e->start + e->duration;
-    if (end > r->free_at[e->res]) r->free_at[e->res] = end;
-    r->pending[e->res]--;
-    r->s->order[r->done++] = e->id;
+    if (end > r->free_at[e->res0]) r->free_at[e->res0] = end;
+    r->pending[e->res0]--;
   }
 }
 
@@ -323,37 +270,29 @@ static inline void push_fold(Run *r, uint32_t x, SimTime t) {
 }
 
 /* A task on stream @rr of device @d ended at @end: withdraws the reservations from the first
- * pending one on @rr if it would have waited for that task. Their intervals leave the lists:
- * the compute list goes back to its length before the first one's stretches (nothing else is
- * listed there meanwhile, or Run.relist), a collective's own interval becomes empty (others
- * may follow it on its stream: a task that fits before it). */
+ * pending one on @rr if it would have waited for that task. */
 static void check_pending(Run *r, uint32_t d, uint32_t rr, SimTime end) {
   Flight *f = &r->flight[d];
-  Reserved *e = r->reserved;
+  SimPop *log = r->s->log;
   uint32_t i = f->at;
-  while (i < f->end && e[i].res != rr) i++;
-  if (i == f->end || end <= e[i].start) return;
-  uint32_t x = e[i].id;
-  r->node[x].key = e[i].fork;
-  heap_push(r->heap, &r->heap_size, (HeapEntry){e[i].fork, x}); /* at its own pop time */
-  SimBusy *cb = &r->busy[sim_resource_compute((int)d)];
-  cb->n = e[i].compute_n;
-  if (cb->n) cb->iv[2 * cb->n - 1] = e[i].compute_end;
-  r->prev_end[d] = e[i].prev_end;
+  while (i < f->end && log[i].res0 != rr) i++;
+  if (i == f->end || end <= log[i].start) return;
+  uint32_t x = log[i].id;
+  r->node[x].key = log[i].fork;
+  heap_push(r->heap, &r->heap_size, (HeapEntry){log[i].fork, x}); /* at its own pop time */
   for (uint32_t j = i; j < f->end; j++) {
-    r->pending[e[j].res]--;
-    e[j].id = NONE;
-    if (e[j].slot != NONE) { /* emptied, and taken out at the end (sort_busy) */
-      SimTime *iv = &r->busy[e[j].res].iv[2 * (gsize)e[j].slot];
-      iv[1] = iv[0];
-      r->unsorted[e[j].res] |= 2;
-    }
+    r->pending[log[j].res0]--;
+    r->s->count[log[j].res0 + 1]--; /* out of SimSchedule.count: one resource, its stretches */
+    r->s->count[sim_resource_compute((int)d) + 1] -= log[j].nstretches;
+    r->s->order[j] = NONE;
+    r->withdrawn = MIN(r->withdrawn, j);
+    log[j].id = NONE;
   }
   f->end = i;
 }
 
 /* Chain @c popped on device @d, its first stretch ending at @end: reserves its collectives
- * but the last (their intervals and stretches listed), pushes the last. */
+ * but the last, pushes the last. */
 static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
   struct {
     uint32_t stream;
@@ -364,9 +303,7 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
   uint32_t x = r->node[c].next;
   SimTime t = end;
   if (f->at == f->end) { /* no chain of the device in flight (the next waits for it) */
-    f->at = r->nreserved;
-    uint32_t compute = sim_resource_compute((int)d);
-    const SimBusy *cb = &r->busy[compute];
+    f->at = r->done;
     for (Node *v = &r->node[x]; v->next != NONE; x = v->next, v = &r->node[x]) {
       __builtin_prefetch(&r->node[v->next]);
       /* and the one after by the stride so far (a chain's collectives are mostly evenly
@@ -374,7 +311,6 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
       uint32_t ahead = 2 * v->next - x;
       if (v->next > x && ahead < r->g->tasks->len) __builtin_prefetch(&r->node[ahead]);
       uint32_t rr = v->res; /* a folded collective's one stream */
-      if ((uint32_t)sim_resource_device(rr) != d) r->relist = TRUE; /* (merged graphs: never) */
       int k = 0;
       while (k < nown && own[k].stream != rr) k++;
       SimTime start = MAX(t, r->free_at[rr]);
@@ -382,13 +318,18 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
       else own[nown++].stream = rr;
       own[k].end = start + v->duration;
       r->s->start[x] = v->start = start;
+      /* its pop as log_pop would log it (one resource, a collective) */
+      uint32_t at = r->nstretch;
+      SimTime fork = t;
       r->pending[rr]++;
-      uint32_t slot = v->duration && rr < r->streams ? busy_push(r, rr, start, start + v->duration) : NONE;
-      r->reserved[r->nreserved++] = (Reserved){start, v->duration, t, x, rr, slot, cb->n,
-                                               cb->n ? cb->iv[2 * cb->n - 1] : 0, r->prev_end[d]};
-      t = fold_steps(r, v, t, compute); /* beside it, joins, on */
+      t = fold_steps(r, v, t); /* beside it, joins, on */
+      r->s->order[r->done] = x;
+      r->s->log[r->done++] = (SimPop){start, v->duration, fork, x, 0, rr, 1, SIM_TASK_COMM, TRUE,
+                                      at, r->nstretch - at};
+      r->s->count[rr + 1]++;
+      r->s->count[sim_resource_compute((int)d) + 1] += r->nstretch - at;
     }
-    f->end = r->nreserved;
+    f->end = r->done;
   }
   push_fold(r, x, t);
   /* the successors it releases when its last collective pops */
@@ -415,67 +356,6 @@ static inline void succeed(Run *r, const Node *v, SimTime end) {
   }
 }
 
-static SimTime fork_end(void *ctx, uint32_t x) {
-  const Run *r = ctx;
-  return r->node[x].start + r->node[x].duration;
-}
-
-/* The lists made again from the finished schedule (Run.relist), in the order of the pops: each
- * folded collective's stretches timed again from its fork (its chain's first stretch's end,
- * then each collective's steps' end) with the final ends of the collectives they join. */
-static void busy_relist(Run *r) {
-  uint32_t n = r->g->tasks->len;
-  for (uint32_t res = 0; res < r->streams; res++) r->busy[res].n = 0;
-  memset(r->unsorted, 0, r->streams);
-  memset(r->s->used, 0, (gsize)r->g->num_devices);
-  memset(r->prev_end, 0, sizeof(SimTime) * (gsize)r->g->num_devices);
-  g_array_set_size(r->step_pops, 0);
-  g_autofree SimTime *fork = g_new(SimTime, n ? n : 1);
-  for (uint32_t c = 0; c < n; c++) {
-    const Node *v = &r->node[c];
-    if (v->folded || v->next == NONE) continue;
-    SimTime t = v->start + v->duration;
-    for (uint32_t x = v->next; x != NONE; x = r->node[x].next) {
-      fork[x] = t;
-      t = sim_fold_steps(r->folds, &r->folds->task[x], t, fork_end, NULL, r);
-    }
-  }
-  for (uint32_t k = 0; k < r->done; k++) {
-    uint32_t id = r->s->order[k];
-    const Node *v = &r->node[id];
-    if (v->folded) fold_steps(r, v, fork[id], sim_resource_compute(sim_resource_device(v->res)));
-    list_pop(r, id, v, v->start);
-  }
-}
-
-/* The busy lists with withdrawn intervals without them (empty: the only empty ones), those
- * found out of order put in start order (insertion). */
-static void sort_busy(Run *r) {
-  for (uint32_t res = 0; res < r->streams; res++) {
-    if (!r->unsorted[res]) continue;
-    SimTime *iv = r->busy[res].iv;
-    if (r->unsorted[res] & 2) {
-      guint m = 0;
-      for (guint i = 0; i < r->busy[res].n; i++)
-        if (iv[2 * i] != iv[2 * i + 1]) {
-          iv[2 * m] = iv[2 * i];
-          iv[2 * m++ + 1] = iv[2 * i + 1];
-        }
-      r->busy[res].n = m;
-    }
-    for (guint i = 1; i < r->busy[res].n; i++) {
-      SimTime x0 = iv[2 * i], x1 = iv[2 * i + 1];
-      guint j = i;
-      for (; j > 0 && iv[2 * j - 2] > x0; j--) {
-        iv[2 * j] = iv[2 * j - 2];
-        iv[2 * j + 1] = iv[2 * j - 1];
-      }
-      iv[2 * j] = x0;
-      iv[2 * j + 1] = x1;
-    }
-  }
-}
-
 SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release,
                                    const SimFolds *folds, GError **error) {
   uint32_t n = g->tasks->len, nd = (uint32_t)g->num_devices;
@@ -487,28 +367,24 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
    * freed) */
   s->start = g_new(SimTime, n ? n : 1);
   s->ready = g_new(SimTime, n ? n : 1);
-  s->order = g_new(uint32_t, n ? n : 1);
-  uint32_t streams = sim_stream_resources(g->num_devices);
-  s->nbusy = streams;
-  s->busy = g_new0(SimBusy, streams ? streams : 1);
-  s->used = g_new0(guint8, nd ? nd : 1);
-  Run r = {.g = g, .res = (const uint32_t *)g->task_resources->data, .folds = folds,
-           .steps = folds->steps, .node = g_new(Node, n ? n : 1), .s = s,
+  s->order = g_new(uint32_t, 2 * (gsize)n + 1); /* withdrawn entries stay until the end */
+  s->log = g_new(SimPop, 2 * (gsize)n + 1);
+  s->count = g_new0(guint, (gsize)g->num_resources + 1);
+  /* stretches: about one per fold step (two per folded collective), grown if need be */
+  Run r = {.g = g, .res = (const uint32_t *)g->task_resources->data, .steps = folds->steps,
+           .node = g_new(Node, n ? n : 1), .s = s,
            .free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1),
            .pending = g_new0(uint32_t, g->num_resources ? g->num_resources : 1),
            .flight = g_new0(Flight, nd ? nd : 1), .heap = g_new(HeapEntry, n ? n : 1),
-           .streams = streams, .busy = s->busy, .unsorted = g_new0(guint8, streams ? streams : 1),
-           .prev_end = g_new0(SimTime, nd ? nd : 1),
-           .reserved = g_new(Reserved, n ? n : 1), /* a collective is reserved once at most */
-           .step_pops = g_array_new(FALSE, FALSE, sizeof(SimStepPop))};
+           .streams = sim_stream_resources(g->num_devices), .stretch_cap = 2 * n + 64,
+           .withdrawn = UINT32_MAX};
+  s->stretch = g_new(SimTime, 2 * (gsize)r.stretch_cap);
   sim_huge_pages(r.node, sizeof(Node) * (gsize)n);
   sim_huge_pages(s->start, sizeof(SimTime) * n);
   sim_huge_pages(s->ready, sizeof(SimTime) * n);
-  sim_huge_pages(s->order, sizeof(uint32_t) * (gsize)n);
-  sim_huge_pages(r.reserved, sizeof(Reserved) * (gsize)n);
+  sim_huge_pages(s->order, sizeof(uint32_t) * 2 * (gsize)n);
+  sim_huge_pages(s->log, sizeof(SimPop) * 2 * (gsize)n);
   gather(&r, folds, release);
-  for (uint32_t res = 0; res < streams; res++)
-    if (s->busy[res].cap) s->busy[res].iv = g_new(SimTime, 2 * (gsize)s->busy[res].cap);
   Node *node = r.node;
   SimTime *free_at = r.free_at;
   while (r.heap_size > 0) {
@@ -534,15 +410,13 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
       if (r.pending[rr[k]]) check_pending(&r, (uint32_t)sim_resource_device(rr[k]), rr[k], end);
     }
     s->start[id] = v->start = start;
-    s->order[r.done++] = id;
     const Node *chain = v;
+    uint32_t at = r.nstretch;
     if (v->folded) { /* the chain goes on beside it, joins it, goes on (SimFold) */
       chain = &node[v->link];
-      uint32_t d = (uint32_t)sim_resource_device(v->res);
-      if (r.flight[d].at != r.flight[d].end) r.relist = TRUE;
-      end = fold_steps(&r, v, top.time, sim_resource_compute((int)d));
+      end = fold_steps(&r, v, top.time);
     }
-    list_pop(&r, id, v, start);
+    log_pop(&r, id, v, start, top.time, at);
     if (v->next != NONE) { /* a chain with folded collectives goes on */
       if (!v->folded && v->nres == 1 && rr[0] < r.streams) {
         reserve(&r, id, (uint32_t)sim_resource_device(rr[0]), end);
@@ -554,21 +428,18 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
     if (end > s->makespan) s->makespan = end;
     succeed(&r, chain, end);
   }
-  for (uint32_t d = 0; d < nd; d++) /* the reservations no later pop applied, after the rest */
-    for (Flight *f = &r.flight[d]; f->at < f->end; f->at++) s->order[r.done++] = r.reserved[f->at].id;
-  if (r.relist && r.done == n) busy_relist(&r);
-  sort_busy(&r);
-  s->nstep_pops = r.step_pops->len;
-  s->step_pops = (SimStepPop *)g_array_free(r.step_pops, FALSE);
-  s->events = r.done;
+  /* the withdrawn reservations' entries out of the order (those before the first stay; the
+   * log keeps them, marked) */
+  uint32_t kept = MIN(r.withdrawn, r.done);
+  for (uint32_t k = kept; k < r.done; k++)
+    if (s->order[k] != NONE) s->order[kept++] = s->order[k];
+  s->nlog = r.done;
+  s->events = kept;
   g_free(r.node);
   s->cpu_s = sim_thread_cpu_s() - cpu0; /* its working arrays freed below: not much */
   g_free(r.free_at);
   g_free(r.pending);
   g_free(r.flight);
   g_free(r.heap);
-  g_free(r.unsorted);
-  g_free(r.prev_end);
-  g_free(r.reserved);
-  return sim_engine_checked(s, r.done, n, error);
+  return sim_engine_checked(s, kept, n, error);
 }

@@ -6,7 +6,11 @@
  * idle; host-bound = time its compute stream waits for the host to launch the next kernel and
  * no communication runs (sim_host_wait_intervals); bubble = the rest (pipeline fill and drain,
  * waiting on other devices). Reported figures are means over the devices the strategy uses,
- * so compute + exposed communication + host-bound + bubble = iteration time. */
+ * so compute + exposed communication + host-bound + bubble = iteration time.
+ *
+ * (Tried, tmpl-engine 2026-12-02: sim_breakdown_sums reading per-stream lists the folded engine
+ * kept instead of its log: the breakdown 22.6 -> 11.6 M instructions a prediction, the engine
+ * 37.8 -> 46.2 M; -1.0% in all, not kept: sim_engine_folds.c's header has the figures.) */
 #include "sim/sim.h"
 #include "sim/sim-int.h"
 #include "sim/sim_progress.h"
@@ -180,8 +184,8 @@ static SimTime *with_step_waits(int ndev, const SimTime *iv, const guint *off, c
 }
 
 /* Appends @x to a resource's list iv[@begin, *@fill): one that starts where the last ends
- * extends it (the union and the measure are the same), and one that starts before the last
- * marks the list for sorting (@unsorted). */
+ * extends it (a chain's stretches run back to back; the union and the measure are the same),
+ * and one that starts before the last marks the list for sorting (@unsorted). */
 static inline void append_interval(Interval *iv, guint begin, guint *fill, Interval x,
                                    guint8 *unsorted) {
   if (*fill > begin) {
@@ -195,19 +199,10 @@ static inline void append_interval(Interval *iv, guint begin, guint *fill, Inter
   iv[(*fill)++] = x;
 }
 
-/* One pop of the engine as the breakdown reads it. */
-typedef struct {
-  SimTime start, duration;
-  uint32_t id;
-  uint32_t res_begin; /* its resources in the graph's task_resources */
-  uint32_t res0;      /* the first of them (UINT32_MAX: none) */
-  uint16_t nres;
-  uint8_t kind;
-} Pop;
-
-/* The schedule's pops from its order. Caller frees. */
-static Pop *pops_of(const SimTaskGraph *g, const SimSchedule *s) {
-  Pop *log = g_new(Pop, s->num_tasks ? s->num_tasks : 1);
+/* The schedule's pops as the engine logs them (SimSchedule.log), from its order where it did
+ * not keep them (an engine without folds: sim_engine_folds.c always logs). Caller frees. */
+static SimPop *pops_of(const SimTaskGraph *g, const SimSchedule *s) {
+  SimPop *log = g_new(SimPop, s->num_tasks ? s->num_tasks : 1);
   const uint32_t *res = (const uint32_t *)g->task_resources->data;
   for (uint32_t k = 0; k < s->num_tasks; k++) {
     uint32_t id = s->order[k];
@@ -216,38 +211,60 @@ static Pop *pops_of(const SimTaskGraph *g, const SimSchedule *s) {
       __builtin_prefetch(&s->start[s->order[k + 16]]);
     }
     const SimTask *t = sim_task_graph_task(g, id);
-    log[k] = (Pop){s->start[id], t->duration, id, t->res_begin,
-                   t->nres ? res[t->res_begin] : UINT32_MAX, t->nres, t->kind};
+    log[k] = (SimPop){s->start[id], t->duration, 0, id, t->res_begin,
+                      t->nres ? res[t->res_begin] : UINT32_MAX, t->nres, t->kind, FALSE, 0, 0};
   }
   return log;
 }
 
-/* The busy lists a schedule without them (SimSchedule.busy: the plain engine's) implies, in
- * start order, per device stream (@list, @len: sim_stream_resources entries); which devices
- * have tasks on their streams (@used); the host waits inside the optimizer steps
- * (sim_host_step_wait), from each compute stream's last end so far, in engine order (@steps).
- * Returns the storage the lists point into (caller frees). */
-static Interval *lists_from_pops(const SimTaskGraph *g, const SimSchedule *s,
-                                 const Interval **list, guint *len, guint8 *used,
-                                 GArray *steps) {
+void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
+                        const guint *host_off, const SimFolds *folds, SimBreakdownSums *out) {
+  double cpu0 = sim_thread_cpu_s();
   int nres = g->num_resources;
   /* Intervals per resource in start order: the engine's start order is per-resource order. */
   const uint32_t *res = (const uint32_t *)g->task_resources->data;
-  g_autofree guint *count = g_new0(guint, (gsize)nres + 1); /* counts: any order */
-  for (uint32_t id = 0; id < s->num_tasks; id++) {
-    const SimTask *t = sim_task_graph_task(g, id);
-    for (uint16_t r = 0; r < t->nres; r++) count[res[t->res_begin + r] + 1]++;
+  g_assert(s->log || !folds);
+  g_assert(!folds || (s->count && s->stretch));
+  g_autofree guint *count = NULL;
+  if (s->count) { /* the engine counted its log (SimSchedule.count) */
+    count = g_memdup2(s->count, sizeof(guint) * ((gsize)nres + 1));
+  } else { /* counts: any order */
+    count = g_new0(guint, (gsize)nres + 1);
+    for (uint32_t id = 0; id < s->num_tasks; id++) {
+      const SimTask *t = sim_task_graph_task(g, id);
+      for (uint16_t r = 0; r < t->nres; r++) count[res[t->res_begin + r] + 1]++;
+    }
   }
   for (int r = 0; r < nres; r++) count[r + 1] += count[r];
   g_autofree guint8 *unsorted = g_new0(guint8, (gsize)nres + 1);
-  Interval *iv = g_new(Interval, count[nres] ? count[nres] : 1);
+  g_autofree Interval *iv = g_new(Interval, count[nres] ? count[nres] : 1);
   g_autofree guint *fill = g_memdup2(count, sizeof(guint) * ((gsize)nres + 1));
   uint32_t streams = sim_stream_resources(g->num_devices);
+  /* In the same pass, the host waits inside the optimizer steps (sim_host_step_wait), from
+   * each compute stream's last end so far: (device, interval) in engine order. */
   g_autofree SimTime *prev_end = g_new0(SimTime, (gsize)g->num_devices + 1);
-  g_autofree Pop *log = pops_of(g, s);
-  for (uint32_t k = 0; k < s->num_tasks; k++) { /* in order, read in order */
-    const Pop *e = &log[k];
+  g_autoptr(GArray) steps = g_array_new(FALSE, FALSE, sizeof(StepWait));
+  g_autofree SimPop *made = s->log ? NULL : pops_of(g, s);
+  const SimPop *log = s->log ? s->log : made;
+  uint32_t nlog = s->log ? s->nlog : s->num_tasks;
+  for (uint32_t k = 0; k < nlog; k++) { /* in order, read in order */
+    const SimPop *e = &log[k];
+    uint32_t id = e->id;
+    if (id == UINT32_MAX) continue; /* a withdrawn reservation (SimSchedule.log) */
     SimTime start = e->start, end = start + e->duration;
+    /* A collective folded into a compute chain (SimFolds): its steps' compute stretches run
+     * from its fork's end, each after the collective it joins, on the device's compute stream
+     * (after the chain's earlier stretches: the stream's list stays in start order); the
+     * chain task itself is its first stretch. The engine logged them as it timed them. */
+    if (e->nstretches) {
+      guint d = (guint)sim_resource_device(e->res0);
+      uint32_t c = sim_resource_compute((int)d);
+      const SimTime *st = s->stretch + 2 * (gsize)e->stretch;
+      for (uint32_t i = 0; i < e->nstretches; i++, st += 2) {
+        append_interval(iv, count[c], &fill[c], (Interval){st[0], st[1]}, &unsorted[c]);
+        prev_end[d] = MAX(prev_end[d], st[1]);
+      }
+    }
     gboolean is_comm = e->kind == SIM_TASK_COMM || e->kind == SIM_TASK_GRAD_SYNC;
     for (uint16_t r = 0; r < e->nres; r++) {
       uint32_t resource = r == 0 ? e->res0 : res[e->res_begin + r];
@@ -255,7 +272,7 @@ static Interval *lists_from_pops(const SimTaskGraph *g, const SimSchedule *s,
         guint d = (guint)sim_resource_device(resource);
         StepWait w = {d, {0, 0}};
         if (e->kind == SIM_TASK_OPTIMIZER &&
-            sim_host_step_wait(g, s, e->id, prev_end[d], &w.wait.start, &w.wait.end))
+            sim_host_step_wait(g, s, id, prev_end[d], &w.wait.start, &w.wait.end))
           g_array_append_val(steps, w);
         if (end > prev_end[d]) prev_end[d] = end;
         /* Without overlap collectives also hold compute streams: they are not compute. */
@@ -265,62 +282,21 @@ static Interval *lists_from_pops(const SimTaskGraph *g, const SimSchedule *s,
         append_interval(iv, count[resource], &fill[resource], (Interval){start, end}, &unsorted[resource]);
     }
   }
-  for (int r = 0; r < nres; r++) /* (kept from when a list could come out of order) */
+  /* With folds a task can come after a reserved collective on its stream that starts later
+   * (sim_engine_folds.c): such lists are put in start order (nearly sorted: insertion). */
+  for (int r = 0; r < nres; r++)
     for (guint i = count[r] + 1; unsorted[r] && i < fill[r]; i++) {
       Interval x = iv[i];
       guint j = i;
       for (; j > count[r] && iv[j - 1].start > x.start; j--) iv[j] = iv[j - 1];
       iv[j] = x;
     }
-  for (uint32_t r = 0; r < streams; r++) {
-    list[r] = iv + count[r];
-    len[r] = fill[r] - count[r];
-  }
-  for (int d = 0; d < g->num_devices; d++) {
-    uint32_t c = sim_resource_compute(d);
-    used[d] = count[c] != count[c + SIM_STREAMS];
-  }
-  return iv;
-}
-
-/* The same from the lists the folded engine kept (SimSchedule.busy). */
-static void lists_from_busy(const SimTaskGraph *g, const SimSchedule *s, const Interval **list,
-                            guint *len, guint8 *used, GArray *steps) {
-  for (guint r = 0; r < s->nbusy; r++) {
-    list[r] = (const Interval *)s->busy[r].iv;
-    len[r] = s->busy[r].n;
-  }
-  memcpy(used, s->used, (gsize)g->num_devices);
-  for (guint k = 0; k < s->nstep_pops; k++) {
-    const SimStepPop *p = &s->step_pops[k];
-    StepWait w = {p->device, {0, 0}};
-    if (sim_host_step_wait(g, s, p->id, p->prev_end, &w.wait.start, &w.wait.end))
-      g_array_append_val(steps, w);
-  }
-}
-
-void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
-                        const guint *host_off, const SimFolds *folds, SimBreakdownSums *out) {
-  double cpu0 = sim_thread_cpu_s();
-  g_assert(s->busy || !folds);
-  uint32_t streams = sim_stream_resources(g->num_devices);
-  g_autofree const Interval **list = g_new(const Interval *, (gsize)streams + 1);
-  g_autofree guint *len = g_new(guint, (gsize)streams + 1);
-  g_autofree guint8 *used = g_new0(guint8, (gsize)g->num_devices + 1);
-  g_autoptr(GArray) steps = g_array_new(FALSE, FALSE, sizeof(StepWait));
-  g_autofree Interval *iv = NULL;
-  if (s->busy) {
-    g_assert(s->nbusy == streams);
-    lists_from_busy(g, s, list, len, used, steps);
-  } else {
-    iv = lists_from_pops(g, s, list, len, used, steps);
-  }
   g_autofree guint *all_off = NULL;
   g_autofree SimTime *all_iv = with_step_waits(g->num_devices, host_iv, host_off, steps, &all_off);
   /* Sums in integer picoseconds, divided once: identical replicas give exactly their own value
    * (n*v/n == v in IEEE arithmetic), so symmetric and expanded runs agree bit for bit. */
   SimTime compute = 0, exposed = 0, host = 0, comm = 0;
-  int used_devices = 0;
+  int used = 0;
   g_autofree guint *span_off = NULL;
   g_autofree Interval *span_iv = g->spans->len ? span_intervals(g, s, &span_off) : NULL;
   /* The union of a device's communication streams (and step mode's spans), when more than
@@ -331,25 +307,24 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   guint covered_cap = 0;
   for (int d = 0; d < g->num_devices; d++) {
     uint32_t c = sim_resource_compute(d);
-    if (!used[d]) continue; /* no task on any of its streams */
-    used_devices++;
-    const Interval *cv = list[c];
-    guint nc = len[c];
+    if (count[c] == count[c + SIM_STREAMS]) continue; /* no task on any of its streams */
+    used++;
+    const Interval *cv = iv + count[c];
+    guint nc = fill[c] - count[c];
     compute += measure(cv, nc);
     guint ns = span_iv ? span_off[d + 1] - span_off[d] : 0, busy = ns > 0;
     uint32_t only = c;
     for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++)
-      if (len[r] > 0) busy++, only = r;
+      if (fill[r] > count[r]) busy++, only = r;
     /* Communication intervals of one stream are disjoint and in start order already. */
-    const Interval *mv = list[only];
-    guint nm = busy == 1 && ns == 0 ? len[only] : 0;
+    const Interval *mv = iv + count[only];
+    guint nm = busy == 1 && ns == 0 ? fill[only] - count[only] : 0;
     if (busy > 1 || ns > 0) {
       if (!both) {
         guint most = 0;
         for (int e = 0; e < g->num_devices; e++) {
           uint32_t ce = sim_resource_compute(e);
-          guint n = (span_iv ? span_off[e + 1] - span_off[e] : 0);
-          for (uint32_t r = ce + 1; r < ce + SIM_STREAMS; r++) n += len[r];
+          guint n = (fill[ce + SIM_STREAMS - 1] - count[ce + 1]) + (span_iv ? span_off[e + 1] - span_off[e] : 0);
           most = MAX(most, n);
         }
         most_comm = most + 1;
@@ -358,9 +333,9 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
       const Interval *lists[SIM_STREAMS];
       guint lengths[SIM_STREAMS], nlists = 0;
       for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++) /* the busy ones */
-        if (len[r] > 0) {
-          lists[nlists] = list[r];
-          lengths[nlists++] = len[r];
+        if (fill[r] > count[r]) {
+          lists[nlists] = iv + count[r];
+          lengths[nlists++] = fill[r] - count[r];
         }
       if (ns) {
         lists[nlists] = span_iv + span_off[d];
@@ -390,7 +365,7 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
       exposed += exposed_time(mv, nm, covered, union_sorted(lists, lengths, 2, covered, NULL));
     }
   }
-  *out = (SimBreakdownSums){compute, exposed, host, comm, used_devices, s->cpu_s, 0};
+  *out = (SimBreakdownSums){compute, exposed, host, comm, used, s->cpu_s, 0};
   out->breakdown_cpu_s = sim_thread_cpu_s() - cpu0;
 }
 

@@ -465,13 +465,11 @@ static void test_launch_queue(void) {
   sim_task_graph_free(g);
 }
 
-/* What the folded engine lists for the breakdown (SimSchedule.busy, .used, .step_pops)
- * against the schedule it made, worked out again here: per device stream the intervals of
- * the tasks on it lasting more than zero (on a compute stream not a collective's) and, on
- * compute streams, each chain's stretches, its folded collectives' steps timed again from
- * their forks (the chain's first stretch's end, then each collective's steps' end) with the
- * final ends of the collectives they join; sorted, touching ones as one. The engine's lists
- * must be in start order as it lists them (the plain run's pop order). */
+/* What the folded engine logs for the breakdown (SimSchedule.stretch, .count) against the
+ * schedule it made: each folded collective's compute stretches are its steps timed again from
+ * its fork with the final ends of the collectives they join (those lasting more than zero,
+ * touching ones as one), and the counts are the log's pops per resource plus the stretches on
+ * compute streams. */
 typedef struct {
   const SimSchedule *s;
   const SimFolds *folds;
@@ -485,76 +483,42 @@ static SimTime retimed_end(void *ctx, uint32_t x) {
 
 static void retimed_stretch(void *ctx, SimTime from, SimTime to) {
   Retimed *r = ctx;
+  SimTime *last = r->out->len ? &g_array_index(r->out, SimTime, r->out->len - 1) : NULL;
+  if (last && *last == from) { /* the engine keeps touching stretches as one */
+    *last = to;
+    return;
+  }
   SimTime pair[2] = {from, to};
   g_array_append_vals(r->out, pair, 2);
 }
 
-static int compare_pair(const void *a, const void *b) {
-  const SimTime *x = a, *y = b;
-  return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] > y[1]) - (x[1] < y[1]);
-}
-
-/* @pairs sorted and touching ones joined, in place. */
-static void coalesce(GArray *pairs) {
-  g_array_sort(pairs, compare_pair);
-  SimTime *p = (SimTime *)pairs->data;
-  guint n = 0;
-  for (guint i = 0; i < pairs->len / 2; i++) {
-    if (n && p[2 * i] == p[2 * n - 1]) {
-      p[2 * n - 1] = p[2 * i + 1];
+static void assert_logged_stretches(const SimTaskGraph *g, const SimSchedule *s,
+                                    const SimFolds *folds) {
+  int nres = sim_task_graph_num_resources(g);
+  g_autofree guint *count = g_new0(guint, (gsize)nres + 1);
+  uint32_t kept = 0;
+  for (uint32_t k = 0; k < s->nlog; k++) {
+    const SimPop *e = &s->log[k];
+    if (e->id == UINT32_MAX) continue; /* withdrawn */
+    g_assert_cmpuint(e->id, ==, s->order[kept++]); /* the order is the log's kept pops */
+    SimTaskInfo info;
+    sim_task_graph_get(g, e->id, &info);
+    for (int r = 0; r < info.nres; r++) count[info.resources[r] + 1]++;
+    g_assert_cmpint(e->folded, ==, folds->task[e->id].owner != UINT32_MAX);
+    if (!e->folded) {
+      g_assert_cmpuint(e->nstretches, ==, 0);
       continue;
     }
-    p[2 * n] = p[2 * i];
-    p[2 * n++ + 1] = p[2 * i + 1];
+    Retimed r = {s, folds, g_array_new(FALSE, FALSE, sizeof(SimTime))};
+    sim_fold_steps(folds, &folds->task[e->id], e->fork, retimed_end, retimed_stretch, &r);
+    g_assert_cmpuint(e->nstretches, ==, r.out->len / 2);
+    g_assert_cmpmem(s->stretch + 2 * (gsize)e->stretch, sizeof(SimTime) * 2 * e->nstretches,
+                    r.out->data, sizeof(SimTime) * r.out->len);
+    count[sim_resource_compute(sim_resource_device(e->res0)) + 1] += e->nstretches;
+    g_array_unref(r.out);
   }
-  g_array_set_size(pairs, 2 * n);
-}
-
-static void assert_busy_lists(const SimTaskGraph *g, const SimSchedule *s, const SimFolds *folds) {
-  int nd = g->num_devices;
-  uint32_t streams = sim_stream_resources(nd);
-  g_assert_nonnull(s->busy);
-  g_assert_cmpuint(s->nbusy, ==, streams);
-  g_autofree GArray **want = g_new0(GArray *, streams);
-  for (uint32_t r = 0; r < streams; r++) want[r] = g_array_new(FALSE, FALSE, sizeof(SimTime));
-  g_autofree guint8 *used = g_new0(guint8, nd);
-  Retimed rt = {s, folds, NULL};
-  for (uint32_t id = 0; id < s->num_tasks; id++) {
-    const SimFold *f = &folds->task[id];
-    SimTaskInfo info;
-    sim_task_graph_get(g, id, &info);
-    SimTime start = s->start[id], duration = f->owner != UINT32_MAX ? f->duration : info.duration;
-    for (int k = 0; k < info.nres; k++) {
-      uint32_t r = info.resources[k];
-      if (r >= streams) continue;
-      used[sim_resource_device(r)] = 1;
-      gboolean comm = info.kind == SIM_TASK_COMM || info.kind == SIM_TASK_GRAD_SYNC;
-      if (sim_resource_stream_of(r) == SIM_STREAM_COMPUTE && comm) continue;
-      SimTime pair[2] = {start, start + duration};
-      if (duration) g_array_append_vals(want[r], pair, 2);
-    }
-    if (f->owner != UINT32_MAX || f->next == UINT32_MAX) continue;
-    SimTime t = start + info.duration; /* a chain: its collectives' forks and stretches */
-    for (uint32_t x = f->next; x != UINT32_MAX; x = folds->task[x].next) {
-      rt.out = want[sim_resource_compute(sim_resource_device(folds->task[x].stream))];
-      t = sim_fold_steps(folds, &folds->task[x], t, retimed_end, retimed_stretch, &rt);
-    }
-  }
-  for (uint32_t r = 0; r < streams; r++) { /* in start order, disjoint, none empty */
-    const SimBusy *b = &s->busy[r];
-    g_autoptr(GArray) got = g_array_new(FALSE, FALSE, sizeof(SimTime));
-    g_array_append_vals(got, b->iv, 2 * b->n);
-    for (guint i = 0; i < b->n; i++) {
-      g_assert_cmpuint(b->iv[2 * i], <, b->iv[2 * i + 1]);
-      if (i) g_assert_cmpuint(b->iv[2 * i], >=, b->iv[2 * i - 1]);
-    }
-    coalesce(got); /* (touching ones may stay apart: same union, same measure) */
-    coalesce(want[r]);
-    g_assert_cmpmem(got->data, sizeof(SimTime) * got->len, want[r]->data, sizeof(SimTime) * want[r]->len);
-    g_array_unref(want[r]);
-  }
-  g_assert_cmpmem(s->used, (gsize)nd, used, (gsize)nd);
-  g_assert_cmpuint(s->events, ==, s->num_tasks);
+  g_assert_cmpuint(kept, ==, s->events);
+  g_assert_cmpmem(s->count, sizeof(guint) * ((gsize)nres + 1), count, sizeof(guint) * ((gsize)nres + 1));
 }
 
 /* The folded engine (sim/sim_engine_folds.c) on a hand-made reduced graph: a chain c (10 ps)
@@ -607,16 +571,18 @@ static void test_withdrawn(void) {
   g_assert_cmpuint(s->start[z], ==, 33);
   g_assert_cmpuint(s->ready[z], ==, 33);
   g_assert_cmpuint(s->makespan, ==, 34);
-  g_assert_cmpuint(s->events, ==, 6); /* each task once in the order */
-  /* the chain's stretches after each join: x1 ends at 14, x2 (withdrawn) at 25, x3 at 31;
-   * on the comm stream y and x2 where it popped touch (its reservation at 20 taken out) */
-  const SimTime compute_busy[] = {0, 10, 14, 20, 25, 30, 31, 33};
-  const SimTime comm_busy[] = {10, 14, 15, 25, 30, 31};
-  g_assert_cmpmem(s->busy[compute].iv, sizeof(SimTime) * 2 * s->busy[compute].n, compute_busy,
-                  sizeof compute_busy);
-  g_assert_cmpmem(s->busy[comm].iv, sizeof(SimTime) * 2 * s->busy[comm].n, comm_busy,
-                  sizeof comm_busy);
-  assert_busy_lists(g, s, &folds);
+  g_assert_cmpuint(s->events, ==, 6); /* each task once in the order and the log */
+  g_assert_cmpuint(s->nlog, ==, 7);   /* and x2's withdrawn reservation, marked */
+  /* the chain's stretches after each join: x1 ends at 14, x2 (withdrawn) at 25, x3 at 31 */
+  const SimTime stretches[3][2] = {{14, 20}, {25, 30}, {31, 33}};
+  for (uint32_t k = 0; k < s->nlog; k++)
+    for (int i = 0; i < 3; i++)
+      if (s->log[k].id == x[i]) {
+        g_assert_cmpuint(s->log[k].nstretches, ==, 1);
+        g_assert_cmpmem(s->stretch + 2 * (gsize)s->log[k].stretch, sizeof stretches[i],
+                        stretches[i], sizeof stretches[i]);
+      }
+  assert_logged_stretches(g, s, &folds);
   sim_schedule_free(s);
   sim_task_graph_free(g);
 }
@@ -657,13 +623,7 @@ static void test_absorbed(void) {
   g_assert_cmpuint(s->start[x2], ==, 23);
   g_assert_cmpuint(s->makespan, ==, 26);
   g_assert_cmpuint(s->events, ==, 4);
-  /* c and x1's steps touch (x1 ends at 16, before the beside stretch does), x2's after its end */
-  const SimTime compute_busy[] = {0, 23, 24, 26}, comm_busy[] = {9, 16, 23, 24};
-  g_assert_cmpmem(s->busy[compute].iv, sizeof(SimTime) * 2 * s->busy[compute].n, compute_busy,
-                  sizeof compute_busy);
-  g_assert_cmpmem(s->busy[comm].iv, sizeof(SimTime) * 2 * s->busy[comm].n, comm_busy,
-                  sizeof comm_busy);
-  assert_busy_lists(g, s, &folds);
+  assert_logged_stretches(g, s, &folds);
   sim_schedule_free(s);
   sim_task_graph_free(g);
 }
