@@ -74,7 +74,30 @@
  * 7.9 M, so the bound is ~2.6 M of the engine's ~29 M unless what is written shrinks too. Half the chains' collectives descend in id (stride
  * -192), which the stride hint in reserve skips (next > x); following descending strides
  * too measured -0.3 ms engine median over 10 alternated pairs (spread -1.4 to +2.8 ms), then
- * +0.46 ms over 16 more (13 of them slower): not kept. */
+ * +0.46 ms over 16 more (13 of them slower): not kept.
+ *
+ * Tried (tmpl-engine, 2026-12-02, commit 10ef142, reverted) and not kept: no log; the engine
+ * lists each device stream's busy intervals itself, in the plain run's pop order, for the
+ * breakdown to read as they are. Per prediction (callgrind, 175B interleaved point, 3
+ * predictions / 3): the engine 37.8 M over 61k heap pops, 56k reservations, 74k folded
+ * collectives; the breakdown 22.6 M: its pass over the log 9.3 M (117k entries, 68k
+ * stretches: ~50 instructions an item), insertion sorts 1.3 M, the unions 6.6 M, exposed_time
+ * 4.2 M, measures 0.7 M. Per used device: compute 2.3-2.7k intervals after joining touching
+ * ones, the comm stream 5.2-5.4k, p2p 1.1-1.5k, dp 2, host waits 2. Listing at application
+ * (settle) through a stage: engine 50.5 M, breakdown 11.7 M, total +0.7%. Listing when
+ * reserved (a withdrawal, ~5 a prediction, truncates the compute list and empties the
+ * collective's slot; anything else listed on that compute stream meanwhile would make the
+ * lists again from the finished schedule, never on the 4 bench points), lists sized in
+ * gather: engine 46.2 M, breakdown 11.6 M, total 256.8 -> 254.3 M (-1.0%); predictions bit
+ * for bit. The scatter moved rather than went: an append costs about what a 48-byte log
+ * record and reading it back did, and a reservation must keep what its withdrawal restores.
+ * What is left of the breakdown is interval algebra on those lists (~11.5 M), which per-chain
+ * summaries cannot replace: about half of the comm stream's busy time is not under compute
+ * (per device 2.15e12 ps busy, 1.05e12 exposed) and it overlaps the p2p stream (the union
+ * of 5.2k and 1.5k intervals has 5.4-5.9k), so each chain's collectives still meet the other
+ * streams one interval at a time. Not tried: a chain's last collective reserved too (one
+ * pop a chain instead of two): its pop is 17.9k of the 61k, ~4 M at most, and a withdrawal
+ * would then have to undo its successors' ready times (maxima: their old values kept). */
 #include "sim/sim-int.h"
 #include "sim/sim_engine-int.h"
 
