@@ -1,5 +1,38 @@
 /* sim/merge_folds — collectives folded into compute chains (sim_merge.c's SimFolds): which
- * communication tasks fold, and the heads and tails the others make. */
+ * communication tasks fold, and the heads and tails the others make.
+ *
+ * The fold relation from the builder: measured, not kept (tmpl-fold, 2026-12-02). The idea:
+ * the builder knows where each tensor-parallel collective forks off and joins its chain, so it
+ * could hand the relation over and not materialize the edges it implies, and merging would
+ * neither read nor check them. 175B interleaved point, `bench --suite predict --repeat 3 -s
+ * megatron:tp=8,pp=16,dp=8,mb=1,schedule=interleaved,vp=2`, callgrind, 697.1 M instructions
+ * for the 3 predictions (232.4 M each); with the passes noinline, per prediction: check_edges
+ * 17.4 M (its 166,080 candidates' edges: sim_merge_candidate_edge 9.4 M, ~56 a call, plus
+ * their dispatch and their share of the loop, ~4 M), sim_merge_fold_collectives 17.1 M
+ * (settle_folds 11.5 M, of which span_broken 4.1 M; cedges 3.7 M), keep_edges 4.7 M (69% of
+ * its edges the candidates'), check_other_tasks 6.5 M, reduce's own 16.5 M (per run end:
+ * unchanged by where the relation comes from, as are the fold passes over the tasks, the
+ * span checks and the engine). The most that can go is then the candidates' part of
+ * check_edges, keep_edges and the cedges loop, ~16 M (6.8%), and only if merging trusted the
+ * builder's relation outright (no device test, no xp/xs from positions, no flags from
+ * unfolded candidates' edges), with the builder proving each collective's whole edge set
+ * across all its paths (conversions shared by consumers, multi-step conversions, ring and
+ * ahead overlap, cross-mesh moves, replays).
+ * Built and measured the checked form instead: the builder held each edge between a compute
+ * task and another task in a per-task slot (SimTaskGraph pairs: one edge in from a compute
+ * task, one out into one, where the slot was free; the rest in the edge list), written by the
+ * forward, recompute and gradient data-edge loops and by sb_replay_many (per recorded edge,
+ * where every copy's input was a compute task), a graph for merging only (not under
+ * build_each_microbatch); merging checked a task's held edges with its entry in
+ * check_other_tasks (a candidate's as sim_merge_candidate_edge does, its device test as the
+ * device's position range; any other task's by check_edge), kept them in reduce's task loop
+ * (keep_edge) and set the unfolded candidates' flags from them in settle_folds (no cedges).
+ * Exact (the four bench iteration times, test-merge whole), but 697.1 M -> 682.9 M for 3
+ * predictions, -4.7 M a prediction (2.0%): merging's edge loops -35.2 M, check_other_tasks
+ * +17.1 M (a held edge still costs its position, device test, xp/xs or flag: ~25-35), settle
+ * -3.4 M, the builder +4.7 M (its data-edge loops and replays test and fill the slots), the
+ * slots' zeroing +2.4 M. A first form checking held edges with check_edge itself was 708.2 M
+ * (the dispatch, not the loop, is most of an edge's cost). Under the 5% bar: not kept. */
 #include "sim/sim-int.h"
 #include "sim/sim_merge-int.h"
 
