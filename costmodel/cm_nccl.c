@@ -16,10 +16,12 @@
  * a copy of release 2.28.3-1: ncclTunerConstantsDefaults and ncclTopoTuneModel), which are
  * 2.26.2's but for Blackwell's own per-channel rows (ring LL128 73.4, tree LL128 {55.6, 31.67,
  * 20.0}, tree {70.0, 42.8, 24.0}). Releases 2.20.4 - 2.26.1 were not read and take the
- * reference tables; 2.26.3 - 2.28.2 take 2.26.2's. Not taken: 2.28.3's NVLS bandwidth form
- * (bwIntra x nvlsEfficiency x (nChannels - 1) / nChannels, doubled for all-reduce, over nRanks
- * / nsteps: it needs the NVLS graph's channels and per-channel bandwidth, which this model does
- * not derive; NVLS keeps the reference's form below, which 2.26.2 still has), their network
+ * reference tables; 2.26.3 - 2.28.2 take 2.26.2's. From 2.28.3 NVLS-tree across hosts takes
+ * that release's form on the NVLS graph NCCL's topology search finds (cm_nccl_nvls_graph,
+ * nvls_tree_per_ch below; 2.26.2's tuning.cc does not have it, 2.27.x was not read). Not taken:
+ * the same form for NVLS inside one host (bwIntra x nvlsEfficiency x (nChannels - 1) /
+ * nChannels, doubled for all-reduce, over nRanks / nsteps; NVLS keeps the reference's form
+ * below, which 2.26.2 still has, and its kernels' pipeline, cm_nccl_exec.c), their network
  * terms (ppn = 1 rings taking the tree's network latency, NET tree/Simple 14 us,
  * LL128's 0.7 factor at ppn < 2 dropped; the network model's), PAT. */
 #include "costmodel/cm_nccl.h"
@@ -107,10 +109,108 @@ static const double tree_correction[CM_PROTO_COUNT][23] = {
 /* NVLS efficiency of later NCCL releases (2.2x, tuning: nvlsEfficiency {Volta 0, Ampere 0,
  * Hopper 0.85, Blackwell 0.74}; the commit b6475625 above predates it and charges NVLS at the
  * full NVLink figure, 12% above the 8xH200 NVLS measurement at 8 GiB, and so does 2.26.2's
- * tuning.cc; 2.28.3's has it inside its NVLS form, not taken). Read first from public
- * descriptions of that table; it multiplies the NVLS and NVLS-tree bus bandwidth in every
- * release here. */
+ * tuning.cc; 2.28.3's has it inside its NVLS form, taken for NVLS-tree across hosts). Read
+ * first from public descriptions of that table; it multiplies the NVLS and NVLS-tree bus
+ * bandwidth in every release here (from 2.28.3 NVLS-tree's NVLink term only). */
 static double nvls_efficiency(int sm) { return sm >= 100 ? 0.74 : sm >= 90 ? 0.85 : 0.0; }
+
+/* NCCL 2.28.3's NVLS-tree bandwidth (tuning.cc ncclTopoTuneModel, zhanglin496/nccl-2.28.3-1 at
+ * 850a18f): per channel min(2 x bwIntra x nvlsEfficiency x (nChannels - 1) / nChannels, bwInter
+ * (x 2 on two hosts), perChMaxNVLSTreeBws[arch][nodes 1, 2, >2]), times nChannels, times
+ * nRanks / nsteps; bwIntra, bwInter and nChannels are the NVLS graph's (cm_nccl_nvls_graph).
+ * perChMaxNVLSTreeBws: Hopper {0, 57.7, 45.5}, Blackwell {0, 96.0, 43.1} (later trees give
+ * Blackwell's last entry as 80.0, NVIDIA/nccl src/tuning/cost_model.cc at 1fc949c, or 43.8:
+ * not taken). No tree correction in that release's ncclTopoGetAlgoTime (Tree only); NVIDIA/nccl
+ * src/tuning/nvls.cc (1fc949c, 12df1a1 = 2.32.3) adds one for NVLS-tree on Blackwell x86. */
+static const double nvls_tree_per_ch[ARCH_COUNT][3] = {
+    {0, 0, 0}, {0, 0, 0}, {0.0, 57.7, 45.5}, {0.0, 96.0, 43.1}};
+
+/* NCCL's topology search speeds with a network (src/graph/search.cc at 850a18f,
+ * sm90SpeedArrayInter, sm100SpeedArrayInter; with NICs the search takes the inter array for
+ * bwIntra and bwInter alike), GB/s. */
+static const double sm90_speed_inter[] = {48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5,
+                                          15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+static const double sm100_speed_inter[] = {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0,
+                                           17.5, 15.0, 12.0, 6.0,  3.0,  2.4,  1.2,  0.24, 0.12};
+#define NCCL_MAX_NVLS_ARITY 32 /* src/include/device.h, NCCL_VERSION_CODE > 22000 */
+
+/* Channels of an NVLS graph at (bwIntra, bwInter) (search.cc ncclTopoSearchRecNet and
+ * ncclTopoSearchTryNvls): channel k takes a new head GPU with its own NIC, bwInter on that NIC's
+ * path both ways, and bwIntra on every GPU's NVLink to the NVSwitch both ways, twice on the head's;
+ * after k channels a head's link carries (k + 1) x bwIntra, so channel k fits while that is within
+ * the link (the GPU's NVLinks at NCCL's per-link figure, topo.cc). */
+static int nvls_channels_at(double bw_intra, double bw_inter, double path_GBps, double nvlink_GBps,
+                            int heads) {
+  if (bw_inter > path_GBps || bw_intra <= 0) return 0;
+  int fit = (int)floor(nvlink_GBps / bw_intra + 1e-6) - 1;
+  return CLAMP(fit, 0, heads);
+}
+
+/* ncclTopoCompareGraphs for the NVLS pattern: more channels (up to the GPUs), or more channels x
+ * bwInter. */
+static gboolean nvls_better(int channels, double bw_inter, int min_channels, int gpus,
+                            const CmNcclGraph *ref) {
+  if (channels < min_channels || channels == 0) return FALSE;
+  return (channels > ref->channels && channels <= gpus) || channels * bw_inter > ref->channels * ref->bw_inter;
+}
+
+gboolean cm_nccl_nvls_graph(const CmNcclHardware *hw, int gpus_per_host, CmNcclGraph *graph) {
+  g_return_val_if_fail(hw != NULL && graph != NULL, FALSE);
+  memset(graph, 0, sizeof *graph);
+  if (!hw->nvls || hw->sm < 90 || hw->nics_per_host < 1 || gpus_per_host < 1) return FALSE;
+  const double *speeds = hw->sm >= 100 ? sm100_speed_inter : sm90_speed_inter;
+  int n_speeds = hw->sm >= 100 ? (int)G_N_ELEMENTS(sm100_speed_inter) : (int)G_N_ELEMENTS(sm90_speed_inter);
+  /* The GPU-NIC path's bandwidth is the NIC's speed (the plugin's, /8000 GB/s): the PCIe links on
+   * it (NCCL: width x GT/s-per-lane x 10 / 80, 48 GB/s at Gen5 x16; read from sysfs or the
+   * plugin's topology file) are not in a stratsim cluster and are taken not to bind, as for the
+   * ring and tree graphs (cm_nccl.c header). Heads: one per NIC, each NIC with a GPU of its own
+   * (ncclTopoSearchRecNet skips a NIC whose local GPU already heads a channel). */
+  double path = hw->nic_line_bw / 1e9, nvlink = hw->intra_bw / 1e9;
+  int max_channels = MIN(NCCL_MAX_NVLS_ARITY, gpus_per_host);
+  int heads = MIN(max_channels, hw->nics_per_host);
+  double total = nvlink; /* system->totalBw: the GPU's NVLinks */
+
+  /* Pass 1: from the first speed within the path (and the NVLinks, x ngpus / (ngpus - 1) for
+   * non-ring patterns), down while nothing perfect is found and the next speed is above .49 of
+   * the best graph's bwInter. */
+  int i = 0;
+  double total_scaled = gpus_per_host > 1 ? total * gpus_per_host / (gpus_per_host - 1) : total;
+  while ((speeds[i] > path || speeds[i] > total_scaled) && i < n_speeds - 1) i++;
+  for (;;) {
+    int n = nvls_channels_at(speeds[i], speeds[i], path, nvlink, heads);
+    if (nvls_better(n, speeds[i], 1, gpus_per_host, graph))
+      *graph = (CmNcclGraph){n, speeds[i], speeds[i]};
+    if (graph->channels == max_channels) break;               /* time = -1: optimal */
+    if (graph->channels * graph->bw_inter >= total) break;     /* enough for the GPU */
+    if (i < n_speeds - 1 && (graph->channels == 0 || speeds[i + 1] / graph->bw_inter > .49)) {
+      i++;
+      continue;
+    }
+    break;
+  }
+  if (graph->channels == 0) return FALSE;
+
+  /* Pass 2: from that speed, raise bwInter for NVLS while it stays below twice bwIntra (the
+   * channel count held), else bwIntra while below twice bwInter. */
+  i = 0;
+  while (speeds[i] > graph->bw_inter && i < n_speeds - 1) i++;
+  double tmp_intra = speeds[i], tmp_inter = speeds[i];
+  int min_channels = graph->channels, tmp_max = max_channels;
+  while (i > 0) {
+    if (tmp_inter == graph->bw_inter && tmp_inter < tmp_intra * 2) {
+      tmp_max = graph->channels;
+      tmp_inter = speeds[--i];
+    } else if (tmp_intra == graph->bw_intra && tmp_intra < tmp_inter * 2) {
+      tmp_intra = speeds[--i];
+    } else {
+      break;
+    }
+    int n = nvls_channels_at(tmp_intra, tmp_inter, path, nvlink, MIN(heads, tmp_max));
+    if (nvls_better(n, tmp_inter, min_channels, gpus_per_host, graph))
+      *graph = (CmNcclGraph){n, tmp_intra, tmp_inter};
+  }
+  return TRUE;
+}
 
 /* NCCL 2.7.5's A100 bus bandwidth cap (GB/s), applied to the kernels' time (cm_nccl_time). */
 #define A100_NVLINK_BUS_GBPS 235.0
@@ -188,6 +288,8 @@ void cm_nccl_hardware(const DevCluster *cluster, CmNcclHardware *hw) {
   hw->nic_bw_per_gpu = f.nic_bw_per_gpu;
   double oversubscription = cluster->oversubscription >= 1.0 ? cluster->oversubscription : 1.0;
   hw->nic_bw = cluster->link[DEV_LINK_INTER].bandwidth / oversubscription;
+  hw->nic_line_bw = cluster->link[DEV_LINK_INTER].bandwidth;
+  hw->nics_per_host = cluster->nics_per_node;
   hw->net_latency_us = cluster->net_latency * 1e6;
   hw->net_step_us = cluster->net_step_latency * 1e6;
   hw->net_simple_extra_us = cluster->net_simple_extra * 1e6;
@@ -300,16 +402,34 @@ double cm_nccl_time(CmCollective kind, CmAlgorithm a, CmProtocol p, const CmGrou
   if (tree && p == CM_PROTO_LL) bus = MIN(bus * 1.0 / 3.8, ll_max);
   if (tree && p == CM_PROTO_LL128)
     bus = MIN(bus * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), channels * tree_ll128_per_ch[era][arch][index2]);
-  if (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) bus *= nvls_efficiency(hw->sm);
-
-  /* Bus to algorithm bandwidth: ring ranks / steps, NVLS 5/6, tree 1/2. */
   int nsteps = kind == CM_ALL_REDUCE ? 2 * (ranks - 1)
                : (kind == CM_ALL_GATHER || kind == CM_REDUCE_SCATTER) ? ranks - 1
                                                                         : ranks;
+  /* From 2.28.3 NVLS-tree takes the NVLS graph's figures (nvls_tree_per_ch above); it runs
+   * all-reduce only (enabled()), and needs two channels ("NVLS/NVLStree needs at least 2
+   * channels"). Before, the reference's form: the graph's bandwidth x NVLS efficiency x 5/6. */
+  gboolean nvls_tree_graph = a == CM_ALGO_NVLS_TREE && nodes > 1 && era == ERA_2_28;
+  if (nvls_tree_graph) {
+    CmNcclGraph graph;
+    if (!cm_nccl_nvls_graph(hw, g->min_per_host, &graph) || graph.channels < 2) return NAN;
+    double intra = 2.0 * graph.bw_intra * nvls_efficiency(hw->sm) * (graph.channels - 1) / graph.channels;
+    double inter = graph.bw_inter * (nodes <= 2 ? 2.0 : 1.0);
+    double per_channel = MIN(intra, inter);
+    if (nvls_tree_per_ch[arch][index2] > 0) per_channel = MIN(per_channel, nvls_tree_per_ch[arch][index2]);
+    channels = graph.channels;
+    bus = channels * per_channel;
+  } else if (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) {
+    bus *= nvls_efficiency(hw->sm);
+  }
+
+  /* Bus to algorithm bandwidth: ring ranks / steps (and NVLS-tree from 2.28.3), NVLS 5/6, tree
+   * 1/2. */
   int inter_steps = kind == CM_ALL_REDUCE ? (nodes > 1 ? 2 * nodes : 0)
                     : (kind == CM_ALL_GATHER || kind == CM_REDUCE_SCATTER) ? nodes - 1
                                                                              : nodes;
-  double ratio = ring ? (double)ranks / nsteps : (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) ? 5.0 / 6.0 : 0.5;
+  double ratio = ring || nvls_tree_graph                         ? (double)ranks / nsteps
+                 : (a == CM_ALGO_NVLS || a == CM_ALGO_NVLS_TREE) ? 5.0 / 6.0
+                                                                 : 0.5;
   double algbw = bus * ratio;
 
   /* Latency (us). tuning.cc: interLat = hwLat[NET] + graphs[a]->latencyInter, the latency the

@@ -51,6 +51,10 @@ typedef struct {
   double intra_channel_bw; /* bytes/s of one channel on them (one NVLink's NCCL figure) */
   double nic_bw;         /* bytes/s of one NIC (after the fabric's oversubscription) */
   double nic_bw_per_gpu; /* a GPU's share of its host's NICs (cm_link_figures) */
+  double nic_line_bw;    /* bytes/s of one NIC at its line rate: the speed the network plugin
+                            reports, NCCL's NET node bandwidth (DevCluster, before any
+                            oversubscription of the fabric) */
+  int nics_per_host;     /* DevCluster.nics_per_node */
   double net_latency_us; /* the network plugin's reported latency, NCCL's latencyInter (us;
                             DevCluster.net_latency) */
   double net_step_us;    /* what one network step of the kernels takes, where the network's
@@ -87,6 +91,20 @@ typedef struct {
 double cm_nccl_time(CmCollective kind, CmAlgorithm algorithm, CmProtocol protocol,
                     const CmGroupShape *shape, const CmNcclHardware *hw, double bytes,
                     CmNcclCost *cost);
+
+/* The NVLS graph NCCL's topology search finds for a communicator of @gpus_per_host GPUs on each
+ * of several hosts (src/graph/search.cc ncclTopoCompute, pattern NVLS, NCCL 2.28.3; cm_nccl.c
+ * says how and what is assumed): its channels (one per NVLS head, a GPU with its own NIC) and
+ * the per-channel bandwidths NCCL's tuner reads, in GB/s as NCCL keeps them. Needs NVLink SHARP
+ * (@hw->nvls), NICs and a compute capability with a speed table (sm 90 or 100); FALSE (and a
+ * zeroed @graph) otherwise, or where the search finds no channel. */
+typedef struct {
+  int channels;    /* graph->nChannels */
+  double bw_intra; /* graph->bwIntra, GB/s */
+  double bw_inter; /* graph->bwInter, GB/s */
+} CmNcclGraph;
+
+gboolean cm_nccl_nvls_graph(const CmNcclHardware *hw, int gpus_per_host, CmNcclGraph *graph);
 
 /* Whether NCCL runs @kind as a collective kernel this model covers (all-to-all and send/recv
  * are point-to-point in NCCL: cm_collective.c keeps their alpha-beta forms). */

@@ -246,6 +246,75 @@ static void test_blackwell_ll128(void) {
   dev_cluster_free(c);
 }
 
+static CmNcclGraph nvls_graph_of(const char *spec) {
+  DevCluster *c = preset(spec);
+  CmNcclHardware hw;
+  cm_nccl_hardware(c, &hw);
+  CmNcclGraph graph;
+  g_assert_true(cm_nccl_nvls_graph(&hw, c->gpus_per_node, &graph));
+  dev_cluster_free(c);
+  return graph;
+}
+
+/* NCCL's NVLS graph across hosts (search.cc ncclTopoCompute, pattern NVLS, NCCL 2.28.3) and
+ * 2.28.3's NVLS-tree bandwidth on it (tuning.cc ncclTopoTuneModel). p6-b200: 8 B200 (18
+ * NVLinks at SM100's 40.1 GB/s = 721.8 GB/s to the NVSwitch), 8 NICs of 400 Gb/s (50 GB/s):
+ * sm100's inter speeds {96, 48, ...} start at 48, eight heads fit (9 x 48 <= 721.8), pass 2's
+ * bwInter 96 exceeds the NIC: 8 channels at 48/48. An H100 host (18 x 20.6 = 370.8 GB/s): 48
+ * fits six heads, 45 seven, 40 eight; pass 2 then raises bwInter back to 48: 8 channels at
+ * 40/48. Four NICs: four heads. 200 Gb/s NICs: 24/24. */
+static void test_nvls_tree_graph(void) {
+  CmNcclGraph g = nvls_graph_of("aws-p6-b200:nodes=4,nccl_version=2.30.7");
+  g_assert_cmpint(g.channels, ==, 8);
+  g_assert_cmpfloat(g.bw_intra, ==, 48.0);
+  g_assert_cmpfloat(g.bw_inter, ==, 48.0);
+  g = nvls_graph_of("dgx-h100:nodes=4");
+  g_assert_cmpint(g.channels, ==, 8);
+  g_assert_cmpfloat(g.bw_intra, ==, 40.0);
+  g_assert_cmpfloat(g.bw_inter, ==, 48.0);
+  g = nvls_graph_of("aws-p6-b200:nodes=4,nics_per_node=4");
+  g_assert_cmpint(g.channels, ==, 4);
+  g_assert_cmpfloat(g.bw_inter, ==, 48.0);
+  g = nvls_graph_of("aws-p6-b200:nodes=4,inter_bw_Gbps=200");
+  g_assert_cmpint(g.channels, ==, 8);
+  g_assert_cmpfloat(g.bw_intra, ==, 24.0);
+  g_assert_cmpfloat(g.bw_inter, ==, 24.0);
+
+  /* The bandwidth: per channel min(2 x 48 x 0.74 x 7/8 = 62.16, 48, perChMaxNVLSTreeBws 43.1)
+   * = 43.1 on 4 hosts; 8 channels; x 32 / 62 for the algorithm bandwidth. Two hosts: bwInter
+   * x 2 and the cap 96.0, the NVLink term 62.16 binds. Hopper on 4 hosts: min(2 x 40 x 0.85 x
+   * 7/8 = 59.5, 48, 45.5). */
+  static const struct {
+    const char *spec;
+    int ranks;
+    double busbw_GBps;
+  } cases[] = {{"aws-p6-b200:nodes=4,nccl_version=2.30.7", 32, 8 * 43.1},
+               {"aws-p6-b200:nodes=2,nccl_version=2.28.3", 16, 8 * 2 * 48 * 0.74 * 7 / 8},
+               {"dgx-h100:nodes=4,nccl_version=2.28.3", 32, 8 * 45.5}};
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    DevCluster *c = preset(cases[i].spec);
+    CmNcclHardware hw;
+    cm_nccl_hardware(c, &hw);
+    CmGroupShape shape = {cases[i].ranks, cases[i].ranks / 8, 8, 8};
+    CmNcclCost cost;
+    double t = cm_nccl_time(CM_ALL_REDUCE, CM_ALGO_NVLS_TREE, CM_PROTO_SIMPLE, &shape, &hw, 256 * MIB, &cost);
+    g_assert_false(isnan(t));
+    g_assert_cmpint(cost.channels, ==, 8);
+    g_assert_cmpfloat_with_epsilon(cost.busbw / 1e9, cases[i].busbw_GBps, 1e-3);
+    CLOSE(cost.algbw, cost.busbw * cases[i].ranks / (2.0 * (cases[i].ranks - 1)));
+    dev_cluster_free(c);
+  }
+  /* Before 2.28.3 the reference's form stays: min(NVLink, NICs / 2) x 0.74 x 5/6. */
+  DevCluster *old = preset("aws-p6-b200:nodes=4,nccl_version=2.27.7");
+  CmNcclHardware hw;
+  cm_nccl_hardware(old, &hw);
+  CmGroupShape shape = {32, 4, 8, 8};
+  CmNcclCost cost;
+  cm_nccl_time(CM_ALL_REDUCE, CM_ALGO_NVLS_TREE, CM_PROTO_SIMPLE, &shape, &hw, 256 * MIB, &cost);
+  g_assert_cmpfloat_with_epsilon(cost.algbw / 1e9, 400.0 / 2 * 0.74 * 5 / 6, 1e-6);
+  dev_cluster_free(old);
+}
+
 static gboolean runs_all(CmAlgorithm a, CmProtocol p, gpointer data) {
   (void)a, (void)p, (void)data;
   return TRUE;
@@ -885,6 +954,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/nccl/public/tcpxo-step", test_public_tcpxo_step);
   g_test_add_func("/nccl/blackwell-ll128", test_blackwell_ll128);
   g_test_add_func("/nccl/aws-tuner/p6", test_aws_tuner_p6);
+  g_test_add_func("/nccl/nvls-tree/graph", test_nvls_tree_graph);
   g_test_add_func("/nccl/release-tables", test_release_tables);
   g_test_add_func("/nccl/network-profile", test_network_profile);
   g_test_add_data_func("/nccl/same-time/16", GINT_TO_POINTER(16), test_same_time);
