@@ -239,6 +239,9 @@ void sim_breakdown_sums(const SimTaskGraph *graph, const SimSchedule *schedule,
                         const SimTime *host_iv, const guint *host_off, const SimFolds *folds,
                         SimBreakdownSums *out);
 
+/* Devices whose host launches chain merging proved early without walking them
+ * (sim_merge_host.c early_device), counted over the process's predictions: for tests. */
+guint sim_merge_host_bounded_devices(void);
 /* Chain merging (sim_merge.c): the makespan and breakdown sums of @graph's schedule, computed
  * on a reduced graph (compute chains merged, the host stream timed outside the engine), bit
  * for bit those of sim_engine_run + sim_breakdown_sums on @graph; @reduced_tasks gets the

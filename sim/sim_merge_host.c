@@ -2,6 +2,19 @@
  * device's previous launch and the launch queue, over the reduced run's schedule; the check
  * that no launch the reduced run took as early gates its kernel, and the host waits.
  *
+ * A device whose launches a bound proves early (early_device: every launch after the first
+ * ends before the kernel ahead of it ends, from prefix sums of durations and launches and the
+ * queue's moves, no kernel end read) is not walked past its first position: nothing would
+ * change there. On the 175B interleaved point all 16 devices are proven (the selective + sp
+ * point: 15, its first stage's launches come within the bound's reach at its 4th position);
+ * the pass went 39.5 M -> 26.7 M instructions a prediction, the whole bench run (3
+ * predictions, callgrind) 697.1 M -> 673.6 M (-3.4%); thread CPU within this VM's noise
+ * (medians of 41 predictions 28-40 ms both ways that hour; bests 22.9 old, 22.0 new).
+ * tests/test-merge.c checks the bound is taken there (sim_merge_host_bounded_devices), and
+ * its full-against-merged comparisons fail if the bound is loosened by one launch (checked
+ * by mutation: the RHS without the position's own launch, or no bound at all, both fail
+ * its first comparison, /merge/identical-symmetric, on the exposed communication).
+ *
  * Tried (engine8, 2026-11-25) and not kept: the members' loop of a graph for merging in a
  * function of its own with the block tables, the queue and the ends in locals (the flags' byte
  * stores let the compiler reload them through the Merge at every position). Bit for bit, but
@@ -86,6 +99,80 @@ static inline SimTime queue_wait(const Merge *m, uint32_t k, QueueRun *r, guint 
   return qwait;
 }
 
+/* Devices whose launches sim_merge_time_host proved early by early_device (all threads). */
+static gint bounded_devices;
+
+guint sim_merge_host_bounded_devices(void) { return (guint)g_atomic_int_get(&bounded_devices); }
+
+/* Whether every launch of a graph for merging's device @d after its first position (@first)
+ * ends before the kernel ahead of it in program order ends, so before its own kernel could
+ * start: then no launch there is late and no host wait ends there, and the walk below would
+ * change nothing and add no interval after the first position. Counts the device's heads and
+ * joins after @first into *@heads, *@joins (the walk reads reduce's lists in turn). @start:
+ * the first position's (its group's) start in the reduced run.
+ *
+ * Why it is enough. With PD[k] and PH[k] the durations and launches of the positions before k
+ * (from @first), L the launch ends and E the kernel ends in the reduced run, the walk has
+ * L[k] = max(L[k-1], W[k]) + dh[k] from L[first-1] = 0, where W[k] is 0 or, where the queue
+ * moved at k to q[k], E[q[k] - 1]. Unrolled, L[k] = max over j <= k of W'[j] + PH[k+1] - PH[j]
+ * (W'[first] = 0). The compute stream runs its positions in order, each starting no earlier
+ * than the one before ends (a head at its group's start, a join after its collective too), so
+ * E[k-1] >= E[q-1] + PD[k] - PD[q] for q > first and E[k-1] >= start + PD[k]. Hence with
+ * A[j] = PD[q[j]] - PH[j] (q[j] the queue's position after j's move, W'[j] <= E[q[j] - 1] in
+ * both cases) and A[j] = -start - PH[j] where q[j] is still @first (W'[j] = 0), A[j] <
+ * PD[k] - PH[k+1] for every j <= k gives L[k] < E[k-1] <= the kernel's start and its other
+ * dependencies (a plain member's predecessor's end; a head's group waits for its tail). The
+ * queue runs as queue_wait runs it. Strict, so an instant launch never ties its instant kernel
+ * (the -1 case). Positions released by an earlier round (RELEASED past @first) are left to
+ * the walk: it may have to take their release back. */
+static gboolean early_device(const Merge *m, uint32_t first, uint32_t end, SimTime start,
+                             uint32_t *heads, uint32_t *joins) {
+  const SimTaskGraph *g = m->g;
+  if (!g->block_kernels || !g->block_host ||
+      next_flagged(m->cf, first + 1, end, RELEASED) < end)
+    return FALSE;
+  const uint32_t *block = g->program_block;
+  const SimTime *dur = g->block_duration, *host = g->block_host;
+  const int *kernels = g->block_kernels;
+  guint64 depth = g->host_queue_depth, launched = 0, done = 0;
+  /* signed: A[j] may be below 0; pdq holds PD[q] less start while q is still @first */
+  gint64 pd = 0, ph = 0, pdq = -(gint64)start, amax = G_MININT64;
+  uint32_t q = first;
+  for (uint32_t k = first; k < end; k++) {
+    uint32_t b = block[k];
+    guint64 kk = (guint64)kernels[b];
+    if (launched - done + kk > depth && q < k) {
+      if (q == first) pdq = 0; /* the queue's first move: A[j] = PD[q[j]] - PH[j] on */
+      do {
+        uint32_t bq = block[q++];
+        done += (guint64)kernels[bq];
+        pdq += (gint64)dur[bq];
+      } while (q < k && launched - done + kk > depth);
+    }
+    launched += kk;
+    gint64 dh = (gint64)host[b];
+    amax = MAX(amax, pdq - ph);
+    if (amax >= pd - (ph + dh) && k > first) return FALSE;
+    pd += (gint64)dur[b];
+    ph += dh;
+  }
+  /* the heads and joins after @first, a word (8 positions) at a time */
+  uint32_t nh = 0, nj = 0;
+  for (uint32_t k = first + 1; k < end; k += 8) {
+    uint64_t word = 0;
+    memcpy(&word, m->pflags + k, MIN(8u, end - k));
+    word = GUINT64_FROM_LE(word);
+    /* HEAD is bit 0, JOIN bit 5 of a byte: the bytes' bits summed by one multiply */
+    G_STATIC_ASSERT(HEAD == 1 && JOIN == 32);
+    const uint64_t ones = 0x0101010101010101ull;
+    nh += (uint32_t)(((word & ones) * ones) >> 56);
+    nj += (uint32_t)((((word >> 5) & ones) * ones) >> 56);
+  }
+  *heads = nh;
+  *joins = nj;
+  return TRUE;
+}
+
 /* The host stream over the reduced schedule @s (@nr: per task of the reduced graph, when its
  * last dependency ended, releases aside: SimSchedule.ready): each launch's end,
  * from its device's previous launch and the launch queue. The schedule is the full run's when
@@ -109,7 +196,17 @@ gint64 sim_merge_time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GA
     SimTime host_end = 0, prev_end = 0, member_end = 0;
     queue.q = m->dbeg[d]; /* (a graph for merging's queue starts anew per device) */
     queue.launched = queue.done = 0;
-    for (uint32_t k = m->dbeg[d], end = m->dbeg[d + 1]; k < end; k++) {
+    uint32_t end = m->dbeg[d + 1], later_heads = 0, later_joins = 0;
+    /* a device proven early: only its first position walked (a head: HEAD is set on each
+     * device's first), the lists' entries of the rest skipped */
+    gboolean early = m->dbeg[d] < end && (m->pflags[m->dbeg[d]] & HEAD) &&
+                     early_device(m, m->dbeg[d], end, s->start[m->hgid[hi]], &later_heads,
+                                  &later_joins);
+    if (early) {
+      end = m->dbeg[d] + 1;
+      g_atomic_int_inc(&bounded_devices);
+    }
+    for (uint32_t k = m->dbeg[d]; k < end; k++) {
       /* Up to the next head or join, members that start when the one before ends (lasting
        * more than zero: else they head their group) and are not released (a release makes
        * a head): the launch is late where it ends after that; no host wait ends at such a
@@ -164,6 +261,8 @@ gint64 sim_merge_time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GA
       if (member_end > prev_end) prev_end = member_end;
       host_end = launched;
     }
+    hi += later_heads;
+    ji += later_joins;
   }
   off[nd] = iv->len / 2;
   return changes;

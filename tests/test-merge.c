@@ -215,6 +215,7 @@ static void test_bench_points(void) {
   };
   const char *saved = cluster;
   cluster = "dgx-a100:nodes=128";
+  guint bounded_before = sim_merge_host_bounded_devices();
   for (gsize i = 0; i < G_N_ELEMENTS(points); i++) {
     SimRun *full = simulate("gpt3-175b:batch=1536", points[i], FALSE, FALSE);
     SimRun *merged = simulate("gpt3-175b:batch=1536", points[i], FALSE, TRUE);
@@ -225,6 +226,10 @@ static void test_bench_points(void) {
     /* Narayanan's point merges (its launches keep ahead of its kernels): a fallback there
      * would be a reduction that broke, not a host-bound run */
     if (i == 0) g_assert_cmpuint(sim_run_prediction(merged)->merged_tasks, >, 0);
+    /* and its devices' launches are proven early without walking them (early_device) */
+    guint bounded = sim_merge_host_bounded_devices();
+    if (i == 0) g_assert_cmpuint(bounded, >=, bounded_before + 16);
+    bounded_before = bounded;
     /* the engine and the breakdown report their own CPU time (bench --suite predict's split):
      * milliseconds on these graphs, whichever engine ran */
     g_assert_cmpfloat(sim_run_prediction(merged)->engine_cpu_s, >, 0);
