@@ -53,6 +53,17 @@ typedef struct {
   double result_s;
 } SbBesideMemo;
 
+/* A kernel time cm_kernel_time_profiled gave, kept for the next call with the same
+ * arguments (the layers of a model repeat them; sb_op_durations): its key is every argument
+ * and every field it reads (sim_build.c kernel_key), as 64-bit words; used = 0: empty. */
+#define SB_KERNEL_KEY_WORDS 11
+#define SB_KERNEL_MEMO 256 /* a power of two */
+typedef struct {
+  uint64_t key[SB_KERNEL_KEY_WORDS];
+  double time_s;
+  gboolean used;
+} SbKernelMemo;
+
 typedef struct {
   const MdlGraph *g;
   const MdlStrategy *s;
@@ -120,6 +131,10 @@ typedef struct {
                                do not depend on it) */
   int beside_next;
   int memo_next;
+  SbKernelMemo kernels[SB_KERNEL_MEMO]; /* open addressing (kernel_time in sim_build.c), off
+                                           under no_replay; written through a const Builder
+                                           like beside */
+  int nkernels;
   gboolean no_replay;       /* SimOptions.build_each_microbatch (sim_build_replay.c; and no
                                stamp_unit or sb_chain_repeats_block) */
 } Builder;

@@ -33,8 +33,17 @@
  * predecessors are written per template entry across all M microbatches at the end
  * (stamp_columns: a block's tasks are consecutive, so each is one vector-add run; 673.5 M ->
  * 663.6 M for 3 predictions, -1.5%).
- * Tried, not kept or not done: memoizing sb_op_durations across the layers' identical ops
- * (5.8 M instructions a build, 1,157 ops): the key would have to cover everything the cost
+ * sb_op_durations keeps each cm_kernel_time_profiled result under a key of its arguments and
+ * the two op fields it reads (kind, dropout; kernel_time): the layers repeat them (175B
+ * interleaved point, 3 predictions: 663.6 M -> 657.8 M instructions, sb_op_durations 18.8 M ->
+ * 12.9 M; tests/test-replay.c /build/replay/kernel-memo compares every compute task's duration
+ * with build_each_microbatch, which computes each, over the model zoo). What is left there is
+ * the arguments themselves (layouts, shapes, bytes: ~2.8 M a prediction) and the GEMM beside a
+ * collective (sb_gemm_beside_collective, ~1.5 M, 65 misses a prediction: its key holds the
+ * mesh, and 16 stage meshes give 16 keys where one would do only if a collective's time were
+ * shown not to depend on which devices form the group).
+ * Tried, not kept or not done: memoizing all of sb_op_durations across the layers' identical
+ * ops (5.8 M instructions a build, 1,157 ops): the key would have to cover everything the cost
  * model reads of an op, its tensors and their graph context (fp8 cast fusion, profiles,
  * overlap), which no checked property gives; the per-tensor conversion lists made on first use
  * instead of in sb_builder_init (about 1 M a build, 0.4% of a prediction: not worth
@@ -49,6 +58,51 @@ static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand 
   MdlLayout layout = mdl_layout_of_operand(op, opd, is_output, c, mesh);
   return mdl_layout_local_elements(b->g, opd->tensor, b->sample_tdim[opd->tensor], &layout, mesh,
                                    b->M) * b->dtype_bytes;
+}
+
+/* The key of cm_kernel_time_profiled(@b->p, device, @op, ...): its arguments and what it reads
+ * of @op (kind and dropout only: cm_compute.c), each as one 64-bit word (a double's bits). */
+static void kernel_key(const Builder *b, const MdlOp *op, DevDtype dtype, double flops,
+                       double bytes, const CmGemmShape *shape, double elements, gboolean backward,
+                       double fraction, uint64_t *key) {
+  const CmGemmShape none = {0};
+  const double words[8] = {flops, bytes, elements, fraction, (shape ? shape : &none)->m,
+                           (shape ? shape : &none)->n, (shape ? shape : &none)->k,
+                           (shape ? shape : &none)->batch};
+  memcpy(key, words, sizeof words);
+  key[8] = (uint64_t)op->kind | (uint64_t)dtype << 16 | (uint64_t)!!op->dropout << 32 |
+           (uint64_t)!!backward << 33 | (uint64_t)(shape != NULL) << 34;
+  key[9] = (uint64_t)(guintptr)b->p;
+  key[10] = (uint64_t)(guintptr)&b->c->device;
+  G_STATIC_ASSERT(SB_KERNEL_KEY_WORDS == 11);
+}
+
+/* cm_kernel_time_profiled for @b's device, from b->kernels where the same key was met (a pure
+ * function of it), else computed and kept while the table is at most half full. */
+static double kernel_time(const Builder *b, const MdlOp *op, DevDtype dtype, double flops,
+                          double bytes, const CmGemmShape *shape, double elements,
+                          gboolean backward, double fraction) {
+  if (b->no_replay)
+    return cm_kernel_time_profiled(b->p, &b->c->device, op, dtype, flops, bytes, shape, elements,
+                                   backward, fraction);
+  uint64_t key[SB_KERNEL_KEY_WORDS], h = 0;
+  kernel_key(b, op, dtype, flops, bytes, shape, elements, backward, fraction, key);
+  for (int i = 0; i < SB_KERNEL_KEY_WORDS; i++) h = (h ^ key[i]) * 0x9E3779B97F4A7C15u;
+  SbKernelMemo *memo = ((Builder *)b)->kernels; /* a cache: results do not depend on it */
+  guint at = (guint)(h >> 32) & (SB_KERNEL_MEMO - 1);
+  while (memo[at].used) {
+    if (memcmp(memo[at].key, key, sizeof key) == 0) return memo[at].time_s;
+    at = (at + 1) & (SB_KERNEL_MEMO - 1);
+  }
+  double t = cm_kernel_time_profiled(b->p, &b->c->device, op, dtype, flops, bytes, shape,
+                                     elements, backward, fraction);
+  if (2 * b->nkernels < SB_KERNEL_MEMO) {
+    memcpy(memo[at].key, key, sizeof key);
+    memo[at].time_s = t;
+    memo[at].used = TRUE;
+    ((Builder *)b)->nkernels++;
+  }
+  return t;
 }
 
 /* Forward and backward kernel times of one shard of @o for one microbatch; under weight delay
@@ -83,21 +137,18 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
   gboolean traffic = cm_framework_traffic(cm_framework_get(b->s->framework), op,
                                           bytes / b->dtype_bytes - out_elems, out_elems,
                                           b->dtype_bytes, &traffic_fwd, &traffic_bwd);
-  double fwd_s = cm_kernel_time_profiled(b->p, dev, op, dt, op->flops * scale,
-                                         traffic ? traffic_fwd : bytes, gemm ? &fs : NULL,
-                                         out_elems, FALSE, 1.0);
+  double fwd_s = kernel_time(b, op, dt, op->flops * scale, traffic ? traffic_fwd : bytes,
+                             gemm ? &fs : NULL, out_elems, FALSE, 1.0);
   /* Backward reads dY and the saved inputs and writes dX/dW: twice the forward traffic, split
    * between the dX and dW kernels by their share of the work. */
   double bflops = mdl_op_backward_flops(b->g, op) * scale, bbytes = 2 * bytes;
   if (traffic) bbytes = traffic_bwd;
   double share = cm_weight_grad_share(b->g, op);
-  double dx = share < 1 ? cm_kernel_time_profiled(b->p, dev, op, dt, bflops * (1 - share),
-                                                  bbytes * (1 - share), gemm ? &xs : NULL,
-                                                  out_elems, TRUE, 1 - share)
+  double dx = share < 1 ? kernel_time(b, op, dt, bflops * (1 - share), bbytes * (1 - share),
+                                      gemm ? &xs : NULL, out_elems, TRUE, 1 - share)
                         : 0;
-  double dw = share > 0 ? cm_kernel_time_profiled(b->p, dev, op, dt, bflops * share,
-                                                  bbytes * share, gemm ? &ws : NULL, out_elems,
-                                                  TRUE, share)
+  double dw = share > 0 ? kernel_time(b, op, dt, bflops * share, bbytes * share,
+                                      gemm ? &ws : NULL, out_elems, TRUE, share)
                         : 0;
   gboolean overlapped = sb_overlap_split(b, o);
   if (overlapped) { /* beside NCCL kernels, on the SMs they leave (sim_build_overlap.c) */
