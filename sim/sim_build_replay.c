@@ -23,7 +23,13 @@
  * Tried (2026-12-02, 175B interleaved point, callgrind, 3 predictions): one pass per copy
  * writing its tasks, resources, edges, outputs and the caller's edges in turn (the recordings
  * there are 1-2 tasks, so each inner loop runs once or twice): 723.5 M -> 722.1 M only; one
- * recorded entry at a time across every copy (what is kept): 705.7 M. */
+ * recorded entry at a time across every copy (what is kept): 705.7 M.
+ * Not done (2026-12-03, measured on b3eb382: sb_replay_many 7.0 M instructions a prediction,
+ * task copies 2.1 M, their resources 0.7 M, edges 1.4 M, outputs 0.8 M, input patterns 0.7 M):
+ * letting the graph for merging name a copy as the recorded microbatch's entries plus an id
+ * offset instead of writing it. sim_merge.c reads the graph's tasks, resources and edges as
+ * flat arrays indexed by id (Merge.tasks, .res, check_edges' g->edges), so every reader would
+ * have to change; not possible without touching sim_merge*.c. */
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
