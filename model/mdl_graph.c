@@ -109,8 +109,9 @@ int mdl_graph_add_op(MdlGraph *graph, const MdlOp *op) {
 
 int mdl_op_find_dim(const MdlOp *op, const char *name) {
   g_return_val_if_fail(op && name, -1);
-  for (int d = 0; d < op->ndims && d < MDL_MAX_DIMS; d++)
-    if (strcmp(op->dims[d].name, name) == 0) return d;
+  for (int d = 0; d < op->ndims && d < MDL_MAX_DIMS; d++) /* (first letters first: a search's
+                                                             builders ask per op and point) */
+    if (op->dims[d].name[0] == name[0] && strcmp(op->dims[d].name, name) == 0) return d;
   return -1;
 }
 
