@@ -395,9 +395,11 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
   sb->fwd = g_new(SimTime, b->nops);
   sb->bwd = g_new(SimTime, b->nops);
   sb->wgt = g_new(SimTime, b->nops);
+  g_autofree gboolean *has_wgt = g_new(gboolean, b->nops); /* sb_has_weight_task, once an op */
   for (int o = 0; o < b->nops; o++) {
     sb_op_durations(b, o, &sb->fwd[o], &sb->bwd[o], &sb->wgt[o]);
-    if (!sb_has_weight_task(b, o)) sb->wgt[o] = 0;
+    has_wgt[o] = sb_has_weight_task(b, o);
+    if (!has_wgt[o]) sb->wgt[o] = 0;
   }
   sb->gaps.wgt = sb->wgt;
   const CmFramework *f = cm_framework_get(strategy->framework);
@@ -407,9 +409,9 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
     for (int o = 0; o < b->nops; o++) {
       const MdlOp *op = mdl_graph_op(graph, o);
       sb->host_fwd[o] = sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_FORWARD));
-      sb->host_bwd[o] = strategy->weight_delay || sb_has_weight_task(b, o)
+      sb->host_bwd[o] = strategy->weight_delay || has_wgt[o]
                             ? sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD_INPUT)) +
-                                  (sb_has_weight_task(b, o) ? sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD_WEIGHT)) : 0)
+                                  (has_wgt[o] ? sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD_WEIGHT)) : 0)
                             : sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD));
     }
   }
