@@ -104,8 +104,8 @@ static gint bounded_devices;
 
 guint sim_merge_host_bounded_devices(void) { return (guint)g_atomic_int_get(&bounded_devices); }
 
-/* Whether every launch of a graph for merging's device @d after its first position (@first)
- * ends before the kernel ahead of it in program order ends, so before its own kernel could
+/* Whether every launch of a graph for merging's device (its positions @first .. @end - 1)
+ * after its first position ends before the kernel ahead of it in program order ends, so before its own kernel could
  * start: then no launch there is late and no host wait ends there, and the walk below would
  * change nothing and add no interval after the first position. Counts the device's heads and
  * joins after @first into *@heads, *@joins (the walk reads reduce's lists in turn). @start:
@@ -156,15 +156,15 @@ static gboolean early_device(const Merge *m, uint32_t first, uint32_t end, SimTi
     pd += (gint64)dur[b];
     ph += dh;
   }
-  /* the heads and joins after @first, a word (8 positions) at a time */
+  /* the heads and joins after @first, a word (8 positions) at a time: HEAD is bit 0, JOIN
+   * bit 5 of a byte, the bytes' bits summed by one multiply */
+  G_STATIC_ASSERT(HEAD == 1 && JOIN == 32);
+  const uint64_t ones = 0x0101010101010101ull;
   uint32_t nh = 0, nj = 0;
   for (uint32_t k = first + 1; k < end; k += 8) {
     uint64_t word = 0;
     memcpy(&word, m->pflags + k, MIN(8u, end - k));
     word = GUINT64_FROM_LE(word);
-    /* HEAD is bit 0, JOIN bit 5 of a byte: the bytes' bits summed by one multiply */
-    G_STATIC_ASSERT(HEAD == 1 && JOIN == 32);
-    const uint64_t ones = 0x0101010101010101ull;
     nh += (uint32_t)(((word & ones) * ones) >> 56);
     nj += (uint32_t)((((word >> 5) & ones) * ones) >> 56);
   }
