@@ -62,11 +62,12 @@
  * the same integers; the host waits come from the pass. tests/test-merge.c checks merged against full
  * predictions over a set of strategies, the Megatron space and the 175B bench points.
  *
- * Per template: measured, not implemented (tmpl-merge, 2026-12-02). The builder stamps each
- * stage's chain from a template per schedule unit and phase, so the idea was to find groups,
- * their durations and the fold positions once per template and stamp each instance's reduced
- * tasks. Callgrind on the 175B interleaved point (`bench --suite predict --repeat 3`, the sum
- * divided by 3; the passes made noinline to split them) puts these passes at ~78 M
+ * Merging per template instead of per task: measured and not built (2026-12-02). The builder
+ * stamps each stage's chain from a template per schedule unit and phase, so the idea was to
+ * find groups, their durations and the fold positions once per template and stamp each
+ * instance's reduced tasks. Callgrind on the 175B interleaved point (`bench --suite predict
+ * --repeat 3`, the sum divided by 3; the passes made noinline to split them) puts these passes
+ * at ~78 M
  * instructions a prediction out of ~257 M. 481,344 positions, 98,371 tasks that are not
  * compute, 240,310 edges (166,080 of them a candidate's), 73,919 folded collectives (a fork
  * and a join each: 147,838 of the 160,868 run ends), 18,639 groups, 117,010 reduced tasks:

@@ -105,8 +105,8 @@ static gint bounded_devices;
 guint sim_merge_host_bounded_devices(void) { return (guint)g_atomic_int_get(&bounded_devices); }
 
 /* Whether every launch of a graph for merging's device (its positions @first .. @end - 1)
- * after its first position ends before the kernel ahead of it in program order ends, so before its own kernel could
- * start: then no launch there is late and no host wait ends there, and the walk below would
+ * after its first position ends before the kernel ahead of it in program order ends, so
+ * before its own kernel could start: then no launch there is late and no host wait ends there, and the walk below would
  * change nothing and add no interval after the first position. Counts the device's heads and
  * joins after @first into *@heads, *@joins (the walk reads reduce's lists in turn). @start:
  * the first position's (its group's) start in the reduced run.
