@@ -17,8 +17,41 @@ static inline char *test_cli_run_ok(const char *dir, const char *args) {
   return r.out;
 }
 
-/* `mpirun -np 2 stratsim ARGS` in @dir, oversubscribed and yielding when idle (2 ranks on a
- * 1- or 2-core machine); exit 0 required. Returns stdout; stderr goes to the test log. Not
+/* The environment for `mpirun -np 2 stratsim` from a test that works in @dir: oversubscribed
+ * and yielding when idle (2 ranks on a 1- or 2-core machine), and Open MPI's session directory
+ * and shared-memory segments kept in @dir. Those two otherwise go to /tmp/ompi.<host>.<uid> and
+ * /dev/shm, where a test that SIGKILLs mpirun and its ranks leaves them behind after the test
+ * has removed its folder. Caller g_strfreevs. */
+static inline char **test_mpi_environ(const char *dir) {
+  char **env = g_get_environ();
+  env = g_environ_setenv(env, "OMPI_MCA_mpi_yield_when_idle", "1", TRUE);
+  env = g_environ_setenv(env, "OMPI_MCA_rmaps_base_oversubscribe", "1", TRUE);
+  env = g_environ_setenv(env, "OMPI_MCA_orte_tmpdir_base", dir, TRUE);
+  env = g_environ_setenv(env, "OMPI_MCA_btl_vader_backing_directory", dir, TRUE);
+#if defined(__SANITIZE_ADDRESS__)
+  /* Open MPI does not free its allocations at MPI_Finalize (tests/test-validate.c says more):
+   * leak checks off for the ranks; address and undefined-behaviour checks stay on. */
+  const char *asan = g_environ_getenv(env, "ASAN_OPTIONS");
+  g_autofree char *asan_opts = g_strdup_printf("%s%sdetect_leaks=0", asan ? asan : "", asan ? ":" : "");
+  env = g_environ_setenv(env, "ASAN_OPTIONS", asan_opts, TRUE);
+#endif
+  return env;
+}
+
+/* TRUE when mpirun's failure is Open MPI's launcher losing track of a rank that ran to its end:
+ * Open MPI 4.x reports "process rank N with PID 0 ... exiting improperly" when a short-lived
+ * rank exits before the launcher recorded its pid (PID 0 is the pid it never stored), also for a
+ * hello-world that calls MPI_Finalize (open-mpi/ompi issues 7833, 9389, 12607; prrte PR 2713
+ * describes the same race in Open MPI 5's launcher). A rank of ours that exits without
+ * MPI_Finalize, or on a signal, is reported with its real pid and does not match. */
+static inline gboolean test_mpirun_lost_pid(const char *err) {
+  return err && strstr(err, "with PID 0 on") && strstr(err, "exiting improperly");
+}
+
+/* `mpirun -np 2 stratsim ARGS` in @dir (test_mpi_environ's environment); exit 0 required.
+ * Returns stdout; stderr goes to the test log. A run that failed only by
+ * test_mpirun_lost_pid's launcher race runs again, at most twice, and says so in the log:
+ * every stratsim command the tests run this way resumes or repeats to the same output. Not
  * inlined: GCC 12 at -O3 then takes pointers into the result for ones to the local `out`
  * (-Wdangling-pointer in the callers). */
 static G_GNUC_UNUSED G_GNUC_NO_INLINE char *test_mpirun_ok(const char *dir, const char *args) {
@@ -27,26 +60,25 @@ static G_GNUC_UNUSED G_GNUC_NO_INLINE char *test_mpirun_ok(const char *dir, cons
   g_auto(GStrv) argv = NULL;
   GError *error = NULL;
   g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, &error));
-  g_auto(GStrv) env = g_get_environ();
-  env = g_environ_setenv(env, "OMPI_MCA_mpi_yield_when_idle", "1", TRUE);
-  env = g_environ_setenv(env, "OMPI_MCA_rmaps_base_oversubscribe", "1", TRUE);
-#if defined(__SANITIZE_ADDRESS__)
-  /* Open MPI does not free its allocations at MPI_Finalize (tests/test-validate.c says more):
-   * leak checks off for the ranks; address and undefined-behaviour checks stay on. */
-  const char *asan = g_environ_getenv(env, "ASAN_OPTIONS");
-  g_autofree char *asan_opts = g_strdup_printf("%s%sdetect_leaks=0", asan ? asan : "", asan ? ":" : "");
-  env = g_environ_setenv(env, "ASAN_OPTIONS", asan_opts, TRUE);
-#endif
-  char *out = NULL, *err = NULL;
-  int wait_status = 0;
-  g_assert_true(g_spawn_sync(dir, argv, env, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
-                             &wait_status, &error));
-  g_assert_no_error(error);
-  g_test_message("%s\n%s", cmd, err);
-  if (!WIFEXITED(wait_status) || WEXITSTATUS(wait_status) != 0)
-    g_error("%s: status %d\n%s%s", cmd, wait_status, out, err);
-  g_free(err);
-  return out;
+  g_auto(GStrv) env = test_mpi_environ(dir);
+  for (int attempt = 0;; attempt++) {
+    char *out = NULL, *err = NULL;
+    int wait_status = 0;
+    g_assert_true(g_spawn_sync(dir, argv, env, G_SPAWN_SEARCH_PATH, NULL, NULL, &out, &err,
+                               &wait_status, &error));
+    g_assert_no_error(error);
+    g_test_message("%s\n%s", cmd, err);
+    gboolean ok = WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+    if (!ok && attempt < 2 && test_mpirun_lost_pid(err)) {
+      g_test_message("Open MPI's launcher lost a rank's pid (test_mpirun_lost_pid): run again");
+      g_free(out);
+      g_free(err);
+      continue;
+    }
+    if (!ok) g_error("%s: status %d\n%s%s", cmd, wait_status, out, err);
+    g_free(err);
+    return out;
+  }
 }
 
 /* FALSE (the test skipped) where mpirun is missing or stratsim ignores it: runs `mpirun -np 1

@@ -204,11 +204,7 @@ static void test_kill(gconstpointer data) {
       STRATSIM_BIN, file, db);
   g_auto(GStrv) argv = NULL;
   g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
-  g_auto(GStrv) env = g_get_environ();
-  env = g_environ_setenv(env, "OMPI_MCA_mpi_yield_when_idle", "1", TRUE);
-#if defined(__SANITIZE_ADDRESS__)
-  env = g_environ_setenv(env, "ASAN_OPTIONS", "detect_leaks=0", TRUE);
-#endif
+  g_auto(GStrv) env = test_mpi_environ(tmpdir);
   for (int round = 0; round < 3; round++) {
     GPid pid;
     GError *error = NULL;
@@ -267,11 +263,7 @@ static void test_bad_input(void) {
       STRATSIM_BIN, file, tmpdir);
   g_auto(GStrv) argv = NULL;
   g_assert_true(g_shell_parse_argv(cmd, NULL, &argv, NULL));
-  g_auto(GStrv) env = g_get_environ();
-  env = g_environ_setenv(env, "OMPI_MCA_mpi_yield_when_idle", "1", TRUE);
-#if defined(__SANITIZE_ADDRESS__)
-  env = g_environ_setenv(env, "ASAN_OPTIONS", "detect_leaks=0", TRUE);
-#endif
+  g_auto(GStrv) env = test_mpi_environ(tmpdir);
   g_autofree char *out = NULL, *err = NULL;
   int wait_status = 0;
   GError *error = NULL;
