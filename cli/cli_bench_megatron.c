@@ -112,6 +112,38 @@ static int bench_layers(const char *path, const GArray *curve) {
   return CLI_EXIT_OK;
 }
 
+/* The tensor-parallel communication column against the one-process-per-GPU curves of
+ * @curve_path alone (gpu_system "-g 1 x 8 processes"), beside the reference rule's median of
+ * every curve (validate/KORTHIKANTI.md). Megatron runs one process per GPU; on the one host
+ * measured both ways nccl-tests' single-process `-g 8` took 8-27% longer at 4-512 MiB
+ * (costmodel/COLLECTIVES.md). Informative only: the rule's line above stays the reference. The
+ * reference's collectives all take one all-reduce's time at 2 b s h bytes (halved for an
+ * all-gather or reduce-scatter), so the row's reference scales with that time's ratio. */
+static int bench_one_process_curves(const char *curve_path, const GPtrArray *rows,
+                                    const GArray *curve, const ValComponents *all) {
+  GError *error = NULL;
+  g_autoptr(GArray) one = val_allreduce_curve_load(curve_path, "-g 1 x 8 processes", 8, &error);
+  if (!one) return cli_fail(error, cli_status_for(error));
+  printf("bench: megatron-1ppg  the tensor-parallel reference on the one-process-per-GPU curves of "
+         "%s only (Megatron runs one process per GPU; informative, the rule's median above stays "
+         "the reference)\n", curve_path);
+  double sum = 0;
+  for (guint i = 0; i < rows->len; i++) {
+    const ValMegatronRow *r = g_ptr_array_index(rows, i);
+    const ValComponents *c = &all[i];
+    double n = 2.0 * r->micro_batch * r->seq * r->hidden;
+    double ref = c->comm_ref_s * val_curve_time(one, n) / val_curve_time(curve, n);
+    double e = err_pct(c->comm_sim_s, ref);
+    sum += fabs(e);
+    printf("bench: megatron-1ppg  %-14s %-9s %3s | all-reduce %6.1f MB | comm ref %8.3f (median "
+           "of all %8.3f) comm sim %8.3f %+6.1f%%\n", r->model, mdl_recompute_name(r->recompute),
+           r->sequence_parallel ? "y" : "n", n / 1e6, ref, c->comm_ref_s, c->comm_sim_s, e);
+  }
+  printf("bench: megatron-1ppg  tensor-parallel communication mean |error| %.1f%% against the "
+         "one-process-per-GPU curves\n", sum / MAX(rows->len, 1));
+  return CLI_EXIT_OK;
+}
+
 int cli_bench_megatron(const char *data_dir) {
   g_autofree char *found = data_dir ? NULL : cli_validation_dir();
   const char *dir = data_dir ? data_dir : found;
@@ -152,8 +184,10 @@ int cli_bench_megatron(const char *data_dir) {
          "tensor-parallel communication mean |error| %.1f%% (times: seconds per iteration on GPU "
          "0; comm mdl = the same collectives at the simulator's own collective cost)\n",
          sum_e2e / MAX(rows->len, 1), max_gemm, sum_comm / MAX(rows->len, 1));
+  int status = bench_one_process_curves(curve_path, rows, curve, all);
+  if (status != CLI_EXIT_OK) return status;
   bench_breakdown(rows, curve, all);
-  int status = bench_tflops(rows_path, curve);
+  status = bench_tflops(rows_path, curve);
   if (status != CLI_EXIT_OK) return status;
   g_autofree char *layers_path = g_build_filename(dir, "korthikanti_table4.csv", NULL);
   return bench_layers(layers_path, curve);

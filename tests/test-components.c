@@ -199,6 +199,13 @@ static void test_curve_a100_public(void) {
   g_autoptr(GArray) curve = val_allreduce_curve_load(path, "A100", 8, &error);
   g_assert_no_error(error);
   g_assert_cmpfloat_with_epsilon(val_curve_time(curve, 16777216), 260.5e-6, 1e-12);
+  /* the one-process-per-GPU curves alone (bench megatron-1ppg rows): thanos under mpirun -np 8
+   * and gcm's health check; at 64 MiB the mean of their 615.7 and 557.4 us, at 16 MiB thanos's
+   * 213.3 us (gcm starts at 32 MiB) */
+  g_autoptr(GArray) one = val_allreduce_curve_load(path, "-g 1 x 8 processes", 8, &error);
+  g_assert_no_error(error);
+  g_assert_cmpfloat_with_epsilon(val_curve_time(one, 67108864), 586.55e-6, 1e-12);
+  g_assert_cmpfloat_with_epsilon(val_curve_time(one, 16777216), 213.3e-6, 1e-12);
 }
 
 /* Korthikanti et al. 2022 Table 4 (korthikanti_table4.csv): one layer of the 22B model. The
