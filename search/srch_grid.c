@@ -254,21 +254,23 @@ static MdlStrategy *shape_set(Shape *sh, const MdlMegatronConfig *cfg) {
 }
 
 /* The screening's strategy (one shape at a time: points() lists a shape's variants together)
- * and its bound in parts (sim_bounder_new, which recomputes only what those three change). */
+ * and its bound in parts (sim_bounder_new, which recomputes only what those three change; one
+ * bounder for every shape, pointed at the next by sim_bounder_set_strategy). */
 typedef struct {
   Shape shape;
   SimBounder *bounder;
+  gboolean bound; /* the bounder reads shape.s */
 } Screen;
 
-static void screen_clear_bound(Screen *sc) {
+static void screen_clear(Screen *sc) {
   sim_bounder_free(sc->bounder);
-  sc->bounder = NULL;
+  mdl_strategy_free(sc->shape.s);
 }
 
 static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMegatronConfig *cfg) {
   MdlMegatronConfig key = shape_key(cfg);
   if (!shape_holds(&sc->shape, &key)) {
-    screen_clear_bound(sc);
+    sc->bound = FALSE;
     shape_build(&sc->shape, w, &key);
   }
   return shape_set(&sc->shape, cfg);
@@ -276,6 +278,8 @@ static MdlStrategy *screen_strategy(Screen *sc, const SrchWorker *w, const MdlMe
 
 static SimTime screen_bound(Screen *sc, const SrchWorker *w) {
   if (!sc->bounder) sc->bounder = sim_bounder_new(w->graph, sc->shape.s, w->cluster, w->params, &w->options->sim);
+  else if (!sc->bound) sim_bounder_set_strategy(sc->bounder, sc->shape.s);
+  sc->bound = TRUE;
   return sim_bounder_bound(sc->bounder);
 }
 
@@ -337,8 +341,7 @@ void srch_grid_screen_worker(SrchWorker *w) {
     const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
     w->bounds[i] = screen_strategy(&sc, w, cfg) ? screen_bound(&sc, w) : SRCH_REFUSED;
   }
-  screen_clear_bound(&sc);
-  mdl_strategy_free(sc.shape.s);
+  screen_clear(&sc);
   w->screen_cpu_s += srch_thread_cpu_s() - cpu;
   w->complete = TRUE;
 }
@@ -389,8 +392,7 @@ void srch_grid_worker(SrchWorker *w) {
     Candidate c = {bound, i};
     g_array_append_val(cands, c);
   }
-  screen_clear_bound(&sc);
-  mdl_strategy_free(sc.shape.s);
+  screen_clear(&sc);
   Recent rc;
   memset(&rc, 0, sizeof rc);
   double now = srch_thread_cpu_s();

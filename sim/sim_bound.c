@@ -304,6 +304,7 @@ struct SimBounder {
   Builder b;
   Chunks k;
   Gaps gaps;
+  gboolean gaps_on;          /* not step-expanded collectives (SimOptions) */
   int nranks, ndev, nmeshes;
   SimTime *fwd, *bwd, *wgt;  /* per op, one microbatch (sb_op_durations) */
   SimTime *host_fwd, *host_bwd; /* per op, one microbatch: the host's time to launch its
@@ -381,17 +382,10 @@ static void refresh(SimBounder *sb) {
   sb->chain = result;
 }
 
-SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
-                            const DevCluster *cluster, const CmParams *params,
-                            const SimOptions *options) {
-  SimBounder *sb = g_new0(SimBounder, 1);
-  Builder *b = &sb->b; /* the fields sb_op_durations and the layouts read */
-  *b = (Builder){.g = graph, .s = strategy, .c = cluster, .p = params, .nops = mdl_graph_num_ops(graph),
-                 .M = strategy->num_microbatches, .dtype_bytes = dev_dtype_bytes(strategy->dtype),
-                 .sample_tdim = mdl_tensor_sample_dims(graph)};
-  sb->gaps.b = b;
-  sb->nmeshes = (int)strategy->meshes->len;
-  sb->ndev = dev_cluster_num_devices(cluster);
+/* Kernel and host durations per op (sb_op_durations, sim_build_host.c). */
+static void bounder_durations(SimBounder *sb) {
+  Builder *b = &sb->b;
+  const MdlStrategy *strategy = b->s;
   sb->fwd = g_new(SimTime, b->nops);
   sb->bwd = g_new(SimTime, b->nops);
   sb->wgt = g_new(SimTime, b->nops);
@@ -407,7 +401,7 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
     sb->host_fwd = g_new(SimTime, b->nops);
     sb->host_bwd = g_new(SimTime, b->nops);
     for (int o = 0; o < b->nops; o++) {
-      const MdlOp *op = mdl_graph_op(graph, o);
+      const MdlOp *op = mdl_graph_op(b->g, o);
       sb->host_fwd[o] = sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_FORWARD));
       sb->host_bwd[o] = strategy->weight_delay || has_wgt[o]
                             ? sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD_INPUT)) +
@@ -415,9 +409,15 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
                             : sim_time_from_seconds(cm_framework_host_time(f, op, CM_HOST_BACKWARD));
     }
   }
+}
+
+/* The chunks, and fill and drain along the ranks' first chunks (sim_bound.h). */
+static void bounder_pipeline(SimBounder *sb) {
+  Builder *b = &sb->b;
+  const MdlStrategy *strategy = b->s;
   int P = sb->nranks = mdl_strategy_num_ranks(strategy);
   Chunks *k = &sb->k;
-  chunks_init(k, graph, strategy);
+  chunks_init(k, b->g, strategy);
   sb->fill = g_new0(SimTime, P);
   sb->drain = g_new0(SimTime, P);
   /* Fill and drain along the ranks' first chunks (not under weight delay, whose W units
@@ -454,12 +454,19 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
       sb->drain[r] = sb->drain[r] > w ? sb->drain[r] - w : 0;
     }
   }
-  /* The ranks' devices: mesh indices, gap pairs, whether they hold weights. */
+}
+
+/* The ranks' first devices: mesh indices, gap pairs, whether they hold weights. */
+static void bounder_ranks(SimBounder *sb) {
+  Builder *b = &sb->b;
+  const MdlStrategy *strategy = b->s;
+  const Chunks *k = &sb->k;
+  int P = sb->nranks;
   g_autofree gboolean *weights = g_new0(gboolean, sb->nmeshes); /* per mesh: an op with weights */
   for (int o = 0; o < b->nops; o++) {
-    const MdlOp *op = mdl_graph_op(graph, o);
+    const MdlOp *op = mdl_graph_op(b->g, o);
     for (int i = 0; i < op->ninputs; i++)
-      weights[strategy->configs[o].mesh] |= mdl_graph_tensor(graph, op->inputs[i].tensor)->is_weight;
+      weights[strategy->configs[o].mesh] |= mdl_graph_tensor(b->g, op->inputs[i].tensor)->is_weight;
   }
   sb->device = g_new(int, P);
   sb->index = g_new0(int *, P);
@@ -468,10 +475,9 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
   sb->streams = g_new0(Stream, P);
   sb->gap = g_new0(SimTime, P);
   sb->done = g_new0(SimTime, P);
-  gboolean gaps = !options || !options->step_collectives;
   for (int r = 0; r < P; r++) {
     sb->device[r] = -1;
-    if (!gaps || r >= k->nchunks || k->first[r] < 0) continue;
+    if (!sb->gaps_on || r >= k->nchunks || k->first[r] < 0) continue;
     int d = sb->device[r] = mdl_strategy_mesh(strategy, strategy->configs[k->first[r]].mesh)->devices[0];
     sb->index[r] = g_new(int, sb->nmeshes);
     for (int m = 0; m < sb->nmeshes; m++) {
@@ -480,6 +486,30 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
     }
     sb->pairs[r] = device_pairs(&sb->gaps, k, sb->index[r]);
   }
+}
+
+/* Everything that depends on @strategy (b's graph, cluster and parameters set). */
+static void bounder_init(SimBounder *sb, const MdlStrategy *strategy) {
+  Builder *b = &sb->b; /* the fields sb_op_durations and the layouts read */
+  b->s = strategy;
+  b->nops = mdl_graph_num_ops(b->g);
+  b->M = strategy->num_microbatches;
+  b->dtype_bytes = dev_dtype_bytes(strategy->dtype);
+  sb->gaps.b = b;
+  sb->nmeshes = (int)strategy->meshes->len;
+  sb->ndev = dev_cluster_num_devices(b->c);
+  bounder_durations(sb);
+  bounder_pipeline(sb);
+  bounder_ranks(sb);
+}
+
+SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
+                            const DevCluster *cluster, const CmParams *params,
+                            const SimOptions *options) {
+  SimBounder *sb = g_new0(SimBounder, 1);
+  sb->b = (Builder){.g = graph, .c = cluster, .p = params, .sample_tdim = mdl_tensor_sample_dims(graph)};
+  sb->gaps_on = !options || !options->step_collectives;
+  bounder_init(sb, strategy);
   return sb;
 }
 
@@ -522,13 +552,9 @@ SimTime sim_bounder_bound(SimBounder *sb) {
   return MAX(MAX(sb->chain, sb->stream[zero]), tail ? sb->tail[zero] : 0);
 }
 
-void sim_bounder_free(SimBounder *sb) {
-  if (!sb) return;
+/* Frees what bounder_init made; b's graph-level parts (users, sample dims) stay. */
+static void bounder_clear(SimBounder *sb) {
   Builder *b = &sb->b;
-  if (b->users) {
-    for (int t = 0; t < mdl_graph_num_tensors(b->g); t++) g_array_unref(b->users[t]);
-    g_free(b->users);
-  }
   if (sb->gaps.items) {
     g_array_unref(sb->gaps.items);
     g_array_unref(sb->gaps.buckets);
@@ -555,6 +581,31 @@ void sim_bounder_free(SimBounder *sb) {
   g_free(sb->gap);
   g_free(sb->done);
   g_free(sb->group);
+}
+
+void sim_bounder_set_strategy(SimBounder *sb, const MdlStrategy *strategy) {
+  g_return_if_fail(sb != NULL && strategy != NULL);
+  bounder_clear(sb); /* reads nothing of the previous strategy */
+  const MdlGraph *graph = sb->b.g;
+  const DevCluster *cluster = sb->b.c;
+  const CmParams *params = sb->b.p;
+  int *sample_tdim = sb->b.sample_tdim;
+  GArray **users = sb->b.users;
+  gboolean gaps_on = sb->gaps_on;
+  memset(sb, 0, sizeof *sb); /* the memos too: each strategy starts with empty ones */
+  sb->b = (Builder){.g = graph, .c = cluster, .p = params, .sample_tdim = sample_tdim, .users = users};
+  sb->gaps_on = gaps_on;
+  bounder_init(sb, strategy);
+}
+
+void sim_bounder_free(SimBounder *sb) {
+  if (!sb) return;
+  Builder *b = &sb->b;
+  bounder_clear(sb);
+  if (b->users) {
+    for (int t = 0; t < mdl_graph_num_tensors(b->g); t++) g_array_unref(b->users[t]);
+    g_free(b->users);
+  }
   g_free(b->sample_tdim);
   g_free(sb);
 }

@@ -79,8 +79,50 @@ static void test_bound_below_simulation(void) {
   g_assert_cmpint(check_bounds(GPT4, "dgx-a100:nodes=2,gpus_per_node=4", 5), >, 0);
 }
 
+/* One bounder pointed at every shape of a space in turn (sim_bounder_set_strategy, as the
+ * grid's screen moves from shape to shape) gives every point the bound sim_iteration_bound
+ * gives a fresh build; on a model whose gradient syncs cross InfiniBand, so that the
+ * data-parallel stream and the ZeRO 1/2 tail decide some of the bounds, and a small one. */
+static void check_set_strategy(const char *model, const char *cluster) {
+  Case c;
+  case_init(&c, model, cluster);
+  GArray *points = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
+  SimBounder *bounder = NULL;
+  MdlStrategy *s = NULL;
+  MdlMegatronConfig shape;
+  for (guint i = 0; i < points->len; i++) {
+    MdlMegatronConfig cfg = g_array_index(points, MdlMegatronConfig, i), key = cfg;
+    key.zero_stage = key.recompute = key.overlap_param_gather = 0;
+    if (!s || memcmp(&key, &shape, sizeof key) != 0) {
+      mdl_strategy_free(s);
+      s = mdl_strategy_megatron(c.graph, c.cluster, &key, NULL);
+      g_assert_nonnull(s);
+      shape = key;
+      if (!bounder) bounder = sim_bounder_new(c.graph, s, c.cluster, &c.params, NULL);
+      else sim_bounder_set_strategy(bounder, s);
+    }
+    s->zero_stage = cfg.zero_stage;
+    s->recompute = cfg.recompute;
+    s->overlap_param_gather = cfg.overlap_param_gather;
+    MdlStrategy *fresh = mdl_strategy_megatron(c.graph, c.cluster, &cfg, NULL);
+    g_assert_cmpuint(sim_bounder_bound(bounder), ==, sim_iteration_bound(c.graph, fresh, c.cluster, &c.params, NULL));
+    mdl_strategy_free(fresh);
+  }
+  sim_bounder_free(bounder);
+  mdl_strategy_free(s);
+  g_array_free(points, TRUE);
+  case_clear(&c);
+}
+
+static void test_bounder_set_strategy(void) {
+  check_set_strategy("gpt:layers=2,hidden=4096,heads=32,seq=128,vocab=1024,batch=8",
+                     "dgx-a100:nodes=4,gpus_per_node=2");
+  check_set_strategy(GPT4, "dgx-a100:nodes=2,gpus_per_node=4");
+}
+
 /* A bounder reused across the recomputation, ZeRO stage and overlap_param_gather of one
- * strategy (as the grid's screen reuses it) gives every point the bound a fresh one gives; and
+ * strategy, and pointed at each next strategy by sim_bounder_set_strategy (as the grid's screen
+ * reuses it), gives every point the bound a fresh one gives; and
  * the strategy with those three fields set in place (as the grid's simulations reuse it) is
  * the fresh build: the same strategy JSON, and on every 37th point the same simulated
  * iteration, bit for bit. */
@@ -94,11 +136,11 @@ static void test_bounder_reuse(void) {
   for (guint i = 0; i < points->len; i++) {
     const MdlMegatronConfig *cfg = &g_array_index(points, MdlMegatronConfig, i);
     if (!s || cfg->zero_stage + cfg->recompute + cfg->overlap_param_gather == 0) { /* a new base point */
-      sim_bounder_free(bounder);
       mdl_strategy_free(s);
       s = mdl_strategy_megatron(c.graph, c.cluster, cfg, NULL);
       g_assert_nonnull(s);
-      bounder = sim_bounder_new(c.graph, s, c.cluster, &c.params, NULL);
+      if (!bounder) bounder = sim_bounder_new(c.graph, s, c.cluster, &c.params, NULL);
+      else sim_bounder_set_strategy(bounder, s); /* as the grid's screen moves to the next shape */
     }
     s->zero_stage = cfg->zero_stage;
     s->recompute = cfg->recompute;
@@ -356,6 +398,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/search-grid/bound-below-simulation", test_bound_below_simulation);
   g_test_add_func("/search-grid/bounder-reuse", test_bounder_reuse);
+  g_test_add_func("/search-grid/bounder-set-strategy", test_bounder_set_strategy);
   g_test_add_func("/search-grid/memory-ignores-overlap-param-gather", test_memory_ignores_overlap_param_gather);
   g_test_add_func("/search-grid/full-space-contents", test_full_space_contents);
   g_test_add_func("/search-grid/classic-bounds-from-full", test_classic_bounds_from_full);
