@@ -104,7 +104,7 @@ static SimTime collective_time(Gaps *g, int mesh_index, unsigned mask, int base,
   g_autofree int *devices = g_new(int, mesh->ndevices);
   int p = sb_group_members(mesh, mask, base, members);
   for (int i = 0; i < p; i++) devices[i] = mesh->devices[members[i]];
-  SimTime t = sim_time_from_seconds(cm_group_collective_time(g->b->p, g->b->c, coll, devices, p, bytes));
+  SimTime t = sim_time_from_seconds(sb_collective_time(g->b, coll, devices, p, bytes));
   *slot = (GapMemo){mesh_index, base, (int)coll, mask, bytes, t, TRUE};
   return t;
 }
@@ -591,9 +591,11 @@ void sim_bounder_set_strategy(SimBounder *sb, const MdlStrategy *strategy) {
   const CmParams *params = sb->b.p;
   int *sample_tdim = sb->b.sample_tdim;
   GArray **users = sb->b.users;
+  SbCollectiveMemo *collectives = sb->b.collectives ? sb->b.collectives : sb_collective_memo_new();
   gboolean gaps_on = sb->gaps_on;
-  memset(sb, 0, sizeof *sb); /* the memos too: each strategy starts with empty ones */
-  sb->b = (Builder){.g = graph, .c = cluster, .p = params, .sample_tdim = sample_tdim, .users = users};
+  memset(sb, 0, sizeof *sb); /* the per-strategy memos too: each strategy starts with empty ones */
+  sb->b = (Builder){.g = graph, .c = cluster, .p = params, .sample_tdim = sample_tdim, .users = users,
+                    .collectives = collectives}; /* keyed by what does not change here */
   sb->gaps_on = gaps_on;
   bounder_init(sb, strategy);
 }
@@ -607,6 +609,7 @@ void sim_bounder_free(SimBounder *sb) {
     g_free(b->users);
   }
   g_free(b->sample_tdim);
+  sb_collective_memo_free(b->collectives);
   g_free(sb);
 }
 

@@ -107,9 +107,11 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
                             const SimOptions *options);
 /* Points @bounder at another @strategy over the same graph, cluster, parameters and options,
  * as sim_bounder_new(..., @strategy, ...) would, keeping what depends on the graph alone (the
- * readers of each tensor, the sample dims): /search-grid/bounder-reuse checks that it gives
- * every point of a space the bound a fresh bounder gives. @strategy is borrowed as in
- * sim_bounder_new; the previous one is no longer read. */
+ * readers of each tensor, the sample dims) and, from then on, a memo of collective times and
+ * NCCL channel counts keyed by collective, devices and bytes (sim_build_memo.c):
+ * /search-grid/bounder-set-strategy checks that it gives every point of a space the bound a
+ * fresh bounder gives. @strategy is borrowed as in sim_bounder_new; the previous one is no
+ * longer read. */
 void sim_bounder_set_strategy(SimBounder *bounder, const MdlStrategy *strategy);
 SimTime sim_bounder_chain(SimBounder *bounder);
 SimTime sim_bounder_bound(SimBounder *bounder);

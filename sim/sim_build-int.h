@@ -64,6 +64,9 @@ typedef struct {
   gboolean used;
 } SbKernelMemo;
 
+/* Collective times and channel counts across strategies (sim_build_memo.c). */
+typedef struct SbCollectiveMemo SbCollectiveMemo;
+
 typedef struct {
   const MdlGraph *g;
   const MdlStrategy *s;
@@ -135,6 +138,8 @@ typedef struct {
                                            under no_replay; written through a const Builder
                                            like beside */
   int nkernels;
+  SbCollectiveMemo *collectives; /* NULL but in a bounder pointed at several strategies
+                                    (sim_bounder_set_strategy): sb_collective_time */
   gboolean no_replay;       /* SimOptions.build_each_microbatch (sim_build_replay.c; and no
                                stamp_unit or sb_chain_repeats_block) */
 } Builder;
@@ -268,6 +273,14 @@ gboolean sb_overlap_split(const Builder *b, int o);
 double sb_gemm_beside_collective(const Builder *b, int o, gboolean gather, DevDtype dtype,
                                  double flops, double bytes, const CmGemmShape *shape,
                                  double alone_s);
+/* cm_group_collective_time(b->p, b->c, ...), from b->collectives where it holds the same
+ * collective, devices and bytes (sim_build_memo.c); and the channels NCCL's tuner runs it on
+ * (0: not an NCCL collective kernel), the same way. The memo (owned by the bounder) is valid
+ * for one b->p and b->c. */
+SbCollectiveMemo *sb_collective_memo_new(void);
+void sb_collective_memo_free(SbCollectiveMemo *memo);
+double sb_collective_time(const Builder *b, CmCollective coll, const int *devices, int p, double bytes);
+int sb_collective_channels(const Builder *b, CmCollective coll, const int *devices, int p, double bytes);
 /* How much longer a GEMM (cm_kernel_time's arguments) takes on @device while an NCCL kernel of
  * @channels CTAs holds that many of its SMs (>= 1; 1 without a shape or an SM count). */
 double sb_gemm_beside_nccl(const CmParams *params, const DevKind *device, int channels,

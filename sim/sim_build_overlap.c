@@ -33,23 +33,6 @@
 #include "sim/sim-int.h"
 #include "sim/sim_build-int.h"
 
-#include "costmodel/cm_nccl.h"
-
-/* Channels (CTAs) NCCL's tuner runs @coll of @bytes over @devices on; 0 for what is not an
- * NCCL collective kernel (cm_nccl_covers). */
-static int nccl_channels(const DevCluster *c, CmCollective coll, const int *devices, int p, double bytes) {
-  if (!cm_nccl_covers(coll)) return 0;
-  CmGroupShape shape;
-  CmNcclHardware hw;
-  CmNcclCost cost;
-  CmAlgorithm algorithm;
-  CmProtocol protocol;
-  cm_group_shape(c, devices, p, &shape);
-  cm_nccl_hardware(c, &hw);
-  cm_nccl_tune(coll, &shape, &hw, bytes, &algorithm, &protocol, &cost);
-  return cost.channels;
-}
-
 /* The conversions on @o's own mesh that its backward runs beside: per input @from -> @to
  * (equal where there is none) and the tensor's elements. @gather FALSE: the input gradients'
  * (sb_backward_segment's, as the reader that reshards them; partial sums are reduced on this
@@ -106,8 +89,8 @@ static void beside_collectives(const Builder *b, int o, const MdlLayout *from, c
       int size = sb_group_members(mesh, 1u << steps[i].axis, 0, members);
       for (int j = 0; j < size; j++) devices[j] = mesh->devices[members[j]];
       double bytes = steps[i].elements * b->dtype_bytes;
-      *time_s += cm_group_collective_time(b->p, b->c, steps[i].coll, devices, size, bytes);
-      *channels = MAX(*channels, nccl_channels(b->c, steps[i].coll, devices, size, bytes));
+      *time_s += sb_collective_time(b, steps[i].coll, devices, size, bytes);
+      *channels = MAX(*channels, sb_collective_channels(b, steps[i].coll, devices, size, bytes));
     }
   }
 }

@@ -8,6 +8,7 @@
 
 #include "search/srch-int.h"
 #include "sim/sim_bound.h"
+#include "sim/sim_build-int.h"
 #include "test-search-util.h"
 
 static SrchResult *search_with(const Case *c, SrchAlgo algo, guint64 budget, gboolean baselines,
@@ -77,6 +78,34 @@ static int check_bounds(const char *model, const char *cluster, guint stride) {
 static void test_bound_below_simulation(void) {
   g_assert_cmpint(check_bounds(GPT4, GPT4_CLUSTER, 3), >, 0);
   g_assert_cmpint(check_bounds(GPT4, "dgx-a100:nodes=2,gpus_per_node=4", 5), >, 0);
+}
+
+/* The collective memo a reused bounder keeps (sim_build_memo.c) gives what the cost model
+ * gives without it, time and channels, for groups that share their size, first device and
+ * bytes but not their members (in one host or across two), every collective, asked twice in
+ * turn (the second from the memo). */
+static void test_collective_memo(void) {
+  Case c;
+  case_init(&c, GPT4, "dgx-a100:nodes=4,gpus_per_node=2");
+  static const int groups[][4] = {{0, 1, 2, 3}, {0, 2, 4, 6}, {0, 1, 4, 5}, {1, 0, 3, 2}, {0, 4, 1, 5}};
+  static const double bytes[] = {4096, 1 << 20, 3.5e8};
+  Builder direct = {.c = c.cluster, .p = &c.params}, memo = direct;
+  memo.collectives = sb_collective_memo_new();
+  int checked = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < CM_COLLECTIVE_COUNT; k++)
+      for (guint g = 0; g < G_N_ELEMENTS(groups); g++)
+        for (int p = 2; p <= 4; p += 2)
+          for (guint i = 0; i < G_N_ELEMENTS(bytes); i++) {
+            g_assert_cmpfloat(sb_collective_time(&memo, (CmCollective)k, groups[g], p, bytes[i]), ==,
+                              sb_collective_time(&direct, (CmCollective)k, groups[g], p, bytes[i]));
+            g_assert_cmpint(sb_collective_channels(&memo, (CmCollective)k, groups[g], p, bytes[i]), ==,
+                            sb_collective_channels(&direct, (CmCollective)k, groups[g], p, bytes[i]));
+            checked++;
+          }
+  g_assert_cmpint(checked, ==, 2 * CM_COLLECTIVE_COUNT * 5 * 2 * 3);
+  sb_collective_memo_free(memo.collectives);
+  case_clear(&c);
 }
 
 /* One bounder pointed at every shape of a space in turn (sim_bounder_set_strategy, as the
@@ -399,6 +428,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/search-grid/bound-below-simulation", test_bound_below_simulation);
   g_test_add_func("/search-grid/bounder-reuse", test_bounder_reuse);
   g_test_add_func("/search-grid/bounder-set-strategy", test_bounder_set_strategy);
+  g_test_add_func("/search-grid/collective-memo", test_collective_memo);
   g_test_add_func("/search-grid/memory-ignores-overlap-param-gather", test_memory_ignores_overlap_param_gather);
   g_test_add_func("/search-grid/full-space-contents", test_full_space_contents);
   g_test_add_func("/search-grid/classic-bounds-from-full", test_classic_bounds_from_full);
