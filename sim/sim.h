@@ -210,7 +210,8 @@ typedef struct {
   /* Testing: build every microbatch's resharding in full instead of replaying the first
    * one's (sim_build_replay.c), and a graph for merging's programs entry by entry and its
    * data edges one by one instead of per template (sim_build.c's stamp_unit,
-   * sb_chain_repeats_block); the graph is the same either way, byte for byte. */
+   * sb_chain_repeats_block); the graph is the same either way, byte for byte. The bounds
+   * (sim_bound.h) computed under it keep no memos: the same bound either way. */
   gboolean build_each_microbatch;
   struct SimProgress *progress; /* nullable, borrowed: the run's phases are reported there
                                    (sim/sim_progress.h); nothing computed depends on it */

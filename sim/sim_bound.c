@@ -389,6 +389,11 @@ static void bounder_durations(SimBounder *sb) {
   sb->fwd = g_new(SimTime, b->nops);
   sb->bwd = g_new(SimTime, b->nops);
   sb->wgt = g_new(SimTime, b->nops);
+  if (!b->no_replay) { /* sb_overlap_split once an op (build_each_microbatch: at each call) */
+    gboolean *split = g_new(gboolean, b->nops);
+    for (int o = 0; o < b->nops; o++) split[o] = sb_overlap_split(b, o);
+    b->overlap_split = split;
+  }
   g_autofree gboolean *has_wgt = g_new(gboolean, b->nops); /* sb_has_weight_task, once an op */
   for (int o = 0; o < b->nops; o++) {
     sb_op_durations(b, o, &sb->fwd[o], &sb->bwd[o], &sb->wgt[o]);
@@ -507,7 +512,10 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
                             const DevCluster *cluster, const CmParams *params,
                             const SimOptions *options) {
   SimBounder *sb = g_new0(SimBounder, 1);
-  sb->b = (Builder){.g = graph, .c = cluster, .p = params, .sample_tdim = mdl_tensor_sample_dims(graph)};
+  /* build_each_microbatch: no memos (the kernel times', the split's, the collectives'), the
+   * reference tests compare the memos with. */
+  sb->b = (Builder){.g = graph, .c = cluster, .p = params, .sample_tdim = mdl_tensor_sample_dims(graph),
+                    .no_replay = options && options->build_each_microbatch};
   sb->gaps_on = !options || !options->step_collectives;
   bounder_init(sb, strategy);
   return sb;
@@ -561,6 +569,7 @@ static void bounder_clear(SimBounder *sb) {
   }
   if (sb->gaps.unit_buckets) g_array_unref(sb->gaps.unit_buckets);
   g_free(b->fsdp_unit);
+  g_free((gboolean *)b->overlap_split);
   for (int r = 0; r < sb->nranks; r++) {
     g_free(sb->index[r]);
     if (sb->pairs[r]) g_array_unref(sb->pairs[r]);
@@ -591,11 +600,13 @@ void sim_bounder_set_strategy(SimBounder *sb, const MdlStrategy *strategy) {
   const CmParams *params = sb->b.p;
   int *sample_tdim = sb->b.sample_tdim;
   GArray **users = sb->b.users;
-  SbCollectiveMemo *collectives = sb->b.collectives ? sb->b.collectives : sb_collective_memo_new();
+  gboolean no_replay = sb->b.no_replay;
+  SbCollectiveMemo *collectives = sb->b.collectives || no_replay ? sb->b.collectives : sb_collective_memo_new();
   gboolean gaps_on = sb->gaps_on;
   memset(sb, 0, sizeof *sb); /* the per-strategy memos too: each strategy starts with empty ones */
   sb->b = (Builder){.g = graph, .c = cluster, .p = params, .sample_tdim = sample_tdim, .users = users,
-                    .collectives = collectives}; /* keyed by what does not change here */
+                    .collectives = collectives, /* keyed by what does not change here */
+                    .no_replay = no_replay};
   sb->gaps_on = gaps_on;
   bounder_init(sb, strategy);
 }

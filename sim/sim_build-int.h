@@ -138,6 +138,8 @@ typedef struct {
                                            under no_replay; written through a const Builder
                                            like beside */
   int nkernels;
+  const gboolean *overlap_split; /* per op: sb_overlap_split, computed once by a bounder for
+                                    its strategy (sim_bound.c); NULL: computed at each call */
   SbCollectiveMemo *collectives; /* NULL but in a bounder pointed at several strategies
                                     (sim_bounder_set_strategy): sb_collective_time */
   gboolean no_replay;       /* SimOptions.build_each_microbatch (sim_build_replay.c; and no

@@ -148,6 +148,7 @@ static const GArray *simulated_groups(Builder *b, int m, int a) {
  * token_unpermutation runs RS(TP) before A2A(EP).) */
 int sb_conversion_steps(const Builder *b, int mesh_index, MdlLayout from, MdlLayout to, int t,
                         SbConversionStep *steps) {
+  if (memcmp(&from, &to, sizeof from) == 0) return 0; /* every axis below would be skipped */
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, mesh_index);
   int n = 0;
   for (int step = 0; step < 4 * mesh->ndims; step++) {
@@ -568,6 +569,7 @@ MdlLayout sb_input_grad_layout(const Builder *b, int o, int k) {
  * own; the token dispatcher's backward reduces and returns the tokens after the whole expert
  * backward). */
 gboolean sb_overlap_split(const Builder *b, int o) {
+  if (b->overlap_split) return b->overlap_split[o];
   const MdlStrategy *s = b->s;
   if (s->weight_delay || s->tp_overlap || !s->overlap || !mdl_strategy_async_tp_allreduce(s))
     return FALSE;

@@ -110,7 +110,8 @@ static void test_collective_memo(void) {
 
 /* One bounder pointed at every shape of a space in turn (sim_bounder_set_strategy, as the
  * grid's screen moves from shape to shape) gives every point the bound sim_iteration_bound
- * gives a fresh build; on a model whose gradient syncs cross InfiniBand, so that the
+ * gives a fresh build, with its memos and without any (build_each_microbatch: kernel times,
+ * sb_overlap_split, collective times computed at each use); on a model whose gradient syncs cross InfiniBand, so that the
  * data-parallel stream and the ZeRO 1/2 tail decide some of the bounds, and a small one. */
 static void check_set_strategy(const char *model, const char *cluster) {
   Case c;
@@ -119,6 +120,8 @@ static void check_set_strategy(const char *model, const char *cluster) {
   SimBounder *bounder = NULL;
   MdlStrategy *s = NULL;
   MdlMegatronConfig shape;
+  SimOptions no_memos = {0};
+  no_memos.build_each_microbatch = TRUE;
   for (guint i = 0; i < points->len; i++) {
     MdlMegatronConfig cfg = g_array_index(points, MdlMegatronConfig, i), key = cfg;
     key.zero_stage = key.recompute = key.overlap_param_gather = 0;
@@ -134,7 +137,9 @@ static void check_set_strategy(const char *model, const char *cluster) {
     s->recompute = cfg.recompute;
     s->overlap_param_gather = cfg.overlap_param_gather;
     MdlStrategy *fresh = mdl_strategy_megatron(c.graph, c.cluster, &cfg, NULL);
-    g_assert_cmpuint(sim_bounder_bound(bounder), ==, sim_iteration_bound(c.graph, fresh, c.cluster, &c.params, NULL));
+    SimTime bound = sim_bounder_bound(bounder);
+    g_assert_cmpuint(bound, ==, sim_iteration_bound(c.graph, fresh, c.cluster, &c.params, NULL));
+    g_assert_cmpuint(bound, ==, sim_iteration_bound(c.graph, fresh, c.cluster, &c.params, &no_memos));
     mdl_strategy_free(fresh);
   }
   sim_bounder_free(bounder);
