@@ -82,6 +82,22 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
   else printf("  stored       not stored (--no-store)\n");
 }
 
+/* A strategy that does not fit its GPUs' memory is bad input (exit 2, one line on stderr naming
+ * the device and the sizes) after its prediction is printed and stored: the time it would take
+ * is still worth seeing, and a script that checks the status learns that it cannot run. */
+static int refuse_overflow(const SimRun *run, const char *strategy_spec) {
+  const SimPrediction *p = sim_run_prediction(run);
+  if (p->fits_memory) return CLI_EXIT_OK;
+  const CmMemory *m = &p->peak_memory;
+  fprintf(stderr, "stratsim simulate: strategy %s does not fit: GPU %d needs %.3f GiB of its %.3g "
+          "GiB (weights %.3f, gradients %.3f, optimizer %.3f, activations %.3f, buffers %.3f); "
+          "the prediction above is of a run that cannot start\n", strategy_spec,
+          p->peak_memory_device, p->peak_memory_bytes / GIB, p->memory_capacity_bytes / GIB,
+          m->weights / GIB, m->gradients / GIB, m->optimizer / GIB, m->activations / GIB,
+          m->buffers / GIB);
+  return CLI_EXIT_BAD_INPUT;
+}
+
 int cli_simulate(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
   g_autofree char *trace = NULL, *db_path = NULL;
@@ -167,6 +183,7 @@ int cli_simulate(int argc, char **argv) {
              sim_run_prediction(run)->symmetric ? "; it shows the simulated GPUs, --no-symmetry for all" : "");
   }
   if (!traced) status = cli_fail(trace_error, cli_status_for(trace_error));
+  else status = refuse_overflow(run, strategy_spec);
 out:
   sim_run_free(run);
   ses_session_free(session);

@@ -111,6 +111,28 @@ static void test_text_trace_db(void) {
   test_cli_result_clear(&r);
 }
 
+/* A strategy that does not fit in memory: its prediction is printed and stored, then one line
+ * on stderr names the GPU and the sizes, and the exit status is 2 (bad input). */
+static void test_does_not_fit(void) {
+  TestCliResult r = run_cli("simulate --model gpt3-6.7b --cluster dgx-a100 --strategy dp --json --db nofit.db");
+  g_assert_cmpint(r.status, ==, 2);
+  cJSON *j = cJSON_Parse(r.out);
+  g_assert_nonnull(j);
+  g_assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "fits_memory")));
+  g_assert_true(cJSON_IsNumber(cJSON_GetObjectItem(j, "run_id")));
+  cJSON_Delete(j);
+  g_assert_nonnull(strstr(r.err, "strategy dp does not fit: GPU 0 needs "));
+  g_assert_nonnull(strstr(r.err, "of its 80 GiB"));
+  const char *nl = strchr(r.err, '\n');
+  g_assert_true(nl && nl[1] == '\0'); /* one line */
+  test_cli_result_clear(&r);
+  /* the same model where it fits: exit 0, nothing on stderr */
+  r = run_cli("simulate --model gpt3-6.7b --cluster dgx-a100 --strategy megatron:tp=8,mb=1 --db nofit.db");
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_cmpstr(r.err, ==, "");
+  test_cli_result_clear(&r);
+}
+
 static void test_list(void) {
   TestCliResult r = run_cli("list models");
   g_assert_cmpint(r.status, ==, 0);
@@ -186,6 +208,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/cli/simulate/acceptance", test_acceptance);
   g_test_add_func("/cli/simulate/same-twice", test_same_twice);
   g_test_add_func("/cli/simulate/text-trace-db", test_text_trace_db);
+  g_test_add_func("/cli/simulate/does-not-fit", test_does_not_fit);
   g_test_add_func("/cli/list", test_list);
   for (gsize i = 0; i < G_N_ELEMENTS(bad_inputs); i++) {
     g_autofree char *path = g_strdup_printf("/cli/bad-input/%zu", i);
