@@ -143,11 +143,6 @@ static inline void sim_task_graph_edge(SimTaskGraph *g, uint32_t from, uint32_t 
   uint32_t pair[2] = {from, to};
   g_array_append_vals(g->edges, pair, 2);
 }
-/* Asks the kernel to back the 2 MiB-aligned part of [@data, @data + @bytes) with huge pages
- * (Linux madvise MADV_HUGEPAGE; nothing elsewhere): a graph's arrays of millions of tasks then
- * fault in 512 times fewer pages, and the engine's scattered reads miss the TLB less. A hint
- * only: the contents and the results are the same either way. */
-void sim_huge_pages(void *data, gsize bytes);
 /* Builds the successor lists (CSR) and in-degrees from the edges; drops the edge list. */
 void sim_task_graph_finish(SimTaskGraph *graph);
 static inline SimTask *sim_task_graph_task(const SimTaskGraph *g, uint32_t i) {

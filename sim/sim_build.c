@@ -583,12 +583,10 @@ void sb_build_compute(Builder *b) {
   gsize bytes = sizeof(uint32_t) * ((gsize)sim_task_graph_size(b->tg) + 1);
   b->chain_prev = g_malloc(bytes); /* every entry written by chain_compute (each compute task
                                       is chained once), but the one past the last */
-  sim_huge_pages(b->chain_prev, bytes);
   b->chain_prev[sim_task_graph_size(b->tg)] = NO_TASK;
   G_STATIC_ASSERT(NO_TASK == 0xFFFFFFFFu); /* every byte 0xFF */
   if (b->s->tp_overlap || b->s->cp > 1) { /* only what runs ahead reads it (sim_build_comm.c) */
     b->chain_next = g_malloc(bytes);
-    sim_huge_pages(b->chain_next, bytes);
     memset(b->chain_next, 0xFF, bytes);
   }
   program_room(b);
@@ -794,7 +792,6 @@ gboolean sim_build_estimate(const MdlGraph *graph, const MdlStrategy *strategy,
 static void reserve(GArray *array, guint64 n) {
   if (n > G_MAXUINT / 2) return; /* over the limits: grows as it goes */
   g_array_set_size(array, (guint)n);
-  sim_huge_pages(array->data, (gsize)n * g_array_get_element_size(array));
   g_array_set_size(array, 0);
 }
 

@@ -32,12 +32,6 @@ static void engine_init(Engine *e, const SimTaskGraph *g) {
   e->s->order = g_new(uint32_t, n ? n : 1);
   e->remaining = g_new(uint32_t, n ? n : 1);
   e->heap = g_new(HeapEntry, n ? n : 1);
-  /* before the pages are touched (a fresh allocation this large is untouched, zeroed or not);
-   * not the heap, which holds only the ready tasks (a few pages of it are touched) */
-  sim_huge_pages(e->s->start, sizeof(SimTime) * n);
-  sim_huge_pages(e->s->ready, sizeof(SimTime) * n);
-  sim_huge_pages(e->s->order, sizeof(uint32_t) * n);
-  sim_huge_pages(e->remaining, sizeof(uint32_t) * n);
   memcpy(e->remaining, g->indegree, sizeof(uint32_t) * n);
   e->free_at = g_new0(SimTime, g->num_resources ? g->num_resources : 1);
   e->heap_size = 0;

@@ -45,7 +45,8 @@
  * alternated runs: prefetching the next pop's successors' Nodes, or a pushed task's
  * successors' Nodes, a table of each collective's next-but-one for the walk, a 40-byte Node
  * (start left in SimSchedule.start), and the arrays without huge-page hints (the first run
- * then pays ~14 ms here instead of ~10, the median ~7.2 instead of ~6.4). Also tried
+ * then paid ~14 ms here instead of ~10, the median ~7.2 instead of ~6.4; the hints were
+ * removed since: sim/sim_graph.c has the later measurements). Also tried
  * (engine7, 2026-11-25) and not kept: each chain's collectives laid out side by side in a
  * second Node array (slotted in the order of their steps, which is each chain's; the heap's
  * tie-break still the task id, the slot carried in the entry's padding; joins remapped in a
@@ -379,11 +380,6 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
            .streams = sim_stream_resources(g->num_devices), .stretch_cap = 2 * n + 64,
            .withdrawn = UINT32_MAX};
   s->stretch = g_new(SimTime, 2 * (gsize)r.stretch_cap);
-  sim_huge_pages(r.node, sizeof(Node) * (gsize)n);
-  sim_huge_pages(s->start, sizeof(SimTime) * n);
-  sim_huge_pages(s->ready, sizeof(SimTime) * n);
-  sim_huge_pages(s->order, sizeof(uint32_t) * 2 * (gsize)n);
-  sim_huge_pages(s->log, sizeof(SimPop) * 2 * (gsize)n);
   gather(&r, folds, release);
   Node *node = r.node;
   SimTime *free_at = r.free_at;

@@ -1,33 +1,25 @@
 /* sim/graph — the task graph container: tasks as compact structs, resources as runs in one
- * array, successors in CSR form built once from an edge list (counting sort, O(V + E)). */
-/* madvise's MADV_HUGEPAGE is not in POSIX 2008 (the build's _POSIX_C_SOURCE). */
-#define _DEFAULT_SOURCE
+ * array, successors in CSR form built once from an edge list (counting sort, O(V + E)).
+ *
+ * Huge pages: removed (2026-12-02). The per-task arrays of the graph, the builder, merging and
+ * both engines up to 64 MiB each asked for them (madvise MADV_HUGEPAGE; added 2026-11-24 for
+ * the engine's TLB misses). On this VM (transparent huge pages enabled=madvise,
+ * defrag=madvise: the kernel compacts memory at the fault of a hinted page) that made a
+ * process's first prediction erratic: `stratsim simulate` of the 175B interleaved point
+ * (tp=8, pp=16, dp=8, vp=2), 12 one-shot runs each, alternated: 0.134 s mean wall with the hints
+ * (0.089 s system, worst 0.34 s), 0.057 s without (0.026 s system, worst 0.08 s); a second
+ * set of 15: 0.062 s (worst 0.20) against 0.053 s (worst 0.06). `bench --suite predict`, 4
+ * alternated runs: the first prediction of the recompute and zero=1 points 48-308 ms CPU
+ * with the hints, 23-84 ms without; the medians over 5 more alternated runs (21 predictions
+ * each) the same within the VM's noise (175B interleaved 29.1 against 33.4 ms mean, 1F1B 23.4
+ * against 25.9, selective recompute 49.5 against 48.0, vp=4 zero=1 14.0 against 14.1: without
+ * against with). No benefit measured in steady state, and the hint's cost depends on how
+ * fragmented the machine's memory is: the arrays stay on small pages. */
 #include "sim/sim-int.h"
 #include "sim/sim.h"
 
 #include <math.h>
 #include <time.h>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
-
-/* Arrays larger than this stay on small pages: huge pages for a multi-gigabyte expanded
- * graph cost the kernel more than they save (bench --suite gpt3's expanded 58.2 M tasks,
- * measured 2026-11-24 on a loaded machine: 4.1 s of system time on small pages, 12.7 s with
- * every array on huge pages, 6.2 s with arrays up to 128 MiB on them, 4.2-4.4 s up to 64 MiB,
- * which still covers every array of a symmetric 175B prediction). */
-#define SIM_HUGE_PAGES_MAX ((gsize)64 << 20)
-
-void sim_huge_pages(void *data, gsize bytes) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  const guintptr huge = 2u << 20;
-  guintptr begin = ((guintptr)data + huge - 1) & ~(huge - 1), end = ((guintptr)data + bytes) & ~(huge - 1);
-  if (end > begin && bytes <= SIM_HUGE_PAGES_MAX) madvise((void *)begin, end - begin, MADV_HUGEPAGE);
-#else
-  (void)data;
-  (void)bytes;
-#endif
-}
 
 double sim_thread_cpu_s(void) {
 #if defined(CLOCK_THREAD_CPUTIME_ID)
@@ -111,9 +103,6 @@ void sim_task_graph_finish(SimTaskGraph *g) {
   g->succ_offsets = g_new0(uint32_t, (gsize)n + 1);
   g->indegree = g_new0(uint32_t, n ? n : 1);
   g->succ = g_new(uint32_t, m ? m : 1);
-  sim_huge_pages(g->succ_offsets, sizeof(uint32_t) * ((gsize)n + 1));
-  sim_huge_pages(g->indegree, sizeof(uint32_t) * (gsize)n);
-  sim_huge_pages(g->succ, sizeof(uint32_t) * (gsize)m);
   for (uint32_t i = 0; i < m; i++) {
     g->succ_offsets[e[2 * i] + 1]++;
     g->indegree[e[2 * i + 1]]++;

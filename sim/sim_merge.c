@@ -417,7 +417,6 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
    * of tails); room for as many as the graph has, reserved at once. */
   guint most = 2 * (ng + (g->succ_offsets ? g->succ_offsets[m->n] : g->edges->len / 2));
   g_array_set_size(rg->edges, most);
-  sim_huge_pages(rg->edges->data, sizeof(uint32_t) * (gsize)most);
   m->redges = (uint32_t *)rg->edges->data; /* written in place, then sized */
   m->nredges = 0;
   SimTime *release = g_new0(SimTime, R ? R : 1);
@@ -498,7 +497,6 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
   rg->symmetric = g->symmetric;
   rg->simulated_devices = g->simulated_devices;
   g_array_set_size(rg->tasks, R);
-  sim_huge_pages(rg->tasks->data, sizeof(SimTask) * (gsize)R);
   SimTask *rt = (SimTask *)rg->tasks->data;
   g_array_set_size(rg->task_resources, R);
   uint32_t *rr = (uint32_t *)rg->task_resources->data;
@@ -557,10 +555,10 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
              .n = g->tasks->len, .C = g->num_compute, .hb = g->host_base};
   uint32_t nd = (uint32_t)g->num_devices, C1 = m.C ? m.C : 1, n1 = m.n ? m.n : 1;
   /* the candidates' fields are indexed from C (tasks that are not compute: a sixth of the 175B
-   * point's): sized to them, not to every task (the arena is on huge pages, and each one its
-   * scattered writes touch is zeroed whole on a process's first run) */
+   * point's): sized to them, not to every task (each page its scattered writes touch is
+   * zeroed on a process's first run) */
   gsize others = (gsize)(m.n - MIN(m.C, m.n)) + 1;
-  /* the per-task arrays in one allocation (on huge pages where the system has them); a graph
+  /* the per-task arrays in one allocation; a graph
    * for merging has its durations in its blocks (no poff, hdur, pdur, phd: pos_duration) */
   gsize byid = g->program_block ? 0 : C1;
   gsize per_compute = 2 * sizeof(uint32_t) + 2 * sizeof(SimTime) + 2;
@@ -569,7 +567,6 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
                 n1 * (1 + sizeof(uint32_t)) + others * (3 * sizeof(uint32_t) + sizeof(SimTime)) +
                 32 * 64; /* alignment */
   char *arena = g_malloc(bytes), *fill = arena;
-  sim_huge_pages(arena, bytes);
 #define TAKE(type, count) ((type *)take(&fill, sizeof(type) * (gsize)(count)))
   m.dev = TAKE(uint32_t, byid);
   m.posbuf = TAKE(uint32_t, byid);
