@@ -218,10 +218,10 @@ typedef struct {
 } SimOptions;
 
 /* Limits on one simulation (README, "Limits"), checked before the task graph is allocated.
- * A task costs about 102 bytes at the peak of a run with its resources, edges (a list while
- * building, then CSR) and schedule entries (measured 2026-11-24, `bench --suite gpt3`: 5.96 GB
- * max RSS and 17.8 s for the 58.2 M tasks of GPT-3 175B on 1024 GPUs expanded): 10^8 tasks
- * are about 10 GB and half a minute or more. A device slot is one (op, microbatch, mesh
+ * A task costs about 91 bytes at the peak of a run with its resources, edges (a list while
+ * building, then CSR) and schedule entries (measured 2026-12-02, `bench --suite gpt3`: 5.71 GB
+ * max RSS and 32 s wall for the 63.1 M tasks of GPT-3 175B on 1024 GPUs expanded; 2026-11-24:
+ * 102 bytes, 5.96 GB for 58.2 M): 10^8 tasks are about 9 GB and half a minute or more. A device slot is one (op, microbatch, mesh
  * device) of the strategy. The builder no longer keeps an array of them: a forward
  * conversion's readiness is kept per microbatch and representative (M x nrep,
  * sb_forward_conversion in sim_build_comm.c), and the per-mesh-index arrays of a conversion

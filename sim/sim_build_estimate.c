@@ -284,7 +284,7 @@ gboolean sim_estimate_check(const SimEstimate *e, GError **error) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
                 "the simulation is too large: about %" G_GUINT64_FORMAT " tasks (%" G_GUINT64_FORMAT
                 " compute tasks on %d simulated GPU%s) exceed the limit of %" G_GUINT64_FORMAT
-                " tasks (about 10 GB at 102 bytes a task): use fewer, larger microbatches (a larger mb), a smaller batch "
+                " tasks (about 9 GB at 91 bytes a task): use fewer, larger microbatches (a larger mb), a smaller batch "
                 "or fewer layers%s",
                 (guint64)e->tasks, (guint64)e->compute_tasks, e->simulated_devices,
                 e->simulated_devices == 1 ? "" : "s",
