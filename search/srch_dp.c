@@ -1,49 +1,54 @@
-/* search/dp — the dp driver: Megatron's pipelined grid points with stage cuts picked by the
- * dynamic program of srch_pipeline.h instead of Megatron's equal layer counts.
+/* search/dp — the dp driver: Megatron's pipelined configurations with stage cuts picked by
+ * the dynamic program of srch_pipeline.h instead of Megatron's equal layer counts.
  *
- * A group is one (tp, pp, dp, microbatch size). Its one-stage strategy (the same degrees with
- * pp = 1: every op's mesh shape and splits, which every stage keeps) gives the per-unit
- * compute (one task-graph build) and the boundary transfers; the DP picks the cut of least
- * 1F1B estimate; that cut is then simulated in full under 1F1B, GPipe and eager-1F1B (the
- * interleaved schedule keeps Megatron's even chunks: the grid has it). A group whose DP cut is
- * the even cut the grid already simulated, or whose weights cannot fit however it is cut
- * (no_cut_fits, checked before the measurement's task-graph build), is skipped (counted as
- * pruned). Workers take whole
- * groups round robin (group g on worker g mod T), so one measurement serves its schedules and
- * results are reproducible for a thread count. */
+ * The groups (srch_dp_groups) are the full Megatron space's 1F1B pipelines (every cp, ep,
+ * recomputation, sp, ZeRO stage, overlap_param_gather and FP8 variant the space has), pp from
+ * 2 up to the pipeline's units, kept where the one-stage configuration (the same degrees and
+ * options with pp = 1: every op's mesh shape and splits, which every stage keeps) builds. Each
+ * group's cut is simulated in full under 1F1B, GPipe and eager-1F1B (the interleaved schedule
+ * keeps Megatron's even chunks: the full space has it). A block is a run of groups that differ
+ * only in the ZeRO stage and overlap_param_gather: they share the one-stage compute and the
+ * boundary transfers (ZeRO adds communication and moves memory, not a kernel:
+ * /search/dp/zero-shares-measure), so the block's one measurement (a task-graph build) and one
+ * DP cut serve them all. Workers take whole blocks round robin (block b on worker b mod T), so
+ * results are reproducible for a thread count.
+ *
+ * Pruning, all of it safe (nothing pruned can beat the worker's best, or is simulated
+ * elsewhere):
+ *  - a variant whose weights cannot fit however it is cut (no_cut_fits, before any pipeline is
+ *    built);
+ *  - a block whose compute bound exceeds the best: each worker screens its blocks first (the
+ *    bound below), then takes them in increasing order of it and stops at the first above its
+ *    best;
+ *  - a pipeline whose sim_iteration_bound exceeds the best (not simulated);
+ *  - a cut equal to the even one, which the full space (run before this phase) holds.
+ * The block's bound: every device of the one-stage strategy runs all ops' forward, backward
+ * and recomputed tasks for all M microbatches one after another (W_1) and launches them (H_1);
+ * a cut into pp stages gives stage r's devices the same per-device tasks of its ops (the same
+ * mesh shape and splits, the same M), so sum_r W_r = W_1 and sum_r H_r = H_1, and the busiest
+ * stage's device needs at least max(W_1, H_1) / pp. sim_compute_bound of the one-stage
+ * strategy is max(W_1, H_1) (one stage has no fill or drain); floored. ZeRO and
+ * overlap_param_gather change no compute task (sim/sim_bound.h: W_d sums forwards, backwards,
+ * weight-gradient and recomputed tasks), so the block's first group's bound holds for all. */
 #include "search/srch-int.h"
 #include "search/srch_pipeline.h"
+#include "sim/sim_bound.h"
 
+#include <math.h>
 #include <string.h>
 
 static const MdlSchedule schedules[SRCH_DP_SCHEDULES] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE,
                                                          MDL_SCHEDULE_EAGER_1F1B};
 
-GArray *srch_dp_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
-  int n = dev_cluster_num_devices(cluster);
-  SrchPipeline *pl = srch_pipeline_new(graph);
-  GArray *points = g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
-  for (int tp = 1; tp <= n; tp++) {
-    if (n % tp) continue;
-    for (int pp = 2; pp <= n / tp && pp <= pl->nunits; pp++) {
-      if ((n / tp) % pp) continue;
-      int dp = n / tp / pp;
-      if (graph->batch % dp) continue;
-      int64_t per_replica = graph->batch / dp;
-      for (int64_t mb = 1; mb <= per_replica; mb++) {
-        if (per_replica % mb) continue;
-        MdlMegatronConfig cfg = {.tp = tp, .pp = 1, .dp = dp, .microbatch_size = (int)mb,
-                                 .schedule = MDL_SCHEDULE_1F1B, .virtual_stages = 1, .dtype = dtype};
-        MdlStrategy *one = mdl_strategy_megatron(graph, cluster, &cfg, NULL);
-        if (!one) continue;
-        mdl_strategy_free(one);
-        cfg.pp = pp;
-        g_array_append_val(points, cfg);
-      }
-    }
-  }
-  srch_pipeline_free(pl);
-  return points;
+/* Whether groups @a and @b share a block (all fields but the ZeRO stage and
+ * overlap_param_gather equal; srch_dp_groups zeroes padding). */
+static gboolean same_block(const MdlMegatronConfig *a, const MdlMegatronConfig *b) {
+  MdlMegatronConfig x, y;
+  memcpy(&x, a, sizeof x);
+  memcpy(&y, b, sizeof y);
+  x.zero_stage = y.zero_stage = 0;
+  x.overlap_param_gather = y.overlap_param_gather = FALSE;
+  return memcmp(&x, &y, sizeof x) == 0;
 }
 
 /* Whether no cut of @one (the one-stage strategy) into @stages stages can fit: every stage
@@ -62,32 +67,15 @@ static gboolean no_cut_fits(const SrchWorker *w, const MdlStrategy *one, int sta
   return least > w->cluster->device.memory_bytes;
 }
 
-/* The DP's cut for @cfg into @cuts (pp + 1 entries) and its one-stage strategy, or NULL
- * (*@over_memory set when no cut can fit). */
-static MdlStrategy *cut_group(SrchWorker *w, SrchPipeline *pl, const MdlMegatronConfig *cfg,
-                              int *cuts, gboolean *over_memory) {
-  MdlMegatronConfig one_cfg = *cfg;
+/* @cfg's one-stage configuration (pp = 1) built, or NULL. */
+static MdlStrategy *one_stage(const SrchWorker *w, const MdlMegatronConfig *cfg) {
+  MdlMegatronConfig one_cfg;
+  memcpy(&one_cfg, cfg, sizeof one_cfg);
   one_cfg.pp = 1;
-  GError *error = NULL;
-  *over_memory = FALSE;
-  MdlStrategy *one = mdl_strategy_megatron(w->graph, w->cluster, &one_cfg, &error);
-  if (one && no_cut_fits(w, one, cfg->pp)) {
-    *over_memory = TRUE;
-    mdl_strategy_free(one);
-    return NULL;
-  }
-  if (one && srch_pipeline_measure(pl, w->graph, one, cfg->pp, w->cluster, w->params,
-                                   &w->options->sim, &error)) {
-    srch_pipeline_dp(pl, cuts);
-    return one;
-  }
-  g_debug("search dp: %s", error->message);
-  g_clear_error(&error);
-  mdl_strategy_free(one);
-  return NULL;
+  return mdl_strategy_megatron(w->graph, w->cluster, &one_cfg, NULL);
 }
 
-/* Whether the grid's even cut for @cfg (1F1B) is @cuts. */
+/* Whether the even cut Megatron's builder makes for @cfg (1F1B) is @cuts. */
 static gboolean is_even_cut(SrchWorker *w, const SrchPipeline *pl, const MdlMegatronConfig *cfg,
                             const int *cuts) {
   MdlStrategy *even = mdl_strategy_megatron(w->graph, w->cluster, cfg, NULL);
@@ -99,53 +87,148 @@ static gboolean is_even_cut(SrchWorker *w, const SrchPipeline *pl, const MdlMega
   return same;
 }
 
+typedef struct {
+  SimTime bound;     /* the block's compute bound (header) */
+  guint first, end;  /* its groups [first, end) */
+} Block;
+
+static int compare_blocks(const void *a, const void *b) {
+  const Block *x = a, *y = b;
+  if (x->bound != y->bound) return x->bound < y->bound ? -1 : 1;
+  return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Evaluates group @g cut at @cuts under each schedule (@one: its one-stage strategy, ZeRO
+ * fields set); FALSE when the budget ran out. */
+static gboolean evaluate_group(SrchWorker *w, const SrchPipeline *pl, SimBounder **bounder, guint g,
+                               const MdlStrategy *one, const int *cuts) {
+  const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, g);
+  for (int k = 0; k < SRCH_DP_SCHEDULES; k++) {
+    if (!srch_worker_has_budget(w)) return FALSE;
+    GError *error = NULL;
+    MdlStrategy *s = srch_pipeline_strategy(pl, w->graph, one, cuts, schedules[k], w->cluster, &error);
+    if (!s) {
+      g_debug("search dp: %s", error->message);
+      g_clear_error(&error);
+      w->failed++;
+      continue;
+    }
+    gboolean above = FALSE;
+    if (isfinite(w->best_time_s)) { /* one bounder a worker (its memo of collective times) */
+      if (!*bounder) *bounder = sim_bounder_new(w->graph, s, w->cluster, w->params, &w->options->sim);
+      else sim_bounder_set_strategy(*bounder, s);
+      above = sim_time_seconds(sim_bounder_bound(*bounder)) > w->best_time_s;
+    }
+    if (above) {
+      w->pruned++;
+      mdl_strategy_free(s);
+      continue;
+    }
+    /* The memory rule (after the bound, as the grid driver: a pruned pipeline needs none),
+     * counted as the grid driver counts it: not an evaluation. */
+    if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) {
+      w->over_memory++;
+      mdl_strategy_free(s);
+      continue;
+    }
+    int before = w->best_grid;
+    srch_worker_eval_fitting(w, s, (int)g * SRCH_DP_SCHEDULES + k);
+    if (w->best_grid != before) {
+      mdl_strategy_free(w->best_strategy);
+      w->best_strategy = s;
+      MdlMegatronConfig described = *cfg;
+      described.schedule = schedules[k];
+      g_autofree char *degrees = srch_grid_describe(&described);
+      g_autofree char *cut = srch_pipeline_describe(pl, w->graph, cuts);
+      g_free(w->best_detail);
+      w->best_detail = g_strdup_printf("%s stages %s", degrees, cut);
+    } else {
+      mdl_strategy_free(s);
+    }
+  }
+  return TRUE;
+}
+
+/* Block @b: its measurement and cut, then each of its variants. FALSE when the budget ran
+ * out. */
+static gboolean run_block(SrchWorker *w, SrchPipeline *pl, SimBounder **bounder, const Block *b) {
+  const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, b->first);
+  guint64 points = (guint64)(b->end - b->first) * SRCH_DP_SCHEDULES;
+  MdlStrategy *one = one_stage(w, cfg);
+  GError *error = NULL;
+  g_autofree int *cuts = g_new(int, cfg->pp + 1);
+  if (!one || !srch_pipeline_measure(pl, w->graph, one, cfg->pp, w->cluster, w->params,
+                                     &w->options->sim, &error)) {
+    if (error) g_debug("search dp: %s", error->message);
+    g_clear_error(&error);
+    mdl_strategy_free(one);
+    w->failed += points;
+    return TRUE;
+  }
+  srch_pipeline_dp(pl, cuts);
+  if (is_even_cut(w, pl, cfg, cuts)) {
+    w->pruned += points;
+    mdl_strategy_free(one);
+    return TRUE;
+  }
+  gboolean more = TRUE;
+  for (guint g = b->first; g < b->end && more; g++) {
+    const MdlMegatronConfig *v = &g_array_index(w->grid, MdlMegatronConfig, g);
+    one->zero_stage = v->zero_stage; /* in place, as srch_grid.c's shapes */
+    one->overlap_param_gather = v->overlap_param_gather;
+    if (no_cut_fits(w, one, v->pp)) w->pruned += SRCH_DP_SCHEDULES;
+    else more = evaluate_group(w, pl, bounder, g, one, cuts);
+  }
+  mdl_strategy_free(one);
+  return more;
+}
+
 void srch_dp_worker(SrchWorker *w) {
   SrchPipeline *pl = srch_pipeline_new(w->graph);
-  guint g;
-  for (g = (guint)w->index; g < w->grid->len; g += (guint)w->nworkers) {
-    if (!srch_worker_has_budget(w)) break;
+  SimBounder *bounder = NULL;
+  GArray *blocks = g_array_new(FALSE, FALSE, sizeof(Block));
+  double cpu = srch_thread_cpu_s();
+  /* Screening: the compute bound of each of the worker's blocks (its first group's one-stage
+   * strategy; a block whose first group does not build is skipped whole: its variants share
+   * that build but for their ZeRO fields, which the builder only range-checks). */
+  gboolean screened = TRUE;
+  guint nblock = 0;
+  for (guint g = 0; g < w->grid->len; nblock++) {
     const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, g);
-    g_autofree int *cuts = g_new(int, cfg->pp + 1);
-    gboolean over_memory;
-    MdlStrategy *one = cut_group(w, pl, cfg, cuts, &over_memory);
-    if (!one) {
-      if (over_memory) w->pruned += SRCH_DP_SCHEDULES;
-      else w->failed += SRCH_DP_SCHEDULES;
-      continue;
-    }
-    if (is_even_cut(w, pl, cfg, cuts)) {
-      w->pruned += SRCH_DP_SCHEDULES;
-      mdl_strategy_free(one);
-      continue;
-    }
-    int k;
-    for (k = 0; k < SRCH_DP_SCHEDULES && srch_worker_has_budget(w); k++) {
-      GError *error = NULL;
-      MdlStrategy *s = srch_pipeline_strategy(pl, w->graph, one, cuts, schedules[k], w->cluster, &error);
-      if (!s) {
-        g_debug("search dp: %s", error->message);
-        g_clear_error(&error);
-        w->failed++;
-        continue;
+    guint end = g + 1;
+    while (end < w->grid->len && same_block(cfg, &g_array_index(w->grid, MdlMegatronConfig, end))) end++;
+    if (nblock % (guint)w->nworkers == (guint)w->index) {
+      if (!srch_worker_has_budget(w)) {
+        screened = FALSE;
+        break;
       }
-      int before = w->best_grid;
-      srch_worker_eval_strategy(w, s, (int)g * SRCH_DP_SCHEDULES + k);
-      if (w->best_grid != before) {
-        mdl_strategy_free(w->best_strategy);
-        w->best_strategy = s;
-        MdlMegatronConfig described = *cfg;
-        described.schedule = schedules[k];
-        g_autofree char *degrees = srch_grid_describe(&described);
-        g_autofree char *cut = srch_pipeline_describe(pl, w->graph, cuts);
-        g_free(w->best_detail);
-        w->best_detail = g_strdup_printf("%s stages %s", degrees, cut);
+      MdlStrategy *one = one_stage(w, cfg);
+      if (!one) {
+        w->failed += (guint64)(end - g) * SRCH_DP_SCHEDULES;
       } else {
-        mdl_strategy_free(s);
+        Block b = {sim_compute_bound(w->graph, one, w->cluster, w->params) / (SimTime)cfg->pp, g, end};
+        g_array_append_val(blocks, b);
+        mdl_strategy_free(one);
       }
     }
-    mdl_strategy_free(one);
-    if (k < SRCH_DP_SCHEDULES) break; /* out of budget inside the group */
+    g = end;
   }
-  w->complete = g >= w->grid->len;
+  w->screen_cpu_s += srch_thread_cpu_s() - cpu;
+  if (blocks->len) qsort(blocks->data, blocks->len, sizeof(Block), compare_blocks);
+  guint k;
+  for (k = 0; k < blocks->len; k++) {
+    const Block *b = &g_array_index(blocks, Block, k);
+    if (isfinite(w->best_time_s) && sim_time_seconds(b->bound) > w->best_time_s) {
+      for (; k < blocks->len; k++) { /* this bound and every later one exceed the best */
+        const Block *rest = &g_array_index(blocks, Block, k);
+        w->pruned += (guint64)(rest->end - rest->first) * SRCH_DP_SCHEDULES;
+      }
+      break;
+    }
+    if (!srch_worker_has_budget(w) || !run_block(w, pl, &bounder, b)) break;
+  }
+  w->complete = screened && k >= blocks->len;
+  g_array_free(blocks, TRUE);
+  sim_bounder_free(bounder);
   srch_pipeline_free(pl);
 }

@@ -36,8 +36,15 @@
  * parallelism-guide.html). */
 #define GRID_MIN_CP_SEQ 8192
 
-static gboolean builds(const MdlGraph *graph, const DevCluster *cluster, const MdlMegatronConfig *cfg) {
-  MdlStrategy *s = mdl_strategy_megatron(graph, cluster, cfg, NULL);
+/* Whether the builder accepts @cfg; for a dp group (@one_stage) its one-stage configuration
+ * (pp = 1: the stages' common mesh and splits, which the dp driver cuts), so pp need not
+ * divide the layers. */
+static gboolean builds(const MdlGraph *graph, const DevCluster *cluster, const MdlMegatronConfig *cfg,
+                       gboolean one_stage) {
+  MdlMegatronConfig one;
+  memcpy(&one, cfg, sizeof one);
+  if (one_stage) one.pp = 1;
+  MdlStrategy *s = mdl_strategy_megatron(graph, cluster, &one, NULL);
   mdl_strategy_free(s);
   return s != NULL;
 }
@@ -45,8 +52,9 @@ static gboolean builds(const MdlGraph *graph, const DevCluster *cluster, const M
 /* Appends @cfg when the builder accepts it; with @full also its memory and sp variants (the
  * builder's checks on those: zero 0..3, sp needs tp > 1 and ops with a sequence dim). */
 static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                      const MdlMegatronConfig *base, gboolean full, gboolean tp_overlap) {
-  if (!builds(graph, cluster, base)) return;
+                      const MdlMegatronConfig *base, gboolean full, gboolean tp_overlap,
+                      gboolean one_stage) {
+  if (!builds(graph, cluster, base, one_stage)) return;
   if (!full) {
     g_array_append_vals(points, base, 1);
     return;
@@ -54,11 +62,11 @@ static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *c
   MdlMegatronConfig cfg; /* copied with memcpy, padding included */
   memcpy(&cfg, base, sizeof cfg);
   cfg.sequence_parallel = TRUE;
-  int nsp = base->tp > 1 && builds(graph, cluster, &cfg) ? 2 : 1;
+  int nsp = base->tp > 1 && builds(graph, cluster, &cfg, one_stage) ? 2 : 1;
   /* With @tp_overlap, under sp the tensor-parallel collectives next to a GEMM may also overlap
    * it (Megatron-Core's --tp-comm-overlap, tp_overlap=1: model/STRATEGY.md). */
   cfg.tp_overlap = TRUE;
-  int ntpo = tp_overlap && nsp == 2 && builds(graph, cluster, &cfg) ? 2 : 1;
+  int ntpo = tp_overlap && nsp == 2 && builds(graph, cluster, &cfg, one_stage) ? 2 : 1;
   /* sp and tp_overlap outermost: the screening rebuilds a strategy only when tp, pp, dp, mb,
    * schedule, vp, sp or tp_overlap change (recomputation and ZeRO are fields it sets in place,
    * srch_grid_worker). */
@@ -76,9 +84,11 @@ static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *c
           }
 }
 
-/* Every microbatch size and schedule of @base's degrees. */
+/* Every microbatch size and schedule of @base's degrees; for dp groups (@one_stage) 1F1B
+ * alone (a group stands for its SRCH_DP_SCHEDULES schedules). */
 static void add_schedules(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                          const MdlMegatronConfig *base, gboolean full, gboolean tp_overlap) {
+                          const MdlMegatronConfig *base, gboolean full, gboolean tp_overlap,
+                          gboolean one_stage) {
   static const MdlSchedule pipelined[] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_EAGER_1F1B};
   int dp = base->dp, pp = base->pp;
   if (graph->batch % dp) return;
@@ -90,23 +100,25 @@ static void add_schedules(GArray *points, const MdlGraph *graph, const DevCluste
     MdlMegatronConfig cfg;
     memcpy(&cfg, base, sizeof cfg); /* padding too: the screening compares whole structs */
     cfg.microbatch_size = (int)mb;
-    for (guint k = 0; k < (pp > 1 ? G_N_ELEMENTS(pipelined) : 1); k++) {
+    for (guint k = 0; k < (pp > 1 && !one_stage ? G_N_ELEMENTS(pipelined) : 1); k++) {
       cfg.schedule = pipelined[k];
       cfg.virtual_stages = 1;
-      add_point(points, graph, cluster, &cfg, full, tp_overlap);
+      add_point(points, graph, cluster, &cfg, full, tp_overlap, one_stage);
     }
-    if (pp < 2 || microbatches % pp || graph->num_layers <= 0) continue;
+    if (one_stage || pp < 2 || microbatches % pp || graph->num_layers <= 0) continue;
     for (int vp = 2; vp <= max_vp; vp++) {
       if (graph->num_layers % (pp * vp)) continue;
       cfg.schedule = MDL_SCHEDULE_INTERLEAVED;
       cfg.virtual_stages = vp;
-      add_point(points, graph, cluster, &cfg, full, tp_overlap);
+      add_point(points, graph, cluster, &cfg, full, tp_overlap, one_stage);
     }
   }
 }
 
+/* The grid's points (@max_pp 0), or the dp driver's groups (@max_pp > 0: pp = 2 .. @max_pp, the
+ * pipeline's units, with one-stage configurations the builder accepts). */
 static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full,
-                      gboolean tp_overlap) {
+                      gboolean tp_overlap, int max_pp) {
   int n = dev_cluster_num_devices(cluster);
   GArray *out = g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
   int64_t experts = 0;
@@ -114,7 +126,7 @@ static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype
   int max_cp = graph->seq >= GRID_MIN_CP_SEQ ? n : 1;
   for (int tp = 1; tp <= n; tp++) {
     if (n % tp) continue;
-    for (int pp = 1; pp <= n / tp; pp++) {
+    for (int pp = max_pp ? 2 : 1; pp <= n / tp && (!max_pp || pp <= max_pp); pp++) {
       if ((n / tp) % pp) continue;
       for (int cp = 1; cp <= MIN(max_cp, n / tp / pp); cp++) {
         if ((n / tp / pp) % cp) continue;
@@ -137,7 +149,7 @@ static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype
             cfg.etp = etp_one ? 1 : 0;
             cfg.schedule = MDL_SCHEDULE_1F1B;
             cfg.dtype = dtype;
-            add_schedules(out, graph, cluster, &cfg, full, tp_overlap);
+            add_schedules(out, graph, cluster, &cfg, full, tp_overlap, max_pp > 0);
           }
         }
       }
@@ -147,7 +159,7 @@ static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype
 }
 
 GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
-  return points(graph, cluster, dtype, FALSE, FALSE);
+  return points(graph, cluster, dtype, FALSE, FALSE, 0);
 }
 
 void srch_grid_set_framework(GArray *points, MdlFramework framework) {
@@ -158,17 +170,30 @@ GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, 
   return srch_grid_full_points_with(graph, cluster, dtype, FALSE);
 }
 
-GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
-                                   gboolean tp_overlap) {
-  GArray *out = points(graph, cluster, dtype, TRUE, tp_overlap);
+/* The full space's points (@max_pp 0) or dp groups, and in FP8 again where it applies. */
+static GArray *full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
+                           gboolean tp_overlap, int max_pp) {
+  GArray *out = points(graph, cluster, dtype, TRUE, tp_overlap, max_pp);
   /* A bf16 run may also train in FP8 (Transformer Engine's recipe: the layers' GEMMs at the
    * FP8 peak, costmodel/cm_fp8.c) where the device has FP8 tensor cores (a peak in its preset). */
   if (dtype == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP8] > 0) {
-    GArray *fp8 = points(graph, cluster, DEV_DTYPE_FP8, TRUE, tp_overlap);
+    GArray *fp8 = points(graph, cluster, DEV_DTYPE_FP8, TRUE, tp_overlap, max_pp);
     g_array_append_vals(out, fp8->data, fp8->len);
     g_array_free(fp8, TRUE);
   }
   return out;
+}
+
+GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
+                                   gboolean tp_overlap) {
+  return full_points(graph, cluster, dtype, tp_overlap, 0);
+}
+
+GArray *srch_dp_groups(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full,
+                       gboolean tp_overlap, int units) {
+  if (units < 2) return g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
+  return full ? full_points(graph, cluster, dtype, tp_overlap, units)
+              : points(graph, cluster, dtype, FALSE, FALSE, units);
 }
 
 char *srch_grid_describe(const MdlMegatronConfig *c) {

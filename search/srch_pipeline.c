@@ -3,6 +3,7 @@
  * srch_pipeline_objective's agree to the picosecond and the brute-force test can compare them
  * exactly; a cut is always nstages + 1 increasing unit indices from 0 to nunits. */
 #include "search/srch_pipeline.h"
+#include "sim/sim_bound.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -83,17 +84,17 @@ gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const Mdl
                 mesh->ndevices, p->nunits, dev_cluster_num_devices(cluster));
     return FALSE;
   }
-  SimTaskGraph *tg = sim_build_with_options(graph, one, cluster, params, options, error);
-  if (!tg) return FALSE;
-  g_autofree guint64 *sum = g_new0(guint64, nops);
-  g_autofree guint64 *forwards = g_new0(guint64, nops);
-  sim_task_graph_op_compute(tg, nops, sum, forwards);
-  sim_task_graph_free(tg);
+  /* Per op, one device's compute for one microbatch: the durations the builder gives its
+   * tasks (sb_op_durations, through the bounder: no task graph; the builder's own sums agree,
+   * /search/dp/measure-matches-task-graph). Measured on GPT-3 175B / 1024 A100s (--algo dp,
+   * one thread, 2026-12-02): building each one-stage task graph took 63 s of the 122 s. */
+  if (!mdl_strategy_validate(one, graph, cluster, error)) return FALSE;
+  SimBounder *bounder = sim_bounder_new(graph, one, cluster, params, options);
+  g_autofree SimTime *per_op = g_new(SimTime, nops);
+  sim_bounder_op_compute(bounder, per_op);
+  sim_bounder_free(bounder);
   g_autofree SimTime *compute = g_new0(SimTime, p->nunits);
-  /* Every task of an op has the same duration: the sum over its forwards (one per microbatch
-   * and simulated device) is exact per microbatch and device. */
-  for (int o = 0; o < nops; o++)
-    if (forwards[o]) compute[p->unit_of_op[o]] += sum[o] / forwards[o];
+  for (int o = 0; o < nops; o++) compute[p->unit_of_op[o]] += per_op[o];
 
   /* Transfers: each tensor crosses the cuts after its producer's unit up to its last reader's. */
   g_autofree int *last_reader = g_new(int, mdl_graph_num_tensors(graph));
@@ -186,8 +187,12 @@ static SimTime dp_run(Dp *d, int mode, SimTime bound) {
     for (int j = s + 1; j <= L - (S - 1 - s); j++) {
       SimTime best = NO_COST;
       int arg = -1;
-      for (int i = s == 0 ? 0 : s; i < j; i++) {
-        if (s == 0 && i > 0) break;
+      /* Starts from the latest down, keeping the smallest start among equal values (<=). A
+       * stage's compute grows as its start moves down and transfers only add, so under a
+       * bound the loop stops at the first start whose compute alone exceeds it (the 175B
+       * dp search, 2026-12-02: most of the DP's time was starts past the bound). */
+      for (int i = s == 0 ? 0 : j - 1; i >= (s == 0 ? 0 : s); i--) {
+        if (mode == DP_SUM && d->prefix[j] - d->prefix[i] > bound) break;
         SimTime before = s == 0 ? 0 : d->value[(s - 1) * W + i];
         if (before == NO_COST) continue;
         SimTime t = cost(d, s, i, j);
@@ -198,7 +203,7 @@ static SimTime dp_run(Dp *d, int mode, SimTime bound) {
         } else {
           v = MAX(before, t);
         }
-        if (v < best) {
+        if (v <= best) {
           best = v;
           arg = i;
         }
@@ -244,7 +249,8 @@ SimTime srch_pipeline_dp(const SrchPipeline *p, int *cuts) {
     GArray *candidates = g_array_new(FALSE, FALSE, sizeof(SimTime));
     for (int s = 0; s < S; s++)
       for (int j = s + 1; j <= L - (S - 1 - s); j++)
-        for (int i = s == 0 ? 0 : s; i < (s == 0 ? 1 : j); i++) {
+        for (int i = s == 0 ? 0 : j - 1; i >= (s == 0 ? 0 : s); i--) {
+          if (d.prefix[j] - d.prefix[i] > most) break; /* and every earlier start */
           SimTime t = cost(&d, s, i, j);
           if (t >= least_max && t <= most) g_array_append_val(candidates, t);
         }

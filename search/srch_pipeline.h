@@ -9,9 +9,10 @@
  * flows to the same or later stages.
  *
  * Costs, in simulated picoseconds so that sums are exact (CONVENTIONS.md):
- *  - compute[u]: one device's forward plus backward of unit u for one microbatch, read from
- *    the task graph the simulator builds for the one-stage strategy (an op's kernel times
- *    depend only on its own config, the microbatch count and the dtype, not on its stage);
+ *  - compute[u]: one device's forward plus backward (and recomputed forward) of unit u for one
+ *    microbatch, the durations the simulator's builder gives the one-stage strategy's tasks
+ *    (sb_op_durations through sim_bounder_op_compute; an op's kernel times depend only on its
+ *    own config, the microbatch count and the dtype, not on its stage);
  *  - transfer[s][u]: the send/recv, forward activations and backward gradients, of every
  *    tensor produced before unit u and read at or after it, from stage s's device to stage
  *    s+1's (cm_group_collective_time on that pair's link class: inside a host or across).
@@ -59,9 +60,10 @@ void srch_pipeline_free(SrchPipeline *pipeline);
 
 /* Fills the costs for @stages stages of the one-stage strategy @one_stage (one mesh: the
  * shape and splits every stage gets; stage s on devices s * mesh size + its devices):
- * compute from the task graph sim_build_with_options makes for @one_stage, transfers from
- * its output layouts. Errors: MDL_ERROR_STRATEGY when @one_stage has more than one mesh or
- * the stages exceed the units or the cluster; the builder's errors. */
+ * compute from the builder's task durations for @one_stage (no task graph is built; they
+ * equal the sums over the task graph sim_build_with_options makes), transfers from its
+ * output layouts. Errors: MDL_ERROR_STRATEGY when @one_stage has more than one mesh or the
+ * stages exceed the units or the cluster; mdl_strategy_validate's. */
 gboolean srch_pipeline_measure(SrchPipeline *pipeline, const MdlGraph *graph,
                                const MdlStrategy *one_stage, int stages,
                                const DevCluster *cluster, const CmParams *params,

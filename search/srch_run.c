@@ -10,6 +10,7 @@
  * mpirun ranks (options.nranks > 1), T is every rank's workers together and w a global index
  * (rank * threads + thread): each process runs its own slice, and srch_ranks.c merges. */
 #include "search/srch-int.h"
+#include "search/srch_pipeline.h"
 
 #include <math.h>
 #include <string.h>
@@ -372,8 +373,10 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     if (o->algo == SRCH_ALGO_AUTO) r->ran = resolve_auto(space, &o->budget);
   } else if (!r->space_description) {
     r->space_description = g_strdup(o->algo == SRCH_ALGO_DP
-                                        ? "the Megatron grid (dp, tp, pp, microbatch size, schedule, vp), "
-                                          "then its pipelines with stage cuts by dynamic programming"
+                                        ? "the full Megatron space (dp, tp, pp, microbatch size, schedule, "
+                                          "vp up to layers/pp, recompute none/selective/full, sp, zero 0-3), "
+                                          "then its 1F1B pipelines again with stage cuts by dynamic programming "
+                                          "(also GPipe and eager-1F1B, and pp not dividing the layers)"
                                         : o->tp_overlap
                                         ? "the full Megatron space (dp, tp, pp, microbatch size, schedule, "
                                           "vp up to layers/pp, recompute none/selective/full, sp, tp_overlap, zero 0-3)"
@@ -396,7 +399,8 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
    * are full-space points, reads their bounds instead of building them again (not under a time
    * budget: there each phase screens within its own share of the time, as it did). */
   gboolean split = o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_CD;
-  if (o->algo == SRCH_ALGO_GRID || (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split)
+  if (o->algo == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_DP ||
+      (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split)
     full = srch_grid_full_points_with(graph, cluster, dtype, o->tp_overlap);
   if (full) srch_grid_set_framework(full, o->space.framework);
   if (full && o->budget.seconds <= 0) {
@@ -419,8 +423,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     if (!phase_run(&phase, "megatron grid", srch_grid_worker, NULL, grid, grid_bounds, graph, cluster,
                    params, o, unlimited, error))
       goto fail;
-    const SrchWorker *best = phase_merge(&phase, r, (r->ran == SRCH_ALGO_GRID && o->algo != SRCH_ALGO_GRID) ||
-                                                        r->ran == SRCH_ALGO_DP);
+    const SrchWorker *best = phase_merge(&phase, r, r->ran == SRCH_ALGO_GRID && o->algo != SRCH_ALGO_GRID);
     if (r->ran == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO || o->algo == SRCH_ALGO_DP)
       phase_timeline(&phase, r, start);
     MdlStrategy *s = NULL;
@@ -459,18 +462,21 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     phase_clear(&phase);
   }
 
-  /* The full Megatron space: grid; auto where no single-stage strategy fits (all of the
-   * budget) or where the per-op space is too large for the budget to cover (coordinate
-   * descent: each family gets half the evaluations, the space a quarter of the time). The
-   * winner is the better of it and the classic grid. */
-  guint64 full_evaluations = split ? (o->budget.evaluations + 1) / 2 : o->budget.evaluations;
+  /* The full Megatron space: grid; dp (half the evaluations and the time: its cuts the rest);
+   * auto where no single-stage strategy fits (all of the budget) or where the per-op space is
+   * too large for the budget to cover (coordinate descent: each family gets half the
+   * evaluations, the space a quarter of the time). The winner is the better of it and the
+   * classic grid. */
+  gboolean halve = split || o->algo == SRCH_ALGO_DP;
+  guint64 full_evaluations = halve ? (o->budget.evaluations + 1) / 2 : o->budget.evaluations;
   if (full) {
     r->space_points = full->len;
     SrchBudget budget = o->budget;
     budget.evaluations = full_evaluations;
     if (budget.seconds > 0)
       budget.seconds = split ? o->budget.seconds / 4
-                             : MAX(o->budget.seconds - (g_get_monotonic_time() - start) / 1e6, o->budget.seconds / 4);
+                       : o->algo == SRCH_ALGO_DP ? o->budget.seconds / 2
+                       : MAX(o->budget.seconds - (g_get_monotonic_time() - start) / 1e6, o->budget.seconds / 4);
     gboolean ok = phase_run(&phase, "megatron space", srch_grid_worker, NULL, full, full_bounds, graph,
                             cluster, params, o, budget, error);
     if (ok) {
@@ -498,12 +504,19 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     if (!ok) goto fail;
   }
 
-  /* Stage cuts by dynamic programming: dp, and auto (any model with two or more units:
-   * transformer layers, conv blocks; without, srch_dp_points is empty). */
+  /* Stage cuts by dynamic programming: dp (the full space's pipelines), and auto (the classic
+   * grid's: on GPT-3 175B / 1024 A100s the full space's made auto's run 26 -> 59 s wall, its
+   * winner the same, 2026-12-02); any model with two or more units: transformer layers, conv
+   * blocks; without, srch_dp_groups is empty. */
   if (o->algo == SRCH_ALGO_DP || o->algo == SRCH_ALGO_AUTO) {
-    GArray *groups = srch_dp_points(graph, cluster, dtype);
+    SrchPipeline *units = srch_pipeline_new(graph);
+    GArray *groups = srch_dp_groups(graph, cluster, dtype, o->algo == SRCH_ALGO_DP, o->tp_overlap,
+                                    units->nunits);
+    srch_pipeline_free(units);
     srch_grid_set_framework(groups, o->space.framework);
     SrchBudget dp_budget = o->budget;
+    if (o->algo == SRCH_ALGO_DP && full && o->budget.evaluations)
+      dp_budget.evaluations = MAX(o->budget.evaluations - full_evaluations, 1);
     if (o->budget.seconds > 0) {
       double left = o->budget.seconds - (g_get_monotonic_time() - start) / 1e6;
       dp_budget.seconds = o->algo == SRCH_ALGO_DP || !space ? MAX(left, o->budget.seconds / 4)

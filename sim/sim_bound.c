@@ -526,6 +526,12 @@ SimTime sim_bounder_chain(SimBounder *sb) {
   return sb->chain;
 }
 
+void sim_bounder_op_compute(SimBounder *sb, SimTime *out) {
+  refresh(sb); /* the recomputation groups */
+  for (int o = 0; o < sb->b.nops; o++)
+    out[o] = sb->fwd[o] + sb->bwd[o] + sb->wgt[o] + (sb->group[o] >= 0 ? sb->fwd[o] : 0);
+}
+
 SimTime sim_bounder_bound(SimBounder *sb) {
   Builder *b = &sb->b;
   refresh(sb);

@@ -114,6 +114,10 @@ SimBounder *sim_bounder_new(const MdlGraph *graph, const MdlStrategy *strategy,
  * longer read. */
 void sim_bounder_set_strategy(SimBounder *bounder, const MdlStrategy *strategy);
 SimTime sim_bounder_chain(SimBounder *bounder);
+/* Per op of the graph into @out: one device's compute for one microbatch, forward, backward,
+ * weight-gradient and recomputed forward (the durations W_d sums, header comment; every
+ * device of the op's mesh has the same). */
+void sim_bounder_op_compute(SimBounder *bounder, SimTime *out);
 SimTime sim_bounder_bound(SimBounder *bounder);
 void sim_bounder_free(SimBounder *bounder);
 

@@ -18,6 +18,7 @@
 
 #include "results/res_db.h"
 #include "search/srch_pipeline.h"
+#include "sim/sim_bound.h"
 #include "search/srch_search.h"
 #include "test-cli-util.h"
 #include "test-search-util.h"
@@ -568,8 +569,8 @@ static void test_dp_uneven(void) {
   case_clear(&c);
 }
 
-/* The dp algorithm: the classic grid, then its pipelines again with DP cuts: never worse than
- * the classic grid, and it simulates more points. */
+/* The dp algorithm: the full Megatron space (as grid), then its 1F1B pipelines again with DP
+ * cuts: never worse than grid, and it simulates more points. */
 static void test_dp_algo(void) {
   Case c;
   case_init(&c, UNEVEN, "dgx-a100");
@@ -581,11 +582,10 @@ static void test_dp_algo(void) {
   SrchResult *dp = run(&c, &o);
   g_test_message("grid %.9g s (%s), dp %.9g s (%s)", grid->best_time_s, grid->best_origin,
                  dp->best_time_s, dp->best_origin);
+  g_assert_true(grid->complete);
   g_assert_true(dp->complete);
-  /* The grid algorithm searches the full Megatron space after the classic grid (its
-   * baseline evaluations); dp cuts the classic grid's pipelines. */
-  g_assert_cmpfloat(dp->best_time_s, <=, grid->baselines[1].iteration_time_s);
-  g_assert_cmpuint(dp->evaluations, >, grid->baseline_evaluations);
+  g_assert_cmpfloat(dp->best_time_s, <=, grid->best_time_s);
+  g_assert_cmpuint(dp->evaluations, >, grid->evaluations);
   /* Reproducible: the same thread count gives the same bytes. */
   options_for(&o, SRCH_ALGO_DP, 100000, 3);
   SrchResult *a = run(&c, &o), *b = run(&c, &o);
@@ -597,6 +597,148 @@ static void test_dp_algo(void) {
   srch_result_free(b);
   srch_result_free(grid);
   srch_result_free(dp);
+  case_clear(&c);
+}
+
+/* The dp groups carry the full space's options: on a head-heavy transformer (vocabulary 131072
+ * against hidden 1024) over 4 hosts of 4 V100s, dp's winner is an uneven cut under sequence
+ * parallelism and ZeRO-1, faster than every point of the full space (whose best cuts evenly);
+ * the dp that cut only the classic grid's pipelines (no sp, no ZeRO; main before 2026-12-02)
+ * returned 0.634 s here (the same cut, e+4/0+h), the full space 0.697 s, this winner 0.628 s. */
+#define HEADY "gpt:layers=4,hidden=1024,heads=16,seq=1024,vocab=131072,batch=128"
+static void test_dp_full_space_options(void) {
+  Case c;
+  case_init(&c, HEADY, "aws-p3.8xlarge:nodes=4");
+  SrchOptions o;
+  options_for(&o, SRCH_ALGO_GRID, 100000, 2);
+  SrchResult *grid = run(&c, &o);
+  options_for(&o, SRCH_ALGO_DP, 100000, 2);
+  SrchResult *dp = run(&c, &o);
+  g_test_message("grid %.9g s (%s), dp %.9g s (%s)", grid->best_time_s, grid->best_origin,
+                 dp->best_time_s, dp->best_origin);
+  g_assert_true(dp->complete);
+  g_assert_cmpfloat(dp->best_time_s, <, grid->best_time_s);
+  g_assert_true(g_str_has_prefix(dp->best_origin, "dp stage cuts"));
+  g_assert_nonnull(strstr(dp->best_origin, " sp"));
+  g_assert_cmpint(dp->best->zero_stage, >, 0);
+  g_assert_true(dp->best->num_stages > 1);
+  srch_result_free(grid);
+  srch_result_free(dp);
+  case_clear(&c);
+}
+
+/* srch_pipeline_measure reads the builder's durations without a task graph: per unit, the
+ * same picoseconds as the sums over the one-stage strategy's task graph (every task of an op
+ * lasts the same; sum over its tasks / its forwards), under every recomputation, for tp 1 and
+ * 2, under Megatron-LM's fused kernels and PyTorch eager's unfused ones. Under sp the builder
+ * slows the GEMM that runs beside a collective (the SMs its channels take,
+ * sim/sim_build_overlap.c) and the durations leave that out: there the measurement is below
+ * the task graph's, by 0.25% of a layer here (2026-12-02). */
+static void test_dp_measure_matches_task_graph(void) {
+  Case c;
+  case_init(&c, UNEVEN, "dgx-a100");
+  GError *error = NULL;
+  SimOptions sim = {0};
+  SrchPipeline *pl = srch_pipeline_new(c.graph);
+  int nops = mdl_graph_num_ops(c.graph), compared = 0;
+  for (int tp = 1; tp <= 2; tp++)
+    for (int sp = 0; sp < tp; sp++)
+      for (int r = 0; r < MDL_RECOMPUTE_COUNT; r++)
+        for (int f = 0; f < 2; f++) {
+          MdlMegatronConfig cfg = {.tp = tp, .pp = 1, .dp = 2, .microbatch_size = 16,
+                                   .schedule = MDL_SCHEDULE_1F1B, .dtype = c.graph->default_dtype,
+                                   .recompute = (MdlRecompute)r, .sequence_parallel = sp,
+                                   .framework = f ? MDL_FRAMEWORK_PYTORCH_EAGER : MDL_FRAMEWORK_MEGATRON_LM};
+          MdlStrategy *one = mdl_strategy_megatron(c.graph, c.cluster, &cfg, &error);
+          g_assert_no_error(error);
+          g_assert_true(srch_pipeline_measure(pl, c.graph, one, 2, c.cluster, &c.params, &sim, &error));
+          SimTaskGraph *tg = sim_build_with_options(c.graph, one, c.cluster, &c.params, &sim, &error);
+          g_assert_no_error(error);
+          g_autofree guint64 *sum = g_new0(guint64, nops);
+          g_autofree guint64 *forwards = g_new0(guint64, nops);
+          sim_task_graph_op_compute(tg, nops, sum, forwards);
+          g_autofree SimTime *unit = g_new0(SimTime, pl->nunits);
+          for (int o = 0; o < nops; o++) {
+            g_assert_cmpuint(forwards[o], >, 0);
+            g_assert_cmpuint(sum[o] % forwards[o], ==, 0);
+            unit[pl->unit_of_op[o]] += sum[o] / forwards[o];
+          }
+          if (!sp) {
+            g_assert_cmpmem(pl->compute, sizeof(SimTime) * (gsize)pl->nunits, unit,
+                            sizeof(SimTime) * (gsize)pl->nunits);
+          } else {
+            for (int u = 0; u < pl->nunits; u++) {
+              g_assert_cmpuint(pl->compute[u], <=, unit[u]);
+              g_assert_cmpfloat((double)pl->compute[u], >=, 0.99 * (double)unit[u]);
+            }
+          }
+          compared++;
+          sim_task_graph_free(tg);
+          mdl_strategy_free(one);
+        }
+  g_assert_cmpint(compared, ==, 18);
+  srch_pipeline_free(pl);
+  case_clear(&c);
+}
+
+/* What the dp driver's blocks rest on (srch_dp.c): the ZeRO stage and overlap_param_gather
+ * change neither the one-stage measurement (compute per unit, boundary transfers) nor the
+ * compute bound; and that bound divided by pp is below the simulated time of every cut into pp
+ * stages (every cut of 8 units into 2 and 3 stages, under 1F1B, GPipe and eager-1F1B). */
+static void test_dp_zero_shares_measure(void) {
+  Case c;
+  case_init(&c, UNEVEN, "dgx-a100");
+  GError *error = NULL;
+  SimOptions sim = {0};
+  MdlMegatronConfig cfg = {.tp = 2, .pp = 1, .dp = 1, .microbatch_size = 16,
+                           .schedule = MDL_SCHEDULE_1F1B, .dtype = c.graph->default_dtype};
+  SrchPipeline *pl = srch_pipeline_new(c.graph), *ref = srch_pipeline_new(c.graph);
+  for (int r = 0; r < MDL_RECOMPUTE_COUNT; r++) {
+    cfg.recompute = (MdlRecompute)r;
+    cfg.zero_stage = 0;
+    cfg.overlap_param_gather = FALSE;
+    MdlStrategy *one = mdl_strategy_megatron(c.graph, c.cluster, &cfg, &error);
+    g_assert_no_error(error);
+    SimTime bound = sim_compute_bound(c.graph, one, c.cluster, &c.params);
+    g_assert_true(srch_pipeline_measure(ref, c.graph, one, 3, c.cluster, &c.params, &sim, &error));
+    for (int z = 0; z <= 3; z++)
+      for (int g = 0; g < (z == 1 || z == 2 ? 2 : 1); g++) {
+        MdlMegatronConfig v = cfg;
+        v.zero_stage = z;
+        v.overlap_param_gather = g;
+        MdlStrategy *s = mdl_strategy_megatron(c.graph, c.cluster, &v, &error);
+        g_assert_no_error(error);
+        g_assert_true(srch_pipeline_measure(pl, c.graph, s, 3, c.cluster, &c.params, &sim, &error));
+        g_assert_cmpmem(pl->compute, sizeof(SimTime) * (gsize)pl->nunits, ref->compute,
+                        sizeof(SimTime) * (gsize)ref->nunits);
+        for (int k = 0; k < 2; k++)
+          g_assert_cmpmem(pl->transfer[k], sizeof(SimTime) * (gsize)(pl->nunits + 1), ref->transfer[k],
+                          sizeof(SimTime) * (gsize)(ref->nunits + 1));
+        g_assert_cmpuint(sim_compute_bound(c.graph, s, c.cluster, &c.params), ==, bound);
+        mdl_strategy_free(s);
+      }
+    /* The block bound against every cut into 2 and 3 stages. */
+    static const MdlSchedule schedules[] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_EAGER_1F1B};
+    int L = pl->nunits, checked = 0;
+    for (int stages = 2; stages <= 3; stages++) {
+      g_assert_true(srch_pipeline_measure(pl, c.graph, one, stages, c.cluster, &c.params, &sim, &error));
+      for (int a = 1; a < L; a++)
+        for (int b = a + 1; b < (stages == 3 ? L : a + 2); b++) {
+          int cuts[4] = {0, a, stages == 3 ? b : L, L};
+          for (guint k = 0; k < G_N_ELEMENTS(schedules); k++) {
+            MdlStrategy *s = srch_pipeline_strategy(pl, c.graph, one, cuts, schedules[k], c.cluster, &error);
+            g_assert_no_error(error);
+            g_assert_cmpfloat(simulate(&c, s, NULL), >=, sim_time_seconds(bound / (SimTime)stages));
+            checked++;
+            mdl_strategy_free(s);
+          }
+        }
+    }
+    g_test_message("recompute %d: bound %.9g s over %d cut pipelines", r, sim_time_seconds(bound), checked);
+    mdl_strategy_free(one);
+  }
+  srch_pipeline_free(pl);
+  srch_pipeline_free(ref);
   case_clear(&c);
 }
 
@@ -771,7 +913,7 @@ static void test_cli_round_trip_dp(void) {
   /* --algo dp also runs the Megatron grid; with Megatron-LM's loss traffic on the last stage
    * an even 4-stage pipeline from the grid can win: either way a pipeline. */
   g_assert_true(g_str_has_prefix(found_by, "dp stage cuts") ||
-                g_str_has_prefix(found_by, "megatron grid"));
+                g_str_has_prefix(found_by, "megatron grid") || g_str_has_prefix(found_by, "megatron space"));
   cJSON *strategy = cJSON_GetObjectItem(best, "strategy");
   g_assert_cmpint(cJSON_GetObjectItem(strategy, "num_stages")->valueint, >, 1);
   cJSON_Delete(j);
@@ -942,6 +1084,9 @@ int main(int argc, char **argv) {
   g_test_add_func("/search/dp/brute-force/seed:2024", test_dp_brute_force_random);
   g_test_add_func("/search/dp/uneven", test_dp_uneven);
   g_test_add_func("/search/dp/algo", test_dp_algo);
+  g_test_add_func("/search/dp/full-space-options", test_dp_full_space_options);
+  g_test_add_func("/search/dp/zero-shares-measure", test_dp_zero_shares_measure);
+  g_test_add_func("/search/dp/measure-matches-task-graph", test_dp_measure_matches_task_graph);
   g_test_add_func("/search/reproducible/seed:42", test_reproducible);
   g_test_add_func("/search/budget/parse", test_budget_parse);
   g_test_add_func("/search/budget/time", test_time_budget);
