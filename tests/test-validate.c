@@ -507,16 +507,15 @@ static char *run_ok(const char *args) {
   return out;
 }
 
-/* The acceptance test: this machine measured as a cluster, its kernels profiled, a data-
- * parallel and a 2-stage pipeline run of a small MLP on 2 MPI ranks, ingested and reported
- * with the error; the runner's collectives feed `stratsim calibrate`. */
-static void test_cpu_loop(void) {
+/* Whether the CPU runner can run here (mpirun on PATH, the runner built): else the test is
+ * skipped, saying why. */
+static gboolean cpu_runner_ready(void) {
   g_autofree char *runner = cpu_runner_path();
   g_autofree char *mpirun = g_find_program_in_path("mpirun");
   if (!mpirun || !g_file_test(runner, G_FILE_TEST_IS_EXECUTABLE)) {
     g_test_skip(!mpirun ? "mpirun is not on PATH (install openmpi-bin)"
                         : "stratsim-cpu-runner was not built (CMake needs MPI and OpenBLAS)");
-    return;
+    return FALSE;
   }
 #if defined(__SANITIZE_ADDRESS__)
   /* Open MPI does not free its own allocations at MPI_Finalize and unloads its plugins, so
@@ -531,6 +530,55 @@ static void test_cpu_loop(void) {
   g_assert_cmpint(g_chmod(wrapper, 0755), ==, 0);
   g_setenv("STRATSIM_CPU_RUNNER", wrapper, TRUE);
 #endif
+  return TRUE;
+}
+
+/* Open MPI's launcher race (validate/val_run.c launcher_lost_pid): an mpirun that fails once
+ * with it runs again and the command succeeds, saying so; one that always fails with it is
+ * tried three times, then the command fails naming mpirun. MPIRUN points at a fake. */
+static void test_launcher_lost_pid(void) {
+  if (!cpu_runner_ready()) return;
+  g_autofree char *mpirun = g_find_program_in_path("mpirun");
+  g_autofree char *fake = tmp_path("fake-mpirun.sh"), *calls = tmp_path("fake-mpirun.calls");
+  g_autofree char *host = tmp_path("host-retry.json");
+  for (int always = 0; always < 2; always++) {
+    g_remove(calls);
+    g_autofree char *script = g_strdup_printf(
+        "#!/bin/sh\necho call >> '%s'\n"
+        "if [ %d = 1 ] || [ $(wc -l < '%s') -lt 2 ]; then\n"
+        "  echo 'mpirun noticed that process rank 1 with PID 0 on node fake exiting improperly.' >&2\n"
+        "  exit 1\nfi\nexec '%s' \"$@\"\n",
+        calls, always, calls, mpirun);
+    g_assert_true(g_file_set_contents(fake, script, -1, NULL));
+    g_assert_cmpint(g_chmod(fake, 0755), ==, 0);
+    g_setenv("MPIRUN", fake, TRUE);
+    g_autofree char *args = g_strdup_printf("validate host-cluster -o '%s' --ranks 2", host);
+    TestCliResult r = test_cli_run(tmpdir, args);
+    g_autofree char *text = NULL;
+    g_assert_true(g_file_get_contents(calls, &text, NULL, NULL));
+    int n = 0;
+    for (const char *c = text; *c; c++) n += *c == '\n';
+    g_test_message("always %d: exit %d, %d calls; %s", always, r.status, n, r.err);
+    g_assert_nonnull(strstr(r.err, "running it again"));
+    if (always) {
+      g_assert_cmpint(r.status, !=, 0);
+      g_assert_cmpint(n, ==, 3);
+      g_assert_nonnull(strstr(r.err, "fake-mpirun.sh failed"));
+    } else {
+      g_assert_cmpint(r.status, ==, 0);
+      g_assert_cmpint(n, ==, 2);
+      g_assert_true(g_file_test(host, G_FILE_TEST_EXISTS));
+    }
+    test_cli_result_clear(&r);
+    g_unsetenv("MPIRUN");
+  }
+}
+
+/* The acceptance test: this machine measured as a cluster, its kernels profiled, a data-
+ * parallel and a 2-stage pipeline run of a small MLP on 2 MPI ranks, ingested and reported
+ * with the error; the runner's collectives feed `stratsim calibrate`. */
+static void test_cpu_loop(void) {
+  if (!cpu_runner_ready()) return;
   g_autofree char *db = tmp_path("loop.db"), *host = tmp_path("host.json");
   const char *model = "mlp:layers=2,hidden=256,batch=32";
   g_autofree char *a = g_strdup_printf("validate host-cluster -o '%s' --ranks 2", host);
@@ -620,6 +668,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/validate/report/chart-one-run", test_report_chart_one_run);
   g_test_add_func("/validate/errors", test_errors);
   g_test_add_func("/validate/cpu-loop", test_cpu_loop);
+  g_test_add_func("/validate/cpu-runner/launcher-lost-pid", test_launcher_lost_pid);
   int status = g_test_run();
   test_remove_tree(tmpdir);
   g_free(tmpdir);

@@ -57,8 +57,18 @@ static char *last_line(const char *text) {
   return g_strdup("");
 }
 
-/* Runs @argv; on failure the error names the command and the runner's own last stderr line. */
-static gboolean spawn(GPtrArray *argv, char **output, GError **error) {
+/* Open MPI 4.x's launcher can lose the pid of a rank that exits quickly ("process rank 1 with
+ * PID 0 on node ... exiting improperly": open-mpi/ompi #7833, #9389, #12607; prrte PR 2713
+ * for Open MPI 5), after the ranks finished and called MPI_Finalize; mpirun then exits 1. A
+ * rank that really dies is reported with its own pid. */
+static gboolean launcher_lost_pid(const char *err) {
+  return err && strstr(err, "with PID 0 on") && strstr(err, "exiting improperly");
+}
+
+/* Runs @argv; on failure the error names the command and the runner's own last stderr line.
+ * With @mpi (an mpirun command line) a run that failed only by launcher_lost_pid runs again,
+ * at most twice, saying so on stderr: every runner command rewrites its output file whole. */
+static gboolean spawn(GPtrArray *argv, gboolean mpi, char **output, GError **error) {
   g_ptr_array_add(argv, NULL);
   g_auto(GStrv) env = g_get_environ();
   env = g_environ_setenv(env, "OPENBLAS_NUM_THREADS", "1", TRUE);
@@ -67,13 +77,23 @@ static gboolean spawn(GPtrArray *argv, char **output, GError **error) {
    * tensor-parallel plan's iteration 0.075-0.099 s spinning, 0.040-0.044 s yielding, load
    * average 4.7 on 2 cores). An explicit setting in the environment wins. */
   env = g_environ_setenv(env, "OMPI_MCA_mpi_yield_when_idle", "1", FALSE);
-  g_autofree char *out = NULL, *err = NULL;
-  int status = 0;
-  if (!g_spawn_sync(NULL, (char **)argv->pdata, env, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
-                    &status, error))
-    return FALSE;
-  GError *local = NULL;
-  if (!g_spawn_check_wait_status(status, &local)) {
+  for (int attempt = 0;; attempt++) {
+    g_autofree char *out = NULL, *err = NULL;
+    int status = 0;
+    if (!g_spawn_sync(NULL, (char **)argv->pdata, env, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+                      &status, error))
+      return FALSE;
+    GError *local = NULL;
+    if (g_spawn_check_wait_status(status, &local)) {
+      if (output) *output = g_steal_pointer(&out);
+      return TRUE;
+    }
+    if (mpi && attempt < 2 && launcher_lost_pid(err)) {
+      g_printerr("stratsim: mpirun reported a rank with PID 0 exiting improperly (Open MPI's "
+                 "launcher losing a quick rank's pid): running it again\n");
+      g_error_free(local);
+      continue;
+    }
     /* The runner's own message: its first "stratsim-cpu-runner:" line, else the last line. */
     g_autofree char *line = NULL;
     if (err) {
@@ -87,8 +107,6 @@ static gboolean spawn(GPtrArray *argv, char **output, GError **error) {
     g_error_free(local);
     return FALSE;
   }
-  if (output) *output = g_steal_pointer(&out);
-  return TRUE;
 }
 
 /* mpirun -np @ranks (as root: --allow-run-as-root) --oversubscribe @runner */
@@ -129,7 +147,7 @@ gboolean val_run_runner(ValRunner runner, const char *plan_path, int ranks,
   g_ptr_array_add(argv, g_strdup("-o"));
   g_ptr_array_add(argv, g_strdup(measurements_path));
   if (microbench_only) g_ptr_array_add(argv, g_strdup("--microbench-only"));
-  gboolean ok = spawn(argv, output, error);
+  gboolean ok = spawn(argv, runner == VAL_RUNNER_CPU, output, error);
   g_ptr_array_unref(argv);
   return ok;
 }
@@ -146,7 +164,7 @@ gboolean val_host_cluster(const char *path, int ranks, char **output, GError **e
   if (!argv) return FALSE;
   g_ptr_array_add(argv, g_strdup("--host-cluster"));
   g_ptr_array_add(argv, g_strdup(path));
-  gboolean ok = spawn(argv, output, error);
+  gboolean ok = spawn(argv, TRUE, output, error);
   g_ptr_array_unref(argv);
   return ok;
 }
