@@ -286,6 +286,13 @@ static int search_main(int argc, char **argv) {
   if (o.rank == 0) session = ses_session_new_from_specs(&specs, &error);
   comm.barrier(comm.data);
   if (o.rank != 0) session = ses_session_new_from_specs(&specs, &error);
+  /* Every rank runs the search or none does: srch_run makes a collective call (o.comm). */
+  o.comm = &comm;
+  if (o.nranks > 1 && comm.allreduce_max(comm.data, session ? 0.0 : 1.0) > 0 && session) {
+    ses_session_free(session);
+    session = NULL;
+    g_set_error(&error, SRCH_ERROR, SRCH_ERROR_OPTION, "search: another rank could not start (its error above)");
+  }
   if (session) {
     graph = ses_session_graph(session);
     cluster = ses_session_cluster(session);

@@ -55,6 +55,8 @@ struct SrchWorker {
   /* Results. */
   guint64 evaluations, simulated, over_memory, failed, pruned;
   double best_time_s;
+  double prune_s;            /* dp driver: a time some earlier phase reached, for pruning only
+                                (INFINITY: none) */
   int *best_point;           /* point drivers */
   int best_grid;             /* grid driver: index into grid, -1 none */
   int best_chain;

@@ -114,10 +114,11 @@ static gboolean evaluate_group(SrchWorker *w, const SrchPipeline *pl, SimBounder
       continue;
     }
     gboolean above = FALSE;
-    if (isfinite(w->best_time_s)) { /* one bounder a worker (its memo of collective times) */
+    double best = MIN(w->best_time_s, w->prune_s);
+    if (isfinite(best)) { /* one bounder a worker (its memo of collective times) */
       if (!*bounder) *bounder = sim_bounder_new(w->graph, s, w->cluster, w->params, &w->options->sim);
       else sim_bounder_set_strategy(*bounder, s);
-      above = sim_time_seconds(sim_bounder_bound(*bounder)) > w->best_time_s;
+      above = sim_time_seconds(sim_bounder_bound(*bounder)) > best;
     }
     if (above) {
       w->pruned++;
@@ -218,7 +219,8 @@ void srch_dp_worker(SrchWorker *w) {
   guint k;
   for (k = 0; k < blocks->len; k++) {
     const Block *b = &g_array_index(blocks, Block, k);
-    if (isfinite(w->best_time_s) && sim_time_seconds(b->bound) > w->best_time_s) {
+    double best = MIN(w->best_time_s, w->prune_s);
+    if (isfinite(best) && sim_time_seconds(b->bound) > best) {
       for (; k < blocks->len; k++) { /* this bound and every later one exceed the best */
         const Block *rest = &g_array_index(blocks, Block, k);
         w->pruned += (guint64)(rest->end - rest->first) * SRCH_DP_SCHEDULES;

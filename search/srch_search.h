@@ -111,6 +111,13 @@ typedef struct {
   int rank, nranks;         /* this process's share of a search spread over nranks processes
                                (mpirun): it runs global workers rank * threads .. + threads - 1
                                of nranks * threads; nranks 0 or 1: the whole search */
+  const SrchComm *comm;     /* with nranks > 1, the ranks (borrowed): under the dp algorithm
+                               srch_run then makes one collective call (allreduce_max) on every
+                               path past the option checks (which all ranks pass or fail alike),
+                               the earlier phases' best over all ranks, which dp's pruning starts
+                               from as one process's does; every rank must call srch_run. NULL:
+                               no call, and dp under nranks > 1 prunes by each worker's own best
+                               only (the same winner, other counts) */
   SrchProgressFunc progress;
   gpointer progress_data;
 } SrchOptions;

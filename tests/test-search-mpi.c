@@ -139,6 +139,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/search/mpi/text", test_text);
   g_test_add_data_func("/search/mpi/split/exhaustive", "exhaustive", test_split);
   g_test_add_data_func("/search/mpi/split/grid", "grid", test_split);
+  g_test_add_data_func("/search/mpi/split/dp", "dp", test_split);
   int status = g_test_run();
   test_remove_tree(tmpdir);
   g_free(tmpdir);
