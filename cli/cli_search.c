@@ -169,7 +169,7 @@ static int search_main(int argc, char **argv) {
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., llama:..., mlp:..., a JSON graph or a Hugging Face config.json[:batch=B,seq=S]", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
-      {"algo", 'a', 0, G_OPTION_ARG_STRING, &algo_text, "mcmc, cd (coordinate descent), exhaustive, random, grid (the full Megatron space), dp (the full Megatron space, then its 1F1B pipelines, every option included, again with stage cuts by dynamic programming), auto (default: the full space, dp cuts of the classic grid's pipelines and, where one stage can fit, a per-op driver)", "ALGO"},
+      {"algo", 'a', 0, G_OPTION_ARG_STRING, &algo_text, "mcmc, cd (coordinate descent), exhaustive, random, grid (the full Megatron space), dp (the full Megatron space, then its 1F1B pipelines, every option included, again with stage cuts by dynamic programming), auto (default: the full space, the dp cuts and, where one stage can fit, a per-op driver)", "ALGO"},
       {"budget", 'b', 0, G_OPTION_ARG_STRING, &budget_text, "evaluations (\"500\", default 2000) or time (\"60s\", \"2m\": not reproducible)", "B"},
       {"seed", 0, 0, G_OPTION_ARG_INT64, &seed, "random seed (default 1)", "S"},
       {"threads", 'j', 0, G_OPTION_ARG_INT, &threads, "worker threads: independent chains/restarts (default: the machine's cores; 1 per rank under mpirun)", "T"},

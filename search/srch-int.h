@@ -122,15 +122,14 @@ GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, 
 /* The same, with @tp_overlap every sp point also with tp_overlap (SrchOptions.tp_overlap). */
 GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
                                    gboolean tp_overlap);
-/* The dp driver's groups: with @full the full space's configurations
- * (srch_grid_full_points_with: cp, ep, recomputation, sp, tp_overlap with @tp_overlap, ZeRO,
- * overlap_param_gather, FP8), else the classic grid's (cp and ep as the grid has them), with
+/* The dp driver's groups: the full space's configurations (srch_grid_full_points_with: cp,
+ * ep, recomputation, sp, tp_overlap with @tp_overlap, ZeRO, overlap_param_gather, FP8) with
  * 2 <= pp <= @units (the pipeline's units; pp need not divide the layers) and 1F1B, kept where
  * the Megatron builder accepts the one-stage configuration (pp = 1); each group stands for
  * SRCH_DP_SCHEDULES points (1F1B, GPipe, eager-1F1B). Variants that differ only in ZeRO and
  * overlap_param_gather are adjacent. */
 #define SRCH_DP_SCHEDULES 3
-GArray *srch_dp_groups(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full,
+GArray *srch_dp_groups(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
                        gboolean tp_overlap, int units);
 /* "dp=2 tp=4 pp=1 mb=2 1f1b" (vp when > 1, then recompute=, sp, zero= when set); caller
  * g_free()s. */

@@ -189,11 +189,10 @@ GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *clus
   return full_points(graph, cluster, dtype, tp_overlap, 0);
 }
 
-GArray *srch_dp_groups(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full,
+GArray *srch_dp_groups(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
                        gboolean tp_overlap, int units) {
   if (units < 2) return g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
-  return full ? full_points(graph, cluster, dtype, tp_overlap, units)
-              : points(graph, cluster, dtype, FALSE, FALSE, units);
+  return full_points(graph, cluster, dtype, tp_overlap, units);
 }
 
 char *srch_grid_describe(const MdlMegatronConfig *c) {

@@ -333,8 +333,8 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   r->curve = g_array_new(FALSE, FALSE, sizeof(SrchCurvePoint));
   r->timeline = g_array_new(FALSE, FALSE, sizeof(SrchCurvePoint));
   DevDtype dtype = grid_dtype(graph, cluster, o);
-  /* The dp algorithm's one collective call (SrchOptions.comm), made on every path. */
-  gboolean reduce_pending = o->algo == SRCH_ALGO_DP && o->nranks > 1 && o->comm;
+  /* The dp phase's one collective call (dp and auto: SrchOptions.comm), made on every path. */
+  gboolean reduce_pending = (o->algo == SRCH_ALGO_DP || o->algo == SRCH_ALGO_AUTO) && o->nranks > 1 && o->comm;
   gboolean need_grid = o->algo == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_AUTO ||
                        o->algo == SRCH_ALGO_DP || !o->no_baselines;
 
@@ -507,14 +507,13 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
     if (!ok) goto fail;
   }
 
-  /* Stage cuts by dynamic programming: dp (the full space's pipelines), and auto (the classic
-   * grid's: on GPT-3 175B / 1024 A100s the full space's made auto's run 26 -> 59 s wall, its
-   * winner the same, 2026-12-02); any model with two or more units: transformer layers, conv
-   * blocks; without, srch_dp_groups is empty. */
+  /* Stage cuts by dynamic programming of the full space's pipelines: dp and auto (any model
+   * with two or more units: transformer layers, conv blocks; without, srch_dp_groups is
+   * empty). Auto on GPT-3 175B / 1024 A100s, two threads, 2026-12-02: 23 s wall before (the
+   * classic grid's pipelines, each measured with a task graph), 17 s now, the same winner. */
   if (o->algo == SRCH_ALGO_DP || o->algo == SRCH_ALGO_AUTO) {
     SrchPipeline *units = srch_pipeline_new(graph);
-    GArray *groups = srch_dp_groups(graph, cluster, dtype, o->algo == SRCH_ALGO_DP, o->tp_overlap,
-                                    units->nunits);
+    GArray *groups = srch_dp_groups(graph, cluster, dtype, o->tp_overlap, units->nunits);
     srch_pipeline_free(units);
     srch_grid_set_framework(groups, o->space.framework);
     /* The dp phase prunes from the earlier phases' best (the full space's, over every rank):

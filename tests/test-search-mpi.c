@@ -109,8 +109,9 @@ static void test_text(void) {
   g_assert_nonnull(strstr(out, "  searched     100 evaluations"));
 }
 
-/* Exhaustive subtrees and grid points split over the ranks: the whole space is covered and the
- * result is the 2-thread process's. */
+/* Exhaustive subtrees, grid points and dp blocks split over the ranks (auto: all three): the
+ * whole space is covered and the result is the 2-thread process's, counts included (dp's
+ * pruning starts from the earlier phases' best reduced over the ranks, SrchOptions.comm). */
 static void test_split(gconstpointer data) {
   if (!have_mpi()) return;
   const char *algo = data;
@@ -140,6 +141,7 @@ int main(int argc, char **argv) {
   g_test_add_data_func("/search/mpi/split/exhaustive", "exhaustive", test_split);
   g_test_add_data_func("/search/mpi/split/grid", "grid", test_split);
   g_test_add_data_func("/search/mpi/split/dp", "dp", test_split);
+  g_test_add_data_func("/search/mpi/split/auto", "auto", test_split);
   int status = g_test_run();
   test_remove_tree(tmpdir);
   g_free(tmpdir);
