@@ -158,12 +158,38 @@ static gboolean run_block(SrchWorker *w, SrchPipeline *pl, SimBounder **bounder,
   MdlStrategy *one = one_stage(w, cfg);
   GError *error = NULL;
   g_autofree int *cuts = g_new(int, cfg->pp + 1);
+  /* The variants whose weights can fit some cut, before the measurement and the DP: a block
+   * with none is skipped whole. */
+  g_autofree gboolean *fits = g_new0(gboolean, b->end - b->first);
+  gboolean any = FALSE;
+  for (guint g = b->first; one && g < b->end; g++) {
+    const MdlMegatronConfig *v = &g_array_index(w->grid, MdlMegatronConfig, g);
+    one->zero_stage = v->zero_stage; /* in place, as srch_grid.c's shapes */
+    one->overlap_param_gather = v->overlap_param_gather;
+    any |= fits[g - b->first] = !no_cut_fits(w, one, v->pp);
+  }
+  if (one && !any) {
+    w->pruned += points;
+    mdl_strategy_free(one);
+    return TRUE;
+  }
   if (!one || !srch_pipeline_measure(pl, w->graph, one, cfg->pp, w->cluster, w->params,
                                      &w->options->sim, &error)) {
     if (error) g_debug("search dp: %s", error->message);
     g_clear_error(&error);
     mdl_strategy_free(one);
     w->failed += points;
+    return TRUE;
+  }
+  /* No cut can beat the best: its busiest stage's compute over every microbatch (the
+   * measured durations are the builder's, or below them under sp) exceeds it. */
+  double best = MIN(w->best_time_s, w->prune_s);
+  SimTime least = srch_pipeline_least_bottleneck(pl);
+  guint64 m = (guint64)pl->microbatches;
+  SimTime work = least > G_MAXUINT64 / m ? G_MAXUINT64 : least * m;
+  if (isfinite(best) && sim_time_seconds(work) > best) {
+    w->pruned += points;
+    mdl_strategy_free(one);
     return TRUE;
   }
   srch_pipeline_dp(pl, cuts);
@@ -175,9 +201,9 @@ static gboolean run_block(SrchWorker *w, SrchPipeline *pl, SimBounder **bounder,
   gboolean more = TRUE;
   for (guint g = b->first; g < b->end && more; g++) {
     const MdlMegatronConfig *v = &g_array_index(w->grid, MdlMegatronConfig, g);
-    one->zero_stage = v->zero_stage; /* in place, as srch_grid.c's shapes */
+    one->zero_stage = v->zero_stage;
     one->overlap_param_gather = v->overlap_param_gather;
-    if (no_cut_fits(w, one, v->pp)) w->pruned += SRCH_DP_SCHEDULES;
+    if (!fits[g - b->first]) w->pruned += SRCH_DP_SCHEDULES;
     else more = evaluate_group(w, pl, bounder, g, one, cuts);
   }
   mdl_strategy_free(one);

@@ -175,34 +175,26 @@ static inline SimTime cost(const Dp *d, int s, int i, int j) {
   return t;
 }
 
-/* Stage s may end at j in [s + 1, L - (S - 1 - s)] and start at i in [s, j). */
-enum { DP_SUM, DP_MAX };
-
-/* Fills value/from for: DP_SUM, the least sum with every stage <= @bound; DP_MAX, the least
- * maximum. Returns the final value (NO_COST: no cut meets the bound). Ties keep the smallest
- * start. */
-static SimTime dp_run(Dp *d, int mode, SimTime bound) {
+/* Stage s may end at j in [s + 1, L - (S - 1 - s)] and start at i in [s, j). Fills value/from
+ * with the least sum with every stage <= @bound and returns the final value (NO_COST: no cut
+ * meets the bound). Ties keep the smallest start. */
+static SimTime dp_run(Dp *d, SimTime bound) {
   int S = d->S, L = d->L, W = L + 1;
   for (int s = 0; s < S; s++) {
     for (int j = s + 1; j <= L - (S - 1 - s); j++) {
       SimTime best = NO_COST;
       int arg = -1;
       /* Starts from the latest down, keeping the smallest start among equal values (<=). A
-       * stage's compute grows as its start moves down and transfers only add, so under a
-       * bound the loop stops at the first start whose compute alone exceeds it (the 175B
-       * dp search, 2026-12-02: most of the DP's time was starts past the bound). */
+       * stage's compute grows as its start moves down and transfers only add, so the loop
+       * stops at the first start whose compute alone exceeds the bound (the 175B dp search,
+       * 2026-12-02: most of the DP's time was starts past the bound). */
       for (int i = s == 0 ? 0 : j - 1; i >= (s == 0 ? 0 : s); i--) {
-        if (mode == DP_SUM && d->prefix[j] - d->prefix[i] > bound) break;
+        if (d->prefix[j] - d->prefix[i] > bound) break;
         SimTime before = s == 0 ? 0 : d->value[(s - 1) * W + i];
         if (before == NO_COST) continue;
         SimTime t = cost(d, s, i, j);
-        SimTime v;
-        if (mode == DP_SUM) {
-          if (t > bound) continue;
-          v = saturating_add(before, t);
-        } else {
-          v = MAX(before, t);
-        }
+        if (t > bound) continue;
+        SimTime v = saturating_add(before, t);
         if (v <= best) {
           best = v;
           arg = i;
@@ -226,6 +218,38 @@ static int compare_time(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Whether the units split into at most @stages runs of compute <= @cap each (greedy: each run
+ * takes units while it can; fewer runs can always be split further, one unit a stage at the
+ * least, as stages <= nunits). */
+static gboolean fits_cap(const SrchPipeline *p, int stages, SimTime cap) {
+  int runs = 1;
+  SimTime run = 0;
+  for (int u = 0; u < p->nunits; u++) {
+    if (p->compute[u] > cap) return FALSE;
+    if (run + p->compute[u] > cap) {
+      if (++runs > stages) return FALSE;
+      run = 0;
+    }
+    run += p->compute[u];
+  }
+  return TRUE;
+}
+
+SimTime srch_pipeline_least_bottleneck(const SrchPipeline *p) {
+  g_return_val_if_fail(p && p->compute && p->nstages >= 1, 0);
+  SimTime lo = 0, hi = 0;
+  for (int u = 0; u < p->nunits; u++) {
+    lo = MAX(lo, p->compute[u]);
+    hi += p->compute[u];
+  }
+  while (lo < hi) { /* the least cap that fits: binary search on integers */
+    SimTime mid = lo + (hi - lo) / 2;
+    if (fits_cap(p, p->nstages, mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
 SimTime srch_pipeline_dp(const SrchPipeline *p, int *cuts) {
   g_return_val_if_fail(p && p->compute && cuts, NO_COST);
   int S = p->nstages, L = p->nunits, W = L + 1;
@@ -238,11 +262,16 @@ SimTime srch_pipeline_dp(const SrchPipeline *p, int *cuts) {
 
   /* The unconstrained least sum bounds every cut's sum from below; the least maximum is the
    * smallest bottleneck worth trying. */
-  SimTime least_sum = dp_run(&d, DP_SUM, NO_COST);
+  SimTime least_sum = dp_run(&d, NO_COST);
   dp_cuts(&d, cuts);
   SimTime best = srch_pipeline_objective(p, cuts);
   if (p->microbatches > 1) {
-    SimTime least_max = dp_run(&d, DP_MAX, 0);
+    /* The smallest bottleneck worth trying: no cut's maximum is below the least bottleneck of
+     * compute alone (transfers only add). Below the least maximum with transfers the first
+     * DP finds no cut and the loop stops, so this costs at most that one DP, where the least
+     * maximum with transfers took a full DP of its own (a third of the dp search's time on
+     * Llama 3.1 405B / 512 H100s, 2026-12-02). */
+    SimTime least_max = srch_pipeline_least_bottleneck(p);
     /* Bottlenecks above (best - least_sum) / (m - 1) cannot beat the cut in hand: leaving
      * them out keeps the list short (it could hold S L^2 / 2 entries). */
     SimTime most = (best - least_sum) / (SimTime)(p->microbatches - 1);
@@ -266,7 +295,7 @@ SimTime srch_pipeline_dp(const SrchPipeline *p, int *cuts) {
     int k = (int)candidates->len - 1;
     while (k >= 0) {
       SimTime bound = list[k];
-      if (dp_run(&d, DP_SUM, bound) == NO_COST) break; /* no cut this low: none lower either */
+      if (dp_run(&d, bound) == NO_COST) break; /* no cut this low: none lower either */
       dp_cuts(&d, trial);
       SimTime t = srch_pipeline_objective(p, trial), max = 0;
       for (int s = 0; s < S; s++) max = MAX(max, srch_pipeline_stage_cost(p, s, trial[s], trial[s + 1]));

@@ -21,8 +21,9 @@
  *     T = (m - 1) max_s t_s + sum_s t_s      (m microbatches)
  * (the pipeline fills and drains once, and the slowest stage paces the steady state).
  * srch_pipeline_dp returns a cut of least T (Alpa's enumeration of the bottleneck): for a
- * candidate bottleneck B (a stage cost that can occur, from the least achievable maximum up
- * to where (m - 1) B plus the unconstrained least sum reaches the best T in hand) a DP finds
+ * candidate bottleneck B (a stage cost that can occur, from the least bottleneck of compute
+ * alone, srch_pipeline_least_bottleneck, which no cut's maximum is below, up to where
+ * (m - 1) B plus the unconstrained least sum reaches the best T in hand) a DP finds
  * the least sum with every t_s <= B (F[s][j] = min_i F[s-1][i] + t_s(i, j)). Candidates are
  * taken in descending order, jumping below the maximum of each cut found (the same cut wins
  * every bound in between), so one DP runs per (maximum, sum) trade-off; the optimum's maximum
@@ -84,6 +85,12 @@ SimTime srch_pipeline_objective(const SrchPipeline *pipeline, const int *cuts);
 /* A cut of least objective into @cuts (nstages + 1 entries), which it returns; on ties the
  * first found (deterministic). Needs srch_pipeline_measure or _set_costs first. */
 SimTime srch_pipeline_dp(const SrchPipeline *pipeline, int *cuts);
+
+/* The least bottleneck of compute alone over every cut into nstages stages: min over cuts of
+ * max_s sum of compute[u] over stage s's units (transfers left out: they run on other
+ * streams). A stage's device runs its units' compute for every microbatch one after another,
+ * so microbatches x this bounds every cut's iteration from below. Needs the costs. */
+SimTime srch_pipeline_least_bottleneck(const SrchPipeline *pipeline);
 
 /* The cut Megatron's builder makes for @strategy (each op's stage), if every unit lies in one
  * stage: TRUE and @cuts filled; FALSE otherwise. */

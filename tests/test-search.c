@@ -685,7 +685,9 @@ static void test_dp_measure_matches_task_graph(void) {
 /* What the dp driver's blocks rest on (srch_dp.c): the ZeRO stage and overlap_param_gather
  * change neither the one-stage measurement (compute per unit, boundary transfers) nor the
  * compute bound; and that bound divided by pp is below the simulated time of every cut into pp
- * stages (every cut of 8 units into 2 and 3 stages, under 1F1B, GPipe and eager-1F1B). */
+ * stages (every cut of its 10 units into 2 and 3 stages, under 1F1B, GPipe and eager-1F1B), as is
+ * each cut's busiest stage's measured compute times the microbatches, whose least over the
+ * cuts srch_pipeline_least_bottleneck finds. */
 static void test_dp_zero_shares_measure(void) {
   Case c;
   case_init(&c, UNEVEN, "dgx-a100");
@@ -723,17 +725,30 @@ static void test_dp_zero_shares_measure(void) {
     int L = pl->nunits, checked = 0;
     for (int stages = 2; stages <= 3; stages++) {
       g_assert_true(srch_pipeline_measure(pl, c.graph, one, stages, c.cluster, &c.params, &sim, &error));
+      /* srch_pipeline_least_bottleneck against brute force over the same cuts; microbatches
+       * times it is the dp driver's bound per block after the measurement */
+      SimTime least = srch_pipeline_least_bottleneck(pl), brute = G_MAXUINT64;
       for (int a = 1; a < L; a++)
         for (int b = a + 1; b < (stages == 3 ? L : a + 2); b++) {
           int cuts[4] = {0, a, stages == 3 ? b : L, L};
+          SimTime most = 0;
+          for (int st = 0; st < stages; st++) {
+            SimTime sum = 0;
+            for (int u = cuts[st]; u < cuts[st + 1]; u++) sum += pl->compute[u];
+            most = MAX(most, sum);
+          }
+          brute = MIN(brute, most);
           for (guint k = 0; k < G_N_ELEMENTS(schedules); k++) {
             MdlStrategy *s = srch_pipeline_strategy(pl, c.graph, one, cuts, schedules[k], c.cluster, &error);
             g_assert_no_error(error);
-            g_assert_cmpfloat(simulate(&c, s, NULL), >=, sim_time_seconds(bound / (SimTime)stages));
+            double t = simulate(&c, s, NULL);
+            g_assert_cmpfloat(t, >=, sim_time_seconds(bound / (SimTime)stages));
+            g_assert_cmpfloat(t, >=, sim_time_seconds(most * (SimTime)pl->microbatches));
             checked++;
             mdl_strategy_free(s);
           }
         }
+      g_assert_cmpuint(least, ==, brute);
     }
     g_test_message("recompute %d: bound %.9g s over %d cut pipelines", r, sim_time_seconds(bound), checked);
     mdl_strategy_free(one);
