@@ -181,10 +181,10 @@ static gboolean run_block(SrchWorker *w, SrchPipeline *pl, SimBounder **bounder,
     w->failed += points;
     return TRUE;
   }
-  /* No cut can beat the best: its busiest stage's compute over every microbatch (the
-   * measured durations are the builder's, or below them under sp) exceeds it. */
+  /* No cut can beat the best: its busiest stage's compute and gaps over every microbatch
+   * (the measured durations are the builder's, or below them under sp) exceed it. */
   double best = MIN(w->best_time_s, w->prune_s);
-  SimTime least = srch_pipeline_least_bottleneck(pl);
+  SimTime least = srch_pipeline_least_busy(pl);
   guint64 m = (guint64)pl->microbatches;
   SimTime work = least > G_MAXUINT64 / m ? G_MAXUINT64 : least * m;
   if (isfinite(best) && sim_time_seconds(work) > best) {

@@ -37,6 +37,7 @@ static void free_costs(SrchPipeline *p) {
     for (int s = 0; s + 1 < p->nstages; s++) g_free(p->transfer[s]);
   g_clear_pointer(&p->transfer, g_free);
   g_clear_pointer(&p->compute, g_free);
+  g_clear_pointer(&p->gap, g_free);
   p->nstages = 0;
 }
 
@@ -92,9 +93,21 @@ gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const Mdl
   SimBounder *bounder = sim_bounder_new(graph, one, cluster, params, options);
   g_autofree SimTime *per_op = g_new(SimTime, nops);
   sim_bounder_op_compute(bounder, per_op);
-  sim_bounder_free(bounder);
   g_autofree SimTime *compute = g_new0(SimTime, p->nunits);
   for (int o = 0; o < nops; o++) compute[p->unit_of_op[o]] += per_op[o];
+  /* Gaps between two ops of one unit stay on one stage whatever the cut. Stage s's mesh is
+   * the one-stage mesh's devices shifted by s x its size: where that size and the hosts' are
+   * multiples of one another, every stage's groups sit alike on the hosts and the gaps are
+   * the same on every stage; otherwise none are counted. */
+  SimTime *gap = g_new0(SimTime, p->nunits);
+  int gpn = cluster->gpus_per_node;
+  if (gpn > 0 && (mesh->ndevices % gpn == 0 || gpn % mesh->ndevices == 0)) {
+    g_autofree int *prev = g_new(int, nops);
+    sim_bounder_op_gaps(bounder, prev, per_op);
+    for (int o = 0; o < nops; o++)
+      if (prev[o] >= 0 && p->unit_of_op[prev[o]] == p->unit_of_op[o]) gap[p->unit_of_op[o]] += per_op[o];
+  }
+  sim_bounder_free(bounder);
 
   /* Transfers: each tensor crosses the cuts after its producer's unit up to its last reader's. */
   g_autofree int *last_reader = g_new(int, mdl_graph_num_tensors(graph));
@@ -124,6 +137,7 @@ gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const Mdl
     }
   }
   srch_pipeline_set_costs(p, stages, one->num_microbatches, compute, (const SimTime *const *)transfer);
+  p->gap = gap;
   for (int s = 0; s + 1 < stages; s++) g_free(transfer[s]);
   g_free(transfer);
   return TRUE;
@@ -221,33 +235,48 @@ static int compare_time(const void *a, const void *b) {
 /* Whether the units split into at most @stages runs of compute <= @cap each (greedy: each run
  * takes units while it can; fewer runs can always be split further, one unit a stage at the
  * least, as stages <= nunits). */
-static gboolean fits_cap(const SrchPipeline *p, int stages, SimTime cap) {
+static inline SimTime unit_load(const SrchPipeline *p, const SimTime *add, int u) {
+  return p->compute[u] + (add ? add[u] : 0);
+}
+
+static gboolean fits_cap(const SrchPipeline *p, const SimTime *add, int stages, SimTime cap) {
   int runs = 1;
   SimTime run = 0;
   for (int u = 0; u < p->nunits; u++) {
-    if (p->compute[u] > cap) return FALSE;
-    if (run + p->compute[u] > cap) {
+    SimTime x = unit_load(p, add, u);
+    if (x > cap) return FALSE;
+    if (run + x > cap) {
       if (++runs > stages) return FALSE;
       run = 0;
     }
-    run += p->compute[u];
+    run += x;
   }
   return TRUE;
 }
 
-SimTime srch_pipeline_least_bottleneck(const SrchPipeline *p) {
-  g_return_val_if_fail(p && p->compute && p->nstages >= 1, 0);
+/* The least max over cuts of the stages' summed loads (compute, plus @add per unit). */
+static SimTime least_max_load(const SrchPipeline *p, const SimTime *add) {
   SimTime lo = 0, hi = 0;
   for (int u = 0; u < p->nunits; u++) {
-    lo = MAX(lo, p->compute[u]);
-    hi += p->compute[u];
+    lo = MAX(lo, unit_load(p, add, u));
+    hi += unit_load(p, add, u);
   }
   while (lo < hi) { /* the least cap that fits: binary search on integers */
     SimTime mid = lo + (hi - lo) / 2;
-    if (fits_cap(p, p->nstages, mid)) hi = mid;
+    if (fits_cap(p, add, p->nstages, mid)) hi = mid;
     else lo = mid + 1;
   }
   return lo;
+}
+
+SimTime srch_pipeline_least_bottleneck(const SrchPipeline *p) {
+  g_return_val_if_fail(p && p->compute && p->nstages >= 1, 0);
+  return least_max_load(p, NULL);
+}
+
+SimTime srch_pipeline_least_busy(const SrchPipeline *p) {
+  g_return_val_if_fail(p && p->compute && p->nstages >= 1, 0);
+  return least_max_load(p, p->gap);
 }
 
 SimTime srch_pipeline_dp(const SrchPipeline *p, int *cuts) {

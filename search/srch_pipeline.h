@@ -52,6 +52,10 @@ typedef struct {
   int nstages;            /* as measured for (0 before srch_pipeline_measure) */
   int microbatches;
   SimTime *compute;       /* per unit */
+  SimTime *gap;           /* per unit (NULL: none known): the collectives between its own ops
+                             that its device's chain waits for, one microbatch (sim_bound.h's
+                             gaps, from the one-stage strategy's first device; 0 throughout
+                             where the stages' meshes do not sit alike on the hosts) */
   SimTime **transfer;     /* [nstages - 1][nunits + 1]; entries 0 and nunits are 0 */
 } SrchPipeline;
 
@@ -91,6 +95,11 @@ SimTime srch_pipeline_dp(const SrchPipeline *pipeline, int *cuts);
  * streams). A stage's device runs its units' compute for every microbatch one after another,
  * so microbatches x this bounds every cut's iteration from below. Needs the costs. */
 SimTime srch_pipeline_least_bottleneck(const SrchPipeline *pipeline);
+
+/* The same with each unit's gap added to its compute: microbatches x this bounds every cut's
+ * iteration from below too (a stage's device chain waits for its units' own gaps, every
+ * microbatch, sim_bound.h). */
+SimTime srch_pipeline_least_busy(const SrchPipeline *pipeline);
 
 /* The cut Megatron's builder makes for @strategy (each op's stage), if every unit lies in one
  * stage: TRUE and @cuts filled; FALSE otherwise. */

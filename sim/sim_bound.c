@@ -526,6 +526,24 @@ SimTime sim_bounder_chain(SimBounder *sb) {
   return sb->chain;
 }
 
+void sim_bounder_op_gaps(SimBounder *sb, int *prev, SimTime *gap) {
+  refresh(sb); /* the recomputation groups */
+  for (int o = 0; o < sb->b.nops; o++) {
+    prev[o] = -1;
+    gap[o] = 0;
+  }
+  if (sb->nranks < 1 || sb->device[0] < 0) return; /* no gaps (step mode, no uniform chunk) */
+  const GArray *pairs = sb->pairs[0];
+  for (guint i = 0; i < pairs->len; i++) { /* as device_gaps counts them, per microbatch */
+    const GapPair *q = &g_array_index(pairs, GapPair, i);
+    SimTime t = q->fwd;
+    if (sb->group[q->o] >= 0 && sb->group[q->o] == sb->group[q->p]) t += q->fwd;
+    if (sb->group[q->p] < 0 || sb->group[q->p] == sb->group[q->o]) t += q->bwd;
+    prev[q->o] = q->p;
+    gap[q->o] += t;
+  }
+}
+
 void sim_bounder_op_compute(SimBounder *sb, SimTime *out) {
   refresh(sb); /* the recomputation groups */
   for (int o = 0; o < sb->b.nops; o++)

@@ -118,6 +118,11 @@ SimTime sim_bounder_chain(SimBounder *bounder);
  * weight-gradient and recomputed forward (the durations W_d sums, header comment; every
  * device of the op's mesh has the same). */
 void sim_bounder_op_compute(SimBounder *bounder, SimTime *out);
+/* The gaps (header comment, "Gaps") of the first rank's device, per microbatch, each on the
+ * later op of its pair: @prev[o] the op before o in the pair (-1: o has none) and @gap[o] what
+ * the pair adds to the device's chain for one microbatch (device_gaps' sum is M times the sum
+ * of @gap). */
+void sim_bounder_op_gaps(SimBounder *bounder, int *prev, SimTime *gap);
 SimTime sim_bounder_bound(SimBounder *bounder);
 void sim_bounder_free(SimBounder *bounder);
 

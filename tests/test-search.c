@@ -686,8 +686,9 @@ static void test_dp_measure_matches_task_graph(void) {
  * change neither the one-stage measurement (compute per unit, boundary transfers) nor the
  * compute bound; and that bound divided by pp is below the simulated time of every cut into pp
  * stages (every cut of its 10 units into 2 and 3 stages, under 1F1B, GPipe and eager-1F1B), as is
- * each cut's busiest stage's measured compute times the microbatches, whose least over the
- * cuts srch_pipeline_least_bottleneck finds. */
+ * each cut's busiest stage's measured compute and gaps (the collectives between a unit's own
+ * ops that its chain waits for) times the microbatches; srch_pipeline_least_bottleneck and
+ * _least_busy find the least of those over the cuts, compute alone and with the gaps. */
 static void test_dp_zero_shares_measure(void) {
   Case c;
   case_init(&c, UNEVEN, "dgx-a100");
@@ -728,27 +729,37 @@ static void test_dp_zero_shares_measure(void) {
       /* srch_pipeline_least_bottleneck against brute force over the same cuts; microbatches
        * times it is the dp driver's bound per block after the measurement */
       SimTime least = srch_pipeline_least_bottleneck(pl), brute = G_MAXUINT64;
+      SimTime least_busy = srch_pipeline_least_busy(pl), brute_busy = G_MAXUINT64, gaps = 0;
+      g_assert_nonnull(pl->gap);
+      for (int u = 0; u < L; u++) gaps += pl->gap[u];
       for (int a = 1; a < L; a++)
         for (int b = a + 1; b < (stages == 3 ? L : a + 2); b++) {
           int cuts[4] = {0, a, stages == 3 ? b : L, L};
-          SimTime most = 0;
+          SimTime most = 0, busy = 0;
           for (int st = 0; st < stages; st++) {
-            SimTime sum = 0;
-            for (int u = cuts[st]; u < cuts[st + 1]; u++) sum += pl->compute[u];
+            SimTime sum = 0, with_gaps = 0;
+            for (int u = cuts[st]; u < cuts[st + 1]; u++) {
+              sum += pl->compute[u];
+              with_gaps += pl->compute[u] + pl->gap[u];
+            }
             most = MAX(most, sum);
+            busy = MAX(busy, with_gaps);
           }
           brute = MIN(brute, most);
+          brute_busy = MIN(brute_busy, busy);
           for (guint k = 0; k < G_N_ELEMENTS(schedules); k++) {
             MdlStrategy *s = srch_pipeline_strategy(pl, c.graph, one, cuts, schedules[k], c.cluster, &error);
             g_assert_no_error(error);
             double t = simulate(&c, s, NULL);
             g_assert_cmpfloat(t, >=, sim_time_seconds(bound / (SimTime)stages));
-            g_assert_cmpfloat(t, >=, sim_time_seconds(most * (SimTime)pl->microbatches));
+            g_assert_cmpfloat(t, >=, sim_time_seconds(busy * (SimTime)pl->microbatches));
             checked++;
             mdl_strategy_free(s);
           }
         }
       g_assert_cmpuint(least, ==, brute);
+      g_assert_cmpuint(least_busy, ==, brute_busy);
+      g_assert_cmpuint(gaps, >, 0); /* tp = 2 without sp: the layers' all-reduces */
     }
     g_test_message("recompute %d: bound %.9g s over %d cut pipelines", r, sim_time_seconds(bound), checked);
     mdl_strategy_free(one);
