@@ -9,17 +9,19 @@
  * keeps Megatron's even chunks: the full space has it). A block is a run of groups that differ
  * only in the ZeRO stage and overlap_param_gather: they share the one-stage compute and the
  * boundary transfers (ZeRO adds communication and moves memory, not a kernel:
- * /search/dp/zero-shares-measure), so the block's one measurement (a task-graph build) and one
- * DP cut serve them all. Workers take whole blocks round robin (block b on worker b mod T), so
+ * /search/dp/zero-shares-measure), so the block's one measurement (the builder's durations,
+ * srch_pipeline_measure) and one DP cut serve them all. Workers take whole blocks round robin (block b on worker b mod T), so
  * results are reproducible for a thread count.
  *
- * Pruning, all of it safe (nothing pruned can beat the worker's best, or is simulated
- * elsewhere):
- *  - a variant whose weights cannot fit however it is cut (no_cut_fits, before any pipeline is
- *    built);
+ * Pruning, all of it safe (nothing pruned can beat the best so far, the worker's own or the
+ * earlier phases' (SrchWorker.prune_s), or it is simulated elsewhere):
+ *  - a variant whose weights cannot fit however it is cut (no_cut_fits), and a block with no
+ *    such variant, before its measurement;
  *  - a block whose compute bound exceeds the best: each worker screens its blocks first (the
- *    bound below), then takes them in increasing order of it and stops at the first above its
+ *    bound below), then takes them in increasing order of it and stops at the first above the
  *    best;
+ *  - after the measurement, a block whose least busiest stage (compute and gaps,
+ *    srch_pipeline_least_busy) times the microbatches exceeds the best;
  *  - a pipeline whose sim_iteration_bound exceeds the best (not simulated);
  *  - a cut equal to the even one, which the full space (run before this phase) holds.
  * The block's bound: every device of the one-stage strategy runs all ops' forward, backward

@@ -533,7 +533,7 @@ static gboolean cpu_runner_ready(void) {
   return TRUE;
 }
 
-/* Open MPI's launcher race (validate/val_run.c launcher_lost_pid): an mpirun that fails once
+/* Open MPI's launcher race (validate/val_run.h val_mpirun_lost_pid): an mpirun that fails once
  * with it runs again and the command succeeds, saying so; one that always fails with it is
  * tried three times, then the command fails naming mpirun. MPIRUN points at a fake. */
 static void test_launcher_lost_pid(void) {

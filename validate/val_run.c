@@ -57,16 +57,12 @@ static char *last_line(const char *text) {
   return g_strdup("");
 }
 
-/* Open MPI 4.x's launcher can lose the pid of a rank that exits quickly ("process rank 1 with
- * PID 0 on node ... exiting improperly": open-mpi/ompi #7833, #9389, #12607; prrte PR 2713
- * for Open MPI 5), after the ranks finished and called MPI_Finalize; mpirun then exits 1. A
- * rank that really dies is reported with its own pid. */
-static gboolean launcher_lost_pid(const char *err) {
+gboolean val_mpirun_lost_pid(const char *err) {
   return err && strstr(err, "with PID 0 on") && strstr(err, "exiting improperly");
 }
 
 /* Runs @argv; on failure the error names the command and the runner's own last stderr line.
- * With @mpi (an mpirun command line) a run that failed only by launcher_lost_pid runs again,
+ * With @mpi (an mpirun command line) a run that failed only by val_mpirun_lost_pid runs again,
  * at most twice, saying so on stderr: every runner command rewrites its output file whole. */
 static gboolean spawn(GPtrArray *argv, gboolean mpi, char **output, GError **error) {
   g_ptr_array_add(argv, NULL);
@@ -88,7 +84,7 @@ static gboolean spawn(GPtrArray *argv, gboolean mpi, char **output, GError **err
       if (output) *output = g_steal_pointer(&out);
       return TRUE;
     }
-    if (mpi && attempt < 2 && launcher_lost_pid(err)) {
+    if (mpi && attempt < 2 && val_mpirun_lost_pid(err)) {
       g_printerr("stratsim: mpirun reported a rank with PID 0 exiting improperly (Open MPI's "
                  "launcher losing a quick rank's pid): running it again\n");
       g_error_free(local);

@@ -42,6 +42,15 @@ gboolean val_run_runner(ValRunner runner, const char *plan_path, int ranks,
  * file fitted from the runner's micro-benchmarks. */
 gboolean val_host_cluster(const char *path, int ranks, char **output, GError **error);
 
+/* TRUE when mpirun's stderr @err says only that Open MPI's launcher lost track of a rank that
+ * ran to its end: Open MPI 4.x reports "process rank N with PID 0 ... exiting improperly" when a
+ * short-lived rank exits before the launcher recorded its pid (PID 0 is the pid it never
+ * stored), also for a hello-world that calls MPI_Finalize (open-mpi/ompi issues 7833, 9389,
+ * 12607; prrte PR 2713 describes the same race in Open MPI 5's launcher). A rank that exits
+ * without MPI_Finalize, or on a signal, is reported with its real pid and does not match. The
+ * CPU runner's launches (above) and the tests' mpirun helper run such a command again. */
+gboolean val_mpirun_lost_pid(const char *err);
+
 G_END_DECLS
 
 #endif
