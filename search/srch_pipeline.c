@@ -232,13 +232,14 @@ static int compare_time(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Whether the units split into at most @stages runs of compute <= @cap each (greedy: each run
- * takes units while it can; fewer runs can always be split further, one unit a stage at the
- * least, as stages <= nunits). */
+/* Unit @u's load: its compute, plus @add's entry (NULL: none). */
 static inline SimTime unit_load(const SrchPipeline *p, const SimTime *add, int u) {
   return p->compute[u] + (add ? add[u] : 0);
 }
 
+/* Whether the units split into at most @stages runs of load <= @cap each (greedy: each run
+ * takes units while it can; fewer runs can always be split further, one unit a stage at the
+ * least, as stages <= nunits). */
 static gboolean fits_cap(const SrchPipeline *p, const SimTime *add, int stages, SimTime cap) {
   int runs = 1;
   SimTime run = 0;
