@@ -38,6 +38,7 @@ static void free_costs(SrchPipeline *p) {
   g_clear_pointer(&p->transfer, g_free);
   g_clear_pointer(&p->compute, g_free);
   g_clear_pointer(&p->gap, g_free);
+  g_clear_pointer(&p->lead, g_free);
   p->nstages = 0;
 }
 
@@ -107,6 +108,40 @@ gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const Mdl
     for (int o = 0; o < nops; o++)
       if (prev[o] >= 0 && p->unit_of_op[prev[o]] == p->unit_of_op[o]) gap[p->unit_of_op[o]] += per_op[o];
   }
+  /* The lead of a stage starting at unit u (sim_bound.h, fill and drain, with the link of
+   * each cut the previous unit's last op, read by u's first): its first task waits for
+   * microbatch 0's forwards through the stages before (each stage's program starts with
+   * them, chained in op order up to the link), and after its last task (the backward of its
+   * first op; under Megatron's overlap its W may follow, so that W is taken off, floor 0)
+   * the backwards of those stages' ops follow, chained in reverse. Summed over the units
+   * since the last boundary that is not such a link (none counted across it: a stage
+   * boundary there breaks the chain; inside a stage, leaving units out only lowers the
+   * lead), forwards and backwards (B) alone: no recomputed forward (it may run before the
+   * gradient arrives), no gap, no transfer. Then a later start g >= c has lead(g) - lead(c)
+   * <= the forwards, backwards and c's first W of units [c, g), at most their compute: the
+   * greedy check of srch_pipeline_least_span is exact. Not under weight delay (W units move
+   * behind the last backward): no lead. */
+  SimTime *lead = g_new0(SimTime, p->nunits);
+  if (!one->weight_delay) {
+    g_autofree SimTime *fwd = g_new(SimTime, nops), *bwd = g_new(SimTime, nops), *wgt = g_new(SimTime, nops);
+    sim_bounder_op_passes(bounder, fwd, bwd, wgt);
+    SimTime f = 0, b = 0;
+    for (int u = 0; u < p->nunits; u++) {
+      int q = p->first_op[u];
+      gboolean linked = FALSE;
+      const MdlOp *op = mdl_graph_op(graph, q);
+      for (int i = 0; u > 0 && i < op->ninputs; i++) {
+        const MdlTensor *t = mdl_graph_tensor(graph, op->inputs[i].tensor);
+        linked |= !t->is_weight && t->producer == q - 1;
+      }
+      if (!linked) f = b = 0;
+      lead[u] = f + (b > wgt[q] ? b - wgt[q] : 0);
+      for (int o = q; o < p->first_op[u + 1]; o++) {
+        f += fwd[o];
+        b += bwd[o];
+      }
+    }
+  }
   sim_bounder_free(bounder);
 
   /* Transfers: each tensor crosses the cuts after its producer's unit up to its last reader's. */
@@ -138,6 +173,7 @@ gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const Mdl
   }
   srch_pipeline_set_costs(p, stages, one->num_microbatches, compute, (const SimTime *const *)transfer);
   p->gap = gap;
+  p->lead = lead;
   for (int s = 0; s + 1 < stages; s++) g_free(transfer[s]);
   g_free(transfer);
   return TRUE;
@@ -265,6 +301,45 @@ static SimTime least_max_load(const SrchPipeline *p, const SimTime *add) {
   while (lo < hi) { /* the least cap that fits: binary search on integers */
     SimTime mid = lo + (hi - lo) / 2;
     if (fits_cap(p, add, p->nstages, mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
+}
+
+/* Whether the units split into at most @stages runs with lead + m L <= @cap each (the lead
+ * at the run's first unit, L its loads: compute and gaps); greedy: each run takes units while
+ * it can. Exact: a run [c, j) that fits still fits from any later start g < j, as lead(g) -
+ * lead(c) <= the compute of [c, g) (srch_pipeline_measure) <= m times it; and so fewer runs
+ * can always be split further. */
+static gboolean fits_span(const SrchPipeline *p, int stages, SimTime cap) {
+  guint64 m = (guint64)p->microbatches;
+  int runs = 1;
+  SimTime lead = 0, run = 0; /* the current run's lead and loads */
+  for (int u = 0; u < p->nunits; u++) {
+    SimTime x = unit_load(p, p->gap, u);
+    if (saturating_add(lead, saturating_mul(saturating_add(run, x), m)) > cap) {
+      if (run == 0 || ++runs > stages) return FALSE;
+      lead = p->lead ? p->lead[u] : 0; /* u starts the next run */
+      run = 0;
+      if (saturating_add(lead, saturating_mul(x, m)) > cap) return FALSE;
+    }
+    run += x;
+  }
+  return TRUE;
+}
+
+SimTime srch_pipeline_least_span(const SrchPipeline *p) {
+  g_return_val_if_fail(p && p->compute && p->nstages >= 1 && p->microbatches >= 1, 0);
+  guint64 m = (guint64)p->microbatches;
+  SimTime lo = 0, total = 0;
+  for (int u = 0; u < p->nunits; u++) {
+    lo = MAX(lo, saturating_mul(unit_load(p, p->gap, u), m));
+    total = saturating_add(total, unit_load(p, p->gap, u));
+  }
+  SimTime hi = MAX(lo, saturating_mul(total, m)); /* one run holds every unit, lead 0 */
+  while (lo < hi) {
+    SimTime mid = lo + (hi - lo) / 2;
+    if (fits_span(p, p->nstages, mid)) hi = mid;
     else lo = mid + 1;
   }
   return lo;

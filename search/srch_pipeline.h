@@ -56,6 +56,9 @@ typedef struct {
                              that its device's chain waits for, one microbatch (sim_bound.h's
                              gaps, from the one-stage strategy's first device; 0 throughout
                              where the stages' meshes do not sit alike on the hosts) */
+  SimTime *lead;          /* per unit (NULL: none known): what a stage starting there waits
+                             for at least beyond its own units' work, fill and drain
+                             (srch_pipeline_least_span; 0 at unit 0) */
   SimTime **transfer;     /* [nstages - 1][nunits + 1]; entries 0 and nunits are 0 */
 } SrchPipeline;
 
@@ -100,6 +103,14 @@ SimTime srch_pipeline_least_bottleneck(const SrchPipeline *pipeline);
  * iteration from below too (a stage's device chain waits for its units' own gaps, every
  * microbatch, sim_bound.h). */
 SimTime srch_pipeline_least_busy(const SrchPipeline *pipeline);
+
+/* The least over every cut into nstages stages of max_s (lead[first unit of s] + m L_s): L_s
+ * stage s's units' compute and gaps, m the microbatches. Every cut's iteration under 1F1B,
+ * GPipe and eager-1F1B takes at least its max (sim_bound.h's fill + work + gaps + drain of
+ * stage s's device: the lead is at most fill + drain, srch_pipeline_measure). Binary search
+ * with a greedy check; never below microbatches x srch_pipeline_least_busy (a NULL lead
+ * counts 0). Needs the costs. */
+SimTime srch_pipeline_least_span(const SrchPipeline *pipeline);
 
 /* The cut Megatron's builder makes for @strategy (each op's stage), if every unit lies in one
  * stage: TRUE and @cuts filled; FALSE otherwise. */

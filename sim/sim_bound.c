@@ -550,6 +550,12 @@ void sim_bounder_op_compute(SimBounder *sb, SimTime *out) {
     out[o] = sb->fwd[o] + sb->bwd[o] + sb->wgt[o] + (sb->group[o] >= 0 ? sb->fwd[o] : 0);
 }
 
+void sim_bounder_op_passes(SimBounder *sb, SimTime *fwd, SimTime *bwd, SimTime *wgt) {
+  memcpy(fwd, sb->fwd, sizeof(SimTime) * (gsize)sb->b.nops);
+  memcpy(bwd, sb->bwd, sizeof(SimTime) * (gsize)sb->b.nops);
+  memcpy(wgt, sb->wgt, sizeof(SimTime) * (gsize)sb->b.nops);
+}
+
 SimTime sim_bounder_bound(SimBounder *sb) {
   Builder *b = &sb->b;
   refresh(sb);

@@ -118,6 +118,11 @@ SimTime sim_bounder_chain(SimBounder *bounder);
  * weight-gradient and recomputed forward (the durations W_d sums, header comment; every
  * device of the op's mesh has the same). */
 void sim_bounder_op_compute(SimBounder *bounder, SimTime *out);
+/* Per op of the graph, one device and one microbatch: its forward's duration (@fwd), its
+ * backward's (@bwd: B, the input gradient, or the whole backward where it has no W task) and
+ * its weight gradient's (@wgt: 0 where it has no W task), as fill and drain read them (header
+ * comment). */
+void sim_bounder_op_passes(SimBounder *bounder, SimTime *fwd, SimTime *bwd, SimTime *wgt);
 /* The gaps (header comment, "Gaps") of the first rank's device, per microbatch, each on the
  * later op of its pair: @prev[o] the op before o in the pair (-1: o has none) and @gap[o] what
  * the pair adds to the device's chain for one microbatch (device_gaps' sum is M times the sum

@@ -697,6 +697,7 @@ static void test_dp_zero_shares_measure(void) {
   MdlMegatronConfig cfg = {.tp = 2, .pp = 1, .dp = 1, .microbatch_size = 16,
                            .schedule = MDL_SCHEDULE_1F1B, .dtype = c.graph->default_dtype};
   SrchPipeline *pl = srch_pipeline_new(c.graph), *ref = srch_pipeline_new(c.graph);
+  int stronger = 0; /* measurements where the least span beats the least busy stage */
   for (int r = 0; r < MDL_RECOMPUTE_COUNT; r++) {
     cfg.recompute = (MdlRecompute)r;
     cfg.zero_stage = 0;
@@ -724,18 +725,25 @@ static void test_dp_zero_shares_measure(void) {
     /* The block bound against every cut into 2 and 3 stages. */
     static const MdlSchedule schedules[] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_EAGER_1F1B};
     int L = pl->nunits, checked = 0;
+    double tightest = 0; /* the largest ratio of a cut's span to its simulated time */
     for (int stages = 2; stages <= 3; stages++) {
       g_assert_true(srch_pipeline_measure(pl, c.graph, one, stages, c.cluster, &c.params, &sim, &error));
       /* srch_pipeline_least_bottleneck against brute force over the same cuts; microbatches
        * times it is the dp driver's bound per block after the measurement */
       SimTime least = srch_pipeline_least_bottleneck(pl), brute = G_MAXUINT64;
       SimTime least_busy = srch_pipeline_least_busy(pl), brute_busy = G_MAXUINT64, gaps = 0;
+      SimTime least_span = srch_pipeline_least_span(pl), brute_span = G_MAXUINT64, leads = 0;
       g_assert_nonnull(pl->gap);
-      for (int u = 0; u < L; u++) gaps += pl->gap[u];
+      g_assert_nonnull(pl->lead);
+      g_assert_cmpuint(pl->lead[0], ==, 0);
+      for (int u = 0; u < L; u++) {
+        gaps += pl->gap[u];
+        leads += pl->lead[u];
+      }
       for (int a = 1; a < L; a++)
         for (int b = a + 1; b < (stages == 3 ? L : a + 2); b++) {
           int cuts[4] = {0, a, stages == 3 ? b : L, L};
-          SimTime most = 0, busy = 0;
+          SimTime most = 0, busy = 0, span = 0;
           for (int st = 0; st < stages; st++) {
             SimTime sum = 0, with_gaps = 0;
             for (int u = cuts[st]; u < cuts[st + 1]; u++) {
@@ -744,26 +752,36 @@ static void test_dp_zero_shares_measure(void) {
             }
             most = MAX(most, sum);
             busy = MAX(busy, with_gaps);
+            span = MAX(span, pl->lead[cuts[st]] + with_gaps * (SimTime)pl->microbatches);
           }
           brute = MIN(brute, most);
           brute_busy = MIN(brute_busy, busy);
+          brute_span = MIN(brute_span, span);
           for (guint k = 0; k < G_N_ELEMENTS(schedules); k++) {
             MdlStrategy *s = srch_pipeline_strategy(pl, c.graph, one, cuts, schedules[k], c.cluster, &error);
             g_assert_no_error(error);
             double t = simulate(&c, s, NULL);
             g_assert_cmpfloat(t, >=, sim_time_seconds(bound / (SimTime)stages));
             g_assert_cmpfloat(t, >=, sim_time_seconds(busy * (SimTime)pl->microbatches));
+            g_assert_cmpfloat(t, >=, sim_time_seconds(span));
+            tightest = MAX(tightest, sim_time_seconds(span) / t);
             checked++;
             mdl_strategy_free(s);
           }
         }
       g_assert_cmpuint(least, ==, brute);
       g_assert_cmpuint(least_busy, ==, brute_busy);
+      g_assert_cmpuint(least_span, ==, brute_span);
+      g_assert_cmpuint(least_span, >=, least_busy * (SimTime)pl->microbatches);
+      stronger += least_span > least_busy * (SimTime)pl->microbatches;
+      g_assert_cmpuint(leads, >, 0);
       g_assert_cmpuint(gaps, >, 0); /* tp = 2 without sp: the layers' all-reduces */
     }
-    g_test_message("recompute %d: bound %.9g s over %d cut pipelines", r, sim_time_seconds(bound), checked);
+    g_test_message("recompute %d: bound %.9g s over %d cut pipelines, span/time up to %.4f", r,
+                   sim_time_seconds(bound), checked, tightest);
     mdl_strategy_free(one);
   }
+  g_assert_cmpint(stronger, >, 0);
   srch_pipeline_free(pl);
   srch_pipeline_free(ref);
   case_clear(&c);
