@@ -402,8 +402,18 @@ void srch_grid_worker(SrchWorker *w) {
   guint i;
   double cpu = srch_thread_cpu_s();
   /* Screening: the builder and the bound (the memory rule waits until a point's bound is
-   * below the best: a point pruned by its bound needs no memory check). */
-  for (i = (guint)w->index; i < w->grid->len && before_deadline(w); i += (guint)w->nworkers) {
+   * below the best: a point pruned by its bound needs no memory check). Under a time budget
+   * it takes at most half of what is left, so that the points screened are evaluated in the
+   * rest, best bound first: a budget too short to screen the whole space still returns the
+   * best of the part screened (Llama 3.1 405B / 512 H100s, `--budget 10s`: the space's
+   * quarter went to screening, none of it was evaluated). */
+  gint64 screen_until = 0;
+  if (w->deadline_us) {
+    gint64 now_us = g_get_monotonic_time();
+    screen_until = now_us + MAX(w->deadline_us - now_us, 0) / 2;
+  }
+  for (i = (guint)w->index; i < w->grid->len && (!screen_until || g_get_monotonic_time() < screen_until);
+       i += (guint)w->nworkers) {
     SimTime bound = w->bounds ? w->bounds[i] : SRCH_UNSCREENED; /* screened before the phase */
     if (bound == SRCH_UNSCREENED) {
       const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);

@@ -390,6 +390,31 @@ static void test_budget_keeps_grid_baseline(void) {
   case_clear(&c);
 }
 
+/* A time budget too short to screen the whole full space: screening stops at half of it and
+ * the points screened are evaluated, best bound first, in the rest (before, screening took
+ * the whole budget and the space returned nothing beyond the classic grid). */
+static void test_short_time_budget(void) {
+  Case c;
+  case_init(&c, "gpt3-175b:batch=1536", "dgx-a100:nodes=128");
+  SrchOptions o;
+  srch_options_default(&o);
+  o.algo = SRCH_ALGO_GRID;
+  o.budget.evaluations = 0;
+  o.budget.seconds = 0.4; /* the space's 62100 points take ~8 s of screening */
+  o.threads = 2;
+  o.no_baselines = TRUE;
+  GError *error = NULL;
+  SrchResult *r = srch_run(c.graph, c.cluster, &c.params, &o, &error);
+  g_assert_no_error(error);
+  g_assert_false(r->complete);
+  g_assert_cmpuint(r->space_covered, >, 0);
+  g_assert_cmpfloat(srch_result_covered_share(r), <, 0.5);
+  g_test_message("covered %" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT ", best %.6g s (%s)", r->space_covered,
+                 r->space_points, r->best_time_s, r->best_origin);
+  srch_result_free(r);
+  case_clear(&c);
+}
+
 /* Auto on a per-op space too large for its budget: coordinate descent and the full Megatron
  * space share the evaluations; the winner is no worse than either family's best. */
 static void test_auto_shares_budget(void) {
@@ -442,6 +467,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/search-grid/exhaustive-matches-brute-force", test_exhaustive_matches_brute_force);
   g_test_add_func("/search-grid/budget-keeps-grid-baseline", test_budget_keeps_grid_baseline);
   g_test_add_func("/search-grid/auto-shares-budget", test_auto_shares_budget);
+  g_test_add_func("/search-grid/short-time-budget", test_short_time_budget);
   g_test_add_func("/search-grid/reproducible", test_reproducible);
   return g_test_run();
 }
