@@ -213,6 +213,8 @@ SimTime srch_pipeline_objective(const SrchPipeline *p, const int *cuts) {
 typedef struct {
   const SrchPipeline *p;
   int S, L;
+  SimTime cap;       /* every stage's lead + m x loads at most this (NO_COST: no cap) */
+  SimTime *load;     /* L + 1: prefix sums of the units' compute and gaps (with a cap) */
   SimTime *prefix;   /* L + 1 */
   SimTime *value;    /* S x (L + 1) */
   int *from;         /* S x (L + 1) */
@@ -240,6 +242,12 @@ static SimTime dp_run(Dp *d, SimTime bound) {
        * 2026-12-02: most of the DP's time was starts past the bound). */
       for (int i = s == 0 ? 0 : j - 1; i >= (s == 0 ? 0 : s); i--) {
         if (d->prefix[j] - d->prefix[i] > bound) break;
+        /* The cap: as the start moves down a stage's lead + m x loads only grows (lead(i) -
+         * lead(i') <= the compute of [i', i) for i' < i, srch_pipeline_measure). */
+        if (d->cap != NO_COST &&
+            saturating_add(d->p->lead ? d->p->lead[i] : 0,
+                           saturating_mul(d->load[j] - d->load[i], (guint64)d->p->microbatches)) > d->cap)
+          break;
         SimTime before = s == 0 ? 0 : d->value[(s - 1) * W + i];
         if (before == NO_COST) continue;
         SimTime t = cost(d, s, i, j);
@@ -356,21 +364,31 @@ SimTime srch_pipeline_least_busy(const SrchPipeline *p) {
 }
 
 SimTime srch_pipeline_dp(const SrchPipeline *p, int *cuts) {
+  return srch_pipeline_dp_capped(p, NO_COST, cuts);
+}
+
+SimTime srch_pipeline_dp_capped(const SrchPipeline *p, SimTime cap, int *cuts) {
   g_return_val_if_fail(p && p->compute && cuts, NO_COST);
   int S = p->nstages, L = p->nunits, W = L + 1;
-  Dp d = {.p = p, .S = S, .L = L};
+  Dp d = {.p = p, .S = S, .L = L, .cap = cap};
   d.prefix = g_new0(SimTime, W);
   for (int u = 0; u < L; u++) d.prefix[u + 1] = d.prefix[u] + p->compute[u];
+  if (cap != NO_COST) {
+    d.load = g_new0(SimTime, W);
+    for (int u = 0; u < L; u++) d.load[u + 1] = d.load[u] + unit_load(p, p->gap, u);
+  }
   d.value = g_new(SimTime, (gsize)S * W);
   d.from = g_new(int, (gsize)S * W);
   for (gsize k = 0; k < (gsize)S * W; k++) d.value[k] = NO_COST;
 
-  /* The unconstrained least sum bounds every cut's sum from below; the least maximum is the
+  /* The least sum without a bound bounds every cut's sum from below; the least maximum is the
    * smallest bottleneck worth trying. */
-  SimTime least_sum = dp_run(&d, NO_COST);
-  dp_cuts(&d, cuts);
-  SimTime best = srch_pipeline_objective(p, cuts);
-  if (p->microbatches > 1) {
+  SimTime least_sum = dp_run(&d, NO_COST), best = NO_COST;
+  if (least_sum != NO_COST) { /* else no cut is under the cap */
+    dp_cuts(&d, cuts);
+    best = srch_pipeline_objective(p, cuts);
+  }
+  if (p->microbatches > 1 && least_sum != NO_COST) {
     /* The smallest bottleneck worth trying: no cut's maximum is below the least bottleneck of
      * compute alone (transfers only add). Below the least maximum with transfers the first
      * DP finds no cut and the loop stops, so this costs at most that one DP, where the least
@@ -426,6 +444,7 @@ SimTime srch_pipeline_dp(const SrchPipeline *p, int *cuts) {
     g_array_free(candidates, TRUE);
   }
   g_free(d.prefix);
+  g_free(d.load);
   g_free(d.value);
   g_free(d.from);
   return best;

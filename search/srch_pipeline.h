@@ -93,6 +93,12 @@ SimTime srch_pipeline_objective(const SrchPipeline *pipeline, const int *cuts);
  * first found (deterministic). Needs srch_pipeline_measure or _set_costs first. */
 SimTime srch_pipeline_dp(const SrchPipeline *pipeline, int *cuts);
 
+/* The same over the cuts whose every stage s has lead + m L_s <= @cap (srch_pipeline_least_span's
+ * terms): a cut above it cannot take less than @cap, so a search holding a time of @cap picks
+ * among the others. G_MAXUINT64 (and @cuts untouched) when no cut is under the cap;
+ * srch_pipeline_dp is this with the cap G_MAXUINT64. */
+SimTime srch_pipeline_dp_capped(const SrchPipeline *pipeline, SimTime cap, int *cuts);
+
 /* The least bottleneck of compute alone over every cut into nstages stages: min over cuts of
  * max_s sum of compute[u] over stage s's units (transfers left out: they run on other
  * streams). A stage's device runs its units' compute for every microbatch one after another,

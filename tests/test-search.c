@@ -698,6 +698,8 @@ static void test_dp_zero_shares_measure(void) {
                            .schedule = MDL_SCHEDULE_1F1B, .dtype = c.graph->default_dtype};
   SrchPipeline *pl = srch_pipeline_new(c.graph), *ref = srch_pipeline_new(c.graph);
   int stronger = 0; /* measurements where the least span beats the least busy stage */
+  int capped_differs = 0; /* caps under which the capped DP's pick is not the DP's */
+  GArray *spans = g_array_new(FALSE, FALSE, sizeof(SimTime)); /* per cut: span, objective */
   for (int r = 0; r < MDL_RECOMPUTE_COUNT; r++) {
     cfg.recompute = (MdlRecompute)r;
     cfg.zero_stage = 0;
@@ -757,6 +759,8 @@ static void test_dp_zero_shares_measure(void) {
           brute = MIN(brute, most);
           brute_busy = MIN(brute_busy, busy);
           brute_span = MIN(brute_span, span);
+          SimTime pair[2] = {span, srch_pipeline_objective(pl, cuts)};
+          g_array_append_vals(spans, pair, 2);
           for (guint k = 0; k < G_N_ELEMENTS(schedules); k++) {
             MdlStrategy *s = srch_pipeline_strategy(pl, c.graph, one, cuts, schedules[k], c.cluster, &error);
             g_assert_no_error(error);
@@ -772,6 +776,27 @@ static void test_dp_zero_shares_measure(void) {
       g_assert_cmpuint(least, ==, brute);
       g_assert_cmpuint(least_busy, ==, brute_busy);
       g_assert_cmpuint(least_span, ==, brute_span);
+      /* The capped DP against brute force over the cuts under each cut's span as the cap, and
+       * just below the least span (none). */
+      int picked[4];
+      g_assert_cmpuint(srch_pipeline_dp_capped(pl, least_span - 1, picked), ==, G_MAXUINT64);
+      const SimTime *sp = (const SimTime *)spans->data;
+      for (guint k = 0; k < spans->len; k += 2) {
+        SimTime cap = sp[k], least_objective = G_MAXUINT64;
+        for (guint q = 0; q < spans->len; q += 2)
+          if (sp[q] <= cap) least_objective = MIN(least_objective, sp[q + 1]);
+        g_assert_cmpuint(srch_pipeline_dp_capped(pl, cap, picked), ==, least_objective);
+        g_assert_cmpuint(srch_pipeline_objective(pl, picked), ==, least_objective);
+        SimTime picked_span = 0;
+        for (int st = 0; st < stages; st++) {
+          SimTime load = 0;
+          for (int u = picked[st]; u < picked[st + 1]; u++) load += pl->compute[u] + pl->gap[u];
+          picked_span = MAX(picked_span, pl->lead[picked[st]] + load * (SimTime)pl->microbatches);
+        }
+        g_assert_cmpuint(picked_span, <=, cap);
+        capped_differs += least_objective != srch_pipeline_dp(pl, picked);
+      }
+      g_array_set_size(spans, 0);
       g_assert_cmpuint(least_span, >=, least_busy * (SimTime)pl->microbatches);
       stronger += least_span > least_busy * (SimTime)pl->microbatches;
       g_assert_cmpuint(leads, >, 0);
@@ -782,6 +807,8 @@ static void test_dp_zero_shares_measure(void) {
     mdl_strategy_free(one);
   }
   g_assert_cmpint(stronger, >, 0);
+  g_assert_cmpint(capped_differs, >, 0);
+  g_array_free(spans, TRUE);
   srch_pipeline_free(pl);
   srch_pipeline_free(ref);
   case_clear(&c);
