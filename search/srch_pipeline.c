@@ -156,16 +156,24 @@ gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const Mdl
   double dtype_bytes = dev_dtype_bytes(one->dtype);
   SimTime **transfer = g_new0(SimTime *, MAX(stages - 1, 1));
   for (int s = 0; s + 1 < stages; s++) transfer[s] = g_new0(SimTime, p->nunits + 1);
+  /* Each crossing output's bytes once (its layout does not depend on the stage), then its
+   * time per pair of adjacent stages (their link: inside a host or across). */
+  g_autofree double *out_bytes = g_new(double, nops);
+  for (int o = 0; o < nops; o++) {
+    const MdlOp *op = mdl_graph_op(graph, o);
+    int t = op->output.tensor;
+    out_bytes[o] = -1;
+    if (last_reader[t] <= p->unit_of_op[o]) continue;
+    MdlLayout layout = mdl_layout_of_operand(op, &op->output, TRUE, &one->configs[o], mesh);
+    out_bytes[o] = mdl_layout_local_elements(graph, t, sample_tdim[t], &layout, mesh,
+                                             one->num_microbatches) * dtype_bytes;
+  }
   for (int s = 0; s + 1 < stages; s++) {
     int pair[2] = {mesh->devices[0] + s * mesh->ndevices, mesh->devices[0] + (s + 1) * mesh->ndevices};
     for (int o = 0; o < nops; o++) {
-      const MdlOp *op = mdl_graph_op(graph, o);
-      int t = op->output.tensor, from = p->unit_of_op[o];
-      if (last_reader[t] <= from) continue;
-      MdlLayout layout = mdl_layout_of_operand(op, &op->output, TRUE, &one->configs[o], mesh);
-      double bytes = mdl_layout_local_elements(graph, t, sample_tdim[t], &layout, mesh,
-                                               one->num_microbatches) * dtype_bytes;
-      double seconds = cm_group_collective_time(params, cluster, CM_SEND_RECV, pair, 2, bytes);
+      if (out_bytes[o] < 0) continue;
+      int t = mdl_graph_op(graph, o)->output.tensor, from = p->unit_of_op[o];
+      double seconds = cm_group_collective_time(params, cluster, CM_SEND_RECV, pair, 2, out_bytes[o]);
       if (mdl_tensor_needs_grad(graph, t)) seconds *= 2; /* its gradient comes back */
       SimTime cost = sim_time_from_seconds(seconds);
       for (int u = from + 1; u <= last_reader[t]; u++) transfer[s][u] += cost;
