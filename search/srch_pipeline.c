@@ -68,7 +68,16 @@ void srch_pipeline_set_costs(SrchPipeline *p, int stages, int microbatches,
 gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const MdlStrategy *one,
                                int stages, const DevCluster *cluster, const CmParams *params,
                                const SimOptions *options, GError **error) {
-  g_return_val_if_fail(p && graph && one && cluster && params, FALSE);
+  SimBounder *bounder = NULL;
+  gboolean ok = srch_pipeline_measure_with(p, &bounder, graph, one, stages, cluster, params, options, error);
+  sim_bounder_free(bounder);
+  return ok;
+}
+
+gboolean srch_pipeline_measure_with(SrchPipeline *p, SimBounder **reuse, const MdlGraph *graph,
+                                    const MdlStrategy *one, int stages, const DevCluster *cluster,
+                                    const CmParams *params, const SimOptions *options, GError **error) {
+  g_return_val_if_fail(p && reuse && graph && one && cluster && params, FALSE);
   int nops = mdl_graph_num_ops(graph);
   if (one->meshes->len != 1 || one->num_stages != 1) {
     g_set_error(error, MDL_ERROR, MDL_ERROR_STRATEGY,
@@ -91,7 +100,9 @@ gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const Mdl
    * /search/dp/measure-matches-task-graph). Measured on GPT-3 175B / 1024 A100s (--algo dp,
    * one thread, 2026-12-02): building each one-stage task graph took 63 s of the 122 s. */
   if (!mdl_strategy_validate(one, graph, cluster, error)) return FALSE;
-  SimBounder *bounder = sim_bounder_new(graph, one, cluster, params, options);
+  if (*reuse) sim_bounder_set_strategy(*reuse, one);
+  else *reuse = sim_bounder_new(graph, one, cluster, params, options);
+  SimBounder *bounder = *reuse;
   g_autofree SimTime *per_op = g_new(SimTime, nops);
   sim_bounder_op_compute(bounder, per_op);
   g_autofree SimTime *compute = g_new0(SimTime, p->nunits);
@@ -142,7 +153,6 @@ gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const Mdl
       }
     }
   }
-  sim_bounder_free(bounder);
 
   /* Transfers: each tensor crosses the cuts after its producer's unit up to its last reader's. */
   g_autofree int *last_reader = g_new(int, mdl_graph_num_tensors(graph));

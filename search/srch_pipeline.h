@@ -38,6 +38,7 @@
 #include "model/mdl_graph.h"
 #include "model/mdl_strategy.h"
 #include "sim/sim.h"
+#include "sim/sim_bound.h"
 
 G_BEGIN_DECLS
 
@@ -76,6 +77,14 @@ gboolean srch_pipeline_measure(SrchPipeline *pipeline, const MdlGraph *graph,
                                const MdlStrategy *one_stage, int stages,
                                const DevCluster *cluster, const CmParams *params,
                                const SimOptions *options, GError **error);
+
+/* The same through *@reuse: a bounder made with @options for an earlier call (pointed at
+ * @one by sim_bounder_set_strategy: its memo of collective times carries over), or, when
+ * NULL, one made here and left there; the caller frees it. The costs are the same either way
+ * (sim_bound.h). */
+gboolean srch_pipeline_measure_with(SrchPipeline *pipeline, SimBounder **reuse, const MdlGraph *graph,
+                                    const MdlStrategy *one_stage, int stages, const DevCluster *cluster,
+                                    const CmParams *params, const SimOptions *options, GError **error);
 
 /* Sets costs directly (tests): @compute has nunits entries, @transfer (stages - 1) rows of
  * nunits + 1 entries (copied; NULL: no transfers). */
