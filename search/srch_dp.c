@@ -15,25 +15,31 @@
  *
  * Pruning, all of it safe (nothing pruned can beat the best so far, the worker's own or the
  * earlier phases' (SrchWorker.prune_s), or it is simulated elsewhere):
- *  - a block whose compute bound exceeds the best: each worker screens its blocks first (the
- *    bound below), then takes them in increasing order of it and stops at the first above the
- *    best;
- *  - after the measurement, a block whose every cut has a stage whose fill, drain and
- *    compute and gaps over the microbatches exceed the best (srch_pipeline_least_span);
+ *  - a block whose bound exceeds the best: each worker screens its blocks first (the bound
+ *    below), then takes them in increasing order of it and stops at the first above the best
+ *    (the best improves meanwhile, so a block taken is checked again after its measurement);
  *  - a variant whose weights cannot fit however it is cut (no_cut_fits), and a block with no
  *    such variant, before the DP;
  *  - a pipeline whose sim_iteration_bound exceeds the best (not simulated);
  *  - a cut equal to the even one, which the full space (run before this phase) holds;
  * and the DP picks only among the cuts whose every stage's fill, drain and work stay under the
  * best (srch_pipeline_dp_capped): the others cannot beat it.
- * The block's bound: every device of the one-stage strategy runs all ops' forward, backward
- * and recomputed tasks for all M microbatches one after another (W_1) and launches them (H_1);
- * a cut into pp stages gives stage r's devices the same per-device tasks of its ops (the same
- * mesh shape and splits, the same M), so sum_r W_r = W_1 and sum_r H_r = H_1, and the busiest
- * stage's device needs at least max(W_1, H_1) / pp. sim_compute_bound of the one-stage
- * strategy is max(W_1, H_1) (one stage has no fill or drain); floored. ZeRO and
- * overlap_param_gather change no compute task (sim/sim_bound.h: W_d sums forwards, backwards,
- * weight-gradient and recomputed tasks), so the block's first group's bound holds for all. */
+ * The block's bound is the larger of two, each below every cut's iteration:
+ *  - srch_pipeline_least_span of the measurement without transfers: every cut has a stage
+ *    whose fill, drain, and compute and gaps over the microbatches reach it (srch_pipeline.h);
+ *  - H_1 / pp: every device of the one-stage strategy launches all ops' forward, backward and
+ *    recomputed tasks for all M microbatches one at a time (H_1, sim_bounder_launches); a cut
+ *    into pp stages gives stage r's devices the same per-device tasks of its ops (the same
+ *    mesh shape and splits, the same M), so sum_r H_r = H_1 and the busiest stage's host
+ *    needs at least H_1 / pp; floored.
+ * ZeRO and overlap_param_gather change no compute task (sim/sim_bound.h), so neither changes
+ * the measurement (/search/dp/zero-shares-measure) nor the launches: the block's first
+ * group's bound holds for all. Before (to 2026-12-02) the bound was sim_compute_bound of the
+ * one-stage strategy over pp, max(W_1, H_1) / pp, and a second bounder per block measured the
+ * blocks it let through; on DeepSeek-V3 / 1024 H100s (one thread) 12479 of 22536 blocks got
+ * past it and 725 past the span, and the screening and measurements took 27 of the phase's
+ * 52 s: one bounder a block now, and the blocks in the span's order (--algo dp 41 s, 406
+ * pipelines simulated instead of 512, the same winner). */
 #include "search/srch-int.h"
 #include "search/srch_pipeline.h"
 #include "sim/sim_bound.h"
@@ -221,7 +227,7 @@ static gboolean run_block(SrchWorker *w, SrchPipeline *pl, SimBounder **bounder,
 
 void srch_dp_worker(SrchWorker *w) {
   SrchPipeline *pl = srch_pipeline_new(w->graph);
-  SimBounder *bounder = NULL, *screen = NULL;
+  SimBounder *bounder = NULL;
   GArray *blocks = g_array_new(FALSE, FALSE, sizeof(Block));
   double cpu = srch_thread_cpu_s();
   /* Screening: the compute bound of each of the worker's blocks (its first group's one-stage
@@ -239,24 +245,19 @@ void srch_dp_worker(SrchWorker *w) {
         break;
       }
       MdlStrategy *one = one_stage(w, cfg);
-      if (!one) {
+      GError *error = NULL;
+      /* The bound (header): the measurement without transfers, through the worker's bounder
+       * (kept across the blocks for its memo of collective times; the same costs, sim_bound.h) */
+      if (!one || !srch_pipeline_measure_units(pl, &bounder, w->graph, one, cfg->pp, w->cluster,
+                                               w->params, &w->options->sim, &error)) {
+        if (error) g_debug("search dp: %s", error->message);
+        g_clear_error(&error);
         w->failed += (guint64)(end - g) * SRCH_DP_SCHEDULES;
       } else {
-        /* sim_compute_bound's bounder (no gaps), kept across the blocks for its memo of
-         * collective times (the same bound: sim_bound.h; DeepSeek-V3 on 1024 H100s spent a
-         * third of its dp phase in fresh bounders' durations, most of it the collectives sp
-         * overlaps GEMMs with) */
-        if (!screen) {
-          SimOptions step = {0};
-          step.step_collectives = TRUE;
-          screen = sim_bounder_new(w->graph, one, w->cluster, w->params, &step);
-        } else {
-          sim_bounder_set_strategy(screen, one);
-        }
-        Block b = {sim_bounder_chain(screen) / (SimTime)cfg->pp, g, end};
+        Block b = {MAX(srch_pipeline_least_span(pl), sim_bounder_launches(bounder) / (SimTime)cfg->pp), g, end};
         g_array_append_val(blocks, b);
-        mdl_strategy_free(one);
       }
+      mdl_strategy_free(one);
     }
     g = end;
   }
@@ -278,6 +279,5 @@ void srch_dp_worker(SrchWorker *w) {
   w->complete = screened && k >= blocks->len;
   g_array_free(blocks, TRUE);
   sim_bounder_free(bounder);
-  sim_bounder_free(screen);
   srch_pipeline_free(pl);
 }

@@ -65,6 +65,11 @@ void srch_pipeline_set_costs(SrchPipeline *p, int stages, int microbatches,
   }
 }
 
+static gboolean measure(SrchPipeline *p, SimBounder **reuse, const MdlGraph *graph,
+                        const MdlStrategy *one, int stages, const DevCluster *cluster,
+                        const CmParams *params, const SimOptions *options, gboolean transfers,
+                        GError **error);
+
 gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const MdlStrategy *one,
                                int stages, const DevCluster *cluster, const CmParams *params,
                                const SimOptions *options, GError **error) {
@@ -77,6 +82,20 @@ gboolean srch_pipeline_measure(SrchPipeline *p, const MdlGraph *graph, const Mdl
 gboolean srch_pipeline_measure_with(SrchPipeline *p, SimBounder **reuse, const MdlGraph *graph,
                                     const MdlStrategy *one, int stages, const DevCluster *cluster,
                                     const CmParams *params, const SimOptions *options, GError **error) {
+  return measure(p, reuse, graph, one, stages, cluster, params, options, TRUE, error);
+}
+
+gboolean srch_pipeline_measure_units(SrchPipeline *p, SimBounder **reuse, const MdlGraph *graph,
+                                     const MdlStrategy *one, int stages, const DevCluster *cluster,
+                                     const CmParams *params, const SimOptions *options, GError **error) {
+  return measure(p, reuse, graph, one, stages, cluster, params, options, FALSE, error);
+}
+
+/* srch_pipeline_measure_with; without @transfers, every transfer 0. */
+static gboolean measure(SrchPipeline *p, SimBounder **reuse, const MdlGraph *graph,
+                        const MdlStrategy *one, int stages, const DevCluster *cluster,
+                        const CmParams *params, const SimOptions *options, gboolean transfers,
+                        GError **error) {
   g_return_val_if_fail(p && reuse && graph && one && cluster && params, FALSE);
   int nops = mdl_graph_num_ops(graph);
   if (one->meshes->len != 1 || one->num_stages != 1) {
@@ -154,6 +173,12 @@ gboolean srch_pipeline_measure_with(SrchPipeline *p, SimBounder **reuse, const M
     }
   }
 
+  if (!transfers) {
+    srch_pipeline_set_costs(p, stages, one->num_microbatches, compute, NULL);
+    p->gap = gap;
+    p->lead = lead;
+    return TRUE;
+  }
   /* Transfers: each tensor crosses the cuts after its producer's unit up to its last reader's. */
   g_autofree int *last_reader = g_new(int, mdl_graph_num_tensors(graph));
   for (int t = 0; t < mdl_graph_num_tensors(graph); t++) last_reader[t] = -1;

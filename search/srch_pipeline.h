@@ -86,6 +86,12 @@ gboolean srch_pipeline_measure_with(SrchPipeline *pipeline, SimBounder **reuse, 
                                     const MdlStrategy *one_stage, int stages, const DevCluster *cluster,
                                     const CmParams *params, const SimOptions *options, GError **error);
 
+/* srch_pipeline_measure_with without the transfers (every one 0): compute, gaps and leads,
+ * what srch_pipeline_least_span reads. */
+gboolean srch_pipeline_measure_units(SrchPipeline *pipeline, SimBounder **reuse, const MdlGraph *graph,
+                                     const MdlStrategy *one_stage, int stages, const DevCluster *cluster,
+                                     const CmParams *params, const SimOptions *options, GError **error);
+
 /* Sets costs directly (tests): @compute has nunits entries, @transfer (stages - 1) rows of
  * nunits + 1 entries (copied; NULL: no transfers). */
 void srch_pipeline_set_costs(SrchPipeline *pipeline, int stages, int microbatches,

@@ -322,6 +322,7 @@ struct SimBounder {
   int *group;
   SimTime *gap, *done;       /* per rank: its device's gaps; fill + work + gaps */
   SimTime chain;             /* the compute chain's bound */
+  SimTime launches;          /* the most any device's host spends launching (0: no host) */
   /* Per ZeRO stage, for the recomputation as of the last refresh: the communication streams'
    * bound and the all-gather tail's (sim_bounder_bound). */
   gboolean streamed[4];
@@ -352,6 +353,7 @@ static void refresh(SimBounder *sb) {
   for (int d = 0; d < sb->ndev; d++) result = MAX(result, work[d]);
   /* The host: a device's launches run one at a time on its host resource, each before its
    * kernel, so its last kernel starts after all of them. */
+  sb->launches = 0;
   if (sb->host_fwd) {
     g_autofree SimTime *host_mesh = g_new0(SimTime, sb->nmeshes);
     for (int o = 0; o < b->nops; o++) {
@@ -363,7 +365,8 @@ static void refresh(SimBounder *sb) {
       const MdlMesh *mesh = mdl_strategy_mesh(s, m);
       for (int i = 0; i < mesh->ndevices; i++) host[mesh->devices[i]] += host_mesh[m];
     }
-    for (int d = 0; d < sb->ndev; d++) result = MAX(result, host[d]);
+    for (int d = 0; d < sb->ndev; d++) sb->launches = MAX(sb->launches, host[d]);
+    result = MAX(result, sb->launches);
   }
   /* Fill and drain along the ranks' first chunks, for every device of each. */
   for (int r = 0; r < sb->nranks; r++) {
@@ -548,6 +551,11 @@ void sim_bounder_op_compute(SimBounder *sb, SimTime *out) {
   refresh(sb); /* the recomputation groups */
   for (int o = 0; o < sb->b.nops; o++)
     out[o] = sb->fwd[o] + sb->bwd[o] + sb->wgt[o] + (sb->group[o] >= 0 ? sb->fwd[o] : 0);
+}
+
+SimTime sim_bounder_launches(SimBounder *sb) {
+  refresh(sb);
+  return sb->launches;
 }
 
 void sim_bounder_op_passes(SimBounder *sb, SimTime *fwd, SimTime *bwd, SimTime *wgt) {

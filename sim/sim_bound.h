@@ -118,6 +118,9 @@ SimTime sim_bounder_chain(SimBounder *bounder);
  * weight-gradient and recomputed forward (the durations W_d sums, header comment; every
  * device of the op's mesh has the same). */
 void sim_bounder_op_compute(SimBounder *bounder, SimTime *out);
+/* The host term of the bound (header comment, "Host"): the most any device's host resource
+ * spends launching its compute tasks, all microbatches (0 without host costs). */
+SimTime sim_bounder_launches(SimBounder *bounder);
 /* Per op of the graph, one device and one microbatch: its forward's duration (@fwd), its
  * backward's (@bwd: B, the input gradient, or the whole backward where it has no W task) and
  * its weight gradient's (@wgt: 0 where it has no W task), as fill and drain read them (header

@@ -708,6 +708,12 @@ static void test_dp_zero_shares_measure(void) {
     MdlStrategy *one = mdl_strategy_megatron(c.graph, c.cluster, &cfg, &error);
     g_assert_no_error(error);
     SimTime bound = sim_compute_bound(c.graph, one, c.cluster, &c.params);
+    /* the dp driver's other block bound: the one-stage launches over the stages */
+    SimBounder *lb = sim_bounder_new(c.graph, one, c.cluster, &c.params, &sim);
+    SimTime launches = sim_bounder_launches(lb);
+    sim_bounder_free(lb);
+    g_assert_cmpuint(launches, >, 0);
+    g_assert_cmpuint(launches, <=, bound);
     g_assert_true(srch_pipeline_measure(ref, c.graph, one, 3, c.cluster, &c.params, &sim, &error));
     for (int z = 0; z <= 3; z++)
       for (int g = 0; g < (z == 1 || z == 2 ? 2 : 1); g++) {
@@ -773,6 +779,7 @@ static void test_dp_zero_shares_measure(void) {
             g_assert_cmpfloat(t, >=, sim_time_seconds(bound / (SimTime)stages));
             g_assert_cmpfloat(t, >=, sim_time_seconds(busy * (SimTime)pl->microbatches));
             g_assert_cmpfloat(t, >=, sim_time_seconds(span));
+            g_assert_cmpfloat(t, >=, sim_time_seconds(launches / (SimTime)stages));
             tightest = MAX(tightest, sim_time_seconds(span) / t);
             checked++;
             mdl_strategy_free(s);
