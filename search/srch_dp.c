@@ -108,45 +108,74 @@ static int compare_blocks(const void *a, const void *b) {
   return x->first < y->first ? -1 : x->first > y->first;
 }
 
+/* A block's cut pipelines, one a schedule, built once and pointed at each variant in turn
+ * (its ZeRO stage and overlap_param_gather set in place: srch_pipeline_strategy copies them
+ * from the one-stage strategy and only validates their ranges, so the strategy equals the
+ * variant's own build), each bounded by its own bounder, which recomputes only what those
+ * two fields change (sim_bound.h). Built per variant and schedule, every pipeline paid a full
+ * bounder_init: on DeepSeek-V3 / 1024 H100s that was most of the phase's bound time. */
+typedef struct {
+  MdlStrategy *s[SRCH_DP_SCHEDULES];       /* NULL: not built yet, or refused (failed) */
+  gboolean tried[SRCH_DP_SCHEDULES];
+  SimBounder *bounder[SRCH_DP_SCHEDULES];  /* the worker's, kept across blocks (memos) */
+  gboolean pointed[SRCH_DP_SCHEDULES];     /* bounder[k] reads s[k] */
+} Pipes;
+
+static void pipes_reset(Pipes *p) {
+  for (int k = 0; k < SRCH_DP_SCHEDULES; k++) {
+    mdl_strategy_free(p->s[k]);
+    p->s[k] = NULL;
+    p->tried[k] = p->pointed[k] = FALSE;
+  }
+}
+
 /* Evaluates group @g cut at @cuts under each schedule (@one: its one-stage strategy, ZeRO
- * fields set); FALSE when the budget ran out. */
-static gboolean evaluate_group(SrchWorker *w, const SrchPipeline *pl, SimBounder **bounder, guint g,
+ * fields set; @pipes: the block's pipelines); FALSE when the budget ran out. */
+static gboolean evaluate_group(SrchWorker *w, const SrchPipeline *pl, Pipes *pipes, guint g,
                                const MdlStrategy *one, const int *cuts) {
   const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, g);
   for (int k = 0; k < SRCH_DP_SCHEDULES; k++) {
     if (!srch_worker_has_budget(w)) return FALSE;
-    GError *error = NULL;
-    MdlStrategy *s = srch_pipeline_strategy(pl, w->graph, one, cuts, schedules[k], w->cluster, &error);
+    if (!pipes->tried[k]) {
+      GError *error = NULL;
+      pipes->tried[k] = TRUE;
+      pipes->s[k] = srch_pipeline_strategy(pl, w->graph, one, cuts, schedules[k], w->cluster, &error);
+      if (!pipes->s[k]) {
+        g_debug("search dp: %s", error->message);
+        g_clear_error(&error);
+      }
+    }
+    MdlStrategy *s = pipes->s[k];
     if (!s) {
-      g_debug("search dp: %s", error->message);
-      g_clear_error(&error);
       w->failed++;
       continue;
     }
+    s->zero_stage = one->zero_stage;
+    s->overlap_param_gather = one->overlap_param_gather;
     gboolean above = FALSE;
     double best = MIN(w->best_time_s, w->prune_s);
-    if (isfinite(best)) { /* one bounder a worker (its memo of collective times) */
-      if (!*bounder) *bounder = sim_bounder_new(w->graph, s, w->cluster, w->params, &w->options->sim);
-      else sim_bounder_set_strategy(*bounder, s);
-      above = sim_time_seconds(sim_bounder_bound(*bounder)) > best;
+    if (isfinite(best)) {
+      if (!pipes->bounder[k]) pipes->bounder[k] = sim_bounder_new(w->graph, s, w->cluster, w->params, &w->options->sim);
+      else if (!pipes->pointed[k]) sim_bounder_set_strategy(pipes->bounder[k], s);
+      pipes->pointed[k] = TRUE;
+      above = sim_time_seconds(sim_bounder_bound(pipes->bounder[k])) > best;
     }
     if (above) {
       w->pruned++;
-      mdl_strategy_free(s);
       continue;
     }
     /* The memory rule (after the bound, as the grid driver: a pruned pipeline needs none),
      * counted as the grid driver counts it: not an evaluation. */
     if (srch_peak_memory(w->graph, s, w->cluster) > w->cluster->device.memory_bytes) {
       w->over_memory++;
-      mdl_strategy_free(s);
       continue;
     }
+    MdlStrategy *own = mdl_strategy_copy(s); /* the evaluation's: kept if it is the best */
     int before = w->best_grid;
-    srch_worker_eval_fitting(w, s, (int)g * SRCH_DP_SCHEDULES + k);
+    srch_worker_eval_fitting(w, own, (int)g * SRCH_DP_SCHEDULES + k);
     if (w->best_grid != before) {
       mdl_strategy_free(w->best_strategy);
-      w->best_strategy = s;
+      w->best_strategy = own;
       MdlMegatronConfig described = *cfg;
       described.schedule = schedules[k];
       g_autofree char *degrees = srch_grid_describe(&described);
@@ -154,7 +183,7 @@ static gboolean evaluate_group(SrchWorker *w, const SrchPipeline *pl, SimBounder
       g_free(w->best_detail);
       w->best_detail = g_strdup_printf("%s stages %s", degrees, cut);
     } else {
-      mdl_strategy_free(s);
+      mdl_strategy_free(own);
     }
   }
   return TRUE;
@@ -162,7 +191,8 @@ static gboolean evaluate_group(SrchWorker *w, const SrchPipeline *pl, SimBounder
 
 /* Block @b: its measurement and cut, then each of its variants. FALSE when the budget ran
  * out. */
-static gboolean run_block(SrchWorker *w, SrchPipeline *pl, SimBounder **bounder, const Block *b) {
+static gboolean run_block(SrchWorker *w, SrchPipeline *pl, SimBounder **bounder, Pipes *pipes,
+                          const Block *b) {
   const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, b->first);
   guint64 points = (guint64)(b->end - b->first) * SRCH_DP_SCHEDULES;
   MdlStrategy *one = one_stage(w, cfg);
@@ -219,8 +249,9 @@ static gboolean run_block(SrchWorker *w, SrchPipeline *pl, SimBounder **bounder,
     one->zero_stage = v->zero_stage;
     one->overlap_param_gather = v->overlap_param_gather;
     if (!fits[g - b->first]) w->pruned += SRCH_DP_SCHEDULES;
-    else more = evaluate_group(w, pl, bounder, g, one, cuts);
+    else more = evaluate_group(w, pl, pipes, g, one, cuts);
   }
+  pipes_reset(pipes);
   mdl_strategy_free(one);
   return more;
 }
@@ -228,6 +259,8 @@ static gboolean run_block(SrchWorker *w, SrchPipeline *pl, SimBounder **bounder,
 void srch_dp_worker(SrchWorker *w) {
   SrchPipeline *pl = srch_pipeline_new(w->graph);
   SimBounder *bounder = NULL;
+  Pipes pipes;
+  memset(&pipes, 0, sizeof pipes);
   GArray *blocks = g_array_new(FALSE, FALSE, sizeof(Block));
   double cpu = srch_thread_cpu_s();
   /* Screening: the compute bound of each of the worker's blocks (its first group's one-stage
@@ -274,10 +307,12 @@ void srch_dp_worker(SrchWorker *w) {
       }
       break;
     }
-    if (!srch_worker_has_budget(w) || !run_block(w, pl, &bounder, b)) break;
+    if (!srch_worker_has_budget(w) || !run_block(w, pl, &bounder, &pipes, b)) break;
   }
   w->complete = screened && k >= blocks->len;
   g_array_free(blocks, TRUE);
   sim_bounder_free(bounder);
+  pipes_reset(&pipes);
+  for (int q = 0; q < SRCH_DP_SCHEDULES; q++) sim_bounder_free(pipes.bounder[q]);
   srch_pipeline_free(pl);
 }
