@@ -263,9 +263,10 @@ void srch_dp_worker(SrchWorker *w) {
   memset(&pipes, 0, sizeof pipes);
   GArray *blocks = g_array_new(FALSE, FALSE, sizeof(Block));
   double cpu = srch_thread_cpu_s();
-  /* Screening: the compute bound of each of the worker's blocks (its first group's one-stage
-   * strategy; a block whose first group does not build is skipped whole: its variants share
-   * that build but for their ZeRO fields, which the builder only range-checks). */
+  /* Screening: the bound (header) of each of the worker's blocks, from its first group's
+   * one-stage strategy (a block whose first group does not build or measure is skipped whole:
+   * its variants share that build but for their ZeRO fields, which the builder only
+   * range-checks). */
   gboolean screened = TRUE;
   guint nblock = 0;
   for (guint g = 0; g < w->grid->len; nblock++) {
