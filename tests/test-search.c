@@ -827,6 +827,31 @@ static void test_dp_zero_shares_measure(void) {
   case_clear(&c);
 }
 
+/* sim_bounder_launches is the host term of the compute bound: where the host dominates (a
+ * small GPT, one sample a microbatch: host-bound under Megatron-LM and under eager PyTorch)
+ * the bound is the launches. */
+static void test_dp_launches_bound(void) {
+  Case c;
+  case_init(&c, GPT4, GPT4_CLUSTER);
+  GError *error = NULL;
+  MdlMegatronConfig cfg = {.tp = 1, .pp = 1, .dp = 8, .microbatch_size = 1,
+                           .schedule = MDL_SCHEDULE_1F1B, .dtype = c.graph->default_dtype};
+  MdlStrategy *s = mdl_strategy_megatron(c.graph, c.cluster, &cfg, &error);
+  g_assert_no_error(error);
+  for (int f = 0; f < 2; f++) {
+    s->framework = f ? MDL_FRAMEWORK_PYTORCH_EAGER : MDL_FRAMEWORK_MEGATRON_LM;
+    SimBounder *b = sim_bounder_new(c.graph, s, c.cluster, &c.params, NULL);
+    SimTime launches = sim_bounder_launches(b), bound = sim_compute_bound(c.graph, s, c.cluster, &c.params);
+    sim_bounder_free(b);
+    g_test_message("%s: launches %.6g s, compute bound %.6g s", f ? "eager" : "megatron-lm",
+                   sim_time_seconds(launches), sim_time_seconds(bound));
+    g_assert_cmpuint(launches, >, 0);
+    g_assert_cmpuint(launches, ==, bound);
+  }
+  mdl_strategy_free(s);
+  case_clear(&c);
+}
+
 /* Auto: a space the budget covers is searched exhaustively; the winner is no worse than the
  * grid's best, which it also ran. */
 static void test_auto(void) {
@@ -1170,6 +1195,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/search/dp/uneven", test_dp_uneven);
   g_test_add_func("/search/dp/algo", test_dp_algo);
   g_test_add_func("/search/dp/full-space-options", test_dp_full_space_options);
+  g_test_add_func("/search/dp/launches-bound", test_dp_launches_bound);
   g_test_add_func("/search/dp/zero-shares-measure", test_dp_zero_shares_measure);
   g_test_add_func("/search/dp/measure-matches-task-graph", test_dp_measure_matches_task_graph);
   g_test_add_func("/search/reproducible/seed:42", test_reproducible);
