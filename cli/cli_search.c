@@ -325,7 +325,16 @@ static int search_main(int argc, char **argv) {
   if (json) printf("%s\n", text);
   else print_text(r, &o, graph, cluster, budget_text, strategy_json && written ? out_path : NULL,
                   search_id, no_store ? NULL : db_path);
-  if (!r->best) status = CLI_EXIT_FAILURE;
+  if (!r->best) { /* stored and printed above; the reason in one line, exit 1 */
+    if (r->space_points && srch_result_covered_share(r) < 1)
+      fprintf(stderr, "stratsim search: no strategy found that fits in memory within the budget "
+                      "(%.1f%% of the space's %" G_GUINT64_FORMAT " configurations covered; raise --budget)\n",
+              100 * srch_result_covered_share(r), r->space_points);
+    else
+      fprintf(stderr, "stratsim search: no strategy of the space fits in memory (%s on %d GPUs)\n",
+              model_spec ? model_spec : "the model", dev_cluster_num_devices(cluster));
+    status = CLI_EXIT_FAILURE;
+  }
   if (!written) status = cli_fail(out_error, cli_status_for(out_error));
 out:
   g_free(text);

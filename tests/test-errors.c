@@ -115,12 +115,16 @@ static void test_cli_statuses(void) {
       /* The trace's path is a directory: refused before the work as bad input (issue 17,
        * item 1: output paths are checked first). */
       {"simulate -m mlp -c dgx-a100 --no-store --trace .", 2},
+      /* A search that finds nothing fitting: printed (and stored), then one line why, exit 1. */
+      {"search -m llama3.1-405b -c dgx-a100 --algo grid --no-store", 1},
   };
   for (gsize i = 0; i < G_N_ELEMENTS(runs); i++) {
     TestCliResult r = test_cli_run(dir, runs[i].args);
     g_test_message("%s: %d %s", runs[i].args, r.status, r.err);
     g_assert_cmpint(r.status, ==, runs[i].status);
     g_assert_true(g_str_has_prefix(r.err, "stratsim"));
+    if (runs[i].status == 1) /* the search's reason, its last line */
+      g_assert_nonnull(strstr(r.err, "stratsim search: no strategy of the space fits in memory"));
     test_cli_result_clear(&r);
   }
   /* Nothing of the above created a database. */
