@@ -101,6 +101,10 @@ void srch_grid_worker(SrchWorker *w);
 /* The grid driver's screening alone: the lower bound of each of the worker's points into
  * w->bounds (SRCH_REFUSED where the builder refuses it), until the deadline. */
 void srch_grid_screen_worker(SrchWorker *w);
+/* The order a screening under a time budget visits @nruns runs of points (one shape each) in:
+ * a permutation of 0 .. @nruns - 1 whose prefixes spread over the whole range (bit-reversed
+ * indices); caller g_free()s. */
+guint *srch_grid_screen_order(guint nruns);
 #define SRCH_UNSCREENED ((SimTime)-1)
 #define SRCH_REFUSED ((SimTime)-2)
 /* Per point of @points, its bound in @full_bounds where @full (the full space @full_bounds was

@@ -372,6 +372,43 @@ static gboolean own_point(const SrchWorker *w, guint i, guint *run) {
   return *run % (guint)w->nworkers == (guint)w->index;
 }
 
+/* The runs of points with one shape: the first index of each, then @grid's length. */
+static GArray *shape_runs(const GArray *grid) {
+  GArray *runs = g_array_new(FALSE, FALSE, sizeof(guint));
+  for (guint i = 0; i < grid->len; i++) {
+    if (i > 0) {
+      MdlMegatronConfig a = shape_key(&g_array_index(grid, MdlMegatronConfig, i - 1));
+      MdlMegatronConfig b = shape_key(&g_array_index(grid, MdlMegatronConfig, i));
+      if (memcmp(&a, &b, sizeof a) == 0) continue;
+    }
+    g_array_append_val(runs, i);
+  }
+  g_array_append_val(runs, grid->len);
+  return runs;
+}
+
+/* Bit-reversed indices (over the least power of two >= @nruns, those past the end skipped):
+ * any prefix of the order spreads over the whole enumeration (tp outermost, then pp, cp, ep,
+ * microbatch, schedule and vp; FP8 after bf16) instead of covering its first part. In grid
+ * order, a budget too short to screen the space saw only its start: Llama 3.1 405B / 512
+ * H100s, `--budget 2s` (2026-12-02), only tp = 1 and 2, every point over memory, and the
+ * per-op driver's 408.7 s plan won. Blocks of equal degrees (tp, pp, cp, ep) stratified
+ * instead, each block's runs in grid order, measured worse there (568.956 s at 0.5 s, 485.771
+ * s at 1 s: the first blocks are large and over memory). */
+guint *srch_grid_screen_order(guint nruns) {
+  guint *order = g_new(guint, nruns ? nruns : 1);
+  guint bits = 0;
+  while ((1u << bits) < nruns) bits++;
+  guint n = 0;
+  for (guint k = 0; k < (1u << bits) && n < nruns; k++) {
+    guint r = 0;
+    for (guint b = 0; b < bits; b++)
+      if (k & (1u << b)) r |= 1u << (bits - 1 - b);
+    if (r < nruns) order[n++] = r;
+  }
+  return order;
+}
+
 void srch_grid_screen_worker(SrchWorker *w) {
   double cpu = srch_thread_cpu_s();
   Screen sc;
@@ -429,20 +466,28 @@ void srch_grid_worker(SrchWorker *w) {
     gint64 now_us = g_get_monotonic_time();
     screen_until = now_us + MAX(w->deadline_us - now_us, 0) / 2;
   }
-  guint run = 0;
-  for (i = 0; i < w->grid->len && (!screen_until || g_get_monotonic_time() < screen_until); i++) {
-    if (!own_point(w, i, &run)) continue;
-    SimTime bound = w->bounds ? w->bounds[i] : SRCH_UNSCREENED; /* screened before the phase */
-    if (bound == SRCH_UNSCREENED) {
-      const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
-      bound = screen_strategy(&sc, w, cfg) ? screen_bound(&sc, w) : SRCH_REFUSED;
+  /* The runs of one shape, run r of the order on worker r mod T (own_point's split): in grid
+   * order, or under a time budget in srch_grid_screen_order's, so that a screening the budget
+   * cuts short has seen all of the space's regions. */
+  g_autoptr(GArray) runs = shape_runs(w->grid);
+  guint nruns = runs->len - 1, p;
+  g_autofree guint *order = screen_until ? srch_grid_screen_order(nruns) : NULL;
+  for (p = (guint)w->index; p < nruns && (!screen_until || g_get_monotonic_time() < screen_until);
+       p += (guint)w->nworkers) {
+    guint r = order ? order[p] : p;
+    for (i = g_array_index(runs, guint, r); i < g_array_index(runs, guint, r + 1); i++) {
+      SimTime bound = w->bounds ? w->bounds[i] : SRCH_UNSCREENED; /* screened before the phase */
+      if (bound == SRCH_UNSCREENED) {
+        const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
+        bound = screen_strategy(&sc, w, cfg) ? screen_bound(&sc, w) : SRCH_REFUSED;
+      }
+      if (bound == SRCH_REFUSED) { /* srch_grid_points kept only what the builder accepts */
+        w->failed++;
+        continue;
+      }
+      Candidate c = {bound, i};
+      g_array_append_val(cands, c);
     }
-    if (bound == SRCH_REFUSED) { /* srch_grid_points kept only what the builder accepts */
-      w->failed++;
-      continue;
-    }
-    Candidate c = {bound, i};
-    g_array_append_val(cands, c);
   }
   screen_clear(&sc);
   Recent rc;
@@ -450,7 +495,7 @@ void srch_grid_worker(SrchWorker *w) {
   double now = srch_thread_cpu_s();
   w->screen_cpu_s += now - cpu;
   cpu = now;
-  gboolean screened = i >= w->grid->len;
+  gboolean screened = p >= nruns;
   if (screened && w->bounds && w->nworkers > 1 && w->options->nranks <= 1) {
     /* Every bound known (screened before the phase, in this process): the workers share the
      * candidates in one order, best bound first, worker k taking every nworkers-th from its k,
