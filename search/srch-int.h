@@ -102,8 +102,8 @@ void srch_grid_worker(SrchWorker *w);
  * w->bounds (SRCH_REFUSED where the builder refuses it), until the deadline. */
 void srch_grid_screen_worker(SrchWorker *w);
 /* The order a screening under a time budget visits @nruns runs of points (one shape each) in:
- * a permutation of 0 .. @nruns - 1 whose prefixes spread over the whole range (bit-reversed
- * indices); caller g_free()s. */
+ * a permutation of 0 .. @nruns - 1 whose prefixes spread over the whole range (grid order and
+ * bit-reversed indices in turn); caller g_free()s. */
 guint *srch_grid_screen_order(guint nruns);
 #define SRCH_UNSCREENED ((SimTime)-1)
 #define SRCH_REFUSED ((SimTime)-2)

@@ -267,34 +267,50 @@ void srch_dp_worker(SrchWorker *w) {
    * one-stage strategy (a block whose first group does not build or measure is skipped whole:
    * its variants share that build but for their ZeRO fields, which the builder only
    * range-checks). */
-  gboolean screened = TRUE;
+  /* The worker's blocks (block b on worker b mod T), screened in grid order, or under a time
+   * budget in srch_grid_screen_order's and within half the time left, so that the blocks
+   * screened span the space and are measured in the rest (before, a budget shorter than the
+   * screening left the phase with nothing measured). */
+  GArray *mine = g_array_new(FALSE, FALSE, sizeof(Block));
   guint nblock = 0;
   for (guint g = 0; g < w->grid->len; nblock++) {
     const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, g);
     guint end = g + 1;
     while (end < w->grid->len && same_block(cfg, &g_array_index(w->grid, MdlMegatronConfig, end))) end++;
-    if (nblock % (guint)w->nworkers == (guint)w->index) {
-      if (!srch_worker_has_budget(w)) {
-        screened = FALSE;
-        break;
-      }
-      MdlStrategy *one = one_stage(w, cfg);
-      GError *error = NULL;
-      /* The bound (header): the measurement without transfers, through the worker's bounder
-       * (kept across the blocks for its memo of collective times; the same costs, sim_bound.h) */
-      if (!one || !srch_pipeline_measure_units(pl, &bounder, w->graph, one, cfg->pp, w->cluster,
-                                               w->params, &w->options->sim, &error)) {
-        if (error) g_debug("search dp: %s", error->message);
-        g_clear_error(&error);
-        w->failed += (guint64)(end - g) * SRCH_DP_SCHEDULES;
-      } else {
-        Block b = {MAX(srch_pipeline_least_span(pl), sim_bounder_launches(bounder) / (SimTime)cfg->pp), g, end};
-        g_array_append_val(blocks, b);
-      }
-      mdl_strategy_free(one);
-    }
+    Block b = {0, g, end};
+    if (nblock % (guint)w->nworkers == (guint)w->index) g_array_append_val(mine, b);
     g = end;
   }
+  gint64 screen_until = 0;
+  if (w->deadline_us) {
+    gint64 now_us = g_get_monotonic_time();
+    screen_until = now_us + MAX(w->deadline_us - now_us, 0) * 3 / 4;
+  }
+  g_autofree guint *order = screen_until ? srch_grid_screen_order(mine->len) : NULL;
+  gboolean screened = TRUE;
+  for (guint p = 0; p < mine->len; p++) {
+    if (!srch_worker_has_budget(w) || (screen_until && g_get_monotonic_time() >= screen_until)) {
+      screened = FALSE;
+      break;
+    }
+    Block b = g_array_index(mine, Block, order ? order[p] : p);
+    const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, b.first);
+    MdlStrategy *one = one_stage(w, cfg);
+    GError *error = NULL;
+    /* The bound (header): the measurement without transfers, through the worker's bounder
+     * (kept across the blocks for its memo of collective times; the same costs, sim_bound.h) */
+    if (!one || !srch_pipeline_measure_units(pl, &bounder, w->graph, one, cfg->pp, w->cluster,
+                                             w->params, &w->options->sim, &error)) {
+      if (error) g_debug("search dp: %s", error->message);
+      g_clear_error(&error);
+      w->failed += (guint64)(b.end - b.first) * SRCH_DP_SCHEDULES;
+    } else {
+      b.bound = MAX(srch_pipeline_least_span(pl), sim_bounder_launches(bounder) / (SimTime)cfg->pp);
+      g_array_append_val(blocks, b);
+    }
+    mdl_strategy_free(one);
+  }
+  g_array_free(mine, TRUE);
   w->screen_cpu_s += srch_thread_cpu_s() - cpu;
   if (blocks->len) qsort(blocks->data, blocks->len, sizeof(Block), compare_blocks);
   guint k;

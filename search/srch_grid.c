@@ -387,24 +387,39 @@ static GArray *shape_runs(const GArray *grid) {
   return runs;
 }
 
-/* Bit-reversed indices (over the least power of two >= @nruns, those past the end skipped):
- * any prefix of the order spreads over the whole enumeration (tp outermost, then pp, cp, ep,
- * microbatch, schedule and vp; FP8 after bf16) instead of covering its first part. In grid
- * order, a budget too short to screen the space saw only its start: Llama 3.1 405B / 512
- * H100s, `--budget 2s` (2026-12-02), only tp = 1 and 2, every point over memory, and the
- * per-op driver's 408.7 s plan won. Blocks of equal degrees (tp, pp, cp, ep) stratified
- * instead, each block's runs in grid order, measured worse there (568.956 s at 0.5 s, 485.771
- * s at 1 s: the first blocks are large and over memory). */
+/* Grid order and bit-reversed indices (over the least power of two >= @nruns, those past the
+ * end skipped) taken in turn, each skipping what the other took: any prefix of the order
+ * spreads over the whole enumeration (tp outermost, then pp, cp, ep, microbatch, schedule and
+ * vp; FP8 after bf16) and covers its start at half the pace of grid order. Measured
+ * (2026-12-02, two threads, auto):
+ *  - grid order alone: a budget too short to screen the space saw only its start. Llama 3.1
+ *    405B / 512 H100s, `--budget 2s`: only tp = 1 and 2, every point over memory, and the
+ *    per-op driver's 408.7 s plan won;
+ *  - bit-reversed alone: 405B 7.437 s at 0.5 s, but GPT-3 175B / 1024 A100s, whose optimum
+ *    (tp = 4, pp = 4) lies early in grid order, 17.33 s at 2 s against 16.99 s;
+ *  - blocks of equal degrees (tp, pp, cp, ep) bit-reversed, runs in grid order within:
+ *    405B 568.956 s at 0.5 s (the first blocks are large and over memory);
+ *  - in turn (kept): 405B 7.437 s at 0.5, 1 and 2 s, 175B its optimum at 2 s. */
 guint *srch_grid_screen_order(guint nruns) {
   guint *order = g_new(guint, nruns ? nruns : 1);
+  g_autofree gboolean *taken = g_new0(gboolean, nruns ? nruns : 1);
   guint bits = 0;
   while ((1u << bits) < nruns) bits++;
-  guint n = 0;
-  for (guint k = 0; k < (1u << bits) && n < nruns; k++) {
-    guint r = 0;
-    for (guint b = 0; b < bits; b++)
-      if (k & (1u << b)) r |= 1u << (bits - 1 - b);
-    if (r < nruns) order[n++] = r;
+  guint n = 0, k = 0, next = 0; /* taken so far; the next bit-reversed index; grid order's */
+  while (n < nruns) {
+    guint r = nruns;
+    for (; n % 2 == 0 && k < (1u << bits) && r == nruns; k++) { /* a bit-reversed turn */
+      guint v = 0;
+      for (guint b = 0; b < bits; b++)
+        if (k & (1u << b)) v |= 1u << (bits - 1 - b);
+      if (v < nruns && !taken[v]) r = v;
+    }
+    if (r == nruns) { /* grid order's turn, or the bit-reversed indices all taken */
+      while (taken[next]) next++;
+      r = next;
+    }
+    taken[r] = TRUE;
+    order[n++] = r;
   }
   return order;
 }
