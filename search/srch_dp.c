@@ -11,7 +11,13 @@
  * boundary transfers (ZeRO adds communication and moves memory, not a kernel:
  * /search/dp/zero-shares-measure), so the block's one measurement (the builder's durations,
  * srch_pipeline_measure) and one DP cut serve them all. Workers take whole blocks round robin (block b on worker b mod T), so
- * results are reproducible for a thread count.
+ * results are reproducible for a thread count. Tried (2026-12-02) and not kept: every block
+ * screened first in a phase of its own, then the workers sharing one best-bound-first order
+ * (worker k every T-th, as srch_grid_worker's): two threads, DeepSeek-V3 / 1024 H100s
+ * `--algo dp` 444 -> 578 pipelines simulated, 19.4 -> 22.0 s wall; Llama 3.1 405B / 512
+ * H100s 141 -> 145, 10.1 -> 10.7 s (one thread: 406 and 139). Each worker's DP is capped by
+ * its own best, so the order a worker meets its blocks in moves its cuts; no order shared
+ * without a shared best (which timing would decide: not reproducible) closes the gap.
  *
  * Pruning, all of it safe (nothing pruned can beat the best so far, the worker's own or the
  * earlier phases' (SrchWorker.prune_s), or it is simulated elsewhere):
