@@ -130,12 +130,20 @@ static GArray **device_classes(const MdlStrategy *s, int ndev, int *cls, int *nc
   return of_mesh;
 }
 
-CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
-                               const DevCluster *cluster) {
+/* The memory of every device under @s with the ZeRO stage z, for each z in @zeros (bit z),
+ * into @out[z] (arrays of dev_cluster_num_devices entries; the others untouched): the stage
+ * changes only how the model states divide and, at stage 3, the gathered buffers, so one pass
+ * over the ops serves every stage, each stage's sums made in the order a pass for it alone
+ * makes them (bit for bit). */
+static void memory_per_device(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster,
+                              unsigned zeros, CmMemory **out) {
   int ndev = dev_cluster_num_devices(cluster), nops = mdl_graph_num_ops(graph), ncls;
   g_autofree int *cls = g_new(int, ndev);
   GArray **classes = device_classes(s, ndev, cls, &ncls);
-  CmMemory *mem = g_new0(CmMemory, ncls); /* per class until the end */
+  CmMemory *mem[4] = {NULL}; /* per stage asked, per class until the end */
+  for (int z = 0; z < 4; z++)
+    if (zeros & (1u << z)) mem[z] = g_new0(CmMemory, ncls);
+  g_autofree double *activations = g_new0(double, ncls);
   double wbytes = dev_dtype_bytes(s->dtype);
   double gbytes = cm_framework_grad_bytes(s->framework, s->dtype); /* fp32 main_grad */
   double opt_bytes = s->dtype == DEV_DTYPE_FP32 || s->dtype == DEV_DTYPE_TF32 ? 8.0 : 12.0;
@@ -152,7 +160,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   g_autofree double *group_bytes = g_new0(double, ncls);  /* the current group's dropped bytes */
   g_autofree double *largest_group = g_new0(double, ncls);
   g_autofree double *gathered = g_new0(double, 2 * (gsize)ncls); /* two largest per class */
-  g_autofree int *unit = s->zero_stage >= 3 ? mdl_strategy_fsdp_units(s, graph) : NULL;
+  g_autofree int *unit = zeros & (1u << 3) ? mdl_strategy_fsdp_units(s, graph) : NULL;
   GHashTable *in_unit = g_hash_table_new(g_direct_hash, g_direct_equal); /* weights gathered */
   double unit_gathered = 0;
   /* FP8 (cm_fp8.c): Transformer Engine keeps an FP8 GEMM's input for the backward as its fp8
@@ -207,12 +215,15 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
         if (!first_time(seen_w, opd->tensor, c->mesh, nmeshes)) continue;
         /* FP8: the cached fp8 weight and its transpose (cm_fp8.c), 2 bytes a parameter; under
          * ZeRO-3 the weights are gathered per use and no copy of all of them stays. */
-        double fp8_copy = cm_fp8_gemm(op, s->dtype) && s->zero_stage < 3 ? 2 * elems : 0;
-        for (guint i = 0; i < mc->len; i++) {
-          CmMemory *m = &mem[g_array_index(mc, int, i)];
-          m->weights += elems * wbytes / (s->zero_stage >= 3 ? nd : 1) + fp8_copy;
-          m->gradients += elems * gbytes / (s->zero_stage >= 2 ? nd : 1);
-          m->optimizer += elems * opt_bytes / (s->zero_stage >= 1 ? nd : 1);
+        for (int z = 0; z < 4; z++) {
+          if (!mem[z]) continue;
+          double fp8_copy = cm_fp8_gemm(op, s->dtype) && z < 3 ? 2 * elems : 0;
+          for (guint i = 0; i < mc->len; i++) {
+            CmMemory *m = &mem[z][g_array_index(mc, int, i)];
+            m->weights += elems * wbytes / (z >= 3 ? nd : 1) + fp8_copy;
+            m->gradients += elems * gbytes / (z >= 2 ? nd : 1);
+            m->optimizer += elems * opt_bytes / (z >= 1 ? nd : 1);
+          }
         }
         continue;
       }
@@ -232,7 +243,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
       double mult = rebuilt ? 0 : in_flight(s, c->stage, g_hash_table_contains(until_w, key));
       for (guint i = 0; i < mc->len; i++) {
         if (rebuilt) group_bytes[g_array_index(mc, int, i)] += bytes;
-        else mem[g_array_index(mc, int, i)].activations += bytes * mult;
+        else activations[g_array_index(mc, int, i)] += bytes * mult;
       }
     }
     if (op->dropout) { /* the keep mask, one byte per output element */
@@ -243,7 +254,7 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
       double mult = in_flight(s, c->stage, FALSE); /* read by B (dX) only */
       for (guint i = 0; i < mc->len; i++) {
         if (group[o] >= 0) group_bytes[g_array_index(mc, int, i)] += bytes;
-        else mem[g_array_index(mc, int, i)].activations += bytes * mult;
+        else activations[g_array_index(mc, int, i)] += bytes * mult;
       }
     }
     if (unit && (o == nops - 1 || unit[o + 1] != unit[o])) { /* the unit ends */
@@ -260,16 +271,31 @@ CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s,
   g_hash_table_unref(seen_r);
   g_hash_table_unref(until_w);
   g_hash_table_unref(replicas);
-  for (int d = 0; d < ncls; d++) {
-    CmMemory *m = &mem[d];
-    m->activations += MAX(largest_group[d], group_bytes[d]);
-    m->buffers = gathered[2 * d] + (s->fsdp_prefetch ? gathered[2 * d + 1] : 0);
-    m->total = m->weights + m->gradients + m->optimizer + m->activations + m->buffers;
+  for (int z = 0; z < 4; z++) {
+    if (!mem[z]) continue;
+    for (int d = 0; d < ncls; d++) {
+      CmMemory *m = &mem[z][d];
+      m->activations = activations[d] + MAX(largest_group[d], group_bytes[d]);
+      /* the gathered weights: stage 3 only (no units below it, as a pass for it alone) */
+      m->buffers = z >= 3 ? gathered[2 * d] + (s->fsdp_prefetch ? gathered[2 * d + 1] : 0) : 0;
+      m->total = m->weights + m->gradients + m->optimizer + m->activations + m->buffers;
+    }
+    out[z] = g_new(CmMemory, ndev);
+    for (int d = 0; d < ndev; d++) out[z][d] = mem[z][cls[d]];
+    g_free(mem[z]);
   }
   for (guint m = 0; m < s->meshes->len; m++) g_array_unref(classes[m]);
   g_free(classes);
-  CmMemory *per_device = g_new(CmMemory, ndev);
-  for (int d = 0; d < ndev; d++) per_device[d] = mem[cls[d]];
-  g_free(mem);
-  return per_device;
+}
+
+CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster) {
+  CmMemory *out[4] = {NULL};
+  int z = CLAMP(s->zero_stage, 0, 3); /* mdl_strategy_validate keeps it in 0..3 */
+  memory_per_device(graph, s, cluster, 1u << z, out);
+  return out[z];
+}
+
+void cm_memory_per_device_zero_stages(const MdlGraph *graph, const MdlStrategy *s,
+                                      const DevCluster *cluster, CmMemory *out[4]) {
+  memory_per_device(graph, s, cluster, 0xf, out);
 }

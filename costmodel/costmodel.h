@@ -221,6 +221,12 @@ typedef struct {
  * closed forms in cm_memory.c), less what recomputation rebuilds (Korthikanti et al. 2022). */
 CmMemory *cm_memory_per_device(const MdlGraph *graph, const MdlStrategy *strategy,
                                const DevCluster *cluster);
+/* cm_memory_per_device under each ZeRO stage z = 0..3 at once (@out[z]; @strategy's own
+ * stage ignored, its other fields as they are): the same arrays, bit for bit, as four calls
+ * with zero_stage set to each, at about the cost of one (a search's memory rule checks a
+ * shape's variants). Caller g_free()s each. */
+void cm_memory_per_device_zero_stages(const MdlGraph *graph, const MdlStrategy *strategy,
+                                      const DevCluster *cluster, CmMemory *out[4]);
 
 G_END_DECLS
 

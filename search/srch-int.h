@@ -84,6 +84,10 @@ double srch_worker_eval_fitting(SrchWorker *w, MdlStrategy *strategy, int grid_i
 /* The highest cm_memory_per_device total over the devices: the simulator's fits_memory rule
  * compares it with the device's memory. */
 double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster);
+/* srch_peak_memory of @s under each ZeRO stage z = 0..3 (@peak[z]), in one pass
+ * (cm_memory_per_device_zero_stages: the same figures as four calls). */
+void srch_peak_memory_zero_stages(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster,
+                                  double peak[4]);
 /* Number of distinct points the cache holds. */
 guint64 srch_worker_cached(const SrchWorker *w);
 /* Whether a cached driver should stop: its cache holds the whole space, or it has taken

@@ -67,19 +67,18 @@ static gboolean same_block(const MdlMegatronConfig *a, const MdlMegatronConfig *
   return memcmp(&x, &y, sizeof x) == 0;
 }
 
-/* Whether no cut of @one (the one-stage strategy) into @stages stages can fit: every stage
+/* Whether no cut of @one (the one-stage strategy, its memory per device @mem: cm_memory_per_device)
+ * into @stages stages can fit: every stage
  * keeps its ops' weights, gradients and optimizer states, which across the stages add up to
  * what the one-stage strategy charges a device for them (the same splits), so the fullest
  * stage holds at least 1/@stages of that, before any activation (cm_memory_per_device). */
-static gboolean no_cut_fits(const SrchWorker *w, const MdlStrategy *one, int stages) {
-  CmMemory *mem = cm_memory_per_device(w->graph, one, w->cluster);
+static gboolean no_cut_fits(const SrchWorker *w, const MdlStrategy *one, const CmMemory *mem, int stages) {
   double least = 0;
   const MdlMesh *mesh = mdl_strategy_mesh(one, 0);
   for (int i = 0; i < mesh->ndevices; i++) {
     const CmMemory *m = &mem[mesh->devices[i]];
     least = MAX(least, (m->weights + m->gradients + m->optimizer) / stages);
   }
-  g_free(mem);
   return least > w->cluster->device.memory_bytes;
 }
 
@@ -228,12 +227,14 @@ static gboolean run_block(SrchWorker *w, SrchPipeline *pl, SimBounder **bounder,
    * whole. */
   g_autofree gboolean *fits = g_new0(gboolean, b->end - b->first);
   gboolean any = FALSE;
+  CmMemory *mem[4]; /* the variants differ in the ZeRO stage and overlap_param_gather, which
+                       cm_memory_per_device does not read: every stage's at once */
+  cm_memory_per_device_zero_stages(w->graph, one, w->cluster, mem);
   for (guint g = b->first; g < b->end; g++) {
     const MdlMegatronConfig *v = &g_array_index(w->grid, MdlMegatronConfig, g);
-    one->zero_stage = v->zero_stage; /* in place, as srch_grid.c's shapes */
-    one->overlap_param_gather = v->overlap_param_gather;
-    any |= fits[g - b->first] = !no_cut_fits(w, one, v->pp);
+    any |= fits[g - b->first] = !no_cut_fits(w, one, mem[CLAMP(v->zero_stage, 0, 3)], v->pp);
   }
+  for (int z = 0; z < 4; z++) g_free(mem[z]);
   if (!any) {
     w->pruned += points;
     mdl_strategy_free(one);

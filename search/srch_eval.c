@@ -69,6 +69,18 @@ double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCl
   return peak;
 }
 
+void srch_peak_memory_zero_stages(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster,
+                                  double peak[4]) {
+  int ndev = dev_cluster_num_devices(cluster);
+  CmMemory *mem[4];
+  cm_memory_per_device_zero_stages(graph, s, cluster, mem);
+  for (int z = 0; z < 4; z++) {
+    peak[z] = 0;
+    for (int d = 0; d < ndev; d++) peak[z] = MAX(peak[z], mem[z][d].total);
+    g_free(mem[z]);
+  }
+}
+
 /* One evaluation of @s: the memory rule (unless the caller @checked it already with
  * srch_peak_memory), then one simulated iteration. */
 static double evaluate(SrchWorker *w, const MdlStrategy *s, gboolean checked) {

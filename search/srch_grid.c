@@ -349,7 +349,11 @@ static MdlStrategy *fitting(SrchWorker *w, Recent *rc, guint index) {
     return NULL;
   }
   double *peak = &ch->peak[cfg->zero_stage][cfg->recompute]; /* points() keeps both in range */
-  if (*peak < 0) *peak = srch_peak_memory(w->graph, s, w->cluster);
+  if (*peak < 0) { /* every ZeRO stage of this recomputation at once (points() lists them all) */
+    double by_zero[4];
+    srch_peak_memory_zero_stages(w->graph, s, w->cluster, by_zero);
+    for (int z = 0; z < 4; z++) ch->peak[z][cfg->recompute] = by_zero[z];
+  }
   if (*peak > w->cluster->device.memory_bytes) {
     w->over_memory++;
     return NULL;

@@ -527,6 +527,50 @@ static void test_megatron_fp32_grads(void) {
   dev_cluster_free(c);
 }
 
+/* cm_memory_per_device_zero_stages (one pass, every ZeRO stage: the search's memory rule) gives
+ * exactly what cm_memory_per_device gives with zero_stage set to each stage, every field of
+ * every device bit for bit: FP8's cached weight copies (gone at stage 3), experts, pipelines,
+ * recomputation, sequence parallelism, weight delay, FSDP prefetch off. */
+static void test_zero_stages_at_once(void) {
+  static const struct {
+    const char *model, *cluster, *spec;
+  } cases[] = {
+      {"gpt3-1.3b", "dgx-a100:nodes=2", "megatron:tp=2,pp=2,dp=4,mb=2,schedule=interleaved,vp=2,recompute=selective,sp=1"},
+      {"gpt3-1.3b", "dgx-a100:nodes=2", "megatron:tp=1,pp=4,dp=4,mb=1,schedule=1f1b,recompute=full,wdelay=1"},
+      {"gpt3-1.3b", "dgx-a100:nodes=2", "megatron:tp=4,pp=1,dp=4,mb=4,zero=3,fsdp_prefetch=0"},
+      {"llama3-8b", "dgx-h100:nodes=2", "megatron:tp=2,pp=2,dp=4,mb=1,dtype=fp8,sp=1"},
+      {"llama3-8b", "dgx-h100:nodes=2", "megatron:tp=8,pp=1,dp=2,cp=1,mb=1,dtype=fp8,recompute=full"},
+      {"mixtral-8x7b", "dgx-h100:nodes=2", "megatron:tp=2,pp=2,dp=4,ep=4,mb=1,dtype=fp8"},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(cases); i++) {
+    GError *error = NULL;
+    DevCluster *c = dev_cluster_parse_spec(cases[i].cluster, &error);
+    g_assert_no_error(error);
+    MdlGraph *g = graph_or_die(cases[i].model);
+    MdlStrategy *s = strategy_or_die(cases[i].spec, g, c);
+    int ndev = dev_cluster_num_devices(c);
+    CmMemory *all[4];
+    cm_memory_per_device_zero_stages(g, s, c, all);
+    gboolean gathers = FALSE; /* stage 3 holds gathered buffers */
+    for (int z = 0; z < 4; z++) {
+      s->zero_stage = z;
+      CmMemory *one = cm_memory_per_device(g, s, c);
+      g_assert_cmpint(memcmp(one, all[z], sizeof(CmMemory) * (gsize)ndev), ==, 0);
+      if (z > 0) g_assert_cmpfloat(all[z][0].optimizer, <, all[0][0].optimizer);
+      gathers |= z == 3 && all[3][0].buffers > 0;
+      g_free(one);
+    }
+    g_test_message("%s %s: totals %.4g %.4g %.4g %.4g GiB", cases[i].model, cases[i].spec,
+                   all[0][0].total / 1073741824.0, all[1][0].total / 1073741824.0,
+                   all[2][0].total / 1073741824.0, all[3][0].total / 1073741824.0);
+    g_assert_true(gathers); /* stage 3 gathers (every case has dp > 1) */
+    for (int z = 0; z < 4; z++) g_free(all[z]);
+    mdl_strategy_free(s);
+    mdl_graph_free(g);
+    dev_cluster_free(c);
+  }
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   for (gsize i = 0; i < G_N_ELEMENTS(zero_cases); i++) {
@@ -548,5 +592,6 @@ int main(int argc, char **argv) {
   g_test_add_func("/memory/fits/boundary", test_fits_boundary);
   g_test_add_func("/memory/formats", test_formats);
   g_test_add_func("/memory/megatron-fp32-grads", test_megatron_fp32_grads);
+  g_test_add_func("/memory/zero/stages-at-once", test_zero_stages_at_once);
   return g_test_run();
 }
