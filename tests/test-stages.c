@@ -70,6 +70,40 @@ static void test_assign(void) {
   dev_cluster_free(c);
 }
 
+/* Stages share devices only on one pipeline rank (mdl_strategy_validate): under vp=2 on 2
+ * ranks, chunk 2's ops moved onto chunk 0's mesh (both rank 0) validate, chunk 1's (rank 1)
+ * are refused naming both stages and ranks; without interleaving any sharing is refused. */
+static void test_shared_devices(void) {
+  DevCluster *c = cluster_or_die("dgx-a100");
+  MdlGraph *g = test_parse_model(GPT10);
+  for (int interleaved = 0; interleaved < 2; interleaved++) {
+    for (int moved = 1; moved <= (interleaved ? 2 : 1); moved++) {
+      MdlStrategy *s = parse_or_die(interleaved ? "megatron:pp=2,dp=4,mb=1,schedule=interleaved,vp=2,first_layers=4,last_layers=6"
+                                                : "megatron:pp=2,dp=4,mb=1", g, c);
+      int mesh0 = -1;
+      for (int o = 0; o < s->num_ops && mesh0 < 0; o++)
+        if (s->configs[o].stage == 0) mesh0 = s->configs[o].mesh;
+      for (int o = 0; o < s->num_ops; o++)
+        if (s->configs[o].stage == moved) s->configs[o].mesh = mesh0;
+      GError *error = NULL;
+      gboolean ok = mdl_strategy_validate(s, g, c, &error);
+      g_test_message("vp=%d, stage %d on stage 0's mesh: %s", interleaved ? 2 : 1, moved,
+                     ok ? "valid" : error->message);
+      if (moved == 2) {
+        g_assert_no_error(error);
+        g_assert_true(ok);
+      } else {
+        g_assert_false(ok);
+        g_assert_nonnull(strstr(error->message, interleaved ? "stages 0 (rank 0) and 1 (rank 1)" : "stages 0 and 1"));
+        g_clear_error(&error);
+      }
+      mdl_strategy_free(s);
+    }
+  }
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
 /* Megatron-Core's account_for_embedding/loss_in_pipeline_split: the embedding and the loss
  * count as one layer each of the first and last chunks. GPT10 + 2 = 12 over pp=3 x vp=2 = 6
  * chunks of 2: chunk 0 one transformer layer, chunk 5 one, the others two; Llama 3.1 405B's
@@ -202,6 +236,7 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/stages/uneven/assign", test_assign);
   g_test_add_func("/stages/uneven/errors", test_errors);
+  g_test_add_func("/stages/shared-devices", test_shared_devices);
   g_test_add_func("/stages/uneven/accounted", test_accounted);
   g_test_add_func("/stages/uneven/deepseek-v3-pp16", test_deepseek_v3);
   g_test_add_func("/stages/run-stages", test_run_stages);
