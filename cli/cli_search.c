@@ -326,13 +326,18 @@ static int search_main(int argc, char **argv) {
   else print_text(r, &o, graph, cluster, budget_text, strategy_json && written ? out_path : NULL,
                   search_id, no_store ? NULL : db_path);
   if (!r->best) { /* stored and printed above; the reason in one line, exit 1 */
-    if (r->space_points && srch_result_covered_share(r) < 1)
+    gboolean whole = r->complete || (r->space_points && srch_result_covered_share(r) >= 1);
+    if (whole)
+      fprintf(stderr, "stratsim search: no strategy of the space fits in memory (%s on %d GPUs)\n",
+              model_spec ? model_spec : "the model", dev_cluster_num_devices(cluster));
+    else if (r->space_points)
       fprintf(stderr, "stratsim search: no strategy found that fits in memory within the budget "
                       "(%.1f%% of the space's %" G_GUINT64_FORMAT " configurations covered; raise --budget)\n",
               100 * srch_result_covered_share(r), r->space_points);
-    else
-      fprintf(stderr, "stratsim search: no strategy of the space fits in memory (%s on %d GPUs)\n",
-              model_spec ? model_spec : "the model", dev_cluster_num_devices(cluster));
+    else /* a per-op space, walked in part: no share to give */
+      fprintf(stderr, "stratsim search: none of the %" G_GUINT64_FORMAT " strategies evaluated fits in "
+                      "memory (the search does not cover its whole space: raise --budget)\n",
+              r->evaluations);
     status = CLI_EXIT_FAILURE;
   }
   if (!written) status = cli_fail(out_error, cli_status_for(out_error));
