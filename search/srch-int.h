@@ -127,9 +127,10 @@ void srch_grid_set_framework(GArray *points, MdlFramework framework);
  * recomputation (none, selective, full), sequence parallelism off and (tp > 1, where the model
  * has such ops) on, and ZeRO stages 0..3. */
 GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype);
-/* The same, with @tp_overlap every sp point also with tp_overlap (SrchOptions.tp_overlap). */
+/* The same, with @tp_overlap every sp point also with tp_overlap (SrchOptions.tp_overlap), the
+ * builder's checks on @threads threads (the same points in the same order for any count). */
 GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
-                                   gboolean tp_overlap);
+                                   gboolean tp_overlap, int threads);
 /* The dp driver's groups: the full space's configurations (srch_grid_full_points_with: cp,
  * ep, recomputation, sp, tp_overlap with @tp_overlap, ZeRO, overlap_param_gather, FP8) with
  * 2 <= pp <= @units (the pipeline's units; pp need not divide the layers) and 1F1B, kept where
@@ -138,7 +139,7 @@ GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *clus
  * overlap_param_gather are adjacent. */
 #define SRCH_DP_SCHEDULES 3
 GArray *srch_dp_groups(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
-                       gboolean tp_overlap, int units);
+                       gboolean tp_overlap, int units, int threads);
 /* "dp=2 tp=4 pp=1 mb=2 1f1b" (vp when > 1, then recompute=, sp, zero= when set); caller
  * g_free()s. */
 char *srch_grid_describe(const MdlMegatronConfig *config);

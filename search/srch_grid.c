@@ -49,29 +49,45 @@ static gboolean builds(const MdlGraph *graph, const DevCluster *cluster, const M
   return s != NULL;
 }
 
-/* Appends @cfg when the builder accepts it; with @full also its memory and sp variants (the
- * builder's checks on those: zero 0..3, sp needs tp > 1 and ops with a sequence dim). */
-static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                      const MdlMegatronConfig *base, gboolean full, gboolean tp_overlap,
-                      gboolean one_stage) {
-  if (!builds(graph, cluster, base, one_stage)) return;
-  if (!full) {
-    g_array_append_vals(points, base, 1);
+/* A configuration add_schedules proposes, with what the builder's checks on it found. */
+typedef struct {
+  MdlMegatronConfig cfg;
+  gboolean full, tp_overlap, one_stage;
+  gboolean ok;    /* the builder accepts it */
+  int nsp, ntpo;  /* 2 where it accepts the sp (tp_overlap) variant too, else 1 */
+} Proposed;
+
+/* The builder's checks on @p (those on its memory variants: zero 0..3, which it only
+ * range-checks; sp needs tp > 1 and ops with a sequence dim). */
+static void check_proposed(const MdlGraph *graph, const DevCluster *cluster, Proposed *p) {
+  p->nsp = p->ntpo = 1;
+  p->ok = builds(graph, cluster, &p->cfg, p->one_stage);
+  if (!p->ok || !p->full) return;
+  MdlMegatronConfig cfg; /* copied with memcpy, padding included */
+  memcpy(&cfg, &p->cfg, sizeof cfg);
+  cfg.sequence_parallel = TRUE;
+  p->nsp = p->cfg.tp > 1 && builds(graph, cluster, &cfg, p->one_stage) ? 2 : 1;
+  /* With tp_overlap, under sp the tensor-parallel collectives next to a GEMM may also overlap
+   * it (Megatron-Core's --tp-comm-overlap, tp_overlap=1: model/STRATEGY.md). */
+  cfg.tp_overlap = TRUE;
+  p->ntpo = p->tp_overlap && p->nsp == 2 && builds(graph, cluster, &cfg, p->one_stage) ? 2 : 1;
+}
+
+/* Appends @p's points where the builder accepted it: the configuration, or with full also its
+ * memory and sp variants. */
+static void add_point(GArray *points, const Proposed *p) {
+  if (!p->ok) return;
+  if (!p->full) {
+    g_array_append_vals(points, &p->cfg, 1);
     return;
   }
   MdlMegatronConfig cfg; /* copied with memcpy, padding included */
-  memcpy(&cfg, base, sizeof cfg);
-  cfg.sequence_parallel = TRUE;
-  int nsp = base->tp > 1 && builds(graph, cluster, &cfg, one_stage) ? 2 : 1;
-  /* With @tp_overlap, under sp the tensor-parallel collectives next to a GEMM may also overlap
-   * it (Megatron-Core's --tp-comm-overlap, tp_overlap=1: model/STRATEGY.md). */
-  cfg.tp_overlap = TRUE;
-  int ntpo = tp_overlap && nsp == 2 && builds(graph, cluster, &cfg, one_stage) ? 2 : 1;
+  memcpy(&cfg, &p->cfg, sizeof cfg);
   /* sp and tp_overlap outermost: the screening rebuilds a strategy only when tp, pp, dp, mb,
    * schedule, vp, sp or tp_overlap change (recomputation and ZeRO are fields it sets in place,
    * srch_grid_worker). */
-  for (int q = 0; q < nsp; q++)
-    for (int t = 0; t < (q ? ntpo : 1); t++)
+  for (int q = 0; q < p->nsp; q++)
+    for (int t = 0; t < (q ? p->ntpo : 1); t++)
       for (int r = 0; r < 3; r++)
         for (int z = 0; z <= 3; z++)
           for (int g = 0; g < (z == 1 || z == 2 ? 2 : 1); g++) {
@@ -84,11 +100,22 @@ static void add_point(GArray *points, const MdlGraph *graph, const DevCluster *c
           }
 }
 
+/* Proposes @cfg (into @proposed, Proposed). */
+static void propose(GArray *proposed, const MdlMegatronConfig *cfg, gboolean full, gboolean tp_overlap,
+                    gboolean one_stage) {
+  Proposed p;
+  memset(&p, 0, sizeof p);
+  memcpy(&p.cfg, cfg, sizeof p.cfg);
+  p.full = full;
+  p.tp_overlap = tp_overlap;
+  p.one_stage = one_stage;
+  g_array_append_val(proposed, p);
+}
+
 /* Every microbatch size and schedule of @base's degrees; for dp groups (@one_stage) 1F1B
  * alone (a group stands for its SRCH_DP_SCHEDULES schedules). */
-static void add_schedules(GArray *points, const MdlGraph *graph, const DevCluster *cluster,
-                          const MdlMegatronConfig *base, gboolean full, gboolean tp_overlap,
-                          gboolean one_stage) {
+static void add_schedules(GArray *proposed, const MdlGraph *graph, const MdlMegatronConfig *base,
+                          gboolean full, gboolean tp_overlap, gboolean one_stage) {
   static const MdlSchedule pipelined[] = {MDL_SCHEDULE_1F1B, MDL_SCHEDULE_GPIPE, MDL_SCHEDULE_EAGER_1F1B};
   int dp = base->dp, pp = base->pp;
   if (graph->batch % dp) return;
@@ -103,24 +130,57 @@ static void add_schedules(GArray *points, const MdlGraph *graph, const DevCluste
     for (guint k = 0; k < (pp > 1 && !one_stage ? G_N_ELEMENTS(pipelined) : 1); k++) {
       cfg.schedule = pipelined[k];
       cfg.virtual_stages = 1;
-      add_point(points, graph, cluster, &cfg, full, tp_overlap, one_stage);
+      propose(proposed, &cfg, full, tp_overlap, one_stage);
     }
     if (one_stage || pp < 2 || microbatches % pp || graph->num_layers <= 0) continue;
     for (int vp = 2; vp <= max_vp; vp++) {
       if (graph->num_layers % (pp * vp)) continue;
       cfg.schedule = MDL_SCHEDULE_INTERLEAVED;
       cfg.virtual_stages = vp;
-      add_point(points, graph, cluster, &cfg, full, tp_overlap, one_stage);
+      propose(proposed, &cfg, full, tp_overlap, one_stage);
     }
+  }
+}
+
+/* The builder's checks on proposals k, k + T, ... (a thread's share). */
+typedef struct {
+  const MdlGraph *graph;
+  const DevCluster *cluster;
+  GArray *proposed;
+  guint first, step;
+} CheckShare;
+
+static gpointer check_share(gpointer data) {
+  CheckShare *c = data;
+  for (guint i = c->first; i < c->proposed->len; i += c->step)
+    check_proposed(c->graph, c->cluster, &g_array_index(c->proposed, Proposed, i));
+  return NULL;
+}
+
+/* The builder's checks on every proposal, on @threads threads (each check builds a strategy:
+ * on a large space most of what the search did before its workers started, one thread:
+ * Llama 3.1 405B / 512 H100s, 2026-12-02). The results do not depend on the thread count. */
+static void check_all(const MdlGraph *graph, const DevCluster *cluster, GArray *proposed, int threads) {
+  guint n = (guint)CLAMP(threads, 1, 64);
+  CheckShare shares[64];
+  GThread *workers[64] = {NULL};
+  for (guint k = 0; k < n; k++) {
+    shares[k] = (CheckShare){graph, cluster, proposed, k, n};
+    if (k > 0) workers[k] = g_thread_try_new("stratsim-grid", check_share, &shares[k], NULL);
+  }
+  check_share(&shares[0]);
+  for (guint k = 1; k < n; k++) {
+    if (workers[k]) g_thread_join(workers[k]);
+    else check_share(&shares[k]); /* no thread: its share here */
   }
 }
 
 /* The grid's points (@max_pp 0), or the dp driver's groups (@max_pp > 0: pp = 2 .. @max_pp, the
  * pipeline's units, with one-stage configurations the builder accepts). */
 static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype, gboolean full,
-                      gboolean tp_overlap, int max_pp) {
+                      gboolean tp_overlap, int max_pp, int threads) {
   int n = dev_cluster_num_devices(cluster);
-  GArray *out = g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
+  GArray *proposed = g_array_new(FALSE, FALSE, sizeof(Proposed));
   int64_t experts = 0;
   mdl_graph_num_experts(graph, &experts);
   int max_cp = graph->seq >= GRID_MIN_CP_SEQ ? n : 1;
@@ -149,17 +209,21 @@ static GArray *points(const MdlGraph *graph, const DevCluster *cluster, DevDtype
             cfg.etp = etp_one ? 1 : 0;
             cfg.schedule = MDL_SCHEDULE_1F1B;
             cfg.dtype = dtype;
-            add_schedules(out, graph, cluster, &cfg, full, tp_overlap, max_pp > 0);
+            add_schedules(proposed, graph, &cfg, full, tp_overlap, max_pp > 0);
           }
         }
       }
     }
   }
+  check_all(graph, cluster, proposed, threads);
+  GArray *out = g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
+  for (guint i = 0; i < proposed->len; i++) add_point(out, &g_array_index(proposed, Proposed, i));
+  g_array_free(proposed, TRUE);
   return out;
 }
 
 GArray *srch_grid_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
-  return points(graph, cluster, dtype, FALSE, FALSE, 0);
+  return points(graph, cluster, dtype, FALSE, FALSE, 0, 1);
 }
 
 void srch_grid_set_framework(GArray *points, MdlFramework framework) {
@@ -167,17 +231,17 @@ void srch_grid_set_framework(GArray *points, MdlFramework framework) {
 }
 
 GArray *srch_grid_full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype) {
-  return srch_grid_full_points_with(graph, cluster, dtype, FALSE);
+  return srch_grid_full_points_with(graph, cluster, dtype, FALSE, 1);
 }
 
 /* The full space's points (@max_pp 0) or dp groups, and in FP8 again where it applies. */
 static GArray *full_points(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
-                           gboolean tp_overlap, int max_pp) {
-  GArray *out = points(graph, cluster, dtype, TRUE, tp_overlap, max_pp);
+                           gboolean tp_overlap, int max_pp, int threads) {
+  GArray *out = points(graph, cluster, dtype, TRUE, tp_overlap, max_pp, threads);
   /* A bf16 run may also train in FP8 (Transformer Engine's recipe: the layers' GEMMs at the
    * FP8 peak, costmodel/cm_fp8.c) where the device has FP8 tensor cores (a peak in its preset). */
   if (dtype == DEV_DTYPE_BF16 && cluster->device.peak_flops[DEV_DTYPE_FP8] > 0) {
-    GArray *fp8 = points(graph, cluster, DEV_DTYPE_FP8, TRUE, tp_overlap, max_pp);
+    GArray *fp8 = points(graph, cluster, DEV_DTYPE_FP8, TRUE, tp_overlap, max_pp, threads);
     g_array_append_vals(out, fp8->data, fp8->len);
     g_array_free(fp8, TRUE);
   }
@@ -185,14 +249,14 @@ static GArray *full_points(const MdlGraph *graph, const DevCluster *cluster, Dev
 }
 
 GArray *srch_grid_full_points_with(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
-                                   gboolean tp_overlap) {
-  return full_points(graph, cluster, dtype, tp_overlap, 0);
+                                   gboolean tp_overlap, int threads) {
+  return full_points(graph, cluster, dtype, tp_overlap, 0, threads);
 }
 
 GArray *srch_dp_groups(const MdlGraph *graph, const DevCluster *cluster, DevDtype dtype,
-                       gboolean tp_overlap, int units) {
+                       gboolean tp_overlap, int units, int threads) {
   if (units < 2) return g_array_new(FALSE, FALSE, sizeof(MdlMegatronConfig));
-  return full_points(graph, cluster, dtype, tp_overlap, units);
+  return full_points(graph, cluster, dtype, tp_overlap, units, threads);
 }
 
 char *srch_grid_describe(const MdlMegatronConfig *c) {

@@ -404,7 +404,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
   gboolean split = o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_CD;
   if (o->algo == SRCH_ALGO_GRID || o->algo == SRCH_ALGO_DP ||
       (o->algo == SRCH_ALGO_AUTO && r->ran == SRCH_ALGO_GRID) || split)
-    full = srch_grid_full_points_with(graph, cluster, dtype, o->tp_overlap);
+    full = srch_grid_full_points_with(graph, cluster, dtype, o->tp_overlap, o->threads);
   if (full) srch_grid_set_framework(full, o->space.framework);
   if (full && o->budget.seconds <= 0) {
     full_bounds = g_new(SimTime, full->len ? full->len : 1);
@@ -516,7 +516,7 @@ SrchResult *srch_run(const MdlGraph *graph, const DevCluster *cluster, const CmP
    * classic grid's pipelines, each measured with a task graph), 9-10 s now, the same winner. */
   if (o->algo == SRCH_ALGO_DP || o->algo == SRCH_ALGO_AUTO) {
     SrchPipeline *units = srch_pipeline_new(graph);
-    GArray *groups = srch_dp_groups(graph, cluster, dtype, o->tp_overlap, units->nunits);
+    GArray *groups = srch_dp_groups(graph, cluster, dtype, o->tp_overlap, units->nunits, o->threads);
     srch_pipeline_free(units);
     srch_grid_set_framework(groups, o->space.framework);
     /* The dp phase prunes from the earlier phases' best (the full space's, over every rank):

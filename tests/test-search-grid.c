@@ -307,8 +307,18 @@ static void check_brute_force(const char *model, const char *cluster, gboolean t
   g_assert_true(r->complete);
   g_assert_nonnull(r->best);
   g_assert_cmpfloat(srch_result_covered_share(r), ==, 1.0);
-  GArray *points = srch_grid_full_points_with(c.graph, c.cluster, DEV_DTYPE_BF16, tp_overlap);
+  GArray *points = srch_grid_full_points_with(c.graph, c.cluster, DEV_DTYPE_BF16, tp_overlap, 2);
   g_assert_cmpuint(r->space_points, ==, points->len);
+  /* the builder's checks on three threads or one: the same points in the same order, bytes
+   * (padding included) */
+  GArray *one = srch_grid_full_points_with(c.graph, c.cluster, DEV_DTYPE_BF16, tp_overlap, 1);
+  GArray *three = srch_grid_full_points_with(c.graph, c.cluster, DEV_DTYPE_BF16, tp_overlap, 3);
+  g_assert_cmpuint(one->len, ==, points->len);
+  g_assert_cmpuint(three->len, ==, points->len);
+  g_assert_cmpint(memcmp(one->data, points->data, points->len * sizeof(MdlMegatronConfig)), ==, 0);
+  g_assert_cmpint(memcmp(three->data, points->data, points->len * sizeof(MdlMegatronConfig)), ==, 0);
+  g_array_free(one, TRUE);
+  g_array_free(three, TRUE);
   double best = INFINITY;
   for (guint i = 0; i < points->len; i++) {
     GError *error = NULL;
@@ -346,7 +356,7 @@ static void test_full_space_tp_overlap(void) {
   Case c;
   case_init(&c, GPT4, GPT4_CLUSTER);
   GArray *plain = srch_grid_full_points(c.graph, c.cluster, DEV_DTYPE_BF16);
-  GArray *with = srch_grid_full_points_with(c.graph, c.cluster, DEV_DTYPE_BF16, TRUE);
+  GArray *with = srch_grid_full_points_with(c.graph, c.cluster, DEV_DTYPE_BF16, TRUE, 2);
   guint sp = 0, overlapped = 0;
   for (guint i = 0; i < plain->len; i++) {
     sp += g_array_index(plain, MdlMegatronConfig, i).sequence_parallel;
