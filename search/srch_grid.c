@@ -425,22 +425,10 @@ static MdlStrategy *fitting(SrchWorker *w, Recent *rc, guint index) {
   return s;
 }
 
-/* Whether point @i is worker @w's to screen: the workers take the runs of points with one
- * shape (points() lists a shape's variants together) round robin, run r on worker r mod T;
- * @run counts the runs up to @i, the caller passing every index in increasing order from 0.
- * Split by index instead, every worker built every shape and pointed its bounder at it: on
- * Llama 3.1 405B / 512 H100s (`--algo grid`, 2026-12-02) two threads took 16.7 s of CPU against
- * one thread's 11.2 s. */
-static gboolean own_point(const SrchWorker *w, guint i, guint *run) {
-  if (i > 0) {
-    MdlMegatronConfig a = shape_key(&g_array_index(w->grid, MdlMegatronConfig, i - 1));
-    MdlMegatronConfig b = shape_key(&g_array_index(w->grid, MdlMegatronConfig, i));
-    if (memcmp(&a, &b, sizeof a) != 0) (*run)++;
-  }
-  return *run % (guint)w->nworkers == (guint)w->index;
-}
-
-/* The runs of points with one shape: the first index of each, then @grid's length. */
+/* The runs of points with one shape: the first index of each, then @grid's length. Workers
+ * take runs round robin (points() lists a shape's variants together): split by index instead,
+ * every worker built every shape and pointed its bounder at it: on Llama 3.1 405B / 512 H100s
+ * (`--algo grid`, 2026-12-02) two threads took 16.7 s of CPU against one thread's 11.2 s. */
 static GArray *shape_runs(const GArray *grid) {
   GArray *runs = g_array_new(FALSE, FALSE, sizeof(guint));
   for (guint i = 0; i < grid->len; i++) {
@@ -496,12 +484,12 @@ void srch_grid_screen_worker(SrchWorker *w) {
   double cpu = srch_thread_cpu_s();
   Screen sc;
   memset(&sc, 0, sizeof sc);
-  guint run = 0;
-  for (guint i = 0; i < w->grid->len && before_deadline(w); i++) {
-    if (!own_point(w, i, &run)) continue;
-    const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
-    w->bounds[i] = screen_strategy(&sc, w, cfg) ? screen_bound(&sc, w) : SRCH_REFUSED;
-  }
+  g_autoptr(GArray) runs = shape_runs(w->grid); /* run r on worker r mod T */
+  for (guint r = (guint)w->index; r + 1 < runs->len && before_deadline(w); r += (guint)w->nworkers)
+    for (guint i = g_array_index(runs, guint, r); i < g_array_index(runs, guint, r + 1); i++) {
+      const MdlMegatronConfig *cfg = &g_array_index(w->grid, MdlMegatronConfig, i);
+      w->bounds[i] = screen_strategy(&sc, w, cfg) ? screen_bound(&sc, w) : SRCH_REFUSED;
+    }
   screen_clear(&sc);
   w->screen_cpu_s += srch_thread_cpu_s() - cpu;
   w->complete = TRUE;
@@ -549,7 +537,7 @@ void srch_grid_worker(SrchWorker *w) {
     gint64 now_us = g_get_monotonic_time();
     screen_until = now_us + MAX(w->deadline_us - now_us, 0) / 2;
   }
-  /* The runs of one shape, run r of the order on worker r mod T (own_point's split): in grid
+  /* The runs of one shape, run r of the order on worker r mod T (shape_runs): in grid
    * order, or under a time budget in srch_grid_screen_order's, so that a screening the budget
    * cuts short has seen all of the space's regions. */
   g_autoptr(GArray) runs = shape_runs(w->grid);
