@@ -60,25 +60,23 @@ static void note_best(SrchWorker *w, double cost) {
   g_mutex_unlock(&w->shared->lock);
 }
 
-double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster) {
-  int ndev = dev_cluster_num_devices(cluster);
-  CmMemory *mem = cm_memory_per_device(graph, s, cluster);
+/* The highest total of @mem (@ndev devices); frees @mem. */
+static double peak_of(CmMemory *mem, int ndev) {
   double peak = 0;
   for (int d = 0; d < ndev; d++) peak = MAX(peak, mem[d].total);
   g_free(mem);
   return peak;
 }
 
+double srch_peak_memory(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster) {
+  return peak_of(cm_memory_per_device(graph, s, cluster), dev_cluster_num_devices(cluster));
+}
+
 void srch_peak_memory_zero_stages(const MdlGraph *graph, const MdlStrategy *s, const DevCluster *cluster,
                                   double peak[4]) {
-  int ndev = dev_cluster_num_devices(cluster);
   CmMemory *mem[4];
   cm_memory_per_device_zero_stages(graph, s, cluster, mem);
-  for (int z = 0; z < 4; z++) {
-    peak[z] = 0;
-    for (int d = 0; d < ndev; d++) peak[z] = MAX(peak[z], mem[z][d].total);
-    g_free(mem[z]);
-  }
+  for (int z = 0; z < 4; z++) peak[z] = peak_of(mem[z], dev_cluster_num_devices(cluster));
 }
 
 /* One evaluation of @s: the memory rule (unless the caller @checked it already with
