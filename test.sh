@@ -4,7 +4,8 @@
 #   2. the CTest suite in build/;
 #   3. the same suite built with AddressSanitizer + UBSan (STRATSIM_SANITIZE=ON) in build-asan/,
 #      where the tests that spawn the CLI run the sanitized binary;
-#   4. tests/fuzz/run.sh: every libFuzzer target for FUZZ_SECONDS (default 10) seconds.
+#   4. tests/fuzz/run.sh: every libFuzzer target for FUZZ_SECONDS (default 5) seconds (longer
+#      campaigns: tests/fuzz/run.sh SECONDS).
 # Every step after setup runs even when an earlier one failed; exits 1 if any failed.
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -31,7 +32,7 @@ step "ctest (build)" ctest --test-dir build --output-on-failure -j"$(nproc)"
 if step "sanitized build (build-asan)" sanitized_build; then
   step "ctest (build-asan, ASan+UBSan)" ctest --test-dir build-asan --output-on-failure -j"$(nproc)"
 fi
-step "fuzz (tests/fuzz/run.sh)" tests/fuzz/run.sh "${FUZZ_SECONDS:-10}"
+step "fuzz (tests/fuzz/run.sh)" tests/fuzz/run.sh "${FUZZ_SECONDS:-5}"
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf 'test.sh: FAILED: %s\n' "${failed[@]}"

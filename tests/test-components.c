@@ -39,7 +39,13 @@ static void test_table5(void) {
   g_autoptr(GArray) curve = NULL;
   g_autoptr(GPtrArray) rows = load("iteration_seconds", 8, &curve);
   double e2e = 0, p2p_full = 0;
-  for (guint i = 0; i < rows->len; i++) {
+  guint nrows = rows->len;
+#if defined(__SANITIZE_ADDRESS__)
+  /* The 22B and 175B pairs (one without a pipeline, one with): the 530B and 1T rows' simulations
+   * take most of the ~23 s instrumented and run the same code (the release run checks every row). */
+  nrows = 4;
+#endif
+  for (guint i = 0; i < nrows; i++) {
     const ValMegatronRow *r = g_ptr_array_index(rows, i);
     g_assert_false(r->grad_reduce_after_backward); /* dp=1: simulated as before */
     ValComponents c;
@@ -76,7 +82,7 @@ static void test_table5(void) {
     if (i % 2 == 1 && r->pp > 1) g_assert_cmpfloat(a.p2p_ref_s, <, p2p_full);
     p2p_full = a.p2p_ref_s;
   }
-  g_test_message("end-to-end mean |error| %.1f%%", 100 * e2e / rows->len);
+  g_test_message("end-to-end mean |error| %.1f%%", 100 * e2e / nrows);
 }
 
 /* Narayanan et al. 2021 Table 1 rows: loaded with their data-parallel degree and fp16; Eq. 3's

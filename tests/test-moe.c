@@ -425,7 +425,9 @@ static void test_mixtral_ep_wins(void) {
     gboolean fits = TRUE;
     for (int d = 0; d < dev_cluster_num_devices(c); d++) fits &= m[d].total <= c->device.memory_bytes;
     if (fits) {
-      SimRun *run = sim_run_new(g, s, c, &params, NULL);
+      /* Prediction only, as the search simulates: the full run's iteration, bit for bit (sim/sim_merge.c). */
+      SimOptions options = {.prediction_only = TRUE};
+      SimRun *run = sim_run_new_with_options(g, s, c, &params, &options, NULL);
       g_assert_nonnull(run);
       double t = sim_run_prediction(run)->iteration_time_s;
       int k = p->ep > 1;

@@ -138,7 +138,10 @@ int main(int argc, char **argv) {
   g_assert_no_error(error);
   g_test_add_func("/search/mpi/mcmc-two-ranks/seed:3", test_mcmc_two_ranks);
   g_test_add_func("/search/mpi/text", test_text);
+#if !defined(__SANITIZE_ADDRESS__)
+  /* auto's split runs the exhaustive one too (~8 s instrumented; the release run keeps it) */
   g_test_add_data_func("/search/mpi/split/exhaustive", "exhaustive", test_split);
+#endif
   g_test_add_data_func("/search/mpi/split/grid", "grid", test_split);
   g_test_add_data_func("/search/mpi/split/dp", "dp", test_split);
   g_test_add_data_func("/search/mpi/split/auto", "auto", test_split);

@@ -385,6 +385,11 @@ static void test_shipped_all_files(void) {
         for (guint i = 0; i < points->len && !first; i++)
           if (point_at(points, i)->strategy_entry == e) first = point_at(points, i);
         g_assert_nonnull(first);
+#if defined(__SANITIZE_ADDRESS__)
+        /* AutoDDL Fig. 7's exhaustive searches: ~18 s instrumented for the larger three models,
+         * the same driver as mlp.json's (the release run covers them all). */
+        if (g_str_has_prefix(first->strategy_label, "exhaustive") && strcmp(file, "mlp.json") != 0) continue;
+#endif
         gint64 t0 = g_get_monotonic_time();
         ScnSimulation *sim = scn_simulate(sc, first, NULL, &error);
         if (!sim) g_error("%s: point %u (%s): %s", path, first->index, first->strategy, error->message);
