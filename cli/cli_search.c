@@ -11,6 +11,7 @@
 #include "cli/cli_outputs.h"
 #include "cli/cli_mpi.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -164,8 +165,10 @@ static int search_main(int argc, char **argv) {
   gboolean json = FALSE, no_delta = FALSE, no_symmetry = FALSE, no_profiles = FALSE, followers = FALSE;
   gboolean no_store = FALSE;
   gint64 seed = 1;
-  int threads = G_MININT, mesh_axes = 2, microbatches = 8, restarts = 0; /* threads: unset */
-  double beta = 0;
+  /* G_MININT and -DBL_MAX: not given (the library's defaults; it reads 0 as its default, so a
+   * 0 given here is refused below rather than silently replaced) */
+  int threads = G_MININT, mesh_axes = 2, microbatches = 8, restarts = G_MININT;
+  double beta = -DBL_MAX;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model: NAME, gpt:..., llama:..., mlp:..., a JSON graph or a Hugging Face config.json[:batch=B,seq=S]", "M"},
       {"cluster", 'c', 0, G_OPTION_ARG_STRING, &cluster_spec, "cluster: PRESET[:key=value,...] or a JSON file", "C"},
@@ -223,8 +226,24 @@ static int search_main(int argc, char **argv) {
    * reproduce a run on another machine. */
   if (threads == G_MININT) threads = cli_mpi_size() > 1 ? 1 : (int)MIN(g_get_num_processors(), 1024);
   o.threads = threads;
-  o.beta = beta;
-  o.restarts = restarts;
+  if (mesh_axes < 1 || mesh_axes > MDL_MAX_MESH_AXES) {
+    fprintf(stderr, "stratsim search: --mesh-axes must be 1..%d (got %d)\n", MDL_MAX_MESH_AXES, mesh_axes);
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (microbatches < 1) {
+    fprintf(stderr, "stratsim search: --microbatches must be at least 1 (got %d)\n", microbatches);
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (restarts != G_MININT && restarts < 1) {
+    fprintf(stderr, "stratsim search: --restarts must be at least 1 (got %d)\n", restarts);
+    return CLI_EXIT_BAD_INPUT;
+  }
+  if (beta != -DBL_MAX && !(beta > 0 && isfinite(beta))) {
+    fprintf(stderr, "stratsim search: --beta must be a number above 0 (got %g)\n", beta);
+    return CLI_EXIT_BAD_INPUT;
+  }
+  o.beta = beta == -DBL_MAX ? 0 : beta;
+  o.restarts = restarts == G_MININT ? 0 : restarts;
   o.space.max_mesh_axes = mesh_axes;
   o.space.max_microbatches = microbatches;
   o.space.followers = followers;

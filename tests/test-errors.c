@@ -111,6 +111,11 @@ static void test_cli_statuses(void) {
       {"simulate -m mlp -c dgx-a100 --calibration nope --db none.db", 2},
       {"explain -m mlp -c dgx-a100 -s nosuch", 2},
       {"search -m mlp -c dgx-a100 --budget 5 --no-store --algo nosuch", 2},
+      /* An explicit 0 is refused, not read as the default (the library's meaning of 0). */
+      {"search -m mlp -c dgx-a100 --budget 5 --no-store --mesh-axes 0", 2},
+      {"search -m mlp -c dgx-a100 --budget 5 --no-store --microbatches 0", 2},
+      {"search -m mlp -c dgx-a100 --budget 5 --no-store --restarts 0", 2},
+      {"search -m mlp -c dgx-a100 --budget 5 --no-store --beta 0", 2},
       {"collective -k all_reduce -b 1M -r 2 -c nosuch", 2},
       /* The trace's path is a directory: refused before the work as bad input (issue 17,
        * item 1: output paths are checked first). */
