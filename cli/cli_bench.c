@@ -108,7 +108,7 @@ static int bench_allreduce(void) {
 int cli_bench(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
   int repeat = 5;
-  double search_seconds = 0;
+  double search_seconds = 20;
   g_autofree char *suite = NULL, *data_dir = NULL;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model (default gpt3-6.7b:batch=256)", "M"},
@@ -122,8 +122,8 @@ int cli_bench(int argc, char **argv) {
   if (!cli_parse_options("bench", "Benchmarks the task-graph builder and the event engine.",
                          entries, &argc, &argv))
     return CLI_EXIT_BAD_INPUT;
-  if (search_seconds < 0 || search_seconds > 3600) {
-    fprintf(stderr, "stratsim bench: --seconds must be 0..3600\n");
+  if (!(search_seconds > 0 && search_seconds <= 3600)) {
+    fprintf(stderr, "stratsim bench: --seconds must be above 0 and at most 3600 (got %g)\n", search_seconds);
     return CLI_EXIT_BAD_INPUT;
   }
   if (repeat < 1 || repeat > 1000) {

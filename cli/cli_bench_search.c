@@ -233,7 +233,6 @@ static int bench_convergence(const char *model, const char *cluster, double seco
 }
 
 int cli_bench_search(double seconds) {
-  if (seconds <= 0) seconds = 20;
   /* The suite runs for minutes, often into a file: a progress line every few seconds. */
   g_autoptr(SimProgress) progress = sim_progress_new_stderr("bench");
   int status = bench_rates(progress);

@@ -6,7 +6,7 @@
 /* Runs the three parts: evaluations per second with and without delta simulation, the full
  * Megatron space against Calculon (Megatron-5B on 64 A100s, GPT-3 175B on 1024 A100s), time
  * to within 1% of the best per algorithm.
- * @seconds is each algorithm's time budget in the last part (0: the default, 20). Returns a
+ * @seconds (> 0) is each algorithm's time budget in the last part. Returns a
  * CLI exit status. */
 int cli_bench_search(double seconds);
 

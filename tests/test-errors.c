@@ -116,6 +116,7 @@ static void test_cli_statuses(void) {
       {"search -m mlp -c dgx-a100 --budget 5 --no-store --microbatches 0", 2},
       {"search -m mlp -c dgx-a100 --budget 5 --no-store --restarts 0", 2},
       {"search -m mlp -c dgx-a100 --budget 5 --no-store --beta 0", 2},
+      {"bench --suite search --seconds 0", 2},
       {"collective -k all_reduce -b 1M -r 2 -c nosuch", 2},
       /* The trace's path is a directory: refused before the work as bad input (issue 17,
        * item 1: output paths are checked first). */
