@@ -237,6 +237,11 @@ void sim_breakdown_sums(const SimTaskGraph *graph, const SimSchedule *schedule,
 /* Devices whose host launches chain merging proved early without walking them
  * (sim_merge_host.c early_device), counted over the process's predictions: for tests. */
 guint sim_merge_host_bounded_devices(void);
+/* The host pass's bound on one device's launches (sim_merge_host.c, where the arguments are
+ * described); exposed for tests, which check that the chunked bound implies @by_position's. */
+gboolean sim_merge_launches_early(const uint32_t *block, const SimTime *host, const int *kernels,
+                                  guint64 depth, const SimTime *cum, uint32_t first, uint32_t end,
+                                  SimTime start, gboolean by_position);
 /* Chain merging (sim_merge.c): the makespan and breakdown sums of @graph's schedule, computed
  * on a reduced graph (compute chains merged, the host stream timed outside the engine), bit
  * for bit those of sim_engine_run + sim_breakdown_sums on @graph; @reduced_tasks gets the

@@ -104,6 +104,89 @@ static void test_identical_expanded(void) {
   for (gsize i = 0; i < G_N_ELEMENTS(merging); i += 3) check(model, merging[i], TRUE, TRUE);
 }
 
+/* Across the edge between host-bound and GPU-bound runs: a small GPT whose layers grow in width
+ * and depth under the slowest and the default launch paths, full against merged. Whether a
+ * run reduces is the host's to decide; the figures must agree either way. */
+static void test_host_transition(void) {
+  static const char *const frameworks[] = {"pytorch-eager", "megatron-lm"};
+  guint reduced = 0, runs = 0;
+  for (gsize f = 0; f < G_N_ELEMENTS(frameworks); f++)
+    for (int hidden = 256; hidden <= 4096; hidden *= 2)
+      for (int layers = 8; layers <= 32; layers *= 2) {
+        g_autofree char *m = g_strdup_printf(
+            "gpt:layers=%d,hidden=%d,heads=8,seq=1024,vocab=32000,batch=64", layers, hidden);
+        g_autofree char *spec =
+            g_strdup_printf("megatron:tp=2,pp=4,dp=2,mb=1,framework=%s", frameworks[f]);
+        SimRun *full = simulate(m, spec, FALSE, FALSE);
+        SimRun *merged = simulate(m, spec, FALSE, TRUE);
+        assert_same_prediction(sim_run_prediction(full), sim_run_prediction(merged));
+        reduced += sim_run_prediction(merged)->merged_tasks > 0;
+        runs++;
+        test_run_free(full);
+        test_run_free(merged);
+      }
+  g_test_message("%u of %u runs reduced", reduced, runs);
+  g_assert_cmpuint(reduced, >, 0);
+  g_assert_cmpuint(reduced, <, runs);
+}
+
+/* The host pass's bound on early launches by chunks (sim_merge_launches_early) implies the
+ * position-by-position bound it stands for (whose proof is in sim_merge_host.c, and which the
+ * full-against-merged comparisons check), on random programs: a few blocks with durations
+ * from 0 (about as long as the launches, to much longer), launch times, 1-3 kernels, queue
+ * depths from 1, any first start and position. Both hold on some and fail on others, and the
+ * chunks are taken (a shorter chunk RHS, a queue bound one chunk early, or no chunk test
+ * at all fail here). */
+static void test_launch_bound_chunks(void) {
+  GRand *r = g_rand_new_with_seed(7);
+  guint both = 0, exact_only = 0, neither = 0;
+  enum { MAXN = 2000 };
+  uint32_t *block = g_new(uint32_t, MAXN);
+  SimTime *cum = g_new(SimTime, MAXN + 1);
+  for (int trial = 0; trial < 3000; trial++) {
+    SimTime dur[6], host[6];
+    int kernels[6];
+    guint nblocks = (guint)g_rand_int_range(r, 1, 7);
+    gint32 scale = g_rand_int_range(r, 1, 60);
+    for (guint b = 0; b < nblocks; b++) {
+      dur[b] = g_rand_int_range(r, 0, 5) == 0 ? 0 : (SimTime)g_rand_int_range(r, 0, scale);
+      host[b] = (SimTime)g_rand_int_range(r, 0, 12);
+      kernels[b] = g_rand_int_range(r, 1, 4);
+    }
+    uint32_t first = (uint32_t)g_rand_int_range(r, 0, 4);
+    uint32_t end = first + (uint32_t)g_rand_int_range(r, 1, MAXN - 4);
+    cum[0] = 0;
+    /* positions drawn one by one, or in runs of one block (long runs of short kernels fill
+     * the queue's reach, where its bound binds) */
+    gboolean runs = g_rand_boolean(r);
+    for (uint32_t k = 0; k < end;) {
+      uint32_t b = (uint32_t)g_rand_int_range(r, 0, (gint32)nblocks);
+      uint32_t len = runs ? (uint32_t)g_rand_int_range(r, 1, 300) : 1;
+      for (; len > 0 && k < end; len--, k++) {
+        block[k] = b;
+        cum[k + 1] = cum[k] + dur[b];
+      }
+    }
+    guint64 depth = (guint64)g_rand_int_range(r, 1, 400);
+    /* a late first start gives the host a lead, and the queue's reach is then what binds */
+    SimTime start = (SimTime)g_rand_int_range(r, 0, g_rand_boolean(r) ? 200 : 100000);
+    gboolean chunked = sim_merge_launches_early(block, host, kernels, depth, cum, first, end, start, FALSE);
+    gboolean exact = sim_merge_launches_early(block, host, kernels, depth, cum, first, end, start, TRUE);
+    if (chunked && !exact)
+      g_error("trial %d: the chunks prove what the positions do not (%u positions, depth %" G_GUINT64_FORMAT ")",
+              trial, end - first, depth);
+    both += chunked && exact;
+    exact_only += exact && !chunked;
+    neither += !exact;
+  }
+  g_test_message("both %u, by position only %u, neither %u", both, exact_only, neither);
+  g_assert_cmpuint(both, >, 100);
+  g_assert_cmpuint(neither, >, 100);
+  g_free(block);
+  g_free(cum);
+  g_rand_free(r);
+}
+
 /* Other models: grouped-query attention with context parallelism (ring attention), MoE with
  * expert parallelism (all-to-all dispatch), a U-Net under data parallelism, these options
  * combined with the memory options and fp8; every move between
@@ -654,6 +737,8 @@ int main(int argc, char **argv) {
   g_test_add_func("/merge/identical-expanded", test_identical_expanded);
   g_test_add_func("/merge/symmetric-vs-expanded", test_symmetric_vs_expanded);
   g_test_add_func("/merge/models", test_models);
+  g_test_add_func("/merge/host-transition", test_host_transition);
+  g_test_add_func("/merge/launch-bound/chunks", test_launch_bound_chunks);
   g_test_add_func("/merge/space", test_space);
   g_test_add_func("/merge/fallback", test_fallback);
   g_test_add_func("/merge/bench-points", test_bench_points);
