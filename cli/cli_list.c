@@ -3,8 +3,10 @@
 #include "cli/cli.h"
 #include "cli/cli_outputs.h"
 
+#include <glib/gstdio.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "devices/dev_cluster.h"
 #include "model/mdl_graph.h"
@@ -74,6 +76,11 @@ static int list_stored(const char *what, int argc, char **argv) {
   if (!g_file_test(path, G_FILE_TEST_EXISTS)) {
     printf("no database at %s: nothing stored yet (simulate, search, sweep and calibrate store "
            "there; --db FILE for another)\n", path);
+    return CLI_EXIT_OK;
+  }
+  GStatBuf st;
+  if (g_stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) { /* (SQLite: an empty database) */
+    printf("database %s is empty: nothing stored yet\n", path);
     return CLI_EXIT_OK;
   }
   GError *error = NULL;

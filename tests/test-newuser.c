@@ -168,6 +168,18 @@ static void test_list_and_run_id(void) {
   r = test_cli_run(tmpdir, "list clusters");
   g_assert_true(g_str_has_prefix(r.out, "preset "));
   test_cli_result_clear(&r);
+  /* an empty file (SQLite's empty database) holds nothing yet: said so, exit 0, left empty */
+  g_autofree char *empty = tmp_path("empty.db");
+  g_assert_true(g_file_set_contents(empty, "", 0, NULL));
+  g_autofree char *args = g_strdup_printf("list runs --db '%s'", empty);
+  r = test_cli_run(tmpdir, args);
+  g_assert_cmpint(r.status, ==, 0);
+  g_assert_nonnull(strstr(r.out, "is empty: nothing stored yet"));
+  test_cli_result_clear(&r);
+  g_autofree char *contents = NULL;
+  gsize length = 1;
+  g_assert_true(g_file_get_contents(empty, &contents, &length, NULL));
+  g_assert_cmpuint(length, ==, 0);
 }
 
 static void test_bytes_units(void) {
