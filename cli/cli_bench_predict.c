@@ -8,12 +8,15 @@
  * in one process (the first run, which also pays the page faults of a fresh process, is shown
  * apart), the thread's CPU time per run (median, best, first) and the engine's and the breakdown's
  * share of it (SimPrediction.engine_cpu_s, breakdown_cpu_s: medians, first), the tasks before
- * and after merging, and the peak resident memory over the runs.
+ * and after merging, the minor page faults a run takes (first, median: the process's, bench
+ * being one thread; util_memory_tune's huge pages cut the first's) and the peak resident
+ * memory over the runs.
  * --strategy (and --model, --cluster) benches one point instead. Measures; asserts nothing. */
 #include "cli/cli.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include "search/srch_search.h" /* srch_keep_freed_memory, srch_thread_cpu_s: as the search runs */
 #include "session/ses_session.h"
@@ -36,12 +39,17 @@ static int bench_one(const char *model, const char *cluster, const char *strateg
   g_autofree double *cpu = g_new(double, repeat);
   g_autofree double *engine = g_new(double, repeat);
   g_autofree double *breakdown = g_new(double, repeat);
+  g_autofree double *faults = g_new(double, repeat);
   SimPrediction first = {0};
   cli_peak_rss(TRUE);
   for (int r = 0; r < repeat; r++) {
+    struct rusage u0, u1;
+    getrusage(RUSAGE_SELF, &u0);
     double cpu0 = srch_thread_cpu_s();
     SimRun *run = ses_session_simulate(session, &error);
     cpu[r] = (srch_thread_cpu_s() - cpu0) * 1e3;
+    getrusage(RUSAGE_SELF, &u1);
+    faults[r] = (double)(u1.ru_minflt - u0.ru_minflt);
     if (!run) {
       ses_session_free(session);
       return cli_fail(error, cli_status_for(error));
@@ -56,7 +64,8 @@ static int bench_one(const char *model, const char *cluster, const char *strateg
   }
   double peak = cli_peak_rss(FALSE);
   double build0 = build[0], rest0 = rest[0], cpu0 = cpu[0], engine0 = engine[0];
-  double breakdown0 = breakdown[0];
+  double breakdown0 = breakdown[0], faults0 = faults[0];
+  qsort(faults, (size_t)repeat, sizeof(double), compare_double);
   qsort(build, (size_t)repeat, sizeof(double), compare_double);
   qsort(rest, (size_t)repeat, sizeof(double), compare_double);
   qsort(cpu, (size_t)repeat, sizeof(double), compare_double);
@@ -65,10 +74,11 @@ static int bench_one(const char *model, const char *cluster, const char *strateg
   printf("bench: predict %s: build %.1f ms, simulate %.1f ms (median of %d; best %.1f + %.1f; "
          "first %.1f + %.1f), CPU %.1f ms (median; best %.1f, first %.1f; of which engine %.2f, "
          "breakdown %.2f: medians; first %.2f + %.2f), %" G_GUINT64_FORMAT
-         " tasks, %" G_GUINT64_FORMAT " after merging, peak RSS %.0f MB; iteration %.9g s\n",
+         " tasks, %" G_GUINT64_FORMAT " after merging, minor page faults %.0f (median; first "
+         "%.0f), peak RSS %.0f MB; iteration %.9g s\n",
          strategy, build[repeat / 2], rest[repeat / 2], repeat, build[0], rest[0], build0, rest0,
          cpu[repeat / 2], cpu[0], cpu0, engine[repeat / 2], breakdown[repeat / 2], engine0,
-         breakdown0, first.tasks, first.merged_tasks, peak / 1e6,
+         breakdown0, first.tasks, first.merged_tasks, faults[repeat / 2], faults0, peak / 1e6,
          first.iteration_time_s);
   ses_session_free(session);
   return CLI_EXIT_OK;

@@ -10,6 +10,7 @@
 #include "costmodel/cm_calibrate.h"
 #include "results/res_db.h"
 #include "sim/sim_crossmesh.h"
+#include "util/util_memory.h"
 
 int cli_fail(GError *error, int status) {
   fprintf(stderr, "stratsim: %s\n", error ? error->message : "unknown error");
@@ -111,6 +112,7 @@ int main(int argc, char **argv) {
     return argc < 2 ? CLI_EXIT_BAD_INPUT : CLI_EXIT_OK;
   }
   const char *cmd = argv[1];
+  util_memory_tune(); /* every command may build task graphs (util_memory.h) */
   if (strcmp(cmd, "simulate") == 0) return cli_simulate(argc - 1, argv + 1);
   if (strcmp(cmd, "search") == 0) return cli_search(argc - 1, argv + 1);
   if (strcmp(cmd, "list") == 0) return cli_list(argc - 1, argv + 1);

@@ -6,9 +6,8 @@
 #include <math.h>
 #include <string.h>
 #include <time.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
+
+#include "util/util_memory.h"
 
 /* Cache keys are int arrays [length, point...]: one table holds one length, and the hash
  * functions see it without user data. */
@@ -159,26 +158,7 @@ double srch_worker_eval_fitting(SrchWorker *w, MdlStrategy *strategy, int grid_i
 }
 
 void srch_keep_freed_memory(void) {
-#if defined(__GLIBC__)
-  /* glibc serves blocks above M_MMAP_THRESHOLD (128 KiB, rising dynamically as they are freed)
-   * with fresh mmap()s and returns a heap's free top above M_TRIM_THRESHOLD to the system; a
-   * search builds and frees a task graph of tens of MiB per simulation, so each one
-   * page-faulted its arrays in anew (mallopt(3)). Measured on GPT-3 175B / 1024 A100s
-   * (--algo grid, one thread, perf stat): 2.36 M page faults and 53.5 s task clock before,
-   * 1.34 M and 47.7 s with these two settings. 32 MiB is the highest threshold mallopt accepts
-   * on 64-bit (HEAP_MAX_SIZE / 2). The heap keeps its peak size until the process ends.
-   * Blocks of 32 MiB and more were still mmap()ed afresh per simulation (a GArray grows to a
-   * power of two: the 175B task array is exactly 32 MiB), so M_MMAP_MAX 0 serves every block
-   * from the heap: bench --suite predict on the 175B point, thread CPU per prediction, median
-   * of 21, three pairs: 81.6/61.4/60.5 -> 58.2/57.8/55.9 ms (2026-11-25, loaded machine).
-   * With these, a prediction after the first pays little for fresh pages: the 175B bench
-   * point, --repeat 401 against --repeat 1 (/usr/bin/time, two pairs, 2026-12-01): 5-6 minor
-   * faults and under 0.1 ms of system time a prediction (CPU median ~25-36 ms); only the
-   * first, in a fresh process, pays for the heap's pages. */
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
+  util_memory_tune(); /* (util_memory.c has the measurements) */
 }
 
 double srch_thread_cpu_s(void) { return sim_thread_cpu_s(); }
