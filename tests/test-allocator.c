@@ -54,6 +54,31 @@ static void test_tune(void) {
 #endif
 }
 
+/* STRATSIM_HUGE_PAGES=0: blocks still come from the heap, without the advice (in a
+ * subprocess: the settings are made once per process). */
+static void test_opt_out(void) {
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
+  g_test_skip("the allocator settings apply to glibc's malloc only (not under a sanitizer)");
+#else
+  if (!g_file_test("/proc/self/smaps", G_FILE_TEST_EXISTS) || !thp_offered()) {
+    g_test_skip("no transparent huge pages or no /proc/self/smaps");
+    return;
+  }
+  if (g_test_subprocess()) {
+    g_setenv("STRATSIM_HUGE_PAGES", "0", TRUE);
+    util_memory_tune();
+    gsize size = (gsize)8 << 20;
+    char *a = malloc(size);
+    memset(a, 3, size);
+    g_assert_false(util_memory_advised_huge(a + size / 2));
+    free(a);
+    return;
+  }
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
+#endif
+}
+
 static void test_advised_unknown(void) {
   int local = 0;
   /* the stack is not advised; an address in no mapping reads as not advised */
@@ -65,5 +90,6 @@ int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/util/memory/advised-unknown", test_advised_unknown);
   g_test_add_func("/util/memory/tune", test_tune);
+  g_test_add_func("/util/memory/opt-out", test_opt_out);
   return g_test_run();
 }

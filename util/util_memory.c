@@ -41,10 +41,21 @@ void util_memory_tune(void) {
    * threshold above), so later blocks land in it: ~600 faults. Measured (bench --suite predict
    * --repeat 1, fresh processes, alternated, thread CPU of the one prediction, median of 20;
    * 2026-12-02, 2-core VM): interleaved vp=2 73.2 -> 44.1 ms, 1f1b 61.8 -> 36.0 ms (median of
-   * 10). Both arms had rare outliers (100-260 ms) from the VM. Where the kernel has huge pages
-   * off (or madvise fails) this changes nothing. A heap beyond the reserve grows in small
-   * pages (a new mapping the advice does not cover). */
-  char *block = malloc(UTIL_MEMORY_HUGE_RESERVE);
+   * 10). One-shot `stratsim simulate` of that point, wall, two sets of 30 alternated pairs:
+   * median 105.5 -> 65 ms and 97 -> 60.5 ms, mean 115.1 -> 91.3 and 93.4 -> 80.5 ms, but a
+   * heavier tail: 5 and 4 of 30 runs over 130 ms (worst 393, 354 ms) against 1 and 0 (465,
+   * 119 ms). The slow runs spend 65-78% of their samples in the kernel's clear_page_erms
+   * zeroing the fresh 2 MiB pages (the fast ones 13-23%), with no compaction stall counted in
+   * /proc/vmstat: on this KVM guest (virtio_balloon bound, which can hand free high-order
+   * blocks back to the host) a huge page's first touch sometimes waits for the host. Earlier
+   * per-array hints (sim_graph.c's header: removed for that erratic first run) covered only
+   * some arrays, so they cut fewer faults for the same risk. Where the tail matters more than
+   * the median, STRATSIM_HUGE_PAGES=0 leaves the heap on small pages. Where the kernel has
+   * huge pages off (or madvise fails) this changes nothing. A heap beyond the reserve grows
+   * in small pages (a new mapping the advice does not cover). */
+  char *block = g_strcmp0(g_getenv("STRATSIM_HUGE_PAGES"), "0") != 0
+                    ? malloc(UTIL_MEMORY_HUGE_RESERVE)
+                    : NULL;
   if (block) {
     guintptr from = ((guintptr)block + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
     guintptr to = ((guintptr)block + UTIL_MEMORY_HUGE_RESERVE) & ~(HUGE_PAGE - 1);

@@ -19,7 +19,8 @@ G_BEGIN_DECLS
  * - The heap's first UTIL_MEMORY_HUGE_RESERVE bytes ask for transparent huge pages
  *   (madvise MADV_HUGEPAGE; in effect where /sys/kernel/mm/transparent_hugepage/enabled is
  *   "always" or "madvise"): a fresh process then takes one page fault per 2 MiB instead of
- *   per 4 KiB. */
+ *   per 4 KiB. Not with STRATSIM_HUGE_PAGES=0 in the environment (util_memory.c: on some
+ *   virtual machines a fresh huge page's first touch is sometimes slow). */
 void util_memory_tune(void);
 
 /* Whether the page holding @p asks for transparent huge pages (its mapping's VmFlags in
