@@ -9,8 +9,8 @@
  * apart), the thread's CPU time per run (median, best, first) and the engine's and the breakdown's
  * share of it (SimPrediction.engine_cpu_s, breakdown_cpu_s: medians, first), the tasks before
  * and after merging, the minor page faults a run takes (first, median: the process's, bench
- * being one thread; util_memory_tune's huge pages cut the first's) and the peak resident
- * memory over the runs.
+ * being one thread; STRATSIM_HUGE_PAGES=1 cuts the first one's: util_memory.c) and the peak
+ * resident memory over the runs.
  * --strategy (and --model, --cluster) benches one point instead. Measures; asserts nothing. */
 #include "cli/cli.h"
 

@@ -14,10 +14,10 @@
  * each) the same within the VM's noise (175B interleaved 29.1 against 33.4 ms mean, 1F1B 23.4
  * against 25.9, selective recompute 49.5 against 48.0, vp=4 zero=1 14.0 against 14.1: without
  * against with). No benefit measured in steady state, and the hint's cost depends on how
- * fragmented the machine's memory is: the arrays stay on small pages. Since (2026-12-02,
- * later) the process's heap as a whole asks for huge pages instead (util/util_memory.c: every
- * block, ~600 faults for that prediction instead of 14.7k; a better median and mean one-shot
- * time, a heavier tail on this VM, measured there; STRATSIM_HUGE_PAGES=0 turns it off). */
+ * fragmented the machine's memory is: the arrays stay on small pages. The heap as a whole
+ * asking for them was measured later the same day (util/util_memory.c): faster back to back,
+ * ~3x slower one-shot after an idle pause on this VM (page reporting to the host), so it is
+ * only an opt-in there (STRATSIM_HUGE_PAGES=1). */
 #include "sim/sim-int.h"
 #include "sim/sim.h"
 

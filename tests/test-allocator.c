@@ -1,6 +1,6 @@
 /* Tests of util/memory: the allocator settings every command runs with (util_memory_tune):
- * after them a large block lands in the heap's reserve, which asks for transparent huge pages,
- * where before it was a fresh mapping that did not. */
+ * after them large blocks come from the heap and stay there when freed; with
+ * STRATSIM_HUGE_PAGES=1 the heap's reserve asks for transparent huge pages, by default not. */
 #include <glib.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,68 +15,78 @@ static gboolean thp_offered(void) {
   return strstr(text, "[never]") == NULL;
 }
 
-static void test_tune(void) {
+/* Whether this test can see the advice: glibc's malloc, no sanitizer, huge pages offered and
+ * /proc/self/smaps readable; else marks the test skipped. */
+static gboolean can_see_advice(void) {
 #if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
   g_test_skip("the allocator settings apply to glibc's malloc only (not under a sanitizer)");
-  return;
+  return FALSE;
 #else
-  if (!g_file_test("/proc/self/smaps", G_FILE_TEST_EXISTS)) {
-    g_test_skip("no /proc/self/smaps to read the mappings' flags from");
-    return;
+  if (!g_file_test("/proc/self/smaps", G_FILE_TEST_EXISTS) || !thp_offered()) {
+    g_test_skip("no transparent huge pages or no /proc/self/smaps");
+    return FALSE;
   }
-  if (!thp_offered()) {
-    g_test_skip("transparent huge pages are off on this kernel");
-    return;
-  }
+  return TRUE;
+#endif
+}
+
+/* In a subprocess (the settings are made once per process): tune with @env as
+ * STRATSIM_HUGE_PAGES (NULL: unset), then whether two 8 MiB blocks, a freed one's successor
+ * included, ask for huge pages is @advised. */
+static void check_tuned(const char *env, gboolean advised) {
+  if (env) g_setenv("STRATSIM_HUGE_PAGES", env, TRUE);
+  else g_unsetenv("STRATSIM_HUGE_PAGES");
   gsize size = (gsize)8 << 20;
-  /* before: glibc serves a block this large with its own mmap(), advised nothing */
-  char *before = malloc(size);
-  g_assert_nonnull(before);
-  memset(before, 1, 4096);
-  g_assert_false(util_memory_advised_huge(before + size / 2));
-  free(before);
   util_memory_tune();
   util_memory_tune(); /* later calls change nothing */
-  /* after: blocks come from the heap's reserve, advised huge pages, up to the reserve's size */
   char *a = malloc(size), *b = malloc(size);
   g_assert_nonnull(a);
   g_assert_nonnull(b);
   memset(a, 2, size);
-  g_assert_true(util_memory_advised_huge(a + size / 2));
-  g_assert_true(util_memory_advised_huge(b + size / 2));
+  g_assert_cmpint(util_memory_advised_huge(a + size / 2), ==, advised);
+  g_assert_cmpint(util_memory_advised_huge(b + size / 2), ==, advised);
   for (gsize i = 0; i < size; i += 4096) g_assert_cmpint(a[i], ==, 2);
   free(a);
   free(b);
-  /* a reused block is still there (the heap's top is not trimmed) */
-  char *c = malloc(size);
-  g_assert_true(util_memory_advised_huge(c + size / 2));
+  char *c = malloc(size); /* from the heap again (its top is not trimmed) */
+  g_assert_cmpint(util_memory_advised_huge(c + size / 2), ==, advised);
   free(c);
-#endif
 }
 
-/* STRATSIM_HUGE_PAGES=0: blocks still come from the heap, without the advice (in a
- * subprocess: the settings are made once per process). */
-static void test_opt_out(void) {
-#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
-  g_test_skip("the allocator settings apply to glibc's malloc only (not under a sanitizer)");
-#else
-  if (!g_file_test("/proc/self/smaps", G_FILE_TEST_EXISTS) || !thp_offered()) {
-    g_test_skip("no transparent huge pages or no /proc/self/smaps");
-    return;
-  }
+static void test_huge_on(void) {
+  if (!can_see_advice()) return;
   if (g_test_subprocess()) {
-    g_setenv("STRATSIM_HUGE_PAGES", "0", TRUE);
-    util_memory_tune();
+    /* before tuning: glibc serves a block this large with its own mmap(), advised nothing */
     gsize size = (gsize)8 << 20;
-    char *a = malloc(size);
-    memset(a, 3, size);
-    g_assert_false(util_memory_advised_huge(a + size / 2));
-    free(a);
+    char *before = malloc(size);
+    memset(before, 1, 4096);
+    g_assert_false(util_memory_advised_huge(before + size / 2));
+    free(before);
+    check_tuned("1", TRUE);
     return;
   }
   g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
   g_test_trap_assert_passed();
-#endif
+}
+
+static void test_huge_off(void) {
+  if (!can_see_advice()) return;
+  if (g_test_subprocess()) {
+    check_tuned(NULL, FALSE);
+    return;
+  }
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
+}
+
+static void test_huge_zero(void) {
+  if (!can_see_advice()) return;
+  if (g_test_subprocess()) {
+    check_tuned("0", FALSE);
+    return;
+  }
+  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_test_trap_assert_passed();
 }
 
 static void test_advised_unknown(void) {
@@ -89,7 +99,8 @@ static void test_advised_unknown(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/util/memory/advised-unknown", test_advised_unknown);
-  g_test_add_func("/util/memory/tune", test_tune);
-  g_test_add_func("/util/memory/opt-out", test_opt_out);
+  g_test_add_func("/util/memory/huge-pages/on", test_huge_on);
+  g_test_add_func("/util/memory/huge-pages/off-by-default", test_huge_off);
+  g_test_add_func("/util/memory/huge-pages/zero", test_huge_zero);
   return g_test_run();
 }

@@ -33,27 +33,28 @@ void util_memory_tune(void) {
   mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  /* The first prediction in a fresh process still paid for every 4 KiB page it wrote: 14.7 k
-   * minor faults on the 175B interleaved point, ~40 ms of system time against ~25 ms of work
-   * (perf stat, 2026-12-02). Every block now comes from the heap (above), so one block of
-   * UTIL_MEMORY_HUGE_RESERVE grows the heap by that much, the block's 2 MiB-aligned part is
-   * advised to use huge pages, and the block is freed into the heap (which keeps it: the trim
-   * threshold above), so later blocks land in it: ~600 faults. Measured (bench --suite predict
-   * --repeat 1, fresh processes, alternated, thread CPU of the one prediction, median of 20;
-   * 2026-12-02, 2-core VM): interleaved vp=2 73.2 -> 44.1 ms, 1f1b 61.8 -> 36.0 ms (median of
-   * 10). One-shot `stratsim simulate` of that point, wall, two sets of 30 alternated pairs:
-   * median 105.5 -> 65 ms and 97 -> 60.5 ms, mean 115.1 -> 91.3 and 93.4 -> 80.5 ms, but a
-   * heavier tail: 5 and 4 of 30 runs over 130 ms (worst 393, 354 ms) against 1 and 0 (465,
-   * 119 ms). The slow runs spend 65-78% of their samples in the kernel's clear_page_erms
-   * zeroing the fresh 2 MiB pages (the fast ones 13-23%), with no compaction stall counted in
-   * /proc/vmstat: on this KVM guest (virtio_balloon bound, which can hand free high-order
-   * blocks back to the host) a huge page's first touch sometimes waits for the host. Earlier
-   * per-array hints (sim_graph.c's header: removed for that erratic first run) covered only
-   * some arrays, so they cut fewer faults for the same risk. Where the tail matters more than
-   * the median, STRATSIM_HUGE_PAGES=0 leaves the heap on small pages. Where the kernel has
-   * huge pages off (or madvise fails) this changes nothing. A heap beyond the reserve grows
-   * in small pages (a new mapping the advice does not cover). */
-  char *block = g_strcmp0(g_getenv("STRATSIM_HUGE_PAGES"), "0") != 0
+  /* Huge pages, only with STRATSIM_HUGE_PAGES=1 (measured 2026-12-02 on this 2-core KVM
+   * guest, 175B interleaved point). The first prediction in a fresh process pays for every
+   * 4 KiB page it writes: 14.7 k minor faults, ~40 ms of system time against ~25 ms of work.
+   * Every block comes from the heap (above), so one block of UTIL_MEMORY_HUGE_RESERVE grows
+   * the heap by that much, its 2 MiB-aligned part is advised to use huge pages, and it is
+   * freed into the heap (which keeps it: the trim threshold), so later blocks land in it:
+   * ~50-140 faults instead. Runs back to back gained: the one prediction of `bench --suite
+   * predict --repeat 1`, thread CPU, median of 20 alternated pairs 76.5 -> 46.4 ms; one-shot
+   * `stratsim simulate`, wall, two sets of 30 pairs: median 105.5 -> 65 and 97 -> 60.5 ms,
+   * mean 115.1 -> 91.3 and 93.4 -> 80.5 ms, with a heavier tail (4-5 of 30 over 130 ms, worst
+   * 393 ms). But a one-shot run after the machine idled 4 s lost: 12 pairs, mean 116.9 ms
+   * without against 316.7 ms with (every run 265-371 ms), the slow runs spending 65-78% of
+   * their samples in the kernel's clear_page_erms and no compaction stall counted in
+   * /proc/vmstat. The guest has virtio_balloon bound: free high-order blocks are handed back
+   * to the host after a short delay (free page reporting), and a huge page is such a block,
+   * so its first touch waits for the host, where 4 KiB pages mostly come from recently freed
+   * small blocks. sim_graph.c's header has the same conclusion for the per-array hints it
+   * removed. On bare metal, or a guest without page reporting, the hint should only gain;
+   * there STRATSIM_HUGE_PAGES=1 turns it on. Where the kernel has huge pages off (or madvise
+   * fails) it changes nothing. A heap beyond the reserve grows in small pages (a new mapping
+   * the advice does not cover). */
+  char *block = g_strcmp0(g_getenv("STRATSIM_HUGE_PAGES"), "1") == 0
                     ? malloc(UTIL_MEMORY_HUGE_RESERVE)
                     : NULL;
   if (block) {
