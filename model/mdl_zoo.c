@@ -438,18 +438,28 @@ int mdl_zoo_dim(MdlOp *op, const char *name, int64_t size, MdlDimRole role, gboo
   return op->ndims++;
 }
 
+/* @dims: the op's dim names per tensor dim, comma-separated, "-" for one the op does not
+ * index. Read in place (a 175B model has 3,279 operands: splitting each into allocated strings
+ * was 7 M of the 12 M instructions building it). */
 static void set_operand(MdlOp *op, MdlOperand *opd, int tensor, const char *dims) {
   opd->tensor = tensor;
   memset(opd->dim_map, -1, sizeof opd->dim_map);
-  char **names = g_strsplit(dims, ",", -1);
-  g_assert(g_strv_length(names) <= MDL_MAX_DIMS);
-  for (int i = 0; names[i]; i++) {
-    if (strcmp(names[i], "-") == 0) continue;
-    int d = mdl_op_find_dim(op, names[i]);
-    if (d < 0) g_error("zoo op %s has no dim %s", op->name, names[i]);
-    opd->dim_map[i] = (int8_t)d;
+  int i = 0;
+  for (const char *p = dims; *dims; i++) { /* ("": no dims, as g_strsplit gave) */
+    const char *comma = strchr(p, ',');
+    gsize len = comma ? (gsize)(comma - p) : strlen(p);
+    char name[64];
+    g_assert(i < MDL_MAX_DIMS && len < sizeof name);
+    memcpy(name, p, len);
+    name[len] = '\0';
+    if (strcmp(name, "-") != 0) {
+      int d = mdl_op_find_dim(op, name);
+      if (d < 0) g_error("zoo op %s has no dim %s", op->name, name);
+      opd->dim_map[i] = (int8_t)d;
+    }
+    if (!comma) break;
+    p = comma + 1;
   }
-  g_strfreev(names);
 }
 
 void mdl_zoo_input(MdlOp *op, int tensor, const char *dims) {
