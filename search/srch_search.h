@@ -222,8 +222,8 @@ gboolean srch_result_gather(SrchResult *result, const MdlGraph *graph, const Dev
                             const SrchComm *comm, GError **error);
 
 /* Tunes the C library's allocator for a search's pattern (a large task graph built and freed
- * per simulation): util_memory_tune (freed memory stays in the process, the heap asks for
- * huge pages; glibc, elsewhere nothing). Affects the whole process; results are unchanged. */
+ * per simulation): util_memory_tune (freed memory stays in the process; glibc, elsewhere
+ * nothing). Affects the whole process; results are unchanged. */
 void srch_keep_freed_memory(void);
 /* The calling thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID; 0 where there is none):
  * for measurements only, never for a decision. */
