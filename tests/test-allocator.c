@@ -30,63 +30,45 @@ static gboolean can_see_advice(void) {
 #endif
 }
 
-/* In a subprocess (the settings are made once per process): tune with @env as
- * STRATSIM_HUGE_PAGES (NULL: unset), then whether two 8 MiB blocks, a freed one's successor
- * included, ask for huge pages is @advised. */
-static void check_tuned(const char *env, gboolean advised) {
-  if (env) g_setenv("STRATSIM_HUGE_PAGES", env, TRUE);
-  else g_unsetenv("STRATSIM_HUGE_PAGES");
+/* One case: STRATSIM_HUGE_PAGES (NULL: unset) and whether the heap's blocks then ask for
+ * huge pages. */
+typedef struct {
+  const char *env;
+  gboolean advised;
+} HugeCase;
+
+/* In a subprocess (the settings are made once per process): a large block before tuning is
+ * glibc's own mmap(), advised nothing; after tuning with the case's environment, two 8 MiB
+ * blocks and a freed one's successor are advised as the case says. */
+static void test_huge(gconstpointer data) {
+  const HugeCase *c = data;
+  if (!can_see_advice()) return;
+  if (!g_test_subprocess()) {
+    g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+    g_test_trap_assert_passed();
+    return;
+  }
   gsize size = (gsize)8 << 20;
+  char *before = malloc(size);
+  memset(before, 1, 4096);
+  g_assert_false(util_memory_advised_huge(before + size / 2));
+  free(before);
+  if (c->env) g_setenv("STRATSIM_HUGE_PAGES", c->env, TRUE);
+  else g_unsetenv("STRATSIM_HUGE_PAGES");
   util_memory_tune();
   util_memory_tune(); /* later calls change nothing */
   char *a = malloc(size), *b = malloc(size);
   g_assert_nonnull(a);
   g_assert_nonnull(b);
   memset(a, 2, size);
-  g_assert_cmpint(util_memory_advised_huge(a + size / 2), ==, advised);
-  g_assert_cmpint(util_memory_advised_huge(b + size / 2), ==, advised);
+  g_assert_cmpint(util_memory_advised_huge(a + size / 2), ==, c->advised);
+  g_assert_cmpint(util_memory_advised_huge(b + size / 2), ==, c->advised);
   for (gsize i = 0; i < size; i += 4096) g_assert_cmpint(a[i], ==, 2);
   free(a);
   free(b);
-  char *c = malloc(size); /* from the heap again (its top is not trimmed) */
-  g_assert_cmpint(util_memory_advised_huge(c + size / 2), ==, advised);
-  free(c);
-}
-
-static void test_huge_on(void) {
-  if (!can_see_advice()) return;
-  if (g_test_subprocess()) {
-    /* before tuning: glibc serves a block this large with its own mmap(), advised nothing */
-    gsize size = (gsize)8 << 20;
-    char *before = malloc(size);
-    memset(before, 1, 4096);
-    g_assert_false(util_memory_advised_huge(before + size / 2));
-    free(before);
-    check_tuned("1", TRUE);
-    return;
-  }
-  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-  g_test_trap_assert_passed();
-}
-
-static void test_huge_off(void) {
-  if (!can_see_advice()) return;
-  if (g_test_subprocess()) {
-    check_tuned(NULL, FALSE);
-    return;
-  }
-  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-  g_test_trap_assert_passed();
-}
-
-static void test_huge_zero(void) {
-  if (!can_see_advice()) return;
-  if (g_test_subprocess()) {
-    check_tuned("0", FALSE);
-    return;
-  }
-  g_test_trap_subprocess(NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
-  g_test_trap_assert_passed();
+  char *d = malloc(size); /* from the heap again (its top is not trimmed) */
+  g_assert_cmpint(util_memory_advised_huge(d + size / 2), ==, c->advised);
+  free(d);
 }
 
 static void test_advised_unknown(void) {
@@ -99,8 +81,9 @@ static void test_advised_unknown(void) {
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/util/memory/advised-unknown", test_advised_unknown);
-  g_test_add_func("/util/memory/huge-pages/on", test_huge_on);
-  g_test_add_func("/util/memory/huge-pages/off-by-default", test_huge_off);
-  g_test_add_func("/util/memory/huge-pages/zero", test_huge_zero);
+  static const HugeCase on = {"1", TRUE}, unset = {NULL, FALSE}, zero = {"0", FALSE};
+  g_test_add_data_func("/util/memory/huge-pages/on", &on, test_huge);
+  g_test_add_data_func("/util/memory/huge-pages/off-by-default", &unset, test_huge);
+  g_test_add_data_func("/util/memory/huge-pages/zero", &zero, test_huge);
   return g_test_run();
 }
