@@ -570,15 +570,7 @@ SimTime sim_bounder_bound(SimBounder *sb) {
   int zero = b->s->zero_stage;
   g_return_val_if_fail(zero >= 0 && zero <= 3, sb->chain);
   if (!sb->streamed[zero]) {
-    if (!b->users) { /* per tensor: the ops that read it, as the builder's */
-      int nt = mdl_graph_num_tensors(b->g);
-      b->users = g_new(GArray *, nt);
-      for (int t = 0; t < nt; t++) b->users[t] = g_array_new(FALSE, FALSE, sizeof(int));
-      for (int o = 0; o < b->nops; o++) {
-        const MdlOp *op = mdl_graph_op(b->g, o);
-        for (int i = 0; i < op->ninputs; i++) g_array_append_val(b->users[op->inputs[i].tensor], o);
-      }
-    }
+    if (!b->users) sb_users_init(b); /* per tensor: the ops that read it, as the builder's */
     sb->stream[zero] = sb->tail[zero] = 0;
     for (int r = 0; r < sb->nranks; r++) {
       if (sb->device[r] < 0) continue;
@@ -637,7 +629,7 @@ void sim_bounder_set_strategy(SimBounder *sb, const MdlStrategy *strategy) {
   const DevCluster *cluster = sb->b.c;
   const CmParams *params = sb->b.p;
   int *sample_tdim = sb->b.sample_tdim;
-  GArray **users = sb->b.users;
+  SbUsers *users = sb->b.users;
   gboolean no_replay = sb->b.no_replay;
   SbCollectiveMemo *collectives = sb->b.collectives || no_replay ? sb->b.collectives : sb_collective_memo_new();
   gboolean gaps_on = sb->gaps_on;
@@ -653,10 +645,7 @@ void sim_bounder_free(SimBounder *sb) {
   if (!sb) return;
   Builder *b = &sb->b;
   bounder_clear(sb);
-  if (b->users) {
-    for (int t = 0; t < mdl_graph_num_tensors(b->g); t++) g_array_unref(b->users[t]);
-    g_free(b->users);
-  }
+  sb_users_free(b);
   g_free(b->sample_tdim);
   sb_collective_memo_free(b->collectives);
   g_free(sb);

@@ -64,6 +64,12 @@ typedef struct {
   gboolean used;
 } SbKernelMemo;
 
+/* The ops that read a tensor, once per operand that reads it, in op order (Builder.users). */
+typedef struct {
+  const int *op;
+  guint len;
+} SbUsers;
+
 /* Collective times and channel counts across strategies (sim_build_memo.c). */
 typedef struct SbCollectiveMemo SbCollectiveMemo;
 
@@ -104,7 +110,8 @@ typedef struct {
   int *sample_tdim;         /* per tensor */
   GPtrArray **conversions;  /* per tensor: forward conversions already built (Conversion *) */
   GPtrArray **rec_conversions; /* per tensor: the same for its recomputed values */
-  GArray **users;           /* per tensor: ops that read it (int) */
+  SbUsers *users;           /* per tensor: the ops that read it, once per read, in op order
+                               (sb_users_init: one array for all) */
   /* Symmetry: per mesh, the mesh indices simulated (all of them without symmetry), and for
    * each mesh index its position among them (-1: a replica that is not simulated) and the
    * index of the representative whose timeline it shares. */
@@ -229,6 +236,12 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
                          const SimOptions *options, gboolean enforce, SimEstimate *estimate,
                          GError **error);
 void sb_builder_clear(Builder *b);
+/* Builder.users of @b->g (its ops read once: two passes, one allocation); sb_users_free frees
+ * them (NULL: nothing). */
+void sb_users_init(Builder *b);
+/* Frees a Conversion (the free function of Builder.conversions' lists). */
+void sb_conversion_free(gpointer data);
+void sb_users_free(Builder *b);
 void sb_build_compute(Builder *b);
 /* The host stream (sim_build_host.c): one host task per compute task, after them, in program
  * order; nothing under MDL_FRAMEWORK_NONE. Called by sb_build_compute. */

@@ -45,15 +45,14 @@
  * Tried, not kept or not done: memoizing all of sb_op_durations across the layers' identical
  * ops (5.8 M instructions a build, 1,157 ops): the key would have to cover everything the cost
  * model reads of an op, its tensors and their graph context (fp8 cast fusion, profiles,
- * overlap), which no checked property gives; the per-tensor conversion lists made on first use
- * instead of in sb_builder_init (about 1 M a build, 0.4% of a prediction: not worth
- * sim_delta.c's extra case). Measured 2026-12-03 (b3eb382, per prediction): sb_builder_init
- * 4.0 M and sb_builder_clear 2.0 M instructions, of which the three containers per tensor
- * (conversions, rec_conversions, users: 1,738 tensors) take ~3.7 M to make, fill and free;
- * flat arrays (users as offsets into one array, conversions in one list per builder) would
- * save most of that, but sim_delta.c reads b->users[t] as a GArray and empties
- * b->conversions[t] per tensor, and sim_bound.c keeps its own users the same way, so both
- * would change with it (not this builder's files alone). sb_choose_representatives 1.1 M;
+ * overlap), which no checked property gives. Measured 2026-12-03 (b3eb382, per prediction):
+ * sb_builder_init 4.0 M and sb_builder_clear 2.0 M instructions, of which the three containers
+ * per tensor (conversions, rec_conversions, users: 1,738 tensors) took ~3.7 M to make, fill
+ * and free. Since 2026-12-02 (later) the users are one block (SbUsers, sb_users_init, which
+ * sim_bound.c shares) and a conversion list is made on its first use: sb_builder_init 4.03 ->
+ * 2.06 M, sb_builder_clear 1.97 -> 0.81 M, the whole prediction 189.1 -> 186.0 M (callgrind,
+ * `bench --suite predict --repeat 3` / 3, 175B interleaved point), page faults unchanged
+ * (14,381 in the first prediction). sb_choose_representatives 1.1 M;
  * sb_estimate_tasks 3.7 M, of which sb_sync_items 0.8 M is computed again by the gradient
  * sync (handing it over is under 0.4% of a prediction). */
 #include "sim/sim-int.h"
@@ -509,10 +508,10 @@ static uint32_t *chain_compute(Builder *b) {
 void sb_recompute_segment(Builder *b, int t) {
   int p = mdl_graph_tensor(b->g, t)->producer;
   if (p < 0 || b->group[p] < 0) return;
-  GArray *users = b->users[t];
+  const SbUsers *users = &b->users[t];
   for (guint u = 0; u < users->len; u++) {
-    int o = g_array_index(users, int, u);
-    if ((u > 0 && g_array_index(users, int, u - 1) == o) || b->group[o] != b->group[p]) continue;
+    int o = users->op[u];
+    if ((u > 0 && users->op[u - 1] == o) || b->group[o] != b->group[p]) continue;
     const MdlOp *op = mdl_graph_op(b->g, o);
     const MdlMesh *mesh = mesh_of(b, o);
     int m = cfg(b, o)->mesh;
@@ -536,7 +535,7 @@ void sb_recompute_segment(Builder *b, int t) {
   }
 }
 
-static void conversion_free(gpointer data) {
+void sb_conversion_free(gpointer data) {
   Conversion *cv = data;
   g_free(cv->ready);
   g_free(cv);
@@ -702,23 +701,18 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
   b->grads_done_b = g_new0(int, strategy->num_stages);
   b->grads_done_w = g_new0(int, strategy->num_stages);
   b->sample_tdim = g_new(int, nt);
-  b->conversions = g_new(GPtrArray *, nt);
-  b->rec_conversions = g_new(GPtrArray *, nt);
-  b->users = g_new(GArray *, nt);
-  for (int t = 0; t < nt; t++) {
-    b->sample_tdim[t] = -1;
-    b->conversions[t] = g_ptr_array_new_with_free_func(conversion_free);
-    b->rec_conversions[t] = g_ptr_array_new_with_free_func(conversion_free);
-    b->users[t] = g_array_new(FALSE, FALSE, sizeof(int));
-  }
-  /* Sample dims and users in one pass over the operands. */
+  /* per tensor its forward conversions (sb_forward_conversion makes a list on first use) */
+  b->conversions = g_new0(GPtrArray *, nt);
+  b->rec_conversions = g_new0(GPtrArray *, nt);
+  for (int t = 0; t < nt; t++) b->sample_tdim[t] = -1;
+  sb_users_init(b);
+  /* Sample dims in one pass over the operands. */
   for (int o = 0; o < b->nops; o++) {
     const MdlOp *op = mdl_graph_op(graph, o);
     int sd = mdl_op_sample_dim(op);
-    for (int k = -1; k < op->ninputs; k++) {
+    for (int k = -1; sd >= 0 && k < op->ninputs; k++) {
       const MdlOperand *opd = k < 0 ? &op->output : &op->inputs[k];
-      if (k >= 0) g_array_append_val(b->users[opd->tensor], o);
-      for (int i = 0; sd >= 0 && i < MDL_MAX_DIMS; i++)
+      for (int i = 0; i < MDL_MAX_DIMS; i++)
         if (opd->dim_map[i] == sd && b->sample_tdim[opd->tensor] < 0) b->sample_tdim[opd->tensor] = i;
     }
   }
@@ -742,15 +736,46 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
   return TRUE;
 }
 
+void sb_users_init(Builder *b) {
+  int nt = mdl_graph_num_tensors(b->g);
+  /* one block: the entries, then per tensor its users' slice */
+  guint reads = 0;
+  for (int o = 0; o < b->nops; o++) reads += (guint)mdl_graph_op(b->g, o)->ninputs;
+  b->users = g_malloc0(sizeof(SbUsers) * (gsize)nt + sizeof(int) * ((gsize)reads + 1));
+  int *ops = (int *)(b->users + nt);
+  for (int o = 0; o < b->nops; o++) { /* counts */
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    for (int k = 0; k < op->ninputs; k++) b->users[op->inputs[k].tensor].len++;
+  }
+  guint at = 0;
+  for (int t = 0; t < nt; t++) {
+    b->users[t].op = ops + at;
+    at += b->users[t].len;
+    b->users[t].len = 0;
+  }
+  for (int o = 0; o < b->nops; o++) { /* in op order, once per read */
+    const MdlOp *op = mdl_graph_op(b->g, o);
+    for (int k = 0; k < op->ninputs; k++) {
+      SbUsers *u = &b->users[op->inputs[k].tensor];
+      ((int *)u->op)[u->len++] = o;
+    }
+  }
+}
+
+void sb_users_free(Builder *b) {
+  g_free(b->users);
+  b->users = NULL;
+}
+
 /* Frees what builder_init allocated (not the task graph). */
 void sb_builder_clear(Builder *b) {
   if (!b->g) return; /* builder_init failed before allocating */
   int nt = mdl_graph_num_tensors(b->g);
   for (int t = 0; t < nt; t++) {
-    g_ptr_array_unref(b->conversions[t]);
-    g_ptr_array_unref(b->rec_conversions[t]);
-    g_array_unref(b->users[t]);
+    if (b->conversions[t]) g_ptr_array_unref(b->conversions[t]);
+    if (b->rec_conversions[t]) g_ptr_array_unref(b->rec_conversions[t]);
   }
+  sb_users_free(b);
   g_free(b->conversions);
   g_free(b->rec_conversions);
   g_free(b->chain_prev);
@@ -759,7 +784,6 @@ void sb_builder_clear(Builder *b) {
   g_free(b->rec_base);
   g_free(b->group);
   g_free(b->fsdp_unit);
-  g_free(b->users);
   sb_free_representatives(b);
   g_hash_table_unref(b->plans);
   g_free(b->sample_tdim);

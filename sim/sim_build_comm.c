@@ -445,7 +445,9 @@ static void convert_forward(Builder *b, Conversion *cv, int t, int p, MdlLayout 
 const Conversion *sb_forward_conversion(Builder *b, int t, int consumer, MdlLayout layout,
                                         gboolean recomputed) {
   int mesh = cfg(b, consumer)->mesh;
-  GPtrArray *list = recomputed ? b->rec_conversions[t] : b->conversions[t];
+  GPtrArray **slot = recomputed ? &b->rec_conversions[t] : &b->conversions[t];
+  if (!*slot) *slot = g_ptr_array_new_with_free_func(sb_conversion_free);
+  GPtrArray *list = *slot;
   for (guint i = 0; i < list->len; i++) {
     Conversion *cv = g_ptr_array_index(list, i);
     if (cv->mesh == mesh && memcmp(&cv->layout, &layout, sizeof layout) == 0) return cv;
@@ -516,10 +518,10 @@ gboolean sb_overlapped_output(const Builder *b, int p) {
  * drain (one chunk each) are not modeled: overlap is taken as complete. */
 void sb_forward_segment(Builder *b, int t) {
   if (mdl_graph_tensor(b->g, t)->producer < 0) return;
-  GArray *users = b->users[t];
+  const SbUsers *users = &b->users[t];
   for (guint u = 0; u < users->len; u++) {
-    int o = g_array_index(users, int, u);
-    if (u > 0 && g_array_index(users, int, u - 1) == o) continue; /* users lists o per read */
+    int o = users->op[u];
+    if (u > 0 && users->op[u - 1] == o) continue; /* users lists o per read */
     const MdlOp *op = mdl_graph_op(b->g, o);
     const MdlMesh *mesh = mesh_of(b, o);
     int m = cfg(b, o)->mesh;
@@ -613,9 +615,9 @@ gboolean sb_needs_crossmesh(const Builder *b) {
 gboolean sb_gradient_group_leader(const Builder *b, int o, int k) {
   int t = mdl_graph_op(b->g, o)->inputs[k].tensor;
   MdlLayout mine = sb_input_grad_layout(b, o, k);
-  GArray *users = b->users[t];
+  const SbUsers *users = &b->users[t];
   for (guint u = 0; u < users->len; u++) {
-    int o2 = g_array_index(users, int, u);
+    int o2 = users->op[u];
     if (o2 > o || cfg(b, o2)->mesh != cfg(b, o)->mesh || cfg(b, o2)->stage != cfg(b, o)->stage)
       continue;
     const MdlOp *op2 = mdl_graph_op(b->g, o2);
@@ -701,10 +703,10 @@ static void reshard_gradient(Builder *b, int t, int o, int p, MdlLayout from, Md
 void sb_backward_segment(Builder *b, int t) {
   int p = mdl_graph_tensor(b->g, t)->producer;
   if (p < 0) return;
-  GArray *users = b->users[t];
+  const SbUsers *users = &b->users[t];
   for (guint u = 0; u < users->len; u++) {
-    int o = g_array_index(users, int, u);
-    if (u > 0 && g_array_index(users, int, u - 1) == o) continue;
+    int o = users->op[u];
+    if (u > 0 && users->op[u - 1] == o) continue;
     const MdlOp *op = mdl_graph_op(b->g, o);
     for (int k = 0; k < op->ninputs; k++) {
       if (op->inputs[k].tensor != t || !sb_gradient_group_leader(b, o, k)) continue;

@@ -11,11 +11,11 @@
  * op (-1: no op uses @w on @m) and @layout the weight's layout there. */
 unsigned sb_grad_sync_mask(const Builder *b, int w, int m, int *first, MdlLayout *layout) {
   const MdlMesh *mesh = mdl_strategy_mesh(b->s, m);
-  GArray *users = b->users[w];
+  const SbUsers *users = &b->users[w];
   unsigned mask = 0;
   *first = -1;
   for (guint u = 0; u < users->len; u++) {
-    int o = g_array_index(users, int, u);
+    int o = users->op[u];
     if (cfg(b, o)->mesh != m) continue;
     const MdlOp *op = mdl_graph_op(b->g, o);
     for (int k = 0; k < op->ninputs; k++) {
@@ -310,9 +310,9 @@ static void add_bucket(Builder *b, const SyncItem *items, int n, CmCollective co
     for (int i = 0; after && i < nsim; i++)
       if (after[sim[i]] != NO_TASK) sim_task_graph_edge(b->tg, after[sim[i]], span.gate);
     for (int k = 0; !after && k < n; k++) {
-      GArray *users = b->users[items[k].w];
+      const SbUsers *users = &b->users[items[k].w];
       for (guint u = 0; u < users->len; u++) {
-        int o = g_array_index(users, int, u);
+        int o = users->op[u];
         if (cfg(b, o)->mesh != m) continue;
         for (int i = 0; i < nsim; i++) {
           int idx = sim_members[i];
@@ -343,10 +343,10 @@ GArray *sb_sync_items(const Builder *b, double *local_params) {
     /* The meshes its readers run on, ascending (the order every mesh was once scanned in, so
      * that each device's parameter sum adds in the same order; scanning every mesh for every
      * weight is quadratic in deep pipelines). */
-    GArray *users = b->users[w];
+    const SbUsers *users = &b->users[w];
     g_array_set_size(meshes, 0);
     for (guint u = 0; u < users->len; u++)
-      g_array_append_val(meshes, cfg(b, g_array_index(users, int, u))->mesh);
+      g_array_append_val(meshes, cfg(b, users->op[u])->mesh);
     g_array_sort(meshes, compare_ints);
     for (guint i = 0; i < meshes->len; i++) {
       int m = g_array_index(meshes, int, i);
@@ -364,7 +364,7 @@ GArray *sb_sync_items(const Builder *b, double *local_params) {
         local_params[mesh->devices[b->rep_idx[m][r]]] += stepped;
       if (!it.mask) continue;
       for (guint u = 0; u < users->len; u++) {
-        int o = g_array_index(users, int, u);
+        int o = users->op[u];
         if (cfg(b, o)->mesh == m && o < it.ready) it.ready = o;
       }
       /* Megatron-LM reduces a bf16 model's gradients in fp32 (cm_framework_grad_bytes). */

@@ -165,9 +165,9 @@ static gboolean reader_changes(const SimDelta *d, const Builder *b, int n) {
   for (int i = 0; i < n; i++) {
     int o = d->changed[i];
     if ((b->wgt_base[o] != NO_TASK) != sb_has_weight_task(b, o)) return TRUE;
-    GArray *users = b->users[mdl_graph_op(d->graph, o)->output.tensor];
+    const SbUsers *users = &b->users[mdl_graph_op(d->graph, o)->output.tensor];
     for (guint u = 0; u < users->len; u++) {
-      int r = g_array_index(users, int, u);
+      int r = users->op[u];
       gboolean changed = FALSE;
       for (int j = 0; j < n && !changed; j++) changed = d->changed[j] == r;
       if (changed || b->wgt_base[r] == NO_TASK) continue;
@@ -200,8 +200,8 @@ static gboolean mark_affected(SimDelta *d, int n) {
       weight |= mdl_graph_tensor(g, t)->is_weight;
       int p = mdl_graph_tensor(g, t)->producer;
       if (p >= 0) d->op_affected[p] = 1;
-      GArray *users = d->b.users[t];
-      for (guint u = 0; u < users->len; u++) d->op_affected[g_array_index(users, int, u)] = 1;
+      const SbUsers *users = &d->b.users[t];
+      for (guint u = 0; u < users->len; u++) d->op_affected[users->op[u]] = 1;
     }
   }
   return weight;
@@ -216,8 +216,8 @@ static void unmark_affected(SimDelta *d, int n) {
       d->tensor_affected[t] = 0;
       int p = mdl_graph_tensor(g, t)->producer;
       if (p >= 0) d->op_affected[p] = 0;
-      GArray *users = d->b.users[t];
-      for (guint u = 0; u < users->len; u++) d->op_affected[g_array_index(users, int, u)] = 0;
+      const SbUsers *users = &d->b.users[t];
+      for (guint u = 0; u < users->len; u++) d->op_affected[users->op[u]] = 0;
     }
   }
 }
@@ -396,8 +396,9 @@ static DeltaOutcome simulate_delta(SimDelta *d, const MdlStrategy *strategy, GEr
         for (uint32_t x = old_marks[seg].task; x < old_marks[seg + 1].task; x++)
           new_of_old[x] = UINT32_MAX;
         g_array_append_val(rebuilt, seg);
-        if (pass == SB_PASS_FORWARD) g_ptr_array_set_size(b->conversions[i], 0);
-        if (pass == SB_PASS_RECOMPUTE) g_ptr_array_set_size(b->rec_conversions[i], 0);
+        if (pass == SB_PASS_FORWARD && b->conversions[i]) g_ptr_array_set_size(b->conversions[i], 0);
+        if (pass == SB_PASS_RECOMPUTE && b->rec_conversions[i])
+          g_ptr_array_set_size(b->rec_conversions[i], 0);
         sb_run_segment(b, (SbPass)pass, i);
         d->stats.segments_rebuilt++;
         d->stats.tasks_rebuilt += tg->tasks->len - mark.task;
