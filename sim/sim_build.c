@@ -757,7 +757,7 @@ void sb_users_init(Builder *b) {
     const MdlOp *op = mdl_graph_op(b->g, o);
     for (int k = 0; k < op->ninputs; k++) {
       SbUsers *u = &b->users[op->inputs[k].tensor];
-      ((int *)u->op)[u->len++] = o;
+      ops[(u->op - ops) + u->len++] = o;
     }
   }
 }

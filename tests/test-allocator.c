@@ -21,13 +21,12 @@ static gboolean can_see_advice(void) {
 #if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
   g_test_skip("the allocator settings apply to glibc's malloc only (not under a sanitizer)");
   return FALSE;
-#else
+#endif
   if (!g_file_test("/proc/self/smaps", G_FILE_TEST_EXISTS) || !thp_offered()) {
     g_test_skip("no transparent huge pages or no /proc/self/smaps");
     return FALSE;
   }
   return TRUE;
-#endif
 }
 
 /* One case: STRATSIM_HUGE_PAGES (NULL: unset) and whether the heap's blocks then ask for
