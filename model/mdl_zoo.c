@@ -444,8 +444,9 @@ int mdl_zoo_dim(MdlOp *op, const char *name, int64_t size, MdlDimRole role, gboo
 static void set_operand(MdlOp *op, MdlOperand *opd, int tensor, const char *dims) {
   opd->tensor = tensor;
   memset(opd->dim_map, -1, sizeof opd->dim_map);
+  if (!*dims) return; /* no dims */
   int i = 0;
-  for (const char *p = dims; *dims; i++) { /* ("": no dims, as g_strsplit gave) */
+  for (const char *p = dims;; i++) {
     const char *comma = strchr(p, ',');
     gsize len = comma ? (gsize)(comma - p) : strlen(p);
     char name[64];

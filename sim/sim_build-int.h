@@ -239,9 +239,9 @@ void sb_builder_clear(Builder *b);
 /* Builder.users of @b->g (its ops read once: two passes, one allocation); sb_users_free frees
  * them (NULL: nothing). */
 void sb_users_init(Builder *b);
+void sb_users_free(Builder *b);
 /* Frees a Conversion (the free function of Builder.conversions' lists). */
 void sb_conversion_free(gpointer data);
-void sb_users_free(Builder *b);
 void sb_build_compute(Builder *b);
 /* The host stream (sim_build_host.c): one host task per compute task, after them, in program
  * order; nothing under MDL_FRAMEWORK_NONE. Called by sb_build_compute. */

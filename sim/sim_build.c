@@ -48,7 +48,7 @@
  * overlap), which no checked property gives. Measured 2026-12-03 (b3eb382, per prediction):
  * sb_builder_init 4.0 M and sb_builder_clear 2.0 M instructions, of which the three containers
  * per tensor (conversions, rec_conversions, users: 1,738 tensors) took ~3.7 M to make, fill
- * and free. Since 2026-12-02 (later) the users are one block (SbUsers, sb_users_init, which
+ * and free. Since then the users are one block (SbUsers, sb_users_init, which
  * sim_bound.c shares) and a conversion list is made on its first use: sb_builder_init 4.03 ->
  * 2.06 M, sb_builder_clear 1.97 -> 0.81 M, the whole prediction 189.1 -> 186.0 M (callgrind,
  * `bench --suite predict --repeat 3` / 3, 175B interleaved point), page faults unchanged
