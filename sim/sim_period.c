@@ -1,0 +1,386 @@
+/* sim/period — a pipelined iteration's steady state, proven per run from its timeline.
+ *
+ * The engine (sim_engine.c) pops tasks by (pop time, id), a task's pop time being the latest
+ * end of its dependencies (and its release); pop times never decrease. So "every pop before time
+ * tau" is a prefix of the run, and the state the engine is in after it is a function of the
+ * tasks popped (P(tau)) and their ends: each resource's free time, and per task not popped its
+ * dependencies not yet ended and the latest end of those that have. Everything the rest of the
+ * run does follows from that state and the rules of the tasks not popped (durations,
+ * resources, successors, ids' order). Times at or before tau are as good as tau there (every
+ * later pop is at tau or after), so the state is compared relative to its cut, clamped at it.
+ *
+ * Labels. A task of microbatch m (SimTask.microbatch; a launch: its kernel's) has an image one
+ * period on, sigma(x): the task of microbatch m + p that is the same in everything else (kind,
+ * op, tensor, collective, bytes, duration, resources; the j-th such of microbatch m maps to the
+ * j-th of m + p). Tasks of the whole iteration (microbatch -1: gradient syncs, the optimizer)
+ * are their own images.
+ *
+ * The claim. Let G_k be the graph of k microbatches and cuts a < b of its run with
+ *  (1) partition: per label, the tasks of G_{k+p} are those G_k popped before b (same labels)
+ *      and the images of those it had not popped at a: for each task x of microbatch m,
+ *      m < p pops before b, m >= k - p pops at a or after, and x pops before a exactly when
+ *      sigma(x) pops before b; no task of the whole iteration pops between a and b;
+ *  (2) state: every task touched at a (not popped, with a dependency ended or none at all) has
+ *      its image touched at b with the same dependencies left and the same clamped time
+ *      relative to the cut, as many touched at b as at a, and every resource's clamped free
+ *      time relative to the cut the same at both;
+ *  (3) programs: per device, its program of G_k cut at a and b (the compute stream serves its
+ *      program in order, so each cut is a position) lies at the same offset of a schedule unit
+ *      and of its image, and the schedule of N = k + i p microbatches (sim_pipeline_units) is
+ *      the k-microbatch one with the i images of the units between the cuts inserted.
+ * Then G_{k+p} runs as G_k up to b (its tasks popped by then are G_k's, with the same rules:
+ * the schedules agree there), reaching the image of G_k's state at a shifted by P = b - a,
+ * over the image of G_k's unpopped tasks, whose rules are the images of theirs (the builder
+ * stamps every microbatch from the same templates and chains each device by its schedule:
+ * tests/test-period.c checks the result against full runs); ids keep their order under sigma
+ * (compute ids are op-major, microbatch after microbatch). So its pops after b are G_k's after a,
+ * P later, and at its own cuts a and b conditions (1)-(3) hold again: by induction G_N's
+ * makespan is max(latest end of the tasks popped before a, latest end of the rest + i P).
+ *
+ * What this file does not do (yet): releases (a run timed with late launches), folded or merged
+ * graphs (sim_merge.c's reduced runs), the breakdown's sums; a run that does not satisfy the
+ * checks (GPipe's two phases, a k too small to reach the steady state) is not extrapolated. */
+#include "sim/sim_period.h"
+#include "sim/sim_schedule.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE UINT32_MAX
+
+typedef struct {
+  const SimTaskGraph *g;
+  const SimSchedule *s;
+  const MdlStrategy *strategy;
+  const SimTask *tasks;
+  const uint32_t *res;
+  uint32_t n;
+  int M, p;
+  int32_t *mb;     /* per task: its microbatch (-1: the whole iteration's) */
+  uint32_t *sigma; /* per task: its image one period on (NONE: none in the graph) */
+  SimTime *key;    /* per task: its pop time */
+  SimTime *end;
+  /* per cut (0: a, 1: b): per task not popped its dependencies ended and their latest end;
+   * per resource its free time */
+  uint32_t *ended[2];
+  SimTime *latest[2], *free_at[2];
+} Period;
+
+static gboolean is_host_task(const Period *c, uint32_t x) {
+  const SimTaskGraph *g = c->g;
+  return g->host_base != NONE && x >= g->host_base && x < g->host_base + g->num_compute;
+}
+
+/* The fields that must agree between a task and its image. */
+typedef struct {
+  uint64_t hash;
+  int32_t mb;
+  uint32_t id;
+} Label;
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t task_hash(const Period *c, const SimTask *t) {
+  uint32_t bytes;
+  memcpy(&bytes, &t->bytes, sizeof bytes);
+  uint64_t h = mix(0, t->kind);
+  h = mix(h, t->collective);
+  h = mix(h, ((uint64_t)t->phase << 8) | t->role);
+  h = mix(h, t->link);
+  h = mix(h, (uint32_t)t->op);
+  h = mix(h, (uint32_t)t->tensor);
+  h = mix(h, t->group_size);
+  h = mix(h, bytes);
+  h = mix(h, t->duration);
+  h = mix(h, t->nres);
+  for (uint16_t k = 0; k < t->nres; k++) h = mix(h, c->res[t->res_begin + k]);
+  return h;
+}
+
+static gboolean same_rules(const Period *c, const SimTask *t, const SimTask *u) {
+  if (t->kind != u->kind || t->collective != u->collective || t->phase != u->phase ||
+      t->role != u->role || t->link != u->link || t->op != u->op || t->tensor != u->tensor ||
+      t->group_size != u->group_size || t->duration != u->duration || t->nres != u->nres ||
+      memcmp(&t->bytes, &u->bytes, sizeof t->bytes) != 0)
+    return FALSE;
+  return memcmp(c->res + t->res_begin, c->res + u->res_begin, sizeof(uint32_t) * t->nres) == 0;
+}
+
+static int compare_label(const void *a, const void *b) {
+  const Label *x = a, *y = b;
+  if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+  if (x->mb != y->mb) return x->mb < y->mb ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* mb, key, end and sigma; FALSE where a task of microbatch m < k - p has no image. */
+static gboolean label(Period *c) {
+  const SimTaskGraph *g = c->g;
+  uint32_t n = c->n;
+  for (uint32_t x = 0; x < n; x++) {
+    const SimTask *t = &c->tasks[x];
+    c->key[x] = c->s->ready[x];
+    c->end[x] = c->s->start[x] + t->duration;
+    c->mb[x] = t->microbatch < 0 ? -1 : t->microbatch;
+    c->sigma[x] = t->microbatch < 0 ? x : NONE;
+  }
+  if (g->host_base != NONE) /* a launch is its kernel's */
+    for (uint32_t i = 0; i < g->num_compute; i++) c->mb[g->host_base + i] = c->mb[i];
+  g_autofree Label *lab = g_new(Label, n ? n : 1);
+  uint32_t nl = 0;
+  for (uint32_t x = 0; x < n; x++)
+    if (c->mb[x] >= 0 && !is_host_task(c, x))
+      lab[nl++] = (Label){task_hash(c, &c->tasks[x]), c->mb[x], x};
+  qsort(lab, nl, sizeof(Label), compare_label);
+  /* per run of one hash, each microbatch's tasks in id order: the j-th of m maps to the j-th
+   * of m + p, where both microbatches have as many (both runs are sorted by microbatch) */
+  for (uint32_t lo = 0; lo < nl;) {
+    uint32_t hi = lo;
+    while (hi < nl && lab[hi].hash == lab[lo].hash) hi++;
+    uint32_t u = lo;
+    for (uint32_t i = lo; i < hi;) {
+      uint32_t e = i;
+      while (e < hi && lab[e].mb == lab[i].mb) e++;
+      int32_t want = lab[i].mb + c->p;
+      while (u < hi && lab[u].mb < want) u++;
+      uint32_t ue = u;
+      while (ue < hi && lab[ue].mb == want) ue++;
+      if (ue - u == e - i)
+        for (uint32_t j = 0; j < e - i; j++)
+          if (same_rules(c, &c->tasks[lab[i + j].id], &c->tasks[lab[u + j].id]))
+            c->sigma[lab[i + j].id] = lab[u + j].id;
+      i = e;
+    }
+    lo = hi;
+  }
+  if (g->host_base != NONE)
+    for (uint32_t i = 0; i < g->num_compute; i++)
+      c->sigma[g->host_base + i] = c->sigma[i] == NONE ? NONE : g->host_base + c->sigma[i];
+  for (uint32_t x = 0; x < n; x++)
+    if (c->mb[x] >= 0 && c->mb[x] < c->M - c->p && c->sigma[x] == NONE) return FALSE;
+  return TRUE;
+}
+
+/* The engine's state after the pops before @tau (cut @w). */
+static void cut(Period *c, int w, SimTime tau) {
+  const SimTaskGraph *g = c->g;
+  uint32_t *ended = c->ended[w];
+  SimTime *latest = c->latest[w], *free_at = c->free_at[w];
+  memset(ended, 0, sizeof(uint32_t) * c->n);
+  memset(latest, 0, sizeof(SimTime) * c->n);
+  memset(free_at, 0, sizeof(SimTime) * (gsize)g->num_resources);
+  for (uint32_t x = 0; x < c->n; x++) {
+    if (c->key[x] >= tau) continue;
+    const SimTask *t = &c->tasks[x];
+    for (uint16_t k = 0; k < t->nres; k++) {
+      uint32_t r = c->res[t->res_begin + k];
+      if (c->end[x] > free_at[r]) free_at[r] = c->end[x];
+    }
+    for (uint32_t k = g->succ_offsets[x]; k < g->succ_offsets[x + 1]; k++) {
+      uint32_t v = g->succ[k];
+      if (c->key[v] < tau) continue;
+      ended[v]++;
+      if (c->end[x] > latest[v]) latest[v] = c->end[x];
+    }
+  }
+}
+
+static inline SimTime rel(SimTime t, SimTime tau) { return t > tau ? t - tau : 0; }
+
+/* Condition (1). */
+static gboolean partition(const Period *c, SimTime a, SimTime b) {
+  for (uint32_t x = 0; x < c->n; x++) {
+    SimTime k = c->key[x];
+    int32_t m = c->mb[x];
+    if (m < 0) {
+      if (k >= a && k < b) return FALSE;
+      continue;
+    }
+    if (m < c->p && k >= b) return FALSE;
+    if (m >= c->M - c->p && k < a) return FALSE;
+    if (m < c->M - c->p && (k < a) != (c->key[c->sigma[x]] < b)) return FALSE;
+  }
+  return TRUE;
+}
+
+/* Condition (2), from the cuts' states. */
+static gboolean same_state(const Period *c, SimTime a, SimTime b) {
+  const SimTaskGraph *g = c->g;
+  uint32_t touched_a = 0, touched_b = 0;
+  for (uint32_t x = 0; x < c->n; x++) {
+    if (c->key[x] >= b && (c->ended[1][x] > 0 || g->indegree[x] == 0)) touched_b++;
+    if (c->key[x] < a || (c->ended[0][x] == 0 && g->indegree[x] > 0)) continue;
+    touched_a++;
+    uint32_t y = c->sigma[x];
+    if (y == NONE || c->key[y] < b) return FALSE;
+    uint32_t left = g->indegree[x] - c->ended[0][x];
+    if (c->mb[x] >= 0) { /* the image's dependencies are the images of x's */
+      if (g->indegree[y] - c->ended[1][y] != left) return FALSE;
+      if (c->ended[1][y] == 0 && g->indegree[y] > 0) return FALSE;
+    }
+    if (left == 0) { /* in the heap: its pop time */
+      if (c->key[x] - a != c->key[y] - b) return FALSE;
+    } else if (rel(c->latest[0][x], a) != rel(c->latest[1][y], b)) {
+      return FALSE;
+    }
+  }
+  if (touched_a != touched_b) return FALSE;
+  for (int r = 0; r < g->num_resources; r++)
+    if (rel(c->free_at[0][r], a) != rel(c->free_at[1][r], b)) return FALSE;
+  return TRUE;
+}
+
+static uint8_t unit_phase(const Period *c, const SimTask *t) {
+  if (t->kind == SIM_TASK_FORWARD) return SIM_UNIT_FORWARD;
+  if (t->kind == SIM_TASK_BACKWARD_WEIGHT && c->strategy->weight_delay) return SIM_UNIT_WEIGHT;
+  return SIM_UNIT_BACKWARD;
+}
+
+static gboolean same_unit(SimUnit u, SimUnit v) {
+  return u.phase == v.phase && u.chunk == v.chunk && u.microbatch == v.microbatch;
+}
+
+/* Condition (3) for device @d, its program cut at the cuts' positions. */
+static gboolean program_inserts(const Period *c, int d, SimTime a, SimTime b, int target) {
+  const SimTaskGraph *g = c->g;
+  uint32_t begin = g->program_begin[d], len = g->program_begin[d + 1] - begin;
+  if (len == 0) return TRUE;
+  const uint32_t *prog = g->program + begin;
+  /* the device's units as its program runs them, and where the cuts fall */
+  g_autofree SimUnit *units = g_new(SimUnit, len);
+  int nunits = 0, ua = -1, ub = -1;
+  uint32_t oa = 0, ob = 0, unit_start = 0;
+  for (uint32_t q = 0; q < len; q++) {
+    const SimTask *t = &c->tasks[prog[q]];
+    SimUnit u = {unit_phase(c, t), c->strategy->configs[t->op].stage, t->microbatch};
+    if (nunits == 0 || !same_unit(units[nunits - 1], u)) {
+      units[nunits++] = u;
+      unit_start = q;
+    }
+    if (ua < 0 && c->key[prog[q]] >= a) ua = nunits - 1, oa = q - unit_start;
+    if (ub < 0 && c->key[prog[q]] >= b) ub = nunits - 1, ob = q - unit_start;
+  }
+  if (ua < 0 || ub < 0 || oa != ob) return FALSE;
+  SimUnit image = units[ua];
+  image.microbatch += c->p;
+  if (!same_unit(units[ub], image)) return FALSE;
+  int rank = mdl_strategy_rank_of_stage(c->strategy, units[0].chunk);
+  int nk = 0, nn = 0;
+  g_autofree SimUnit *sk = sim_pipeline_units(c->strategy, rank, &nk);
+  if (nk != nunits) return FALSE; /* the program is the schedule's units, stamped */
+  for (int q = 0; q < nk; q++)
+    if (!same_unit(sk[q], units[q])) return FALSE;
+  MdlStrategy longer = *c->strategy;
+  longer.num_microbatches = target;
+  g_autofree SimUnit *sn = sim_pipeline_units(&longer, rank, &nn);
+  /* sn == units[0 .. ua] ++ S ++ sigma S ++ .. ++ sigma^i S ++ sigma^i units[ub + 1 ..], S the
+   * units (ua, ub] */
+  int i = (target - c->M) / c->p, seg = ub - ua;
+  if (nn != nunits + i * seg) return FALSE;
+  int at = 0;
+  for (int q = 0; q <= ua; q++)
+    if (!same_unit(sn[at++], units[q])) return FALSE;
+  for (int j = 0; j <= i; j++)
+    for (int q = ua + 1; q <= ub; q++) {
+      SimUnit u = units[q];
+      u.microbatch += j * c->p;
+      if (!same_unit(sn[at++], u)) return FALSE;
+    }
+  for (int q = ub + 1; q < nunits; q++) {
+    SimUnit u = units[q];
+    u.microbatch += i * c->p;
+    if (!same_unit(sn[at++], u)) return FALSE;
+  }
+  return TRUE;
+}
+
+static gboolean check_cuts(Period *c, SimTime a, SimTime b, int target) {
+  if (!partition(c, a, b)) return FALSE;
+  cut(c, 0, a);
+  cut(c, 1, b);
+  if (!same_state(c, a, b)) return FALSE;
+  for (int d = 0; d < c->g->num_devices; d++)
+    if (!program_inserts(c, d, a, b, target)) return FALSE;
+  return TRUE;
+}
+
+static void finish(const Period *c, SimTime a, SimTime b, int target, SimPeriodProof *out) {
+  SimTime before = 0, after = 0;
+  uint32_t segment = 0;
+  for (uint32_t x = 0; x < c->n; x++) {
+    if (c->key[x] < a) before = MAX(before, c->end[x]);
+    else after = MAX(after, c->end[x]);
+    segment += c->key[x] >= a && c->key[x] < b;
+  }
+  out->period = c->p;
+  out->periods = (target - c->M) / c->p;
+  out->cut_a = a;
+  out->cut_b = b;
+  out->length = b - a;
+  out->segment = segment;
+  out->makespan = MAX(before, after + (SimTime)out->periods * (b - a));
+}
+
+/* Cut pairs to try: the key of the first task of each unit of the first device's program and
+ * of its image, from the middle of the run on. */
+static gboolean search_cuts(Period *c, int target, SimPeriodProof *out) {
+  const SimTaskGraph *g = c->g;
+  int d0 = 0;
+  while (d0 < g->num_devices && g->program_begin[d0 + 1] == g->program_begin[d0]) d0++;
+  if (d0 == g->num_devices) return FALSE;
+  const uint32_t *prog = g->program + g->program_begin[d0];
+  uint32_t len = g->program_begin[d0 + 1] - g->program_begin[d0];
+  for (uint32_t q = 0; q < len; q++) {
+    uint32_t x = prog[q];
+    if (q > 0 && c->mb[prog[q - 1]] == c->mb[x] && c->tasks[prog[q - 1]].kind == c->tasks[x].kind)
+      continue; /* not a unit's first */
+    uint32_t y = c->sigma[x];
+    if (y == NONE || c->key[y] <= c->key[x]) continue;
+    out->tried++;
+    if (check_cuts(c, c->key[x], c->key[y], target)) {
+      finish(c, c->key[x], c->key[y], target, out);
+      return TRUE;
+    }
+  }
+  return FALSE;
+}
+
+gboolean sim_period_extrapolate(const SimTaskGraph *g, const SimSchedule *s,
+                                const MdlStrategy *strategy, int target, SimPeriodProof *out) {
+  g_return_val_if_fail(g && s && strategy && out, FALSE);
+  out->tried = 0;
+  int M = strategy->num_microbatches;
+  if (!g->program || !g->succ_offsets || target < M || s->num_tasks != g->tasks->len)
+    return FALSE;
+  /* the period: a group of P microbatches under the interleaved schedule, one otherwise */
+  int p = strategy->schedule == MDL_SCHEDULE_INTERLEAVED && strategy->virtual_stages > 1
+              ? mdl_strategy_num_ranks(strategy)
+              : 1;
+  if ((target - M) % p != 0 || M < 2 * p) return FALSE;
+  uint32_t n = g->tasks->len;
+  Period c = {.g = g, .s = s, .strategy = strategy, .tasks = (const SimTask *)g->tasks->data,
+              .res = (const uint32_t *)g->task_resources->data, .n = n, .M = M, .p = p};
+  c.mb = g_new(int32_t, n);
+  c.sigma = g_new(uint32_t, n);
+  c.key = g_new(SimTime, n);
+  c.end = g_new(SimTime, n);
+  for (int w = 0; w < 2; w++) {
+    c.ended[w] = g_new(uint32_t, n);
+    c.latest[w] = g_new(SimTime, n);
+    c.free_at[w] = g_new(SimTime, (gsize)g->num_resources + 1);
+  }
+  gboolean ok = label(&c) && search_cuts(&c, target, out);
+  g_free(c.mb);
+  g_free(c.sigma);
+  g_free(c.key);
+  g_free(c.end);
+  for (int w = 0; w < 2; w++) {
+    g_free(c.ended[w]);
+    g_free(c.latest[w]);
+    g_free(c.free_at[w]);
+  }
+  return ok;
+}

@@ -1,0 +1,34 @@
+/* sim/period — the steady state of a pipelined iteration: a run of k microbatches whose engine
+ * state repeats after p more, proven from its own timeline, gives the makespan of any
+ * N = k + i p microbatches without building or timing them (sim/sim_period.c says why it is
+ * exact and what it checks). */
+#ifndef STRATSIM_SIM_PERIOD_H
+#define STRATSIM_SIM_PERIOD_H
+
+#include "sim/sim-int.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  int period;          /* p: microbatches a period */
+  int periods;         /* i = (N - k) / p inserted */
+  SimTime cut_a, cut_b; /* the two cuts whose states are one period apart */
+  SimTime length;      /* cut_b - cut_a: the time one period adds */
+  SimTime makespan;    /* the N-microbatch graph's */
+  uint32_t segment;    /* tasks that pop between the cuts (one period's) */
+  uint32_t tried;      /* cut pairs checked */
+} SimPeriodProof;
+
+/* The makespan of @strategy's graph with @target microbatches, from @g: the graph sim_build made
+ * for @strategy (its num_microbatches = k <= @target microbatches; a full graph: task labels,
+ * programs and host stream) and @s: its plain engine run (sim_engine_run). Returns TRUE with
+ * @out filled when two cuts of @s one period apart have the same engine state and the schedules
+ * of k and @target microbatches differ by whole periods inserted between them; FALSE (and @out
+ * untouched but for tried) when no such cut pair was found: the caller must time the graph of
+ * @target microbatches itself. Never an approximation. */
+gboolean sim_period_extrapolate(const SimTaskGraph *g, const SimSchedule *s,
+                                const MdlStrategy *strategy, int target, SimPeriodProof *out);
+
+G_END_DECLS
+
+#endif
