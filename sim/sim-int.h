@@ -233,6 +233,12 @@ typedef struct {
 void sim_breakdown_sums(const SimTaskGraph *graph, const SimSchedule *schedule,
                         const SimTime *host_iv, const guint *host_off, const SimFolds *folds,
                         SimBreakdownSums *out);
+/* The same, and (@window: or NULL) the sums of every interval clipped to [@from, @to): each
+ * figure is a measure over time, so the window's add to the rest's. */
+void sim_breakdown_sums_window(const SimTaskGraph *graph, const SimSchedule *schedule,
+                               const SimTime *host_iv, const guint *host_off,
+                               const SimFolds *folds, SimTime from, SimTime to,
+                               SimBreakdownSums *out, SimBreakdownSums *window);
 
 /* Devices whose host launches chain merging proved early without walking them
  * (sim_merge_host.c early_device), counted over the process's predictions: for tests. */
@@ -242,6 +248,13 @@ guint sim_merge_host_bounded_devices(void);
 gboolean sim_merge_launches_early(const uint32_t *block, const SimTime *host, const int *kernels,
                                   guint64 depth, const SimTime *cum, uint32_t first, uint32_t end,
                                   SimTime start, gboolean by_position);
+/* The same bound over the program [@first, @to) ++ ([@from, @to) repeated @copies more times) ++
+ * [@to, @end) (@first <= @from <= @to <= @end): the steady-state route's longer program, whose
+ * blocks repeat those of one period (sim_merge_period.c), walked without being written out. */
+gboolean sim_merge_launches_repeated(const uint32_t *block, const SimTime *host,
+                                     const int *kernels, guint64 depth, const SimTime *cum,
+                                     uint32_t first, uint32_t from, uint32_t to, uint32_t end,
+                                     guint copies, SimTime start, gboolean by_position);
 /* Chain merging (sim_merge.c): the makespan and breakdown sums of @graph's schedule, computed
  * on a reduced graph (compute chains merged, the host stream timed outside the engine), bit
  * for bit those of sim_engine_run + sim_breakdown_sums on @graph; @reduced_tasks gets the
@@ -249,6 +262,27 @@ gboolean sim_merge_launches_early(const uint32_t *block, const SimTime *host, co
  * caller then runs the full engine, which also reports a dependency cycle). */
 gboolean sim_merge_predict(const SimTaskGraph *graph, SimTime *makespan, SimBreakdownSums *out,
                            uint32_t *reduced_tasks);
+
+/* The steady-state route (sim/sim_merge_period.c): a graph of @built of @strategy's
+ * microbatches (SimOptions.build_microbatches) timed by merging, and the proof that the rest
+ * repeat one period of it. */
+typedef struct {
+  const MdlStrategy *strategy; /* in: the strategy (its num_microbatches: N) */
+  int built;                   /* in: k, the microbatches the graph holds */
+  gboolean proven;             /* out: */
+  int period, periods;         /* p microbatches a period, i = (N - k) / p inserted */
+  SimTime cut_a, cut_b;        /* the cuts one period apart */
+  SimTime makespan;            /* N's */
+  SimBreakdownSums window;     /* the breakdown's sums over [cut_a, cut_b) */
+  uint32_t reduced_segment;    /* reduced tasks popping between the cuts */
+  uint32_t tried;              /* cut pairs checked */
+} SimSteady;
+
+/* sim_merge_predict on a graph of @steady->built microbatches, and where the steady state is
+ * proven (@steady->proven) @makespan, @out and @reduced_tasks are the N-microbatch graph's;
+ * else they are the graph's own (the caller builds the whole graph). */
+gboolean sim_merge_predict_steady(const SimTaskGraph *graph, SimSteady *steady, SimTime *makespan,
+                                  SimBreakdownSums *out, uint32_t *reduced_tasks);
 
 /* Per device (CSR: @offsets_out gets num_devices + 1 entries, caller frees), the intervals in
  * which its compute stream was idle because the host had not yet launched its next compute

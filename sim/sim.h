@@ -213,6 +213,12 @@ typedef struct {
    * sb_chain_repeats_block); the graph is the same either way, byte for byte. The bounds
    * (sim_bound.h) computed under it keep no memos: the same bound either way. */
   gboolean build_each_microbatch;
+  /* Build only the first @build_microbatches microbatches of the strategy's (each the size of
+   * one of its microbatches; 0: all): sim_run's steady-state route (sim/sim_merge_period.c)
+   * times such a graph and proves what the rest add. */
+  int build_microbatches;
+  /* Time every microbatch even where the steady state could be proven (tests, benchmarks). */
+  gboolean no_steady_state;
   struct SimProgress *progress; /* nullable, borrowed: the run's phases are reported there
                                    (sim/sim_progress.h); nothing computed depends on it */
 } SimOptions;
@@ -301,6 +307,10 @@ typedef struct {
   uint64_t events;
   uint64_t merged_tasks;      /* SimOptions.prediction_only: the tasks of the reduced graph the
                                  engine timed (sim_merge.c); 0 when the full graph was timed */
+  int steady_microbatches;    /* the steady-state route (sim/sim_merge_period.c): the
+                                 microbatches timed, the rest proven to repeat a period of them
+                                 (0: every microbatch timed) */
+  double steady_period_s;     /* and the time one period adds */
   double build_wall_s;        /* wall-clock time to build the task graph */
   double sim_wall_s;          /* wall-clock time of build + engine + stats */
   double engine_cpu_s;        /* the thread's CPU time in the engine (the last one that timed the

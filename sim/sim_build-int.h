@@ -80,7 +80,10 @@ typedef struct {
   const CmParams *p;
   SimTaskGraph *tg;
   int nops;
-  int M;                    /* microbatches */
+  int M;                    /* microbatches built (SimOptions.build_microbatches, else all) */
+  int Msize;                /* the strategy's microbatches: what a microbatch's sizes divide by */
+  MdlStrategy units_s;      /* the strategy with M microbatches: the schedule's units (a shallow
+                               copy, for sim_pipeline_units only) */
   double dtype_bytes;
   uint32_t *fwd_base;       /* per op: id of F(op, mb 0, mesh index 0) */
   uint32_t *bwd_base;

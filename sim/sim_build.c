@@ -64,7 +64,7 @@ static double operand_bytes(const Builder *b, const MdlOp *op, const MdlOperand 
                             gboolean is_output, const MdlOpConfig *c, const MdlMesh *mesh) {
   MdlLayout layout = mdl_layout_of_operand(op, opd, is_output, c, mesh);
   return mdl_layout_local_elements(b->g, opd->tensor, b->sample_tdim[opd->tensor], &layout, mesh,
-                                   b->M) * b->dtype_bytes;
+                                   b->Msize) * b->dtype_bytes;
 }
 
 /* The key of cm_kernel_time_profiled(@b->p, device, @op, ...): its arguments and what it reads
@@ -121,7 +121,7 @@ void sb_op_durations(const Builder *b, int o, SimTime *fwd, SimTime *bwd, SimTim
   const MdlMesh *mesh = mesh_of(b, o);
   double scale = 1.0, local[MDL_MAX_DIMS];
   for (int d = 0; d < op->ndims; d++) {
-    local[d] = mdl_config_local_dim(op, d, c, mesh, b->M);
+    local[d] = mdl_config_local_dim(op, d, c, mesh, b->Msize);
     scale *= local[d] / (double)op->dims[d].size;
   }
   double bytes = operand_bytes(b, op, &op->output, TRUE, c, mesh);
@@ -467,7 +467,7 @@ static uint32_t *chain_compute(Builder *b) {
   for (int i = 0; i < 4 * b->nops; i++) b->block_prev[i] = NO_TASK;
   for (int rank = 0; rank < mdl_strategy_num_ranks(b->s); rank++) {
     int nunits = 0;
-    g_autofree SimUnit *units = sim_pipeline_units(b->s, rank, &nunits);
+    g_autofree SimUnit *units = sim_pipeline_units(&b->units_s, rank, &nunits);
     for (int u = 0; u < nunits; u++) {
       int st = units[u].chunk, mb = units[u].microbatch, phase = units[u].phase;
       if (phase == SIM_UNIT_BACKWARD) b->grads_done_b[st] = mb;
@@ -688,7 +688,10 @@ gboolean sb_builder_init(Builder *b, const MdlGraph *graph, const MdlStrategy *s
   b->c = cluster;
   b->p = params;
   b->nops = mdl_graph_num_ops(graph);
-  b->M = strategy->num_microbatches;
+  b->Msize = strategy->num_microbatches;
+  b->M = options->build_microbatches > 0 ? MIN(options->build_microbatches, b->Msize) : b->Msize;
+  b->units_s = *strategy;
+  b->units_s.num_microbatches = b->M;
   b->dtype_bytes = dev_dtype_bytes(strategy->dtype);
   b->tg = sim_task_graph_new(dev_cluster_num_devices(cluster));
   int nt = mdl_graph_num_tensors(graph);

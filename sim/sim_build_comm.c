@@ -166,9 +166,9 @@ int sb_conversion_steps(const Builder *b, int mesh_index, MdlLayout from, MdlLay
     CmCollective coll = kind == 1 ? (dst == MDL_LAYOUT_BROADCAST ? CM_ALL_REDUCE : CM_REDUCE_SCATTER)
                         : kind == 2 ? CM_ALL_TO_ALL
                                     : CM_ALL_GATHER;
-    double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
+    double before = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->Msize);
     from.axis[a] = (int8_t)dst;
-    double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->M);
+    double after = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &from, mesh, b->Msize);
     steps[n++] = (SbConversionStep){a, coll, MAX(before, after)};
   }
   return n;
@@ -301,7 +301,7 @@ const SimCrossMeshPlan *sb_crossmesh_plan(Builder *b, int t, int src_mesh, MdlLa
   const MdlTensor *tensor = mdl_graph_tensor(b->g, t);
   int64_t shape[MDL_MAX_DIMS];
   for (int i = 0; i < tensor->ndims; i++)
-    shape[i] = tensor->shape[i] / (i == b->sample_tdim[t] ? b->M : 1);
+    shape[i] = tensor->shape[i] / (i == b->sample_tdim[t] ? b->Msize : 1);
   SimCrossMeshPlan *plan =
       sim_crossmesh_plan_new(b->c, mdl_strategy_mesh(b->s, src_mesh), from,
                              mdl_strategy_mesh(b->s, dst_mesh), to, shape, tensor->ndims,
@@ -378,7 +378,7 @@ void sb_convert(Builder *b, int src_mesh, MdlLayout from, const uint32_t *src_re
       if (dst_ready[j] == SIM_CROSSMESH_NO_TASK) dst_ready[j] = NO_TASK;
     return;
   }
-  double bytes = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &to, dm, b->M) * b->dtype_bytes;
+  double bytes = mdl_layout_local_elements(b->g, t, b->sample_tdim[t], &to, dm, b->Msize) * b->dtype_bytes;
   int scatter = sb_scatter_gather_axis(b, src_mesh, start, dst_mesh, to);
   double sent = scatter >= 0 ? bytes / dm->shape[scatter] : bytes; /* one slice a pair */
   for (int j = 0; j < dm->ndevices; j++) {

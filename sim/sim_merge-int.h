@@ -163,6 +163,11 @@ static inline uint32_t next_flagged(const uint8_t *flags, uint32_t k, uint32_t n
 gint64 sim_merge_time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv,
                            guint *off);
 
+/* The steady state proven on the final reduced run (sim_merge_period.c): SimSteady filled. */
+gboolean sim_merge_prove_steady(const Merge *m, const SimTaskGraph *rg, const SimSchedule *s,
+                                const SimTime *release, const SimFolds *folds,
+                                const SimTime *host_iv, const guint *host_off, SimSteady *st);
+
 /* Position @k's duration and its launch's: a graph for merging's from its blocks
  * (SimTaskGraph.program_block: small tables), a full graph's gathered per position. */
 static inline SimTime pos_duration(const Merge *m, uint32_t k) {

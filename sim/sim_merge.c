@@ -548,6 +548,11 @@ static SimTaskGraph *reduce(Merge *m, SimTime **release_out, SimFolds *folds) {
 
 gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdownSums *out,
                            uint32_t *reduced_tasks) {
+  return sim_merge_predict_steady(g, NULL, makespan, out, reduced_tasks);
+}
+
+gboolean sim_merge_predict_steady(const SimTaskGraph *g, SimSteady *steady, SimTime *makespan,
+                                  SimBreakdownSums *out, uint32_t *reduced_tasks) {
   gboolean applied = FALSE;
   if (!g->chain_prev || (!g->succ_offsets && !g->edges)) return FALSE;
   Merge m = {.g = g, .tasks = (const SimTask *)g->tasks->data,
@@ -630,9 +635,23 @@ gboolean sim_merge_predict(const SimTaskGraph *g, SimTime *makespan, SimBreakdow
     }
     ok = s && changes >= 0 && changes <= m.C / 16 + 1;
     if (ok && changes == 0) {
-      sim_breakdown_sums(rg, s, (const SimTime *)iv->data, off, &folds, out);
+      const SimTime *hiv = (const SimTime *)iv->data;
       *makespan = s->makespan;
       *reduced_tasks = rg->tasks->len;
+      if (steady && sim_merge_prove_steady(&m, rg, s, release, &folds, hiv, off, steady)) {
+        /* the N-microbatch run: k's with the period [cut_a, cut_b) i times more */
+        SimBreakdownSums *w = &steady->window;
+        sim_breakdown_sums_window(rg, s, hiv, off, &folds, steady->cut_a, steady->cut_b, out, w);
+        SimTime i = (SimTime)steady->periods;
+        out->compute += i * w->compute;
+        out->exposed += i * w->exposed;
+        out->host += i * w->host;
+        out->comm += i * w->comm;
+        *makespan = steady->makespan;
+        *reduced_tasks += (uint32_t)i * steady->reduced_segment;
+      } else {
+        sim_breakdown_sums(rg, s, hiv, off, &folds, out);
+      }
       applied = TRUE;
     }
     sim_schedule_free(s);

@@ -139,59 +139,138 @@ guint sim_merge_host_bounded_devices(void) { return (guint)g_atomic_int_get(&bou
  * 175B interleaved bench point every device's chunks after its first hold: the host pass
  * went 27.6 M -> 6.0 M instructions a prediction (callgrind, `bench --suite predict
  * --repeat 3` / 3; the whole prediction 210.6 M -> 189.1 M), the iteration unchanged. */
+/* The positions the bound walks, as pieces of the program (sim_merge_launches_repeated): the
+ * real positions [first, end) whose durations' prefix sums are cum + shift. */
+typedef struct {
+  uint64_t vstart;       /* the piece's first position in the sequence walked */
+  uint32_t first, end;
+  SimTime shift;
+} Piece;
+
+/* PD at sequence position @v (in piece @pc[*@at] or later: a cursor moving forward, as the
+ * queue does; -1 for a lookup anywhere). */
+static inline gint64 piece_pd(const Piece *pc, int npc, int *at, uint64_t v, const SimTime *cum,
+                              SimTime cum0) {
+  int i = *at < 0 ? 0 : *at;
+  if (*at < 0) { /* the last piece starting at or before v */
+    int lo = 0, hi = npc - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) / 2;
+      if (pc[mid].vstart <= v) lo = mid;
+      else hi = mid - 1;
+    }
+    i = lo;
+  }
+  while (i + 1 < npc && v >= pc[i + 1].vstart) i++;
+  if (*at >= 0) *at = i;
+  const Piece *x = &pc[i];
+  return (gint64)(cum[x->first + (uint32_t)(v - x->vstart)] + x->shift - cum0);
+}
+
+static inline uint32_t piece_block(const Piece *pc, int npc, int *at, uint64_t v,
+                                   const uint32_t *block) {
+  while (*at + 1 < npc && v >= pc[*at + 1].vstart) (*at)++;
+  return block[pc[*at].first + (uint32_t)(v - pc[*at].vstart)];
+}
+
 gboolean sim_merge_launches_early(const uint32_t *block, const SimTime *host, const int *kernels,
                                   guint64 depth, const SimTime *cum, uint32_t first, uint32_t end,
                                   SimTime start, gboolean by_position) {
-  /* PD[k] = cum[k] - cum[first] */
-  uint32_t nchunks = (end - first + EARLY_CHUNK - 1) / EARLY_CHUNK;
-  g_autofree guint64 *kb = g_new(guint64, nchunks); /* K at each chunk's first position */
+  return sim_merge_launches_repeated(block, host, kernels, depth, cum, first, end, end, end, 0,
+                                     start, by_position);
+}
+
+gboolean sim_merge_launches_repeated(const uint32_t *block, const SimTime *host,
+                                     const int *kernels, guint64 depth, const SimTime *cum,
+                                     uint32_t first, uint32_t from, uint32_t to, uint32_t end,
+                                     guint copies, SimTime start, gboolean by_position) {
+  /* the sequence: [first, to), then [from, to) @copies times more, then [to, end) */
+  int npc = 0;
+  g_autofree Piece *pc = g_new(Piece, (gsize)copies + 2);
+  uint64_t v = 0;
+  SimTime period = cum[to] - cum[from];
+  pc[npc++] = (Piece){v, first, to, 0};
+  v += to - first;
+  for (guint c = 1; c <= copies && to > from; c++, v += to - from)
+    pc[npc++] = (Piece){v, from, to, (SimTime)c * period};
+  pc[npc++] = (Piece){v, to, end, (SimTime)copies * period};
+  v += end - to;
+  const SimTime cum0 = cum[first];
+  /* chunks: EARLY_CHUNK positions from each piece's start; K at each chunk's first position */
+  uint64_t most = 0;
+  for (int i = 0; i < npc; i++) most += (pc[i].end - pc[i].first + EARLY_CHUNK - 1) / EARLY_CHUNK;
+  g_autofree guint64 *kb = g_new(guint64, most + 1);
+  g_autofree uint64_t *vb = g_new(uint64_t, most + 1); /* each chunk's first position */
+  /* a repeated piece's chunk sums, once (kernels, launches) */
+  uint32_t rchunks = (to - from + EARLY_CHUNK - 1) / EARLY_CHUNK;
+  g_autofree guint64 *rk = copies ? g_new(guint64, rchunks + 1) : NULL;
+  g_autofree gint64 *rh = copies ? g_new(gint64, rchunks + 1) : NULL;
   /* The walk's state, each at least the exact walk's (so every test below is at least as
    * strict): amax >= max A[j] so far, q >= the queue's position (done = K[q] exactly: the
    * walk below moves it by the kernels); launched = K and ph = PH at the chunk's start. */
   gint64 amax = G_MININT64, ph = 0;
   guint64 launched = 0, done = 0;
-  uint32_t q = first, bi = 0;
-  for (uint32_t c = 0; c < nchunks; c++) {
-    uint32_t c0 = first + c * EARLY_CHUNK, c1 = MIN(c0 + EARLY_CHUNK, end);
-    kb[c] = launched;
-    guint64 k1 = launched;
-    gint64 ph1 = ph;
-    for (uint32_t k = c0; k < c1; k++) {
-      uint32_t b = block[k];
-      k1 += (guint64)kernels[b];
-      ph1 += (gint64)host[b];
-    }
-    /* The chunk at once: the queue at c1 - 1 is at most the first chunk start b with
-     * K[c1] - K[b] <= depth (it stops at the first position with that), and at most c1 - 1;
-     * PD being nondecreasing, A[j] <= PD[that] - PH[c0] for j in the chunk, and PD[k] -
-     * PH[k + 1] >= PD[c0] - PH[c1] for k in it. */
-    while (bi < c && k1 - kb[bi] > depth) bi++;
-    gboolean bounded = k1 - kb[bi] <= depth;
-    uint32_t qb = bounded ? first + bi * EARLY_CHUNK : c1;
-    gint64 a = MAX(amax, (gint64)(cum[MIN(qb, c1 - 1)] - cum[first]) - ph);
-    if (!by_position && a < (gint64)(cum[c0] - cum[first]) - ph1) {
-      amax = a;
-      if (qb > q) { /* the queue's bound moves on to a chunk start (where K is known) */
-        q = qb;
-        done = bounded ? kb[bi] : k1;
+  uint64_t q = 0;
+  uint32_t bi = 0, c = 0;
+  int qat = 0, pat = 0, anywhere = -1; /* piece cursors: the queue's, its PD's */
+  for (int pi = 0; pi < npc; pi++) {
+    const Piece *x = &pc[pi];
+    for (uint32_t r0 = x->first, j = 0; r0 < x->end; r0 += EARLY_CHUNK, j++, c++) {
+      uint32_t r1 = MIN(r0 + EARLY_CHUNK, x->end);
+      uint64_t c0 = x->vstart + (r0 - x->first), c1 = c0 + (r1 - r0);
+      kb[c] = launched;
+      vb[c] = c0;
+      guint64 k1 = launched;
+      gint64 ph1 = ph;
+      if (pi > 0 && pi < npc - 1 && pi > 1) { /* a repeated piece after its first copy */
+        k1 += rk[j];
+        ph1 += rh[j];
+      } else {
+        guint64 dk = 0;
+        gint64 dp = 0;
+        for (uint32_t k = r0; k < r1; k++) {
+          uint32_t b = block[k];
+          dk += (guint64)kernels[b];
+          dp += (gint64)host[b];
+        }
+        if (pi == 1 && pi < npc - 1) rk[j] = dk, rh[j] = dp;
+        k1 += dk;
+        ph1 += dp;
       }
-      launched = k1;
-      ph = ph1;
-      continue;
-    }
-    /* Else position by position, the queue run as queue_wait runs it (from q, at or past the
-     * exact one: its moves stay at or past the exact ones). */
-    for (uint32_t k = c0; k < c1; k++) {
-      uint32_t b = block[k];
-      guint64 kk = (guint64)kernels[b];
-      while (q < k && launched - done + kk > depth) done += (guint64)kernels[block[q++]];
-      launched += kk;
-      /* PD[q] once the queue moved, else -start (the first position's start) */
-      gint64 pdq = q > first ? (gint64)(cum[q] - cum[first]) : -(gint64)start;
-      gint64 dh = (gint64)host[b];
-      amax = MAX(amax, pdq - ph);
-      if (k > first && amax >= (gint64)(cum[k] - cum[first]) - (ph + dh)) return FALSE;
-      ph += dh;
+      /* The chunk at once: the queue at c1 - 1 is at most the first chunk start b with
+       * K[c1] - K[b] <= depth (it stops at the first position with that), and at most c1 - 1;
+       * PD being nondecreasing, A[j] <= PD[that] - PH[c0] for j in the chunk, and PD[k] -
+       * PH[k + 1] >= PD[c0] - PH[c1] for k in it. */
+      while (bi < c && k1 - kb[bi] > depth) bi++;
+      gboolean bounded = k1 - kb[bi] <= depth;
+      uint64_t qb = bounded ? vb[bi] : c1;
+      gint64 a = MAX(amax, piece_pd(pc, npc, &anywhere, MIN(qb, c1 - 1), cum, cum0) - ph);
+      if (!by_position && a < (gint64)(cum[r0] + x->shift - cum0) - ph1) {
+        amax = a;
+        if (qb > q) { /* the queue's bound moves on to a chunk start (where K is known) */
+          q = qb;
+          done = bounded ? kb[bi] : k1;
+        }
+        launched = k1;
+        ph = ph1;
+        continue;
+      }
+      /* Else position by position, the queue run as queue_wait runs it (from q, at or past
+       * the exact one: its moves stay at or past the exact ones). */
+      for (uint32_t k = r0; k < r1; k++) {
+        uint64_t vk = x->vstart + (k - x->first);
+        uint32_t b = block[k];
+        guint64 kk = (guint64)kernels[b];
+        while (q < vk && launched - done + kk > depth)
+          done += (guint64)kernels[piece_block(pc, npc, &qat, q++, block)];
+        launched += kk;
+        /* PD[q] once the queue moved, else -start (the first position's start) */
+        gint64 pdq = q > 0 ? piece_pd(pc, npc, &pat, q, cum, cum0) : -(gint64)start;
+        gint64 dh = (gint64)host[b];
+        amax = MAX(amax, pdq - ph);
+        if (vk > 0 && amax >= (gint64)(cum[k] + x->shift - cum0) - (ph + dh)) return FALSE;
+        ph += dh;
+      }
     }
   }
   return TRUE;

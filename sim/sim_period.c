@@ -71,13 +71,6 @@ static gboolean is_host_task(const Period *c, uint32_t x) {
   return g->host_base != NONE && x >= g->host_base && x < g->host_base + g->num_compute;
 }
 
-/* The fields that must agree between a task and its image. */
-typedef struct {
-  uint64_t hash;
-  int32_t mb;
-  uint32_t id;
-} Label;
-
 static uint64_t mix(uint64_t h, uint64_t v) {
   h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
   return h * 0xff51afd7ed558ccdull;
@@ -109,11 +102,59 @@ static gboolean same_rules(const Period *c, const SimTask *t, const SimTask *u) 
   return memcmp(c->res + t->res_begin, c->res + u->res_begin, sizeof(uint32_t) * t->nres) == 0;
 }
 
-static int compare_label(const void *a, const void *b) {
-  const Label *x = a, *y = b;
-  if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
-  if (x->mb != y->mb) return x->mb < y->mb ? -1 : 1;
-  return x->id < y->id ? -1 : x->id > y->id;
+
+/* An open-addressing table from (hash, microbatch, ordinal) keys to a value. */
+typedef struct {
+  uint64_t hash;
+  int32_t mb;
+  uint32_t ordinal, value;
+  uint32_t used;
+} Slot;
+
+static inline uint64_t slot_key(uint64_t hash, int32_t mb, uint32_t ordinal) {
+  return mix(mix(hash, (uint32_t)mb), ordinal);
+}
+
+/* The slot of (@hash, @mb, @ordinal) in @t (@mask + 1 slots): its own or the empty one where it
+ * would go. */
+static Slot *slot_find(Slot *t, uint64_t mask, uint64_t hash, int32_t mb, uint32_t ordinal) {
+  for (uint64_t i = slot_key(hash, mb, ordinal) & mask;; i = (i + 1) & mask) {
+    Slot *x = &t[i];
+    if (!x->used || (x->hash == hash && x->mb == mb && x->ordinal == ordinal)) return x;
+  }
+}
+
+void sim_period_images(const SimTaskGraph *g, const uint32_t *ids, uint32_t n, int p,
+                       uint32_t *image) {
+  Period c = {.g = g, .tasks = (const SimTask *)g->tasks->data,
+              .res = (const uint32_t *)g->task_resources->data, .p = p};
+  uint64_t size = 16;
+  while (size < 2 * (uint64_t)n + 2) size *= 2;
+  /* per (hash, microbatch) how many so far (ordinal UINT32_MAX), per (hash, microbatch, j) the
+   * j-th's index: each task's image is the same j-th of m + p, where m + p has as many */
+  g_autofree Slot *t = g_new0(Slot, 2 * size);
+  uint64_t mask = 2 * size - 1;
+  g_autofree uint64_t *hash = g_new(uint64_t, n ? n : 1);
+  g_autofree uint32_t *ordinal = g_new(uint32_t, n ? n : 1);
+  for (uint32_t i = 0; i < n; i++) {
+    const SimTask *x = &c.tasks[ids[i]];
+    hash[i] = task_hash(&c, x);
+    Slot *count = slot_find(t, mask, hash[i], x->microbatch, UINT32_MAX);
+    if (!count->used) *count = (Slot){hash[i], x->microbatch, UINT32_MAX, 0, 1};
+    ordinal[i] = count->value++;
+    Slot *own = slot_find(t, mask, hash[i], x->microbatch, ordinal[i]);
+    *own = (Slot){hash[i], x->microbatch, ordinal[i], i, 1};
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    image[i] = NONE;
+    int32_t m = c.tasks[ids[i]].microbatch;
+    const Slot *here = slot_find(t, mask, hash[i], m, UINT32_MAX);
+    const Slot *there = slot_find(t, mask, hash[i], m + p, UINT32_MAX);
+    if (!there->used || there->value != here->value) continue;
+    const Slot *y = slot_find(t, mask, hash[i], m + p, ordinal[i]);
+    if (y->used && same_rules(&c, &c.tasks[ids[i]], &c.tasks[ids[y->value]]))
+      image[i] = ids[y->value];
+  }
 }
 
 /* mb, key, end and sigma; FALSE where a task of microbatch m < k - p has no image. */
@@ -129,33 +170,13 @@ static gboolean label(Period *c) {
   }
   if (g->host_base != NONE) /* a launch is its kernel's */
     for (uint32_t i = 0; i < g->num_compute; i++) c->mb[g->host_base + i] = c->mb[i];
-  g_autofree Label *lab = g_new(Label, n ? n : 1);
+  g_autofree uint32_t *ids = g_new(uint32_t, n ? n : 1);
   uint32_t nl = 0;
   for (uint32_t x = 0; x < n; x++)
-    if (c->mb[x] >= 0 && !is_host_task(c, x))
-      lab[nl++] = (Label){task_hash(c, &c->tasks[x]), c->mb[x], x};
-  qsort(lab, nl, sizeof(Label), compare_label);
-  /* per run of one hash, each microbatch's tasks in id order: the j-th of m maps to the j-th
-   * of m + p, where both microbatches have as many (both runs are sorted by microbatch) */
-  for (uint32_t lo = 0; lo < nl;) {
-    uint32_t hi = lo;
-    while (hi < nl && lab[hi].hash == lab[lo].hash) hi++;
-    uint32_t u = lo;
-    for (uint32_t i = lo; i < hi;) {
-      uint32_t e = i;
-      while (e < hi && lab[e].mb == lab[i].mb) e++;
-      int32_t want = lab[i].mb + c->p;
-      while (u < hi && lab[u].mb < want) u++;
-      uint32_t ue = u;
-      while (ue < hi && lab[ue].mb == want) ue++;
-      if (ue - u == e - i)
-        for (uint32_t j = 0; j < e - i; j++)
-          if (same_rules(c, &c->tasks[lab[i + j].id], &c->tasks[lab[u + j].id]))
-            c->sigma[lab[i + j].id] = lab[u + j].id;
-      i = e;
-    }
-    lo = hi;
-  }
+    if (c->mb[x] >= 0 && !is_host_task(c, x)) ids[nl++] = x;
+  g_autofree uint32_t *image = g_new(uint32_t, nl ? nl : 1);
+  sim_period_images(g, ids, nl, c->p, image);
+  for (uint32_t i = 0; i < nl; i++) c->sigma[ids[i]] = image[i];
   if (g->host_base != NONE)
     for (uint32_t i = 0; i < g->num_compute; i++)
       c->sigma[g->host_base + i] = c->sigma[i] == NONE ? NONE : g->host_base + c->sigma[i];

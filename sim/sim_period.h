@@ -29,6 +29,13 @@ typedef struct {
 gboolean sim_period_extrapolate(const SimTaskGraph *g, const SimSchedule *s,
                                 const MdlStrategy *strategy, int target, SimPeriodProof *out);
 
+/* Per task @ids[i] of @g (each of a microbatch m >= 0, with its SimTask written) into
+ * @image[i]: the task of microbatch m + @p that is the same in everything else (kind, op,
+ * tensor, collective, bytes, duration, resources; the j-th such of m maps to the j-th of
+ * m + p, where both have as many), or UINT32_MAX. */
+void sim_period_images(const SimTaskGraph *g, const uint32_t *ids, uint32_t n, int p,
+                       uint32_t *image);
+
 G_END_DECLS
 
 #endif

@@ -216,8 +216,40 @@ static inline SimPop pop_of(const SimTaskGraph *g, const SimSchedule *s, const u
                   t->nres ? res[t->res_begin] : UINT32_MAX, t->nres, t->kind, FALSE, 0, 0};
 }
 
+/* @iv[0 .. @n) (sorted, disjoint) clipped to [@lo, @hi), into @out; returns how many. */
+static guint clip_intervals(const Interval *iv, guint n, SimTime lo, SimTime hi, Interval *out) {
+  guint k = 0;
+  for (guint i = 0; i < n; i++) {
+    SimTime s = MAX(iv[i].start, lo), e = MIN(iv[i].end, hi);
+    if (s < e) out[k++] = (Interval){s, e};
+  }
+  return k;
+}
+
+/* The sums of one device's lists (compute @cv, communication @mv, host waits @hv: each sorted
+ * and disjoint) into @out; @covered: room for @nc + @nh. */
+static void device_sums(const Interval *cv, guint nc, const Interval *mv, guint nm,
+                        const Interval *hv, guint nh, Interval *covered, SimBreakdownSums *out) {
+  out->compute += measure(cv, nc);
+  out->comm += measure(mv, nm);
+  out->host += measure(hv, nh);
+  if (nh == 0) {
+    out->exposed += exposed_time(mv, nm, cv, nc);
+  } else {
+    const Interval *lists[2] = {cv, hv};
+    const guint lengths[2] = {nc, nh};
+    out->exposed += exposed_time(mv, nm, covered, union_sorted(lists, lengths, 2, covered, NULL));
+  }
+}
+
 void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
                         const guint *host_off, const SimFolds *folds, SimBreakdownSums *out) {
+  sim_breakdown_sums_window(g, s, host_iv, host_off, folds, 0, 0, out, NULL);
+}
+
+void sim_breakdown_sums_window(const SimTaskGraph *g, const SimSchedule *s, const SimTime *host_iv,
+                               const guint *host_off, const SimFolds *folds, SimTime from,
+                               SimTime to, SimBreakdownSums *out, SimBreakdownSums *window) {
   double cpu0 = sim_thread_cpu_s();
   int nres = g->num_resources;
   /* Intervals per resource in start order: the engine's start order is per-resource order. */
@@ -293,8 +325,10 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
   g_autofree SimTime *all_iv = with_step_waits(g->num_devices, host_iv, host_off, steps, &all_off);
   /* Sums in integer picoseconds, divided once: identical replicas give exactly their own value
    * (n*v/n == v in IEEE arithmetic), so symmetric and expanded runs agree bit for bit. */
-  SimTime compute = 0, exposed = 0, host = 0, comm = 0;
+  SimBreakdownSums all = {0}, part = {0};
   int used = 0;
+  g_autofree Interval *clipped = NULL; /* the window's: compute, communication, host waits */
+  guint clipped_cap = 0;
   g_autofree guint *span_off = NULL;
   g_autofree Interval *span_iv = g->spans->len ? span_intervals(g, s, &span_off) : NULL;
   /* The union of a device's communication streams (and step mode's spans), when more than
@@ -309,7 +343,6 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
     used++;
     const Interval *cv = iv + count[c];
     guint nc = fill[c] - count[c];
-    compute += measure(cv, nc);
     guint ns = span_iv ? span_off[d + 1] - span_off[d] : 0, busy = ns > 0;
     uint32_t only = c;
     for (uint32_t r = c + 1; r < c + SIM_STREAMS; r++)
@@ -342,7 +375,6 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
       mv = both;
       nm = union_sorted(lists, lengths, (int)nlists, both, both + most_comm);
     }
-    comm += measure(mv, nm);
     /* Waits for a launch first: the compute stream is idle until its next kernel is launched,
      * whatever communication runs meanwhile (a gradient all-reduce during a host-bound
      * backward is hidden behind the host, not exposed); communication is exposed where
@@ -350,20 +382,28 @@ void sim_breakdown_sums(const SimTaskGraph *g, const SimSchedule *s, const SimTi
      * ends no later than its kernel starts, sim_host.c). */
     const Interval *hv = (const Interval *)all_iv + all_off[d];
     guint nh = all_off[d + 1] - all_off[d];
-    host += measure(hv, nh);
-    if (nh == 0) {
-      exposed += exposed_time(mv, nm, cv, nc);
-    } else {
-      if (nc + nh > covered_cap) {
-        covered_cap = nc + nh;
-        covered = g_renew(Interval, covered, covered_cap);
+    if (nh && nc + nh > covered_cap) { /* (read only where a device has host waits) */
+      covered_cap = nc + nh;
+      covered = g_renew(Interval, covered, covered_cap);
+    }
+    device_sums(cv, nc, mv, nm, hv, nh, covered, &all);
+    if (window) { /* the same lists clipped to [from, to) (measures add over time) */
+      if (nc + nm + nh > clipped_cap) {
+        clipped_cap = nc + nm + nh;
+        clipped = g_renew(Interval, clipped, clipped_cap);
       }
-      const Interval *lists[2] = {cv, hv};
-      const guint lengths[2] = {nc, nh};
-      exposed += exposed_time(mv, nm, covered, union_sorted(lists, lengths, 2, covered, NULL));
+      Interval *wc = clipped, *wm, *wh;
+      guint wnc = clip_intervals(cv, nc, from, to, wc);
+      wm = wc + wnc;
+      guint wnm = clip_intervals(mv, nm, from, to, wm);
+      wh = wm + wnm;
+      guint wnh = clip_intervals(hv, nh, from, to, wh);
+      device_sums(wc, wnc, wm, wnm, wh, wnh, covered, &part);
     }
   }
-  *out = (SimBreakdownSums){compute, exposed, host, comm, used, s->cpu_s, 0};
+  *out = (SimBreakdownSums){all.compute, all.exposed, all.host, all.comm, used, s->cpu_s, 0};
+  if (window)
+    *window = (SimBreakdownSums){part.compute, part.exposed, part.host, part.comm, used, 0, 0};
   out->breakdown_cpu_s = sim_thread_cpu_s() - cpu0;
 }
 
@@ -413,12 +453,127 @@ SimRun *sim_run_new(const MdlGraph *graph, const MdlStrategy *strategy, const De
   return sim_run_new_with_options(graph, strategy, cluster, params, &options, error);
 }
 
+/* The run from its figures: @merged (no schedule: @makespan, @sums and @reduced from chain
+ * merging) or @schedule's; @tasks: the full graph's count with its host stream; @steady
+ * (or NULL): the steady-state route's proof. */
+static SimRun *make_run(const MdlGraph *graph, const MdlStrategy *strategy,
+                        const DevCluster *cluster, const CmParams *params,
+                        const SimOptions *options, SimTaskGraph *tasks, SimSchedule *schedule,
+                        gboolean merged, SimTime makespan, const SimBreakdownSums *merged_sums,
+                        uint32_t reduced, guint64 ntasks, const SimSteady *steady, gint64 t0,
+                        gint64 t1) {
+  SimBreakdownSums sums = *merged_sums;
+  SimRun *run = g_new0(SimRun, 1);
+  run->graph = graph;
+  run->strategy = strategy;
+  run->cluster = cluster;
+  run->tasks = tasks;
+  run->schedule = schedule;
+  run->calibration = params->calibration ? g_strdup(cm_calibration_name(params->calibration)) : NULL;
+  run->profiled_kernels = params->profiles ? (int)cm_profiles_size(params->profiles) : 0;
+  SimPrediction *p = &run->prediction;
+  p->iteration_time_s = sim_time_seconds(merged ? makespan : schedule->makespan);
+  /* the full graph's tasks (with its host stream); the full engine pops every task once */
+  p->tasks = ntasks;
+  p->events = merged ? p->tasks : schedule->events;
+  p->merged_tasks = reduced;
+  if (steady) {
+    p->steady_microbatches = steady->built;
+    p->steady_period_s = sim_time_seconds(steady->cut_b - steady->cut_a);
+  }
+  p->symmetric = tasks->symmetric;
+  p->step_collectives = options->step_collectives;
+  p->crossmesh = options->crossmesh;
+  p->crossmesh_method = options->crossmesh_method;
+  p->crossmesh_order = options->crossmesh_order;
+  p->num_gpus = strategy_devices(strategy, cluster);
+  if (!merged) {
+    g_autofree guint *host_off = NULL;
+    g_autofree SimTime *host_iv = sim_host_wait_intervals(tasks, schedule, &host_off);
+    sim_breakdown_sums(tasks, schedule, host_iv, host_off, NULL, &sums);
+  }
+  set_breakdown(run, &sums);
+  p->engine_cpu_s = sums.engine_cpu_s;
+  p->breakdown_cpu_s = sums.breakdown_cpu_s;
+  compute_memory(run);
+  if (p->iteration_time_s > 0) {
+    p->samples_per_s = (double)graph->batch / p->iteration_time_s;
+    p->tflops_per_gpu = mdl_graph_train_flops(graph) / p->iteration_time_s / MAX(p->num_gpus, 1) / 1e12;
+    p->hardware_tflops_per_gpu = mdl_strategy_hardware_flops(strategy, graph) / p->iteration_time_s /
+                                 MAX(p->num_gpus, 1) / 1e12;
+  }
+  double peak = cluster->device.peak_flops[strategy->dtype];
+  p->mfu = peak > 0 ? p->tflops_per_gpu * 1e12 / peak : 0;
+  gint64 t2 = g_get_monotonic_time();
+  p->build_wall_s = (double)(t1 - t0) / 1e6;
+  p->sim_wall_s = (double)(t2 - t0) / 1e6;
+  return run;
+}
+
+
+/* The microbatches the steady-state route builds for @s (0: not worth trying): whole periods
+ * (a group of P microbatches under interleaving), enough for the pipeline to fill, settle and
+ * drain around two cuts one period apart (the fewest that proved, by sim/sim_period.c over
+ * full runs, 2026-12-02: 1F1B at P = 16, 20; interleaved at P = 16, 48; P = 8 vp = 4, 24;
+ * P = 4 vp = 2, 20), and at most half the strategy's. */
+static int steady_microbatches(const MdlStrategy *s) {
+  int P = mdl_strategy_num_ranks(s), N = s->num_microbatches;
+  if (P < 2 || s->weight_delay || s->schedule == MDL_SCHEDULE_GPIPE) return 0;
+  gboolean interleaved = s->schedule == MDL_SCHEDULE_INTERLEAVED && s->virtual_stages > 1;
+  int p = interleaved ? P : 1;
+  int k = interleaved ? MAX(3 * P, P + 16) : MAX(2 * P, P + 16);
+  k = (k + p - 1) / p * p;
+  k += (N - k) % p; /* N - k whole periods (N is a multiple of p under interleaving) */
+  return 2 * k <= N ? k : 0;
+}
+
+/* The run of @strategy's N microbatches from @tasks, a graph of its first @steady->built (for
+ * merging), where sim_merge_period.c proves the steady state; NULL (and @tasks freed) where
+ * not: the caller builds the whole graph. */
+static SimRun *steady_run(const MdlGraph *graph, const MdlStrategy *strategy,
+                          const DevCluster *cluster, const CmParams *params,
+                          const SimOptions *options, SimTaskGraph *tasks, SimSteady *steady,
+                          gint64 t0, gint64 t1) {
+  int k = steady->built, N = strategy->num_microbatches;
+  /* the N-microbatch graph's tasks: every microbatch has as many (each label's images) */
+  guint64 labelled = tasks->num_compute;
+  for (uint32_t t = tasks->num_compute; t < sim_task_graph_size(tasks); t++)
+    labelled += sim_task_graph_task(tasks, t)->microbatch >= 0;
+  SimTime makespan = 0;
+  SimBreakdownSums sums = {0};
+  uint32_t reduced = 0;
+  if (getenv("DBG")) fprintf(stderr, "steady k=%d labelled %lu compute %u succ %p\n", k, labelled, tasks->num_compute, (void*)tasks->succ_offsets);
+  if (tasks->succ_offsets || labelled % (guint64)k || tasks->num_compute % (uint32_t)k ||
+      !sim_merge_predict_steady(tasks, steady, &makespan, &sums, &reduced) || !steady->proven) {
+    sim_task_graph_free(tasks);
+    return NULL;
+  }
+  guint64 extra = labelled / (guint64)k * (guint64)(N - k);
+  guint64 compute = (guint64)tasks->num_compute / (guint64)k * (guint64)N;
+  return make_run(graph, strategy, cluster, params, options, tasks, NULL, TRUE, makespan, &sums,
+                  reduced, sim_task_graph_size(tasks) + extra + (tasks->block_host ? compute : 0),
+                  steady, t0, t1);
+}
+
 SimRun *sim_run_new_with_options(const MdlGraph *graph, const MdlStrategy *strategy,
                                  const DevCluster *cluster, const CmParams *params,
                                  const SimOptions *options, GError **error) {
   gint64 t0 = g_get_monotonic_time();
   sim_progress_set(options->progress, "building the task graph of %s on %d GPUs", graph->name,
                    dev_cluster_num_devices(cluster));
+  int k = options->prediction_only && !options->no_steady_state && !options->build_microbatches
+              ? steady_microbatches(strategy)
+              : 0;
+  if (k) { /* the first k microbatches timed, the rest proven to repeat a period of them */
+    SimOptions first = *options;
+    first.build_microbatches = k;
+    SimTaskGraph *tk = sim_build_unfinished(graph, strategy, cluster, params, &first, TRUE, NULL);
+    SimSteady steady = {.strategy = strategy, .built = k};
+    SimRun *run = tk ? steady_run(graph, strategy, cluster, params, options, tk, &steady, t0,
+                                  g_get_monotonic_time())
+                     : NULL;
+    if (run) return run;
+  }
   SimTaskGraph *tasks = sim_build_unfinished(graph, strategy, cluster, params, options,
                                              options->prediction_only, error);
   if (!tasks) return NULL;
@@ -451,47 +606,10 @@ SimRun *sim_run_from_graph(const MdlGraph *graph, const MdlStrategy *strategy,
     sim_task_graph_free(tasks);
     return NULL;
   }
-  SimRun *run = g_new0(SimRun, 1);
-  run->graph = graph;
-  run->strategy = strategy;
-  run->cluster = cluster;
-  run->tasks = tasks;
-  run->schedule = schedule;
-  run->calibration = params->calibration ? g_strdup(cm_calibration_name(params->calibration)) : NULL;
-  run->profiled_kernels = params->profiles ? (int)cm_profiles_size(params->profiles) : 0;
-  SimPrediction *p = &run->prediction;
-  p->iteration_time_s = sim_time_seconds(merged ? makespan : schedule->makespan);
-  /* the full graph's tasks (with its host stream); the full engine pops every task once */
-  p->tasks = sim_task_graph_size(tasks) + (tasks->block_host ? tasks->num_compute : 0);
-  p->events = merged ? p->tasks : schedule->events;
-  p->merged_tasks = reduced;
-  p->symmetric = tasks->symmetric;
-  p->step_collectives = options->step_collectives;
-  p->crossmesh = options->crossmesh;
-  p->crossmesh_method = options->crossmesh_method;
-  p->crossmesh_order = options->crossmesh_order;
-  p->num_gpus = strategy_devices(strategy, cluster);
-  if (!merged) {
-    g_autofree guint *host_off = NULL;
-    g_autofree SimTime *host_iv = sim_host_wait_intervals(tasks, schedule, &host_off);
-    sim_breakdown_sums(tasks, schedule, host_iv, host_off, NULL, &sums);
-  }
-  set_breakdown(run, &sums);
-  p->engine_cpu_s = sums.engine_cpu_s;
-  p->breakdown_cpu_s = sums.breakdown_cpu_s;
-  compute_memory(run);
-  if (p->iteration_time_s > 0) {
-    p->samples_per_s = (double)graph->batch / p->iteration_time_s;
-    p->tflops_per_gpu = mdl_graph_train_flops(graph) / p->iteration_time_s / MAX(p->num_gpus, 1) / 1e12;
-    p->hardware_tflops_per_gpu = mdl_strategy_hardware_flops(strategy, graph) / p->iteration_time_s /
-                                 MAX(p->num_gpus, 1) / 1e12;
-  }
-  double peak = cluster->device.peak_flops[strategy->dtype];
-  p->mfu = peak > 0 ? p->tflops_per_gpu * 1e12 / peak : 0;
-  gint64 t2 = g_get_monotonic_time();
-  p->build_wall_s = (double)(t1 - t0) / 1e6;
-  p->sim_wall_s = (double)(t2 - t0) / 1e6;
-  return run;
+  return make_run(graph, strategy, cluster, params, options, tasks, schedule, merged, makespan,
+                  &sums, reduced,
+                  sim_task_graph_size(tasks) + (tasks->block_host ? tasks->num_compute : 0), NULL,
+                  t0, t1);
 }
 
 void sim_run_free(SimRun *run) {
