@@ -94,6 +94,7 @@ typedef struct {
   uint32_t *hgid, *jx;
   SimTime *jdur;
   uint32_t nheads, njoins;
+  uint32_t walked;       /* devices whose launches the last host pass walked (not proven early) */
 } Merge;
 
 static inline gboolean is_host(const Merge *m, uint32_t v) {

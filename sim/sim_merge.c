@@ -630,6 +630,7 @@ gboolean sim_merge_predict_steady(const SimTaskGraph *g, SimSteady *steady, SimT
     g_autoptr(GArray) iv = g_array_sized_new(FALSE, FALSE, sizeof(SimTime), 2);
     g_autofree guint *off = g_new0(guint, nd + 1);
     gint64 changes = 0;
+    m.walked = 0;
     if (s && m.host) {
       changes = sim_merge_time_host(&m, s, s->ready, iv, off);
     }

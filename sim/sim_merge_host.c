@@ -343,6 +343,7 @@ gint64 sim_merge_time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GA
       end = m->dbeg[d] + 1;
       g_atomic_int_inc(&bounded_devices);
     }
+    m->walked += !early && m->dbeg[d] < m->dbeg[d + 1];
     for (uint32_t k = m->dbeg[d]; k < end; k++) {
       /* Up to the next head or join, members that start when the one before ends (lasting
        * more than zero: else they head their group) and are not released (a release makes

@@ -103,57 +103,90 @@ static gboolean same_rules(const Period *c, const SimTask *t, const SimTask *u) 
 }
 
 
-/* An open-addressing table from (hash, microbatch, ordinal) keys to a value. */
+/* A run of the listed tasks (consecutive in the list) of one microbatch: the builder makes each
+ * microbatch's tasks of a conversion in one run, replaying the first one's (sim_build_replay.c),
+ * so a run's image is the run of m + p that starts with the same rules and is as long. */
 typedef struct {
-  uint64_t hash;
+  uint64_t hash;    /* of its first task's rules, its length and microbatch */
+  uint32_t first, length;
   int32_t mb;
-  uint32_t ordinal, value;
-  uint32_t used;
-} Slot;
+  uint32_t ordinal; /* among the runs of the same first rules, length and microbatch */
+  uint32_t next;    /* the next run in its hash chain (UINT32_MAX: none) */
+} Run;
 
-static inline uint64_t slot_key(uint64_t hash, int32_t mb, uint32_t ordinal) {
-  return mix(mix(hash, (uint32_t)mb), ordinal);
-}
-
-/* The slot of (@hash, @mb, @ordinal) in @t (@mask + 1 slots): its own or the empty one where it
- * would go. */
-static Slot *slot_find(Slot *t, uint64_t mask, uint64_t hash, int32_t mb, uint32_t ordinal) {
-  for (uint64_t i = slot_key(hash, mb, ordinal) & mask;; i = (i + 1) & mask) {
-    Slot *x = &t[i];
-    if (!x->used || (x->hash == hash && x->mb == mb && x->ordinal == ordinal)) return x;
-  }
+static uint64_t run_hash(uint64_t rules, uint32_t length, int32_t mb) {
+  return mix(mix(rules, length), (uint32_t)mb);
 }
 
 void sim_period_images(const SimTaskGraph *g, const uint32_t *ids, uint32_t n, int p,
-                       uint32_t *image) {
+                       int microbatches, uint32_t *image) {
   Period c = {.g = g, .tasks = (const SimTask *)g->tasks->data,
               .res = (const uint32_t *)g->task_resources->data, .p = p};
-  uint64_t size = 16;
-  while (size < 2 * (uint64_t)n + 2) size *= 2;
-  /* per (hash, microbatch) how many so far (ordinal UINT32_MAX), per (hash, microbatch, j) the
-   * j-th's index: each task's image is the same j-th of m + p, where m + p has as many */
-  g_autofree Slot *t = g_new0(Slot, 2 * size);
-  uint64_t mask = 2 * size - 1;
-  g_autofree uint64_t *hash = g_new(uint64_t, n ? n : 1);
-  g_autofree uint32_t *ordinal = g_new(uint32_t, n ? n : 1);
-  for (uint32_t i = 0; i < n; i++) {
-    const SimTask *x = &c.tasks[ids[i]];
-    hash[i] = task_hash(&c, x);
-    Slot *count = slot_find(t, mask, hash[i], x->microbatch, UINT32_MAX);
-    if (!count->used) *count = (Slot){hash[i], x->microbatch, UINT32_MAX, 0, 1};
-    ordinal[i] = count->value++;
-    Slot *own = slot_find(t, mask, hash[i], x->microbatch, ordinal[i]);
-    *own = (Slot){hash[i], x->microbatch, ordinal[i], i, 1};
+  for (uint32_t i = 0; i < n; i++) image[i] = NONE;
+  g_autoptr(GArray) runs = g_array_new(FALSE, FALSE, sizeof(Run));
+  for (uint32_t i = 0; i < n;) {
+    int32_t mb = c.tasks[ids[i]].microbatch;
+    uint32_t e = i + 1;
+    while (e < n && c.tasks[ids[e]].microbatch == mb) e++;
+    Run r = {0, i, e - i, mb, 0, NONE};
+    g_array_append_val(runs, r);
+    i = e;
   }
-  for (uint32_t i = 0; i < n; i++) {
-    image[i] = NONE;
-    int32_t m = c.tasks[ids[i]].microbatch;
-    const Slot *here = slot_find(t, mask, hash[i], m, UINT32_MAX);
-    const Slot *there = slot_find(t, mask, hash[i], m + p, UINT32_MAX);
-    if (!there->used || there->value != here->value) continue;
-    const Slot *y = slot_find(t, mask, hash[i], m + p, ordinal[i]);
-    if (y->used && same_rules(&c, &c.tasks[ids[i]], &c.tasks[ids[y->value]]))
-      image[i] = ids[y->value];
+  uint32_t nr = runs->len;
+  Run *run = (Run *)runs->data;
+  /* First where the runs of successive microbatches follow each other, as a conversion
+   * replayed microbatch after microbatch lays them out: the image p runs as long further on. */
+  g_autofree guint8 *matched = g_new0(guint8, nr + 1);
+  uint32_t missing = 0;
+  for (uint32_t i = 0; i < nr; i++) {
+    const Run *r = &run[i];
+    if (r->mb + p >= microbatches) { /* none */
+      matched[i] = 1;
+      continue;
+    }
+    uint32_t t = r->first + (uint32_t)p * r->length;
+    gboolean all = t + r->length <= n;
+    for (uint32_t k = 0; all && k < r->length; k++) {
+      const SimTask *x = &c.tasks[ids[r->first + k]], *y = &c.tasks[ids[t + k]];
+      all = y->microbatch == r->mb + p && same_rules(&c, x, y);
+    }
+    for (uint32_t k = 0; all && k < r->length; k++) image[r->first + k] = ids[t + k];
+    matched[i] = (guint8)all;
+    missing += !all;
+  }
+  if (missing == 0) return;
+  /* The rest by key: their first task's rules (hashed), length and microbatch; the j-th run of
+   * a key maps to the j-th of the key with m + p. */
+  for (uint32_t i = 0; i < nr; i++) run[i].hash = task_hash(&c, &c.tasks[ids[run[i].first]]);
+  uint32_t size = 16;
+  while (size < 2 * nr) size *= 2;
+  g_autofree uint32_t *bucket = g_new(uint32_t, size);
+  memset(bucket, 0xff, sizeof(uint32_t) * size);
+  for (uint32_t i = 0; i < nr; i++) { /* ordinals: the runs before it with the same key */
+    Run *r = &run[i];
+    uint32_t *at = &bucket[run_hash(r->hash, r->length, r->mb) & (size - 1)];
+    for (uint32_t j = *at; j != NONE; j = run[j].next)
+      if (run[j].hash == r->hash && run[j].length == r->length && run[j].mb == r->mb) {
+        r->ordinal = run[j].ordinal + 1; /* (the chain holds the latest first) */
+        break;
+      }
+    r->next = *at;
+    *at = i;
+  }
+  for (uint32_t i = 0; i < nr; i++) {
+    const Run *r = &run[i];
+    if (matched[i]) continue;
+    uint32_t found = NONE;
+    for (uint32_t j = bucket[run_hash(r->hash, r->length, r->mb + p) & (size - 1)]; j != NONE;
+         j = run[j].next)
+      if (run[j].hash == r->hash && run[j].length == r->length && run[j].mb == r->mb + p &&
+          run[j].ordinal == r->ordinal)
+        found = j;
+    if (found == NONE) continue;
+    for (uint32_t k = 0; k < r->length; k++) {
+      uint32_t x = ids[r->first + k], y = ids[run[found].first + k];
+      if (same_rules(&c, &c.tasks[x], &c.tasks[y])) image[r->first + k] = y;
+    }
   }
 }
 
@@ -175,7 +208,7 @@ static gboolean label(Period *c) {
   for (uint32_t x = 0; x < n; x++)
     if (c->mb[x] >= 0 && !is_host_task(c, x)) ids[nl++] = x;
   g_autofree uint32_t *image = g_new(uint32_t, nl ? nl : 1);
-  sim_period_images(g, ids, nl, c->p, image);
+  sim_period_images(g, ids, nl, c->p, c->M, image);
   for (uint32_t i = 0; i < nl; i++) c->sigma[ids[i]] = image[i];
   if (g->host_base != NONE)
     for (uint32_t i = 0; i < g->num_compute; i++)

@@ -32,9 +32,10 @@ gboolean sim_period_extrapolate(const SimTaskGraph *g, const SimSchedule *s,
 /* Per task @ids[i] of @g (each of a microbatch m >= 0, with its SimTask written) into
  * @image[i]: the task of microbatch m + @p that is the same in everything else (kind, op,
  * tensor, collective, bytes, duration, resources; the j-th such of m maps to the j-th of
- * m + p, where both have as many), or UINT32_MAX. */
+ * m + p, where both have as many), or UINT32_MAX (always where m + p >= @microbatches). @ids
+ * ascending. */
 void sim_period_images(const SimTaskGraph *g, const uint32_t *ids, uint32_t n, int p,
-                       uint32_t *image);
+                       int microbatches, uint32_t *image);
 
 G_END_DECLS
 

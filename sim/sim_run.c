@@ -542,7 +542,6 @@ static SimRun *steady_run(const MdlGraph *graph, const MdlStrategy *strategy,
   SimTime makespan = 0;
   SimBreakdownSums sums = {0};
   uint32_t reduced = 0;
-  if (getenv("DBG")) fprintf(stderr, "steady k=%d labelled %lu compute %u succ %p\n", k, labelled, tasks->num_compute, (void*)tasks->succ_offsets);
   if (tasks->succ_offsets || labelled % (guint64)k || tasks->num_compute % (uint32_t)k ||
       !sim_merge_predict_steady(tasks, steady, &makespan, &sums, &reduced) || !steady->proven) {
     sim_task_graph_free(tasks);

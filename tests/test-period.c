@@ -8,6 +8,7 @@
 #include "sim/sim.h"
 #include "sim/sim-int.h"
 #include "sim/sim_period.h"
+#include "search/srch-int.h" /* the full Megatron space */
 #include "test-util.h"
 
 static const char *cluster = "dgx-a100:nodes=2";
@@ -115,9 +116,205 @@ static void test_drift(void) {
   }
 }
 
+/* Every figure of two predictions, bit for bit. */
+static void assert_same_prediction(const char *what, const SimPrediction *a, const SimPrediction *b) {
+  const double fa[] = {a->iteration_time_s, a->compute_s, a->comm_exposed_s, a->host_bound_s,
+                       a->bubble_s, a->samples_per_s, a->tflops_per_gpu, a->mfu,
+                       a->peak_memory_bytes, a->comm_busy_s};
+  const double fb[] = {b->iteration_time_s, b->compute_s, b->comm_exposed_s, b->host_bound_s,
+                       b->bubble_s, b->samples_per_s, b->tflops_per_gpu, b->mfu,
+                       b->peak_memory_bytes, b->comm_busy_s};
+  for (gsize i = 0; i < G_N_ELEMENTS(fa); i++)
+    if (memcmp(&fa[i], &fb[i], sizeof(double)) != 0)
+      g_error("%s: figure %" G_GSIZE_FORMAT ": every microbatch %.17g, steady %.17g", what, i,
+              fa[i], fb[i]);
+  g_assert_cmpint(a->simulated_gpus, ==, b->simulated_gpus);
+  g_assert_cmpuint(a->tasks, ==, b->tasks);
+  g_assert_cmpuint(a->events, ==, b->events);
+  g_assert_cmpuint(a->merged_tasks, ==, b->merged_tasks);
+}
+
+/* A prediction of @spec on @model with and without the steady-state route: the same figures;
+ * returns whether the route applied. */
+static gboolean check_steady(const char *model, const char *clu, const char *spec) {
+  SimOptions every = {.prediction_only = TRUE, .no_steady_state = TRUE};
+  SimOptions steady = {.prediction_only = TRUE};
+  SimRun *a = test_simulate_options(model, clu, spec, &every);
+  SimRun *b = test_simulate_options(model, clu, spec, &steady);
+  const SimPrediction *pa = sim_run_prediction(a), *pb = sim_run_prediction(b);
+  g_autofree char *what = g_strdup_printf("%s %s", model, spec);
+  assert_same_prediction(what, pa, pb);
+  g_assert_cmpint(pa->steady_microbatches, ==, 0);
+  gboolean applied = pb->steady_microbatches > 0;
+  if (g_test_verbose())
+    g_printerr("%s: %s (%d of %d microbatches timed, period %.9f s)\n", what,
+               applied ? "steady" : "every microbatch", pb->steady_microbatches,
+               sim_run_strategy(b)->num_microbatches, pb->steady_period_s);
+  if (applied) {
+    g_assert_cmpint(pb->steady_microbatches, <, sim_run_strategy(b)->num_microbatches);
+    g_assert_cmpfloat(pb->steady_period_s, >, 0);
+  }
+  test_run_free(a);
+  test_run_free(b);
+  return applied;
+}
+
+/* The route's predictions are the whole run's, over schedules, frameworks, memory and overlap
+ * options; on GPT-3 13B it applies to every pipelined one but weight delay and GPipe. */
+static void test_steady(void) {
+  static const struct {
+    const char *spec;
+    gboolean applies;
+  } specs[] = {
+      {"megatron:tp=2,pp=4,dp=2,mb=1,schedule=1f1b", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,schedule=interleaved,vp=2", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,schedule=eager1f1b", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,framework=none", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,sp=1,recompute=selective", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,schedule=interleaved,vp=2,recompute=full", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,zero=1,overlap_param_gather=1", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,zero=2", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,sp=1,tp_overlap=1", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,async_tensor_model_parallel_allreduce=0", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,overlap_grad_reduce=0", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,zero=3", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,framework=pytorch-eager", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,framework=cuda-graphs", TRUE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,wdelay=1", FALSE},
+      {"megatron:tp=2,pp=4,dp=2,mb=1,schedule=gpipe", FALSE},
+      {"megatron:tp=1,pp=8,dp=2,mb=1,schedule=1f1b", TRUE},
+      {"megatron:tp=1,pp=8,dp=2,mb=1,schedule=interleaved,vp=5", TRUE},
+  };
+  for (gsize i = 0; i < G_N_ELEMENTS(specs); i++) {
+    gboolean applied = check_steady("gpt3-13b:batch=192", cluster, specs[i].spec);
+    if (specs[i].applies && !applied) g_error("%s: the steady state was not proven", specs[i].spec);
+  }
+}
+
+/* Over the Megatron space of a 16-layer model on 16 GPUs with 96 samples a batch: the route's
+ * predictions are the whole run's wherever it applies. */
+static void test_steady_space(void) {
+  GError *error = NULL;
+  const char *gpt = "gpt:layers=16,hidden=5120,heads=40,seq=2048,vocab=32000,batch=192";
+  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
+  MdlGraph *g = mdl_graph_parse_spec(gpt, &error);
+  g_assert_no_error(error);
+  CmParams params;
+  cm_params_default(&params);
+  GArray *points = srch_grid_full_points(g, c, DEV_DTYPE_BF16);
+  int checked = 0, applied = 0;
+  guint stride = 13; /* (~6 s) */
+#if defined(__SANITIZE_ADDRESS__)
+  stride = 61;
+#endif
+  for (guint i = 0; i < points->len; i += stride) {
+    MdlMegatronConfig cfg = g_array_index(points, MdlMegatronConfig, i);
+    MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
+    if (!s) {
+      g_clear_error(&error);
+      continue;
+    }
+    SimOptions every = {.prediction_only = TRUE, .no_steady_state = TRUE};
+    SimOptions steady = {.prediction_only = TRUE};
+    SimRun *a = sim_run_new_with_options(g, s, c, &params, &every, &error);
+    g_assert_no_error(error);
+    SimRun *b = sim_run_new_with_options(g, s, c, &params, &steady, &error);
+    g_assert_no_error(error);
+    assert_same_prediction(s->name ? s->name : "point", sim_run_prediction(a),
+                           sim_run_prediction(b));
+    applied += sim_run_prediction(b)->steady_microbatches > 0;
+    checked++;
+    sim_run_free(a);
+    sim_run_free(b);
+    mdl_strategy_free(s);
+  }
+  g_test_message("%d points checked, the steady state proven on %d", checked, applied);
+  g_assert_cmpint(applied, >, 0);
+  g_array_free(points, TRUE);
+  mdl_graph_free(g);
+  dev_cluster_free(c);
+}
+
+/* A graph of the first k of a strategy's microbatches (SimOptions.build_microbatches) is the
+ * graph of a strategy of k microbatches of the same size: same tasks, same full run. */
+static void test_build_microbatches(void) {
+  static const char *const specs[] = {"megatron:tp=2,pp=4,dp=2,mb=1,schedule=1f1b",
+                                      "megatron:tp=2,pp=4,dp=2,mb=2,schedule=interleaved,vp=2,sp=1"};
+  for (gsize i = 0; i < G_N_ELEMENTS(specs); i++) {
+    int mb = strstr(specs[i], "mb=2") ? 2 : 1;
+    SimOptions part = {.build_microbatches = 8, .no_steady_state = TRUE};
+    g_autofree char *big = g_strdup_printf("gpt3-1.3b:batch=%d", 32 * 2 * mb);
+    g_autofree char *small = g_strdup_printf("gpt3-1.3b:batch=%d", 8 * 2 * mb);
+    SimOptions whole = {.no_steady_state = TRUE};
+    SimRun *a = test_simulate_options(big, cluster, specs[i], &part);
+    SimRun *b = test_simulate_options(small, cluster, specs[i], &whole);
+    g_assert_cmpint(sim_run_strategy(a)->num_microbatches, ==, 32);
+    g_assert_cmpint(sim_run_strategy(b)->num_microbatches, ==, 8);
+    g_assert_cmpuint(sim_run_num_tasks(a), ==, sim_run_num_tasks(b));
+    g_assert_cmpuint(sim_schedule_makespan(sim_run_schedule(a)), ==,
+                     sim_schedule_makespan(sim_run_schedule(b)));
+    test_run_free(a);
+    test_run_free(b);
+  }
+}
+
+/* The host bound over a program with a period repeated (sim_merge_launches_repeated) is the
+ * bound over that program written out: position by position the same answer, and by chunks
+ * never early where the exact walk is not (random programs). */
+static void test_launches_repeated(void) {
+  GRand *rng = g_rand_new_with_seed(20261202);
+  enum { BLOCKS = 6 };
+  SimTime host[BLOCKS], duration[BLOCKS];
+  int kernels[BLOCKS];
+  int early = 0;
+  for (int trial = 0; trial < 3000; trial++) {
+    for (int b = 0; b < BLOCKS; b++) {
+      duration[b] = (SimTime)g_rand_int_range(rng, 0, 400);
+      host[b] = (SimTime)g_rand_int_range(rng, 0, trial % 3 == 0 ? 600 : 150);
+      kernels[b] = g_rand_int_range(rng, 0, 4);
+    }
+    uint32_t first = 0, from = (uint32_t)g_rand_int_range(rng, 0, 200);
+    uint32_t to = from + (uint32_t)g_rand_int_range(rng, 0, 200);
+    uint32_t end = to + (uint32_t)g_rand_int_range(rng, 0, 200);
+    guint copies = (guint)g_rand_int_range(rng, 0, 6);
+    guint64 depth = (guint64)g_rand_int_range(rng, 1, 80);
+    SimTime start = (SimTime)g_rand_int_range(rng, 0, 300);
+    g_autofree uint32_t *block = g_new(uint32_t, end + 1);
+    for (uint32_t k = 0; k < end; k++) block[k] = (uint32_t)g_rand_int_range(rng, 0, BLOCKS);
+    g_autofree SimTime *cum = g_new(SimTime, end + 1);
+    cum[0] = 0;
+    for (uint32_t k = 0; k < end; k++) cum[k + 1] = cum[k] + duration[block[k]];
+    /* written out: [first, to) ++ [from, to) x copies ++ [to, end) */
+    uint32_t n = end + copies * (to - from);
+    g_autofree uint32_t *wb = g_new(uint32_t, n + 1);
+    uint32_t w = 0;
+    for (uint32_t k = first; k < to; k++) wb[w++] = block[k];
+    for (guint c = 0; c < copies; c++)
+      for (uint32_t k = from; k < to; k++) wb[w++] = block[k];
+    for (uint32_t k = to; k < end; k++) wb[w++] = block[k];
+    g_autofree SimTime *wc = g_new(SimTime, n + 1);
+    wc[0] = 0;
+    for (uint32_t k = 0; k < n; k++) wc[k + 1] = wc[k] + duration[wb[k]];
+    gboolean exact = sim_merge_launches_early(wb, host, kernels, depth, wc, 0, n, start, TRUE);
+    gboolean exact_r = sim_merge_launches_repeated(block, host, kernels, depth, cum, first, from,
+                                                   to, end, copies, start, TRUE);
+    gboolean chunked_r = sim_merge_launches_repeated(block, host, kernels, depth, cum, first, from,
+                                                     to, end, copies, start, FALSE);
+    if (exact != exact_r) g_error("trial %d: written out %d, repeated %d", trial, exact, exact_r);
+    if (chunked_r && !exact) g_error("trial %d: chunks prove what positions do not", trial);
+    early += chunked_r;
+  }
+  g_assert_cmpint(early, >, 100);
+  g_rand_free(rng);
+}
+
 int main(int argc, char **argv) {
   g_test_init(&argc, &argv, NULL);
   g_test_add_func("/period/cases", test_cases);
   g_test_add_func("/period/drift", test_drift);
+  g_test_add_func("/period/steady", test_steady);
+  g_test_add_func("/period/steady-space", test_steady_space);
+  g_test_add_func("/period/build-microbatches", test_build_microbatches);
+  g_test_add_func("/period/launches-repeated", test_launches_repeated);
   return g_test_run();
 }
