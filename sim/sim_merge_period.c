@@ -62,7 +62,10 @@ typedef struct {
   SimTime *rs, *se;      /* when its successors see it end, and at what time */
   SimTime *contrib;      /* what its pop adds to the makespan (0: nothing) */
   uint32_t *last;        /* per chain with folds: its last collective (NONE: not such a chain) */
+  SimTime *reach;        /* per reduced task: the latest its pop can matter to a cut's state
+                            (its end, its chain's, its successors' pop times) */
   DevUnits *dev;
+  uint32_t *slot_of_block; /* per block: 3 * its chunk + its unit phase */
   /* per cut: dependencies ended and their latest end, per task; free times per resource */
   uint32_t *ended[2];
   SimTime *latest[2], *free_at[2];
@@ -99,10 +102,7 @@ static gboolean device_units(Steady *c, uint32_t d, DevUnits *u) {
   u->rank = mdl_strategy_rank_of_stage(c->strategy, chunk);
   u->units = sim_pipeline_units(&c->sk, u->rank, &u->nunits);
   g_autofree uint32_t *count = g_new0(uint32_t, 3 * (gsize)c->nstages);
-  for (uint32_t k = u->first; k < u->end; k++) {
-    block_unit(c, block[k], &phase, &chunk);
-    count[3 * chunk + phase]++;
-  }
+  for (uint32_t k = u->first; k < u->end; k++) count[c->slot_of_block[block[k]]]++;
   u->ustart = g_new(uint32_t, (gsize)u->nunits + 1);
   u->unit_of = g_new(int, 3 * (gsize)c->nstages * (gsize)c->k);
   for (int i = 0; i < 3 * c->nstages * c->k; i++) u->unit_of[i] = -1;
@@ -198,7 +198,13 @@ static gboolean label(Steady *c) {
     c->contrib[x] = 0;
     c->contrib[y] = end;
   }
-  for (uint32_t x = 0; x < c->R; x++) makespan = MAX(makespan, c->contrib[x]);
+  for (uint32_t x = 0; x < c->R; x++) {
+    makespan = MAX(makespan, c->contrib[x]);
+    SimTime r = MAX(task_end(c, x), c->se[x]);
+    for (uint32_t k = c->rg->succ_offsets[x]; k < c->rg->succ_offsets[x + 1]; k++)
+      r = MAX(r, c->key[c->rg->succ[k]]);
+    c->reach[x] = r;
+  }
   return makespan == c->s->makespan; /* the run's, or the reading above is not the engine's */
 }
 
@@ -300,7 +306,9 @@ static void cut(Steady *c, int w, SimTime tau, GArray *busy) {
   memset(free_at, 0, sizeof(SimTime) * (gsize)rg->num_resources);
   g_array_set_size(busy, 0);
   for (uint32_t x = 0; x < c->R; x++) {
-    if (c->key[x] >= tau) continue;
+    /* (a task popped before the cut that ends by it, with its chain, and whose successors pop
+     * before it, leaves nothing the clamped state sees) */
+    if (c->key[x] >= tau || c->reach[x] < tau) continue;
     SimTime end = task_end(c, x), start = c->s->start[x];
     if (fold[x].owner != NONE) {
       uint32_t r = fold[x].stream;
@@ -516,12 +524,19 @@ gboolean sim_merge_prove_steady(const Merge *m, const SimTaskGraph *rg, const Si
   c.se = g_new(SimTime, R1);
   c.contrib = g_new(SimTime, R1);
   c.last = g_new(uint32_t, R1);
+  c.reach = g_new(SimTime, R1);
   for (int w = 0; w < 2; w++) {
     c.ended[w] = g_new(uint32_t, R1);
     c.latest[w] = g_new(SimTime, R1);
     c.free_at[w] = g_new(SimTime, (gsize)rg->num_resources + 1);
   }
   c.dev = g_new0(DevUnits, c.nd);
+  c.slot_of_block = g_new(uint32_t, 4 * (gsize)strategy->num_ops + 1);
+  for (uint32_t b = 0; b < 4 * (uint32_t)strategy->num_ops; b++) {
+    int phase, chunk;
+    block_unit(&c, b, &phase, &chunk);
+    c.slot_of_block[b] = (uint32_t)(3 * chunk + phase);
+  }
   gboolean ok = TRUE;
   for (uint32_t d = 0; ok && d < c.nd; d++) ok = device_units(&c, d, &c.dev[d]);
   for (uint32_t d = 0, h = 0; ok && d < c.nd; d++) { /* each device's heads, in order */
@@ -559,6 +574,7 @@ gboolean sim_merge_prove_steady(const Merge *m, const SimTaskGraph *rg, const Si
     g_free(c.dev[d].hpos);
   }
   g_free(c.dev);
+  g_free(c.slot_of_block);
   g_free(c.mb);
   g_free(c.sig);
   g_free(c.key);
@@ -566,6 +582,7 @@ gboolean sim_merge_prove_steady(const Merge *m, const SimTaskGraph *rg, const Si
   g_free(c.se);
   g_free(c.contrib);
   g_free(c.last);
+  g_free(c.reach);
   for (int w = 0; w < 2; w++) {
     g_free(c.ended[w]);
     g_free(c.latest[w]);

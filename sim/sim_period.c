@@ -123,17 +123,15 @@ void sim_period_images(const SimTaskGraph *g, const uint32_t *ids, uint32_t n, i
   Period c = {.g = g, .tasks = (const SimTask *)g->tasks->data,
               .res = (const uint32_t *)g->task_resources->data, .p = p};
   for (uint32_t i = 0; i < n; i++) image[i] = NONE;
-  g_autoptr(GArray) runs = g_array_new(FALSE, FALSE, sizeof(Run));
+  g_autofree Run *run = g_new(Run, n ? n : 1);
+  uint32_t nr = 0;
   for (uint32_t i = 0; i < n;) {
     int32_t mb = c.tasks[ids[i]].microbatch;
     uint32_t e = i + 1;
     while (e < n && c.tasks[ids[e]].microbatch == mb) e++;
-    Run r = {0, i, e - i, mb, 0, NONE};
-    g_array_append_val(runs, r);
+    run[nr++] = (Run){0, i, e - i, mb, 0, NONE};
     i = e;
   }
-  uint32_t nr = runs->len;
-  Run *run = (Run *)runs->data;
   /* First where the runs of successive microbatches follow each other, as a conversion
    * replayed microbatch after microbatch lays them out: the image p runs as long further on. */
   g_autofree guint8 *matched = g_new0(guint8, nr + 1);

@@ -5,9 +5,9 @@
 
 #include <string.h>
 
-static void push(GArray *units, SimUnitPhase phase, int chunk, int microbatch) {
-  SimUnit u = {(uint8_t)phase, chunk, microbatch};
-  g_array_append_val(units, u);
+static inline void push(GArray *units, SimUnitPhase phase, int chunk, int microbatch) {
+  /* (sized for every unit at once by sim_pipeline_units: no growth here) */
+  g_array_index(units, SimUnit, units->len++) = (SimUnit){(uint8_t)phase, chunk, microbatch};
 }
 
 /* GPipe, 1F1B and eager-1F1B on one chunk per rank: @warm forwards, (F, B) pairs, then the
@@ -72,7 +72,8 @@ SimUnit *sim_pipeline_units(const MdlStrategy *s, int rank, int *n_units) {
   g_return_val_if_fail(s && n_units, NULL);
   int P = mdl_strategy_num_ranks(s), M = s->num_microbatches;
   g_return_val_if_fail(rank >= 0 && rank < P, NULL);
-  GArray *units = g_array_new(FALSE, FALSE, sizeof(SimUnit));
+  int V = s->schedule == MDL_SCHEDULE_INTERLEAVED && s->virtual_stages > 1 ? s->virtual_stages : 1;
+  GArray *units = g_array_sized_new(FALSE, FALSE, sizeof(SimUnit), (guint)(2 * M * V + 1));
   if (s->schedule == MDL_SCHEDULE_GPIPE)
     one_forward_one_backward(units, rank, M, M);
   else if (s->schedule == MDL_SCHEDULE_EAGER_1F1B)
