@@ -43,7 +43,8 @@ int cli_bench_step(void);
  * strategies as prediction-only runs (issue 16, item 2): build and simulate milliseconds over
  * @repeat runs, tasks before and after chain merging, peak memory (cli_bench_predict.c). With
  * @strategy (and optionally @model, @cluster: default the 175B case) that one point only. */
-int cli_bench_predict(int repeat, const char *model, const char *cluster, const char *strategy);
+int cli_bench_predict(int repeat, const char *model, const char *cluster, const char *strategy,
+                      gboolean every);
 /* The process's peak resident memory in bytes (Linux /proc/self/status VmHWM), after
  * resetting it with /proc/self/clear_refs (proc(5): writing 5 resets the peak RSS) when
  * @reset (returns 0 then); -1 where /proc does not tell (cli_bench_step.c). */

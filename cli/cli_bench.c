@@ -109,6 +109,7 @@ int cli_bench(int argc, char **argv) {
   g_autofree char *model_spec = NULL, *cluster_spec = NULL, *strategy_spec = NULL;
   int repeat = 5;
   double search_seconds = 20;
+  gboolean no_steady = FALSE;
   g_autofree char *suite = NULL, *data_dir = NULL;
   GOptionEntry entries[] = {
       {"model", 'm', 0, G_OPTION_ARG_STRING, &model_spec, "model (default gpt3-6.7b:batch=256)", "M"},
@@ -118,6 +119,7 @@ int cli_bench(int argc, char **argv) {
       {"suite", 0, 0, G_OPTION_ARG_STRING, &suite, "engine, gpt3, allreduce, delta, store, table4, search, collectives, megatron, bridge, gemm, host, step, predict or all (default; store, table4, search, collectives, megatron, bridge, gemm, host, step and predict only by name)", "NAME"},
       {"data", 0, 0, G_OPTION_ARG_FILENAME, &data_dir, "megatron and bridge suites: the validation data folder (default: the checkout's tests/data/validation); gemm and host suites: one tests/data/gpu/ folder (default: each)", "DIR"},
       {"seconds", 0, 0, G_OPTION_ARG_DOUBLE, &search_seconds, "search suite: each algorithm's time budget (default 20)", "S"},
+      {"no-steady", 0, 0, G_OPTION_ARG_NONE, &no_steady, "predict suite: time every microbatch (no steady-state route)", NULL},
       {NULL}};
   if (!cli_parse_options("bench", "Benchmarks the task-graph builder and the event engine.",
                          entries, &argc, &argv))
@@ -154,7 +156,7 @@ int cli_bench(int argc, char **argv) {
     if (g_strcmp0(suite, "host") == 0) return cli_bench_host(data_dir);
     if (g_strcmp0(suite, "step") == 0) return cli_bench_step();
     if (g_strcmp0(suite, "predict") == 0)
-      return cli_bench_predict(repeat, model_spec, cluster_spec, strategy_spec);
+      return cli_bench_predict(repeat, model_spec, cluster_spec, strategy_spec, no_steady);
     return g_strcmp0(suite, "gpt3") == 0 ? bench_gpt3() : bench_allreduce();
   }
   if (!model_spec) model_spec = g_strdup("gpt3-6.7b:batch=256");

@@ -10,7 +10,8 @@
  * share of it (SimPrediction.engine_cpu_s, breakdown_cpu_s: medians, first), the tasks before
  * and after merging, the minor page faults a run takes (first, median: the process's, bench
  * being one thread; STRATSIM_HUGE_PAGES=1 cuts the first one's: util_memory.c) and the peak
- * resident memory over the runs.
+ * resident memory over the runs, and whether the steady-state route timed the first microbatches
+ * only (sim/sim_merge_period.c; --no-steady: every microbatch, as before it).
  * --strategy (and --model, --cluster) benches one point instead. Measures; asserts nothing. */
 #include "cli/cli.h"
 
@@ -28,10 +29,11 @@ static int compare_double(const void *a, const void *b) {
 }
 
 /* @repeat prediction-only runs of @strategy; prints one line. */
-static int bench_one(const char *model, const char *cluster, const char *strategy, int repeat) {
+static int bench_one(const char *model, const char *cluster, const char *strategy, int repeat,
+                     gboolean every) {
   GError *error = NULL;
   SesSpecs specs = {.model = model, .cluster = cluster, .strategy = strategy,
-                    .options = {.prediction_only = TRUE}};
+                    .options = {.prediction_only = TRUE, .no_steady_state = every}};
   SesSession *session = ses_session_new_from_specs(&specs, &error);
   if (!session) return cli_fail(error, cli_status_for(error));
   g_autofree double *build = g_new(double, repeat);
@@ -65,6 +67,12 @@ static int bench_one(const char *model, const char *cluster, const char *strateg
   double peak = cli_peak_rss(FALSE);
   double build0 = build[0], rest0 = rest[0], cpu0 = cpu[0], engine0 = engine[0];
   double breakdown0 = breakdown[0], faults0 = faults[0];
+  g_autofree char *steady =
+      first.steady_microbatches
+          ? g_strdup_printf("steady state: %d microbatches timed, the rest proven to repeat a "
+                            "period of %.9g s (sim/sim_merge_period.c)",
+                            first.steady_microbatches, first.steady_period_s)
+          : g_strdup(every ? "every microbatch timed (--no-steady)" : "every microbatch timed");
   qsort(faults, (size_t)repeat, sizeof(double), compare_double);
   qsort(build, (size_t)repeat, sizeof(double), compare_double);
   qsort(rest, (size_t)repeat, sizeof(double), compare_double);
@@ -75,17 +83,17 @@ static int bench_one(const char *model, const char *cluster, const char *strateg
          "first %.1f + %.1f), CPU %.1f ms (median; best %.1f, first %.1f; of which engine %.2f, "
          "breakdown %.2f: medians; first %.2f + %.2f), %" G_GUINT64_FORMAT
          " tasks, %" G_GUINT64_FORMAT " after merging, minor page faults %.0f (median; first "
-         "%.0f), peak RSS %.0f MB; iteration %.9g s\n",
+         "%.0f), peak RSS %.0f MB; iteration %.9g s; %s\n",
          strategy, build[repeat / 2], rest[repeat / 2], repeat, build[0], rest[0], build0, rest0,
          cpu[repeat / 2], cpu[0], cpu0, engine[repeat / 2], breakdown[repeat / 2], engine0,
          breakdown0, first.tasks, first.merged_tasks, faults[repeat / 2], faults0, peak / 1e6,
-         first.iteration_time_s);
+         first.iteration_time_s, steady);
   ses_session_free(session);
   return CLI_EXIT_OK;
 }
 
 int cli_bench_predict(int repeat, const char *model_spec, const char *cluster_spec,
-                      const char *strategy) {
+                      const char *strategy, gboolean every) {
   const char *model = model_spec ? model_spec : "gpt3-175b:batch=1536";
   const char *cluster = cluster_spec ? cluster_spec : "dgx-a100:nodes=128";
   static const char *const strategies[] = {
@@ -98,9 +106,9 @@ int cli_bench_predict(int repeat, const char *model_spec, const char *cluster_sp
          "simulate = merging, engine, breakdown and memory; CPU: the thread's CPU time, which a "
          "loaded machine inflates less than the wall clock)\n", model, cluster);
   srch_keep_freed_memory(); /* the search's allocator settings (srch_eval.c) */
-  if (strategy) return bench_one(model, cluster, strategy, repeat);
+  if (strategy) return bench_one(model, cluster, strategy, repeat, every);
   for (gsize i = 0; i < G_N_ELEMENTS(strategies); i++) {
-    int status = bench_one(model, cluster, strategies[i], repeat);
+    int status = bench_one(model, cluster, strategies[i], repeat, every);
     if (status != CLI_EXIT_OK) return status;
   }
   return CLI_EXIT_OK;

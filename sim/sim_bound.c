@@ -501,7 +501,8 @@ static void bounder_init(SimBounder *sb, const MdlStrategy *strategy) {
   Builder *b = &sb->b; /* the fields sb_op_durations and the layouts read */
   b->s = strategy;
   b->nops = mdl_graph_num_ops(b->g);
-  b->M = strategy->num_microbatches;
+  b->M = b->Msize = strategy->num_microbatches;
+  b->units_s = *strategy;
   b->dtype_bytes = dev_dtype_bytes(strategy->dtype);
   sb->gaps.b = b;
   sb->nmeshes = (int)strategy->meshes->len;
