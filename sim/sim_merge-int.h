@@ -95,6 +95,7 @@ typedef struct {
   SimTime *jdur;
   uint32_t nheads, njoins;
   uint32_t walked;       /* devices whose launches the last host pass walked (not proven early) */
+  guint8 *walked_dev;    /* per device (or NULL): whether it was one of them */
 } Merge;
 
 static inline gboolean is_host(const Merge *m, uint32_t v) {
@@ -164,8 +165,26 @@ static inline uint32_t next_flagged(const uint8_t *flags, uint32_t k, uint32_t n
 gint64 sim_merge_time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv,
                            guint *off);
 
+/* A device's host walk (sim_merge_time_host) before position @position: its last launch's end,
+ * its last ends, and its launch queue (how far back it stands, the kernels in it, and the ends
+ * of the positions from there on, ends[0 .. queue_back); owned, g_free). */
+typedef struct {
+  uint32_t position;
+  SimTime host_end, prev_end, member_end;
+  uint32_t queue_back;
+  guint64 queued;
+  SimTime *ends;
+} SimHostWalkState;
+
+/* Walks device @d again over the final reduced run @s (@hi, @ji: its first entries in reduce's
+ * lists of heads and joins) and records its state before positions @at and @until (@at <=
+ * @until); FALSE where the walk meets a late launch, a host wait between the two, or a queue
+ * reaching back further than the ends kept. */
+gboolean sim_merge_walk_state(Merge *m, const SimSchedule *s, uint32_t d, uint32_t hi,
+                              uint32_t ji, uint32_t at, uint32_t until, SimHostWalkState *out);
+
 /* The steady state proven on the final reduced run (sim_merge_period.c): SimSteady filled. */
-gboolean sim_merge_prove_steady(const Merge *m, const SimTaskGraph *rg, const SimSchedule *s,
+gboolean sim_merge_prove_steady(Merge *m, const SimTaskGraph *rg, const SimSchedule *s,
                                 const SimTime *release, const SimFolds *folds,
                                 const SimTime *host_iv, const guint *host_off, SimSteady *st);
 

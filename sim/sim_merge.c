@@ -599,6 +599,7 @@ gboolean sim_merge_predict_steady(const SimTaskGraph *g, SimSteady *steady, SimT
   g_assert(fill <= arena + bytes);
   /* the host stream: given (a graph built for merging) or read from the host tasks */
   m.host = g->block_host != NULL;
+  if (steady) m.walked_dev = g_new0(guint8, nd + 1); /* (which devices the host pass walks) */
   m.queue = g_array_new(FALSE, FALSE, sizeof(uint32_t)); /* (a full graph's) */
   m.steps = g_array_new(FALSE, FALSE, sizeof(uint32_t));
   /* room for every edge (pages touched only as they fill) */
@@ -665,6 +666,7 @@ gboolean sim_merge_predict_steady(const SimTaskGraph *g, SimSteady *steady, SimT
   ok = applied;
   g_free(arena);
   g_free(m.rel);
+  g_free(m.walked_dev);
   g_array_unref(m.queue);
   g_array_unref(m.steps);
   g_free(m.qsorted);

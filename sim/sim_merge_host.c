@@ -318,21 +318,101 @@ static gboolean early_device(const Merge *m, uint32_t first, uint32_t end, SimTi
  * in @iv/@off (sim_host_wait_intervals' layout). Otherwise the releases are set to the launches
  * that gate their tasks and the count of changes returned (the caller runs again), or -1
  * where the tie-breaks forbid (an instant launch gating an instant kernel). */
+/* Where a device's walk (sim_merge_time_host) is: resumable, so that the steady-state route
+ * can read its state at two positions (sim_merge_walk_state). */
+typedef struct {
+  SimTime host_end, prev_end, member_end;
+  QueueRun queue;
+  uint32_t hi, ji; /* reduce's lists of heads and joins, read in turn */
+  gint64 changes;  /* -1: an instant launch at its instant kernel's time (the tie-breaks) */
+} HostWalk;
+
+/* The walk over positions [@from, @end) of one device (@w: where it is). */
+static void walk_positions(Merge *m, const SimSchedule *s, const SimTime *nr, HostWalk *w,
+                           uint32_t from, uint32_t end, GArray *iv, guint nq) {
+  uint32_t mask = m->pend_mask;
+  SimTime host_end = w->host_end, prev_end = w->prev_end, member_end = w->member_end;
+  QueueRun queue = w->queue;
+  uint32_t hi = w->hi, ji = w->ji;
+  gint64 changes = w->changes;
+  for (uint32_t k = from; k < end; k++) {
+    /* Up to the next head or join, members that start when the one before ends (lasting
+     * more than zero: else they head their group) and are not released (a release makes
+     * a head): the launch is late where it ends after that; no host wait ends at such a
+     * member (the stream was busy up to its start). */
+    for (uint32_t next = next_flagged(m->pflags, k, end, HEAD | JOIN); k < next; k++) {
+      SimTime duration, dh;
+      pos_times(m, k, &duration, &dh);
+      SimTime start = member_end;
+      member_end = m->pend[k & mask] = start + duration;
+      SimTime qwait = queue_wait(m, k, &queue, nq); /* (once: it moves the queue) */
+      SimTime launched = MAX(host_end, qwait) + dh;
+      if (launched > start) {
+        m->rel[k] = launched;
+        m->cf[k] |= RELEASED;
+        changes++;
+      }
+      if (member_end > prev_end) prev_end = member_end;
+      host_end = launched;
+    }
+    if (k == end) break;
+    /* a head starts with its group; a member after its predecessor and, at a join, its
+     * folded collective */
+    uint8_t pf = m->pflags[k];
+    gboolean head = (pf & HEAD) != 0;
+    uint32_t gi = head ? m->hgid[hi++] : NONE;
+    SimTime start = member_end;
+    if (pf & JOIN) { /* when the collective it waits for ends */
+      if (!head) start = MAX(start, s->start[m->jx[ji]] + m->jdur[ji]);
+      ji++;
+    }
+    if (head) start = s->start[gi];
+    SimTime duration, dh;
+    pos_times(m, k, &duration, &dh);
+    member_end = m->pend[k & mask] = start + duration;
+    SimTime qwait = queue_wait(m, k, &queue, nq);
+    SimTime launched = MAX(host_end, qwait) + dh;
+    /* a head's dependencies are its group's; an inner member's, its predecessor's end */
+    SimTime deps = head ? nr[gi] : start;
+    SimTime rel = m->cf[k] & RELEASED ? m->rel[k] : 0;
+    if (dh == 0 && duration == 0 && launched >= deps) {
+      changes = -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
+      break;
+    }
+    if (MAX(deps, rel) != MAX(deps, launched)) {
+      m->rel[k] = launched > deps ? launched : 0;
+      m->cf[k] = (uint8_t)(m->rel[k] ? m->cf[k] | RELEASED : m->cf[k] & ~RELEASED);
+      changes++;
+    }
+    SimTime wait_end = MIN(launched, start);
+    if (wait_end > prev_end) {
+      SimTime pair[2] = {prev_end, wait_end};
+      g_array_append_vals(iv, pair, 2);
+    }
+    if (member_end > prev_end) prev_end = member_end;
+    host_end = launched;
+  }
+  *w = (HostWalk){host_end, prev_end, member_end, queue, hi, ji, changes};
+}
+
+static void walk_init(const Merge *m, HostWalk *w, uint32_t d, uint32_t hi, uint32_t ji) {
+  *w = (HostWalk){0, 0, 0,
+                  {.depth = m->g->host_queue_depth, .kernels = m->g->block_kernels,
+                   .block = m->g->program_block, .q = m->dbeg[d]},
+                  hi, ji, 0};
+}
+
 gint64 sim_merge_time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GArray *iv,
                            guint *off) {
   uint32_t nd = (uint32_t)m->g->num_devices;
   guint nq = m->queue->len / 2;
-  QueueRun queue = {.depth = m->g->host_queue_depth, .kernels = m->g->block_kernels,
-                    .block = m->g->program_block};
   uint32_t hi = 0, ji = 0; /* reduce's lists of heads and joins, read in turn */
-  uint32_t mask = m->pend_mask;
   gint64 changes = 0;
   g_array_set_size(iv, 0);
   for (uint32_t d = 0; d < nd; d++) {
     off[d] = iv->len / 2;
-    SimTime host_end = 0, prev_end = 0, member_end = 0;
-    queue.q = m->dbeg[d]; /* (a graph for merging's queue starts anew per device) */
-    queue.launched = queue.done = 0;
+    HostWalk w;
+    walk_init(m, &w, d, hi, ji); /* (a graph for merging's queue starts anew per device) */
     uint32_t end = m->dbeg[d + 1], later_heads = 0, later_joins = 0;
     /* a device proven early: only its first position walked (a head: HEAD is set on each
      * device's first), the lists' entries of the rest skipped */
@@ -344,64 +424,40 @@ gint64 sim_merge_time_host(Merge *m, const SimSchedule *s, const SimTime *nr, GA
       g_atomic_int_inc(&bounded_devices);
     }
     m->walked += !early && m->dbeg[d] < m->dbeg[d + 1];
-    for (uint32_t k = m->dbeg[d]; k < end; k++) {
-      /* Up to the next head or join, members that start when the one before ends (lasting
-       * more than zero: else they head their group) and are not released (a release makes
-       * a head): the launch is late where it ends after that; no host wait ends at such a
-       * member (the stream was busy up to its start). */
-      for (uint32_t next = next_flagged(m->pflags, k, end, HEAD | JOIN); k < next; k++) {
-        SimTime duration, dh;
-        pos_times(m, k, &duration, &dh);
-        SimTime start = member_end;
-        member_end = m->pend[k & mask] = start + duration;
-        SimTime qwait = queue_wait(m, k, &queue, nq); /* (once: it moves the queue) */
-        SimTime launched = MAX(host_end, qwait) + dh;
-        if (launched > start) {
-          m->rel[k] = launched;
-          m->cf[k] |= RELEASED;
-          changes++;
-        }
-        if (member_end > prev_end) prev_end = member_end;
-        host_end = launched;
-      }
-      if (k == end) break;
-      /* a head starts with its group; a member after its predecessor and, at a join, its
-       * folded collective */
-      uint8_t pf = m->pflags[k];
-      gboolean head = (pf & HEAD) != 0;
-      uint32_t gi = head ? m->hgid[hi++] : NONE;
-      SimTime start = member_end;
-      if (pf & JOIN) { /* when the collective it waits for ends */
-        if (!head) start = MAX(start, s->start[m->jx[ji]] + m->jdur[ji]);
-        ji++;
-      }
-      if (head) start = s->start[gi];
-      SimTime duration, dh;
-      pos_times(m, k, &duration, &dh);
-      member_end = m->pend[k & mask] = start + duration;
-      SimTime qwait = queue_wait(m, k, &queue, nq);
-      SimTime launched = MAX(host_end, qwait) + dh;
-      /* a head's dependencies are its group's; an inner member's, its predecessor's end */
-      SimTime deps = head ? nr[gi] : start;
-      SimTime rel = m->cf[k] & RELEASED ? m->rel[k] : 0;
-      if (dh == 0 && duration == 0 && launched >= deps)
-        return -1; /* an instant launch at its instant kernel's time (the tie-breaks) */
-      if (MAX(deps, rel) != MAX(deps, launched)) {
-        m->rel[k] = launched > deps ? launched : 0;
-        m->cf[k] = (uint8_t)(m->rel[k] ? m->cf[k] | RELEASED : m->cf[k] & ~RELEASED);
-        changes++;
-      }
-      SimTime wait_end = MIN(launched, start);
-      if (wait_end > prev_end) {
-        SimTime pair[2] = {prev_end, wait_end};
-        g_array_append_vals(iv, pair, 2);
-      }
-      if (member_end > prev_end) prev_end = member_end;
-      host_end = launched;
-    }
-    hi += later_heads;
-    ji += later_joins;
+    if (m->walked_dev) m->walked_dev[d] = !early && m->dbeg[d] < m->dbeg[d + 1];
+    walk_positions(m, s, nr, &w, m->dbeg[d], end, iv, nq);
+    if (w.changes < 0) return -1;
+    changes += w.changes;
+    hi = w.hi + later_heads;
+    ji = w.ji + later_joins;
   }
   off[nd] = iv->len / 2;
   return changes;
+}
+
+gboolean sim_merge_walk_state(Merge *m, const SimSchedule *s, uint32_t d, uint32_t hi,
+                              uint32_t ji, uint32_t at, uint32_t until, SimHostWalkState *out) {
+  HostWalk w;
+  walk_init(m, &w, d, hi, ji);
+  g_autoptr(GArray) iv = g_array_new(FALSE, FALSE, sizeof(SimTime));
+  uint32_t from = m->dbeg[d];
+  uint32_t stop[2] = {at, until};
+  for (int i = 0; i < 2; i++) {
+    guint waits = iv->len;
+    walk_positions(m, s, s->ready, &w, from, stop[i], iv, 0);
+    /* (the final round: no late launch; no wait between the cuts) */
+    if (w.changes != 0 || (i == 1 && iv->len > waits)) return FALSE;
+    SimHostWalkState *x = &out[i];
+    x->position = stop[i];
+    x->host_end = w.host_end;
+    x->prev_end = w.prev_end;
+    x->member_end = w.member_end;
+    x->queue_back = stop[i] - w.queue.q;
+    x->queued = w.queue.launched - w.queue.done;
+    if (x->queue_back > m->pend_mask + 1) return FALSE;
+    x->ends = g_new(SimTime, (gsize)x->queue_back + 1);
+    for (uint32_t j = 0; j < x->queue_back; j++) x->ends[j] = m->pend[(w.queue.q + j) & m->pend_mask];
+    from = stop[i];
+  }
+  return TRUE;
 }

@@ -41,11 +41,12 @@ typedef struct {
   uint32_t *ustart;      /* per unit its first position (nunits + 1) */
   int *unit_of;          /* per (phase, chunk, microbatch): its unit (-1: none) */
   uint32_t h0, h1;       /* its heads: Merge.hgid[h0 .. h1) (in program order) */
+  uint32_t j0;           /* its first join in reduce's list of joins (Merge.jx) */
   uint32_t *hpos;        /* and their positions */
 } DevUnits;
 
 typedef struct {
-  const Merge *m;
+  Merge *m;
   const SimTaskGraph *g, *rg;
   const SimSchedule *s;
   const SimTime *release;
@@ -420,6 +421,25 @@ static gboolean program_cut(const Steady *c, const DevUnits *u, SimTime tau, int
   return TRUE;
 }
 
+/* A device whose launches the host pass walked: its walk's state before the cuts' positions is
+ * the same, the later one P later (its last launch's and positions' ends, the queue's depth and
+ * the ends it may still wait for): then the walk over the inserted periods repeats the one
+ * between the cuts (no late launch and no wait, the walk having met none there), and the rest
+ * is k's P later. */
+static gboolean same_walk(const Steady *c, const DevUnits *u, SimTime a, SimTime b) {
+  uint32_t d = (uint32_t)(u - c->dev), pa = popped_positions(c, u, a), pb = popped_positions(c, u, b);
+  SimHostWalkState st[2] = {{0}};
+  gboolean ok = sim_merge_walk_state(c->m, c->s, d, u->h0, u->j0, pa, pb, st);
+  SimTime P = b - a;
+  ok = ok && st[1].host_end == st[0].host_end + P && st[1].member_end == st[0].member_end + P &&
+       st[1].prev_end == st[0].prev_end + P && st[1].queue_back == st[0].queue_back &&
+       st[1].queued == st[0].queued;
+  for (uint32_t j = 0; ok && j < st[0].queue_back; j++) ok = st[1].ends[j] == st[0].ends[j] + P;
+  g_free(st[0].ends);
+  g_free(st[1].ends);
+  return ok;
+}
+
 /* Condition (3) for device @u, and its launches early over the N-microbatch program. */
 static gboolean program_inserts(const Steady *c, const DevUnits *u, SimTime a, SimTime b) {
   if (u->first == u->end) return TRUE;
@@ -453,6 +473,8 @@ static gboolean program_inserts(const Steady *c, const DevUnits *u, SimTime a, S
   const SimTaskGraph *g = c->g;
   if (!c->m->host) return TRUE;
   if (!g->block_kernels || !g->block_host) return FALSE;
+  uint32_t d = (uint32_t)(u - c->dev);
+  if (c->m->walked_dev && c->m->walked_dev[d]) return same_walk(c, u, a, b);
   uint32_t head = group_of(c->m, u->first);
   return sim_merge_launches_repeated(g->program_block, g->block_host, g->block_kernels,
                                      g->host_queue_depth, c->m->cum, u->first,
@@ -494,7 +516,7 @@ static gboolean search_cuts(Steady *c, SimSteady *st) {
   return FALSE;
 }
 
-gboolean sim_merge_prove_steady(const Merge *m, const SimTaskGraph *rg, const SimSchedule *s,
+gboolean sim_merge_prove_steady(Merge *m, const SimTaskGraph *rg, const SimSchedule *s,
                                 const SimTime *release, const SimFolds *folds,
                                 const SimTime *host_iv, const guint *host_off, SimSteady *st) {
   const MdlStrategy *strategy = st->strategy;
@@ -505,10 +527,8 @@ gboolean sim_merge_prove_steady(const Merge *m, const SimTaskGraph *rg, const Si
               ? mdl_strategy_num_ranks(strategy)
               : 1;
   int k = st->built, N = strategy->num_microbatches;
-  /* (a device whose launches the host pass walked has no bound over the longer program either:
-   * its prefix is this one's) */
   if (strategy->weight_delay || strategy->schedule == MDL_SCHEDULE_GPIPE || !g->program_block ||
-      !s->log || k < 2 * p || N <= k || (N - k) % p != 0 || m->walked > 0)
+      !s->log || k < 2 * p || N <= k || (N - k) % p != 0 || (m->walked && !m->walked_dev))
     return FALSE;
   Steady c = {.m = m, .g = g, .rg = rg, .s = s, .release = release, .folds = folds,
               .host_iv = host_iv, .host_off = host_off, .strategy = strategy, .sk = *strategy,
@@ -539,9 +559,13 @@ gboolean sim_merge_prove_steady(const Merge *m, const SimTaskGraph *rg, const Si
   }
   gboolean ok = TRUE;
   for (uint32_t d = 0; ok && d < c.nd; d++) ok = device_units(&c, d, &c.dev[d]);
-  for (uint32_t d = 0, h = 0; ok && d < c.nd; d++) { /* each device's heads, in order */
+  for (uint32_t d = 0, h = 0, j = 0; ok && d < c.nd; d++) { /* each device's heads, in order */
     DevUnits *u = &c.dev[d];
     u->h0 = h;
+    u->j0 = j;
+    for (uint32_t q = next_flagged(m->pflags, u->first, u->end, JOIN); q < u->end;
+         q = next_flagged(m->pflags, q + 1, u->end, JOIN))
+      j++;
     for (uint32_t q = next_flagged(m->pflags, u->first, u->end, HEAD); q < u->end;
          q = next_flagged(m->pflags, q + 1, u->end, HEAD))
       h++;

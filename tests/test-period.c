@@ -191,6 +191,23 @@ static void test_steady(void) {
   }
 }
 
+/* A smaller model, whose launches come close enough to their kernels that the host pass walks
+ * a device (sim_merge_walk_state): the route compares the walk's state at the cuts. */
+static void test_steady_walked(void) {
+  static const char *const specs[] = {
+      "megatron:tp=2,pp=4,dp=2,mb=1,schedule=1f1b",
+      "megatron:tp=2,pp=4,dp=2,mb=1,schedule=interleaved,vp=2",
+      "megatron:tp=2,pp=4,dp=2,mb=1,framework=pytorch-eager",
+      "megatron:tp=2,pp=4,dp=2,mb=1,sp=1,recompute=selective",
+      "megatron:tp=4,pp=2,dp=2,mb=2,schedule=1f1b",
+  };
+  int applied = 0;
+  for (gsize i = 0; i < G_N_ELEMENTS(specs); i++)
+    applied += check_steady("gpt3-1.3b:batch=256", cluster, specs[i]);
+  g_test_message("%d of %" G_GSIZE_FORMAT " proven", applied, G_N_ELEMENTS(specs));
+  g_assert_cmpint(applied, >=, 3);
+}
+
 /* Over the Megatron space of a 16-layer model on 16 GPUs with 96 samples a batch: the route's
  * predictions are the whole run's wherever it applies. */
 static void test_steady_space(void) {
@@ -313,6 +330,7 @@ int main(int argc, char **argv) {
   g_test_add_func("/period/cases", test_cases);
   g_test_add_func("/period/drift", test_drift);
   g_test_add_func("/period/steady", test_steady);
+  g_test_add_func("/period/steady-walked", test_steady_walked);
   g_test_add_func("/period/steady-space", test_steady_space);
   g_test_add_func("/period/build-microbatches", test_build_microbatches);
   g_test_add_func("/period/launches-repeated", test_launches_repeated);
