@@ -67,9 +67,7 @@ typedef struct {
                             (its end, its chain's, its successors' pop times) */
   DevUnits *dev;
   uint32_t *slot_of_block; /* per block: 3 * its chunk + its unit phase */
-  /* per cut: dependencies ended and their latest end, per task; free times per resource */
-  uint32_t *ended[2];
-  SimTime *latest[2], *free_at[2];
+  SimPeriodCuts cuts;
 } Steady;
 
 static inline SimTime rel(SimTime t, SimTime tau) { return t > tau ? t - tau : 0; }
@@ -300,8 +298,8 @@ static void cut(Steady *c, int w, SimTime tau, GArray *busy) {
   const SimTaskGraph *rg = c->rg;
   const SimFold *fold = c->folds->task;
   const uint32_t *res = (const uint32_t *)rg->task_resources->data;
-  uint32_t *ended = c->ended[w];
-  SimTime *latest = c->latest[w], *free_at = c->free_at[w];
+  uint32_t *ended = c->cuts.ended[w];
+  SimTime *latest = c->cuts.latest[w], *free_at = c->cuts.free_at[w];
   memset(ended, 0, sizeof(uint32_t) * c->R);
   memset(latest, 0, sizeof(SimTime) * c->R);
   memset(free_at, 0, sizeof(SimTime) * (gsize)rg->num_resources);
@@ -351,7 +349,7 @@ static gboolean same_state(const Steady *c, SimTime a, SimTime b, const GArray *
   uint32_t touched_a = 0, touched_b = 0, flying_a = 0, flying_b = 0;
   for (uint32_t x = 0; x < c->R; x++) {
     if (c->key[x] < b && c->rs[x] >= b) flying_b++;
-    if (c->key[x] >= b && (c->ended[1][x] > 0 || rg->indegree[x] == 0) && fold[x].owner == NONE)
+    if (c->key[x] >= b && (c->cuts.ended[1][x] > 0 || rg->indegree[x] == 0) && fold[x].owner == NONE)
       touched_b++;
     uint32_t y = c->sig[x];
     if (c->key[x] < a && c->rs[x] >= a) { /* a chain in flight: its image at b, as far on */
@@ -376,23 +374,16 @@ static gboolean same_state(const Steady *c, SimTime a, SimTime b, const GArray *
       continue;
     }
     if (c->key[x] < a || fold[x].owner != NONE) continue;
-    if (c->ended[0][x] == 0 && rg->indegree[x] > 0) continue;
+    if (c->cuts.ended[0][x] == 0 && rg->indegree[x] > 0) continue;
     touched_a++;
     if (y == NONE || c->key[y] < b) return FALSE;
-    uint32_t left = rg->indegree[x] - c->ended[0][x];
-    if (c->mb[x] >= 0) { /* the image's dependencies are the images of x's */
-      if (rg->indegree[y] - c->ended[1][y] != left) return FALSE;
-      if (c->ended[1][y] == 0 && rg->indegree[y] > 0) return FALSE;
-    }
-    if (left == 0) { /* in the heap: its pop time */
-      if (c->key[x] - a != c->key[y] - b) return FALSE;
-    } else if (rel(c->latest[0][x], a) != rel(c->latest[1][y], b)) {
-      return FALSE;
-    }
+    SimPeriodTouched tx = {rg->indegree[x], c->cuts.ended[0][x], c->key[x], c->cuts.latest[0][x]};
+    SimPeriodTouched ty = {rg->indegree[y], c->cuts.ended[1][y], c->key[y], c->cuts.latest[1][y]};
+    if (!sim_period_same_touched(&tx, a, &ty, b, c->mb[x] >= 0)) return FALSE;
   }
-  if (touched_a != touched_b || flying_a != flying_b) return FALSE;
-  for (int r = 0; r < rg->num_resources; r++)
-    if (rel(c->free_at[0][r], a) != rel(c->free_at[1][r], b)) return FALSE;
+  if (touched_a != touched_b || flying_a != flying_b ||
+      !sim_period_same_free(c->cuts.free_at[0], a, c->cuts.free_at[1], b, rg->num_resources))
+    return FALSE;
   if (busy_a->len != busy_b->len) return FALSE;
   for (guint i = 0; i < busy_a->len; i++) /* (field by field: Busy has padding) */
     if (compare_busy(&g_array_index(busy_a, Busy, i), &g_array_index(busy_b, Busy, i)) != 0)
@@ -450,25 +441,9 @@ static gboolean program_inserts(const Steady *c, const DevUnits *u, SimTime a, S
   SimUnit image = u->units[ua];
   image.microbatch += c->p;
   if (!same_unit(u->units[ub], image)) return FALSE;
-  MdlStrategy longer = *c->strategy;
-  longer.num_microbatches = c->N;
-  int nn = 0, i = (c->N - c->k) / c->p, seg = ub - ua;
-  g_autofree SimUnit *sn = sim_pipeline_units(&longer, u->rank, &nn);
-  if (nn != u->nunits + i * seg) return FALSE;
-  int at = 0;
-  for (int q = 0; q <= ua; q++)
-    if (!same_unit(sn[at++], u->units[q])) return FALSE;
-  for (int j = 0; j <= i; j++)
-    for (int q = ua + 1; q <= ub; q++) {
-      SimUnit x = u->units[q];
-      x.microbatch += j * c->p;
-      if (!same_unit(sn[at++], x)) return FALSE;
-    }
-  for (int q = ub + 1; q < u->nunits; q++) {
-    SimUnit x = u->units[q];
-    x.microbatch += i * c->p;
-    if (!same_unit(sn[at++], x)) return FALSE;
-  }
+  if (!sim_period_schedule_inserts(&c->sk, u->rank, u->units, u->nunits, ua, ub, c->p, c->N))
+    return FALSE;
+  int i = (c->N - c->k) / c->p;
   /* the launches of that program: its positions are these with (ua, ub]'s repeated */
   const SimTaskGraph *g = c->g;
   if (!c->m->host) return TRUE;
@@ -545,11 +520,7 @@ gboolean sim_merge_prove_steady(Merge *m, const SimTaskGraph *rg, const SimSched
   c.contrib = g_new(SimTime, R1);
   c.last = g_new(uint32_t, R1);
   c.reach = g_new(SimTime, R1);
-  for (int w = 0; w < 2; w++) {
-    c.ended[w] = g_new(uint32_t, R1);
-    c.latest[w] = g_new(SimTime, R1);
-    c.free_at[w] = g_new(SimTime, (gsize)rg->num_resources + 1);
-  }
+  sim_period_cuts_init(&c.cuts, R1, (gsize)rg->num_resources);
   c.dev = g_new0(DevUnits, c.nd);
   c.slot_of_block = g_new(uint32_t, 4 * (gsize)strategy->num_ops + 1);
   for (uint32_t b = 0; b < 4 * (uint32_t)strategy->num_ops; b++) {
@@ -607,10 +578,6 @@ gboolean sim_merge_prove_steady(Merge *m, const SimTaskGraph *rg, const SimSched
   g_free(c.contrib);
   g_free(c.last);
   g_free(c.reach);
-  for (int w = 0; w < 2; w++) {
-    g_free(c.ended[w]);
-    g_free(c.latest[w]);
-    g_free(c.free_at[w]);
-  }
+  sim_period_cuts_clear(&c.cuts);
   return ok;
 }

@@ -60,10 +60,7 @@ typedef struct {
   uint32_t *sigma; /* per task: its image one period on (NONE: none in the graph) */
   SimTime *key;    /* per task: its pop time */
   SimTime *end;
-  /* per cut (0: a, 1: b): per task not popped its dependencies ended and their latest end;
-   * per resource its free time */
-  uint32_t *ended[2];
-  SimTime *latest[2], *free_at[2];
+  SimPeriodCuts cuts;
 } Period;
 
 static gboolean is_host_task(const Period *c, uint32_t x) {
@@ -219,8 +216,8 @@ static gboolean label(Period *c) {
 /* The engine's state after the pops before @tau (cut @w). */
 static void cut(Period *c, int w, SimTime tau) {
   const SimTaskGraph *g = c->g;
-  uint32_t *ended = c->ended[w];
-  SimTime *latest = c->latest[w], *free_at = c->free_at[w];
+  uint32_t *ended = c->cuts.ended[w];
+  SimTime *latest = c->cuts.latest[w], *free_at = c->cuts.free_at[w];
   memset(ended, 0, sizeof(uint32_t) * c->n);
   memset(latest, 0, sizeof(SimTime) * c->n);
   memset(free_at, 0, sizeof(SimTime) * (gsize)g->num_resources);
@@ -263,25 +260,34 @@ static gboolean same_state(const Period *c, SimTime a, SimTime b) {
   const SimTaskGraph *g = c->g;
   uint32_t touched_a = 0, touched_b = 0;
   for (uint32_t x = 0; x < c->n; x++) {
-    if (c->key[x] >= b && (c->ended[1][x] > 0 || g->indegree[x] == 0)) touched_b++;
-    if (c->key[x] < a || (c->ended[0][x] == 0 && g->indegree[x] > 0)) continue;
+    if (c->key[x] >= b && (c->cuts.ended[1][x] > 0 || g->indegree[x] == 0)) touched_b++;
+    if (c->key[x] < a || (c->cuts.ended[0][x] == 0 && g->indegree[x] > 0)) continue;
     touched_a++;
     uint32_t y = c->sigma[x];
     if (y == NONE || c->key[y] < b) return FALSE;
-    uint32_t left = g->indegree[x] - c->ended[0][x];
-    if (c->mb[x] >= 0) { /* the image's dependencies are the images of x's */
-      if (g->indegree[y] - c->ended[1][y] != left) return FALSE;
-      if (c->ended[1][y] == 0 && g->indegree[y] > 0) return FALSE;
-    }
-    if (left == 0) { /* in the heap: its pop time */
-      if (c->key[x] - a != c->key[y] - b) return FALSE;
-    } else if (rel(c->latest[0][x], a) != rel(c->latest[1][y], b)) {
-      return FALSE;
-    }
+    SimPeriodTouched tx = {g->indegree[x], c->cuts.ended[0][x], c->key[x], c->cuts.latest[0][x]};
+    SimPeriodTouched ty = {g->indegree[y], c->cuts.ended[1][y], c->key[y], c->cuts.latest[1][y]};
+    if (!sim_period_same_touched(&tx, a, &ty, b, c->mb[x] >= 0)) return FALSE;
   }
-  if (touched_a != touched_b) return FALSE;
-  for (int r = 0; r < g->num_resources; r++)
-    if (rel(c->free_at[0][r], a) != rel(c->free_at[1][r], b)) return FALSE;
+  return touched_a == touched_b &&
+         sim_period_same_free(c->cuts.free_at[0], a, c->cuts.free_at[1], b, g->num_resources);
+}
+
+gboolean sim_period_same_touched(const SimPeriodTouched *x, SimTime a, const SimPeriodTouched *y,
+                                 SimTime b, gboolean labelled) {
+  uint32_t left = x->indegree - x->ended;
+  if (labelled) { /* the image's dependencies are the images of x's */
+    if (y->indegree - y->ended != left) return FALSE;
+    if (y->ended == 0 && y->indegree > 0) return FALSE;
+  }
+  if (left == 0) return x->key - a == y->key - b; /* in the heap: its pop time */
+  return rel(x->latest, a) == rel(y->latest, b);
+}
+
+gboolean sim_period_same_free(const SimTime *free_a, SimTime a, const SimTime *free_b, SimTime b,
+                              int resources) {
+  for (int r = 0; r < resources; r++)
+    if (rel(free_a[r], a) != rel(free_b[r], b)) return FALSE;
   return TRUE;
 }
 
@@ -320,17 +326,23 @@ static gboolean program_inserts(const Period *c, int d, SimTime a, SimTime b, in
   image.microbatch += c->p;
   if (!same_unit(units[ub], image)) return FALSE;
   int rank = mdl_strategy_rank_of_stage(c->strategy, units[0].chunk);
-  int nk = 0, nn = 0;
+  int nk = 0;
   g_autofree SimUnit *sk = sim_pipeline_units(c->strategy, rank, &nk);
   if (nk != nunits) return FALSE; /* the program is the schedule's units, stamped */
   for (int q = 0; q < nk; q++)
     if (!same_unit(sk[q], units[q])) return FALSE;
-  MdlStrategy longer = *c->strategy;
+  return sim_period_schedule_inserts(c->strategy, rank, units, nunits, ua, ub, c->p, target);
+}
+
+gboolean sim_period_schedule_inserts(const MdlStrategy *strategy, int rank, const SimUnit *units,
+                                     int nunits, int ua, int ub, int p, int target) {
+  MdlStrategy longer = *strategy;
   longer.num_microbatches = target;
+  int nn = 0;
   g_autofree SimUnit *sn = sim_pipeline_units(&longer, rank, &nn);
   /* sn == units[0 .. ua] ++ S ++ sigma S ++ .. ++ sigma^i S ++ sigma^i units[ub + 1 ..], S the
    * units (ua, ub] */
-  int i = (target - c->M) / c->p, seg = ub - ua;
+  int i = (target - strategy->num_microbatches) / p, seg = ub - ua;
   if (nn != nunits + i * seg) return FALSE;
   int at = 0;
   for (int q = 0; q <= ua; q++)
@@ -338,12 +350,12 @@ static gboolean program_inserts(const Period *c, int d, SimTime a, SimTime b, in
   for (int j = 0; j <= i; j++)
     for (int q = ua + 1; q <= ub; q++) {
       SimUnit u = units[q];
-      u.microbatch += j * c->p;
+      u.microbatch += j * p;
       if (!same_unit(sn[at++], u)) return FALSE;
     }
   for (int q = ub + 1; q < nunits; q++) {
     SimUnit u = units[q];
-    u.microbatch += i * c->p;
+    u.microbatch += i * p;
     if (!same_unit(sn[at++], u)) return FALSE;
   }
   return TRUE;
@@ -419,20 +431,28 @@ gboolean sim_period_extrapolate(const SimTaskGraph *g, const SimSchedule *s,
   c.sigma = g_new(uint32_t, n);
   c.key = g_new(SimTime, n);
   c.end = g_new(SimTime, n);
-  for (int w = 0; w < 2; w++) {
-    c.ended[w] = g_new(uint32_t, n);
-    c.latest[w] = g_new(SimTime, n);
-    c.free_at[w] = g_new(SimTime, (gsize)g->num_resources + 1);
-  }
+  sim_period_cuts_init(&c.cuts, n, (gsize)g->num_resources);
   gboolean ok = label(&c) && search_cuts(&c, target, out);
   g_free(c.mb);
   g_free(c.sigma);
   g_free(c.key);
   g_free(c.end);
-  for (int w = 0; w < 2; w++) {
-    g_free(c.ended[w]);
-    g_free(c.latest[w]);
-    g_free(c.free_at[w]);
-  }
+  sim_period_cuts_clear(&c.cuts);
   return ok;
+}
+
+void sim_period_cuts_init(SimPeriodCuts *cuts, gsize tasks, gsize resources) {
+  for (int w = 0; w < 2; w++) {
+    cuts->ended[w] = g_new(uint32_t, tasks + 1);
+    cuts->latest[w] = g_new(SimTime, tasks + 1);
+    cuts->free_at[w] = g_new(SimTime, resources + 1);
+  }
+}
+
+void sim_period_cuts_clear(SimPeriodCuts *cuts) {
+  for (int w = 0; w < 2; w++) {
+    g_free(cuts->ended[w]);
+    g_free(cuts->latest[w]);
+    g_free(cuts->free_at[w]);
+  }
 }

@@ -6,6 +6,7 @@
 #define STRATSIM_SIM_PERIOD_H
 
 #include "sim/sim-int.h"
+#include "sim/sim_schedule.h"
 
 G_BEGIN_DECLS
 
@@ -36,6 +37,40 @@ gboolean sim_period_extrapolate(const SimTaskGraph *g, const SimSchedule *s,
  * ascending. */
 void sim_period_images(const SimTaskGraph *g, const uint32_t *ids, uint32_t n, int p,
                        int microbatches, uint32_t *image);
+
+/* The pieces of the proof sim_merge_period.c shares: */
+
+/* The engine's state after the pops before each of two cuts (0: a, 1: b): per task not popped
+ * its dependencies ended and the latest of their ends; per resource its free time. */
+typedef struct {
+  uint32_t *ended[2];
+  SimTime *latest[2], *free_at[2];
+} SimPeriodCuts;
+void sim_period_cuts_init(SimPeriodCuts *cuts, gsize tasks, gsize resources);
+void sim_period_cuts_clear(SimPeriodCuts *cuts);
+
+/* A task touched at a cut (not popped): its dependencies, how many have ended and the latest
+ * of their ends, its pop time once all have. */
+typedef struct {
+  uint32_t indegree, ended;
+  SimTime key, latest;
+} SimPeriodTouched;
+
+/* Whether @x at cut @a and its image @y at cut @b are in the same state relative to their cuts
+ * (times at or before a cut count as the cut); @labelled: x is of a microbatch (its image's
+ * dependencies are the images of its own: as many left), not the whole iteration's. */
+gboolean sim_period_same_touched(const SimPeriodTouched *x, SimTime a, const SimPeriodTouched *y,
+                                 SimTime b, gboolean labelled);
+
+/* Whether every resource's free time is the same relative to the cuts (@resources each). */
+gboolean sim_period_same_free(const SimTime *free_a, SimTime a, const SimTime *free_b, SimTime b,
+                              int resources);
+
+/* Whether @strategy's schedule for pipeline rank @rank with @target microbatches is @units (its
+ * k-microbatch one, @nunits) with the units (@ua, @ub] inserted (@target - k) / @p more times,
+ * each copy p microbatches on, and the units after @ub shifted past them. */
+gboolean sim_period_schedule_inserts(const MdlStrategy *strategy, int rank, const SimUnit *units,
+                                     int nunits, int ua, int ub, int p, int target);
 
 G_END_DECLS
 

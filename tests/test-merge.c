@@ -8,9 +8,8 @@
 
 #include "sim/sim.h"
 #include "sim/sim_crossmesh.h"
-#include "search/srch-int.h" /* the full Megatron space */
 #include "sim/sim-int.h" /* white-box: sim_merge_predict on a full graph */
-#include "test-util.h"
+#include "test-space.h"
 
 static const char *model = "gpt3-1.3b:batch=64";
 static const char *cluster = "dgx-a100:nodes=2";
@@ -25,21 +24,8 @@ static SimRun *simulate(const char *m, const char *spec, gboolean expanded, gboo
   return test_simulate_options(m, cluster, spec, &options);
 }
 
-/* Every figure the prediction reports, bit for bit. */
 static void assert_same_prediction(const SimPrediction *a, const SimPrediction *b) {
-  const double fa[] = {a->iteration_time_s, a->compute_s, a->comm_exposed_s, a->host_bound_s,
-                       a->bubble_s, a->samples_per_s, a->tflops_per_gpu, a->mfu,
-                       a->peak_memory_bytes, a->comm_busy_s};
-  const double fb[] = {b->iteration_time_s, b->compute_s, b->comm_exposed_s, b->host_bound_s,
-                       b->bubble_s, b->samples_per_s, b->tflops_per_gpu, b->mfu,
-                       b->peak_memory_bytes, b->comm_busy_s};
-  for (gsize i = 0; i < G_N_ELEMENTS(fa); i++) {
-    if (memcmp(&fa[i], &fb[i], sizeof(double)) != 0)
-      g_error("figure %" G_GSIZE_FORMAT ": full %.17g, merged %.17g", i, fa[i], fb[i]);
-  }
-  g_assert_cmpint(a->simulated_gpus, ==, b->simulated_gpus);
-  g_assert_cmpuint(a->tasks, ==, b->tasks);
-  g_assert_cmpuint(a->events, ==, b->events);
+  test_assert_same_prediction("merging", "full", "merged", a, b);
 }
 
 /* Full and merged runs of @spec (@expanded: symmetry off); @merges: whether the reduction must
@@ -226,46 +212,22 @@ static void test_models(void) {
 /* Every 7th point of the full Megatron space (schedules, vp, recomputation, sp, ZeRO) of a
  * 16-layer GPT on two DGX A100, a fifth of them under weight delay: merged == full, and the
  * reduction applies to most. */
+static gboolean was_merged(const SimPrediction *p) { return p->merged_tasks > 0; }
+
 static void test_space(void) {
-  GError *error = NULL;
-  const char *gpt = "gpt:layers=16,hidden=2048,heads=16,seq=1024,vocab=32000,batch=64";
-  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
-  MdlGraph *g = mdl_graph_parse_spec(gpt, &error);
-  g_assert_no_error(error);
-  CmParams params;
-  cm_params_default(&params);
-  GArray *points = srch_grid_full_points(g, c, DEV_DTYPE_BF16);
-  int checked = 0, merged = 0;
   guint stride = 7;
 #if defined(__SANITIZE_ADDRESS__)
   stride = 21; /* a third of the points (~23 s instrumented at 7; the release run checks every 7th) */
 #endif
-  for (guint i = 0; i < points->len; i += stride) {
-    MdlMegatronConfig cfg = g_array_index(points, MdlMegatronConfig, i);
-    cfg.weight_delay = (i / stride) % 5 == 0 && cfg.schedule != MDL_SCHEDULE_INTERLEAVED;
-    MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
-    if (!s) { /* weight delay is refused with some schedules */
-      g_clear_error(&error);
-      continue;
-    }
-    SimOptions full_options = {0}, merged_options = {.prediction_only = TRUE};
-    SimRun *a = sim_run_new_with_options(g, s, c, &params, &full_options, &error);
-    g_assert_no_error(error);
-    SimRun *b = sim_run_new_with_options(g, s, c, &params, &merged_options, &error);
-    g_assert_no_error(error);
-    assert_same_prediction(sim_run_prediction(a), sim_run_prediction(b));
-    merged += sim_run_prediction(b)->merged_tasks > 0;
-    checked++;
-    sim_run_free(a);
-    sim_run_free(b);
-    mdl_strategy_free(s);
-  }
+  /* (every microbatch timed: test-period.c checks the steady-state route against this) */
+  SimOptions full_options = {0}, merged_options = {.prediction_only = TRUE, .no_steady_state = TRUE};
+  int checked = 0;
+  int merged = test_space_compare("gpt:layers=16,hidden=2048,heads=16,seq=1024,vocab=32000,batch=64",
+                                  cluster, stride, 5, &full_options, &merged_options, "full",
+                                  "merged", was_merged, &checked);
   g_test_message("%d points checked, %d merged", checked, merged);
   g_assert_cmpint(checked, >, 350 / (int)stride);
   g_assert_cmpint(merged, >, checked / 2);
-  g_array_free(points, TRUE);
-  mdl_graph_free(g);
-  dev_cluster_free(c);
 }
 
 /* The merged symmetric run gives the full expanded run's iteration, as symmetry promises. */

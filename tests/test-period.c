@@ -8,8 +8,7 @@
 #include "sim/sim.h"
 #include "sim/sim-int.h"
 #include "sim/sim_period.h"
-#include "search/srch-int.h" /* the full Megatron space */
-#include "test-util.h"
+#include "test-space.h"
 
 static const char *cluster = "dgx-a100:nodes=2";
 
@@ -116,21 +115,8 @@ static void test_drift(void) {
   }
 }
 
-/* Every figure of two predictions, bit for bit. */
 static void assert_same_prediction(const char *what, const SimPrediction *a, const SimPrediction *b) {
-  const double fa[] = {a->iteration_time_s, a->compute_s, a->comm_exposed_s, a->host_bound_s,
-                       a->bubble_s, a->samples_per_s, a->tflops_per_gpu, a->mfu,
-                       a->peak_memory_bytes, a->comm_busy_s};
-  const double fb[] = {b->iteration_time_s, b->compute_s, b->comm_exposed_s, b->host_bound_s,
-                       b->bubble_s, b->samples_per_s, b->tflops_per_gpu, b->mfu,
-                       b->peak_memory_bytes, b->comm_busy_s};
-  for (gsize i = 0; i < G_N_ELEMENTS(fa); i++)
-    if (memcmp(&fa[i], &fb[i], sizeof(double)) != 0)
-      g_error("%s: figure %" G_GSIZE_FORMAT ": every microbatch %.17g, steady %.17g", what, i,
-              fa[i], fb[i]);
-  g_assert_cmpint(a->simulated_gpus, ==, b->simulated_gpus);
-  g_assert_cmpuint(a->tasks, ==, b->tasks);
-  g_assert_cmpuint(a->events, ==, b->events);
+  test_assert_same_prediction(what, "every microbatch", "steady", a, b);
   g_assert_cmpuint(a->merged_tasks, ==, b->merged_tasks);
 }
 
@@ -210,46 +196,21 @@ static void test_steady_walked(void) {
 
 /* Over the Megatron space of a 16-layer model on 16 GPUs with 96 samples a batch: the route's
  * predictions are the whole run's wherever it applies. */
+static gboolean was_steady(const SimPrediction *p) { return p->steady_microbatches > 0; }
+
 static void test_steady_space(void) {
-  GError *error = NULL;
-  const char *gpt = "gpt:layers=16,hidden=5120,heads=40,seq=2048,vocab=32000,batch=192";
-  DevCluster *c = dev_cluster_parse_spec(cluster, &error);
-  MdlGraph *g = mdl_graph_parse_spec(gpt, &error);
-  g_assert_no_error(error);
-  CmParams params;
-  cm_params_default(&params);
-  GArray *points = srch_grid_full_points(g, c, DEV_DTYPE_BF16);
-  int checked = 0, applied = 0;
   guint stride = 13; /* (~6 s) */
 #if defined(__SANITIZE_ADDRESS__)
   stride = 61;
 #endif
-  for (guint i = 0; i < points->len; i += stride) {
-    MdlMegatronConfig cfg = g_array_index(points, MdlMegatronConfig, i);
-    MdlStrategy *s = mdl_strategy_megatron(g, c, &cfg, &error);
-    if (!s) {
-      g_clear_error(&error);
-      continue;
-    }
-    SimOptions every = {.prediction_only = TRUE, .no_steady_state = TRUE};
-    SimOptions steady = {.prediction_only = TRUE};
-    SimRun *a = sim_run_new_with_options(g, s, c, &params, &every, &error);
-    g_assert_no_error(error);
-    SimRun *b = sim_run_new_with_options(g, s, c, &params, &steady, &error);
-    g_assert_no_error(error);
-    assert_same_prediction(s->name ? s->name : "point", sim_run_prediction(a),
-                           sim_run_prediction(b));
-    applied += sim_run_prediction(b)->steady_microbatches > 0;
-    checked++;
-    sim_run_free(a);
-    sim_run_free(b);
-    mdl_strategy_free(s);
-  }
+  SimOptions every = {.prediction_only = TRUE, .no_steady_state = TRUE};
+  SimOptions steady = {.prediction_only = TRUE};
+  int checked = 0;
+  int applied = test_space_compare("gpt:layers=16,hidden=5120,heads=40,seq=2048,vocab=32000,batch=192",
+                                   cluster, stride, 0, &every, &steady, "every microbatch",
+                                   "steady", was_steady, &checked);
   g_test_message("%d points checked, the steady state proven on %d", checked, applied);
-  g_assert_cmpint(applied, >, 0);
-  g_array_free(points, TRUE);
-  mdl_graph_free(g);
-  dev_cluster_free(c);
+  g_assert_cmpint(applied, >, checked / 10);
 }
 
 /* A graph of the first k of a strategy's microbatches (SimOptions.build_microbatches) is the

@@ -53,6 +53,26 @@ static inline void test_run_free(SimRun *run) {
   dev_cluster_free(c);
 }
 
+/* Every figure two predictions report, bit for bit (@what and the two runs' names in the
+ * message). */
+static inline void test_assert_same_prediction(const char *what, const char *name_a,
+                                               const char *name_b, const SimPrediction *a,
+                                               const SimPrediction *b) {
+  const double fa[] = {a->iteration_time_s, a->compute_s, a->comm_exposed_s, a->host_bound_s,
+                       a->bubble_s, a->samples_per_s, a->tflops_per_gpu, a->mfu,
+                       a->peak_memory_bytes, a->comm_busy_s};
+  const double fb[] = {b->iteration_time_s, b->compute_s, b->comm_exposed_s, b->host_bound_s,
+                       b->bubble_s, b->samples_per_s, b->tflops_per_gpu, b->mfu,
+                       b->peak_memory_bytes, b->comm_busy_s};
+  for (gsize i = 0; i < G_N_ELEMENTS(fa); i++)
+    if (memcmp(&fa[i], &fb[i], sizeof(double)) != 0)
+      g_error("%s: figure %" G_GSIZE_FORMAT ": %s %.17g, %s %.17g", what, i, name_a, fa[i], name_b,
+              fb[i]);
+  g_assert_cmpint(a->simulated_gpus, ==, b->simulated_gpus);
+  g_assert_cmpuint(a->tasks, ==, b->tasks);
+  g_assert_cmpuint(a->events, ==, b->events);
+}
+
 /* A cluster of @nodes x @gpus a100-80gb with the given link figures (GB/s, us, Gb/s, us). */
 static inline DevCluster *test_cluster(int nodes, int gpus, double intra_GBps, double intra_us,
                                        double inter_Gbps, double inter_us) {
