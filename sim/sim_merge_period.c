@@ -244,15 +244,9 @@ static gboolean partition(const Steady *c, SimTime a, SimTime b) {
     }
   }
   for (uint32_t x = c->ng; x < c->R; x++) {
-    SimTime k = c->key[x];
     int32_t m = c->mb[x];
-    if (m < 0) {
-      if (k >= a && k < b) return FALSE;
-      continue;
-    }
-    if (m < c->p && k >= b) return FALSE;
-    if (m >= c->k - c->p && k < a) return FALSE;
-    if (m < c->k - c->p && (k < a) != (c->key[c->sig[x]] < b)) return FALSE;
+    SimTime image = m >= 0 && m < c->k - c->p ? c->key[c->sig[x]] : 0;
+    if (!sim_period_label_ok(m, c->key[x], image, a, b, c->p, c->k)) return FALSE;
   }
   for (uint32_t x = 0; c->release && x < c->R; x++)
     if (c->release[x] && c->key[x] >= a) return FALSE;

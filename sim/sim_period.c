@@ -242,15 +242,9 @@ static inline SimTime rel(SimTime t, SimTime tau) { return t > tau ? t - tau : 0
 /* Condition (1). */
 static gboolean partition(const Period *c, SimTime a, SimTime b) {
   for (uint32_t x = 0; x < c->n; x++) {
-    SimTime k = c->key[x];
     int32_t m = c->mb[x];
-    if (m < 0) {
-      if (k >= a && k < b) return FALSE;
-      continue;
-    }
-    if (m < c->p && k >= b) return FALSE;
-    if (m >= c->M - c->p && k < a) return FALSE;
-    if (m < c->M - c->p && (k < a) != (c->key[c->sigma[x]] < b)) return FALSE;
+    SimTime image = m >= 0 && m < c->M - c->p ? c->key[c->sigma[x]] : 0;
+    if (!sim_period_label_ok(m, c->key[x], image, a, b, c->p, c->M)) return FALSE;
   }
   return TRUE;
 }

@@ -56,6 +56,18 @@ typedef struct {
   SimTime key, latest;
 } SimPeriodTouched;
 
+/* Condition (1) for one task of microbatch @mb (-1: the iteration's) of k = @microbatches,
+ * popping at @key, its image (if any, mb < k - p) at @image_key: whether it takes its side of
+ * the partition (popped before @a exactly when its image pops before @b, the first period's
+ * before @b, the last's not before @a, the iteration's not between the cuts). */
+static inline gboolean sim_period_label_ok(int32_t mb, SimTime key, SimTime image_key, SimTime a,
+                                           SimTime b, int p, int microbatches) {
+  if (mb < 0) return key < a || key >= b;
+  if (mb < p && key >= b) return FALSE;
+  if (mb >= microbatches - p) return key >= a;
+  return (key < a) == (image_key < b);
+}
+
 /* Whether @x at cut @a and its image @y at cut @b are in the same state relative to their cuts
  * (times at or before a cut count as the cut); @labelled: x is of a microbatch (its image's
  * dependencies are the images of its own: as many left), not the whole iteration's. */
