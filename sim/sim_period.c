@@ -37,9 +37,11 @@
  * P later, and at its own cuts a and b conditions (1)-(3) hold again: by induction G_N's
  * makespan is max(latest end of the tasks popped before a, latest end of the rest + i P).
  *
- * What this file does not do (yet): releases (a run timed with late launches), folded or merged
- * graphs (sim_merge.c's reduced runs), the breakdown's sums; a run that does not satisfy the
- * checks (GPipe's two phases, a k too small to reach the steady state) is not extrapolated. */
+ * This file proves it on a full graph's plain run (what tests/test-period.c checks against
+ * full runs of N microbatches); sim_merge_period.c proves it on the reduced run predictions
+ * use (folded chains, the host pass, the breakdown) and shares the comparisons below. A run
+ * that does not satisfy the checks (GPipe's two phases, weight delay's delayed W's keeping
+ * their labels, a k too small to reach the steady state) is not extrapolated. */
 #include "sim/sim_period.h"
 #include "sim/sim_schedule.h"
 
