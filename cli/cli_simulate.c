@@ -69,6 +69,10 @@ static void print_text(const SimRun *run, const char *strategy_spec, gint64 run_
          p->tasks, p->events, p->sim_wall_s,
          p->step_collectives ? "collectives step-expanded on links" : "one task per collective",
          p->symmetric ? "symmetry: identical replicas simulated once" : "every GPU simulated");
+  if (p->steady_microbatches)
+    printf("  steady       %d of %d microbatches timed, the rest proven to repeat a period of "
+           "%.9g s (steady state, exact)\n",
+           p->steady_microbatches, s->num_microbatches, p->steady_period_s);
   if (sim_run_profiled_kernels(run) > 0)
     printf("  kernels      %d measured kernel times of %s (interpolated between shapes), roofline "
            "for the rest\n", sim_run_profiled_kernels(run), c->device.name);
