@@ -73,6 +73,7 @@ typedef struct {
   SimTime *key;          /* per reduced task: its pop time (a folded collective: its fork's end) */
   SimTime *rs, *se;      /* when its successors see it end, and at what time */
   SimTime *contrib;      /* what its pop adds to the makespan (0: nothing) */
+  SimTime *end;          /* its own end (a chain: its first stretch's) */
   uint32_t *last;        /* per chain with folds: its last collective (NONE: not such a chain) */
   SimTime *reach;        /* per reduced task: the latest its pop can matter to a cut's state
                             (its end, its chain's, its successors' pop times) */
@@ -83,11 +84,7 @@ typedef struct {
 
 static inline SimTime rel(SimTime t, SimTime tau) { return t > tau ? t - tau : 0; }
 
-static inline SimTime task_end(const Steady *c, uint32_t x) {
-  const SimFold *f = &c->folds->task[x];
-  SimTime d = f->owner != NONE ? f->duration : sim_task_graph_task(c->rg, x)->duration;
-  return c->s->start[x] + d;
-}
+static inline SimTime task_end(const Steady *c, uint32_t x) { return c->end[x]; }
 
 static SimTime fold_end(void *ctx, uint32_t j) { return task_end((const Steady *)ctx, j); }
 
@@ -111,21 +108,26 @@ static gboolean device_units(Steady *c, uint32_t d, DevUnits *u) {
   block_unit(c, block[u->first], &phase, &chunk);
   u->rank = mdl_strategy_rank_of_stage(c->strategy, chunk);
   u->units = sim_pipeline_units(&c->sk, u->rank, &u->nunits);
-  g_autofree uint32_t *count = g_new0(uint32_t, 3 * (gsize)c->nstages);
-  for (uint32_t k = u->first; k < u->end; k++) count[c->slot_of_block[block[k]]]++;
+  /* a unit's size, per (chunk, phase), from its first one: its positions up to the next that
+   * is of another chunk or phase or repeats its first block (a chunk's ops come once a unit);
+   * the walk below checks every unit's first position, and the total */
+  g_autofree uint32_t *size = g_new0(uint32_t, 3 * (gsize)c->nstages);
   u->ustart = g_new(uint32_t, (gsize)u->nunits + 1);
   u->unit_of = g_new(int, 3 * (gsize)c->nstages * (gsize)c->k);
   for (int i = 0; i < 3 * c->nstages * c->k; i++) u->unit_of[i] = -1;
   uint32_t at = u->first;
   for (int i = 0; i < u->nunits; i++) {
     const SimUnit *x = &u->units[i];
-    uint32_t n = count[3 * x->chunk + x->phase];
-    if (n % (uint32_t)c->k != 0 || at >= u->end) return FALSE;
-    block_unit(c, block[at], &phase, &chunk);
-    if (phase != x->phase || chunk != x->chunk) return FALSE;
+    uint32_t slot = (uint32_t)(3 * x->chunk + x->phase);
+    if (at >= u->end || c->slot_of_block[block[at]] != slot) return FALSE;
+    if (!size[slot]) {
+      uint32_t e = at + 1;
+      while (e < u->end && c->slot_of_block[block[e]] == slot && block[e] != block[at]) e++;
+      size[slot] = e - at;
+    }
     u->ustart[i] = at;
-    u->unit_of[(3 * x->chunk + x->phase) * c->k + x->microbatch] = i;
-    at += n / (uint32_t)c->k;
+    u->unit_of[slot * (uint32_t)c->k + (uint32_t)x->microbatch] = i;
+    at += size[slot];
   }
   u->ustart[u->nunits] = at;
   return at == u->end;
@@ -193,9 +195,12 @@ static gboolean label(Steady *c) {
   }
   /* successors and makespan: a chain with folds ends with its last collective's last step */
   SimTime makespan = 0;
+  const SimTask *rtasks = (const SimTask *)c->rg->tasks->data;
   for (uint32_t x = 0; x < c->R; x++) {
+    SimTime d = fold[x].owner != NONE ? fold[x].duration : rtasks[x].duration;
+    c->end[x] = c->s->start[x] + d;
     c->rs[x] = c->key[x];
-    c->se[x] = c->contrib[x] = fold[x].owner != NONE ? 0 : task_end(c, x);
+    c->se[x] = c->contrib[x] = fold[x].owner != NONE ? 0 : c->end[x];
   }
   for (uint32_t x = 0; x < c->R; x++) {
     if (fold[x].owner != NONE || fold[x].next == NONE) continue;
@@ -525,6 +530,7 @@ gboolean sim_merge_prove_steady(Merge *m, const SimTaskGraph *rg, const SimSched
   c.contrib = g_new(SimTime, R1);
   c.last = g_new(uint32_t, R1);
   c.reach = g_new(SimTime, R1);
+  c.end = g_new(SimTime, R1);
   sim_period_cuts_init(&c.cuts, R1, (gsize)rg->num_resources);
   c.dev = g_new0(DevUnits, c.nd);
   c.slot_of_block = g_new(uint32_t, 4 * (gsize)strategy->num_ops + 1);
@@ -583,6 +589,7 @@ gboolean sim_merge_prove_steady(Merge *m, const SimTaskGraph *rg, const SimSched
   g_free(c.contrib);
   g_free(c.last);
   g_free(c.reach);
+  g_free(c.end);
   sim_period_cuts_clear(&c.cuts);
   return ok;
 }
