@@ -33,7 +33,7 @@
  * N-microbatch merged runs, figure for figure.
  *
  * Cost (175B interleaved bench point, 48 of 192 microbatches, callgrind per prediction): the
- * proof ~18 M instructions of the route's 84.6 M (labels and images 7 M, the launches over the
+ * proof ~16 M instructions of the route's 83.7 M (labels and images 7 M, the launches over the
  * longer program 4 M, the two cuts 1.4 M after skipping the tasks a cut cannot see, the longer
  * schedule per device 2 M); the first cut pair tried holds on the four bench points. The
  * images were first hashed per task (21 M, a sort) and then per run; a conversion replayed
