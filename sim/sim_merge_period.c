@@ -52,8 +52,8 @@ typedef struct {
   uint32_t *ustart;      /* per unit its first position (nunits + 1) */
   int *unit_of;          /* per (phase, chunk, microbatch): its unit (-1: none) */
   uint32_t h0, h1;       /* its heads: Merge.hgid[h0 .. h1) (in program order) */
-  uint32_t j0;           /* its first join in reduce's list of joins (Merge.jx) */
   uint32_t *hpos;        /* and their positions */
+  uint32_t j0;           /* its first join in reduce's list of joins (Merge.jx) */
 } DevUnits;
 
 typedef struct {
@@ -97,8 +97,10 @@ static void block_unit(const Steady *c, uint32_t block, int *phase, int *chunk) 
                                                                                : SIM_UNIT_BACKWARD;
 }
 
-/* The device's units from its positions: each (phase, chunk) unit has the same positions, a
- * k-th of the device's of that (phase, chunk); FALSE where the program does not split so. */
+/* The device's units from its positions: the schedule's units (sim_pipeline_units for k
+ * microbatches), each (phase, chunk) unit as long as the first of its kind; FALSE where the
+ * program does not split so (a unit starting with another chunk or phase, or the units not
+ * ending with the program). */
 static gboolean device_units(Steady *c, uint32_t d, DevUnits *u) {
   const uint32_t *block = c->g->program_block;
   u->first = c->m->dbeg[d];
