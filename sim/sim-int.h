@@ -94,7 +94,8 @@ struct SimSchedule {
   SimTime *start;          /* per task */
   SimTime *ready;          /* per task: when its last dependency ended (its pop time; with
                               releases, sim_engine_run_released, it pops at the later of this
-                              and its release) */
+                              and its release; a folded collective: its fork's end, when it
+                              pops or would have) */
   uint32_t *order;         /* task ids in the order the engine started them */
   SimPop *log;             /* the same pops with what the breakdown reads (NULL: not kept;
                               sim_engine_folds.c keeps it), and withdrawn reservations

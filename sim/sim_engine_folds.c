@@ -165,7 +165,7 @@ static void gather(Run *r, const SimFolds *folds, const SimTime *release) {
       v->nres = 1;
       v->kind = SIM_TASK_COMM; /* as a reservation logs it (the breakdown reads only whether
                                   a pop is communication) */
-      r->s->ready[i] = 0; /* no dependencies (a folded collective has no edges) */
+      r->s->ready[i] = 0; /* (its fork's end once it pops or is reserved: SimSchedule.ready) */
       v->folded = 1;
       v->key = NEVER;
       v->start = 0;
@@ -322,6 +322,7 @@ static void reserve(Run *r, uint32_t c, uint32_t d, SimTime end) {
       /* its pop as log_pop would log it (one resource, a collective) */
       uint32_t at = r->nstretch;
       SimTime fork = t;
+      r->s->ready[x] = fork;
       r->pending[rr]++;
       t = fold_steps(r, v, t); /* beside it, joins, on */
       r->s->order[r->done] = x;
@@ -390,6 +391,7 @@ SimSchedule *sim_engine_run_folded(const SimTaskGraph *g, const SimTime *release
     if (v->folded) { /* a folded collective: its entry, unless stale */
       if (top.time != v->key) continue;
       v->key = NEVER;
+      s->ready[id] = top.time; /* its fork's end */
     }
     const uint32_t *rr = resources_of(&r, v);
     for (uint16_t k = 0; k < v->nres; k++) /* the reservations before it, first */

@@ -33,7 +33,7 @@
  * N-microbatch merged runs, figure for figure.
  *
  * Cost (175B interleaved bench point, 48 of 192 microbatches, callgrind per prediction): the
- * proof ~16 M instructions of the route's 83.7 M (labels and images 7 M, the launches over the
+ * proof ~16 M instructions of the route's 83.5 M (labels and images 7 M, the launches over the
  * longer program 4 M, the two cuts 1.4 M after skipping the tasks a cut cannot see, the longer
  * schedule per device 2 M); the first cut pair tried holds on the four bench points. The
  * images were first hashed per task (21 M, a sort) and then per run; a conversion replayed
@@ -185,15 +185,11 @@ static gboolean label(Steady *c) {
    * partition is checked per position, and the state needs images only near the cuts) */
   for (uint32_t x = c->ng; x < c->R; x++)
     if (c->mb[x] >= 0 && c->mb[x] < c->k - c->p && c->sig[x] == NONE) return FALSE;
-  /* pop times: a folded collective's fork's end, from the log */
+  /* pop times (a folded collective's: its fork's end, SimSchedule.ready) */
   const SimFold *fold = c->folds->task;
   for (uint32_t x = 0; x < c->R; x++) {
     c->key[x] = MAX(c->s->ready[x], c->release ? c->release[x] : 0);
     c->last[x] = NONE;
-  }
-  for (uint32_t i = 0; i < c->s->nlog; i++) {
-    const SimPop *e = &c->s->log[i];
-    if (e->id != NONE && e->folded) c->key[e->id] = e->fork;
   }
   /* successors and makespan: a chain with folds ends with its last collective's last step */
   SimTime makespan = 0;
