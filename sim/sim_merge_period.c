@@ -157,8 +157,9 @@ static gboolean label(Steady *c) {
         c->mb[x] = un->microbatch;
         if (un->microbatch + c->p >= c->k) continue;
         int j = u->unit_of[(3 * un->chunk + un->phase) * c->k + un->microbatch + c->p];
+        if (j < 0) continue;
         uint32_t y = u->ustart[j] + (k - u->ustart[i]);
-        if (j >= 0 && y < u->ustart[j + 1] && (m->pflags[y] & HEAD)) c->sig[x] = group_of(m, y);
+        if (y < u->ustart[j + 1] && (m->pflags[y] & HEAD)) c->sig[x] = group_of(m, y);
       }
   }
   /* the other tasks: their own labels (images by sim_period_images) */
